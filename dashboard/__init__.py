@@ -1,0 +1,1 @@
+"""Streamlit entry, the judgelab CLI, the background runner, components and chart builders."""

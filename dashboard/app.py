@@ -1,0 +1,24 @@
+"""Streamlit entry: one st.Page per screen, st.navigation, nothing else."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import state
+from engine.config import get_settings
+from pages import models as models_page
+from pages import runs as runs_page
+
+st.set_page_config(page_title="judgelab", page_icon="⚖️", layout="wide")
+
+PAGES = {
+    "Workbench": [
+        st.Page(models_page.render, title="Models", icon="🧠", url_path="models", default=True),
+        st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
+    ],
+}
+
+if get_settings().preload:
+    st.sidebar.caption(state.preload())
+
+st.navigation(PAGES).run()

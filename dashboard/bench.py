@@ -1,0 +1,271 @@
+"""`judgelab bench`: the project's benchmarks. Each reports median / min / max over repeated runs and
+the figures it exists to show; speed targets are checked here, never by timed assertions in tests.
+
+Mechanism modules add their benchmarks with `@benchmark(...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+Progress = Callable[[str], None] | None
+
+
+class BenchResult(BaseModel):
+    name: str
+    description: str
+    unit: str = "s"
+    samples: list[float] = Field(default_factory=list)
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    target: str | None = None
+    met: bool | None = None
+    skipped: str | None = None
+
+    @classmethod
+    def from_samples(cls, name: str, description: str, samples: list[float], **kw: Any) -> BenchResult:
+        return cls(
+            name=name, description=description, samples=[round(s, 6) for s in samples],
+            median=round(statistics.median(samples), 6), min=round(min(samples), 6),
+            max=round(max(samples), 6), **kw,
+        )
+
+    def describe(self) -> str:
+        lines = [f"## {self.name} — {self.description}"]
+        if self.skipped:
+            lines.append(f"   skipped: {self.skipped}")
+            return "\n".join(lines)
+        if self.median is not None:
+            lines.append(
+                f"   median {self.median:.4g} {self.unit} · min {self.min:.4g} · max {self.max:.4g} "
+                f"(n={len(self.samples)})"
+            )
+        for key, value in self.metrics.items():
+            shown = f"{value:.4g}" if isinstance(value, float) else value
+            lines.append(f"   {key}: {shown}")
+        if self.target:
+            verdict = {True: "MET", False: "NOT MET", None: "n/a"}[self.met]
+            lines.append(f"   target: {self.target} → {verdict}")
+        return "\n".join(lines)
+
+
+BenchFn = Callable[[int, Progress], BenchResult]
+BENCHMARKS: dict[str, BenchFn] = {}
+
+
+def benchmark(name: str) -> Callable[[BenchFn], BenchFn]:
+    def register(fn: BenchFn) -> BenchFn:
+        BENCHMARKS[name] = fn
+        return fn
+
+    return register
+
+
+def run_benchmarks(names: list[str], *, repeat: int = 5, progress: Progress = None) -> list[BenchResult]:
+    results = []
+    for name in names:
+        if progress:
+            progress(f"… {name}")
+        try:
+            results.append(BENCHMARKS[name](repeat, progress))
+        except Exception as exc:  # one broken benchmark must not hide the others' figures
+            results.append(BenchResult(name=name, description="failed", skipped=f"{type(exc).__name__}: {exc}"))
+    return results
+
+
+def _temp_store() -> Any:
+    from engine.store import Store
+
+    folder = tempfile.mkdtemp(prefix="judgelab-bench-")
+    return Store(f"sqlite:///{folder}/bench.db"), folder
+
+
+# -- the foundation's benchmarks ----------------------------------------------------------------
+@benchmark("llm.judgment")
+def bench_llm_judgment(repeat: int, progress: Progress) -> BenchResult:
+    """Structured judgment latency and tokens/s of the bundled model."""
+    from models.catalog import BUNDLED_MODEL_ID, load_catalog
+    from models.probe import PROBE_MESSAGES, ProbeJudgment
+    from models.registry import ModelHub
+
+    store, folder = _temp_store()
+    try:
+        hub = ModelHub(load_catalog(), call_log=store)
+        model = hub.get(BUNDLED_MODEL_ID)
+
+        async def once() -> Any:
+            return await model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128)
+
+        started = time.perf_counter()
+        asyncio.run(once())  # load + first call, reported apart
+        first = time.perf_counter() - started
+        latencies, speeds, tokens = [], [], []
+        for _ in range(repeat):
+            completion = asyncio.run(once())
+            latencies.append(completion.latency_s)
+            speeds.append(completion.tokens_per_s)
+            tokens.append(completion.usage.completion_tokens)
+        return BenchResult.from_samples(
+            "llm.judgment",
+            "structured judgment (ProbeJudgment) with the bundled Gemma 3 270M",
+            latencies,
+            metrics={
+                "threads": os.cpu_count(),
+                "load_and_first_call_s": round(first, 3),
+                "completion_tokens_median": statistics.median(tokens),
+                "tokens_per_s_median": round(statistics.median(speeds), 1),
+                "tokens_per_s_min": round(min(speeds), 1),
+                "tokens_per_s_max": round(max(speeds), 1),
+            },
+        )
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@benchmark("llm.replay")
+def bench_replay(repeat: int, progress: Progress) -> BenchResult:
+    """Record → replay: how much faster a recorded run re-plays, and that it re-plays identically."""
+    from models.catalog import BUNDLED_MODEL_ID, load_catalog
+    from models.probe import ProbeJudgment
+    from models.registry import ModelHub
+    from models.types import Message
+
+    store, folder = _temp_store()
+    try:
+        hub = ModelHub(load_catalog(), call_log=store)
+        live, replay = hub.get(BUNDLED_MODEL_ID), hub.get(BUNDLED_MODEL_ID, replay=True)
+        prompts = [
+            [Message(role="user", content=f"Chat message: \"{text}\"\nShould the assistant reply? JSON only.")]
+            for text in ("Anyone up for lunch?", "The build is broken again, help!", "lol")
+        ]
+
+        async def record() -> list[Any]:
+            return [await live.complete(p, schema=ProbeJudgment, max_tokens=96) for p in prompts]
+
+        async def play() -> list[Any]:
+            return [await replay.complete(p, schema=ProbeJudgment, max_tokens=96) for p in prompts]
+
+        recorded = asyncio.run(record())
+        live_latency = statistics.median(c.latency_s for c in recorded)
+        samples = []
+        identical = True
+        for _ in range(max(repeat, 20)):
+            started = time.perf_counter()
+            replayed = asyncio.run(play())
+            samples.append((time.perf_counter() - started) / len(prompts))
+            identical &= all(
+                (a.text, a.parsed, a.usage) == (b.text, b.parsed, b.usage)
+                for a, b in zip(recorded, replayed, strict=True)
+            )
+        speedup = live_latency / statistics.median(samples)
+        return BenchResult.from_samples(
+            "llm.replay", "replay of a recorded structured call (per call, SQLite store)", samples,
+            metrics={
+                "live_call_median_s": round(live_latency, 4),
+                "replay_speedup_x": round(speedup, 1),
+                "replays_identical": identical,
+            },
+            target="replays identical to the recorded calls",
+            met=identical,
+        )
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tree_rss_bytes(pid: int) -> int:
+    import psutil
+
+    proc = psutil.Process(pid)
+    total = proc.memory_info().rss
+    for child in proc.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            pass
+    return int(total)
+
+
+@benchmark("dashboard.memory")
+def bench_dashboard_memory(repeat: int, progress: Progress) -> BenchResult:
+    """Resident memory of a running dashboard with the bundled model and the embedder loaded."""
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        return BenchResult(name="dashboard.memory", description="dashboard RSS",
+                           skipped="needs Debian's chromium to open a session (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    folder = tempfile.mkdtemp(prefix="judgelab-bench-")
+    env = os.environ | {
+        "JUDGELAB_PRELOAD": "1",
+        "JUDGELAB_DATABASE_URL": f"sqlite:///{folder}/bench.db",
+        "HF_HUB_OFFLINE": "1",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    samples: list[float] = []
+    try:
+        _wait_for_port(port, 60)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/", timeout=60_000)
+            page.get_by_text("Local model and embedder loaded").wait_for(timeout=180_000)
+            for _ in range(max(repeat, 3)):
+                time.sleep(1.0)
+                samples.append(_tree_rss_bytes(server.pid) / 2**20)
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+    result = BenchResult.from_samples(
+        "dashboard.memory", "RSS of `judgelab dashboard` with the bundled model and the embedder loaded",
+        samples, unit="MiB", target="≤ 2048 MiB",
+    )
+    result.met = result.median is not None and result.median <= 2048
+    return result
+
+
+BROWSER_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def _wait_for_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:g} s")

@@ -1,0 +1,279 @@
+"""The `judgelab` command. Heavy imports (torch, llama_cpp, streamlit) happen inside the commands
+that need them, so `judgelab --help` and `judgelab runs list` start fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="judgelab",
+    help="A workbench for the mechanisms that decide whether and how well an LLM should speak.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+models_app = typer.Typer(help="The model catalog: list models, check one.", no_args_is_help=True)
+runs_app = typer.Typer(help="Recorded runs and their LLM calls.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(runs_app, name="runs")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+APP_PATH = Path(__file__).with_name("app.py")
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code)
+
+
+def emit_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def _store() -> Any:
+    from engine.store import Store, StoreError
+
+    try:
+        return Store()
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+
+
+def _catalog() -> Any:
+    from models.catalog import CatalogError, load_catalog
+
+    try:
+        return load_catalog()
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+
+
+# -- dashboard ----------------------------------------------------------------------------------
+@app.command()
+def dashboard(
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
+) -> None:
+    """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT."""
+    args = [
+        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
+        "--server.address", host, "--server.port", str(port),
+        "--server.headless", "true" if headless else "false",
+        "--browser.gatherUsageStats", "false",
+    ]
+    typer.echo(f"judgelab dashboard on http://{host}:{port}")
+    os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root
+    os.execv(sys.executable, args)
+
+
+# -- models -------------------------------------------------------------------------------------
+@models_app.command("list")
+def models_list(as_json: JsonFlag = False) -> None:
+    """Every catalog entry, available or not, and why."""
+    from models.registry import check_all
+
+    catalog = _catalog()
+    availability = {a.model_id: a for a in asyncio.run(check_all(catalog))}
+    rows = [
+        {
+            "id": s.id,
+            "backend": s.backend,
+            "model": s.model,
+            "name": s.profile.name,
+            "available": availability[s.id].available,
+            "reason": availability[s.id].reason,
+            "price_in_per_1k": s.price_in_per_1k,
+            "price_out_per_1k": s.price_out_per_1k,
+            "default_for": s.default_for,
+        }
+        for s in catalog.models
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    width = max(len(r["id"]) for r in rows)
+    for r in rows:
+        mark = typer.style("✓", fg=typer.colors.GREEN) if r["available"] else typer.style("✗", fg=typer.colors.RED)
+        typer.echo(f"{mark} {r['id']:<{width}}  {r['backend']:<9}  {r['reason']}")
+
+
+@models_app.command("check")
+def models_check(
+    model_id: Annotated[str, typer.Argument(help="A catalog id, e.g. gemma3-270m.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Send one structured test judgment through MODEL_ID; print the parsed JSON, tokens, latency."""
+    from engine.events import run_context
+    from models.errors import ModelError
+    from models.probe import PROBE_MESSAGES, ProbeJudgment
+    from models.registry import ModelHub, check_availability
+
+    catalog = _catalog()
+    try:
+        spec = catalog.get(model_id)
+    except KeyError as exc:
+        raise fail(str(exc.args[0])) from None
+    availability = asyncio.run(check_availability(spec))
+    if not availability.available:
+        raise fail(f"{model_id} is unavailable: {availability.reason}", code=2)
+    store = _store()
+    hub = ModelHub(catalog, call_log=store)
+
+    async def probe() -> Any:
+        return await hub.get(model_id).complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128)
+
+    try:
+        with run_context(store, "models.check", {"model_id": model_id}) as run:
+            completion = asyncio.run(probe())
+            run.summary = {"call_id": completion.call_id}
+    except ModelError as exc:
+        raise fail(str(exc), code=3) from None
+    result = {
+        "model_id": model_id,
+        "run_id": run.run_id,
+        "call_id": completion.call_id,
+        "parsed": completion.parsed,
+        "flags": completion.flags,
+        "prompt_tokens": completion.usage.prompt_tokens,
+        "completion_tokens": completion.usage.completion_tokens,
+        "latency_s": round(completion.latency_s, 3),
+        "tokens_per_s": round(completion.tokens_per_s, 1),
+        "cost": completion.cost,
+    }
+    if as_json:
+        emit_json(result)
+        return
+    typer.echo(json.dumps(completion.parsed, ensure_ascii=False, indent=2))
+    typer.echo(
+        f"tokens: {result['prompt_tokens']} in / {result['completion_tokens']} out · "
+        f"latency {result['latency_s']} s · {result['tokens_per_s']} tok/s · cost ${result['cost']:.6f}"
+    )
+    if completion.flags:
+        typer.echo(f"flags: {', '.join(completion.flags)}")
+    typer.echo(f"recorded as run {run.run_id}, call {completion.call_id}")
+
+
+# -- runs ---------------------------------------------------------------------------------------
+def _run_row(run: Any, totals: dict[str, float]) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "kind": run.kind,
+        "name": run.name,
+        "status": run.status,
+        "started_at": run.started_at.isoformat(),
+        "duration_s": run.duration_s,
+        "calls": int(totals.get("calls", 0)),
+        "errors": int(totals.get("errors", 0)),
+        "prompt_tokens": int(totals.get("prompt_tokens", 0)),
+        "completion_tokens": int(totals.get("completion_tokens", 0)),
+        "cost": totals.get("cost", 0.0),
+        "error": run.error,
+    }
+
+
+@runs_app.command("list")
+def runs_list(
+    kind: Annotated[str | None, typer.Option(help="Only runs whose kind starts with this.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """The recorded runs, newest first."""
+    store = _store()
+    runs = store.list_runs(kind=kind, limit=limit)
+    totals = store.run_totals([r.id for r in runs])
+    rows = [_run_row(r, totals.get(r.id, {})) for r in runs]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no runs recorded yet")
+        return
+    for r in rows:
+        typer.echo(
+            f"{r['id']}  {r['kind']:<16} {r['status']:<8} calls={r['calls']:<3} "
+            f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
+        )
+
+
+@runs_app.command("show")
+def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = False) -> None:
+    """One run: its config, events and every LLM call."""
+    store = _store()
+    run = store.get_run(run_id)
+    if run is None:
+        raise fail(f"no run {run_id} — `judgelab runs list` shows the recorded ones")
+    totals = store.run_totals([run_id]).get(run_id, {})
+    data = _run_row(run, totals) | {
+        "config": run.config,
+        "summary": run.summary,
+        "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload}
+                   for e in store.events(run_id)],
+        "calls": [
+            {
+                "id": c.id, "purpose": c.purpose, "model_id": c.model_id, "backend": c.backend,
+                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                "latency_s": c.latency_s, "cost": c.cost, "error": c.error, "error_type": c.error_type,
+                "flags": json.loads(c.flags_json), "raw_text": c.raw_text,
+                "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
+                "request": json.loads(c.request_json),
+            }
+            for c in store.calls(run_id)
+        ],
+    }
+    if as_json:
+        emit_json(data)
+        return
+    typer.echo(f"run {run.id} · {run.kind} · {run.status} · started {run.started_at:%Y-%m-%d %H:%M:%S}")
+    typer.echo(f"config: {json.dumps(run.config, ensure_ascii=False)}")
+    if run.error:
+        typer.echo(f"error: {run.error}")
+    for e in data["events"]:
+        typer.echo(f"  [{e['seq']:>3}] {e['type']}")
+    for c in data["calls"]:
+        status = c["error_type"] or "ok"
+        typer.echo(
+            f"  call {c['id']}: {c['model_id']} ({c['purpose']}) {status} · "
+            f"{c['prompt_tokens']}+{c['completion_tokens']} tokens · {c['latency_s']:.2f} s"
+        )
+
+
+# -- bench --------------------------------------------------------------------------------------
+@app.command()
+def bench(
+    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this benchmark (repeatable).")] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Repetitions per measurement.")] = 5,
+    as_json: JsonFlag = False,
+    output: Annotated[Path | None, typer.Option(help="Also write the JSON report here.")] = None,
+) -> None:
+    """The benchmark harness: median, min, max over repeated runs and the ratios each exists to show."""
+    from dashboard.bench import BENCHMARKS, run_benchmarks
+
+    unknown = [name for name in (only or []) if name not in BENCHMARKS]
+    if unknown:
+        raise fail(f"unknown benchmark {', '.join(unknown)} — known: {', '.join(BENCHMARKS)}")
+    results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
+    report = [r.model_dump() for r in results]
+    if output:
+        output.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    if as_json:
+        emit_json(report)
+        return
+    for r in results:
+        typer.echo("")
+        typer.echo(r.describe())
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

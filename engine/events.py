@@ -1,0 +1,176 @@
+"""Typed events and their sinks, and the run context every mechanism runs inside.
+
+A run emits events in order (`seq` 0, 1, 2, …). The store sink always writes them; a live queue sink
+feeds a page that watches. Replay reads the same events back from the store, so what a page shows
+live and what it shows in replay come from one source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import traceback
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from engine.store import Store
+from models.recording import call_context
+
+log = logging.getLogger(__name__)
+
+# Event types of the foundation; mechanism modules add their own names (kept as plain strings so a
+# replay of an old run never fails on a type that was renamed since).
+RUN_STARTED = "run_started"
+RUN_FINISHED = "run_finished"
+RUN_FAILED = "run_failed"
+LLM_CALL = "llm_call"
+
+
+class Event(BaseModel):
+    run_id: str
+    seq: int
+    type: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    ts: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class StoreSink:
+    """Writes every event to the store (always attached)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def emit(self, event: Event) -> None:
+        self.store.append_event(event.run_id, event.seq, event.type, event.payload, event.ts)
+
+
+class QueueSink:
+    """A thread-safe queue a page (another thread) drains; `None` marks the end of the run."""
+
+    def __init__(self, maxsize: int = 0) -> None:
+        self.queue: queue.Queue[Event | None] = queue.Queue(maxsize)
+
+    def emit(self, event: Event) -> None:
+        self.queue.put(event)
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+    def drain(self, timeout: float = 0.0) -> tuple[list[Event], bool]:
+        """Events available now (waiting up to `timeout` for the first); True once the run ended."""
+        events: list[Event] = []
+        ended = False
+        try:
+            item = self.queue.get(timeout=timeout) if timeout else self.queue.get_nowait()
+            while True:
+                if item is None:
+                    ended = True
+                    break
+                events.append(item)
+                item = self.queue.get_nowait()
+        except queue.Empty:
+            pass
+        return events, ended
+
+
+class ListSink:
+    """Keeps events in memory (tests, CLI JSON output)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+class EventBus:
+    """Numbers events of one run and hands each to every sink. A failing extra sink is logged,
+    never allowed to stop the run; the store sink's failure is raised (nothing may go unrecorded)."""
+
+    def __init__(self, run_id: str, sinks: list[EventSink]) -> None:
+        self.run_id = run_id
+        self.sinks = sinks
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def emit(self, type_: str, **payload: Any) -> Event:
+        with self._lock:
+            event = Event(run_id=self.run_id, seq=self._seq, type=type_, payload=payload)
+            self._seq += 1
+            for sink in self.sinks:
+                if isinstance(sink, StoreSink):
+                    sink.emit(event)
+                else:
+                    try:
+                        sink.emit(event)
+                    except Exception:
+                        log.exception("event sink %r failed", sink)
+        return event
+
+
+class RunHandle:
+    def __init__(self, store: Store, run_id: str, bus: EventBus) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.bus = bus
+        self.summary: dict[str, Any] = {}
+
+    def emit(self, type_: str, **payload: Any) -> Event:
+        return self.bus.emit(type_, **payload)
+
+
+@contextlib.contextmanager
+def run_context(
+    store: Store,
+    kind: str,
+    config: dict[str, Any] | None = None,
+    *,
+    name: str = "",
+    sinks: list[EventSink] | None = None,
+) -> Iterator[RunHandle]:
+    """Create a run, attribute every model call inside to it, and close it as finished or failed."""
+    run = store.create_run(kind, config, name=name)
+    bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
+    handle = RunHandle(store, run.id, bus)
+    bus.emit(RUN_STARTED, kind=kind, name=name, config=config or {})
+    try:
+        with call_context(run_id=run.id, purpose=kind):
+            yield handle
+    except BaseException as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        bus.emit(RUN_FAILED, error=message, traceback=traceback.format_exc(limit=5))
+        store.finish_run(run.id, status="failed", error=message, summary=handle.summary)
+        _close_sinks(sinks)
+        raise
+    bus.emit(RUN_FINISHED, summary=handle.summary)
+    store.finish_run(run.id, status="finished", summary=handle.summary)
+    _close_sinks(sinks)
+
+
+@contextlib.asynccontextmanager
+async def async_run_context(
+    store: Store,
+    kind: str,
+    config: dict[str, Any] | None = None,
+    *,
+    name: str = "",
+    sinks: list[EventSink] | None = None,
+) -> AsyncIterator[RunHandle]:
+    with run_context(store, kind, config, name=name, sinks=sinks) as handle:
+        yield handle
+
+
+def _close_sinks(sinks: list[EventSink] | None) -> None:
+    for sink in sinks or []:
+        close = getattr(sink, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,1 @@
+"""One module per provider; each is imported only when a model of that backend is used."""

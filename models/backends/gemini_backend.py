@@ -1,0 +1,119 @@
+"""Google Gemini through google-genai. Structured output via `response_json_schema`."""
+
+from __future__ import annotations
+
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from models.backends._http import error_for_status, short
+from models.base import ChatModel
+from models.catalog import api_key_for
+from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable, SafetyBlocked
+from models.types import RawResult, Request
+
+_BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
+
+
+class GeminiModel(ChatModel):
+    backend = "gemini"
+
+    _client: Any = None
+
+    def _key_hint(self) -> str:
+        return self.spec.api_key_env or "GEMINI_API_KEY"
+
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                from google import genai
+                from google.genai import types
+            except ImportError:
+                raise self._error(ModelUnavailable, "the google-genai package is not installed") from None
+            key = api_key_for(self.spec)
+            if key is None:
+                raise self._error(
+                    ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
+                )
+            options = types.HttpOptions(
+                base_url=self.spec.base_url,
+                timeout=int(self.spec.timeout_s * 1000),
+                retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours
+            )
+            self._client = genai.Client(api_key=key, http_options=options)
+        return self._client
+
+    def _config(self, request: Request) -> Any:
+        from google.genai import types
+
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        config: dict[str, Any] = {
+            "temperature": request.temperature,
+            "max_output_tokens": request.max_tokens,
+        }
+        if system:
+            config["system_instruction"] = system
+        if request.seed is not None:
+            config["seed"] = request.seed
+        if request.json_schema is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.json_schema
+        return types.GenerateContentConfig(**config)
+
+    def _contents(self, request: Request) -> list[Any]:
+        from google.genai import types
+
+        return [
+            types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
+            for m in request.messages
+            if m.role != "system"
+        ]
+
+    def _translate(self, exc: Exception) -> ModelError:
+        from google.genai import errors
+
+        where = self.spec.base_url or "https://generativelanguage.googleapis.com"
+        if isinstance(exc, errors.APIError):
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return error_for_status(
+                int(exc.code or 500), short(exc.message or exc), headers,
+                model_id=self.model_id, backend=self.backend, key_hint=self._key_hint(),
+            )
+        name = type(exc).__name__
+        if "Timeout" in name:
+            return self._error(ModelTimeout, f"no answer from {where} within {self.spec.timeout_s:g} s")
+        if "Connect" in name or isinstance(exc, ConnectionError | OSError):
+            return self._error(ModelUnavailable, f"Gemini API not reachable at {where} ({short(exc)})")
+        return self._error(MalformedResponse, f"unexpected response: {name}: {short(exc)}")
+
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        try:
+            response = await self.client().aio.models.generate_content(
+                model=self.spec.model, contents=self._contents(request), config=self._config(request)
+            )
+        except ModelError:
+            raise
+        except Exception as exc:  # the SDK raises transport errors of several libraries; typed below
+            raise self._translate(exc) from None
+        feedback = getattr(response, "prompt_feedback", None)
+        if feedback is not None and getattr(feedback, "block_reason", None):
+            raise self._error(SafetyBlocked, f"prompt blocked: {feedback.block_reason}")
+        candidates = getattr(response, "candidates", None) or []
+        if not candidates:
+            raise self._error(MalformedResponse, f"response has no candidates: {short(response)}")
+        finish = str(getattr(candidates[0], "finish_reason", "") or "").split(".")[-1] or None
+        if finish in _BLOCKED:
+            raise self._error(SafetyBlocked, f"answer blocked by the safety filter (finish_reason={finish})")
+        content = getattr(candidates[0], "content", None)
+        parts = getattr(content, "parts", None) or []
+        text = "".join(getattr(p, "text", None) or "" for p in parts)
+        usage = getattr(response, "usage_metadata", None)
+        return RawResult(
+            text=text,
+            prompt_tokens=getattr(usage, "prompt_token_count", 0) or 0,
+            completion_tokens=getattr(usage, "candidates_token_count", 0) or 0,
+            finish_reason=finish,
+        )
+
+

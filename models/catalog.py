@@ -1,0 +1,137 @@
+"""The model catalog: `models/catalog.yaml` → validated specs, with availability and its reason."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from models.secrets import find_secret
+
+Backend = Literal["llamacpp", "ollama", "openai", "anthropic", "gemini", "replay"]
+DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
+BUNDLED_MODEL_ID = "gemma3-270m"
+
+
+class CatalogError(ValueError):
+    """The catalog file is broken; the message names the file and the field."""
+
+
+class Profile(BaseModel):
+    """How a model appears on pages: the hand-raise cards, jury seats and charts use it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    icon: str = "🤖"
+    color: str = "#4C78A8"
+    expertise: list[str] = Field(default_factory=list)
+    role: str = ""
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+    backend: Backend
+    model: str = Field(description="Provider model name, GGUF path, or 'bundled' for the packaged Gemma.")
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="Environment variable holding the key.")
+    needs_key: bool = True
+    price_in_per_1k: float = Field(default=0.0, ge=0)
+    price_out_per_1k: float = Field(default=0.0, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    options: dict[str, Any] = Field(default_factory=dict)
+    profile: Profile
+    default_for: list[str] = Field(default_factory=list)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return prompt_tokens / 1000 * self.price_in_per_1k + completion_tokens / 1000 * self.price_out_per_1k
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[ModelSpec]
+
+    def get(self, model_id: str) -> ModelSpec:
+        for spec in self.models:
+            if spec.id == model_id:
+                return spec
+        known = ", ".join(s.id for s in self.models)
+        raise KeyError(f"unknown model '{model_id}' — known models: {known}")
+
+    def default_for(self, role: str) -> ModelSpec:
+        for spec in self.models:
+            if role in spec.default_for or "*" in spec.default_for:
+                return spec
+        return self.get(BUNDLED_MODEL_ID)
+
+    @property
+    def ids(self) -> list[str]:
+        return [s.id for s in self.models]
+
+
+def _format_validation(path: Path, exc: ValidationError, data: Any) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        where = ".".join(str(p) for p in loc)
+        # Name the model by id rather than by index when we can.
+        if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
+            try:
+                ident = data["models"][loc[1]].get("id", f"#{loc[1]}")
+                where = ".".join([f"models[{ident}]", *(str(p) for p in loc[2:])])
+            except (KeyError, IndexError, TypeError, AttributeError):
+                pass
+        lines.append(f"{path}: field '{where}': {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load and validate a catalog file; errors name the file and the field."""
+    path = Path(path or os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: catalog file not found") from None
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: expected a mapping with a 'models' list")
+    try:
+        catalog = Catalog.model_validate(data)
+    except ValidationError as exc:
+        raise CatalogError(_format_validation(path, exc, data)) from None
+    seen: set[str] = set()
+    for spec in catalog.models:
+        if spec.id in seen:
+            raise CatalogError(f"{path}: field 'models[{spec.id}].id': duplicate id")
+        seen.add(spec.id)
+    return catalog
+
+
+@lru_cache(maxsize=4)
+def cached_catalog(path: str | None = None) -> Catalog:
+    return load_catalog(path)
+
+
+def api_key_for(spec: ModelSpec) -> str | None:
+    """The key for a spec, from the environment or `.streamlit/secrets.toml` only."""
+    names = [spec.api_key_env] if spec.api_key_env else []
+    names += {
+        "openai": ["OPENAI_API_KEY"],
+        "anthropic": ["ANTHROPIC_API_KEY"],
+        "gemini": ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    }.get(spec.backend, [])
+    for name in names:
+        value = find_secret(name)
+        if value:
+            return value
+    return None

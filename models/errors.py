@@ -1,0 +1,84 @@
+"""Typed errors of the model layer.
+
+Every error names the model and backend and says what to do next. Only real faults raise; the
+engine turns them into documented fallbacks (a neutral juror, a flagged self-evaluation, ...).
+"""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    """Base class: a call to a model did not give a usable answer."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model_id: str = "",
+        backend: str = "",
+        raw_text: str | None = None,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.message = message
+        self.model_id = model_id
+        self.backend = backend
+        self.raw_text = raw_text
+        self.retry_after = retry_after
+        self.status = status
+        self.attempts = 1
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = f"[{self.model_id} via {self.backend}] " if self.model_id or self.backend else ""
+        return f"{where}{self.message}"
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class ModelUnavailable(ModelError):
+    """The model cannot be used at all: missing key, server down, file missing, SDK missing."""
+
+
+class ModelTimeout(ModelError):
+    """The backend did not answer within the configured timeout."""
+
+    retryable = True
+
+
+class RateLimited(ModelError):
+    """HTTP 429 (or the provider's equivalent); `retry_after` is honoured when given."""
+
+    retryable = True
+
+
+class ServerError(ModelError):
+    """HTTP 5xx or a dropped connection mid-call."""
+
+    retryable = True
+
+
+class BadRequest(ModelError):
+    """The provider refused the request (4xx other than 429): retrying will not help."""
+
+
+class SafetyBlocked(ModelError):
+    """The provider's safety filter blocked the answer."""
+
+
+class MalformedResponse(ModelError):
+    """The provider's response body was not of its documented shape."""
+
+    retryable = True
+
+
+class StructuredOutputError(ModelError):
+    """The text could not be turned into the requested schema; `raw_text` carries what came back."""
+
+
+class ReplayMiss(ModelError):
+    """Replay found no recorded call for this request."""

@@ -1,0 +1,97 @@
+"""Call recording: every LLM call, success or failure, goes to a CallLog with its run and purpose.
+
+The model layer does not know the database; `engine.store.Store` implements `CallLog`. The run id and
+purpose travel in a context variable, so engine code sets them once around a block and every call
+made inside (including calls in tasks it spawns) is attributed to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from models.types import Request
+
+
+@dataclass(frozen=True)
+class CallContext:
+    run_id: str | None = None
+    purpose: str = "adhoc"
+
+
+_CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar("judgelab_call_context", default=CallContext())
+
+
+@contextlib.contextmanager
+def call_context(run_id: str | None = None, purpose: str | None = None) -> Iterator[CallContext]:
+    """Attribute every model call made inside this block to `run_id` and `purpose`."""
+    current = _CONTEXT.get()
+    ctx = CallContext(
+        run_id=run_id if run_id is not None else current.run_id,
+        purpose=purpose if purpose is not None else current.purpose,
+    )
+    token = _CONTEXT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CONTEXT.reset(token)
+
+
+def current_context() -> CallContext:
+    return _CONTEXT.get()
+
+
+class CallRecord(BaseModel):
+    """One LLM call as stored. Holds the request (never headers or keys) and what came back."""
+
+    run_id: str | None = None
+    purpose: str = "adhoc"
+    model_id: str
+    backend: str
+    model_name: str = ""
+    request_hash: str
+    request: dict[str, Any]
+    raw_text: str | None = None
+    parsed: dict[str, Any] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    flags: list[str] = Field(default_factory=list)
+    attempts: int = 1
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class CallLog(Protocol):
+    """Where calls are written and where replay reads them back."""
+
+    def record_call(self, record: CallRecord) -> int: ...
+
+    def find_calls(self, request_hash: str) -> list[CallRecord]: ...
+
+
+class MemoryCallLog:
+    """A CallLog in memory: for the CLI's throw-away checks and for tests of the model layer."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    def record_call(self, record: CallRecord) -> int:
+        self.records.append(record)
+        return len(self.records)
+
+    def find_calls(self, request_hash: str) -> list[CallRecord]:
+        return [r for r in self.records if r.request_hash == request_hash]
+
+
+def request_record(request: Request) -> dict[str, Any]:
+    return request.model_dump(mode="json")

@@ -1,0 +1,84 @@
+"""Plain data types shared by every backend."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Request(BaseModel):
+    """Everything that determines an answer; its hash keys recording and replay."""
+
+    model_id: str
+    messages: list[Message]
+    schema_name: str | None = None
+    json_schema: dict[str, Any] | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = None
+
+    def request_hash(self) -> str:
+        canonical = json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Completion(BaseModel):
+    """One finished call: the text, the validated object (for structured calls) and its cost."""
+
+    model_id: str
+    backend: str
+    text: str
+    parsed: dict[str, Any] | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    cost: float = 0.0
+    finish_reason: str | None = None
+    # Values that were out of range and clamped, or repaired by the tolerant extractor.
+    flags: list[str] = Field(default_factory=list)
+    call_id: int | None = None
+    replayed: bool = False
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.usage.completion_tokens / self.latency_s if self.latency_s > 0 else 0.0
+
+
+class RawResult(BaseModel):
+    """What a backend's transport returns before validation."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    # Providers with a native object (Anthropic tool use) hand it over directly.
+    native_object: dict[str, Any] | None = None
+
+
+class Chunk(BaseModel):
+    """One piece of a streamed answer; the last one carries the finished Completion."""
+
+    text: str = ""
+    completion: Completion | None = None

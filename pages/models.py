@@ -1,0 +1,189 @@
+"""Models: the catalog with availability, and a prompt box that talks to any available model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from engine.events import run_context
+from models.errors import ModelError
+from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
+from models.types import Message
+
+KEY = "models."
+FREE_TEXT = "Free text"
+DEFAULT_PROMPT = PROBE_MESSAGES[1].content
+DEFAULT_SYSTEM = PROBE_MESSAGES[0].content
+
+
+def _init_state() -> None:
+    st.session_state.setdefault(KEY + "history", [])
+
+
+def render() -> None:
+    _init_state()
+    st.title("🧠 Models")
+    st.caption(
+        "Every model judgelab knows, whether it can be used now, and a prompt box to try one. "
+        "Each call is recorded as a run: open it on the Runs page."
+    )
+    availability = state.get_availability()
+    _render_catalog(availability)
+    st.divider()
+    _render_prompt_box(availability)
+    _render_history()
+
+
+def _render_catalog(availability: dict[str, Any]) -> None:
+    catalog = state.get_catalog()
+    rows = [
+        {
+            "": s.profile.icon,
+            "id": s.id,
+            "name": s.profile.name,
+            "backend": s.backend,
+            "model": s.model,
+            "available": availability[s.id].available,
+            "status": availability[s.id].reason,
+            "$ in / 1k": s.price_in_per_1k,
+            "$ out / 1k": s.price_out_per_1k,
+            "role": s.profile.role,
+        }
+        for s in catalog.models
+    ]
+    st.subheader("Catalog")
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "available": st.column_config.CheckboxColumn("available", disabled=True),
+            "$ in / 1k": st.column_config.NumberColumn(format="$%.5f"),
+            "$ out / 1k": st.column_config.NumberColumn(format="$%.5f"),
+        },
+    )
+    st.button("Re-check availability", key=KEY + "recheck", on_click=handle_recheck)
+
+
+def _render_prompt_box(availability: dict[str, Any]) -> None:
+    st.subheader("Try a model")
+    usable = [mid for mid, a in availability.items() if a.available]
+    if not usable:
+        st.warning("No model is available. Run `make install` to get the bundled local model.")
+        return
+    catalog = state.get_catalog()
+    left, right = st.columns([2, 1])
+    with right:
+        model_id = st.selectbox(
+            "Model",
+            usable,
+            key=KEY + "model",
+            format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
+        )
+        output = st.radio("Output", [FREE_TEXT, *STRUCTURED_SCHEMAS], key=KEY + "output", horizontal=True)
+        temperature = st.slider("Temperature", 0.0, 1.5, 0.0, 0.1, key=KEY + "temperature")
+        max_tokens = st.number_input("Max tokens", 16, 4096, 256, 16, key=KEY + "max_tokens")
+    with left:
+        system = st.text_area("System prompt", DEFAULT_SYSTEM, key=KEY + "system", height=80)
+        prompt = st.text_area("Prompt", DEFAULT_PROMPT, key=KEY + "prompt", height=140)
+        send = st.button("Send", type="primary", key=KEY + "send", disabled=not prompt.strip())
+    if send:
+        handle_send(model_id, system, prompt, output, float(temperature), int(max_tokens))
+
+
+def _render_history() -> None:
+    history = st.session_state[KEY + "history"]
+    if not history:
+        return
+    st.subheader("Answers")
+    for item in reversed(history):
+        _render_answer(item)
+
+
+def _render_answer(item: dict[str, Any]) -> None:
+    with st.chat_message("assistant", avatar=item["icon"]):
+        st.markdown(f"**{item['name']}** · run `{item['run_id']}`")
+        if item.get("error"):
+            st.error(item["error"])
+            return
+        if item.get("parsed") is not None:
+            st.json(item["parsed"])
+            with st.expander("Raw text"):
+                st.code(item["text"], language="json")
+        else:
+            st.markdown(item["text"])
+        _render_metrics(item)
+
+
+def _render_metrics(item: dict[str, Any]) -> None:
+    cols = st.columns(5)
+    cols[0].metric("Prompt tokens", item["prompt_tokens"])
+    cols[1].metric("Completion tokens", item["completion_tokens"])
+    cols[2].metric("Latency", f"{item['latency_s']:.2f} s")
+    cols[3].metric("Tokens / s", f"{item['tokens_per_s']:.1f}")
+    cols[4].metric("Cost", f"${item['cost']:.6f}")
+    if item.get("flags"):
+        st.caption("⚠️ " + " · ".join(item["flags"]))
+
+
+async def _stream_in_run(
+    model_id: str, messages: list[Message], output: str, temperature: float, max_tokens: int
+) -> AsyncIterator[tuple[str, Any]]:
+    store, hub = state.get_store(), state.get_hub()
+    schema = STRUCTURED_SCHEMAS.get(output)
+    config = {"model_id": model_id, "output": output, "temperature": temperature, "max_tokens": max_tokens}
+    with run_context(store, "models.prompt", config) as run:
+        yield "run", run.run_id
+        async for chunk in hub.get(model_id).stream(
+            messages, schema=schema, temperature=temperature, max_tokens=max_tokens
+        ):
+            yield "chunk", chunk
+            if chunk.completion is not None:
+                run.summary = {"call_id": chunk.completion.call_id, "tokens": chunk.completion.usage.total_tokens}
+
+
+def handle_send(model_id: str, system: str, prompt: str, output: str, temperature: float, max_tokens: int) -> None:
+    spec = state.get_catalog().get(model_id)
+    messages = ([Message(role="system", content=system)] if system.strip() else []) + [
+        Message(role="user", content=prompt)
+    ]
+    item: dict[str, Any] = {"model_id": model_id, "name": spec.profile.name, "icon": spec.profile.icon,
+                            "run_id": "…", "text": ""}
+    loop = state.get_loop()
+
+    def pieces() -> Iterator[str]:
+        for kind, value in loop.iterate(_stream_in_run(model_id, messages, output, temperature, max_tokens)):
+            if kind == "run":
+                item["run_id"] = value
+            elif value.completion is not None:
+                item["completion"] = value.completion
+            elif value.text:
+                yield value.text
+
+    with st.chat_message("assistant", avatar=spec.profile.icon):
+        st.markdown(f"**{spec.profile.name}** · streaming…")
+        try:
+            item["text"] = st.write_stream(pieces()) or ""
+        except ModelError as exc:
+            item["error"] = str(exc)
+        except TimeoutError:
+            item["error"] = f"{model_id}: no answer in time"
+    completion = item.pop("completion", None)
+    if completion is not None:
+        item |= {
+            "text": completion.text, "parsed": completion.parsed, "flags": completion.flags,
+            "prompt_tokens": completion.usage.prompt_tokens,
+            "completion_tokens": completion.usage.completion_tokens,
+            "latency_s": completion.latency_s, "tokens_per_s": completion.tokens_per_s, "cost": completion.cost,
+        }
+    st.session_state[KEY + "history"].append(item)
+    state.clear_reads()
+    st.rerun()
+
+
+def handle_recheck() -> None:
+    state.get_availability.clear()
