@@ -13,7 +13,7 @@ import random
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -59,6 +59,17 @@ class ChatModel(ABC):
     def __init__(self, spec: ModelSpec, *, call_log: CallLog | None = None) -> None:
         self.spec = spec
         self.call_log = call_log
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def loop_client(self, factory: Callable[[], Any]) -> Any:
+        """The SDK client for the running event loop: async clients hold connections that belong to
+        one loop, and the CLI and tests run several loops one after another."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = factory()
+            self._clients[loop] = client
+        return client
 
     @property
     def model_id(self) -> str:

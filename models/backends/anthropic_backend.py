@@ -19,31 +19,25 @@ TOOL_NAME = "submit_answer"
 class AnthropicModel(ChatModel):
     backend = "anthropic"
 
-    _client: Any = None
-
     def _key_hint(self) -> str:
         return self.spec.api_key_env or "ANTHROPIC_API_KEY"
 
     def client(self) -> Any:
-        if self._client is None:
-            try:
-                import anthropic
-            except ImportError:
-                raise self._error(ModelUnavailable, "the anthropic package is not installed") from None
-            key = api_key_for(self.spec)
-            if key is None:
-                raise self._error(
-                    ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
-                )
-            self._client = anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.spec.base_url, max_retries=0, timeout=self.spec.timeout_s
-            )
-        return self._client
+        return self.loop_client(self._new_client)
 
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+    def _new_client(self) -> Any:
+        try:
+            import anthropic
+        except ImportError:
+            raise self._error(ModelUnavailable, "the anthropic package is not installed") from None
+        key = api_key_for(self.spec)
+        if key is None:
+            raise self._error(
+                ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
+            )
+        return anthropic.AsyncAnthropic(
+            api_key=key, base_url=self.spec.base_url, max_retries=0, timeout=self.spec.timeout_s
+        )
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")

@@ -19,30 +19,29 @@ _BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "
 class GeminiModel(ChatModel):
     backend = "gemini"
 
-    _client: Any = None
-
     def _key_hint(self) -> str:
         return self.spec.api_key_env or "GEMINI_API_KEY"
 
     def client(self) -> Any:
-        if self._client is None:
-            try:
-                from google import genai
-                from google.genai import types
-            except ImportError:
-                raise self._error(ModelUnavailable, "the google-genai package is not installed") from None
-            key = api_key_for(self.spec)
-            if key is None:
-                raise self._error(
-                    ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
-                )
-            options = types.HttpOptions(
-                base_url=self.spec.base_url,
-                timeout=int(self.spec.timeout_s * 1000),
-                retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours
+        return self.loop_client(self._new_client)
+
+    def _new_client(self) -> Any:
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError:
+            raise self._error(ModelUnavailable, "the google-genai package is not installed") from None
+        key = api_key_for(self.spec)
+        if key is None:
+            raise self._error(
+                ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
             )
-            self._client = genai.Client(api_key=key, http_options=options)
-        return self._client
+        options = types.HttpOptions(
+            base_url=self.spec.base_url,
+            timeout=int(self.spec.timeout_s * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours
+        )
+        return genai.Client(api_key=key, http_options=options)
 
     def _config(self, request: Request) -> Any:
         from google.genai import types

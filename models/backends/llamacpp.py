@@ -9,6 +9,7 @@ llama.cpp keeps the KV cache of the previous prompt, so requests that share a pr
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import os
 import threading
@@ -82,6 +83,16 @@ def load_llama(
             )
             _LOADED[key] = (llama, threading.Lock())
         return _LOADED[key]
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free models before interpreter teardown; llama.cpp's finaliser fails noisily once its
+    # module globals are gone.
+    for llama, lock in list(_LOADED.values()):
+        with lock:
+            llama.close()
+    _LOADED.clear()
 
 
 def loaded_models() -> list[str]:

@@ -21,20 +21,19 @@ class OllamaModel(ChatModel):
     backend = "ollama"
     supports_streaming = True
 
-    _client: Any = None
-
     @property
     def host(self) -> str:
         return self.spec.base_url or DEFAULT_HOST
 
     def client(self) -> Any:
-        if self._client is None:
-            try:
-                import ollama
-            except ImportError:
-                raise self._error(ModelUnavailable, "the ollama package is not installed") from None
-            self._client = ollama.AsyncClient(host=self.host, timeout=self.spec.timeout_s)
-        return self._client
+        return self.loop_client(self._new_client)
+
+    def _new_client(self) -> Any:
+        try:
+            import ollama
+        except ImportError:
+            raise self._error(ModelUnavailable, "the ollama package is not installed") from None
+        return ollama.AsyncClient(host=self.host, timeout=self.spec.timeout_s)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         options: dict[str, Any] = {"temperature": request.temperature, "num_predict": request.max_tokens}

@@ -26,8 +26,6 @@ class OpenAIModel(ChatModel):
     backend = "openai"
     supports_streaming = True
 
-    _client: Any = None
-
     @property
     def is_official(self) -> bool:
         return not self.spec.base_url or "api.openai.com" in self.spec.base_url
@@ -36,29 +34,25 @@ class OpenAIModel(ChatModel):
         return self.spec.api_key_env or "OPENAI_API_KEY"
 
     def client(self) -> Any:
-        if self._client is None:
-            try:
-                import openai
-            except ImportError:
-                raise self._error(ModelUnavailable, "the openai package is not installed") from None
-            key = api_key_for(self.spec)
-            if key is None and self.spec.needs_key:
-                raise self._error(
-                    ModelUnavailable,
-                    f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml",
-                )
-            self._client = openai.AsyncOpenAI(
-                api_key=key or "not-needed",
-                base_url=self.spec.base_url,
-                max_retries=0,  # retries are ours, so Retry-After is honoured the same everywhere
-                timeout=self.spec.timeout_s,
-            )
-        return self._client
+        return self.loop_client(self._new_client)
 
-    async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+    def _new_client(self) -> Any:
+        try:
+            import openai
+        except ImportError:
+            raise self._error(ModelUnavailable, "the openai package is not installed") from None
+        key = api_key_for(self.spec)
+        if key is None and self.spec.needs_key:
+            raise self._error(
+                ModelUnavailable,
+                f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml",
+            )
+        return openai.AsyncOpenAI(
+            api_key=key or "not-needed",
+            base_url=self.spec.base_url,
+            max_retries=0,  # retries are ours, so Retry-After is honoured the same everywhere
+            timeout=self.spec.timeout_s,
+        )
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

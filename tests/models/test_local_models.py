@@ -1,0 +1,179 @@
+"""The real bundled Gemma 3 270M: through llama-cpp-python directly, and through a real
+`llama_cpp.server` on 127.0.0.1 with the OpenAI backend. Record → replay is checked on both."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.events import run_context
+from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
+from models.errors import ReplayMiss
+from models.probe import PROBE_MESSAGES, ProbeJudgment
+from models.registry import ModelHub, build_model
+
+pytestmark = pytest.mark.slow
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_bundled_model_structured_judgment_is_valid_and_recorded(store) -> None:
+    hub = ModelHub(load_catalog(), call_log=store)
+    model = hub.get(BUNDLED_MODEL_ID)
+    with run_context(store, "test.local", {"model": BUNDLED_MODEL_ID}) as handle:
+        completion = run(model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128))
+    judgment = ProbeJudgment.model_validate(completion.parsed)
+    assert 0.0 <= judgment.confidence <= 1.0
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert completion.latency_s > 0
+    calls = store.calls(handle.run_id)
+    assert len(calls) == 1
+    call = calls[0]
+    assert call.id == completion.call_id
+    assert call.backend == "llamacpp" and call.purpose == "test.local" and call.error is None
+    assert call.prompt_tokens == completion.usage.prompt_tokens
+    assert call.completion_tokens == completion.usage.completion_tokens
+    assert call.latency_s == pytest.approx(completion.latency_s)
+    assert call.raw_text == completion.text
+    # The model really emits out-of-range numbers for this 0–1 field; they must come back clamped
+    # and flagged, never trusted.
+    for flag in completion.flags:
+        assert flag.startswith(("clamped:", "rounded:", "json_"))
+
+
+def test_bundled_model_is_deterministic_at_temperature_zero(store) -> None:
+    model = ModelHub(load_catalog(), call_log=store).get(BUNDLED_MODEL_ID)
+    first = run(model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=96))
+    second = run(model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=96))
+    assert first.text == second.text
+
+
+def test_bundled_model_streams_and_records(store) -> None:
+    model = ModelHub(load_catalog(), call_log=store).get(BUNDLED_MODEL_ID)
+
+    async def consume() -> tuple[list[str], Any]:
+        pieces, final = [], None
+        async for chunk in model.stream("Explain what a jury does.", max_tokens=24):
+            if chunk.completion:
+                final = chunk.completion
+            elif chunk.text:
+                pieces.append(chunk.text)
+        return pieces, final
+
+    pieces, final = run(consume())
+    assert len(pieces) > 1
+    assert final.text == "".join(pieces)
+    assert final.usage.completion_tokens > 0
+    assert store.calls()[-1].raw_text == final.text
+
+
+def test_record_then_replay_gives_identical_completions(store) -> None:
+    hub = ModelHub(load_catalog(), call_log=store)
+    live, replay = hub.get(BUNDLED_MODEL_ID), hub.get(BUNDLED_MODEL_ID, replay=True)
+    prompts = ["Is the sky green? Answer as JSON.", "Should a bot greet a new member? Answer as JSON."]
+
+    async def both() -> tuple[list[Any], list[Any]]:
+        recorded = [await live.complete(p, schema=ProbeJudgment, max_tokens=64) for p in prompts]
+        replayed = [await replay.complete(p, schema=ProbeJudgment, max_tokens=64) for p in prompts]
+        return recorded, replayed
+
+    recorded, replayed = run(both())
+    for a, b in zip(recorded, replayed, strict=True):
+        assert (a.text, a.parsed, a.usage, a.flags, a.cost) == (b.text, b.parsed, b.usage, b.flags, b.cost)
+        assert b.backend == "replay"
+    # A request never recorded is a typed miss, not a guess.
+    with pytest.raises(ReplayMiss):
+        run(replay.complete("never asked", schema=ProbeJudgment, max_tokens=64))
+    # Replays are recorded too (backend=replay) but never serve as a source for later replays.
+    assert sum(1 for c in store.calls() if c.backend == "replay") == 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real llama-cpp-python OpenAI-compatible server serving the bundled Gemma on 127.0.0.1."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log_file = log_path.open("w")  # a pipe would fill with llama.cpp's load log and block the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", bundled_path, "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 2),
+         "--model_alias", "gemma3-270m", "--chat_format", "alpaca"],
+        stdout=log_file, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("llama_cpp.server did not start within 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log_file.close()
+
+
+def _server_spec(url: str) -> ModelSpec:
+    return ModelSpec(
+        id="local-openai-server", backend="openai", model="gemma3-270m", base_url=url, needs_key=False,
+        timeout_s=120, max_retries=1, options={"structured": "json_object_schema"},
+        profile=Profile(name="llama.cpp server"),
+    )
+
+
+def test_openai_backend_against_real_llama_cpp_server(llama_server: str, store) -> None:
+    from models.registry import check_availability
+
+    spec = _server_spec(llama_server)
+    assert run(check_availability(spec)).available
+    model = build_model(spec, call_log=store)
+    completion = run(model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128))
+    judgment = ProbeJudgment.model_validate(completion.parsed)
+    assert 0.0 <= judgment.confidence <= 1.0
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    call = store.calls()[-1]
+    assert call.backend == "openai" and call.error is None and call.raw_text == completion.text
+
+    async def consume() -> Any:
+        final = None
+        pieces = []
+        async for chunk in model.stream("Name a colour.", max_tokens=16):
+            final = chunk.completion or final
+            if chunk.text:
+                pieces.append(chunk.text)
+        return pieces, final
+
+    pieces, final = run(consume())
+    assert final is not None and final.text == "".join(pieces) and final.text
+
+    replayed = run(build_model(spec, call_log=store, replay_from=store).complete(
+        PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128
+    ))
+    assert (replayed.text, replayed.parsed, replayed.usage) == (completion.text, completion.parsed, completion.usage)
