@@ -13,9 +13,14 @@ from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
 
 
+def get_store() -> Store:
+    """The store of the configured database (one per URL, so changing JUDGELAB_DATABASE_URL works)."""
+    return _store_for(get_settings().resolved_database_url)
+
+
 @st.cache_resource(show_spinner=False)
-def get_store(url: str | None = None) -> Store:
-    return Store(url or get_settings().resolved_database_url)
+def _store_for(url: str) -> Store:
+    return Store(url)
 
 
 @st.cache_resource(show_spinner=False)
@@ -28,9 +33,13 @@ def get_catalog(path: str | None = None) -> Catalog:
     return load_catalog(path)
 
 
+def get_hub() -> ModelHub:
+    return _hub_for(get_settings().resolved_database_url)
+
+
 @st.cache_resource(show_spinner=False)
-def get_hub(url: str | None = None) -> ModelHub:
-    return ModelHub(get_catalog(), call_log=get_store(url))
+def _hub_for(url: str) -> ModelHub:
+    return ModelHub(get_catalog(), call_log=_store_for(url))
 
 
 @st.cache_data(ttl=15, show_spinner=False)
@@ -39,9 +48,13 @@ def get_availability() -> dict[str, Availability]:
     return {a.model_id: a for a in results}
 
 
-@st.cache_data(ttl=2, show_spinner=False)
 def list_runs(kind: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    store = get_store()
+    return _list_runs(get_settings().resolved_database_url, kind, limit)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
+    store = _store_for(url)
     runs = store.list_runs(kind=kind, limit=limit)
     totals = store.run_totals([r.id for r in runs])
     rows = []
@@ -60,7 +73,7 @@ def list_runs(kind: str | None = None, limit: int = 200) -> list[dict[str, Any]]
 
 def clear_reads() -> None:
     """Callbacks call this after a write so the next render reads fresh data."""
-    list_runs.clear()
+    _list_runs.clear()
 
 
 @st.cache_resource(show_spinner="Loading the local model and the embedder…")

@@ -6,6 +6,8 @@ engine turns them into documented fallbacks (a neutral juror, a flagged self-eva
 
 from __future__ import annotations
 
+from models.secrets import redact
+
 
 class ModelError(Exception):
     """Base class: a call to a model did not give a usable answer."""
@@ -22,7 +24,7 @@ class ModelError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
-        self.message = message
+        self.message = redact(message)  # providers echo keys in some errors: never pass them on
         self.model_id = model_id
         self.backend = backend
         self.raw_text = raw_text

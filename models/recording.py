@@ -25,7 +25,9 @@ class CallContext:
     purpose: str = "adhoc"
 
 
-_CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar("judgelab_call_context", default=CallContext())
+_CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar(
+    "judgelab_call_context", default=CallContext()  # noqa: B039 - a frozen dataclass, immutable
+)
 
 
 @contextlib.contextmanager

@@ -98,8 +98,11 @@ def _render_events(run_id: str) -> None:
     if events:
         st.dataframe(
             pd.DataFrame(
-                [{"seq": e.seq, "type": e.type, "time": e.ts, "payload": json.dumps(e.payload, ensure_ascii=False)[:200]}
-                 for e in events]
+                [
+                    {"seq": e.seq, "type": e.type, "time": e.ts,
+                     "payload": json.dumps(e.payload, ensure_ascii=False)[:200]}
+                    for e in events
+                ]
             ),
             hide_index=True,
             width="stretch",

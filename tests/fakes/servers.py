@@ -58,7 +58,8 @@ class FakeServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 with server_self._lock:
-                    server_self.seen.append(Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    server_self.seen.append(Seen(self.command, self.path, headers, body))
                     reply = server_self.replies.popleft() if server_self.replies else None
                 if reply is None:
                     reply = server_self.default(self.command, self.path, body)
@@ -147,7 +148,9 @@ def openai_ok(content: str, prompt_tokens: int = 12, completion_tokens: int = 7,
     })
 
 
-def openai_error(status: int, message: str, type_: str = "server_error", headers: dict[str, str] | None = None) -> Reply:
+def openai_error(
+    status: int, message: str, type_: str = "server_error", headers: dict[str, str] | None = None
+) -> Reply:
     return Reply(status, {"error": {"message": message, "type": type_, "param": None, "code": None}}, headers or {})
 
 
@@ -206,8 +209,8 @@ _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_F
 
 
 def gemini_error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(status, {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}},
-                 headers or {})
+    error = {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}
+    return Reply(status, {"error": error}, headers or {})
 
 
 # -- Ollama ---------------------------------------------------------------------------------------

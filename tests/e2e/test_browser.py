@@ -1,0 +1,98 @@
+"""Playwright drives Debian's Chromium against `judgelab dashboard` on 127.0.0.1: open the Models page,
+send a prompt to the bundled model, see the answer; then find the run on the Runs page."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def _require_browser() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    message = "Debian's chromium is not installed (apt-get install chromium)"
+    if os.environ.get("JUDGELAB_REQUIRE_BROWSER") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    _require_browser()
+    port = _free_port()
+    db = tmp_path / "e2e.db"
+    env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"}
+    log = (tmp_path / "dashboard.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if proc.poll() is not None:
+            pytest.fail((tmp_path / "dashboard.log").read_text())
+        time.sleep(0.2)
+    try:
+        yield f"http://127.0.0.1:{port}", db
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[str, Path], tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    url, db = dashboard
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url, timeout=60_000)
+        expect(page.get_by_role("heading", name="🧠 Models")).to_be_visible(timeout=60_000)
+        expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("Gemma 3 270M"), timeout=30_000)
+        prompt = page.get_by_label("Prompt", exact=True)
+        prompt.fill("Explain what a jury does.")
+        page.get_by_label("Max tokens").fill("64")
+        page.get_by_role("button", name="Send").click()
+        expect(page.get_by_text("Completion tokens")).to_be_visible(timeout=180_000)
+        page.screenshot(path=str(tmp_path / "models.png"), full_page=True)
+        answer = page.get_by_test_id("stChatMessage").last.inner_text()
+        browser.close()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT r.kind, r.status, c.raw_text, c.error FROM runs r JOIN llm_calls c ON c.run_id = r.id"
+        ).fetchall()
+    assert len(rows) == 1
+    kind, status, raw_text, error = rows[0]
+    assert (kind, status, error) == ("models.prompt", "finished", None)
+    # Markdown renders list markers, so compare the words of the first line.
+    first_line = re.sub(r"^\W*\d*[.)]?\s*", "", raw_text.strip().splitlines()[0])
+    assert first_line[:30] in answer
