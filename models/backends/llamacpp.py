@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from models.backends.llama_grammar_fast import format_prompt, greedy_json
 from models.base import ChatModel
 from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
 from models.types import RawResult, Request
@@ -128,6 +129,30 @@ class LlamaCppModel(ChatModel):
         if not self.spec.options.get("prefix_cache", False):
             llama.reset()
 
+    def _fast_prompt(self, request: Request) -> tuple[str, bool] | None:
+        """Greedy structured calls take the fast grammar path (same answer, a fraction of the time)."""
+        if request.json_schema is None or request.temperature > 0 or not self.spec.options.get("fast_grammar", True):
+            return None
+        return format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in request.messages])
+
+    async def _generate_fast(
+        self, llama: Any, lock: threading.Lock, request: Request, prompt: str, has_bos: bool
+    ) -> RawResult:
+        assert request.json_schema is not None
+        schema = request.json_schema
+
+        def run() -> dict[str, Any]:
+            with lock:
+                return greedy_json(llama, prompt, schema, request.max_tokens, has_bos=has_bos)
+
+        try:
+            out = await asyncio.to_thread(run)
+        except ValueError as exc:
+            raise self._error(BadRequest, f"llama.cpp refused the request: {exc}") from None
+        except RuntimeError as exc:
+            raise self._error(ServerError, f"llama.cpp failed: {exc}") from None
+        return RawResult(**out)
+
     def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "messages": [m.model_dump() for m in request.messages],
@@ -143,6 +168,9 @@ class LlamaCppModel(ChatModel):
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
         llama, lock = await asyncio.to_thread(self._llama)
         kwargs = self._kwargs(request)
+        fast = self._fast_prompt(request)
+        if fast is not None:
+            return await self._generate_fast(llama, lock, request, *fast)
 
         def run() -> dict[str, Any]:
             with lock:

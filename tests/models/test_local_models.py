@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel, Field
 
 from engine.events import run_context
 from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
@@ -177,3 +178,49 @@ def test_openai_backend_against_real_llama_cpp_server(llama_server: str, store) 
         PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128
     ))
     assert (replayed.text, replayed.parsed, replayed.usage) == (completion.text, completion.parsed, completion.usage)
+
+
+JAPANESE_PROMPT = "誰か、パスワードのリセット方法を知っていますか？JSONで答えて。"
+
+
+class _Will(BaseModel):
+    model: str
+    relevance: float = Field(ge=0, le=1)
+    novelty: float = Field(ge=0, le=1)
+    reason: str = Field(max_length=60)
+
+
+class _Wills(BaseModel):
+    wills: list[_Will]
+
+
+@pytest.mark.parametrize(
+    ("messages", "schema"),
+    [
+        ([m.model_dump() for m in PROBE_MESSAGES], ProbeJudgment),
+        ([{"role": "user", "content": JAPANESE_PROMPT}], ProbeJudgment),
+        ([{"role": "user", "content": "Models gpt, claude, gemma. The user asks about Python decorators. "
+                                      "Rate each model's will to speak."}], _Wills),
+    ],
+)
+def test_fast_grammar_path_gives_exactly_the_library_answer(
+    bundled_path: str, messages: list, schema: type
+) -> None:
+    """The fast greedy path must produce the very tokens llama-cpp-python's full-vocabulary grammar
+    sampling produces; it may only be faster."""
+    from models.backends.llama_grammar_fast import format_prompt, greedy_json
+    from models.backends.llamacpp import load_llama
+
+    llama, lock = load_llama(bundled_path, 4096, None, "alpaca")
+    json_schema = schema.model_json_schema()
+    with lock:
+        llama.reset()
+        library = llama.create_chat_completion(
+            messages=messages, temperature=0, max_tokens=96,
+            response_format={"type": "json_object", "schema": json_schema},
+        )
+        prompt, has_bos = format_prompt("alpaca", messages)
+        fast = greedy_json(llama, prompt, json_schema, 96, has_bos=has_bos)
+    assert fast["text"] == library["choices"][0]["message"]["content"]
+    assert fast["prompt_tokens"] == library["usage"]["prompt_tokens"]
+    assert fast["completion_tokens"] == library["usage"]["completion_tokens"]
