@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import money
 from engine.events import run_context
 from models.errors import ModelError
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
@@ -125,7 +126,7 @@ def _render_metrics(item: dict[str, Any]) -> None:
     cols[1].metric("Completion tokens", item["completion_tokens"])
     cols[2].metric("Latency", f"{item['latency_s']:.2f} s")
     cols[3].metric("Tokens / s", f"{item['tokens_per_s']:.1f}")
-    cols[4].metric("Cost", f"${item['cost']:.6f}")
+    cols[4].metric("Cost", money(item["cost"]))
     if item.get("flags"):
         st.caption("⚠️ " + " · ".join(item["flags"]))
 

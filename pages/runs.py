@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import money
 
 KEY = "runs."
 
@@ -78,7 +79,7 @@ def _render_run(run_id: str) -> None:
     cols[2].metric("LLM calls", int(totals.get("calls", 0)))
     cols[3].metric("Errors", int(totals.get("errors", 0)))
     cols[4].metric("Tokens", int(totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)))
-    cols[5].metric("Cost", f"${totals.get('cost', 0.0):.6f}")
+    cols[5].metric("Cost", money(totals.get("cost", 0.0)))
     if run.error:
         st.error(run.error)
     left, right = st.columns(2)
@@ -116,7 +117,7 @@ def _render_calls(run_id: str) -> None:
         status = f"❌ {call.error_type}" if call.error else "✅"
         label = (
             f"#{call.id} · {call.model_id} · {call.purpose} · {status} · "
-            f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_s:.2f} s · ${call.cost:.6f}"
+            f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_s:.2f} s · {money(call.cost)}"
         )
         with st.expander(label):
             request = json.loads(call.request_json)
