@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from engine.config import get_settings
+from pages import confidence as confidence_page
 from pages import models as models_page
 from pages import runs as runs_page
 
@@ -15,6 +16,9 @@ PAGES = {
     "Workbench": [
         st.Page(models_page.render, title="Models", icon="🧠", url_path="models", default=True),
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
+    ],
+    "Mechanisms": [
+        st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),
     ],
 }
 

@@ -24,6 +24,16 @@ runs_app = typer.Typer(help="Recorded runs and their LLM calls.", no_args_is_hel
 app.add_typer(models_app, name="models")
 app.add_typer(runs_app, name="runs")
 
+
+def _register_mechanisms() -> None:
+    # Sub-apps import only typer at module level, so registering them keeps the start fast.
+    from dashboard.commands import confidence
+
+    app.add_typer(confidence.app, name="confidence")
+
+
+_register_mechanisms()
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 APP_PATH = Path(__file__).with_name("app.py")
 

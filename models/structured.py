@@ -23,9 +23,9 @@ class ExtractionError(ValueError):
     """No JSON value could be recovered from the text."""
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str, strict: bool = True) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, strict=strict)
     except RecursionError as exc:  # absurdly deep nesting: treat as unparseable, not a crash
         raise ValueError("nesting too deep") from exc
 
@@ -92,12 +92,15 @@ def extract_json(text: str) -> tuple[Any, list[str]]:
                 if attempt in tried or not attempt:
                     continue
                 tried.add(attempt)
-                try:
-                    value = _loads(attempt)
-                except ValueError:
-                    continue
-                flags = [f"json_{f}" for f in (flag, extra_flag) if f]
-                return value, flags
+                for strict in (True, False):
+                    try:
+                        value = _loads(attempt, strict=strict)
+                    except ValueError:
+                        continue
+                    # Non-strict: raw newlines or tabs inside strings (grammars let them through).
+                    loose = None if strict else "control_chars"
+                    flags = [f"json_{f}" for f in (flag, extra_flag, loose) if f]
+                    return value, flags
     raise ExtractionError("no JSON object found in the model output")
 
 

@@ -172,3 +172,10 @@ def test_fuzz_any_number_is_clamped_into_range(obj: dict) -> None:
         assert flags == []
     else:
         assert flags and flags[0].startswith("clamped:confidence")
+
+
+def test_raw_newlines_inside_strings_are_tolerated_and_flagged() -> None:
+    # What the bundled model really wrote: a newline inside a JSON string (invalid strict JSON).
+    value, flags = extract_json('{ "reason": "line one\nline two", "n": 1 }')
+    assert value == {"reason": "line one\nline two", "n": 1}
+    assert flags == ["json_control_chars"]

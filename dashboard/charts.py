@@ -1,0 +1,144 @@
+"""Plotly figure builders: pure functions, data in, figure out (tested without a browser)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
+BASE_COLOR = "#1B6E5A"
+MUTED = "#B8C4BE"
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.0, "font": {"size": 15}},
+        height=height, margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) -> go.Figure:
+    """A gauge from 0 to 1 with the four level bands."""
+    silent, notify, confirm = thresholds["silent"], thresholds["notify"], thresholds["confirm"]
+    steps = [
+        {"range": [0, confirm], "color": "#F6D5BF"},
+        {"range": [confirm, notify], "color": "#F8EAB5"},
+        {"range": [notify, silent], "color": "#D7EBC0"},
+        {"range": [silent, 1], "color": "#BFE5D8"},
+    ]
+    fig = go.Figure(go.Indicator(
+        mode="gauge+number",
+        value=score,
+        number={"valueformat": ".3f"},
+        gauge={
+            "axis": {"range": [0, 1], "tickvals": [0, confirm, notify, silent, 1]},
+            "bar": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "thickness": 0.3},
+            "steps": steps,
+            "threshold": {"line": {"color": "#1F2A24", "width": 3}, "thickness": 0.85, "value": score},
+        },
+        title={"text": f"{level}", "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18}},
+    ))
+    return _layout(fig, "Confidence", 280)
+
+
+def penalty_waterfall(base: float, penalties: Sequence[Mapping[str, Any]], final: float) -> go.Figure:
+    """Base score, then each penalty as a step down, then the final (clamped, rounded) score."""
+    labels = ["base"] + [p["name"] for p in penalties] + ["final"]
+    measures = ["absolute"] + ["relative"] * len(penalties) + ["total"]
+    values = [base] + [p["after"] - p["before"] for p in penalties] + [final]
+    text = [f"{base:.3f}"] + [f"×{p['factor']:.3g}" for p in penalties] + [f"{final:.3f}"]
+    fig = go.Figure(go.Waterfall(
+        x=labels, y=values, measure=measures, text=text, textposition="outside",
+        decreasing={"marker": {"color": LEVEL_COLORS["ESCALATE"]}},
+        increasing={"marker": {"color": LEVEL_COLORS["SILENT"]}},
+        totals={"marker": {"color": BASE_COLOR}},
+        connector={"line": {"color": MUTED}},
+    ))
+    fig.update_yaxes(range=[0, max(1.05, base * 1.1)])
+    return _layout(fig, "From base score through each penalty")
+
+
+def breakdown_bars(breakdown: Mapping[str, Mapping[str, Any]]) -> go.Figure:
+    """Each factor's value; included factors show their share of the base score."""
+    names = list(breakdown)
+    values = [breakdown[n]["value"] for n in names]
+    colors = [BASE_COLOR if breakdown[n]["included"] else MUTED for n in names]
+    text = [
+        f"{breakdown[n]['value']:.3f} · w {breakdown[n]['weight']:g} · +{breakdown[n]['contribution']:.3f}"
+        if breakdown[n]["included"] else f"{breakdown[n]['value']:.3f} · not counted"
+        for n in names
+    ]
+    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker_color=colors, text=text,
+                           textposition="auto"))
+    fig.update_xaxes(range=[0, 1])
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, "Factor breakdown (grey: not counted)")
+
+
+def reliability_diagram(bins: Sequence[Mapping[str, Any]], ece: float) -> go.Figure:
+    """Accuracy per confidence bin against the diagonal of perfect calibration; bar width = bin."""
+    used = [b for b in bins if b["count"]]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect",
+                             line={"dash": "dot", "color": MUTED}))
+    fig.add_trace(go.Bar(
+        x=[(b["lower"] + b["upper"]) / 2 for b in used], y=[b["accuracy"] for b in used],
+        width=[b["upper"] - b["lower"] for b in used], name="accuracy", marker_color=BASE_COLOR, opacity=0.75,
+        customdata=[[b["count"], b["mean_confidence"]] for b in used],
+        hovertemplate="bin %{x:.2f}<br>accuracy %{y:.2f}<br>n=%{customdata[0]}<br>mean conf %{customdata[1]:.3f}",
+    ))
+    fig.add_trace(go.Scatter(x=[b["mean_confidence"] for b in used], y=[b["accuracy"] for b in used],
+                             mode="markers", name="mean confidence", marker={"color": "#D95F02", "size": 9}))
+    fig.update_xaxes(range=[0, 1], title="confidence")
+    fig.update_yaxes(range=[0, 1.05], title="accuracy")
+    return _layout(fig, f"Reliability diagram · ECE {ece:.3f}", 360)
+
+
+def risk_coverage_curve(points: Sequence[Mapping[str, Any]], marks: Mapping[str, Mapping[str, Any]]) -> go.Figure:
+    """Error rate of the kept items as the threshold drops; the level thresholds are marked on it."""
+    fig = go.Figure(go.Scatter(
+        x=[p["coverage"] for p in points], y=[p["risk"] for p in points], mode="lines+markers",
+        line={"shape": "hv", "color": BASE_COLOR}, name="risk",
+        customdata=[p["threshold"] for p in points],
+        hovertemplate="score ≥ %{customdata:.3f}<br>coverage %{x:.2f}<br>risk %{y:.2f}",
+    ))
+    for name, point in marks.items():
+        if point.get("risk") is None:
+            continue
+        color = LEVEL_COLORS.get(name.upper(), "#333")
+        fig.add_trace(go.Scatter(x=[point["coverage"]], y=[point["risk"]], mode="markers+text",
+                                 marker={"size": 13, "color": color, "symbol": "diamond"},
+                                 text=[f"{name} ≥ {point['threshold']:g}"], textposition="top center",
+                                 name=name))
+    fig.update_xaxes(range=[0, 1.02], title="coverage (share of items acted on without asking)")
+    fig.update_yaxes(range=[0, 1.02], title="risk (error rate of those items)")
+    return _layout(fig, "Risk–coverage", 360)
+
+
+def level_shares(shares: Mapping[str, float]) -> go.Figure:
+    """One stacked bar: the share of items at each intervention level."""
+    fig = go.Figure()
+    for level in ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE"):
+        fig.add_trace(go.Bar(x=[shares.get(level, 0.0)], y=["items"], orientation="h", name=level,
+                             marker_color=LEVEL_COLORS[level], text=[f"{level} {shares.get(level, 0.0):.0%}"],
+                             textposition="inside"))
+    fig.update_layout(barmode="stack", showlegend=False)
+    fig.update_xaxes(range=[0, 1], tickformat=".0%")
+    return _layout(fig, "Share of items at each level", 170)
+
+
+def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[str],
+                aggregates: Mapping[str, float]) -> go.Figure:
+    """Per-step scores coloured by level, with each aggregation method as a line."""
+    fig = go.Figure(go.Bar(x=list(steps), y=list(scores), marker_color=[LEVEL_COLORS[lv] for lv in levels],
+                           text=[f"{s:.3f}" for s in scores], textposition="outside", name="step"))
+    dashes = {"mean": "solid", "min": "dot", "weighted": "dash"}
+    for method, value in aggregates.items():
+        fig.add_hline(y=value, line_dash=dashes.get(method, "dashdot"), line_color="#1F2A24",
+                      annotation_text=f"{method} {value:.3f}", annotation_position="top left")
+    fig.update_yaxes(range=[0, 1.1])
+    return _layout(fig, "Plan: step scores and aggregates")

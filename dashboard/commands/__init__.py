@@ -1,0 +1,1 @@
+"""Sub-commands of `judgelab`, one module per mechanism."""

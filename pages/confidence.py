@@ -1,0 +1,330 @@
+"""Confidence lab: factors → score → level, and why; live evaluation; multi-step plans; calibration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, state
+from engine.calibration import calibrate, risk_at
+from engine.confidence import (
+    FACTOR_FIELDS,
+    ConfidenceAggregator,
+    ConfidenceFactors,
+    ConfidenceSettings,
+    LevelThresholds,
+    calculate,
+    decide_action,
+    decide_level,
+    evaluate_answer,
+    generate_answer,
+    levels_of,
+    score_arrays,
+)
+from engine.config import get_settings
+from models.errors import ModelError
+
+KEY = "confidence."
+LABELS_FILE = "benchmarks/confidence.jsonl"
+SLIDERS = {  # name → (label, help)
+    "search_avg_score": ("Search avg score", "mean relevance score of the retrieved results"),
+    "search_max_score": ("Search max score", "best result's score; ≥ 0.6 makes it the search quality"),
+    "search_score_variance": ("Search score variance", "spread of the scores; penalises quality up to 0.15"),
+    "source_agreement": ("Source agreement", "mean pairwise similarity of the sources (counts from 2 sources)"),
+    "llm_self_confidence": ("LLM self-confidence", "the model's own rating (counts above 0.6)"),
+    "tool_success_rate": ("Tool success rate", "used when no executions are counted; < 1 is penalised"),
+    "query_coverage": ("Query coverage", "share of the question answered (counts above 0.1)"),
+}
+COUNTS = {
+    "search_result_count": "Search results",
+    "source_count": "Sources",
+    "tool_execution_count": "Tool executions",
+    "tool_success_count": "Tool successes",
+}
+
+
+def _init_state() -> None:
+    defaults = ConfidenceFactors()
+    for name in FACTOR_FIELDS:
+        st.session_state.setdefault(KEY + name, getattr(defaults, name))
+    t = LevelThresholds()
+    for name in ("silent", "notify", "confirm"):
+        st.session_state.setdefault(KEY + "t_" + name, getattr(t, name))
+    st.session_state.setdefault(KEY + "live_result", None)
+
+
+def render() -> None:
+    _init_state()
+    st.title("🎚️ Confidence lab")
+    st.caption(
+        "GRACE confidence: evidence factors → a score with its breakdown and penalties → an intervention "
+        "level (SILENT · NOTIFY · CONFIRM · ESCALATE). Everything here recomputes instantly; only the Live tab "
+        "calls a model, and each of its evaluations is recorded as a run."
+    )
+    settings = _render_settings()
+    factors_tab, live_tab, plan_tab, calib_tab = st.tabs(["Factors", "Live", "Multi-step plan", "Calibration"])
+    with factors_tab:
+        _render_factors(settings)
+    with live_tab:
+        _render_live(settings)
+    with plan_tab:
+        _render_plan(settings)
+    with calib_tab:
+        _render_calibration(settings)
+
+
+def _render_settings() -> ConfidenceSettings:
+    with st.sidebar.expander("Level thresholds", expanded=True):
+        silent = st.slider("SILENT at ≥", 0.0, 1.0, key=KEY + "t_silent", step=0.01)
+        notify = st.slider("NOTIFY at ≥", 0.0, 1.0, key=KEY + "t_notify", step=0.01)
+        confirm = st.slider("CONFIRM at ≥", 0.0, 1.0, key=KEY + "t_confirm", step=0.01)
+    if not silent >= notify >= confirm:
+        st.sidebar.error("Thresholds must satisfy SILENT ≥ NOTIFY ≥ CONFIRM; using the defaults.")
+        thresholds = LevelThresholds()
+    else:
+        thresholds = LevelThresholds(silent=silent, notify=notify, confirm=confirm)
+    with st.sidebar.expander("Weights"):
+        d = ConfidenceSettings()
+        weights = {
+            name: st.number_input(name.removeprefix("weight_"), 0.0, 5.0, getattr(d, name), 0.05, key=KEY + name)
+            for name in ("weight_search_quality", "weight_tool_success", "weight_source_agreement",
+                         "weight_self_confidence", "weight_query_coverage")
+        }
+    return ConfidenceSettings(thresholds=thresholds, **weights)
+
+
+def _factors_from_state() -> ConfidenceFactors:
+    values = {name: st.session_state[KEY + name] for name in FACTOR_FIELDS}
+    for name in COUNTS:
+        values[name] = int(values[name])
+    values["is_search_step"] = bool(values["is_search_step"])
+    return ConfidenceFactors(**values)
+
+
+def _render_factors(settings: ConfidenceSettings) -> None:
+    inputs, results = st.columns([1, 2], gap="large")
+    with inputs:
+        st.toggle("Search step", key=KEY + "is_search_step",
+                  help="A search step's base is its search quality; other steps take a weighted mean.")
+        for name, (label, help_text) in SLIDERS.items():
+            st.slider(label, 0.0, 1.0, key=KEY + name, step=0.01, help=help_text)
+        left, right = st.columns(2)
+        left.number_input(COUNTS["search_result_count"], 0, 1000, key=KEY + "search_result_count")
+        right.number_input(COUNTS["source_count"], 0, 1000, key=KEY + "source_count")
+        left.number_input(COUNTS["tool_execution_count"], 0, 1000, key=KEY + "tool_execution_count")
+        executed = int(st.session_state[KEY + "tool_execution_count"])
+        if st.session_state[KEY + "tool_success_count"] > executed:
+            st.session_state[KEY + "tool_success_count"] = executed
+        right.number_input(COUNTS["tool_success_count"], 0, max(executed, 0), key=KEY + "tool_success_count")
+        st.button("Reset factors", key=KEY + "reset", on_click=handle_reset)
+    with results:
+        factors = _factors_from_state()
+        _render_score(factors, settings)
+
+
+def _render_score(factors: ConfidenceFactors, settings: ConfidenceSettings) -> None:
+    score = calculate(factors, settings)
+    decision = decide_action(score, settings)
+    thresholds = settings.thresholds.model_dump()
+    top = st.columns([3, 2])
+    top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=None)
+    with top[1]:
+        st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
+        st.metric("Level", decision.level.value)
+        st.markdown(f"**Suggested action:** {decision.suggested_action}")
+        st.caption(decision.reason)
+    st.info(score.reason)
+    st.plotly_chart(charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score))
+    st.plotly_chart(charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()}))
+    with st.expander("Factors as JSON (for `judgelab confidence score --factors …`)"):
+        st.code(json.dumps(factors.model_dump(), ensure_ascii=False), language="json")
+
+
+def _render_live(settings: ConfidenceSettings) -> None:
+    availability = state.get_availability()
+    usable = [mid for mid, a in availability.items() if a.available]
+    if not usable:
+        st.warning("No model is available for the LLM factors.")
+        return
+    catalog = state.get_catalog()
+    model_id = st.selectbox("Evaluating model", usable, key=KEY + "live_model",
+                            format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}")
+    st.text_input("Query", "What is the capital of France?", key=KEY + "live_query")
+    st.text_area("Answer", "The capital of France is Paris.", key=KEY + "live_answer", height=90)
+    st.button("Generate the answer with the model", key=KEY + "live_generate", on_click=handle_generate,
+              args=(model_id,))
+    st.text_area("Sources (one per line)", "Paris is the capital and largest city of France.\n"
+                 "France's capital city is Paris.", key=KEY + "live_sources", height=90)
+    st.slider("Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0,
+              key=KEY + "live_k")
+    if st.button("Evaluate", type="primary", key=KEY + "live_run"):
+        handle_evaluate(model_id, settings)
+    result = st.session_state[KEY + "live_result"]
+    if result is None:
+        return
+    if "error" in result:
+        st.error(result["error"])
+        return
+    st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
+    rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
+            for r in result["results"]]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    _render_score(ConfidenceFactors(**result["factors"]), settings)
+    if result.get("samples"):
+        with st.expander("Sampled answers"):
+            for sample in result["samples"]:
+                st.text(sample)
+
+
+def _default_plan() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"step": "search docs", "is_search_step": True, "search_result_count": 5, "search_avg_score": 0.62,
+         "search_max_score": 0.78, "search_score_variance": 0.05, "source_count": 5, "source_agreement": 0.0,
+         "llm_self_confidence": 0.5, "tool_success_rate": 1.0, "query_coverage": 0.0},
+        {"step": "call API", "is_search_step": False, "search_result_count": 0, "search_avg_score": 0.0,
+         "search_max_score": 0.0, "search_score_variance": 1.0, "source_count": 1, "source_agreement": 0.0,
+         "llm_self_confidence": 0.7, "tool_success_rate": 0.75, "query_coverage": 0.0},
+        {"step": "write answer", "is_search_step": False, "search_result_count": 0, "search_avg_score": 0.0,
+         "search_max_score": 0.0, "search_score_variance": 1.0, "source_count": 3, "source_agreement": 0.82,
+         "llm_self_confidence": 0.85, "tool_success_rate": 1.0, "query_coverage": 0.8},
+    ])
+
+
+def _render_plan(settings: ConfidenceSettings) -> None:
+    st.caption("Edit the steps; each row is scored, then the plan is aggregated by every method side by side.")
+    plan = st.data_editor(_default_plan(), num_rows="dynamic", key=KEY + "plan", width="stretch")
+    critical = st.toggle("Critical-step check (any step < 0.3 → mean × 0.7)", key=KEY + "critical")
+    if plan.empty:
+        st.info("Add a step.")
+        return
+    rows, problems = [], []
+    for i, row in plan.iterrows():
+        values = {k: row[k] for k in plan.columns if k in FACTOR_FIELDS and pd.notna(row[k])}
+        for name in COUNTS:
+            if name in values:
+                values[name] = int(values[name])
+        if "is_search_step" in values:
+            values["is_search_step"] = bool(values["is_search_step"])
+        try:
+            rows.append((str(row.get("step") or f"step {i + 1}"), ConfidenceFactors(**values)))
+        except ValueError as exc:
+            problems.append(f"row {i + 1}: {str(exc).splitlines()[0]}")
+    for problem in problems:
+        st.error(problem)
+    if not rows:
+        return
+    scores = [calculate(f, settings) for _, f in rows]
+    levels = [decide_level(s.score, settings.thresholds).value for s in scores]
+    aggregator = ConfidenceAggregator(critical_check=critical)
+    aggregates = {m: aggregator.aggregate(scores, m) for m in ConfidenceAggregator.METHODS}
+    cols = st.columns(3)
+    for col, (method, value) in zip(cols, aggregates.items(), strict=True):
+        col.metric(f"{method}", f"{value:.3f}", decide_level(value, settings.thresholds).value, delta_color="off")
+    st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
+    st.dataframe(pd.DataFrame([{"step": n, "score": s.score, "level": lv, "reason": s.reason}
+                               for (n, _), s, lv in zip(rows, scores, levels, strict=True)]),
+                 hide_index=True, width="stretch")
+
+
+def _labels_path() -> Path:
+    return get_settings().data_dir / LABELS_FILE
+
+
+@st.cache_data(show_spinner=False)
+def _load_labels(text: str) -> tuple[pd.DataFrame, list[str]]:
+    rows, problems = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict) or not isinstance(item.get("correct"), bool):
+                raise ValueError("needs a boolean 'correct'")
+            factors = ConfidenceFactors.model_validate(item.get("factors", {}))
+        except ValueError as exc:
+            problems.append(f"line {number}: {str(exc).splitlines()[0]}")
+            continue
+        rows.append({"id": item.get("id", f"line-{number}"), "query": item.get("query", ""),
+                     "correct": item["correct"], **factors.model_dump()})
+    return pd.DataFrame(rows), problems
+
+
+def _render_calibration(settings: ConfidenceSettings) -> None:
+    upload = st.file_uploader("Labelled set (JSONL of {factors, correct})", type=["jsonl"], key=KEY + "upload")
+    if upload is not None:
+        text, source = upload.getvalue().decode("utf-8", errors="replace"), upload.name
+    else:
+        path = _labels_path()
+        text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), str(path)
+    frame, problems = _load_labels(text)
+    if problems:
+        st.error(f"{source}: bad rows, nothing imported — " + "; ".join(problems))
+        return
+    if frame.empty:
+        st.info("No labelled items.")
+        return
+    scores = score_arrays({c: frame[c].to_numpy() for c in FACTOR_FIELDS}, settings)
+    correct = frame["correct"].to_numpy(dtype=bool)
+    report = calibrate(scores.tolist(), correct.tolist())
+    t = settings.thresholds
+    marks = {name: risk_at(scores.tolist(), correct.tolist(), value).model_dump()
+             for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))}
+    levels = levels_of(scores, t)
+    shares = {lv: float(np.mean(levels == lv)) for lv in ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE")}
+    cols = st.columns(4)
+    cols[0].metric("Items", report.n)
+    cols[1].metric("Accuracy", f"{report.accuracy:.3f}")
+    cols[2].metric("ECE", f"{report.ece:.3f}", help="expected calibration error over 10 bins")
+    cols[3].metric("AURC", f"{report.aurc:.3f}", help="area under the risk–coverage curve (lower is better)")
+    st.caption(f"Source: {source}. Move the thresholds in the sidebar: shares and markers move at once.")
+    st.plotly_chart(charts.level_shares(shares))
+    left, right = st.columns(2)
+    left.plotly_chart(charts.reliability_diagram([b.model_dump() for b in report.bins], report.ece))
+    right.plotly_chart(charts.risk_coverage_curve([p.model_dump() for p in report.risk_coverage], marks))
+    by_level = (pd.DataFrame({"level": levels, "correct": correct})
+                .groupby("level")["correct"].agg(["count", "mean"]).rename(columns={"mean": "accuracy"})
+                .reindex(["SILENT", "NOTIFY", "CONFIRM", "ESCALATE"]).fillna({"count": 0}))
+    st.dataframe(by_level, width="stretch")
+    with st.expander("Items"):
+        st.dataframe(frame.assign(score=scores, level=levels)[["id", "query", "correct", "score", "level"]],
+                     hide_index=True, width="stretch")
+
+
+def handle_reset() -> None:
+    defaults = ConfidenceFactors()
+    for name in FACTOR_FIELDS:
+        st.session_state[KEY + name] = getattr(defaults, name)
+
+
+def handle_generate(model_id: str) -> None:
+    model = state.get_hub().get(model_id)
+    try:
+        st.session_state[KEY + "live_answer"] = state.get_loop().run(
+            generate_answer(model, st.session_state[KEY + "live_query"]), timeout=300
+        )
+    except ModelError as exc:
+        st.session_state[KEY + "live_result"] = {"error": str(exc)}
+
+
+def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
+    sources = [s for s in st.session_state[KEY + "live_sources"].splitlines() if s.strip()]
+    model = state.get_hub().get(model_id)
+    coro = evaluate_answer(
+        state.get_store(), model, st.session_state[KEY + "live_query"], st.session_state[KEY + "live_answer"],
+        sources, settings=settings, sampling_k=int(st.session_state[KEY + "live_k"]),
+    )
+    with st.spinner("Computing the LLM and embedding factors…"):
+        try:
+            result = state.get_loop().run(coro, timeout=600)
+        except ModelError as exc:
+            st.session_state[KEY + "live_result"] = {"error": str(exc)}
+            return
+    st.session_state[KEY + "live_result"] = {
+        "run_id": result.run_id, "factors": result.factors.model_dump(),
+        "results": [r.model_dump() for r in result.results], "samples": result.samples,
+    }
+    state.clear_reads()

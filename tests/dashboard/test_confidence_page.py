@@ -1,0 +1,78 @@
+"""The Confidence lab, headless: live score from the factor inputs, thresholds re-deciding the calibration
+set instantly, the plan aggregates, and a live evaluation with the bundled model."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+def _page() -> None:
+    from pages import confidence
+
+    confidence.render()
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _level_counts(at: AppTest) -> dict[str, int]:
+    for frame in at.dataframe:
+        value = frame.value
+        if value.index.name == "level":
+            return value["count"].to_dict()
+    raise AssertionError("no per-level table")
+
+
+def test_lab_scores_factors_live() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception
+    metrics = _metrics(at)
+    assert (metrics["Score"], metrics["Level"]) == ("0.700", "NOTIFY")
+    at.slider(key="confidence.llm_self_confidence").set_value(0.85)
+    at.slider(key="confidence.tool_success_rate").set_value(0.5).run()
+    metrics = _metrics(at)
+    assert (metrics["Score"], metrics["Level"]) == ("0.585", "CONFIRM")
+    assert any("tool success rate 0.5" in i.value for i in at.info)
+    at.toggle(key="confidence.is_search_step").set_value(True)
+    at.number_input(key="confidence.search_result_count").set_value(4)
+    at.slider(key="confidence.search_max_score").set_value(0.9).run()
+    # search step: 0.9 × tool success 0.5 = 0.45, × (0.8 + 0.2·0.5) = 0.405
+    assert _metrics(at)["Score"] == "0.405"
+    at.button(key="confidence.reset").click().run()
+    assert _metrics(at)["Score"] == "0.700"
+
+
+def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    metrics = _metrics(at)
+    assert int(metrics["Items"]) >= 30 and metrics["ECE"] != ""
+    before = _level_counts(at)
+    at.slider(key="confidence.t_silent").set_value(0.99).run()
+    after = _level_counts(at)
+    assert after.get("SILENT", 0) < before["SILENT"]
+    assert sum(after.values()) == sum(before.values())
+    at.slider(key="confidence.t_notify").set_value(0.995).run()  # breaks the ordering
+    assert any("SILENT ≥ NOTIFY ≥ CONFIRM" in e.value for e in at.error)
+
+
+def test_plan_aggregates_every_method() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    metrics = _metrics(at)
+    assert {"mean", "min", "weighted"} <= set(metrics)
+    assert float(metrics["min"]) <= float(metrics["mean"])
+
+
+@pytest.mark.slow
+def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
+    from dashboard import state
+
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    at.button(key="confidence.live_run").click().run()
+    assert not at.exception
+    runs = state.get_store().list_runs(kind="confidence.evaluate")
+    assert len(runs) == 1 and runs[0].status == "finished"
+    assert any(runs[0].id in md.value for md in at.markdown)
+    factors = [frame.value for frame in at.dataframe if "factor" in frame.value.columns][0]
+    assert set(factors["factor"]) == {"llm_self_confidence", "query_coverage", "source_agreement"}
