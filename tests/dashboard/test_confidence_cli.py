@@ -63,7 +63,8 @@ def test_calibrate_json_is_recomputable_from_its_items() -> None:
     # ECE recomputed from the per-item scores and labels, bin by bin
     ece = 0.0
     for b in payload["bins"]:
-        members = [i for i in items if b["lower"] <= i["score"] < b["upper"] or (b["upper"] == 1.0 and i["score"] == 1.0)]
+        last = b["upper"] == 1.0
+        members = [i for i in items if b["lower"] <= i["score"] < b["upper"] or (last and i["score"] == 1.0)]
         assert len(members) == b["count"]
         if members:
             conf = sum(i["score"] for i in members) / len(members)
