@@ -1,0 +1,447 @@
+"""Director: hard rules, then an LLM rubric, decide PASS / WARN / RETRY (/ MODIFY) for a character's line.
+
+Layers:
+1. Config — `DirectorConfig` (line limits, tone cut-offs, rubric cut-offs, retries, policies) and
+   `CharacterProfile` YAML files (markers, vocabulary, style rule, setting phrases).
+2. Decisions — `normalize`, one function per hard rule, `tone_score`, `rubric_status`, `combine`,
+   `evaluate_rules` and `apply_state`. Pure; `retune` re-decides stored rule facts under new cut-offs.
+3. Orchestration — `DirectorRubric` (the LLM step, structured output, explicit failure policy),
+   `Director.review` and `run_turn` (the retry loop), `duo_dialogue` (two characters talking).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# -- statuses -------------------------------------------------------------------------------------
+
+
+class Status(IntEnum):
+    """Ordered by severity, so the combined status is the max. MODIFY is for internal use (§1)."""
+
+    PASS = 0
+    WARN = 1
+    MODIFY = 2
+    RETRY = 3
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def worst(statuses: Sequence[Status]) -> Status:
+    return max(statuses, default=Status.PASS)
+
+
+# -- config ---------------------------------------------------------------------------------------
+
+
+class StyleRule(BaseModel):
+    """§4.4: the character's style signal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["short_exclaim", "polite_endings"]
+    max_sentences: int = 2  # short_exclaim: at most this many sentences …
+    marks: list[str] = Field(default_factory=lambda: ["！", "？"])  # … and one of these marks
+    endings: list[str] = Field(default_factory=lambda: ["です", "ます", "でした", "ました"])
+    min_count: int = 2  # polite_endings: sentence-final polite forms at least this often
+
+
+class CharacterProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_-]+$")
+    name: str
+    description: str = ""
+    markers: list[str] = Field(min_length=1, description="§4.2 sentence endings")
+    vocab: list[str] = Field(min_length=1, description="§4.3 characteristic words")
+    style: StyleRule
+    setting_violations: list[str] = Field(default_factory=list, description="phrases that break the setting")
+    partner: str | None = None
+    persona: str = Field("", description="how the generator should speak as this character")
+
+
+class DirectorConfig(BaseModel):
+    """Every cut-off of the spec, each a setting with the spec's value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_retry_lines: int = Field(8, ge=1)
+    format_warn_lines: int = Field(6, ge=1)
+    scatter_retry_sentences: int = 4
+    scatter_retry_topics: int = 3
+    scatter_warn_sentences: int = 3
+    scatter_warn_topics: int = 2
+    tone_pass: int = Field(2, ge=0, le=3)
+    tone_warn: int = Field(1, ge=0, le=3)
+    rubric_pass: float = Field(4.0, ge=1, le=5)
+    rubric_warn: float = Field(3.5, ge=1, le=5)
+    rubric_temperature: float = Field(0.1, ge=0, le=1)
+    loop_repeat: int = Field(3, ge=2, description="a content word this often in one line is a topic loop")
+    loop_history: int = Field(3, ge=1, description="…or in this many of the last lines")
+    early_change_depth: int = Field(2, ge=0, description="lines a topic needs before a change is not early")
+    max_retries: int = Field(2, ge=0, le=10)
+    on_retries_exhausted: Literal["accept_last", "drop", "mark"] = "mark"
+    on_rubric_failure: Literal["warn", "pass", "retry"] = "warn"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DirectorConfig:
+        if self.format_warn_lines > self.format_retry_lines:
+            raise ValueError("format_warn_lines must not exceed format_retry_lines")
+        if self.rubric_warn > self.rubric_pass:
+            raise ValueError("rubric_warn must not exceed rubric_pass")
+        if self.tone_warn > self.tone_pass:
+            raise ValueError("tone_warn must not exceed tone_pass")
+        return self
+
+
+CHARACTERS_DIR = Path(__file__).resolve().parent.parent / "data" / "characters"
+
+
+def load_character(character_id: str, folder: Path | None = None) -> CharacterProfile:
+    """A character from `data/characters/<id>.yaml`; errors name the file and the field."""
+    from engine.config import ConfigError, load_yaml
+
+    folder = folder or CHARACTERS_DIR
+    path = folder / f"{character_id}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise ConfigError(f"{path}: no such character — known: {known}")
+    profile = load_yaml(path, CharacterProfile)
+    if profile.id != character_id:
+        raise ConfigError(f"{path}: field 'id': '{profile.id}' does not match the file name")
+    return profile
+
+
+def list_characters(folder: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in (folder or CHARACTERS_DIR).glob("*.yaml"))
+
+
+# -- normalisation (§2) ---------------------------------------------------------------------------
+
+_QUOTED = re.compile(r"「[^「」]*」|（[^（）]*）|\([^()]*\)")
+_SYMBOL_RUN = re.compile(r"([！？!?。、…〜~ー・♪])\1+")
+_SPACES = re.compile(r"[ \t\u3000]+")
+_VARIANTS = str.maketrans({"｡": "。", "､": "、", "!": "！", "?": "？", "．": "。", "，": "、"})
+
+
+@dataclass(frozen=True)
+class Normalized:
+    text: str  # normalised, quotes kept
+    speech: str  # normalised, text inside 「」 and （） removed: what tone and praise look at
+    script_form: bool  # the whole line was one 「…」 (§8): judged on its inside
+    quoted: tuple[str, ...]  # what was excluded
+
+
+def normalize(text: str) -> Normalized:
+    """§2: unify punctuation variants, collapse repeated symbols and spaces, set quotes aside."""
+    s = unicodedata.normalize("NFKC", text).translate(_VARIANTS) if text else ""
+    # NFKC turns full-width ！？ into ASCII; bring them back to the full-width forms the markers use.
+    s = s.translate(_VARIANTS)
+    s = _SYMBOL_RUN.sub(r"\1", s)
+    s = "\n".join(_SPACES.sub(" ", line).strip() for line in s.splitlines())
+    s = s.strip("\n")
+    stripped = s.strip()
+    script = stripped.startswith("「") and stripped.endswith("」") and stripped.count("「") == 1
+    if script:
+        inner = stripped[1:-1]
+        return Normalized(text=s, speech=inner, script_form=True, quoted=())
+    quoted = tuple(m.group(0) for m in _QUOTED.finditer(s))
+    speech = _QUOTED.sub("", s)
+    return Normalized(text=s, speech=speech, script_form=False, quoted=quoted)
+
+
+# -- sentence and topic counting (§6) --------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"[^。！？\n]+[。！？]*|[。！？]+")
+
+
+def sentences(text: str) -> list[str]:
+    """§6.1: 。！？ end a sentence; a line break without one ends it too."""
+    out = []
+    for line in text.splitlines():
+        for match in _SENTENCE_END.finditer(line):
+            piece = match.group(0).strip()
+            if piece and re.search(r"[^\s。！？]", piece):
+                out.append(piece)
+    return out
+
+
+_NOUN = r"[一-龯々ァ-ヶーA-Za-z0-9]{1,12}"
+# "（名詞）は（活用語）": after は comes a conjugating word — hiragana (とても暑い, いい) or a kanji stem
+# with okurigana (楽しい, 行く) — not a noun predicate (一日二時間です, 禁物です), told apart by the copula.
+_COPULA = r"(?:です|でし|だ|じゃ|で|な|の|に|を|が|と|は|も)"
+_AFTER_WA = r"(?:です|でし|だ|じゃ|で[はも、。]|の|に|を|が|も)"
+_CONJUGATING = rf"(?:(?!{_AFTER_WA})[ぁ-ゖ]|[一-龯々]{{1,2}}(?!{_COPULA})[ぁ-ゖ])"
+_TOPIC_PATTERNS = [
+    re.compile(rf"({_NOUN})について"),
+    re.compile(rf"({_NOUN})の話"),
+    re.compile(rf"({_NOUN})は(?={_CONJUGATING})"),
+]
+# Words that are grammatical, not topics, before は (これは, 今日は are still counted: they set a topic).
+_NOT_TOPICS = {"それ", "これ", "あれ", "私", "僕", "俺", "あたし", "わたし"}
+
+
+def topics(text: str) -> list[str]:
+    """§6.2: topic boundaries (〜について, 〜の話, noun + は + predicate), distinct, in order."""
+    found: list[str] = []
+    for pattern in _TOPIC_PATTERNS:
+        for match in pattern.finditer(text):
+            noun = match.group(1)
+            if noun not in _NOT_TOPICS and noun not in found:
+                found.append(noun)
+    return found
+
+
+# -- hard rules (§3, §5, §6) -----------------------------------------------------------------------
+
+
+class RuleResult(BaseModel):
+    rule: str
+    status: Status
+    detail: str
+    matches: list[str] = Field(default_factory=list)
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+def count_lines(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def rule_format(n: Normalized, cfg: DirectorConfig) -> RuleResult:
+    lines = count_lines(n.text)
+    status = (Status.RETRY if lines >= cfg.format_retry_lines else
+              Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+    return RuleResult(rule="format", status=status, detail=f"{lines} lines", facts={"lines": lines})
+
+
+def rule_setting(n: Normalized, profile: CharacterProfile) -> RuleResult:
+    hits = [p for p in profile.setting_violations if p in n.text]
+    if hits:
+        return RuleResult(rule="setting", status=Status.RETRY, matches=hits,
+                          detail=f"breaks the setting: {', '.join(hits)}")
+    return RuleResult(rule="setting", status=Status.PASS, detail="consistent with the setting")
+
+
+EVALUATION_WORDS = ("すごい", "すごく", "凄い", "素晴らしい", "正解", "完璧", "天才")
+OTHER_REFERENCES = ("あなた", "きみ", "君", "ユーザー", "その答え", "その考え", "お姉ちゃん", "あゆ", "やな")
+AFFIRMATIONS = ("正しい", "合っている", "合ってる", "素敵", "その通り")
+
+
+def rule_praise(n: Normalized, profile: CharacterProfile) -> RuleResult:
+    """§5: an evaluation word with an affirmation of the other in the same sentence → RETRY;
+    an evaluation word alone → WARN. Quoted text is not looked at."""
+    others = tuple(o for o in OTHER_REFERENCES if o != profile.name)
+    alone: list[str] = []
+    for sentence in sentences(n.speech):
+        words = [w for w in EVALUATION_WORDS if w in sentence]
+        if not words:
+            continue
+        affirm = [o for o in others + AFFIRMATIONS if o in sentence]
+        if affirm:
+            return RuleResult(rule="praise", status=Status.RETRY, matches=words + affirm,
+                              detail=f"praises the other: '{sentence}'")
+        alone += words
+    if alone:
+        return RuleResult(rule="praise", status=Status.WARN, matches=alone,
+                          detail=f"evaluation word without affirmation: {', '.join(alone)}")
+    return RuleResult(rule="praise", status=Status.PASS, detail="no praise")
+
+
+def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
+    count = len(sentences(n.text))
+    found = topics(n.text)
+    facts = {"sentences": count, "topics": len(found), "chars": len(n.text.replace("\n", ""))}
+    detail = f"{count} sentences, {len(found)} topics ({', '.join(found) or '—'})"
+    if count >= cfg.scatter_retry_sentences and len(found) >= cfg.scatter_retry_topics:
+        status = Status.RETRY
+    elif count >= cfg.scatter_warn_sentences or len(found) >= cfg.scatter_warn_topics:
+        status = Status.WARN
+    else:
+        status = Status.PASS
+    return RuleResult(rule="scatter", status=status, detail=detail, matches=found, facts=facts)
+
+
+_DOUBLE_NEGATION = [
+    # まだ + a negated noun (未成年, 不可能, …) + negation: "still not not-X" reverses what is meant
+    re.compile(r"まだ(?:[^、。！？\s]{0,3})?([未不非無][一-龯]{1,4})(じゃない|ではない|でない|じゃありません|ではありません)"),
+    # a verb negated twice in one breath ("ないことはない" is rhetorical and allowed; "なくない" is not)
+    re.compile(r"([ぁ-ん一-龯]{1,4}なくない)"),
+]
+
+
+def rule_logic(n: Normalized) -> RuleResult:
+    hits = [m.group(0) for pattern in _DOUBLE_NEGATION for m in pattern.finditer(n.speech)]
+    if hits:
+        return RuleResult(rule="logic", status=Status.RETRY, matches=hits,
+                          detail=f"double negation reverses the intent: {', '.join(hits)}")
+    return RuleResult(rule="logic", status=Status.PASS, detail="no reversed negation")
+
+
+class ToneScore(BaseModel):
+    marker: int
+    vocab: int
+    style: int
+    score: int
+    matches: dict[str, list[str]] = Field(default_factory=dict)
+
+
+def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
+    """§4: tone_score = marker_hit + vocab_hit + style_hit, on the normalised speech."""
+    text = n.speech
+    markers = [m for m in profile.markers if m in text]
+    vocab = [v for v in profile.vocab if v in text]
+    said = sentences(text)
+    style = profile.style
+    if style.kind == "short_exclaim":
+        style_hit = len(said) <= style.max_sentences and any(mark in text for mark in style.marks)
+        style_matches = [mark for mark in style.marks if mark in text] if style_hit else []
+    else:
+        endings = [s for s in said if re.search(rf"(?:{'|'.join(map(re.escape, style.endings))})[。！？]*$", s)]
+        style_hit = len(endings) >= style.min_count
+        style_matches = endings if style_hit else []
+    marker_hit, vocab_hit = int(bool(markers)), int(bool(vocab))
+    return ToneScore(marker=marker_hit, vocab=vocab_hit, style=int(style_hit),
+                     score=marker_hit + vocab_hit + int(style_hit),
+                     matches={"marker": markers, "vocab": vocab, "style": style_matches})
+
+
+def rule_tone(tone: ToneScore, cfg: DirectorConfig) -> RuleResult:
+    status = (Status.PASS if tone.score >= cfg.tone_pass else
+              Status.WARN if tone.score >= cfg.tone_warn else Status.RETRY)
+    return RuleResult(rule="tone", status=status,
+                      detail=f"tone {tone.score} = marker {tone.marker} + vocab {tone.vocab} + style {tone.style}",
+                      matches=[w for ws in tone.matches.values() for w in ws], facts={"score": tone.score})
+
+
+# -- conversation state and the special cases (§8, §9) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class DirectorState:
+    """What the director remembers of the conversation. A RETRY line never changes it (§9)."""
+
+    topic: str | None = None
+    depth: int = 0  # accepted lines on the current topic (the Hook Depth)
+    recent_words: tuple[tuple[str, ...], ...] = ()  # content words of the last accepted lines
+    loop_count: int = 0
+    accepted: int = 0
+
+
+_CONTENT_WORD = re.compile(r"[一-龯々]{2,}|[ァ-ヶー]{3,}")
+
+
+def content_words(text: str) -> list[str]:
+    return _CONTENT_WORD.findall(text)
+
+
+def rule_loop(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleResult:
+    """§8: the same word again and again (in this line, or across the last lines) → WARN, never RETRY."""
+    words = content_words(n.speech)
+    repeated = sorted({w for w in words if words.count(w) >= cfg.loop_repeat})
+    recent = state.recent_words[-(cfg.loop_history - 1):] if cfg.loop_history > 1 else ()
+    across = sorted({w for w in set(words) if sum(w in line for line in recent) >= cfg.loop_history - 1 > 0})
+    hits = repeated + [w for w in across if w not in repeated]
+    if hits:
+        return RuleResult(rule="topic_loop", status=Status.WARN, matches=hits,
+                          detail=f"keeps coming back to: {', '.join(hits)}")
+    return RuleResult(rule="topic_loop", status=Status.PASS, detail="no loop")
+
+
+def rule_early_change(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleResult:
+    """§8: starting another topic before the current one was explored → WARN, never RETRY."""
+    found = topics(n.text)
+    if state.topic and found and state.topic not in found and state.depth < cfg.early_change_depth:
+        return RuleResult(rule="early_topic_change", status=Status.WARN, matches=found[:1],
+                          detail=f"moves from '{state.topic}' to '{found[0]}' after {state.depth} line(s)")
+    return RuleResult(rule="early_topic_change", status=Status.PASS, detail="topic change is fine")
+
+
+def rule_script_form(n: Normalized) -> RuleResult:
+    if n.script_form:
+        return RuleResult(rule="script_form", status=Status.WARN,
+                          detail="the line is written in 「」 (script form): judged on its content; fix next turn")
+    return RuleResult(rule="script_form", status=Status.PASS, detail="plain speech")
+
+
+def apply_state(state: DirectorState, n: Normalized, status: Status) -> DirectorState:
+    """The state after a line: unchanged for RETRY (§9), else topic depth and loop memory advance."""
+    if status == Status.RETRY:
+        return state
+    found = topics(n.text)
+    if found and found[0] != state.topic and (state.topic is None or state.topic not in found):
+        topic, depth = found[0], 1
+    else:
+        topic, depth = state.topic, state.depth + 1
+    words = tuple(dict.fromkeys(content_words(n.speech)))
+    return DirectorState(
+        topic=topic, depth=depth, recent_words=(state.recent_words + (words,))[-8:],
+        loop_count=state.loop_count + (1 if status == Status.WARN else 0), accepted=state.accepted + 1,
+    )
+
+
+# -- combining ------------------------------------------------------------------------------------
+
+
+class RulesVerdict(BaseModel):
+    status: Status
+    rules: list[RuleResult]
+    tone: ToneScore
+    normalized: str
+    speech: str
+
+
+def evaluate_rules(text: str, profile: CharacterProfile, cfg: DirectorConfig | None = None,
+                   state: DirectorState | None = None) -> RulesVerdict:
+    """Every hard rule and special case; the rules-only status is the most severe of them."""
+    cfg = cfg or DirectorConfig()
+    state = state or DirectorState()
+    n = normalize(text)
+    tone = tone_score(n, profile)
+    rules = [
+        rule_format(n, cfg), rule_setting(n, profile), rule_praise(n, profile), rule_scatter(n, cfg),
+        rule_logic(n), rule_tone(tone, cfg), rule_script_form(n), rule_loop(n, state, cfg),
+        rule_early_change(n, state, cfg),
+    ]
+    return RulesVerdict(status=worst([r.status for r in rules]), rules=rules, tone=tone, normalized=n.text,
+                        speech=n.speech)
+
+
+def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
+    """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model)."""
+    statuses = []
+    for r in verdict.rules:
+        if r.rule == "format":
+            lines = r.facts["lines"]
+            statuses.append(Status.RETRY if lines >= cfg.format_retry_lines else
+                            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+        elif r.rule == "scatter":
+            s, t = r.facts["sentences"], r.facts["topics"]
+            statuses.append(Status.RETRY if s >= cfg.scatter_retry_sentences and t >= cfg.scatter_retry_topics else
+                            Status.WARN if s >= cfg.scatter_warn_sentences or t >= cfg.scatter_warn_topics else
+                            Status.PASS)
+        elif r.rule == "tone":
+            score = r.facts["score"]
+            statuses.append(Status.PASS if score >= cfg.tone_pass else
+                            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+        else:
+            statuses.append(r.status)
+    return worst(statuses)
+
+
+def rubric_status(average: float, cfg: DirectorConfig | None = None) -> Status:
+    """§7.1: average < 3.5 RETRY, 3.5 ≤ average < 4.0 WARN, ≥ 4.0 PASS."""
+    cfg = cfg or DirectorConfig()
+    if average >= cfg.rubric_pass:
+        return Status.PASS
+    if average >= cfg.rubric_warn:
+        return Status.WARN
+    return Status.RETRY
