@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -67,6 +67,7 @@ class CharacterProfile(BaseModel):
     setting_violations: list[str] = Field(default_factory=list, description="phrases that break the setting")
     partner: str | None = None
     persona: str = Field("", description="how the generator should speak as this character")
+    examples: list[str] = Field(default_factory=list, description="sample lines that open a generated script")
 
 
 class DirectorConfig(BaseModel):
@@ -445,3 +446,256 @@ def rubric_status(average: float, cfg: DirectorConfig | None = None) -> Status:
     if average >= cfg.rubric_warn:
         return Status.WARN
     return Status.RETRY
+
+
+# -- orchestration: the LLM rubric (§7), the review, the retry loop, the duo -----------------------
+
+RUBRIC_CRITERIA = ("frame", "roleplay", "connectivity", "density", "naturalness")
+RUBRIC_LABELS = {
+    "frame": "フレーム整合性", "roleplay": "ロールプレイ", "connectivity": "対話の接続性",
+    "density": "情報密度", "naturalness": "自然さ",
+}
+
+
+class RubricOutput(BaseModel):
+    """§7: five criteria, each 1–5."""
+
+    frame: int = Field(ge=1, le=5, description="fits the scene and place")
+    roleplay: int = Field(ge=1, le=5, description="keeps the sisters' relationship and personality")
+    connectivity: int = Field(ge=1, le=5, description="answers the partner's previous line")
+    density: int = Field(ge=1, le=5, description="neither too thin nor overloaded")
+    naturalness: int = Field(ge=1, le=5, description="no mechanical repetition or abrupt phrasing")
+    comment: str = Field(max_length=120)
+
+
+class RubricResult(BaseModel):
+    scores: dict[str, int] = Field(default_factory=dict)
+    average: float | None = None
+    status: Status
+    comment: str = ""
+    failed: bool = False  # the LLM step failed; status then follows the failure policy
+    error: str | None = None
+    call_id: int | None = None
+    flags: list[str] = Field(default_factory=list)
+
+
+RUBRIC_PROMPT = """あなたは姉妹の掛け合い（{name}と相手）のディレクターです。
+次の発言を5つの観点で1〜5点で採点してください。
+1. frame: その場の状況（景色や場所）に合っているか
+2. roleplay: 姉妹の関係性・性格が守られているか
+3. connectivity: 直前の相手の発言を無視していないか
+4. density: 内容が薄すぎず、詰め込みすぎでもないか
+5. naturalness: 機械的な繰り返しや唐突な表現がないか
+
+状況: {scene}
+直前の発言: {previous}
+{name}の発言: {line}"""
+
+
+class DirectorRubric:
+    """The LLM step: structured scores at low temperature; an explicit, configurable failure policy
+    (default WARN with a flag) — a failed model never silently passes a line."""
+
+    def __init__(self, model: Any, cfg: DirectorConfig | None = None) -> None:
+        self.model = model
+        self.cfg = cfg or DirectorConfig()
+
+    async def score(
+        self, line: str, profile: CharacterProfile, *, scene: str = "", previous: str = ""
+    ) -> RubricResult:
+        from models.errors import ModelError
+
+        prompt = RUBRIC_PROMPT.format(name=profile.name, scene=scene or "（指定なし）",
+                                      previous=previous or "（なし）", line=line)
+        try:
+            completion = await self.model.complete(
+                prompt, schema=RubricOutput, temperature=self.cfg.rubric_temperature, max_tokens=120
+            )
+        except ModelError as exc:
+            status = {"warn": Status.WARN, "pass": Status.PASS, "retry": Status.RETRY}[self.cfg.on_rubric_failure]
+            return RubricResult(status=status, failed=True, error=f"{exc.kind}: {exc.message}",
+                                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')")
+        parsed = completion.parsed or {}
+        scores = {k: int(parsed[k]) for k in RUBRIC_CRITERIA}
+        average = sum(scores.values()) / len(scores)
+        return RubricResult(scores=scores, average=average, status=rubric_status(average, self.cfg),
+                            comment=str(parsed.get("comment", "")), call_id=completion.call_id,
+                            flags=completion.flags)
+
+
+class Review(BaseModel):
+    """The director's verdict on one line."""
+
+    status: Status
+    rules_status: Status
+    rules: list[RuleResult]
+    tone: ToneScore
+    rubric: RubricResult | None
+    normalized: str
+    reasons: list[str]
+    suggestion: str
+
+    def payload(self) -> dict[str, Any]:
+        """The documented JSON shape (`judgelab director check`)."""
+        return {
+            "status": self.status.name,
+            "rules": [{"rule": r.rule, "status": r.status.name, "detail": r.detail, "matches": r.matches}
+                      for r in self.rules],
+            "tone": {"marker": self.tone.marker, "vocab": self.tone.vocab, "style": self.tone.style,
+                     "score": self.tone.score},
+            "rubric": None if self.rubric is None else self.rubric.model_dump(mode="json") | {
+                "status": self.rubric.status.name},
+            "normalized": self.normalized,
+        }
+
+
+SUGGESTIONS = {
+    "format": "5行以内に収めてください。",
+    "setting": "姉妹は一緒に暮らしています。設定に合う表現にしてください。",
+    "praise": "相手を褒めるのではなく、情報や感想を短く伝えてください。",
+    "scatter": "話題を一つに絞り、50〜80文字程度にまとめてください。",
+    "logic": "二重否定を避け、言いたいことをそのまま言ってください。",
+    "tone": "キャラクターの語尾・語彙・文体を使ってください。",
+    "rubric": "直前の発言に応え、場面と関係性に沿った自然な一言にしてください。",
+}
+
+
+def _reasons(rules: Sequence[RuleResult], rubric: RubricResult | None) -> tuple[list[str], str]:
+    bad = [r for r in rules if r.status >= Status.WARN]
+    reasons = [f"{r.rule}: {r.detail}" for r in bad]
+    tips = [SUGGESTIONS[r.rule] for r in bad if r.status == Status.RETRY and r.rule in SUGGESTIONS]
+    if rubric is not None and rubric.status >= Status.WARN:
+        reasons.append(f"rubric: {rubric.comment or rubric.average}")
+        if rubric.status == Status.RETRY:
+            tips.append(SUGGESTIONS["rubric"])
+    return reasons, " ".join(dict.fromkeys(tips))
+
+
+class Director:
+    def __init__(self, profile: CharacterProfile, cfg: DirectorConfig | None = None,
+                 rubric: DirectorRubric | None = None) -> None:
+        self.profile = profile
+        self.cfg = cfg or DirectorConfig()
+        self.rubric = rubric
+
+    async def review(self, line: str, state: DirectorState | None = None, *, scene: str = "",
+                     previous: str = "") -> Review:
+        """Hard rules first; the rubric only when they do not already say RETRY (§7)."""
+        verdict = evaluate_rules(line, self.profile, self.cfg, state)
+        rubric = None
+        if self.rubric is not None and verdict.status < Status.RETRY:
+            rubric = await self.rubric.score(verdict.normalized, self.profile, scene=scene, previous=previous)
+        status = worst([verdict.status] + ([rubric.status] if rubric else []))
+        reasons, suggestion = _reasons(verdict.rules, rubric)
+        return Review(status=status, rules_status=verdict.status, rules=verdict.rules, tone=verdict.tone,
+                      rubric=rubric, normalized=verdict.normalized, reasons=reasons, suggestion=suggestion)
+
+
+class Attempt(BaseModel):
+    text: str
+    review: Review
+
+
+class Turn(BaseModel):
+    """One accepted (or dropped, or marked) line with every rejected draft before it."""
+
+    speaker: str
+    text: str | None
+    status: Status
+    attempts: list[Attempt]
+    outcome: Literal["accepted", "accepted_after_retries", "accepted_last", "dropped", "marked"]
+
+
+class LineGenerator(Protocol):
+    """Writes a character's next line; `feedback` carries a rejected draft's reasons and a suggestion."""
+
+    async def __call__(
+        self, profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None
+    ) -> str: ...
+
+
+async def run_turn(
+    director: Director,
+    generate: LineGenerator,
+    history: Sequence[tuple[str, str]],
+    state: DirectorState,
+    *,
+    scene: str = "",
+    emit: Any = None,
+) -> tuple[Turn, DirectorState]:
+    """Generate, review, and on RETRY send the reasons back, at most `max_retries` times (§1, §9)."""
+    cfg = director.cfg
+    attempts: list[Attempt] = []
+    feedback: str | None = None
+    previous = history[-1][1] if history else ""
+    for attempt in range(cfg.max_retries + 1):
+        text = await generate(director.profile, history, feedback)
+        review = await director.review(text, state, scene=scene, previous=previous)
+        attempts.append(Attempt(text=text, review=review))
+        if emit:
+            emit("director_verdict", speaker=director.profile.id, attempt=attempt, text=text,
+                 **review.payload(), reasons=review.reasons)
+        if review.status < Status.RETRY:
+            outcome = "accepted" if attempt == 0 else "accepted_after_retries"
+            new_state = apply_state(state, normalize(text), review.status)
+            return Turn(speaker=director.profile.id, text=text, status=review.status, attempts=attempts,
+                        outcome=outcome), new_state
+        feedback = "前の案は却下されました。理由: " + " / ".join(review.reasons) + f" 改善案: {review.suggestion}"
+    last = attempts[-1]
+    policy = cfg.on_retries_exhausted
+    if policy == "drop":
+        return Turn(speaker=director.profile.id, text=None, status=Status.RETRY, attempts=attempts,
+                    outcome="dropped"), state
+    outcome = "accepted_last" if policy == "accept_last" else "marked"
+    # A line shown despite RETRY still changes no state (§9): the next line is judged as if it were absent.
+    return Turn(speaker=director.profile.id, text=last.text, status=Status.RETRY, attempts=attempts,
+                outcome=outcome), state
+
+
+def model_generator(model: Any, scene: str, topic: str, partner: CharacterProfile | None = None,
+                    max_tokens: int = 60) -> LineGenerator:
+    """A line generator for a chat model. The script-continuation layout (sample lines of both
+    characters, then the conversation, then "name:") works for small base models as well as for
+    instruction-tuned ones; the first line of the continuation is the character's line."""
+
+    async def generate(profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None) -> str:
+        opening = [(profile.name, e) for e in profile.examples[:1]]
+        if partner is not None:
+            opening += [(partner.name, e) for e in partner.examples[:1]]
+        script = "\n".join(f"{speaker}: {text}" for speaker, text in [*opening, *history[-6:]])
+        prompt = f"姉妹の会話の台本の続きを1行だけ書いてください。\n場面: {scene}。話題: {topic}。\n"
+        if feedback:
+            prompt += f"（注意: {feedback}）\n"
+        prompt += f"{script}\n{profile.name}:"
+        completion = await model.complete(prompt, temperature=0.7, max_tokens=max_tokens,
+                                          seed=len(history) * 10 + (1 if feedback else 0))
+        first = next((ln.strip() for ln in completion.text.splitlines() if ln.strip()), "")
+        return re.sub(rf"^{re.escape(profile.name)}\s*[:：]\s*", "", first) or "……"
+
+    return generate
+
+
+async def duo_dialogue(
+    first: Director,
+    second: Director,
+    generators: dict[str, LineGenerator],
+    *,
+    turns: int = 6,
+    scene: str = "",
+    emit: Any = None,
+) -> list[Turn]:
+    """Two characters take turns; every line goes through its director, retries included."""
+    history: list[tuple[str, str]] = []
+    states = {first.profile.id: DirectorState(), second.profile.id: DirectorState()}
+    transcript: list[Turn] = []
+    for i in range(turns):
+        director = first if i % 2 == 0 else second
+        pid = director.profile.id
+        turn, states[pid] = await run_turn(director, generators[pid], history, states[pid], scene=scene, emit=emit)
+        transcript.append(turn)
+        if emit:
+            emit("director_turn", index=i, speaker=pid, text=turn.text, status=turn.status.name,
+                 outcome=turn.outcome, attempts=len(turn.attempts))
+        if turn.text is not None:
+            history.append((director.profile.name, turn.text))
+    return transcript
