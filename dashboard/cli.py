@@ -27,9 +27,10 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence
+    from dashboard.commands import confidence, director
 
     app.add_typer(confidence.app, name="confidence")
+    app.add_typer(director.app, name="director")
 
 
 _register_mechanisms()

@@ -11,10 +11,11 @@ Layers:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -134,35 +135,48 @@ _SPACES = re.compile(r"[ \t\u3000]+")
 _VARIANTS = str.maketrans({"｡": "。", "､": "、", "!": "！", "?": "？", "．": "。", "，": "、"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Normalized:
     text: str  # normalised, quotes kept
     speech: str  # normalised, text inside 「」 and （） removed: what tone and praise look at
     script_form: bool  # the whole line was one 「…」 (§8): judged on its inside
     quoted: tuple[str, ...]  # what was excluded
+    text_sentences: tuple[str, ...] = ()
+    speech_sentences: tuple[str, ...] = ()
+    text_topics: tuple[str, ...] = ()
 
 
 def normalize(text: str) -> Normalized:
     """§2: unify punctuation variants, collapse repeated symbols and spaces, set quotes aside."""
-    s = unicodedata.normalize("NFKC", text).translate(_VARIANTS) if text else ""
     # NFKC turns full-width ！？ into ASCII; bring them back to the full-width forms the markers use.
-    s = s.translate(_VARIANTS)
+    s = unicodedata.normalize("NFKC", text).translate(_VARIANTS) if text else ""
     s = _SYMBOL_RUN.sub(r"\1", s)
-    s = "\n".join(_SPACES.sub(" ", line).strip() for line in s.splitlines())
-    s = s.strip("\n")
+    if "\n" in s:
+        s = "\n".join(_SPACES.sub(" ", line).strip() for line in s.splitlines()).strip("\n")
+    else:
+        s = _SPACES.sub(" ", s).strip()
     stripped = s.strip()
     script = stripped.startswith("「") and stripped.endswith("」") and stripped.count("「") == 1
     if script:
-        inner = stripped[1:-1]
-        return Normalized(text=s, speech=inner, script_form=True, quoted=())
-    quoted = tuple(m.group(0) for m in _QUOTED.finditer(s))
-    speech = _QUOTED.sub("", s)
-    return Normalized(text=s, speech=speech, script_form=False, quoted=quoted)
+        speech, quoted = stripped[1:-1], ()
+    elif "「" in s or "（" in s or "(" in s:
+        quoted = tuple(m.group(0) for m in _QUOTED.finditer(s))
+        speech = _QUOTED.sub("", s)
+    else:
+        speech, quoted = s, ()
+    text_sentences = tuple(sentences(s))
+    return Normalized(
+        text=s, speech=speech, script_form=script, quoted=quoted, text_sentences=text_sentences,
+        speech_sentences=text_sentences if speech == s else tuple(sentences(speech)), text_topics=tuple(topics(s)),
+    )
 
 
 # -- sentence and topic counting (§6) --------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"[^。！？\n]+[。！？]*|[。！？]+")
+
+
+_HAS_WORD = re.compile(r"[^\s。！？]")
 
 
 def sentences(text: str) -> list[str]:
@@ -171,7 +185,7 @@ def sentences(text: str) -> list[str]:
     for line in text.splitlines():
         for match in _SENTENCE_END.finditer(line):
             piece = match.group(0).strip()
-            if piece and re.search(r"[^\s。！？]", piece):
+            if piece and _HAS_WORD.search(piece):
                 out.append(piece)
     return out
 
@@ -182,11 +196,9 @@ _NOUN = r"[一-龯々ァ-ヶーA-Za-z0-9]{1,12}"
 _COPULA = r"(?:です|でし|だ|じゃ|で|な|の|に|を|が|と|は|も)"
 _AFTER_WA = r"(?:です|でし|だ|じゃ|で[はも、。]|の|に|を|が|も)"
 _CONJUGATING = rf"(?:(?!{_AFTER_WA})[ぁ-ゖ]|[一-龯々]{{1,2}}(?!{_COPULA})[ぁ-ゖ])"
-_TOPIC_PATTERNS = [
-    re.compile(rf"({_NOUN})について"),
-    re.compile(rf"({_NOUN})の話"),
-    re.compile(rf"({_NOUN})は(?={_CONJUGATING})"),
-]
+_TOPIC_PATTERN = re.compile(
+    rf"({_NOUN})について|({_NOUN})の話|({_NOUN})は(?={_CONJUGATING})"
+)
 # Words that are grammatical, not topics, before は (これは, 今日は are still counted: they set a topic).
 _NOT_TOPICS = {"それ", "これ", "あれ", "私", "僕", "俺", "あたし", "わたし"}
 
@@ -194,23 +206,23 @@ _NOT_TOPICS = {"それ", "これ", "あれ", "私", "僕", "俺", "あたし", "
 def topics(text: str) -> list[str]:
     """§6.2: topic boundaries (〜について, 〜の話, noun + は + predicate), distinct, in order."""
     found: list[str] = []
-    for pattern in _TOPIC_PATTERNS:
-        for match in pattern.finditer(text):
-            noun = match.group(1)
-            if noun not in _NOT_TOPICS and noun not in found:
-                found.append(noun)
+    for match in _TOPIC_PATTERN.finditer(text):
+        noun = match.group(1) or match.group(2) or match.group(3)
+        if noun not in _NOT_TOPICS and noun not in found:
+            found.append(noun)
     return found
 
 
 # -- hard rules (§3, §5, §6) -----------------------------------------------------------------------
 
 
-class RuleResult(BaseModel):
+@dataclass(slots=True)
+class RuleResult:
     rule: str
     status: Status
     detail: str
-    matches: list[str] = Field(default_factory=list)
-    facts: dict[str, Any] = Field(default_factory=dict)
+    matches: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 def count_lines(text: str) -> int:
@@ -221,15 +233,14 @@ def rule_format(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     lines = count_lines(n.text)
     status = (Status.RETRY if lines >= cfg.format_retry_lines else
               Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
-    return RuleResult(rule="format", status=status, detail=f"{lines} lines", facts={"lines": lines})
+    return RuleResult("format", status, f"{lines} lines", [], {"lines": lines})
 
 
 def rule_setting(n: Normalized, profile: CharacterProfile) -> RuleResult:
     hits = [p for p in profile.setting_violations if p in n.text]
     if hits:
-        return RuleResult(rule="setting", status=Status.RETRY, matches=hits,
-                          detail=f"breaks the setting: {', '.join(hits)}")
-    return RuleResult(rule="setting", status=Status.PASS, detail="consistent with the setting")
+        return RuleResult("setting", Status.RETRY, f"breaks the setting: {', '.join(hits)}", hits, {})
+    return RuleResult("setting", Status.PASS, "consistent with the setting", [], {})
 
 
 EVALUATION_WORDS = ("すごい", "すごく", "凄い", "素晴らしい", "正解", "完璧", "天才")
@@ -237,29 +248,33 @@ OTHER_REFERENCES = ("あなた", "きみ", "君", "ユーザー", "その答え"
 AFFIRMATIONS = ("正しい", "合っている", "合ってる", "素敵", "その通り")
 
 
+@functools.lru_cache(maxsize=64)
+def _affirmations_for(name: str) -> tuple[str, ...]:
+    """What affirms the other, from the speaker's side (her own name is not 'the other')."""
+    return tuple(o for o in OTHER_REFERENCES if o != name) + AFFIRMATIONS
+
+
 def rule_praise(n: Normalized, profile: CharacterProfile) -> RuleResult:
     """§5: an evaluation word with an affirmation of the other in the same sentence → RETRY;
     an evaluation word alone → WARN. Quoted text is not looked at."""
-    others = tuple(o for o in OTHER_REFERENCES if o != profile.name)
+    others = _affirmations_for(profile.name)
     alone: list[str] = []
-    for sentence in sentences(n.speech):
+    for sentence in n.speech_sentences:
         words = [w for w in EVALUATION_WORDS if w in sentence]
         if not words:
             continue
-        affirm = [o for o in others + AFFIRMATIONS if o in sentence]
+        affirm = [o for o in others if o in sentence]
         if affirm:
-            return RuleResult(rule="praise", status=Status.RETRY, matches=words + affirm,
-                              detail=f"praises the other: '{sentence}'")
+            return RuleResult("praise", Status.RETRY, f"praises the other: '{sentence}'", words + affirm, {})
         alone += words
     if alone:
-        return RuleResult(rule="praise", status=Status.WARN, matches=alone,
-                          detail=f"evaluation word without affirmation: {', '.join(alone)}")
-    return RuleResult(rule="praise", status=Status.PASS, detail="no praise")
+        return RuleResult("praise", Status.WARN, f"evaluation word without affirmation: {', '.join(alone)}", alone, {})
+    return RuleResult("praise", Status.PASS, "no praise", [], {})
 
 
 def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
-    count = len(sentences(n.text))
-    found = topics(n.text)
+    count = len(n.text_sentences)
+    found = list(n.text_topics)
     facts = {"sentences": count, "topics": len(found), "chars": len(n.text.replace("\n", ""))}
     detail = f"{count} sentences, {len(found)} topics ({', '.join(found) or '—'})"
     if count >= cfg.scatter_retry_sentences and len(found) >= cfg.scatter_retry_topics:
@@ -268,7 +283,7 @@ def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
         status = Status.WARN
     else:
         status = Status.PASS
-    return RuleResult(rule="scatter", status=status, detail=detail, matches=found, facts=facts)
+    return RuleResult("scatter", status, detail, found, facts)
 
 
 _DOUBLE_NEGATION = [
@@ -282,17 +297,22 @@ _DOUBLE_NEGATION = [
 def rule_logic(n: Normalized) -> RuleResult:
     hits = [m.group(0) for pattern in _DOUBLE_NEGATION for m in pattern.finditer(n.speech)]
     if hits:
-        return RuleResult(rule="logic", status=Status.RETRY, matches=hits,
-                          detail=f"double negation reverses the intent: {', '.join(hits)}")
-    return RuleResult(rule="logic", status=Status.PASS, detail="no reversed negation")
+        return RuleResult("logic", Status.RETRY, f"double negation reverses the intent: {', '.join(hits)}", hits, {})
+    return RuleResult("logic", Status.PASS, "no reversed negation", [], {})
 
 
-class ToneScore(BaseModel):
+@dataclass(slots=True)
+class ToneScore:
     marker: int
     vocab: int
     style: int
     score: int
-    matches: dict[str, list[str]] = Field(default_factory=dict)
+    matches: dict[str, list[str]] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=64)
+def _ending_pattern(endings: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"(?:{'|'.join(map(re.escape, endings))})[。！？]*$")
 
 
 def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
@@ -300,13 +320,14 @@ def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
     text = n.speech
     markers = [m for m in profile.markers if m in text]
     vocab = [v for v in profile.vocab if v in text]
-    said = sentences(text)
+    said = n.speech_sentences
     style = profile.style
     if style.kind == "short_exclaim":
         style_hit = len(said) <= style.max_sentences and any(mark in text for mark in style.marks)
         style_matches = [mark for mark in style.marks if mark in text] if style_hit else []
     else:
-        endings = [s for s in said if re.search(rf"(?:{'|'.join(map(re.escape, style.endings))})[。！？]*$", s)]
+        polite = _ending_pattern(tuple(style.endings))
+        endings = [s for s in said if polite.search(s)]
         style_hit = len(endings) >= style.min_count
         style_matches = endings if style_hit else []
     marker_hit, vocab_hit = int(bool(markers)), int(bool(vocab))
@@ -318,9 +339,9 @@ def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
 def rule_tone(tone: ToneScore, cfg: DirectorConfig) -> RuleResult:
     status = (Status.PASS if tone.score >= cfg.tone_pass else
               Status.WARN if tone.score >= cfg.tone_warn else Status.RETRY)
-    return RuleResult(rule="tone", status=status,
-                      detail=f"tone {tone.score} = marker {tone.marker} + vocab {tone.vocab} + style {tone.style}",
-                      matches=[w for ws in tone.matches.values() for w in ws], facts={"score": tone.score})
+    detail = f"tone {tone.score} = marker {tone.marker} + vocab {tone.vocab} + style {tone.style}"
+    matches = [w for ws in tone.matches.values() for w in ws]
+    return RuleResult("tone", status, detail, matches, {"score": tone.score})
 
 
 # -- conversation state and the special cases (§8, §9) ----------------------------------------------
@@ -337,7 +358,7 @@ class DirectorState:
     accepted: int = 0
 
 
-_CONTENT_WORD = re.compile(r"[一-龯々]{2,}|[ァ-ヶー]{3,}")
+_CONTENT_WORD = re.compile(r"[一-龯々]+|[ァ-ヶー]{2,}")
 
 
 def content_words(text: str) -> list[str]:
@@ -347,37 +368,40 @@ def content_words(text: str) -> list[str]:
 def rule_loop(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleResult:
     """§8: the same word again and again (in this line, or across the last lines) → WARN, never RETRY."""
     words = content_words(n.speech)
+    if len(words) < cfg.loop_repeat and not state.recent_words:
+        return RuleResult("topic_loop", Status.PASS, "no loop", [], {})
     repeated = sorted({w for w in words if words.count(w) >= cfg.loop_repeat})
     recent = state.recent_words[-(cfg.loop_history - 1):] if cfg.loop_history > 1 else ()
     across = sorted({w for w in set(words) if sum(w in line for line in recent) >= cfg.loop_history - 1 > 0})
     hits = repeated + [w for w in across if w not in repeated]
     if hits:
-        return RuleResult(rule="topic_loop", status=Status.WARN, matches=hits,
-                          detail=f"keeps coming back to: {', '.join(hits)}")
-    return RuleResult(rule="topic_loop", status=Status.PASS, detail="no loop")
+        return RuleResult("topic_loop", Status.WARN, f"keeps coming back to: {', '.join(hits)}", hits, {})
+    return RuleResult("topic_loop", Status.PASS, "no loop", [], {})
 
 
 def rule_early_change(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleResult:
     """§8: starting another topic before the current one was explored → WARN, never RETRY."""
-    found = topics(n.text)
+    found = n.text_topics
     if state.topic and found and state.topic not in found and state.depth < cfg.early_change_depth:
-        return RuleResult(rule="early_topic_change", status=Status.WARN, matches=found[:1],
-                          detail=f"moves from '{state.topic}' to '{found[0]}' after {state.depth} line(s)")
-    return RuleResult(rule="early_topic_change", status=Status.PASS, detail="topic change is fine")
+        detail = f"moves from '{state.topic}' to '{found[0]}' after {state.depth} line(s)"
+        return RuleResult("early_topic_change", Status.WARN, detail, list(found[:1]), {})
+    return RuleResult("early_topic_change", Status.PASS, "topic change is fine", [], {})
+
+
+SCRIPT_FORM_NOTE = "the line is written in 「」 (script form): judged on its content; fix next turn"
 
 
 def rule_script_form(n: Normalized) -> RuleResult:
     if n.script_form:
-        return RuleResult(rule="script_form", status=Status.WARN,
-                          detail="the line is written in 「」 (script form): judged on its content; fix next turn")
-    return RuleResult(rule="script_form", status=Status.PASS, detail="plain speech")
+        return RuleResult("script_form", Status.WARN, SCRIPT_FORM_NOTE, [], {})
+    return RuleResult("script_form", Status.PASS, "plain speech", [], {})
 
 
 def apply_state(state: DirectorState, n: Normalized, status: Status) -> DirectorState:
     """The state after a line: unchanged for RETRY (§9), else topic depth and loop memory advance."""
     if status == Status.RETRY:
         return state
-    found = topics(n.text)
+    found = n.text_topics
     if found and found[0] != state.topic and (state.topic is None or state.topic not in found):
         topic, depth = found[0], 1
     else:
@@ -391,8 +415,12 @@ def apply_state(state: DirectorState, n: Normalized, status: Status) -> Director
 
 # -- combining ------------------------------------------------------------------------------------
 
+_DEFAULT_CONFIG = DirectorConfig()
+_EMPTY_STATE = DirectorState()
 
-class RulesVerdict(BaseModel):
+
+@dataclass(slots=True)
+class RulesVerdict:
     status: Status
     rules: list[RuleResult]
     tone: ToneScore
@@ -403,8 +431,8 @@ class RulesVerdict(BaseModel):
 def evaluate_rules(text: str, profile: CharacterProfile, cfg: DirectorConfig | None = None,
                    state: DirectorState | None = None) -> RulesVerdict:
     """Every hard rule and special case; the rules-only status is the most severe of them."""
-    cfg = cfg or DirectorConfig()
-    state = state or DirectorState()
+    cfg = cfg or _DEFAULT_CONFIG
+    state = state or _EMPTY_STATE
     n = normalize(text)
     tone = tone_score(n, profile)
     rules = [
@@ -699,3 +727,93 @@ async def duo_dialogue(
         if turn.text is not None:
             history.append((director.profile.name, turn.text))
     return transcript
+
+
+# -- scripts (batch input) ------------------------------------------------------------------------
+
+
+class ScriptLine(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    text: str = Field(min_length=1)
+    character: str | None = None
+
+
+class ScriptError(ValueError):
+    """A script with bad rows; `problems` names each by line. Nothing is imported."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("bad rows, nothing imported:\n" + "\n".join(problems))
+
+
+def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "script") -> list[ScriptLine]:
+    """Utterances from JSONL ({"text", "id"?, "character"?} a line) or CSV (a `text` column)."""
+    import csv
+    import io
+    import json
+
+    rows: list[tuple[int, Any]] = []
+    problems: list[str] = []
+    if kind == "jsonl":
+        for number, line in enumerate(content.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{source}:{number}: not JSON ({exc.msg})")
+    else:
+        reader = csv.DictReader(io.StringIO(content))
+        if not reader.fieldnames or "text" not in reader.fieldnames:
+            raise ScriptError([f"{source}:1: a CSV script needs a 'text' column"])
+        for number, row in enumerate(reader, 2):
+            rows.append((number, {k: v for k, v in row.items() if k is not None}))
+    lines: list[ScriptLine] = []
+    for number, row in rows:
+        if not isinstance(row, dict):
+            problems.append(f"{source}:{number}: expected an object with 'text'")
+            continue
+        text = row.get("text")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{source}:{number}: 'text' is missing or empty")
+            continue
+        character = row.get("character") or None
+        if character is not None and not isinstance(character, str):
+            problems.append(f"{source}:{number}: 'character' must be text")
+            continue
+        lines.append(ScriptLine(id=str(row.get("id") or f"line-{number}"), text=text, character=character))
+    if problems:
+        raise ScriptError(problems)
+    if not lines:
+        raise ScriptError([f"{source}: no utterances"])
+    return lines
+
+
+def load_script(path: Path) -> list[ScriptLine]:
+    if not path.is_file():
+        raise ScriptError([f"{path}: file not found"])
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".csv"):
+        raise ScriptError([f"{path}: expected a .jsonl or .csv file"])
+    try:
+        content = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ScriptError([f"{path}: not UTF-8 text"]) from None
+    return parse_script(content, "jsonl" if suffix == ".jsonl" else "csv", str(path))
+
+
+def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, float]]:
+    """Per rule: the share of lines at WARN and at RETRY."""
+    if not verdicts:
+        return {}
+    names = [r.rule for r in verdicts[0].rules]
+    total = len(verdicts)
+    return {
+        name: {
+            "warn": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.WARN) / total,
+            "retry": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.RETRY) / total,
+        }
+        for name in names
+    }
