@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from pages import confidence as confidence_page
+from pages import director as director_page
 from pages import models as models_page
 from pages import runs as runs_page
 
@@ -18,6 +19,7 @@ PAGES = {
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
     ],
     "Mechanisms": [
+        st.Page(director_page.render, title="Director lab", icon="🎬", url_path="director"),
         st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),
     ],
 }

@@ -312,7 +312,8 @@ class ToneScore:
 
 @functools.lru_cache(maxsize=64)
 def _ending_pattern(endings: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(rf"(?:{'|'.join(map(re.escape, endings))})[。！？]*$")
+    # "…ですね。" still ends the sentence in a polite form: allow a sentence-final particle after it.
+    return re.compile(rf"(?:{'|'.join(map(re.escape, endings))})(?:よね|ね|よ|か|な)?[。！？]*$")
 
 
 def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:

@@ -1,0 +1,358 @@
+"""Director lab: one line through every rule (matches highlighted), a batch you can retune instantly, and a
+duo simulator where two characters talk and every line goes through the director."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard import state
+from engine.config import ConfigError, get_settings
+from engine.director import (
+    RUBRIC_CRITERIA,
+    RUBRIC_LABELS,
+    Director,
+    DirectorConfig,
+    DirectorRubric,
+    DirectorState,
+    ScriptError,
+    Status,
+    apply_state,
+    duo_dialogue,
+    evaluate_rules,
+    hit_rates,
+    list_characters,
+    load_character,
+    model_generator,
+    normalize,
+    parse_script,
+    retune,
+)
+from engine.events import async_run_context
+from models.errors import ModelError
+
+KEY = "director."
+STATUS_COLORS = {"PASS": "green", "WARN": "orange", "MODIFY": "violet", "RETRY": "red"}
+STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "🔁"}
+
+
+def _init_state() -> None:
+    st.session_state.setdefault(KEY + "batch", None)
+    st.session_state.setdefault(KEY + "duo", None)
+    st.session_state.setdefault(KEY + "review", None)
+
+
+def render() -> None:
+    _init_state()
+    st.title("🎬 Director lab")
+    st.caption(
+        "Hard rules, then an LLM rubric, decide PASS / WARN / RETRY for a character's line. Rules are code "
+        "(instant, no model); the rubric runs only when the rules do not already say RETRY."
+    )
+    try:
+        characters = list_characters()
+        profiles = {c: load_character(c) for c in characters}
+    except ConfigError as exc:
+        st.error(str(exc))
+        return
+    check_tab, batch_tab, duo_tab = st.tabs(["Check a line", "Batch", "Duo simulator"])
+    with check_tab:
+        _render_check(profiles)
+    with batch_tab:
+        _render_batch(profiles)
+    with duo_tab:
+        _render_duo(profiles)
+
+
+def _status_badge(status: str) -> str:
+    return f":{STATUS_COLORS[status]}-background[**{STATUS_ICONS[status]} {status}**]"
+
+
+def highlight(text: str, rules: list[dict[str, Any]]) -> str:
+    """The line as HTML with each rule's matches marked in its status colour (worst wins)."""
+    spans: dict[str, str] = {}
+    for rule in sorted(rules, key=lambda r: Status[r["status"]]):
+        if rule["status"] == "PASS":
+            continue
+        for word in rule["matches"]:
+            if word:
+                spans[word] = rule["status"]
+    colors = {"WARN": "#F8E1A6", "RETRY": "#F6C1B0", "MODIFY": "#E3D3F5"}
+    out = html.escape(text)
+    for word in sorted(spans, key=len, reverse=True):
+        escaped = html.escape(word)
+        out = re.sub(re.escape(escaped), f'<mark style="background:{colors[spans[word]]}">{escaped}</mark>', out)
+    return out.replace("\n", "<br>")
+
+
+def rubric_radar(scores: dict[str, int]) -> go.Figure:
+    labels = [f"{RUBRIC_LABELS[k]}" for k in RUBRIC_CRITERIA]
+    values = [scores[k] for k in RUBRIC_CRITERIA]
+    fig = go.Figure(go.Scatterpolar(r=values + values[:1], theta=labels + labels[:1], fill="toself",
+                                    line_color="#1B6E5A"))
+    fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, height=320,
+                      margin={"l": 30, "r": 30, "t": 30, "b": 30}, showlegend=False)
+    return fig
+
+
+# -- check one line -------------------------------------------------------------------------------
+def _render_check(profiles: dict[str, Any]) -> None:
+    left, right = st.columns([1, 1], gap="large")
+    with left:
+        names = list(profiles)
+        character = st.selectbox("Character", names, index=names.index("yana") if "yana" in names else 0,
+                                 key=KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})")
+        st.text_area("Line", "えー、ほんと？海って気持ちいいわ！", key=KEY + "line", height=110)
+        st.text_input("Scene (for the rubric)", "海辺の散歩", key=KEY + "scene")
+        use_model = st.toggle("Also score the LLM rubric", key=KEY + "use_rubric")
+        model_id = None
+        if use_model:
+            model_id = _model_picker(KEY + "rubric_model")
+        if st.button("Check", type="primary", key=KEY + "check"):
+            handle_check(profiles[character], model_id)
+    with right:
+        review = st.session_state[KEY + "review"]
+        if review is None:
+            st.info("Rules update as you press Check; with the rubric on, the model's scores join them.")
+            return
+        _render_review(review)
+
+
+def _render_review(review: dict[str, Any]) -> None:
+    st.markdown(f"### {_status_badge(review['status'])}")
+    if review.get("run_id"):
+        st.caption(f"recorded as run `{review['run_id']}`")
+    st.markdown("**Normalised** (matches highlighted)")
+    st.markdown(f"<div style='font-size:1.1em'>{highlight(review['normalized'], review['rules'])}</div>",
+                unsafe_allow_html=True)
+    st.dataframe(pd.DataFrame([{"rule": r["rule"], "status": r["status"], "detail": r["detail"],
+                                "matches": ", ".join(r["matches"])} for r in review["rules"]]),
+                 hide_index=True, width="stretch")
+    tone = review["tone"]
+    cols = st.columns(4)
+    cols[0].metric("Tone score", tone["score"])
+    cols[1].metric("Ending marker", tone["marker"])
+    cols[2].metric("Vocabulary", tone["vocab"])
+    cols[3].metric("Style", tone["style"])
+    rubric = review.get("rubric")
+    if rubric:
+        if rubric.get("failed"):
+            st.warning(f"Rubric failed: {rubric['error']} — {rubric['comment']}")
+        else:
+            st.markdown(f"**Rubric** average {rubric['average']:.2f} → {_status_badge(rubric['status'])}")
+            st.plotly_chart(rubric_radar(rubric["scores"]))
+            if rubric.get("comment"):
+                st.caption(rubric["comment"])
+
+
+def _model_picker(key: str) -> str | None:
+    availability = state.get_availability()
+    usable = [m for m, a in availability.items() if a.available]
+    if not usable:
+        st.warning("No model is available.")
+        return None
+    catalog = state.get_catalog()
+    return st.selectbox("Model", usable, key=key,
+                        format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}")
+
+
+def handle_check(profile: Any, model_id: str | None) -> None:
+    line = st.session_state[KEY + "line"]
+    scene = st.session_state[KEY + "scene"]
+    if model_id is None:
+        director = Director(profile)
+        review = state.get_loop().run(director.review(line, scene=scene), timeout=60)
+        st.session_state[KEY + "review"] = review.payload()
+        return
+    store = state.get_store()
+    director = Director(profile, rubric=DirectorRubric(state.get_hub().get(model_id)))
+
+    async def go() -> tuple[str, Any]:
+        config = {"character": profile.id, "model_id": model_id, "text": line, "scene": scene}
+        async with async_run_context(store, "director.check", config) as run:
+            result = await director.review(line, scene=scene)
+            run.emit("director_verdict", **result.payload())
+            run.summary = {"status": result.status.name}
+        return run.run_id, result
+
+    with st.spinner("Scoring the rubric…"):
+        run_id, review = state.get_loop().run(go(), timeout=300)
+    st.session_state[KEY + "review"] = review.payload() | {"run_id": run_id}
+    state.clear_reads()
+
+
+# -- batch ----------------------------------------------------------------------------------------
+def _retune_controls() -> DirectorConfig:
+    d = DirectorConfig()
+    with st.expander("Retune thresholds (statuses update instantly, no model calls)", expanded=True):
+        c1, c2, c3 = st.columns(3)
+        warn_lines = c1.number_input("Format: WARN from lines", 1, 50, d.format_warn_lines, key=KEY + "warn_lines")
+        retry_lines = c1.number_input("Format: RETRY from lines", 1, 50, d.format_retry_lines, key=KEY + "retry_lines")
+        tone_pass = c2.number_input("Tone: PASS from score", 0, 3, d.tone_pass, key=KEY + "tone_pass")
+        tone_warn = c2.number_input("Tone: WARN from score", 0, 3, d.tone_warn, key=KEY + "tone_warn")
+        rubric_pass = c3.number_input("Rubric: PASS from average", 1.0, 5.0, d.rubric_pass, 0.1, key=KEY + "r_pass")
+        rubric_warn = c3.number_input("Rubric: WARN from average", 1.0, 5.0, d.rubric_warn, 0.1, key=KEY + "r_warn")
+    try:
+        return DirectorConfig(format_warn_lines=int(warn_lines), format_retry_lines=int(retry_lines),
+                              tone_pass=int(tone_pass), tone_warn=int(tone_warn),
+                              rubric_pass=float(rubric_pass), rubric_warn=float(rubric_warn))
+    except ValueError as exc:
+        st.error(f"Invalid thresholds, using the defaults: {str(exc).splitlines()[-1]}")
+        return d
+
+
+def _render_batch(profiles: dict[str, Any]) -> None:
+    upload = st.file_uploader("Script (CSV with a `text` column, or JSONL of {text, id?, character?})",
+                              type=["csv", "jsonl"], key=KEY + "upload")
+    default = st.selectbox("Character for rows that name none", list(profiles), key=KEY + "batch_character",
+                           format_func=lambda c: profiles[c].name)
+    if upload is not None:
+        content = upload.getvalue().decode("utf-8", errors="replace")
+        kind, source = ("csv" if upload.name.lower().endswith(".csv") else "jsonl"), upload.name
+    else:
+        path = get_settings().data_dir / "scripts" / "beach.jsonl"
+        content, kind, source = path.read_text(encoding="utf-8"), "jsonl", str(path)
+    try:
+        lines = parse_script(content, kind, source)  # type: ignore[arg-type]
+    except ScriptError as exc:
+        st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {p}" for p in exc.problems))
+        return
+    unknown = sorted({ln.character for ln in lines if ln.character and ln.character not in profiles})
+    if unknown:
+        st.error(f"Unknown characters: {', '.join(unknown)} — add data/characters/<id>.yaml. Nothing imported.")
+        return
+    verdicts = _batch_verdicts(tuple((ln.id, ln.character or default, ln.text) for ln in lines))
+    cfg = _retune_controls()
+    rows = []
+    changed = 0
+    for (line_id, character, text), verdict in verdicts:
+        tuned = retune(verdict, cfg)
+        changed += tuned != verdict.status
+        rows.append({"id": line_id, "character": character, "text": text, "status": tuned.name,
+                     "default status": verdict.status.name,
+                     **{r.rule: r.status.name for r in verdict.rules if r.rule not in ("format", "scatter", "tone")},
+                     "format": _tuned_rule(verdict, "format", cfg), "scatter": _tuned_rule(verdict, "scatter", cfg),
+                     "tone": _tuned_rule(verdict, "tone", cfg), "tone score": verdict.tone.score})
+    frame = pd.DataFrame(rows)
+    counts = frame["status"].value_counts()
+    cols = st.columns(5)
+    cols[0].metric("Lines", len(frame))
+    for col, status in zip(cols[1:], ("PASS", "WARN", "RETRY"), strict=False):
+        col.metric(status, int(counts.get(status, 0)))
+    cols[4].metric("Changed by retuning", changed)
+    st.dataframe(frame, hide_index=True, width="stretch", key=KEY + "batch_table")
+    rates = hit_rates([v for _, v in verdicts])
+    chart = go.Figure([
+        go.Bar(name="WARN", x=list(rates), y=[r["warn"] for r in rates.values()], marker_color="#E6AB02"),
+        go.Bar(name="RETRY", x=list(rates), y=[r["retry"] for r in rates.values()], marker_color="#D95F02"),
+    ])
+    chart.update_layout(barmode="stack", height=300, yaxis_tickformat=".0%", title="Rule hit rates (defaults)",
+                        margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    st.plotly_chart(chart)
+
+
+def _tuned_rule(verdict: Any, name: str, cfg: DirectorConfig) -> str:
+    rule = next(r for r in verdict.rules if r.rule == name)
+    single = type(verdict)(status=rule.status, rules=[rule], tone=verdict.tone, normalized="", speech="")
+    return retune(single, cfg).name
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _batch_verdicts(lines: tuple[tuple[str, str, str], ...]) -> list[tuple[tuple[str, str, str], Any]]:
+    """Rules for every line, each character keeping its conversation state (a RETRY leaves it as it was)."""
+    states: dict[str, DirectorState] = {}
+    out = []
+    for line_id, character, text in lines:
+        profile = load_character(character)
+        current = states.get(character, DirectorState())
+        verdict = evaluate_rules(text, profile, DirectorConfig(), current)
+        states[character] = apply_state(current, normalize(text), verdict.status)
+        out.append(((line_id, character, text), verdict))
+    return out
+
+
+# -- duo ------------------------------------------------------------------------------------------
+def _render_duo(profiles: dict[str, Any]) -> None:
+    names = list(profiles)
+    c1, c2 = st.columns(2)
+    first = c1.selectbox("First speaker", names, index=names.index("yana") if "yana" in names else 0,
+                         key=KEY + "duo_first", format_func=lambda c: profiles[c].name)
+    second = c2.selectbox("Second speaker", names, index=names.index("ayu") if "ayu" in names else 0,
+                          key=KEY + "duo_second", format_func=lambda c: profiles[c].name)
+    topic = c1.text_input("Topic", "夏の思い出", key=KEY + "duo_topic")
+    scene = c2.text_input("Scene", "海辺の散歩", key=KEY + "duo_scene")
+    model_id = _model_picker(KEY + "duo_model")
+    c3, c4, c5 = st.columns(3)
+    turns = c3.number_input("Turns", 1, 20, 4, key=KEY + "duo_turns")
+    retries = c4.number_input("Max retries", 0, 5, 2, key=KEY + "duo_retries")
+    policy = c5.selectbox("When retries run out", ["mark", "accept_last", "drop"], key=KEY + "duo_policy")
+    use_rubric = st.toggle("LLM rubric on every line", value=False, key=KEY + "duo_rubric")
+    if st.button("Run dialogue", type="primary", key=KEY + "duo_run", disabled=model_id is None or first == second):
+        handle_duo(profiles[first], profiles[second], model_id, topic, scene, int(turns), int(retries), policy,
+                   use_rubric)
+    result = st.session_state[KEY + "duo"]
+    if result is None:
+        return
+    if "error" in result:
+        st.error(result["error"])
+        return
+    st.caption(f"recorded as run `{result['run_id']}`")
+    for turn in result["turns"]:
+        profile = profiles[turn["speaker"]]
+        with st.chat_message(profile.name, avatar="🧡" if turn["speaker"] == first else "💙"):
+            label = {"accepted": "", "accepted_after_retries": f" after {len(turn['attempts']) - 1} retr"
+                     f"{'y' if len(turn['attempts']) == 2 else 'ies'}", "accepted_last": " (accepted last draft)",
+                     "dropped": " (dropped)", "marked": " (shown, marked RETRY)"}[turn["outcome"]]
+            st.markdown(f"**{profile.name}** {_status_badge(turn['status'])}{label}")
+            st.markdown(turn["text"] if turn["text"] is not None else "_— line dropped —_")
+            rejected = [a for a in turn["attempts"] if a["review"]["status"] == "RETRY"]
+            if turn["outcome"] in ("accepted", "accepted_after_retries"):
+                rejected = turn["attempts"][:-1]
+            if rejected:
+                with st.expander(f"{len(rejected)} rejected draft(s)"):
+                    for attempt in rejected:
+                        st.markdown(f"~~{attempt['text']}~~")
+                        st.caption(" · ".join(attempt["review"]["reasons"]) or "—")
+
+
+def handle_duo(first: Any, second: Any, model_id: str | None, topic: str, scene: str, turns: int, retries: int,
+               policy: str, use_rubric: bool) -> None:
+    if model_id is None:
+        return
+    model = state.get_hub().get(model_id)
+    cfg = DirectorConfig(max_retries=retries, on_retries_exhausted=policy)  # type: ignore[arg-type]
+    rubric = DirectorRubric(model, cfg) if use_rubric else None
+    directors = (Director(first, cfg, rubric), Director(second, cfg, rubric))
+    generators = {first.id: model_generator(model, scene, topic, second),
+                  second.id: model_generator(model, scene, topic, first)}
+    store = state.get_store()
+
+    async def go() -> tuple[str, list[Any]]:
+        config = {"first": first.id, "second": second.id, "model_id": model_id, "topic": topic, "scene": scene,
+                  "turns": turns, "max_retries": retries, "policy": policy, "rubric": use_rubric}
+        async with async_run_context(store, "director.duo", config) as run:
+            transcript = await duo_dialogue(*directors, generators, turns=turns, scene=scene, emit=run.emit)
+            run.summary = {"turns": len(transcript), "retries": sum(len(t.attempts) - 1 for t in transcript)}
+        return run.run_id, transcript
+
+    with st.spinner("The sisters are talking…"):
+        try:
+            run_id, transcript = state.get_loop().run(go(), timeout=900)
+        except ModelError as exc:
+            st.session_state[KEY + "duo"] = {"error": str(exc)}
+            return
+    st.session_state[KEY + "duo"] = {
+        "run_id": run_id,
+        "turns": [t.model_dump(mode="json") | {"status": t.status.name,
+                                               "attempts": [{"text": a.text, "review": a.review.payload()
+                                                             | {"reasons": a.review.reasons}}
+                                                            for a in t.attempts]}
+                  for t in transcript],
+    }
+    state.clear_reads()
+

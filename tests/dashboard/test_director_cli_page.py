@@ -1,0 +1,129 @@
+"""`judgelab director check | batch` and the Director lab page (AppTest)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.config import DATA_DIR
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+def test_check_rules_only_prints_the_documented_shape() -> None:
+    code, out = invoke("director", "check", "--character", "yana", "--rules-only", "--json", "まだ未成年じゃないかな。")
+    assert code == 0
+    payload = json.loads(out)
+    assert set(payload) == {"status", "rules", "tone", "rubric", "normalized"}
+    assert payload["status"] == "RETRY" and payload["rubric"] is None
+    logic = next(r for r in payload["rules"] if r["rule"] == "logic")
+    assert logic["status"] == "RETRY" and {"rule", "status", "detail"} <= set(logic)
+    assert payload["tone"] == {"marker": 1, "vocab": 0, "style": 0, "score": 1}
+
+
+def test_check_unknown_character() -> None:
+    code, out = invoke("director", "check", "--character", "nobody", "--rules-only", "はい")
+    assert code == 1 and "no such character" in out
+
+
+def test_check_unavailable_model() -> None:
+    code, out = invoke("director", "check", "--character", "ayu", "--model", "gpt-4o", "はい。")
+    assert code == 2 and "OPENAI_API_KEY" in out
+
+
+@pytest.mark.slow
+def test_check_with_the_bundled_model_records_the_rubric_call() -> None:
+    code, out = invoke("director", "check", "--character", "yana", "--json", "えー、ほんと？楽しそうだわ！")
+    assert code == 0, out
+    payload = json.loads(out)
+    rubric = payload["rubric"]
+    assert rubric is not None
+    if rubric["failed"]:
+        assert payload["status"] in ("WARN", "RETRY", "PASS") and rubric["error"]
+    else:
+        assert set(rubric["scores"]) == {"frame", "roleplay", "connectivity", "density", "naturalness"}
+        assert all(1 <= v <= 5 for v in rubric["scores"].values())
+    code, listed = invoke("runs", "list", "--json")
+    assert json.loads(listed)[0]["kind"] == "director.check" and json.loads(listed)[0]["calls"] == 1
+
+
+def test_batch_jsonl_lines_and_hit_rates() -> None:
+    code, out = invoke("director", "batch", "--character", "yana", "--file",
+                       str(DATA_DIR / "scripts" / "beach.jsonl"), "--json")
+    assert code == 0
+    rows = [json.loads(line) for line in out.strip().splitlines()]
+    items, summary = rows[:-1], rows[-1]["summary"]
+    assert len(items) == summary["lines"] == 40
+    assert sum(summary["status_counts"].values()) == 40
+    retry_share = sum(1 for i in items if i["rules"]["praise"] == "RETRY") / 40
+    assert summary["hit_rates"]["praise"]["retry"] == pytest.approx(retry_share)
+    assert {i["character"] for i in items} == {"yana", "ayu"}
+
+
+def test_batch_csv_and_bad_rows(tmp_path: Path) -> None:
+    good = tmp_path / "s.csv"
+    good.write_text("id,text\na,えー、ほんと？楽しいわ！\nb,まだ未成年じゃないかな。\n", encoding="utf-8")
+    code, out = invoke("director", "batch", "--character", "yana", "--file", str(good), "--json")
+    assert code == 0 and [json.loads(x)["status"] for x in out.strip().splitlines()[:-1]] == ["PASS", "RETRY"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "えー"}\n{oops\n', encoding="utf-8")
+    code, out = invoke("director", "batch", "--character", "yana", "--file", str(bad))
+    assert code == 1 and f"{bad}:2: not JSON" in out and "nothing imported" in out
+    code, out = invoke("director", "batch", "--character", "yana", "--file", str(tmp_path / "x.txt"))
+    assert code == 1
+
+
+def _page() -> None:
+    from pages import director
+
+    director.render()
+
+
+def test_lab_checks_a_line_with_highlights() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception
+    at.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
+    at.selectbox(key="director.character").set_value("ayu")
+    at.button(key="director.check").click().run()
+    assert not at.exception
+    assert any("RETRY" in md.value for md in at.markdown)
+    assert any("<mark" in md.value and "すごい" in md.value for md in at.markdown)
+    rules = next(df.value for df in at.dataframe if "rule" in df.value.columns)
+    assert rules.set_index("rule").loc["praise", "status"] == "RETRY"
+
+
+def test_batch_retunes_instantly() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Lines"] == "40" and metrics["Changed by retuning"] == "0"
+    at.number_input(key="director.tone_pass").set_value(1)
+    at.number_input(key="director.tone_warn").set_value(0).run()
+    after = {m.label: m.value for m in at.metric}
+    assert int(after["Changed by retuning"]) > 0
+    assert int(after["RETRY"]) < int(metrics["RETRY"])
+
+
+@pytest.mark.slow
+def test_duo_simulator_with_the_bundled_model() -> None:
+    from dashboard import state
+
+    at = AppTest.from_function(_page, default_timeout=600).run()
+    at.number_input(key="director.duo_turns").set_value(2)
+    at.number_input(key="director.duo_retries").set_value(1)
+    at.button(key="director.duo_run").click().run()
+    assert not at.exception
+    runs = state.get_store().list_runs(kind="director.duo")
+    assert len(runs) == 1 and runs[0].status == "finished"
+    events = [e.type for e in state.get_store().events(runs[0].id)]
+    assert events.count("director_turn") == 2 and "director_verdict" in events
+    assert len(at.chat_message) == 2

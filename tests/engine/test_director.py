@@ -1,0 +1,371 @@
+"""Director: every row of the §3 table and every §4–§9 rule with Japanese lines, for both characters;
+normalisation; state safety; the retry loop with a scripted generator; rubric parsing and failure policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.config import ConfigError
+from engine.director import Director as DirectorEngine
+from engine.director import (
+    DirectorConfig,
+    DirectorRubric,
+    DirectorState,
+    ScriptError,
+    Status,
+    apply_state,
+    evaluate_rules,
+    load_character,
+    normalize,
+    parse_script,
+    retune,
+    rubric_status,
+    run_turn,
+    sentences,
+    tone_score,
+    topics,
+)
+
+YANA = load_character("yana")
+AYU = load_character("ayu")
+
+
+def rule(text: str, name: str, profile=YANA, state: DirectorState | None = None) -> Status:
+    verdict = evaluate_rules(text, profile, DirectorConfig(), state)
+    return next(r.status for r in verdict.rules if r.rule == name)
+
+
+def test_profiles_carry_exactly_the_spec_markers() -> None:
+    assert YANA.markers == ["わ！", "へ？", "よね", "かな", "かも"]
+    assert YANA.vocab == ["やだ", "ほんと", "えー", "うーん", "すっごい", "そっか", "だね", "ね。"]
+    assert (YANA.style.kind, YANA.style.max_sentences, YANA.style.marks) == ("short_exclaim", 2, ["！", "？"])
+    assert AYU.markers == ["でしょう", "ですね", "ました", "ません"]
+    assert AYU.vocab == ["つまり", "要するに", "一般的に", "目安", "推奨", "ですよ", "です。"]
+    assert (AYU.style.kind, AYU.style.min_count) == ("polite_endings", 2)
+    assert AYU.style.endings == ["です", "ます", "でした", "ました"]
+
+
+def test_unknown_or_broken_character_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such character — known: ayu, yana"):
+        load_character("nobody")
+    (tmp_path / "x.yaml").write_text("id: x\nname: X\nmarkers: []\nvocab: [a]\nstyle: {kind: loud}\n")
+    with pytest.raises(ConfigError) as info:
+        load_character("x", tmp_path)
+    assert "field 'markers'" in str(info.value) and "field 'style.kind'" in str(info.value)
+
+
+# -- §2 normalisation ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("すごい！！", "すごい！"),
+        ("本当？？？", "本当？"),
+        ("そうです｡", "そうです。"),
+        ("えーーー", "えー"),
+        ("はい!!", "はい！"),
+        ("あの   ね　　それで", "あの ね それで"),
+        ("ﾔﾊﾞｲ", "ヤバイ"),
+    ],
+)
+def test_normalisation(raw: str, text: str) -> None:
+    assert normalize(raw).text == text
+
+
+def test_quotes_and_parentheses_are_excluded_from_tone_and_praise() -> None:
+    n = normalize("（小声で）「すごいね」と言っていました。")
+    assert n.speech == "と言っていました。"
+    assert n.quoted == ("(小声で)", "「すごいね」")  # NFKC made the full-width parentheses ASCII
+    # the praise inside 「」 is not counted
+    assert rule("彼女は「すごい！あなたは正しい」と言ったわ！", "praise") == Status.PASS
+    # the vocabulary inside （） does not lift the tone
+    assert tone_score(normalize("（えー、ほんと）了解した。"), YANA).vocab == 0
+
+
+# -- §3 table: format ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("lines", "status"), [(5, Status.PASS), (6, Status.WARN), (7, Status.WARN),
+                                                (8, Status.RETRY), (12, Status.RETRY)])
+def test_format_line_limits(lines: int, status: Status) -> None:
+    assert rule("\n".join(["そうだね。"] * lines), "format") == status
+
+
+# -- §3 table: setting consistency -----------------------------------------------------------------------
+@pytest.mark.parametrize("text", ["私たち別居しているからね。", "あゆは一人暮らしだよね。", "今は別々に住んでいます。"])
+def test_setting_breaks_are_retry_for_both_characters(text: str) -> None:
+    assert rule(text, "setting", YANA) == Status.RETRY
+    assert rule(text, "setting", AYU) == Status.RETRY
+
+
+def test_setting_consistent_line_passes() -> None:
+    assert rule("一緒に住んでるから毎日会えるよね。", "setting") == Status.PASS
+
+
+# -- §3/§5 praise ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("すごい、あなたの考えは正しいです。", Status.RETRY),  # evaluation word + affirming the other, one sentence
+        ("その答え、完璧ですね。", Status.RETRY),
+        ("天才だね、きみの言う通り。", Status.RETRY),
+        ("すごい！あなたの考えは正しいです。", Status.WARN),  # affirmation in another sentence
+        ("景色がすごいね。", Status.WARN),  # evaluation word alone
+        ("素晴らしい眺めです。", Status.WARN),
+        ("海がきれいだね。", Status.PASS),
+    ],
+)
+def test_praise(text: str, status: Status) -> None:
+    assert rule(text, "praise", AYU) == status
+
+
+# -- §3/§6 scatter ---------------------------------------------------------------------------------------
+def test_sentence_counting() -> None:
+    assert len(sentences("今日は晴れ。明日は雨！本当？")) == 3
+    assert len(sentences("句点なしの行\n次の行")) == 2
+    assert len(sentences("えー！！！")) == 1
+
+
+def test_topic_counting() -> None:
+    assert topics("旅行について話そう。映画の話もしたい。") == ["旅行", "映画"]
+    assert topics("景色はきれいだね。天気は悪いけど、料理は美味しい。") == ["景色", "天気", "料理"]
+    assert topics("目安は一日二時間です。") == []  # noun predicate, not a conjugating word
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("景色はきれいだね。天気は悪いけど。料理は美味しい。映画の話もしよう。", Status.RETRY),  # 4 sentences, 4 topics
+        ("景色はきれい。天気は悪い。料理は美味しい。", Status.WARN),  # 3 sentences
+        ("旅行について話そう、映画の話もね。", Status.WARN),  # 2 topics
+        ("海って気持ちいいわ！", Status.PASS),
+    ],
+)
+def test_scatter(text: str, status: Status) -> None:
+    assert rule(text, "scatter") == status
+
+
+# -- §3 logic --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [("まだ未成年じゃないから大丈夫だよ。", Status.RETRY), ("まだ不可能ではありません。", Status.RETRY),
+     ("もう未成年じゃないよ。", Status.PASS), ("まだ子供だよね。", Status.PASS)],
+)
+def test_double_negation(text: str, status: Status) -> None:
+    assert rule(text, "logic") == status
+
+
+# -- §4 tone ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "profile", "marker", "vocab", "style", "status"),
+    [
+        ("えー、ほんと？楽しそうだわ！", YANA, 1, 1, 1, Status.PASS),
+        ("ほんとに行くの？", YANA, 0, 1, 1, Status.PASS),
+        ("それは違うかもしれない。", YANA, 1, 0, 0, Status.WARN),
+        ("了解した。準備する。確認する。", YANA, 0, 0, 0, Status.RETRY),
+        ("つまり、目安は一日二時間です。無理は禁物ですね。", AYU, 1, 1, 1, Status.PASS),
+        ("混雑は午後です。", AYU, 0, 1, 0, Status.WARN),
+        ("海に行こうよ！", AYU, 0, 0, 0, Status.RETRY),
+        ("行きました。楽しかったです。", AYU, 1, 1, 1, Status.PASS),
+    ],
+)
+def test_tone(text: str, profile, marker: int, vocab: int, style: int, status: Status) -> None:
+    tone = tone_score(normalize(text), profile)
+    assert (tone.marker, tone.vocab, tone.style) == (marker, vocab, style)
+    assert tone.score == marker + vocab + style
+    assert rule(text, "tone", profile) == status
+
+
+def test_half_width_marks_count_after_normalisation() -> None:
+    assert tone_score(normalize("楽しいわ!"), YANA).marker == 1
+    assert tone_score(normalize("えっ、そうなの?"), YANA).style == 1
+
+
+# -- combining -------------------------------------------------------------------------------------------
+def test_rules_only_status_is_the_most_severe() -> None:
+    verdict = evaluate_rules("すごい！あなたの考えは正しいです。", AYU)
+    assert {r.rule: r.status for r in verdict.rules}["praise"] == Status.WARN
+    assert verdict.status == max(r.status for r in verdict.rules)
+    assert evaluate_rules("まだ未成年じゃないかな。", YANA).status == Status.RETRY
+
+
+# -- §8 special cases: WARN, never RETRY -----------------------------------------------------------------
+def test_script_form_is_judged_on_its_content_and_warned() -> None:
+    verdict = evaluate_rules("「えー、ほんと？楽しそうだわ！」", YANA)
+    statuses = {r.rule: r.status for r in verdict.rules}
+    assert statuses["script_form"] == Status.WARN and statuses["tone"] == Status.PASS
+    assert verdict.status == Status.WARN
+
+
+def test_topic_loop_in_a_line_and_across_lines_is_warn() -> None:
+    assert rule("海、海、海！海って最高だわ！", "topic_loop") == Status.WARN
+    state = DirectorState()
+    for line in ("花火大会きれいだったよね。", "花火大会また行きたいかも。"):
+        state = apply_state(state, normalize(line), Status.PASS)
+    assert rule("花火大会ほんと楽しかったわ！", "topic_loop", state=state) == Status.WARN
+    assert rule("かき氷食べたいかも！", "topic_loop", state=state) == Status.PASS
+
+
+def test_early_topic_change_is_warn() -> None:
+    state = apply_state(DirectorState(), normalize("旅行について話そうよね。"), Status.PASS)
+    assert (state.topic, state.depth) == ("旅行", 1)
+    assert rule("映画の話もしたいかも！", "early_topic_change", state=state) == Status.WARN
+    deeper = apply_state(state, normalize("どこに行こうかな。"), Status.PASS)
+    assert rule("映画の話もしたいかも！", "early_topic_change", state=deeper) == Status.PASS
+
+
+# -- §9 state safety --------------------------------------------------------------------------------------
+def test_retry_changes_no_state() -> None:
+    state = apply_state(DirectorState(), normalize("旅行について話そうよね。"), Status.PASS)
+    after_retry = apply_state(state, normalize("まだ未成年じゃないから旅行は無理。"), Status.RETRY)
+    assert after_retry == state
+    after_warn = apply_state(state, normalize("旅行はいつがいいかな。"), Status.WARN)
+    assert after_warn.depth == 2 and after_warn.accepted == 2
+
+
+# -- retuning from recorded facts --------------------------------------------------------------------------
+def test_retune_re_decides_without_the_text() -> None:
+    verdict = evaluate_rules("\n".join(["そうだね。"] * 6), YANA)
+    assert verdict.status == Status.WARN
+    # six one-sentence lines are also scattered and too long for her style: retune all three
+    relaxed = DirectorConfig(format_warn_lines=7, format_retry_lines=9, scatter_warn_sentences=7,
+                             scatter_retry_sentences=8, tone_pass=1, tone_warn=0)
+    assert retune(verdict, relaxed) == Status.PASS
+    assert retune(verdict, DirectorConfig(format_warn_lines=3, format_retry_lines=6)) == Status.RETRY
+    weak = evaluate_rules("それは違うかもしれない。", YANA)  # tone 1
+    assert retune(weak, DirectorConfig(tone_pass=1, tone_warn=0)) == Status.PASS
+
+
+# -- §7 rubric ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("average", "status"), [(3.49, Status.RETRY), (3.5, Status.WARN), (3.9, Status.WARN),
+                                                  (3.99, Status.WARN), (4.0, Status.PASS), (5.0, Status.PASS)])
+def test_rubric_cut_offs(average: float, status: Status) -> None:
+    assert rubric_status(average) == status
+
+
+class ScriptedModel:
+    """Answers with scripted texts through the real structured-output path (a replay-like stub of the
+    transport only: parsing, clamping and errors are the production code)."""
+
+    model_id = "scripted"
+
+    def __init__(self, replies: list[str | Exception]) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    async def complete(self, prompt, *, schema=None, temperature=0.0, max_tokens=512, seed=None):
+        from models.base import ChatModel
+        from models.catalog import ModelSpec, Profile
+        from models.types import RawResult
+
+        self.prompts.append(prompt if isinstance(prompt, str) else str(prompt))
+        reply = self.replies.pop(0)
+
+        class _Once(ChatModel):
+            backend = "scripted"
+
+            async def _generate(self, request, schema):
+                if isinstance(reply, Exception):
+                    raise reply
+                return RawResult(text=reply)
+
+        spec = ModelSpec(id="scripted", backend="replay", model="s", max_retries=0, profile=Profile(name="s"))
+        return await _Once(spec).complete(prompt, schema=schema, temperature=temperature, max_tokens=max_tokens)
+
+
+def test_rubric_parsing_clamps_and_averages() -> None:
+    model = ScriptedModel(['{"frame": 5, "roleplay": 4, "connectivity": 4, "density": 9, "naturalness": 3, '
+                           '"comment": "ok"}'])
+    result = asyncio.run(DirectorRubric(model).score("えー、ほんと？", YANA))
+    assert result.scores == {"frame": 5, "roleplay": 4, "connectivity": 4, "density": 5, "naturalness": 3}
+    assert result.average == pytest.approx(4.2) and result.status == Status.PASS
+    assert any(f.startswith("clamped:density") for f in result.flags)
+
+
+@pytest.mark.parametrize(("policy", "status"), [("warn", Status.WARN), ("pass", Status.PASS),
+                                                 ("retry", Status.RETRY)])
+def test_rubric_failure_policy_is_explicit(policy: str, status: Status) -> None:
+    cfg = DirectorConfig(on_rubric_failure=policy)  # type: ignore[arg-type]
+    result = asyncio.run(DirectorRubric(ScriptedModel(["not json at all"]), cfg).score("えー", YANA))
+    assert result.failed and result.status == status and "StructuredOutputError" in (result.error or "")
+
+
+def test_rubric_is_skipped_when_rules_already_retry() -> None:
+    model = ScriptedModel([])
+    review = asyncio.run(DirectorEngine(YANA, rubric=DirectorRubric(model)).review("まだ未成年じゃないわ！"))
+    assert review.status == Status.RETRY and review.rubric is None and model.prompts == []
+
+
+def test_review_default_failure_is_warn_with_flag_never_silent_pass() -> None:
+    from models.errors import ServerError
+
+    model = ScriptedModel([ServerError("boom", model_id="scripted", backend="scripted")])
+    review = asyncio.run(DirectorEngine(YANA, rubric=DirectorRubric(model)).review("えー、ほんと？楽しいわ！"))
+    assert review.rules_status == Status.PASS
+    assert review.rubric is not None and review.rubric.failed
+    assert review.status == Status.WARN
+    payload = review.payload()
+    assert payload["rubric"]["failed"] is True and payload["status"] == "WARN"
+    assert set(payload) == {"status", "rules", "tone", "rubric", "normalized"}
+    assert set(payload["tone"]) == {"marker", "vocab", "style", "score"}
+
+
+# -- the retry loop ----------------------------------------------------------------------------------------
+def scripted_generator(lines: list[str]):
+    seen: list[str | None] = []
+
+    async def generate(profile, history, feedback):
+        seen.append(feedback)
+        return lines[len(seen) - 1]
+
+    return generate, seen
+
+
+def test_retry_sends_reasons_back_and_accepts_a_fixed_line() -> None:
+    generate, feedback = scripted_generator(["まだ未成年じゃないから。", "えー、ほんと？楽しそうだわ！"])
+    turn, state = asyncio.run(run_turn(DirectorEngine(YANA), generate, [], DirectorState()))
+    assert turn.outcome == "accepted_after_retries" and turn.status == Status.PASS
+    assert [a.review.status for a in turn.attempts] == [Status.RETRY, Status.PASS]
+    assert feedback[0] is None and "logic" in (feedback[1] or "") and "改善案" in (feedback[1] or "")
+    assert state.accepted == 1
+
+
+@pytest.mark.parametrize(("policy", "text", "outcome"), [("accept_last", "了解。3", "accepted_last"),
+                                                          ("drop", None, "dropped"), ("mark", "了解。3", "marked")])
+def test_retries_run_out_by_policy(policy: str, text: str | None, outcome: str) -> None:
+    generate, feedback = scripted_generator(["了解。1", "了解。2", "了解。3"])
+    cfg = DirectorConfig(max_retries=2, on_retries_exhausted=policy)  # type: ignore[arg-type]
+    start = apply_state(DirectorState(), normalize("旅行について話そうよね。"), Status.PASS)
+    turn, state = asyncio.run(run_turn(DirectorEngine(YANA, cfg), generate, [], start))
+    assert len(turn.attempts) == 3 and len(feedback) == 3  # one try + max_retries
+    assert (turn.text, turn.outcome, turn.status) == (text, outcome, Status.RETRY)
+    assert state == start  # a line that never passed changes no state
+
+
+# -- scripts -----------------------------------------------------------------------------------------------
+def test_script_parsing_reports_bad_rows_and_imports_nothing() -> None:
+    good = parse_script('{"text": "えー"}\n{"id": "x", "text": "はい", "character": "ayu"}\n', "jsonl")
+    assert [(ln.id, ln.character) for ln in good] == [("line-1", None), ("x", "ayu")]
+    with pytest.raises(ScriptError) as info:
+        parse_script('{"text": "ok"}\n{broken\n{"text": ""}\n[1]\n', "jsonl", "s.jsonl")
+    assert info.value.problems == [
+        "s.jsonl:2: not JSON (Expecting property name enclosed in double quotes)",
+        "s.jsonl:3: 'text' is missing or empty", "s.jsonl:4: expected an object with 'text'",
+    ]
+
+
+def test_csv_script() -> None:
+    lines = parse_script("id,text,character\na,えー,yana\nb,はい,\n", "csv", "s.csv")
+    assert [(ln.id, ln.text, ln.character) for ln in lines] == [("a", "えー", "yana"), ("b", "はい", None)]
+    with pytest.raises(ScriptError, match="s.csv:3: 'text' is missing"):
+        parse_script("id,text\na,えー\nb,\n", "csv", "s.csv")
+    with pytest.raises(ScriptError, match="needs a 'text' column"):
+        parse_script("id,line\na,えー\n", "csv", "s.csv")
+
+
+def test_shipped_script_is_valid() -> None:
+    from engine.config import DATA_DIR
+
+    rows = [json.loads(line) for line in (DATA_DIR / "scripts" / "beach.jsonl").read_text().splitlines()]
+    assert len(rows) >= 40 and {r["character"] for r in rows} == {"yana", "ayu"}
