@@ -32,6 +32,7 @@ from engine.director import (
     normalize,
     parse_script,
     retune,
+    rubric_status,
 )
 from engine.events import async_run_context
 from models.errors import ModelError
@@ -228,13 +229,19 @@ def _render_batch(profiles: dict[str, Any]) -> None:
         return
     verdicts = _batch_verdicts(tuple((ln.id, ln.character or default, ln.text) for ln in lines))
     cfg = _retune_controls()
+    averages = _render_batch_rubric(verdicts, source)
     rows = []
     changed = 0
     for (line_id, character, text), verdict in verdicts:
-        tuned = retune(verdict, cfg)
-        changed += tuned != verdict.status
+        rules_status = retune(verdict, cfg)
+        average = averages.get(line_id)
+        tuned = rules_status
+        if average is not None and rules_status < Status.RETRY:
+            tuned = max(rules_status, rubric_status(average, cfg))
+        base = verdict.status if average is None else max(verdict.status, rubric_status(average, DirectorConfig()))
+        changed += tuned != base
         rows.append({"id": line_id, "character": character, "text": text, "status": tuned.name,
-                     "default status": verdict.status.name,
+                     "default status": base.name, "rubric avg": average,
                      **{r.rule: r.status.name for r in verdict.rules if r.rule not in ("format", "scatter", "tone")},
                      "format": _tuned_rule(verdict, "format", cfg), "scatter": _tuned_rule(verdict, "scatter", cfg),
                      "tone": _tuned_rule(verdict, "tone", cfg), "tone score": verdict.tone.score})
@@ -254,6 +261,51 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     chart.update_layout(barmode="stack", height=300, yaxis_tickformat=".0%", title="Rule hit rates (defaults)",
                         margin={"l": 10, "r": 10, "t": 40, "b": 10})
     st.plotly_chart(chart)
+
+
+def _render_batch_rubric(verdicts: list[tuple[tuple[str, str, str], Any]], source: str) -> dict[str, float]:
+    """Rubric averages for the script, scored once with a model (recorded as a run), then re-decided by
+    the rubric cut-offs above without new calls."""
+    stored = st.session_state.get(KEY + "batch_rubric") or {}
+    if stored.get("source") != source:
+        stored = {}
+    with st.expander("LLM rubric for every line (optional)"):
+        model_id = _model_picker(KEY + "batch_model")
+        st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
+        if st.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None):
+            stored = handle_batch_rubric(verdicts, model_id, source)
+        if stored:
+            st.caption(f"rubric scored in run `{stored['run_id']}` with {stored['model_id']}; "
+                       f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)")
+    return {k: v for k, v in stored.get("averages", {}).items() if v is not None}
+
+
+def handle_batch_rubric(verdicts: list[tuple[tuple[str, str, str], Any]], model_id: str | None,
+                        source: str) -> dict[str, Any]:
+    if model_id is None:
+        return {}
+    rubric = DirectorRubric(state.get_hub().get(model_id))
+    store = state.get_store()
+
+    async def go() -> tuple[str, dict[str, float | None]]:
+        averages: dict[str, float | None] = {}
+        async with async_run_context(store, "director.batch", {"source": source, "model_id": model_id}) as run:
+            previous = ""
+            for (line_id, character, text), verdict in verdicts:
+                if verdict.status < Status.RETRY:
+                    result = await rubric.score(verdict.normalized, load_character(character), previous=previous)
+                    averages[line_id] = result.average
+                    run.emit("director_rubric", id=line_id, average=result.average, failed=result.failed)
+                previous = text
+            run.summary = {"scored": len(averages)}
+        return run.run_id, averages
+
+    with st.spinner("Scoring the rubric for every line…"):
+        run_id, averages = state.get_loop().run(go(), timeout=1800)
+    stored = {"source": source, "model_id": model_id, "run_id": run_id, "averages": averages}
+    st.session_state[KEY + "batch_rubric"] = stored
+    state.clear_reads()
+    return stored
 
 
 def _tuned_rule(verdict: Any, name: str, cfg: DirectorConfig) -> str:

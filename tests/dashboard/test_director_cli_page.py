@@ -127,3 +127,39 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     events = [e.type for e in state.get_store().events(runs[0].id)]
     assert events.count("director_turn") == 2 and "director_verdict" in events
     assert len(at.chat_message) == 2
+
+
+@pytest.mark.slow
+def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard import state
+
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "beach.jsonl").write_text(
+        '{"id": "a", "character": "yana", "text": "えー、ほんと？海って気持ちいいわ！"}\n'
+        '{"id": "b", "character": "ayu", "text": "そうですね。一般的に、朝の海は人が少ないです。"}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(tmp_path))
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    at.button(key="director.batch_score").click().run()
+    assert not at.exception
+    runs = state.get_store().list_runs(kind="director.batch")
+    assert len(runs) == 1 and len(state.get_store().calls(runs[0].id)) == 2
+    table = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)
+    scored = table.dropna(subset=["rubric avg"])
+    assert not scored.empty, "the model scored no line"
+    calls_before = len(state.get_store().calls())
+    at.number_input(key="director.r_warn").set_value(1.0)
+    at.number_input(key="director.r_pass").set_value(1.0).run()
+    relaxed = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)
+    at.number_input(key="director.r_pass").set_value(5.0)
+    at.number_input(key="director.r_warn").set_value(5.0).run()
+    strict = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)
+    assert len(state.get_store().calls()) == calls_before  # retuning made no model call
+    for line_id in scored["id"]:
+        relaxed_status = relaxed.set_index("id").loc[line_id, "status"]
+        strict_status = strict.set_index("id").loc[line_id, "status"]
+        average = scored.set_index("id").loc[line_id, "rubric avg"]
+        if average < 5.0:
+            assert strict_status == "RETRY"
+        assert relaxed_status != "RETRY" or strict_status == "RETRY"
