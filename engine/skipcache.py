@@ -460,8 +460,9 @@ class PeriodicChecker:
             ready = eligible(history, now, cfg)
             if not ready:
                 continue
-            # The scope is judged on its latest message that waited min_wait: a message that just
-            # arrived gets its own turn once it has waited too (and then invalidates the cache).
+            # The scope is judged on its latest message that waited min_wait, with the conversation up
+            # to it: a message that just arrived gets its own turn once it has waited too (and then
+            # invalidates the cache). A conversation state is thus (scope, that message).
             latest = ready[-1]
             history = history[: history.index(latest) + 1]
             if await self._should_skip(latest, now):

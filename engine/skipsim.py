@@ -1,0 +1,384 @@
+"""The skip-cache simulator: a channel workload in simulated time, the periodic checker with and without
+the cache, and what the cache saves (judge calls, tokens, cost) against what it costs (the delay from a
+message's arrival to its first judgment).
+
+Simulated time: 24 hours of checks run in seconds; a judge's own latency is not simulated time.
+Judges: any model (`ModelJudge`), or judgments recorded per conversation state (`RecordedJudge`), which
+re-runs a workload under other thresholds with no model call (the Pareto sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.skipcache import (
+    Judge,
+    JudgeOutcome,
+    JudgmentResult,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
+    ListSource,
+    MemoryJudgmentCacheRepository,
+    Message,
+    PeriodicChecker,
+    ResponseConfig,
+)
+
+EPOCH = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # a Monday; simulated time starts here
+
+
+# -- workloads ------------------------------------------------------------------------------------
+
+
+class WorkloadSpec(BaseModel):
+    """A generated workload: conversation bursts arrive per channel as a Poisson process; a burst is a
+    run of messages with exponential gaps, in the channel or in a new thread."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channels: int = Field(50, ge=1, le=5000)
+    hours: float = Field(24.0, gt=0, le=24 * 14)
+    bursts_per_hour: float = Field(0.25, gt=0, description="per channel")
+    mean_burst_messages: float = Field(3.0, ge=1)
+    mean_gap_seconds: float = Field(90.0, gt=0)
+    burstiness: float = Field(0.5, ge=0, le=1, description="share of bursts in a busy block of the day")
+    thread_share: float = Field(0.3, ge=0, le=1)
+    seed: int = 7
+
+
+TEXTS = {
+    "question": ["誰かこのエラーの直し方わかる？", "デプロイってどうやるんだっけ？",
+                 "Does anyone know how to reset the VPN?", "明日の会議って何時からですか？",
+                 "Where do I find the design doc?", "このライブラリおすすめある？"],
+    "chatter": ["それな", "了解です！", "lol same", "お昼なに食べる？", "ナイス！", "Sounds good to me",
+                "今日は暑いね", "あとで見ておきます"],
+    "monologue": ["眠い…", "やっと終わった", "hmm", "コーヒー飲もう", "今日も一日がんばろう"],
+    "help": ["ずっと詰まってて困ってます…", "I've been stuck on this for an hour, help?", "誰も反応してくれない…"],
+}
+AUTHORS = ["aki", "ben", "chika", "dan", "emi", "fumi", "gus", "hana"]
+
+
+def generate_workload(spec: WorkloadSpec) -> list[Message]:
+    """Deterministic for a seed."""
+    rng = random.Random(spec.seed)
+    horizon = spec.hours * 3600
+    busy_start, busy_len = 9 * 3600, 9 * 3600  # 09:00–18:00 carries `burstiness` of the bursts
+    messages: list[Message] = []
+    kinds = list(TEXTS)
+    weights = [0.35, 0.4, 0.15, 0.1]
+    for c in range(spec.channels):
+        channel = f"C{c:03d}"
+        expected = spec.bursts_per_hour * spec.hours
+        count = _poisson(rng, expected)
+        for b in range(count):
+            if rng.random() < spec.burstiness:
+                day = rng.randrange(max(1, math.ceil(spec.hours / 24)))
+                start = day * 86400 + busy_start + rng.random() * busy_len
+            else:
+                start = rng.random() * horizon
+            if start >= horizon:
+                continue
+            thread = f"{channel}-t{b}" if rng.random() < spec.thread_share else None
+            n = 1 + _poisson(rng, spec.mean_burst_messages - 1)
+            t = start
+            kind = rng.choices(kinds, weights)[0]
+            for i in range(n):
+                if t >= horizon:
+                    break
+                messages.append(Message(
+                    id=f"{channel}-{b}-{i}", channel_id=channel, thread_ts=thread, author=rng.choice(AUTHORS),
+                    text=rng.choice(TEXTS[kind if i == 0 else rng.choice(["chatter", kind])]),
+                    at=EPOCH + timedelta(seconds=round(t)),
+                ))
+                t += rng.expovariate(1 / spec.mean_gap_seconds)
+    return sorted(messages, key=lambda m: (m.at, m.id))
+
+
+def _poisson(rng: random.Random, lam: float) -> int:
+    if lam <= 0:
+        return 0
+    if lam > 30:  # normal approximation keeps big workloads fast
+        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
+    threshold, k, p = math.exp(-lam), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= threshold:
+            return k
+        k += 1
+
+
+class WorkloadError(ValueError):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("bad rows, nothing imported:\n" + "\n".join(problems))
+
+
+def load_workload(path: Path) -> list[Message]:
+    """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
+    if not path.is_file():
+        raise WorkloadError([f"{path}: file not found"])
+    messages, problems, seen = [], [], set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("expected an object")
+            t = float(row["t"])
+            if not math.isfinite(t) or t < 0:
+                raise ValueError("'t' must be seconds ≥ 0")
+            message_id = str(row["id"])
+            if message_id in seen:
+                raise ValueError(f"duplicate id {message_id}")
+            seen.add(message_id)
+            thread = row.get("thread")
+            messages.append(Message(id=message_id, channel_id=str(row["channel"]),
+                                    thread_ts=None if thread in (None, "") else str(thread),
+                                    author=str(row.get("author", "user")), text=str(row.get("text", "")),
+                                    at=EPOCH + timedelta(seconds=t)))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{path}:{number}: {exc if not isinstance(exc, KeyError) else f'missing {exc}'}")
+    if problems:
+        raise WorkloadError(problems)
+    if not messages:
+        raise WorkloadError([f"{path}: no messages"])
+    return sorted(messages, key=lambda m: (m.at, m.id))
+
+
+def dump_workload(messages: Sequence[Message], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for m in messages:
+            fh.write(json.dumps({"t": (m.at - EPOCH).total_seconds(), "channel": m.channel_id,
+                                 "thread": m.thread_ts, "id": m.id, "author": m.author, "text": m.text},
+                                ensure_ascii=False) + "\n")
+
+
+# -- judges over recorded states -------------------------------------------------------------------
+
+
+def state_key(history: Sequence[Message]) -> str:
+    """A conversation state: the scope and the message it is judged on."""
+    return f"{history[-1].scope}|{history[-1].id}"
+
+
+class RecordedJudge:
+    """Judgments recorded per conversation state; a state judged again gets the same judgment and is
+    counted as a call with the tokens and cost it had. States never recorded go to `fallback`."""
+
+    def __init__(self, records: dict[str, JudgeOutcome], fallback: Judge | None = None) -> None:
+        self.records = records
+        self.fallback = fallback
+        self.live_calls = 0
+
+    async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
+        key = state_key(history)
+        if key in self.records:
+            return self.records[key]
+        if self.fallback is None:
+            return JudgeOutcome(result=None, error=f"ReplayMiss: state {key} was not recorded")
+        outcome = await self.fallback.judge(history, now)
+        self.live_calls += 1
+        if outcome.result is not None:
+            self.records[key] = outcome
+        return outcome
+
+    def dump(self, path: Path) -> None:
+        with path.open("w", encoding="utf-8") as fh:
+            for key, o in sorted(self.records.items()):
+                if o.result is not None:
+                    fh.write(json.dumps({"state": key, **o.result.model_dump(), "prompt_tokens": o.prompt_tokens,
+                                         "completion_tokens": o.completion_tokens, "cost": o.cost,
+                                         "call_id": o.call_id}, ensure_ascii=False) + "\n")
+
+    @classmethod
+    def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
+        records = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                records[row["state"]] = JudgeOutcome(
+                    result=JudgmentResult(should_respond=row["should_respond"], reason=row["reason"],
+                                          confidence=row["confidence"]),
+                    prompt_tokens=row.get("prompt_tokens", 0), completion_tokens=row.get("completion_tokens", 0),
+                    cost=row.get("cost", 0.0), call_id=row.get("call_id"),
+                )
+        return cls(records, fallback)
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Judgment:
+    scope: str
+    at: datetime
+    target: str
+    target_at: datetime
+    should_respond: bool
+    confidence: float
+    skip_seconds: int | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@dataclass
+class SimulationResult:
+    with_cache: bool
+    judgments: list[Judgment]
+    cache_hits: list[tuple[str, datetime]]
+    failures: list[tuple[str, datetime, str]]
+    replies: int
+    delays_s: list[float]  # arrival → first judgment, per judged message
+    never_judged: int
+    checks: int
+    messages: int
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return len(self.judgments)
+
+    def summary(self) -> dict[str, Any]:
+        delays = sorted(self.delays_s)
+        tokens = sum(j.prompt_tokens + j.completion_tokens for j in self.judgments)
+        return {
+            "with_cache": self.with_cache, "messages": self.messages, "checks": self.checks,
+            "judge_calls": self.calls, "cache_hits": len(self.cache_hits), "failures": len(self.failures),
+            "replies": self.replies, "tokens": tokens, "cost": sum(j.cost for j in self.judgments),
+            "delay_median_s": statistics.median(delays) if delays else None,
+            "delay_p95_s": _percentile(delays, 0.95) if delays else None,
+            "delay_max_s": delays[-1] if delays else None,
+            "never_judged": self.never_judged,
+        }
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return float(sorted_values[rank - 1])
+
+
+async def simulate(
+    messages: Sequence[Message],
+    judge: Judge,
+    config: ResponseConfig | None = None,
+    *,
+    with_cache: bool = True,
+    hours: float | None = None,
+    keep_timeline: bool = False,
+) -> SimulationResult:
+    """Run the periodic checker over the workload in simulated time."""
+    config = (config or ResponseConfig()).model_copy(deep=True)
+    config.judgment_skip.enabled = with_cache
+    start = EPOCH
+    # Checks run to the end of the period, then on until the last message could be judged.
+    drained = (max((m.at - EPOCH).total_seconds() for m in messages) if messages else 0) + (
+        config.min_wait_seconds + config.check_interval_seconds)
+    end_s = max(hours * 3600 if hours is not None else 0.0, drained)
+    source = ListSource(messages)
+    judgments: list[Judgment] = []
+    hits: list[tuple[str, datetime]] = []
+    failures: list[tuple[str, datetime, str]] = []
+    timeline: list[dict[str, Any]] = []
+    arrival = {m.id: m.at for m in messages}
+
+    def emit(type_: str, **p: Any) -> None:
+        if type_ == "judgment":
+            judgments.append(Judgment(scope=p["scope"], at=now, target=p["latest"], target_at=arrival[p["latest"]],
+                                      should_respond=p["should_respond"], confidence=p["confidence"],
+                                      skip_seconds=p["skip_seconds"], prompt_tokens=p["prompt_tokens"],
+                                      completion_tokens=p["completion_tokens"], cost=p["cost"]))
+        elif type_ == "cache_hit":
+            hits.append((p["scope"], now))
+        elif type_ == "judgment_failed":
+            failures.append((p["scope"], now, p["error"]))
+        if keep_timeline:
+            timeline.append({"type": type_, "t": (now - start).total_seconds(), **p})
+
+    checker = PeriodicChecker(source, judge, MemoryJudgmentCacheRepository(), config, emit=emit)
+    checks = 0
+    replies: list[tuple[str, datetime]] = []
+    t = 0.0
+    while t <= end_s:
+        now = start + timedelta(seconds=t)
+        report = await checker.check(now)
+        checks += 1
+        for scope in report.responded:
+            replies.append((scope, now))
+            if keep_timeline:
+                timeline.append({"type": "reply", "t": t, "scope": scope})
+        t += config.check_interval_seconds
+    delays, never = _first_judgment_delays(messages, judgments, replies)
+    return SimulationResult(with_cache=with_cache, judgments=judgments, cache_hits=hits, failures=failures,
+                            replies=sum(1 for j in judgments if j.should_respond), delays_s=delays,
+                            never_judged=never, checks=checks, messages=len(messages), timeline=timeline)
+
+
+def _first_judgment_delays(
+    messages: Sequence[Message], judgments: Sequence[Judgment], replies: Sequence[tuple[str, datetime]]
+) -> tuple[list[float], int]:
+    """When each message was first dealt with: the first judgment of its scope on it or a later message,
+    or a reply in its scope after it arrived (a reply answers the conversation so far)."""
+    events: dict[str, list[tuple[datetime, datetime]]] = {}  # scope → (time, covers messages up to)
+    for j in judgments:
+        events.setdefault(j.scope, []).append((j.at, j.target_at))
+    for scope, at in replies:
+        events.setdefault(scope, []).append((at, at))
+    for items in events.values():
+        items.sort()
+    delays, never = [], 0
+    for m in messages:
+        first = next((at for at, covers in events.get(m.scope, []) if covers >= m.at and at >= m.at), None)
+        if first is None:
+            never += 1
+        else:
+            delays.append((first - m.at).total_seconds())
+    return delays, never
+
+
+async def compare(messages: Sequence[Message], judge: Judge, config: ResponseConfig | None = None,
+                  hours: float | None = None) -> dict[str, Any]:
+    """With and without the cache on the same workload and judge: what the cache saves, what it costs."""
+    without = await simulate(messages, judge, config, with_cache=False, hours=hours)
+    with_ = await simulate(messages, judge, config, with_cache=True, hours=hours)
+    a, b = without.summary(), with_.summary()
+    saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
+    return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),
+            "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"]}
+
+
+def sweep_configs(base: ResponseConfig, high: Sequence[float], skip_high: Sequence[int],
+                  default_skip: Sequence[int]) -> list[ResponseConfig]:
+    """Threshold / skip-seconds grid for the trade-off chart."""
+    configs = []
+    for h in high:
+        for sh in skip_high:
+            for d in default_skip:
+                cfg = base.model_copy(deep=True)
+                cfg.judgment_skip = JudgmentSkipConfig(thresholds=[
+                    JudgmentSkipThreshold(min_confidence=h, skip_seconds=sh),
+                    JudgmentSkipThreshold(min_confidence=min(h, 0.7), skip_seconds=min(sh, 3600)),
+                ], default_skip_seconds=d)
+                configs.append(cfg)
+    return configs
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of points not dominated when both values are to be minimised (calls, delay)."""
+    front = []
+    for i, (x, y) in enumerate(points):
+        if not any((x2 <= x and y2 <= y) and (x2 < x or y2 < y) for x2, y2 in points):
+            front.append(i)
+    return front
