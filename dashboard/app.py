@@ -10,6 +10,7 @@ from pages import confidence as confidence_page
 from pages import director as director_page
 from pages import models as models_page
 from pages import runs as runs_page
+from pages import skipcache as skipcache_page
 
 st.set_page_config(page_title="judgelab", page_icon="⚖️", layout="wide")
 
@@ -19,6 +20,7 @@ PAGES = {
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
     ],
     "Mechanisms": [
+        st.Page(skipcache_page.render, title="Skip cache", icon="⏱️", url_path="skip-cache"),
         st.Page(director_page.render, title="Director lab", icon="🎬", url_path="director"),
         st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),
     ],

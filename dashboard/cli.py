@@ -27,10 +27,11 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence, director
+    from dashboard.commands import confidence, director, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
+    app.add_typer(skip.app, name="skip")
 
 
 _register_mechanisms()

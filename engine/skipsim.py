@@ -127,8 +127,12 @@ def load_workload(path: Path) -> list[Message]:
     """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
     if not path.is_file():
         raise WorkloadError([f"{path}: file not found"])
+    return parse_workload(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse_workload(content: str, source: str = "workload") -> list[Message]:
     messages, problems, seen = [], [], set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -148,11 +152,11 @@ def load_workload(path: Path) -> list[Message]:
                                     author=str(row.get("author", "user")), text=str(row.get("text", "")),
                                     at=EPOCH + timedelta(seconds=t)))
         except (ValueError, KeyError, TypeError) as exc:
-            problems.append(f"{path}:{number}: {exc if not isinstance(exc, KeyError) else f'missing {exc}'}")
+            problems.append(f"{source}:{number}: {exc if not isinstance(exc, KeyError) else f'missing {exc}'}")
     if problems:
         raise WorkloadError(problems)
     if not messages:
-        raise WorkloadError([f"{path}: no messages"])
+        raise WorkloadError([f"{source}: no messages"])
     return sorted(messages, key=lambda m: (m.at, m.id))
 
 

@@ -1,0 +1,124 @@
+"""`judgelab skip simulate`: the skip cache on a workload in simulated time, with and without the cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def default_recording() -> Path:
+    from engine.config import get_settings
+
+    return get_settings().data_dir / "recordings" / "skipcache-default.jsonl"
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code)
+
+
+@app.command("simulate")
+def simulate_cmd(
+    workload: Annotated[
+        Path | None, typer.Option("--workload", help="JSONL of {t, channel, thread, id, author, text}.")
+    ] = None,
+    generate: Annotated[bool, typer.Option("--generate", help="Generate a workload (the default one if no other "
+                                                              "option is given).")] = False,
+    channels: Annotated[int, typer.Option(min=1, help="Generated workload: channels.")] = 50,
+    hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours.")] = 24.0,
+    rate: Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")] = 0.25,
+    seed: Annotated[int, typer.Option(help="Generated: random seed.")] = 7,
+    model_id: Annotated[str | None, typer.Option("--model", help="Judge with this model (each conversation state "
+                                                                 "once; repeats are replayed).")] = None,
+    recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")]
+    = None,
+    record: Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")] = None,
+    check_interval: Annotated[int, typer.Option(min=1)] = 60,
+    min_wait: Annotated[int, typer.Option(min=0)] = 300,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the periodic checker with and without the cache on the same workload and judge."""
+    from engine.skipcache import ModelJudge, ResponseConfig
+    from engine.skipsim import RecordedJudge, WorkloadError, WorkloadSpec, generate_workload, load_workload
+
+    if workload is not None and generate:
+        raise _fail("give either --workload or --generate, not both")
+    try:
+        messages = load_workload(workload) if workload else generate_workload(
+            WorkloadSpec(channels=channels, hours=hours, bursts_per_hour=rate, seed=seed))
+    except WorkloadError as exc:
+        raise _fail(str(exc)) from None
+    if model_id is None and recorded is None:
+        if default_recording().is_file() and workload is None and (channels, hours, rate, seed) == (50, 24.0, 0.25, 7):
+            recorded = default_recording()
+        else:
+            raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
+    store, fallback = _live_judge(model_id) if model_id else (None, None)
+    try:
+        judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
+    except (OSError, ValueError, KeyError) as exc:
+        raise _fail(f"{recorded}: not a recording of judgments ({exc})") from None
+    config = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
+    result = _run(messages, judge, config, hours, store, model_id, recorded, workload)
+    if record:
+        judge.dump(record)
+    if isinstance(fallback, ModelJudge):
+        result["live_calls"] = judge.live_calls
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        return
+    a, b = result["without_cache"], result["with_cache"]
+    typer.echo(f"{a['messages']} messages · {a['checks']} checks")
+    typer.echo(f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with "
+               f"({result['calls_saved_pct']}% saved)")
+    typer.echo(f"first-judgment delay (s): median {b['delay_median_s']}, p95 {b['delay_p95_s']}, max {b['delay_max_s']}"
+               f" (bound: {min_wait + check_interval})")
+
+
+def _live_judge(model_id: str) -> tuple[Any, Any]:
+    from engine.skipcache import ModelJudge
+    from engine.store import Store, StoreError
+    from models.catalog import CatalogError, load_catalog
+    from models.registry import ModelHub, check_availability
+
+    try:
+        catalog = load_catalog()
+        spec = catalog.get(model_id)
+        store = Store()
+    except (CatalogError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    except KeyError as exc:
+        raise _fail(str(exc.args[0])) from None
+    availability = asyncio.run(check_availability(spec))
+    if not availability.available:
+        raise _fail(f"{model_id} is unavailable: {availability.reason}", code=2)
+    return store, ModelJudge(ModelHub(catalog, call_log=store).get(model_id))
+
+
+def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
+         recorded: Path | None, workload: Path | None) -> dict[str, Any]:
+    from engine.events import async_run_context
+    from engine.skipsim import compare
+
+    async def go() -> dict[str, Any]:
+        if store is None:
+            return await compare(messages, judge, config, hours=hours)
+        run_config = {"model_id": model_id, "recorded": str(recorded) if recorded else None,
+                      "workload": str(workload) if workload else "generated", "config": config.model_dump()}
+        async with async_run_context(store, "skip.simulate", run_config) as run:
+            out = await compare(messages, judge, config, hours=hours)
+            run.summary = {"calls_saved_pct": out["calls_saved_pct"]}
+        return out | {"run_id": run.run_id}
+
+    result = asyncio.run(go())
+    bound = config.min_wait_seconds + config.check_interval_seconds
+    result["delay_bound_s"] = bound
+    result["delay_bound_met"] = (result["with_cache"]["delay_max_s"] or 0) <= bound
+    return result

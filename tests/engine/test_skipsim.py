@@ -1,0 +1,108 @@
+"""The skip-cache simulator: deterministic workloads, workload files, recorded judges, the saving and
+the delay bound, the sweep's Pareto front."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from engine.skipcache import JudgeOutcome, JudgmentResult, ResponseConfig
+from engine.skipsim import (
+    RecordedJudge,
+    WorkloadError,
+    WorkloadSpec,
+    compare,
+    dump_workload,
+    generate_workload,
+    load_workload,
+    pareto_front,
+    simulate,
+    state_key,
+)
+
+
+class HashJudge:
+    """A deterministic stand-in judge for simulator mechanics: the verdict is a hash of the state.
+    (The real judges — ModelJudge with a model, RecordedJudge with recorded Gemma judgments — are tested
+    in test_skipcache.py and by the CLI and page tests.)"""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def judge(self, history, now) -> JudgeOutcome:
+        self.calls += 1
+        r = random.Random(state_key(history))
+        question = any(ch in history[-1].text for ch in "？?") or "困" in history[-1].text
+        return JudgeOutcome(
+            result=JudgmentResult(should_respond=question and r.random() < 0.7, reason="r",
+                                  confidence=r.choice([0.95, 0.9, 0.8, 0.75, 0.6, 0.4])),
+            prompt_tokens=400, completion_tokens=40, cost=0.0004,
+        )
+
+
+def test_generated_workload_is_deterministic_and_shaped() -> None:
+    spec = WorkloadSpec(channels=10, hours=6, seed=3)
+    a, b = generate_workload(spec), generate_workload(spec)
+    assert a == b and a != generate_workload(spec.model_copy(update={"seed": 4}))
+    assert all(x.at <= y.at for x, y in zip(a, a[1:], strict=False))
+    assert {m.channel_id for m in a} <= {f"C{i:03d}" for i in range(10)}
+    assert len({m.id for m in a}) == len(a)
+
+
+def test_workload_file_round_trip_and_errors(tmp_path: Path) -> None:
+    messages = generate_workload(WorkloadSpec(channels=5, hours=8, seed=1))
+    assert messages
+    path = tmp_path / "w.jsonl"
+    dump_workload(messages, path)
+    assert load_workload(path) == messages
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"t": 0, "channel": "C", "id": "a"}\n{"t": -1, "channel": "C", "id": "b"}\nnope\n'
+                   '{"t": 5, "id": "c"}\n{"t": 6, "channel": "C", "id": "a"}\n', encoding="utf-8")
+    with pytest.raises(WorkloadError) as info:
+        load_workload(bad)
+    assert [p.split(": ", 1)[0] for p in info.value.problems] == [f"{bad}:{n}" for n in (2, 3, 4, 5)]
+    assert "duplicate id a" in info.value.problems[-1]
+
+
+def test_default_workload_saves_over_90_percent_within_the_delay_bound() -> None:
+    messages = generate_workload(WorkloadSpec())
+    result = asyncio.run(compare(messages, HashJudge(), ResponseConfig(), hours=24))
+    assert result["calls_saved_pct"] >= 90
+    with_cache = result["with_cache"]
+    assert with_cache["delay_max_s"] <= 300 + 60
+    assert with_cache["never_judged"] == 0
+    assert result["tokens_saved"] == (result["without_cache"]["judge_calls"] - with_cache["judge_calls"]) * 440
+
+
+def test_recorded_judge_replays_a_live_run_identically(tmp_path: Path) -> None:
+    messages = generate_workload(WorkloadSpec(channels=5, hours=4, seed=9))
+    live = RecordedJudge({}, HashJudge())
+    first = asyncio.run(simulate(messages, live, with_cache=True, hours=4)).summary()
+    path = tmp_path / "rec.jsonl"
+    live.dump(path)
+    replayed = RecordedJudge.load(path)
+    second = asyncio.run(simulate(messages, replayed, with_cache=True, hours=4)).summary()
+    assert first == second
+    assert live.live_calls == len(live.records) == len(path.read_text().splitlines())
+    # a state never recorded is a typed miss: nothing is cached and it counts as a failure
+    empty = asyncio.run(simulate(messages, RecordedJudge({}), with_cache=True, hours=4)).summary()
+    assert empty["judge_calls"] == 0 and empty["failures"] > 0
+    row = json.loads(path.read_text().splitlines()[0])
+    assert {"state", "should_respond", "reason", "confidence", "prompt_tokens"} <= set(row)
+
+
+def test_each_state_is_judged_live_once_even_without_cache() -> None:
+    messages = generate_workload(WorkloadSpec(channels=3, hours=3, seed=2))
+    inner = HashJudge()
+    judge = RecordedJudge({}, inner)
+    result = asyncio.run(simulate(messages, judge, with_cache=False, hours=3)).summary()
+    assert inner.calls == len(judge.records) < result["judge_calls"]
+
+
+def test_pareto_front() -> None:
+    points = [(100, 50), (80, 60), (120, 40), (110, 55), (80, 70)]
+    assert pareto_front(points) == [0, 1, 2]
