@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from engine.events import async_run_context
-from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ModelJudge, ResponseConfig
+from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ModelJudge, ResponseConfig
 from engine.skipsim import (
     EPOCH,
     RecordedJudge,
@@ -94,15 +94,19 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, 0.7, 0.05, key=KEY + "mid")
         mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
         default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
-        c2 = st.columns(3)
+        c2 = st.columns(4)
         interval = c2[0].number_input("Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10,
                                       key=KEY + "interval")
         min_wait = c2[1].number_input("Min wait (s)", 0, 7200, defaults.min_wait_seconds, 30, key=KEY + "min_wait")
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
         judge_choice = c2[2].selectbox("Judge", options, key=KEY + "judge",
                                        help="A live model judges each conversation state once; repeats reuse it.")
+        policy = c2[3].selectbox(
+            "On a judge error", [p.value for p in FailurePolicy], key=KEY + "policy",
+            help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
+                 "or after a back-off.")
     config = ResponseConfig(
-        check_interval_seconds=int(interval), min_wait_seconds=int(min_wait),
+        check_interval_seconds=int(interval), min_wait_seconds=int(min_wait), failure_policy=FailurePolicy(policy),
         judgment_skip=JudgmentSkipConfig(thresholds=[
             JudgmentSkipThreshold(min_confidence=float(high), skip_seconds=int(high_s)),
             JudgmentSkipThreshold(min_confidence=float(mid), skip_seconds=int(mid_s)),
@@ -154,7 +158,7 @@ def _render_summary(result: dict[str, Any]) -> None:
     c[1].metric("With cache", f"{b['judge_calls']:,}", f"-{comparison['calls_saved_pct']}%", delta_color="inverse")
     c[2].metric("Tokens saved", f"{comparison['tokens_saved']:,}")
     c[3].metric("Cost saved", f"${comparison['cost_saved']:.4f}")
-    c[4].metric("Replies", b["replies"])
+    c[4].metric("Judge errors (never cached)", b["failures"], help=f"policy: {result['config'].failure_policy.value}")
     d = st.columns(4)
     d[0].metric("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—")
     d[1].metric("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—")

@@ -1,0 +1,110 @@
+"""`judgelab skip simulate` and the Skip cache page, on small workloads with recorded judgments (and one
+run with the bundled model as a live judge)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.skipsim import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
+from tests.engine.test_skipsim import HashJudge
+
+runner = CliRunner()
+SMALL = WorkloadSpec(channels=4, hours=3, bursts_per_hour=1.0, seed=5)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, Path]:
+    """A workload file and judgments recorded for every state it can reach."""
+    messages = generate_workload(SMALL)
+    workload = tmp_path / "w.jsonl"
+    dump_workload(messages, workload)
+    judge = RecordedJudge({}, HashJudge())
+    asyncio.run(simulate(messages, judge, with_cache=False, hours=SMALL.hours))
+    recording = tmp_path / "rec.jsonl"
+    judge.dump(recording)
+    return workload, recording
+
+
+def test_simulate_from_files_json(recorded: tuple[Path, Path]) -> None:
+    workload, recording = recorded
+    code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(recording),
+                       "--hours", "3", "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    a, b = result["without_cache"], result["with_cache"]
+    assert a["messages"] == b["messages"] == len(workload.read_text().splitlines())
+    assert b["judge_calls"] < a["judge_calls"]
+    assert result["calls_saved_pct"] == round(100 * (1 - b["judge_calls"] / a["judge_calls"]), 2)
+    assert result["delay_bound_met"] is True and b["delay_max_s"] <= result["delay_bound_s"] == 360
+    assert b["failures"] == 0 and a["failures"] == 0
+
+
+def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> None:
+    code, out = invoke("skip", "simulate", "--generate", "--channels", "3")
+    assert code == 1 and "choose a judge" in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"t": "soon", "channel": "C", "id": "x"}\n', encoding="utf-8")
+    code, out = invoke("skip", "simulate", "--workload", str(bad), "--recorded", str(bad))
+    assert code == 1 and f"{bad}:1" in out
+    code, out = invoke("skip", "simulate", "--generate", "--model", "gpt-4o")
+    assert code == 2 and "OPENAI_API_KEY" in out
+
+
+@pytest.mark.slow
+def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
+    record = tmp_path / "live.jsonl"
+    code, out = invoke("skip", "simulate", "--generate", "--channels", "1", "--hours", "1", "--rate", "2",
+                       "--seed", "11", "--model", "gemma3-270m", "--record", str(record), "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    assert result["live_calls"] == len(record.read_text().splitlines()) > 0
+    assert result["with_cache"]["failures"] == 0
+    code, shown = invoke("runs", "show", result["run_id"], "--json")
+    calls = json.loads(shown)["calls"]
+    assert len(calls) == result["live_calls"] and all(c["backend"] == "llamacpp" for c in calls)
+
+
+def _page() -> None:
+    from pages import skipcache
+
+    skipcache.render()
+
+
+def test_page_simulates_with_recorded_judgments(recorded: tuple[Path, Path], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    _, recording = recorded
+    data = tmp_path / "data"
+    (data / "recordings").mkdir(parents=True)
+    (data / "recordings" / "skipcache-default.jsonl").write_text(recording.read_text(), encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
+    at = AppTest.from_function(_page, default_timeout=120).run()
+    assert not at.exception
+    at.number_input(key="skip.channels").set_value(SMALL.channels)
+    at.number_input(key="skip.hours").set_value(SMALL.hours)
+    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
+    at.number_input(key="skip.seed").set_value(SMALL.seed)
+    at.button(key="skip.run").click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    without = int(metrics["Judge calls without cache"].replace(",", ""))
+    with_cache = int(metrics["With cache"].replace(",", ""))
+    assert with_cache < without
+    assert "within bound" in [m.proto.delta for m in at.metric if m.label == "max"][0]
+    sweep = next(df.value for df in at.dataframe if "pareto" in df.value.columns)
+    assert len(sweep) == 9 and sweep["pareto"].any() and (sweep["misses"] == 0).all()
+    from dashboard import state
+
+    runs = state.get_store().list_runs(kind="skip.simulate")
+    assert len(runs) == 1 and runs[0].summary["calls_saved_pct"] > 0
