@@ -9,13 +9,13 @@ from typing import Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, usable_model
+
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+_fail = fail
 
 
 def _emit(value: Any) -> None:
@@ -91,23 +91,9 @@ def evaluate_cmd(
 ) -> None:
     """Compute the LLM and embedding factors for an answer, then score it; recorded as a run."""
     from engine.confidence import evaluate_answer, generate_answer
-    from engine.store import Store, StoreError
-    from models.catalog import CatalogError, load_catalog
     from models.errors import ModelError
-    from models.registry import ModelHub, check_availability
 
-    try:
-        catalog = load_catalog()
-        spec = catalog.get(model_id)
-        store = Store()
-    except (CatalogError, StoreError) as exc:
-        raise _fail(str(exc)) from None
-    except KeyError as exc:
-        raise _fail(str(exc.args[0])) from None
-    availability = asyncio.run(check_availability(spec))
-    if not availability.available:
-        raise _fail(f"{model_id} is unavailable: {availability.reason}", code=2)
-    model = ModelHub(catalog, call_log=store).get(model_id)
+    store, model = usable_model(model_id)
 
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)

@@ -9,14 +9,14 @@ from typing import Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, usable_model
+
 app = typer.Typer(help="Director: hard rules and an LLM rubric for a character's line.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Character = Annotated[str, typer.Option("--character", help="Character id (data/characters/<id>.yaml).")]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+_fail = fail
 
 
 def _profile(character: str) -> Any:
@@ -34,22 +34,9 @@ def _rubric(model_id: str | None) -> tuple[Any, Any]:
     if model_id is None:
         return None, None
     from engine.director import DirectorRubric
-    from engine.store import Store, StoreError
-    from models.catalog import CatalogError, load_catalog
-    from models.registry import ModelHub, check_availability
 
-    try:
-        catalog = load_catalog()
-        spec = catalog.get(model_id)
-        store = Store()
-    except (CatalogError, StoreError) as exc:
-        raise _fail(str(exc)) from None
-    except KeyError as exc:
-        raise _fail(str(exc.args[0])) from None
-    availability = asyncio.run(check_availability(spec))
-    if not availability.available:
-        raise _fail(f"{model_id} is unavailable: {availability.reason}", code=2)
-    return DirectorRubric(ModelHub(catalog, call_log=store).get(model_id)), store
+    store, model = usable_model(model_id)
+    return DirectorRubric(model), store
 
 
 @app.command("check")

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, usable_model
+
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -19,9 +21,7 @@ def default_recording() -> Path:
     return get_settings().data_dir / "recordings" / "skipcache-default.jsonl"
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+_fail = fail
 
 
 @app.command("simulate")
@@ -84,22 +84,9 @@ def simulate_cmd(
 
 def _live_judge(model_id: str) -> tuple[Any, Any]:
     from engine.skipcache import ModelJudge
-    from engine.store import Store, StoreError
-    from models.catalog import CatalogError, load_catalog
-    from models.registry import ModelHub, check_availability
 
-    try:
-        catalog = load_catalog()
-        spec = catalog.get(model_id)
-        store = Store()
-    except (CatalogError, StoreError) as exc:
-        raise _fail(str(exc)) from None
-    except KeyError as exc:
-        raise _fail(str(exc.args[0])) from None
-    availability = asyncio.run(check_availability(spec))
-    if not availability.available:
-        raise _fail(f"{model_id} is unavailable: {availability.reason}", code=2)
-    return store, ModelJudge(ModelHub(catalog, call_log=store).get(model_id))
+    store, model = usable_model(model_id)
+    return store, ModelJudge(model)
 
 
 def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
