@@ -241,7 +241,7 @@ class Judgment:
 class SimulationResult:
     with_cache: bool
     judgments: list[Judgment]
-    cache_hits: list[tuple[str, datetime]]
+    cache_hits: list[tuple[str, datetime, float]]  # scope, when, age of the cached judgment (s)
     failures: list[tuple[str, datetime, str]]
     replies: int
     delays_s: list[float]  # arrival → first judgment, per judged message
@@ -256,6 +256,7 @@ class SimulationResult:
 
     def summary(self) -> dict[str, Any]:
         delays = sorted(self.delays_s)
+        ages = sorted(age for _, _, age in self.cache_hits)
         tokens = sum(j.prompt_tokens + j.completion_tokens for j in self.judgments)
         return {
             "with_cache": self.with_cache, "messages": self.messages, "checks": self.checks,
@@ -265,6 +266,10 @@ class SimulationResult:
             "delay_p95_s": _percentile(delays, 0.95) if delays else None,
             "delay_max_s": delays[-1] if delays else None,
             "never_judged": self.never_judged,
+            # How old the judgment was whenever a check relied on the cache instead of judging: the
+            # price of long skip windows (a waiting conversation is looked at again this late).
+            "staleness_p95_s": _percentile(ages, 0.95) if ages else 0.0,
+            "staleness_max_s": ages[-1] if ages else 0.0,
         }
 
 
@@ -293,7 +298,8 @@ async def simulate(
     end_s = max(hours * 3600 if hours is not None else 0.0, drained)
     source = ListSource(messages)
     judgments: list[Judgment] = []
-    hits: list[tuple[str, datetime]] = []
+    hits: list[tuple[str, datetime, float]] = []
+    last_judged: dict[str, datetime] = {}
     failures: list[tuple[str, datetime, str]] = []
     timeline: list[dict[str, Any]] = []
     arrival = {m.id: m.at for m in messages}
@@ -304,8 +310,9 @@ async def simulate(
                                       should_respond=p["should_respond"], confidence=p["confidence"],
                                       skip_seconds=p["skip_seconds"], prompt_tokens=p["prompt_tokens"],
                                       completion_tokens=p["completion_tokens"], cost=p["cost"]))
+            last_judged[p["scope"]] = now
         elif type_ == "cache_hit":
-            hits.append((p["scope"], now))
+            hits.append((p["scope"], now, (now - last_judged.get(p["scope"], now)).total_seconds()))
         elif type_ == "judgment_failed":
             failures.append((p["scope"], now, p["error"]))
         if keep_timeline:
