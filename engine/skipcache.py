@@ -414,6 +414,39 @@ class ModelJudge:
         )
 
 
+class ProbabilityJudge:
+    """The seed's prompt, judged by the model's next-token probability of `true` after
+    `{"should_respond": ` instead of by the text it would write.
+
+    For the bundled base model this is the judgment that carries signal: its generated JSON copies the
+    prompt's example (`true`, "理由", 0.0) for every conversation, while p(true) moves with the content
+    (e.g. 0.30 for a sleepy monologue, 0.53 for a help request). should_respond = p ≥ `threshold`;
+    confidence = the probability of the decision taken, max(p, 1 − p)."""
+
+    PREFIX = '{"should_respond": '
+
+    def __init__(self, model: Any, persona_name: str = "myao", threshold: float = 0.5) -> None:
+        self.model = model
+        self.persona_name = persona_name
+        self.threshold = threshold
+
+    async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
+        from models.errors import ModelError
+
+        messages = build_messages(self.persona_name, now, history)
+        try:
+            scored = await self.model.choice_probabilities(messages, self.PREFIX, ["true", "false"])
+        except ModelError as exc:
+            return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
+        p = scored.probabilities["true"]
+        respond = p >= self.threshold
+        return JudgeOutcome(
+            result=JudgmentResult(should_respond=respond, confidence=round(max(p, 1 - p), 4),
+                                  reason=f"p(respond) = {p:.2f} (next-token probability)"),
+            prompt_tokens=scored.prompt_tokens, completion_tokens=0, call_id=scored.call_id,
+        )
+
+
 # -- the checker ----------------------------------------------------------------------------------
 
 

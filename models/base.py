@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from models.catalog import ModelSpec
-from models.errors import ModelError, ModelTimeout, StructuredOutputError
+from models.errors import ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
 from models.secrets import redact
 from models.structured import parse_structured, validate_object
-from models.types import Chunk, Completion, Message, RawResult, Request, Usage
+from models.types import ChoiceProbabilities, Chunk, Completion, Message, RawResult, Request, Usage
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,12 @@ class ChatModel(ABC):
             finish_reason=final.finish_reason if final else None,
         )
         yield Chunk(completion=self._finish(request, schema, raw, time.perf_counter() - started, 1))
+
+    async def choice_probabilities(
+        self, messages: Sequence[Message | dict[str, str]] | str, prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
+        """P(each choice) as the model's next token after `prefix` (backends with token access only)."""
+        raise self._error(ModelUnavailable, f"the {self.backend} backend gives no token probabilities")
 
     # -- machinery -----------------------------------------------------------------------------
     def _error(self, cls: type[ModelError], message: str, **kw: Any) -> ModelError:

@@ -82,3 +82,13 @@ class Chunk(BaseModel):
 
     text: str = ""
     completion: Completion | None = None
+
+
+class ChoiceProbabilities(BaseModel):
+    """How likely the model continues with each choice (normalised over the choices)."""
+
+    model_id: str
+    probabilities: dict[str, float]
+    prompt_tokens: int = 0
+    latency_s: float = 0.0
+    call_id: int | None = None

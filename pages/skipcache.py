@@ -15,7 +15,14 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from engine.events import async_run_context
-from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ModelJudge, ResponseConfig
+from engine.skipcache import (
+    FailurePolicy,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
+    ModelJudge,
+    ProbabilityJudge,
+    ResponseConfig,
+)
 from engine.skipsim import (
     EPOCH,
     RecordedJudge,
@@ -101,6 +108,9 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
         judge_choice = c2[2].selectbox("Judge", options, key=KEY + "judge",
                                        help="A live model judges each conversation state once; repeats reuse it.")
+        st.toggle("Live local model judges by next-token probability", key=KEY + "probability",
+                  help="p(true) after '{\"should_respond\": ' decides; confidence = max(p, 1 − p). Small base "
+                       "models judge better this way than by the JSON they write.")
         policy = c2[3].selectbox(
             "On a judge error", [p.value for p in FailurePolicy], key=KEY + "policy",
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
@@ -124,7 +134,9 @@ def handle_simulate(spec: WorkloadSpec | list[Any], config: ResponseConfig, judg
             return
         judge = RecordedJudge.load(_recording())
     else:
-        judge = RecordedJudge({}, ModelJudge(state.get_hub().get(judge_choice)))
+        model = state.get_hub().get(judge_choice)
+        live = ProbabilityJudge(model) if st.session_state.get(KEY + "probability") else ModelJudge(model)
+        judge = RecordedJudge({}, live)
     store = state.get_store()
 
     async def go() -> dict[str, Any]:

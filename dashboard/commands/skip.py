@@ -40,12 +40,15 @@ def simulate_cmd(
     recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")]
     = None,
     record: Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="How a live model judges: 'structured' (its JSON answer) or "
+                                                     "'probability' (next-token p(true), local models).")]
+    = "structured",
     check_interval: Annotated[int, typer.Option(min=1)] = 60,
     min_wait: Annotated[int, typer.Option(min=0)] = 300,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge."""
-    from engine.skipcache import ModelJudge, ResponseConfig
+    from engine.skipcache import ResponseConfig
     from engine.skipsim import RecordedJudge, WorkloadError, WorkloadSpec, generate_workload, load_workload
 
     if workload is not None and generate:
@@ -60,7 +63,9 @@ def simulate_cmd(
             recorded = default_recording()
         else:
             raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
-    store, fallback = _live_judge(model_id) if model_id else (None, None)
+    if mode not in ("structured", "probability"):
+        raise _fail(f"--mode must be 'structured' or 'probability', not '{mode}'")
+    store, fallback = _live_judge(model_id, mode) if model_id else (None, None)
     try:
         judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
     except (OSError, ValueError, KeyError) as exc:
@@ -69,7 +74,7 @@ def simulate_cmd(
     result = _run(messages, judge, config, hours, store, model_id, recorded, workload)
     if record:
         judge.dump(record)
-    if isinstance(fallback, ModelJudge):
+    if fallback is not None:
         result["live_calls"] = judge.live_calls
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2, default=str))
@@ -82,11 +87,11 @@ def simulate_cmd(
                f" (bound: {min_wait + check_interval})")
 
 
-def _live_judge(model_id: str) -> tuple[Any, Any]:
-    from engine.skipcache import ModelJudge
+def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:
+    from engine.skipcache import ModelJudge, ProbabilityJudge
 
     store, model = usable_model(model_id)
-    return store, ModelJudge(model)
+    return store, (ProbabilityJudge(model) if mode == "probability" else ModelJudge(model))
 
 
 def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,

@@ -13,16 +13,18 @@ import atexit
 import functools
 import os
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from models.backends.llama_grammar_fast import format_prompt, greedy_json
-from models.base import ChatModel
+from models.base import ChatModel, as_messages
 from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
-from models.types import RawResult, Request
+from models.types import ChoiceProbabilities, Completion, Message, RawResult, Request, Usage
 
 _LOADED: dict[tuple[str, int, int, str | None], tuple[Any, threading.Lock]] = {}
 _LOAD_LOCK = threading.Lock()
@@ -118,6 +120,52 @@ class LlamaCppModel(ChatModel):
             raise
         except (ValueError, OSError, RuntimeError) as exc:
             raise self._error(ModelUnavailable, f"could not load the GGUF model: {exc}") from None
+
+    async def choice_probabilities(
+        self, messages: Any, prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
+        """Evaluate the prompt plus `prefix` once and compare the logits of each choice's first token.
+
+        For a small base model this is a sturdier judgment than its generated text: Gemma 270M copies the
+        example of a prompt's JSON template, yet its next-token probabilities still differ between a
+        monologue and a question. Recorded like any call (raw text: the probabilities as JSON)."""
+        import json as _json
+
+        request = self.build_request(
+            [*as_messages(messages), Message(role="assistant", content=prefix)], max_tokens=1
+        ).model_copy(update={"schema_name": "choices:" + "|".join(choices)})
+        formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
+        if formatted is None:
+            raise self._error(BadRequest, "no plain prompt format for this chat format")
+        prompt, has_bos = formatted
+        await self.prepare()
+        llama, lock = await asyncio.to_thread(self._llama)
+
+        def run() -> tuple[dict[str, float], int]:
+            with lock:
+                tokens = llama.tokenize((prompt + prefix).encode("utf-8"), add_bos=not has_bos, special=True)
+                llama.reset()
+                llama.eval(tokens)
+                logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
+                firsts = [llama.tokenize(c.encode("utf-8"), add_bos=False)[0] for c in choices]
+                values = np.array([logits[t] for t in firsts], dtype=np.float64)
+                weights = np.exp(values - values.max())
+                probs = weights / weights.sum()
+                return {c: float(p) for c, p in zip(choices, probs, strict=True)}, len(tokens)
+
+        started = time.perf_counter()
+        try:
+            probabilities, n_prompt = await asyncio.to_thread(run)
+        except (ValueError, RuntimeError, IndexError) as exc:
+            err = self._error(ServerError, f"llama.cpp failed to score the choices: {exc}")
+            self._record_failure(request, err, time.perf_counter() - started, 1)
+            raise err from None
+        latency = time.perf_counter() - started
+        completion = Completion(model_id=self.model_id, backend=self.backend, text=_json.dumps(probabilities),
+                                parsed=probabilities, usage=Usage(prompt_tokens=n_prompt), latency_s=latency)
+        call_id = self._record(request, completion, 1)
+        return ChoiceProbabilities(model_id=self.model_id, probabilities=probabilities, prompt_tokens=n_prompt,
+                                   latency_s=latency, call_id=call_id)
 
     async def prepare(self) -> None:
         await asyncio.to_thread(self._llama)

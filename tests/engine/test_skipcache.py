@@ -338,3 +338,34 @@ def test_cleanup_is_scheduled() -> None:
     assert run(repo.count()) == 1
     report = run(chk.check(at(70)))  # an hour later: cleanup runs again and removes the expired row
     assert report.expired_deleted == 1
+
+
+@pytest.mark.slow
+def test_probability_judge_with_the_bundled_model(store) -> None:
+    from engine.skipcache import ProbabilityJudge
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    judge = ProbabilityJudge(ModelHub(load_catalog(), call_log=store).get("gemma3-270m"))
+    sleepy = run(judge.judge([Message(id="a", channel_id="C", thread_ts=None, author="aki", text="眠い…",
+                                      at=T0)], at(10)))
+    asking = run(judge.judge([Message(id="b", channel_id="C", thread_ts=None, author="ben",
+                                      text="Does anyone know how to reset the VPN?", at=T0)], at(10)))
+    for outcome in (sleepy, asking):
+        assert outcome.error is None and outcome.result is not None
+        assert 0.5 <= outcome.result.confidence <= 1.0
+        assert outcome.call_id is not None and outcome.prompt_tokens > 0
+    # the probabilities carry the content: a monologue is less of a call to speak than a question
+    p = [float(o.result.reason.split("= ")[1].split(" ")[0]) for o in (sleepy, asking)]
+    assert p[0] < p[1]
+
+
+def test_probability_judge_failure_is_an_error_outcome() -> None:
+    from engine.skipcache import ProbabilityJudge
+    from models.catalog import ModelSpec, Profile
+    from models.registry import build_model
+
+    spec = ModelSpec(id="x", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", needs_key=False,
+                     profile=Profile(name="x"))
+    outcome = run(ProbabilityJudge(build_model(spec)).judge([msg(1, 0)], at(5)))
+    assert outcome.result is None and "ModelUnavailable" in (outcome.error or "")

@@ -224,3 +224,26 @@ def test_fast_grammar_path_gives_exactly_the_library_answer(
     assert fast["text"] == library["choices"][0]["message"]["content"]
     assert fast["prompt_tokens"] == library["usage"]["prompt_tokens"]
     assert fast["completion_tokens"] == library["usage"]["completion_tokens"]
+
+
+def test_choice_probabilities_are_normalised_deterministic_and_recorded(store) -> None:
+    model = ModelHub(load_catalog(), call_log=store).get(BUNDLED_MODEL_ID)
+    messages = [{"role": "user", "content": "Is the sky blue? Answer true or false."}]
+    first = run(model.choice_probabilities(messages, '{"answer": ', ["true", "false"]))
+    second = run(model.choice_probabilities(messages, '{"answer": ', ["true", "false"]))
+    assert sum(first.probabilities.values()) == pytest.approx(1.0)
+    assert first.probabilities == second.probabilities
+    call = store.get_call(first.call_id)
+    assert call is not None and call.error is None and call.prompt_tokens == first.prompt_tokens > 0
+    import json as _json
+
+    assert _json.loads(call.raw_text) == first.probabilities
+
+
+def test_backends_without_token_access_say_so() -> None:
+    from models.errors import ModelUnavailable
+
+    spec = ModelSpec(id="x", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", needs_key=False,
+                     profile=Profile(name="x"))
+    with pytest.raises(ModelUnavailable, match="no token probabilities"):
+        run(build_model(spec).choice_probabilities("q", "", ["a", "b"]))
