@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from dashboard.net import free_port, wait_for_port
 
 Progress = Callable[[str], None] | None
 
@@ -189,12 +190,6 @@ def bench_replay(repeat: int, progress: Progress) -> BenchResult:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _tree_rss_bytes(pid: int) -> int:
     import psutil
 
@@ -217,7 +212,7 @@ def bench_dashboard_memory(repeat: int, progress: Progress) -> BenchResult:
                            skipped="needs Debian's chromium to open a session (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     folder = tempfile.mkdtemp(prefix="judgelab-bench-")
     env = os.environ | {
         "JUDGELAB_PRELOAD": "1",
@@ -230,7 +225,7 @@ def bench_dashboard_memory(repeat: int, progress: Progress) -> BenchResult:
     )
     samples: list[float] = []
     try:
-        _wait_for_port(port, 60)
+        wait_for_port(port, 60)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
             page = browser.new_page()
@@ -260,15 +255,6 @@ BROWSER_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]
 
-
-def _wait_for_port(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:g} s")
 
 
 # -- confidence -----------------------------------------------------------------------------------

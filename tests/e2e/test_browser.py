@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from dashboard.net import free_port, port_open
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -32,16 +33,10 @@ def _require_browser() -> None:
     pytest.skip(message)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     _require_browser()
-    port = _free_port()
+    port = free_port()
     db = tmp_path / "e2e.db"
     env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"}
     log = (tmp_path / "dashboard.log").open("w")
@@ -51,9 +46,8 @@ def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
+        if port_open(port):
+            break
         if proc.poll() is not None:
             pytest.fail((tmp_path / "dashboard.log").read_text())
         time.sleep(0.2)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import time
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
+from dashboard.net import free_port
 from models import MemoryCallLog
 from models.catalog import ModelSpec, Profile
 from models.errors import (
@@ -76,12 +76,6 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0123456789")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
     monkeypatch.setenv("GEMINI_API_KEY", "gm-test-0123456789")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- OpenAI --------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
+from dashboard.net import free_port
 from engine.events import run_context
 from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
 from models.errors import ReplayMiss
@@ -100,16 +100,10 @@ def test_record_then_replay_gives_identical_completions(store) -> None:
     assert sum(1 for c in store.calls() if c.backend == "replay") == 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real llama-cpp-python OpenAI-compatible server serving the bundled Gemma on 127.0.0.1."""
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     log_file = log_path.open("w")  # a pipe would fill with llama.cpp's load log and block the server
     proc = subprocess.Popen(
