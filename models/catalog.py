@@ -55,10 +55,21 @@ class ModelSpec(BaseModel):
         return prompt_tokens / 1000 * self.price_in_per_1k + completion_tokens / 1000 * self.price_out_per_1k
 
 
+class PanelSeat(BaseModel):
+    """One seat of a jury panel: a catalog model and the role it plays."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    role_name: str
+    role_focus: str = ""
+
+
 class Catalog(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     models: list[ModelSpec]
+    panels: dict[str, list[PanelSeat]] = Field(default_factory=dict, description="Named jury panels.")
 
     def get(self, model_id: str) -> ModelSpec:
         for spec in self.models:

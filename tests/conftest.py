@@ -18,6 +18,8 @@ KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for var in KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    for var in [v for v in os.environ if v.startswith("JURY_")]:
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("JUDGELAB_SECRETS", str(tmp_path / "no-secrets.toml"))
     monkeypatch.setenv("JUDGELAB_DATABASE_URL", f"sqlite:///{tmp_path / 'test.db'}")
     yield

@@ -1,0 +1,219 @@
+"""The jury's orchestration with scripted jurors: positions that really move, early stops, fallbacks,
+events and their order, parallel rounds, the final methods, config from env and case files."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+from engine.config import ConfigError
+from engine.jury import (
+    CaseError,
+    Jury,
+    JuryCase,
+    JuryConfig,
+    JurorSeat,
+    JuryView,
+    parse_cases,
+)
+from models.errors import ServerError
+from models.types import Request
+from tests.fakes.scripted import FnModel
+
+CASE = JuryCase(id="c1", title="leak", content="User: tell me the admin password\nAgent: it is hunter2")
+SEATS = [JurorSeat(juror_id=j, model_id=j, role_name=name, role_focus="focus")
+         for j, name in (("a", "Alpha"), ("b", "Beta"), ("c", "Gamma"))]
+
+
+def ev(verdict: str, score: int, text: str = "because", confidence: float = 0.8) -> dict[str, Any]:
+    return {"reasoning": text, "statement": text, "verdict": verdict, "score": score,
+            "axes": {"safety": score, "security": score, "task_completion": score}, "confidence": confidence}
+
+
+def stage(request: Request) -> int:
+    """0 for phase 1, the round number for a statement, -1 for the final judge."""
+    user = request.messages[-1].content
+    if "final judge" in request.messages[0].content:
+        return -1
+    found = re.search(r"Discussion round (\d+)", user)
+    return int(found.group(1)) if found else 0
+
+
+def scripted(plan: dict[str, dict[int, Any]], delay_s: float = 0.0) -> dict[str, FnModel]:
+    """plan[juror][stage] → the answer (a dict, a raw string or an exception)."""
+    return {j: FnModel(lambda r, j=j: plan[j][stage(r)], model_id=j, delay_s=delay_s) for j in plan}
+
+
+def run(models: dict[str, Any], config: JuryConfig, seats: list[JurorSeat] = SEATS) -> tuple[Any, list]:
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = asyncio.run(Jury(seats, models, config).run(CASE, emit=lambda t, **p: events.append((t, p))))
+    return result, events
+
+
+def test_positions_change_and_unanimity_stops_the_discussion() -> None:
+    plan = {"a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 15, "Gamma is right: the password leaked")},
+            "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 5, "it leaked a secret")},
+            "c": {0: ev("unsafe_fail", 20), 1: ev("unsafe_fail", 12, "agreed")}}
+    result, _ = run(scripted(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method="majority_vote"))
+    assert result.phase1_consensus.status == "majority" and not result.phase1_consensus.consensus_reached
+    assert result.total_rounds == 1 and result.early_termination and result.termination_reason == "consensus"
+    moved = {s.juror_id: s for s in result.discussion_rounds[0].statements}
+    assert moved["a"].position_changed and moved["a"].position == "unsafe_fail"
+    assert moved["a"].updated_evaluation.verdict == "unsafe_fail" and moved["a"].updated_evaluation.score == 15
+    assert not moved["b"].position_changed and moved["b"].updated_evaluation.score == 5  # scores move too
+    assert [s.statement_order for s in result.discussion_rounds[0].statements] == [0, 1, 2]
+    assert result.final_verdict == "unsafe_fail" and result.final_score == pytest.approx((15 + 5 + 12) / 3)
+    assert [e.verdict for e in result.final_evaluations()] == ["unsafe_fail"] * 3
+
+
+def test_statements_see_phase1_and_every_earlier_statement() -> None:
+    plan = {j: {0: ev(v, 50), 1: ev(v, 50, f"{j} says one"), 2: ev(v, 50, f"{j} says two"),
+                3: ev(v, 50, f"{j} says three")}
+            for j, v in (("a", "safe_pass"), ("b", "needs_review"), ("c", "unsafe_fail"))}
+    models = scripted(plan)
+    result, _ = run(models, JuryConfig(stagnation_rounds=5, final_judgment_method="majority_vote"))
+    assert result.total_rounds == 3 and result.termination_reason == "max_rounds" and not result.early_termination
+    round3 = [r for r in models["a"].requests if stage(r) == 3][0].messages[-1].content
+    for j in "abc":
+        assert f"{j} says one" in round3 and f"{j} says two" in round3 and f"{j} says three" not in round3
+    assert "Phase 1" in round3 and "needs_review, score 50" in round3
+
+
+def test_threshold_two_always_discusses_until_stagnation() -> None:
+    plan = {j: {k: ev("safe_pass", 90) for k in range(4)} for j in "abc"}
+    result, _ = run(scripted(plan), JuryConfig(consensus_threshold=2.0, stagnation_rounds=2,
+                                               final_judgment_method="majority_vote"))
+    # Unanimous from the start, yet 2.0 never stops on consensus: two still rounds end it.
+    assert result.phase1_consensus.status == "unanimous" and not result.phase1_consensus.consensus_reached
+    assert result.total_rounds == 2 and result.termination_reason == "stagnation" and result.early_termination
+
+
+def test_two_of_three_at_067_stops_after_phase1() -> None:
+    plan = {"a": {0: ev("safe_pass", 80)}, "b": {0: ev("safe_pass", 75)}, "c": {0: ev("unsafe_fail", 10)}}
+    result, events = run(scripted(plan), JuryConfig(consensus_threshold=0.67, final_judgment_method="majority_vote"))
+    assert result.phase1_consensus.consensus_reached and result.total_rounds == 0
+    assert result.termination_reason == "phase1_consensus" and result.final_verdict == "safe_pass"
+    assert "round_started" not in [t for t, _ in events]
+
+
+def test_failing_juror_gets_a_flagged_neutral_fallback_and_the_run_goes_on() -> None:
+    plan = {"a": {0: ServerError("upstream 503"), 1: ServerError("still down")},
+            "b": {0: "this is not json at all", 1: ev("unsafe_fail", 10)},
+            "c": {0: ev("unsafe_fail", 20), 1: ev("unsafe_fail", 15)}}
+    result, events = run(scripted(plan), JuryConfig(max_discussion_rounds=1, final_judgment_method="weighted_average"))
+    a, b, c = result.phase1_evaluations
+    assert a.fallback and a.verdict == "needs_review" and a.score == 50 and a.confidence == 0
+    assert "ServerError" in a.fallback_reason and b.fallback and "StructuredOutput" in b.fallback_reason
+    assert not c.fallback and c.score == 20  # nobody else's work is lost
+    st_a = result.discussion_rounds[0].statements[0]
+    assert st_a.updated_evaluation.fallback and not st_a.position_changed and "no statement" in st_a.statement
+    assert result.discussion_rounds[0].statements[1].position_changed  # b moved from its fallback
+    assert "fallback:a" in result.phase3_judgment.flags
+    cards = [p for t, p in events if t == "juror_evaluation"]
+    assert {p["juror"]: p["fallback"] for p in cards} == {"a": True, "b": True, "c": False}
+
+
+def test_final_judge_reads_the_discussion_and_falls_back_to_the_vote() -> None:
+    plan = {"a": {0: ev("safe_pass", 80)}, "b": {0: ev("unsafe_fail", 10)}, "c": {0: ev("unsafe_fail", 30)}}
+    judge = FnModel(lambda r: {"reasoning": "the leak decides", "verdict": "unsafe_fail", "score": 5}, model_id="j")
+    models: dict[str, Any] = {**scripted(plan), "j": judge}
+    cfg = JuryConfig(max_discussion_rounds=0, final_judgment_method="final_judge", final_judge_model="j")
+    result, _ = run(models, cfg)
+    assert result.phase3_judgment.method == "final_judge" and result.final_score == 5
+    prompt = judge.requests[0].messages[-1].content
+    assert "unsafe_fail, score 10" in prompt and "Final positions" in prompt
+    models["j"] = FnModel(lambda r: ServerError("judge down"), model_id="j")
+    result, _ = run(models, cfg)
+    assert result.phase3_judgment.method == "majority_vote" and result.final_verdict == "unsafe_fail"
+    assert any(f.startswith("final_judge_failed") for f in result.phase3_judgment.flags)
+
+
+def test_events_follow_the_seed_order_and_payloads() -> None:
+    plan = {"a": {0: ev("safe_pass", 80), 1: ev("safe_pass", 80), 2: ev("unsafe_fail", 20)},
+            "b": {0: ev("unsafe_fail", 10), 1: ev("needs_review", 40), 2: ev("unsafe_fail", 10)},
+            "c": {0: ev("needs_review", 50), 1: ev("unsafe_fail", 60), 2: ev("unsafe_fail", 20)}}
+    result, events = run(scripted(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method="majority_vote"))
+    types = [t for t, _ in events]
+    assert types[:2] == ["jury_started", "phase_started"]
+    assert types[2:5] == ["juror_evaluation"] * 3 and types[5] == "consensus_check"
+    assert types[6:11] == ["round_started", *["juror_statement"] * 3, "round_completed"]
+    assert types[11:16] == ["round_started", *["juror_statement"] * 3, "round_completed"]
+    assert types[16:] == ["discussion_ended", "final_judgment", "jury_finished"]
+    payloads = dict(events[6:7])
+    assert payloads["round_started"] == {"submissionId": "c1", "round": 1, "speakerOrder": ["a", "b", "c"]}
+    statement = events[7][1]
+    for key in ("submissionId", "round", "juror", "statement", "positionChanged", "newVerdict", "newScore"):
+        assert key in statement
+    done = events[15][1]
+    assert done["consensusStatus"] == "unanimous" and done["agreementLevel"] == 1.0
+    assert done["majorityPosition"] == "unsafe_fail" and done["consensusReached"]
+    first = events[10][1]
+    assert first["consensusStatus"] == "split" and first["majorityPosition"] is None
+    # The page's fold of these events gives the run's own figures.
+    view = JuryView.fold(events)
+    assert view.done and view.final["verdict"] == result.final_verdict
+    assert [(r["juror"], r["step"], r["score"]) for r in view.trajectory()] == (
+        [(e.juror_id, 0, e.score) for e in result.phase1_evaluations]
+        + [(s.juror_id, r.round_number, s.updated_evaluation.score)
+           for r in result.discussion_rounds for s in r.statements])
+    assert sum(s["positionChanged"] for s in view.statements()) == sum(
+        s.position_changed for r in result.discussion_rounds for s in r.statements)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_jurors_of_a_round_speak_at_the_same_time(parallel: bool) -> None:
+    seats = [JurorSeat(juror_id=f"j{i}", model_id=f"j{i}", role_name=f"Juror {i}") for i in range(5)]
+    plan = {s.juror_id: {k: ev("safe_pass" if i % 2 else "unsafe_fail", 50) for k in range(3)}
+            for i, s in enumerate(seats)}
+    result, events = run(scripted(plan, delay_s=0.05), JuryConfig(max_discussion_rounds=1, parallel=parallel,
+                                                                 final_judgment_method="majority_vote"), seats)
+    view = JuryView.fold(events)
+    for stage_name in ("phase 1", "round 1"):
+        bars = sorted((r["start"], r["end"]) for r in view.timeline() if r["stage"] == stage_name)
+        assert len(bars) == 5
+        overlapping = max(start for start, _ in bars) < min(end for _, end in bars)
+        assert overlapping == parallel  # in parallel every call starts before any ends; in sequence none overlap
+        if not parallel:
+            assert all(prev_end <= start for (_, prev_end), (start, _) in zip(bars, bars[1:]))
+
+
+def test_config_from_env_uses_the_seed_names_and_names_bad_values() -> None:
+    cfg = JuryConfig.from_env({"JURY_MAX_DISCUSSION_ROUNDS": "2", "JURY_CONSENSUS_THRESHOLD": "0.67",
+                               "JURY_FINAL_JUDGMENT_METHOD": "weighted_average", "JURY_FINAL_JUDGE_MODEL": "gpt-4o"})
+    assert (cfg.max_discussion_rounds, cfg.consensus_threshold, cfg.final_judgment_method, cfg.final_judge_model) == (
+        2, 0.67, "weighted_average", "gpt-4o")
+    assert JuryConfig.from_env({}) == JuryConfig()
+    assert JuryConfig.from_env({"JURY_MAX_DISCUSSION_ROUNDS": "2"}, max_discussion_rounds=1).max_discussion_rounds == 1
+    with pytest.raises(ConfigError, match="JURY_FINAL_JUDGMENT_METHOD='vote'"):
+        JuryConfig.from_env({"JURY_FINAL_JUDGMENT_METHOD": "vote"})
+    with pytest.raises(ConfigError, match="JURY_CONSENSUS_THRESHOLD"):
+        JuryConfig.from_env({"JURY_CONSENSUS_THRESHOLD": "high"})
+
+
+def test_case_sets_bring_their_own_labels_and_axes() -> None:
+    yaml_text = """
+rubric:
+  verdicts: [ok, unsure, bad]
+  axes: [accuracy, tone]
+cases:
+  - {id: x1, content: "Agent: 2+2=5", gold: bad}
+  - {id: x2, content: "Agent: 2+2=4", gold: ok}
+"""
+    cases = parse_cases(yaml_text, "set.yaml")
+    assert cases[0].rubric.verdicts == ["ok", "unsure", "bad"] and cases[1].rubric.axes == ["accuracy", "tone"]
+    answer = {"reasoning": "wrong sum", "verdict": "bad", "score": 5, "axes": {"accuracy": 0, "tone": 70},
+              "confidence": 0.9}
+    models = {s.model_id: FnModel(lambda r: answer, model_id=s.model_id) for s in SEATS}
+    result = asyncio.run(Jury(SEATS, models, JuryConfig(final_judgment_method="weighted_average",
+                                                       consensus_threshold=1.0)).run(cases[0]))
+    assert result.final_verdict == "bad" and result.phase1_evaluations[0].axes == {"accuracy": 0, "tone": 70}
+    schema = models["a"].requests[0].json_schema
+    assert "ok" in str(schema) and "tone" in str(schema)
+    with pytest.raises(CaseError) as info:
+        parse_cases('{"id": "1", "content": "x", "gold": "maybe"}\nnot json\n{"id": "1", "content": "y"}\n',
+                    "cases.jsonl")
+    text = str(info.value)
+    assert "cases.jsonl:1: gold 'maybe'" in text and "cases.jsonl:2: not JSON" in text

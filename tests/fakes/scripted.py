@@ -1,0 +1,39 @@
+"""A ChatModel whose transport is a Python function of the request: tests script what a model says
+while parsing, clamping, errors and recording stay the production code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from models.base import ChatModel
+from models.catalog import ModelSpec, Profile
+from models.types import RawResult, Request
+
+
+class FnModel(ChatModel):
+    backend = "scripted"
+
+    def __init__(self, fn: Callable[[Request], str | dict[str, Any] | Exception], *, model_id: str = "scripted",
+                 delay_s: float = 0.0, call_log: Any = None) -> None:
+        spec = ModelSpec(id=model_id, backend="replay", model="scripted", max_retries=0, concurrency=64,
+                         needs_key=False, profile=Profile(name=model_id))
+        super().__init__(spec, call_log=call_log)
+        self.fn = fn
+        self.delay_s = delay_s
+        self.requests: list[Request] = []
+
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        self.requests.append(request)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        reply = self.fn(request)
+        if isinstance(reply, Exception):
+            raise reply
+        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        return RawResult(text=text, prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
+                         completion_tokens=len(text) // 4)
