@@ -12,10 +12,10 @@ import pytest
 from engine.config import ConfigError
 from engine.jury import (
     CaseError,
+    JurorSeat,
     Jury,
     JuryCase,
     JuryConfig,
-    JurorSeat,
     JuryView,
     parse_cases,
 )
@@ -177,7 +177,7 @@ def test_jurors_of_a_round_speak_at_the_same_time(parallel: bool) -> None:
         overlapping = max(start for start, _ in bars) < min(end for _, end in bars)
         assert overlapping == parallel  # in parallel every call starts before any ends; in sequence none overlap
         if not parallel:
-            assert all(prev_end <= start for (_, prev_end), (start, _) in zip(bars, bars[1:]))
+            assert all(prev_end <= start for (_, prev_end), (start, _) in zip(bars, bars[1:], strict=False))
 
 
 def test_config_from_env_uses_the_seed_names_and_names_bad_values() -> None:

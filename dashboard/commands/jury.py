@@ -1,0 +1,228 @@
+"""`judgelab jury run | eval | replay`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dashboard.commands import fail
+
+app = typer.Typer(help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.",
+                  no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Panel = Annotated[str, typer.Option("--panel", help="A panel of models/catalog.yaml (e.g. local, seed-api).")]
+Jurors = Annotated[list[str] | None, typer.Option(
+    "--juror", help="MODEL:ROLE NAME[:FOCUS], repeatable; replaces --panel.")]
+Rounds = Annotated[int | None, typer.Option("--rounds", min=0, help="Max discussion rounds "
+                                                                    "(default: JURY_MAX_DISCUSSION_ROUNDS or 3).")]
+Threshold = Annotated[float | None, typer.Option("--threshold", help="Consensus threshold "
+                                                                     "(default: JURY_CONSENSUS_THRESHOLD or 2.0).")]
+Method = Annotated[str | None, typer.Option("--method", help="majority_vote | weighted_average | final_judge.")]
+JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Model of the final judge.")]
+Replay = Annotated[bool, typer.Option("--replay", help="Answer from recorded calls instead of running models.")]
+
+
+def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: float | None,
+           method: str | None, judge_model: str | None, replay: bool) -> tuple[Any, Any]:
+    """(store, Jury) with every model checked, or a clear exit."""
+    from engine.config import ConfigError
+    from engine.jury import Jury, JuryConfig, panel_seats
+    from engine.store import Store, StoreError
+    from models.catalog import CatalogError, load_catalog
+    from models.registry import ModelHub, check_availability
+
+    try:
+        config = JuryConfig.from_env(max_discussion_rounds=rounds, consensus_threshold=threshold,
+                                     final_judgment_method=method, final_judge_model=judge_model)
+        catalog = load_catalog()
+        if jurors:
+            rows = []
+            for text in jurors:
+                model, _, rest = text.partition(":")
+                role, _, focus = rest.partition(":")
+                rows.append({"model": model.strip(), "role_name": role.strip(), "role_focus": focus.strip()})
+            seats = panel_seats(rows)
+        else:
+            seats = panel_seats(panel, catalog)
+        store = Store()
+    except (ConfigError, CatalogError, StoreError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    except KeyError as exc:
+        raise fail(str(exc.args[0])) from None
+    needed = {s.model_id for s in seats} | ({config.final_judge_model} if config.final_judgment_method == "final_judge"
+                                           else set())
+    unavailable = []
+    for model_id in sorted(needed):
+        try:
+            spec = catalog.get(model_id)
+        except KeyError as exc:
+            raise fail(str(exc.args[0])) from None
+        if not replay:
+            availability = asyncio.run(check_availability(spec))
+            if not availability.available:
+                unavailable.append(f"{model_id} is unavailable: {availability.reason}")
+    if unavailable:
+        raise fail("; ".join(unavailable), code=2)
+    hub = ModelHub(catalog, call_log=store)
+    return store, Jury(seats, lambda m: hub.get(m, replay=replay), config)
+
+
+def _cases(path: Path) -> list[Any]:
+    from engine.jury import CaseError, load_cases
+
+    try:
+        return load_cases(path)
+    except CaseError as exc:
+        raise fail(str(exc)) from None
+
+
+def _print_view(view: Any, *, rounds: bool = True) -> None:
+    case = view.case
+    typer.echo(f"Case {case.get('id')}: {case.get('title', '')}")
+    for e in view.phase1:
+        tag = "  [fallback: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
+        typer.echo(f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
+                   f"  {e['reasoning'][:90]}{tag}")
+    if view.phase1_consensus:
+        c = view.phase1_consensus
+        typer.echo(f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
+                   f"{' — reached' if c['consensusReached'] else ''}")
+    for rnd in view.rounds:
+        if rounds:
+            typer.echo(f" round {rnd['round']}")
+        for st in rnd["statements"]:
+            badge = " [立場変更 / position changed]" if st["positionChanged"] else ""
+            typer.echo(f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} "
+                       f"{st['statement'][:110]}")
+        if rnd["completed"] and rounds:
+            c = rnd["completed"]
+            typer.echo(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
+    if view.ended:
+        typer.echo(f"  discussion ended: {view.ended['reason']} after {view.ended['totalRounds']} round(s)")
+    if view.final:
+        f = view.final
+        typer.echo(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
+        if f.get("flags"):
+            typer.echo(f"  flags: {', '.join(f['flags'])}")
+
+
+@app.command("run")
+def run_cmd(
+    case_file: Annotated[Path, typer.Option("--case", help="A case file (YAML or JSONL).")],
+    case_id: Annotated[str | None, typer.Option("--id", help="Which case of the file (default: the first).")] = None,
+    panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
+    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
+) -> None:
+    """Judge one case; the run (events, calls, result) is stored and can be replayed."""
+    from engine.jury import JuryView, run_case
+
+    cases = _cases(case_file)
+    case = cases[0] if case_id is None else next((c for c in cases if c.id == case_id), None)
+    if case is None:
+        raise fail(f"no case '{case_id}' in {case_file} — ids: {', '.join(c.id for c in cases)}")
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay)
+    run_id, result = asyncio.run(run_case(store, jury, case))
+    if as_json:
+        typer.echo(json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False,
+                              indent=2))
+        return
+    events = [(e.type, e.payload) for e in store.events(run_id)]
+    _print_view(JuryView.fold(events))
+    typer.echo(f"run {run_id}  ({result.wall_s:.1f} s, {result.prompt_tokens}+{result.completion_tokens} tokens)")
+
+
+@app.command("eval")
+def eval_cmd(
+    cases_file: Annotated[Path, typer.Option("--cases", help="Labelled cases (JSONL or YAML) with `gold`.")],
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases.")] = None,
+    panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
+    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
+) -> None:
+    """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
+    discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
+    total. The totals are computed from the per-case lines only."""
+    from engine.events import async_run_context
+    from engine.jury import evaluation_item, evaluation_totals, run_case
+
+    cases = _cases(cases_file)[:limit]
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay)
+
+    async def go() -> tuple[str, list[dict[str, Any]]]:
+        items: list[dict[str, Any]] = []
+        config = {"cases": str(cases_file), "jury": jury.config.model_dump(),
+                  "jurors": [s.model_dump() for s in jury.seats]}
+        async with async_run_context(store, "jury.eval", config, name=f"jury eval {cases_file.name}") as parent:
+            for case in cases:
+                run_id, result = await run_case(store, jury, case, kind="jury.eval.case")
+                item = evaluation_item(case, result, run_id, jury.config.tie_policy)
+                items.append(item)
+                parent.emit("jury_eval_item", **item)
+                if not as_json:
+                    mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
+                    typer.echo(f"{mark} {case.id:<20} gold {str(case.gold):<14} final {item['final_verdict']:<14} "
+                               f"rounds {item['rounds']}  changed {item['outcome_changed']}", err=True)
+            parent.summary = evaluation_totals(items)
+        return parent.run_id, items
+
+    eval_id, items = asyncio.run(go())
+    totals = evaluation_totals(items)
+    if as_json:
+        typer.echo(json.dumps({"run_id": eval_id, "config": jury.config.model_dump(),
+                               "jurors": [s.model_dump() for s in jury.seats], "items": items, "totals": totals},
+                              ensure_ascii=False, indent=2))
+        return
+    typer.echo(json.dumps(totals, ensure_ascii=False, indent=2))
+    typer.echo(f"run {eval_id}")
+
+
+@app.command("replay")
+def replay_cmd(
+    run_id: Annotated[str, typer.Argument(help="A stored jury run (see `judgelab runs list`).")],
+    show_rounds: Annotated[bool, typer.Option("--rounds/--no-rounds", help="Show round numbers.")] = True,
+    rerun: Annotated[bool, typer.Option("--rerun", help="Run the jury again from the recorded calls and say "
+                                                        "whether the result is identical.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a stored jury run step by step as the page showed it; optionally re-run it from its calls."""
+    from engine.jury import JuryView
+    from engine.store import Store, StoreError
+
+    try:
+        store = Store()
+        run = store.get_run(run_id)
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+    if run is None or not run.kind.startswith("jury."):
+        raise fail(f"no jury run '{run_id}' — `judgelab runs list` shows the stored runs")
+    events = [(e.type, e.payload) for e in store.events(run_id)]
+    view = JuryView.fold(events)
+    identical = None
+    if rerun:
+        identical = _rerun(store, run)
+    if as_json:
+        typer.echo(json.dumps({"run_id": run_id, "kind": run.kind, "status": run.status,
+                               "events": [{"type": t, "payload": p} for t, p in events],
+                               "rerun_identical": identical}, ensure_ascii=False, indent=2, default=str))
+        return
+    _print_view(view, rounds=show_rounds)
+    if rerun:
+        typer.echo("rerun from recorded calls: " + ("identical" if identical else "DIFFERENT"))
+        if not identical:
+            raise typer.Exit(1)
+
+
+def _rerun(store: Any, run: Any) -> bool:
+    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, comparable, run_case
+    from models.registry import ModelHub
+
+    config = run.config or {}
+    hub = ModelHub(call_log=store)
+    jury = Jury([JurorSeat.model_validate(s) for s in config["jurors"]], lambda m: hub.get(m, replay=True),
+                JuryConfig.model_validate(config["jury"]))
+    _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))
+    original = (run.summary or {}).get("result")
+    return original is not None and comparable(result.model_dump(mode="json")) == comparable(original)

@@ -1,0 +1,78 @@
+"""`judgelab jury eval | run | replay` with the bundled Gemma: per-case lines whose totals can be
+recomputed, a replayed run that is identical, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.agreement import fleiss_kappa
+
+runner = CliRunner()
+CASES = Path("data/benchmarks/jury.jsonl")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+@pytest.fixture(scope="module")
+def two_cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cases") / "two.jsonl"
+    path.write_text("".join(CASES.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
+    return path
+
+
+def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) -> None:
+    code, out = invoke("jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote",
+                       "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    items, totals = report["items"], report["totals"]
+    assert [i["id"] for i in items] == ["pw-leak", "refund-ok"] and totals["items"] == 2
+    graded = [i for i in items if i["gold"]]
+    # Every total from the per-item lines, written out independently.
+    assert totals["accuracy"] == round(sum(i["final_verdict"] == i["gold"] for i in graded) / len(graded), 4)
+    assert totals["phase1_accuracy"] == round(sum(i["phase1_outcome"] == i["gold"] for i in graded) / len(graded), 4)
+    assert totals["outcome_changed"] == sum(i["phase1_outcome"] != i["final_verdict"] for i in items)
+    assert totals["prompt_tokens"] == sum(i["prompt_tokens"] for i in items) > 0
+    assert totals["rounds_mean"] == sum(i["rounds"] for i in items) / 2
+    kappa = fleiss_kappa([list(i["phase1_verdicts"].values()) for i in items])
+    assert totals["agreement_phase1"]["fleiss_kappa"] == (None if kappa is None else round(kappa, 4))
+    for item in items:
+        assert len(item["phase1_verdicts"]) == 3 and item["run_id"].startswith("jury-")
+
+    # The stored run replays step by step, and re-running it from its calls gives the same result.
+    run_id = items[0]["run_id"]
+    code, out = invoke("jury", "replay", run_id, "--rerun")
+    assert code == 0, out
+    assert "rerun from recorded calls: identical" in out and "FINAL" in out and "Safety officer" in out
+    code, out = invoke("jury", "replay", run_id, "--json")
+    events = json.loads(out)["events"]
+    assert [e["type"] for e in events][:3] == ["run_started", "jury_started", "phase_started"]
+
+    # `jury run --replay` answers from the recorded calls: no model runs, same verdicts.
+    code, out = invoke("jury", "run", "--case", str(two_cases), "--id", "refund-ok", "--rounds", "1",
+                       "--method", "majority_vote", "--replay", "--json")
+    assert code == 0, out
+    assert json.loads(out)["result"]["final_verdict"] == items[1]["final_verdict"]
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "content": "x", "gold": "fine"}\n{"id": "b"}\n', encoding="utf-8")
+    code, out = invoke("jury", "eval", "--cases", str(bad))
+    assert code == 1 and f"{bad}:1: gold 'fine'" in out and f"{bad}:2: content" in out
+    code, out = invoke("jury", "run", "--case", str(CASES), "--panel", "nope")
+    assert code == 1 and "unknown panel 'nope'" in out
+    code, out = invoke("jury", "run", "--case", str(CASES), "--panel", "seed-api")
+    assert code == 2 and "gpt-4o is unavailable" in out and "OPENAI_API_KEY" in out and "ANTHROPIC_API_KEY" in out
+    code, out = invoke("jury", "run", "--case", str(CASES), "--method", "vote")
+    assert code == 1 and "final_judgment_method='vote'" in out
+    code, out = invoke("jury", "replay", "no-such-run")
+    assert code == 1 and "no jury run" in out
