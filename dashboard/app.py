@@ -8,7 +8,9 @@ from dashboard import state
 from engine.config import get_settings
 from pages import confidence as confidence_page
 from pages import director as director_page
+from pages import jury as jury_page
 from pages import models as models_page
+from pages import replay as replay_page
 from pages import runs as runs_page
 from pages import skipcache as skipcache_page
 
@@ -23,6 +25,8 @@ PAGES = {
         st.Page(skipcache_page.render, title="Skip cache", icon="⏱️", url_path="skip-cache"),
         st.Page(director_page.render, title="Director lab", icon="🎬", url_path="director"),
         st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),
+        st.Page(jury_page.render, title="Jury", icon="⚖️", url_path="jury"),
+        st.Page(replay_page.render, title="Replay", icon="⏯️", url_path="replay"),
     ],
 }
 

@@ -142,3 +142,43 @@ def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[
                       annotation_text=f"{method} {value:.3f}", annotation_position="top left")
     fig.update_yaxes(range=[0, 1.1])
     return _layout(fig, "Plan: step scores and aggregates")
+
+
+VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756"}
+
+
+def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Score per juror across phase 1 and the rounds; fallback points drawn hollow."""
+    fig = go.Figure()
+    for role in dict.fromkeys(r["role"] for r in rows):
+        mine = [r for r in rows if r["role"] == role]
+        fig.add_trace(go.Scatter(
+            x=[r["label"] for r in mine], y=[r["score"] for r in mine], mode="lines+markers", name=role,
+            text=[r["verdict"] + (" (fallback)" if r.get("fallback") else "") for r in mine],
+            marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
+            hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + role + "</extra>"))
+    fig.update_yaxes(range=[-5, 105], title="score")
+    return _layout(fig, "Score trajectory per juror")
+
+
+def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Each juror call as a bar from its start to its end (seconds since the run started)."""
+    fig = go.Figure()
+    for stage in dict.fromkeys(r["stage"] for r in rows):
+        mine = [r for r in rows if r["stage"] == stage]
+        fig.add_trace(go.Bar(
+            y=[r["role"] for r in mine], x=[r["end"] - r["start"] for r in mine], base=[r["start"] for r in mine],
+            orientation="h", name=stage, hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + stage + "</extra>"))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="seconds since the run started")
+    return _layout(fig, "Round timeline (bars that overlap ran in parallel)")
+
+
+def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
+    fig = go.Figure()
+    for label in labels:
+        fig.add_trace(go.Bar(x=list(distribution), y=[distribution[k].get(label, 0) for k in distribution],
+                             name=label, marker_color=VERDICT_COLORS.get(label)))
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title="jurors", dtick=1)
+    return _layout(fig, "Verdict distribution")

@@ -1,0 +1,97 @@
+"""The Jury page (a live run on the bundled Gemma) and the Replay page (step, play, compare), in AppTest."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+from tests.engine.test_jury_run import ev, scripted
+
+
+def _jury_page() -> None:
+    from pages import jury
+
+    jury.render()
+
+
+def _replay_page() -> None:
+    from pages import replay
+
+    replay.render()
+
+
+def _statements(node: Any) -> list[str]:
+    return [m.value for m in node.markdown if "<small>" in m.value]
+
+
+def test_jury_page_runs_live_on_the_bundled_model() -> None:
+    at = AppTest.from_function(_jury_page, default_timeout=600).run()
+    assert not at.exception
+    at.number_input(key="jury.rounds").set_value(1)
+    at.number_input(key="jury.max_tokens").set_value(120)
+    at.selectbox(key="jury.method").set_value("majority_vote")
+    at.button(key="jury.run").click().run()
+    assert not at.exception and not at.error
+    runs = state.get_store().list_runs(kind="jury.run")
+    assert len(runs) == 1 and runs[0].status == "finished"
+    assert any(m.value.startswith("**Safety officer**") for m in at.markdown)
+    assert len(_statements(at)) == 3  # one round, three jurors, no round numbers by default
+    assert not any("— round 1 —" in c.value for c in at.caption)
+    assert at.success and "majority_vote" in at.success[0].value
+    at.toggle(key="jury.view.rounds").set_value(True).run()
+    assert any("— round 1 —" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_jury_page_says_which_models_are_unavailable() -> None:
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    at.selectbox(key="jury.preset").set_value("seed-api").run()
+    assert any("Unavailable" in e.value and "OPENAI_API_KEY" in e.value for e in at.error)
+    assert at.button(key="jury.run").disabled
+
+
+def _stored_run(case_id: str, method: str) -> str:
+    seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
+    plan = {"a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 20, "I was wrong")},
+            "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10, "it leaked")},
+            "c": {0: ev("unsafe_fail", 30), 1: ev("unsafe_fail", 25, "agreed")}}
+    jury = Jury(seats, scripted(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method=method))
+    run_id, _ = asyncio.run(run_case(state.get_store(), jury, JuryCase(id=case_id, content="Agent: hunter2")))
+    state.clear_reads()
+    return run_id
+
+
+def test_replay_steps_plays_and_shows_what_the_live_page_showed() -> None:
+    run_id = _stored_run("leak", "majority_vote")
+    live = AppTest.from_function(_jury_page, default_timeout=60)
+    live.session_state["jury.run_id"] = run_id
+    live.run()
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    assert not at.exception
+    # At the last event the replay shows the same statements, badges and verdict as the Jury page.
+    player = at.tabs[0]  # the first tab steps through one run; the second compares two
+    assert _statements(player) == _statements(live) and len(_statements(player)) == 3
+    assert any("立場変更" in s for s in _statements(player))
+    assert [s.value for s in player.success] == [s.value for s in live.success]
+    at.button(key="replay.first").click().run()
+    assert any("Waiting for the jury" in i.value for i in at.info)
+    for _ in range(4):
+        at.button(key="replay.forward").click().run()
+    assert any("Event 4 of" in c.value for c in at.caption) and not at.tabs[0].success
+    at.select_slider(key="replay.speed").set_value("16×")
+    at.button(key="replay.play").click().run()  # plays to the end, one event per rerun
+    assert not at.exception and [s.value for s in at.tabs[0].success] == [s.value for s in live.success]
+
+
+def test_replay_compares_two_runs() -> None:
+    first = _stored_run("leak", "majority_vote")
+    second = _stored_run("leak", "weighted_average")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    table: Any = next(df.value for df in at.dataframe if "method" in df.value.columns)
+    assert set(table["run"]) == {first, second}
+    assert set(table["method"]) == {"majority_vote", "weighted_average"}
+    assert set(table["position changes"]) == {1}
