@@ -171,7 +171,7 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             orientation="h", name=stage, hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + stage + "</extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
-    return _layout(fig, "Round timeline (bars that overlap ran in parallel)")
+    return _layout(fig, "Round timeline: each bar spans a juror's request → answer")
 
 
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
