@@ -364,7 +364,7 @@ def bench_skip(repeat: int, progress: Progress) -> BenchResult:
     """24 simulated hours of the default 50-channel workload, judged by the recorded Gemma judgments."""
     from engine.config import DATA_DIR
     from engine.skipcache import ResponseConfig
-    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality, simulate
 
     recording = DATA_DIR / "recordings" / "skipcache-default.jsonl"
     if not recording.is_file():
@@ -396,6 +396,8 @@ def bench_skip(repeat: int, progress: Progress) -> BenchResult:
             "delay_median_s": cached["delay_median_s"], "delay_p95_s": cached["delay_p95_s"],
             "delay_max_s": cached["delay_max_s"], "delay_bound_s": bound,
             "never_judged": cached["never_judged"], "replay_misses": cached["failures"] + uncached["failures"],
+            # The judge itself, against the generator's labels: what the saving depends on.
+            "judge_vs_labels": judge_quality(RecordedJudge.load(recording), generated_labels(messages)),
         },
     )
     bench.met = (saved >= 90 and (cached["delay_max_s"] or 0) <= bound and (bench.median or 99) <= 10

@@ -393,3 +393,42 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
         if not any((x2 <= x and y2 <= y) and (x2 < x or y2 < y) for x2, y2 in points):
             front.append(i)
     return front
+
+
+# -- how good is the judge? ------------------------------------------------------------------------------
+
+SHOULD_ANSWER = frozenset({"question", "help"})
+
+
+def generated_labels(messages: Sequence[Message]) -> dict[str, bool]:
+    """For a generated workload: message id → whether its conversation burst should get an answer
+    (the burst was opened by a question or a help request; chatter and monologues should not)."""
+    kind_of = {text: kind for kind, texts in TEXTS.items() for text in texts}
+    by_id = {m.id: m for m in messages}
+    labels = {}
+    for m in messages:
+        opener = by_id.get(m.id.rsplit("-", 1)[0] + "-0")
+        if opener is not None and opener.text in kind_of:
+            labels[m.id] = kind_of[opener.text] in SHOULD_ANSWER
+    return labels
+
+
+def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, Any]:
+    """How recorded judgments rank and decide against labels: AUC of p(respond) (= confidence when it
+    responds, 1 − confidence when it declines), accuracy, and the share of judgments with confidence
+    ≥ 0.7 (the seed's first threshold below which every decline gets the default window)."""
+    scored = []
+    for key, outcome in judge.records.items():
+        mid = key.rsplit("|", 1)[-1]
+        if outcome.result is None or mid not in labels:
+            continue
+        r = outcome.result
+        p = r.confidence if r.should_respond else 1 - r.confidence
+        scored.append((p, labels[mid], r.should_respond, r.confidence))
+    pos = [p for p, y, *_ in scored if y]
+    neg = [p for p, y, *_ in scored if not y]
+    auc = (sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))) if pos and neg else None
+    n = len(scored)
+    return {"judged_states": n, "auc": None if auc is None else round(auc, 3),
+            "accuracy": round(sum(d == y for _, y, d, _ in scored) / n, 3) if n else None,
+            "share_confidence_ge_0_7": round(sum(c >= 0.7 for *_, c in scored) / n, 3) if n else None}

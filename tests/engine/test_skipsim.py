@@ -106,3 +106,21 @@ def test_each_state_is_judged_live_once_even_without_cache() -> None:
 def test_pareto_front() -> None:
     points = [(100, 50), (80, 60), (120, 40), (110, 55), (80, 70)]
     assert pareto_front(points) == [0, 1, 2]
+
+
+def test_judge_quality_against_the_generator_labels() -> None:
+    from engine.skipsim import generated_labels, judge_quality
+
+    messages = generate_workload(WorkloadSpec(channels=6, hours=6, bursts_per_hour=1.0, seed=3))
+    labels = generated_labels(messages)
+    assert labels and set(labels) <= {m.id for m in messages}
+    assert all(labels[m.id] == labels[m.id.rsplit("-", 1)[0] + "-0"] for m in messages)  # a burst shares one label
+
+    def recorded(flip: bool, confidence: float) -> RecordedJudge:
+        return RecordedJudge({f"{m.channel_id}:top|{m.id}": JudgeOutcome(result=JudgmentResult(
+            should_respond=labels[m.id] != flip, reason="", confidence=confidence)) for m in messages})
+
+    right = judge_quality(recorded(False, 0.9), labels)
+    assert right["auc"] == 1.0 and right["accuracy"] == 1.0 and right["share_confidence_ge_0_7"] == 1.0
+    wrong = judge_quality(recorded(True, 0.6), labels)
+    assert wrong["auc"] == 0.0 and wrong["accuracy"] == 0.0 and wrong["share_confidence_ge_0_7"] == 0.0
