@@ -1,0 +1,189 @@
+"""Hand-raise decisions with the seed's numbers: the will formula, the 0.6 threshold, cooldown −0.1 per
+turn with a floor of 0, brainstorm auto-allow above 0.3 with a cap, @mentions anywhere, batch actions,
+timeouts, over-raise damping, the loop guard, and the what-if re-decision."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.handraise import (
+    Components,
+    HandRaiseConfig,
+    HandStatus,
+    History,
+    LoopGuard,
+    Mentions,
+    Mode,
+    TurnRecord,
+    Weights,
+    auto_resolutions,
+    batch_actions,
+    changed_hands,
+    decide_hands,
+    parse_mentions,
+    pending,
+    redecide,
+    skip_line,
+    timeout_resolutions,
+    user_action,
+    will_from,
+)
+
+NAMES = {"gemma3-270m": ["Gemma 3 270M", "gemma"], "gpt-4o": ["GPT-4o", "ChatGPT"], "claude-haiku": ["Claude"]}
+
+
+def comp(model: str, r: float, n: float, c: float, reason: str = "") -> Components:
+    return Components(model=model, relevance=r, novelty=n, confidence=c, reason=reason)
+
+
+def test_will_is_the_seed_formula() -> None:
+    assert will_from(1, 0, 0) == 0.5 and will_from(0, 1, 0) == 0.3 and will_from(0, 0, 1) == 0.2
+    assert will_from(0.9, 0.5, 0.8) == pytest.approx(0.5 * 0.9 + 0.3 * 0.5 + 0.2 * 0.8)
+    # Other weights are normalised by their sum so a will stays in [0, 1].
+    assert will_from(1, 1, 1, Weights(relevance=1, novelty=1, confidence=1)) == 1.0
+    assert will_from(0.5, 0, 0, Weights(relevance=2, novelty=0, confidence=0)) == 0.5
+    assert will_from(7, -3, float("nan")) == 0.5  # components are clamped
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
+def test_will_stays_in_range(r: float, n: float, c: float) -> None:
+    assert 0 <= will_from(r, n, c) <= 1
+
+
+def test_threshold_is_inclusive_at_06() -> None:
+    cfg = HandRaiseConfig()
+    hands = decide_hands([comp("a", 0.6, 0.6, 0.6), comp("b", 0.6, 0.6, 0.59)], cfg)
+    assert hands[0].will == pytest.approx(0.6) and hands[0].status == HandStatus.RAISED
+    assert hands[1].will < 0.6 and hands[1].status == HandStatus.LOWERED
+
+
+def test_cooldown_takes_01_per_recent_turn_with_a_floor_of_zero() -> None:
+    cfg = HandRaiseConfig()
+    history = History(speakers=[{"a"}, {"a", "b"}, {"a"}])
+    a, b = decide_hands([comp("a", 0.2, 0.2, 0.2), comp("b", 1, 1, 1)], cfg, history)
+    assert a.cooldown_delta == pytest.approx(-0.3) and a.will == 0.0  # 0.2 − 0.3 → floor 0
+    assert b.cooldown_delta == pytest.approx(-0.1) and b.will == pytest.approx(0.9)
+    # Only the last `cooldown_window` turns count; strength and on/off are settings.
+    old = History(speakers=[{"a"}] * 5 + [set()] * 3)
+    assert decide_hands([comp("a", 1, 1, 1)], cfg, old)[0].cooldown_delta == 0
+    strong = cfg.model_copy(update={"cooldown_per_turn": 0.25})
+    assert decide_hands([comp("b", 1, 1, 1)], strong, history)[0].will == pytest.approx(0.75)
+    off = cfg.model_copy(update={"cooldown_enabled": False})
+    assert decide_hands([comp("a", 1, 1, 1)], off, history)[0].will == 1.0
+
+
+def test_over_raising_model_is_damped_and_flagged() -> None:
+    cfg = HandRaiseConfig()
+    history = History(raw_wills={"a": [0.95] * 5, "b": [0.95] * 4 + [0.5]})
+    a, b = decide_hands([comp("a", 1, 1, 1), comp("b", 1, 1, 1)], cfg, history)
+    assert a.over_raise_factor == 0.8 and a.will == pytest.approx(0.8) and "over_raise" in a.flags
+    assert b.over_raise_factor == 1.0 and b.will == 1.0
+
+
+def test_brainstorm_auto_allows_above_03_up_to_the_cap() -> None:
+    cfg = HandRaiseConfig(mode=Mode.BRAINSTORM, brainstorm_max_speakers=2)
+    hands = decide_hands([comp("a", 0.4, 0.4, 0.4), comp("b", 0.9, 0.9, 0.9), comp("c", 0.5, 0.5, 0.5),
+                          comp("d", 0.3, 0.3, 0.3)], cfg)
+    resolved = auto_resolutions(hands, cfg)
+    assert {m for m, r in resolved.items() if r.approved} == {"b", "c"}  # the two highest above 0.3
+    assert not resolved["a"].approved and "cap" in resolved["a"].rule  # 0.4 > 0.3 but over the cap
+    assert not resolved["d"].approved  # 0.3 is not above 0.3
+    # A raised hand left over the cap waits for the user instead of being skipped.
+    cfg1 = cfg.model_copy(update={"brainstorm_max_speakers": 1})
+    hands = decide_hands([comp("a", 0.8, 0.8, 0.8), comp("b", 0.9, 0.9, 0.9)], cfg1)
+    resolved = auto_resolutions(hands, cfg1)
+    assert resolved["b"].approved and [h.model for h in pending(hands, resolved)] == ["a"]
+
+
+def test_focus_mode_waits_for_the_user_and_logs_skips() -> None:
+    cfg = HandRaiseConfig()
+    hands = decide_hands([comp("a", 0.9, 0.9, 0.9, "another design"), comp("b", 0.1, 0.1, 0.1, "nothing new")],
+                         cfg)
+    resolved = auto_resolutions(hands, cfg)
+    assert [h.model for h in pending(hands, resolved)] == ["a"] and resolved["b"].by == "mode"
+    assert skip_line(hands[1]) == "SKIP (will=0.10, reason=nothing new)"
+    done = user_action(hands, resolved, "a", "skip")
+    assert not done["a"].approved and done["a"].by == "user"
+    with pytest.raises(ValueError):
+        user_action(hands, done, "a", "approve")
+
+
+def test_batch_actions_and_standing_auto_rule() -> None:
+    cfg = HandRaiseConfig(threshold=0.5)
+    hands = decide_hands([comp("a", 0.9, 0.9, 0.9), comp("b", 0.6, 0.6, 0.6), comp("c", 0.7, 0.7, 0.7)], cfg)
+    resolved = auto_resolutions(hands, cfg)
+    assert all(r.approved for r in batch_actions(hands, resolved, "approve_all").values())
+    assert not any(r.approved for r in batch_actions(hands, resolved, "skip_all").values())
+    at = batch_actions(hands, resolved, "auto_at", at=0.7)
+    assert set(at) == {"a", "c"} and [h.model for h in pending(hands, at)] == ["b"]
+    standing = cfg.model_copy(update={"auto_approve_at": 0.85})
+    resolved = auto_resolutions(hands, standing)
+    assert resolved["a"].approved and resolved["a"].by == "auto_rule" and "b" not in resolved
+
+
+@pytest.mark.parametrize(("action", "approved"), [("skip", False), ("approve", True)])
+def test_timeout_skips_or_approves_the_waiting_cards(action: str, approved: bool) -> None:
+    cfg = HandRaiseConfig(card_timeout_s=10, timeout_action=action)
+    hands = decide_hands([comp("a", 0.9, 0.9, 0.9), comp("b", 0.8, 0.8, 0.8)], cfg)
+    resolved = user_action(hands, auto_resolutions(hands, cfg), "a", "approve")
+    after = timeout_resolutions(hands, resolved, cfg)
+    assert after["a"].by == "user" and after["b"].by == "timeout" and after["b"].approved is approved
+
+
+def test_mentions_anywhere_and_all() -> None:
+    m = parse_mentions("what do you think, @ChatGPT? and @claude.", NAMES)
+    assert m.models == {"gpt-4o", "claude-haiku"} and not m.all
+    assert parse_mentions("@gemma3-270m hi", NAMES).models == {"gemma3-270m"}
+    assert parse_mentions("ask @Gemma 3 270M please", NAMES).models == {"gemma3-270m"}
+    assert parse_mentions("みなさん @all どう思う？", NAMES).all
+    assert not parse_mentions("mail me at bob@gpt-4o.com", NAMES)
+    assert parse_mentions("@nobody hi", NAMES).unknown == ("nobody",)
+
+
+def test_mentions_in_each_mode() -> None:
+    comps = [comp("a", 0.1, 0.1, 0.1), comp("b", 0.9, 0.9, 0.9), comp("c", 0.2, 0.2, 0.2)]
+    focus = HandRaiseConfig()
+    hands = decide_hands(comps, focus, mentions=Mentions(models=frozenset({"a"})))
+    resolved = auto_resolutions(hands, focus)
+    assert resolved["a"].approved and resolved["a"].by == "mention" and [h.model for h in pending(hands, resolved)] == ["b"]
+    everyone = decide_hands(comps, focus, mentions=Mentions(all=True))
+    assert all(h.status == HandStatus.RAISED for h in everyone)  # @all: judged, and every card shown
+    only = HandRaiseConfig(mode=Mode.MENTION_ONLY)
+    hands = decide_hands([], only, mentions=Mentions(models=frozenset({"c"})), models=["a", "b", "c"])
+    resolved = auto_resolutions(hands, only)
+    assert {m for m, r in resolved.items() if r.approved} == {"c"} and not pending(hands, resolved)
+
+
+def test_loop_guard_allows_one_cycle_per_user_turn() -> None:
+    guard = LoopGuard()
+    assert guard.allow("t1", "user") and not guard.allow("t1", "answer of a")
+    assert guard.allow("t2", "user")
+    assert guard.refused == [("t1", "answer of a")]
+
+
+def _conversation(seed: int, turns: int = 40) -> list[TurnRecord]:
+    rng = random.Random(seed)
+    return [TurnRecord(turn=t, components=[comp(m, rng.random(), rng.random(), rng.random()) for m in "abc"],
+                       user_actions={m: rng.choice(["approve", "skip"]) for m in "abc"}) for t in range(turns)]
+
+
+def test_what_if_replays_the_recorded_decisions_and_shows_what_changes() -> None:
+    turns = _conversation(3)
+    base = redecide(turns, HandRaiseConfig())
+    assert changed_hands(base, redecide(turns, HandRaiseConfig())) == []
+    # Speakers feed the next turn's cooldown exactly as in a live conversation.
+    for prev, cur in zip(base, base[1:], strict=False):
+        for h in cur.hands:
+            assert h.cooldown_delta == pytest.approx(
+                -0.1 * sum(h.model in set(o.speakers) for o in base[max(0, cur.turn - 3):cur.turn]))
+        assert prev.turn + 1 == cur.turn
+    lower = redecide(turns, HandRaiseConfig(threshold=0.3))
+    changes = changed_hands(base, lower)
+    assert changes and all(c["status_before"] == "lowered" or c["answered_before"] != c["answered_after"]
+                           for c in changes)
+    raised_before = sum(h.status == HandStatus.RAISED for o in base for h in o.hands)
+    assert sum(h.status == HandStatus.RAISED for o in lower for h in o.hands) > raised_before
