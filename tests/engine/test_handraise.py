@@ -149,7 +149,8 @@ def test_mentions_in_each_mode() -> None:
     focus = HandRaiseConfig()
     hands = decide_hands(comps, focus, mentions=Mentions(models=frozenset({"a"})))
     resolved = auto_resolutions(hands, focus)
-    assert resolved["a"].approved and resolved["a"].by == "mention" and [h.model for h in pending(hands, resolved)] == ["b"]
+    assert resolved["a"].approved and resolved["a"].by == "mention"
+    assert [h.model for h in pending(hands, resolved)] == ["b"]
     everyone = decide_hands(comps, focus, mentions=Mentions(all=True))
     assert all(h.status == HandStatus.RAISED for h in everyone)  # @all: judged, and every card shown
     only = HandRaiseConfig(mode=Mode.MENTION_ONLY)
