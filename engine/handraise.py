@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from functools import lru_cache
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 
 class Mode(StrEnum):
@@ -235,7 +236,7 @@ def decide_hands(components: Sequence[Components], config: HandRaiseConfig, hist
         flags = list(c.flags) + (["over_raise"] if damped else [])
         if c.model in mentions.models:
             status = HandStatus.MENTIONED
-        elif mentions.all or will >= config.threshold:
+        elif mentions.all or (will >= config.threshold and "self:SKIP" not in c.flags):
             status = HandStatus.RAISED
         else:
             status = HandStatus.LOWERED
@@ -430,3 +431,271 @@ def changed_hands(before: Sequence[TurnOutcome], after: Sequence[TurnOutcome]) -
                              "status_after": h.status.value, "answered_before": was.approved,
                              "answered_after": now.approved, "will_before": old.will, "will_after": h.will})
     return rows
+
+
+# -- participants and judges ------------------------------------------------------------------------------------
+
+
+class Participant(BaseModel):
+    """A voice in the conversation: a catalog model and the profile it speaks with. Several participants
+    may share one model (three roles over the bundled Gemma, say)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    model_id: str
+    name: str
+    icon: str = "🙋"
+    expertise: list[str] = Field(default_factory=list)
+    role: str = ""
+
+    def profile_text(self) -> str:
+        return f"{self.name}: {self.role}. Expertise: {', '.join(self.expertise) or 'general'}."
+
+
+DEFAULT_CAST = [
+    Participant(id="coder", model_id="gemma3-270m", name="Coder", icon="🧑‍💻",
+                expertise=["Python", "debugging", "APIs", "databases"], role="writes and fixes code"),
+    Participant(id="designer", model_id="gemma3-270m", name="Designer", icon="🎨",
+                expertise=["UI", "UX", "colour", "typography"], role="shapes interfaces and visuals"),
+    Participant(id="researcher", model_id="gemma3-270m", name="Researcher", icon="🔬",
+                expertise=["statistics", "papers", "experiments", "evaluation"], role="checks evidence and methods"),
+]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the conversation as the judges see it."""
+
+    speaker: str  # "user" or a participant id
+    text: str
+
+
+@dataclass
+class JudgeCall:
+    """Facts of the calls a judgment took, for the telemetry."""
+
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    call_ids: list[int] = field(default_factory=list)
+
+    def add(self, completion: object) -> None:
+        usage = getattr(completion, "usage", None)
+        self.latency_s += float(getattr(completion, "latency_s", 0.0))
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        self.calls += 1
+        call_id = getattr(completion, "call_id", None)
+        if call_id is not None:
+            self.call_ids.append(call_id)
+
+
+FIELDS = ("relevance", "novelty", "confidence")
+
+
+def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Components:
+    """Components from whatever a judge returned for one participant. The documented fallback: a
+    missing or non-numeric component counts as 0.0 and is flagged `missing:<field>`; an out-of-range one
+    is clamped and flagged `clamped:<field>`; no object at all gives 0/0/0 flagged `fallback`. A will
+    of 0 never raises a hand, so a broken judgment keeps the model quiet rather than loud."""
+    out_flags = list(flags)
+    if not isinstance(obj, Mapping):
+        return Components(model=model, relevance=0, novelty=0, confidence=0, reason="",
+                          flags=[*out_flags, "fallback"])
+    values: dict[str, float] = {}
+    for name in FIELDS:
+        raw = obj.get(name)
+        try:
+            value = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            out_flags.append(f"missing:{name}")
+            value = 0.0
+        if value != value:
+            out_flags.append(f"missing:{name}")
+            value = 0.0
+        if not 0 <= value <= 1:
+            # Some models answer on a 0-10 or 0-100 scale; anything else out of range is clamped.
+            out_flags.append(f"clamped:{name}")
+            value = clamp01(value)
+        values[name] = value
+    reason = obj.get("reason")
+    return Components(model=model, reason=str(reason).strip()[:200] if reason is not None else "", flags=out_flags,
+                      **values)
+
+
+def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
+    shown = list(turns)[-limit:]
+    return "\n".join(f"{names.get(t.speaker, t.speaker)}: {t.text}" for t in shown) or "(empty)"
+
+
+@lru_cache(maxsize=32)
+def _batch_schema(ids: tuple[str, ...]) -> type[BaseModel]:
+    one = create_model("WillScores", relevance=(float, Field(ge=0, le=1)), novelty=(float, Field(ge=0, le=1)),
+                       confidence=(float, Field(ge=0, le=1)), reason=(str, Field(max_length=60)))
+    return create_model("HandRaiseJudgment", **{i: (one, ...) for i in ids})  # type: ignore[call-overload]
+
+
+class SelfJudgment(BaseModel):
+    decision: Literal["RESPOND", "SKIP"]
+    relevance: float = Field(ge=0, le=1)
+    novelty: float = Field(ge=0, le=1)
+    confidence: float = Field(ge=0, le=1)
+    reason: str = Field(max_length=60)
+
+
+JUDGE_SYSTEM = ("You decide who in a group chat should speak next. For each participant rate from 0 to 1: "
+                "relevance (the topic against their expertise), novelty (what they would add beyond what was "
+                "already said), confidence (how sure their answer would be). Reason: a few words.")
+SELF_SYSTEM = ("You are {name}, {role}. Expertise: {expertise}. Before answering, decide whether you should speak. "
+               "RESPOND only if you would add something relevant and new; otherwise SKIP. Rate from 0 to 1 your "
+               "relevance, novelty and confidence, and give a few words of reason.")
+
+
+def judge_messages(participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+                   ) -> list[dict[str, str]]:
+    names = {p.id: p.name for p in participants} | {"user": "User"}
+    roster = "\n".join(f"- {p.id}: {p.profile_text()}" for p in participants)
+    return [{"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": f"Participants:\n{roster}\n\nConversation (latest last):\n"
+             f"{_context_lines(turns, names, context_turns)}\n\nRate every participant."}]
+
+
+def self_messages(p: Participant, participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+                  ) -> list[dict[str, str]]:
+    names = {q.id: q.name for q in participants} | {"user": "User"}
+    return [{"role": "system", "content": SELF_SYSTEM.format(name=p.name, role=p.role or "a participant",
+                                                             expertise=", ".join(p.expertise) or "general")},
+            {"role": "user", "content": f"Conversation (latest last):\n{_context_lines(turns, names, context_turns)}"
+             "\n\nShould you speak?"}]
+
+
+class WillJudge:
+    """Judges every participant's will for one user turn with the configured method. Returns components
+    (with flags) and the call facts; never raises for a bad or failed judgment (see `components_from`)."""
+
+    def __init__(self, participants: Sequence[Participant], models: Any, config: HandRaiseConfig,
+                 embedder: Any = None) -> None:
+        self.participants = list(participants)
+        self._models = models
+        self.config = config
+        self._embedder = embedder
+
+    def model(self, model_id: str) -> Any:
+        return self._models[model_id] if isinstance(self._models, Mapping) else self._models(model_id)
+
+    async def judge(self, turns: Sequence[Turn], method: JudgeMethod | None = None,
+                    candidates: Sequence[str] | None = None) -> tuple[list[Components], JudgeCall]:
+        method = method or self.config.judge_method
+        who = [p for p in self.participants if candidates is None or p.id in candidates]
+        facts = JudgeCall()
+        if not who:
+            return [], facts
+        if method == "judge":
+            return await self._batched(who, turns, facts), facts
+        if method == "self":
+            return await self._self(who, turns, facts), facts
+        if method == "embedding":
+            return self._embedding(who, turns), facts
+        judged = await self._batched(who, turns, facts)
+        # hybrid: the judge filters; survivors judge themselves; each component is the mean of the two.
+        survivors = [c.model for c in judged if will_from(c.relevance, c.novelty, c.confidence,
+                                                          self.config.weights) >= self.config.threshold]
+        own = {c.model: c for c in await self._self([p for p in who if p.id in survivors], turns, facts)}
+        out = []
+        for c in judged:
+            s = own.get(c.model)
+            if s is None:
+                out.append(c.model_copy(update={"flags": [*c.flags, "hybrid:filtered_by_judge"]}))
+                continue
+            out.append(Components(
+                model=c.model, relevance=(c.relevance + s.relevance) / 2, novelty=(c.novelty + s.novelty) / 2,
+                confidence=(c.confidence + s.confidence) / 2, reason=s.reason or c.reason,
+                flags=[*c.flags, *s.flags, "hybrid:judge+self"]))
+        return out, facts
+
+    async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+                       ) -> list[Components]:
+        from models.errors import ModelError, StructuredOutputError
+        from models.structured import ExtractionError, extract_json
+
+        schema = _batch_schema(tuple(p.id for p in who))
+        try:
+            completion = await self.model(self.config.judge_model).complete(
+                judge_messages(who, turns, self.config.context_turns), schema=schema, temperature=0.0,
+                max_tokens=40 + 45 * len(who))
+        except StructuredOutputError as exc:
+            try:
+                obj, repairs = extract_json(exc.raw_text or "")
+            except ExtractionError:
+                obj, repairs = None, []
+            flags = ["judge:unparseable", *repairs]
+            data = obj if isinstance(obj, Mapping) else {}
+            return [components_from(p.id, data.get(p.id), flags) for p in who]
+        except ModelError as exc:
+            return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
+        facts.add(completion)
+        parsed = completion.parsed or {}
+        return [components_from(p.id, parsed.get(p.id), [f for f in completion.flags
+                                                        if f.split(":", 1)[-1].startswith(p.id)]) for p in who]
+
+    async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
+        import asyncio
+
+        from models.errors import ModelError
+
+        async def one(p: Participant) -> Components:
+            try:
+                completion = await self.model(p.model_id).complete(
+                    self_messages(p, self.participants, turns, self.config.context_turns), schema=SelfJudgment,
+                    temperature=0.0, max_tokens=80)
+            except ModelError as exc:
+                return components_from(p.id, None, [f"self_error:{type(exc).__name__}"])
+            facts.add(completion)
+            parsed = completion.parsed or {}
+            c = components_from(p.id, parsed, completion.flags)
+            if parsed.get("decision") == "SKIP":
+                # A model that says SKIP keeps its hand down whatever its scores (decide_hands reads the
+                # flag); an @mention or @all still brings it in.
+                return c.model_copy(update={"flags": [*c.flags, "self:SKIP"]})
+            return c
+
+        return list(await asyncio.gather(*(one(p) for p in who)))
+
+    def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
+        """No LLM: relevance = similarity of the recent context to the profile; novelty = 1 − the highest
+        similarity of the profile to answers already given by others in the context; confidence = the best
+        match of the context to any single expertise item. Cosine similarities of MiniLM are mapped to
+        [0, 1] by (cos − 0.1) / 0.5, clamped (unrelated text sits near 0.1, close paraphrases above 0.6)."""
+        import numpy as np
+
+        from engine.embeddings import get_embedder
+
+        embedder = self._embedder or get_embedder()
+        context = " ".join(t.text for t in list(turns)[-self.config.context_turns:]) or "(empty)"
+        answers = [t for t in list(turns)[-self.config.context_turns:] if t.speaker != "user"]
+        texts = [context] + [p.profile_text() for p in who] + [a.text for a in answers]
+        expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+        vectors = embedder.embed(texts + [e for _, e in expertise])
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        ctx = vectors[0]
+        profiles = vectors[1:1 + len(who)]
+        answer_vecs = vectors[1 + len(who):1 + len(who) + len(answers)]
+        exp_vecs = vectors[1 + len(who) + len(answers):]
+
+        def scale(cos: float) -> float:
+            return clamp01((cos - 0.1) / 0.5)
+
+        out = []
+        for i, p in enumerate(who):
+            relevance = scale(float(profiles[i] @ ctx))
+            others = [j for j, a in enumerate(answers) if a.speaker != p.id]
+            novelty = 1.0 - (max(scale(float(profiles[i] @ answer_vecs[j])) for j in others) if others else 0.0)
+            mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
+            best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
+            confidence = scale(float(exp_vecs[best] @ ctx))
+            out.append(Components(model=p.id, relevance=round(relevance, 4), novelty=round(novelty, 4),
+                                  confidence=round(confidence, 4),
+                                  reason=f"closest expertise: {expertise[best][1]}", flags=["embedding"]))
+        return out

@@ -188,3 +188,86 @@ def test_what_if_replays_the_recorded_decisions_and_shows_what_changes() -> None
                            for c in changes)
     raised_before = sum(h.status == HandStatus.RAISED for o in base for h in o.hands)
     assert sum(h.status == HandStatus.RAISED for o in lower for h in o.hands) > raised_before
+
+
+# -- judges (scripted transports; the bundled model's runs come with the orchestration) ----------------------
+
+def _judge(fn, method: str = "judge"):  # noqa: ANN001, ANN202
+    import asyncio
+
+    from engine.handraise import DEFAULT_CAST, Turn, WillJudge
+    from tests.fakes.scripted import FnModel
+
+    model = FnModel(fn, model_id="gemma3-270m")
+    judge = WillJudge(DEFAULT_CAST, {"gemma3-270m": model}, HandRaiseConfig(judge_method=method))
+    comps, facts = asyncio.run(judge.judge([Turn("user", "My Python script raises KeyError")]))
+    return {c.model: c for c in comps}, facts, model
+
+
+def test_batched_judge_is_one_request_for_all_participants() -> None:
+    reply = {p: {"relevance": r, "novelty": 0.5, "confidence": 0.5, "reason": f"{p} here"}
+             for p, r in (("coder", 0.9), ("designer", 0.1), ("researcher", 0.3))}
+    comps, facts, model = _judge(lambda r: reply)
+    assert len(model.requests) == 1 and facts.calls == 1
+    assert comps["coder"].relevance == 0.9 and comps["designer"].reason == "designer here"
+    assert "coder" in model.requests[0].json_schema["properties"]
+
+
+@pytest.mark.parametrize(("reply", "flag"), [
+    ("no json here at all", "fallback"),  # non-JSON: every participant falls back, flagged
+    ({"coder": {"relevance": 0.9, "novelty": 0.5, "confidence": 0.5, "reason": "x"}}, "fallback"),  # missing
+])
+def test_bad_batched_output_falls_back_without_crashing(reply: object, flag: str) -> None:
+    comps, _, _ = _judge(lambda r: reply)
+    assert set(comps) == {"coder", "designer", "researcher"}
+    assert flag in comps["designer"].flags and "judge:unparseable" in comps["designer"].flags
+    assert comps["designer"].relevance == comps["designer"].novelty == comps["designer"].confidence == 0
+
+
+def test_components_fallback_rules() -> None:
+    from engine.handraise import components_from
+
+    c = components_from("a", {"relevance": "high", "novelty": 7, "reason": None})
+    assert (c.relevance, c.novelty, c.confidence) == (0, 1, 0)
+    assert {"missing:relevance", "missing:confidence", "clamped:novelty"} <= set(c.flags) and c.reason == ""
+    assert components_from("a", "nope").flags == ["fallback"]
+
+
+def test_self_judgment_skip_keeps_the_hand_down_and_errors_fall_back() -> None:
+    from models.errors import ServerError
+
+    def reply(request):  # noqa: ANN001, ANN202
+        system = request.messages[0].content
+        if "Coder" in system:
+            return {"decision": "SKIP", "relevance": 1, "novelty": 1, "confidence": 1, "reason": "nothing to add"}
+        if "Designer" in system:
+            return ServerError("down")
+        return {"decision": "RESPOND", "relevance": 0.9, "novelty": 0.9, "confidence": 0.9, "reason": "stats"}
+
+    comps, facts, model = _judge(reply, "self")
+    assert len(model.requests) == 3 and facts.calls == 2
+    assert "self:SKIP" in comps["coder"].flags and "self_error:ServerError" in comps["designer"].flags
+    hands = {h.model: h for h in decide_hands(list(comps.values()), HandRaiseConfig())}
+    assert hands["coder"].will == 1.0 and hands["coder"].status == HandStatus.LOWERED
+    assert hands["researcher"].status == HandStatus.RAISED and hands["designer"].will == 0
+
+
+def test_hybrid_self_judges_only_the_judges_survivors() -> None:
+    def reply(request):  # noqa: ANN001, ANN202
+        if request.schema_name == "HandRaiseJudgment":
+            return {"coder": {"relevance": 1, "novelty": 1, "confidence": 1, "reason": "code"},
+                    "designer": {"relevance": 0, "novelty": 0.2, "confidence": 0.1, "reason": "no"},
+                    "researcher": {"relevance": 0.2, "novelty": 0.2, "confidence": 0.2, "reason": "no"}}
+        return {"decision": "RESPOND", "relevance": 0.6, "novelty": 0.4, "confidence": 0.8, "reason": "mine"}
+
+    comps, facts, model = _judge(reply, "hybrid")
+    assert len(model.requests) == 2  # one batched judgment + one self-judgment (the coder)
+    assert comps["coder"].relevance == pytest.approx(0.8) and "hybrid:judge+self" in comps["coder"].flags
+    assert "hybrid:filtered_by_judge" in comps["designer"].flags
+
+
+def test_embedding_judge_ranks_the_relevant_profile_first() -> None:
+    comps, facts, _ = _judge(lambda r: AssertionError("no model call"), "embedding")
+    assert facts.calls == 0
+    assert comps["coder"].relevance > comps["designer"].relevance
+    assert all(0 <= c.relevance <= 1 and 0 <= c.novelty <= 1 and 0 <= c.confidence <= 1 for c in comps.values())
