@@ -271,3 +271,69 @@ def test_embedding_judge_ranks_the_relevant_profile_first() -> None:
     assert facts.calls == 0
     assert comps["coder"].relevance > comps["designer"].relevance
     assert all(0 <= c.relevance <= 1 and 0 <= c.novelty <= 1 and 0 <= c.confidence <= 1 for c in comps.values())
+
+
+# -- orchestration ----------------------------------------------------------------------------------------------
+
+def _conversation_with(scores: dict[str, tuple[float, float, float]], config: HandRaiseConfig):  # noqa: ANN202
+    from engine.handraise import DEFAULT_CAST, Conversation
+    from tests.fakes.scripted import FnModel
+
+    def reply(request):  # noqa: ANN001, ANN202
+        if request.schema_name == "HandRaiseJudgment":
+            return {p: {"relevance": r, "novelty": n, "confidence": c, "reason": f"{p} knows"}
+                    for p, (r, n, c) in scores.items()}
+        return f"answer from {request.messages[0].content.split(',')[0].removeprefix('You are ')}"
+
+    events: list[tuple[str, dict]] = []
+    model = FnModel(reply, model_id="gemma3-270m")
+    conv = Conversation(DEFAULT_CAST, {"gemma3-270m": model}, config,
+                        emit=lambda t, **p: events.append((t, p)))
+    return conv, events, model
+
+
+def test_a_turn_from_message_to_answers_with_events_and_telemetry() -> None:
+    import asyncio
+
+    conv, events, model = _conversation_with(
+        {"coder": (0.9, 0.8, 0.9), "designer": (0.9, 0.9, 0.9), "researcher": (0.1, 0.1, 0.1)},
+        HandRaiseConfig(card_timeout_s=30))
+    state = asyncio.run(conv.user_message("KeyError in my config loader, any idea?"))
+    assert len(model.requests) == 1  # one batched judgment for three participants
+    assert [h.model for h in state.waiting] == ["coder", "designer"]
+    conv.act(state, "coder", "approve")
+    conv.timeout(state)  # the designer's card times out → skipped
+    streamed: list[tuple[str, str]] = []
+    asyncio.run(conv.answer(state, on_chunk=lambda pid, text: streamed.append((pid, text))))
+    assert state.answers == {"coder": "answer from Coder"} and streamed[0][0] == "coder"
+    types = [t for t, _ in events]
+    assert types[:2] == ["user_message", "hands"] and types[-1] == "turn_closed"
+    skips = {p["participant"]: p for t, p in events if t == "skip"}
+    assert skips["designer"]["by"] == "timeout" and skips["researcher"]["line"].startswith("SKIP (will=0.10")
+    rows = {r["participant"]: r for r in conv.telemetry}
+    assert rows["coder"]["allowed"] and rows["coder"]["decided_by"] == "user"
+    assert rows["designer"]["decided_by"] == "timeout" and rows["researcher"]["decided_by"] == "mode"
+    assert {"will", "relevance", "novelty", "confidence", "reason", "cooldown_delta", "over_raise_factor", "mode",
+            "judge_method", "judge_latency_s", "judge_tokens", "answer_tokens"} <= set(rows["coder"])
+    # The loop guard refuses a second raise in the same turn, and says so.
+    assert not conv.raise_again(state, "answer of coder") and events[-1][0] == "raise_refused"
+    # Next turn: the coder spoke, so its will is cooled by 0.1.
+    nxt = asyncio.run(conv.user_message("and how do I test it?"))
+    assert {h.model: h.cooldown_delta for h in nxt.hands}["coder"] == pytest.approx(-0.1)
+    # The recorded turns re-decide to the same outcome under the same settings.
+    again = redecide(conv.records, conv.config)
+    assert [o.speakers for o in again] == [["coder"]]
+
+
+def test_mentions_bypass_cards_and_mention_only_mode_calls_no_judge() -> None:
+    import asyncio
+
+    scores = {"coder": (0.1, 0.1, 0.1), "designer": (0.1, 0.1, 0.1), "researcher": (0.1, 0.1, 0.1)}
+    conv, _, model = _conversation_with(scores, HandRaiseConfig())
+    state = asyncio.run(conv.user_message("what do you think, @designer?"))
+    assert state.resolved["designer"].approved and state.resolved["designer"].by == "mention"
+    conv2, _, model2 = _conversation_with(scores, HandRaiseConfig(mode=Mode.MENTION_ONLY))
+    state = asyncio.run(conv2.user_message("hello @Researcher"))
+    assert not model2.requests and [m for m, r in state.resolved.items() if r.approved] == ["researcher"]
+    asyncio.run(conv2.answer(state))
+    assert list(state.answers) == ["researcher"] and len(model2.requests) == 1
