@@ -1,0 +1,162 @@
+"""`judgelab handraise eval | judge`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dashboard.commands import fail
+
+app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Method = Annotated[str, typer.Option("--judge", help="judge | self | hybrid | embedding.")]
+JudgeModel = Annotated[str, typer.Option("--judge-model", help="The judge model (judge and hybrid methods).")]
+Threshold = Annotated[float, typer.Option("--threshold", min=0, max=1, help="Will threshold (seed: 0.6).")]
+
+
+def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]) -> tuple[Any, Any, Any]:
+    """(store, model resolver, config), every needed model checked, or a clear exit."""
+    from pydantic import ValidationError
+
+    from engine.handraise import HandRaiseConfig
+    from engine.store import Store, StoreError
+    from models.catalog import CatalogError, load_catalog
+    from models.registry import ModelHub, check_availability
+
+    try:
+        config = HandRaiseConfig(judge_method=method, judge_model=judge_model, threshold=threshold)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    try:
+        catalog = load_catalog()
+        store = Store()
+    except (CatalogError, StoreError) as exc:
+        raise fail(str(exc)) from None
+    needed = set()
+    if method in ("judge", "hybrid"):
+        needed.add(judge_model)
+    if method in ("self", "hybrid"):
+        needed.update(model_ids)
+    problems = []
+    for model_id in sorted(needed):
+        try:
+            spec = catalog.get(model_id)
+        except KeyError as exc:
+            raise fail(str(exc.args[0])) from None
+        availability = asyncio.run(check_availability(spec))
+        if not availability.available:
+            problems.append(f"{model_id} is unavailable: {availability.reason}")
+    if problems:
+        raise fail("; ".join(problems), code=2)
+    hub = ModelHub(catalog, call_log=store)
+    return store, hub.get, config
+
+
+@app.command("eval")
+def eval_cmd(
+    benchmark: Annotated[Path, typer.Option("--benchmark", help="Labelled dialogues (JSONL).")],
+    method: Method = "judge",
+    models: Annotated[str, typer.Option("--models", help="Comma-separated model ids for the cast (cycled).")
+                      ] = "gemma3-270m",
+    context: Annotated[str, typer.Option("--context", help="1 | 3 | 5 | summary: what the judge sees.")] = "3",
+    repeat: Annotated[int, typer.Option("--repeat", min=1, max=50, help="Judge each item K times.")] = 1,
+    judge_model: JudgeModel = "gemma3-270m",
+    threshold: Threshold = 0.6,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
+    precision, recall, F1, consistency across repeats, median latency and tokens per decision — all
+    computed from the per-item lines."""
+    from engine.events import async_run_context
+    from engine.handraise import benchmark_totals, evaluate_item, parse_benchmark
+
+    if context not in ("1", "3", "5", "summary"):
+        raise fail(f"--context must be 1, 3, 5 or summary, not {context!r}")
+    try:
+        items = parse_benchmark(benchmark.read_text(encoding="utf-8"), str(benchmark))[:limit]
+    except FileNotFoundError:
+        raise fail(f"{benchmark}: file not found") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    model_ids = [m.strip() for m in models.split(",") if m.strip()]
+    store, resolver, config = _setup(method, judge_model, threshold, model_ids)
+
+    async def go() -> tuple[str, list[dict[str, Any]]]:
+        out: list[dict[str, Any]] = []
+        settings = {"benchmark": str(benchmark), "method": method, "models": model_ids, "context": context,
+                    "repeat": repeat, "config": config.model_dump(mode="json")}
+        async with async_run_context(store, "handraise.eval", settings, name=f"handraise eval {method}") as run:
+            for item in items:
+                line = await evaluate_item(item, resolver, config, context, repeat, model_ids=model_ids)  # type: ignore[arg-type]
+                out.append(line)
+                run.emit("handraise_eval_item", **line)
+            run.summary = benchmark_totals(out)
+        return run.run_id, out
+
+    run_id, lines = asyncio.run(go())
+    totals = benchmark_totals(lines)
+    if as_json:
+        typer.echo(json.dumps({"run_id": run_id, "method": method, "context": context, "repeat": repeat,
+                               "models": model_ids, "items": lines, "totals": totals}, ensure_ascii=False, indent=2))
+        return
+    for line in lines:
+        first = line["runs"][0]["predictions"]
+        typer.echo(f"{line['id']:<8} " + "  ".join(
+            f"{pid} {p['will']:.2f}{'↑' if p['speak'] else ' '}{'✓' if line['labels'].get(pid) == p['speak'] else '✗'}"
+            for pid, p in first.items()))
+    typer.echo(json.dumps(totals, indent=2))
+    typer.echo(f"run {run_id}")
+
+
+@app.command("judge")
+def judge_cmd(
+    scenario: Annotated[Path, typer.Option("--scenario", help="A conversation: JSON/YAML with participants? "
+                                                              "and context [{speaker, text}].")],
+    method: Method = "judge",
+    judge_model: JudgeModel = "gemma3-270m",
+    threshold: Threshold = 0.6,
+    as_json: JsonFlag = False,
+) -> None:
+    """Judge one conversation: per participant relevance, novelty, confidence, will, reason and its hand."""
+    import yaml
+
+    from engine.events import async_run_context
+    from engine.handraise import BenchItem, WillJudge, decide_hands
+
+    try:
+        data = yaml.safe_load(scenario.read_text(encoding="utf-8"))
+        item = BenchItem.model_validate({"id": scenario.stem, **(data or {})})
+    except FileNotFoundError:
+        raise fail(f"{scenario}: file not found") from None
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        raise fail(f"{scenario}: {exc}") from None
+    cast = item.cast()
+    store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
+    turns = item.turns("5" if len(item.context) > 3 else "3")
+
+    async def go() -> tuple[str, list[Any], Any]:
+        async with async_run_context(store, "handraise.judge", {"scenario": str(scenario), "method": method}) as run:
+            comps, facts = await WillJudge(cast, resolver, config).judge(turns)
+            hands = decide_hands(comps, config)
+            run.emit("hands", hands=[h.payload() for h in hands], latencyS=facts.latency_s, calls=facts.calls)
+            run.summary = {"raised": [h.model for h in hands if h.status.value == "raised"]}
+        return run.run_id, hands, facts
+
+    run_id, hands, facts = asyncio.run(go())
+    rows = [{"model": h.model, "relevance": h.relevance, "novelty": h.novelty, "confidence": h.confidence,
+             "will": h.will, "reason": h.reason, "hand": h.status.value, "flags": h.flags} for h in hands]
+    if as_json:
+        typer.echo(json.dumps({"run_id": run_id, "method": method, "judgments": rows,
+                               "latency_s": round(facts.latency_s, 4), "calls": facts.calls,
+                               "tokens": facts.prompt_tokens + facts.completion_tokens}, ensure_ascii=False, indent=2))
+        return
+    for r in rows:
+        typer.echo(f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
+                   f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}")
+    typer.echo(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")

@@ -1,0 +1,76 @@
+"""`judgelab handraise eval | judge`: per-item predictions whose totals can be recomputed, the bundled model
+as the judge, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+
+runner = CliRunner()
+BENCH = Path("data/benchmarks/handraise.jsonl")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+def _recompute(items: list[dict]) -> dict:
+    pairs = [(run["predictions"][pid]["speak"], gold) for item in items for run in item["runs"]
+             for pid, gold in item["labels"].items()]
+    tp = sum(s and g for s, g in pairs)
+    fp = sum(s and not g for s, g in pairs)
+    fn = sum(g and not s for s, g in pairs)
+    consistent = [len({run["predictions"][pid]["speak"] for run in item["runs"]}) == 1
+                  for item in items for pid in item["labels"]]
+    return {"accuracy": round(sum(s == g for s, g in pairs) / len(pairs), 4), "tp": tp, "fp": fp, "fn": fn,
+            "consistency": round(sum(consistent) / len(consistent), 4)}
+
+
+def test_eval_embedding_totals_recompute_from_items() -> None:
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--context", "summary",
+                       "--repeat", "2", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    items, totals = report["items"], report["totals"]
+    assert len(items) >= 20 and {i["language"] for i in items} == {"en", "ja"}
+    for key, value in _recompute(items).items():
+        assert totals[key] == value
+    assert totals["decisions_scored"] == 2 * sum(len(i["labels"]) for i in items)
+    assert all(0 <= p["will"] <= 1 for i in items for run in i["runs"] for p in run["predictions"].values())
+
+
+def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> None:
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--limit", "2",
+                       "--context", "1", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert [run["calls"] for item in report["items"] for run in item["runs"]] == [1, 1]
+    assert report["totals"]["median_latency_s"] > 0 and report["totals"]["tokens_per_decision"] > 0
+    for key, value in _recompute(report["items"]).items():
+        assert report["totals"][key] == value
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("context:\n  - {speaker: user, text: 'My Python test fails with KeyError'}\n", encoding="utf-8")
+    code, out = invoke("handraise", "judge", "--scenario", str(scenario), "--judge", "embedding", "--json")
+    assert code == 0, out
+    rows = {r["model"]: r for r in json.loads(out)["judgments"]}
+    assert set(rows) == {"coder", "designer", "researcher"}
+    assert rows["coder"]["relevance"] > rows["designer"]["relevance"]
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "context": [{"speaker": "user", "text": "hi"}], "labels": {"nobody": true}}\nnope\n',
+                   encoding="utf-8")
+    code, out = invoke("handraise", "eval", "--benchmark", str(bad))
+    assert code == 1 and f"{bad}:1" in out and "unknown participants: nobody" in out and f"{bad}:2: not JSON" in out
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--context", "7")
+    assert code == 1 and "--context must be" in out
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "self", "--models", "gpt-4o")
+    assert code == 2 and "OPENAI_API_KEY" in out
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "vote")
+    assert code == 1 and "judge_method" in out
