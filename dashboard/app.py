@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from pages import confidence as confidence_page
+from pages import conversation as conversation_page
 from pages import director as director_page
 from pages import jury as jury_page
 from pages import models as models_page
@@ -22,6 +23,7 @@ PAGES = {
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
     ],
     "Mechanisms": [
+        st.Page(conversation_page.render, title="Conversation", icon="🙋", url_path="conversation"),
         st.Page(skipcache_page.render, title="Skip cache", icon="⏱️", url_path="skip-cache"),
         st.Page(director_page.render, title="Director lab", icon="🎬", url_path="director"),
         st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),

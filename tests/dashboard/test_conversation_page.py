@@ -1,0 +1,51 @@
+"""The Conversation page in AppTest: a message, hand-raise cards, approve / skip, the streamed answer of the
+bundled model, skip lines, telemetry, and the what-if re-decision."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+
+
+def _page() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def test_cards_approve_skip_answer_and_what_if() -> None:
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    assert not at.exception
+    at.selectbox(key="conv.method").set_value("embedding")
+    at.slider(key="conv.threshold").set_value(0.3).run()
+    at.chat_input(key="conv.input").set_value("My Python script crashes with a KeyError in the config dict").run()
+    assert not at.exception
+    cards = [m.value for m in at.markdown if "wants to speak" in m.value]
+    assert cards and any("Coder" in c for c in cards)
+    waiting = [b.key for b in at.button if b.key and b.key.startswith("conv.approve.")]
+    at.button(key=waiting[0]).click().run()  # the first card speaks
+    for key in [b.key for b in at.button if b.key and b.key.startswith("conv.skip.")]:
+        at.button(key=key).click().run()  # the rest are skipped
+    assert not at.exception
+    assert at.chat_message, "the approved participant answered"
+    assert any("SKIP (will=" in c.value for c in at.caption) or len(cards) == 3
+    runs = state.get_store().list_runs(kind="handraise.conversation")
+    assert len(runs) == 1
+    events = [e.type for e in state.get_store().events(runs[0].id)]
+    assert {"user_message", "hands", "hand_decision", "answer_finished", "turn_closed"} <= set(events)
+    # Telemetry: one row per participant; what-if: a higher threshold lowers hands with no model call.
+    table = next(df.value for df in at.dataframe if "will" in df.value.columns)
+    assert len(table) == 3 and set(table["judge_method"]) == {"embedding"}
+    at.slider(key="conv.wi_threshold").set_value(0.95).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Hands raised"] == "0" and int(metrics["Hands that change"]) >= 1
+
+
+def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    at.selectbox(key="conv.mode").set_value("mention_only").run()
+    at.chat_input(key="conv.input").set_value("hi @designer, which font?").run()
+    assert not at.exception
+    assert not [m for m in at.markdown if "wants to speak" in m.value]
+    assert any("Designer" in m.value for m in at.markdown)
