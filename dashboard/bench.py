@@ -479,3 +479,73 @@ def bench_jury(repeat: int, progress: Progress) -> BenchResult:
     finally:
         store.dispose()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- hand raise ------------------------------------------------------------------------------------------
+@benchmark("handraise.judge")
+def bench_handraise_judge(repeat: int, progress: Progress) -> BenchResult:
+    """Will judgment of 3 participants with the bundled Gemma: one batched call vs. one call per model."""
+    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    store, folder = _temp_store()
+    try:
+        hub = ModelHub(load_catalog(), call_log=store)
+        turns = [Turn("user", "My Python script crashes with a KeyError when it reads the config. How do I fix it?")]
+        batched = WillJudge(DEFAULT_CAST, hub.get, HandRaiseConfig(judge_method="judge"))
+        single = WillJudge(DEFAULT_CAST, hub.get, HandRaiseConfig(judge_method="judge"))
+        asyncio.run(batched.judge(turns))  # load the model; reported apart from the samples
+
+        def timed(coro_fn: Callable[[], Any]) -> tuple[float, Any]:
+            started = time.perf_counter()
+            out = asyncio.run(coro_fn())
+            return time.perf_counter() - started, out
+
+        walls, tokens, per_model = [], [], []
+        for _ in range(max(1, repeat)):
+            wall, (_, facts) = timed(lambda: batched.judge(turns))
+            walls.append(wall)
+            tokens.append(facts.completion_tokens)
+
+            async def one_by_one() -> None:
+                for p in DEFAULT_CAST:
+                    await single.judge(turns, candidates=[p.id])
+
+            per_model.append(timed(one_by_one)[0])
+        result = BenchResult.from_samples(
+            "handraise.judge", "will judgment of 3 participants with the bundled Gemma, one batched call", walls,
+            target="median ≤ 1.5 s", metrics={
+                "per_model_calls_median_s": round(statistics.median(per_model), 3),
+                "completion_tokens_median": statistics.median(tokens)})
+        result.met = (result.median or 99) <= 1.5
+        return result
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@benchmark("handraise.whatif")
+def bench_handraise_whatif(repeat: int, progress: Progress) -> BenchResult:
+    """Re-deciding 10 000 recorded judgments under new settings, without a model."""
+    import random
+
+    from engine.handraise import Components, HandRaiseConfig, TurnRecord, redecide
+
+    rng = random.Random(7)
+    turns = [TurnRecord(turn=t, components=[Components(model=m, relevance=rng.random(), novelty=rng.random(),
+                                                       confidence=rng.random()) for m in ("a", "b", "c", "d")],
+                        user_actions={m: rng.choice(["approve", "skip"]) for m in ("a", "b", "c", "d")})
+             for t in range(2500)]
+    config = HandRaiseConfig(threshold=0.45, cooldown_per_turn=0.15)
+    samples = []
+    for _ in range(max(3, repeat)):
+        started = time.perf_counter()
+        out = redecide(turns, config)
+        samples.append(time.perf_counter() - started)
+    hands = sum(len(o.hands) for o in out)
+    result = BenchResult.from_samples("handraise.whatif", f"what-if re-decision of {hands} recorded judgments",
+                                      [s * 1000 for s in samples], unit="ms", target="≤ 200 ms",
+                                      metrics={"judgments": hands})
+    result.met = (result.median or 1e9) <= 200
+    return result
