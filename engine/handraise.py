@@ -1013,3 +1013,25 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "consistency": round(same / pairs, 4) if pairs else None,
             "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
             "tokens_per_decision": round(tokens / decisions, 2) if decisions else None}
+
+
+async def run_benchmark(store: Any, items: Sequence[BenchItem], models: Any, config: HandRaiseConfig,
+                        context: ContextMode, repeat: int = 1, model_ids: Sequence[str] | None = None,
+                        name: str = "", on_item: Any = None) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""
+    from engine.events import async_run_context
+
+    lines: list[dict[str, Any]] = []
+    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": list(model_ids or []),
+                "items": len(items), "config": config.model_dump(mode="json")}
+    async with async_run_context(store, "handraise.eval", settings,
+                                 name=name or f"handraise eval {config.judge_method} context {context}") as run:
+        for item in items:
+            line = await evaluate_item(item, models, config, context, repeat, model_ids=model_ids)
+            lines.append(line)
+            run.emit("handraise_eval_item", **line)
+            if on_item:
+                on_item(line)
+        totals = benchmark_totals(lines)
+        run.summary = totals
+    return run.run_id, lines, totals

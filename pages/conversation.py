@@ -55,7 +55,8 @@ def render() -> None:
     if conv is not None and (conv.config != config or [p.model_dump() for p in conv.participants.values()]
                              != [p.model_dump() for p in cast]):
         st.info("Settings changed: they apply from the next conversation (the What-if tab re-decides this one).")
-    chat, charts_tab, whatif_tab, telemetry_tab = st.tabs(["Chat", "Charts", "What-if", "Telemetry"])
+    chat, charts_tab, whatif_tab, telemetry_tab, bench_tab = st.tabs(
+        ["Chat", "Charts", "What-if", "Telemetry", "Judge benchmark"])
     with chat:
         _render_chat(cast, config)
     conv = st.session_state[KEY + "conv"]
@@ -76,6 +77,8 @@ def render() -> None:
             st.dataframe(pd.DataFrame(conv.telemetry), hide_index=True, width="stretch")
             if st.session_state[KEY + "run_id"]:
                 st.caption(f"Events and calls: run `{st.session_state[KEY + 'run_id']}` on the Runs page.")
+    with bench_tab:
+        render_benchmark(config)
 
 
 # -- settings --------------------------------------------------------------------------------------------------
@@ -400,3 +403,67 @@ def render_whatif(conv: Conversation) -> None:
     st.caption(f"Re-decided {sum(len(o.hands) for o in after)} hands in {elapsed:.1f} ms.")
     if changes:
         st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch")
+
+
+# -- the judge benchmark, with the context ablation side by side ------------------------------------------------
+
+
+def benchmark_path() -> Any:
+    from engine.config import get_settings
+
+    return get_settings().data_dir / "benchmarks" / "handraise.jsonl"
+
+
+def stored_evals() -> pd.DataFrame:
+    """Every stored benchmark run with its totals (as computed from its per-item lines)."""
+    store = state.get_store()
+    rows = []
+    for r in store.list_runs(kind="handraise.eval", limit=200):
+        if r.status != "finished":
+            continue
+        cfg, totals = r.config, r.summary
+        rows.append({"run": r.id, "method": cfg.get("method"), "context": cfg.get("context"),
+                     "repeat": cfg.get("repeat"), "items": cfg.get("items"), **{
+                         k: totals.get(k) for k in ("accuracy", "precision", "recall", "f1", "consistency",
+                                                    "median_latency_s", "tokens_per_decision")}})
+    return pd.DataFrame(rows)
+
+
+def render_benchmark(config: HandRaiseConfig) -> None:
+    from engine.handraise import parse_benchmark, run_benchmark
+
+    st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
+               "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn.")
+    c1, c2, c3 = st.columns(3)
+    contexts = c1.multiselect("Contexts", ["1", "3", "5", "summary"], default=["1", "3", "5", "summary"],
+                              key=KEY + "b_contexts")
+    repeat = c2.number_input("Repeats", 1, 10, 1, key=KEY + "b_repeat")
+    limit = c3.number_input("Items (0 = all)", 0, 500, 0, key=KEY + "b_limit")
+    if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts):
+        try:
+            items = parse_benchmark(benchmark_path().read_text(encoding="utf-8"), str(benchmark_path()))
+        except (OSError, ValueError) as exc:
+            st.error(str(exc))
+            return
+        items = items[:int(limit)] if limit else items
+        hub = state.get_hub()
+        progress = st.progress(0.0, text="judging…")
+        for i, context in enumerate(contexts):
+            state.get_loop().run(run_benchmark(state.get_store(), items, hub.get, config, context, int(repeat)),
+                                 timeout=3600)
+            progress.progress((i + 1) / len(contexts), text=f"context {context} done")
+        state.clear_reads()
+    table = stored_evals()
+    if table.empty:
+        st.info("No benchmark runs stored yet (here or with `judgelab handraise eval`).")
+        return
+    latest = table.drop_duplicates(subset=["method", "context"], keep="first")
+    st.markdown("**Latest run per method and context** (each figure from its run's per-item lines)")
+    st.dataframe(latest, hide_index=True, width="stretch")
+    metrics = ["accuracy", "precision", "recall", "f1", "consistency"]
+    fig = go.Figure()
+    for row in latest.itertuples():
+        fig.add_trace(go.Bar(name=f"{row.method} · {row.context}", x=metrics,
+                             y=[getattr(row, m) if getattr(row, m) is not None else 0 for m in metrics]))
+    fig.update_layout(barmode="group", title="Context ablation", height=320, yaxis_range=[0, 1])
+    st.plotly_chart(fig, key=KEY + "ablation")

@@ -73,8 +73,7 @@ def eval_cmd(
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
     precision, recall, F1, consistency across repeats, median latency and tokens per decision — all
     computed from the per-item lines."""
-    from engine.events import async_run_context
-    from engine.handraise import benchmark_totals, evaluate_item, parse_benchmark
+    from engine.handraise import parse_benchmark, run_benchmark
 
     if context not in ("1", "3", "5", "summary"):
         raise fail(f"--context must be 1, 3, 5 or summary, not {context!r}")
@@ -87,20 +86,8 @@ def eval_cmd(
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
     store, resolver, config = _setup(method, judge_model, threshold, model_ids)
 
-    async def go() -> tuple[str, list[dict[str, Any]]]:
-        out: list[dict[str, Any]] = []
-        settings = {"benchmark": str(benchmark), "method": method, "models": model_ids, "context": context,
-                    "repeat": repeat, "config": config.model_dump(mode="json")}
-        async with async_run_context(store, "handraise.eval", settings, name=f"handraise eval {method}") as run:
-            for item in items:
-                line = await evaluate_item(item, resolver, config, context, repeat, model_ids=model_ids)  # type: ignore[arg-type]
-                out.append(line)
-                run.emit("handraise_eval_item", **line)
-            run.summary = benchmark_totals(out)
-        return run.run_id, out
-
-    run_id, lines = asyncio.run(go())
-    totals = benchmark_totals(lines)
+    run_id, lines, totals = asyncio.run(run_benchmark(
+        store, items, resolver, config, context, repeat, model_ids=model_ids))  # type: ignore[arg-type]
     if as_json:
         typer.echo(json.dumps({"run_id": run_id, "method": method, "context": context, "repeat": repeat,
                                "models": model_ids, "items": lines, "totals": totals}, ensure_ascii=False, indent=2))

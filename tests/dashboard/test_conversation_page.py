@@ -49,3 +49,15 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     assert not at.exception
     assert not [m for m in at.markdown if "wants to speak" in m.value]
     assert any("Designer" in m.value for m in at.markdown)
+
+
+def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    at.selectbox(key="conv.method").set_value("embedding").run()
+    at.number_input(key="conv.b_limit").set_value(4)
+    at.button(key="conv.b_run").click().run()
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "f1" in df.value.columns)
+    assert sorted(table["context"]) == ["1", "3", "5", "summary"] and set(table["method"]) == {"embedding"}
+    runs = state.get_store().list_runs(kind="handraise.eval")
+    assert len(runs) == 4 and all(r.summary["decisions_scored"] == 12 for r in runs)
