@@ -194,6 +194,26 @@ class ChatModel(ABC):
         """P(each choice) as the model's next token after `prefix` (backends with token access only)."""
         raise self._error(ModelUnavailable, f"the {self.backend} backend gives no token probabilities")
 
+    template_capable: ClassVar[bool] = False
+
+    def template_request(self, messages: Sequence[Message | dict[str, str]] | str,
+                         parts: Sequence[tuple[str, Any]]) -> Request:
+        """The recorded request of a `fill_template` call: its parts are part of the hash."""
+        import hashlib
+        import json as _json
+
+        digest = hashlib.sha256(_json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+        return self.build_request(messages, max_tokens=sum(
+            int(arg[0]) if kind == "free" else 1 for kind, arg in parts if kind != "text")
+        ).model_copy(update={"schema_name": f"template:{digest}"})
+
+    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
+                            parts: Sequence[tuple[str, Any]]) -> Completion:
+        """Fill a fixed text skeleton: ("text", literal) is copied, ("choice", [options]) takes the most
+        likely option, ("free", (max_tokens, stop_chars)) generates greedily until a stop character.
+        Only the slots cost decoding steps (local backends with token access only)."""
+        raise self._error(ModelUnavailable, f"the {self.backend} backend cannot fill templates")
+
     # -- machinery -----------------------------------------------------------------------------
     def _error(self, cls: type[ModelError], message: str, **kw: Any) -> ModelError:
         return cls(message, model_id=self.model_id, backend=self.backend, **kw)

@@ -167,6 +167,71 @@ class LlamaCppModel(ChatModel):
         return ChoiceProbabilities(model_id=self.model_id, probabilities=probabilities, prompt_tokens=n_prompt,
                                    latency_s=latency, call_id=call_id)
 
+    template_capable = True
+
+    async def fill_template(self, messages: Any, parts: Sequence[tuple[str, Any]]) -> Completion:
+        """Literals are evaluated in batches; only choices and free slots take decoding steps, so a JSON
+        skeleton with a few numbers costs a fraction of grammar-constrained generation."""
+        request = self.template_request(messages, parts)
+        formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
+        if formatted is None:
+            raise self._error(BadRequest, "no plain prompt format for this chat format")
+        prompt, has_bos = formatted
+        await self.prepare()
+        llama, lock = await asyncio.to_thread(self._llama)
+
+        def logits() -> np.ndarray:
+            return np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
+
+        def run() -> tuple[str, int, int]:
+            with lock:
+                llama.reset()
+                pending = llama.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
+                n_prompt = len(pending)
+                out: list[str] = []
+                steps = 0
+                for kind, arg in parts:
+                    if kind == "text":
+                        pending += llama.tokenize(str(arg).encode("utf-8"), add_bos=False)
+                        out.append(str(arg))
+                        continue
+                    llama.eval(pending)
+                    pending = []
+                    if kind == "choice":
+                        firsts = [llama.tokenize(str(o).encode("utf-8"), add_bos=False)[0] for o in arg]
+                        row = logits()
+                        best = max(range(len(arg)), key=lambda i: row[firsts[i]])
+                        pending += llama.tokenize(str(arg[best]).encode("utf-8"), add_bos=False)
+                        out.append(str(arg[best]))
+                        steps += 1
+                        continue
+                    max_new, stops = arg
+                    text = ""
+                    for _ in range(int(max_new)):
+                        token = int(np.argmax(logits()))
+                        steps += 1
+                        if token == llama.token_eos():
+                            break
+                        piece = llama.detokenize([token]).decode("utf-8", errors="ignore")
+                        cut = min((piece.index(c) for c in stops if c in piece), default=None)
+                        if cut is not None:
+                            text += piece[:cut]
+                            break
+                        text += piece
+                        llama.eval([token])
+                    out.append(text.replace("\\", "").strip())
+                return "".join(out), n_prompt, steps
+
+        started = time.perf_counter()
+        try:
+            text, n_prompt, steps = await asyncio.to_thread(run)
+        except (ValueError, RuntimeError, IndexError) as exc:
+            err = self._error(ServerError, f"llama.cpp failed to fill the template: {exc}")
+            self._record_failure(request, err, time.perf_counter() - started, 1)
+            raise err from None
+        return self._finish(request, None, RawResult(text=text, prompt_tokens=n_prompt, completion_tokens=steps),
+                            time.perf_counter() - started, 1)
+
     async def prepare(self) -> None:
         await asyncio.to_thread(self._llama)
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
-from models.errors import ReplayMiss
+from models.errors import ModelError, ReplayMiss
 from models.recording import CallLog
 from models.types import RawResult, Request
 
@@ -54,6 +54,24 @@ class ReplayModel(ChatModel):
             completion_tokens=record.completion_tokens,
             finish_reason=record.finish_reason,
         )
+
+
+    @property
+    def template_capable(self) -> bool:  # type: ignore[override]
+        return self.spec.model == "bundled" or self.spec.model.endswith(".gguf")
+
+    async def fill_template(self, messages, parts):  # type: ignore[no-untyped-def]
+        """The recorded filling of the same template and messages."""
+        import time
+
+        request = self.template_request(messages, parts)
+        started = time.perf_counter()
+        try:
+            raw = await self._generate(request, None)
+        except ModelError as exc:
+            self._record_failure(request, exc, time.perf_counter() - started, 1)
+            raise
+        return self._finish(request, None, raw, time.perf_counter() - started, 1)
 
 
 def replay_spec(original: ModelSpec) -> ModelSpec:

@@ -5,6 +5,7 @@ end to end, stays in range, flags what it repaired, and replays exactly."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,9 @@ def test_method_on_the_bundled_model_then_replayed(method: str, store: Any) -> N
         live, facts = asyncio.run(WillJudge(DEFAULT_CAST, hub.get, config).judge(TURNS))
     expected_calls = {"judge": 1, "self": 3, "hybrid": 4}[method]
     assert facts.calls == expected_calls and len(store.calls()) == expected_calls
+    if method in ("judge", "hybrid"):  # the local judge fills a fixed JSON skeleton: only the slots decode
+        judged = [c for c in store.calls() if json.loads(c.request_json).get("schema_name", "").startswith("template:")]
+        assert len(judged) == 1 and all("scale:0-9" in c.flags for c in live)
     assert [c.model for c in live] == ["coder", "designer", "researcher"]
     for c in live:
         assert 0 <= c.relevance <= 1 and 0 <= c.novelty <= 1 and 0 <= c.confidence <= 1
