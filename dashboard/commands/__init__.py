@@ -33,3 +33,21 @@ def usable_model(model_id: str) -> tuple[Any, Any]:
     if not availability.available:
         raise fail(f"{model_id} is unavailable: {availability.reason}", code=2)
     return store, ModelHub(catalog, call_log=store).get(model_id)
+
+
+def require_models(catalog: Any, model_ids: set[str] | list[str]) -> None:
+    """Every id must be in the catalog (else exit 1) and available (else exit 2, naming every one that is
+    not and why)."""
+    from models.registry import check_availability
+
+    problems = []
+    for model_id in sorted(set(model_ids)):
+        try:
+            spec = catalog.get(model_id)
+        except KeyError as exc:
+            raise fail(str(exc.args[0])) from None
+        availability = asyncio.run(check_availability(spec))
+        if not availability.available:
+            problems.append(f"{model_id} is unavailable: {availability.reason}")
+    if problems:
+        raise fail("; ".join(problems), code=2)

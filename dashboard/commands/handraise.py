@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import fail
+from dashboard.commands import fail, require_models
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -25,7 +25,7 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
     from engine.handraise import HandRaiseConfig
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
-    from models.registry import ModelHub, check_availability
+    from models.registry import ModelHub
 
     try:
         config = HandRaiseConfig(judge_method=method, judge_model=judge_model, threshold=threshold)  # type: ignore[arg-type]
@@ -42,17 +42,7 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
         needed.add(judge_model)
     if method in ("self", "hybrid"):
         needed.update(model_ids)
-    problems = []
-    for model_id in sorted(needed):
-        try:
-            spec = catalog.get(model_id)
-        except KeyError as exc:
-            raise fail(str(exc.args[0])) from None
-        availability = asyncio.run(check_availability(spec))
-        if not availability.available:
-            problems.append(f"{model_id} is unavailable: {availability.reason}")
-    if problems:
-        raise fail("; ".join(problems), code=2)
+    require_models(catalog, needed)
     hub = ModelHub(catalog, call_log=store)
     return store, hub.get, config
 

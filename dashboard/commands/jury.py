@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import fail
+from dashboard.commands import fail, require_models
 
 app = typer.Typer(help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.",
                   no_args_is_help=True)
@@ -33,7 +33,7 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
     from engine.jury import Jury, JuryConfig, panel_seats
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
-    from models.registry import ModelHub, check_availability
+    from models.registry import ModelHub
 
     try:
         config = JuryConfig.from_env(max_discussion_rounds=rounds, consensus_threshold=threshold,
@@ -55,18 +55,11 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
         raise fail(str(exc.args[0])) from None
     needed = {s.model_id for s in seats} | ({config.final_judge_model} if config.final_judgment_method == "final_judge"
                                            else set())
-    unavailable = []
     for model_id in sorted(needed):
-        try:
-            spec = catalog.get(model_id)
-        except KeyError as exc:
-            raise fail(str(exc.args[0])) from None
-        if not replay:
-            availability = asyncio.run(check_availability(spec))
-            if not availability.available:
-                unavailable.append(f"{model_id} is unavailable: {availability.reason}")
-    if unavailable:
-        raise fail("; ".join(unavailable), code=2)
+        if model_id not in catalog.ids:
+            raise fail(f"unknown model '{model_id}' — known models: {', '.join(catalog.ids)}")
+    if not replay:  # a replay answers from recorded calls: no model needs to be reachable
+        require_models(catalog, needed)
     hub = ModelHub(catalog, call_log=store)
     return store, Jury(seats, lambda m: hub.get(m, replay=replay), config)
 
