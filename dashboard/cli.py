@@ -125,19 +125,14 @@ def models_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Send one structured test judgment through MODEL_ID; print the parsed JSON, tokens, latency."""
+    from dashboard.commands import require_models
     from engine.events import run_context
     from models.errors import ModelError
     from models.probe import PROBE_MESSAGES, ProbeJudgment
-    from models.registry import ModelHub, check_availability
+    from models.registry import ModelHub
 
     catalog = _catalog()
-    try:
-        spec = catalog.get(model_id)
-    except KeyError as exc:
-        raise fail(str(exc.args[0])) from None
-    availability = asyncio.run(check_availability(spec))
-    if not availability.available:
-        raise fail(f"{model_id} is unavailable: {availability.reason}", code=2)
+    require_models(catalog, [model_id])
     store = _store()
     hub = ModelHub(catalog, call_log=store)
 

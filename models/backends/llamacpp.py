@@ -134,12 +134,7 @@ class LlamaCppModel(ChatModel):
         request = self.build_request(
             [*as_messages(messages), Message(role="assistant", content=prefix)], max_tokens=1
         ).model_copy(update={"schema_name": "choices:" + "|".join(choices)})
-        formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
-        if formatted is None:
-            raise self._error(BadRequest, "no plain prompt format for this chat format")
-        prompt, has_bos = formatted
-        await self.prepare()
-        llama, lock = await asyncio.to_thread(self._llama)
+        prompt, has_bos, llama, lock = await self._plain_prompt(messages)
 
         def run() -> tuple[dict[str, float], int]:
             with lock:
@@ -169,16 +164,21 @@ class LlamaCppModel(ChatModel):
 
     template_capable = True
 
-    async def fill_template(self, messages: Any, parts: Sequence[tuple[str, Any]]) -> Completion:
-        """Literals are evaluated in batches; only choices and free slots take decoding steps, so a JSON
-        skeleton with a few numbers costs a fraction of grammar-constrained generation."""
-        request = self.template_request(messages, parts)
+    async def _plain_prompt(self, messages: Any) -> tuple[str, bool, Any, threading.Lock]:
+        """The messages as one plain prompt (for token-level work), and the loaded Llama with its lock."""
         formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
         if formatted is None:
             raise self._error(BadRequest, "no plain prompt format for this chat format")
         prompt, has_bos = formatted
         await self.prepare()
         llama, lock = await asyncio.to_thread(self._llama)
+        return prompt, has_bos, llama, lock
+
+    async def fill_template(self, messages: Any, parts: Sequence[tuple[str, Any]]) -> Completion:
+        """Literals are evaluated in batches; only choices and free slots take decoding steps, so a JSON
+        skeleton with a few numbers costs a fraction of grammar-constrained generation."""
+        request = self.template_request(messages, parts)
+        prompt, has_bos, llama, lock = await self._plain_prompt(messages)
 
         def logits() -> np.ndarray:
             return np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
