@@ -28,7 +28,7 @@ class Mode(StrEnum):
     MENTION_ONLY = "mention_only"  # no will judgment: only @mentioned models answer
 
 
-JudgeMethod = Literal["judge", "self", "hybrid", "embedding"]
+JudgeMethod = Literal["likelihood", "judge", "self", "hybrid", "embedding"]
 TimeoutAction = Literal["skip", "approve"]
 
 
@@ -617,6 +617,8 @@ class WillJudge:
             out = self._embedding(who, turns)
             facts.latency_s = time.perf_counter() - started
             return out, facts
+        if method == "likelihood":
+            return await self._likelihood(who, turns, facts), facts
         judged = await self._batched(who, turns, facts)
         # hybrid: the judge filters; survivors judge themselves; each component is the mean of the two.
         survivors = [c.model for c in judged if will_from(c.relevance, c.novelty, c.confidence,
@@ -713,42 +715,108 @@ class WillJudge:
 
         return list(await asyncio.gather(*(one(p) for p in who)))
 
-    def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
-        """No LLM: relevance = similarity of the recent context to the profile; novelty = 1 − the highest
-        similarity of the profile to answers already given by others in the context; confidence = the best
-        match of the context to any single expertise item. Cosine similarities of MiniLM are mapped to
-        [0, 1] by (cos − 0.1) / 0.5, clamped (unrelated text sits near 0.1, close paraphrases above 0.6)."""
-        import numpy as np
+    async def _likelihood(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+                          ) -> list[Components]:
+        """The judge model ranks options instead of writing numbers (engine/likelihood.py): relevance and
+        confidence are fitted maps of the PMI of each participant's expertise with the conversation;
+        novelty is the embedding novelty (a likelihood novelty measured no better than chance). A model
+        that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
+        import time
 
-        from engine.embeddings import get_embedder
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import HANDRAISE, handraise_features
+        from models.errors import ModelError
 
-        embedder = self._embedder or get_embedder()
-        context = " ".join(t.text for t in list(turns)[-self.config.context_turns:]) or "(empty)"
-        answers = [t for t in list(turns)[-self.config.context_turns:] if t.speaker != "user"]
-        texts = [context] + [p.profile_text() for p in who] + [a.text for a in answers]
-        expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
-        vectors = embedder.embed(texts + [e for _, e in expertise])
-        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        ctx = vectors[0]
-        profiles = vectors[1:1 + len(who)]
-        answer_vecs = vectors[1 + len(who):1 + len(who) + len(answers)]
-        exp_vecs = vectors[1 + len(who) + len(answers):]
-
-        def scale(cos: float) -> float:
-            return clamp01((cos - 0.1) / 0.5)
-
+        model = self.model(self.config.judge_model)
+        started = time.perf_counter()
+        try:
+            features, calls = await handraise_features(model, who, turns, self.config.context_turns)
+        except ModelError as exc:
+            return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
+        for c in calls:
+            facts.calls += 1
+            facts.prompt_tokens += c.prompt_tokens
+            if c.call_id is not None:
+                facts.call_ids.append(c.call_id)
+        novelty = {c.model: c.novelty for c in self._embedding(who, turns)}
+        facts.latency_s += time.perf_counter() - started
+        cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
         out = []
-        for i, p in enumerate(who):
-            relevance = scale(float(profiles[i] @ ctx))
-            others = [j for j, a in enumerate(answers) if a.speaker != p.id]
-            novelty = 1.0 - (max(scale(float(profiles[i] @ answer_vecs[j])) for j in others) if others else 0.0)
-            mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
-            best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
-            confidence = scale(float(exp_vecs[best] @ ctx))
-            out.append(Components(model=p.id, relevance=round(relevance, 4), novelty=round(novelty, 4),
-                                  confidence=round(confidence, 4),
-                                  reason=f"closest expertise: {expertise[best][1]}", flags=["embedding"]))
+        for p in who:
+            f = features[p.id]
+            if cal is None:  # no fitted map for this model: a plain squash of the PMI, flagged
+                import math
+
+                rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
+                flags = ["likelihood", "uncalibrated"]
+            else:
+                rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
+                flags = ["likelihood", f"calibration:{cal.version}"]
+            out.append(Components(model=p.id, relevance=round(rel, 4), novelty=novelty[p.id],
+                                  confidence=round(conf, 4), flags=flags,
+                                  reason=f"PMI {f['pmi_mean']:+.2f} (best {f['pmi_max']:+.2f})"))
         return out
+
+    def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
+        """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
+        calibration `handraise.embedding` (logistic maps learnt on data/calibration/, never on the
+        benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is always
+        1 − the fixed map of the closest answer by another participant."""
+        from engine.judgemaps import load_calibration
+
+        cal = load_calibration(EMBEDDING, EMBEDDER_ID)
+        out = []
+        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self._embedder), strict=True):
+            if cal is None:
+                relevance, confidence, flags = cos_scale(f["rel_cos"]), cos_scale(f["conf_cos"]), ["uncalibrated"]
+            else:
+                relevance, confidence = cal.apply("relevance", f), cal.apply("confidence", f)
+                flags = [f"calibration:{cal.version}"]
+            out.append(Components(model=p.id, relevance=round(relevance, 4), novelty=round(1 - cos_scale(
+                f["answer_cos"]), 4), confidence=round(confidence, 4), reason=f"closest expertise: {f['expertise']}",
+                flags=["embedding", *flags]))
+        return out
+
+
+EMBEDDING = "handraise.embedding"
+EMBEDDER_ID = "minilm"
+
+
+def cos_scale(cos: float) -> float:
+    """The fixed cosine map: unrelated MiniLM texts sit near 0.1, close paraphrases above 0.6."""
+    return clamp01((cos - 0.1) / 0.5)
+
+
+def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Any = None
+                       ) -> list[dict[str, Any]]:
+    """Per participant: `rel_cos` = cosine of the recent context to the profile; `conf_cos` = the best cosine
+    of the context to one expertise item (named in `expertise`); `answer_cos` = the highest cosine of the
+    profile to an answer already given by another participant in the context (−1 when there is none)."""
+    import numpy as np
+
+    from engine.embeddings import get_embedder
+
+    embedder = embedder or get_embedder()
+    recent = list(turns)[-context_turns:]
+    context = " ".join(t.text for t in recent) or "(empty)"
+    answers = [t for t in recent if t.speaker != "user"]
+    texts = [context] + [p.profile_text() for p in who] + [a.text for a in answers]
+    expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+    vectors = embedder.embed(texts + [e for _, e in expertise])
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    ctx = vectors[0]
+    profiles = vectors[1:1 + len(who)]
+    answer_vecs = vectors[1 + len(who):1 + len(who) + len(answers)]
+    exp_vecs = vectors[1 + len(who) + len(answers):]
+    out = []
+    for i, p in enumerate(who):
+        others = [j for j, a in enumerate(answers) if a.speaker != p.id]
+        mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
+        best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
+        out.append({"rel_cos": float(profiles[i] @ ctx), "conf_cos": float(exp_vecs[best] @ ctx),
+                    "answer_cos": max((float(profiles[i] @ answer_vecs[j]) for j in others), default=-1.0),
+                    "expertise": expertise[best][1]})
+    return out
 
 
 # -- orchestration -----------------------------------------------------------------------------------------------
@@ -1080,3 +1148,91 @@ async def run_benchmark(store: Any, items: Sequence[BenchItem], models: Any, con
         totals = benchmark_totals(lines)
         run.summary = totals
     return run.run_id, lines, totals
+
+
+# -- calibration of the likelihood and embedding judges ----------------------------------------------------------
+
+
+async def calibration_rows(items: Sequence[BenchItem], model: Any, context_turns: int = 3,
+                           embedder: Any = None) -> list[dict[str, Any]]:
+    """The raw features of both judges for every labelled participant of a calibration split."""
+    from engine.likelihood import handraise_features
+
+    rows = []
+    for item in items:
+        cast, turns = item.cast(), item.turns(str(context_turns) if context_turns in (1, 3, 5) else "3")  # type: ignore[arg-type]
+        features = (await handraise_features(model, cast, turns, context_turns))[0] if model is not None else {}
+        for p, emb in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
+            if p.id in item.labels:
+                rows.append({"item": item.id, "participant": p.id, "label": bool(item.labels[p.id]),
+                             **features.get(p.id, {}), **{k: v for k, v in emb.items() if k != "expertise"}})
+    return rows
+
+
+def fit_calibrations(rows: Sequence[dict[str, Any]], model_id: str | None, source: str, data_sha256: str,
+                     config: HandRaiseConfig | None = None) -> list[Any]:
+    """Maps fitted *through the will formula*: relevance = σ(a·x_r + b) and confidence = σ(c·x_c + d) are
+    learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
+    labelled speakers from the rest — P(speak) = σ(k·(will − threshold)), class-balanced log-loss with a
+    small L2 penalty. The formula and the threshold stay the seed's; only the maps into them are fitted.
+    Likelihood judge: x_r = PMI mean and its lead over the roster, x_c = best PMI. Embedding judge:
+    x_r = context–profile cosine, x_c = best expertise cosine. Novelty is the fixed embedding novelty."""
+    from engine.judgemaps import Calibration, new_version
+
+    config = config or HandRaiseConfig()
+    version = new_version()
+    common = {"version": version, "fitted_on": source, "data_sha256": data_sha256, "n_items": len(rows),
+              "fitted_at": version}
+    out = [Calibration(name=EMBEDDING, model_id=EMBEDDER_ID, **common,
+                       **_fit_will_maps(rows, ["rel_cos"], ["conf_cos"], config))]
+    if model_id is not None:
+        out.append(Calibration(name="handraise.likelihood", model_id=model_id, **common,
+                               **_fit_will_maps(rows, ["pmi_mean", "pmi_rel"], ["pmi_max"], config)))
+    return out
+
+
+def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[str], config: HandRaiseConfig,
+                   l2: float = 0.01) -> dict[str, Any]:
+    import numpy as np
+    from scipy.optimize import minimize
+
+    from engine.judgemaps import FittedMap
+
+    y = np.asarray([bool(r["label"]) for r in rows], dtype=float)
+    if y.min() == y.max():
+        raise ValueError("the calibration split needs participants who should speak and participants who should not")
+    xr = np.asarray([[float(r[f]) for f in rel] for r in rows])
+    xc = np.asarray([[float(r[f]) for f in conf] for r in rows])
+    novelty = np.asarray([1 - cos_scale(float(r["answer_cos"])) for r in rows])
+    w = config.weights
+    total = w.relevance + w.novelty + w.confidence
+    balance = np.where(y == 1, len(y) / (2 * y.sum()), len(y) / (2 * (len(y) - y.sum())))
+    nr, nc = len(rel), len(conf)
+
+    def sig(z: Any) -> Any:
+        return 1 / (1 + np.exp(-z))
+
+    def will(t: Any) -> Any:
+        r = sig(xr @ t[:nr] + t[nr])
+        c = sig(xc @ t[nr + 1:nr + 1 + nc] + t[nr + 1 + nc])
+        return (w.relevance * r + w.novelty * novelty + w.confidence * c) / total
+
+    def loss(t: Any) -> float:
+        p = np.clip(sig(np.exp(t[-1]) * (will(t) - config.threshold)), 1e-9, 1 - 1e-9)
+        return float(-(balance * (y * np.log(p) + (1 - y) * np.log(1 - p))).mean() + l2 * np.sum(t[:-1] ** 2))
+
+    start = np.zeros(nr + nc + 3)
+    start[-1] = np.log(10.0)
+    t = minimize(loss, start, method="L-BFGS-B").x
+    predicted = will(t) >= config.threshold
+    tp = int((predicted & (y == 1)).sum())
+    precision = tp / max(1, int(predicted.sum()))
+    recall = tp / max(1, int(y.sum()))
+    return {"maps": {
+        "relevance": FittedMap(kind="logistic", features=rel, coef=[float(v) for v in t[:nr]], intercept=float(t[nr])),
+        "confidence": FittedMap(kind="logistic", features=conf, coef=[float(v) for v in t[nr + 1:nr + 1 + nc]],
+                                intercept=float(t[nr + 1 + nc]))},
+        "metrics": {"fit_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
+                    "fit_precision": round(precision, 4), "fit_recall": round(recall, 4),
+                    "sharpness": round(float(np.exp(t[-1])), 3), "threshold": config.threshold},
+        "notes": "relevance/confidence maps fitted jointly through the will formula (see fit_calibrations)"}

@@ -13,19 +13,31 @@ import random
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
 from models.catalog import ModelSpec
-from models.errors import ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
+from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
+from models.scoring import calibrate, normalise
 from models.secrets import redact
 from models.structured import parse_structured, validate_object
-from models.types import ChoiceProbabilities, Chunk, Completion, Message, RawResult, Request, Usage
+from models.types import (
+    ChoiceProbabilities,
+    Chunk,
+    Completion,
+    Message,
+    OptionScores,
+    RawResult,
+    Request,
+    ScoreResult,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MAX_BACKOFF_S = 20.0
 MAX_RETRY_AFTER_S = 60.0
@@ -194,6 +206,78 @@ class ChatModel(ABC):
         """P(each choice) as the model's next token after `prefix` (backends with token access only)."""
         raise self._error(ModelUnavailable, f"the {self.backend} backend gives no token probabilities")
 
+    # -- option scoring -----------------------------------------------------------------------------
+    can_score: ClassVar[bool] = False
+    # Content-free baselines of contextual calibration, per (model, baseline request): computed once per
+    # process (and recorded like any call), then reused by every prompt of that template.
+    _BASELINES: ClassVar[dict[tuple[str, str], list[float]]] = {}
+
+    def score_request(self, prompt: str | Sequence[Message | dict[str, str]], options: Sequence[str]) -> Request:
+        """The recorded request of a `score_options` call: a raw prompt, or messages in the chat layout."""
+        if not options:
+            raise ValueError("score_options needs at least one option")
+        if isinstance(prompt, str):
+            return Request(model_id=self.model_id, messages=[], prompt=prompt, options=list(options), max_tokens=0)
+        return Request(model_id=self.model_id, messages=as_messages(prompt), options=list(options), max_tokens=0)
+
+    async def score_options(
+        self,
+        prompt: str | Sequence[Message | dict[str, str]],
+        options: Sequence[str],
+        *,
+        calibration: str | Sequence[Message | dict[str, str]] | None = None,
+    ) -> OptionScores:
+        """Each option's log-likelihood as the continuation of `prompt` (a raw completion prompt, or chat
+        messages whose answer the options begin), normalised over the options. With `calibration` (the same
+        template filled with a content-free input such as "N/A"), also the contextually calibrated
+        probabilities. Recorded and replayed like every call; raises CannotScore where the backend offers
+        no log-probabilities, and the other ModelErrors as `complete` does."""
+        request = self.score_request(prompt, options)
+        started = time.perf_counter()
+        attempts = 0
+        try:
+            await self.prepare()
+            started = time.perf_counter()
+            async with _semaphore(self.concurrency_key, self.spec.concurrency):
+                result, attempts = await self._retrying(lambda: self._score(request))
+        except ModelError as exc:
+            self._record_failure(request, exc, time.perf_counter() - started, max(attempts, exc.attempts))
+            raise
+        latency = time.perf_counter() - started
+        if len(result.logprobs) != len(options) or any(x != x or x > 1e-6 for x in result.logprobs):
+            err = self._error(ModelError, f"the backend returned invalid option log-probabilities: {result.logprobs}")
+            self._record_failure(request, err, latency, attempts)
+            raise err
+        scores = OptionScores(
+            model_id=self.model_id, options=list(options), logprobs=result.logprobs,
+            token_counts=result.token_counts, probabilities=normalise(result.logprobs),
+            prompt_tokens=result.prompt_tokens, latency_s=latency, flags=list(result.flags),
+            replayed=self.backend == "replay",
+        )
+        completion = Completion(
+            model_id=self.model_id, backend=self.backend, text=result.model_dump_json(),
+            parsed={"options": list(options), "logprobs": result.logprobs, "probabilities": scores.probabilities},
+            usage=Usage(prompt_tokens=result.prompt_tokens, completion_tokens=sum(result.token_counts)),
+            latency_s=latency, flags=list(result.flags),
+        )
+        scores.call_id = self._record(request, completion, attempts)
+        if calibration is not None:
+            scores.baseline = await self._baseline(calibration, options)
+            scores.calibrated = calibrate(scores.probabilities, normalise(scores.baseline))
+        return scores
+
+    async def _baseline(self, calibration: str | Sequence[Message | dict[str, str]], options: Sequence[str]
+                        ) -> list[float]:
+        key = (self.model_id, self.score_request(calibration, options).request_hash())
+        if key not in ChatModel._BASELINES:
+            ChatModel._BASELINES[key] = (await self.score_options(calibration, options)).logprobs
+        return ChatModel._BASELINES[key]
+
+    async def _score(self, request: Request) -> ScoreResult:
+        """One attempt at scoring; backends with log-probabilities override it."""
+        raise self._error(CannotScore, f"the {self.backend} backend offers no log-probabilities to score options "
+                                       "with — choose a judge method that generates, or a model that can score")
+
     template_capable: ClassVar[bool] = False
 
     def template_request(self, messages: Sequence[Message | dict[str, str]] | str,
@@ -219,12 +303,15 @@ class ChatModel(ABC):
         return cls(message, model_id=self.model_id, backend=self.backend, **kw)
 
     async def _with_retries(self, request: Request, schema: type[BaseModel] | None) -> tuple[RawResult, int]:
+        return await self._retrying(lambda: self._generate(request, schema))
+
+    async def _retrying(self, attempt_once: Callable[[], Awaitable[_T]]) -> tuple[_T, int]:
+        """One provider call with the timeout, retries and backoff every call shares."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                raw = await asyncio.wait_for(self._generate(request, schema), timeout=self.spec.timeout_s)
-                return raw, attempt
+                return await asyncio.wait_for(attempt_once(), timeout=self.spec.timeout_s), attempt
             except TimeoutError:
                 err: ModelError = self._error(
                     ModelTimeout,

@@ -82,5 +82,10 @@ class StructuredOutputError(ModelError):
     """The text could not be turned into the requested schema; `raw_text` carries what came back."""
 
 
+class CannotScore(ModelError):
+    """The backend offers no log-probabilities for these options (Anthropic; a chat API whose top
+    log-probabilities do not reach the options), so a likelihood judge cannot use it."""
+
+
 class ReplayMiss(ModelError):
     """Replay found no recorded call for this request."""

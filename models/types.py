@@ -37,11 +37,17 @@ class Request(BaseModel):
     temperature: float = 0.0
     max_tokens: int = 512
     seed: int | None = None
+    # Scoring requests (`score_options`): a raw completion prompt (None: the messages in the model's chat
+    # layout) and the continuations to score. Left out of the hash when unset, so chat requests keep theirs.
+    prompt: str | None = None
+    options: list[str] | None = None
 
     def request_hash(self) -> str:
-        canonical = json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-        )
+        data = self.model_dump(mode="json")
+        for key in ("prompt", "options"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -92,3 +98,49 @@ class ChoiceProbabilities(BaseModel):
     prompt_tokens: int = 0
     latency_s: float = 0.0
     call_id: int | None = None
+
+
+class ScoreResult(BaseModel):
+    """What a backend's scoring transport returns: each option's summed log-probability as the continuation
+    of the prompt, the number of tokens it took, and flags (e.g. an option scored by its first token only)."""
+
+    logprobs: list[float]
+    token_counts: list[int]
+    prompt_tokens: int = 0
+    flags: list[str] = Field(default_factory=list)
+
+
+class OptionScores(BaseModel):
+    """How likely a model continues a prompt with each option (lm-evaluation-harness style).
+
+    `probabilities` normalise the summed log-probabilities over the options; `calibrated` divides them by
+    the same options' probabilities after a content-free prompt (contextual calibration, Zhao et al. 2021)
+    and renormalises; `baseline` holds that prompt's log-probabilities, so `pmi` (how much more likely
+    the input made each option) is available too. None when no calibration prompt was given."""
+
+    model_id: str
+    options: list[str]
+    logprobs: list[float]
+    token_counts: list[int]
+    probabilities: list[float]
+    calibrated: list[float] | None = None
+    baseline: list[float] | None = None
+    prompt_tokens: int = 0
+    latency_s: float = 0.0
+    flags: list[str] = Field(default_factory=list)
+    call_id: int | None = None
+    replayed: bool = False
+
+    @property
+    def pmi(self) -> list[float]:
+        if self.baseline is None:
+            raise ValueError("pmi needs a calibration prompt")
+        return [a - b for a, b in zip(self.logprobs, self.baseline, strict=True)]
+
+    def best(self, *, calibrated: bool = True) -> str:
+        probs = self.calibrated if calibrated and self.calibrated is not None else self.probabilities
+        return self.options[max(range(len(self.options)), key=lambda i: probs[i])]
+
+    def as_dict(self, *, calibrated: bool = True) -> dict[str, float]:
+        probs = self.calibrated if calibrated and self.calibrated is not None else self.probabilities
+        return dict(zip(self.options, probs, strict=True))

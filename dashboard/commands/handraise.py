@@ -13,7 +13,7 @@ from dashboard.commands import fail, require_models
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-Method = Annotated[str, typer.Option("--judge", help="judge | self | hybrid | embedding.")]
+Method = Annotated[str, typer.Option("--judge", help="likelihood | judge | self | hybrid | embedding.")]
 JudgeModel = Annotated[str, typer.Option("--judge-model", help="The judge model (judge and hybrid methods).")]
 Threshold = Annotated[float, typer.Option("--threshold", min=0, max=1, help="Will threshold (seed: 0.6).")]
 
@@ -38,7 +38,7 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
     except (CatalogError, StoreError) as exc:
         raise fail(str(exc)) from None
     needed = set()
-    if method in ("judge", "hybrid"):
+    if method in ("judge", "hybrid", "likelihood"):
         needed.add(judge_model)
     if method in ("self", "hybrid"):
         needed.update(model_ids)
@@ -137,3 +137,36 @@ def judge_cmd(
         typer.echo(f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
                    f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}")
     typer.echo(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    data: Annotated[Path, typer.Option("--data", help="A labelled calibration split (benchmark format), never "
+                                                      "the benchmark the judge is reported on.")
+                    ] = Path("data/calibration/handraise-calib.jsonl"),
+    judge_model: JudgeModel = "gemma3-270m",
+    output_dir: Annotated[Path | None, typer.Option("--output-dir", help="Where the fitted maps go "
+                                                                         "(default: data/calibration/).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
+    recorded as a run of kind `calibration`."""
+    from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
+    from engine.judgemaps import file_sha256, save_calibration
+    from models.recording import call_context
+
+    try:
+        items = parse_benchmark(data.read_text(encoding="utf-8"), str(data))
+    except FileNotFoundError:
+        raise fail(f"{data}: file not found") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    store, resolver, _ = _setup("likelihood", judge_model, 0.6, [])
+    run_id = store.create_run("calibration", {"mechanism": "handraise", "model": judge_model, "data": str(data)}).id
+    with call_context(run_id=run_id, purpose="calibration.handraise"):
+        rows = asyncio.run(calibration_rows(items, resolver(judge_model)))
+    cals = fit_calibrations(rows, judge_model, str(data), file_sha256(data))
+    paths = [str(save_calibration(c, output_dir)) for c in cals]
+    store.finish_run(run_id, summary={"files": paths, "rows": len(rows)})
+    out = {"run_id": run_id, "rows": len(rows), "files": paths, "calibrations": [c.model_dump() for c in cals]}
+    typer.echo(json.dumps(out, ensure_ascii=False, indent=None if as_json else 1))

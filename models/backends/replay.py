@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
 from models.errors import ModelError, ReplayMiss
-from models.recording import CallLog
-from models.types import RawResult, Request
+from models.recording import CallLog, CallRecord
+from models.types import RawResult, Request, ScoreResult
 
 
 class ReplayModel(ChatModel):
@@ -36,7 +36,26 @@ class ReplayModel(ChatModel):
         self.delay_s = delay_s
         self._cursor: dict[str, int] = defaultdict(int)
 
+    can_score = True
+
+    async def _score(self, request: Request) -> ScoreResult:
+        """The recorded option log-probabilities of the same prompt and options."""
+        record = await self._recorded(request)
+        try:
+            return ScoreResult.model_validate_json(record.raw_text or "")
+        except ValueError:
+            raise self._error(ReplayMiss, "the recorded call holds no option scores") from None
+
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
+        record = await self._recorded(request)
+        return RawResult(
+            text=record.raw_text or "",
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens,
+            finish_reason=record.finish_reason,
+        )
+
+    async def _recorded(self, request: Request) -> CallRecord:
         key = request.request_hash()
         found = [r for r in self.source.find_calls(key) if r.error is None and r.backend != "replay"]
         if not found:
@@ -48,12 +67,7 @@ class ReplayModel(ChatModel):
         self._cursor[key] += 1
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        return RawResult(
-            text=record.raw_text or "",
-            prompt_tokens=record.prompt_tokens,
-            completion_tokens=record.completion_tokens,
-            finish_reason=record.finish_reason,
-        )
+        return record
 
 
     @property

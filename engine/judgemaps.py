@@ -1,0 +1,129 @@
+"""Fitted, versioned maps from a likelihood judge's raw scores to a mechanism's numbers.
+
+A judge on a small base model gives log-probabilities, not calibrated numbers. A map per component is
+learnt on a calibration split (never the benchmark it is reported on): logistic regression (Platt
+scaling) on one feature, or isotonic regression where the relation is monotone but not sigmoid. The
+fitted parameters ship as JSON in `data/calibration/`; `judgelab calibrate-judge` refits them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
+
+
+class FittedMap(BaseModel):
+    """Named features → [0, 1]. `logistic`: σ(Σ coef·x + intercept) (Platt scaling, one or more features);
+    `isotonic`: a monotone step curve through its knots (one feature); `linear`: clip((x − lo) / (hi − lo))."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["logistic", "isotonic", "linear"]
+    features: list[str]
+    coef: list[float] = Field(default_factory=list)
+    intercept: float = 0.0
+    xs: list[float] = Field(default_factory=list)
+    ys: list[float] = Field(default_factory=list)
+    lo: float = 0.0
+    hi: float = 1.0
+
+    def __call__(self, values: dict[str, float]) -> float:
+        xs = [float(values[f]) for f in self.features]
+        if not all(math.isfinite(x) for x in xs):
+            raise ValueError(f"non-finite feature in {dict(zip(self.features, xs, strict=True))}")
+        if self.kind == "logistic":
+            z = sum(c * x for c, x in zip(self.coef, xs, strict=True)) + self.intercept
+            return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        if self.kind == "linear":
+            return min(1.0, max(0.0, (xs[0] - self.lo) / (self.hi - self.lo)))
+        return float(np.interp(xs[0], self.xs, self.ys))
+
+
+class Calibration(BaseModel):
+    """The maps of one judge (mechanism, method, model), with where they came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # e.g. "handraise.likelihood"
+    model_id: str
+    version: str
+    maps: dict[str, FittedMap]
+    fitted_on: str = ""
+    data_sha256: str = ""
+    n_items: int = 0
+    fitted_at: str = ""
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    notes: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} · {self.model_id} · {self.version}"
+
+    def apply(self, component: str, values: dict[str, float]) -> float:
+        return self.maps[component](values)
+
+
+def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], features: Sequence[str],
+                 c: float = 1.0) -> FittedMap:
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
+    model = LogisticRegression(C=c)
+    model.fit(x, np.asarray(labels, dtype=int))
+    return FittedMap(kind="logistic", features=list(features), coef=[float(v) for v in model.coef_[0]],
+                     intercept=float(model.intercept_[0]))
+
+
+def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], feature: str) -> FittedMap:
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
+    model.fit(np.asarray([float(r[feature]) for r in rows]), np.asarray(labels, dtype=float))
+    return FittedMap(kind="isotonic", features=[feature], xs=[float(v) for v in model.X_thresholds_],
+                     ys=[float(v) for v in model.y_thresholds_])
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def calibration_path(name: str, model_id: str, directory: Path | None = None) -> Path:
+    return (directory or CALIBRATION_DIR) / f"{name}.{model_id}.json"
+
+
+def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
+    path = calibration_path(cal.name, cal.model_id, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cal.model_dump(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def load_calibration(name: str, model_id: str, directory: Path | None = None) -> Calibration | None:
+    """The shipped (or refitted) calibration, or None when there is none for this model: the judge then
+    falls back to the uncalibrated probabilities and flags it."""
+    path = calibration_path(name, model_id, directory)
+    if not path.is_file():
+        return None
+    try:
+        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a valid calibration file: {exc}") from None
+
+
+def new_version() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def logit(p: float, eps: float = 1e-6) -> float:
+    p = min(1 - eps, max(eps, p))
+    return math.log(p / (1 - p))

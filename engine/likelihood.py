@@ -1,0 +1,80 @@
+"""Likelihood judges: prompts a small base model can answer by ranking options, and their features.
+
+A 270M base model cannot write a calibrated number or a JSON verdict, but it ranks continuations by
+likelihood (as lm-evaluation-harness scores base models). Each judge here builds completion prompts,
+scores a few option words with `ChatModel.score_options` (contextual calibration against the same prompt
+with a content-free input), and returns raw features; a fitted map (`engine.judgemaps`) turns them into
+the mechanism's numbers. Untrusted text (messages, cases, lines) enters every prompt as a JSON-escaped
+string, so it cannot forge a line of the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+CONTENT_FREE = "N/A"
+YES_NO = (" Yes", " No")
+
+
+def quote(text: str) -> str:
+    """Untrusted text as one JSON string: newlines and quotes are escaped, so it stays on its line."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+async def p_yes(model: Any, prompt: str, baseline: str) -> tuple[float, float, Any]:
+    """Calibrated and raw p(" Yes") over {" Yes", " No"}, and the scores object."""
+    scores = await model.score_options(prompt, YES_NO, calibration=baseline)
+    return scores.calibrated[0], scores.probabilities[0], scores
+
+
+def logit(p: float, eps: float = 1e-6) -> float:
+    p = min(1 - eps, max(eps, p))
+    return math.log(p / (1 - p))
+
+
+def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(f"{who}: {quote(text)}" for who, text in speakers_texts) or "(empty)"
+
+
+# -- hand raise -------------------------------------------------------------------------------------------------
+
+HANDRAISE = "handraise.likelihood"
+
+
+def _conversation(turns: Sequence[tuple[str, str]], names: dict[str, str]) -> str:
+    return "Group chat (each message quoted, latest last):\n" + lines(
+        [(names.get(speaker, speaker), text) for speaker, text in turns])
+
+
+def topic_prompt(conversation: str) -> str:
+    return f"{conversation}\n\nThe last message is about"
+
+
+async def handraise_features(model: Any, who: Sequence[Any], turns: Sequence[Any], context_turns: int
+                             ) -> tuple[dict[str, dict[str, float]], list[Any]]:
+    """Raw likelihood features per participant from one scoring call. Every expertise item of every
+    participant is scored as the continuation of "The last message is about", against the same prompt
+    after a content-free message: the difference is the item's pointwise mutual information with the
+    conversation (domain-conditional PMI, Holtzman et al. 2021), which removes how common the phrase is.
+    `pmi_mean` / `pmi_max` = the mean / best PMI of the participant's items; `pmi_rel` = pmi_mean minus
+    the roster's average (how much more the message is about this participant than about the others);
+    `spoke` = 1 when the participant already wrote one of the recent messages. Names are not scored: the
+    probe that scored them ranked the labelled speaker first less often (measured on the calibration split)."""
+    names = {p.id: p.name for p in who} | {"user": "User"}
+    shown = [(t.speaker, t.text) for t in list(turns)[-context_turns:]]
+    conversation = _conversation(shown, names)
+    empty = _conversation([("user", CONTENT_FREE)], names)
+    items = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+    scores = await model.score_options(topic_prompt(conversation), [" " + e for _, e in items],
+                                       calibration=topic_prompt(empty))
+    pmi = scores.pmi
+    means = {p.id: sum(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id)
+             / sum(1 for pid, _ in items if pid == p.id) for p in who}
+    average = sum(means.values()) / len(means)
+    out = {p.id: {"pmi_mean": means[p.id], "pmi_rel": means[p.id] - average,
+                  "pmi_max": max(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id),
+                  "spoke": float(any(speaker == p.id for speaker, _ in shown))} for p in who}
+    return out, [scores]
