@@ -184,6 +184,8 @@ def _run_row(run: Any, totals: dict[str, float]) -> dict[str, Any]:
         "prompt_tokens": int(totals.get("prompt_tokens", 0)),
         "completion_tokens": int(totals.get("completion_tokens", 0)),
         "cost": totals.get("cost", 0.0),
+        # replayed calls spend nothing; this is what the recorded originals cost (None: nothing replayed)
+        "would_cost": totals.get("would_cost"),
         "error": run.error,
     }
 
@@ -209,7 +211,12 @@ def runs_list(
         typer.echo(
             f"{r['id']}  {r['kind']:<16} {r['status']:<8} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
+            + _would_cost_text(r["would_cost"])
         )
+
+
+def _would_cost_text(would_cost: float | None) -> str:
+    return "" if would_cost is None else f" (replayed: would have cost ${would_cost:.5f})"
 
 
 @runs_app.command("show")
@@ -229,7 +236,8 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
             {
                 "id": c.id, "purpose": c.purpose, "model_id": c.model_id, "backend": c.backend,
                 "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                "latency_s": c.latency_s, "cost": c.cost, "error": c.error, "error_type": c.error_type,
+                "latency_s": c.latency_s, "cost": c.cost, "would_cost": c.would_cost, "error": c.error,
+                "error_type": c.error_type,
                 "flags": json.loads(c.flags_json), "raw_text": c.raw_text,
                 "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
                 "request": json.loads(c.request_json),
@@ -242,6 +250,8 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
         return
     typer.echo(f"run {run.id} · {run.kind} · {run.status} · started {run.started_at:%Y-%m-%d %H:%M:%S}")
     typer.echo(f"config: {json.dumps(run.config, ensure_ascii=False)}")
+    typer.echo(f"calls: {len(data['calls'])} · cost ${data['cost']:.5f}"
+               + _would_cost_text(data["would_cost"]))
     if run.error:
         typer.echo(f"error: {run.error}")
     for e in data["events"]:
@@ -250,7 +260,8 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
         status = c["error_type"] or "ok"
         typer.echo(
             f"  call {c['id']}: {c['model_id']} ({c['purpose']}) {status} · "
-            f"{c['prompt_tokens']}+{c['completion_tokens']} tokens · {c['latency_s']:.2f} s"
+            f"{c['prompt_tokens']}+{c['completion_tokens']} tokens · {c['latency_s']:.2f} s · ${c['cost']:.5f}"
+            + _would_cost_text(c["would_cost"])
         )
 
 

@@ -65,7 +65,7 @@ def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
                 "run": r.id, "kind": r.kind, "status": r.status, "started": r.started_at,
                 "duration_s": r.duration_s, "calls": int(t.get("calls", 0)), "errors": int(t.get("errors", 0)),
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
-                "cost_usd": float(t.get("cost", 0.0)), "error": r.error,
+                "cost_usd": float(t.get("cost", 0.0)), "would_cost_usd": t.get("would_cost"), "error": r.error,
             }
         )
     return rows

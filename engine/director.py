@@ -66,6 +66,8 @@ class CharacterProfile(BaseModel):
     vocab: list[str] = Field(min_length=1, description="§4.3 characteristic words")
     style: StyleRule
     setting_violations: list[str] = Field(default_factory=list, description="phrases that break the setting")
+    praise_rule: bool = Field(True, description="§3/§5: the praise check applies to this character (the spec "
+                              "aims it at あゆ, the one who gives information); off, praise always passes")
     partner: str | None = None
     persona: str = Field("", description="how the generator should speak as this character")
     examples: list[str] = Field(default_factory=list, description="sample lines that open a generated script")
@@ -256,7 +258,9 @@ def _affirmations_for(name: str) -> tuple[str, ...]:
 
 def rule_praise(n: Normalized, profile: CharacterProfile) -> RuleResult:
     """§5: an evaluation word with an affirmation of the other in the same sentence → RETRY;
-    an evaluation word alone → WARN. Quoted text is not looked at."""
+    an evaluation word alone → WARN. Quoted text is not looked at. Only for profiles with `praise_rule`."""
+    if not profile.praise_rule:
+        return RuleResult("praise", Status.PASS, f"praise rule not applied to {profile.name}", [], {})
     others = _affirmations_for(profile.name)
     alone: list[str] = []
     for sentence in n.speech_sentences:
@@ -286,16 +290,82 @@ def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     return RuleResult("scatter", status, detail, found, facts)
 
 
-_DOUBLE_NEGATION = [
-    # まだ + a negated noun (未成年, 不可能, …) + negation: "still not not-X" reverses what is meant
-    re.compile(r"まだ(?:[^、。！？\s]{0,3})?([未不非無][一-龯]{1,4})(じゃない|ではない|でない|じゃありません|ではありません)"),
-    # a verb negated twice in one breath ("ないことはない" is rhetorical and allowed; "なくない" is not)
-    re.compile(r"([ぁ-ん一-龯]{1,4}なくない)"),
-]
+# §3 論理矛盾: a negation applied to something already negated. "ない" is two different words:
+# the negative auxiliary after a verb (知ら|ない, 食べ|ない), the copula (学生じゃ|ない) or an adjective's
+# く-form (寒く|ない) — a negation — and the adjective ない ("absent", 仕方|ない, 問題|ない) or the ending
+# of an adjective (危ない, 少ない), which is no negation at all. So 危なくない (危ない + く + ない), 少なくない
+# and 仕方なくない negate once — ordinary Japanese, PASS — while 知らなくない, 知らなくはない,
+# 知らないわけではない and 寒くないことはない negate a negation — RETRY. What comes before the first
+# ない decides which ない it is (`_negation_before`).
+_STILL_NEGATED_NOUN = re.compile(  # the seed's example: まだ + a negated noun (未成年, 不可能) + negation
+    r"まだ(?:[^、。！？\s]{0,3})?([未不非無][一-龯]{1,4})(じゃない|ではない|でない|じゃありません|ではありません)"
+)
+_NEG_END = r"(?:ない|なかった|ありません)"
+_NEGATED_AGAIN = re.compile(  # the second negation; group "first" is where the first ない starts
+    rf"(?P<first>な)(?:く[はも]?{_NEG_END}|い(?:わけ|訳)(?:では|じゃ|でも){_NEG_END}|い(?:こと|事)[はも]{_NEG_END})"
+)
+# A verb's 未然形 (the form ない negates) ends in an あ-, い- or え-row kana (知ら, 起き, 食べ; し for する,
+# こ for 来る); an adjective stem never does, except in adjectives that are frozen negated verbs or end in
+# such a kana before ない. That class is closed: its ない is part of the word, not a negation.
+_VERB_STEM_END = set("あかさたなはまやらわがざだばぱいきしちにひみりぎじぢびぴえけせてねへめれげぜでべぺこ")
+_LEXICAL_NAI = (
+    "きた", "すく", "おさ", "つた", "はか", "あどけ", "そっけ", "だらし", "せわし", "やるせ", "ぎこち", "もったい",
+    "つまら", "くだら", "たまら", "しょうが", "しかた", "なさけ", "情け", "たより", "頼り", "ものたり", "物足り",
+    "おとなげ", "大人げ", "さりげ", "なにげ", "何げ", "まちがい", "間違い", "ちがい", "違い", "たわい", "たあい",
+    "かぎり", "限り", "もうしわけ",
+)
+# Particles before the adjective ない ("absent"): お金がない, 時間もない, 家にない, 意味はない.
+_PARTICLES = set("がはもにをと")
+# Ichidan verbs whose stem is one kanji (見ない, 寝ない): a kanji alone before ない is otherwise a noun.
+_ONE_KANJI_VERBS = set("見寝出来着似煮居得経干射")
+_KANJI = re.compile(r"[一-龯々]")
+
+
+# What may stand right before such an adjective: a particle or a て-form ("これはつまらない", "見ててつまらない");
+# any other kana makes the match part of a longer word (しやすく|ない is やすい, not すくない).
+_WORD_BOUNDARY = set("がはもにをとのでてねよ")
+_HIRAGANA = re.compile(r"[ぁ-ゖ]")
+
+
+def _lexical_adjective(before: str) -> bool:
+    for stem in _LEXICAL_NAI:
+        if before.endswith(stem):
+            prev = before[: -len(stem)][-1:]
+            if not prev or not _HIRAGANA.match(prev) or prev in _WORD_BOUNDARY:
+                return True
+    return False
+
+
+def _negation_before(before: str) -> bool:
+    """Whether the ない that follows `before` negates something (verb, copula, adjective く-form) rather
+    than being the adjective ない or the end of an adjective like 危ない."""
+    if not before:
+        return False
+    if _lexical_adjective(before):
+        return False
+    if before.endswith(("じゃ", "では", "で")) or before[-1] == "く":
+        return True  # 学生じゃない, 学生ではない; 寒く|ない
+    last = before[-1]
+    if _KANJI.match(last):
+        return last in _ONE_KANJI_VERBS and (len(before) == 1 or not _KANJI.match(before[-2]))
+    if last in _PARTICLES:
+        return False
+    return last in _VERB_STEM_END
+
+
+def double_negations(text: str) -> list[str]:
+    """Each double negation in `text`, as written."""
+    hits = [m.group(0) for m in _STILL_NEGATED_NOUN.finditer(text)]
+    for m in _NEGATED_AGAIN.finditer(text):
+        start = m.start("first")
+        if _negation_before(text[:start]):
+            word = re.search(r"[^\s、。！？「」（）()]{0,4}$", text[:start])
+            hits.append((word.group(0) if word else "") + m.group(0))
+    return hits
 
 
 def rule_logic(n: Normalized) -> RuleResult:
-    hits = [m.group(0) for pattern in _DOUBLE_NEGATION for m in pattern.finditer(n.speech)]
+    hits = double_negations(n.speech)
     if hits:
         return RuleResult("logic", Status.RETRY, f"double negation reverses the intent: {', '.join(hits)}", hits, {})
     return RuleResult("logic", Status.PASS, "no reversed negation", [], {})
@@ -586,18 +656,33 @@ SUGGESTIONS = {
     "logic": "二重否定を避け、言いたいことをそのまま言ってください。",
     "tone": "キャラクターの語尾・語彙・文体を使ってください。",
     "rubric": "直前の発言に応え、場面と関係性に沿った自然な一言にしてください。",
+    # §8: the special cases only WARN; the next turn's instruction fixes them
+    "script_form": "「」で囲まず、そのまま台詞として話してください。",
+    "topic_loop": "同じ言葉を繰り返さず、話を一歩進めてください。",
+    "early_topic_change": "今の話題をもう少し掘り下げてから次の話題に移ってください。",
 }
 
 
 def _reasons(rules: Sequence[RuleResult], rubric: RubricResult | None) -> tuple[list[str], str]:
+    """The reasons of every rule at WARN or worse, and a suggestion for each (RETRY rules first)."""
     bad = [r for r in rules if r.status >= Status.WARN]
     reasons = [f"{r.rule}: {r.detail}" for r in bad]
-    tips = [SUGGESTIONS[r.rule] for r in bad if r.status == Status.RETRY and r.rule in SUGGESTIONS]
+    ranked = sorted(bad, key=lambda r: -r.status)
+    tips = [(r.status, SUGGESTIONS[r.rule]) for r in ranked if r.rule in SUGGESTIONS]
     if rubric is not None and rubric.status >= Status.WARN:
         reasons.append(f"rubric: {rubric.comment or rubric.average}")
-        if rubric.status == Status.RETRY:
-            tips.append(SUGGESTIONS["rubric"])
-    return reasons, " ".join(dict.fromkeys(tips))
+        tips.append((rubric.status, SUGGESTIONS["rubric"]))
+    tips.sort(key=lambda t: -t[0])
+    return reasons, " ".join(dict.fromkeys(tip for _, tip in tips))
+
+
+def next_turn_instruction(review: Review) -> str | None:
+    """§1: a WARN line is shown and fixed through the next turn's instruction — its reasons and
+    suggestion, for the same character's next line. None for any other status."""
+    if review.status != Status.WARN:
+        return None
+    text = "前回のあなたの発言は表示されましたが、注意があります。理由: " + " / ".join(review.reasons)
+    return text + (f" 改善案: {review.suggestion}" if review.suggestion else "")
 
 
 class Director:
@@ -633,6 +718,7 @@ class Turn(BaseModel):
     status: Status
     attempts: list[Attempt]
     outcome: Literal["accepted", "accepted_after_retries", "accepted_last", "dropped", "marked"]
+    instruction: str | None = None  # carried from the character's previous WARN line (§1), if any
 
 
 class LineGenerator(Protocol):
@@ -651,11 +737,13 @@ async def run_turn(
     *,
     scene: str = "",
     emit: Any = None,
+    instruction: str | None = None,
 ) -> tuple[Turn, DirectorState]:
-    """Generate, review, and on RETRY send the reasons back, at most `max_retries` times (§1, §9)."""
+    """Generate, review, and on RETRY send the reasons back, at most `max_retries` times (§1, §9).
+    `instruction` (a previous WARN line's reasons, `next_turn_instruction`) goes with every attempt."""
     cfg = director.cfg
     attempts: list[Attempt] = []
-    feedback: str | None = None
+    feedback: str | None = instruction
     previous = history[-1][1] if history else ""
     for attempt in range(cfg.max_retries + 1):
         text = await generate(director.profile, history, feedback)
@@ -668,17 +756,19 @@ async def run_turn(
             outcome = "accepted" if attempt == 0 else "accepted_after_retries"
             new_state = apply_state(state, normalize(text), review.status)
             return Turn(speaker=director.profile.id, text=text, status=review.status, attempts=attempts,
-                        outcome=outcome), new_state
+                        outcome=outcome, instruction=instruction), new_state
         feedback = "前の案は却下されました。理由: " + " / ".join(review.reasons) + f" 改善案: {review.suggestion}"
+        if instruction:
+            feedback += f"\n{instruction}"
     last = attempts[-1]
     policy = cfg.on_retries_exhausted
     if policy == "drop":
         return Turn(speaker=director.profile.id, text=None, status=Status.RETRY, attempts=attempts,
-                    outcome="dropped"), state
+                    outcome="dropped", instruction=instruction), state
     outcome = "accepted_last" if policy == "accept_last" else "marked"
     # A line shown despite RETRY still changes no state (§9): the next line is judged as if it were absent.
     return Turn(speaker=director.profile.id, text=last.text, status=Status.RETRY, attempts=attempts,
-                outcome=outcome), state
+                outcome=outcome, instruction=instruction), state
 
 
 def model_generator(model: Any, scene: str, topic: str, partner: CharacterProfile | None = None,
@@ -713,18 +803,24 @@ async def duo_dialogue(
     scene: str = "",
     emit: Any = None,
 ) -> list[Turn]:
-    """Two characters take turns; every line goes through its director, retries included."""
+    """Two characters take turns; every line goes through its director, retries included. A line
+    accepted with WARN is shown, and its reasons go into that character's next instruction (§1)."""
     history: list[tuple[str, str]] = []
     states = {first.profile.id: DirectorState(), second.profile.id: DirectorState()}
+    notes: dict[str, str | None] = {first.profile.id: None, second.profile.id: None}
     transcript: list[Turn] = []
     for i in range(turns):
         director = first if i % 2 == 0 else second
         pid = director.profile.id
-        turn, states[pid] = await run_turn(director, generators[pid], history, states[pid], scene=scene, emit=emit)
+        turn, states[pid] = await run_turn(director, generators[pid], history, states[pid], scene=scene, emit=emit,
+                                           instruction=notes[pid])
         transcript.append(turn)
+        if turn.outcome in ("accepted", "accepted_after_retries"):  # else the note in force stays
+            notes[pid] = next_turn_instruction(turn.attempts[-1].review)
         if emit:
             emit("director_turn", index=i, speaker=pid, text=turn.text, status=turn.status.name,
-                 outcome=turn.outcome, attempts=len(turn.attempts))
+                 outcome=turn.outcome, attempts=len(turn.attempts), instruction=turn.instruction,
+                 next_instruction=notes[pid])
         if turn.text is not None:
             history.append((director.profile.name, turn.text))
     return transcript

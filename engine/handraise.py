@@ -480,10 +480,12 @@ class JudgeCall:
     completion_tokens: int = 0
     calls: int = 0
     call_ids: list[int] = field(default_factory=list)
+    cost: float = 0.0  # dollars, as recorded with each call (0 for local models and replays)
 
     def add(self, completion: object) -> None:
         usage = getattr(completion, "usage", None)
         self.latency_s += float(getattr(completion, "latency_s", 0.0))
+        self.cost += float(getattr(completion, "cost", 0.0) or 0.0)
         self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
         self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
         self.calls += 1
@@ -1087,25 +1089,29 @@ async def evaluate_item(item: BenchItem, models: Any, config: HandRaiseConfig, c
         runs.append({"predictions": {h.model: {"will": h.will, "speak": h.status == HandStatus.RAISED,
                                                "reason": h.reason, "flags": h.flags} for h in hands},
                      "latency_s": round(facts.latency_s, 4), "calls": facts.calls,
-                     "tokens": facts.prompt_tokens + facts.completion_tokens, "call_ids": facts.call_ids})
+                     "tokens": facts.prompt_tokens + facts.completion_tokens, "cost": round(facts.cost, 10),
+                     "call_ids": facts.call_ids})
     return {"id": item.id, "language": item.language, "labels": item.labels, "runs": runs}
 
 
 def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals computed only from the items' predictions: every (item, participant, repeat) with a label
     counts once; consistency is the share of labelled (item, participant) pairs whose decision was the
-    same in every repeat; latency is per judgment (one per item and repeat), tokens per decision."""
+    same in every repeat; latency is per judgment (one per item and repeat), tokens and cost per decision
+    (cost: the dollars recorded with the judgment calls; None for lines stored without it)."""
     import statistics
 
     tp = fp = fn = tn = 0
     same = pairs = 0
     latencies: list[float] = []
     tokens = decisions = 0
+    cost: float | None = 0.0
     for item in items:
         for run in item["runs"]:
             latencies.append(float(run["latency_s"]))
             tokens += int(run["tokens"])
             decisions += len(run["predictions"])
+            cost = None if cost is None or "cost" not in run else cost + float(run["cost"])
         for pid, gold in item["labels"].items():
             said = [bool(run["predictions"][pid]["speak"]) for run in item["runs"]]
             pairs += 1
@@ -1125,7 +1131,9 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "recall": None if recall is None else round(recall, 4), "f1": None if f1 is None else round(f1, 4),
             "consistency": round(same / pairs, 4) if pairs else None,
             "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
-            "tokens_per_decision": round(tokens / decisions, 2) if decisions else None}
+            "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
+            "cost_total": None if cost is None else round(cost, 8),
+            "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None}
 
 
 async def run_benchmark(store: Any, items: Sequence[BenchItem], models: Any, config: HandRaiseConfig,

@@ -359,15 +359,31 @@ def _first_judgment_delays(
     return delays, never
 
 
+def delay_bound(summary: dict[str, Any], config: ResponseConfig | None = None) -> tuple[int, bool | None]:
+    """The first-judgment delay bound (min wait + one check interval) and whether the slowest first
+    judgment stayed within it — None (n/a) when nothing was judged, never a vacuous "within bound"."""
+    config = config or ResponseConfig()
+    bound = config.min_wait_seconds + config.check_interval_seconds
+    worst = summary.get("delay_max_s")
+    return bound, None if worst is None else worst <= bound
+
+
+def bound_text(met: bool | None) -> str:
+    return "n/a (nothing was judged)" if met is None else "within bound" if met else "over bound"
+
+
 async def compare(messages: Sequence[Message], judge: Judge, config: ResponseConfig | None = None,
                   hours: float | None = None) -> dict[str, Any]:
-    """With and without the cache on the same workload and judge: what the cache saves, what it costs."""
+    """With and without the cache on the same workload and judge: what the cache saves, what it costs,
+    and whether the cache kept every first judgment within the delay bound (None: nothing judged)."""
     without = await simulate(messages, judge, config, with_cache=False, hours=hours)
     with_ = await simulate(messages, judge, config, with_cache=True, hours=hours)
     a, b = without.summary(), with_.summary()
     saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
+    bound, met = delay_bound(b, config)
     return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),
-            "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"]}
+            "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"],
+            "delay_bound_s": bound, "delay_bound_met": met}
 
 
 def sweep_configs(base: ResponseConfig, high: Sequence[float], skip_high: Sequence[int],

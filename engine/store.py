@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import Engine, Index, UniqueConstraint, event, func, text
+from sqlalchemy import Engine, Index, UniqueConstraint, event, func, inspect, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -94,7 +94,8 @@ class LlmCall(SQLModel, table=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    cost: float = 0.0
+    cost: float = 0.0  # dollars spent: 0 for a replayed call
+    would_cost: float | None = None  # replayed calls only: what the recorded original cost
     finish_reason: str | None = None
     error: str | None = None
     error_type: str | None = None
@@ -117,6 +118,7 @@ class LlmCall(SQLModel, table=True):
             completion_tokens=self.completion_tokens,
             latency_s=self.latency_s,
             cost=self.cost,
+            would_cost=self.would_cost,
             finish_reason=self.finish_reason,
             error=self.error,
             error_type=self.error_type,
@@ -154,8 +156,22 @@ def _create_all(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
 
 
+def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], None]:
+    """A migration adding one nullable column; a no-op where migration 1 already created it."""
+
+    def apply(engine: Engine) -> None:
+        if column in {c["name"] for c in inspect(engine).get_columns(table)}:
+            return
+        with engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}"))
+
+    return apply
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
     (1, "create tables", _create_all),
+    # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
+    (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
 ]
 
 
@@ -257,7 +273,8 @@ class Store:
             return list(session.exec(query).all())
 
     def run_totals(self, run_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
-        """Per run: number of calls, errors, tokens, cost and summed latency."""
+        """Per run: number of calls, errors, tokens, cost (spent), would-have-cost (replayed calls only,
+        None when there were none) and summed latency."""
         with Session(self.engine) as session:
             query = select(
                 LlmCall.run_id,
@@ -267,6 +284,7 @@ class Store:
                 func.sum(LlmCall.cost),
                 func.sum(LlmCall.latency_s),
                 func.count(LlmCall.error),
+                func.sum(LlmCall.would_cost),
             ).group_by(LlmCall.run_id)
             if run_ids is not None:
                 query = query.where(col(LlmCall.run_id).in_(run_ids))
@@ -274,9 +292,9 @@ class Store:
         return {
             rid: {
                 "calls": n, "prompt_tokens": pt or 0, "completion_tokens": ct or 0,
-                "cost": cost or 0.0, "latency_s": lat or 0.0, "errors": errs,
+                "cost": cost or 0.0, "latency_s": lat or 0.0, "errors": errs, "would_cost": would,
             }
-            for rid, n, pt, ct, cost, lat, errs in rows
+            for rid, n, pt, ct, cost, lat, errs, would in rows
             if rid is not None
         }
 
@@ -309,6 +327,7 @@ class Store:
             completion_tokens=record.completion_tokens,
             latency_s=record.latency_s,
             cost=record.cost,
+            would_cost=record.would_cost,
             finish_reason=record.finish_reason,
             error=record.error,
             error_type=record.error_type,

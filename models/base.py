@@ -374,6 +374,7 @@ class ChatModel(ABC):
                 self._record_failure(request, err, latency, attempts, raw=raw)
                 raise err from None
         usage = Usage(prompt_tokens=raw.prompt_tokens, completion_tokens=raw.completion_tokens)
+        cost, would_cost = self._costs(raw)
         completion = Completion(
             model_id=self.model_id,
             backend=self.backend,
@@ -381,12 +382,21 @@ class ChatModel(ABC):
             parsed=parsed,
             usage=usage,
             latency_s=latency,
-            cost=self.spec.cost(usage.prompt_tokens, usage.completion_tokens),
+            cost=cost,
             finish_reason=raw.finish_reason,
             flags=flags,
+            replayed=raw.recorded_cost is not None,
+            would_cost=would_cost,
         )
         completion.call_id = self._record(request, completion, attempts)
         return completion
+
+    def _costs(self, raw: RawResult) -> tuple[float, float | None]:
+        """(dollars spent, what it would have cost): a replayed answer spends nothing and keeps the
+        recorded call's cost as would-have-cost; a live one spends its tokens at the catalog price."""
+        if raw.recorded_cost is not None:
+            return 0.0, raw.recorded_cost
+        return self.spec.cost(raw.prompt_tokens, raw.completion_tokens), None
 
     def _record(self, request: Request, completion: Completion, attempts: int) -> int | None:
         ctx = current_context()
@@ -405,6 +415,7 @@ class ChatModel(ABC):
                 completion_tokens=completion.usage.completion_tokens,
                 latency_s=completion.latency_s,
                 cost=completion.cost,
+                would_cost=completion.would_cost,
                 finish_reason=completion.finish_reason,
                 flags=completion.flags,
                 attempts=attempts,
@@ -428,7 +439,8 @@ class ChatModel(ABC):
                 prompt_tokens=raw.prompt_tokens if raw else 0,
                 completion_tokens=raw.completion_tokens if raw else 0,
                 latency_s=latency,
-                cost=self.spec.cost(raw.prompt_tokens, raw.completion_tokens) if raw else 0.0,
+                cost=self._costs(raw)[0] if raw else 0.0,
+                would_cost=self._costs(raw)[1] if raw else None,
                 error=redact(str(err)),
                 error_type=err.kind,
                 attempts=attempts,

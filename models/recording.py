@@ -64,7 +64,8 @@ class CallRecord(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    cost: float = 0.0
+    cost: float = 0.0  # dollars spent by this call: 0 for a replayed one
+    would_cost: float | None = None  # replayed calls only: what the recorded original cost
     finish_reason: str | None = None
     error: str | None = None
     error_type: str | None = None

@@ -66,6 +66,8 @@ class Completion(BaseModel):
     flags: list[str] = Field(default_factory=list)
     call_id: int | None = None
     replayed: bool = False
+    # A replayed answer spends nothing (`cost` 0); this is what the recorded call it repeats cost.
+    would_cost: float | None = None
 
     @property
     def tokens_per_s(self) -> float:
@@ -81,6 +83,8 @@ class RawResult(BaseModel):
     finish_reason: str | None = None
     # Providers with a native object (Anthropic tool use) hand it over directly.
     native_object: dict[str, Any] | None = None
+    # Set by replay only: the cost of the recorded call this answer repeats (nothing is spent now).
+    recorded_cost: float | None = None
 
 
 class Chunk(BaseModel):

@@ -425,7 +425,8 @@ def stored_evals() -> pd.DataFrame:
         rows.append({"run": r.id, "method": cfg.get("method"), "context": cfg.get("context"),
                      "repeat": cfg.get("repeat"), "items": cfg.get("items"), **{
                          k: totals.get(k) for k in ("accuracy", "precision", "recall", "f1", "consistency",
-                                                    "median_latency_s", "tokens_per_decision")}})
+                                                    "median_latency_s", "tokens_per_decision",
+                                                    "cost_per_decision", "cost_total")}})
     return pd.DataFrame(rows)
 
 
@@ -459,7 +460,9 @@ def render_benchmark(config: HandRaiseConfig) -> None:
         return
     latest = table.drop_duplicates(subset=["method", "context"], keep="first")
     st.markdown("**Latest run per method and context** (each figure from its run's per-item lines)")
-    st.dataframe(latest, hide_index=True, width="stretch")
+    st.dataframe(latest, hide_index=True, width="stretch", column_config={
+        "cost_per_decision": st.column_config.NumberColumn("$ per decision", format="$%.6f"),
+        "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f")})
     metrics = ["accuracy", "precision", "recall", "f1", "consistency"]
     fig = go.Figure()
     for row in latest.itertuples():

@@ -362,6 +362,9 @@ def _render_duo(profiles: dict[str, Any]) -> None:
                      "dropped": " (dropped)", "marked": " (shown, marked RETRY)"}[turn["outcome"]]
             st.markdown(f"**{profile.name}** {_status_badge(turn['status'])}{label}")
             st.markdown(turn["text"] if turn["text"] is not None else "_— line dropped —_")
+            if turn.get("instruction"):
+                with st.expander("Instruction carried from the previous WARN line (§1)"):
+                    st.text(turn["instruction"])
             rejected = [a for a in turn["attempts"] if a["review"]["status"] == "RETRY"]
             if turn["outcome"] in ("accepted", "accepted_after_retries"):
                 rejected = turn["attempts"][:-1]

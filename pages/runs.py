@@ -50,6 +50,8 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
         selection_mode="single-row",
         column_config={
             "cost_usd": st.column_config.NumberColumn("cost", format="$%.6f"),
+            "would_cost_usd": st.column_config.NumberColumn(
+                "would have cost", format="$%.6f", help="Replayed runs spend nothing: what the recorded calls cost"),
             "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
             "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
         },
@@ -79,7 +81,9 @@ def _render_run(run_id: str) -> None:
     cols[2].metric("LLM calls", int(totals.get("calls", 0)))
     cols[3].metric("Errors", int(totals.get("errors", 0)))
     cols[4].metric("Tokens", int(totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)))
-    cols[5].metric("Cost", money(totals.get("cost", 0.0)))
+    would = totals.get("would_cost")
+    cols[5].metric("Cost", money(totals.get("cost", 0.0)),
+                   None if would is None else f"replayed: would have cost {money(would)}", delta_color="off")
     if run.error:
         st.error(run.error)
     left, right = st.columns(2)
@@ -118,6 +122,7 @@ def _render_calls(run_id: str) -> None:
         label = (
             f"#{call.id} · {call.model_id} · {call.purpose} · {status} · "
             f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_s:.2f} s · {money(call.cost)}"
+            + ("" if call.would_cost is None else f" (replayed: would have cost {money(call.would_cost)})")
         )
         with st.expander(label):
             request = json.loads(call.request_json)

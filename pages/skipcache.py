@@ -28,7 +28,9 @@ from engine.skipsim import (
     RecordedJudge,
     WorkloadError,
     WorkloadSpec,
+    bound_text,
     compare,
+    delay_bound,
     generate_workload,
     pareto_front,
     parse_workload,
@@ -160,7 +162,7 @@ def handle_simulate(spec: WorkloadSpec | list[Any], config: ResponseConfig, judg
 def _render_summary(result: dict[str, Any]) -> None:
     comparison = result["comparison"]
     a, b = comparison["without_cache"], comparison["with_cache"]
-    bound = result["config"].min_wait_seconds + result["config"].check_interval_seconds
+    bound, met = delay_bound(b, result["config"])
     st.caption(f"recorded as run `{result['run_id']}` · {a['messages']} messages · {a['checks']} checks")
     if result["misses"]:
         st.warning(f"{result['misses']} judgments failed (states not in the recording, or model errors); "
@@ -175,7 +177,7 @@ def _render_summary(result: dict[str, Any]) -> None:
     d[0].metric("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—")
     d[1].metric("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—")
     d[2].metric("max", f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—",
-                "within bound" if (b["delay_max_s"] or 0) <= bound else "over bound", delta_color="off")
+                bound_text(met), delta_color="off")
     d[3].metric("Bound (min wait + interval)", f"{bound} s")
     d[4].metric("Staleness p95", f"{b['staleness_p95_s']:.0f} s",
                 help="how old the cached judgment was whenever a check skipped a waiting conversation")

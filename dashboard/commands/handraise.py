@@ -61,8 +61,8 @@ def eval_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
-    precision, recall, F1, consistency across repeats, median latency and tokens per decision — all
-    computed from the per-item lines."""
+    precision, recall, F1, consistency across repeats, median latency, tokens and $ cost per decision —
+    all computed from the per-item lines."""
     from engine.handraise import parse_benchmark, run_benchmark
 
     if context not in ("1", "3", "5", "summary"):
@@ -88,6 +88,8 @@ def eval_cmd(
             f"{pid} {p['will']:.2f}{'↑' if p['speak'] else ' '}{'✓' if line['labels'].get(pid) == p['speak'] else '✗'}"
             for pid, p in first.items()))
     typer.echo(json.dumps(totals, indent=2))
+    if totals.get("cost_total") is not None:
+        typer.echo(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
     typer.echo(f"run {run_id}")
 
 

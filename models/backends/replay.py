@@ -1,7 +1,8 @@
 """Replay: answers a request exactly as it was answered when recorded, with no model.
 
 The key is the hash of the whole request (model id, messages, schema, temperature, max tokens,
-seed), so a replayed run gets the very text, parsed object and token counts it got live. Identical
+seed), so a replayed run gets the very text, parsed object and token counts it got live. It spends
+nothing: its calls are recorded at $0, with the recorded call's cost kept as `would_cost`. Identical
 requests recorded several times (repeats at temperature > 0) are served in their recorded order.
 `delay_s` injects latency, for benchmarks of the orchestration around models.
 """
@@ -53,6 +54,7 @@ class ReplayModel(ChatModel):
             prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens,
             finish_reason=record.finish_reason,
+            recorded_cost=record.cost,
         )
 
     async def _recorded(self, request: Request) -> CallRecord:

@@ -51,6 +51,20 @@ def test_simulate_from_files_json(recorded: tuple[Path, Path]) -> None:
     assert b["failures"] == 0 and a["failures"] == 0
 
 
+def test_delay_bound_is_n_a_when_nothing_was_judged(recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    workload, _ = recorded
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("", encoding="utf-8")  # a recording with no judgments: every state is a miss
+    code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(empty), "--hours", "3",
+                       "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    assert result["with_cache"]["judge_calls"] == 0 and result["with_cache"]["delay_max_s"] is None
+    assert result["delay_bound_met"] is None
+    code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(empty), "--hours", "3")
+    assert code == 0 and "n/a (nothing was judged)" in out and "within bound" not in out
+
+
 def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> None:
     code, out = invoke("skip", "simulate", "--generate", "--channels", "3")
     assert code == 1 and "choose a judge" in out
@@ -108,3 +122,19 @@ def test_page_simulates_with_recorded_judgments(recorded: tuple[Path, Path], tmp
 
     runs = state.get_store().list_runs(kind="skip.simulate")
     assert len(runs) == 1 and runs[0].summary["calls_saved_pct"] > 0
+
+
+def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    (data / "recordings").mkdir(parents=True)
+    (data / "recordings" / "skipcache-default.jsonl").write_text("", encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
+    at = AppTest.from_function(_page, default_timeout=120).run()
+    at.number_input(key="skip.channels").set_value(SMALL.channels)
+    at.number_input(key="skip.hours").set_value(SMALL.hours)
+    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
+    at.number_input(key="skip.seed").set_value(SMALL.seed)
+    at.button(key="skip.run").click().run()
+    assert not at.exception
+    delta = [m.proto.delta for m in at.metric if m.label == "max"][0]
+    assert delta == "n/a (nothing was judged)"

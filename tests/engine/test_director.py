@@ -80,7 +80,8 @@ def test_quotes_and_parentheses_are_excluded_from_tone_and_praise() -> None:
     assert n.speech == "と言っていました。"
     assert n.quoted == ("(小声で)", "「すごいね」")  # NFKC made the full-width parentheses ASCII
     # the praise inside 「」 is not counted
-    assert rule("彼女は「すごい！あなたは正しい」と言ったわ！", "praise") == Status.PASS
+    assert rule("彼女は「すごい！あなたは正しい」と言いました。", "praise", AYU) == Status.PASS
+    assert rule("彼女は、すごい！あなたは正しい、と言いました。", "praise", AYU) == Status.WARN
     # the vocabulary inside （） does not lift the tone
     assert tone_score(normalize("（えー、ほんと）了解した。"), YANA).vocab == 0
 
@@ -120,6 +121,22 @@ def test_praise(text: str, status: Status) -> None:
     assert rule(text, "praise", AYU) == status
 
 
+def test_praise_rule_is_aimed_at_ayu_by_profile(tmp_path: Path) -> None:
+    # §3: "あゆは情報提供役に徹するため" — the profile says whom the rule applies to.
+    assert (AYU.praise_rule, YANA.praise_rule) == (True, False)
+    line = "すごい、あなたの考えは正しいわ！"
+    assert rule(line, "praise", AYU) == Status.RETRY
+    verdict = evaluate_rules(line, YANA)
+    praise = next(r for r in verdict.rules if r.rule == "praise")
+    assert praise.status == Status.PASS and "not applied" in praise.detail
+    # a profile that does not say keeps the documented default: the rule applies
+    text = (Path("data/characters/ayu.yaml").read_text(encoding="utf-8")
+            .replace("id: ayu", "id: other").replace("praise_rule: true\n", ""))
+    (tmp_path / "other.yaml").write_text(text, encoding="utf-8")
+    other = load_character("other", tmp_path)
+    assert other.praise_rule is True and rule(line, "praise", other) == Status.RETRY
+
+
 # -- §3/§6 scatter ---------------------------------------------------------------------------------------
 def test_sentence_counting() -> None:
     assert len(sentences("今日は晴れ。明日は雨！本当？")) == 3
@@ -154,6 +171,44 @@ def test_scatter(text: str, status: Status) -> None:
 )
 def test_double_negation(text: str, status: Status) -> None:
     assert rule(text, "logic") == status
+
+
+# 〜なくない that negates an adjective once (an い-adjective's く-form + ない, where the adjective itself may
+# end in ない: 危ない, 少ない, 仕方ない, つまらない): ordinary Japanese, never a logic error.
+ORDINARY_NEGATIONS = [
+    "海、危なくない？", "少なくない", "汚くない？", "今日は寒くない？", "暑くないわ！", "まだ眠くないよ。",
+    "足、痛くない？", "それも悪くないかも。", "この服、可愛くない？", "これ美味しくない？", "楽しくないの？",
+    "駅まで遠くないよね。", "そんなに高くないよ。", "安くないけど買うわ！", "朝ごはん早くない？",
+    "暗い道、怖くない？", "人は多くないですね。", "風は強くないでしょう。", "その言い方、優しくないよね。",
+    "面白くないかな。", "仕方なくない？", "つまらなくない？", "もったいなくない？", "しょうがなくないよね。",
+    "危なくなかったですね。", "少なくなかった。", "時間がなくない？", "意味なくない？", "お金もなくない？",
+    "センスなくない？", "危ないわけではありません。", "少ないことはないです。",
+    # obligations and permissions are not double negations
+    "行かなければならないね。", "食べなくてもいいよ。", "しなくてはいけません。",
+]
+DOUBLE_NEGATIONS = [
+    "まだ未成年じゃない",  # the seed's own example
+    "まだ未成年じゃないから。", "まだ不可能ではありません。",
+    "そんなの知らなくない？", "知らなくはないよ。", "知らないわけではないです。", "行かないことはないわ！",
+    "分からなくもないかな。", "できなくない？", "食べなくない？", "見なくないよね。", "来なくなかった。",
+    "しなくないかな。", "いなくない？", "ありえなくない？", "学生じゃなくない？", "嫌じゃないわけじゃない。",
+    "寒くなくない？", "危なくなくない？", "寒くないわけではありません。", "しやすくなくない？",
+    "行けないこともないよ。",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY_NEGATIONS)
+def test_negating_an_adjective_once_is_not_a_logic_error(text: str) -> None:
+    assert rule(text, "logic") == Status.PASS, text
+    assert rule(text, "logic", AYU) == Status.PASS, text
+
+
+@pytest.mark.parametrize("text", DOUBLE_NEGATIONS)
+def test_a_negation_of_a_negation_is_retry(text: str) -> None:
+    verdict = evaluate_rules(text, YANA)
+    logic = next(r for r in verdict.rules if r.rule == "logic")
+    assert logic.status == Status.RETRY, text
+    assert logic.matches and all(m in normalize(text).speech for m in logic.matches)
 
 
 # -- §4 tone ---------------------------------------------------------------------------------------------
@@ -329,6 +384,41 @@ def test_retry_sends_reasons_back_and_accepts_a_fixed_line() -> None:
     assert [a.review.status for a in turn.attempts] == [Status.RETRY, Status.PASS]
     assert feedback[0] is None and "logic" in (feedback[1] or "") and "改善案" in (feedback[1] or "")
     assert state.accepted == 1
+
+
+def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
+    """§1: a WARN line is shown and fixed through the next turn's instruction (次回指示で修正)."""
+    from engine.director import duo_dialogue, model_generator
+
+    yana_model = ScriptedModel(["「えー、ほんと？楽しそうだわ！」", "えー、ほんと？楽しそうだわ！",
+                                "そっか、いいかもね。"])
+    ayu_model = ScriptedModel(["そうですね。一般的に、朝の海は人が少ないです。",
+                               "つまり、目安は一日二時間です。無理は禁物ですね。"])
+    generators = {"yana": model_generator(yana_model, "海辺", "海水浴", AYU),
+                  "ayu": model_generator(ayu_model, "海辺", "海水浴", YANA)}
+    events: list[tuple[str, dict]] = []
+    transcript = asyncio.run(duo_dialogue(DirectorEngine(YANA), DirectorEngine(AYU), generators, turns=5,
+                                          scene="海辺", emit=lambda kind, **kw: events.append((kind, kw))))
+    assert [t.status for t in transcript] == [Status.WARN, Status.PASS, Status.PASS, Status.PASS, Status.PASS]
+    first, second, third = yana_model.prompts
+    assert "注意" not in first
+    # the WARN's reason (script form) and its suggestion travel into やな's next prompt …
+    assert "前回のあなたの発言" in second and "script_form" in second and "「」で囲まず" in second
+    assert transcript[2].instruction is not None and "script_form" in transcript[2].instruction
+    # … and only hers, once: あゆ's lines passed, and やな's fixed line clears the note
+    assert all("前回のあなたの発言" not in p for p in ayu_model.prompts)
+    assert "前回のあなたの発言" not in third and transcript[4].instruction is None
+    turns = [kw for kind, kw in events if kind == "director_turn"]
+    assert turns[0]["next_instruction"] == transcript[2].instruction and turns[2]["instruction"] == turns[0][
+        "next_instruction"]
+
+
+def test_a_carried_instruction_stays_with_every_retry() -> None:
+    generate, feedback = scripted_generator(["まだ未成年じゃないから。", "えー、ほんと？楽しそうだわ！"])
+    note = "前回のあなたの発言は表示されましたが、注意があります。理由: topic_loop: keeps coming back to: 海"
+    turn, _ = asyncio.run(run_turn(DirectorEngine(YANA), generate, [], DirectorState(), instruction=note))
+    assert feedback[0] == note and "logic" in (feedback[1] or "") and note in (feedback[1] or "")
+    assert turn.instruction == note
 
 
 @pytest.mark.parametrize(("policy", "text", "outcome"), [("accept_last", "了解。3", "accepted_last"),

@@ -15,7 +15,9 @@ from engine.skipsim import (
     RecordedJudge,
     WorkloadError,
     WorkloadSpec,
+    bound_text,
     compare,
+    delay_bound,
     dump_workload,
     generate_workload,
     load_workload,
@@ -76,6 +78,20 @@ def test_default_workload_saves_over_90_percent_within_the_delay_bound() -> None
     assert with_cache["delay_max_s"] <= 300 + 60
     assert with_cache["never_judged"] == 0
     assert result["tokens_saved"] == (result["without_cache"]["judge_calls"] - with_cache["judge_calls"]) * 440
+
+
+def test_delay_bound_is_not_applicable_when_nothing_was_judged() -> None:
+    """A run where every judgment failed has no first judgment: the bound is n/a, never "within"."""
+    messages = generate_workload(WorkloadSpec(channels=4, hours=3, bursts_per_hour=1.0, seed=5))
+    assert messages
+    result = asyncio.run(compare(messages, RecordedJudge({}), ResponseConfig(), hours=3))
+    b = result["with_cache"]
+    assert b["judge_calls"] == 0 and b["failures"] > 0 and b["delay_max_s"] is None
+    assert result["delay_bound_met"] is None and result["delay_bound_s"] == 360
+    assert bound_text(None) == "n/a (nothing was judged)"
+    judged = asyncio.run(compare(messages, HashJudge(), ResponseConfig(), hours=3))
+    assert judged["delay_bound_met"] is True and bound_text(True) == "within bound"
+    assert delay_bound({"delay_max_s": 361.0}) == (360, False) and bound_text(False) == "over bound"
 
 
 def test_recorded_judge_replays_a_live_run_identically(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.events import QueueSink, run_context
-from engine.store import Store, StoreError
+from engine.store import MIGRATIONS, Store, StoreError
 from models.recording import CallRecord, call_context, current_context
 
 
@@ -60,7 +60,7 @@ def test_runs_events_and_calls_round_trip(store: Store) -> None:
     assert [e.type for e in live] == ["run_started", "step", "run_finished"] and ended
     totals = store.run_totals([run.run_id])[run.run_id]
     assert totals == {"calls": 1, "prompt_tokens": 5, "completion_tokens": 3, "cost": 0.001,
-                      "latency_s": 0.25, "errors": 0}
+                      "latency_s": 0.25, "errors": 0, "would_cost": None}
     assert current_context().run_id is None
 
 
@@ -107,11 +107,31 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     Store(url).dispose()
     store = Store(url)
-    assert store.schema_version() == 1
+    assert store.schema_version() == max(v for v, _, _ in MIGRATIONS)
     with sqlite3.connect(tmp_path / "m.db") as conn:
-        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"runs", "events", "llm_calls", "schema_migrations"} <= tables
+    store.dispose()
+
+
+def test_would_cost_migration_upgrades_an_old_database_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    store = Store(f"sqlite:///{path}")
+    store.record_call(_record(cost=0.004))
+    store.dispose()
+    with sqlite3.connect(path) as conn:  # the database as it was before the migration
+        conn.execute("ALTER TABLE llm_calls DROP COLUMN would_cost")
+        conn.execute("DELETE FROM schema_migrations WHERE name = 'llm_calls.would_cost'")
+    store = Store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(llm_calls)")}
+        names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations")]
+    assert "would_cost" in columns and names.count("llm_calls.would_cost") == 1
+    (old,) = store.calls()
+    assert (old.cost, old.would_cost) == (0.004, None)
+    store.record_call(_record(cost=0.0, would_cost=0.004))
+    assert store.find_calls("h1")[-1].would_cost == 0.004
     store.dispose()
 
 
