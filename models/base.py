@@ -2,7 +2,8 @@
 
 A backend implements `_generate` (and optionally `_generate_stream`); this class adds what every call
 needs: the request hash, timeouts, retries with backoff honouring Retry-After, a concurrency limit per
-backend endpoint, structured-output validation with clamping, cost, and recording of every call.
+backend endpoint, structured-output validation (a number out of its range is a failed field, never
+clamped), cost, and recording of every call.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from models.catalog import ModelSpec
 from models.errors import ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
 from models.secrets import redact
-from models.structured import parse_structured, validate_object
+from models.structured import InvalidOutputError, parse_structured, validate_object
 from models.types import ChoiceProbabilities, Chunk, Completion, Message, RawResult, Request, Usage
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,14 @@ def _semaphore(key: str, size: int) -> asyncio.Semaphore:
     if key not in per_loop:
         per_loop[key] = asyncio.Semaphore(size)
     return per_loop[key]
+
+
+TRUNCATED_REASONS = frozenset({"length", "max_tokens"})  # OpenAI/llama.cpp/Ollama, Anthropic, Gemini (upper case)
+
+
+def is_truncated(finish_reason: str | None) -> bool:
+    """Whether a provider's finish reason says the answer was cut off at the token limit."""
+    return finish_reason is not None and finish_reason.lower() in TRUNCATED_REASONS
 
 
 def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
@@ -274,6 +283,11 @@ class ChatModel(ABC):
         flags: list[str] = []
         if schema is not None:
             try:
+                if is_truncated(raw.finish_reason):
+                    # Cut off at max_tokens: any value may be cut short (0.95 → 0.9) or missing (and then
+                    # defaulted), so no field of the answer is trusted.
+                    raise InvalidOutputError(f"the answer was cut off at max_tokens ({request.max_tokens}; "
+                                             f"finish_reason={raw.finish_reason}) — raise max_tokens", ["truncated"])
                 if raw.native_object is not None:
                     parsed, flags = validate_object(schema, raw.native_object)
                 else:
@@ -283,6 +297,7 @@ class ChatModel(ABC):
                     StructuredOutputError,
                     f"output is not a valid {schema.__name__}: {exc}",
                     raw_text=raw.text,
+                    flags=exc.flags if isinstance(exc, InvalidOutputError) else [],
                 )
                 self._record_failure(request, err, latency, attempts, raw=raw)
                 raise err from None
@@ -342,6 +357,8 @@ class ChatModel(ABC):
                 completion_tokens=raw.completion_tokens if raw else 0,
                 latency_s=latency,
                 cost=self.spec.cost(raw.prompt_tokens, raw.completion_tokens) if raw else 0.0,
+                finish_reason=raw.finish_reason if raw else None,
+                flags=list(getattr(err, "flags", [])),
                 error=redact(str(err)),
                 error_type=err.kind,
                 attempts=attempts,
