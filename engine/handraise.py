@@ -546,8 +546,12 @@ def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Compo
 
 
 def _scaled(value: object, scale: int) -> object:
+    """A score on a 0..scale skeleton as a 0–1 component; anything but a number there (a string, a
+    boolean) is invalid, NaN — the skeleton only ever holds digits."""
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
+        return math.nan
     try:
         return value / scale
     except OverflowError:

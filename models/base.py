@@ -23,7 +23,7 @@ from models.catalog import ModelSpec
 from models.errors import ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
 from models.secrets import redact
-from models.structured import InvalidOutputError, parse_structured, validate_object
+from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
 from models.types import ChoiceProbabilities, Chunk, Completion, Message, RawResult, Request, Usage
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class ChatModel(ABC):
             model_id=self.model_id,
             messages=as_messages(messages),
             schema_name=schema.__name__ if schema else None,
-            json_schema=schema.model_json_schema() if schema else None,
+            json_schema=schema_for(schema) if schema else None,
             temperature=temperature,
             max_tokens=max_tokens,
             seed=seed,

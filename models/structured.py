@@ -9,6 +9,7 @@ the bound: clamping turned a 0–10 answer into the maximum.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_NUMBER_LIKE = re.compile(r"\s*(?:[-+]?(?:\d|\.\d|inf|nan)|$)", re.IGNORECASE)  # or nothing yet
 
 
 class ExtractionError(ValueError):
@@ -36,7 +38,8 @@ def _close_truncated(text: str) -> str:
     stack: list[str] = []
     in_string = False
     escaped = False
-    for ch in text:
+    string_start = 0
+    for i, ch in enumerate(text):
         if in_string:
             if escaped:
                 escaped = False
@@ -46,12 +49,15 @@ def _close_truncated(text: str) -> str:
                 in_string = False
         elif ch == '"':
             in_string = True
+            string_start = i
         elif ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]" and stack:
             stack.pop()
     out = text
-    if in_string:
+    if in_string and _NUMBER_LIKE.match(text, string_start + 1):
+        out = text[:string_start]  # a number written as a string, cut ("0.95" → "0.9"), or nothing yet
+    elif in_string:
         if escaped:
             out = out[:-1]
         out += '"'
@@ -145,7 +151,9 @@ def _as_number(value: Any) -> float | None:
             return float(value)
         if isinstance(value, str):
             return float(value.strip())
-    except (ValueError, OverflowError):  # 10**400 does not fit a float: a failed field, not a crash
+    except ValueError:
+        return None
+    except OverflowError:  # 10**400 does not fit a float: a failed field, not a crash
         return math.inf
     return None
 
@@ -189,12 +197,12 @@ def check_numbers(value: Any, schema: dict[str, Any], root: dict[str, Any], path
         items = [check_numbers(v, schema["items"], root, f"{path}[{i}]", problems) for i, v in enumerate(value)]
         return [None if v is _REMOVED else v for v in items]  # a hole keeps the others' positions; None fails
     if kind in ("number", "integer"):
-        if isinstance(value, bool):
+        if value is None:
+            return value  # null: valid only where the schema allows it, which validation decides
+        number = _as_number(value)
+        if number is None:  # a boolean, a word, a list: not a number at all
             problems[path] = f"{_short(value)} is not a number"
             return _REMOVED
-        number = _as_number(value)
-        if number is None:
-            return value  # not numeric at all: left for validation to refuse, naming the field
         why = _bounds_problem(number, schema, kind == "integer")
         if why is not None:
             problems[path] = f"{_short(value)} is {why}"
@@ -216,7 +224,7 @@ def validate_object(schema_model: type[BaseModel], value: Any) -> tuple[dict[str
         flags.append("unwrapped_list")
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    schema = schema_model.model_json_schema()
+    schema = schema_for(schema_model)
     problems: dict[str, str] = {}
     value = check_numbers(value, schema, schema, "", problems)
     invalid = [f"invalid:{path}" for path in problems]
@@ -263,8 +271,15 @@ def parse_structured(schema_model: type[BaseModel], text: str) -> tuple[dict[str
     return parsed, flags + more
 
 
+@functools.lru_cache(maxsize=512)
+def _schema_text(schema_model: type[BaseModel]) -> str:
+    return json.dumps(schema_model.model_json_schema())
+
+
 def schema_for(schema_model: type[BaseModel]) -> dict[str, Any]:
-    return schema_model.model_json_schema()
+    """The model's JSON schema, generated once per class (generating it took most of a structured call's
+    own time); each caller gets its own copy."""
+    return json.loads(_schema_text(schema_model))  # type: ignore[no-any-return]
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
