@@ -18,31 +18,60 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 # -- config ---------------------------------------------------------------------------------------
 
 
 class ConfidenceFactors(BaseModel):
-    """The raw evidence for one step. Unknown or ill-typed fields are refused, naming the field."""
+    """The raw evidence for one step. Unknown, ill-typed, out-of-range (scores and rates outside [0, 1],
+    negative counts, NaN, infinity) and inconsistent fields (more successes than executions) are
+    refused, naming the field: `{"llm_self_confidence": 1e308}` must not score SILENT, nor a rate of −5
+    turn its penalty into ×−0.2."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     search_result_count: int = Field(default=0, ge=0)
-    search_avg_score: float = 0.0
-    search_max_score: float = 0.0
+    search_avg_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    search_max_score: float = Field(default=0.0, ge=0.0, le=1.0)
     search_score_variance: float = Field(default=1.0, ge=0.0)
-    source_agreement: float = 0.0
+    source_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
     source_count: int = Field(default=0, ge=0)
-    llm_self_confidence: float = 0.5
-    tool_success_rate: float = 1.0
+    llm_self_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    tool_success_rate: float = Field(default=1.0, ge=0.0, le=1.0)
     tool_execution_count: int = Field(default=0, ge=0)
     tool_success_count: int = Field(default=0, ge=0)
-    query_coverage: float = 0.0
+    query_coverage: float = Field(default=0.0, ge=0.0, le=1.0)
     is_search_step: bool = False
+
+    @field_validator("tool_success_count")
+    @classmethod
+    def _successes_within_executions(cls, value: int, info: ValidationInfo) -> int:
+        executed = info.data.get("tool_execution_count")
+        if executed is not None and value > executed:
+            raise ValueError(f"{value} successes of {executed} executions: tool_success_count must not exceed "
+                             "tool_execution_count")
+        return value
 
 
 FACTOR_FIELDS = list(ConfidenceFactors.model_fields)
+UNIT_FACTORS = [k for k, f in ConfidenceFactors.model_fields.items()
+                if any(getattr(m, "le", None) == 1.0 for m in f.metadata)]  # scores and rates in [0, 1]
+COUNT_FACTORS = [k for k, f in ConfidenceFactors.model_fields.items() if f.annotation in (int, "int")]
+
+
+class FactorError(ValueError):
+    """Factors that cannot be scored; the message names every field at fault."""
+
+
+def parse_factors(data: Any) -> ConfidenceFactors:
+    """Factors from a mapping; FactorError names each bad field (`field 'x': why`)."""
+    try:
+        return ConfidenceFactors.model_validate(data)
+    except ValidationError as exc:
+        raise FactorError("; ".join(
+            f"field '{'.'.join(map(str, e['loc'])) or '(factors)'}': {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors())) from None
 
 
 class LevelThresholds(BaseModel):
@@ -306,6 +335,8 @@ def score_arrays(columns: Mapping[str, Any], settings: ConfidenceSettings = DEFA
             return np.asarray(columns[name], dtype=np.float64)
         return np.full(n, float(getattr(defaults, name)), dtype=np.float64)
 
+    check_columns({name: col(name) for name in FACTOR_FIELDS if name != "is_search_step"})
+
     count, avg, mx, var = col("search_result_count"), col("search_avg_score"), col("search_max_score"), col(
         "search_score_variance")
     agreement, n_sources = col("source_agreement"), col("source_count")
@@ -341,6 +372,28 @@ def score_arrays(columns: Mapping[str, Any], settings: ConfidenceSettings = DEFA
     # so ties such as 0.0945 come out exactly as in `calculate`.
     clipped = np.clip(score, 0.0, 1.0).tolist()
     return np.array([round(v, s.decimals) for v in clipped], dtype=np.float64)
+
+
+def check_columns(columns: Mapping[str, np.ndarray]) -> None:
+    """The table form of ConfidenceFactors' checks: FactorError names the field and the first bad row."""
+
+    def first(mask: np.ndarray) -> int | None:
+        bad = np.flatnonzero(mask)
+        return int(bad[0]) if len(bad) else None
+
+    for name, values in columns.items():
+        unit = name in UNIT_FACTORS
+        row = first(~np.isfinite(values) | (values < 0) | ((values > 1) if unit else False)
+                    | ((values != np.floor(values)) if name in COUNT_FACTORS else False))
+        if row is not None:
+            want = "a number in [0, 1]" if unit else "a whole number ≥ 0" if name in COUNT_FACTORS else "a number ≥ 0"
+            raise FactorError(f"field '{name}' row {row}: {values[row]!r} is not {want}")
+    executed, succeeded = columns.get("tool_execution_count"), columns.get("tool_success_count")
+    if executed is not None and succeeded is not None:
+        row = first(succeeded > executed)
+        if row is not None:
+            raise FactorError(f"field 'tool_success_count' row {row}: {succeeded[row]:g} successes of "
+                              f"{executed[row]:g} executions")
 
 
 def levels_of(scores: np.ndarray, thresholds: LevelThresholds = DEFAULT_SETTINGS.thresholds) -> np.ndarray:
@@ -403,8 +456,9 @@ def _sources_block(sources: Sequence[str] | None) -> str:
 class LLMSelfEvaluator:
     """The model rates accuracy, relevance and style; the factor is their weighted mean.
 
-    On any failure (unreachable model, unparseable output) the factor is 0.5 — the seed's default —
-    and flagged, so a fallback is never mistaken for a judgment.
+    On any failure (unreachable model, unparseable output, a rating outside [0, 1], an answer cut off
+    at max_tokens) the factor is 0.5 — the seed's default — and flagged with the failed fields, so a
+    fallback is never mistaken for a judgment (and a rating of 7 never becomes 1.0).
     """
 
     FALLBACK = 0.5
@@ -421,7 +475,8 @@ class LLMSelfEvaluator:
             completion = await self.model.complete(prompt, schema=SelfEvalOutput, temperature=0.0, max_tokens=160)
         except ModelError as exc:
             return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True,
-                                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}")
+                                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
+                                flags=list(getattr(exc, "flags", [])))
         p = completion.parsed or {}
         wa, wr, ws = self.weights
         value = (wa * p["accuracy"] + wr * p["relevance"] + ws * p["style"]) / (wa + wr + ws)
@@ -453,7 +508,8 @@ class QueryCoverageCalculator:
             completion = await self.model.complete(prompt, schema=CoverageOutput, temperature=0.0, max_tokens=120)
         except ModelError as exc:
             return FactorResult(name="query_coverage", value=self.FALLBACK, flagged=True,
-                                detail=f"fallback {self.FALLBACK} (left out of the mean): {exc.kind}: {exc.message}")
+                                detail=f"fallback {self.FALLBACK} (left out of the mean): {exc.kind}: {exc.message}",
+                                flags=list(getattr(exc, "flags", [])))
         p = completion.parsed or {}
         return FactorResult(name="query_coverage", value=p["coverage"], call_id=completion.call_id,
                             flags=completion.flags, detail=f"missing: {p['missing'] or '—'}")

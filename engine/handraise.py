@@ -12,6 +12,7 @@ brainstorm auto-allow above 0.3 with a cap on speakers, cooldown −0.1 per rece
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from engine.quoting import DATA_NOTE, quote
 
 
 class Mode(StrEnum):
@@ -165,7 +168,7 @@ class Components(BaseModel):
     novelty: float = Field(ge=0, le=1)
     confidence: float = Field(ge=0, le=1)
     reason: str = ""
-    flags: list[str] = Field(default_factory=list)  # fallback, clamped:…, repaired, …
+    flags: list[str] = Field(default_factory=list)  # fallback, invalid:…, missing:…, repaired, …
 
 
 class HandStatus(StrEnum):
@@ -337,8 +340,9 @@ def timeout_resolutions(hands: Sequence[Hand], resolved: Mapping[str, Resolution
 
 
 def skip_line(hand: Hand) -> str:
-    """The seed's log line for a model that does not answer."""
-    return f"SKIP (will={hand.will:.2f}, reason={hand.reason or '-'})"
+    """The seed's log line for a model that does not answer; a judgment that failed says which field."""
+    failed = failure_flags(hand.flags)
+    return f"SKIP (will={hand.will:.2f}, reason={hand.reason or '-'})" + (f" ⚠ {', '.join(failed)}" if failed else "")
 
 
 # -- the loop guard -------------------------------------------------------------------------------------------
@@ -497,10 +501,36 @@ class JudgeCall:
 FIELDS = ("relevance", "novelty", "confidence")
 
 
+FAILED_FLAGS = ("invalid:", "missing:", "fallback", "truncated", "judge_error:", "self_error:", "judge:unparseable")
+
+
+def failure_flags(flags: Sequence[str]) -> list[str]:
+    """The flags that say a component is a fallback rather than a judgment (shown on cards and lines)."""
+    return [f for f in flags if f.startswith(FAILED_FLAGS)]
+
+
+def _component(raw: object) -> tuple[float, str | None]:
+    """(value, why it failed) for one judged component: a number in [0, 1], else the fallback 0.0."""
+    if raw is None:
+        return 0.0, "missing"
+    if isinstance(raw, bool):
+        return 0.0, "invalid"
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0, "missing"
+    except OverflowError:  # an integer too large for a float
+        return 0.0, "invalid"
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        return 0.0, "invalid"
+    return value, None
+
+
 def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Components:
     """Components from whatever a judge returned for one participant. The documented fallback: a
-    missing or non-numeric component counts as 0.0 and is flagged `missing:<field>`; an out-of-range one
-    is clamped and flagged `clamped:<field>`; no object at all gives 0/0/0 flagged `fallback`. A will
+    component that is missing or not a number counts as 0.0 and is flagged `missing:<field>`; one
+    outside [0, 1], NaN or infinite (a 0–10 answer, say) is a failed field: 0.0, flagged
+    `invalid:<field>` — never clamped into 1.0; no object at all gives 0/0/0 flagged `fallback`. A will
     of 0 never raises a hand, so a broken judgment keeps the model quiet rather than loud."""
     out_flags = list(flags)
     if not isinstance(obj, Mapping):
@@ -508,23 +538,61 @@ def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Compo
                           flags=[*out_flags, "fallback"])
     values: dict[str, float] = {}
     for name in FIELDS:
-        raw = obj.get(name)
-        try:
-            value = float(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            out_flags.append(f"missing:{name}")
-            value = 0.0
-        if value != value:
-            out_flags.append(f"missing:{name}")
-            value = 0.0
-        if not 0 <= value <= 1:
-            # Some models answer on a 0-10 or 0-100 scale; anything else out of range is clamped.
-            out_flags.append(f"clamped:{name}")
-            value = clamp01(value)
+        value, why = _component(obj.get(name))
+        if why is not None and f"{why}:{name}" not in out_flags:
+            out_flags.append(f"{why}:{name}")
         values[name] = value
     reason = obj.get("reason")
     return Components(model=model, reason=str(reason).strip()[:200] if reason is not None else "", flags=out_flags,
                       **values)
+
+
+def _scaled(value: object, scale: int) -> object:
+    """A score on a 0..scale skeleton as a 0–1 component; anything but a number there (a string, a
+    boolean) is invalid, NaN — the skeleton only ever holds digits."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    try:
+        return value / scale
+    except OverflowError:
+        return math.inf
+
+
+def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = (), scale: int = 1
+                       ) -> list[Components]:
+    """Components of every participant from a batched answer ({id: {relevance, novelty, confidence,
+    reason}}), each number divided by `scale`. An answer with any failed number (outside 0..scale, NaN,
+    a boolean) is an invalid answer as a whole: every participant gets the fallback 0/0/0, flagged, since
+    a judge that answered one participant on a 0–10 scale did so for the others too, and its "1" must
+    not become the maximum."""
+    data = data if isinstance(data, Mapping) else {}
+    scaled: dict[str, object] = {}
+    invalid: dict[str, list[str]] = {}
+    for pid in ids:
+        raw = data.get(pid)
+        if isinstance(raw, Mapping) and scale != 1:
+            raw = {**raw, **{f: _scaled(raw[f], scale) for f in FIELDS if f in raw}}
+        scaled[pid] = raw
+        if isinstance(raw, Mapping):
+            invalid[pid] = [f"invalid:{f}" for f in FIELDS if f in raw and _component(raw[f])[1] == "invalid"]
+    base = [*flags] + ([f"scale:0-{scale}"] if scale != 1 else [])
+    if any(invalid.values()):
+        return [components_from(pid, None, [*base, "judge:invalid_answer", *invalid.get(pid, [])]) for pid in ids]
+    return [components_from(pid, scaled[pid], base) for pid in ids]
+
+
+def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
+    """The filled skeleton of the local batched judgment (see `template_parts`) → components; scores are
+    the digits 0–9 read as n/9. Anything else is a fallback, flagged — never raises."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return [components_from(pid, None, ["scale:0-9", "judge:unparseable"]) for pid in ids]
+    return batched_components(data, ids, (), scale=9)
 
 
 def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
@@ -569,22 +637,30 @@ SELF_SYSTEM = ("You are {name}, {role}. Expertise: {expertise}. Before answering
                "relevance, novelty and confidence, and give a few words of reason.")
 
 
+def _quoted_context(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
+    """The recent turns for a judge: one a line, speaker and text each a quoted string, so a message or an
+    answer holding newlines and a fake "Name: …" line cannot pass for a turn of its own."""
+    shown = list(turns)[-limit:]
+    return "\n".join(f"- {quote(names.get(t.speaker, t.speaker))}: {quote(t.text)}" for t in shown) or "(empty)"
+
+
 def judge_messages(participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
                    ) -> list[dict[str, str]]:
     names = {p.id: p.name for p in participants} | {"user": "User"}
-    roster = "\n".join(f"- {p.id}: {p.profile_text()}" for p in participants)
-    return [{"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": f"Participants:\n{roster}\n\nConversation (latest last):\n"
-             f"{_context_lines(turns, names, context_turns)}\n\nRate every participant."}]
+    roster = "\n".join(f"- {p.id}: {quote(p.profile_text())}" for p in participants)
+    return [{"role": "system", "content": f"{JUDGE_SYSTEM} {DATA_NOTE}"},
+            {"role": "user", "content": f"Participants:\n{roster}\n\nConversation (latest last, one quoted "
+             f"message a line):\n{_quoted_context(turns, names, context_turns)}\n\nRate every participant."}]
 
 
 def self_messages(p: Participant, participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
                   ) -> list[dict[str, str]]:
     names = {q.id: q.name for q in participants} | {"user": "User"}
     return [{"role": "system", "content": SELF_SYSTEM.format(name=p.name, role=p.role or "a participant",
-                                                             expertise=", ".join(p.expertise) or "general")},
-            {"role": "user", "content": f"Conversation (latest last):\n{_context_lines(turns, names, context_turns)}"
-             "\n\nShould you speak?"}]
+                                                             expertise=", ".join(p.expertise) or "general")
+             + f" {DATA_NOTE}"},
+            {"role": "user", "content": "Conversation (latest last, one quoted message a line):\n"
+             f"{_quoted_context(turns, names, context_turns)}\n\nShould you speak?"}]
 
 
 class WillJudge:
@@ -652,13 +728,13 @@ class WillJudge:
                 judge_messages(who, turns, self.config.context_turns), schema=schema, temperature=0.0,
                 max_tokens=40 + 45 * len(who))
         except StructuredOutputError as exc:
+            if "truncated" in exc.flags:  # cut off at max_tokens: no value of it is trusted
+                return [components_from(p.id, None, ["judge:truncated", "truncated"]) for p in who]
             try:
                 obj, repairs = extract_json(exc.raw_text or "")
             except ExtractionError:
                 obj, repairs = None, []
-            flags = ["judge:unparseable", *repairs]
-            data = obj if isinstance(obj, Mapping) else {}
-            return [components_from(p.id, data.get(p.id), flags) for p in who]
+            return batched_components(obj, [p.id for p in who], ["judge:unparseable", *repairs])
         except ModelError as exc:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
         facts.add(completion)
@@ -671,8 +747,6 @@ class WillJudge:
         """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
         digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
         the grammar-constrained output's steps."""
-        import json
-
         from models.errors import ModelError
 
         messages = judge_messages(who, turns, self.config.context_turns)
@@ -682,17 +756,7 @@ class WillJudge:
         except ModelError as exc:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
         facts.add(completion)
-        try:
-            data = json.loads(completion.text)
-        except json.JSONDecodeError:
-            return [components_from(p.id, None, ["judge:unparseable"]) for p in who]
-        out = []
-        for p in who:
-            raw = data.get(p.id) if isinstance(data, dict) else None
-            scaled = ({**raw, **{f: raw[f] / 9 for f in FIELDS if isinstance(raw.get(f), int | float)}}
-                      if isinstance(raw, dict) else raw)
-            out.append(components_from(p.id, scaled, ["scale:0-9"]))
-        return out
+        return parse_template_fill(completion.text, [p.id for p in who])
 
     async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
         import asyncio
@@ -705,7 +769,7 @@ class WillJudge:
                     self_messages(p, self.participants, turns, self.config.context_turns), schema=SelfJudgment,
                     temperature=0.0, max_tokens=80)
             except ModelError as exc:
-                return components_from(p.id, None, [f"self_error:{type(exc).__name__}"])
+                return components_from(p.id, None, [f"self_error:{type(exc).__name__}", *getattr(exc, "flags", [])])
             facts.add(completion)
             parsed = completion.parsed or {}
             c = components_from(p.id, parsed, completion.flags)

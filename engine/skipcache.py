@@ -9,6 +9,10 @@ Layers:
    prompt with structured output), the failure policy and `PeriodicChecker`.
 
 Differences from the origin, on purpose:
+- A judgment whose confidence did not parse cleanly (missing, out of range, NaN, not a number, the
+  answer cut off at max_tokens, or no JSON at all) is never cached. The seed counts a missing
+  confidence as 1.0 and clamps 7 to 1.0: either gave a 12-hour skip on a broken answer. Here such a
+  confidence is a failed field (0.0, flagged) and the scope is judged again at the next check.
 - A backend error (model unreachable, timeout, rate limit) is never cached. The origin turned such an
   error into "don't respond" with confidence 0 and cached it. Here the failure policy is explicit:
   nothing is cached and the scope is judged again at the next check (or after a back-off).
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -93,6 +98,14 @@ class JudgmentResult(BaseModel):
     should_respond: bool
     reason: str
     confidence: float = Field(1.0, ge=0.0, le=1.0)
+    # A failed field (`missing:confidence`, `invalid:confidence`, `truncated`, `unparseable`, …): the
+    # judgment still decides whether to respond, but it is never cached.
+    flags: list[str] = Field(default_factory=list)
+
+    @property
+    def cacheable(self) -> bool:
+        """Only a judgment whose every field parsed cleanly may set a skip window."""
+        return not self.flags
 
 
 def calculate_skip_seconds(confidence: float, config: JudgmentSkipConfig) -> int:
@@ -133,25 +146,48 @@ def scope_key(channel_id: str, thread_ts: str | None) -> str:
 _FLAT_OBJECT = re.compile(r"\{[^{}]*\}")
 
 
-def parse_judgment(response: str) -> JudgmentResult:
-    """The seed's parsing table: confidence missing → 1.0, out of range → clamped, unparseable →
-    should_respond false with confidence 0.0."""
+def _confidence(value: object) -> tuple[float, str | None]:
+    """(confidence, the flag of a failed field): a number in [0, 1], else the fallback 0.0."""
+    if value is None:
+        return 0.0, "missing:confidence"
+    if isinstance(value, bool):
+        return 0.0, "invalid:confidence"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0, "invalid:confidence"
+    if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+        return 0.0, "invalid:confidence"
+    return number, None
+
+
+def parse_judgment(response: str, *, truncated: bool = False) -> JudgmentResult:
+    """The seed's parsing table, made fail-safe. A confidence in [0, 1] is used. A missing one (the seed:
+    1.0), an out-of-range one (the seed: clamped), NaN, infinite or not a number is a failed field:
+    confidence 0.0, flagged `missing:confidence` / `invalid:confidence`. A `should_respond` that is not a
+    JSON boolean is `false`, flagged. An answer cut off at max_tokens, or unparseable, is "don't respond"
+    with confidence 0.0, flagged. A flagged judgment is never cached (the origin's 12-hour skip)."""
+    if truncated:
+        return JudgmentResult(should_respond=False, reason="the answer was cut off at max_tokens", confidence=0.0,
+                              flags=["truncated"])
     try:
         match = _FLAT_OBJECT.search(response)
         data = json.loads(match.group() if match else response)
         if not isinstance(data, dict):
             raise TypeError("not a JSON object")
-        confidence = data.get("confidence", 1.0)
-        confidence = max(0.0, min(1.0, float(1.0 if confidence is None else confidence)))
-        if confidence != confidence:  # NaN
-            raise ValueError("confidence is not a number")
-        return JudgmentResult(
-            should_respond=bool(data.get("should_respond", False)),
-            reason=str(data.get("reason", "")),
-            confidence=confidence,
-        )
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        return JudgmentResult(should_respond=False, reason=f"Failed to parse LLM response: {exc}", confidence=0.0)
+    except (json.JSONDecodeError, TypeError, ValueError, RecursionError) as exc:
+        return JudgmentResult(should_respond=False, reason=f"Failed to parse LLM response: {exc}", confidence=0.0,
+                              flags=["unparseable"])
+    flags: list[str] = []
+    respond = data.get("should_respond", False)
+    if not isinstance(respond, bool):
+        flags.append("invalid:should_respond")
+        respond = False
+    confidence, failed = _confidence(data.get("confidence"))
+    if failed:
+        flags.append(failed)
+    return JudgmentResult(should_respond=respond, reason=str(data.get("reason", "")), confidence=confidence,
+                          flags=flags)
 
 
 # -- messages -------------------------------------------------------------------------------------
@@ -350,7 +386,7 @@ confidence について：
 
 
 class JudgmentOutput(BaseModel):
-    """Structured output of the judge; confidence may be left out (→ 1.0, as the seed says)."""
+    """Structured output of the judge; confidence may be left out (the seed: → 1.0; here a failed field)."""
 
     should_respond: bool
     reason: str = Field(max_length=200)
@@ -400,15 +436,17 @@ class ModelJudge:
             completion = await self.model.complete(messages, schema=JudgmentOutput, temperature=0.0,
                                                    max_tokens=self.max_tokens)
         except StructuredOutputError as exc:
-            # The model answered, but not parseably: the seed's table says "don't respond, confidence 0".
-            return JudgeOutcome(result=parse_judgment(exc.raw_text or ""))
+            # The model answered, but not validly: the seed's table, fail-safe (see parse_judgment).
+            return JudgeOutcome(result=parse_judgment(exc.raw_text or "", truncated="truncated" in exc.flags))
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
         parsed = completion.parsed or {}
-        confidence = parsed.get("confidence")
+        confidence, failed = _confidence(parsed.get("confidence"))
+        if failed and "invalid:confidence" in completion.flags:
+            failed = "invalid:confidence"  # out of range: the validator left it out
         return JudgeOutcome(
             result=JudgmentResult(should_respond=parsed["should_respond"], reason=parsed["reason"],
-                                  confidence=1.0 if confidence is None else confidence),
+                                  confidence=confidence, flags=[failed] if failed else []),
             prompt_tokens=completion.usage.prompt_tokens, completion_tokens=completion.usage.completion_tokens,
             cost=completion.cost, call_id=completion.call_id,
         )
@@ -439,6 +477,8 @@ class ProbabilityJudge:
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
         p = scored.probabilities["true"]
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            return JudgeOutcome(result=None, error=f"invalid probability {p!r}", call_id=scored.call_id)
         respond = p >= self.threshold
         return JudgeOutcome(
             result=JudgmentResult(should_respond=respond, confidence=round(max(p, 1 - p), 4),
@@ -513,8 +553,11 @@ class PeriodicChecker:
                 self._emit("judgment_failed", scope=scope, latest=latest.id, error=outcome.error,
                            policy=cfg.failure_policy.value)
                 continue
-            self._backoff_until.pop(scope, None)
             report.judged.append(scope)
+            if outcome.result.cacheable:
+                self._backoff_until.pop(scope, None)
+            elif cfg.failure_policy == FailurePolicy.BACKOFF:  # a failed confidence is a failure too
+                self._backoff_until[scope] = now + timedelta(seconds=cfg.backoff_seconds)
             skip = await self._cache(latest, outcome.result, now)
             self._emit("judgment", scope=scope, latest=latest.id, **outcome.result.model_dump(),
                        skip_seconds=skip, prompt_tokens=outcome.prompt_tokens,
@@ -532,7 +575,7 @@ class PeriodicChecker:
 
     async def _cache(self, latest: Message, result: JudgmentResult, now: datetime) -> int | None:
         skip_config = self.config.judgment_skip
-        if not skip_config.enabled:
+        if not skip_config.enabled or not result.cacheable:
             return None
         skip = calculate_skip_seconds(result.confidence, skip_config)
         await self.repository.save(JudgmentCache(

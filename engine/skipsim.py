@@ -213,7 +213,7 @@ class RecordedJudge:
                 row = json.loads(line)
                 records[row["state"]] = JudgeOutcome(
                     result=JudgmentResult(should_respond=row["should_respond"], reason=row["reason"],
-                                          confidence=row["confidence"]),
+                                          confidence=row["confidence"], flags=row.get("flags", [])),
                     prompt_tokens=row.get("prompt_tokens", 0), completion_tokens=row.get("completion_tokens", 0),
                     cost=row.get("cost", 0.0), call_id=row.get("call_id"),
                 )
@@ -235,6 +235,7 @@ class Judgment:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    flags: list[str] = field(default_factory=list)  # a failed field: the judgment was not cached
 
 
 @dataclass
@@ -266,6 +267,8 @@ class SimulationResult:
             "delay_p95_s": _percentile(delays, 0.95) if delays else None,
             "delay_max_s": delays[-1] if delays else None,
             "never_judged": self.never_judged,
+            # Judgments with a failed field (confidence missing, out of range, …): decided, never cached.
+            "flagged_judgments": sum(1 for j in self.judgments if j.flags),
             # How old the judgment was whenever a check relied on the cache instead of judging: the
             # price of long skip windows (a waiting conversation is looked at again this late).
             "staleness_p95_s": _percentile(ages, 0.95) if ages else 0.0,
@@ -309,7 +312,8 @@ async def simulate(
             judgments.append(Judgment(scope=p["scope"], at=now, target=p["latest"], target_at=arrival[p["latest"]],
                                       should_respond=p["should_respond"], confidence=p["confidence"],
                                       skip_seconds=p["skip_seconds"], prompt_tokens=p["prompt_tokens"],
-                                      completion_tokens=p["completion_tokens"], cost=p["cost"]))
+                                      completion_tokens=p["completion_tokens"], cost=p["cost"],
+                                      flags=list(p.get("flags", []))))
             last_judged[p["scope"]] = now
         elif type_ == "cache_hit":
             hits.append((p["scope"], now, (now - last_judged.get(p["scope"], now)).total_seconds()))

@@ -2,7 +2,8 @@
 
 A backend implements `_generate` (and optionally `_generate_stream`); this class adds what every call
 needs: the request hash, timeouts, retries with backoff honouring Retry-After, a concurrency limit per
-backend endpoint, structured-output validation with clamping, cost, and recording of every call.
+backend endpoint, structured-output validation (a number out of its range is a failed field, never
+clamped), cost, and recording of every call.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailabl
 from models.recording import CallLog, CallRecord, current_context
 from models.scoring import calibrate, normalise
 from models.secrets import redact
-from models.structured import parse_structured, validate_object
+from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
 from models.types import (
     ChoiceProbabilities,
     Chunk,
@@ -54,6 +55,14 @@ def _semaphore(key: str, size: int) -> asyncio.Semaphore:
     if key not in per_loop:
         per_loop[key] = asyncio.Semaphore(size)
     return per_loop[key]
+
+
+TRUNCATED_REASONS = frozenset({"length", "max_tokens"})  # OpenAI/llama.cpp/Ollama, Anthropic, Gemini (upper case)
+
+
+def is_truncated(finish_reason: str | None) -> bool:
+    """Whether a provider's finish reason says the answer was cut off at the token limit."""
+    return finish_reason is not None and finish_reason.lower() in TRUNCATED_REASONS
 
 
 def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
@@ -123,7 +132,7 @@ class ChatModel(ABC):
             model_id=self.model_id,
             messages=as_messages(messages),
             schema_name=schema.__name__ if schema else None,
-            json_schema=schema.model_json_schema() if schema else None,
+            json_schema=schema_for(schema) if schema else None,
             temperature=temperature,
             max_tokens=max_tokens,
             seed=seed,
@@ -361,6 +370,11 @@ class ChatModel(ABC):
         flags: list[str] = []
         if schema is not None:
             try:
+                if is_truncated(raw.finish_reason):
+                    # Cut off at max_tokens: any value may be cut short (0.95 → 0.9) or missing (and then
+                    # defaulted), so no field of the answer is trusted.
+                    raise InvalidOutputError(f"the answer was cut off at max_tokens ({request.max_tokens}; "
+                                             f"finish_reason={raw.finish_reason}) — raise max_tokens", ["truncated"])
                 if raw.native_object is not None:
                     parsed, flags = validate_object(schema, raw.native_object)
                 else:
@@ -370,6 +384,7 @@ class ChatModel(ABC):
                     StructuredOutputError,
                     f"output is not a valid {schema.__name__}: {exc}",
                     raw_text=raw.text,
+                    flags=exc.flags if isinstance(exc, InvalidOutputError) else [],
                 )
                 self._record_failure(request, err, latency, attempts, raw=raw)
                 raise err from None
@@ -441,6 +456,8 @@ class ChatModel(ABC):
                 latency_s=latency,
                 cost=self._costs(raw)[0] if raw else 0.0,
                 would_cost=self._costs(raw)[1] if raw else None,
+                finish_reason=raw.finish_reason if raw else None,
+                flags=list(getattr(err, "flags", [])),
                 error=redact(str(err)),
                 error_type=err.kind,
                 attempts=attempts,

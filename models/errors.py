@@ -6,6 +6,8 @@ engine turns them into documented fallbacks (a neutral juror, a flagged self-eva
 
 from __future__ import annotations
 
+from typing import Any
+
 from models.secrets import redact
 
 
@@ -79,7 +81,12 @@ class MalformedResponse(ModelError):
 
 
 class StructuredOutputError(ModelError):
-    """The text could not be turned into the requested schema; `raw_text` carries what came back."""
+    """The text could not be turned into the requested schema; `raw_text` carries what came back and
+    `flags` the failed fields (`invalid:<path>`) or `truncated` (cut off at max_tokens)."""
+
+    def __init__(self, message: str, *, flags: list[str] | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.flags = list(flags or [])
 
 
 class CannotScore(ModelError):

@@ -1,13 +1,15 @@
-"""Structured output: one tolerant JSON extractor and schema validation that clamps, never trusts.
+"""Structured output: one tolerant JSON extractor and schema validation that never trusts a number.
 
 Providers constrain output natively (grammar, `format`, `response_format`, tool use, response schema);
 this module is what every backend runs afterwards. Number ranges in a schema are not enforced by
-every provider (llama.cpp grammars ignore them: Gemma 270M produced `confidence: 1e15`), so numbers
-outside `minimum`/`maximum` are clamped and a flag says so.
+every provider (llama.cpp grammars ignore them: Gemma 270M produced `confidence: 1e15`). A number
+outside `minimum`/`maximum`, NaN or infinite is a failed field (`invalid:<path>`), never clamped into
+the bound: clamping turned a 0–10 answer into the maximum.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_NUMBER_LIKE = re.compile(r"\s*(?:[-+]?(?:\d|\.\d|inf|nan)|$)", re.IGNORECASE)  # or nothing yet
 
 
 class ExtractionError(ValueError):
@@ -35,7 +38,8 @@ def _close_truncated(text: str) -> str:
     stack: list[str] = []
     in_string = False
     escaped = False
-    for ch in text:
+    string_start = 0
+    for i, ch in enumerate(text):
         if in_string:
             if escaped:
                 escaped = False
@@ -45,15 +49,22 @@ def _close_truncated(text: str) -> str:
                 in_string = False
         elif ch == '"':
             in_string = True
+            string_start = i
         elif ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]" and stack:
             stack.pop()
     out = text
-    if in_string:
+    if in_string and _NUMBER_LIKE.match(text, string_start + 1):
+        out = text[:string_start]  # a number written as a string, cut ("0.95" → "0.9"), or nothing yet
+    elif in_string:
         if escaped:
             out = out[:-1]
         out += '"'
+    else:
+        # A bare number or literal at the very end may itself be cut short (0.95 → 0.9, 10 → 1): drop it
+        # rather than trust it; its key goes with it below.
+        out = re.sub(r'([:\[,])\s*[^\s"{}\[\],:]+\s*$', r"\1", out)
     out = out.rstrip()
     # A dangling separator or a key without its value cannot be closed meaningfully: drop it.
     out = re.sub(r'(,|:)\s*$', "", out)
@@ -111,7 +122,7 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     for key in ("allOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list):
-            # Optional[X] is anyOf [X, null]: clamp against the non-null branch.
+            # Optional[X] is anyOf [X, null]: check against the non-null branch.
             for option in options:
                 resolved = _resolve(option, root)
                 if resolved.get("type") != "null":
@@ -119,61 +130,93 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+class InvalidOutputError(ValueError):
+    """The answer has fields that cannot be used (out of range, NaN, infinite, wrong type, missing);
+    `flags` names each failed field (`invalid:<path>`) so callers can show it."""
+
+    def __init__(self, message: str, flags: list[str]) -> None:
+        super().__init__(message)
+        self.flags = flags
+
+
+_REMOVED = object()  # an invalid number taken out of the value before validation
+
+
 def _as_number(value: Any) -> float | None:
+    """The number a JSON value stands for (numbers, and numeric strings), else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            return None
+    except ValueError:
+        return None
+    except OverflowError:  # 10**400 does not fit a float: a failed field, not a crash
+        return math.inf
     return None
 
 
-def clamp_to_schema(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str, flags: list[str]) -> Any:
-    """Return `value` with every number outside its schema bounds clamped; flags name each one."""
+def _bounds_problem(number: float, schema: dict[str, Any], integer: bool) -> str | None:
+    """Why a number cannot stand in this field, or None when it can."""
+    if not math.isfinite(number):
+        return "not a finite number"
+    if integer and number != int(number):
+        return "not a whole number"
+    low, high = schema.get("minimum"), schema.get("maximum")
+    xlow, xhigh = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if (low is not None and number < low) or (xlow is not None and number <= xlow):
+        return f"below the minimum {low if low is not None else xlow}"
+    if (high is not None and number > high) or (xhigh is not None and number >= xhigh):
+        return f"above the maximum {high if high is not None else xhigh}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_numbers(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str,
+                  problems: dict[str, str]) -> Any:
+    """`value` with every number its schema cannot take removed: outside `minimum`/`maximum`, NaN or
+    infinite, a fraction for an integer, a boolean for a number. Never clamped: a removed field is a
+    failed field, recorded in `problems` (path → why); the caller decides what a failed field means."""
     schema = _resolve(schema, root)
     kind = schema.get("type")
     if kind == "object" and isinstance(value, dict):
         props = schema.get("properties", {})
-        return {
-            k: clamp_to_schema(v, props[k], root, f"{path}.{k}" if path else k, flags) if k in props else v
-            for k, v in value.items()
-        }
+        out = {}
+        for k, v in value.items():
+            checked = check_numbers(v, props[k], root, f"{path}.{k}" if path else k, problems) if k in props else v
+            if checked is not _REMOVED:
+                out[k] = checked
+        return out
     if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [clamp_to_schema(v, schema["items"], root, f"{path}[{i}]", flags) for i, v in enumerate(value)]
+        items = [check_numbers(v, schema["items"], root, f"{path}[{i}]", problems) for i, v in enumerate(value)]
+        return [None if v is _REMOVED else v for v in items]  # a hole keeps the others' positions; None fails
     if kind in ("number", "integer"):
+        if value is None:
+            return value  # null: valid only where the schema allows it, which validation decides
         number = _as_number(value)
-        if number is None:
-            return value
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
-        high = schema.get("maximum", schema.get("exclusiveMaximum"))
-        if math.isnan(number):
-            return value  # left for validation to refuse
-        clamped = number
-        if low is not None and number < low:
-            clamped = float(low)
-        if high is not None and number > high:
-            clamped = float(high)
-        if clamped != number:
-            flags.append(f"clamped:{path}={value!r}->{clamped:g}")
-        elif not math.isfinite(number):
-            return value
-        if kind == "integer":
-            rounded = round(clamped)
-            if rounded != clamped:
-                flags.append(f"rounded:{path}={clamped:g}->{rounded}")
-            return rounded
-        return clamped
+        if number is None:  # a boolean, a word, a list: not a number at all
+            problems[path] = f"{_short(value)} is not a number"
+            return _REMOVED
+        why = _bounds_problem(number, schema, kind == "integer")
+        if why is not None:
+            problems[path] = f"{_short(value)} is {why}"
+            return _REMOVED
+        return int(number) if kind == "integer" else number
     return value
 
 
 def validate_object(schema_model: type[BaseModel], value: Any) -> tuple[dict[str, Any], list[str]]:
-    """Validate an extracted value against the pydantic model, clamping out-of-range numbers first.
+    """Validate an extracted value against the pydantic model. A number the schema cannot take is never
+    clamped: it is removed and flagged `invalid:<path>`; if the model then still validates (the field
+    was optional) the flag tells the caller, else InvalidOutputError names every failed field.
 
-    Raises ValueError with a readable message when the value cannot be made valid.
+    Raises ValueError (InvalidOutputError for failed fields) with a readable message.
     """
     flags: list[str] = []
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
@@ -181,20 +224,34 @@ def validate_object(schema_model: type[BaseModel], value: Any) -> tuple[dict[str
         flags.append("unwrapped_list")
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    schema = schema_model.model_json_schema()
-    value = clamp_to_schema(value, schema, schema, "", flags)
+    schema = schema_for(schema_model)
+    problems: dict[str, str] = {}
+    value = check_numbers(value, schema, schema, "", problems)
+    invalid = [f"invalid:{path}" for path in problems]
     try:
         obj = schema_model.model_validate(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ValueError(f"does not match {schema_model.__name__}: {problems}") from None
+        failed = [f"{path}: {why}" for path, why in problems.items()]
+        others = [f"{_loc_path(err['loc'])}: {err['msg']}" for err in exc.errors()
+                  if _loc_path(err["loc"]) not in problems]
+        message = f"does not match {schema_model.__name__}: " + "; ".join(failed + others)
+        if failed:
+            raise InvalidOutputError(message, flags + invalid) from None
+        raise ValueError(message) from None
     dumped = obj.model_dump(mode="json")
     for key, number in _walk_numbers(dumped):
         if not math.isfinite(number):
-            raise ValueError(f"does not match {schema_model.__name__}: {key} is not a finite number")
-    return dumped, flags
+            raise InvalidOutputError(f"does not match {schema_model.__name__}: {key} is not a finite number",
+                                     [*flags, *invalid, f"invalid:{key}"])
+    return dumped, flags + invalid
+
+
+def _loc_path(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location in this module's path notation (`scores[0].score`)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
 
 
 def _walk_numbers(value: Any, path: str = "") -> list[tuple[str, float]]:
@@ -214,8 +271,15 @@ def parse_structured(schema_model: type[BaseModel], text: str) -> tuple[dict[str
     return parsed, flags + more
 
 
+@functools.lru_cache(maxsize=512)
+def _schema_text(schema_model: type[BaseModel]) -> str:
+    return json.dumps(schema_model.model_json_schema())
+
+
 def schema_for(schema_model: type[BaseModel]) -> dict[str, Any]:
-    return schema_model.model_json_schema()
+    """The model's JSON schema, generated once per class (generating it took most of a structured call's
+    own time); each caller gets its own copy."""
+    return json.loads(_schema_text(schema_model))  # type: ignore[no-any-return]
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

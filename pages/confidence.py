@@ -16,6 +16,7 @@ from engine.confidence import (
     ConfidenceAggregator,
     ConfidenceFactors,
     ConfidenceSettings,
+    FactorError,
     LevelThresholds,
     calculate,
     decide_action,
@@ -23,6 +24,7 @@ from engine.confidence import (
     evaluate_answer,
     generate_answer,
     levels_of,
+    parse_factors,
     score_arrays,
 )
 from engine.config import get_settings
@@ -126,12 +128,14 @@ def _render_factors(settings: ConfidenceSettings) -> None:
         _render_score(factors, settings)
 
 
-def _render_score(factors: ConfidenceFactors, settings: ConfidenceSettings) -> None:
+def _render_score(factors: ConfidenceFactors, settings: ConfidenceSettings, failed: list[str] | None = None) -> None:
     score = calculate(factors, settings)
     decision = decide_action(score, settings)
     thresholds = settings.thresholds.model_dump()
     top = st.columns([3, 2])
     top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=None)
+    if failed:
+        top[0].warning("⚠ this score uses fallback factors: " + "; ".join(failed))
     with top[1]:
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
         st.metric("Level", decision.level.value)
@@ -173,7 +177,9 @@ def _render_live(settings: ConfidenceSettings) -> None:
     rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
             for r in result["results"]]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    _render_score(ConfidenceFactors(**result["factors"]), settings)
+    failed = [f"{r['name']} = {r['value']:g} ({', '.join(r.get('flags') or []) or 'fallback'})"
+              for r in result["results"] if r["flagged"]]
+    _render_score(ConfidenceFactors(**result["factors"]), settings, failed)
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
@@ -210,9 +216,9 @@ def _render_plan(settings: ConfidenceSettings) -> None:
         if "is_search_step" in values:
             values["is_search_step"] = bool(values["is_search_step"])
         try:
-            rows.append((str(row.get("step") or f"step {i + 1}"), ConfidenceFactors(**values)))
-        except ValueError as exc:
-            problems.append(f"row {i + 1}: {str(exc).splitlines()[0]}")
+            rows.append((str(row.get("step") or f"step {i + 1}"), parse_factors(values)))
+        except FactorError as exc:  # names the field
+            problems.append(f"row {i + 1}: {exc}")
     for problem in problems:
         st.error(problem)
     if not rows:
@@ -244,9 +250,9 @@ def _load_labels(text: str) -> tuple[pd.DataFrame, list[str]]:
             item = json.loads(line)
             if not isinstance(item, dict) or not isinstance(item.get("correct"), bool):
                 raise ValueError("needs a boolean 'correct'")
-            factors = ConfidenceFactors.model_validate(item.get("factors", {}))
-        except ValueError as exc:
-            problems.append(f"line {number}: {str(exc).splitlines()[0]}")
+            factors = parse_factors(item.get("factors", {}))
+        except ValueError as exc:  # FactorError names the field
+            problems.append(f"line {number}: {exc}")
             continue
         rows.append({"id": item.get("id", f"line-{number}"), "query": item.get("query", ""),
                      "correct": item["correct"], **factors.model_dump()})

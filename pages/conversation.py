@@ -28,7 +28,9 @@ from engine.handraise import (
     TurnState,
     Weights,
     changed_hands,
+    failure_flags,
     redecide,
+    skip_line,
 )
 from models.recording import call_context
 
@@ -220,6 +222,8 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
             left, right = st.columns([5, 2])
             left.markdown(f"🙋 {p.icon} **{p.name}** wants to speak (will: **{hand.will:.2f}**, reason: "
                           f"{hand.reason or '—'})")
+            if failure_flags(hand.flags):
+                left.caption("⚠ judgment failed, fallback used: " + ", ".join(failure_flags(hand.flags)))
             if hand.cooldown_delta or hand.over_raise_factor != 1:
                 left.caption(f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
                              f"over-raise ×{hand.over_raise_factor:g}")
@@ -300,7 +304,7 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
             log.append({"kind": "answer", "pid": h.model, "text": turn.answers.get(h.model, ""),
                         "error": turn.answer_errors.get(h.model)})
         elif h.status != HandStatus.NOT_JUDGED:
-            log.append({"kind": "skip", "pid": h.model, "text": f"SKIP (will={h.will:.2f}, reason={h.reason or '-'})"
+            log.append({"kind": "skip", "pid": h.model, "text": skip_line(h)
                         + (f" · {r.by}" if r.by != "mode" else "")})
     st.session_state[KEY + "deadline"] = None
     state.clear_reads()

@@ -143,7 +143,8 @@ def _render_review(review: dict[str, Any]) -> None:
     rubric = review.get("rubric")
     if rubric:
         if rubric.get("failed"):
-            st.warning(f"Rubric failed: {rubric['error']} — {rubric['comment']}")
+            st.warning(f"Rubric failed: {rubric['error']} — {rubric['comment']}"
+                       + (f" ⚠ {', '.join(rubric['flags'])}" if rubric.get("flags") else ""))
         else:
             st.markdown(f"**Rubric** average {rubric['average']:.2f} → {_status_badge(rubric['status'])}")
             st.plotly_chart(rubric_radar(rubric["scores"]))

@@ -19,6 +19,7 @@ from engine.jury import (
     JuryCase,
     JuryConfig,
     JuryView,
+    failed_fields,
     load_cases,
     panel_seats,
     run_case,
@@ -213,13 +214,16 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
             st.markdown(f"{BADGE.get(e['verdict'], '⚪')} **{e['verdict']}** · score {e['score']:.0f} · "
                         f"confidence {e['confidence']:.2f}")
             if e.get("fallback"):
-                st.warning(f"fallback — {e.get('fallbackReason')}", icon="⚠️")
+                st.warning(f"fallback (does not vote) — {e.get('fallbackReason')}", icon="⚠️")
+            if failed_fields(e.get("flags") or []):
+                st.caption("⚠ failed fields: " + ", ".join(failed_fields(e["flags"])))
             st.caption(e["reasoning"] or "(no reasoning)")
             if e.get("axes"):
                 st.caption(" · ".join(f"{k} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
         c = view.phase1_consensus
         st.caption(f"Consensus after phase 1: **{c['consensusStatus']}** (agreement {c['agreementLevel']:.2f})"
+                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
                    + (" — reached, no discussion needed" if c["consensusReached"] else ""))
 
     if view.rounds:
@@ -248,8 +252,11 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
     if view.final:
         f = view.final
         st.markdown("**Phase 3 — final judgment**")
-        st.success(f"{BADGE.get(f['verdict'], '⚪')} **{f['verdict']}** · score {f['score']:.1f} · {f['method']}"
-                   + ("  (tie broken)" if f.get("tie_broken") else ""))
+        if view.no_verdict:
+            st.error(f"⛔ **No verdict** · {f['method']} — too few jurors worked to decide")
+        else:
+            st.success(f"{BADGE.get(f['verdict'], '⚪')} **{f['verdict']}** · score {f['score']:.1f} · {f['method']}"
+                       + ("  (tie broken)" if f.get("tie_broken") else ""))
         if f.get("reasoning"):
             st.caption(f["reasoning"])
         if f.get("flags"):
@@ -265,5 +272,5 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
         timeline = view.timeline()
         if timeline:
             c2.plotly_chart(charts.jury_timeline(timeline), key=key + ".timeline")
-        c3.plotly_chart(charts.jury_verdicts(view.verdicts(), labels), key=key + ".verdicts")
+        c3.plotly_chart(charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), key=key + ".verdicts")
 

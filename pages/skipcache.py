@@ -167,6 +167,9 @@ def _render_summary(result: dict[str, Any]) -> None:
     if result["misses"]:
         st.warning(f"{result['misses']} judgments failed (states not in the recording, or model errors); "
                    "nothing was cached for them. Choose a model as judge to judge new states.")
+    if b.get("flagged_judgments"):
+        st.warning(f"{b['flagged_judgments']} judgments had a failed confidence (missing, out of range, cut off "
+                   "or unparseable): they decided with confidence 0.0 and were never cached.")
     c = st.columns(5)
     c[0].metric("Judge calls without cache", f"{a['judge_calls']:,}")
     c[1].metric("With cache", f"{b['judge_calls']:,}", f"-{comparison['calls_saved_pct']}%", delta_color="inverse")
@@ -213,7 +216,8 @@ def scope_timeline(scope: str, result: dict[str, Any]) -> go.Figure:
         marker={"symbol": "diamond", "size": 12, "color": ["#D95F02" if j["should_respond"] else "#1B9E77"
                                                            for j in judged]},
         text=[f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
-              for j in judged], hoverinfo="text+x"))
+              + (f" ⚠ {', '.join(j['flags'])} (not cached)" if j.get("flags") else "") for j in judged],
+        hoverinfo="text+x"))
     hits = [e for e in result["timeline"] if e["type"] == "cache_hit" and e["scope"] == scope]
     fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in hits], y=["cache hits"] * len(hits),
                              mode="markers", name="cache hit", marker={"symbol": "line-ns-open", "size": 8,

@@ -24,9 +24,8 @@ def _emit(value: Any) -> None:
 
 def parse_factors(text: str) -> Any:
     """Factors from a JSON text or a file holding one; errors name the field."""
-    from pydantic import ValidationError
-
-    from engine.confidence import ConfidenceFactors
+    from engine.confidence import FactorError
+    from engine.confidence import parse_factors as factors_from
 
     source = "--factors"
     path = Path(text)
@@ -39,10 +38,9 @@ def parse_factors(text: str) -> Any:
     if not isinstance(data, dict):
         raise _fail(f"{source}: expected a JSON object of factors")
     try:
-        return ConfidenceFactors.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors())
-        raise _fail(f"{source}: {problems}") from None
+        return factors_from(data)
+    except FactorError as exc:
+        raise _fail(f"{source}: {exc}") from None
 
 
 def score_payload(factors: Any) -> dict[str, Any]:
@@ -113,18 +111,18 @@ def evaluate_cmd(
         _emit(payload)
         return
     for r in result.results:
-        mark = " (fallback)" if r.flagged else ""
+        mark = f" ⚠ fallback ({', '.join(r.flags) or 'failed'})" if r.flagged else ""
         typer.echo(f"{r.name}: {r.value:.3f}{mark} — {r.detail}")
+    failed = [r.name for r in result.results if r.flagged]
     typer.echo(
         f"score {payload['score']:.3f} → {payload['level']} ({payload['suggested_action']}) · run {result.run_id}"
+        + (f"  ⚠ uses fallback factors: {', '.join(failed)}" if failed else "")
     )
 
 
 def load_labels(path: Path) -> list[dict[str, Any]]:
     """Labelled items: one JSON object a line with `factors` and `correct`; bad lines named by number."""
-    from pydantic import ValidationError
-
-    from engine.confidence import ConfidenceFactors
+    from engine.confidence import parse_factors as factors_from
 
     if not path.is_file():
         raise _fail(f"{path}: file not found")
@@ -136,9 +134,9 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             if not isinstance(row, dict) or not isinstance(row.get("correct"), bool):
                 raise ValueError("needs a boolean 'correct'")
-            row["factors"] = ConfidenceFactors.model_validate(row.get("factors", {}))
-        except (ValueError, ValidationError) as exc:
-            problems.append(f"{path}:{number}: {str(exc).splitlines()[0]}")
+            row["factors"] = factors_from(row.get("factors", {}))
+        except ValueError as exc:  # FactorError names the field
+            problems.append(f"{path}:{number}: {exc}")
             continue
         row.setdefault("id", f"line-{number}")
         items.append(row)

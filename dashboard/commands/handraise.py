@@ -106,7 +106,7 @@ def judge_cmd(
     import yaml
 
     from engine.events import async_run_context
-    from engine.handraise import BenchItem, WillJudge, decide_hands
+    from engine.handraise import BenchItem, WillJudge, decide_hands, failure_flags
 
     try:
         data = yaml.safe_load(scenario.read_text(encoding="utf-8"))
@@ -137,7 +137,8 @@ def judge_cmd(
         return
     for r in rows:
         typer.echo(f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
-                   f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}")
+                   f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}"
+                   + (f"  ⚠ {', '.join(failure_flags(r['flags']))}" if failure_flags(r["flags"]) else ""))
     typer.echo(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")
 
 

@@ -76,14 +76,18 @@ def _cases(path: Path) -> list[Any]:
 def _print_view(view: Any, *, rounds: bool = True) -> None:
     case = view.case
     typer.echo(f"Case {case.get('id')}: {case.get('title', '')}")
+    from engine.jury import failed_fields
+
     for e in view.phase1:
-        tag = "  [fallback: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
+        tag = "  [fallback, no vote: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
+        tag += f"  ⚠ {', '.join(failed_fields(e.get('flags') or []))}" if failed_fields(e.get("flags") or []) else ""
         typer.echo(f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
                    f"  {e['reasoning'][:90]}{tag}")
     if view.phase1_consensus:
         c = view.phase1_consensus
         typer.echo(f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
-                   f"{' — reached' if c['consensusReached'] else ''}")
+                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
+                   + (" — reached" if c["consensusReached"] else ""))
     for rnd in view.rounds:
         if rounds:
             typer.echo(f" round {rnd['round']}")
@@ -98,7 +102,10 @@ def _print_view(view: Any, *, rounds: bool = True) -> None:
         typer.echo(f"  discussion ended: {view.ended['reason']} after {view.ended['totalRounds']} round(s)")
     if view.final:
         f = view.final
-        typer.echo(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
+        if view.no_verdict:
+            typer.echo(f"FINAL NO VERDICT ({f['method']}) {f['reasoning'][:120]}")
+        else:
+            typer.echo(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
         if f.get("flags"):
             typer.echo(f"  flags: {', '.join(f['flags'])}")
 
@@ -156,7 +163,8 @@ def eval_cmd(
                 parent.emit("jury_eval_item", **item)
                 if not as_json:
                     mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
-                    typer.echo(f"{mark} {case.id:<20} gold {str(case.gold):<14} final {item['final_verdict']:<14} "
+                    final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
+                    typer.echo(f"{mark} {case.id:<20} gold {str(case.gold):<14} final {final:<14} "
                                f"rounds {item['rounds']}  changed {item['outcome_changed']}", err=True)
             parent.summary = evaluation_totals(items)
         return parent.run_id, items

@@ -92,6 +92,9 @@ def simulate_cmd(
                f"({result['calls_saved_pct']}% saved)")
     typer.echo(f"first-judgment delay (s): median {b['delay_median_s']}, p95 {b['delay_p95_s']}, max {b['delay_max_s']}"
                f" (bound: {result['delay_bound_s']} — {bound_text(result['delay_bound_met'])})")
+    if b.get("flagged_judgments"):
+        typer.echo(f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
+                   "or unparseable): confidence 0.0, never cached")
 
 
 def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:

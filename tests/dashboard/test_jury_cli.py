@@ -42,8 +42,12 @@ def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) 
     assert totals["outcome_changed"] == sum(i["phase1_outcome"] != i["final_verdict"] for i in items)
     assert totals["prompt_tokens"] == sum(i["prompt_tokens"] for i in items) > 0
     assert totals["rounds_mean"] == sum(i["rounds"] for i in items) / 2
-    kappa = fleiss_kappa([list(i["phase1_verdicts"].values()) for i in items])
+    # κ over the cases where every juror worked (a failed juror's rating is missing: None)
+    complete = [list(i["phase1_verdicts"].values()) for i in items if None not in i["phase1_verdicts"].values()]
+    kappa = fleiss_kappa(complete) if complete else None
     assert totals["agreement_phase1"]["fleiss_kappa"] == (None if kappa is None else round(kappa, 4))
+    assert totals["agreement_phase1"]["fleiss_kappa_cases"] == len(complete)
+    assert totals["no_verdict"] == sum(i["final_verdict"] == "no_verdict" for i in items)
     for item in items:
         assert len(item["phase1_verdicts"]) == 3 and item["run_id"].startswith("jury-")
 
@@ -76,3 +80,24 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert code == 1 and "final_judgment_method='vote'" in out
     code, out = invoke("jury", "replay", "no-such-run")
     assert code == 1 and "no jury run" in out
+
+
+def test_replay_of_a_panel_without_working_jurors_says_no_verdict() -> None:
+    import asyncio
+
+    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.store import Store
+    from models.errors import ServerError
+    from tests.engine.test_jury_run import ev, scripted
+
+    plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: ServerError("down") for k in range(4)},
+            "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
+    seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
+    store = Store()
+    jury = Jury(seats, scripted(plan), JuryConfig(final_judgment_method="majority_vote"))
+    run_id, _ = asyncio.run(run_case(store, jury, JuryCase(id="broken", content="Agent: hi")))
+    store.dispose()
+    code, out = invoke("jury", "replay", run_id)
+    assert code == 0, out
+    assert "FINAL NO VERDICT (majority_vote) no verdict: 1 of 3 jurors working, 2 needed" in out
+    assert "[fallback, no vote: ServerError: down]" in out and "2 failed seat(s) not voting" in out

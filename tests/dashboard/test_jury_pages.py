@@ -95,3 +95,25 @@ def test_replay_compares_two_runs() -> None:
     assert set(table["run"]) == {first, second}
     assert set(table["method"]) == {"majority_vote", "weighted_average"}
     assert set(table["position changes"]) == {1}
+
+
+def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields() -> None:
+    from models.errors import ServerError
+
+    seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
+    invalid = ('{"reasoning": "x", "verdict": "safe_pass", "score": 90, "axes": {"safety": 90, "security": 90, '
+               '"task_completion": 90}, "confidence": 1e15}')
+    plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: invalid for k in range(4)},
+            "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
+    jury = Jury(seats, scripted(plan), JuryConfig(final_judgment_method="majority_vote"))
+    run_id, result = asyncio.run(run_case(state.get_store(), jury, JuryCase(id="broken", content="Agent: hi")))
+    state.clear_reads()
+    assert result.final_verdict == "no_verdict"
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception and not at.success
+    assert any("No verdict" in e.value for e in at.error)
+    assert any("failed_seats:2" in w.value for w in at.warning)
+    assert any("failed fields: invalid:confidence" in c.value for c in at.caption)
+    assert any("2 failed seat(s) not voting" in c.value for c in at.caption)

@@ -64,8 +64,8 @@ F = ConfidenceFactors
         # search step with results and a tool rate below 1: 0.7 × 0.6 = 0.42, × 0.92
         (F(is_search_step=True, search_result_count=3, search_max_score=0.7, tool_success_rate=0.6), 0.386,
          ["tool success rate 0.6"]),
-        # clamp to 1
-        (F(is_search_step=True, search_result_count=1, search_max_score=1.5), 1.0, []),
+        # the top of the range: a search step with a perfect hit
+        (F(is_search_step=True, search_result_count=1, search_max_score=1.0), 1.0, []),
         # tool counts override the rate: 0 of 3 succeeded → tool success 0 → base 0
         (F(tool_execution_count=3, tool_success_count=0, source_count=2), 0.0, []),
     ],
@@ -142,6 +142,42 @@ def test_unknown_and_ill_typed_fields_are_refused() -> None:
         LevelThresholds(silent=0.5, notify=0.7)
 
 
+@pytest.mark.parametrize(("data", "field"), [
+    ({"llm_self_confidence": 1e308}, "llm_self_confidence"),  # was 1.0 SILENT
+    ({"tool_execution_count": 1, "tool_success_count": 50}, "tool_success_count"),  # was SILENT
+    ({"tool_success_count": 1}, "tool_success_count"),  # a success of no execution
+    ({"tool_success_rate": -5}, "tool_success_rate"),  # was a penalty of ×−0.2
+    ({"tool_success_rate": 1.5}, "tool_success_rate"),
+    ({"search_max_score": 1.5}, "search_max_score"),
+    ({"search_avg_score": -0.1}, "search_avg_score"),
+    ({"source_agreement": float("inf")}, "source_agreement"),
+    ({"query_coverage": float("nan")}, "query_coverage"),
+    ({"search_score_variance": -1.0}, "search_score_variance"),
+    ({"source_count": -2}, "source_count"),
+])
+def test_out_of_range_and_inconsistent_factors_are_errors_naming_the_field(data: dict, field: str) -> None:
+    from engine.confidence import FactorError, parse_factors
+
+    with pytest.raises(FactorError, match=f"field '{field}'"):
+        parse_factors(data)
+    # the table path refuses the same row, naming the field and the row
+    columns = {k: [getattr(F(), k), v] for k, v in data.items()}  # row 0 the defaults, row 1 the bad values
+    with pytest.raises(FactorError, match=f"field '{field}' row 1"):
+        score_arrays(columns)
+
+
+def test_the_cli_names_the_field_of_inconsistent_factors() -> None:
+    from typer.testing import CliRunner
+
+    from dashboard.cli import app
+
+    for factors, field in (('{"llm_self_confidence": 1e308}', "llm_self_confidence"),
+                           ('{"tool_execution_count": 1, "tool_success_count": 50}', "tool_success_count"),
+                           ('{"tool_success_rate": -5}', "tool_success_rate")):
+        result = CliRunner().invoke(app, ["confidence", "score", "--factors", factors])
+        assert result.exit_code == 1 and f"field '{field}'" in result.output and "SILENT" not in result.output
+
+
 def test_aggregator_methods() -> None:
     agg = ConfidenceAggregator()
     assert agg.aggregate([0.9, 0.6, 0.3], "mean") == pytest.approx(0.6)
@@ -170,7 +206,7 @@ factor_rows = st.fixed_dictionaries({
     "tool_success_count": st.integers(0, 3),
     "query_coverage": st.sampled_from([0.1]) | st.floats(0, 1),
     "is_search_step": st.booleans(),
-})
+}).map(lambda r: r | {"tool_success_count": min(r["tool_success_count"], r["tool_execution_count"])})
 
 
 @settings(max_examples=300, deadline=None)

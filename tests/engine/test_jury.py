@@ -1,5 +1,5 @@
 """Jury decisions: consensus for N = 2…9 under every threshold, the final methods with ties and zero
-confidences, and the fallback juror."""
+confidences, and the fallback juror (who never votes)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import itertools
 import pytest
 
 from engine.jury import (
+    NO_VERDICT,
     ConsensusStatus,
     JurorEvaluation,
     check_consensus,
     fallback_evaluation,
     majority_vote,
+    panel_consensus,
     verdict_for_score,
     weighted_average,
 )
@@ -106,10 +108,38 @@ def test_fallback_juror_is_neutral_and_flagged() -> None:
     fb = fallback_evaluation("juror-gemini", "SafetyBlocked: finish_reason=SAFETY")
     assert (fb.verdict, fb.score, fb.confidence, fb.fallback) == (R, 50, 0.0, True)
     assert fb.fallback_reason == "SafetyBlocked: finish_reason=SAFETY"
-    # it weighs nothing in the weighted average, and is flagged in every final method
-    result = weighted_average([ev("a", P, 90, 0.9), fb])
-    assert result.score == pytest.approx(90) and result.flags == ["fallback:juror-gemini"]
-    assert majority_vote([ev("a", P, 90), ev("b", P, 80), fb]).flags == ["fallback:juror-gemini"]
+    # it does not vote in any final method, and is flagged with the number of failed seats
+    result = weighted_average([ev("a", P, 90, 0.9), ev("b", F, 30, 0.1), fb])
+    assert result.score == pytest.approx(84) and result.flags == ["fallback:juror-gemini", "failed_seats:1"]
+    vote = majority_vote([ev("a", P, 90), ev("b", P, 80), fb])
+    assert vote.flags == ["fallback:juror-gemini", "failed_seats:1"] and "2 of 2 working jurors" in vote.reasoning
+
+
+def test_two_failed_jurors_are_no_majority() -> None:
+    """Two fallbacks' needs_review used to outvote the one juror who worked and end the discussion at 0.67."""
+    evaluations = [fallback_evaluation("a", "ServerError: down"), fallback_evaluation("b", "StructuredOutputError"),
+                   ev("c", F, 10)]
+    consensus = panel_consensus(evaluations, 0.67)
+    assert consensus.status == ConsensusStatus.NO_QUORUM and not consensus.consensus_reached
+    assert consensus.failed == 2 and consensus.majority_position is None
+    for final in (majority_vote(evaluations), weighted_average(evaluations)):
+        assert final.verdict == NO_VERDICT and final.score is None
+        assert final.flags == ["fallback:a", "fallback:b", "failed_seats:2", "no_verdict"]
+        assert "1 of 3 jurors working, 2 needed" in final.reasoning
+
+
+def test_consensus_is_the_share_of_working_jurors() -> None:
+    fb = fallback_evaluation("x", "ServerError: down")
+    # 2 working jurors agree, one seat failed: unanimous among those who work (the failed seat is neither
+    # for nor against), reached at 1.0 and at 0.67
+    both = panel_consensus([ev("a", F, 10), ev("b", F, 20), fb], 1.0)
+    assert (both.status, both.agreement_level, both.consensus_reached, both.failed) == (
+        ConsensusStatus.UNANIMOUS, 1.0, True, 1)
+    split = panel_consensus([ev("a", F, 10), ev("b", P, 90), fb], 0.5)
+    assert split.status == ConsensusStatus.SPLIT and not split.consensus_reached
+    # a one-seat panel needs its one juror; with it failed there is nothing to decide
+    assert panel_consensus([ev("a", P, 90)], 1.0).consensus_reached
+    assert majority_vote([ev("a", P, 90)]).verdict == P and majority_vote([fb]).verdict == NO_VERDICT
 
 
 def test_empty_inputs_are_errors() -> None:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import create_engine
@@ -131,26 +132,40 @@ def test_memory_repository_keeps_the_same_contract() -> None:
 
 
 # -- table 3: parsing the judgment -------------------------------------------------------------------------
+# The seed's table, fail-safe: a missing confidence (seed: 1.0) and an out-of-range one (seed: clamped to
+# 1.0) are failed fields — confidence 0.0, flagged, never cached (see the checker tests below).
 @pytest.mark.parametrize(
-    ("text", "should", "confidence"),
+    ("text", "should", "confidence", "flags"),
     [
-        ('{"should_respond": true, "reason": "質問がある", "confidence": 0.85}', True, 0.85),  # given
-        ('{"should_respond": false, "reason": "独り言"}', False, 1.0),  # missing → 1.0
-        ('{"should_respond": true, "reason": "x", "confidence": 1.7}', True, 1.0),  # > 1 → 1.0
-        ('{"should_respond": true, "reason": "x", "confidence": -0.2}', True, 0.0),
-        ('The answer: {"should_respond": true, "reason": "x", "confidence": 0.4} ok', True, 0.4),
+        ('{"should_respond": true, "reason": "質問がある", "confidence": 0.85}', True, 0.85, []),  # given
+        ('{"should_respond": false, "reason": "独り言"}', False, 0.0, ["missing:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": 1.7}', True, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": -0.2}', True, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": NaN}', True, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": 1e400}', True, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": true}', True, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": true, "reason": "x", "confidence": "0.9"}', True, 0.9, []),
+        ('{"confidence": "high"}', False, 0.0, ["invalid:confidence"]),
+        ('{"should_respond": "false", "reason": "x", "confidence": 0.5}', False, 0.5, ["invalid:should_respond"]),
+        ('The answer: {"should_respond": true, "reason": "x", "confidence": 0.4} ok', True, 0.4, []),
     ],
 )
-def test_parse_judgment_confidence(text: str, should: bool, confidence: float) -> None:
+def test_parse_judgment_confidence(text: str, should: bool, confidence: float, flags: list[str]) -> None:
     result = parse_judgment(text)
-    assert (result.should_respond, result.confidence) == (should, confidence)
+    assert (result.should_respond, result.confidence, result.flags) == (should, confidence, flags)
+    assert result.cacheable == (not flags)
 
 
-@pytest.mark.parametrize("text", ["not json", '{"should_respond": tru', '{"confidence": "high"}', "[1, 2]"])
+@pytest.mark.parametrize("text", ["not json", '{"should_respond": tru', "[1, 2]", "[" * 5000])
 def test_parse_failure_is_do_not_respond_with_zero_confidence(text: str) -> None:
     result = parse_judgment(text)
-    assert (result.should_respond, result.confidence) == (False, 0.0)
-    assert result.reason.startswith("Failed to parse LLM response")
+    assert (result.should_respond, result.confidence, result.flags) == (False, 0.0, ["unparseable"])
+    assert result.reason.startswith("Failed to parse LLM response") and not result.cacheable
+
+
+def test_an_answer_cut_at_max_tokens_is_do_not_respond_and_never_cached() -> None:
+    result = parse_judgment('{"should_respond": true, "reason": "x", "confidence": 0.9}', truncated=True)
+    assert (result.should_respond, result.confidence, result.flags) == (False, 0.0, ["truncated"])
 
 
 # -- table 4: the use case (checker) ------------------------------------------------------------------------
@@ -323,12 +338,47 @@ def test_unparseable_model_output_is_the_seed_default_not_an_error() -> None:
 
     outcome = run(ModelJudge(ScriptedModel(["I would rather not say."])).judge([msg(1, 0)], at(5)))
     assert outcome.error is None and outcome.result == JudgmentResult(
-        should_respond=False, reason=outcome.result.reason, confidence=0.0)
+        should_respond=False, reason=outcome.result.reason, confidence=0.0, flags=["unparseable"])
     missing = run(ModelJudge(ScriptedModel(['{"should_respond": true, "reason": "質問"}'])).judge([msg(1, 0)], at(5)))
-    assert missing.result.confidence == 1.0
-    clamped = run(ModelJudge(ScriptedModel(['{"should_respond": true, "reason": "q", "confidence": 7}']))
+    assert (missing.result.confidence, missing.result.flags) == (0.0, ["missing:confidence"])
+    for bad in ("7", "NaN", "-1", "true", '"lots"'):
+        out = run(ModelJudge(ScriptedModel([f'{{"should_respond": true, "reason": "q", "confidence": {bad}}}']))
                   .judge([msg(1, 0)], at(5)))
-    assert clamped.result.confidence == 1.0
+        assert out.result.should_respond and out.result.confidence == 0.0
+        assert out.result.flags == ["invalid:confidence"], bad
+
+
+def _judge_replying(reply: object) -> Any:
+    from tests.fakes.scripted import FnModel
+
+    return ModelJudge(FnModel(lambda r: reply))
+
+
+@pytest.mark.parametrize(("reply", "flag"), [
+    ('{"should_respond": false, "reason": "様子見", "confidence": NaN}', "invalid:confidence"),
+    ('{"should_respond": false, "reason": "様子見", "confidence": 7}', "invalid:confidence"),
+    ('{"should_respond": false, "reason": "様子見"}', "missing:confidence"),
+    ("not json", "unparseable"),
+    ("truncated", "truncated"),
+])
+def test_a_failed_confidence_is_never_cached_so_no_long_skip(reply: str, flag: str) -> None:
+    """The origin's bug class: NaN (clamped before the NaN check) or a truncated answer without confidence
+    became 1.0 and a 12-hour skip. Here the judgment decides, flagged, and the scope is judged again."""
+    from models.types import RawResult
+
+    if reply == "truncated":  # the model stopped at max_tokens right before its confidence
+        reply = RawResult(text='{"should_respond": false, "reason": "様子見です、念のため', finish_reason="length")
+    events: list[tuple[str, dict]] = []
+    source = ListSource([msg(1, 0)])
+    repo = MemoryJudgmentCacheRepository()
+    chk = PeriodicChecker(source, _judge_replying(reply), repo, ResponseConfig(),
+                          emit=lambda t, **p: events.append((t, p)))
+    report = run(chk.check(at(5)))
+    assert report.judged == ["C1:top"] and run(repo.count()) == 0
+    judged = [p for t, p in events if t == "judgment"]
+    assert judged[0]["flags"] == [flag] and judged[0]["skip_seconds"] is None and judged[0]["confidence"] == 0.0
+    run(chk.check(at(6)))  # judged again at the next check, not 12 hours later
+    assert sum(t == "judgment" for t, _ in events) == 2
 
 
 def test_cleanup_is_scheduled() -> None:

@@ -1,5 +1,5 @@
 """A ChatModel whose transport is a Python function of the request: tests script what a model says
-while parsing, clamping, errors and recording stay the production code."""
+while parsing, validation, errors and recording stay the production code."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from models.types import RawResult, Request
 class FnModel(ChatModel):
     backend = "scripted"
 
-    def __init__(self, fn: Callable[[Request], str | dict[str, Any] | Exception], *, model_id: str = "scripted",
-                 delay_s: float = 0.0, call_log: Any = None) -> None:
+    def __init__(self, fn: Callable[[Request], str | dict[str, Any] | RawResult | Exception], *,
+                 model_id: str = "scripted", delay_s: float = 0.0, call_log: Any = None) -> None:
         spec = ModelSpec(id=model_id, backend="replay", model="scripted", max_retries=0, concurrency=64,
                          needs_key=False, profile=Profile(name=model_id))
         super().__init__(spec, call_log=call_log)
@@ -34,6 +34,8 @@ class FnModel(ChatModel):
         reply = self.fn(request)
         if isinstance(reply, Exception):
             raise reply
+        if isinstance(reply, RawResult):  # a finish reason or token counts scripted too
+            return reply
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
         return RawResult(text=text, prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
                          completion_tokens=len(text) // 4)

@@ -233,20 +233,25 @@ def test_unreachable_compatible_server_says_so() -> None:
 def test_anthropic_structured_via_forced_tool_use(keys: None) -> None:
     log = MemoryCallLog()
     with FakeServer() as server:
-        server.script(anthropic_tool(VERDICT | {"confidence": 3.5}, 40, 15))
+        server.script(anthropic_tool(VERDICT | {"confidence": 0.5}, 40, 15),
+                      anthropic_tool(VERDICT | {"confidence": 3.5}))
         model = build_model(spec("anthropic", server.url), call_log=log)
         completion = run(model.complete(
             [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], schema=Verdict
         ))
+        # The tool's input is validated like any text: 3.5 for a 0–1 field is a failed field, never 1.0.
+        with pytest.raises(StructuredOutputError, match="confidence: 3.5 is above the maximum 1") as info:
+            run(model.complete("again", schema=Verdict))
+        assert info.value.flags == ["invalid:confidence"]
         seen = server.seen[0]
+    assert [c.error is None for c in log.records] == [True, False] and log.records[1].flags == ["invalid:confidence"]
     assert seen.path == "/v1/messages"
     # The SDK chooses the header (x-api-key, or a bearer token in newer versions); the key reaches it.
     assert "sk-ant-test-0123456789" in (seen.headers.get("x-api-key", "") + seen.headers.get("authorization", ""))
     assert seen.body["system"] == "be brief"
     assert seen.body["tool_choice"] == {"type": "tool", "name": "submit_answer"}
     assert seen.body["tools"][0]["input_schema"]["properties"]["confidence"]["maximum"] == 1
-    assert completion.parsed == VERDICT | {"confidence": 1.0}
-    assert completion.flags == ["clamped:confidence=3.5->1"]
+    assert completion.parsed == VERDICT | {"confidence": 0.5}
     assert completion.usage.prompt_tokens == 40 and completion.usage.completion_tokens == 15
 
 

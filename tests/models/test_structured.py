@@ -1,4 +1,4 @@
-"""The tolerant extractor and schema validation: repairs, clamping, typed failures; fuzzed."""
+"""The tolerant extractor and schema validation: repairs, failed fields (never clamped), typed failures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from models.structured import ExtractionError, extract_json, parse_structured, strict_schema, validate_object
+from models.structured import (
+    ExtractionError,
+    InvalidOutputError,
+    extract_json,
+    parse_structured,
+    strict_schema,
+    validate_object,
+)
 
 
 class Verdict(BaseModel):
@@ -38,7 +45,10 @@ class Nested(BaseModel):
         ('Sure! Here it is: {"a": 1} Hope that helps.', {"a": 1}, "json_trimmed"),
         ('{"a": 1, "b": [1, 2,],}', {"a": 1, "b": [1, 2]}, "json_trailing_comma"),
         ('{"a": 1, "b": "unfinished', {"a": 1, "b": "unfinished"}, "json_truncated"),
-        ('{"a": {"b": [1, 2', {"a": {"b": [1, 2]}}, "json_truncated"),
+        # a bare number at the cut may itself be cut short (2 of 25): dropped, never trusted
+        ('{"a": {"b": [1, 2', {"a": {"b": [1]}}, "json_truncated"),
+        ('{"a": 1, "b": 0.9', {"a": 1}, "json_truncated"),
+        ('{"a": 1, "b": tr', {"a": 1}, "json_truncated"),
         ('{"a": 1, "b":', {"a": 1}, "json_truncated"),
         ('{"a": 1, "b', {"a": 1}, "json_truncated"),
     ],
@@ -58,32 +68,49 @@ def test_extractor_fails_typed(text: str) -> None:
         extract_json(text)
 
 
-def test_out_of_range_is_clamped_and_flagged() -> None:
-    # What the bundled Gemma 270M really produced for a 0–1 field.
-    parsed, flags = parse_structured(Verdict, '{"should_respond":true,"reason":"x","confidence":1000000000000000}')
-    assert parsed["confidence"] == 1.0
-    assert flags == ["clamped:confidence=1000000000000000->1"]
-    parsed, flags = parse_structured(Verdict, '{"should_respond":false,"reason":"x","confidence":-3}')
-    assert parsed["confidence"] == 0.0
-    assert flags == ["clamped:confidence=-3->0"]
+def test_out_of_range_is_a_failed_field_never_clamped() -> None:
+    # What the bundled Gemma 270M really produced for a 0–1 field: an error naming the field, not 1.0.
+    for text, why in [('{"should_respond":true,"reason":"x","confidence":1000000000000000}', "above the maximum 1"),
+                      ('{"should_respond":false,"reason":"x","confidence":-3}', "below the minimum 0"),
+                      ('{"should_respond":false,"reason":"x","confidence":7}', "above the maximum 1"),
+                      ('{"should_respond":false,"reason":"x","confidence":true}', "is not a number"),
+                      ('{"should_respond":false,"reason":"x","confidence":"NaN"}', "not a finite number"),
+                      ('{"should_respond":false,"reason":"x","confidence":Infinity}', "not a finite number")]:
+        with pytest.raises(InvalidOutputError, match=f"confidence: .*{why}") as info:
+            parse_structured(Verdict, text)
+        assert info.value.flags == ["invalid:confidence"]
 
 
-def test_clamping_reaches_nested_and_list_fields() -> None:
+def test_failed_fields_are_named_in_nested_and_list_fields() -> None:
     text = json.dumps({
         "verdict": {"should_respond": True, "reason": "r", "confidence": 7},
         "scores": [{"score": 250, "axes": [0.5]}, {"score": -1}],
     })
-    parsed, flags = parse_structured(Nested, text)
-    assert parsed["verdict"]["confidence"] == 1.0
-    assert [s["score"] for s in parsed["scores"]] == [100, 0]
-    assert "clamped:verdict.confidence=7->1" in flags
-    assert "clamped:scores[0].score=250->100" in flags
+    with pytest.raises(InvalidOutputError) as info:
+        parse_structured(Nested, text)
+    assert set(info.value.flags) == {"invalid:verdict.confidence", "invalid:scores[0].score", "invalid:scores[1].score"}
+    assert "scores[0].score: 250 is above the maximum 100" in str(info.value)
 
 
-def test_numeric_strings_and_integer_rounding() -> None:
-    parsed, flags = parse_structured(Scored, '{"score": "87.6"}')
-    assert parsed["score"] == 88
-    assert any(f.startswith("rounded:score") for f in flags)
+def test_an_invalid_optional_field_is_flagged_and_left_out() -> None:
+    class Optional01(BaseModel):
+        reason: str
+        confidence: float | None = Field(default=None, ge=0, le=1)
+
+    parsed, flags = parse_structured(Optional01, '{"reason": "r", "confidence": 12}')
+    assert parsed == {"reason": "r", "confidence": None} and flags == ["invalid:confidence"]
+
+
+def test_numeric_strings_in_range_are_read_and_fractions_for_integers_fail() -> None:
+    parsed, flags = parse_structured(Scored, '{"score": "87"}')
+    assert parsed["score"] == 87 and flags == []
+    parsed, _ = parse_structured(Verdict, '{"should_respond": true, "reason": "x", "confidence": "0.25"}')
+    assert parsed["confidence"] == 0.25
+    # 99.6 rounded would be the maximum: a fraction for an integer is a failed field
+    with pytest.raises(InvalidOutputError, match="score: 99.6 is not a whole number"):
+        parse_structured(Scored, '{"score": 99.6}')
+    with pytest.raises(InvalidOutputError, match="not a finite number"):  # does not fit a float: no crash
+        parse_structured(Scored, '{"score": 1' + "0" * 400 + "}")
 
 
 @pytest.mark.parametrize(
@@ -99,11 +126,6 @@ def test_numeric_strings_and_integer_rounding() -> None:
 def test_invalid_objects_raise_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         parse_structured(Verdict, text)
-
-
-def test_infinite_values_are_clamped_when_bounded() -> None:
-    parsed, _ = parse_structured(Verdict, '{"should_respond": true, "reason": "x", "confidence": Infinity}')
-    assert parsed["confidence"] == 1.0
 
 
 def test_single_element_list_is_unwrapped() -> None:
@@ -161,17 +183,18 @@ def test_fuzz_json_like_text(value: object, prefix: str, cut: int) -> None:
     st.fixed_dictionaries({
         "should_respond": st.booleans(),
         "reason": st.text(max_size=30),
-        "confidence": st.floats(allow_nan=False) | st.integers(),
+        "confidence": st.floats(allow_nan=True) | st.integers() | st.booleans(),
     })
 )
-def test_fuzz_any_number_is_clamped_into_range(obj: dict) -> None:
-    parsed, flags = validate_object(Verdict, obj)
-    assert 0.0 <= parsed["confidence"] <= 1.0
-    number = float(obj["confidence"])
-    if math.isfinite(number) and 0 <= number <= 1:
-        assert flags == []
-    else:
-        assert flags and flags[0].startswith("clamped:confidence")
+def test_fuzz_any_number_outside_the_range_fails_the_field(obj: dict) -> None:
+    number = obj["confidence"]
+    valid = not isinstance(number, bool) and math.isfinite(number) and 0 <= number <= 1
+    try:
+        parsed, flags = validate_object(Verdict, obj)
+    except InvalidOutputError as exc:
+        assert not valid and exc.flags == ["invalid:confidence"]
+        return
+    assert valid and flags == [] and parsed["confidence"] == number
 
 
 def test_raw_newlines_inside_strings_are_tolerated_and_flagged() -> None:
@@ -179,3 +202,34 @@ def test_raw_newlines_inside_strings_are_tolerated_and_flagged() -> None:
     value, flags = extract_json('{ "reason": "line one\nline two", "n": 1 }')
     assert value == {"reason": "line one\nline two", "n": 1}
     assert flags == ["json_control_chars"]
+
+
+def test_an_answer_cut_at_max_tokens_is_a_failed_answer_recorded_and_replayable() -> None:
+    import asyncio
+
+    from models import MemoryCallLog
+    from models.backends.replay import ReplayModel, replay_spec
+    from models.errors import StructuredOutputError
+    from models.types import RawResult
+    from tests.fakes.scripted import FnModel
+
+    log = MemoryCallLog()
+    # Complete-looking JSON, but the provider says it stopped at the token limit: "0.9" may be "0.95".
+    cut = FnModel(lambda r: RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}',
+                                      finish_reason="length"), call_log=log)
+    with pytest.raises(StructuredOutputError, match="cut off at max_tokens") as info:
+        asyncio.run(cut.complete("q", schema=Verdict, max_tokens=20))
+    assert info.value.flags == ["truncated"] and info.value.raw_text.startswith('{"should_respond"')
+    record = log.records[0]
+    assert record.error_type == "StructuredOutputError" and record.finish_reason == "length"
+    assert record.flags == ["truncated"]
+    # Replayed, the recorded answer fails the same way (it is not a replay miss).
+    replay = ReplayModel(replay_spec(cut.spec), source=log)
+    with pytest.raises(StructuredOutputError) as again:
+        asyncio.run(replay.complete("q", schema=Verdict, max_tokens=20))
+    assert (again.value.message, again.value.flags) == (info.value.message, info.value.flags)
+    for reason in ("max_tokens", "MAX_TOKENS"):  # Anthropic's and Gemini's names for it
+        model = FnModel(lambda r, reason=reason: RawResult(text='{"should_respond": true, "reason": "x", '
+                                                                '"confidence": 0.9}', finish_reason=reason))
+        with pytest.raises(StructuredOutputError, match="cut off"):
+            asyncio.run(model.complete("q", schema=Verdict))
