@@ -74,11 +74,12 @@ class Calibration(BaseModel):
 
 
 def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], features: Sequence[str],
-                 c: float = 1.0) -> FittedMap:
+                 c: float = 1.0, balanced: bool = False) -> FittedMap:
+    """Platt scaling; `balanced` weighs the classes equally, so 0.5 sits between them, not at the base rate."""
     from sklearn.linear_model import LogisticRegression
 
     x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
-    model = LogisticRegression(C=c)
+    model = LogisticRegression(C=c, class_weight="balanced" if balanced else None)
     model.fit(x, np.asarray(labels, dtype=int))
     return FittedMap(kind="logistic", features=list(features), coef=[float(v) for v in model.coef_[0]],
                      intercept=float(model.intercept_[0]))
@@ -122,8 +123,3 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
 
 def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def logit(p: float, eps: float = 1e-6) -> float:
-    p = min(1 - eps, max(eps, p))
-    return math.log(p / (1 - p))

@@ -312,6 +312,7 @@ ENV_NAMES = {  # the seed's environment variables
     "final_judge_model": "JURY_FINAL_JUDGE_MODEL",
     "stagnation_rounds": "JURY_STAGNATION_ROUNDS",
     "tie_policy": "JURY_TIE_POLICY",
+    "judge": "JURY_JUDGE",
 }
 
 
@@ -331,6 +332,9 @@ class JuryConfig(BaseModel):
     parallel: bool = Field(True, description="False runs the jurors one after another (for comparison)")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)
+    judge: Literal["generate", "likelihood"] = Field(
+        "generate", description="generate: jurors write JSON; likelihood: each verdict is the calibrated "
+        "likelihood of the rubric's label words (models that can score, e.g. the bundled base model)")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JuryConfig:
@@ -665,6 +669,37 @@ class Jury:
         self.usage["cost"] += completion.cost
         return completion.parsed, None, facts
 
+    async def _score(self, seat: JurorSeat, case: JuryCase, rubric: Rubric, others: list[tuple[str, str]],
+                     t0: float, stage: str) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
+        """The likelihood juror: verdict = the most likely label (calibrated), confidence = its probability,
+        score = the distribution's mean over the labels' evenly spaced scores (every axis gets that score);
+        the 'reasoning' states the distribution. Same contract as `_ask`."""
+        from engine.likelihood import jury_scores, label_scores
+        from models.errors import ModelError
+        from models.recording import call_context
+
+        facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
+        try:
+            with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
+                scores = await jury_scores(self.model(seat.model_id), seat, case, rubric, others)
+        except ModelError as exc:
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"{type(exc).__name__}: {exc.message}", facts
+        except KeyError as exc:
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"unknown model: {exc.args[0]}", facts
+        probs = scores.calibrated or scores.probabilities
+        best = max(range(len(probs)), key=lambda i: probs[i])
+        score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
+        text = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        if others:
+            text += " (after hearing " + ", ".join(f"{who}: {v}" for who, v in others) + ")"
+        self.usage["prompt_tokens"] += scores.prompt_tokens
+        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=scores.call_id,
+                     flags=["likelihood", *scores.flags])
+        return ({"verdict": rubric.verdicts[best], "score": score, "axes": dict.fromkeys(rubric.axes, score),
+                 "confidence": round(probs[best], 4), "reasoning": text, "statement": text}, None, facts)
+
     def _evaluation(self, seat: JurorSeat, parsed: dict[str, Any] | None, reason: str | None,
                     facts: dict[str, Any], rubric: Rubric, round_number: int, reasoning_key: str) -> JurorEvaluation:
         if parsed is None:
@@ -700,8 +735,11 @@ class Jury:
         send("phase_started", phase=1, speakerOrder=order)
 
         async def evaluate(seat: JurorSeat) -> JurorEvaluation:
-            parsed, reason, facts = await self._ask(seat, evaluation_messages(seat, case, rubric, n),
-                                                    evaluation_schema, t0, "phase1")
+            if cfg.judge == "likelihood":
+                parsed, reason, facts = await self._score(seat, case, rubric, [], t0, "phase1")
+            else:
+                parsed, reason, facts = await self._ask(seat, evaluation_messages(seat, case, rubric, n),
+                                                        evaluation_schema, t0, "phase1")
             e = self._evaluation(seat, parsed, reason, facts, rubric, 0, "reasoning")
             send("juror_evaluation", phase=1, round=0, **_event_evaluation(e))
             return e
@@ -727,9 +765,14 @@ class Jury:
                 async def speak(index: int, seat: JurorSeat, round_number: int = round_number,
                                 earlier: list[DiscussionRound] = earlier) -> JurorStatement:
                     current = latest[seat.juror_id]
-                    parsed, why, facts = await self._ask(
-                        seat, statement_messages(seat, case, rubric, n, round_number, phase1, earlier, current),
-                        statement_schema, t0, f"round{round_number}")
+                    if cfg.judge == "likelihood":
+                        others = [(o.role_name or o.juror_id, o.verdict) for o in latest.values()
+                                  if o.juror_id != seat.juror_id and not o.fallback]
+                        parsed, why, facts = await self._score(seat, case, rubric, others, t0, f"round{round_number}")
+                    else:
+                        parsed, why, facts = await self._ask(
+                            seat, statement_messages(seat, case, rubric, n, round_number, phase1, earlier, current),
+                            statement_schema, t0, f"round{round_number}")
                     updated = self._evaluation(seat, parsed, why, facts, rubric, round_number, "statement")
                     text = updated.reasoning if parsed is not None else f"(no statement: {why})"
                     if parsed is None and not current.fallback:

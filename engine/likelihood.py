@@ -78,3 +78,57 @@ async def handraise_features(model: Any, who: Sequence[Any], turns: Sequence[Any
                   "pmi_max": max(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id),
                   "spoke": float(any(speaker == p.id for speaker, _ in shown))} for p in who}
     return out, [scores]
+
+
+# -- skip cache ---------------------------------------------------------------------------------------------------
+
+SKIP = "skip.likelihood"
+NEEDS = (" an answer", " a reply", " no reply", " nothing")
+
+
+def needs_prompt(conversation: str) -> str:
+    return f"{conversation}\n\nThis chat needs"
+
+
+def _lse(xs: Sequence[float]) -> float:
+    top = max(xs)
+    return top + math.log(sum(math.exp(x - top) for x in xs))
+
+
+async def skip_features(model: Any, history: Sequence[tuple[str, str]]) -> tuple[dict[str, float], Any]:
+    """`pmi_need`: how much more the conversation makes "This chat needs an answer / a reply" likely than
+    "… no reply / nothing", beyond what a content-free chat does (log-sum-exp over each side's PMIs). A
+    Yes/No question ("does this need an answer?") carried no signal on the calibration split (AUC 0.49):
+    the base model answers Yes or No by habit, while the PMI of descriptive phrases moves with the text."""
+    conversation = "Chat channel (each message quoted, latest last):\n" + lines(list(history))
+    empty = "Chat channel (each message quoted, latest last):\n" + lines([("user", CONTENT_FREE)])
+    scores = await model.score_options(needs_prompt(conversation), list(NEEDS), calibration=needs_prompt(empty))
+    pmi = scores.pmi
+    return {"pmi_need": _lse(pmi[:2]) - _lse(pmi[2:])}, scores
+
+
+# -- jury -------------------------------------------------------------------------------------------------------
+
+
+def jury_prompt(seat: Any, case: Any, rubric: Any, others: Sequence[tuple[str, str]] = (), content: str | None = None
+                ) -> str:
+    """A completion prompt that ends where the juror's verdict label begins. The case, the role texts and
+    the other jurors' positions are quoted; the labels are the case set's own."""
+    labels = "\n".join(f"- {v}: {rubric.verdict_descriptions.get(v, v)}" for v in rubric.verdicts)
+    said = ("\nThe other jurors' current verdicts (quoted):\n" + lines(list(others))) if others else ""
+    focus = f" Focus: {quote(seat.role_focus)}." if seat.role_focus else ""
+    return (f"{rubric.instructions}\nVerdicts, least to most severe:\n{labels}\n\n"
+            f"Case (quoted): {quote(case.content if content is None else content)}\n{said}\n"
+            f"Juror {quote(seat.role_name)}.{focus}\nVerdict of this juror:")
+
+
+async def jury_scores(model: Any, seat: Any, case: Any, rubric: Any, others: Sequence[tuple[str, str]] = ()) -> Any:
+    """The calibrated distribution over the rubric's labels (baseline: the same juror on a content-free case,
+    with no one else's verdict)."""
+    return await model.score_options(jury_prompt(seat, case, rubric, others), [" " + v for v in rubric.verdicts],
+                                     calibration=jury_prompt(seat, case, rubric, (), CONTENT_FREE))
+
+
+def label_scores(n: int) -> list[float]:
+    """Labels least to most severe get 100 … 0, evenly spaced (the score a distribution's mean is taken of)."""
+    return [100.0 * (1 - i / (n - 1)) for i in range(n)] if n > 1 else [100.0]

@@ -487,6 +487,41 @@ class ProbabilityJudge:
         )
 
 
+class LikelihoodJudge:
+    """The bundled base model's judgment by likelihood (engine/likelihood.py `skip_features`): a fitted map
+    (`data/calibration/skip.likelihood.<model>.json`, learnt on a calibration split) turns the PMI feature
+    into p(respond); should_respond = p ≥ 0.5 and confidence = max(p, 1 − p), so a clearly idle chat gets
+    a long skip and an open question a short one. Without a fitted map the feature is squashed by a plain
+    sigmoid and every judgment is flagged `uncalibrated` (and so never cached)."""
+
+    def __init__(self, model: Any, history_limit: int = 5) -> None:
+        self.model = model
+        self.history_limit = history_limit
+
+    async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
+        import math
+
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import SKIP, skip_features
+        from models.errors import ModelError
+
+        try:
+            features, scores = await skip_features(
+                self.model, [(m.author, m.text) for m in list(history)[-self.history_limit:]])
+        except ModelError as exc:
+            return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
+        cal = load_calibration(SKIP, self.model.model_id)
+        if cal is None:
+            p, flags = 1 / (1 + math.exp(-features["pmi_need"])), ["uncalibrated"]
+        else:
+            p, flags = cal.apply("respond", features), []
+        return JudgeOutcome(
+            result=JudgmentResult(should_respond=p >= 0.5, confidence=round(max(p, 1 - p), 4), flags=flags,
+                                  reason=f"p(respond) = {p:.2f} (likelihood, PMI {features['pmi_need']:+.2f})"),
+            prompt_tokens=scores.prompt_tokens, completion_tokens=0, call_id=scores.call_id,
+        )
+
+
 # -- the checker ----------------------------------------------------------------------------------
 
 

@@ -23,11 +23,13 @@ Threshold = Annotated[float | None, typer.Option("--threshold", help="Consensus 
                                                                      "(default: JURY_CONSENSUS_THRESHOLD or 2.0).")]
 Method = Annotated[str | None, typer.Option("--method", help="majority_vote | weighted_average | final_judge.")]
 JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Model of the final judge.")]
+JudgeKind = Annotated[str | None, typer.Option("--judge", help="generate (jurors write JSON) | likelihood (the "
+                                                              "calibrated likelihood of the rubric's labels).")]
 Replay = Annotated[bool, typer.Option("--replay", help="Answer from recorded calls instead of running models.")]
 
 
 def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: float | None,
-           method: str | None, judge_model: str | None, replay: bool) -> tuple[Any, Any]:
+           method: str | None, judge_model: str | None, replay: bool, judge: str | None = None) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
     from engine.config import ConfigError
     from engine.jury import Jury, JuryConfig, panel_seats
@@ -37,7 +39,7 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
 
     try:
         config = JuryConfig.from_env(max_discussion_rounds=rounds, consensus_threshold=threshold,
-                                     final_judgment_method=method, final_judge_model=judge_model)
+                                     final_judgment_method=method, final_judge_model=judge_model, judge=judge)
         catalog = load_catalog()
         if jurors:
             rows = []
@@ -116,6 +118,7 @@ def run_cmd(
     case_id: Annotated[str | None, typer.Option("--id", help="Which case of the file (default: the first).")] = None,
     panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
     method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
+    judge: JudgeKind = None,
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
     from engine.jury import JuryView, run_case
@@ -124,7 +127,7 @@ def run_cmd(
     case = cases[0] if case_id is None else next((c for c in cases if c.id == case_id), None)
     if case is None:
         raise fail(f"no case '{case_id}' in {case_file} — ids: {', '.join(c.id for c in cases)}")
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay)
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, judge)
     run_id, result = asyncio.run(run_case(store, jury, case))
     if as_json:
         typer.echo(json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False,
@@ -141,6 +144,7 @@ def eval_cmd(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases.")] = None,
     panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
     method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
+    judge: JudgeKind = None,
 ) -> None:
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
@@ -149,7 +153,7 @@ def eval_cmd(
     from engine.jury import evaluation_item, evaluation_totals, run_case
 
     cases = _cases(cases_file)[:limit]
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay)
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, judge)
 
     async def go() -> tuple[str, list[dict[str, Any]]]:
         items: list[dict[str, Any]] = []

@@ -40,9 +40,10 @@ def simulate_cmd(
     recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")]
     = None,
     record: Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="How a live model judges: 'structured' (its JSON answer) or "
-                                                     "'probability' (next-token p(true), local models).")]
-    = "structured",
+    mode: Annotated[str, typer.Option("--mode", help="How a live model judges: 'likelihood' (scored phrases and a "
+                                                     "fitted map; models that can score), 'structured' (its JSON "
+                                                     "answer) or 'probability' (next-token p(true)).")]
+    = "likelihood",
     check_interval: Annotated[int, typer.Option(min=1)] = 60,
     min_wait: Annotated[int, typer.Option(min=0)] = 300,
     as_json: JsonFlag = False,
@@ -70,8 +71,8 @@ def simulate_cmd(
             recorded = default_recording()
         else:
             raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
-    if mode not in ("structured", "probability"):
-        raise _fail(f"--mode must be 'structured' or 'probability', not '{mode}'")
+    if mode not in ("likelihood", "structured", "probability"):
+        raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
     store, fallback = _live_judge(model_id, mode) if model_id else (None, None)
     try:
         judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
@@ -98,10 +99,11 @@ def simulate_cmd(
 
 
 def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:
-    from engine.skipcache import ModelJudge, ProbabilityJudge
+    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
 
     store, model = usable_model(model_id)
-    return store, (ProbabilityJudge(model) if mode == "probability" else ModelJudge(model))
+    judges = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
+    return store, judges[mode](model)
 
 
 def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
@@ -120,3 +122,63 @@ def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any,
         return out | {"run_id": run.run_id}
 
     return asyncio.run(go())
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    data: Annotated[Path, typer.Option("--data", help="Labelled conversations: {messages: [{author, text}], "
+                                                      "should_respond} a line; never the benchmark.")
+                    ] = Path("data/calibration/skip-calib.jsonl"),
+    model_id: Annotated[str, typer.Option("--model")] = "gemma3-270m",
+    output_dir: Annotated[Path | None, typer.Option("--output-dir")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refit the likelihood skip judge's map (feature → p(respond)) on a calibration split, recorded as a run."""
+    from engine.judgemaps import Calibration, file_sha256, fit_logistic, new_version, save_calibration
+    from engine.likelihood import SKIP, skip_features
+    from models.recording import call_context
+
+    items = _calibration_items(data)
+    store, model = usable_model(model_id)
+    run_id = store.create_run("calibration", {"mechanism": "skip", "model": model_id, "data": str(data)}).id
+
+    async def rows() -> list[dict[str, float]]:
+        with call_context(run_id=run_id, purpose="calibration.skip"):
+            return [(await skip_features(model, [(m["author"], m["text"]) for m in it["messages"][-5:]]))[0]
+                    for it in items]
+
+    features = asyncio.run(rows())
+    labels = [bool(it["should_respond"]) for it in items]
+    version = new_version()
+    cal = Calibration(name=SKIP, model_id=model_id, version=version, fitted_on=str(data),
+                      data_sha256=file_sha256(data), n_items=len(items), fitted_at=version,
+                      maps={"respond": fit_logistic(features, labels, ["pmi_need"], balanced=True)},
+                      notes="p(respond) = logistic(PMI of 'needs an answer' vs 'no reply'), class-balanced")
+    path = save_calibration(cal, output_dir)
+    store.finish_run(run_id, summary={"file": str(path), "items": len(items)})
+    typer.echo(json.dumps({"run_id": run_id, "file": str(path), "calibration": cal.model_dump()}, ensure_ascii=False,
+                          indent=None if as_json else 1))
+
+
+def _calibration_items(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"{path}: cannot read: {exc}") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            ok = isinstance(item, dict) and isinstance(item.get("should_respond"), bool) and all(
+                isinstance(m, dict) and isinstance(m.get("text"), str) and isinstance(m.get("author"), str)
+                for m in item.get("messages") or [None])
+        except json.JSONDecodeError:
+            ok = False
+        if not ok:
+            raise _fail(f"{path}:{n}: expected {{messages: [{{author, text}}, …], should_respond: true|false}}")
+        items.append(item)
+    if not items:
+        raise _fail(f"{path}: no items")
+    return items
