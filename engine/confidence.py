@@ -488,6 +488,38 @@ class LLMSelfEvaluator:
         )
 
 
+class LikelihoodSelfEvaluator:
+    """The self-evaluation of a model that scores instead of writing: p(the answer is supported) from the
+    PMI of "The answer is correct / supported" against "… wrong / made up" (engine/likelihood.py), through
+    the fitted map `data/calibration/confidence.likelihood.<model>.json` (learnt on a calibration split).
+    Without a map the PMI is squashed by a sigmoid and flagged `uncalibrated`; a failed call gives the
+    same 0.5 fallback as the generating evaluator, flagged."""
+
+    FALLBACK = 0.5
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    async def evaluate(self, query: str, answer: str, sources: Sequence[str] | None = None) -> FactorResult:
+        import math
+
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import CONFIDENCE, confidence_features
+        from models.errors import ModelError
+
+        try:
+            features, scores = await confidence_features(self.model, query, answer, list(sources or []))
+        except ModelError as exc:
+            return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True,
+                                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}")
+        cal = load_calibration(CONFIDENCE, self.model.model_id)
+        pmi = features["pmi_supported"]
+        value = cal.apply("supported", features) if cal else 1 / (1 + math.exp(-pmi))
+        flags = ["likelihood", f"calibration:{cal.version}" if cal else "uncalibrated"]
+        return FactorResult(name="llm_self_confidence", value=round(value, 4), call_id=scores.call_id, flags=flags,
+                            detail=f"p(supported) {value:.2f} by likelihood (PMI {pmi:+.2f})")
+
+
 class QueryCoverageCalculator:
     """The model judges how much of the question the answer covers.
 
@@ -591,6 +623,7 @@ async def evaluate_answer(
     sampling_k: int = 0,
     base_factors: ConfidenceFactors | None = None,
     sinks: list[Any] | None = None,
+    self_eval: Literal["generate", "likelihood"] = "generate",
 ) -> LiveEvaluation:
     """Compute the LLM and embedding factors for one answer, score it and decide the level; one run."""
     from engine.events import async_run_context
@@ -598,14 +631,15 @@ async def evaluate_answer(
     sources = [s for s in (sources or []) if s.strip()]
     agreement = agreement or SourceAgreementCalculator()
     config = {"model_id": model.model_id, "query": query, "sources": len(sources), "sampling_k": sampling_k,
-              "settings": settings.model_dump()}
+              "settings": settings.model_dump(), "self_eval": self_eval}
     async with async_run_context(store, "confidence.evaluate", config, sinks=sinks) as run:
-        self_eval = await LLMSelfEvaluator(model).evaluate(query, answer, sources)
-        run.emit("confidence_factor", **self_eval.model_dump())
+        evaluator = LikelihoodSelfEvaluator(model) if self_eval == "likelihood" else LLMSelfEvaluator(model)
+        self_result = await evaluator.evaluate(query, answer, sources)
+        run.emit("confidence_factor", **self_result.model_dump())
         coverage = await QueryCoverageCalculator(model).calculate(query, answer)
         run.emit("confidence_factor", **coverage.model_dump())
-        results = [self_eval, coverage]
-        update: dict[str, Any] = {"llm_self_confidence": self_eval.value, "query_coverage": coverage.value,
+        results = [self_result, coverage]
+        update: dict[str, Any] = {"llm_self_confidence": self_result.value, "query_coverage": coverage.value,
                                   "source_count": len(sources)}
         if len(sources) >= 2:
             value = agreement.calculate(sources)

@@ -97,6 +97,9 @@ class DirectorConfig(BaseModel):
     max_retries: int = Field(2, ge=0, le=10)
     on_retries_exhausted: Literal["accept_last", "drop", "mark"] = "mark"
     on_rubric_failure: Literal["warn", "pass", "retry"] = "warn"
+    rubric_judge: Literal["generate", "likelihood"] = Field(
+        "generate", description="generate: the model writes five scores as JSON; likelihood: each criterion is "
+        "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)")
 
     @model_validator(mode="after")
     def _ordered(self) -> DirectorConfig:
@@ -570,7 +573,7 @@ class RubricOutput(BaseModel):
 
 
 class RubricResult(BaseModel):
-    scores: dict[str, int] = Field(default_factory=dict)
+    scores: dict[str, float] = Field(default_factory=dict)
     average: float | None = None
     status: Status
     comment: str = ""
@@ -612,6 +615,8 @@ class DirectorRubric:
         # instruction cannot pass for part of the prompt.
         prompt = RUBRIC_PROMPT.format(name=profile.name, scene=quote(scene or "（指定なし）"),
                                       previous=quote(previous or "（なし）"), line=quote(line))
+        if self.cfg.rubric_judge == "likelihood":
+            return await self._score_by_likelihood(prompt, profile, scene, previous)
         try:
             completion = await self.model.complete(
                 prompt, schema=RubricOutput, temperature=self.cfg.rubric_temperature, max_tokens=120
@@ -627,6 +632,36 @@ class DirectorRubric:
         return RubricResult(scores=scores, average=average, status=rubric_status(average, self.cfg),
                             comment=str(parsed.get("comment", "")), call_id=completion.call_id,
                             flags=completion.flags)
+
+
+    async def _score_by_likelihood(self, prompt: str, profile: CharacterProfile, scene: str, previous: str
+                                   ) -> RubricResult:
+        """Each criterion's score is the expected value over 1–5 of the digits' likelihood after
+        "<criterion>（1〜5）:", calibrated against the same prompt with a content-free line. One scoring call
+        per criterion; the prompt prefix is shared, so the KV cache evaluates it once."""
+        from models.errors import ModelError
+
+        empty = RUBRIC_PROMPT.format(name=profile.name, scene=quote(scene or "（指定なし）"),
+                                     previous=quote(previous or "（なし）"), line=quote("N/A"))
+        digits = [" 1", " 2", " 3", " 4", " 5"]
+        scores: dict[str, float] = {}
+        call_id = None
+        try:
+            for key in RUBRIC_CRITERIA:
+                ask = f"\n\n{key}（{RUBRIC_LABELS[key]}）の点数（1〜5）:"
+                scored = await self.model.score_options(prompt + ask, digits, calibration=empty + ask)
+                probs = scored.calibrated or scored.probabilities
+                scores[key] = round(sum((i + 1) * p for i, p in enumerate(probs)), 2)
+                call_id = scored.call_id
+        except ModelError as exc:
+            status = {"warn": Status.WARN, "pass": Status.PASS, "retry": Status.RETRY}[self.cfg.on_rubric_failure]
+            return RubricResult(status=status, failed=True, error=f"{exc.kind}: {exc.message}",
+                                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
+                                flags=["rubric_failed", *getattr(exc, "flags", [])])
+        average = sum(scores.values()) / len(scores)
+        return RubricResult(scores=scores, average=average, status=rubric_status(average, self.cfg),
+                            comment="likelihood: expected value of each criterion's digit", call_id=call_id,
+                            flags=["likelihood"])
 
 
 class Review(BaseModel):

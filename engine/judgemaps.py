@@ -123,3 +123,39 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
 
 def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def fit_single_map(name: str, model_id: str, component: str, feature: str, rows: Sequence[dict[str, float]],
+                   labels: Sequence[bool], source: Path) -> Calibration:
+    """One class-balanced logistic map (feature → p(component)) with its provenance."""
+    version = new_version()
+    return Calibration(name=name, model_id=model_id, version=version, fitted_on=str(source),
+                       data_sha256=file_sha256(source), n_items=len(rows), fitted_at=version,
+                       maps={component: fit_logistic(rows, labels, [feature], balanced=True)},
+                       notes=f"p({component}) = logistic({feature}), class-balanced")
+
+
+def read_jsonl_items(path: Path, required: dict[str, type]) -> list[dict[str, Any]]:
+    """A labelled calibration split: one JSON object a line with the required typed fields; a bad line is an
+    error naming the file and line, and nothing is returned."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}:{n}: expected an object")
+        for key, kind in required.items():
+            if not isinstance(item.get(key), kind):
+                raise ValueError(f"{path}:{n}: '{key}' must be {kind.__name__}")
+        items.append(item)
+    if not items:
+        raise ValueError(f"{path}: no items")
+    return items

@@ -843,9 +843,14 @@ class Jury:
         if vote.verdict == NO_VERDICT:  # no quorum: a judge's verdict would rest on a failed panel
             return vote.model_copy(update={"method": "final_judge"})
         judge = JurorSeat(juror_id="final-judge", model_id=cfg.final_judge_model, role_name="Final judge")
-        parsed, why, facts = await self._ask(
-            judge, final_messages(case, rubric, {"phase1": phase1, "rounds": rounds, "latest": latest}), schema, t0,
-            "final")
+        if cfg.judge == "likelihood":  # the judge scores the labels having heard every working juror's verdict
+            parsed, why, facts = await self._score(
+                judge, case, rubric, [(e.role_name or e.juror_id, e.verdict) for e in latest if not e.fallback], t0,
+                "final")
+        else:
+            parsed, why, facts = await self._ask(
+                judge, final_messages(case, rubric, {"phase1": phase1, "rounds": rounds, "latest": latest}), schema,
+                t0, "final")
         if parsed is None:
             # The documented fallback: the majority vote decides, and the judgment says why.
             return vote.model_copy(update={"flags": [*vote.flags, f"final_judge_failed: {why}"],

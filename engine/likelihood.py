@@ -132,3 +132,24 @@ async def jury_scores(model: Any, seat: Any, case: Any, rubric: Any, others: Seq
 def label_scores(n: int) -> list[float]:
     """Labels least to most severe get 100 … 0, evenly spaced (the score a distribution's mean is taken of)."""
     return [100.0 * (1 - i / (n - 1)) for i in range(n)] if n > 1 else [100.0]
+
+
+# -- confidence -------------------------------------------------------------------------------------------------
+
+CONFIDENCE = "confidence.likelihood"
+VERDICT_WORDS = (" correct", " supported", " wrong", " made up")
+
+
+def answer_prompt(query: str, answer: str, sources: Sequence[str] = ()) -> str:
+    src = ("\nSources (quoted):\n" + "\n".join(f"- {quote(s)}" for s in sources)) if sources else ""
+    return f"Question (quoted): {quote(query)}\nAnswer (quoted): {quote(answer)}{src}\n\nThe answer is"
+
+
+async def confidence_features(model: Any, query: str, answer: str, sources: Sequence[str] = ()
+                              ) -> tuple[dict[str, float], Any]:
+    """`pmi_supported`: how much more the question, answer and sources make "The answer is correct /
+    supported" likely than "… wrong / made up", beyond the same prompt with a content-free answer."""
+    scores = await model.score_options(answer_prompt(query, answer, sources), list(VERDICT_WORDS),
+                                       calibration=answer_prompt(query, CONTENT_FREE, sources))
+    pmi = scores.pmi
+    return {"pmi_supported": _lse(pmi[:2]) - _lse(pmi[2:])}, scores

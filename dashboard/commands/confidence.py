@@ -85,9 +85,14 @@ def evaluate_cmd(
         int, typer.Option("--sampling-k", min=0, max=10, help="Sample k answers for a consistency factor "
                                                               "when there are no sources.")
     ] = 0,
+    judge: Annotated[str, typer.Option("--judge", help="How the model evaluates itself: generate (writes "
+                                                       "ratings as JSON) | likelihood (calibrated p(supported)).")
+                     ] = "generate",
     as_json: JsonFlag = False,
 ) -> None:
     """Compute the LLM and embedding factors for an answer, then score it; recorded as a run."""
+    if judge not in ("generate", "likelihood"):
+        raise fail(f"--judge must be generate or likelihood, not {judge!r}")
     from engine.confidence import evaluate_answer, generate_answer
     from models.errors import ModelError
 
@@ -95,7 +100,8 @@ def evaluate_cmd(
 
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)
-        return text, await evaluate_answer(store, model, query, text, sources or [], sampling_k=sampling_k)
+        return text, await evaluate_answer(store, model, query, text, sources or [], sampling_k=sampling_k,
+                                           self_eval=judge)  # type: ignore[arg-type]
 
     try:
         text, result = asyncio.run(go())
@@ -191,3 +197,36 @@ def calibrate_cmd(
     for name, point in payload["thresholds"].items():
         risk = "—" if point["risk"] is None else f"{point['risk']:.3f}"
         typer.echo(f"  ≥ {name} ({point['threshold']:g}): coverage {point['coverage']:.3f}, risk {risk}")
+
+
+@app.command("calibrate-judge")
+def calibrate_judge_cmd(
+    data: Annotated[Path, typer.Option("--data", help="{query, answer, sources?, supported} a line; never the "
+                                                      "benchmark.")] = Path("data/calibration/confidence-calib.jsonl"),
+    model_id: Annotated[str, typer.Option("--model")] = "gemma3-270m",
+    output_dir: Annotated[Path | None, typer.Option("--output-dir")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refit the likelihood self-evaluation's map (PMI → p(supported)) on a calibration split; a run."""
+    from engine.judgemaps import fit_single_map, read_jsonl_items, save_calibration
+    from engine.likelihood import CONFIDENCE, confidence_features
+    from models.recording import call_context
+
+    try:
+        items = read_jsonl_items(data, {"query": str, "answer": str, "supported": bool})
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    store, model = usable_model(model_id)
+    run_id = store.create_run("calibration", {"mechanism": "confidence", "model": model_id, "data": str(data)}).id
+
+    async def rows() -> list[dict[str, float]]:
+        with call_context(run_id=run_id, purpose="calibration.confidence"):
+            return [(await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0]
+                    for it in items]
+
+    cal = fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", asyncio.run(rows()),
+                         [it["supported"] for it in items], data)
+    path = save_calibration(cal, output_dir)
+    store.finish_run(run_id, summary={"file": str(path), "items": len(items)})
+    typer.echo(json.dumps({"run_id": run_id, "file": str(path), "calibration": cal.model_dump()}, ensure_ascii=False,
+                          indent=None if as_json else 1))

@@ -133,52 +133,26 @@ def calibrate_cmd(
     output_dir: Annotated[Path | None, typer.Option("--output-dir")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Refit the likelihood skip judge's map (feature → p(respond)) on a calibration split, recorded as a run."""
-    from engine.judgemaps import Calibration, file_sha256, fit_logistic, new_version, save_calibration
+    """Refit the likelihood skip judge's map (PMI → p(respond)) on a calibration split, recorded as a run."""
+    from engine.judgemaps import fit_single_map, read_jsonl_items, save_calibration
     from engine.likelihood import SKIP, skip_features
     from models.recording import call_context
 
-    items = _calibration_items(data)
+    try:
+        items = read_jsonl_items(data, {"messages": list, "should_respond": bool})
+        history = [[(str(m["author"]), str(m["text"])) for m in it["messages"][-5:]] for it in items]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _fail(f"{data}: every message needs author and text ({exc})") from None
     store, model = usable_model(model_id)
     run_id = store.create_run("calibration", {"mechanism": "skip", "model": model_id, "data": str(data)}).id
 
     async def rows() -> list[dict[str, float]]:
         with call_context(run_id=run_id, purpose="calibration.skip"):
-            return [(await skip_features(model, [(m["author"], m["text"]) for m in it["messages"][-5:]]))[0]
-                    for it in items]
+            return [(await skip_features(model, h))[0] for h in history]
 
-    features = asyncio.run(rows())
-    labels = [bool(it["should_respond"]) for it in items]
-    version = new_version()
-    cal = Calibration(name=SKIP, model_id=model_id, version=version, fitted_on=str(data),
-                      data_sha256=file_sha256(data), n_items=len(items), fitted_at=version,
-                      maps={"respond": fit_logistic(features, labels, ["pmi_need"], balanced=True)},
-                      notes="p(respond) = logistic(PMI of 'needs an answer' vs 'no reply'), class-balanced")
+    cal = fit_single_map(SKIP, model_id, "respond", "pmi_need", asyncio.run(rows()),
+                         [it["should_respond"] for it in items], data)
     path = save_calibration(cal, output_dir)
     store.finish_run(run_id, summary={"file": str(path), "items": len(items)})
     typer.echo(json.dumps({"run_id": run_id, "file": str(path), "calibration": cal.model_dump()}, ensure_ascii=False,
                           indent=None if as_json else 1))
-
-
-def _calibration_items(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"{path}: cannot read: {exc}") from None
-    items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            ok = isinstance(item, dict) and isinstance(item.get("should_respond"), bool) and all(
-                isinstance(m, dict) and isinstance(m.get("text"), str) and isinstance(m.get("author"), str)
-                for m in item.get("messages") or [None])
-        except json.JSONDecodeError:
-            ok = False
-        if not ok:
-            raise _fail(f"{path}:{n}: expected {{messages: [{{author, text}}, …], should_respond: true|false}}")
-        items.append(item)
-    if not items:
-        raise _fail(f"{path}: no items")
-    return items
