@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -280,8 +281,69 @@ def bench(
         typer.echo(r.describe())
 
 
+# -- the process: stop signals and errors -------------------------------------------------------
+_stop_signal: list[int] = []
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """SIGINT / SIGTERM: cancel the work so every open run closes as `cancelled` with its events so far.
+    Inside an event loop its tasks are cancelled (as asyncio does for Ctrl-C); elsewhere KeyboardInterrupt
+    unwinds. A second SIGINT stops at once; a second SIGTERM is ignored while the runs are closed."""
+    from engine.events import set_cancel_reason
+
+    if _stop_signal:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        return
+    _stop_signal.append(signum)
+    name = signal.Signals(signum).name
+    set_cancel_reason(f"{name} received" + (" (Ctrl-C)" if signum == signal.SIGINT else ""))
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    loop.call_soon_threadsafe(lambda: None)  # wake the loop if it waits on I/O
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from engine.config import ConfigError
+    from engine.inputs import InputError
+    from engine.store import StoreError
+
+    return ConfigError, InputError, StoreError
+
+
 def main() -> None:
-    app()
+    """Run the CLI: a clear one-line error (never a traceback) for bad input or environment, and exit
+    130 / 143 after SIGINT / SIGTERM with the running run(s) recorded as cancelled."""
+    import click
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+    try:
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt, asyncio.CancelledError):
+        from engine.events import cancel_reason
+
+        signum = _stop_signal[0] if _stop_signal else signal.SIGINT
+        typer.secho(f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as "
+                    "cancelled with its events so far", fg=typer.colors.YELLOW, err=True)
+        code = 128 + signum
+    except _known_errors() as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        code = 1
+    except Exception as exc:
+        if os.environ.get("JUDGELAB_DEBUG"):
+            raise
+        typer.secho(f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
+                    fg=typer.colors.RED, err=True)
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

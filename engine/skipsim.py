@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.skipcache import (
     Judge,
@@ -40,6 +40,9 @@ EPOCH = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # a Monday; simulated time start
 # -- workloads ------------------------------------------------------------------------------------
 
 
+MAX_GENERATED = 200_000  # messages a generated workload may hold (the default one has ~900)
+
+
 class WorkloadSpec(BaseModel):
     """A generated workload: conversation bursts arrive per channel as a Poisson process; a burst is a
     run of messages with exponential gaps, in the channel or in a new thread."""
@@ -54,6 +57,14 @@ class WorkloadSpec(BaseModel):
     burstiness: float = Field(0.5, ge=0, le=1, description="share of bursts in a busy block of the day")
     thread_share: float = Field(0.3, ge=0, le=1)
     seed: int = 7
+
+    @model_validator(mode="after")
+    def _bounded(self) -> WorkloadSpec:
+        expected = self.channels * self.hours * self.bursts_per_hour * self.mean_burst_messages
+        if expected > MAX_GENERATED:
+            raise ValueError(f"these settings would generate about {expected:,.0f} messages; the limit is "
+                             f"{MAX_GENERATED:,} — lower channels, hours or the burst rate")
+        return self
 
 
 TEXTS = {
@@ -120,14 +131,23 @@ def _poisson(rng: random.Random, lam: float) -> int:
 class WorkloadError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__("bad rows, nothing imported:\n" + "\n".join(problems))
+        from engine.inputs import problem_lines
+
+        super().__init__("bad rows, nothing imported:\n" + problem_lines(problems))
 
 
 def load_workload(path: Path) -> list[Message]:
     """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
-    if not path.is_file():
-        raise WorkloadError([f"{path}: file not found"])
-    return parse_workload(path.read_text(encoding="utf-8"), str(path))
+    from engine.inputs import InputError, read_text
+
+    try:
+        content = read_text(path)
+    except InputError as exc:
+        raise WorkloadError([str(exc)]) from None
+    return parse_workload(content, str(path))
+
+
+MAX_T_S = 366 * 24 * 3600.0  # a workload spans at most a year of simulated time
 
 
 def parse_workload(content: str, source: str = "workload") -> list[Message]:
@@ -140,8 +160,8 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
             if not isinstance(row, dict):
                 raise ValueError("expected an object")
             t = float(row["t"])
-            if not math.isfinite(t) or t < 0:
-                raise ValueError("'t' must be seconds ≥ 0")
+            if not math.isfinite(t) or not 0 <= t <= MAX_T_S:
+                raise ValueError(f"'t' must be seconds from 0 to {MAX_T_S:.0f} (a year), not {row['t']!r}")
             message_id = str(row["id"])
             if message_id in seen:
                 raise ValueError(f"duplicate id {message_id}")
@@ -176,6 +196,19 @@ def state_key(history: Sequence[Message]) -> str:
     return f"{history[-1].scope}|{history[-1].id}"
 
 
+class RecordedJudgment(BaseModel):
+    """One line of a recording (`skip simulate --record`)."""
+
+    state: str
+    should_respond: bool
+    reason: str
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    cost: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    call_id: int | None = None
+
+
 class RecordedJudge:
     """Judgments recorded per conversation state; a state judged again gets the same judgment and is
     counted as a call with the tokens and cost it had. States never recorded go to `fallback`."""
@@ -207,16 +240,34 @@ class RecordedJudge:
 
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
-        records = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                records[row["state"]] = JudgeOutcome(
-                    result=JudgmentResult(should_respond=row["should_respond"], reason=row["reason"],
-                                          confidence=row["confidence"]),
-                    prompt_tokens=row.get("prompt_tokens", 0), completion_tokens=row.get("completion_tokens", 0),
-                    cost=row.get("cost", 0.0), call_id=row.get("call_id"),
-                )
+        """Recorded judgments, one JSON object a line; any bad line is a WorkloadError naming it."""
+        from engine.inputs import InputError, read_text
+
+        try:
+            content = read_text(path)
+        except InputError as exc:
+            raise WorkloadError([str(exc)]) from None
+        records, problems = {}, []
+        for number, line in enumerate(content.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = RecordedJudgment.model_validate_json(line)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"])
+                problems.append(f"{path}:{number}: {where + ': ' if where else ''}{err['msg']}")
+                continue
+            records[row.state] = JudgeOutcome(
+                result=JudgmentResult(should_respond=row.should_respond, reason=row.reason,
+                                      confidence=row.confidence),
+                prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens, cost=row.cost,
+                call_id=row.call_id,
+            )
+        if problems:
+            raise WorkloadError(problems)
+        if not records:
+            raise WorkloadError([f"{path}: no recorded judgments"])
         return cls(records, fallback)
 
 

@@ -27,11 +27,15 @@ def parse_factors(text: str) -> Any:
     from pydantic import ValidationError
 
     from engine.confidence import ConfidenceFactors
+    from engine.inputs import InputError, read_text
 
     source = "--factors"
     path = Path(text)
-    if not text.lstrip().startswith("{") and path.is_file():
-        source, text = str(path), path.read_text(encoding="utf-8")
+    if not text.lstrip().startswith(("{", "[")) and path.exists():
+        try:
+            source, text = str(path), read_text(path)
+        except InputError as exc:
+            raise _fail(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -125,11 +129,14 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
     from pydantic import ValidationError
 
     from engine.confidence import ConfidenceFactors
+    from engine.inputs import InputError, read_text
 
-    if not path.is_file():
-        raise _fail(f"{path}: file not found")
+    try:
+        content = read_text(path)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
     items, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -143,7 +150,9 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
         row.setdefault("id", f"line-{number}")
         items.append(row)
     if problems:
-        raise _fail("bad rows, nothing imported:\n" + "\n".join(problems))
+        from engine.inputs import problem_lines
+
+        raise _fail("bad rows, nothing imported:\n" + problem_lines(problems))
     if not items:
         raise _fail(f"{path}: no labelled items")
     return items
