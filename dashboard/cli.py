@@ -208,7 +208,7 @@ def runs_list(
         return
     for r in rows:
         typer.echo(
-            f"{r['id']}  {r['kind']:<16} {r['status']:<8} calls={r['calls']:<3} "
+            f"{r['id']}  {r['kind']:<16} {r['status']:<11} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
         )
 
@@ -318,22 +318,17 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 def main() -> None:
     """Run the CLI: a clear one-line error (never a traceback) for bad input or environment, and exit
     130 / 143 after SIGINT / SIGTERM with the running run(s) recorded as cancelled."""
-    import click
-
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_stop_signal)
     try:
-        code = app(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        code = exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt, asyncio.CancelledError):
-        from engine.events import cancel_reason
-
-        signum = _stop_signal[0] if _stop_signal else signal.SIGINT
-        typer.secho(f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as "
-                    "cancelled with its events so far", fg=typer.colors.YELLOW, err=True)
-        code = 128 + signum
+        app()  # usage errors and typer.Exit end here as SystemExit
+        code = 0
+    except SystemExit:
+        if not _stop_signal:
+            raise
+        code = _cancelled()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        code = _cancelled()
     except _known_errors() as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         code = 1
@@ -343,7 +338,16 @@ def main() -> None:
         typer.secho(f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
                     fg=typer.colors.RED, err=True)
         code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code)
+
+
+def _cancelled() -> int:
+    from engine.events import cancel_reason
+
+    signum = _stop_signal[0] if _stop_signal else signal.SIGINT
+    typer.secho(f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as cancelled "
+                "with its events so far", fg=typer.colors.YELLOW, err=True)
+    return 128 + signum
 
 
 if __name__ == "__main__":

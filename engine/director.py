@@ -744,11 +744,11 @@ class ScriptLine(BaseModel):
 class ScriptError(ValueError):
     """A script with bad rows; `problems` names each by line. Nothing is imported."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
         from engine.inputs import problem_lines
 
-        super().__init__("bad rows, nothing imported:\n" + problem_lines(problems))
+        self.problems = problems
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "script") -> list[ScriptLine]:
@@ -803,7 +803,7 @@ def load_script(path: Path) -> list[ScriptLine]:
     try:
         content = read_text(path)
     except InputError as exc:
-        raise ScriptError([str(exc)]) from None
+        raise ScriptError([str(exc)], header=None) from None
     return parse_script(content, "jsonl" if suffix == ".jsonl" else "csv", str(path))
 
 

@@ -18,11 +18,11 @@ class InputError(ValueError):
 MAX_PROBLEMS_SHOWN = 20
 
 
-def problem_lines(problems: list[str]) -> str:
-    """The first problems of a bad file, one a line, and how many more there are."""
+def problem_lines(problems: list[str], header: str | None = None) -> str:
+    """The first problems of a bad file, one a line, and how many more there are; `header` goes first."""
     shown = problems[:MAX_PROBLEMS_SHOWN]
     more = len(problems) - len(shown)
-    return "\n".join(shown + ([f"… and {more} more"] if more else []))
+    return "\n".join(([header] if header else []) + shown + ([f"… and {more} more"] if more else []))
 
 
 def max_input_bytes() -> int:

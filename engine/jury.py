@@ -347,11 +347,11 @@ class JuryCase(BaseModel):
 class CaseError(ValueError):
     """A case file with bad rows; `problems` names each by line. Nothing is loaded."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, problems: list[str], header: str | None = "bad cases, nothing loaded:") -> None:
         from engine.inputs import problem_lines
 
-        super().__init__("bad cases, nothing loaded:\n" + problem_lines(problems))
+        self.problems = problems
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
@@ -421,7 +421,7 @@ def load_cases(path: str | Path) -> list[JuryCase]:
     try:
         text = read_text(path)
     except InputError as exc:
-        raise CaseError([str(exc)]) from None
+        raise CaseError([str(exc)], header=None) from None
     return parse_cases(text, str(path))
 
 

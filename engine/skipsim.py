@@ -129,11 +129,11 @@ def _poisson(rng: random.Random, lam: float) -> int:
 
 
 class WorkloadError(ValueError):
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
         from engine.inputs import problem_lines
 
-        super().__init__("bad rows, nothing imported:\n" + problem_lines(problems))
+        self.problems = problems
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def load_workload(path: Path) -> list[Message]:
@@ -143,7 +143,7 @@ def load_workload(path: Path) -> list[Message]:
     try:
         content = read_text(path)
     except InputError as exc:
-        raise WorkloadError([str(exc)]) from None
+        raise WorkloadError([str(exc)], header=None) from None
     return parse_workload(content, str(path))
 
 
@@ -246,7 +246,7 @@ class RecordedJudge:
         try:
             content = read_text(path)
         except InputError as exc:
-            raise WorkloadError([str(exc)]) from None
+            raise WorkloadError([str(exc)], header=None) from None
         records, problems = {}, []
         for number, line in enumerate(content.splitlines(), 1):
             if not line.strip():
@@ -265,9 +265,9 @@ class RecordedJudge:
                 call_id=row.call_id,
             )
         if problems:
-            raise WorkloadError(problems)
+            raise WorkloadError(problems, header="not a recording of judgments, nothing loaded:")
         if not records:
-            raise WorkloadError([f"{path}: no recorded judgments"])
+            raise WorkloadError([f"{path}: no recorded judgments"], header=None)
         return cls(records, fallback)
 
 

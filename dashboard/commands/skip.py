@@ -78,9 +78,7 @@ def simulate_cmd(
     try:
         judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
     except WorkloadError as exc:
-        from engine.inputs import problem_lines
-
-        raise _fail("not a recording of judgments:\n" + problem_lines(exc.problems)) from None
+        raise _fail(str(exc)) from None
     config = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
     result = _run(messages, judge, config, hours, store, model_id, recorded, workload)
     if record:
