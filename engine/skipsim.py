@@ -13,7 +13,7 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,7 +40,7 @@ EPOCH = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # a Monday; simulated time start
 # -- workloads ------------------------------------------------------------------------------------
 
 
-MAX_GENERATED = 200_000  # messages a generated workload may hold (the default one has ~900)
+MAX_MESSAGES = 50_000  # messages a workload may hold, loaded or generated (the default one has ~900)
 
 
 class WorkloadSpec(BaseModel):
@@ -61,9 +61,9 @@ class WorkloadSpec(BaseModel):
     @model_validator(mode="after")
     def _bounded(self) -> WorkloadSpec:
         expected = self.channels * self.hours * self.bursts_per_hour * self.mean_burst_messages
-        if expected > MAX_GENERATED:
+        if expected > MAX_MESSAGES:
             raise ValueError(f"these settings would generate about {expected:,.0f} messages; the limit is "
-                             f"{MAX_GENERATED:,} — lower channels, hours or the burst rate")
+                             f"{MAX_MESSAGES:,} — lower channels, hours or the burst rate")
         return self
 
 
@@ -159,7 +159,10 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
             row = json.loads(line)
             if not isinstance(row, dict):
                 raise ValueError("expected an object")
-            t = float(row["t"])
+            try:
+                t = float(row["t"])
+            except (TypeError, ValueError):
+                raise ValueError(f"'t' must be a number of seconds, not {row['t']!r}") from None
             if not math.isfinite(t) or not 0 <= t <= MAX_T_S:
                 raise ValueError(f"'t' must be seconds from 0 to {MAX_T_S:.0f} (a year), not {row['t']!r}")
             message_id = str(row["id"])
@@ -176,7 +179,10 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
     if problems:
         raise WorkloadError(problems)
     if not messages:
-        raise WorkloadError([f"{source}: no messages"])
+        raise WorkloadError([f"{source}: no messages"], header=None)
+    if len(messages) > MAX_MESSAGES:
+        raise WorkloadError([f"{source}: {len(messages):,} messages; a workload holds at most {MAX_MESSAGES:,} "
+                             "— split it by channel or by time"], header=None)
     return sorted(messages, key=lambda m: (m.at, m.id))
 
 
@@ -338,8 +344,10 @@ async def simulate(
     with_cache: bool = True,
     hours: float | None = None,
     keep_timeline: bool = False,
+    progress: Callable[[float], None] | None = None,
 ) -> SimulationResult:
-    """Run the periodic checker over the workload in simulated time."""
+    """Run the periodic checker over the workload in simulated time; `progress` gets the share done
+    (0–1) every 2 % of the checks, so a long simulation shows that it moves."""
     config = (config or ResponseConfig()).model_copy(deep=True)
     config.judgment_skip.enabled = with_cache
     start = EPOCH
@@ -373,10 +381,14 @@ async def simulate(
     checks = 0
     replies: list[tuple[str, datetime]] = []
     t = 0.0
+    total_checks = int(end_s // config.check_interval_seconds) + 1
+    every = max(1, total_checks // 50)
     while t <= end_s:
         now = start + timedelta(seconds=t)
         report = await checker.check(now)
         checks += 1
+        if progress is not None and checks % every == 0:
+            progress(checks / total_checks)
         for scope in report.responded:
             replies.append((scope, now))
             if keep_timeline:
@@ -411,10 +423,16 @@ def _first_judgment_delays(
 
 
 async def compare(messages: Sequence[Message], judge: Judge, config: ResponseConfig | None = None,
-                  hours: float | None = None) -> dict[str, Any]:
-    """With and without the cache on the same workload and judge: what the cache saves, what it costs."""
-    without = await simulate(messages, judge, config, with_cache=False, hours=hours)
-    with_ = await simulate(messages, judge, config, with_cache=True, hours=hours)
+                  hours: float | None = None, progress: Callable[[str, float], None] | None = None
+                  ) -> dict[str, Any]:
+    """With and without the cache on the same workload and judge: what the cache saves, what it costs.
+    `progress(label, share)` follows each of the two simulations."""
+
+    def follow(label: str) -> Callable[[float], None] | None:
+        return None if progress is None else (lambda share: progress(label, share))
+
+    without = await simulate(messages, judge, config, with_cache=False, hours=hours, progress=follow("without cache"))
+    with_ = await simulate(messages, judge, config, with_cache=True, hours=hours, progress=follow("with cache"))
     a, b = without.summary(), with_.summary()
     saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
     return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),

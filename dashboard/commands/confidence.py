@@ -144,7 +144,11 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
             if not isinstance(row, dict) or not isinstance(row.get("correct"), bool):
                 raise ValueError("needs a boolean 'correct'")
             row["factors"] = ConfidenceFactors.model_validate(row.get("factors", {}))
-        except (ValueError, ValidationError) as exc:
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            problems.append(f"{path}:{number}: factors.{'.'.join(map(str, err['loc'])) or '(all)'}: {err['msg']}")
+            continue
+        except ValueError as exc:  # not JSON, or no boolean 'correct'
             problems.append(f"{path}:{number}: {str(exc).splitlines()[0]}")
             continue
         row.setdefault("id", f"line-{number}")

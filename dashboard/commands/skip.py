@@ -106,18 +106,37 @@ def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:
     return store, (ProbabilityJudge(model) if mode == "probability" else ModelJudge(model))
 
 
+def _progress_printer(quiet_s: float = 2.0) -> Any:
+    """Progress on stderr for a long simulation: nothing in its first seconds, then a line at most every
+    `quiet_s` seconds."""
+    import time
+
+    started = time.monotonic()
+    last = [started]
+
+    def show(label: str, share: float) -> None:
+        now = time.monotonic()
+        if now - started >= quiet_s and now - last[0] >= quiet_s:
+            last[0] = now
+            typer.echo(f"simulating {label}: {share:.0%} ({now - started:.0f} s)", err=True)
+
+    return show
+
+
 def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
          recorded: Path | None, workload: Path | None) -> dict[str, Any]:
     from engine.events import async_run_context
     from engine.skipsim import compare
 
+    progress = _progress_printer()
+
     async def go() -> dict[str, Any]:
         if store is None:
-            return await compare(messages, judge, config, hours=hours)
+            return await compare(messages, judge, config, hours=hours, progress=progress)
         run_config = {"model_id": model_id, "recorded": str(recorded) if recorded else None,
                       "workload": str(workload) if workload else "generated", "config": config.model_dump()}
         async with async_run_context(store, "skip.simulate", run_config) as run:
-            out = await compare(messages, judge, config, hours=hours)
+            out = await compare(messages, judge, config, hours=hours, progress=progress)
             run.summary = {"calls_saved_pct": out["calls_saved_pct"]}
         return out | {"run_id": run.run_id}
 
