@@ -24,6 +24,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -348,12 +349,21 @@ class Store:
     # -- schema ---------------------------------------------------------------------------------
     def migrate(self) -> None:
         try:
-            with contextlib.ExitStack() as stack:
-                if self.engine.dialect.name == "postgresql":  # concurrent first starts: one migrates
-                    conn = stack.enter_context(self.engine.connect())
-                    conn.execute(text(f"SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
-                    stack.callback(conn.execute, text(f"SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))
-                self._migrate()
+            for attempt in range(3):
+                try:
+                    with contextlib.ExitStack() as stack:
+                        if self.engine.dialect.name == "postgresql":  # concurrent first starts: one migrates
+                            conn = stack.enter_context(self.engine.connect())
+                            conn.execute(text(f"SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
+                            stack.callback(conn.execute, text(f"SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))
+                        self._migrate()
+                    return
+                except DBAPIError as exc:
+                    # Two processes creating a new SQLite file at once: the loser sees "already exists"
+                    # and simply checks again.
+                    if "already exists" not in str(exc.orig) or attempt == 2:
+                        raise
+                    time.sleep(0.2)
         except DBAPIError as exc:
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
             raise StoreError(

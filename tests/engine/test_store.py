@@ -366,3 +366,22 @@ def test_a_damaged_sqlite_file_is_refused_before_anything_is_written(tmp_path: P
     assert "the file is damaged" in str(info.value) and "nothing was written" in str(info.value)
     assert "move it away" in str(info.value)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_processes_opening_a_new_database_at_once_all_succeed(db_url: str) -> None:
+    # Each process imports first, then all open the database at the same instant.
+    script = ("import sys, time; from engine.store import Store; "
+              "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); Store(sys.argv[1]).dispose()")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    at = str(time.time() + 4)
+    procs = [subprocess.Popen([sys.executable, "-c", script, db_url, at], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err for _, err in results]
+    store = Store(db_url)
+    assert store.schema_version() == 2
+    with store.engine.connect() as conn:
+        from sqlalchemy import text
+
+        assert conn.execute(text("SELECT count(*) FROM schema_migrations")).scalar() == 2
+    store.dispose()
