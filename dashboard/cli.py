@@ -78,11 +78,17 @@ def dashboard(
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
     """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT."""
+    import math
+
+    from engine.config import get_settings
+
+    upload_mb = max(1, math.ceil(get_settings().max_input_mb))  # uploads end at the input limit too
     args = [
         sys.executable, "-m", "streamlit", "run", str(APP_PATH),
         "--server.address", host, "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
         "--browser.gatherUsageStats", "false",
+        "--server.maxUploadSize", str(upload_mb),
     ]
     typer.echo(f"judgelab dashboard on http://{host}:{port}")
     os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root

@@ -102,6 +102,7 @@ def judge_cmd(
 ) -> None:
     """Judge one conversation: per participant relevance, novelty, confidence, will, reason and its hand."""
     import yaml
+    from pydantic import ValidationError
 
     from engine.events import async_run_context
     from engine.handraise import BenchItem, WillJudge, decide_hands
@@ -114,6 +115,9 @@ def judge_cmd(
         item = BenchItem.model_validate({"id": scenario.stem, **(data or {})})
     except InputError as exc:
         raise fail(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise fail(f"{scenario}: {'.'.join(str(p) for p in err['loc']) or 'scenario'}: {err['msg']}") from None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         raise fail(f"{scenario}: {str(exc).strip()}") from None
     cast = item.cast()

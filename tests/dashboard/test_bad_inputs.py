@@ -234,6 +234,8 @@ TRIES = [
     Try("scenario list", ("handraise", "judge", "--scenario", "{scenario-list.yaml}"),
         "scenario-list.yaml: expected a mapping"),
     Try("scenario bad YAML", ("handraise", "judge", "--scenario", "{scenario-bad.yaml}"), "scenario-bad.yaml"),
+    Try("scenario wrong types", ("handraise", "judge", "--scenario", "{bench-types.jsonl}"),
+        "bench-types.jsonl: context: Input should be a valid list"),
     Try("scenario missing", ("handraise", "judge", "--scenario", "{missing.yaml}"), "missing.yaml: file not found"),
     Try("scenario directory", ("handraise", "judge", "--scenario", "{dir}"), "is a directory"),
     # runs, models, bench
