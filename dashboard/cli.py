@@ -275,6 +275,8 @@ def bench(
     unknown = [name for name in (only or []) if name not in BENCHMARKS]
     if unknown:
         raise fail(f"unknown benchmark {', '.join(unknown)} — known: {', '.join(BENCHMARKS)}")
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        raise fail(f"--output {output}: not a file in an existing folder")
     results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
     report = [r.model_dump() for r in results]
     if output:

@@ -243,6 +243,7 @@ TRIES = [
     Try("runs limit 0", ("runs", "list", "--limit", "0"), "'--limit'", code=2),
     Try("model unknown", ("models", "check", "nope"), "unknown model 'nope'"),
     Try("benchmark name unknown", ("bench", "--only", "nope"), "unknown benchmark nope"),
+    Try("bench output a directory", ("bench", "--only", "llm.judgment", "--output", "{dir}"), "--output"),
     # environment
     Try("DATABASE_URL not a URL", ("runs", "list"), "JUDGELAB_DATABASE_URL='notaurl' is not a database URL",
         env={"JUDGELAB_DATABASE_URL": "notaurl"}),
