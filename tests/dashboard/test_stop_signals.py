@@ -195,3 +195,36 @@ def test_replay_page_marks_a_dead_run_and_says_it_is_incomplete(tmp_path: Path) 
     assert not at.exception
     assert any("incomplete: interrupted after event 3 (juror_evaluation)" in t.value for t in at.text)
     assert Store(reap=False).get_run(run.id).status == "interrupted"  # type: ignore[union-attr]
+
+
+def test_the_dashboard_start_marks_runs_whose_process_died(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from sqlalchemy import update
+    from streamlit.testing.v1 import AppTest
+
+    from engine.store import Run
+
+    store = Store()
+    run = store.create_run("skip.simulate")
+    store.append_event(run.id, 0, "run_started", {}, datetime.now(UTC))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with store.engine.begin() as conn:
+        conn.execute(update(Run).where(Run.id == run.id).values(owner_pid=dead.pid))  # type: ignore[arg-type]
+    store.dispose()
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120).run()
+    assert not at.exception
+    saved = Store(reap=False).get_run(run.id)
+    assert saved is not None and saved.status == "interrupted" and "after event 0" in (saved.error or "")
+
+
+def test_the_dashboard_says_when_its_database_is_damaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "broken.db"
+    path.write_bytes(b"not a database at all" * 500)
+    monkeypatch.setenv("JUDGELAB_DATABASE_URL", f"sqlite:///{path}")
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120).run()
+    assert any("cannot open the database" in e.value for e in at.error)
+    assert path.read_bytes() == b"not a database at all" * 500
