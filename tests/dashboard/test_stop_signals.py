@@ -70,7 +70,10 @@ def wait_mid_run(store: Store, proc: subprocess.Popen[bytes], kind: str, event: 
     pytest.fail(f"no {event} within {timeout} s")
 
 
-def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any]) -> None:
+def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any], label: str = "") -> None:
+    print(f"[stop] {label}: status {after['run'].status if after['run'] else None}; events at the signal "
+          f"{len(before['events'])}, after {len(after['events'])}; calls at the signal {len(before['calls'])}, "
+          f"after {len(after['calls'])}")  # the figures of the report (pytest -s)
     assert set(before["events"]) <= set(after["events"]), "an event recorded before the signal is gone"
     assert set(before["calls"]) <= set(after["calls"]), "a call recorded before the signal is gone"
     seqs = [s for s, _ in after["events"]]
@@ -102,7 +105,7 @@ def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url:
     row = next(r for r in json.loads(listed.stdout) if r["id"] == run_id)
     assert row["status"] == "interrupted"
     after = snapshot(store, "jury.run")
-    assert_nothing_lost(seen, after)
+    assert_nothing_lost(seen, after, f"SIGKILL {url.split(':')[0]} (exit {proc.returncode})")
     last_seq, last_type = after["events"][-1]
     assert f"interrupted after event {last_seq}: its process" in row["error"]
 
@@ -137,7 +140,7 @@ def test_sigterm_and_sigint_close_the_run_as_cancelled_with_its_events(signum: i
     assert run.id == seen["run"].id and run.status == "cancelled"
     reason = f"{name} received" + (" (Ctrl-C)" if signum == signal.SIGINT else "")
     assert run.error == f"cancelled: {reason}"
-    assert_nothing_lost(seen, after)
+    assert_nothing_lost(seen, after, f"{name} {url.split(':')[0]} (exit {code})")
     last_seq, last_type = after["events"][-1]
     assert last_type == "run_cancelled"
     assert store.events(run.id)[-1].payload == {"reason": reason}
@@ -161,7 +164,7 @@ def test_sigterm_during_an_eval_cancels_the_eval_and_its_case(tmp_path: Path) ->
     statuses = {r.kind: (r.status, r.error) for r in store.list_runs()}
     assert statuses == {"jury.eval": ("cancelled", "cancelled: SIGTERM received"),
                         "jury.eval.case": ("cancelled", "cancelled: SIGTERM received")}
-    assert_nothing_lost(seen, snapshot(store, "jury.eval.case"))
+    assert_nothing_lost(seen, snapshot(store, "jury.eval.case"), "SIGTERM jury eval, its case (exit 143)")
     store.dispose()
 
 
