@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from engine.config import get_settings
+from engine.store import StoreError
 from pages import confidence as confidence_page
 from pages import conversation as conversation_page
 from pages import director as director_page
@@ -34,5 +35,10 @@ PAGES = {
 
 if get_settings().preload:
     st.sidebar.caption(state.preload())
+
+try:  # opening the store at start marks runs whose process died as interrupted
+    state.get_store()
+except StoreError as exc:
+    st.error(str(exc))
 
 st.navigation(PAGES).run()

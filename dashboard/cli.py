@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -77,11 +78,17 @@ def dashboard(
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
     """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT."""
+    import math
+
+    from engine.config import get_settings
+
+    upload_mb = max(1, math.ceil(get_settings().max_input_mb))  # uploads end at the input limit too
     args = [
         sys.executable, "-m", "streamlit", "run", str(APP_PATH),
         "--server.address", host, "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
         "--browser.gatherUsageStats", "false",
+        "--server.maxUploadSize", str(upload_mb),
     ]
     typer.echo(f"judgelab dashboard on http://{host}:{port}")
     os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root
@@ -209,7 +216,7 @@ def runs_list(
         return
     for r in rows:
         typer.echo(
-            f"{r['id']}  {r['kind']:<16} {r['status']:<8} calls={r['calls']:<3} "
+            f"{r['id']}  {r['kind']:<16} {r['status']:<11} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
             + _would_cost_text(r["would_cost"])
         )
@@ -279,6 +286,8 @@ def bench(
     unknown = [name for name in (only or []) if name not in BENCHMARKS]
     if unknown:
         raise fail(f"unknown benchmark {', '.join(unknown)} — known: {', '.join(BENCHMARKS)}")
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        raise fail(f"--output {output}: not a file in an existing folder")
     results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
     report = [r.model_dump() for r in results]
     if output:
@@ -291,8 +300,73 @@ def bench(
         typer.echo(r.describe())
 
 
+# -- the process: stop signals and errors -------------------------------------------------------
+_stop_signal: list[int] = []
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """SIGINT / SIGTERM: cancel the work so every open run closes as `cancelled` with its events so far.
+    Inside an event loop its tasks are cancelled (as asyncio does for Ctrl-C); elsewhere KeyboardInterrupt
+    unwinds. A second SIGINT stops at once; a second SIGTERM is ignored while the runs are closed."""
+    from engine.events import set_cancel_reason
+
+    if _stop_signal:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        return
+    _stop_signal.append(signum)
+    name = signal.Signals(signum).name
+    set_cancel_reason(f"{name} received" + (" (Ctrl-C)" if signum == signal.SIGINT else ""))
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    loop.call_soon_threadsafe(lambda: None)  # wake the loop if it waits on I/O
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from engine.config import ConfigError
+    from engine.inputs import InputError
+    from engine.store import StoreError
+
+    return ConfigError, InputError, StoreError
+
+
 def main() -> None:
-    app()
+    """Run the CLI: a clear one-line error (never a traceback) for bad input or environment, and exit
+    130 / 143 after SIGINT / SIGTERM with the running run(s) recorded as cancelled."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+    try:
+        app()  # usage errors and typer.Exit end here as SystemExit
+        code = 0
+    except SystemExit:
+        if not _stop_signal:
+            raise
+        code = _cancelled()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        code = _cancelled()
+    except _known_errors() as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        code = 1
+    except Exception as exc:
+        if os.environ.get("JUDGELAB_DEBUG"):
+            raise
+        typer.secho(f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
+                    fg=typer.colors.RED, err=True)
+        code = 1
+    sys.exit(code)
+
+
+def _cancelled() -> int:
+    from engine.events import cancel_reason
+
+    signum = _stop_signal[0] if _stop_signal else signal.SIGINT
+    typer.secho(f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as cancelled "
+                "with its events so far", fg=typer.colors.YELLOW, err=True)
+    return 128 + signum
 
 
 if __name__ == "__main__":

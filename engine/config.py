@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +33,10 @@ class Settings(BaseSettings):
     threads: int | None = Field(default=None, ge=1, description="Threads for local llama.cpp models.")
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
     preload: bool = Field(default=False, description="Load the bundled model and embedder when the app starts.")
+    max_input_mb: float = Field(default=10.0, gt=0, le=4096, description="Largest file (or upload) any command or "
+                                "page reads; a larger one is refused with a message.")
+    run_stale_after_s: float = Field(default=120.0, ge=10, description="A running run owned by a process on "
+                                     "another host whose heartbeat is older than this is marked interrupted.")
 
     @property
     def resolved_database_url(self) -> str:
@@ -44,7 +49,18 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise ConfigError(_describe("environment (JUDGELAB_*)", exc)) from None
+        raise ConfigError(_describe_env(exc)) from None
+
+
+def _describe_env(exc: ValidationError) -> str:
+    """One line per bad variable, named as the user set it (JUDGELAB_THREADS, not 'threads')."""
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"JUDGELAB_{field.upper()}"
+        value = os.environ.get(name, err.get("input"))
+        lines.append(f"environment: {name}={value!r}: {err['msg']}")
+    return "\n".join(lines)
 
 
 def _describe(source: str, exc: ValidationError) -> str:
@@ -57,13 +73,13 @@ def _describe(source: str, exc: ValidationError) -> str:
 
 def load_yaml(path: str | Path, model: type[T]) -> T:
     """Read a YAML file into `model`; any problem is a ConfigError naming the file and the field."""
+    from engine.inputs import InputError, read_text
+
     path = Path(path)
     try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
+        raw: Any = yaml.safe_load(read_text(path))
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

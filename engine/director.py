@@ -882,9 +882,11 @@ class ScriptLine(BaseModel):
 class ScriptError(ValueError):
     """A script with bad rows; `problems` names each by line. Nothing is imported."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
+        from engine.inputs import problem_lines
+
         self.problems = problems
-        super().__init__("bad rows, nothing imported:\n" + "\n".join(problems))
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "script") -> list[ScriptLine]:
@@ -931,15 +933,15 @@ def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "scr
 
 
 def load_script(path: Path) -> list[ScriptLine]:
-    if not path.is_file():
-        raise ScriptError([f"{path}: file not found"])
+    from engine.inputs import InputError, read_text
+
     suffix = path.suffix.lower()
-    if suffix not in (".jsonl", ".csv"):
+    if path.is_file() and suffix not in (".jsonl", ".csv"):
         raise ScriptError([f"{path}: expected a .jsonl or .csv file"])
     try:
-        content = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ScriptError([f"{path}: not UTF-8 text"]) from None
+        content = read_text(path)
+    except InputError as exc:
+        raise ScriptError([str(exc)], header=None) from None
     return parse_script(content, "jsonl" if suffix == ".jsonl" else "csv", str(path))
 
 

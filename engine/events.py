@@ -7,6 +7,7 @@ live and what it shows in replay come from one source.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import queue
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from engine.store import Store
+from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,25 @@ log = logging.getLogger(__name__)
 RUN_STARTED = "run_started"
 RUN_FINISHED = "run_finished"
 RUN_FAILED = "run_failed"
+RUN_CANCELLED = "run_cancelled"
 LLM_CALL = "llm_call"
+
+# Why the current process is being stopped (set by the CLI's signal handlers), so a cancelled run
+# says "SIGTERM received" rather than an empty CancelledError.
+_cancel_reason: str | None = None
+
+
+def set_cancel_reason(reason: str | None) -> None:
+    global _cancel_reason
+    _cancel_reason = reason
+
+
+def cancel_reason(exc: BaseException) -> str:
+    if _cancel_reason:
+        return _cancel_reason
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT (Ctrl-C)"
+    return f"the task running it was cancelled{f' ({exc})' if str(exc) else ''}"
 
 
 class Event(BaseModel):
@@ -137,7 +156,9 @@ def run_context(
     name: str = "",
     sinks: list[EventSink] | None = None,
 ) -> Iterator[RunHandle]:
-    """Create a run, attribute every model call inside to it, and close it as finished or failed."""
+    """Create a run, attribute every model call inside to it, and close it: finished, failed, or
+    cancelled (KeyboardInterrupt / CancelledError: SIGINT, SIGTERM via the CLI, a cancelled task) with
+    every event emitted so far and the reason."""
     run = store.create_run(kind, config, name=name)
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
     handle = RunHandle(store, run.id, bus)
@@ -145,14 +166,24 @@ def run_context(
     try:
         with call_context(run_id=run.id, purpose=kind):
             yield handle
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        reason = cancel_reason(exc)
+        try:
+            bus.emit(RUN_CANCELLED, reason=reason)
+        finally:
+            store.finish_run(run.id, status=CANCELLED, error=f"cancelled: {reason}", summary=handle.summary)
+            _close_sinks(sinks)
+        raise
     except BaseException as exc:
         message = f"{type(exc).__name__}: {exc}"
-        bus.emit(RUN_FAILED, error=message, traceback=traceback.format_exc(limit=5))
-        store.finish_run(run.id, status="failed", error=message, summary=handle.summary)
-        _close_sinks(sinks)
+        try:
+            bus.emit(RUN_FAILED, error=message, traceback=traceback.format_exc(limit=5))
+        finally:
+            store.finish_run(run.id, status=FAILED, error=message, summary=handle.summary)
+            _close_sinks(sinks)
         raise
     bus.emit(RUN_FINISHED, summary=handle.summary)
-    store.finish_run(run.id, status="finished", summary=handle.summary)
+    store.finish_run(run.id, status=FINISHED, summary=handle.summary)
     _close_sinks(sinks)
 
 
@@ -174,3 +205,19 @@ def _close_sinks(sinks: list[EventSink] | None) -> None:
         close = getattr(sink, "close", None)
         if callable(close):
             close()
+
+
+def incomplete_note(status: str, events: list[Any], error: str | None = None) -> str | None:
+    """What a replay says about a run that did not finish: "incomplete: interrupted after event N", or
+    None for a finished run. `events` are the stored events (rows with `seq` and `type`)."""
+    if status == FINISHED:
+        return None
+    last = f"event {events[-1].seq} ({events[-1].type})" if events else "no event"
+    if status == RUNNING:
+        return f"incomplete: still running — {len(events)} event(s) so far, the last {last}"
+    if status in (INTERRUPTED, CANCELLED):
+        why = ""
+        if error:
+            why = " — " + error.split(": ", 1)[-1]
+        return f"incomplete: {status} after {last}{why}"
+    return f"incomplete: {status} after {last}" + (f" — {error}" if error else "")

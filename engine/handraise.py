@@ -1129,7 +1129,9 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
     if len({i.id for i in items}) != len(items):
         problems.append(f"{source}: duplicate item ids")
     if problems:
-        raise ValueError("bad benchmark, nothing loaded:\n" + "\n".join(problems))
+        from engine.inputs import problem_lines
+
+        raise ValueError("bad benchmark, nothing loaded:\n" + problem_lines(problems))
     if not items:
         raise ValueError(f"{source}: no items")
     return items

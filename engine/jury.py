@@ -343,14 +343,15 @@ class JuryConfig(BaseModel):
 
         env = os.environ if env is None else env
         values: dict[str, Any] = {k: env[name] for k, name in ENV_NAMES.items() if env.get(name, "").strip()}
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}  # the CLI passes None for "not given"
+        values.update(given)
         try:
             return cls(**values)
         except ValidationError as exc:
             problems = []
             for err in exc.errors():
                 field = str(err["loc"][0]) if err["loc"] else "?"
-                where = ENV_NAMES.get(field, field) if field not in overrides else field
+                where = ENV_NAMES.get(field, field) if field not in given else field
                 problems.append(f"{where}={values.get(field)!r}: {err['msg']}")
             raise ConfigError("jury configuration: " + "; ".join(problems)) from None
 
@@ -412,9 +413,11 @@ class JuryCase(BaseModel):
 class CaseError(ValueError):
     """A case file with bad rows; `problems` names each by line. Nothing is loaded."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], header: str | None = "bad cases, nothing loaded:") -> None:
+        from engine.inputs import problem_lines
+
         self.problems = problems
-        super().__init__("bad cases, nothing loaded:\n" + "\n".join(problems))
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
@@ -478,13 +481,13 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
 
 
 def load_cases(path: str | Path) -> list[JuryCase]:
+    from engine.inputs import InputError, read_text
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CaseError([f"{path}: file not found"]) from None
-    except UnicodeDecodeError:
-        raise CaseError([f"{path}: not UTF-8 text"]) from None
+        text = read_text(path)
+    except InputError as exc:
+        raise CaseError([str(exc)], header=None) from None
     return parse_cases(text, str(path))
 
 

@@ -13,13 +13,13 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.skipcache import (
     Judge,
@@ -40,6 +40,9 @@ EPOCH = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # a Monday; simulated time start
 # -- workloads ------------------------------------------------------------------------------------
 
 
+MAX_MESSAGES = 50_000  # messages a workload may hold, loaded or generated (the default one has ~900)
+
+
 class WorkloadSpec(BaseModel):
     """A generated workload: conversation bursts arrive per channel as a Poisson process; a burst is a
     run of messages with exponential gaps, in the channel or in a new thread."""
@@ -54,6 +57,14 @@ class WorkloadSpec(BaseModel):
     burstiness: float = Field(0.5, ge=0, le=1, description="share of bursts in a busy block of the day")
     thread_share: float = Field(0.3, ge=0, le=1)
     seed: int = 7
+
+    @model_validator(mode="after")
+    def _bounded(self) -> WorkloadSpec:
+        expected = self.channels * self.hours * self.bursts_per_hour * self.mean_burst_messages
+        if expected > MAX_MESSAGES:
+            raise ValueError(f"these settings would generate about {expected:,.0f} messages; the limit is "
+                             f"{MAX_MESSAGES:,} — lower channels, hours or the burst rate")
+        return self
 
 
 TEXTS = {
@@ -118,16 +129,25 @@ def _poisson(rng: random.Random, lam: float) -> int:
 
 
 class WorkloadError(ValueError):
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
+        from engine.inputs import problem_lines
+
         self.problems = problems
-        super().__init__("bad rows, nothing imported:\n" + "\n".join(problems))
+        super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
 
 
 def load_workload(path: Path) -> list[Message]:
     """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
-    if not path.is_file():
-        raise WorkloadError([f"{path}: file not found"])
-    return parse_workload(path.read_text(encoding="utf-8"), str(path))
+    from engine.inputs import InputError, read_text
+
+    try:
+        content = read_text(path)
+    except InputError as exc:
+        raise WorkloadError([str(exc)], header=None) from None
+    return parse_workload(content, str(path))
+
+
+MAX_T_S = 366 * 24 * 3600.0  # a workload spans at most a year of simulated time
 
 
 def parse_workload(content: str, source: str = "workload") -> list[Message]:
@@ -139,9 +159,12 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
             row = json.loads(line)
             if not isinstance(row, dict):
                 raise ValueError("expected an object")
-            t = float(row["t"])
-            if not math.isfinite(t) or t < 0:
-                raise ValueError("'t' must be seconds ≥ 0")
+            try:
+                t = float(row["t"])
+            except (TypeError, ValueError):
+                raise ValueError(f"'t' must be a number of seconds, not {row['t']!r}") from None
+            if not math.isfinite(t) or not 0 <= t <= MAX_T_S:
+                raise ValueError(f"'t' must be seconds from 0 to {MAX_T_S:.0f} (a year), not {row['t']!r}")
             message_id = str(row["id"])
             if message_id in seen:
                 raise ValueError(f"duplicate id {message_id}")
@@ -156,7 +179,10 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
     if problems:
         raise WorkloadError(problems)
     if not messages:
-        raise WorkloadError([f"{source}: no messages"])
+        raise WorkloadError([f"{source}: no messages"], header=None)
+    if len(messages) > MAX_MESSAGES:
+        raise WorkloadError([f"{source}: {len(messages):,} messages; a workload holds at most {MAX_MESSAGES:,} "
+                             "— split it by channel or by time"], header=None)
     return sorted(messages, key=lambda m: (m.at, m.id))
 
 
@@ -174,6 +200,20 @@ def dump_workload(messages: Sequence[Message], path: Path) -> None:
 def state_key(history: Sequence[Message]) -> str:
     """A conversation state: the scope and the message it is judged on."""
     return f"{history[-1].scope}|{history[-1].id}"
+
+
+class RecordedJudgment(BaseModel):
+    """One line of a recording (`skip simulate --record`)."""
+
+    state: str
+    should_respond: bool
+    reason: str
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+    cost: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    call_id: int | None = None
+    flags: list[str] = Field(default_factory=list)
 
 
 class RecordedJudge:
@@ -207,16 +247,34 @@ class RecordedJudge:
 
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
-        records = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                records[row["state"]] = JudgeOutcome(
-                    result=JudgmentResult(should_respond=row["should_respond"], reason=row["reason"],
-                                          confidence=row["confidence"], flags=row.get("flags", [])),
-                    prompt_tokens=row.get("prompt_tokens", 0), completion_tokens=row.get("completion_tokens", 0),
-                    cost=row.get("cost", 0.0), call_id=row.get("call_id"),
-                )
+        """Recorded judgments, one JSON object a line; any bad line is a WorkloadError naming it."""
+        from engine.inputs import InputError, read_text
+
+        try:
+            content = read_text(path)
+        except InputError as exc:
+            raise WorkloadError([str(exc)], header=None) from None
+        records, problems = {}, []
+        for number, line in enumerate(content.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = RecordedJudgment.model_validate_json(line)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"])
+                problems.append(f"{path}:{number}: {where + ': ' if where else ''}{err['msg']}")
+                continue
+            records[row.state] = JudgeOutcome(
+                result=JudgmentResult(should_respond=row.should_respond, reason=row.reason,
+                                      confidence=row.confidence, flags=row.flags),
+                prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens, cost=row.cost,
+                call_id=row.call_id,
+            )
+        if problems:
+            raise WorkloadError(problems, header="not a recording of judgments, nothing loaded:")
+        if not records:
+            raise WorkloadError([f"{path}: no recorded judgments"], header=None)
         return cls(records, fallback)
 
 
@@ -290,8 +348,10 @@ async def simulate(
     with_cache: bool = True,
     hours: float | None = None,
     keep_timeline: bool = False,
+    progress: Callable[[float], None] | None = None,
 ) -> SimulationResult:
-    """Run the periodic checker over the workload in simulated time."""
+    """Run the periodic checker over the workload in simulated time; `progress` gets the share done
+    (0–1) every 2 % of the checks, so a long simulation shows that it moves."""
     config = (config or ResponseConfig()).model_copy(deep=True)
     config.judgment_skip.enabled = with_cache
     start = EPOCH
@@ -326,10 +386,14 @@ async def simulate(
     checks = 0
     replies: list[tuple[str, datetime]] = []
     t = 0.0
+    total_checks = int(end_s // config.check_interval_seconds) + 1
+    every = max(1, total_checks // 50)
     while t <= end_s:
         now = start + timedelta(seconds=t)
         report = await checker.check(now)
         checks += 1
+        if progress is not None and checks % every == 0:
+            progress(checks / total_checks)
         for scope in report.responded:
             replies.append((scope, now))
             if keep_timeline:
@@ -377,11 +441,17 @@ def bound_text(met: bool | None) -> str:
 
 
 async def compare(messages: Sequence[Message], judge: Judge, config: ResponseConfig | None = None,
-                  hours: float | None = None) -> dict[str, Any]:
+                  hours: float | None = None, progress: Callable[[str, float], None] | None = None
+                  ) -> dict[str, Any]:
     """With and without the cache on the same workload and judge: what the cache saves, what it costs,
-    and whether the cache kept every first judgment within the delay bound (None: nothing judged)."""
-    without = await simulate(messages, judge, config, with_cache=False, hours=hours)
-    with_ = await simulate(messages, judge, config, with_cache=True, hours=hours)
+    and whether the cache kept every first judgment within the delay bound (None: nothing judged).
+    `progress(label, share)` follows each of the two simulations."""
+
+    def follow(label: str) -> Callable[[float], None] | None:
+        return None if progress is None else (lambda share: progress(label, share))
+
+    without = await simulate(messages, judge, config, with_cache=False, hours=hours, progress=follow("without cache"))
+    with_ = await simulate(messages, judge, config, with_cache=True, hours=hours, progress=follow("with cache"))
     a, b = without.summary(), with_.summary()
     saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
     bound, met = delay_bound(b, config)

@@ -1,27 +1,52 @@
-"""The run store: runs, their events and every LLM call, in SQLite (WAL) or any SQLAlchemy database.
+"""The run store: runs, their events and every LLM call, in SQLite (WAL) or PostgreSQL (psycopg 3).
 
 One class, `Store`, owns every read and write. It implements `models.recording.CallLog`, so model
 calls are recorded here and replay reads them back. Schema changes are an ordered list of small
 migration functions, applied once each and tracked in `schema_migrations`.
+
+A run is `running`, then `finished`, `failed`, `cancelled` (SIGINT/SIGTERM: closed by its own process
+with every event so far) or `interrupted` (its process died without closing it: found and marked by
+the next process that opens the store). Each run records its owner — host, pid and the process's start
+time, so a reused pid is not mistaken for it — and a heartbeat, which is what tells a dead owner on
+another host (no heartbeat for `JUDGELAB_RUN_STALE_AFTER_S`).
+
+Opening a SQLite file first runs `PRAGMA quick_check` on a read-only connection: a damaged file is
+refused with a clear error before anything is written to it, and never deleted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
+import os
+import socket
+import sqlite3
 import threading
-from collections.abc import Callable
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 from uuid import uuid4
 
-from sqlalchemy import Engine, Index, UniqueConstraint, event, func, inspect, text
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy import Engine, Index, UniqueConstraint, event, func, inspect, text, update
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
 from models.recording import CallRecord
+
+log = logging.getLogger(__name__)
+
+# Run statuses. Every status but `running` is final; all but `finished` mean the run is incomplete.
+RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = "running", "finished", "failed", "cancelled", "interrupted"
+RUN_STATUSES = (RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED)
+HEARTBEAT_S = 15.0  # how often a process touches its running runs (at most a quarter of the staleness)
+PG_MIGRATION_LOCK = 7_242_011  # pg_advisory_lock key: one process migrates at a time
 
 
 class StoreError(RuntimeError):
@@ -38,13 +63,18 @@ class Run(SQLModel, table=True):
     id: str = Field(primary_key=True)
     kind: str = Field(index=True)
     name: str = ""
-    status: str = Field(default="running", index=True)  # running | finished | failed
+    status: str = Field(default=RUNNING, index=True)  # one of RUN_STATUSES
     config_json: str = "{}"
     config_hash: str = ""
     summary_json: str = "{}"
     error: str | None = None
     started_at: datetime = Field(default_factory=utcnow, index=True)
     finished_at: datetime | None = None
+    # Who runs it (migration 2): a dead owner's run is marked interrupted by the next process.
+    owner_host: str | None = None
+    owner_pid: int | None = None
+    owner_started: float | None = None  # the owner process's start time (epoch s): a reused pid differs
+    heartbeat_at: datetime | None = None
 
     @property
     def config(self) -> dict[str, Any]:
@@ -168,32 +198,141 @@ def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], No
     return apply
 
 
+# Migration 1 creates tables from today's models, so on a new database the columns below already
+# exist; each migration is written to be a no-op for what is already there.
+OWNER_COLUMNS = (("owner_host", "VARCHAR"), ("owner_pid", "INTEGER"), ("owner_started", "FLOAT"),
+                 ("heartbeat_at", "TIMESTAMP"))
+
+
+def _add_run_owner(engine: Engine) -> None:
+    present = {c["name"] for c in inspect(engine).get_columns("runs")}
+    for name, sql_type in OWNER_COLUMNS:
+        if name in present:
+            continue
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}"))
+        except DBAPIError:
+            # Another process added it in the meantime; anything else shows on the check below.
+            if name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
+                raise
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
     (1, "create tables", _create_all),
+    (2, "run owner and heartbeat", _add_run_owner),
     # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
     (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
 ]
 
 
+def driver_url(url: str) -> str:
+    """The SQLAlchemy URL to connect with: plain postgresql:// (and postgres://) use psycopg 3."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+@contextlib.contextmanager
+def _db_errors(what: str) -> Iterator[None]:
+    """Database failures become one StoreError line that says what failed; never a driver traceback."""
+    try:
+        yield
+    except DBAPIError as exc:
+        raise StoreError(f"{what}: {str(exc.orig).strip().splitlines()[0] if exc.orig else exc}") from None
+
+
+def _owner() -> tuple[str, int, float]:
+    """(host, pid, process start time) of this process."""
+    import psutil
+
+    pid = os.getpid()
+    return socket.gethostname(), pid, psutil.Process(pid).create_time()
+
+
+def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | None:
+    """Why the run's owner is gone, or None while it may still be alive."""
+    import psutil
+
+    if run.owner_host == host and run.owner_pid is not None:
+        try:
+            process = psutil.Process(run.owner_pid)
+            started = process.create_time()
+            zombie = process.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return f"its process {host}:{run.owner_pid} is gone"
+        except psutil.AccessDenied:
+            return None
+        if zombie:
+            return f"its process {host}:{run.owner_pid} is gone"
+        if run.owner_started is not None and abs(started - run.owner_started) > 1.0:
+            return f"its process {host}:{run.owner_pid} is gone (that pid now belongs to another process)"
+        return None
+    last = _aware(run.heartbeat_at or run.started_at)
+    if now - last > stale:
+        who = f"{run.owner_host}:{run.owner_pid}" if run.owner_host else "an unknown process (a run from before owners)"
+        return f"no heartbeat from {who} since {last:%Y-%m-%d %H:%M:%S} UTC"
+    return None
+
+
 class Store:
     """All database access. Thread-safe: each method opens its own short session."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, reap: bool = True) -> None:
         settings = get_settings()
+        from_env = url is None and bool(settings.database_url)
         self.url = url or settings.resolved_database_url
+        self.display_url = safe_url(self.url)
+        self.settings = settings
         self.is_sqlite = self.url.startswith("sqlite")
-        connect_args: dict[str, Any] = {}
-        if self.is_sqlite:
-            connect_args = {"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000}
-            path = self.url.split("sqlite:///", 1)[-1]
-            if path and path != ":memory:" and not path.startswith("file:"):
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_engine(self.url, connect_args=connect_args)
-        if self.is_sqlite:
-            busy = settings.sqlite_busy_timeout_ms
-            memory = ":memory:" in self.url
+        self.is_postgres = self.url.startswith(("postgresql", "postgres:"))
+        self.engine = self._create_engine(from_env)
+        self._write_lock = threading.Lock()
+        self._active: set[str] = set()
+        self._beat_stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self.migrate()
+        if reap:
+            self.reap_orphans()
 
-            @event.listens_for(self.engine, "connect")
+    def _create_engine(self, from_env: bool) -> Engine:
+        where = f"JUDGELAB_DATABASE_URL={self.display_url!r}" if from_env else f"database URL {self.display_url!r}"
+        hint = "use sqlite:///path/to/file.db or postgresql://user:password@host:port/dbname"
+        try:
+            url = make_url(driver_url(self.url))
+        except ArgumentError:
+            raise StoreError(f"{where} is not a database URL — {hint}") from None
+        connect_args: dict[str, Any] = {}
+        settings = self.settings
+        if url.get_backend_name() == "sqlite":
+            connect_args = {"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000}
+            path = url.database or ""
+            if path and path != ":memory:" and not path.startswith("file:"):
+                self._prepare_sqlite_file(Path(path))
+        elif url.get_backend_name() == "postgresql":
+            # Timestamps are stored as UTC whatever the server's time zone; a dead server fails fast.
+            connect_args = {"options": "-c timezone=UTC", "connect_timeout": 10}
+        try:
+            engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not self.is_sqlite)
+        except NoSuchModuleError:
+            raise StoreError(f"{where}: unknown kind of database '{url.drivername}' — {hint}") from None
+        except ImportError as exc:
+            extra = " — install it with `pip install 'judgelab[postgres]'`" if self.is_postgres else ""
+            raise StoreError(f"{where}: the database driver is not installed ({exc.name or exc}){extra}") from None
+        if engine.dialect.name == "sqlite":
+            busy = settings.sqlite_busy_timeout_ms
+            memory = ":memory:" in self.url or not url.database
+
+            @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
                 cursor = dbapi_conn.cursor()
                 if not memory:
@@ -203,30 +342,67 @@ class Store:
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
 
-        self._write_lock = threading.Lock()
-        self.migrate()
+        return engine
+
+    def _prepare_sqlite_file(self, path: Path) -> None:
+        """Create the folder of a new file; check an existing one before anything can write to it."""
+        if path.is_dir():
+            raise StoreError(f"cannot open the database at {self.display_url}: {path} is a directory")
+        if not path.exists():
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the database at {path}: {exc.strerror or exc}") from None
+            return
+        problem = sqlite_damage(path, self.settings.sqlite_busy_timeout_ms / 1000)
+        if problem:
+            raise StoreError(
+                f"cannot open the database at {self.display_url}: the file is damaged ({problem}); nothing was "
+                "written to it — move it away (nothing is deleted for you; `sqlite3 FILE .recover` may save its "
+                "rows) or set JUDGELAB_DATABASE_URL to another database"
+            )
 
     # -- schema ---------------------------------------------------------------------------------
     def migrate(self) -> None:
-        # Import mechanism tables so create_all sees them (they live beside their mechanism).
         try:
-            SchemaMigration.metadata.create_all(self.engine, tables=[SchemaMigration.__table__])  # type: ignore[attr-defined]
-            with Session(self.engine) as session:
-                done = set(session.exec(select(SchemaMigration.version)).all())
-            for version, name, apply in MIGRATIONS:
-                if version in done:
-                    continue
-                apply(self.engine)
+            for attempt in range(3):
+                try:
+                    with contextlib.ExitStack() as stack:
+                        if self.engine.dialect.name == "postgresql":  # concurrent first starts: one migrates
+                            conn = stack.enter_context(self.engine.connect())
+                            conn.execute(text(f"SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
+                            stack.callback(conn.execute, text(f"SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))
+                        self._migrate()
+                    return
+                except DBAPIError as exc:
+                    # Two processes creating a new SQLite file at once: the loser sees "already exists"
+                    # and simply checks again.
+                    if "already exists" not in str(exc.orig) or attempt == 2:
+                        raise
+                    time.sleep(0.2)
+        except DBAPIError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise StoreError(
+                f"cannot open the database at {self.display_url}: {reason} — if the file is damaged, move it "
+                "away (nothing is deleted for you) or set JUDGELAB_DATABASE_URL to another database"
+            ) from None
+
+    def _migrate(self) -> None:
+        SchemaMigration.metadata.create_all(self.engine, tables=[SchemaMigration.__table__])  # type: ignore[attr-defined]
+        with Session(self.engine) as session:
+            done = set(session.exec(select(SchemaMigration.version)).all())
+        for version, name, apply in MIGRATIONS:
+            if version in done:
+                continue
+            apply(self.engine)
+            try:
                 with Session(self.engine) as session:
                     session.add(SchemaMigration(version=version, name=name))
                     session.commit()
-            # Tables registered after the last migration (a new mechanism) are created too.
-            SQLModel.metadata.create_all(self.engine)
-        except DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the database at {self.url}: {exc.orig} — if the file is damaged, move it "
-                "away (nothing is deleted for you) or set JUDGELAB_DATABASE_URL to another database"
-            ) from None
+            except IntegrityError:
+                pass  # another process recorded it first
+        # Tables registered after the last migration (a new mechanism) are created too.
+        SQLModel.metadata.create_all(self.engine)
 
     def schema_version(self) -> int:
         with Session(self.engine) as session:
@@ -235,21 +411,32 @@ class Store:
     # -- runs -----------------------------------------------------------------------------------
     def create_run(self, kind: str, config: dict[str, Any] | None = None, name: str = "") -> Run:
         config = config or {}
+        host, pid, started = _owner()
+        now = utcnow()
         run = Run(
-            id=f"{kind.split('.')[0]}-{utcnow():%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
+            id=f"{kind.split('.')[0]}-{now:%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
             kind=kind,
             name=name,
             config_json=_dumps(config),
             config_hash=config_hash(config),
+            started_at=now,
+            owner_host=host,
+            owner_pid=pid,
+            owner_started=started,
+            heartbeat_at=now,
         )
         self._add(run)
+        self._start_heartbeat(run.id)
         return run
 
     def finish_run(
-        self, run_id: str, *, status: str = "finished", error: str | None = None,
+        self, run_id: str, *, status: str = FINISHED, error: str | None = None,
         summary: dict[str, Any] | None = None,
     ) -> None:
-        with self._write_lock, Session(self.engine) as session:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        self._active.discard(run_id)
+        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), Session(self.engine) as session:
             run = session.get(Run, run_id)
             if run is None:
                 raise StoreError(f"no run {run_id}")
@@ -261,12 +448,69 @@ class Store:
             session.add(run)
             session.commit()
 
+    # -- owners and heartbeats ------------------------------------------------------------------
+    def _start_heartbeat(self, run_id: str) -> None:
+        self._active.add(run_id)
+        if self._beat is None or not self._beat.is_alive():
+            self._beat_stop.clear()
+            self._beat = threading.Thread(target=self._heartbeat_loop, name="judgelab-heartbeat", daemon=True)
+            self._beat.start()
+
+    def heartbeat_interval(self) -> float:
+        return min(HEARTBEAT_S, self.settings.run_stale_after_s / 4)
+
+    def _heartbeat_loop(self) -> None:
+        while not self._beat_stop.wait(self.heartbeat_interval()):
+            if self._active:
+                self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """Touch every run this process is still running (the sign of life other hosts look for)."""
+        active = list(self._active)
+        if not active:
+            return
+        try:
+            with self._write_lock, self.engine.begin() as conn:
+                conn.execute(update(Run).where(col(Run.id).in_(active), col(Run.status) == RUNNING)
+                             .values(heartbeat_at=utcnow()))
+        except DBAPIError as exc:  # a missed beat is retried at the next one; the run itself goes on
+            log.warning("heartbeat of %d run(s) failed: %s", len(active), exc.orig)
+
+    def reap_orphans(self) -> list[str]:
+        """Mark `interrupted` every running run whose owner is gone: on this host, its pid is dead or
+        belongs to a newer process; elsewhere (or unknown), no heartbeat for JUDGELAB_RUN_STALE_AFTER_S.
+        Returns the ids marked."""
+        host = socket.gethostname()
+        stale = timedelta(seconds=self.settings.run_stale_after_s)
+        now = utcnow()
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            running = list(session.exec(select(Run).where(col(Run.status) == RUNNING)).all())
+        marked = []
+        for run in running:
+            if run.id in self._active:
+                continue
+            reason = _owner_gone(run, host, stale, now)
+            if reason is None:
+                continue
+            events = self.events(run.id)
+            last = max([_aware(run.heartbeat_at or run.started_at), *(_aware(e.ts) for e in events[-1:])])
+            after = f"after event {events[-1].seq}" if events else "before its first event"
+            with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+                done = conn.execute(
+                    update(Run).where(col(Run.id) == run.id, col(Run.status) == RUNNING)
+                    .values(status=INTERRUPTED, finished_at=last, error=f"interrupted {after}: {reason}")
+                ).rowcount
+            if done:
+                marked.append(run.id)
+                log.warning("run %s marked interrupted: %s", run.id, reason)
+        return marked
+
     def get_run(self, run_id: str) -> Run | None:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             return session.get(Run, run_id)
 
     def list_runs(self, kind: str | None = None, limit: int = 200) -> list[Run]:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = select(Run).order_by(col(Run.started_at).desc()).limit(limit)
             if kind:
                 query = query.where(col(Run.kind).startswith(kind))
@@ -275,7 +519,7 @@ class Store:
     def run_totals(self, run_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
         """Per run: number of calls, errors, tokens, cost (spent), would-have-cost (replayed calls only,
         None when there were none) and summed latency."""
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = select(
                 LlmCall.run_id,
                 func.count(),
@@ -303,7 +547,7 @@ class Store:
         self._add(EventRow(run_id=run_id, seq=seq, type=type_, payload_json=_dumps(payload), ts=ts))
 
     def events(self, run_id: str, after_seq: int = -1) -> list[EventRow]:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = (
                 select(EventRow)
                 .where(EventRow.run_id == run_id, EventRow.seq > after_seq)
@@ -340,7 +584,7 @@ class Store:
         return row.id
 
     def find_calls(self, request_hash: str) -> list[CallRecord]:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = (
                 select(LlmCall)
                 .where(LlmCall.request_hash == request_hash)
@@ -349,32 +593,49 @@ class Store:
             return [row.to_record() for row in session.exec(query).all()]
 
     def calls(self, run_id: str | None = None, limit: int = 1000) -> list[LlmCall]:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = select(LlmCall).order_by(col(LlmCall.id)).limit(limit)
             if run_id is not None:
                 query = query.where(LlmCall.run_id == run_id)
             return list(session.exec(query).all())
 
     def get_call(self, call_id: int) -> LlmCall | None:
-        with Session(self.engine) as session:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             return session.get(LlmCall, call_id)
 
     # -- helpers --------------------------------------------------------------------------------
     def _add(self, row: SQLModel) -> None:
-        try:
-            with self._write_lock, Session(self.engine, expire_on_commit=False) as session:
-                session.add(row)
-                session.commit()
-                session.refresh(row)
-        except OperationalError as exc:
-            raise StoreError(f"cannot write to {self.url}: {exc.orig}") from None
+        with (self._write_lock, _db_errors(f"cannot write to {self.display_url}"),
+              Session(self.engine, expire_on_commit=False) as session):
+            session.add(row)
+            session.commit()
+            session.refresh(row)
 
     def ping(self) -> bool:
-        with self.engine.connect() as conn:
+        with _db_errors(f"cannot reach {self.display_url}"), self.engine.connect() as conn:
             return conn.execute(text("SELECT 1")).scalar() == 1
 
     def dispose(self) -> None:
+        self._beat_stop.set()
         self.engine.dispose()
+
+
+def sqlite_damage(path: Path, timeout_s: float = 10.0) -> str | None:
+    """What `PRAGMA quick_check` finds wrong with a SQLite file, read through a read-only connection
+    (so checking never writes), or None when it is sound."""
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=timeout_s)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    if rows == ["ok"]:
+        return None
+    return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")
 
 
 _DEFAULT: dict[str, Store] = {}

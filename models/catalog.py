@@ -112,6 +112,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogError(f"{path}: catalog file not found") from None
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -94,5 +94,26 @@ class CannotScore(ModelError):
     log-probabilities do not reach the options), so a likelihood judge cannot use it."""
 
 
-class ReplayMiss(ModelError):
-    """Replay found no recorded call for this request."""
+class ReplayMiss(Exception):
+    """Replay found no recorded call for a request.
+
+    Deliberately not a ModelError: mechanisms turn model errors into documented fallbacks (a neutral
+    juror, a flagged factor), and a replay that fell back silently would report figures no model gave
+    (`jury eval --replay` on an empty store: accuracy 0.0, every juror a fallback, exit 0). A miss stops
+    the run instead, unless the caller asked replay to fall through to live calls."""
+
+    kind = "ReplayMiss"
+    raw_text: str | None = None
+    attempts = 1
+
+    def __init__(self, message: str, *, model_id: str = "", purpose: str = "", request_hash: str = "") -> None:
+        self.message = redact(message)
+        self.model_id = model_id
+        self.backend = "replay"
+        self.purpose = purpose
+        self.request_hash = request_hash
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = f" for {self.purpose}" if self.purpose and self.purpose != "adhoc" else ""
+        return f"[{self.model_id} via replay] replay miss{where}: {self.message}"

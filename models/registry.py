@@ -22,16 +22,18 @@ _BACKENDS = {
 
 def build_model(
     spec: ModelSpec, *, call_log: CallLog | None = None, replay_from: CallLog | None = None,
-    delay_s: float = 0.0,
+    delay_s: float = 0.0, fallthrough: bool = False,
 ) -> ChatModel:
-    """A ChatModel for `spec`; with `replay_from`, one that answers from recorded calls instead."""
+    """A ChatModel for `spec`; with `replay_from`, one that answers from recorded calls instead (a request
+    never recorded is a ReplayMiss, or with `fallthrough` a live call to the model of `spec`)."""
     if replay_from is not None or spec.backend == "replay":
         from models.backends.replay import ReplayModel, replay_spec
 
         source = replay_from or call_log
         if source is None:
             raise ModelUnavailable("replay needs a call log to read from", model_id=spec.id, backend="replay")
-        return ReplayModel(replay_spec(spec), source=source, call_log=call_log, delay_s=delay_s)
+        live = build_model(spec, call_log=call_log) if fallthrough and spec.backend != "replay" else None
+        return ReplayModel(replay_spec(spec), source=source, call_log=call_log, delay_s=delay_s, live=live)
     module_name, class_name = _BACKENDS[spec.backend]
     module = importlib.import_module(module_name)
     return getattr(module, class_name)(spec, call_log=call_log)
@@ -115,14 +117,17 @@ class ModelHub:
     def __init__(self, catalog: Catalog | None = None, *, call_log: CallLog | None = None) -> None:
         self.catalog = catalog or cached_catalog()
         self.call_log = call_log
-        self._models: dict[tuple[str, bool, float], ChatModel] = {}
+        self._models: dict[tuple[str, bool, float, bool], ChatModel] = {}
 
-    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0) -> ChatModel:
-        key = (model_id, replay, delay_s)
+    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0,
+            fallthrough: bool = False) -> ChatModel:
+        """The model; with `replay`, answered from recorded calls (`fallthrough`: misses go to the model)."""
+        key = (model_id, replay, delay_s, replay and fallthrough)
         if key not in self._models:
             spec = self.catalog.get(model_id)
             self._models[key] = build_model(
-                spec, call_log=self.call_log, replay_from=self.call_log if replay else None, delay_s=delay_s
+                spec, call_log=self.call_log, replay_from=self.call_log if replay else None, delay_s=delay_s,
+                fallthrough=replay and fallthrough,
             )
         return self._models[key]
 

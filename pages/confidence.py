@@ -28,6 +28,7 @@ from engine.confidence import (
     score_arrays,
 )
 from engine.config import get_settings
+from engine.inputs import InputError, read_upload
 from models.errors import ModelError
 
 KEY = "confidence."
@@ -262,7 +263,11 @@ def _load_labels(text: str) -> tuple[pd.DataFrame, list[str]]:
 def _render_calibration(settings: ConfidenceSettings) -> None:
     upload = st.file_uploader("Labelled set (JSONL of {factors, correct})", type=["jsonl"], key=KEY + "upload")
     if upload is not None:
-        text, source = upload.getvalue().decode("utf-8", errors="replace"), upload.name
+        try:
+            text, source = read_upload(upload.name, upload.getvalue()), upload.name
+        except InputError as exc:
+            st.error(f"Nothing imported: {exc}")
+            return
     else:
         path = _labels_path()
         text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), str(path)

@@ -35,6 +35,7 @@ from engine.director import (
     rubric_status,
 )
 from engine.events import async_run_context
+from engine.inputs import InputError, read_upload
 from models.errors import ModelError
 
 KEY = "director."
@@ -214,7 +215,11 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     default = st.selectbox("Character for rows that name none", list(profiles), key=KEY + "batch_character",
                            format_func=lambda c: profiles[c].name)
     if upload is not None:
-        content = upload.getvalue().decode("utf-8", errors="replace")
+        try:
+            content = read_upload(upload.name, upload.getvalue())
+        except InputError as exc:
+            st.error(f"Nothing imported: {exc}")
+            return
         kind, source = ("csv" if upload.name.lower().endswith(".csv") else "jsonl"), upload.name
     else:
         path = get_settings().data_dir / "scripts" / "beach.jsonl"

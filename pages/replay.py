@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from engine.events import incomplete_note
 from engine.jury import JuryView
 from pages.jury import render_view
 
@@ -43,9 +44,18 @@ def render() -> None:
     single, compare = st.tabs(["Step through a run", "Compare two runs"])
     with single:
         run = st.selectbox("Run", runs, index=index, format_func=_label, key=KEY + "run")
+        _render_incomplete(run)
         _render_player(run["run"])
     with compare:
         _render_compare(runs)
+
+
+def _render_incomplete(run: dict[str, Any]) -> None:
+    """A run that did not finish says so, and after which event (st.text: the error is untrusted text)."""
+    note = incomplete_note(run["status"], state.get_store().events(run["run"]), run.get("error"))
+    if note:
+        with st.container(border=True):
+            st.text(f"⚠ {note}")
 
 
 def _render_player(run_id: str) -> None:

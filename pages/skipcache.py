@@ -15,6 +15,7 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from engine.events import async_run_context
+from engine.inputs import InputError, read_upload
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -87,12 +88,18 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, d.bursts_per_hour, 0.05, key=KEY + "rate")
         burst = c[3].number_input("Messages per burst", 1.0, 20.0, d.mean_burst_messages, 0.5, key=KEY + "burst")
         seed = c[4].number_input("Seed", 0, 10_000, d.seed, key=KEY + "seed")
-    spec: WorkloadSpec | list[Any] = WorkloadSpec(channels=int(channels), hours=float(hours),
-                                                  bursts_per_hour=float(rate), mean_burst_messages=float(burst),
-                                                  seed=int(seed))
+    try:
+        spec: WorkloadSpec | list[Any] = WorkloadSpec(channels=int(channels), hours=float(hours),
+                                                      bursts_per_hour=float(rate), mean_burst_messages=float(burst),
+                                                      seed=int(seed))
+    except ValueError as exc:  # more messages than a simulation may hold: say so, simulate the default
+        st.error(f"Workload: {str(exc).splitlines()[-1]} — simulating the default workload instead.")
+        spec = d
     if upload is not None:
         try:
-            spec = parse_workload(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+            spec = parse_workload(read_upload(upload.name, upload.getvalue()), upload.name)
+        except InputError as exc:
+            st.error(f"Nothing imported: {exc}")
         except WorkloadError as exc:
             st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {p}" for p in exc.problems))
     defaults = ResponseConfig()

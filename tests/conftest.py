@@ -25,6 +25,32 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A real PostgreSQL server for the session (tests/postgres.py); skipped with a message when the
+    binaries are missing, a failure instead when JUDGELAB_REQUIRE_POSTGRES=1 (CI)."""
+    from tests.postgres import PostgresServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        message = ("PostgreSQL server binaries not found (apt-get install postgresql): the PostgreSQL variants of "
+                   "the store and CLI tests are skipped")
+        if os.environ.get("JUDGELAB_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    server = PostgresServer(bindir).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind: a SQLite file, and a new database on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("postgres_server").new_database()  # type: ignore[no-any-return]
+
+
 @pytest.fixture
 def store(tmp_path: Path):
     from engine.store import Store

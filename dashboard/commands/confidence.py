@@ -26,11 +26,15 @@ def parse_factors(text: str) -> Any:
     """Factors from a JSON text or a file holding one; errors name the field."""
     from engine.confidence import FactorError
     from engine.confidence import parse_factors as factors_from
+    from engine.inputs import InputError, read_text
 
     source = "--factors"
     path = Path(text)
-    if not text.lstrip().startswith("{") and path.is_file():
-        source, text = str(path), path.read_text(encoding="utf-8")
+    if not text.lstrip().startswith(("{", "[")) and path.exists():
+        try:
+            source, text = str(path), read_text(path)
+        except InputError as exc:
+            raise _fail(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -129,11 +133,14 @@ def evaluate_cmd(
 def load_labels(path: Path) -> list[dict[str, Any]]:
     """Labelled items: one JSON object a line with `factors` and `correct`; bad lines named by number."""
     from engine.confidence import parse_factors as factors_from
+    from engine.inputs import InputError, read_text
 
-    if not path.is_file():
-        raise _fail(f"{path}: file not found")
+    try:
+        content = read_text(path)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
     items, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -141,13 +148,15 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
             if not isinstance(row, dict) or not isinstance(row.get("correct"), bool):
                 raise ValueError("needs a boolean 'correct'")
             row["factors"] = factors_from(row.get("factors", {}))
-        except ValueError as exc:  # FactorError names the field
-            problems.append(f"{path}:{number}: {exc}")
+        except ValueError as exc:  # not JSON, no boolean 'correct', or a FactorError naming the field
+            problems.append(f"{path}:{number}: {str(exc).splitlines()[0]}")
             continue
         row.setdefault("id", f"line-{number}")
         items.append(row)
     if problems:
-        raise _fail("bad rows, nothing imported:\n" + "\n".join(problems))
+        from engine.inputs import problem_lines
+
+        raise _fail("bad rows, nothing imported:\n" + problem_lines(problems))
     if not items:
         raise _fail(f"{path}: no labelled items")
     return items

@@ -67,11 +67,11 @@ def eval_cmd(
 
     if context not in ("1", "3", "5", "summary"):
         raise fail(f"--context must be 1, 3, 5 or summary, not {context!r}")
+    from engine.inputs import read_text
+
     try:
-        items = parse_benchmark(benchmark.read_text(encoding="utf-8"), str(benchmark))[:limit]
-    except FileNotFoundError:
-        raise fail(f"{benchmark}: file not found") from None
-    except ValueError as exc:
+        items = parse_benchmark(read_text(benchmark), str(benchmark))[:limit]
+    except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
     store, resolver, config = _setup(method, judge_model, threshold, model_ids)
@@ -104,17 +104,24 @@ def judge_cmd(
 ) -> None:
     """Judge one conversation: per participant relevance, novelty, confidence, will, reason and its hand."""
     import yaml
+    from pydantic import ValidationError
 
     from engine.events import async_run_context
     from engine.handraise import BenchItem, WillJudge, decide_hands, failure_flags
+    from engine.inputs import InputError, read_text
 
     try:
-        data = yaml.safe_load(scenario.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(scenario))
+        if data is not None and not isinstance(data, dict):
+            raise TypeError(f"expected a mapping with 'context', not a {type(data).__name__}")
         item = BenchItem.model_validate({"id": scenario.stem, **(data or {})})
-    except FileNotFoundError:
-        raise fail(f"{scenario}: file not found") from None
+    except InputError as exc:
+        raise fail(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise fail(f"{scenario}: {'.'.join(str(p) for p in err['loc']) or 'scenario'}: {err['msg']}") from None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise fail(f"{scenario}: {exc}") from None
+        raise fail(f"{scenario}: {str(exc).strip()}") from None
     cast = item.cast()
     store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
     turns = item.turns("5" if len(item.context) > 3 else "3")

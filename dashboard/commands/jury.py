@@ -25,11 +25,15 @@ Method = Annotated[str | None, typer.Option("--method", help="majority_vote | we
 JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Model of the final judge.")]
 JudgeKind = Annotated[str | None, typer.Option("--judge", help="generate (jurors write JSON) | likelihood (the "
                                                               "calibrated likelihood of the rubric's labels).")]
-Replay = Annotated[bool, typer.Option("--replay", help="Answer from recorded calls instead of running models.")]
+Replay = Annotated[bool, typer.Option("--replay", help="Answer from recorded calls instead of running models; a "
+                                                       "request never recorded stops with an error.")]
+Fallthrough = Annotated[bool, typer.Option("--replay-fallthrough", help="Replay, but send a request never recorded "
+                                                                        "to the live model (and record it).")]
 
 
 def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: float | None,
-           method: str | None, judge_model: str | None, replay: bool, judge: str | None = None) -> tuple[Any, Any]:
+           method: str | None, judge_model: str | None, replay: bool, fallthrough: bool = False,
+           judge: str | None = None) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
     from engine.config import ConfigError
     from engine.jury import Jury, JuryConfig, panel_seats
@@ -60,10 +64,14 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
     for model_id in sorted(needed):
         if model_id not in catalog.ids:
             raise fail(f"unknown model '{model_id}' — known models: {', '.join(catalog.ids)}")
-    if not replay:  # a replay answers from recorded calls: no model needs to be reachable
+    if not replay or fallthrough:  # a strict replay answers from recorded calls: no model needs to be reachable
         require_models(catalog, needed)
     hub = ModelHub(catalog, call_log=store)
-    return store, Jury(seats, lambda m: hub.get(m, replay=replay), config)
+    return store, Jury(seats, lambda m: hub.get(m, replay=replay or fallthrough, fallthrough=fallthrough), config)
+
+
+def _replay_miss(case_id: str, exc: Any) -> typer.Exit:
+    return fail(f"case {case_id}: {exc}. Nothing was guessed; the run is stored as failed", code=4)
 
 
 def _cases(path: Path) -> list[Any]:
@@ -117,18 +125,22 @@ def run_cmd(
     case_file: Annotated[Path, typer.Option("--case", help="A case file (YAML or JSONL).")],
     case_id: Annotated[str | None, typer.Option("--id", help="Which case of the file (default: the first).")] = None,
     panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
-    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
-    judge: JudgeKind = None,
+    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, fallthrough: Fallthrough = False,
+    as_json: JsonFlag = False, judge: JudgeKind = None,
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
     from engine.jury import JuryView, run_case
+    from models.errors import ReplayMiss
 
     cases = _cases(case_file)
     case = cases[0] if case_id is None else next((c for c in cases if c.id == case_id), None)
     if case is None:
         raise fail(f"no case '{case_id}' in {case_file} — ids: {', '.join(c.id for c in cases)}")
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, judge)
-    run_id, result = asyncio.run(run_case(store, jury, case))
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, fallthrough, judge)
+    try:
+        run_id, result = asyncio.run(run_case(store, jury, case))
+    except ReplayMiss as exc:
+        raise _replay_miss(case.id, exc) from None
     if as_json:
         typer.echo(json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False,
                               indent=2))
@@ -143,17 +155,19 @@ def eval_cmd(
     cases_file: Annotated[Path, typer.Option("--cases", help="Labelled cases (JSONL or YAML) with `gold`.")],
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases.")] = None,
     panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
-    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, as_json: JsonFlag = False,
-    judge: JudgeKind = None,
+    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, fallthrough: Fallthrough = False,
+    as_json: JsonFlag = False, judge: JudgeKind = None,
 ) -> None:
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
     total. The totals are computed from the per-case lines only."""
     from engine.events import async_run_context
     from engine.jury import evaluation_item, evaluation_totals, run_case
+    from models.errors import ReplayMiss
 
     cases = _cases(cases_file)[:limit]
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, judge)
+    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, fallthrough, judge)
+    current: list[str] = []
 
     async def go() -> tuple[str, list[dict[str, Any]]]:
         items: list[dict[str, Any]] = []
@@ -161,6 +175,7 @@ def eval_cmd(
                   "jurors": [s.model_dump() for s in jury.seats]}
         async with async_run_context(store, "jury.eval", config, name=f"jury eval {cases_file.name}") as parent:
             for case in cases:
+                current[:] = [case.id]
                 run_id, result = await run_case(store, jury, case, kind="jury.eval.case")
                 item = evaluation_item(case, result, run_id, jury.config.tie_policy)
                 items.append(item)
@@ -173,7 +188,10 @@ def eval_cmd(
             parent.summary = evaluation_totals(items)
         return parent.run_id, items
 
-    eval_id, items = asyncio.run(go())
+    try:
+        eval_id, items = asyncio.run(go())
+    except ReplayMiss as exc:
+        raise _replay_miss(current[0] if current else "?", exc) from None
     totals = evaluation_totals(items)
     if as_json:
         typer.echo(json.dumps({"run_id": eval_id, "config": jury.config.model_dump(),
@@ -192,7 +210,10 @@ def replay_cmd(
                                                         "whether the result is identical.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show a stored jury run step by step as the page showed it; optionally re-run it from its calls."""
+    """Show a stored jury run step by step as the page showed it; optionally re-run it from its calls.
+    A run that did not finish (interrupted, cancelled, failed, still running) is shown up to its last
+    event and said to be incomplete; `--rerun` then says it has nothing to compare with (exit 1)."""
+    from engine.events import incomplete_note
     from engine.jury import JuryView
     from engine.store import Store, StoreError
 
@@ -203,18 +224,28 @@ def replay_cmd(
         raise fail(str(exc)) from None
     if run is None or not run.kind.startswith("jury."):
         raise fail(f"no jury run '{run_id}' — `judgelab runs list` shows the stored runs")
-    events = [(e.type, e.payload) for e in store.events(run_id)]
+    rows = store.events(run_id)
+    events = [(e.type, e.payload) for e in rows]
+    note = incomplete_note(run.status, rows, run.error)
     view = JuryView.fold(events)
     identical = None
-    if rerun:
+    if rerun and note is None:
         identical = _rerun(store, run)
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "kind": run.kind, "status": run.status,
+        typer.echo(json.dumps({"run_id": run_id, "kind": run.kind, "status": run.status, "incomplete": note,
                                "events": [{"type": t, "payload": p} for t, p in events],
                                "rerun_identical": identical}, ensure_ascii=False, indent=2, default=str))
+        if rerun and not identical:
+            raise typer.Exit(1)
         return
     _print_view(view, rounds=show_rounds)
+    if note:
+        typer.echo(note)
     if rerun:
+        if note:
+            typer.echo(f"rerun from recorded calls: not compared — the run is {run.status}, so it has no final "
+                       "result to compare with")
+            raise typer.Exit(1)
         typer.echo("rerun from recorded calls: " + ("identical" if identical else "DIFFERENT"))
         if not identical:
             raise typer.Exit(1)
@@ -222,12 +253,17 @@ def replay_cmd(
 
 def _rerun(store: Any, run: Any) -> bool:
     from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, comparable, run_case
+    from models.errors import ReplayMiss
     from models.registry import ModelHub
 
     config = run.config or {}
     hub = ModelHub(call_log=store)
     jury = Jury([JurorSeat.model_validate(s) for s in config["jurors"]], lambda m: hub.get(m, replay=True),
                 JuryConfig.model_validate(config["jury"]))
-    _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))
+    try:
+        _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))
+    except ReplayMiss as exc:
+        typer.echo(f"rerun from recorded calls: DIFFERENT — a request was never recorded ({exc})")
+        return False
     original = (run.summary or {}).get("result")
     return original is not None and comparable(result.model_dump(mode="json")) == comparable(original)

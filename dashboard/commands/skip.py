@@ -32,7 +32,7 @@ def simulate_cmd(
     generate: Annotated[bool, typer.Option("--generate", help="Generate a workload (the default one if no other "
                                                               "option is given).")] = False,
     channels: Annotated[int, typer.Option(min=1, help="Generated workload: channels.")] = 50,
-    hours: Annotated[float, typer.Option(min=0.1, help="Simulated hours.")] = 24.0,
+    hours: Annotated[float, typer.Option(min=0.1, max=24 * 14, help="Simulated hours.")] = 24.0,
     rate: Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")] = 0.25,
     seed: Annotated[int, typer.Option(help="Generated: random seed.")] = 7,
     model_id: Annotated[str | None, typer.Option("--model", help="Judge with this model (each conversation state "
@@ -44,11 +44,13 @@ def simulate_cmd(
                                                      "fitted map; models that can score), 'structured' (its JSON "
                                                      "answer) or 'probability' (next-token p(true)).")]
     = "likelihood",
-    check_interval: Annotated[int, typer.Option(min=1)] = 60,
-    min_wait: Annotated[int, typer.Option(min=0)] = 300,
+    check_interval: Annotated[int, typer.Option(min=1, max=86_400)] = 60,
+    min_wait: Annotated[int, typer.Option(min=0, max=86_400)] = 300,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge."""
+    from pydantic import ValidationError
+
     from engine.skipcache import ResponseConfig
     from engine.skipsim import (
         RecordedJudge,
@@ -61,11 +63,18 @@ def simulate_cmd(
 
     if workload is not None and generate:
         raise _fail("give either --workload or --generate, not both")
+    if record is not None and (record.is_dir() or not record.parent.is_dir()):
+        raise _fail(f"--record {record}: not a file in an existing folder")
     try:
         messages = load_workload(workload) if workload else generate_workload(
             WorkloadSpec(channels=channels, hours=hours, bursts_per_hour=rate, seed=seed))
     except WorkloadError as exc:
         raise _fail(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = {"channels": "--channels", "hours": "--hours", "bursts_per_hour": "--rate"}.get(
+            str(err["loc"][0]) if err["loc"] else "", "generated workload")
+        raise _fail(f"{where}: {err['msg']}") from None
     if model_id is None and recorded is None:
         if default_recording().is_file() and workload is None and (channels, hours, rate, seed) == (50, 24.0, 0.25, 7):
             recorded = default_recording()
@@ -76,12 +85,15 @@ def simulate_cmd(
     store, fallback = _live_judge(model_id, mode) if model_id else (None, None)
     try:
         judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
-    except (OSError, ValueError, KeyError) as exc:
-        raise _fail(f"{recorded}: not a recording of judgments ({exc})") from None
+    except WorkloadError as exc:
+        raise _fail(str(exc)) from None
     config = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
     result = _run(messages, judge, config, hours, store, model_id, recorded, workload)
     if record:
-        judge.dump(record)
+        try:
+            judge.dump(record)
+        except OSError as exc:
+            raise _fail(f"--record {record}: cannot write ({exc.strerror or exc})") from None
     if fallback is not None:
         result["live_calls"] = judge.live_calls
     if as_json:
@@ -106,18 +118,37 @@ def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:
     return store, judges[mode](model)
 
 
+def _progress_printer(quiet_s: float = 2.0) -> Any:
+    """Progress on stderr for a long simulation: nothing in its first seconds, then a line at most every
+    `quiet_s` seconds."""
+    import time
+
+    started = time.monotonic()
+    last = [started]
+
+    def show(label: str, share: float) -> None:
+        now = time.monotonic()
+        if now - started >= quiet_s and now - last[0] >= quiet_s:
+            last[0] = now
+            typer.echo(f"simulating {label}: {share:.0%} ({now - started:.0f} s)", err=True)
+
+    return show
+
+
 def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
          recorded: Path | None, workload: Path | None) -> dict[str, Any]:
     from engine.events import async_run_context
     from engine.skipsim import compare
 
+    progress = _progress_printer()
+
     async def go() -> dict[str, Any]:
         if store is None:
-            return await compare(messages, judge, config, hours=hours)
+            return await compare(messages, judge, config, hours=hours, progress=progress)
         run_config = {"model_id": model_id, "recorded": str(recorded) if recorded else None,
                       "workload": str(workload) if workload else "generated", "config": config.model_dump()}
         async with async_run_context(store, "skip.simulate", run_config) as run:
-            out = await compare(messages, judge, config, hours=hours)
+            out = await compare(messages, judge, config, hours=hours, progress=progress)
             run.summary = {"calls_saved_pct": out["calls_saved_pct"]}
         return out | {"run_id": run.run_id}
 

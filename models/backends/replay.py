@@ -5,20 +5,26 @@ seed), so a replayed run gets the very text, parsed object and token counts it g
 nothing: its calls are recorded at $0, with the recorded call's cost kept as `would_cost`. Identical
 requests recorded several times (repeats at temperature > 0) are served in their recorded order.
 `delay_s` injects latency, for benchmarks of the orchestration around models.
+
+A request that was never recorded is a `ReplayMiss`, which stops the run (it is not a ModelError, so
+no mechanism turns it into a fallback). With `live` (the CLI's `--replay-fallthrough`), such a request
+is sent to the real model instead and recorded as a live call, so the next replay finds it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
 from models.errors import ModelError, ReplayMiss
-from models.recording import CallLog, CallRecord
-from models.types import RawResult, Request, ScoreResult
+from models.recording import CallLog, CallRecord, current_context
+from models.types import Completion, Message, OptionScores, RawResult, Request, ScoreResult
 
 
 class ReplayModel(ChatModel):
@@ -31,13 +37,30 @@ class ReplayModel(ChatModel):
         source: CallLog,
         call_log: CallLog | None = None,
         delay_s: float = 0.0,
+        live: ChatModel | None = None,
     ) -> None:
         super().__init__(spec, call_log=call_log)
         self.source = source
         self.delay_s = delay_s
+        self.live = live
         self._cursor: dict[str, int] = defaultdict(int)
 
+    def _candidates(self, key: str) -> list[CallRecord]:
+        # An answer that came back but failed validation is an answer too: replayed, it fails the same way.
+        return [r for r in self.source.find_calls(key) if r.backend != "replay" and (
+            r.error is None or (r.error_type == "StructuredOutputError" and r.raw_text is not None))]
+
+    async def complete(self, messages: Sequence[Message | dict[str, str]] | str, **kw: Any) -> Completion:
+        if self.live is not None and not self._candidates(self.build_request(messages, **kw).request_hash()):
+            return await self.live.complete(messages, **kw)
+        return await super().complete(messages, **kw)
+
     can_score = True
+
+    async def score_options(self, prompt: Any, options: Sequence[str], **kw: Any) -> OptionScores:
+        if self.live is not None and not self._candidates(self.score_request(prompt, options).request_hash()):
+            return await self.live.score_options(prompt, options, **kw)
+        return await super().score_options(prompt, options, **kw)
 
     async def _score(self, request: Request) -> ScoreResult:
         """The recorded option log-probabilities of the same prompt and options."""
@@ -45,7 +68,7 @@ class ReplayModel(ChatModel):
         try:
             return ScoreResult.model_validate_json(record.raw_text or "")
         except ValueError:
-            raise self._error(ReplayMiss, "the recorded call holds no option scores") from None
+            raise self._error(ModelError, "the recorded call holds no option scores") from None
 
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
         record = await self._recorded(request)
@@ -59,14 +82,15 @@ class ReplayModel(ChatModel):
 
     async def _recorded(self, request: Request) -> CallRecord:
         key = request.request_hash()
-        # An answer that came back but failed validation is an answer too: replayed, it fails the same way.
-        found = [r for r in self.source.find_calls(key) if r.backend != "replay" and (
-            r.error is None or (r.error_type == "StructuredOutputError" and r.raw_text is not None))]
+        found = self._candidates(key)
         if not found:
-            raise self._error(
-                ReplayMiss,
-                f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model",
+            miss = ReplayMiss(
+                f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model, "
+                "or let replay fall through to live calls (--replay-fallthrough)",
+                model_id=self.model_id, purpose=current_context().purpose, request_hash=key,
             )
+            self._record_failure(request, miss, 0.0, 1)  # type: ignore[arg-type]
+            raise miss
         record = found[self._cursor[key] % len(found)]
         self._cursor[key] += 1
         if self.delay_s:
@@ -83,6 +107,8 @@ class ReplayModel(ChatModel):
         import time
 
         request = self.template_request(messages, parts)
+        if self.live is not None and not self._candidates(request.request_hash()):
+            return await self.live.fill_template(messages, parts)
         started = time.perf_counter()
         try:
             raw = await self._generate(request, None)

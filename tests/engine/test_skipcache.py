@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import create_engine
 
 from engine.skipcache import (
     FailurePolicy,
@@ -69,10 +67,12 @@ def test_is_valid_false_with_a_new_message() -> None:
     assert cache().is_valid(T0 + timedelta(minutes=1), "m2") is False
 
 
-# -- table 2: repository, on a real SQLite file -----------------------------------------------------------
+# -- table 2: repository, on a real SQLite file and a real PostgreSQL server ------------------------------
 @pytest.fixture
-def repo(tmp_path: Path) -> SQLJudgmentCacheRepository:
-    return SQLJudgmentCacheRepository(create_engine(f"sqlite:///{tmp_path / 'cache.db'}"))
+def repo(db_url: str) -> SQLJudgmentCacheRepository:
+    from engine.store import Store
+
+    return SQLJudgmentCacheRepository(Store(db_url).engine)  # the partial unique index exists on both
 
 
 def test_save_new_and_find(repo: SQLJudgmentCacheRepository) -> None:
