@@ -190,8 +190,9 @@ def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], No
     """A migration adding one nullable column; a no-op where migration 1 already created it."""
 
     def apply(engine: Engine) -> None:
-        if column in {c["name"] for c in inspect(engine).get_columns(table)}:
-            return
+        found = inspect(engine)
+        if not found.has_table(table) or column in {c["name"] for c in found.get_columns(table)}:
+            return  # a missing table is created whole, with the column, after the migrations
         with engine.begin() as conn:
             conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}"))
 

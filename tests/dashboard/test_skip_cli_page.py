@@ -54,7 +54,9 @@ def test_simulate_from_files_json(recorded: tuple[Path, Path]) -> None:
 def test_delay_bound_is_n_a_when_nothing_was_judged(recorded: tuple[Path, Path], tmp_path: Path) -> None:
     workload, _ = recorded
     empty = tmp_path / "none.jsonl"
-    empty.write_text("", encoding="utf-8")  # a recording with no judgments: every state is a miss
+    # A recording of a state this workload never reaches: every state is a miss, nothing is judged.
+    empty.write_text('{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n',
+                     encoding="utf-8")
     code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(empty), "--hours", "3",
                        "--json")
     assert code == 0, out
@@ -87,7 +89,9 @@ def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
     assert result["with_cache"]["failures"] == 0
     code, shown = invoke("runs", "show", result["run_id"], "--json")
     calls = json.loads(shown)["calls"]
-    assert len(calls) == result["live_calls"] and all(c["backend"] == "llamacpp" for c in calls)
+    # The default likelihood judge: one scoring call per state, plus its content-free calibration baseline,
+    # scored once per process.
+    assert len(calls) == result["live_calls"] + 1 and all(c["backend"] == "llamacpp" for c in calls)
 
 
 def _page() -> None:
@@ -127,7 +131,8 @@ def test_page_simulates_with_recorded_judgments(recorded: tuple[Path, Path], tmp
 def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     (data / "recordings").mkdir(parents=True)
-    (data / "recordings" / "skipcache-default.jsonl").write_text("", encoding="utf-8")
+    (data / "recordings" / "skipcache-default.jsonl").write_text(  # a state never reached: nothing is judged
+        '{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n', encoding="utf-8")
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
     at.number_input(key="skip.channels").set_value(SMALL.channels)

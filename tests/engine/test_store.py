@@ -212,7 +212,7 @@ def test_a_version_1_database_opens_migrates_and_keeps_its_rows(db_url: str) -> 
     engine.dispose()
 
     store = Store(db_url)
-    assert store.schema_version() == 2
+    assert store.schema_version() == max(v for v, _, _ in MIGRATIONS)
     done, stuck = store.get_run("old-done"), store.get_run("old-stuck")
     assert done is not None and done.status == "finished" and done.owner_host is None
     # A run left `running` by a version that recorded no owner: no sign of life for hours → interrupted.
@@ -220,7 +220,7 @@ def test_a_version_1_database_opens_migrates_and_keeps_its_rows(db_url: str) -> 
     assert "unknown process" in (stuck.error or "") and "before its first event" in (stuck.error or "")
     with store.engine.connect() as conn:
         migrations = conn.execute(text("SELECT count(*) FROM schema_migrations")).scalar()
-    assert migrations == 2
+    assert migrations == len(MIGRATIONS)
     new = store.create_run("jury.run")
     assert store.get_run(new.id).owner_pid == os.getpid()  # type: ignore[union-attr]
     store.dispose()
@@ -399,9 +399,9 @@ def test_processes_opening_a_new_database_at_once_all_succeed(db_url: str) -> No
     results = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, [err for _, err in results]
     store = Store(db_url)
-    assert store.schema_version() == 2
+    assert store.schema_version() == max(v for v, _, _ in MIGRATIONS)
     with store.engine.connect() as conn:
         from sqlalchemy import text
 
-        assert conn.execute(text("SELECT count(*) FROM schema_migrations")).scalar() == 2
+        assert conn.execute(text("SELECT count(*) FROM schema_migrations")).scalar() == len(MIGRATIONS)
     store.dispose()
