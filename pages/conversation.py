@@ -35,7 +35,8 @@ from engine.handraise import (
 from models.recording import call_context
 
 KEY = "conv."
-METHODS = ["judge", "self", "hybrid", "embedding"]
+# The likelihood judge first: on the bundled model it scores best on the shipped benchmark (README).
+METHODS = ["likelihood", "judge", "self", "hybrid", "embedding"]
 
 
 def _init_state() -> None:
@@ -100,7 +101,8 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
                                  "(up to the cap); mention_only: only @mentioned participants answer")
         method = c1.selectbox("Judge method", METHODS, key=KEY + "method")
         judge_model = c1.selectbox("Judge model", catalog.ids, key=KEY + "judge_model",
-                                   disabled=method not in ("judge", "hybrid"))
+                                   disabled=method not in ("judge", "hybrid", "likelihood"))
+        c1.caption(_calibration_caption(method, judge_model))
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
         w_n = c2.slider("Weight: novelty", 0.0, 1.0, 0.3, 0.05, key=KEY + "w_n")
@@ -132,6 +134,24 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         st.error(f"Settings: {exc}")
         st.stop()
     return cast, config
+
+
+def _calibration_caption(method: str, judge_model: str) -> str:
+    """Which fitted map turns the judge's raw scores into will components (trusted text: file metadata)."""
+    from engine.handraise import EMBEDDER_ID, EMBEDDING
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import HANDRAISE
+
+    if method not in ("likelihood", "embedding"):
+        return "Calibration: none (the judge writes its numbers)"
+    name, model = (HANDRAISE, judge_model) if method == "likelihood" else (EMBEDDING, EMBEDDER_ID)
+    try:
+        cal = load_calibration(name, model)
+    except ValueError as exc:
+        return f"Calibration: unreadable ({exc})"
+    if cal is None:
+        return f"Calibration: none for {model} — uncalibrated scores, flagged"
+    return f"Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows)"
 
 
 # -- chat ------------------------------------------------------------------------------------------------------

@@ -95,13 +95,16 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
         parallel = c4.toggle("Parallel jurors", value=True, key=KEY + "parallel",
                              help="Off: jurors speak one after another (to compare wall time).")
         max_tokens = c4.number_input("Max tokens per answer", 32, 2048, 220, key=KEY + "max_tokens")
+        judge = c4.selectbox("Jurors judge by", ["generate", "likelihood"], key=KEY + "judge",
+                             help="generate: each juror writes its evaluation as JSON; likelihood: its verdict is "
+                                  "the calibrated likelihood of the rubric's label words (models that can score)")
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in records])
         config = JuryConfig(max_discussion_rounds=int(rounds), consensus_threshold=threshold,
                             final_judgment_method=method, final_judge_model=judge_model,
                             stagnation_rounds=int(stagnation), tie_policy=tie, parallel=parallel,
-                            max_tokens=int(max_tokens))
+                            max_tokens=int(max_tokens), judge=judge)
     except (ValueError, KeyError, ConfigError) as exc:
         st.error(f"Panel: {exc}")
         return None, None

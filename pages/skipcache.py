@@ -20,6 +20,7 @@ from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
     JudgmentSkipThreshold,
+    LikelihoodJudge,
     ModelJudge,
     ProbabilityJudge,
     ResponseConfig,
@@ -117,9 +118,10 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
         judge_choice = c2[2].selectbox("Judge", options, key=KEY + "judge",
                                        help="A live model judges each conversation state once; repeats reuse it.")
-        st.toggle("Live local model judges by next-token probability", key=KEY + "probability",
-                  help="p(true) after '{\"should_respond\": ' decides; confidence = max(p, 1 − p). Small base "
-                       "models judge better this way than by the JSON they write.")
+        st.selectbox("Live judge method", ["likelihood", "probability", "structured"], key=KEY + "method",
+                     help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
+                          "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
+                          "JSON the model writes")
         policy = c2[3].selectbox(
             "On a judge error", [p.value for p in FailurePolicy], key=KEY + "policy",
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
@@ -144,7 +146,8 @@ def handle_simulate(spec: WorkloadSpec | list[Any], config: ResponseConfig, judg
         judge = RecordedJudge.load(_recording())
     else:
         model = state.get_hub().get(judge_choice)
-        live = ProbabilityJudge(model) if st.session_state.get(KEY + "probability") else ModelJudge(model)
+        judges = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
+        live = judges[st.session_state.get(KEY + "method", "likelihood")](model)
         judge = RecordedJudge({}, live)
     store = state.get_store()
 

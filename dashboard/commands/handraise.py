@@ -50,7 +50,7 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
 @app.command("eval")
 def eval_cmd(
     benchmark: Annotated[Path, typer.Option("--benchmark", help="Labelled dialogues (JSONL).")],
-    method: Method = "judge",
+    method: Method = "likelihood",
     models: Annotated[str, typer.Option("--models", help="Comma-separated model ids for the cast (cycled).")
                       ] = "gemma3-270m",
     context: Annotated[str, typer.Option("--context", help="1 | 3 | 5 | summary: what the judge sees.")] = "3",
@@ -97,7 +97,7 @@ def eval_cmd(
 def judge_cmd(
     scenario: Annotated[Path, typer.Option("--scenario", help="A conversation: JSON/YAML with participants? "
                                                               "and context [{speaker, text}].")],
-    method: Method = "judge",
+    method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
     threshold: Threshold = 0.6,
     as_json: JsonFlag = False,
