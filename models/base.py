@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from models.catalog import ModelSpec
 from models.errors import ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
-from models.secrets import redact
+from models.secrets import StreamRedactor, redact, redact_obj
 from models.structured import parse_structured, validate_object
 from models.types import ChoiceProbabilities, Chunk, Completion, Message, RawResult, Request, Usage
 
@@ -164,6 +164,7 @@ class ChatModel(ABC):
         )
         pieces: list[str] = []
         final: RawResult | None = None
+        shown = StreamRedactor()  # a reply can echo a key, even split across pieces
         started = time.perf_counter()
         try:
             await self.prepare()
@@ -174,7 +175,12 @@ class ChatModel(ABC):
                         final = item
                     elif item:
                         pieces.append(item)
-                        yield Chunk(text=item)
+                        piece = shown.feed(item)
+                        if piece:
+                            yield Chunk(text=piece)
+            tail = shown.flush()
+            if tail:
+                yield Chunk(text=tail)
         except ModelError as exc:
             exc.raw_text = exc.raw_text or "".join(pieces) or None
             self._record_failure(request, exc, time.perf_counter() - started, 1)
@@ -272,6 +278,8 @@ class ChatModel(ABC):
     ) -> Completion:
         parsed: dict[str, Any] | None = None
         flags: list[str] = []
+        # Replies can echo a key: what the caller, the store and other models' prompts get is redacted.
+        raw = raw.model_copy(update={"text": redact(raw.text), "native_object": redact_obj(raw.native_object)})
         if schema is not None:
             try:
                 if raw.native_object is not None:
