@@ -1,0 +1,11 @@
+"""What a reader sees of page text that went through `dashboard.components.md` (backslash escapes removed)."""
+
+from __future__ import annotations
+
+import re
+
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(markdown: str) -> str:
+    return _ESCAPE.sub(r"\1", markdown)
