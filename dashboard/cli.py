@@ -40,15 +40,28 @@ _register_mechanisms()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 APP_PATH = Path(__file__).with_name("app.py")
+SERVER_PATH = Path(__file__).with_name("server.py")  # app.py behind the Host check
+
+
+@app.callback()
+def _safe_output() -> None:
+    # Whatever a command prints or logs passes key redaction (main() does it too, before any output).
+    from models.secrets import install_log_redaction, redact_std_streams
+
+    install_log_redaction()
+    redact_std_streams()
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+    from dashboard.commands import fail as command_fail
+
+    return command_fail(message, code)
 
 
 def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    from models.secrets import redact
+
+    typer.echo(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
 
 
 def _store() -> Any:
@@ -76,13 +89,20 @@ def dashboard(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
-    """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT."""
+    """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT.
+
+    Only requests addressed to HOST or localhost are answered (others get 403: DNS rebinding);
+    JUDGELAB_ALLOWED_HOSTS=name,… adds names, e.g. for a reverse proxy."""
+    from dashboard.hostcheck import allowed_hosts
+
     args = [
-        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
+        sys.executable, "-m", "streamlit", "run", str(SERVER_PATH),
         "--server.address", host, "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
         "--browser.gatherUsageStats", "false",
     ]
+    for name in allowed_hosts(host):  # Streamlit's own WebSocket check, behind dashboard.hostcheck's
+        args += ["--server.allowedHosts", name]
     typer.echo(f"judgelab dashboard on http://{host}:{port}")
     os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root
     os.execv(sys.executable, args)
@@ -281,6 +301,10 @@ def bench(
 
 
 def main() -> None:
+    from models.secrets import install_log_redaction, redact_std_streams
+
+    install_log_redaction()
+    redact_std_streams()
     app()
 
 
