@@ -291,7 +291,9 @@ def bench(
     results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
     report = [r.model_dump() for r in results]
     if output:
-        output.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+        from models.secrets import redact
+
+        output.write_text(redact(json.dumps(report, indent=2, ensure_ascii=False)))
     if as_json:
         emit_json(report)
         return
