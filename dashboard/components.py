@@ -4,7 +4,8 @@ Untrusted text (model output, user input, files, cases, anything read back from 
 markdown or HTML it controls: pages show it with `st.text`/`st.code`, or embed it in a trusted
 markdown line through `md`, which backslash-escapes every ASCII punctuation character (CommonMark lets
 any of them be escaped), so no link, image, heading, list, emphasis, HTML tag, directive or formula
-can form and the text reads exactly as written. Plotly renders a subset of HTML in its labels and
+can form and the text reads as written; bare URLs and e-mail addresses get an invisible word joiner
+where GFM would start an automatic link. Plotly renders a subset of HTML in its labels and
 hover text, so figures get untrusted strings through `plot_text`.
 """
 
@@ -16,6 +17,10 @@ from collections.abc import Iterable
 from typing import Any
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+# GFM turns bare URLs and e-mail addresses into links after escapes are resolved, so a word joiner (U+2060,
+# invisible) goes where the link would start: "http:⁠//", "www⁠.", "@⁠".
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 _SPACES = re.compile(r"\s+")
 
 
@@ -29,7 +34,7 @@ def money(value: float) -> str:
 def md(value: Any, *, inline: bool = True) -> str:
     """Untrusted text made literal inside markdown (titles, labels, captions, alerts). `inline` folds
     line breaks into spaces (a label is one line); otherwise they become markdown hard breaks."""
-    text = _MD_SPECIAL.sub(r"\\\1", "" if value is None else str(value))
+    text = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, "" if value is None else str(value)))
     if inline:
         return _SPACES.sub(" ", text).strip()
     return "  \n".join(line.strip() for line in text.splitlines())

@@ -1,4 +1,5 @@
-"""What a reader sees of page text that went through `dashboard.components.md` (backslash escapes removed)."""
+"""What a reader sees of page text that went through `dashboard.components.md` (backslash escapes and the
+invisible word joiners that stop automatic links removed)."""
 
 from __future__ import annotations
 
@@ -8,4 +9,4 @@ _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def shown(markdown: str) -> str:
-    return _ESCAPE.sub(r"\1", markdown)
+    return _ESCAPE.sub(r"\1", markdown).replace("\u2060", "")
