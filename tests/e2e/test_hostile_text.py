@@ -26,6 +26,7 @@ from tests.fakes.hostile import hostile, store_hostile_runs
 from tests.fakes.servers import SchemaServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+KEY = "sk-e2e-custom-Hh7Jj6Kk5Ll4Zz3X"  # MY_CUSTOM_KEY of the dashboard process
 
 CHECK_DOM = """(leak) => {
   const found = [];
@@ -97,13 +98,14 @@ def hostile_world(tmp_path: Path, listener: Listener) -> Iterator[dict[str, Any]
     from engine.store import Store
 
     port = listener.port
-    server = SchemaServer(lambda path, body, headers: hostile(port, f"live{path.replace('.', '-')}"),
-                          piece_size=7).start()
+    # Every live answer also echoes the key the server was sent: page HTML and the dashboard's log must not.
+    server = SchemaServer(lambda path, body, headers: hostile(port, f"live{path.replace('.', '-')}")
+                          + " key=" + headers.get("authorization", "").removeprefix("Bearer "), piece_size=7).start()
     catalog = tmp_path / "catalog.yaml"
     catalog.write_text(
         "models:\n"
         f"  - id: gemma3-270m\n    backend: openai\n    model: hostile\n    base_url: '{server.url}/v1'\n"
-        "    needs_key: false\n    max_retries: 0\n    timeout_s: 30\n"
+        "    api_key_env: MY_CUSTOM_KEY\n    max_retries: 0\n    timeout_s: 30\n"
         f"    profile: {{name: {json.dumps(hostile(port, 'profile', one_line=True))}, "
         f"icon: 'http://127.0.0.1:{port}/avatar.png'}}\n"
         "    default_for: ['*']\n"
@@ -119,7 +121,7 @@ def hostile_world(tmp_path: Path, listener: Listener) -> Iterator[dict[str, Any]
                                             "author": hostile(port, f"author-{i}", one_line=True),
                                             "text": hostile(port, f"message-{i}")}) + "\n" for i in range(4)),
                         encoding="utf-8")
-    with serve_dashboard(tmp_path, {"JUDGELAB_CATALOG": str(catalog)}) as (url, _db):
+    with serve_dashboard(tmp_path, {"JUDGELAB_CATALOG": str(catalog), "MY_CUSTOM_KEY": KEY}) as (url, _db):
         yield {"url": url, "runs": runs, "workload": workload, "listener": listener, "dir": tmp_path}
     server.stop()
 
@@ -133,6 +135,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
     shots: Path = hostile_world["dir"]
     external: list[str] = []
     findings: dict[str, list[str]] = {}
+    key_hits: dict[str, int] = {}
+    redacted: dict[str, int] = {}
     checked: list[str] = []
 
     def route(r: Any) -> None:
@@ -170,6 +174,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
                 visible[0].click()
                 page.wait_for_timeout(100)
             findings[name] = page.evaluate(CHECK_DOM, leak)
+            html = page.content()
+            key_hits[name], redacted[name] = html.count(KEY), html.count("&lt;MY_CUSTOM_KEY&gt;")
             if literal:  # the hostile text is on the page, as the text it is
                 body = page.inner_text("body").replace("\u2060", "")  # md()'s invisible autolink breakers
                 assert all(text in body for text in must), name
@@ -306,9 +312,14 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         browser.close()
 
     time.sleep(1)  # a late fetch would still be counted
-    (shots / "findings.json").write_text(json.dumps({"findings": findings, "hits": listener.hits,
-                                                    "external": external, "checked": checked}, indent=1))
+    report = {"findings": findings, "key_hits": key_hits, "redacted": redacted, "hits": listener.hits,
+              "external": external, "checked": checked}
+    (shots / "findings.json").write_text(json.dumps(report, indent=1))
     assert {name: found for name, found in findings.items() if found} == {}
     assert listener.hits == [], listener.hits
     assert external == [], external
     assert len(checked) >= 17, checked
+    # The echoed key: redacted on the pages (page HTML), in the dashboard's log and in its database files.
+    assert not any(key_hits.values()) and sum(redacted.values()) >= 5, (key_hits, redacted)
+    files = [shots / "dashboard.log", *shots.glob("e2e.db*")]
+    assert not [f.name for f in files if KEY.encode() in f.read_bytes()]
