@@ -7,7 +7,8 @@ fetch from a loopback listener if it were rendered: <img>, <a>, <script>, <svg o
 markdown links and images. The live flows (Models, Conversation, Jury, Director, Confidence, Skip cache)
 run against a loopback OpenAI-compatible server whose every answer is hostile too. Chromium opens every
 page that shows them; no injected element may exist and no request may reach the listener or leave for
-any host but the dashboard."""
+any host but the dashboard. The live answers also echo the dashboard's API key (a custom variable name):
+it must not appear in any page's HTML, the dashboard's log or its database files."""
 
 from __future__ import annotations
 
