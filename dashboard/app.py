@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import state
 from engine.config import get_settings
 from engine.store import StoreError
+from models.secrets import install_log_redaction
 from pages import confidence as confidence_page
 from pages import conversation as conversation_page
 from pages import director as director_page
@@ -17,6 +18,7 @@ from pages import runs as runs_page
 from pages import skipcache as skipcache_page
 
 st.set_page_config(page_title="judgelab", page_icon="⚖️", layout="wide")
+install_log_redaction()  # idempotent; dashboard/server.py has done it already when the CLI started the app
 
 PAGES = {
     "Workbench": [

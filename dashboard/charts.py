@@ -1,4 +1,9 @@
-"""Plotly figure builders: pure functions, data in, figure out (tested without a browser)."""
+"""Plotly figure builders: pure functions, data in, figure out (tested without a browser).
+
+Plotly renders a subset of HTML (<a href>, <br>, <b>, <span style>) in labels, legends and hover text;
+every string that comes from data (roles, verdict labels, step names, factor names) goes in through
+`plot_text`, so it is shown as written.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+
+from dashboard.components import plot_text
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
@@ -47,7 +54,7 @@ def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) 
 
 def penalty_waterfall(base: float, penalties: Sequence[Mapping[str, Any]], final: float) -> go.Figure:
     """Base score, then each penalty as a step down, then the final (clamped, rounded) score."""
-    labels = ["base"] + [p["name"] for p in penalties] + ["final"]
+    labels = ["base"] + [plot_text(p["name"]) for p in penalties] + ["final"]
     measures = ["absolute"] + ["relative"] * len(penalties) + ["total"]
     values = [base] + [p["after"] - p["before"] for p in penalties] + [final]
     text = [f"{base:.3f}"] + [f"×{p['factor']:.3g}" for p in penalties] + [f"{final:.3f}"]
@@ -67,12 +74,13 @@ def breakdown_bars(breakdown: Mapping[str, Mapping[str, Any]]) -> go.Figure:
     names = list(breakdown)
     values = [breakdown[n]["value"] for n in names]
     colors = [BASE_COLOR if breakdown[n]["included"] else MUTED for n in names]
+    labels = [plot_text(n) for n in names]
     text = [
         f"{breakdown[n]['value']:.3f} · w {breakdown[n]['weight']:g} · +{breakdown[n]['contribution']:.3f}"
         if breakdown[n]["included"] else f"{breakdown[n]['value']:.3f} · not counted"
         for n in names
     ]
-    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", marker_color=colors, text=text,
+    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colors, text=text,
                            textposition="auto"))
     fig.update_xaxes(range=[0, 1])
     fig.update_yaxes(autorange="reversed")
@@ -134,12 +142,13 @@ def level_shares(shares: Mapping[str, float]) -> go.Figure:
 def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[str],
                 aggregates: Mapping[str, float]) -> go.Figure:
     """Per-step scores coloured by level, with each aggregation method as a line."""
-    fig = go.Figure(go.Bar(x=list(steps), y=list(scores), marker_color=[LEVEL_COLORS[lv] for lv in levels],
+    fig = go.Figure(go.Bar(x=[plot_text(s) for s in steps], y=list(scores),
+                           marker_color=[LEVEL_COLORS.get(lv, BASE_COLOR) for lv in levels],
                            text=[f"{s:.3f}" for s in scores], textposition="outside", name="step"))
     dashes = {"mean": "solid", "min": "dot", "weighted": "dash"}
     for method, value in aggregates.items():
         fig.add_hline(y=value, line_dash=dashes.get(method, "dashdot"), line_color="#1F2A24",
-                      annotation_text=f"{method} {value:.3f}", annotation_position="top left")
+                      annotation_text=f"{plot_text(method)} {value:.3f}", annotation_position="top left")
     fig.update_yaxes(range=[0, 1.1])
     return _layout(fig, "Plan: step scores and aggregates")
 
@@ -152,11 +161,12 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for role in dict.fromkeys(r["role"] for r in rows):
         mine = [r for r in rows if r["role"] == role]
+        name = plot_text(role)
         fig.add_trace(go.Scatter(
-            x=[r["label"] for r in mine], y=[r["score"] for r in mine], mode="lines+markers", name=role,
-            text=[r["verdict"] + (" (fallback)" if r.get("fallback") else "") for r in mine],
+            x=[plot_text(r["label"]) for r in mine], y=[r["score"] for r in mine], mode="lines+markers", name=name,
+            text=[plot_text(r["verdict"]) + (" (fallback)" if r.get("fallback") else "") for r in mine],
             marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
-            hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + role + "</extra>"))
+            hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>"))
     fig.update_yaxes(range=[-5, 105], title="score")
     return _layout(fig, "Score trajectory per juror")
 
@@ -166,9 +176,11 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for stage in dict.fromkeys(r["stage"] for r in rows):
         mine = [r for r in rows if r["stage"] == stage]
+        name = plot_text(stage)
         fig.add_trace(go.Bar(
-            y=[r["role"] for r in mine], x=[r["end"] - r["start"] for r in mine], base=[r["start"] for r in mine],
-            orientation="h", name=stage, hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + stage + "</extra>"))
+            y=[plot_text(r["role"]) for r in mine], x=[r["end"] - r["start"] for r in mine],
+            base=[r["start"] for r in mine], orientation="h", name=name,
+            hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + name + "</extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
     return _layout(fig, "Round timeline: each bar spans a juror's request → answer")
@@ -177,8 +189,9 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
     fig = go.Figure()
     for label in labels:
-        fig.add_trace(go.Bar(x=list(distribution), y=[distribution[k].get(label, 0) for k in distribution],
-                             name=label, marker_color=VERDICT_COLORS.get(label)))
+        fig.add_trace(go.Bar(x=[plot_text(k) for k in distribution],
+                             y=[distribution[k].get(label, 0) for k in distribution],
+                             name=plot_text(label), marker_color=VERDICT_COLORS.get(label)))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jurors", dtick=1)
     return _layout(fig, "Verdict distribution")

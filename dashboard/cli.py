@@ -41,15 +41,28 @@ _register_mechanisms()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 APP_PATH = Path(__file__).with_name("app.py")
+SERVER_PATH = Path(__file__).with_name("server.py")  # app.py behind the Host check
+
+
+@app.callback()
+def _safe_output() -> None:
+    # Whatever a command prints or logs passes key redaction (main() does it too, before any output).
+    from models.secrets import install_log_redaction, redact_std_streams
+
+    install_log_redaction()
+    redact_std_streams()
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+    from dashboard.commands import fail as command_fail
+
+    return command_fail(message, code)
 
 
 def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    from models.secrets import redact
+
+    typer.echo(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
 
 
 def _store() -> Any:
@@ -77,19 +90,26 @@ def dashboard(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
-    """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT."""
+    """Start the Streamlit dashboard (bundled local model, SQLite store) on http://HOST:PORT.
+
+    Only requests addressed to HOST or localhost are answered (others get 403: DNS rebinding);
+    JUDGELAB_ALLOWED_HOSTS=name,… adds names, e.g. for a reverse proxy."""
     import math
 
+    from dashboard.hostcheck import allowed_hosts
     from engine.config import get_settings
 
     upload_mb = max(1, math.ceil(get_settings().max_input_mb))  # uploads end at the input limit too
+
     args = [
-        sys.executable, "-m", "streamlit", "run", str(APP_PATH),
+        sys.executable, "-m", "streamlit", "run", str(SERVER_PATH),
         "--server.address", host, "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
         "--browser.gatherUsageStats", "false",
         "--server.maxUploadSize", str(upload_mb),
     ]
+    for name in allowed_hosts(host):  # Streamlit's own WebSocket check, behind dashboard.hostcheck's
+        args += ["--server.allowedHosts", name]
     typer.echo(f"judgelab dashboard on http://{host}:{port}")
     os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root
     os.execv(sys.executable, args)
@@ -291,7 +311,9 @@ def bench(
     results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
     report = [r.model_dump() for r in results]
     if output:
-        output.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+        from models.secrets import redact
+
+        output.write_text(redact(json.dumps(report, indent=2, ensure_ascii=False)))
     if as_json:
         emit_json(report)
         return
@@ -337,6 +359,10 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 def main() -> None:
     """Run the CLI: a clear one-line error (never a traceback) for bad input or environment, and exit
     130 / 143 after SIGINT / SIGTERM with the running run(s) recorded as cancelled."""
+    from models.secrets import install_log_redaction, redact_std_streams
+
+    install_log_redaction()
+    redact_std_streams()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_stop_signal)
     try:

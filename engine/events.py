@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
+from models.secrets import redact_obj
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,8 @@ class EventBus:
         self._lock = threading.Lock()
 
     def emit(self, type_: str, **payload: Any) -> Event:
+        # Keys are redacted before any sink sees the event: the live page as much as the store.
+        payload = redact_obj(payload)
         with self._lock:
             event = Event(run_id=self.run_id, seq=self._seq, type=type_, payload=payload)
             self._seq += 1

@@ -284,6 +284,9 @@ class SQLJudgmentCacheRepository:
         )
 
     async def save(self, cache: JudgmentCache) -> None:
+        from models.secrets import redact
+
+        cache = replace(cache, reason=redact(cache.reason))  # a model's reason can echo a key
         for _ in range(2):  # a concurrent insert of the same scope turns the second try into an update
             with Session(self.engine) as session:
                 row = session.exec(select(JudgmentCacheModel).where(self._scope(cache.channel_id,

@@ -238,12 +238,15 @@ class RecordedJudge:
         return outcome
 
     def dump(self, path: Path) -> None:
+        """Write the recording (an export: keys a reason may echo are redacted)."""
+        from models.secrets import redact
+
         with path.open("w", encoding="utf-8") as fh:
             for key, o in sorted(self.records.items()):
                 if o.result is not None:
-                    fh.write(json.dumps({"state": key, **o.result.model_dump(), "prompt_tokens": o.prompt_tokens,
-                                         "completion_tokens": o.completion_tokens, "cost": o.cost,
-                                         "call_id": o.call_id}, ensure_ascii=False) + "\n")
+                    fh.write(redact(json.dumps({"state": key, **o.result.model_dump(), "prompt_tokens": o.prompt_tokens,
+                                                "completion_tokens": o.completion_tokens, "cost": o.cost,
+                                                "call_id": o.call_id}, ensure_ascii=False)) + "\n")
 
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:

@@ -39,6 +39,7 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
 from models.recording import CallRecord
+from models.secrets import redact, redact_obj
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,8 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """JSON of a stored value, with every key value redacted (replies, errors and configs can hold one)."""
+    return redact(json.dumps(redact_obj(value), ensure_ascii=False, default=str))
 
 
 # Ordered migrations: (version, name, function). Append only; never edit an applied one.
@@ -411,13 +413,13 @@ class Store:
 
     # -- runs -----------------------------------------------------------------------------------
     def create_run(self, kind: str, config: dict[str, Any] | None = None, name: str = "") -> Run:
-        config = config or {}
+        config = redact_obj(config or {})
         host, pid, started = _owner()
         now = utcnow()
         run = Run(
             id=f"{kind.split('.')[0]}-{now:%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
             kind=kind,
-            name=name,
+            name=redact(name),
             config_json=_dumps(config),
             config_hash=config_hash(config),
             started_at=now,
@@ -442,7 +444,7 @@ class Store:
             if run is None:
                 raise StoreError(f"no run {run_id}")
             run.status = status
-            run.error = error
+            run.error = redact(error) if error else error
             run.finished_at = utcnow()
             if summary is not None:
                 run.summary_json = _dumps(summary)
@@ -566,7 +568,7 @@ class Store:
             model_name=record.model_name,
             request_hash=record.request_hash,
             request_json=_dumps(record.request),
-            raw_text=record.raw_text,
+            raw_text=redact(record.raw_text) if record.raw_text else record.raw_text,
             parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
             prompt_tokens=record.prompt_tokens,
             completion_tokens=record.completion_tokens,
@@ -574,7 +576,7 @@ class Store:
             cost=record.cost,
             would_cost=record.would_cost,
             finish_reason=record.finish_reason,
-            error=record.error,
+            error=redact(record.error) if record.error else record.error,
             error_type=record.error_type,
             flags_json=_dumps(record.flags),
             attempts=record.attempts,

@@ -23,7 +23,7 @@ from models.catalog import ModelSpec
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
 from models.recording import CallLog, CallRecord, current_context
 from models.scoring import calibrate, normalise
-from models.secrets import redact
+from models.secrets import StreamRedactor, redact, redact_obj
 from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
 from models.types import (
     ChoiceProbabilities,
@@ -185,6 +185,7 @@ class ChatModel(ABC):
         )
         pieces: list[str] = []
         final: RawResult | None = None
+        shown = StreamRedactor()  # a reply can echo a key, even split across pieces
         started = time.perf_counter()
         try:
             await self.prepare()
@@ -195,7 +196,12 @@ class ChatModel(ABC):
                         final = item
                     elif item:
                         pieces.append(item)
-                        yield Chunk(text=item)
+                        piece = shown.feed(item)
+                        if piece:
+                            yield Chunk(text=piece)
+            tail = shown.flush()
+            if tail:
+                yield Chunk(text=tail)
         except ModelError as exc:
             exc.raw_text = exc.raw_text or "".join(pieces) or None
             self._record_failure(request, exc, time.perf_counter() - started, 1)
@@ -368,6 +374,8 @@ class ChatModel(ABC):
     ) -> Completion:
         parsed: dict[str, Any] | None = None
         flags: list[str] = []
+        # Replies can echo a key: what the caller, the store and other models' prompts get is redacted.
+        raw = raw.model_copy(update={"text": redact(raw.text), "native_object": redact_obj(raw.native_object)})
         if schema is not None:
             try:
                 if is_truncated(raw.finish_reason):

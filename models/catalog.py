@@ -10,7 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from models.secrets import find_secret
+from models.secrets import find_secret, register_key_names
 
 Backend = Literal["llamacpp", "ollama", "openai", "anthropic", "gemini", "replay"]
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
@@ -129,6 +129,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
         if spec.id in seen:
             raise CatalogError(f"{path}: field 'models[{spec.id}].id': duplicate id")
         seen.add(spec.id)
+    register_key_names(spec.api_key_env for spec in catalog.models)  # their values are redacted everywhere
     return catalog
 
 

@@ -26,14 +26,30 @@ class ModelError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
-        self.message = redact(message)  # providers echo keys in some errors: never pass them on
+        self.message = message  # redacted by the property below: providers echo keys in some errors
         self.model_id = model_id
         self.backend = backend
-        self.raw_text = raw_text
+        self.raw_text = raw_text  # redacted by the property below: replies can echo a key
         self.retry_after = retry_after
         self.status = status
         self.attempts = 1
         super().__init__(self.__str__())
+
+    @property
+    def message(self) -> str:
+        return self._message
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self._message = redact(value)
+
+    @property
+    def raw_text(self) -> str | None:
+        return self._raw_text
+
+    @raw_text.setter
+    def raw_text(self, value: str | None) -> None:
+        self._raw_text = redact(value) if value else value
 
     def __str__(self) -> str:
         where = f"[{self.model_id} via {self.backend}] " if self.model_id or self.backend else ""

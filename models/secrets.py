@@ -1,16 +1,34 @@
-"""API keys come from the environment or `.streamlit/secrets.toml`, nowhere else.
+"""API keys come from the environment or `.streamlit/secrets.toml`, nowhere else — and never leave.
 
-Values are returned to the backend that needs them and never stored, logged or shown: records keep
-only the request body, and availability messages name the variable, not its value.
+Values are returned to the backend that needs them and never stored, logged or shown. Redaction works
+by *value*: every configured key (each catalog `api_key_env`, the providers' variables, any variable
+named like a key, every string in the secrets file) is replaced by `<ITS_NAME>` wherever text leaves
+the process or reaches the store — model errors and replies, the call log, events, runs, log records,
+the CLI's stdout and stderr.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+import re
+import sys
+import threading
 import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
+PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+# Variables whose name says they hold a credential, whatever the catalog says.
+KEY_LIKE_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+NOT_SECRETS = frozenset({"JUDGELAB_SECRETS"})  # a path, not a key
+MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words and numbers
 
 
 def secrets_paths() -> list[Path]:
@@ -42,10 +60,264 @@ def find_secret(name: str) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
+# -- the set of secret values --------------------------------------------------------------------------
+
+_REGISTERED_NAMES: set[str] = set()
+_LOCK = threading.Lock()
+_LOCAL = threading.local()  # guards against re-entry: collecting may log, and log records are redacted
+
+
+@dataclass(frozen=True)
+class _Known:
+    fingerprint: tuple[Any, ...]
+    names: dict[str, str]  # value → variable name
+    pattern: re.Pattern[str] | None
+
+
+_KNOWN: _Known | None = None
+
+
+def register_key_names(names: Iterable[str | None]) -> None:
+    """Variable names that hold keys (a loaded catalog's `api_key_env`s): their values are redacted too."""
+    _REGISTERED_NAMES.update(n for n in names if n)  # part of the fingerprint: the next redaction sees them
+
+
+def refresh_secrets() -> None:
+    """Collect the secret values again at the next redaction (they are also re-collected by themselves
+    whenever the environment, the secrets file or the catalog file changes)."""
+    global _KNOWN
+    _KNOWN = None
+
+
+def _stat(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+def _catalog_path() -> Path:
+    return Path(os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
+
+
+def _catalog_key_names(path: Path) -> set[str]:
+    """The `api_key_env` names of a catalog file, read leniently: a broken catalog is reported elsewhere."""
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        models = data.get("models", []) if isinstance(data, dict) else []
+        return {m["api_key_env"] for m in models if isinstance(m, dict) and isinstance(m.get("api_key_env"), str)}
+    except Exception:  # any unreadable catalog: no names from it
+        return set()
+
+
+def _strings(value: Any, name: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield value, name
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, str(k).upper() if isinstance(v, str) else name)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, name)
+
+
+def _fingerprint() -> tuple[Any, ...]:
+    return (
+        frozenset(os.environ.items()),
+        tuple(_stat(p) for p in secrets_paths()),
+        _stat(_catalog_path()),
+        frozenset(_REGISTERED_NAMES),
+    )
+
+
+def _collect(fingerprint: tuple[Any, ...]) -> _Known:
+    names = set(PROVIDER_VARS) | _REGISTERED_NAMES | _catalog_key_names(_catalog_path())
+    names |= {n for n in os.environ if KEY_LIKE_NAME.search(n)}
+    found: dict[str, str] = {}
+    for name in sorted(names - NOT_SECRETS):
+        value = os.environ.get(name)
+        if value:
+            found.setdefault(value, name)
+    for value, name in _strings(_read_secrets(), "SECRET"):
+        found.setdefault(value, name)
+    database_url = os.environ.get("JUDGELAB_DATABASE_URL") or ""
+    try:
+        password = urlsplit(database_url).password
+    except ValueError:
+        password = None
+    if password:
+        found.setdefault(password, "DATABASE_PASSWORD")
+    values = {v.strip(): n for v, n in found.items() if len(v.strip()) >= MIN_SECRET_LENGTH}
+    # Longest first: a key that contains another is replaced whole, never left half-visible.
+    ordered = sorted(values, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+    return _Known(fingerprint, values, pattern)
+
+
+def _known() -> _Known:
+    global _KNOWN
+    fingerprint = _fingerprint()
+    known = _KNOWN
+    if known is not None and known.fingerprint == fingerprint:
+        return known
+    if getattr(_LOCAL, "collecting", False):
+        return known or _Known((), {}, None)
+    _LOCAL.collecting = True
+    try:
+        known = _collect(fingerprint)
+    finally:
+        _LOCAL.collecting = False
+    _KNOWN = known
+    return known
+
+
+def secret_names() -> list[str]:
+    """The variable names whose values are redacted now (never the values)."""
+    return sorted(set(_known().names.values()))
+
+
 def redact(text: str) -> str:
-    """Remove any known key value from a text before it is stored or shown (errors can echo them)."""
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        value = find_secret(name)
-        if value and len(value) >= 8:
-            text = text.replace(value, f"<{name}>")
-    return text
+    """Replace every known key value in a text by `<ITS_NAME>`."""
+    if not text or not isinstance(text, str):
+        return text
+    known = _known()
+    if known.pattern is None:
+        return text
+    return known.pattern.sub(lambda m: f"<{known.names[m.group(0)]}>", text)
+
+
+def redact_obj(value: Any) -> Any:
+    """`redact` through a JSON-like structure (dict keys included); other values are returned as they are."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_obj(k): redact_obj(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_obj(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_obj(v) for v in value)
+    return value
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces: a key split across two pieces is still caught, because the
+    tail that could be the start of a key is held back until the next piece (or `flush`)."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, piece: str) -> str:
+        text = redact(self._pending + piece)
+        hold = _partial_tail(text, _known().names)
+        self._pending = text[len(text) - hold:] if hold else ""
+        return text[: len(text) - hold]
+
+    def flush(self) -> str:
+        text, self._pending = redact(self._pending), ""
+        return text
+
+
+def _partial_tail(text: str, values: Iterable[str]) -> int:
+    """Length of the longest end of `text` that is a proper prefix of a secret value."""
+    best = 0
+    for value in values:
+        for k in range(min(len(value) - 1, len(text)), best, -1):
+            if text.endswith(value[:k]):
+                best = k
+                break
+    return best
+
+
+# -- where text leaves the process: log records and the standard streams ---------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a log record in place (message, arguments, exception and stack text); never drops one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _redact_record(record)
+        return True
+
+
+def _redact_record(record: logging.LogRecord) -> logging.LogRecord:
+    if getattr(record, "_judgelab_redacted", False):
+        return record
+    try:
+        message = record.getMessage()
+    except Exception:  # a record whose arguments do not fit its format: keep its raw text
+        message = f"{record.msg} {record.args!r}"
+    record.msg, record.args = redact(message), ()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+    record._judgelab_redacted = True  # type: ignore[attr-defined]
+    return record
+
+
+_INSTALLED = {"logging": False}
+
+
+def install_log_redaction() -> None:
+    """Every log record of the process is redacted: when it is made (so handlers added later, such as
+    Streamlit's, get redacted records too), and by a filter on the root handlers and the last-resort one."""
+    with _LOCK:
+        if not _INSTALLED["logging"]:
+            previous = logging.getLogRecordFactory()
+
+            def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+                return _redact_record(previous(*args, **kwargs))
+
+            logging.setLogRecordFactory(factory)
+            _INSTALLED["logging"] = True
+    handlers = [*logging.getLogger().handlers, logging.lastResort]
+    for handler in handlers:
+        if handler is not None and not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts what is written to it before passing it on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def redact_std_streams() -> None:
+    """Wrap `sys.stdout` and `sys.stderr` (CLI output, tracebacks, prints) so keys never reach them."""
+    if not isinstance(sys.stdout, RedactingStream) and sys.stdout is not None:
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream) and sys.stderr is not None:
+        sys.stderr = RedactingStream(sys.stderr)

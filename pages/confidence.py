@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
+from dashboard.components import md
 from engine.calibration import calibrate, risk_at
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -172,7 +173,7 @@ def _render_live(settings: ConfidenceSettings) -> None:
     if result is None:
         return
     if "error" in result:
-        st.error(result["error"])
+        st.error(md(result["error"], inline=False))
         return
     st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
     rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
@@ -221,7 +222,7 @@ def _render_plan(settings: ConfidenceSettings) -> None:
         except FactorError as exc:  # names the field
             problems.append(f"row {i + 1}: {exc}")
     for problem in problems:
-        st.error(problem)
+        st.error(md(problem))
     if not rows:
         return
     scores = [calculate(f, settings) for _, f in rows]
@@ -273,7 +274,7 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
         text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), str(path)
     frame, problems = _load_labels(text)
     if problems:
-        st.error(f"{source}: bad rows, nothing imported — " + "; ".join(problems))
+        st.error(md(f"{source}: bad rows, nothing imported — " + "; ".join(problems)))
         return
     if frame.empty:
         st.info("No labelled items.")
@@ -291,7 +292,7 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
     cols[1].metric("Accuracy", f"{report.accuracy:.3f}")
     cols[2].metric("ECE", f"{report.ece:.3f}", help="expected calibration error over 10 bins")
     cols[3].metric("AURC", f"{report.aurc:.3f}", help="area under the risk–coverage curve (lower is better)")
-    st.caption(f"Source: {source}. Move the thresholds in the sidebar: shares and markers move at once.")
+    st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
     st.plotly_chart(charts.level_shares(shares))
     left, right = st.columns(2)
     left.plotly_chart(charts.reliability_diagram([b.model_dump() for b in report.bins], report.ece))

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import md, plot_text, safe_avatar
 from engine.events import EventBus, StoreSink
 from engine.handraise import (
     DEFAULT_CAST,
@@ -131,7 +132,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             brainstorm_max_speakers=int(cap), card_timeout_s=float(timeout) or None, timeout_action=action,
             auto_approve_at=float(auto_at) or None)
     except ValueError as exc:
-        st.error(f"Settings: {exc}")
+        st.error(f"Settings: {md(exc, inline=False)}")
         st.stop()
     return cast, config
 
@@ -192,19 +193,20 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         st.rerun()
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
+    # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
     for item in st.session_state[KEY + "log"]:
         if item["kind"] == "user":
-            st.chat_message("user").write(item["text"])
+            st.chat_message("user").text(item["text"])
         elif item["kind"] == "answer":
-            with st.chat_message("assistant", avatar=icons.get(item["pid"], "🤖")):
-                st.markdown(f"**{names.get(item['pid'], item['pid'])}**")
-                st.write(item["text"] or "(no answer)")
+            with st.chat_message("assistant", avatar=safe_avatar(icons.get(item["pid"]))):
+                st.markdown(f"**{md(names.get(item['pid'], item['pid']))}**")
+                st.text(item["text"] or "(no answer)")
                 if item.get("error"):
-                    st.error(item["error"])
+                    st.error(md(item["error"], inline=False))
         else:
-            st.caption(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}")
+            st.caption(md(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}"))
     if st.session_state[KEY + "error"]:
-        st.error(st.session_state[KEY + "error"])
+        st.error(md(st.session_state[KEY + "error"], inline=False))
     current: TurnState | None = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
     if current is not None:
         _render_cards(conv, current)
@@ -240,10 +242,10 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
         p = conv.participants[hand.model]
         with st.container(border=True):
             left, right = st.columns([5, 2])
-            left.markdown(f"🙋 {p.icon} **{p.name}** wants to speak (will: **{hand.will:.2f}**, reason: "
-                          f"{hand.reason or '—'})")
+            left.markdown(f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will: **{hand.will:.2f}**, reason: "
+                          f"{md(hand.reason or '—')})")
             if failure_flags(hand.flags):
-                left.caption("⚠ judgment failed, fallback used: " + ", ".join(failure_flags(hand.flags)))
+                left.caption("⚠ judgment failed, fallback used: " + md(", ".join(failure_flags(hand.flags))))
             if hand.cooldown_delta or hand.over_raise_factor != 1:
                 left.caption(f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
                              f"over-raise ×{hand.over_raise_factor:g}")
@@ -285,8 +287,8 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
     bubbles = {}
     for pid in approved:
         p = conv.participants[pid]
-        with st.chat_message("assistant", avatar=p.icon):
-            st.markdown(f"**{p.name}**")
+        with st.chat_message("assistant", avatar=safe_avatar(p.icon)):
+            st.markdown(f"**{md(p.name)}**")
             bubbles[pid] = st.empty()
 
     run_id = st.session_state[KEY + "run_id"]  # read here: session state belongs to the script thread
@@ -311,7 +313,7 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
             break
         pid, text = item
         texts[pid] += text
-        bubbles[pid].markdown(texts[pid] + "▌")
+        bubbles[pid].text(texts[pid] + "▌")  # streamed as text: an answer's markdown is not rendered
     try:
         future.result(timeout=60)
     except Exception as exc:
@@ -364,15 +366,16 @@ def render_charts(conv: Conversation) -> None:
     c1, c2 = st.columns(2)
     fig = go.Figure()
     for pid, rows in df.groupby("participant", sort=False):
-        fig.add_trace(go.Scatter(x=rows["turn"], y=rows["will"], mode="lines+markers", name=pid))
+        fig.add_trace(go.Scatter(x=rows["turn"], y=rows["will"], mode="lines+markers", name=plot_text(pid)))
     fig.add_hline(y=conv.config.threshold, line_dash="dot", annotation_text="threshold")
     fig.update_layout(title="Will per participant per turn", height=320, yaxis_range=[0, 1])
     c1.plotly_chart(fig, key=KEY + "will_chart")
     c2.plotly_chart(sankey(df), key=KEY + "sankey")
     hist = go.Figure()
     for pid, rows in df.groupby("participant", sort=False):
-        hist.add_trace(go.Histogram(x=rows["will"], name=pid + (" ⚠ over-raise" if rows["flags"].str.contains(
-            "over_raise").any() else ""), xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
+        over = rows["flags"].str.contains("over_raise").any()
+        hist.add_trace(go.Histogram(x=rows["will"], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
+                                    xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
     hist.update_layout(barmode="overlay", title="Will distribution per participant", height=300)
     st.plotly_chart(hist, key=KEY + "hist")
 
@@ -411,7 +414,7 @@ def render_whatif(conv: Conversation) -> None:
             "threshold": threshold, "mode": Mode(mode), "cooldown_per_turn": strength,
             "weights": Weights(relevance=w_r, novelty=w_n, confidence=w_c)})
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(md(exc, inline=False))
         return
     started = time.perf_counter()
     before = redecide(conv.records, conv.config)
@@ -468,7 +471,7 @@ def render_benchmark(config: HandRaiseConfig) -> None:
         try:
             items = parse_benchmark(benchmark_path().read_text(encoding="utf-8"), str(benchmark_path()))
         except (OSError, ValueError) as exc:
-            st.error(str(exc))
+            st.error(md(exc, inline=False))
             return
         items = items[:int(limit)] if limit else items
         hub = state.get_hub()
@@ -490,7 +493,7 @@ def render_benchmark(config: HandRaiseConfig) -> None:
     metrics = ["accuracy", "precision", "recall", "f1", "consistency"]
     fig = go.Figure()
     for row in latest.itertuples():
-        fig.add_trace(go.Bar(name=f"{row.method} · {row.context}", x=metrics,
+        fig.add_trace(go.Bar(name=plot_text(f"{row.method} · {row.context}"), x=metrics,
                              y=[getattr(row, m) if getattr(row, m) is not None else 0 for m in metrics]))
     fig.update_layout(barmode="group", title="Context ablation", height=320, yaxis_range=[0, 1])
     st.plotly_chart(fig, key=KEY + "ablation")

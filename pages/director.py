@@ -3,8 +3,6 @@ duo simulator where two characters talk and every line goes through the director
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 
 import pandas as pd
@@ -12,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import md
 from engine.config import ConfigError, get_settings
 from engine.director import (
     RUBRIC_CRITERIA,
@@ -60,7 +59,7 @@ def render() -> None:
         characters = list_characters()
         profiles = {c: load_character(c) for c in characters}
     except ConfigError as exc:
-        st.error(str(exc))
+        st.error(md(exc, inline=False))
         return
     check_tab, batch_tab, duo_tab = st.tabs(["Check a line", "Batch", "Duo simulator"])
     with check_tab:
@@ -76,20 +75,28 @@ def _status_badge(status: str) -> str:
 
 
 def highlight(text: str, rules: list[dict[str, Any]]) -> str:
-    """The line as HTML with each rule's matches marked in its status colour (worst wins)."""
-    spans: dict[str, str] = {}
+    """The line as markdown with each rule's matches on its status colour (worst wins, longest match first).
+    The line itself is escaped: only the colour directives around the matches are markdown."""
+    statuses: dict[str, str] = {}
     for rule in sorted(rules, key=lambda r: Status[r["status"]]):
-        if rule["status"] == "PASS":
-            continue
-        for word in rule["matches"]:
-            if word:
-                spans[word] = rule["status"]
-    colors = {"WARN": "#F8E1A6", "RETRY": "#F6C1B0", "MODIFY": "#E3D3F5"}
-    out = html.escape(text)
-    for word in sorted(spans, key=len, reverse=True):
-        escaped = html.escape(word)
-        out = re.sub(re.escape(escaped), f'<mark style="background:{colors[spans[word]]}">{escaped}</mark>', out)
-    return out.replace("\n", "<br>")
+        if rule["status"] != "PASS":
+            statuses.update({word: rule["status"] for word in rule["matches"] if word})
+    marks: list[str | None] = [None] * len(text)
+    for word in sorted(statuses, key=len, reverse=True):
+        start = text.find(word)
+        while start >= 0:
+            if not any(marks[start:start + len(word)]):
+                marks[start:start + len(word)] = [statuses[word]] * len(word)
+            start = text.find(word, start + 1)
+    out, i = [], 0
+    while i < len(text):
+        j = i
+        while j < len(text) and marks[j] == marks[i]:
+            j += 1
+        segment = md(text[i:j], inline=False)
+        out.append(f":{STATUS_COLORS[marks[i]]}-background[{segment}]" if marks[i] else segment)
+        i = j
+    return "".join(out)
 
 
 def rubric_radar(scores: dict[str, int]) -> go.Figure:
@@ -128,10 +135,9 @@ def _render_check(profiles: dict[str, Any]) -> None:
 def _render_review(review: dict[str, Any]) -> None:
     st.markdown(f"### {_status_badge(review['status'])}")
     if review.get("run_id"):
-        st.caption(f"recorded as run `{review['run_id']}`")
+        st.caption(f"recorded as run {md(review['run_id'])}")
     st.markdown("**Normalised** (matches highlighted)")
-    st.markdown(f"<div style='font-size:1.1em'>{highlight(review['normalized'], review['rules'])}</div>",
-                unsafe_allow_html=True)
+    st.markdown(highlight(review["normalized"], review["rules"]))
     st.dataframe(pd.DataFrame([{"rule": r["rule"], "status": r["status"], "detail": r["detail"],
                                 "matches": ", ".join(r["matches"])} for r in review["rules"]]),
                  hide_index=True, width="stretch")
@@ -144,13 +150,13 @@ def _render_review(review: dict[str, Any]) -> None:
     rubric = review.get("rubric")
     if rubric:
         if rubric.get("failed"):
-            st.warning(f"Rubric failed: {rubric['error']} — {rubric['comment']}"
-                       + (f" ⚠ {', '.join(rubric['flags'])}" if rubric.get("flags") else ""))
+            st.warning(f"Rubric failed: {md(rubric['error'])} — {md(rubric['comment'])}"
+                       + (f" ⚠ {md(', '.join(rubric['flags']))}" if rubric.get("flags") else ""))
         else:
             st.markdown(f"**Rubric** average {rubric['average']:.2f} → {_status_badge(rubric['status'])}")
             st.plotly_chart(rubric_radar(rubric["scores"]))
             if rubric.get("comment"):
-                st.caption(rubric["comment"])
+                st.text(rubric["comment"])
 
 
 def _model_picker(key: str) -> str | None:
@@ -227,11 +233,11 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     try:
         lines = parse_script(content, kind, source)  # type: ignore[arg-type]
     except ScriptError as exc:
-        st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {p}" for p in exc.problems))
+        st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
         return
     unknown = sorted({ln.character for ln in lines if ln.character and ln.character not in profiles})
     if unknown:
-        st.error(f"Unknown characters: {', '.join(unknown)} — add data/characters/<id>.yaml. Nothing imported.")
+        st.error(f"Unknown characters: {md(', '.join(unknown))} — add data/characters/<id>.yaml. Nothing imported.")
         return
     verdicts = _batch_verdicts(tuple((ln.id, ln.character or default, ln.text) for ln in lines))
     cfg = _retune_controls()
@@ -281,7 +287,7 @@ def _render_batch_rubric(verdicts: list[tuple[tuple[str, str, str], Any]], sourc
         if st.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None):
             stored = handle_batch_rubric(verdicts, model_id, source)
         if stored:
-            st.caption(f"rubric scored in run `{stored['run_id']}` with {stored['model_id']}; "
+            st.caption(f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
                        f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)")
     return {k: v for k, v in stored.get("averages", {}).items() if v is not None}
 
@@ -357,17 +363,20 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     if result is None:
         return
     if "error" in result:
-        st.error(result["error"])
+        st.error(md(result["error"], inline=False))
         return
-    st.caption(f"recorded as run `{result['run_id']}`")
+    st.caption(f"recorded as run {md(result['run_id'])}")
     for turn in result["turns"]:
         profile = profiles[turn["speaker"]]
         with st.chat_message(profile.name, avatar="🧡" if turn["speaker"] == first else "💙"):
             label = {"accepted": "", "accepted_after_retries": f" after {len(turn['attempts']) - 1} retr"
                      f"{'y' if len(turn['attempts']) == 2 else 'ies'}", "accepted_last": " (accepted last draft)",
                      "dropped": " (dropped)", "marked": " (shown, marked RETRY)"}[turn["outcome"]]
-            st.markdown(f"**{profile.name}** {_status_badge(turn['status'])}{label}")
-            st.markdown(turn["text"] if turn["text"] is not None else "_— line dropped —_")
+            st.markdown(f"**{md(profile.name)}** {_status_badge(turn['status'])}{label}")
+            if turn["text"] is None:
+                st.markdown("_— line dropped —_")
+            else:
+                st.text(turn["text"])
             if turn.get("instruction"):
                 with st.expander("Instruction carried from the previous WARN line (§1)"):
                     st.text(turn["instruction"])
@@ -377,8 +386,8 @@ def _render_duo(profiles: dict[str, Any]) -> None:
             if rejected:
                 with st.expander(f"{len(rejected)} rejected draft(s)"):
                     for attempt in rejected:
-                        st.markdown(f"~~{attempt['text']}~~")
-                        st.caption(" · ".join(attempt["review"]["reasons"]) or "—")
+                        st.markdown(f"~~{md(attempt['text'])}~~")
+                        st.caption(md(" · ".join(attempt["review"]["reasons"]) or "—"))
 
 
 def handle_duo(first: Any, second: Any, model_id: str | None, topic: str, scene: str, turns: int, retries: int,

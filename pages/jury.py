@@ -5,11 +5,13 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
+from dashboard.components import md
 from engine.config import ConfigError, get_settings
 from engine.events import QueueSink
 from engine.jury import (
@@ -53,7 +55,7 @@ def render() -> None:
         assert seats is not None and config is not None and case is not None
         handle_run(seats, config, case)
     if st.session_state[KEY + "error"]:
-        st.error(st.session_state[KEY + "error"])
+        st.error(md(st.session_state[KEY + "error"], inline=False))
     run_id = st.session_state[KEY + "run_id"]
     if run_id:
         view = fold_run(run_id)
@@ -106,7 +108,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
                             stagnation_rounds=int(stagnation), tie_policy=tie, parallel=parallel,
                             max_tokens=int(max_tokens), judge=judge)
     except (ValueError, KeyError, ConfigError) as exc:
-        st.error(f"Panel: {exc}")
+        st.error(f"Panel: {md(exc, inline=False)}")
         return None, None
     if not seats:
         st.warning("Add at least one juror.")
@@ -115,12 +117,12 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     missing = [f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability
                and not availability[m].available]
     if missing:
-        st.error("Unavailable: " + "; ".join(missing))
+        st.error("Unavailable: " + md("; ".join(missing)))
         return None, None
     shared_local = [m for m in needed if catalog.get(m).backend == "llamacpp"
                     and sum(s.model_id == m for s in seats) > 1]
     if shared_local and parallel:
-        st.info(f"{', '.join(shared_local)} seats several jurors: one local model answers one call at a time, "
+        st.info(f"{md(', '.join(shared_local))} seats several jurors: one local model answers one call at a time, "
                 "so their calls queue behind its lock (the timeline shows it). API jurors run truly in parallel.")
     return seats, config
 
@@ -143,7 +145,7 @@ def _render_case() -> JuryCase | None:
     try:
         cases = load_cases(path)
     except CaseError as exc:
-        st.error(str(exc))
+        st.error(md(exc, inline=False))
         return None
     chosen = st.selectbox("Case", cases, key=KEY + "case." + path.name,
                           format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""))
@@ -151,7 +153,7 @@ def _render_case() -> JuryCase | None:
         st.text(chosen.content)
         if chosen.rubric is not None:
             rubric = chosen.rubric
-            st.caption(f"Own rubric: verdicts {', '.join(rubric.verdicts)}; axes {', '.join(rubric.axes)}")
+            st.caption(f"Own rubric: verdicts {md(', '.join(rubric.verdicts))}; axes {md(', '.join(rubric.axes))}")
     return chosen
 
 
@@ -197,35 +199,38 @@ def fold_run(run_id: str) -> JuryView:
 
 
 def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None) -> None:
+    """Every text of the run (case, roles, verdict labels, reasoning, statements, errors) is untrusted: it is
+    shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or HTML of its own."""
     if view.failed:
-        st.error(f"Run failed: {view.failed}")
+        st.error(f"Run failed: {md(view.failed, inline=False)}")
     if not view.case:
         st.info("Waiting for the jury to start…")
         return
     labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
-    st.subheader(f"Case {view.case.get('id')}: {view.case.get('title', '')}")
+    st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
     st.markdown("**Phase 1 — independent evaluations**")
     cols = st.columns(max(1, len(view.jurors)))
     by_juror = {e["juror"]: e for e in view.phase1}
     for col, juror in zip(cols, view.jurors, strict=False):
         with col.container(border=True):
-            st.markdown(f"**{juror['role_name']}**  \n`{juror['model_id']}`")
+            st.markdown(f"**{md(juror['role_name'])}**")
+            st.caption(md(juror["model_id"]))
             e = by_juror.get(juror["juror_id"])
             if e is None:
                 st.caption("thinking…")
                 continue
-            st.markdown(f"{BADGE.get(e['verdict'], '⚪')} **{e['verdict']}** · score {e['score']:.0f} · "
+            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
                         f"confidence {e['confidence']:.2f}")
             if e.get("fallback"):
-                st.warning(f"fallback (does not vote) — {e.get('fallbackReason')}", icon="⚠️")
+                st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + ", ".join(failed_fields(e["flags"])))
-            st.caption(e["reasoning"] or "(no reasoning)")
+                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
+            st.text(e["reasoning"] or "(no reasoning)")
             if e.get("axes"):
-                st.caption(" · ".join(f"{k} {v:.0f}" for k, v in e["axes"].items()))
+                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
         c = view.phase1_consensus
-        st.caption(f"Consensus after phase 1: **{c['consensusStatus']}** (agreement {c['agreementLevel']:.2f})"
+        st.caption(f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
                    + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
                    + (" — reached, no discussion needed" if c["consensusReached"] else ""))
 
@@ -234,41 +239,36 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
         head.markdown("**Phase 2 — discussion**")
         rounds_on = show_rounds if show_rounds is not None else toggle.toggle(
             "Show rounds", value=False, key=key + ".rounds")
-        with st.container(border=True):
-            for rnd in view.rounds:
-                if rounds_on:
-                    st.caption(f"— round {rnd['round']} —")
-                for stt in rnd["statements"]:
-                    badge = " :blue-background[立場変更 / position changed]" if stt["positionChanged"] else ""
-                    fallback = " :orange-background[fallback]" if stt.get("evaluation", {}).get("fallback") else ""
-                    st.markdown(f"**{view.role(stt['juror'])}**{badge}{fallback}  \n{stt['statement']}  \n"
-                                f"<small>{BADGE.get(stt['newVerdict'], '⚪')} {stt['newVerdict']} · "
-                                f"{stt['newScore']:.0f}</small>", unsafe_allow_html=True)
-                if rounds_on and rnd["completed"]:
-                    c = rnd["completed"]
-                    st.caption(f"consensus: {c['consensusStatus']} ({c['agreementLevel']:.2f})")
+        for rnd in view.rounds:
+            if rounds_on:
+                st.caption(f"— round {rnd['round']} —")
+            for stt in rnd["statements"]:
+                render_statement(view, stt)
+            if rounds_on and rnd["completed"]:
+                c = rnd["completed"]
+                st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
         flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
         if flow:
-            st.caption("Consensus per round: " + " → ".join(flow)
-                       + (f" · ended: {view.ended['reason']}" if view.ended else ""))
+            st.caption("Consensus per round: " + md(" → ".join(flow))
+                       + (f" · ended: {md(view.ended['reason'])}" if view.ended else ""))
 
     if view.final:
         f = view.final
         st.markdown("**Phase 3 — final judgment**")
         if view.no_verdict:
-            st.error(f"⛔ **No verdict** · {f['method']} — too few jurors worked to decide")
+            st.error(f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide")
         else:
-            st.success(f"{BADGE.get(f['verdict'], '⚪')} **{f['verdict']}** · score {f['score']:.1f} · {f['method']}"
+            st.success(f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}"
                        + ("  (tie broken)" if f.get("tie_broken") else ""))
         if f.get("reasoning"):
-            st.caption(f["reasoning"])
+            st.text(f["reasoning"])
         if f.get("flags"):
-            st.warning("Flags: " + ", ".join(f["flags"]))
+            st.warning("Flags: " + md(", ".join(f["flags"])))
     if view.finished:
         d = view.finished
-        st.caption(f"{d['totalRounds']} round(s), {d['terminationReason']}, {d['wallS']:.1f} s, "
+        st.caption(f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
                    f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
-                   + (f" · gold: {view.case['gold']}" if view.case.get("gold") else ""))
+                   + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else ""))
     if charts_too and view.phase1:
         c1, c2, c3 = st.columns(3)
         c1.plotly_chart(charts.jury_trajectory(view.trajectory()), key=key + ".trajectory")
@@ -277,3 +277,16 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
             c2.plotly_chart(charts.jury_timeline(timeline), key=key + ".timeline")
         c3.plotly_chart(charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), key=key + ".verdicts")
 
+
+def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
+    """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
+    badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
+        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else "")
+    with st.container(border=True):
+        st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
+        st.text(stt["statement"])
+        st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
+
+
+def _badge(verdict: Any) -> str:
+    return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import money
+from dashboard.components import md, money, safe_avatar, stream_as_text
 from engine.events import run_context
 from models.errors import ModelError
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
@@ -106,17 +106,17 @@ def _render_history() -> None:
 
 
 def _render_answer(item: dict[str, Any]) -> None:
-    with st.chat_message("assistant", avatar=item["icon"]):
-        st.markdown(f"**{item['name']}** · run `{item['run_id']}`")
+    with st.chat_message("assistant", avatar=safe_avatar(item["icon"])):
+        st.markdown(f"**{md(item['name'])}** · run {md(item['run_id'])}")
         if item.get("error"):
-            st.error(item["error"])
+            st.error(md(item["error"], inline=False))
             return
         if item.get("parsed") is not None:
             st.json(item["parsed"])
             with st.expander("Raw text"):
                 st.code(item["text"], language="json")
         else:
-            st.markdown(item["text"])
+            st.text(item["text"])  # model output is text: "### Answer:" must not become a heading
         _render_metrics(item)
 
 
@@ -128,7 +128,7 @@ def _render_metrics(item: dict[str, Any]) -> None:
     cols[3].metric("Tokens / s", f"{item['tokens_per_s']:.1f}")
     cols[4].metric("Cost", money(item["cost"]))
     if item.get("flags"):
-        st.caption("⚠️ " + " · ".join(item["flags"]))
+        st.caption("⚠️ " + md(" · ".join(item["flags"])))
 
 
 async def _stream_in_run(
@@ -165,10 +165,10 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
             elif value.text:
                 yield value.text
 
-    with st.chat_message("assistant", avatar=spec.profile.icon):
-        st.markdown(f"**{spec.profile.name}** · streaming…")
+    with st.chat_message("assistant", avatar=safe_avatar(spec.profile.icon)):
+        st.markdown(f"**{md(spec.profile.name)}** · streaming…")
         try:
-            item["text"] = st.write_stream(pieces()) or ""
+            item["text"] = stream_as_text(pieces(), st.empty())
         except ModelError as exc:
             item["error"] = str(exc)
         except TimeoutError:

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import md
 from engine.events import incomplete_note
 from engine.jury import JuryView
 from pages.jury import render_view
@@ -87,7 +88,7 @@ def _render_player(run_id: str) -> None:
     speed = c5.select_slider("Speed", list(SPEEDS), value="2×", key=KEY + "speed")
     step = st.slider("Event", 0, max(total, 1), key=step_key, disabled=total == 0)
     shown = events[:step]
-    st.caption(f"Event {step} of {total}" + (f": `{shown[-1][0]}`" if shown else ""))
+    st.caption(f"Event {step} of {total}" + (f": {md(shown[-1][0])}" if shown else ""))
     render_view(JuryView.fold(shown), key=KEY + "view")
     if playing:
         if step < total:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import money
+from dashboard.components import md, money
 
 KEY = "runs."
 
@@ -71,10 +71,12 @@ def _render_run(run_id: str) -> None:
     store = state.get_store()
     run = store.get_run(run_id)
     if run is None:
-        st.warning(f"No run {run_id}.")
+        st.warning(f"No run {md(run_id)}.")
         return
     totals = store.run_totals([run_id]).get(run_id, {})
-    st.subheader(f"{run.kind} · `{run.id}`")
+    st.subheader(f"{md(run.kind)} · {md(run.id)}")
+    if run.name:
+        st.caption(md(run.name))
     cols = st.columns(6)
     cols[0].metric("Status", run.status)
     cols[1].metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running")
@@ -85,7 +87,7 @@ def _render_run(run_id: str) -> None:
     cols[5].metric("Cost", money(totals.get("cost", 0.0)),
                    None if would is None else f"replayed: would have cost {money(would)}", delta_color="off")
     if run.error:
-        st.error(run.error)
+        st.error(md(run.error, inline=False))
     left, right = st.columns(2)
     with left:
         st.markdown("**Config**")
@@ -118,19 +120,19 @@ def _render_calls(run_id: str) -> None:
     calls = state.get_store().calls(run_id)
     st.markdown(f"**LLM calls** ({len(calls)})")
     for call in calls:
-        status = f"❌ {call.error_type}" if call.error else "✅"
+        status = f"❌ {md(call.error_type)}" if call.error else "✅"
         label = (
-            f"#{call.id} · {call.model_id} · {call.purpose} · {status} · "
-            f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_s:.2f} s · {money(call.cost)}"
-            + ("" if call.would_cost is None else f" (replayed: would have cost {money(call.would_cost)})")
+            f"#{call.id} · {md(call.model_id)} · {md(call.purpose)} · {status} · "
+            f"{call.prompt_tokens}+{call.completion_tokens} tokens · {call.latency_s:.2f} s · {md(money(call.cost))}"
+            + ("" if call.would_cost is None else f" (replayed: would have cost {md(money(call.would_cost))})")
         )
         with st.expander(label):
             request = json.loads(call.request_json)
             for message in request.get("messages", []):
-                st.markdown(f"*{message['role']}*")
-                st.text(message["content"])
+                st.markdown(f"*{md(message.get('role'))}*")
+                st.text(message.get("content"))
             if call.error:
-                st.error(call.error)
+                st.error(md(call.error, inline=False))
             st.markdown("*raw text*")
             st.code(call.raw_text or "", language="json" if request.get("json_schema") else None)
             if call.parsed_json:
@@ -138,7 +140,7 @@ def _render_calls(run_id: str) -> None:
                 st.json(json.loads(call.parsed_json))
             flags = json.loads(call.flags_json or "[]")
             if flags:
-                st.caption("flags: " + ", ".join(flags))
+                st.caption("flags: " + md(", ".join(map(str, flags))))
 
 
 def handle_select(run_id: str) -> None:

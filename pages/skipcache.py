@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
+from dashboard.components import md, plot_text
 from engine.config import get_settings
 from engine.events import async_run_context
 from engine.inputs import InputError, read_upload
@@ -68,7 +69,7 @@ def render() -> None:
                 "judgments of the bundled Gemma, so it runs without a model.")
         return
     if "error" in result:
-        st.error(result["error"])
+        st.error(md(result["error"], inline=False))
         return
     _render_summary(result)
     timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
@@ -102,7 +103,7 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         except InputError as exc:
             st.error(f"Nothing imported: {exc}")
         except WorkloadError as exc:
-            st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {p}" for p in exc.problems))
+            st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
     defaults = ResponseConfig()
     with st.expander("Thresholds and checker", expanded=True):
         c = st.columns(5)
@@ -213,7 +214,7 @@ def scope_timeline(scope: str, result: dict[str, Any]) -> go.Figure:
     msgs = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
     fig.add_trace(go.Scatter(x=[m["at"] for m in msgs], y=["messages"] * len(msgs), mode="markers", name="message",
                              marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
-                             text=[f"{m['author']}: {m['text']}" for m in msgs], hoverinfo="text+x"))
+                             text=[plot_text(f"{m['author']}: {m['text']}") for m in msgs], hoverinfo="text+x"))
     judged = [j for j in result["judgments"] if j["scope"] == scope]
     for j in judged:
         if j["skip_seconds"]:

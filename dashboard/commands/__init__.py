@@ -9,8 +9,10 @@ import typer
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print the error the way every command does and return the Exit to raise."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    """Print the error the way every command does (keys redacted) and return the Exit to raise."""
+    from models.secrets import redact
+
+    typer.secho(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
     return typer.Exit(code)
 
 

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+from tests.dashboard.rendered import shown
 from tests.engine.test_jury_run import ev, scripted
 
 
@@ -25,7 +26,8 @@ def _replay_page() -> None:
 
 
 def _statements(node: Any) -> list[str]:
-    return [m.value for m in node.markdown if "<small>" in m.value]
+    """A statement card ends with the caption '<badge> <verdict> · <score>'; its text is an st.text."""
+    return [c.value for c in node.caption if c.value[:1] in "🟢🟡🔴⚪"]
 
 
 def test_jury_page_runs_live_on_the_bundled_model() -> None:
@@ -41,7 +43,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     assert any(m.value.startswith("**Safety officer**") for m in at.markdown)
     assert len(_statements(at)) == 3  # one round, three jurors, no round numbers by default
     assert not any("— round 1 —" in c.value for c in at.caption)
-    assert at.success and "majority_vote" in at.success[0].value
+    assert at.success and "majority_vote" in shown(at.success[0].value)
     at.toggle(key="jury.view.rounds").set_value(True).run()
     assert any("— round 1 —" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 3
@@ -50,7 +52,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
 def test_jury_page_says_which_models_are_unavailable() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     at.selectbox(key="jury.preset").set_value("seed-api").run()
-    assert any("Unavailable" in e.value and "OPENAI_API_KEY" in e.value for e in at.error)
+    assert any("Unavailable" in e.value and "OPENAI_API_KEY" in shown(e.value) for e in at.error)
     assert at.button(key="jury.run").disabled
 
 
@@ -75,7 +77,10 @@ def test_replay_steps_plays_and_shows_what_the_live_page_showed() -> None:
     # At the last event the replay shows the same statements, badges and verdict as the Jury page.
     player = at.tabs[0]  # the first tab steps through one run; the second compares two
     assert _statements(player) == _statements(live) and len(_statements(player)) == 3
-    assert any("立場変更" in s for s in _statements(player))
+    texts = [t.value for t in player.text]  # the live page also shows its case picker's text first
+    assert texts and [t.value for t in live.text][-len(texts):] == texts
+    assert {"I was wrong", "it leaked", "agreed"} <= {t.value for t in player.text}
+    assert any("立場変更" in m.value for m in player.markdown)
     assert [s.value for s in player.success] == [s.value for s in live.success]
     at.button(key="replay.first").click().run()
     assert any("Waiting for the jury" in i.value for i in at.info)

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
+from tests.dashboard.rendered import shown
 
 
 def _models_page() -> None:
@@ -60,7 +61,7 @@ def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() 
     assert len(runs) == 1 and runs[0].status == "finished"
     calls = _store().calls(runs[0].id)
     assert len(calls) == 1 and calls[0].error is None and calls[0].parsed_json
-    assert any(runs[0].id in md.value for md in at.markdown)
+    assert any(runs[0].id in shown(md.value) for md in at.markdown)
 
 
 @pytest.mark.slow
@@ -72,7 +73,7 @@ def test_models_page_free_text_streams_answer() -> None:
     assert not at.exception
     runs = _store().list_runs(kind="models.prompt")
     call = _store().calls(runs[0].id)[0]
-    assert call.raw_text and any(call.raw_text.strip()[:20] in md.value for md in at.markdown)
+    assert call.raw_text and any(call.raw_text.strip()[:20] in t.value for t in at.text)
 
 
 def test_runs_page_empty_then_shows_run_with_calls() -> None:
@@ -95,7 +96,7 @@ def test_runs_page_empty_then_shows_run_with_calls() -> None:
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["LLM calls"] == "1" and metrics["Tokens"] == "14" and metrics["Status"] == "finished"
-    assert any("gemma3-270m" in e.label for e in at.expander)
+    assert any("gemma3-270m" in shown(e.label) for e in at.expander)
     assert any("hello there" in t.value for t in at.text)
 
 
@@ -108,4 +109,4 @@ def test_runs_page_deep_link_by_query_param() -> None:
     at.query_params["run"] = run.run_id
     at.run()
     assert not at.exception
-    assert any(run.run_id in h.value for h in at.subheader)
+    assert any(run.run_id in shown(h.value) for h in at.subheader)

@@ -3,6 +3,7 @@ send a prompt to the bundled model, see the answer; then find the run on the Run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -33,12 +34,13 @@ def _require_browser() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+@contextlib.contextmanager
+def serve_dashboard(tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
+    """`judgelab dashboard` on a free loopback port with its own SQLite file; stopped afterwards."""
     _require_browser()
     port = free_port()
     db = tmp_path / "e2e.db"
-    env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"}
+    env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"} | (env or {})
     log = (tmp_path / "dashboard.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
@@ -60,6 +62,12 @@ def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    with serve_dashboard(tmp_path) as served:
+        yield served
 
 
 def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[str, Path], tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,6 +42,7 @@ class FakeServer:
     def __init__(self, lifetime_s: float = 300.0) -> None:
         self.replies: deque[Reply] = deque()
         self.seen: list[Seen] = []
+        self.local = threading.local()
         self._lock = threading.Lock()
         server_self = self
 
@@ -61,6 +63,7 @@ class FakeServer:
                     headers = {k.lower(): v for k, v in self.headers.items()}
                     server_self.seen.append(Seen(self.command, self.path, headers, body))
                     reply = server_self.replies.popleft() if server_self.replies else None
+                server_self.local.headers = headers  # what `default` may read of this request
                 if reply is None:
                     reply = server_self.default(self.command, self.path, body)
                 if reply.delay_s:
@@ -255,3 +258,73 @@ def ollama_error(status: int, message: str) -> Reply:
 
 
 GEMINI_PATH = re.compile(r"^/v1beta/models/(?P<model>[^:]+):generateContent")
+
+
+# -- an OpenAI-compatible server that answers anything, from the request's own schema -------------------
+def fill_schema(schema: dict[str, Any], text: Callable[[str], str], root: dict[str, Any] | None = None,
+                path: str = "") -> Any:
+    """A value valid for a JSON schema (the subset pydantic writes): every string is `text(path)`, numbers
+    sit mid-range, enums take their first value."""
+    root = root or schema
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return fill_schema(root.get("$defs", {}).get(name, {}), text, root, path)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combiner in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in schema.get(combiner, []) if o.get("type") != "null"]
+        if options:
+            return fill_schema(options[0], text, root, path)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object" or "properties" in schema:
+        return {k: fill_schema(v, text, root, f"{path}.{k}") for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [fill_schema(schema.get("items", {}), text, root, f"{path}[]")
+                for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        high = schema.get("maximum", schema.get("exclusiveMaximum", low + 100))
+        middle = (low + high) / 2
+        return int(middle) if kind == "integer" else middle
+    if kind == "boolean":
+        return True
+    value = text(path)
+    return value[: schema["maxLength"]] if "maxLength" in schema else value
+
+
+class SchemaServer(FakeServer):
+    """OpenAI-compatible (`/v1/chat/completions`, `/v1/models`): a structured request gets JSON valid for its
+    own schema with every string from `text(path, body, headers)`; free text gets `text("", body, headers)`,
+    streamed in small pieces when asked. `error(body, headers)` may return a Reply to send instead."""
+
+    def __init__(self, text: Callable[[str, dict[str, Any], dict[str, str]], str],
+                 error: Callable[[dict[str, Any], dict[str, str]], Reply | None] | None = None,
+                 piece_size: int = 5, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.text = text
+        self.error = error
+        self.piece_size = piece_size
+
+    def default(self, method: str, path: str, body: Any) -> Reply:
+        headers = getattr(self.local, "headers", {})
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return Reply(body={"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "test"}]})
+        if not (method == "POST" and path.endswith("/chat/completions") and isinstance(body, dict)):
+            return super().default(method, path, body)
+        failure = self.error(body, headers) if self.error else None
+        if failure is not None:
+            return failure
+        fmt = body.get("response_format") or {}
+        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
+        if schema:
+            content = json.dumps(fill_schema(schema, lambda p: self.text(p, body, headers)), ensure_ascii=False)
+        else:
+            content = self.text("", body, headers)
+        if body.get("stream"):
+            size = self.piece_size
+            return openai_stream([content[i:i + size] for i in range(0, len(content), size)] or [""])
+        return openai_ok(content)
