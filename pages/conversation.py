@@ -103,7 +103,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         method = c1.selectbox("Judge method", METHODS, key=KEY + "method")
         judge_model = c1.selectbox("Judge model", catalog.ids, key=KEY + "judge_model",
                                    disabled=method not in ("judge", "hybrid", "likelihood"))
-        c1.caption(_calibration_caption(method, judge_model))
+        c1.caption(md(_calibration_caption(method, judge_model)))
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
         w_n = c2.slider("Weight: novelty", 0.0, 1.0, 0.3, 0.05, key=KEY + "w_n")
