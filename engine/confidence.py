@@ -514,6 +514,10 @@ class LikelihoodSelfEvaluator:
                                 detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}")
         cal = load_calibration(CONFIDENCE, self.model.model_id)
         pmi = features["pmi_supported"]
+        if not math.isfinite(pmi):
+            return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True, call_id=scores.call_id,
+                                detail=f"fallback {self.FALLBACK}: invalid likelihood feature",
+                                flags=["invalid:likelihood_features"])
         value = cal.apply("supported", features) if cal else 1 / (1 + math.exp(-pmi))
         flags = ["likelihood", f"calibration:{cal.version}" if cal else "uncalibrated"]
         return FactorResult(name="llm_self_confidence", value=round(value, 4), call_id=scores.call_id, flags=flags,

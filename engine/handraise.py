@@ -787,6 +787,7 @@ class WillJudge:
         confidence are fitted maps of the PMI of each participant's expertise with the conversation;
         novelty is the embedding novelty (a likelihood novelty measured no better than chance). A model
         that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
+        import math
         import time
 
         from engine.judgemaps import load_calibration
@@ -810,9 +811,10 @@ class WillJudge:
         out = []
         for p in who:
             f = features[p.id]
+            if not all(math.isfinite(v) for v in f.values()):
+                out.append(components_from(p.id, None, ["likelihood", "invalid:likelihood_features"]))
+                continue
             if cal is None:  # no fitted map for this model: a plain squash of the PMI, flagged
-                import math
-
                 rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
                 flags = ["likelihood", "uncalibrated"]
             else:

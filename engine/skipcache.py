@@ -513,9 +513,12 @@ class LikelihoodJudge:
                 self.model, [(m.author, m.text) for m in list(history)[-self.history_limit:]])
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
+        if not math.isfinite(features["pmi_need"]):  # an option the model gave no probability at all
+            return JudgeOutcome(result=None, error=f"invalid likelihood feature: {features}",
+                                prompt_tokens=scores.prompt_tokens, call_id=scores.call_id)
         cal = load_calibration(SKIP, self.model.model_id)
         if cal is None:
-            p, flags = 1 / (1 + math.exp(-features["pmi_need"])), ["uncalibrated"]
+            p, flags = 1 / (1 + math.exp(-max(-700.0, features["pmi_need"]))), ["uncalibrated"]
         else:
             p, flags = cal.apply("respond", features), []
         return JudgeOutcome(
