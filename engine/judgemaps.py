@@ -138,10 +138,9 @@ def fit_single_map(name: str, model_id: str, component: str, feature: str, rows:
 def read_jsonl_items(path: Path, required: dict[str, type]) -> list[dict[str, Any]]:
     """A labelled calibration split: one JSON object a line with the required typed fields; a bad line is an
     error naming the file and line, and nothing is returned."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read: {exc}") from None
+    from engine.inputs import read_text
+
+    text = read_text(path)  # InputError (a ValueError) for a missing, binary or oversized file
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

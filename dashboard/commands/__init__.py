@@ -53,3 +53,24 @@ def require_models(catalog: Any, model_ids: set[str] | list[str]) -> None:
             problems.append(f"{model_id} is unavailable: {availability.reason}")
     if problems:
         raise fail("; ".join(problems), code=2)
+
+
+def calibrate_and_save(store: Any, mechanism: str, model_id: str, data: Any, rows: Any, fit: Any,
+                       output_dir: Any, as_json: bool) -> None:
+    """What every `calibrate` command does: compute the judge's raw features on the calibration split as a
+    run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
+    `output_dir`) and print what was written."""
+    import json
+
+    from engine.judgemaps import save_calibration
+    from models.recording import call_context
+
+    run_id = store.create_run("calibration", {"mechanism": mechanism, "model": model_id, "data": str(data)}).id
+    with call_context(run_id=run_id, purpose=f"calibration.{mechanism}"):
+        features = asyncio.run(rows())
+    calibrations = fit(features)
+    paths = [str(save_calibration(c, output_dir)) for c in calibrations]
+    store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
+    typer.echo(json.dumps({"run_id": run_id, "rows": len(features), "files": paths,
+                           "calibrations": [c.model_dump() for c in calibrations]}, ensure_ascii=False,
+                          indent=None if as_json else 1))

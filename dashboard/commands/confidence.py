@@ -217,25 +217,20 @@ def calibrate_judge_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood self-evaluation's map (PMI → p(supported)) on a calibration split; a run."""
-    from engine.judgemaps import fit_single_map, read_jsonl_items, save_calibration
+    from dashboard.commands import calibrate_and_save
+    from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import CONFIDENCE, confidence_features
-    from models.recording import call_context
 
     try:
         items = read_jsonl_items(data, {"query": str, "answer": str, "supported": bool})
     except ValueError as exc:
         raise fail(str(exc)) from None
     store, model = usable_model(model_id)
-    run_id = store.create_run("calibration", {"mechanism": "confidence", "model": model_id, "data": str(data)}).id
 
     async def rows() -> list[dict[str, float]]:
-        with call_context(run_id=run_id, purpose="calibration.confidence"):
-            return [(await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0]
-                    for it in items]
+        return [(await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0]
+                for it in items]
 
-    cal = fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", asyncio.run(rows()),
-                         [it["supported"] for it in items], data)
-    path = save_calibration(cal, output_dir)
-    store.finish_run(run_id, summary={"file": str(path), "items": len(items)})
-    typer.echo(json.dumps({"run_id": run_id, "file": str(path), "calibration": cal.model_dump()}, ensure_ascii=False,
-                          indent=None if as_json else 1))
+    calibrate_and_save(store, "confidence", model_id, data, rows, lambda f: [fit_single_map(
+        CONFIDENCE, model_id, "supported", "pmi_supported", f, [it["supported"] for it in items], data)],
+        output_dir, as_json)

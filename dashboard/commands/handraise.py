@@ -161,22 +161,16 @@ def calibrate_cmd(
 ) -> None:
     """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
     recorded as a run of kind `calibration`."""
+    from dashboard.commands import calibrate_and_save
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
-    from engine.judgemaps import file_sha256, save_calibration
-    from models.recording import call_context
+    from engine.inputs import read_text
+    from engine.judgemaps import file_sha256
 
     try:
-        items = parse_benchmark(data.read_text(encoding="utf-8"), str(data))
-    except FileNotFoundError:
-        raise fail(f"{data}: file not found") from None
-    except ValueError as exc:
+        items = parse_benchmark(read_text(data), str(data))
+    except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     store, resolver, _ = _setup("likelihood", judge_model, 0.6, [])
-    run_id = store.create_run("calibration", {"mechanism": "handraise", "model": judge_model, "data": str(data)}).id
-    with call_context(run_id=run_id, purpose="calibration.handraise"):
-        rows = asyncio.run(calibration_rows(items, resolver(judge_model)))
-    cals = fit_calibrations(rows, judge_model, str(data), file_sha256(data))
-    paths = [str(save_calibration(c, output_dir)) for c in cals]
-    store.finish_run(run_id, summary={"files": paths, "rows": len(rows)})
-    out = {"run_id": run_id, "rows": len(rows), "files": paths, "calibrations": [c.model_dump() for c in cals]}
-    typer.echo(json.dumps(out, ensure_ascii=False, indent=None if as_json else 1))
+    calibrate_and_save(store, "handraise", judge_model, data, lambda: calibration_rows(items, resolver(judge_model)),
+                       lambda rows: fit_calibrations(rows, judge_model, str(data), file_sha256(data)),
+                       output_dir, as_json)

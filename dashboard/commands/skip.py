@@ -165,9 +165,9 @@ def calibrate_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood skip judge's map (PMI → p(respond)) on a calibration split, recorded as a run."""
-    from engine.judgemaps import fit_single_map, read_jsonl_items, save_calibration
+    from dashboard.commands import calibrate_and_save
+    from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import SKIP, skip_features
-    from models.recording import call_context
 
     try:
         items = read_jsonl_items(data, {"messages": list, "should_respond": bool})
@@ -175,15 +175,9 @@ def calibrate_cmd(
     except (ValueError, KeyError, TypeError) as exc:
         raise _fail(f"{data}: every message needs author and text ({exc})") from None
     store, model = usable_model(model_id)
-    run_id = store.create_run("calibration", {"mechanism": "skip", "model": model_id, "data": str(data)}).id
 
     async def rows() -> list[dict[str, float]]:
-        with call_context(run_id=run_id, purpose="calibration.skip"):
-            return [(await skip_features(model, h))[0] for h in history]
+        return [(await skip_features(model, h))[0] for h in history]
 
-    cal = fit_single_map(SKIP, model_id, "respond", "pmi_need", asyncio.run(rows()),
-                         [it["should_respond"] for it in items], data)
-    path = save_calibration(cal, output_dir)
-    store.finish_run(run_id, summary={"file": str(path), "items": len(items)})
-    typer.echo(json.dumps({"run_id": run_id, "file": str(path), "calibration": cal.model_dump()}, ensure_ascii=False,
-                          indent=None if as_json else 1))
+    calibrate_and_save(store, "skip", model_id, data, rows, lambda f: [fit_single_map(
+        SKIP, model_id, "respond", "pmi_need", f, [it["should_respond"] for it in items], data)], output_dir, as_json)
