@@ -126,8 +126,9 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
         ("handraise", "judge", "--scenario", str(scenario), "--judge", "self", "--json"),
         ("director", "check", "えー、ほんと？海って気持ちいいわ！", "--character", "yana", "--model", "echo2"),
         ("confidence", "evaluate", "--query", "What is the capital of France?", "--model", "gemma3-270m"),
+        # The structured judge: its raw reply (which echoes the key) is what the export must not leak.
         ("skip", "simulate", "--generate", "--channels", "2", "--hours", "1", "--rate", "3", "--model", "gemma3-270m",
-         "--record", str(record), "--json"),
+         "--mode", "structured", "--record", str(record), "--json"),
     ]
     codes = {}
     for args in commands:
