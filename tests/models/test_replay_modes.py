@@ -31,12 +31,12 @@ def test_fallthrough_calls_the_live_model_once_then_replays_it(store) -> None:
     strict = hub.get(BUNDLED_MODEL_ID, replay=True)
 
     async def go() -> tuple[object, object, object]:
-        live = await through.complete("Should a bot greet a new member? Answer as JSON.", schema=ProbeJudgment,
-                                      max_tokens=48)
-        again = await through.complete("Should a bot greet a new member? Answer as JSON.", schema=ProbeJudgment,
-                                       max_tokens=48)
-        replayed = await strict.complete("Should a bot greet a new member? Answer as JSON.", schema=ProbeJudgment,
-                                         max_tokens=48)
+        live = await through.complete("Should a bot greet a new member?",
+                                      max_tokens=24)
+        again = await through.complete("Should a bot greet a new member?",
+                                       max_tokens=24)
+        replayed = await strict.complete("Should a bot greet a new member?",
+                                         max_tokens=24)
         return live, again, replayed
 
     live, again, replayed = asyncio.run(go())
