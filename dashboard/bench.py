@@ -533,6 +533,45 @@ def bench_handraise_judge(repeat: int, progress: Progress) -> BenchResult:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@benchmark("handraise.likelihood")
+def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
+    """Will judgment of 3 participants by likelihood (PMI scoring + fitted maps + embedding novelty) with the
+    bundled Gemma on the configured threads; the first judgment (model load, content-free baseline, embedder)
+    is reported apart from the samples. Consecutive samples judge different messages."""
+    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
+    from models.backends.llamacpp import default_threads
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    messages = ["My Python script crashes with a KeyError when it reads the config. How do I fix it?",
+                "Which font pairs well with a geometric sans for headings?",
+                "Is a p-value of 0.04 with 12 users enough to ship the change?",
+                "The login page loads slowly and the button is hard to find on mobile.",
+                "Thanks everyone, that was helpful!"]
+    store, folder = _temp_store()
+    try:
+        judge = WillJudge(DEFAULT_CAST, ModelHub(load_catalog(), call_log=store).get,
+                          HandRaiseConfig(judge_method="likelihood"))
+        started = time.perf_counter()
+        asyncio.run(judge.judge([Turn("user", "Hello, who can help me today?")]))
+        first = time.perf_counter() - started
+        walls, calls = [], []
+        for i in range(max(len(messages), repeat)):
+            started = time.perf_counter()
+            _, facts = asyncio.run(judge.judge([Turn("user", messages[i % len(messages)])]))
+            walls.append(time.perf_counter() - started)
+            calls.append(facts.calls)
+        result = BenchResult.from_samples(
+            "handraise.likelihood", "will judgment of 3 participants by likelihood with the bundled Gemma", walls,
+            target="median ≤ 1.0 s", metrics={"first_judgment_s": round(first, 3), "threads": default_threads(),
+                                              "scoring_calls_per_judgment": statistics.median(calls)})
+        result.met = (result.median or 99) <= 1.0
+        return result
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @benchmark("handraise.whatif")
 def bench_handraise_whatif(repeat: int, progress: Progress) -> BenchResult:
     """Re-deciding 10 000 recorded judgments under new settings, without a model."""
