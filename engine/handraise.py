@@ -576,7 +576,9 @@ def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = 
             raw = {**raw, **{f: _scaled(raw[f], scale) for f in FIELDS if f in raw}}
         scaled[pid] = raw
         if isinstance(raw, Mapping):
-            invalid[pid] = [f"invalid:{f}" for f in FIELDS if f in raw and _component(raw[f])[1] == "invalid"]
+            # In the filled skeleton (scale 9) a slot always holds a digit: a null there is no skeleton output.
+            invalid[pid] = [f"invalid:{f}" for f in FIELDS if f in raw and (
+                _component(raw[f])[1] == "invalid" or (scale != 1 and raw[f] is None))]
     base = [*flags] + ([f"scale:0-{scale}"] if scale != 1 else [])
     if any(invalid.values()):
         return [components_from(pid, None, [*base, "judge:invalid_answer", *invalid.get(pid, [])]) for pid in ids]
