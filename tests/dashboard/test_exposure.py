@@ -6,16 +6,13 @@ from __future__ import annotations
 import base64
 import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dashboard.hostcheck import allowed_hosts, host_name
-from dashboard.net import free_port, port_open
+from tests.fakes.dashboard import running_dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,25 +30,9 @@ def test_allowed_hosts_and_host_names() -> None:
 
 @pytest.fixture
 def dashboard_port(tmp_path: Path) -> Iterator[int]:
-    port = free_port()
-    env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}", "JUDGELAB_ALLOWED_HOSTS": ""}
-    log = (tmp_path / "dashboard.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
-                            env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while not port_open(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail((tmp_path / "dashboard.log").read_text())
-            time.sleep(0.2)
+    with running_dashboard(tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}",
+                                      "JUDGELAB_ALLOWED_HOSTS": ""}) as port:
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _status(port: int, request: str) -> int:

@@ -94,6 +94,15 @@ def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
     assert len(calls) == result["live_calls"] + 1 and all(c["backend"] == "llamacpp" for c in calls)
 
 
+def _simulate_small(at: AppTest) -> None:
+    """Set the page's generated workload to SMALL and run the simulation."""
+    at.number_input(key="skip.channels").set_value(SMALL.channels)
+    at.number_input(key="skip.hours").set_value(SMALL.hours)
+    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
+    at.number_input(key="skip.seed").set_value(SMALL.seed)
+    at.button(key="skip.run").click().run()
+
+
 def _page() -> None:
     from pages import skipcache
 
@@ -109,11 +118,7 @@ def test_page_simulates_with_recorded_judgments(recorded: tuple[Path, Path], tmp
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
     assert not at.exception
-    at.number_input(key="skip.channels").set_value(SMALL.channels)
-    at.number_input(key="skip.hours").set_value(SMALL.hours)
-    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
-    at.number_input(key="skip.seed").set_value(SMALL.seed)
-    at.button(key="skip.run").click().run()
+    _simulate_small(at)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     without = int(metrics["Judge calls without cache"].replace(",", ""))
@@ -135,11 +140,7 @@ def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, mo
         '{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n', encoding="utf-8")
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
-    at.number_input(key="skip.channels").set_value(SMALL.channels)
-    at.number_input(key="skip.hours").set_value(SMALL.hours)
-    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
-    at.number_input(key="skip.seed").set_value(SMALL.seed)
-    at.button(key="skip.run").click().run()
+    _simulate_small(at)
     assert not at.exception
     delta = [m.proto.delta for m in at.metric if m.label == "max"][0]
     assert delta == "n/a (nothing was judged)"

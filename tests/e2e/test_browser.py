@@ -8,15 +8,12 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dashboard.net import free_port, port_open
+from tests.fakes.dashboard import running_dashboard
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,30 +35,10 @@ def _require_browser() -> None:
 def serve_dashboard(tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
     """`judgelab dashboard` on a free loopback port with its own SQLite file; stopped afterwards."""
     _require_browser()
-    port = free_port()
     db = tmp_path / "e2e.db"
-    env = os.environ | {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"} | (env or {})
-    log = (tmp_path / "dashboard.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if port_open(port):
-            break
-        if proc.poll() is not None:
-            pytest.fail((tmp_path / "dashboard.log").read_text())
-        time.sleep(0.2)
-    try:
+    with running_dashboard(tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"}
+                           | (env or {})) as port:
         yield f"http://127.0.0.1:{port}", db
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture
