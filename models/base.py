@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from models.catalog import ModelSpec
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
-from models.recording import CallLog, CallRecord, current_context
+from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
 from models.secrets import StreamRedactor, redact, redact_obj
 from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
@@ -325,6 +325,7 @@ class ChatModel(ABC):
         attempt = 0
         while True:
             attempt += 1
+            checkpoint()  # a cancelled run stops here, between calls (and between retries)
             try:
                 return await asyncio.wait_for(attempt_once(), timeout=self.spec.timeout_s), attempt
             except TimeoutError:

@@ -7,8 +7,10 @@ made inside (including calls in tasks it spawns) is attributed to it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +25,32 @@ from models.types import Request
 class CallContext:
     run_id: str | None = None
     purpose: str = "adhoc"
+    # Set by the run registry (engine.runctx): when this event is set, the next model call, and a local
+    # generation at its next token, raises RunCancelled.
+    cancel: threading.Event | None = None
+
+
+class RunCancelled(asyncio.CancelledError):
+    """The run was cancelled cooperatively (its cancel event was set) between calls or between tokens.
+
+    A CancelledError, so `except Exception` fallbacks in the mechanisms never swallow it and
+    `engine.events.run_context` stores the run as `cancelled` with every event emitted so far."""
+
+    def __init__(self, reason: str = "cancelled by the user") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def checkpoint() -> None:
+    """Raise RunCancelled when the current run has been cancelled; free when nothing is set."""
+    cancel = _CONTEXT.get().cancel
+    if cancel is not None and cancel.is_set():
+        raise RunCancelled()
+
+
+def cancelled() -> bool:
+    cancel = _CONTEXT.get().cancel
+    return cancel is not None and cancel.is_set()
 
 
 _CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar(
@@ -31,12 +59,16 @@ _CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def call_context(run_id: str | None = None, purpose: str | None = None) -> Iterator[CallContext]:
-    """Attribute every model call made inside this block to `run_id` and `purpose`."""
+def call_context(
+    run_id: str | None = None, purpose: str | None = None, cancel: threading.Event | None = None
+) -> Iterator[CallContext]:
+    """Attribute every model call made inside this block to `run_id` and `purpose` (and, with `cancel`,
+    let the run be cancelled between calls)."""
     current = _CONTEXT.get()
     ctx = CallContext(
         run_id=run_id if run_id is not None else current.run_id,
         purpose=purpose if purpose is not None else current.purpose,
+        cancel=cancel if cancel is not None else current.cancel,
     )
     token = _CONTEXT.set(ctx)
     try:
