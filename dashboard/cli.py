@@ -119,7 +119,7 @@ def dashboard(
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False) -> None:
     """Every catalog entry, available or not, and why."""
-    from models.registry import check_all
+    from models.registry import check_all, scoring_support
 
     catalog = _catalog()
     availability = {a.model_id: a for a in asyncio.run(check_all(catalog))}
@@ -134,6 +134,9 @@ def models_list(as_json: JsonFlag = False) -> None:
             "price_in_per_1k": s.price_in_per_1k,
             "price_out_per_1k": s.price_out_per_1k,
             "default_for": s.default_for,
+            "tuning": s.tuning,
+            "scoring": scoring_support(s),
+            "preferred_judge": s.preferred_judge,
         }
         for s in catalog.models
     ]
