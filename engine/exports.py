@@ -77,11 +77,12 @@ class Table:
     name: str
     description: str
     rows: list[dict[str, Any]]
+    fixed: tuple[str, ...] = ()  # columns it has even without rows
 
     @property
     def columns(self) -> list[str]:
-        """Every key of every row, in the order they first appear."""
-        return list(dict.fromkeys(k for row in self.rows for k in row))
+        """Its fixed columns, then every other key of its rows in the order they first appear."""
+        return list(dict.fromkeys([*self.fixed, *(k for row in self.rows for k in row)]))
 
 
 def _flat(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -95,6 +96,12 @@ def _flat(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             row[name] = value
     return row
+
+
+CALL_COLUMNS = ("call_id", "created_at", "purpose", "model_id", "backend", "model_name", "prompt_tokens",
+                "completion_tokens", "latency_s", "cost", "would_cost", "finish_reason", "error_type", "error",
+                "attempts", "flags", "request_hash", "prompt", "raw_text", "parsed")
+EVENT_COLUMNS = ("seq", "ts", "offset_s", "type", "payload")
 
 
 def _calls(record: RunRecord) -> list[dict[str, Any]]:
@@ -276,11 +283,12 @@ TABLES: list[tuple[str, str, TableBuilder]] = [
 
 def tables(record: RunRecord) -> dict[str, Table]:
     """Every table this run has rows for, in a fixed order (`headline`, `calls` and `events` always)."""
+    fixed = {"calls": CALL_COLUMNS, "events": EVENT_COLUMNS}
     found: dict[str, Table] = {}
     for name, description, build in TABLES:
         rows = build(record)
         if rows or name in ("headline", "calls", "events"):
-            found[name] = Table(name, description, rows)
+            found[name] = Table(name, description, rows, fixed.get(name, ()))
     return found
 
 
