@@ -103,10 +103,14 @@ def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[
 
 
 def _handraise_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    if record.run.kind != "handraise.eval":
+        return []
     return _metric_bars(record, ("accuracy", "precision", "recall", "f1", "consistency"), "Judge benchmark")
 
 
 def _jury_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    if record.run.kind != "jury.eval":
+        return []
     return _metric_bars(record, ("phase1_accuracy", "accuracy", "outcome_changed_rate"), "Case-set evaluation")
 
 

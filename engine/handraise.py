@@ -974,13 +974,14 @@ class Conversation:
     def batch(self, state: TurnState, kind: str, at: float | None = None) -> None:
         before = set(state.resolved)
         state.resolved = batch_actions(state.hands, state.resolved, kind, at)
-        for model in set(state.resolved) - before:
+        # In the order they were decided (not a set's): a stored conversation is rebuilt in that order.
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def timeout(self, state: TurnState) -> None:
         before = set(state.resolved)
         state.resolved = timeout_resolutions(state.hands, state.resolved, self.config)
-        for model in set(state.resolved) - before:
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def raise_again(self, state: TurnState, source: str) -> bool:

@@ -149,8 +149,8 @@ def stored_skip(store: Store) -> str:
             return JudgeOutcome(result=JudgmentResult(should_respond=False, confidence=0.95, reason=FORMULAS[3]),
                                 prompt_tokens=100, completion_tokens=10)
 
-    messages = generate_workload(WorkloadSpec(channels=2, hours=2.0, seed=3))
-    with run_context(store, "skip.simulate", {"workload": {"channels": 2, "hours": 2.0}, "judge": "scripted"}) as run:
-        comparison = asyncio.run(compare(messages, Confident(), ResponseConfig(), hours=2.0))
+    messages = generate_workload(WorkloadSpec(channels=3, hours=6.0, bursts_per_hour=1.0, seed=3))
+    with run_context(store, "skip.simulate", {"workload": {"channels": 3, "hours": 6.0}, "judge": "scripted"}) as run:
+        comparison = asyncio.run(compare(messages, Confident(), ResponseConfig(), hours=6.0))
         run.summary = {"calls_saved_pct": comparison["calls_saved_pct"], "comparison": comparison}
     return run.run_id
