@@ -265,7 +265,7 @@ def _render_compare(run_id: str, kind: str) -> None:
         st.info(f"No other {md(kind)} run to compare with.")
         return
     c1, c2 = st.columns(2)
-    picked = c1.selectbox(f"Compare with (the newest {COMPARE_CHOICES} {kind} runs)", options,
+    picked = c1.selectbox(f"Compare with (the newest {COMPARE_CHOICES} {md(kind)} runs)", options,
                           index=options.index(wanted) if wanted in options else 0, key=f"{KEY}compare.{run_id}")
     typed = c2.text_input("…or a run id", key=f"{KEY}compare_id.{run_id}").strip()
     other_id = typed or picked
