@@ -30,6 +30,12 @@ def _conversation_page() -> None:
     conversation.render()
 
 
+def _any_page(name: str) -> None:
+    import importlib
+
+    importlib.import_module(f"pages.{name}").render()
+
+
 def _store() -> Store:
     return state.get_store()
 
@@ -203,6 +209,43 @@ def test_a_stored_conversation_reopens_with_its_what_if() -> None:
     assert not at.exception
     changed = next(m for m in at.metric if m.label == "Hands that change")
     assert int(changed.value) > 0
+    assert {f"conv.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(at))
     at.button(key="conv.new").click().run()
     assert not at.exception and at.session_state["conv.conv"] is None
     assert _store().get_run(run_id).status == "running"  # type: ignore[union-attr]  # not closed by a reader
+
+
+def _downloads(at: AppTest) -> dict[str, str]:
+    return {e.key: e.label for e in at.get("download_button")}
+
+
+def test_export_buttons_on_the_runs_page_and_the_mechanism_pages() -> None:
+    import csv
+    import io
+    import json
+    import zipfile
+
+    from dashboard.components import export_file
+
+    store = _store()
+    run_id, _ = stored_jury(store)
+    at = _page(run=run_id)
+    buttons = _downloads(at)
+    assert {f"runs.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(buttons)
+    assert buttons[f"runs.table_csv.{run_id}.headline"] == "⬇ CSV"
+    at.selectbox(key=f"runs.table_pick.{run_id}").set_value("jury_positions").run()
+    assert f"runs.table_csv.{run_id}.jury_positions" in _downloads(at)
+    # What the buttons hand over when clicked (built then, from the stored run).
+    with zipfile.ZipFile(io.BytesIO(export_file(store, run_id, "csv"))) as archive:
+        assert "jury_positions.csv" in archive.namelist()
+    assert json.loads(export_file(store, run_id, "json"))["run"]["id"] == run_id
+    assert export_file(store, run_id, "html").startswith(b"<!DOCTYPE html>")
+    rows = list(csv.DictReader(io.StringIO(export_file(store, run_id, "csv:jury_positions").decode("utf-8-sig"))))
+    assert len(rows) == 6
+    for page, setup in (("jury", {"jury.run_id": run_id}), ("replay", {})):
+        mechanism = AppTest.from_function(_any_page, args=(page,), default_timeout=60)
+        for key, value in setup.items():
+            mechanism.session_state[key] = value
+        mechanism.run()
+        assert not mechanism.exception
+        assert {f"{page}.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(mechanism))
