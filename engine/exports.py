@@ -472,11 +472,11 @@ def html_report(record: RunRecord, figures: Sequence[Figure] = (), plotly_js: st
     """One HTML file that needs nothing else: config, headline figures, the charts (interactive, with
     plotly.js inlined once), the run's tables and its event timeline."""
     run = record.run
-    figures_text = headline(run, record.totals)
+    numbers = headline(run, record.totals)
     head_rows = "".join(
         f"<tr><th>{_e(name)}</th>"
         + (f"<td>{_e(_money(value))}</td>" if name in ("cost", "would_cost") else _td(value)) + "</tr>"
-        for name, value in figures_text.items())
+        for name, value in numbers.items())
     shown = {n: t for n, t in tables(record).items() if n not in ("headline", "events", "calls") and t.rows}
     table_parts = []
     for name, table in shown.items():
