@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
@@ -63,3 +63,42 @@ def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌")
         placeholder.text(text + cursor)
     placeholder.text(text)
     return text
+
+
+def export_file(store: Any, run_id: str, fmt: str) -> bytes:
+    """One export of a stored run, built from the store when asked: `csv` (every table, zipped), `json`,
+    `html` (the self-contained report) or `csv:TABLE` (one table)."""
+    from engine import exports
+
+    record = exports.load_run(store, run_id)
+    if fmt == "json":
+        return exports.run_json(record).encode("utf-8")
+    if fmt == "html":
+        from dashboard.report import report_of
+
+        return report_of(record).encode("utf-8")
+    if fmt.startswith("csv:"):
+        return exports.table_csv(record, fmt.removeprefix("csv:"))
+    return exports.csv_zip(record)
+
+
+def export_buttons(store: Any, run_ids: str | Sequence[str | None] | None, *, key: str = "export") -> None:
+    """Download buttons for a run the page shows: CSV of its tables (zip), the whole run as JSON, and the
+    self-contained HTML report. Files are built only when a button is clicked, from the stored run, and the
+    click does not rerun the page. Given several runs (a page with several results), a picker chooses one."""
+    from functools import partial
+
+    import streamlit as st
+
+    ids = [run_ids] if isinstance(run_ids, str) else [r for r in (run_ids or []) if r]
+    if not ids:
+        return
+    with st.container(border=True):
+        run_id = ids[0] if len(ids) == 1 else st.selectbox("Export run", ids, key=f"{key}.pick")
+        st.caption(f"Export run {md(run_id)} — built from the stored run, keys redacted")
+        files = (("⬇ CSV tables (zip)", "csv", ".zip", "application/zip"),
+                 ("⬇ JSON (whole run)", "json", ".json", "application/json"),
+                 ("⬇ HTML report", "html", ".html", "text/html"))
+        for col, (label, fmt, suffix, mime) in zip(st.columns(len(files)), files, strict=True):
+            col.download_button(label, partial(export_file, store, run_id, fmt), file_name=f"{run_id}{suffix}",
+                                mime=mime, key=f"{key}.{fmt}.{run_id}", on_click="ignore")

@@ -974,13 +974,14 @@ class Conversation:
     def batch(self, state: TurnState, kind: str, at: float | None = None) -> None:
         before = set(state.resolved)
         state.resolved = batch_actions(state.hands, state.resolved, kind, at)
-        for model in set(state.resolved) - before:
+        # In the order they were decided (not a set's): a stored conversation is rebuilt in that order.
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def timeout(self, state: TurnState) -> None:
         before = set(state.resolved)
         state.resolved = timeout_resolutions(state.hands, state.resolved, self.config)
-        for model in set(state.resolved) - before:
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def raise_again(self, state: TurnState, source: str) -> bool:
@@ -1066,6 +1067,75 @@ class Conversation:
                 "judge_tokens": round((state.judge_call.prompt_tokens + state.judge_call.completion_tokens) / n, 1),
                 "answer_tokens": state.answer_tokens.get(h.model, 0), "flags": ",".join(h.flags)})
         self.emit("turn_closed", turn=state.turn_id, spoke=spoke)
+
+
+def restore_conversation(run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]],
+                         models: Any = None) -> Conversation:
+    """A stored conversation rebuilt from its run's config and events, with no model call: its turns, hands,
+    decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
+    whose cards were never all decided, or never answered, is left open. `models` is only needed to go on
+    talking. Raises ValueError when the config or an event is not a conversation's."""
+    from pydantic import ValidationError
+
+    try:
+        participants = [Participant.model_validate(p) for p in run_config.get("participants", [])]
+        config = HandRaiseConfig.model_validate(run_config.get("config", {}))
+    except (ValidationError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a stored conversation's config: {exc}") from None
+    if not participants:
+        raise ValueError("not a stored conversation's config: it has no participants")
+    conv = Conversation(participants, models, config)
+    by_turn: dict[str, TurnState] = {}
+    try:
+        for type_, payload in events:
+            _restore_event(conv, by_turn, type_, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a stored conversation event cannot be read back: {type(exc).__name__}: {exc}") from None
+    return conv
+
+
+def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str, p: Mapping[str, Any]) -> None:
+    if type_ == "user_message":
+        turn_id = str(p["turn"])
+        conv.turns.append(Turn("user", str(p["text"])))
+        conv.guard.allow(turn_id, "user")
+        mentions = Mentions(models=frozenset(p.get("mentions", [])), all=bool(p.get("mentionAll")),
+                            unknown=tuple(p.get("unknownMentions", [])))
+        opened = TurnState(turn_id=turn_id, index=len(conv.states), text=str(p["text"]), mentions=mentions,
+                           hands=[], resolved={}, judge_call=JudgeCall())
+        conv.states.append(opened)
+        by_turn[turn_id] = opened
+        return
+    state = by_turn.get(str(p.get("turn")))
+    if state is None:
+        return  # not a turn event (run_started, run_finished, …)
+    if type_ == "hands":
+        state.hands = [Hand(model=h["model"], relevance=h["relevance"], novelty=h["novelty"],
+                            confidence=h["confidence"], raw_will=h["raw_will"], will=h["will"],
+                            status=HandStatus(h["status"]), cooldown_delta=h.get("cooldown_delta", 0.0),
+                            over_raise_factor=h.get("over_raise_factor", 1.0), reason=h.get("reason", ""),
+                            flags=list(h.get("flags", []))) for h in p["hands"]]
+        state.judge_call = JudgeCall(latency_s=float(p.get("latencyS", 0.0)),
+                                     prompt_tokens=int(p.get("promptTokens", 0)),
+                                     completion_tokens=int(p.get("completionTokens", 0)),
+                                     calls=int(p.get("calls", 0)), call_ids=list(p.get("callIds", [])))
+    elif type_ == "hand_decision":
+        model = str(p["participant"])
+        state.resolved[model] = Resolution(model=model, approved=bool(p["approved"]), by=p["by"],
+                                           rule=p.get("rule", ""))
+    elif type_ == "answer_finished":
+        pid = str(p["participant"])
+        state.answers[pid] = str(p.get("text") or "")
+        state.answer_tokens[pid] = int(p.get("tokens") or 0)
+        if p.get("error"):
+            state.answer_errors[pid] = str(p["error"])
+    elif type_ == "turn_closed":
+        # What `answer` does after the answers: they join the conversation, the turn is recorded.
+        for pid in (m for m, r in state.resolved.items() if r.approved):
+            if state.answers.get(pid):
+                conv.turns.append(Turn(pid, state.answers[pid]))
+        state.answered = True
+        conv._close_turn(state)
 
 
 # -- the judge benchmark ------------------------------------------------------------------------------------------

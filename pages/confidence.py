@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import md
+from dashboard.components import export_buttons, md
 from engine.calibration import calibrate, risk_at
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -176,6 +176,7 @@ def _render_live(settings: ConfidenceSettings) -> None:
         st.error(md(result["error"], inline=False))
         return
     st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
+    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
     rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
             for r in result["results"]]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md, plot_text, safe_avatar
+from dashboard.components import export_buttons, md, plot_text, safe_avatar
 from engine.events import EventBus, StoreSink
 from engine.handraise import (
     DEFAULT_CAST,
@@ -31,6 +31,7 @@ from engine.handraise import (
     changed_hands,
     failure_flags,
     redecide,
+    restore_conversation,
     skip_line,
 )
 from models.recording import call_context
@@ -46,6 +47,39 @@ def _init_state() -> None:
     st.session_state.setdefault(KEY + "log", [])  # what the chat shows: user lines, answers, skip lines
     st.session_state.setdefault(KEY + "deadline", None)
     st.session_state.setdefault(KEY + "error", None)
+    st.session_state.setdefault(KEY + "reopened", False)
+    wanted = st.query_params.get("run")
+    if wanted and wanted != st.session_state[KEY + "run_id"]:
+        _reopen(wanted)
+
+
+def _reopen(run_id: str) -> None:
+    """A stored conversation (`?run=ID`, linked from the Runs page), rebuilt from its events: its chat, charts,
+    telemetry and What-if, read only — a new message starts a new conversation."""
+    store = state.get_store()
+    run = store.get_run(run_id)
+    st.session_state[KEY + "run_id"] = run_id  # tried once per id, whatever the outcome
+    try:
+        if run is None or run.kind != "handraise.conversation":
+            raise ValueError(f"no stored conversation {run_id}")
+        conv = restore_conversation(run.config, [(e.type, e.payload) for e in store.events(run_id)],
+                                    state.get_hub().get)
+    except ValueError as exc:
+        st.session_state.update({KEY + "conv": None, KEY + "run_id": None, KEY + "log": [], KEY + "reopened": False,
+                                 KEY + "error": f"Cannot reopen run {run_id}: {exc}"})
+        return
+    log: list[dict[str, Any]] = []
+    for turn in conv.states:
+        log.append({"kind": "user", "text": turn.text})
+        for h in turn.hands if turn.answered else []:  # as `answer_turn` logs a turn
+            r = turn.resolved[h.model]
+            if r.approved:
+                log.append({"kind": "answer", "pid": h.model, "text": turn.answers.get(h.model, ""),
+                            "error": turn.answer_errors.get(h.model)})
+            elif h.status != HandStatus.NOT_JUDGED:
+                log.append({"kind": "skip", "pid": h.model,
+                            "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")})
+    st.session_state.update({KEY + "conv": conv, KEY + "log": log, KEY + "reopened": True, KEY + "error": None})
 
 
 def render() -> None:
@@ -81,6 +115,7 @@ def render() -> None:
             st.dataframe(pd.DataFrame(conv.telemetry), hide_index=True, width="stretch")
             if st.session_state[KEY + "run_id"]:
                 st.caption(f"Events and calls: run `{st.session_state[KEY + 'run_id']}` on the Runs page.")
+            export_buttons(state.get_store(), st.session_state[KEY + "run_id"], key=KEY + "export")
     with bench_tab:
         render_benchmark(config)
 
@@ -186,11 +221,16 @@ def _run(coro: Any, purpose: str) -> Any:
 def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     conv: Conversation | None = st.session_state[KEY + "conv"]
     top = st.columns([1, 1, 4])
+    reopened = st.session_state[KEY + "reopened"]
     if top[0].button("New conversation", key=KEY + "new", disabled=conv is None):
-        if st.session_state[KEY + "run_id"]:
+        if st.session_state[KEY + "run_id"] and not reopened:
             state.get_store().finish_run(st.session_state[KEY + "run_id"], summary=_summary(conv))
-        st.session_state[KEY + "conv"] = None
+        st.session_state.update({KEY + "conv": None, KEY + "reopened": False, KEY + "log": []})
+        st.query_params.pop("run", None)
         st.rerun()
+    if reopened:
+        st.info(f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
+                "New conversation starts a fresh one.")
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -208,9 +248,10 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
     current: TurnState | None = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
-    if current is not None:
+    if current is not None and not reopened:
         _render_cards(conv, current)
-    prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input", disabled=current is not None)
+    prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input",
+                           disabled=current is not None or reopened)
     if prompt:
         handle_message(prompt, cast, config)
         st.rerun()

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md
+from dashboard.components import export_buttons, md
 from engine.config import ConfigError, get_settings
 from engine.director import (
     RUBRIC_CRITERIA,
@@ -68,6 +68,8 @@ def render() -> None:
         _render_batch(profiles)
     with duo_tab:
         _render_duo(profiles)
+    export_buttons(state.get_store(), [(st.session_state.get(KEY + k) or {}).get("run_id")  # the runs shown above
+                                       for k in ("review", "batch_rubric", "duo")], key=KEY + "export")
 
 
 def _status_badge(status: str) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import md
+from dashboard.components import export_buttons, md
 from engine.config import ConfigError, get_settings
 from engine.events import QueueSink
 from engine.jury import (
@@ -61,6 +61,7 @@ def render() -> None:
         view = fold_run(run_id)
         st.divider()
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
+        export_buttons(state.get_store(), run_id, key=KEY + "export")
         render_view(view, key=KEY + "view")
 
 

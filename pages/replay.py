@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md
+from dashboard.components import export_buttons, md
 from engine.events import incomplete_note
 from engine.jury import JuryView
 from pages.jury import render_view
@@ -46,6 +46,7 @@ def render() -> None:
     with single:
         run = st.selectbox("Run", runs, index=index, format_func=_label, key=KEY + "run")
         _render_incomplete(run)
+        export_buttons(state.get_store(), run["run"], key=KEY + "export")
         _render_player(run["run"])
     with compare:
         _render_compare(runs)

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md, plot_text
+from dashboard.components import export_buttons, md, plot_text
 from engine.config import get_settings
 from engine.events import async_run_context
 from engine.inputs import InputError, read_upload
@@ -72,6 +72,7 @@ def render() -> None:
         st.error(md(result["error"], inline=False))
         return
     _render_summary(result)
+    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
     timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
     with timeline_tab:
         _render_timeline(result)
