@@ -195,3 +195,28 @@ def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequenc
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jurors", dtick=1)
     return _layout(fig, "Verdict distribution")
+
+
+# -- director ------------------------------------------------------------------------------------------------
+
+RUBRIC_GREEN = "#1B6E5A"
+HIT_COLORS = {"WARN": "#E6AB02", "RETRY": "#D95F02"}
+
+
+def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.Figure:
+    """The rubric's criteria (1–5) on a closed radar; `labels` maps each criterion to its display name."""
+    names = [plot_text(labels.get(k, k)) for k in scores]
+    values = [scores[k] for k in scores]
+    fig = go.Figure(go.Scatterpolar(r=values + values[:1], theta=names + names[:1], fill="toself",
+                                    line_color=RUBRIC_GREEN, name="rubric"))
+    fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, showlegend=False)
+    return _layout(fig, "Rubric (1–5 per criterion)", 320)
+
+
+def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
+    """Per rule, the share of lines at WARN and at RETRY, stacked."""
+    rules = [plot_text(r) for r in rates]
+    fig = go.Figure([go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()],
+                            marker_color=HIT_COLORS[status]) for status in ("WARN", "RETRY")])
+    fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
+    return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
