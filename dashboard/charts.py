@@ -220,3 +220,65 @@ def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
                             marker_color=HIT_COLORS[status]) for status in ("WARN", "RETRY")])
     fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
     return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
+
+
+# -- skip cache ----------------------------------------------------------------------------------------------
+
+SKIP_ROWS = ["replies", "cache hits", "skip window", "judgments", "messages"]
+RESPOND, SILENT_COLOR = "#D95F02", "#1B9E77"
+
+
+def _scope(message: Mapping[str, Any]) -> str:
+    return f"{message['channel_id']}:{message['thread_ts'] or 'top'}"
+
+
+def skip_scope_timeline(scope: str, messages: Sequence[Mapping[str, Any]], judgments: Sequence[Mapping[str, Any]],
+                        timeline: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """One scope over simulated time: its messages, judgments (colour: respond or not; flagged ones say they
+    were not cached), skip windows, cache hits and replies, one row each."""
+    from datetime import timedelta
+
+    from engine.skipsim import EPOCH
+
+    fig = go.Figure()
+    mine = [m for m in messages if _scope(m) == scope]
+    fig.add_trace(go.Scatter(x=[m["at"] for m in mine], y=["messages"] * len(mine), mode="markers", name="message",
+                             marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
+                             text=[plot_text(f"{m['author']}: {m['text']}") for m in mine], hoverinfo="text+x"))
+    judged = [j for j in judgments if j["scope"] == scope]
+    for j in judged:
+        if j["skip_seconds"]:
+            fig.add_trace(go.Scatter(x=[j["at"], j["at"] + timedelta(seconds=j["skip_seconds"])],
+                                     y=["skip window"] * 2, mode="lines", showlegend=False,
+                                     line={"color": MUTED, "width": 8},
+                                     hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s"))
+    fig.add_trace(go.Scatter(
+        x=[j["at"] for j in judged], y=["judgments"] * len(judged), mode="markers", name="judgment",
+        marker={"symbol": "diamond", "size": 12, "color": [RESPOND if j["should_respond"] else SILENT_COLOR
+                                                           for j in judged]},
+        text=[f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
+              + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "") for j in judged],
+        hoverinfo="text+x"))
+    for kind, row, name, marker in (
+            ("cache_hit", "cache hits", "cache hit", {"symbol": "line-ns-open", "size": 8, "color": BASE_COLOR}),
+            ("reply", "replies", "bot reply", {"symbol": "star", "size": 12, "color": "#E7298A"})):
+        events = [e for e in timeline if e["type"] == kind and e["scope"] == scope]
+        fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in events], y=[row] * len(events),
+                                 mode="markers", name=name, marker=marker))
+    fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
+    return _layout(fig, f"Scope {plot_text(scope)}", 340)
+
+
+def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Judge calls against staleness p95 per swept configuration; the Pareto front as a dotted line."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=[r["judge calls"] for r in rows], y=[r["staleness p95 s"] for r in rows], mode="markers",
+        name="configuration", marker={"size": 11, "color": [RESPOND if r["pareto"] else MUTED for r in rows]},
+        text=[f"high skip {r['high skip s']}s · default skip {r['default skip s']}s" for r in rows]))
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
+    fig.add_trace(go.Scatter(x=[r["judge calls"] for r in front], y=[r["staleness p95 s"] for r in front],
+                             mode="lines", name="Pareto front", line={"color": RESPOND, "dash": "dot"}))
+    fig.update_xaxes(title="judge calls (with cache)")
+    fig.update_yaxes(title="staleness p95 (s)")
+    return _layout(fig, "Calls saved vs. staleness", 360)
