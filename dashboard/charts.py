@@ -156,6 +156,14 @@ def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[
 VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756"}
 
 
+def _legend_below(fig: go.Figure) -> go.Figure:
+    """A horizontal legend under the plot: in a narrow column (the Replay page's side-by-side compare) a legend
+    at the right would cover the plot and the neighbouring figure's."""
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
+                      margin={"l": 10, "r": 10, "t": 48, "b": 80})
+    return fig
+
+
 def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Score per juror across phase 1 and the rounds; fallback points drawn hollow."""
     fig = go.Figure()
@@ -168,7 +176,7 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
             hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>"))
     fig.update_yaxes(range=[-5, 105], title="score")
-    return _layout(fig, "Score trajectory per juror")
+    return _legend_below(_layout(fig, "Score trajectory per juror", 360))
 
 
 def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
@@ -183,7 +191,7 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + name + "</extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
-    return _layout(fig, "Round timeline: each bar spans a juror's request → answer")
+    return _legend_below(_layout(fig, "Round timeline: each bar spans a juror's request → answer", 360))
 
 
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
@@ -194,7 +202,7 @@ def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequenc
                              name=plot_text(label), marker_color=VERDICT_COLORS.get(label)))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jurors", dtick=1)
-    return _layout(fig, "Verdict distribution")
+    return _legend_below(_layout(fig, "Verdict distribution", 360))
 
 
 # -- director ------------------------------------------------------------------------------------------------
@@ -282,3 +290,67 @@ def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig.update_xaxes(title="judge calls (with cache)")
     fig.update_yaxes(title="staleness p95 (s)")
     return _layout(fig, "Calls saved vs. staleness", 360)
+
+
+# -- conversation (hand raise) -------------------------------------------------------------------------------
+
+SANKEY_NODES = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
+
+
+def _by_participant(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row["participant"]), []).append(row)
+    return groups
+
+
+def will_per_turn(rows: Sequence[Mapping[str, Any]], threshold: float) -> go.Figure:
+    """Each participant's will per turn (telemetry rows), with the threshold as a dotted line."""
+    fig = go.Figure()
+    for pid, mine in _by_participant(rows).items():
+        fig.add_trace(go.Scatter(x=[r["turn"] for r in mine], y=[r["will"] for r in mine], mode="lines+markers",
+                                 name=plot_text(pid)))
+    fig.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
+    fig.update_yaxes(range=[0, 1], title="will")
+    return _layout(fig, "Will per participant per turn")
+
+
+def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'."""
+    flows: dict[tuple[str, str], int] = {}
+    for row in rows:
+        start = "raised" if row["status"] in ("raised", "mentioned") else "not raised"
+        middle = "timeout" if row["decided_by"] == "timeout" else "approved" if row["allowed"] else "skipped"
+        flows[(start, middle)] = flows.get((start, middle), 0) + 1
+        if row["allowed"]:
+            flows[(middle, "answered")] = flows.get((middle, "answered"), 0) + 1
+    index = {label: i for i, label in enumerate(SANKEY_NODES)}
+    fig = go.Figure(go.Sankey(node={"label": SANKEY_NODES}, link={
+        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
+    return _layout(fig, "Approval flow")
+
+
+def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Will distribution per participant in 0.1 bins; an over-raising participant is marked in the legend."""
+    fig = go.Figure()
+    for pid, mine in _by_participant(rows).items():
+        over = any("over_raise" in str(r.get("flags") or "") for r in mine)
+        fig.add_trace(go.Histogram(x=[r["will"] for r in mine], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
+                                   xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="will")
+    return _layout(fig, "Will distribution per participant", 300)
+
+
+ABLATION_METRICS = ("accuracy", "precision", "recall", "f1", "consistency")
+
+
+def context_ablation(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """The judge benchmark's metrics per method and context, grouped (a missing figure is drawn at 0)."""
+    fig = go.Figure()
+    for row in rows:
+        fig.add_trace(go.Bar(name=plot_text(f"{row['method']} · {row['context']}"), x=list(ABLATION_METRICS),
+                             y=[row.get(m) if row.get(m) is not None else 0 for m in ABLATION_METRICS]))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1])
+    return _layout(fig, "Context ablation")
