@@ -13,9 +13,9 @@ import logging
 import queue
 import threading
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +23,14 @@ from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Stor
 from models.recording import call_context
 from models.secrets import redact_obj
 
+if TYPE_CHECKING:
+    from models.base import ChatModel
+
 log = logging.getLogger(__name__)
+
+# What every entry point gets to reach its models: a catalog id → the model (`ModelHub.get`), so the page,
+# the CLI and a test hand in their own hub (or scripted models) and the entry point stays the same.
+ModelSource = Callable[[str], "ChatModel"]
 
 # Event types of the foundation; mechanism modules add their own names (kept as plain strings so a
 # replay of an old run never fails on a type that was renamed since).

@@ -1384,3 +1384,137 @@ def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[st
                     "fit_precision": round(precision, 4), "fit_recall": round(recall, 4),
                     "sharpness": round(float(np.exp(t[-1])), 3), "threshold": config.threshold},
         "notes": "relevance/confidence maps fitted jointly through the will formula (see fit_calibrations)"}
+
+
+# -- the conversation as a run: one entry point per user turn, called alike by the page and the CLI -------------
+
+from collections.abc import Awaitable, Callable  # noqa: E402 - appended section (the module is being split)
+
+
+class ConversationConfig(BaseModel):
+    """`handraise.conversation`: who takes part and every decision setting; the run's stored config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    participants: list[Participant] = Field(min_length=1)
+    config: HandRaiseConfig = Field(default_factory=HandRaiseConfig)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ConversationConfig:
+        if len({p.id for p in self.participants}) != len(self.participants):
+            raise ValueError("participant ids must be unique")
+        return self
+
+
+@dataclass
+class ConversationSession:
+    """An open conversation run: its id, the store its events go to, and the conversation itself."""
+
+    run_id: str
+    store: Any
+    conversation: Conversation
+    emit: Any
+    closed: bool = False
+
+
+def open_conversation(config: ConversationConfig, models: Any, store: Any, *, sinks: list[Any] | None = None,
+                      name: str = "conversation", embedder: Any = None) -> ConversationSession:
+    """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
+    `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so
+    `close_conversation` finishes it."""
+    from engine.events import RUN_STARTED, EventBus, StoreSink
+
+    stored = config.model_dump(mode="json")
+    run = store.create_run("handraise.conversation", stored, name=name)
+    bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
+    bus.emit(RUN_STARTED, kind="handraise.conversation", name=name, config=stored)
+    conversation = Conversation(config.participants, models, config.config, emit=bus.emit, embedder=embedder)
+    return ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+
+
+Decider = Callable[[TurnState], Awaitable[None]]
+BatchDecision = Literal["approve_all", "skip_all"]
+
+
+def decide_all(session: ConversationSession, kind: BatchDecision) -> Decider:
+    """A decider that approves (or skips) every waiting card at once: the CLI's `--decide`."""
+
+    async def decide(state: TurnState) -> None:
+        session.conversation.batch(state, kind)
+
+    return decide
+
+
+async def conversation_turn(session: ConversationSession, text: str, *, decide: Decider | None = None,
+                            answer: bool = True, on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+    """One user turn, from the message to the answers: the will judgment, the hands and what decides itself
+    (mentions, mode, standing rules), then the cards through `decide` (the page's buttons, the CLI's
+    policy), then the approved participants' answers, streamed through `on_chunk(participant, text)`.
+    Without `decide` (or when cards still wait after it), or with `answer=False` (a page that streams the
+    answers itself), the turn comes back unanswered: `answer_turn` ends it once every card is decided. Every
+    model call is attributed to the conversation's run."""
+    from engine import runctx
+    from models.recording import call_context
+
+    conv = session.conversation
+    with call_context(run_id=session.run_id, purpose=f"handraise.judge:{conv.config.judge_method}"):
+        runctx.progress(total=2, step="judging the will to speak")
+        state = await conv.user_message(text)
+        runctx.progress(advance=1, step=f"{len(state.waiting)} card(s) waiting" if state.waiting else "decided")
+    if state.waiting and decide is not None:
+        await decide(state)
+    if state.waiting or not answer:
+        return state
+    return await answer_turn(session, state, on_chunk=on_chunk)
+
+
+async def answer_turn(session: ConversationSession, state: TurnState, *,
+                      on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+    """The approved participants of a decided turn answer (in parallel, streamed); the turn closes."""
+    from engine import runctx
+    from models.recording import call_context
+
+    approved = [m for m, r in state.resolved.items() if r.approved]
+    with call_context(run_id=session.run_id, purpose="handraise.answer"):
+        runctx.progress(total=2, done=1, step=f"{len(approved)} answer(s)")
+        await session.conversation.answer(state, on_chunk=on_chunk)
+        runctx.progress(done=2, step="turn closed")
+    return state
+
+
+def turn_json(state: TurnState) -> dict[str, Any]:
+    """A turn as stored and compared: the message, every hand, who decided what, and the answers."""
+    return {"turn": state.turn_id, "text": state.text, "mentions": sorted(state.mentions.models),
+            "hands": [h.payload() for h in state.hands],
+            "decisions": {m: {"approved": r.approved, "by": r.by, "rule": r.rule} for m, r in state.resolved.items()},
+            "answers": dict(state.answers), "answer_errors": dict(state.answer_errors), "answered": state.answered}
+
+
+def token_figures(conv: Conversation) -> dict[str, Any]:
+    """Tokens spent (judgments + answers) against the baseline in which every participant answers every
+    turn; a participant that did not answer is counted at the mean answer length of this conversation."""
+    judge = sum(s.judge_call.prompt_tokens + s.judge_call.completion_tokens for s in conv.states)
+    answers = [t for s in conv.states for t in s.answer_tokens.values()]
+    spent_answers = sum(answers)
+    mean_answer = spent_answers / len(answers) if answers else 0.0
+    slots = sum(len(conv.participants) for s in conv.states if s.answered)
+    baseline = spent_answers + mean_answer * (slots - len(answers))
+    return {"judge_tokens": judge, "answer_tokens": spent_answers, "spent_tokens": judge + spent_answers,
+            "baseline_tokens": round(baseline), "answers": len(answers), "baseline_answers": slots}
+
+
+def conversation_summary(conv: Conversation) -> dict[str, Any]:
+    return {"turns": len(conv.states), "answers": sum(len(s.answers) for s in conv.states), **token_figures(conv),
+            "result": [turn_json(s) for s in conv.states]}
+
+
+def close_conversation(session: ConversationSession) -> dict[str, Any]:
+    """Finish the conversation's run with its summary (once; closing again changes nothing)."""
+    from engine.events import RUN_FINISHED
+
+    summary = conversation_summary(session.conversation)
+    if not session.closed:
+        session.emit(RUN_FINISHED, summary=summary)
+        session.store.finish_run(session.run_id, summary=summary)
+        session.closed = True
+    return summary

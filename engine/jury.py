@@ -867,12 +867,26 @@ async def run_case(store: Any, jury: Jury, case: JuryCase, *, sinks: list[Any] |
                    name: str = "", kind: str = "jury.run") -> tuple[str, CollaborativeJuryResult]:
     """Run one case as a stored run: every event and model call is attributed to it; the result is its
     summary. Returns (run id, result)."""
+    from engine import runctx
     from engine.events import async_run_context
 
     config = {"case": case.model_dump(), "jurors": [s.model_dump() for s in jury.seats],
               "jury": jury.config.model_dump()}
+    # Progress counts juror answers (phase 1 and every possible round) and the final judgment; a discussion
+    # that ends early jumps to the end.
+    total = len(jury.seats) * (1 + jury.config.max_discussion_rounds) + 1
+    steps = {"juror_evaluation": "phase 1", "juror_statement": "discussion", "final_judgment": "final judgment"}
     async with async_run_context(store, kind, config, name=name or f"jury {case.id}", sinks=sinks) as run:
-        result = await jury.run(case, emit=run.emit)
+
+        def emit(type_: str, **payload: Any) -> Any:
+            event = run.emit(type_, **payload)
+            if type_ in steps:
+                runctx.progress(advance=1, step=steps[type_])
+            return event
+
+        runctx.progress(total=total, step="phase 1")
+        result = await jury.run(case, emit=emit)
+        runctx.progress(done=total, step=result.termination_reason)
         run.summary = {"verdict": result.final_verdict, "score": result.final_score,
                        "total_rounds": result.total_rounds, "termination_reason": result.termination_reason,
                        "result": result.model_dump(mode="json")}

@@ -9,32 +9,35 @@ from __future__ import annotations
 
 import queue
 import time
-from collections import Counter
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import state
-from dashboard.components import export_buttons, md, plot_text, safe_avatar
-from engine.events import EventBus, StoreSink
+from dashboard import charts, state
+from dashboard.components import export_buttons, md, safe_avatar
 from engine.handraise import (
     DEFAULT_CAST,
     Conversation,
+    ConversationConfig,
+    ConversationSession,
     HandRaiseConfig,
     HandStatus,
     Mode,
     Participant,
     TurnState,
     Weights,
+    answer_turn,
     changed_hands,
+    close_conversation,
+    conversation_turn,
     failure_flags,
+    open_conversation,
     redecide,
     restore_conversation,
     skip_line,
+    token_figures,
 )
-from models.recording import call_context
 
 KEY = "conv."
 # The likelihood judge first: on the bundled model it scores best on the shipped benchmark (README).
@@ -42,6 +45,7 @@ METHODS = ["likelihood", "judge", "self", "hybrid", "embedding"]
 
 
 def _init_state() -> None:
+    st.session_state.setdefault(KEY + "session", None)  # the open conversation run (ConversationSession)
     st.session_state.setdefault(KEY + "conv", None)
     st.session_state.setdefault(KEY + "run_id", None)
     st.session_state.setdefault(KEY + "log", [])  # what the chat shows: user lines, answers, skip lines
@@ -79,7 +83,8 @@ def _reopen(run_id: str) -> None:
             elif h.status != HandStatus.NOT_JUDGED:
                 log.append({"kind": "skip", "pid": h.model,
                             "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")})
-    st.session_state.update({KEY + "conv": conv, KEY + "log": log, KEY + "reopened": True, KEY + "error": None})
+    st.session_state.update({KEY + "conv": conv, KEY + "session": None, KEY + "log": log, KEY + "reopened": True,
+                             KEY + "error": None})
 
 
 def render() -> None:
@@ -117,7 +122,7 @@ def render() -> None:
                 st.caption(f"Events and calls: run `{st.session_state[KEY + 'run_id']}` on the Runs page.")
             export_buttons(state.get_store(), st.session_state[KEY + "run_id"], key=KEY + "export")
     with bench_tab:
-        render_benchmark(config)
+        render_benchmark(cast, config)
 
 
 # -- settings --------------------------------------------------------------------------------------------------
@@ -193,29 +198,15 @@ def _calibration_caption(method: str, judge_model: str) -> str:
 # -- chat ------------------------------------------------------------------------------------------------------
 
 
-def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conversation:
-    store = state.get_store()
-    run = store.create_run("handraise.conversation", {"participants": [p.model_dump() for p in cast],
-                                                      "config": config.model_dump(mode="json")},
-                           name="conversation")
-    bus = EventBus(run.id, [StoreSink(store)])
-    st.session_state[KEY + "run_id"] = run.id
+def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> ConversationSession:
+    session = open_conversation(ConversationConfig(participants=cast, config=config), state.get_hub().get,
+                                state.get_store())
+    st.session_state[KEY + "session"] = session
+    st.session_state[KEY + "run_id"] = session.run_id
     st.session_state[KEY + "log"] = []
-    hub = state.get_hub()
-    conv = Conversation(cast, hub.get, config, emit=bus.emit)
-    st.session_state[KEY + "conv"] = conv
+    st.session_state[KEY + "conv"] = session.conversation
     state.clear_reads()
-    return conv
-
-
-def _run(coro: Any, purpose: str) -> Any:
-    run_id = st.session_state[KEY + "run_id"]
-
-    async def attributed() -> Any:
-        with call_context(run_id=run_id, purpose=purpose):
-            return await coro
-
-    return state.get_loop().run(attributed(), timeout=900)
+    return session
 
 
 def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
@@ -223,9 +214,10 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     top = st.columns([1, 1, 4])
     reopened = st.session_state[KEY + "reopened"]
     if top[0].button("New conversation", key=KEY + "new", disabled=conv is None):
-        if st.session_state[KEY + "run_id"] and not reopened:
-            state.get_store().finish_run(st.session_state[KEY + "run_id"], summary=_summary(conv))
-        st.session_state.update({KEY + "conv": None, KEY + "reopened": False, KEY + "log": []})
+        if st.session_state[KEY + "session"] is not None:
+            close_conversation(st.session_state[KEY + "session"])
+        st.session_state.update({KEY + "session": None, KEY + "conv": None, KEY + "reopened": False,
+                                 KEY + "log": [], KEY + "run_id": None, KEY + "error": None})
         st.query_params.pop("run", None)
         st.rerun()
     if reopened:
@@ -258,25 +250,25 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
 
 
 def handle_message(text: str, cast: list[Participant], config: HandRaiseConfig) -> None:
-    conv = st.session_state[KEY + "conv"] or _new_conversation(cast, config)
+    session = st.session_state[KEY + "session"] or _new_conversation(cast, config)
     st.session_state[KEY + "error"] = None
     st.session_state[KEY + "log"].append({"kind": "user", "text": text})
-    try:
-        turn = _run(conv.user_message(text), f"handraise.judge:{conv.config.judge_method}")
+    try:  # `conversation_turn` judges and decides what decides itself; the cards and the streamed answers follow
+        turn = state.get_loop().run(conversation_turn(session, text, answer=False), timeout=900)
     except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
         st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
         return
-    st.session_state[KEY + "deadline"] = (time.monotonic() + conv.config.card_timeout_s
-                                          if conv.config.card_timeout_s else None)
+    st.session_state[KEY + "deadline"] = (time.monotonic() + session.conversation.config.card_timeout_s
+                                          if session.conversation.config.card_timeout_s else None)
     if not turn.waiting:
-        answer_turn(conv, turn)
+        stream_answers(session.conversation, turn)
 
 
 def _render_cards(conv: Conversation, turn: TurnState) -> None:
     deadline = st.session_state[KEY + "deadline"]
     if deadline is not None and time.monotonic() >= deadline:
         conv.timeout(turn)
-        answer_turn(conv, turn)
+        stream_answers(conv, turn)
         st.rerun()
     st.markdown("**Hands up** — approve who speaks")
     for hand in turn.waiting:
@@ -317,12 +309,12 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
 
 def _after_decision(conv: Conversation, turn: TurnState) -> None:
     if not turn.waiting:
-        answer_turn(conv, turn)
+        stream_answers(conv, turn)
     st.rerun()
 
 
-def answer_turn(conv: Conversation, turn: TurnState) -> None:
-    """Approved participants answer in parallel; their text streams into chat bubbles."""
+def stream_answers(conv: Conversation, turn: TurnState) -> None:
+    """`handraise.answer_turn`: approved participants answer in parallel; their text streams into chat bubbles."""
     approved = [m for m, r in turn.resolved.items() if r.approved]
     chunks: queue.Queue[tuple[str, str] | None] = queue.Queue()
     bubbles = {}
@@ -332,12 +324,11 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
             st.markdown(f"**{md(p.name)}**")
             bubbles[pid] = st.empty()
 
-    run_id = st.session_state[KEY + "run_id"]  # read here: session state belongs to the script thread
+    session = st.session_state[KEY + "session"]  # read here: session state belongs to the script thread
 
     async def go() -> TurnState:
         try:
-            with call_context(run_id=run_id, purpose="handraise.answer"):
-                return await conv.answer(turn, on_chunk=lambda pid, text: chunks.put((pid, text)))
+            return await answer_turn(session, turn, on_chunk=lambda pid, text: chunks.put((pid, text)))
         finally:
             chunks.put(None)
 
@@ -373,30 +364,10 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
     state.clear_reads()
 
 
-def _summary(conv: Conversation | None) -> dict[str, Any]:
-    if conv is None:
-        return {}
-    return {"turns": len(conv.states), "answers": sum(len(s.answers) for s in conv.states), **token_figures(conv)}
-
-
 # -- charts, what-if, tokens ----------------------------------------------------------------------------------
 
 
-def token_figures(conv: Conversation) -> dict[str, Any]:
-    """Tokens spent (judgments + answers) against the baseline in which every participant answers every
-    turn; a participant that did not answer is counted at the mean answer length of this conversation."""
-    judge = sum(s.judge_call.prompt_tokens + s.judge_call.completion_tokens for s in conv.states)
-    answers = [t for s in conv.states for t in s.answer_tokens.values()]
-    spent_answers = sum(answers)
-    mean_answer = spent_answers / len(answers) if answers else 0.0
-    slots = sum(len(conv.participants) for s in conv.states if s.answered)
-    baseline = spent_answers + mean_answer * (slots - len(answers))
-    return {"judge_tokens": judge, "answer_tokens": spent_answers, "spent_tokens": judge + spent_answers,
-            "baseline_tokens": round(baseline), "answers": len(answers), "baseline_answers": slots}
-
-
 def render_charts(conv: Conversation) -> None:
-    df = pd.DataFrame(conv.telemetry)
     figures = token_figures(conv)
     m1, m2, m3 = st.columns(3)
     m1.metric("Tokens spent (judge + answers)", figures["spent_tokens"])
@@ -405,37 +376,9 @@ def render_charts(conv: Conversation) -> None:
                    "conversation's mean answer length); no judgment cost.")
     m3.metric("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}")
     c1, c2 = st.columns(2)
-    fig = go.Figure()
-    for pid, rows in df.groupby("participant", sort=False):
-        fig.add_trace(go.Scatter(x=rows["turn"], y=rows["will"], mode="lines+markers", name=plot_text(pid)))
-    fig.add_hline(y=conv.config.threshold, line_dash="dot", annotation_text="threshold")
-    fig.update_layout(title="Will per participant per turn", height=320, yaxis_range=[0, 1])
-    c1.plotly_chart(fig, key=KEY + "will_chart")
-    c2.plotly_chart(sankey(df), key=KEY + "sankey")
-    hist = go.Figure()
-    for pid, rows in df.groupby("participant", sort=False):
-        over = rows["flags"].str.contains("over_raise").any()
-        hist.add_trace(go.Histogram(x=rows["will"], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
-                                    xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
-    hist.update_layout(barmode="overlay", title="Will distribution per participant", height=300)
-    st.plotly_chart(hist, key=KEY + "hist")
-
-
-def sankey(df: pd.DataFrame) -> go.Figure:
-    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'."""
-    flows: Counter[tuple[str, str]] = Counter()
-    for row in df.itertuples():
-        start = "raised" if row.status in ("raised", "mentioned") else "not raised"
-        middle = ("timeout" if row.decided_by == "timeout" else "approved" if row.allowed else "skipped")
-        flows[(start, middle)] += 1
-        if row.allowed:
-            flows[(middle, "answered")] += 1
-    labels = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
-    index = {label: i for i, label in enumerate(labels)}
-    fig = go.Figure(go.Sankey(node={"label": labels}, link={
-        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
-    fig.update_layout(title="Approval flow", height=320)
-    return fig
+    c1.plotly_chart(charts.will_per_turn(conv.telemetry, conv.config.threshold), key=KEY + "will_chart")
+    c2.plotly_chart(charts.approval_sankey(conv.telemetry), key=KEY + "sankey")
+    st.plotly_chart(charts.will_histogram(conv.telemetry), key=KEY + "hist")
 
 
 def render_whatif(conv: Conversation) -> None:
@@ -498,7 +441,7 @@ def stored_evals() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def render_benchmark(config: HandRaiseConfig) -> None:
+def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
     from engine.handraise import parse_benchmark, run_benchmark
 
     st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
@@ -517,9 +460,9 @@ def render_benchmark(config: HandRaiseConfig) -> None:
         items = items[:int(limit)] if limit else items
         hub = state.get_hub()
         progress = st.progress(0.0, text="judging…")
-        for i, context in enumerate(contexts):
-            state.get_loop().run(run_benchmark(state.get_store(), items, hub.get, config, context, int(repeat)),
-                                 timeout=3600)
+        for i, context in enumerate(contexts):  # the cast's models re-seat each item, as `handraise eval --models`
+            state.get_loop().run(run_benchmark(state.get_store(), items, hub.get, config, context, int(repeat),
+                                               model_ids=[p.model_id for p in cast]), timeout=3600)
             progress.progress((i + 1) / len(contexts), text=f"context {context} done")
         state.clear_reads()
     table = stored_evals()
@@ -531,10 +474,4 @@ def render_benchmark(config: HandRaiseConfig) -> None:
     st.dataframe(latest, hide_index=True, width="stretch", column_config={
         "cost_per_decision": st.column_config.NumberColumn("$ per decision", format="$%.6f"),
         "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f")})
-    metrics = ["accuracy", "precision", "recall", "f1", "consistency"]
-    fig = go.Figure()
-    for row in latest.itertuples():
-        fig.add_trace(go.Bar(name=plot_text(f"{row.method} · {row.context}"), x=metrics,
-                             y=[getattr(row, m) if getattr(row, m) is not None else 0 for m in metrics]))
-    fig.update_layout(barmode="group", title="Context ablation", height=320, yaxis_range=[0, 1])
-    st.plotly_chart(fig, key=KEY + "ablation")
+    st.plotly_chart(charts.context_ablation(latest.to_dict("records")), key=KEY + "ablation")

@@ -5,13 +5,12 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, state
-from dashboard.components import export_buttons, md
+from dashboard import state
+from dashboard.components import export_buttons, md, render_view
 from engine.config import ConfigError, get_settings
 from engine.events import QueueSink
 from engine.jury import (
@@ -21,7 +20,6 @@ from engine.jury import (
     JuryCase,
     JuryConfig,
     JuryView,
-    failed_fields,
     load_cases,
     panel_seats,
     run_case,
@@ -30,7 +28,6 @@ from engine.jury import (
 KEY = "jury."
 THRESHOLDS = {"2.0 — always discuss to the end": 2.0, "1.0 — only unanimity stops": 1.0,
               "0.67 — a 2-of-3 majority stops": 0.67, "0.5 — any strict majority stops": 0.5}
-BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
 
 
 def case_files() -> list[Path]:
@@ -194,100 +191,3 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> No
 def fold_run(run_id: str) -> JuryView:
     store = state.get_store()
     return JuryView.fold([(e.type, e.payload) for e in store.events(run_id)])
-
-
-# -- the view (shared with the Replay page) -------------------------------------------------------
-
-
-def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None) -> None:
-    """Every text of the run (case, roles, verdict labels, reasoning, statements, errors) is untrusted: it is
-    shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or HTML of its own."""
-    if view.failed:
-        st.error(f"Run failed: {md(view.failed, inline=False)}")
-    if not view.case:
-        st.info("Waiting for the jury to start…")
-        return
-    labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
-    st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
-    st.markdown("**Phase 1 — independent evaluations**")
-    cols = st.columns(max(1, len(view.jurors)))
-    by_juror = {e["juror"]: e for e in view.phase1}
-    for col, juror in zip(cols, view.jurors, strict=False):
-        with col.container(border=True):
-            st.markdown(f"**{md(juror['role_name'])}**")
-            st.caption(md(juror["model_id"]))
-            e = by_juror.get(juror["juror_id"])
-            if e is None:
-                st.caption("thinking…")
-                continue
-            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
-                        f"confidence {e['confidence']:.2f}")
-            if e.get("fallback"):
-                st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
-            if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
-            st.text(e["reasoning"] or "(no reasoning)")
-            if e.get("axes"):
-                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
-    if view.phase1_consensus:
-        c = view.phase1_consensus
-        st.caption(f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
-                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
-                   + (" — reached, no discussion needed" if c["consensusReached"] else ""))
-
-    if view.rounds:
-        head, toggle = st.columns([4, 1])
-        head.markdown("**Phase 2 — discussion**")
-        rounds_on = show_rounds if show_rounds is not None else toggle.toggle(
-            "Show rounds", value=False, key=key + ".rounds")
-        for rnd in view.rounds:
-            if rounds_on:
-                st.caption(f"— round {rnd['round']} —")
-            for stt in rnd["statements"]:
-                render_statement(view, stt)
-            if rounds_on and rnd["completed"]:
-                c = rnd["completed"]
-                st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
-        flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
-        if flow:
-            st.caption("Consensus per round: " + md(" → ".join(flow))
-                       + (f" · ended: {md(view.ended['reason'])}" if view.ended else ""))
-
-    if view.final:
-        f = view.final
-        st.markdown("**Phase 3 — final judgment**")
-        if view.no_verdict:
-            st.error(f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide")
-        else:
-            st.success(f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}"
-                       + ("  (tie broken)" if f.get("tie_broken") else ""))
-        if f.get("reasoning"):
-            st.text(f["reasoning"])
-        if f.get("flags"):
-            st.warning("Flags: " + md(", ".join(f["flags"])))
-    if view.finished:
-        d = view.finished
-        st.caption(f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
-                   f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
-                   + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else ""))
-    if charts_too and view.phase1:
-        c1, c2, c3 = st.columns(3)
-        c1.plotly_chart(charts.jury_trajectory(view.trajectory()), key=key + ".trajectory")
-        timeline = view.timeline()
-        if timeline:
-            c2.plotly_chart(charts.jury_timeline(timeline), key=key + ".timeline")
-        c3.plotly_chart(charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), key=key + ".verdicts")
-
-
-def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
-    """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
-    badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
-        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else "")
-    with st.container(border=True):
-        st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        st.text(stt["statement"])
-        st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
-
-
-def _badge(verdict: Any) -> str:
-    return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"
