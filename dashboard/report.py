@@ -159,6 +159,8 @@ def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 def _calibration(record: RunRecord) -> list[tuple[str, go.Figure]]:
     summary = record.run.summary
+    if isinstance(summary.get("result"), dict):  # `confidence.calibrate_labels` keeps the report under "result"
+        summary = summary["result"]
     out: list[tuple[str, go.Figure]] = []
     if isinstance(summary.get("bins"), list) and isinstance(summary.get("ece"), int | float):
         out.append(("Reliability diagram", charts.reliability_diagram(summary["bins"], summary["ece"])))

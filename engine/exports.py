@@ -239,7 +239,9 @@ def _director_batch(record: RunRecord) -> list[dict[str, Any]]:
 
 def _calibration_items(record: RunRecord) -> list[dict[str, Any]]:
     rows = [_flat(p) for _, p in record.pairs("calibration_item")]
-    items = record.run.summary.get("items")
+    summary = record.run.summary
+    result = summary.get("result")
+    items = result.get("items") if isinstance(result, Mapping) else summary.get("items")
     if not rows and "calibrat" in record.run.kind and isinstance(items, list):
         rows = [_flat(i) for i in items if isinstance(i, Mapping)]
     return rows

@@ -127,7 +127,7 @@ def test_tables_of_the_other_kinds(store: Store) -> None:
     rows = batch["director_batch"].rows
     assert [(r["id"], r["average"], r["failed"]) for r in rows] == [("l1", 4.0, False), ("l2", 1.8, False)]
     calibration = tables(load_run(store, stored_calibration(store)))["calibration_items"]
-    assert len(calibration.rows) == 10 and calibration.columns == ["id", "score", "level", "correct"]
+    assert len(calibration.rows) == 10 and calibration.columns == ["id", "query", "score", "level", "correct"]
     simulation = tables(load_run(store, stored_skip(store)))["simulation"]
     without, with_ = simulation.rows
     assert (without["setting"], with_["setting"]) == ("without cache", "with cache")

@@ -126,16 +126,16 @@ def stored_director_batch(store: Store) -> str:
 
 
 def stored_calibration(store: Store) -> str:
-    """A confidence calibration stored as a run whose summary is `judgelab confidence calibrate`'s payload."""
-    from dashboard.commands.confidence import calibration_payload
-    from engine.confidence import ConfidenceFactors
+    """A confidence calibration stored by its entry point (`confidence.calibrate_labels`, as the page and
+    `judgelab confidence calibrate` store it)."""
+    from engine.confidence import CalibrationConfig, ConfidenceFactors, LabelledItem, calibrate_labels
 
-    items = [{"id": f"{FORMULAS[i % 4]} item {i}", "correct": i % 3 != 0,
-              "factors": ConfidenceFactors(llm_self_confidence=i / 10, query_coverage=0.5, tool_success_rate=1.0)}
+    items = [LabelledItem(id=f"{FORMULAS[i % 4]} item {i}", query=FORMULAS[(i + 1) % 4], correct=i % 3 != 0,
+                          factors=ConfidenceFactors(llm_self_confidence=i / 10, query_coverage=0.5,
+                                                    tool_success_rate=1.0))
              for i in range(10)]
-    with run_context(store, "confidence.calibrate", {"labels": "labels.jsonl"}) as run:
-        run.summary = calibration_payload(items)
-    return run.run_id
+    result = asyncio.run(calibrate_labels(CalibrationConfig(labels="labels.jsonl", items=items), None, store))
+    return result.run_id
 
 
 def stored_skip(store: Store) -> str:
