@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.runner import BackgroundLoop
-from engine.runctx import Progress, RunControl, controlled
+from engine.runctx import Progress, RunCancelled, RunControl, controlled
 from engine.store import FINISHED, INTERRUPTED, RUNNING, Store, config_hash
 from models.secrets import redact_obj
 
@@ -132,8 +132,12 @@ class RunRegistry:
             control = RunControl(on_progress=self._progress_writer(live_ref))
 
             async def controlled_entry() -> Any:
-                with controlled(control):
-                    return await entry()
+                try:
+                    with controlled(control):
+                        return await entry()
+                finally:  # written before anyone waiting on the run can see it end
+                    if live_ref:
+                        self._write_progress(live_ref[0], force=True, ended=True)
 
             future = self.loop.submit(controlled_entry())
             self._wait_attached(control, future, kind)
@@ -186,11 +190,15 @@ class RunRegistry:
             live.future.cancel()
 
     def wait(self, run_id: str, timeout: float | None = None) -> Any:
-        """The entry point's return value (tests, the CLI); raises what it raised."""
+        """The entry point's return value (tests, the CLI); raises what it raised (RunCancelled once
+        cancelled)."""
         live = self.get(run_id)
         if live is None:
             raise KeyError(run_id)
-        return live.future.result(timeout)
+        try:
+            return live.future.result(timeout)
+        except concurrent.futures.CancelledError:  # the task ended by RunCancelled (or a hard cancel)
+            raise RunCancelled(live.control.cancel_reason or "cancelled") from None
 
     def progress(self, run_id: str) -> dict[str, Any] | None:
         """Done / total / step / elapsed / ETA: live from memory when this process runs it, else the last
@@ -207,19 +215,19 @@ class RunRegistry:
 
         return on_progress
 
-    def _write_progress(self, live: LiveRun, *, force: bool = False) -> None:
+    def _write_progress(self, live: LiveRun, *, force: bool = False, ended: bool = False) -> None:
         now = time.monotonic()
         p = live.control.progress
         if not force and now - live.last_written < self.progress_every_s and p.done != p.total:
             return
         live.last_written = now
         try:
-            self.store.set_progress(live.run_id, {**p.as_dict(), "ended": live.done})
+            self.store.set_progress(live.run_id, {**p.as_dict(), "ended": ended or live.done})
         except Exception:  # progress is a convenience: a failed write never stops the run
             log.exception("could not store the progress of run %s", live.run_id)
 
     def _ended(self, live: LiveRun) -> None:
-        self._write_progress(live, force=True)
+        self._write_progress(live, force=True, ended=True)
         with self._lock:
             if self._by_key.get(live.key) is live:
                 del self._by_key[live.key]
@@ -230,13 +238,13 @@ class RunRegistry:
         with self._lock:
             self._tracked[run_id] = Tracked(run_id, alive)
 
-    def touch(self, run_id: str) -> bool:
+    def touch(self, run_id: str, now: float | None = None) -> bool:
         """A turn happened. False when the run was already closed by the reaper (why: `closed_reason`)."""
         with self._lock:
             t = self._tracked.get(run_id)
             if t is None or t.closed:
                 return False
-            t.last_seen = time.monotonic()
+            t.last_seen = time.monotonic() if now is None else now
             return True
 
     def closed_reason(self, run_id: str) -> str | None:
