@@ -57,7 +57,8 @@ def render() -> None:
     if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy,
                  help="A run is going: watch it below, or cancel it" if live else None):
         assert seats is not None and config is not None and case is not None
-        run_id = handle_run(seats, config, case)
+        if handle_run(seats, config, case):
+            st.rerun()  # drawn again with Run disabled while the run goes
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
     if run_id:
