@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -44,15 +43,13 @@ from models.secrets import redact_obj
 log = logging.getLogger(__name__)
 
 Entry = Callable[[], Awaitable[Any]]
-DEFAULT_IDLE_S = 1800.0
 
 
 def idle_limit_s() -> float:
     """How long a conversation may sit without a turn before it is closed (JUDGELAB_CONVERSATION_IDLE_S)."""
-    try:
-        return max(1.0, float(os.environ.get("JUDGELAB_CONVERSATION_IDLE_S", DEFAULT_IDLE_S)))
-    except ValueError:
-        return DEFAULT_IDLE_S
+    from engine.config import get_settings
+
+    return get_settings().conversation_idle_s
 
 
 @dataclass
