@@ -201,3 +201,13 @@ def test_a_local_generation_stops_at_its_next_token(registry: RunRegistry, store
     with pytest.raises(asyncio.CancelledError):
         registry.wait(essay, timeout=300)
     assert store.get_run(essay).status == "cancelled"  # type: ignore[union-attr]
+
+
+def test_the_progress_line_reads_counts_step_and_eta() -> None:
+    from dashboard.watch import eta_text
+
+    assert eta_text(None) == "starting…"
+    assert eta_text({"done": 0, "total": 10, "step": "phase 1", "elapsed_s": 0.2, "eta_s": None}) == (
+        "0 / 10 · phase 1 · 0 s elapsed · ETA after the first step")
+    assert eta_text({"done": 4, "total": 10, "step": "discussion round 1", "elapsed_s": 8.0, "eta_s": 12.4}) == (
+        "4 / 10 · discussion round 1 · 8 s elapsed · about 12 s left")
