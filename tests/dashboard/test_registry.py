@@ -160,7 +160,8 @@ def test_an_abandoned_conversation_is_closed_as_interrupted(registry: RunRegistr
 
 
 @pytest.mark.slow
-def test_a_local_generation_stops_at_its_next_token(registry: RunRegistry, store: Store) -> None:
+def test_a_local_generation_stops_at_its_next_token(registry: RunRegistry, store: Store,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The real bundled model streams; the run is cancelled at the first piece and no further piece comes."""
     from engine.events import async_run_context
     from models.backends.llamacpp import LlamaCppModel
@@ -186,20 +187,33 @@ def test_a_local_generation_stops_at_its_next_token(registry: RunRegistry, store
     assert cancelled_at == [1] and len(pieces) <= 2  # at most the token already on its way
     assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
 
-    # A non-streamed generation stops too: cancelled while llama.cpp samples, the call ends at the next token
-    # and the run is stored cancelled (had it run to its end, nothing after it would notice the cancel and
-    # the run would be `finished`).
+    # A non-streamed generation stops too: the run is cancelled as llama.cpp samples its first token, and no
+    # second token is sampled (had the generation run to its end, nothing after it would notice the cancel
+    # and the run would be `finished`).
+    import llama_cpp
+
+    sampled: list[int] = []
+    real_sample = llama_cpp.Llama.sample
+
+    def counting_sample(self: Any, *args: Any, **kwargs: Any) -> int:
+        sampled.append(1)
+        if len(sampled) == 1:
+            control_of_essay[0].cancel()
+        return real_sample(self, *args, **kwargs)
+
+    monkeypatch.setattr(llama_cpp.Llama, "sample", counting_sample)
+    control_of_essay: list[Any] = []
+
     async def generate() -> None:
         async with async_run_context(store, "models.prompt", {"prompt": "essay"}):
-            control = runctx.current()
-            assert control is not None
-            threading.Timer(0.3, control.cancel).start()
+            control_of_essay.append(runctx.current())
             await model.complete("Write a very long essay about the sea, the ships and the storms.",
                                  max_tokens=1500, temperature=0.0)
 
     essay = registry.start("models.prompt", {"prompt": "essay"}, generate)
     with pytest.raises(asyncio.CancelledError):
         registry.wait(essay, timeout=300)
+    assert len(sampled) == 1
     assert store.get_run(essay).status == "cancelled"  # type: ignore[union-attr]
 
 
