@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.config import get_settings
 from engine.store import Run, RunFilter, Store
@@ -26,6 +27,16 @@ def _store_for(url: str) -> Store:
 @st.cache_resource(show_spinner=False)
 def get_loop() -> BackgroundLoop:
     return BackgroundLoop()
+
+
+def get_registry() -> RunRegistry:
+    """The process's run registry for the configured database: runs started here outlive the page."""
+    return _registry_for(get_settings().resolved_database_url)
+
+
+@st.cache_resource(show_spinner=False)
+def _registry_for(url: str) -> RunRegistry:
+    return RunRegistry(get_loop(), _store_for(url))
 
 
 @st.cache_resource(show_spinner=False)

@@ -55,6 +55,13 @@ def cancel_reason(exc: BaseException) -> str:
         return _cancel_reason
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT (Ctrl-C)"
+    from engine import runctx
+
+    control = runctx.current()
+    if control is not None and control.cancelled:
+        return control.cancel_reason or "cancelled by the user"
+    if isinstance(exc, runctx.RunCancelled):
+        return exc.reason
     return f"the task running it was cancelled{f' ({exc})' if str(exc) else ''}"
 
 
@@ -169,10 +176,15 @@ def run_context(
     """Create a run, attribute every model call inside to it, and close it: finished, failed, or
     cancelled (KeyboardInterrupt / CancelledError: SIGINT, SIGTERM via the CLI, a cancelled task) with
     every event emitted so far and the reason."""
+    from engine import runctx
+
     run = store.create_run(kind, config, name=name)
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
     handle = RunHandle(store, run.id, bus)
     bus.emit(RUN_STARTED, kind=kind, name=name, config=config or {})
+    control = runctx.current()
+    if control is not None:  # the run registry learns the id now, not when the run ends
+        control.attach(run.id)
     try:
         with call_context(run_id=run.id, purpose=kind):
             yield handle

@@ -909,6 +909,7 @@ class TurnState:
     answers: dict[str, str] = field(default_factory=dict)
     answer_tokens: dict[str, int] = field(default_factory=dict)
     answer_errors: dict[str, str] = field(default_factory=dict)
+    answering: set[str] = field(default_factory=set)  # approved participants whose answer has started
     answered: bool = False
 
     @property
@@ -998,38 +999,58 @@ class Conversation:
         decide them first."""
         import asyncio
 
+        if state.answered:
+            raise ValueError(f"turn {state.turn_id} was already answered")
+        if state.waiting:
+            raise ValueError(f"cards still waiting: {', '.join(h.model for h in state.waiting)}")
+        approved = [m for m, r in state.resolved.items() if r.approved and m not in state.answering]
+        await asyncio.gather(*(self.answer_one(state, pid, on_chunk) for pid in approved))
+        return self.close_answers(state)
+
+    async def answer_one(self, state: TurnState, pid: str, on_chunk: Any = None) -> None:
+        """One approved participant answers, streamed, as soon as it is approved (other cards may still
+        wait). The answers join the conversation together, in `close_answers`."""
         from models.errors import ModelError
 
+        if state.answered or pid in state.answering:
+            raise ValueError(f"{pid} already answered turn {state.turn_id}")
+        resolution = state.resolved.get(pid)
+        if resolution is None or not resolution.approved:
+            raise ValueError(f"{pid} was not approved to answer turn {state.turn_id}")
+        state.answering.add(pid)
+        context = list(self.turns)  # the user turn and what came before: answers join only at the close
+        p = self.participants[pid]
+        names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
+        messages = [{"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
+                    {"role": "user", "content": _context_lines(context, names, self.config.context_turns)}]
+        self.emit("answer_started", turn=state.turn_id, participant=pid)
+        pieces: list[str] = []
+        try:
+            async for chunk in self.judge.model(p.model_id).stream(messages, temperature=0.7,
+                                                                  max_tokens=self.answer_max_tokens, seed=7):
+                if chunk.text:
+                    pieces.append(chunk.text)
+                    if on_chunk:
+                        on_chunk(pid, chunk.text)
+                if chunk.completion is not None:
+                    state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
+        except ModelError as exc:
+            state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
+        state.answers[pid] = "".join(pieces).strip()
+        self.emit("answer_finished", turn=state.turn_id, participant=pid, text=state.answers[pid],
+                  tokens=state.answer_tokens.get(pid, 0), error=state.answer_errors.get(pid))
+
+    def close_answers(self, state: TurnState) -> TurnState:
+        """Every card decided and every approved answer in: log the skips, add the answers to the
+        conversation (in the participants' order) and close the turn."""
         if state.answered:
             raise ValueError(f"turn {state.turn_id} was already answered")
         if state.waiting:
             raise ValueError(f"cards still waiting: {', '.join(h.model for h in state.waiting)}")
         approved = [m for m, r in state.resolved.items() if r.approved]
-        context = list(self.turns)
-
-        async def one(pid: str) -> None:
-            p = self.participants[pid]
-            names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
-            messages = [{"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
-                        {"role": "user", "content": _context_lines(context, names, self.config.context_turns)}]
-            self.emit("answer_started", turn=state.turn_id, participant=pid)
-            pieces: list[str] = []
-            try:
-                async for chunk in self.judge.model(p.model_id).stream(messages, temperature=0.7,
-                                                                      max_tokens=self.answer_max_tokens, seed=7):
-                    if chunk.text:
-                        pieces.append(chunk.text)
-                        if on_chunk:
-                            on_chunk(pid, chunk.text)
-                    if chunk.completion is not None:
-                        state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
-            except ModelError as exc:
-                state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
-            state.answers[pid] = "".join(pieces).strip()
-            self.emit("answer_finished", turn=state.turn_id, participant=pid, text=state.answers[pid],
-                      tokens=state.answer_tokens.get(pid, 0), error=state.answer_errors.get(pid))
-
-        await asyncio.gather(*(one(pid) for pid in approved))
+        missing = [m for m in approved if m not in state.answers]
+        if missing:
+            raise ValueError(f"answers still missing: {', '.join(missing)}")
         for h in state.hands:
             if not state.resolved[h.model].approved:
                 self.emit("skip", turn=state.turn_id, participant=h.model, line=skip_line(h),

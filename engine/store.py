@@ -185,6 +185,22 @@ class RunTag(SQLModel, table=True):
     tag: str = Field(index=True)
 
 
+class RunProgress(SQLModel, table=True):
+    """A live run's last progress (done / total / step / ETA), written throttled by the process running it,
+    so any tab or process can show it by run id. One row per run; kept after the run ends."""
+
+    __tablename__ = "run_progress"
+
+    run_id: str = Field(primary_key=True)
+    progress_json: str = "{}"
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def progress(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.progress_json or "{}")
+        return value
+
+
 class SchemaMigration(SQLModel, table=True):
     __tablename__ = "schema_migrations"
 
@@ -668,6 +684,7 @@ class Store:
                 "calls": conn.execute(delete(LlmCall).where(col(LlmCall.run_id) == run_id)).rowcount,
                 "tags": conn.execute(delete(RunTag).where(col(RunTag.run_id) == run_id)).rowcount,
             }
+            conn.execute(delete(RunProgress).where(col(RunProgress.run_id) == run_id))
             conn.execute(delete(Run).where(col(Run.id) == run_id))
         self._active.discard(run_id)
         return counts
@@ -710,6 +727,23 @@ class Store:
                 .order_by(col(EventRow.seq))
             )
             return list(session.exec(query).all())
+
+    # -- progress -------------------------------------------------------------------------------
+    def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
+        """Replace the run's progress (the run registry calls this, throttled)."""
+        with (self._write_lock, _db_errors(f"cannot write to {self.display_url}"),
+              Session(self.engine, expire_on_commit=False) as session):
+            row = session.get(RunProgress, run_id) or RunProgress(run_id=run_id)
+            row.progress_json = _dumps(progress)
+            row.updated_at = utcnow()
+            session.add(row)
+            session.commit()
+
+    def progress(self, run_id: str) -> dict[str, Any] | None:
+        """The run's last stored progress, or None when it never reported any."""
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            row = session.get(RunProgress, run_id)
+            return None if row is None else row.progress
 
     # -- LLM calls (models.recording.CallLog) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> int:

@@ -7,7 +7,6 @@ conversation from the recorded components without calling a model, and tokens ag
 
 from __future__ import annotations
 
-import queue
 import time
 from typing import Any
 
@@ -16,6 +15,8 @@ import streamlit as st
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, md, safe_avatar
+from dashboard.registry import RegistryError
+from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
     DEFAULT_CAST,
     Conversation,
@@ -27,7 +28,6 @@ from engine.handraise import (
     Participant,
     TurnState,
     Weights,
-    answer_turn,
     changed_hands,
     close_conversation,
     conversation_turn,
@@ -38,6 +38,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
+from models.recording import call_context
 
 KEY = "conv."
 # The likelihood judge first: on the bundled model it scores best on the shipped benchmark (README).
@@ -199,8 +200,11 @@ def _calibration_caption(method: str, judge_model: str) -> str:
 
 
 def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> ConversationSession:
+    """`handraise.open_conversation` (the run the CLI's `handraise chat` opens too), watched by the registry:
+    closed as interrupted once this browser session is gone or idle too long."""
     session = open_conversation(ConversationConfig(participants=cast, config=config), state.get_hub().get,
                                 state.get_store())
+    state.get_registry().track(session.run_id, alive=_session_alive())
     st.session_state[KEY + "session"] = session
     st.session_state[KEY + "run_id"] = session.run_id
     st.session_state[KEY + "log"] = []
@@ -209,17 +213,58 @@ def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conve
     return session
 
 
+def _session_alive() -> Any:
+    """A check that this browser session still exists (None outside a Streamlit server, e.g. AppTest)."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        runtime = Runtime.instance()
+    except RuntimeError:
+        return None
+    if ctx is None:
+        return None
+    session_id = ctx.session_id
+    return lambda: runtime.is_active_session(session_id)
+
+
+def _reset_chat() -> None:
+    for name, value in (("session", None), ("conv", None), ("run_id", None), ("log", []), ("deadline", None),
+                        ("error", None), ("pending", None), ("streams", {}), ("answering", {}), ("reopened", False)):
+        st.session_state[KEY + name] = value
+    st.query_params.pop("run", None)
+
+
+def handle_new_conversation() -> None:
+    """Close this conversation (finished, with its figures: `handraise.close_conversation`) and clear the chat.
+    A reopened stored conversation is only left."""
+    session: ConversationSession | None = st.session_state[KEY + "session"]
+    if session is not None:
+        close_conversation(session)
+        state.get_registry().release(session.run_id)
+    _reset_chat()
+    state.clear_reads()
+
+
+def _still_open() -> bool:
+    """False (and a note) when the registry closed this conversation after the session went idle."""
+    run_id = st.session_state[KEY + "run_id"]
+    if not run_id or state.get_registry().touch(run_id):
+        return True
+    reason = state.get_registry().closed_reason(run_id) or "it was closed"
+    _reset_chat()
+    st.session_state[KEY + "error"] = f"The previous conversation was closed ({reason}); this message starts a new one."
+    return False
+
+
 def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
+    for name, value in (("pending", None), ("streams", {}), ("answering", {})):
+        st.session_state.setdefault(KEY + name, value)
     conv: Conversation | None = st.session_state[KEY + "conv"]
     top = st.columns([1, 1, 4])
     reopened = st.session_state[KEY + "reopened"]
-    if top[0].button("New conversation", key=KEY + "new", disabled=conv is None):
-        if st.session_state[KEY + "session"] is not None:
-            close_conversation(st.session_state[KEY + "session"])
-        st.session_state.update({KEY + "session": None, KEY + "conv": None, KEY + "reopened": False,
-                                 KEY + "log": [], KEY + "run_id": None, KEY + "error": None})
-        st.query_params.pop("run", None)
-        st.rerun()
+    top[0].button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
     if reopened:
         st.info(f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
                 "New conversation starts a fresh one.")
@@ -239,37 +284,104 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
             st.caption(md(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}"))
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
+    pending = st.session_state[KEY + "pending"]
+    if pending is not None:
+        _watch_judgment(pending)
     current: TurnState | None = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
     if current is not None and not reopened:
-        _render_cards(conv, current)
+        assert conv is not None
+        _watch_answers(conv, current)
+        if current.waiting:
+            _render_cards(conv, current)
     prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input",
-                           disabled=current is not None or reopened)
+                           disabled=current is not None or pending is not None or reopened)
     if prompt:
         handle_message(prompt, cast, config)
         st.rerun()
 
 
 def handle_message(text: str, cast: list[Participant], config: HandRaiseConfig) -> None:
+    """Judge the wills on the background loop; the page watches the judgment (it never waits on it)."""
+    _still_open()
     session = st.session_state[KEY + "session"] or _new_conversation(cast, config)
     st.session_state[KEY + "error"] = None
     st.session_state[KEY + "log"].append({"kind": "user", "text": text})
-    try:  # `conversation_turn` judges and decides what decides itself; the cards and the streamed answers follow
-        turn = state.get_loop().run(conversation_turn(session, text, answer=False), timeout=900)
-    except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
-        st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
-        return
-    st.session_state[KEY + "deadline"] = (time.monotonic() + session.conversation.config.card_timeout_s
-                                          if session.conversation.config.card_timeout_s else None)
-    if not turn.waiting:
-        stream_answers(session.conversation, turn)
+    # `conversation_turn` judges and decides what decides itself (attributed to the run); cards and answers follow
+    st.session_state[KEY + "pending"] = state.get_loop().submit(conversation_turn(session, text, answer=False))
+
+
+def _submit(coro: Any, purpose: str) -> Any:
+    run_id = st.session_state[KEY + "run_id"]
+
+    async def attributed() -> Any:
+        with call_context(run_id=run_id, purpose=purpose):
+            return await coro
+
+    return state.get_loop().submit(attributed())
+
+
+def _watch_judgment(pending: Any) -> None:
+    @st.fragment(run_every=0.3)
+    def judging() -> None:
+        if not pending.done():
+            st.caption("⏳ judging who wants to speak…")
+            return
+        st.session_state[KEY + "pending"] = None
+        conv: Conversation = st.session_state[KEY + "conv"]
+        try:
+            turn = pending.result()
+        except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
+            st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
+        else:
+            st.session_state[KEY + "deadline"] = (time.monotonic() + conv.config.card_timeout_s
+                                                  if conv.config.card_timeout_s and turn.waiting else None)
+            _start_approved(conv, turn)
+        st.rerun()
+
+    judging()
+
+
+def _start_approved(conv: Conversation, turn: TurnState) -> None:
+    """Every approved participant starts answering now, whether or not other cards still wait."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    streams: dict[str, str] = st.session_state[KEY + "streams"]
+    for pid, r in turn.resolved.items():
+        if not r.approved or pid in answering:
+            continue
+        streams[pid] = ""
+
+        def on_chunk(who: str, text: str) -> None:  # on the loop's thread: a plain dict update
+            streams[who] = streams.get(who, "") + text
+
+        answering[pid] = _submit(conv.answer_one(turn, pid, on_chunk=on_chunk), "handraise.answer")
+
+
+def _watch_answers(conv: Conversation, turn: TurnState) -> None:
+    """The answers of this turn stream into their own chat bubbles, below the conversation and apart from
+    the cards; once every card is decided and every answer is in, the turn closes."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    streams: dict[str, str] = st.session_state[KEY + "streams"]
+    running = any(not f.done() for f in answering.values())
+
+    @st.fragment(run_every=0.3 if running else None)
+    def answers() -> None:
+        for pid, future in list(answering.items()):
+            p = conv.participants[pid]
+            with st.chat_message("assistant", avatar=safe_avatar(p.icon)):
+                st.markdown(f"**{md(p.name)}**")
+                # streamed as text: an answer's markdown is not rendered
+                st.text((streams.get(pid, "") + ("" if future.done() else "▌")) or "…")
+        if not turn.waiting and all(f.done() for f in answering.values()):
+            _close_turn(conv, turn)
+            st.rerun()
+        elif running and all(f.done() for f in answering.values()):
+            st.rerun()  # the answers are in: stop refreshing
+
+    answers()
 
 
 def _render_cards(conv: Conversation, turn: TurnState) -> None:
     deadline = st.session_state[KEY + "deadline"]
-    if deadline is not None and time.monotonic() >= deadline:
-        conv.timeout(turn)
-        stream_answers(conv, turn)
-        st.rerun()
     st.markdown("**Hands up** — approve who speaks")
     for hand in turn.waiting:
         p = conv.participants[hand.model]
@@ -283,72 +395,62 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
                 left.caption(f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
                              f"over-raise ×{hand.over_raise_factor:g}")
             a, b = right.columns(2)
-            if a.button("Speak", key=f"{KEY}approve.{turn.turn_id}.{hand.model}", type="primary"):
-                conv.act(turn, hand.model, "approve")
-                _after_decision(conv, turn)
-            if b.button("Skip", key=f"{KEY}skip.{turn.turn_id}.{hand.model}"):
-                conv.act(turn, hand.model, "skip")
-                _after_decision(conv, turn)
+            a.button("Speak", key=f"{KEY}approve.{turn.turn_id}.{hand.model}", type="primary",
+                     on_click=_decide, args=(conv, turn, "act", hand.model, "approve"))
+            b.button("Skip", key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
+                     on_click=_decide, args=(conv, turn, "act", hand.model, "skip"))
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-    if c1.button("Approve all", key=f"{KEY}all.{turn.turn_id}"):
-        conv.batch(turn, "approve_all")
-        _after_decision(conv, turn)
-    if c2.button("Skip all", key=f"{KEY}none.{turn.turn_id}"):
-        conv.batch(turn, "skip_all")
-        _after_decision(conv, turn)
+    c1.button("Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "approve_all", None))
+    c2.button("Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "skip_all", None))
     at = c4.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}")
-    if c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}"):
-        conv.batch(turn, "auto_at", at)
-        _after_decision(conv, turn)
+    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "auto_at", at))
     if deadline is not None:
-        left = max(0.0, deadline - time.monotonic())
-        st.caption(f"⏳ {left:.0f} s left, then every waiting card is {conv.config.timeout_action}ped")
-        time.sleep(min(1.0, left))
+        _countdown(conv, turn, deadline)
+
+
+def _decide(conv: Conversation, turn: TurnState, how: str, what: str, arg: Any) -> None:
+    """A card callback: record the decision, and let every newly approved participant start answering."""
+    if turn.answered or not _still_open():
+        return
+    if how == "act":
+        if what not in {h.model for h in turn.waiting}:
+            return  # a second click on a card already decided
+        conv.act(turn, what, arg)
+    else:
+        conv.batch(turn, what, arg)
+    _start_approved(conv, turn)
+
+
+def _countdown(conv: Conversation, turn: TurnState, deadline: float) -> None:
+    @st.fragment(run_every=1.0)
+    def countdown() -> None:
+        left = deadline - time.monotonic()
+        if left > 0:
+            st.caption(f"⏳ {left:.0f} s left, then every waiting card is {conv.config.timeout_action}ped")
+            return
+        if turn.waiting:
+            conv.timeout(turn)
+            _start_approved(conv, turn)
+        st.session_state[KEY + "deadline"] = None
         st.rerun()
 
-
-def _after_decision(conv: Conversation, turn: TurnState) -> None:
-    if not turn.waiting:
-        stream_answers(conv, turn)
-    st.rerun()
+    countdown()
 
 
-def stream_answers(conv: Conversation, turn: TurnState) -> None:
-    """`handraise.answer_turn`: approved participants answer in parallel; their text streams into chat bubbles."""
-    approved = [m for m, r in turn.resolved.items() if r.approved]
-    chunks: queue.Queue[tuple[str, str] | None] = queue.Queue()
-    bubbles = {}
-    for pid in approved:
-        p = conv.participants[pid]
-        with st.chat_message("assistant", avatar=safe_avatar(p.icon)):
-            st.markdown(f"**{md(p.name)}**")
-            bubbles[pid] = st.empty()
-
-    session = st.session_state[KEY + "session"]  # read here: session state belongs to the script thread
-
-    async def go() -> TurnState:
-        try:
-            return await answer_turn(session, turn, on_chunk=lambda pid, text: chunks.put((pid, text)))
-        finally:
-            chunks.put(None)
-
-    future = state.get_loop().submit(go())
-    texts: dict[str, str] = {pid: "" for pid in approved}
-    while True:
-        try:
-            item = chunks.get(timeout=0.5)
-        except queue.Empty:
-            if future.done():
-                break
-            continue
-        if item is None:
-            break
-        pid, text = item
-        texts[pid] += text
-        bubbles[pid].text(texts[pid] + "▌")  # streamed as text: an answer's markdown is not rendered
+def _close_turn(conv: Conversation, turn: TurnState) -> None:
+    """Every card decided and every approved answer in: close the turn and write it into the chat log."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    for pid, future in answering.items():
+        exc = future.exception() if not future.cancelled() else None
+        if exc is not None or future.cancelled():  # a failure that is no model error (e.g. a replay miss)
+            turn.answers.setdefault(pid, st.session_state[KEY + "streams"].get(pid, "").strip())
+            turn.answer_errors.setdefault(pid, f"{type(exc).__name__}: {exc}" if exc else "cancelled")
     try:
-        future.result(timeout=60)
-    except Exception as exc:
+        conv.close_answers(turn)
+    except ValueError as exc:
         st.session_state[KEY + "error"] = f"Answering failed: {exc}"
         return
     log = st.session_state[KEY + "log"]
@@ -361,6 +463,8 @@ def stream_answers(conv: Conversation, turn: TurnState) -> None:
             log.append({"kind": "skip", "pid": h.model, "text": skip_line(h)
                         + (f" · {r.by}" if r.by != "mode" else "")})
     st.session_state[KEY + "deadline"] = None
+    st.session_state[KEY + "answering"] = {}
+    st.session_state[KEY + "streams"] = {}
     state.clear_reads()
 
 
@@ -441,8 +545,66 @@ def stored_evals() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+BENCH_PARAM = "bench"
+
+
+class BenchView:
+    """A benchmark run as its events show it: the context, and the items judged so far."""
+
+    def __init__(self) -> None:
+        self.context: str | None = None
+        self.items = 0
+        self.totals: dict[str, Any] | None = None
+
+    def apply(self, type_: str, payload: Any) -> None:
+        if type_ == "run_started":
+            self.context = str((payload.get("config") or {}).get("context"))
+        elif type_ == "handraise_eval_item":
+            self.items += 1
+        elif type_ == "run_finished":
+            self.totals = payload.get("summary")
+
+
+def _render_bench_progress(view: BenchView, live: bool) -> None:
+    st.caption(f"Context {md(view.context)}: {view.items} item(s) judged" + ("" if live else " — done"))
+
+
+def _watched_benchmarks() -> list[str]:
+    """The ablation runs in the URL (so a reload or another tab sees them); only while one is still running."""
+    ids = [i for i in (url_run(BENCH_PARAM) or "").split(",") if i]
+    store = state.get_store()
+    if ids and all((r := store.get_run(i)) is None or r.status != "running" for i in ids):
+        set_url_run(None, BENCH_PARAM)
+        return []
+    return ids
+
+
+def start_benchmark(items: list[Any], config: HandRaiseConfig, context: str, repeat: int,
+                    model_ids: list[str]) -> str | None:
+    """One context of the ablation as a registry run (an identical one still running is attached to)."""
+    from engine import runctx
+    from engine.handraise import run_benchmark
+
+    store, hub = state.get_store(), state.get_hub()
+    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": model_ids,
+                "items": len(items), "config": config.model_dump(mode="json")}
+
+    async def entry() -> Any:
+        runctx.progress(total=len(items), step=f"context {context}")
+        # the cast's models re-seat each item, as `handraise eval --models`
+        return await run_benchmark(store, items, hub.get, config, context, repeat,  # type: ignore[arg-type]
+                                   model_ids=model_ids,
+                                   on_item=lambda line: runctx.progress(advance=1, step=f"item {line['id']}"))
+
+    try:
+        return state.get_registry().start("handraise.eval", settings, entry)
+    except RegistryError as exc:
+        st.error(md(exc, inline=False))
+        return None
+
+
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
-    from engine.handraise import parse_benchmark, run_benchmark
+    from engine.handraise import parse_benchmark
 
     st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
                "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn.")
@@ -451,20 +613,20 @@ def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
                               key=KEY + "b_contexts")
     repeat = c2.number_input("Repeats", 1, 10, 1, key=KEY + "b_repeat")
     limit = c3.number_input("Items (0 = all)", 0, 500, 0, key=KEY + "b_limit")
-    if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts):
+    running = _watched_benchmarks()
+    if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts or bool(running)):
         try:
             items = parse_benchmark(benchmark_path().read_text(encoding="utf-8"), str(benchmark_path()))
         except (OSError, ValueError) as exc:
             st.error(md(exc, inline=False))
             return
         items = items[:int(limit)] if limit else items
-        hub = state.get_hub()
-        progress = st.progress(0.0, text="judging…")
-        for i, context in enumerate(contexts):  # the cast's models re-seat each item, as `handraise eval --models`
-            state.get_loop().run(run_benchmark(state.get_store(), items, hub.get, config, context, int(repeat),
-                                               model_ids=[p.model_id for p in cast]), timeout=3600)
-            progress.progress((i + 1) / len(contexts), text=f"context {context} done")
-        state.clear_reads()
+        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast])  # type: ignore[arg-type]
+               for context in contexts]
+        set_url_run(",".join(i for i in ids if i), BENCH_PARAM)
+        st.rerun()
+    for run_id in running:
+        watch_run(run_id, BenchView, _render_bench_progress, key=f"{KEY}bench.{run_id}")
     table = stored_evals()
     if table.empty:
         st.info("No benchmark runs stored yet (here or with `judgelab handraise eval`).")

@@ -11,8 +11,9 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import export_buttons, md, render_view
+from dashboard.registry import RegistryError
+from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
-from engine.events import QueueSink
 from engine.jury import (
     CaseError,
     JurorSeat,
@@ -45,21 +46,40 @@ def render() -> None:
     st.title("⚖️ Jury")
     st.caption("N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
                "statement and may change its position — until consensus or the round limit; then a final judgment.")
+    run_id = _watched_run()
     seats, config = _render_panel()
     case = _render_case()
-    busy = seats is None or config is None or case is None
-    if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy):
+    live = bool(run_id) and state.get_registry().is_live(run_id)
+    busy = seats is None or config is None or case is None or live
+    if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy,
+                 help="A run is going: watch it below, or cancel it" if live else None):
         assert seats is not None and config is not None and case is not None
-        handle_run(seats, config, case)
+        if handle_run(seats, config, case):
+            st.rerun()  # drawn again with Run disabled while the run goes
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
-    run_id = st.session_state[KEY + "run_id"]
     if run_id:
-        view = fold_run(run_id)
         st.divider()
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
-        export_buttons(state.get_store(), run_id, key=KEY + "export")
-        render_view(view, key=KEY + "view")
+        watch_run(run_id, JuryView, _render_watched, key=KEY + "watch")
+        if not live:
+            export_buttons(state.get_store(), run_id, key=KEY + "export")
+
+
+def _watched_run() -> str | None:
+    """The run this page shows: the URL's (a reload, a shared link, a second tab), else this session's
+    last one (a return visit from another page), which is put back into the URL."""
+    run_id = url_run() or st.session_state[KEY + "run_id"]
+    if run_id:
+        st.session_state[KEY + "run_id"] = run_id
+        set_url_run(run_id)
+    return run_id
+
+
+def _render_watched(view: JuryView, live: bool) -> None:
+    # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
+    render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live,
+                show_rounds=False if live else None)
 
 
 # -- controls ---------------------------------------------------------------------------------------
@@ -158,34 +178,24 @@ def _render_case() -> JuryCase | None:
 # -- running live ---------------------------------------------------------------------------------------
 
 
-def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> None:
-    """Run on the background loop and render each event as it arrives (the live view)."""
+def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> str | None:
+    """Start the run in the registry (or attach to the identical one already going) and return its id at
+    once; the page then watches it. Nothing here waits on a model."""
     store = state.get_store()
     hub = state.get_hub()
-    sink = QueueSink()
     jury = Jury(seats, hub.get, config)
-    future = state.get_loop().submit(run_case(store, jury, case, sinks=[sink]))
+    settings = {"case": case.model_dump(), "jurors": [s.model_dump() for s in jury.seats],
+                "jury": jury.config.model_dump()}
     st.session_state[KEY + "error"] = None
-    view = JuryView()
-    live = st.empty()
-    ended = False
-    while not ended:
-        events, ended = sink.drain(timeout=0.25)
-        for event in events:
-            view.apply(event.type, event.payload)
-        if events:
-            with live.container():
-                render_view(view, key=KEY + "live", charts_too=False, show_rounds=False)
-        if future.done() and not events and not ended:
-            break  # the run failed before closing the sink
-    live.empty()
     try:
-        run_id, _ = future.result(timeout=30)
-    except Exception as exc:  # the run is stored as failed; say why and keep what was recorded
-        st.session_state[KEY + "error"] = f"The jury run failed: {exc}"
-        run_id = next((r["run"] for r in state.list_runs(kind="jury.run", limit=1)), None)
+        run_id = state.get_registry().start("jury.run", settings, lambda: run_case(store, jury, case))
+    except RegistryError as exc:  # e.g. the database refused the run: say why, nothing was lost
+        st.session_state[KEY + "error"] = f"The jury run could not start: {exc}"
+        return None
     st.session_state[KEY + "run_id"] = run_id
+    set_url_run(run_id)
     state.clear_reads()
+    return run_id
 
 
 def fold_run(run_id: str) -> JuryView:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from models.recording import checkpoint
+
 BLOCK = 512
 
 
@@ -101,6 +103,7 @@ def greedy_json(
         llama.reset()
         llama.eval(tokens)
         for _ in range(max_tokens):
+            checkpoint()  # a cancelled run stops at its next token
             logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(n_vocab,))
             token = _best_allowed(grammar, logits)
             grammar.accept(token)

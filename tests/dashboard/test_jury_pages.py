@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
@@ -39,6 +40,13 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at.button(key="jury.run").click().run()
     # The only error box allowed is a wrong verdict against the gold label (checked below).
     assert not at.exception and all("gold label" in e.value for e in at.error), [e.value for e in at.error]
+    # The page watches the run: each rerun folds what arrived; the run ends on its own.
+    deadline = time.monotonic() + 600
+    while state.get_store().list_runs(kind="jury.run")[0].status == "running":
+        assert time.monotonic() < deadline
+        time.sleep(1.0)
+        at.run()
+    at.run()
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
     assert any(m.value.startswith("**Safety officer**") for m in at.markdown)

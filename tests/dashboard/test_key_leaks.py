@@ -161,6 +161,7 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     at.selectbox(key="jury.preset").set_value("local")
     at.number_input(key="jury.rounds").set_value(1)
     at.button(key="jury.run").click().run()
+    _watch_to_the_end(at, "jury.run")  # the page watches its run: rerun until it has ended
     pages.append(at)
     at = _page("conversation").run()
     at.slider(key="conv.threshold").set_value(0.0).run()
@@ -218,3 +219,16 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     # Statements that echoed a key and the failed seat's error went into other jurors' prompts — redacted.
     assert "<MY_CUSTOM_KEY>" in prompts and "<SECOND_CUSTOM_KEY>" in prompts
     assert "Incorrect API key provided: <MY_CUSTOM_KEY>" in prompts
+
+
+def _watch_to_the_end(at: Any, kind: str, timeout: float = 300.0) -> None:
+    import time
+
+    from dashboard import state
+
+    deadline = time.monotonic() + timeout
+    while any(r.status == "running" for r in state.get_store().list_runs(kind=kind)):
+        assert time.monotonic() < deadline, f"the {kind} run did not end"
+        time.sleep(0.5)
+        at.run()
+    at.run()
