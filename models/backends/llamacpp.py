@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from models.backends.llama_grammar_fast import format_prompt, greedy_json
+from models.backends.llama_grammar_fast import format_prompt, greedy_json, hard_reset
 from models.base import ChatModel, as_messages
 from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
 from models.recording import RunCancelled, cancelled, checkpoint, current_context
@@ -306,7 +306,7 @@ class LlamaCppModel(ChatModel):
         # gets different answers depending on what ran before. Determinism first; reuse is opt-in.
         forget_scoring_prefix(llama)
         if not self.spec.options.get("prefix_cache", False):
-            llama.reset()
+            hard_reset(llama)
 
     def _fast_prompt(self, request: Request) -> tuple[str, bool] | None:
         """Greedy structured calls take the fast grammar path (same answer, a fraction of the time)."""

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,17 @@ def clicked(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def until(at: AppTest, done: Any, timeout_s: float = 120.0) -> None:
+    """Rerun a page that watches background work (it never waits on it) until `done(at)`."""
+    deadline = time.monotonic() + timeout_s
+    while not done(at):
+        clicked(at)
+        assert time.monotonic() < deadline, "the page never showed the result"
+        time.sleep(0.2)
+        at.run()
+    clicked(at)
+
+
 # -- director ---------------------------------------------------------------------------------------------------
 
 
@@ -331,11 +343,10 @@ def test_handraise_conversation_turn(fake_world: Path) -> None:
         at.selectbox(key="conv.judge_model").set_value(MODEL)
         at.slider(key="conv.threshold").set_value(0.3).run()
         at.chat_input(key="conv.input").set_value(message).run()
-        clicked(at)
-        assert [m for m in at.markdown if "wants to speak" in m.value], "the hands went up"
+        until(at, lambda at: [m for m in at.markdown if "wants to speak" in m.value])  # the hands went up
         at.button(key="conv.all.t1").click().run()
-        clicked(at)
-        assert len(at.chat_message) >= 4  # the user's message and three answers
+        # the user's message and three answers, in the chat log once the turn closed
+        until(at, lambda at: len(at.chat_message) >= 4 and not at.get("chat_input")[0].disabled)
         at.button(key="conv.new").click().run()  # closes the conversation's run
         clicked(at)
 
@@ -404,5 +415,6 @@ def test_director_check_with_the_bundled_model() -> None:
                            "--json", line)
     calls = [Store().calls(run.id) for run in (a, b)]
     assert [len(c) for c in calls] == [1, 1] and all(c[0].backend == "llamacpp" for c in calls)
+    assert calls[0][0].request_json == calls[1][0].request_json
     assert calls[0][0].raw_text == calls[1][0].raw_text
     assert out is not None and out["rubric"] is not None
