@@ -1,0 +1,276 @@
+"""Experiments: definitions with file:line errors, zero-call re-decisions (the jury's prefix derivation proved
+against live runs on the same replayed calls), the call store serving repeated cells, resume, search, and the
+local and Ray executors giving one table."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.experiments import (
+    DefinitionError,
+    HubModels,
+    comparable_rows,
+    derive_jury,
+    parse_definition,
+    run_experiment,
+    show_experiment,
+)
+from engine.experiments.mechanisms import JuryMechanism
+from engine.jury import Jury, JuryConfig, Rubric, comparable, load_cases, panel_seats
+from engine.runctx import RunCancelled, RunControl, controlled
+from engine.store import CANCELLED, Store
+from models.backends.replay import ReplayModel, replay_spec
+from models.catalog import cached_catalog
+from tests.fakes.scripted import FnModel
+
+ROOT = Path(__file__).resolve().parents[2]
+JURY_CASES = ROOT / "data" / "benchmarks" / "jury.jsonl"
+
+
+def _verdict_enum(schema: dict[str, Any]) -> list[str]:
+    prop = schema["properties"]["verdict"]
+    if "$ref" in prop:
+        prop = schema["$defs"][prop["$ref"].rsplit("/", 1)[-1]]
+    return list(prop["enum"])
+
+
+def jury_answer(request: Any) -> dict[str, Any]:
+    """A juror whose answer is a deterministic function of the whole request: positions move between rounds
+    in a way no test chose, so different settings stop at different rounds."""
+    schema = request.json_schema
+    h = hashlib.sha256("".join(m.content for m in request.messages).encode()).digest()
+    verdicts = _verdict_enum(schema)
+    verdict = verdicts[h[0] % len(verdicts)] if h[1] % 3 else verdicts[0]
+    axes = {k: 30 + h[2] % 60 for k in schema["$defs"]["JuryAxes"]["properties"]} if "$defs" in schema and \
+        "JuryAxes" in schema["$defs"] else {}
+    text_key = "statement" if "statement" in schema["properties"] else "reasoning"
+    out = {text_key: f"view {h[3]}", "verdict": verdict, "score": 10 + h[4] % 85, "confidence": round(h[5] / 255, 2)}
+    if "axes" in schema["properties"]:
+        out["axes"] = axes
+    return out
+
+
+def scripted_models(store: Store) -> Any:
+    """Replay with fall-through to a scripted juror recorded under the bundled model's id (so the catalog's
+    replay serves the same requests afterwards, on any worker)."""
+    live = FnModel(jury_answer, model_id="gemma3-270m", call_log=store)
+    replay = ReplayModel(replay_spec(cached_catalog().get("gemma3-270m")), source=store, call_log=store, live=live)
+    return lambda model_id: replay
+
+
+def jury_yaml(tmp_path: Path, space: str, extra: str = "") -> Path:
+    path = tmp_path / "jury.yaml"
+    lines = [f"name: jury test", "mechanism: jury", f"cases: {JURY_CASES}", "limit: 5",
+             "base: {panel: local, max_tokens: 64}", "space:"]
+    lines += ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
+    path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def load(path: Path) -> Any:
+    from engine.experiments import load_definition
+
+    return load_definition(path)
+
+
+# -- definitions ---------------------------------------------------------------------------------------------
+
+
+def test_errors_name_file_line_and_field(tmp_path: Path) -> None:
+    text = textwrap.dedent("""\
+        name: bad
+        mechanism: jury
+        cases: data/benchmarks/jury.jsonl
+        base:
+          panel: local
+        space:
+          consensus_threshold: [0.5, 3.5]
+          stagnation_rounds: {from: 1, to: 3, step: 1}
+          final_judgment_method: [majority_vote, final_judge]
+          colour: [red]
+        repeats: 0
+        """)
+    with pytest.raises(DefinitionError) as err:
+        parse_definition(text, "exp.yaml")
+    assert "exp.yaml:11: repeats:" in str(err.value)
+    fixed = text.replace("repeats: 0\n", "")
+    with pytest.raises(DefinitionError) as err:
+        parse_definition(fixed, "exp.yaml")
+    message = str(err.value)
+    assert "exp.yaml:10: space.colour: unknown parameter of jury" in message
+    assert "exp.yaml:7: space.consensus_threshold[1]: 3.5" in message
+    assert "exp.yaml:9: space.final_judgment_method[1]: final_judge needs a model call" in message
+    assert "space.stagnation_rounds" not in message and "colour[0]" not in message
+    with pytest.raises(DefinitionError) as err:
+        parse_definition("name: x\nmechanism: jury\ncases: [unclosed\n", "broken.yaml")
+    assert "broken.yaml:" in str(err.value) and "not valid YAML" in str(err.value)
+    with pytest.raises(DefinitionError) as err:
+        parse_definition("name: x\nmechanism: handraise\ncases: nowhere.jsonl\n", "nocases.yaml")
+    assert "nocases.yaml:3: cases:" in str(err.value)
+
+
+def test_grid_expands_into_groups_by_call_parameters(tmp_path: Path) -> None:
+    definition = load(jury_yaml(tmp_path, """\
+        consensus_threshold: [0.67, 1.0]
+        temperature: [0.0, 0.5]
+        tie_policy: [severe, lenient]
+        """, "repeats: 2\n"))
+    from engine.experiments import expand
+
+    cells = expand(definition, JuryMechanism.decision)
+    assert len(cells) == 16
+    assert len({c.group for c in cells}) == 4  # temperature × repeat: the only things that need calls
+    assert {tuple(c.decision_params) for c in cells} == {("consensus_threshold", "tie_policy")}
+
+
+# -- the jury: every stricter stop is a prefix of the widest recording -------------------------------------
+
+
+def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) -> None:
+    cases = load_cases(JURY_CASES)[:6]
+    seats = panel_seats("local")
+    models = scripted_models(store)
+    widest = JuryConfig(consensus_threshold=2.0, stagnation_rounds=20, max_discussion_rounds=3,
+                        final_judgment_method="majority_vote", max_tokens=64)
+    recorded = {c.id: asyncio.run(Jury(seats, models, widest).run(c)) for c in cases}
+    live_calls = store.call_count(live_only=True)
+    assert live_calls == len(cases) * 3 * 4  # 3 jurors × (phase 1 + 3 rounds), nothing stopped early
+    replay = ReplayModel(replay_spec(cached_catalog().get("gemma3-270m")), source=store, call_log=store)
+    usage = {r.id: (r.prompt_tokens, r.completion_tokens, r.cost) for r in store.calls(limit=100_000)
+             if r.id is not None}
+    reasons: set[str] = set()
+    compared = 0
+    for threshold in (0.5, 0.67, 1.0, 2.0):
+        for stagnation in (1, 2):
+            for rounds in (0, 1, 3):
+                for method in ("majority_vote", "weighted_average"):
+                    config = widest.model_copy(update={
+                        "consensus_threshold": threshold, "stagnation_rounds": stagnation,
+                        "max_discussion_rounds": rounds, "final_judgment_method": method, "tie_policy": "lenient"})
+                    for case in cases:
+                        live = asyncio.run(Jury(seats, lambda m: replay, config).run(case))
+                        derived = derive_jury(recorded[case.id], config, case.rubric or Rubric(), usage)
+                        assert comparable(derived.model_dump(mode="json")) == comparable(
+                            live.model_dump(mode="json")), (case.id, threshold, stagnation, rounds, method)
+                        reasons.add(derived.termination_reason)
+                        compared += 1
+    assert store.call_count(live_only=True) == live_calls  # every live run above was answered by replay
+    assert compared == 4 * 2 * 3 * 2 * len(cases)
+    assert {"stagnation", "max_rounds", "no_discussion"} <= reasons  # the settings really stopped differently
+    assert len(reasons) >= 4, reasons
+
+
+def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Path, store: Store) -> None:
+    definition = load(jury_yaml(tmp_path, """\
+        consensus_threshold: [0.5, 0.67, 1.0, 2.0]
+        stagnation_rounds: [1, 2]
+        max_discussion_rounds: [1, 2]
+        final_judgment_method: [majority_vote, weighted_average]
+        """))
+    result = asyncio.run(run_experiment(definition, store, scripted_models(store)))
+    assert len(result.rows) == 32
+    recording_runs = {r["recording_run"] for r in result.rows}
+    assert len(recording_runs) == 1
+    (recording,) = recording_runs
+    one_recording = store.call_count(recording)
+    assert one_recording == 5 * 3 * 3  # 5 cases, 3 jurors, phase 1 + the widest 2 rounds
+    assert result.new_calls == one_recording  # 32 cells cost what one recording costs
+    assert all(store.call_count(r["run_id"]) == 0 for r in result.rows)
+    assert sorted({r["rounds_mean"] for r in result.rows}) != [result.rows[0]["rounds_mean"]]
+    again = asyncio.run(run_experiment(definition, store, scripted_models(store)))
+    assert again.new_calls == 0  # every request is served from the call store
+    assert comparable_rows(again.rows) == comparable_rows([{**r, "new_calls": 0} for r in result.rows])
+    shown = show_experiment(store, result.experiment_id)
+    assert shown["finished"] == 32 and shown["best"] is not None
+
+
+def test_a_cancelled_experiment_resumes_and_skips_finished_cells(tmp_path: Path, store: Store) -> None:
+    definition = load(jury_yaml(tmp_path, """\
+        consensus_threshold: [0.5, 0.67, 1.0]
+        temperature: [0.0, 0.3]
+        """, "concurrency: 1\n"))
+    ctrl = RunControl(on_progress=lambda p: ctrl.cancel("test stop") if p.done >= 2 else None)
+    ids: list[str] = []
+
+    async def first() -> None:
+        with controlled(ctrl):
+            await run_experiment(definition, store, scripted_models(store),
+                                 on_row=lambda row: ids.append(row["run_id"]))
+
+    with pytest.raises(RunCancelled):
+        asyncio.run(first())
+    experiment = store.list_runs("experiment", limit=100)
+    killed = next(r for r in experiment if r.kind == "experiment")
+    assert killed.status == CANCELLED
+    experiment_id = killed.config["experiment_id"]
+    finished_before = show_experiment(store, experiment_id)["finished"]
+    assert 0 < finished_before < 6
+    resumed = asyncio.run(run_experiment(definition, store, scripted_models(store), resume=experiment_id))
+    assert resumed.skipped == finished_before and len(resumed.rows) == 6
+    assert {r["run_id"] for r in resumed.rows} >= set(ids)  # finished cells were not run again
+    fresh = asyncio.run(run_experiment(definition, store, scripted_models(store)))
+    assert fresh.new_calls == 0
+    strip = ("new_calls",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(resumed.rows)] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(fresh.rows)]
+
+
+def test_search_finds_the_grid_best_with_no_call(tmp_path: Path, store: Store) -> None:
+    grid = load(jury_yaml(tmp_path, """\
+        consensus_threshold: [0.5, 0.67, 1.0, 2.0]
+        final_judgment_method: [majority_vote, weighted_average]
+        """))
+    table = asyncio.run(run_experiment(grid, store, scripted_models(store)))
+    calls = store.call_count()
+    from engine.experiments import Search
+
+    searched = grid.model_copy(update={"search": Search(metric="accuracy", n_trials=12)})
+    result = asyncio.run(run_experiment(searched, store, scripted_models(store)))
+    assert len(result.trials) == 12 and result.new_calls == 0
+    assert store.call_count(live_only=True) == table.new_calls
+    assert store.call_count() == calls + store.call_count(result.rows[0]["recording_run"])  # one replayed recording
+    best_grid = max(r["accuracy"] for r in table.rows)
+    assert result.best is not None and result.best["accuracy"] == best_grid
+    listed = show_experiment(store, result.experiment_id)
+    assert [r["trial"] for r in listed["rows"]] == list(range(12))
+
+
+# -- executors ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Any:
+    ray = pytest.importorskip("ray")
+    from engine.experiments.ray_executor import ensure_ray
+
+    started = not ray.is_initialized()
+    ensure_ray()
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, store: Store,
+                                                             ray_instance: Any) -> None:
+    definition = load(jury_yaml(tmp_path, """\
+        consensus_threshold: [0.67, 2.0]
+        temperature: [0.0, 0.4]
+        tie_policy: [severe, lenient]
+        """))
+    asyncio.run(run_experiment(definition, store, scripted_models(store)))  # record once (scripted jurors)
+    replayed = definition.model_copy(update={"calls": "replay"})
+    local = asyncio.run(run_experiment(replayed, store, HubModels("replay"), executor="local"))
+    ray_result = asyncio.run(run_experiment(replayed, store, HubModels("replay"), executor="ray"))
+    assert local.new_calls == ray_result.new_calls == 0
+    assert ray_result.executor == "ray" and len(ray_result.rows) == 8
+    assert comparable_rows(local.rows) == comparable_rows(ray_result.rows)
+    recordings = {r["recording_run"] for r in ray_result.rows}
+    assert all(store.get_run(rid).status == "finished" for rid in recordings)  # type: ignore[union-attr]
+    assert all(store.call_count(rid) == 5 * 3 * 4 for rid in recordings)  # the workers' replayed calls
