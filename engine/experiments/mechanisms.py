@@ -430,7 +430,7 @@ class JuryMechanism:
 
     def widest_rounds(self, definition: Experiment) -> int:
         values = [int(v) for v in _axis_values(definition, "max_discussion_rounds")]
-        return max([int(definition.base.get("max_discussion_rounds", 3)), *values])
+        return max(values) if values else int(definition.base.get("max_discussion_rounds", 3))
 
     def seats(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[Any]:
         from engine.jury import panel_seats
