@@ -197,13 +197,14 @@ def prior_speakers(context: Sequence[Any]) -> list[set[str]]:
 
 
 class HandRaise:
-    name = "handraise"
-    decision = frozenset({"threshold", "weights.relevance", "weights.novelty", "weights.confidence", "mode",
-                          "brainstorm_auto_allow", "brainstorm_max_speakers", "cooldown_enabled",
-                          "cooldown_per_turn", "cooldown_window", "auto_approve_at"})
-    calls = frozenset({"model", "judge_method", "judge_model", "context"})
-    metrics = ("f1", "precision", "recall", "accuracy", "speak_rate", "calls", "tokens", "latency_s", "cost")
-    default_metric = "f1"
+    name: str = "handraise"
+    decision: frozenset[str] = frozenset({
+        "threshold", "weights.relevance", "weights.novelty", "weights.confidence", "mode", "brainstorm_auto_allow",
+        "brainstorm_max_speakers", "cooldown_enabled", "cooldown_per_turn", "cooldown_window", "auto_approve_at"})
+    calls: frozenset[str] = frozenset({"model", "judge_method", "judge_model", "context"})
+    metrics: tuple[str, ...] = ("f1", "precision", "recall", "accuracy", "speak_rate", "calls", "tokens",
+                                "latency_s", "cost")
+    default_metric: str = "f1"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         from engine.handraise import HandRaiseConfig
@@ -307,7 +308,7 @@ def decide_handraise_item(item: HandRaiseItem, config: Any) -> dict[str, bool]:
     """Who answers a recorded case under `config`: the hands as `decide_hands` puts them up (cooldown from
     the case's history), the mode's automatic resolutions, and a raised hand still waiting is answered (the
     user approves it: what the benchmark labels mean)."""
-    from engine.handraise import History, HandStatus, auto_resolutions, decide_hands
+    from engine.handraise import HandStatus, History, auto_resolutions, decide_hands
 
     hands = decide_hands(item.components, config, History(speakers=[set(s) for s in item.prior]),
                          models=item.models)
@@ -413,13 +414,14 @@ def _call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
 
 
 class JuryMechanism:
-    name = "jury"
-    decision = frozenset({"consensus_threshold", "stagnation_rounds", "max_discussion_rounds",
+    name: str = "jury"
+    decision: frozenset[str] = frozenset({"consensus_threshold", "stagnation_rounds", "max_discussion_rounds",
                           "final_judgment_method", "tie_policy"})
-    calls = frozenset({"panel", "model", "judge", "temperature", "max_tokens"})
-    metrics = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final",
-               "outcome_changed_rate", "rounds_mean", "no_verdict", "calls", "tokens", "cost")
-    default_metric = "accuracy"
+    calls: frozenset[str] = frozenset({"panel", "model", "judge", "temperature", "max_tokens"})
+    metrics: tuple[str, ...] = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1",
+                                "alpha_final", "outcome_changed_rate", "rounds_mean", "no_verdict", "calls", "tokens",
+                                "cost")
+    default_metric: str = "accuracy"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         from engine.jury import JuryConfig
@@ -502,7 +504,7 @@ class JuryMechanism:
         items = []
         calls = 0
         for rec in recording.cases:
-            rubric = rec.case.rubric or Rubric()
+            rubric = rec.case.rubric or Rubric.model_validate({})
             derived = derive_jury(rec.result, config, rubric, rec.usage)
             calls += len(_call_ids(derived.phase1_evaluations, derived.discussion_rounds))
             items.append(evaluation_item(rec.case, derived, tie_policy=config.tie_policy))

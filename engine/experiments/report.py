@@ -51,7 +51,7 @@ def to_json(shown: Mapping[str, Any]) -> str:
 
 
 def _figures(shown: Mapping[str, Any]) -> list[Any]:
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # type: ignore[import-untyped]
 
     rows = shown["rows"]
     metric = shown.get("metric") or "f1"
@@ -81,9 +81,12 @@ def _figures(shown: Mapping[str, Any]) -> list[Any]:
     return figs
 
 
+CSP = "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:"
+
+
 def to_html(shown: Mapping[str, Any]) -> str:
     """One file that opens anywhere offline: the plotly library inlined, the table as escaped text."""
-    from plotly.offline import get_plotlyjs
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
     rows = shown["rows"]
     cols = columns(rows)
@@ -100,7 +103,7 @@ def to_html(shown: Mapping[str, Any]) -> str:
     definition = esc(json.dumps(shown.get("definition", {}), indent=2, ensure_ascii=False, default=str))
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{esc(str(shown.get('name') or 'experiment'))}</title>
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}tr.best{{background:#e6ffe6}}</style>
 <script type="text/javascript">{get_plotlyjs()}</script></head><body>

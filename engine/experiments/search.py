@@ -8,14 +8,13 @@ from typing import Any
 
 from engine.events import run_context
 from engine.experiments.definition import Experiment, Range, expand
-from engine.experiments.mechanisms import mechanism
+from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.runner import (
     CELL,
     EXPERIMENT,
-    ExperimentResult,
     Executor,
+    ExperimentResult,
     HubModels,
-    Models,
     best_row,
     mean_metrics,
     new_experiment_id,

@@ -66,7 +66,7 @@ def scripted_models(store: Store) -> Any:
 
 def jury_yaml(tmp_path: Path, space: str, extra: str = "") -> Path:
     path = tmp_path / "jury.yaml"
-    lines = [f"name: jury test", "mechanism: jury", f"cases: {JURY_CASES}", "limit: 5",
+    lines = ["name: jury test", "mechanism: jury", f"cases: {JURY_CASES}", "limit: 5",
              "base: {panel: local, max_tokens: 64}", "space:"]
     lines += ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
     path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
