@@ -274,3 +274,94 @@ def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, sto
     recordings = {r["recording_run"] for r in ray_result.rows}
     assert all(store.get_run(rid).status == "finished" for rid in recordings)  # type: ignore[union-attr]
     assert all(store.call_count(rid) == 5 * 3 * 4 for rid in recordings)  # the workers' replayed calls
+
+
+# -- hand raise ------------------------------------------------------------------------------------------------
+
+HANDRAISE_CASES = ROOT / "data" / "benchmarks" / "handraise.jsonl"
+
+
+def will_answer(request: Any) -> dict[str, Any]:
+    """A batched will judge whose numbers are a function of the request and the participant."""
+    out = {}
+    for pid in request.json_schema["properties"]:
+        h = hashlib.sha256(("".join(m.content for m in request.messages) + pid).encode()).digest()
+        out[pid] = {"relevance": round(h[0] / 255, 2), "novelty": round(h[1] / 255, 2),
+                    "confidence": round(h[2] / 255, 2), "reason": "r"}
+    return out
+
+
+def scripted_judge(store: Store) -> Any:
+    from models.backends.replay import adhoc_spec
+
+    live = FnModel(will_answer, model_id="scripted-judge", call_log=store)
+    replay = ReplayModel(replay_spec(adhoc_spec("scripted-judge")), source=store, call_log=store, live=live)
+    return lambda model_id: replay
+
+
+def handraise_definition(tmp_path: Path, space: str) -> Any:
+    path = tmp_path / "hr.yaml"
+    path.write_text("\n".join(["name: hand raise test", "mechanism: handraise", f"cases: {HANDRAISE_CASES}",
+                               "base: {judge_method: judge, judge_model: scripted-judge}", "space:"]
+                              + ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]) + "\n")
+    return load(path)
+
+
+def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp_path: Path, store: Store) -> None:
+    definition = handraise_definition(tmp_path, """\
+        threshold: {from: 0.3, to: 0.7, step: 0.1}
+        cooldown_per_turn: [0.0, 0.3]
+        mode: [focus, brainstorm, mention_only]
+        """)
+    result = asyncio.run(run_experiment(definition, store, scripted_judge(store)))
+    assert len(result.rows) == 30
+    assert result.new_calls == 24  # one batched judgment per item, for 30 cells
+    assert all(store.call_count(r["run_id"]) == 0 for r in result.rows)
+    assert all(r["speak_rate"] == 0 for r in result.rows if r["mode"] == "mention_only")
+    focus = [r for r in result.rows if r["mode"] == "focus" and r["cooldown_per_turn"] == 0.0]
+    rates = [r["speak_rate"] for r in sorted(focus, key=lambda r: r["threshold"])]
+    assert rates == sorted(rates, reverse=True) and rates[0] > rates[-1]  # a higher threshold raises fewer hands
+    again = asyncio.run(run_experiment(definition, store, scripted_judge(store)))
+    assert again.new_calls == 0
+    assert [r["f1"] for r in comparable_rows(again.rows)] == [r["f1"] for r in comparable_rows(result.rows)]
+
+
+def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: Store) -> None:
+    from engine.experiments.mechanisms import HandRaise, decide_handraise_item
+    from engine.handraise import HandRaiseConfig, TurnRecord, redecide
+
+    definition = handraise_definition(tmp_path, "threshold: [0.5]")
+    mech = HandRaise()
+    cases = mech.load_cases(definition)
+
+    async def record() -> Any:
+        return await mech.record(definition, cases, {}, scripted_judge(store), store, "adhoc")
+
+    recording = asyncio.run(record())
+    checked = 0
+    for item in recording.items:
+        if item.prior:
+            continue
+        for config in (HandRaiseConfig(threshold=0.4), HandRaiseConfig(threshold=0.6, mode="brainstorm"),
+                       HandRaiseConfig(threshold=0.5, weights={"relevance": 0.8, "novelty": 0.1,
+                                                              "confidence": 0.1})):
+            (outcome,) = redecide([TurnRecord(turn=0, components=item.components, models=item.models)], config,
+                                  unrecorded="approve")
+            decided = decide_handraise_item(item, config)
+            assert sorted(m for m, s in decided.items() if s) == sorted(outcome.speakers)
+            checked += 1
+    assert checked >= 30
+
+
+@pytest.mark.slow
+def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path, store: Store) -> None:
+    path = tmp_path / "models.yaml"
+    path.write_text("\n".join(["name: model sweep", "mechanism: handraise", f"cases: {HANDRAISE_CASES}", "limit: 2",
+                               "models: [gemma3-270m]", "space:", "  context: ['1', '3']", "  threshold: [0.4, 0.6]"]))
+    definition = load(path)
+    first = asyncio.run(run_experiment(definition, store))  # the catalog, replay with fall-through
+    assert len(first.rows) == 4 and len({r["recording_run"] for r in first.rows}) == 2
+    assert first.new_calls == store.call_count(live_only=True) > 0
+    repeated = asyncio.run(run_experiment(definition, store))
+    assert repeated.new_calls == 0  # identical requests: served from the call store
+    assert [r["f1"] for r in comparable_rows(repeated.rows)] == [r["f1"] for r in comparable_rows(first.rows)]
