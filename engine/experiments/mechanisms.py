@@ -535,7 +535,100 @@ def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int
     return out
 
 
-_MECHANISMS: dict[str, Mechanism] = {"handraise": HandRaise(), "jury": JuryMechanism()}
+# -- confidence --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConfidenceRecording:
+    ids: list[str]
+    factors: list[Any]
+    correct: list[bool]
+
+
+class ConfidenceMechanism:
+    """The labelled set's recorded factors (search, sources, tools, self-confidence, coverage) scored again under
+    each cell's weights, inclusion conditions, penalties and level thresholds — `engine.confidence.calculate`,
+    pure: no cell makes a call. Metrics: ECE and AURC of the score against correctness, the Brier score, and
+    how the levels split (proceed: SILENT/NOTIFY; the share of wrong answers stopped at CONFIRM/ESCALATE)."""
+
+    name: str = "confidence"
+    decision: frozenset[str] = frozenset({
+        "search_good_max", "search_max_weight", "search_avg_weight", "variance_penalty_factor",
+        "variance_penalty_cap", "weight_search_quality", "weight_tool_success", "weight_source_agreement",
+        "weight_self_confidence", "weight_query_coverage", "include_search_quality_above",
+        "include_agreement_min_sources", "include_self_confidence_above", "include_query_coverage_above",
+        "penalty_search_no_results", "penalty_tool_base", "penalty_tool_slope", "penalty_no_sources",
+        "no_sources_exempt_self_confidence", "thresholds.silent", "thresholds.notify", "thresholds.confirm"})
+    calls: frozenset[str] = frozenset()
+    metrics: tuple[str, ...] = ("ece", "aurc", "brier", "accuracy", "proceed_rate", "proceed_precision",
+                                "wrong_stopped", "calls")
+    default_metric: str = "wrong_stopped"
+
+    def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+        from engine.confidence import ConfidenceSettings
+
+        merged = nested({**base, **params})
+        if isinstance(merged.get("thresholds"), dict):
+            merged["thresholds"] = {**nested(dict(base)).get("thresholds", {}), **merged["thresholds"]}
+        return ConfidenceSettings.model_validate(merged)
+
+    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = _check_common(self, definition, frozenset())
+        names = [n for n in definition.axes() if n in self.decision]
+        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
+        return problems
+
+    def load_cases(self, definition: Experiment) -> list[Any]:
+        import json
+
+        from engine.confidence import parse_factors
+
+        path = definition.case_path()
+        rows = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                rows.append((str(data["id"]), parse_factors(data["factors"]), bool(data["correct"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: {exc}") from None
+        return rows[: definition.limit] if definition.limit else rows
+
+    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
+        return []
+
+    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
+                     models: Models, store: Any, run_id: str) -> ConfidenceRecording:
+        return ConfidenceRecording(ids=[c[0] for c in cases], factors=[c[1] for c in cases],
+                                   correct=[c[2] for c in cases])
+
+    def decide(self, definition: Experiment, recording: ConfidenceRecording,
+               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+        from engine.calibration import calibrate
+        from engine.confidence import InterventionLevel, calculate, decide_level
+
+        settings = self.config(definition.base, decision_params)
+        scores = [calculate(f, settings).score for f in recording.factors]
+        levels = [decide_level(v, settings.thresholds) for v in scores]
+        report = calibrate(scores, recording.correct)
+        proceed = [lv in (InterventionLevel.SILENT, InterventionLevel.NOTIFY) for lv in levels]
+        proceeded = [c for c, p in zip(recording.correct, proceed, strict=True) if p]
+        wrong = [p for c, p in zip(recording.correct, proceed, strict=True) if not c]
+        n = len(scores)
+        return {"ece": round(report.ece, 4), "aurc": round(report.aurc, 4),
+                "brier": round(sum((v - c) ** 2 for v, c in zip(scores, recording.correct, strict=True)) / n, 4),
+                "accuracy": round(report.accuracy, 4), "proceed_rate": round(sum(proceed) / n, 4),
+                "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
+                "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None, "calls": 0}
+
+    def recording_json(self, recording: ConfidenceRecording) -> dict[str, Any]:
+        return {"cases": [{"id": i, "factors": f.model_dump(mode="json"), "correct": c}
+                          for i, f, c in zip(recording.ids, recording.factors, recording.correct, strict=True)]}
+
+
+_MECHANISMS: dict[str, Mechanism] = {"handraise": HandRaise(), "jury": JuryMechanism(),
+                                     "confidence": ConfidenceMechanism()}
 
 
 def mechanism(name: str) -> Mechanism:

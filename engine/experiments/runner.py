@@ -111,7 +111,13 @@ def decide_many(mechanism_name: str, definition: Experiment, recording: Any,
                 decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Pure: each decision setting's metrics from one recording (no model, no store)."""
     mech = mechanism(mechanism_name)
-    return [mech.decide(definition, recording, d) for d in decisions]
+    out: list[dict[str, Any]] = []
+    for d in decisions:
+        try:
+            out.append(mech.decide(definition, recording, d))
+        except ValueError as exc:  # a combination the settings refuse (pydantic's errors are ValueErrors)
+            out.append({"error": " ".join(str(exc).split())[:300]})
+    return out
 
 
 class LocalExecutor:

@@ -365,3 +365,28 @@ def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path,
     repeated = asyncio.run(run_experiment(definition, store))
     assert repeated.new_calls == 0  # identical requests: served from the call store
     assert [r["f1"] for r in comparable_rows(repeated.rows)] == [r["f1"] for r in comparable_rows(first.rows)]
+
+
+def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Path, store: Store) -> None:
+    import json
+
+    from engine.calibration import calibrate
+    from engine.confidence import ConfidenceSettings, calculate, parse_factors
+    from engine.experiments import load_definition
+
+    definition = load_definition(ROOT / "data" / "experiments" / "confidence-decisions.yaml")
+    result = asyncio.run(run_experiment(definition, store))
+    assert len(result.rows) == 72 and result.new_calls == 0 and store.call_count() == 0
+    lines = [json.loads(x) for x in (ROOT / "data" / "benchmarks" / "confidence.jsonl").read_text().splitlines()
+             if x.strip()]
+    row = next(r for r in result.rows if r["weight_self_confidence"] == 0.5 and r["thresholds.notify"] == 0.6
+               and r["weight_source_agreement"] == 0.1 and r["thresholds.confirm"] == 0.3)
+    settings = ConfidenceSettings(weight_self_confidence=0.5, weight_source_agreement=0.1,
+                                  thresholds={"notify": 0.6, "confirm": 0.3})
+    scores = [calculate(parse_factors(x["factors"]), settings).score for x in lines]
+    assert row["ece"] == round(calibrate(scores, [x["correct"] for x in lines]).ece, 4)
+    assert len({r["wrong_stopped"] for r in result.rows}) > 1
+    with pytest.raises(DefinitionError) as err:
+        parse_definition("name: x\nmechanism: confidence\ncases: data/benchmarks/confidence.jsonl\nspace:\n"
+                         "  thresholds.notify: [0.95]\n", "c.yaml")
+    assert "c.yaml:5: space.thresholds.notify[0]" in str(err.value)
