@@ -627,7 +627,126 @@ class ConfidenceMechanism:
                           for i, f, c in zip(recording.ids, recording.factors, recording.correct, strict=True)]}
 
 
-_MECHANISMS: dict[str, Mechanism] = {"handraise": HandRaise(), "jury": JuryMechanism(),
+# -- skip cache --------------------------------------------------------------------------------------------------
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine to its end from sync code, inside a running event loop or not."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class SkipRecording:
+    messages: list[Any]
+    records: dict[str, Any]
+    hours: float
+    baseline: dict[str, Any]
+
+
+class SkipMechanism:
+    """The skip cache's windows over a workload, judged by recorded judgments (`cases`: a recording of
+    `skip simulate --record`, made on the default generated workload): a cell sets the skip thresholds and
+    windows, and the periodic checker runs in simulated time against the recording — no model call; a state
+    the recording lacks is counted as a failure (`replay_misses`), never judged live. Metrics against the same
+    workload without the cache: calls saved, delays to the first judgment, staleness of cached judgments."""
+
+    name: str = "skip"
+    decision: frozenset[str] = frozenset({"high_confidence", "high_skip_seconds", "mid_confidence",
+                                          "mid_skip_seconds", "default_skip_seconds"})
+    calls: frozenset[str] = frozenset()
+    metrics: tuple[str, ...] = ("calls_saved_pct", "judge_calls", "replies", "delay_p95_s", "delay_max_s",
+                                "staleness_p95_s", "never_judged", "replay_misses", "tokens", "calls")
+    default_metric: str = "calls_saved_pct"
+    base_keys = frozenset({"hours", "workload"})
+
+    def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+        from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+
+        merged = {"high_confidence": 0.9, "high_skip_seconds": 43200, "mid_confidence": 0.7,
+                  "mid_skip_seconds": 3600, "default_skip_seconds": 600,
+                  **{k: v for k, v in base.items() if k not in self.base_keys}, **params}
+        thresholds = [JudgmentSkipThreshold(min_confidence=merged["high_confidence"],
+                                            skip_seconds=merged["high_skip_seconds"]),
+                      JudgmentSkipThreshold(min_confidence=merged["mid_confidence"],
+                                            skip_seconds=merged["mid_skip_seconds"])]
+        if thresholds[1].min_confidence > thresholds[0].min_confidence:
+            raise ValueError("mid_confidence must not be above high_confidence")
+        return ResponseConfig(judgment_skip=JudgmentSkipConfig(
+            thresholds=thresholds, default_skip_seconds=merged["default_skip_seconds"]))
+
+    def spec(self, definition: Experiment) -> Any:
+        from engine.skipsim import WorkloadSpec
+
+        return WorkloadSpec.model_validate(definition.base.get("workload") or {})
+
+    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = _check_common(self, definition, self.base_keys)
+        names = [n for n in definition.axes() if n in self.decision]
+        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
+        try:
+            self.spec(definition)
+        except ValidationError as exc:
+            problems.append((("base", "workload") + _err_loc(exc), _err_msg(exc)))
+        hours = definition.base.get("hours")
+        if hours is not None and not (isinstance(hours, int | float) and hours > 0):
+            problems.append((("base", "hours"), "hours: a positive number"))
+        return problems
+
+    def load_cases(self, definition: Experiment) -> list[Any]:
+        from engine.skipsim import RecordedJudge, generate_workload
+
+        path = definition.case_path()
+        if not path.is_file():
+            raise ValueError(f"{path}: no such recording")
+        spec = self.spec(definition)
+        hours = float(definition.base.get("hours", spec.hours))
+        from engine.skipsim import EPOCH
+
+        messages = [m for m in generate_workload(spec) if (m.at - EPOCH).total_seconds() < hours * 3600]
+        return [(messages, RecordedJudge.load(path).records, hours)]
+
+    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
+        return []
+
+    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
+                     models: Models, store: Any, run_id: str) -> SkipRecording:
+        from engine.skipcache import ResponseConfig
+        from engine.skipsim import RecordedJudge, simulate
+
+        messages, records, hours = cases[0]
+        baseline = await simulate(messages, RecordedJudge(dict(records)), ResponseConfig(), with_cache=False,
+                                  hours=hours)
+        return SkipRecording(messages=messages, records=records, hours=hours, baseline=baseline.summary())
+
+    def decide(self, definition: Experiment, recording: SkipRecording,
+               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+        from engine.skipsim import RecordedJudge, simulate
+
+        config = self.config(definition.base, decision_params)
+        result = _run_sync(simulate(recording.messages, RecordedJudge(recording.records), config, with_cache=True,
+                                    hours=recording.hours))
+        summary = result.summary()
+        base_calls = recording.baseline["judge_calls"]
+        return {"calls_saved_pct": round(100 * (1 - summary["judge_calls"] / base_calls), 2) if base_calls else None,
+                "judge_calls": summary["judge_calls"], "replies": summary["replies"],
+                "delay_p95_s": summary["delay_p95_s"], "delay_max_s": summary["delay_max_s"],
+                "staleness_p95_s": summary["staleness_p95_s"], "never_judged": summary["never_judged"],
+                "replay_misses": summary["failures"], "tokens": summary["tokens"], "calls": 0}
+
+    def recording_json(self, recording: SkipRecording) -> dict[str, Any]:
+        return {"messages": len(recording.messages), "recorded_states": len(recording.records),
+                "hours": recording.hours, "without_cache": recording.baseline}
+
+
+_MECHANISMS: dict[str, Mechanism] = {"skip": SkipMechanism(), "handraise": HandRaise(), "jury": JuryMechanism(),
                                      "confidence": ConfidenceMechanism()}
 
 

@@ -390,3 +390,24 @@ def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Pa
         parse_definition("name: x\nmechanism: confidence\ncases: data/benchmarks/confidence.jsonl\nspace:\n"
                          "  thresholds.notify: [0.95]\n", "c.yaml")
     assert "c.yaml:5: space.thresholds.notify[0]" in str(err.value)
+
+
+def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None:
+    from engine.experiments import load_definition
+    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+    from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
+
+    definition = load_definition(ROOT / "data" / "experiments" / "skip-windows.yaml")
+    result = asyncio.run(run_experiment(definition, store))
+    assert len(result.rows) == 12 and result.new_calls == 0 and store.call_count() == 0
+    assert all(r["replay_misses"] == 0 for r in result.rows)
+    row = next(r for r in result.rows if r["high_confidence"] == 0.95 and r["high_skip_seconds"] == 3600
+               and r["default_skip_seconds"] == 300)
+    recording = ROOT / "data" / "recordings" / "skipcache-default.jsonl"
+    messages = [m for m in generate_workload(WorkloadSpec()) if (m.at - EPOCH).total_seconds() < 6 * 3600]
+    config = ResponseConfig(judgment_skip=JudgmentSkipConfig(thresholds=[
+        JudgmentSkipThreshold(min_confidence=0.95, skip_seconds=3600),
+        JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600)], default_skip_seconds=300))
+    live = asyncio.run(simulate(messages, RecordedJudge.load(recording), config, hours=6)).summary()
+    assert row["judge_calls"] == live["judge_calls"] and row["delay_p95_s"] == live["delay_p95_s"]
+    assert len({r["judge_calls"] for r in result.rows}) > 1
