@@ -679,8 +679,8 @@ class SkipMechanism:
                                             skip_seconds=merged["mid_skip_seconds"])]
         if thresholds[1].min_confidence > thresholds[0].min_confidence:
             raise ValueError("mid_confidence must not be above high_confidence")
-        return ResponseConfig(judgment_skip=JudgmentSkipConfig(
-            thresholds=thresholds, default_skip_seconds=merged["default_skip_seconds"]))
+        return ResponseConfig.model_validate({"judgment_skip": JudgmentSkipConfig(
+            thresholds=thresholds, default_skip_seconds=merged["default_skip_seconds"])})
 
     def spec(self, definition: Experiment) -> Any:
         from engine.skipsim import WorkloadSpec
@@ -722,7 +722,8 @@ class SkipMechanism:
         from engine.skipsim import RecordedJudge, simulate
 
         messages, records, hours = cases[0]
-        baseline = await simulate(messages, RecordedJudge(dict(records)), ResponseConfig(), with_cache=False,
+        baseline = await simulate(messages, RecordedJudge(dict(records)), ResponseConfig.model_validate({}),
+                                  with_cache=False,
                                   hours=hours)
         return SkipRecording(messages=messages, records=records, hours=hours, baseline=baseline.summary())
 
