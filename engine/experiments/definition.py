@@ -87,7 +87,7 @@ class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    mechanism: Literal["handraise", "jury", "confidence", "skip"]
+    mechanism: Literal["handraise", "jury", "confidence", "skip", "director"]
     cases: str = Field(min_length=1, description="the case set: a path (relative to the YAML file, else to the "
                                                 "project root)")
     limit: int | None = Field(None, ge=1, description="only the first N cases")

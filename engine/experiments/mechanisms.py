@@ -747,8 +747,74 @@ class SkipMechanism:
                 "hours": recording.hours, "without_cache": recording.baseline}
 
 
-_MECHANISMS: dict[str, Mechanism] = {"skip": SkipMechanism(), "handraise": HandRaise(), "jury": JuryMechanism(),
-                                     "confidence": ConfidenceMechanism()}
+# -- director ----------------------------------------------------------------------------------------------------
+
+
+class DirectorMechanism:
+    """The director's hard-rule cut-offs over a script: each line's rules are evaluated once (on its own, with
+    no conversation state, as `director.rules` benchmarks them), and a cell re-decides the recorded facts
+    with `engine.director.retune` — no text processing again, no model. Metrics: the share of lines that pass,
+    warn and are sent back (retry)."""
+
+    name: str = "director"
+    decision: frozenset[str] = frozenset({"format_retry_lines", "format_warn_lines", "scatter_retry_sentences",
+                                          "scatter_retry_topics", "scatter_warn_sentences", "scatter_warn_topics",
+                                          "tone_pass", "tone_warn"})
+    calls: frozenset[str] = frozenset()
+    metrics: tuple[str, ...] = ("pass_rate", "warn_rate", "retry_rate", "calls")
+    default_metric: str = "pass_rate"
+
+    def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+        from engine.director import DirectorConfig
+
+        return DirectorConfig.model_validate({k: v for k, v in {**base, **params}.items() if k != "character"})
+
+    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = _check_common(self, definition, frozenset({"character"}))
+        names = [n for n in definition.axes() if n in self.decision]
+        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
+        return problems
+
+    def load_cases(self, definition: Experiment) -> list[Any]:
+        from engine.director import load_character, load_script
+
+        lines = load_script(definition.case_path())
+        lines = lines[: definition.limit] if definition.limit else lines
+        default = str(definition.base.get("character", "yana"))
+        profiles = {c: load_character(c) for c in {line.character or default for line in lines}}
+        return [(line.id, line.text, profiles[line.character or default]) for line in lines]
+
+    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
+        return []
+
+    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
+                     models: Models, store: Any, run_id: str) -> list[Any]:
+        from engine.director import evaluate_rules
+
+        config = self.config(definition.base, {})
+        return [evaluate_rules(text, profile, config) for _, text, profile in cases]
+
+    def decide(self, definition: Experiment, recording: list[Any],
+               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+        from engine.director import Status, retune
+
+        config = self.config(definition.base, decision_params)
+        statuses = [retune(v, config) for v in recording]
+        n = len(statuses) or 1
+        return {"pass_rate": round(sum(s == Status.PASS for s in statuses) / n, 4),
+                "warn_rate": round(sum(s == Status.WARN for s in statuses) / n, 4),
+                "retry_rate": round(sum(s == Status.RETRY for s in statuses) / n, 4), "calls": 0}
+
+    def recording_json(self, recording: list[Any]) -> dict[str, Any]:
+        return {"lines": [{"status": v.status.name, "rules": [{"rule": r.rule, "status": r.status.name,
+                                                               "facts": r.facts} for r in v.rules]}
+                          for v in recording]}
+
+
+_MECHANISMS: dict[str, Mechanism] = {
+    "handraise": HandRaise(), "jury": JuryMechanism(), "confidence": ConfidenceMechanism(), "skip": SkipMechanism(),
+    "director": DirectorMechanism(),
+}
 
 
 def mechanism(name: str) -> Mechanism:

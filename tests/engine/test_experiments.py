@@ -411,3 +411,19 @@ def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None
     live = asyncio.run(simulate(messages, RecordedJudge.load(recording), config, hours=6)).summary()
     assert row["judge_calls"] == live["judge_calls"] and row["delay_p95_s"] == live["delay_p95_s"]
     assert len({r["judge_calls"] for r in result.rows}) > 1
+
+
+def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
+    from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
+    from engine.experiments import load_definition
+
+    definition = load_definition(ROOT / "data" / "experiments" / "director-cutoffs.yaml")
+    result = asyncio.run(run_experiment(definition, store))
+    assert len(result.rows) == 27 and result.new_calls == 0 and store.call_count() == 0
+    lines = load_script(ROOT / "data" / "scripts" / "beach.jsonl")
+    for row in result.rows[::5]:
+        config = DirectorConfig(format_warn_lines=row["format_warn_lines"],
+                                scatter_warn_sentences=row["scatter_warn_sentences"], tone_pass=row["tone_pass"])
+        fresh = [evaluate_rules(x.text, load_character(x.character or "yana"), config).status for x in lines]
+        assert row["pass_rate"] == round(sum(s.name == "PASS" for s in fresh) / len(fresh), 4)
+    assert len({r["pass_rate"] for r in result.rows}) > 1
