@@ -427,3 +427,20 @@ def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
         fresh = [evaluate_rules(x.text, load_character(x.character or "yana"), config).status for x in lines]
         assert row["pass_rate"] == round(sum(s.name == "PASS" for s in fresh) / len(fresh), 4)
     assert len({r["pass_rate"] for r in result.rows}) > 1
+
+
+def test_local_executor_decides_in_worker_processes_with_the_same_table(tmp_path: Path, store: Store) -> None:
+    from engine.experiments import LocalExecutor
+
+    definition = handraise_definition(tmp_path, """\
+        threshold: {from: 0.3, to: 0.7, step: 0.1}
+        weights.relevance: [0.3, 0.5, 0.7]
+        mode: [focus, brainstorm]
+        """)
+    in_process = asyncio.run(run_experiment(definition, store, scripted_judge(store)))
+    pooled = asyncio.run(run_experiment(definition, store, scripted_judge(store),
+                                        executor=LocalExecutor(processes=2, chunk=5)))
+    assert len(pooled.rows) == 30 and pooled.new_calls == 0
+    strip = ("new_calls",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(pooled.rows)] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(in_process.rows)]
