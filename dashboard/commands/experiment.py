@@ -38,11 +38,6 @@ def _shown(store: Any, experiment_id: str) -> dict[str, Any]:
         shown = show_experiment(store, experiment_id)
     except KeyError as exc:
         raise fail(str(exc.args[0])) from None
-    meta = {"cell", "repeat", "trial", "new_calls", "run_id", "recording_run"}
-    metrics = set(shown.get("rows", [{}])[0]) if shown["rows"] else set()
-    params = [k for k in shown["definition"].get("space", {})]
-    params += [p for p in ("model", "panel") if p in metrics and p not in params]
-    shown["parameters"] = [p for p in params if p not in meta]
     return shown
 
 

@@ -192,8 +192,9 @@ def best_row(rows: Sequence[Mapping[str, Any]], metric: str, minimize: bool = Fa
     scored = [r for r in rows if isinstance(r.get(metric), int | float)]
     if not scored:
         return None
-    pick = min if minimize else max
-    return dict(pick(scored, key=lambda r: (r[metric] if not minimize else r[metric], -r["cell"])))
+    if minimize:
+        return dict(min(scored, key=lambda r: (r[metric], r["cell"])))
+    return dict(max(scored, key=lambda r: (r[metric], -r["cell"])))  # ties: the first cell
 
 
 def experiment_runs(store: Store, experiment_id: str) -> list[Any]:
@@ -326,17 +327,21 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
         raise KeyError(f"no experiment {experiment_id}")
     latest = runs[0]
     definition = latest.config.get("definition", {})
-    rows = [finished_rows(store, experiment_id)[i] for i in sorted(finished_rows(store, experiment_id))]
+    finished = finished_rows(store, experiment_id)
+    rows = [finished[i] for i in sorted(finished)]
     mech = mechanism(str(definition.get("mechanism")))
     metric = definition.get("metric") or mech.default_metric
     search = definition.get("search") or {}
+    axes = [*definition.get("space", {}), *(["model"] if definition.get("models") else []),
+            *(["panel"] if definition.get("panels") else [])]
     return {"experiment_id": experiment_id, "name": definition.get("name"), "status": latest.status,
             "runs": [{"run_id": r.id, "status": r.status, "executor": r.config.get("executor"),
                       "started_at": r.started_at.isoformat(), "error": r.error} for r in runs],
             "definition": definition, "cells": latest.config.get("cells"), "finished": len(rows), "metric": metric,
             "best": best_row(rows, search.get("metric", metric), search.get("direction") == "minimize"),
             "new_calls": sum(int(r.get("new_calls") or 0) for r in rows), "rows": rows,
-            "decision_parameters": sorted(mech.decision), "call_parameters": sorted(mech.calls)}
+            "parameters": axes, "decision_parameters": sorted(mech.decision),
+            "call_parameters": sorted(mech.calls)}
 
 
 def mean_metrics(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
