@@ -710,15 +710,19 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
 
         def definition(concurrency: int) -> Any:
             return _experiment(mechanism="handraise", cases=cases, limit=1, repeats=cells, calls="replay",
-                               delay_s=delay, concurrency=concurrency, per_model_concurrency={"gemma3-270m": 4},
-                               space={"threshold": [0.5, 0.6]})
-
-        def timed(executor: str, concurrency: int) -> tuple[float, Any]:
-            started = time.perf_counter()
-            out = asyncio.run(run_experiment(definition(concurrency), store, executor=executor))
-            return time.perf_counter() - started, out
+                               delay_s=delay, concurrency=concurrency, per_model_concurrency={"gemma3-270m": 4})
 
         import ray
+
+        from engine.experiments.ray_executor import RayExecutor
+
+        ray_executor = RayExecutor(max_concurrency=8, keep_actors=True)
+
+        def timed(executor: str, concurrency: int) -> tuple[float, Any]:
+            chosen: Any = ray_executor if executor == "ray" else "local"
+            started = time.perf_counter()
+            out = asyncio.run(run_experiment(definition(concurrency), store, executor=chosen))
+            return time.perf_counter() - started, out
 
         started = time.perf_counter()
         ensure_ray()
@@ -736,6 +740,7 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
             local_s, _ = timed("local", 4)
             ray_s, _ = timed("ray", 4)
             ratios.append(local_s / ray_s)
+        asyncio.run(ray_executor.shutdown())
         ray.shutdown()
         same = comparable_rows(tables["local"].rows) == comparable_rows(tables["ray"].rows)
         new_calls = sum(t.new_calls for t in tables.values())
@@ -745,7 +750,7 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
                 "ray_init_s": round(ray_init_s, 2), "ray_first_experiment_s (actor start-up)": round(first_ray_s, 2),
                 "cells_per_s_local_c1_2_4_8": throughput["local"], "cells_per_s_ray_c1_2_4_8": throughput["ray"],
                 "ideal_cells_per_s_c1_2_4_8": {c: min(c, 4) / delay for c in (1, 2, 4, 8)},
-                "same_table": same, "new_calls": new_calls, "grid_cells": 2 * cells})
+                "same_table": same, "new_calls": new_calls})
         result.met = (result.median or 0) >= 0.9 and same and new_calls == 0
         return result
     finally:

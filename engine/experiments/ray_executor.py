@@ -53,20 +53,35 @@ def ensure_ray(address: str | None = None) -> Any:
 
 
 class RayExecutor:
+    """`actors` actors, each running up to `max_concurrency` groups at once (default: the definition's
+    concurrency; the driver bounds what is in flight anyway). With `keep_actors`, the actors outlive one
+    experiment and serve the next one on the same store and models (call `shutdown()` when done): what a
+    page or a benchmark does to pay Ray's start-up once."""
+
     name = "ray"
 
-    def __init__(self, address: str | None = None, actors: int = 1) -> None:
+    def __init__(self, address: str | None = None, actors: int = 1, *, max_concurrency: int | None = None,
+                 keep_actors: bool = False) -> None:
         self.address = address
         self.actors = actors
+        self.max_concurrency = max_concurrency
+        self.keep_actors = keep_actors
         self._workers: list[Any] = []
+        self._key: tuple[str, HubModels, int] | None = None
         self._next = 0
 
     async def start(self, definition: Experiment, store: Any, models: Any) -> None:
         if not isinstance(models, HubModels):
             raise ValueError("the ray executor builds its models on the workers: pass HubModels")
+        concurrency = max(definition.concurrency, self.max_concurrency or 0)
+        key = (str(store.url), models, concurrency)
+        if self._workers and self._key == key:
+            return
+        await self.shutdown()
         ray = ensure_ray(self.address)
-        cls = ray.remote(num_cpus=0, max_concurrency=definition.concurrency)(_Worker)
+        cls = ray.remote(num_cpus=0, max_concurrency=concurrency)(_Worker)
         self._workers = [cls.remote(store.url, models) for _ in range(self.actors)]
+        self._key = key
         for w in self._workers:
             await w.ping.remote()
 
@@ -88,8 +103,15 @@ class RayExecutor:
         return result
 
     async def close(self) -> None:
+        if not self.keep_actors:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        if not self._workers:
+            return
         import ray
 
         for w in self._workers:
             ray.kill(w)
         self._workers = []
+        self._key = None

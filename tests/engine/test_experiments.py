@@ -274,6 +274,15 @@ def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, sto
     recordings = {r["recording_run"] for r in ray_result.rows}
     assert all(store.get_run(rid).status == "finished" for rid in recordings)  # type: ignore[union-attr]
     assert all(store.call_count(rid) == 5 * 3 * 4 for rid in recordings)  # the workers' replayed calls
+    from engine.experiments.ray_executor import RayExecutor
+
+    kept = RayExecutor(keep_actors=True)
+    first = asyncio.run(run_experiment(replayed, store, HubModels("replay"), executor=kept))
+    workers = list(kept._workers)
+    second = asyncio.run(run_experiment(replayed, store, HubModels("replay"), executor=kept))
+    assert kept._workers == workers  # the actors served both experiments
+    asyncio.run(kept.shutdown())
+    assert comparable_rows(first.rows) == comparable_rows(second.rows) == comparable_rows(local.rows)
 
 
 # -- hand raise ------------------------------------------------------------------------------------------------
