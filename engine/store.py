@@ -790,6 +790,16 @@ class Store:
                 query = query.where(LlmCall.run_id == run_id)
             return list(session.exec(query).all())
 
+    def call_count(self, run_id: str | None = None, *, live_only: bool = False) -> int:
+        """How many calls are recorded (of one run); `live_only`: those a model answered (not replays)."""
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            query = select(func.count()).select_from(LlmCall)
+            if run_id is not None:
+                query = query.where(LlmCall.run_id == run_id)
+            if live_only:
+                query = query.where(LlmCall.backend != "replay")
+            return int(session.exec(query).one())
+
     def get_call(self, call_id: int) -> LlmCall | None:
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             return session.get(LlmCall, call_id)
