@@ -386,7 +386,13 @@ def test_jury_run(fake_world: Path) -> None:
         at.number_input(key="jury.rounds").set_value(1).run()
         at.button(key="jury.run").click().run()
         assert not at.exception
-        # The fake's jurors all say safe_pass; the case's gold is unsafe_fail: the one error is the verdict box.
+        # The page watches the run; the fake's jurors all say safe_pass and the case's gold is unsafe_fail: once
+        # the run ends, the one error is the verdict box.
+        deadline = time.monotonic() + 120
+        while not at.error and time.monotonic() < deadline:
+            time.sleep(0.3)
+            at.run()
+        assert not at.exception
         assert [e.value.split(" — ")[0] for e in at.error] == ["❌ **Wrong**"]
 
     a, _, _ = both_sides("jury.run", page, "jury", "run", "--case", str(cases), "--id", "pw-leak", "--panel", "local",
