@@ -1,0 +1,3 @@
+"""Hand raise (moved into a package; split by concept in the next commit)."""
+
+from engine.handraise.decisions import *  # noqa: F403
