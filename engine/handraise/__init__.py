@@ -1,3 +1,161 @@
-"""Hand raise (moved into a package; split by concept in the next commit)."""
+"""Hand raise: before anyone answers, each model's will to speak is judged; hands at or above the threshold
+are shown as cards the user approves or skips.
 
-from engine.handraise.decisions import *  # noqa: F403
+One concept a module:
+
+- `decisions`: the configuration with the seed's defaults and the pure decisions (will, cooldown, over-raise
+  damping, modes, @mentions, approvals, timeouts, the loop guard, the what-if `redecide`);
+- `cast`: the participants and the turns the judges see;
+- `judge`: the will judge, its prompts and the parsing of its answers;
+- `conversation`: one conversation, message by message, as events;
+- `benchmark`: the labelled judge benchmark, stored as a run;
+- `calibration`: the maps of the likelihood and embedding judges, fitted through the will formula.
+
+Everything is re-exported here, so `from engine.handraise import X` keeps working.
+"""
+
+from engine.handraise.benchmark import (
+    BenchItem,
+    BenchTurn,
+    ContextMode,
+    benchmark_totals,
+    evaluate_item,
+    parse_benchmark,
+    run_benchmark,
+)
+from engine.handraise.calibration import (
+    calibration_rows,
+    fit_calibrations,
+)
+from engine.handraise.cast import (
+    DEFAULT_CAST,
+    Participant,
+    Turn,
+)
+from engine.handraise.conversation import (
+    ANSWER_SYSTEM,
+    Conversation,
+    TurnState,
+)
+from engine.handraise.decisions import (
+    FAILED_FLAGS,
+    MENTION,
+    Action,
+    Components,
+    DecidedBy,
+    Hand,
+    HandRaiseConfig,
+    HandStatus,
+    History,
+    JudgeMethod,
+    LoopGuard,
+    Mentions,
+    Mode,
+    Resolution,
+    TimeoutAction,
+    TurnOutcome,
+    TurnRecord,
+    Weights,
+    auto_resolutions,
+    batch_actions,
+    changed_hands,
+    clamp01,
+    cooldown_delta,
+    decide_hands,
+    failure_flags,
+    over_raising,
+    parse_mentions,
+    pending,
+    redecide,
+    skip_line,
+    timeout_resolutions,
+    user_action,
+    will_from,
+)
+from engine.handraise.judge import (
+    DIGITS,
+    EMBEDDER_ID,
+    EMBEDDING,
+    FIELDS,
+    JUDGE_SYSTEM,
+    SELF_SYSTEM,
+    JudgeCall,
+    SelfJudgment,
+    WillJudge,
+    batched_components,
+    components_from,
+    cos_scale,
+    embedding_features,
+    judge_messages,
+    parse_template_fill,
+    self_messages,
+    template_parts,
+)
+
+__all__ = [
+    "ANSWER_SYSTEM",
+    "Action",
+    "BenchItem",
+    "BenchTurn",
+    "Components",
+    "ContextMode",
+    "Conversation",
+    "DEFAULT_CAST",
+    "DIGITS",
+    "DecidedBy",
+    "EMBEDDER_ID",
+    "EMBEDDING",
+    "FAILED_FLAGS",
+    "FIELDS",
+    "Hand",
+    "HandRaiseConfig",
+    "HandStatus",
+    "History",
+    "JUDGE_SYSTEM",
+    "JudgeCall",
+    "JudgeMethod",
+    "LoopGuard",
+    "MENTION",
+    "Mentions",
+    "Mode",
+    "Participant",
+    "Resolution",
+    "SELF_SYSTEM",
+    "SelfJudgment",
+    "TimeoutAction",
+    "Turn",
+    "TurnOutcome",
+    "TurnRecord",
+    "TurnState",
+    "Weights",
+    "WillJudge",
+    "auto_resolutions",
+    "batch_actions",
+    "batched_components",
+    "benchmark_totals",
+    "calibration_rows",
+    "changed_hands",
+    "clamp01",
+    "components_from",
+    "cooldown_delta",
+    "cos_scale",
+    "decide_hands",
+    "embedding_features",
+    "evaluate_item",
+    "failure_flags",
+    "fit_calibrations",
+    "judge_messages",
+    "over_raising",
+    "parse_benchmark",
+    "parse_mentions",
+    "parse_template_fill",
+    "pending",
+    "redecide",
+    "run_benchmark",
+    "self_messages",
+    "skip_line",
+    "template_parts",
+    "timeout_resolutions",
+    "user_action",
+    "will_from",
+]
