@@ -236,11 +236,15 @@ def count_lines(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
 
+def format_status(lines: int, cfg: DirectorConfig) -> Status:
+    """The format rule's cut-offs: RETRY at `format_retry_lines` lines, WARN at `format_warn_lines`."""
+    return (Status.RETRY if lines >= cfg.format_retry_lines else
+            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+
+
 def rule_format(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     lines = count_lines(n.text)
-    status = (Status.RETRY if lines >= cfg.format_retry_lines else
-              Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
-    return RuleResult("format", status, f"{lines} lines", [], {"lines": lines})
+    return RuleResult("format", format_status(lines, cfg), f"{lines} lines", [], {"lines": lines})
 
 
 def rule_setting(n: Normalized, profile: CharacterProfile) -> RuleResult:
@@ -281,18 +285,21 @@ def rule_praise(n: Normalized, profile: CharacterProfile) -> RuleResult:
     return RuleResult("praise", Status.PASS, "no praise", [], {})
 
 
+def scatter_status(sentences: int, topics: int, cfg: DirectorConfig) -> Status:
+    """The scatter rule's cut-offs: RETRY when both sentences and topics reach theirs, WARN when either does."""
+    if sentences >= cfg.scatter_retry_sentences and topics >= cfg.scatter_retry_topics:
+        return Status.RETRY
+    if sentences >= cfg.scatter_warn_sentences or topics >= cfg.scatter_warn_topics:
+        return Status.WARN
+    return Status.PASS
+
+
 def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     count = len(n.text_sentences)
     found = list(n.text_topics)
     facts = {"sentences": count, "topics": len(found), "chars": len(n.text.replace("\n", ""))}
     detail = f"{count} sentences, {len(found)} topics ({', '.join(found) or '—'})"
-    if count >= cfg.scatter_retry_sentences and len(found) >= cfg.scatter_retry_topics:
-        status = Status.RETRY
-    elif count >= cfg.scatter_warn_sentences or len(found) >= cfg.scatter_warn_topics:
-        status = Status.WARN
-    else:
-        status = Status.PASS
-    return RuleResult("scatter", status, detail, found, facts)
+    return RuleResult("scatter", scatter_status(count, len(found), cfg), detail, found, facts)
 
 
 # §3 論理矛盾: a negation applied to something already negated. "ない" is two different words:
@@ -412,9 +419,14 @@ def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
                      matches={"marker": markers, "vocab": vocab, "style": style_matches})
 
 
+def tone_status(score: int, cfg: DirectorConfig) -> Status:
+    """The tone rule's cut-offs: PASS at `tone_pass`, WARN at `tone_warn`, RETRY below."""
+    return (Status.PASS if score >= cfg.tone_pass else
+            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+
+
 def rule_tone(tone: ToneScore, cfg: DirectorConfig) -> RuleResult:
-    status = (Status.PASS if tone.score >= cfg.tone_pass else
-              Status.WARN if tone.score >= cfg.tone_warn else Status.RETRY)
+    status = tone_status(tone.score, cfg)
     detail = f"tone {tone.score} = marker {tone.marker} + vocab {tone.vocab} + style {tone.style}"
     matches = [w for ws in tone.matches.values() for w in ws]
     return RuleResult("tone", status, detail, matches, {"score": tone.score})
@@ -521,22 +533,16 @@ def evaluate_rules(text: str, profile: CharacterProfile, cfg: DirectorConfig | N
 
 
 def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
-    """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model)."""
+    """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model), through
+    the same status functions the rules use."""
     statuses = []
     for r in verdict.rules:
         if r.rule == "format":
-            lines = r.facts["lines"]
-            statuses.append(Status.RETRY if lines >= cfg.format_retry_lines else
-                            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+            statuses.append(format_status(r.facts["lines"], cfg))
         elif r.rule == "scatter":
-            s, t = r.facts["sentences"], r.facts["topics"]
-            statuses.append(Status.RETRY if s >= cfg.scatter_retry_sentences and t >= cfg.scatter_retry_topics else
-                            Status.WARN if s >= cfg.scatter_warn_sentences or t >= cfg.scatter_warn_topics else
-                            Status.PASS)
+            statuses.append(scatter_status(r.facts["sentences"], r.facts["topics"], cfg))
         elif r.rule == "tone":
-            score = r.facts["score"]
-            statuses.append(Status.PASS if score >= cfg.tone_pass else
-                            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+            statuses.append(tone_status(r.facts["score"], cfg))
         else:
             statuses.append(r.status)
     return worst(statuses)
