@@ -38,7 +38,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from models.recording import CallRecord
+from models.recording import CallFacts, CallRecord
 from models.secrets import redact, redact_obj
 
 log = logging.getLogger(__name__)
@@ -108,54 +108,41 @@ class EventRow(SQLModel, table=True):
         return json.loads(self.payload_json or "{}")
 
 
-class LlmCall(SQLModel, table=True):
+class LlmCall(SQLModel, CallFacts, table=True):
+    """A row of `llm_calls`: the call's facts as they are (`models.recording.CallFacts`, the columns written
+    once), its id, and the request, parsed answer and flags as redacted JSON."""
+
     __tablename__ = "llm_calls"
-    __table_args__ = (Index("ix_llm_calls_hash_created", "request_hash", "created_at"),)
+    __table_args__ = (
+        Index("ix_llm_calls_hash_created", "request_hash", "created_at"),
+        Index("ix_llm_calls_run_id", "run_id"),
+        Index("ix_llm_calls_model_id", "model_id"),
+        Index("ix_llm_calls_created_at", "created_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
-    run_id: str | None = Field(default=None, index=True)
-    purpose: str = "adhoc"
-    model_id: str = Field(index=True)
-    backend: str
-    model_name: str = ""
-    request_hash: str
     request_json: str
-    raw_text: str | None = None
     parsed_json: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cost: float = 0.0  # dollars spent: 0 for a replayed call
-    would_cost: float | None = None  # replayed calls only: what the recorded original cost
-    finish_reason: str | None = None
-    error: str | None = None
-    error_type: str | None = None
     flags_json: str = "[]"
-    attempts: int = 1
-    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+    @classmethod
+    def from_record(cls, record: CallRecord) -> LlmCall:
+        """The row of a call: every key value in the texts and the JSON redacted."""
+        facts = {name: getattr(record, name) for name in CallFacts.model_fields}
+        return cls(
+            **facts | {"raw_text": redact(record.raw_text) if record.raw_text else record.raw_text,
+                       "error": redact(record.error) if record.error else record.error},
+            request_json=_dumps(record.request),
+            parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
+            flags_json=_dumps(record.flags),
+        )
 
     def to_record(self) -> CallRecord:
         return CallRecord(
-            run_id=self.run_id,
-            purpose=self.purpose,
-            model_id=self.model_id,
-            backend=self.backend,
-            model_name=self.model_name,
-            request_hash=self.request_hash,
+            **{name: getattr(self, name) for name in CallFacts.model_fields},
             request=json.loads(self.request_json),
-            raw_text=self.raw_text,
             parsed=json.loads(self.parsed_json) if self.parsed_json else None,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            latency_s=self.latency_s,
-            cost=self.cost,
-            would_cost=self.would_cost,
-            finish_reason=self.finish_reason,
-            error=self.error,
-            error_type=self.error_type,
             flags=json.loads(self.flags_json or "[]"),
-            attempts=self.attempts,
-            created_at=self.created_at,
         )
 
 
@@ -560,28 +547,7 @@ class Store:
 
     # -- LLM calls (models.recording.CallLog) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> int:
-        row = LlmCall(
-            run_id=record.run_id,
-            purpose=record.purpose,
-            model_id=record.model_id,
-            backend=record.backend,
-            model_name=record.model_name,
-            request_hash=record.request_hash,
-            request_json=_dumps(record.request),
-            raw_text=redact(record.raw_text) if record.raw_text else record.raw_text,
-            parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
-            prompt_tokens=record.prompt_tokens,
-            completion_tokens=record.completion_tokens,
-            latency_s=record.latency_s,
-            cost=record.cost,
-            would_cost=record.would_cost,
-            finish_reason=record.finish_reason,
-            error=redact(record.error) if record.error else record.error,
-            error_type=record.error_type,
-            flags_json=_dumps(record.flags),
-            attempts=record.attempts,
-            created_at=record.created_at,
-        )
+        row = LlmCall.from_record(record)
         self._add(row)
         assert row.id is not None
         return row.id
