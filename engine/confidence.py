@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
 
@@ -463,7 +466,7 @@ class LLMSelfEvaluator:
 
     FALLBACK = 0.5
 
-    def __init__(self, model: Any, weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> None:
+    def __init__(self, model: ChatModel, weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> None:
         self.model = model
         self.weights = weights
 
@@ -497,7 +500,7 @@ class LikelihoodSelfEvaluator:
 
     FALLBACK = 0.5
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     async def evaluate(self, query: str, answer: str, sources: Sequence[str] | None = None) -> FactorResult:
@@ -533,7 +536,7 @@ class QueryCoverageCalculator:
 
     FALLBACK = 0.0
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     async def calculate(self, query: str, answer: str) -> FactorResult:
@@ -580,7 +583,7 @@ class SamplingConsistency:
     """SelfCheckGPT-style: k sampled answers to the same query; their agreement stands in for source
     agreement when there are no sources (the k samples then count as k sources)."""
 
-    def __init__(self, model: Any, agreement: SourceAgreementCalculator, k: int = 3, temperature: float = 0.8):
+    def __init__(self, model: ChatModel, agreement: SourceAgreementCalculator, k: int = 3, temperature: float = 0.8):
         self.model = model
         self.agreement = agreement
         self.k = k
@@ -617,7 +620,7 @@ class LiveEvaluation(BaseModel):
 
 async def evaluate_answer(
     store: Any,
-    model: Any,
+    model: ChatModel,
     query: str,
     answer: str,
     sources: Sequence[str] | None = None,
@@ -669,6 +672,6 @@ async def evaluate_answer(
                           samples=samples)
 
 
-async def generate_answer(model: Any, query: str, max_tokens: int = 160) -> str:
+async def generate_answer(model: ChatModel, query: str, max_tokens: int = 160) -> str:
     completion = await model.complete(query, temperature=0.0, max_tokens=max_tokens)
     return completion.text.strip()

@@ -18,11 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.quoting import quote
+
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
 # -- statuses -------------------------------------------------------------------------------------
 
@@ -608,7 +611,7 @@ class DirectorRubric:
     (default WARN with a flag) — a failed model never silently passes a line. A score outside 1–5 (or
     an answer cut off at max_tokens) is a failed answer under the same policy, never clamped into 5."""
 
-    def __init__(self, model: Any, cfg: DirectorConfig | None = None) -> None:
+    def __init__(self, model: ChatModel, cfg: DirectorConfig | None = None) -> None:
         self.model = model
         self.cfg = cfg or DirectorConfig()
 
@@ -819,7 +822,7 @@ async def run_turn(
                 outcome=outcome, instruction=instruction), state
 
 
-def model_generator(model: Any, scene: str, topic: str, partner: CharacterProfile | None = None,
+def model_generator(model: ChatModel, scene: str, topic: str, partner: CharacterProfile | None = None,
                     max_tokens: int = 60) -> LineGenerator:
     """A line generator for a chat model. The script-continuation layout (sample lines of both
     characters, then the conversation, then "name:") works for small base models as well as for

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from engine.quoting import DATA_NOTE, quote
+from models.source import ModelLookup, ModelSource, model_source
 
 DEFAULT_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")  # least to most severe
 
@@ -627,20 +628,16 @@ def _event_consensus(c: ConsensusResult) -> dict[str, Any]:
 
 
 class Jury:
-    """A panel of jurors (seat + model each) that judges cases. `models` maps model ids to ChatModels
-    (e.g. a ModelHub's `get`); the final judge's model is looked up the same way when needed."""
+    """A panel of jurors (seat + model each) that judges cases. `models` looks model ids up (a ModelHub's
+    `get`, or a mapping of id → ChatModel); the final judge's model is looked up the same way when needed."""
 
-    def __init__(self, seats: Sequence[JurorSeat], models: Callable[[str], Any] | Mapping[str, Any],
-                 config: JuryConfig | None = None) -> None:
+    def __init__(self, seats: Sequence[JurorSeat], models: ModelLookup, config: JuryConfig | None = None) -> None:
         if not seats:
             raise ValueError("a jury needs at least one juror")
         self.seats = list(seats)
-        self._models = models
+        self.model: ModelSource = model_source(models)
         self.config = config or JuryConfig()
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
-
-    def model(self, model_id: str) -> Any:
-        return self._models[model_id] if isinstance(self._models, Mapping) else self._models(model_id)
 
     async def _gather(self, coros: Sequence[Any]) -> list[Any]:
         if self.config.parallel:

@@ -33,13 +33,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Index, UniqueConstraint, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
+
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
 
@@ -426,7 +429,7 @@ class Judge(Protocol):
 class ModelJudge:
     """The seed's response judgment with any catalog model, through its structured output."""
 
-    def __init__(self, model: Any, persona_name: str = "myao", max_tokens: int = 120) -> None:
+    def __init__(self, model: ChatModel, persona_name: str = "myao", max_tokens: int = 120) -> None:
         self.model = model
         self.persona_name = persona_name
         self.max_tokens = max_tokens
@@ -466,7 +469,7 @@ class ProbabilityJudge:
 
     PREFIX = '{"should_respond": '
 
-    def __init__(self, model: Any, persona_name: str = "myao", threshold: float = 0.5) -> None:
+    def __init__(self, model: ChatModel, persona_name: str = "myao", threshold: float = 0.5) -> None:
         self.model = model
         self.persona_name = persona_name
         self.threshold = threshold
@@ -497,7 +500,7 @@ class LikelihoodJudge:
     a long skip and an open question a short one. Without a fitted map the feature is squashed by a plain
     sigmoid and every judgment is flagged `uncalibrated` (and so never cached)."""
 
-    def __init__(self, model: Any, history_limit: int = 5) -> None:
+    def __init__(self, model: ChatModel, history_limit: int = 5) -> None:
         self.model = model
         self.history_limit = history_limit
 

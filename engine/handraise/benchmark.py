@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from engine.handraise.cast import DEFAULT_CAST, Participant, Turn
 from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands
 from engine.handraise.judge import WillJudge
+from models.source import ModelLookup
 
 ContextMode = Literal["1", "3", "5", "summary"]
 
@@ -83,7 +84,7 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
     return items
 
 
-async def evaluate_item(item: BenchItem, models: Any, config: HandRaiseConfig, context: ContextMode,
+async def evaluate_item(item: BenchItem, models: ModelLookup, config: HandRaiseConfig, context: ContextMode,
                         repeat: int = 1, embedder: Any = None, model_ids: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,
@@ -148,7 +149,7 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None}
 
 
-async def run_benchmark(store: Any, items: Sequence[BenchItem], models: Any, config: HandRaiseConfig,
+async def run_benchmark(store: Any, items: Sequence[BenchItem], models: ModelLookup, config: HandRaiseConfig,
                         context: ContextMode, repeat: int = 1, model_ids: Sequence[str] | None = None,
                         name: str = "", on_item: Any = None) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""

@@ -4,14 +4,17 @@ maps fitted through the will formula."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.handraise.benchmark import BenchItem
 from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.judge import EMBEDDER_ID, EMBEDDING, cos_scale, embedding_features
 
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
-async def calibration_rows(items: Sequence[BenchItem], model: Any, context_turns: int = 3,
+
+async def calibration_rows(items: Sequence[BenchItem], model: ChatModel | None, context_turns: int = 3,
                            embedder: Any = None) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split."""
     from engine.likelihood import handraise_features

@@ -30,6 +30,7 @@ from engine.handraise.decisions import (
     user_action,
 )
 from engine.handraise.judge import JudgeCall, WillJudge
+from models.source import ModelLookup
 
 
 def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
@@ -67,12 +68,11 @@ class Conversation:
     approved participants answer in parallel, streamed; the others are logged `SKIP (will=…, reason=…)`.
     Every step is an event; `telemetry` holds one row per hand; `records` feeds the what-if."""
 
-    def __init__(self, participants: Sequence[Participant], models: Any, config: HandRaiseConfig | None = None,
+    def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig | None = None,
                  *, emit: Any = None, embedder: Any = None, answer_max_tokens: int = 160) -> None:
         self.participants = {p.id: p for p in participants}
         self.config = config or HandRaiseConfig()
         self.judge = WillJudge(participants, models, self.config, embedder=embedder)
-        self._models = models
         self.emit = emit or (lambda *_a, **_k: None)
         self.answer_max_tokens = answer_max_tokens
         self.turns: list[Turn] = []

@@ -8,13 +8,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.quoting import DATA_NOTE, quote
+from models.source import ModelLookup, ModelSource, model_source
+
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
 
 @dataclass
@@ -198,15 +202,12 @@ class WillJudge:
     """Judges every participant's will for one user turn with the configured method. Returns components
     (with flags) and the call facts; never raises for a bad or failed judgment (see `components_from`)."""
 
-    def __init__(self, participants: Sequence[Participant], models: Any, config: HandRaiseConfig,
+    def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig,
                  embedder: Any = None) -> None:
         self.participants = list(participants)
-        self._models = models
+        self.model: ModelSource = model_source(models)
         self.config = config
         self._embedder = embedder
-
-    def model(self, model_id: str) -> Any:
-        return self._models[model_id] if isinstance(self._models, Mapping) else self._models(model_id)
 
     async def judge(self, turns: Sequence[Turn], method: JudgeMethod | None = None,
                     candidates: Sequence[str] | None = None) -> tuple[list[Components], JudgeCall]:
@@ -273,7 +274,7 @@ class WillJudge:
         return [components_from(p.id, parsed.get(p.id), [f for f in completion.flags
                                                         if f.split(":", 1)[-1].startswith(p.id)]) for p in who]
 
-    async def _batched_template(self, model: Any, who: Sequence[Participant], turns: Sequence[Turn],
+    async def _batched_template(self, model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn],
                                 facts: JudgeCall) -> list[Components]:
         """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
         digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
