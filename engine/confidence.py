@@ -12,7 +12,6 @@ Three layers, as every mechanism here:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -406,10 +405,6 @@ def levels_of(scores: np.ndarray, thresholds: LevelThresholds = DEFAULT_SETTINGS
         ["SILENT", "NOTIFY", "CONFIRM"],
         default="ESCALATE",
     )
-
-
-def is_finite_factors(f: ConfidenceFactors) -> bool:
-    return all(math.isfinite(float(getattr(f, k))) for k in FACTOR_FIELDS if k != "is_search_step")
 
 
 # -- orchestration: the LLM and embedding factors --------------------------------------------------

@@ -31,7 +31,6 @@ RUN_STARTED = "run_started"
 RUN_FINISHED = "run_finished"
 RUN_FAILED = "run_failed"
 RUN_CANCELLED = "run_cancelled"
-LLM_CALL = "llm_call"
 
 # Why the current process is being stopped (set by the CLI's signal handlers), so a cancelled run
 # says "SIGTERM received" rather than an empty CancelledError.

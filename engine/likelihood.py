@@ -22,24 +22,11 @@ if TYPE_CHECKING:
     from models.types import OptionScores
 
 CONTENT_FREE = "N/A"
-YES_NO = (" Yes", " No")
 
 
 def quote(text: str) -> str:
     """Untrusted text as one JSON string: newlines and quotes are escaped, so it stays on its line."""
     return json.dumps(text, ensure_ascii=False)
-
-
-async def p_yes(model: ChatModel, prompt: str, baseline: str) -> tuple[float, float, OptionScores]:
-    """Calibrated and raw p(" Yes") over {" Yes", " No"}, and the scores object."""
-    scores = await model.score_options(prompt, YES_NO, calibration=baseline)
-    calibrated = scores.calibrated if scores.calibrated is not None else scores.probabilities
-    return calibrated[0], scores.probabilities[0], scores
-
-
-def logit(p: float, eps: float = 1e-6) -> float:
-    p = min(1 - eps, max(eps, p))
-    return math.log(p / (1 - p))
 
 
 def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:

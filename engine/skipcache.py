@@ -41,6 +41,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
 
+from engine.store import aware
+
 if TYPE_CHECKING:
     from models.base import ChatModel
 
@@ -250,15 +252,11 @@ class JudgmentCacheModel(SQLModel, table=True):
     updated_at: datetime = SQLField(default_factory=lambda: datetime.now(UTC))
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _to_entity(row: JudgmentCacheModel) -> JudgmentCache:
     return JudgmentCache(
         channel_id=row.channel_id, thread_ts=row.thread_ts, should_respond=row.should_respond,
         confidence=row.confidence, reason=row.reason, latest_message_ts=row.latest_message_ts,
-        next_check_at=_aware(row.next_check_at), created_at=_aware(row.created_at), updated_at=_aware(row.updated_at),
+        next_check_at=aware(row.next_check_at), created_at=aware(row.created_at), updated_at=aware(row.updated_at),
     )
 
 

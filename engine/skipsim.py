@@ -25,8 +25,6 @@ from engine.skipcache import (
     Judge,
     JudgeOutcome,
     JudgmentResult,
-    JudgmentSkipConfig,
-    JudgmentSkipThreshold,
     ListSource,
     MemoryJudgmentCacheRepository,
     Message,
@@ -461,22 +459,6 @@ async def compare(messages: Sequence[Message], judge: Judge, config: ResponseCon
     return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),
             "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"],
             "delay_bound_s": bound, "delay_bound_met": met}
-
-
-def sweep_configs(base: ResponseConfig, high: Sequence[float], skip_high: Sequence[int],
-                  default_skip: Sequence[int]) -> list[ResponseConfig]:
-    """Threshold / skip-seconds grid for the trade-off chart."""
-    configs = []
-    for h in high:
-        for sh in skip_high:
-            for d in default_skip:
-                cfg = base.model_copy(deep=True)
-                cfg.judgment_skip = JudgmentSkipConfig(thresholds=[
-                    JudgmentSkipThreshold(min_confidence=h, skip_seconds=sh),
-                    JudgmentSkipThreshold(min_confidence=min(h, 0.7), skip_seconds=min(sh, 3600)),
-                ], default_skip_seconds=d)
-                configs.append(cfg)
-    return configs
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:

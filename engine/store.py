@@ -58,6 +58,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(value: datetime) -> datetime:
+    """A stored time as UTC-aware (SQLite gives naive datetimes back)."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 class Run(SQLModel, table=True):
     __tablename__ = "runs"
 
@@ -89,7 +94,7 @@ class Run(SQLModel, table=True):
     def duration_s(self) -> float | None:
         if self.finished_at is None:
             return None
-        return (_aware(self.finished_at) - _aware(self.started_at)).total_seconds()
+        return (aware(self.finished_at) - aware(self.started_at)).total_seconds()
 
 
 class EventRow(SQLModel, table=True):
@@ -152,10 +157,6 @@ class SchemaMigration(SQLModel, table=True):
     version: int = Field(primary_key=True)
     name: str
     applied_at: datetime = Field(default_factory=utcnow)
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -267,7 +268,7 @@ def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | N
         if run.owner_started is not None and abs(started - run.owner_started) > 1.0:
             return f"its process {host}:{run.owner_pid} is gone (that pid now belongs to another process)"
         return None
-    last = _aware(run.heartbeat_at or run.started_at)
+    last = aware(run.heartbeat_at or run.started_at)
     if now - last > stale:
         who = f"{run.owner_host}:{run.owner_pid}" if run.owner_host else "an unknown process (a run from before owners)"
         return f"no heartbeat from {who} since {last:%Y-%m-%d %H:%M:%S} UTC"
@@ -483,7 +484,7 @@ class Store:
             if reason is None:
                 continue
             events = self.events(run.id)
-            last = max([_aware(run.heartbeat_at or run.started_at), *(_aware(e.ts) for e in events[-1:])])
+            last = max([aware(run.heartbeat_at or run.started_at), *(aware(e.ts) for e in events[-1:])])
             after = f"after event {events[-1].seq}" if events else "before its first event"
             with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
                 done = conn.execute(
@@ -605,16 +606,3 @@ def sqlite_damage(path: Path, timeout_s: float = 10.0) -> str | None:
     if rows == ["ok"]:
         return None
     return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")
-
-
-_DEFAULT: dict[str, Store] = {}
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_store() -> Store:
-    """One Store per database URL per process."""
-    url = get_settings().resolved_database_url
-    with _DEFAULT_LOCK:
-        if url not in _DEFAULT:
-            _DEFAULT[url] = Store(url)
-        return _DEFAULT[url]

@@ -18,8 +18,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from models.types import Request
-
 
 @dataclass(frozen=True)
 class CallContext:
@@ -132,7 +130,3 @@ class MemoryCallLog:
 
     def find_calls(self, request_hash: str) -> list[CallRecord]:
         return [r for r in self.records if r.request_hash == request_hash]
-
-
-def request_record(request: Request) -> dict[str, Any]:
-    return request.model_dump(mode="json")

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.base import ChatModel
-from models.catalog import ModelSpec, Profile
+from models.catalog import ModelSpec
 from models.errors import ModelError, ReplayMiss
 from models.recording import CallLog, CallRecord, current_context
 from models.types import Completion, Message, OptionScores, RawResult, Request, ScoreResult
@@ -123,7 +123,3 @@ def replay_spec(original: ModelSpec) -> ModelSpec:
     return original.model_copy(
         update={"backend": "replay", "concurrency": 256, "max_retries": 0, "timeout_s": 3600.0}
     )
-
-
-def adhoc_spec(model_id: str) -> ModelSpec:
-    return ModelSpec(id=model_id, backend="replay", model=model_id, profile=Profile(name=model_id))
