@@ -20,6 +20,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 if TYPE_CHECKING:
+    from engine.embeddings import Embedder
+    from engine.events import EventSink
+    from engine.store import Store
     from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
@@ -66,7 +69,7 @@ class FactorError(ValueError):
     """Factors that cannot be scored; the message names every field at fault."""
 
 
-def parse_factors(data: Any) -> ConfidenceFactors:
+def parse_factors(data: object) -> ConfidenceFactors:
     """Factors from a mapping; FactorError names each bad field (`field 'x': why`)."""
     try:
         return ConfidenceFactors.model_validate(data)
@@ -552,11 +555,11 @@ class QueryCoverageCalculator:
 class SourceAgreementCalculator:
     """Mean pairwise cosine similarity of the texts' embeddings (packaged MiniLM, batched); < 2 texts → 1.0."""
 
-    def __init__(self, embedder: Any | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             from engine.embeddings import get_embedder
 
@@ -614,7 +617,7 @@ class LiveEvaluation(BaseModel):
 
 
 async def evaluate_answer(
-    store: Any,
+    store: Store,
     model: ChatModel,
     query: str,
     answer: str,
@@ -624,7 +627,7 @@ async def evaluate_answer(
     agreement: SourceAgreementCalculator | None = None,
     sampling_k: int = 0,
     base_factors: ConfidenceFactors | None = None,
-    sinks: list[Any] | None = None,
+    sinks: list[EventSink] | None = None,
     self_eval: Literal["generate", "likelihood"] = "generate",
 ) -> LiveEvaluation:
     """Compute the LLM and embedding factors for one answer, score it and decide the level; one run."""

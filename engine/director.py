@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from engine.quoting import quote
 
 if TYPE_CHECKING:
+    from engine.events import Emit
     from models.base import ChatModel
 
 # -- statuses -------------------------------------------------------------------------------------
@@ -167,6 +168,7 @@ def normalize(text: str) -> Normalized:
         s = _SPACES.sub(" ", s).strip()
     stripped = s.strip()
     script = stripped.startswith("「") and stripped.endswith("」") and stripped.count("「") == 1
+    quoted: tuple[str, ...]
     if script:
         speech, quoted = stripped[1:-1], ()
     elif "「" in s or "（" in s or "(" in s:
@@ -493,6 +495,7 @@ def apply_state(state: DirectorState, n: Normalized, status: Status) -> Director
     if status == Status.RETRY:
         return state
     found = n.text_topics
+    topic: str | None
     if found and found[0] != state.topic and (state.topic is None or state.topic not in found):
         topic, depth = found[0], 1
     else:
@@ -787,7 +790,7 @@ async def run_turn(
     state: DirectorState,
     *,
     scene: str = "",
-    emit: Any = None,
+    emit: Emit | None = None,
     instruction: str | None = None,
 ) -> tuple[Turn, DirectorState]:
     """Generate, review, and on RETRY send the reasons back, at most `max_retries` times (§1, §9).
@@ -852,7 +855,7 @@ async def duo_dialogue(
     *,
     turns: int = 6,
     scene: str = "",
-    emit: Any = None,
+    emit: Emit | None = None,
 ) -> list[Turn]:
     """Two characters take turns; every line goes through its director, retries included. A line
     accepted with WARN is shown, and its reasons go into that character's next instruction (§1)."""

@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -22,6 +22,9 @@ from pydantic import BaseModel, Field
 from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
 from models.secrets import redact_obj
+
+# A mechanism's event callback: emit(type, **payload). What it returns is ignored.
+Emit = Callable[..., object]
 
 log = logging.getLogger(__name__)
 

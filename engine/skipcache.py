@@ -42,8 +42,12 @@ from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
 
 from engine.store import aware
+from models.structured import FLOAT_LIKE
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Engine
+
+    from engine.events import Emit
     from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
@@ -158,7 +162,9 @@ def _confidence(value: object) -> tuple[float, str | None]:
     if isinstance(value, bool):
         return 0.0, "invalid:confidence"
     try:
-        number = float(value)  # type: ignore[arg-type]
+        if not isinstance(value, FLOAT_LIKE):  # what float() refuses with a TypeError
+            raise TypeError(type(value).__name__)
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
         return 0.0, "invalid:confidence"
     if not (math.isfinite(number) and 0.0 <= number <= 1.0):
@@ -273,12 +279,13 @@ class JudgmentCacheRepository(Protocol):
 class SQLJudgmentCacheRepository:
     """The repository on any SQLAlchemy engine (SQLite by default): upsert per (channel, thread)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
         JudgmentCacheModel.metadata.create_all(engine, tables=[JudgmentCacheModel.__table__])  # type: ignore[attr-defined]
 
     @staticmethod
-    def _scope(channel_id: str, thread_ts: str | None) -> Any:
+    def _scope(channel_id: str, thread_ts: str | None) -> ColumnElement[bool]:
         thread = col(JudgmentCacheModel.thread_ts)
         return (col(JudgmentCacheModel.channel_id) == channel_id) & (
             thread.is_(None) if thread_ts is None else thread == thread_ts
@@ -555,7 +562,7 @@ class PeriodicChecker:
     cache is valid, else judge it on its latest message and cache the result (never a backend error)."""
 
     def __init__(self, source: MessageSource, judge: Judge, repository: JudgmentCacheRepository,
-                 config: ResponseConfig | None = None, emit: Any = None) -> None:
+                 config: ResponseConfig | None = None, emit: Emit | None = None) -> None:
         self.source = source
         self.judge = judge
         self.repository = repository

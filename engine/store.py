@@ -58,6 +58,12 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _loads_object(text: str) -> dict[str, Any]:
+    """A stored JSON object (an empty text reads as {})."""
+    value: dict[str, Any] = json.loads(text or "{}")
+    return value
+
+
 def aware(value: datetime) -> datetime:
     """A stored time as UTC-aware (SQLite gives naive datetimes back)."""
     return value if value.tzinfo else value.replace(tzinfo=UTC)
@@ -84,11 +90,11 @@ class Run(SQLModel, table=True):
 
     @property
     def config(self) -> dict[str, Any]:
-        return json.loads(self.config_json or "{}")
+        return _loads_object(self.config_json)
 
     @property
     def summary(self) -> dict[str, Any]:
-        return json.loads(self.summary_json or "{}")
+        return _loads_object(self.summary_json)
 
     @property
     def duration_s(self) -> float | None:
@@ -110,7 +116,7 @@ class EventRow(SQLModel, table=True):
 
     @property
     def payload(self) -> dict[str, Any]:
-        return json.loads(self.payload_json or "{}")
+        return _loads_object(self.payload_json)
 
 
 class LlmCall(SQLModel, CallFacts, table=True):
@@ -379,6 +385,7 @@ class Store:
             ) from None
 
     def _migrate(self) -> None:
+        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
         SchemaMigration.metadata.create_all(self.engine, tables=[SchemaMigration.__table__])  # type: ignore[attr-defined]
         with Session(self.engine) as session:
             done = set(session.exec(select(SchemaMigration.version)).all())
@@ -511,14 +518,14 @@ class Store:
         """Per run: number of calls, errors, tokens, cost (spent), would-have-cost (replayed calls only,
         None when there were none) and summed latency."""
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
-            query = select(
-                LlmCall.run_id,
+            query = select(  # type: ignore[call-overload]  # sqlmodel types select() for up to 4 columns
+                col(LlmCall.run_id),
                 func.count(),
                 func.sum(LlmCall.prompt_tokens),
                 func.sum(LlmCall.completion_tokens),
                 func.sum(LlmCall.cost),
                 func.sum(LlmCall.latency_s),
-                func.count(LlmCall.error),
+                func.count(col(LlmCall.error)),
                 func.sum(LlmCall.would_cost),
             ).group_by(LlmCall.run_id)
             if run_ids is not None:

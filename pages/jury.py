@@ -181,6 +181,7 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> No
         if future.done() and not events and not ended:
             break  # the run failed before closing the sink
     live.empty()
+    run_id: str | None
     try:
         run_id, _ = future.result(timeout=30)
     except Exception as exc:  # the run is stored as failed; say why and keep what was recorded

@@ -105,7 +105,7 @@ def evaluate_cmd(
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)
         return text, await evaluate_answer(store, model, query, text, sources or [], sampling_k=sampling_k,
-                                           self_eval=judge)  # type: ignore[arg-type]
+                                           self_eval="likelihood" if judge == "likelihood" else "generate")
 
     try:
         text, result = asyncio.run(go())

@@ -4,7 +4,7 @@ with a method and stored as one run with its precision, recall, consistency, lat
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -12,6 +12,10 @@ from engine.handraise.cast import DEFAULT_CAST, Participant, Turn
 from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands
 from engine.handraise.judge import WillJudge
 from models.source import ModelLookup
+
+if TYPE_CHECKING:
+    from engine.embeddings import Embedder
+    from engine.store import Store
 
 ContextMode = Literal["1", "3", "5", "summary"]
 
@@ -85,7 +89,7 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
 
 
 async def evaluate_item(item: BenchItem, models: ModelLookup, config: HandRaiseConfig, context: ContextMode,
-                        repeat: int = 1, embedder: Any = None, model_ids: Sequence[str] | None = None
+                        repeat: int = 1, embedder: Embedder | None = None, model_ids: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,
     with the judgment's latency and tokens. `model_ids` re-seats the cast on other models (cycled)."""
@@ -149,7 +153,7 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None}
 
 
-async def run_benchmark(store: Any, items: Sequence[BenchItem], models: ModelLookup, config: HandRaiseConfig,
+async def run_benchmark(store: Store, items: Sequence[BenchItem], models: ModelLookup, config: HandRaiseConfig,
                         context: ContextMode, repeat: int = 1, model_ids: Sequence[str] | None = None,
                         name: str = "", on_item: Any = None) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""

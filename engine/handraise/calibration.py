@@ -6,22 +6,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.handraise.benchmark import BenchItem
+from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.judge import EMBEDDER_ID, EMBEDDING, cos_scale, embedding_features
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from engine.embeddings import Embedder
+    from engine.judgemaps import Calibration
     from models.base import ChatModel
+
+    Vector = npt.NDArray[np.float64]
+
+# The benchmark's context windows by their number of turns (any other count uses 3).
+CONTEXT_MODES: dict[int, ContextMode] = {1: "1", 3: "3", 5: "5"}
 
 
 async def calibration_rows(items: Sequence[BenchItem], model: ChatModel | None, context_turns: int = 3,
-                           embedder: Any = None) -> list[dict[str, Any]]:
+                           embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split."""
     from engine.likelihood import handraise_features
 
     rows = []
     for item in items:
-        cast, turns = item.cast(), item.turns(str(context_turns) if context_turns in (1, 3, 5) else "3")  # type: ignore[arg-type]
+        cast, turns = item.cast(), item.turns(CONTEXT_MODES.get(context_turns, "3"))
         features = (await handraise_features(model, cast, turns, context_turns))[0] if model is not None else {}
         for p, emb in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
             if p.id in item.labels:
@@ -31,7 +41,7 @@ async def calibration_rows(items: Sequence[BenchItem], model: ChatModel | None, 
 
 
 def fit_calibrations(rows: Sequence[dict[str, Any]], model_id: str | None, source: str, data_sha256: str,
-                     config: HandRaiseConfig | None = None) -> list[Any]:
+                     config: HandRaiseConfig | None = None) -> list[Calibration]:
     """Maps fitted *through the will formula*: relevance = σ(a·x_r + b) and confidence = σ(c·x_c + d) are
     learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
     labelled speakers from the rest — P(speak) = σ(k·(will − threshold)), class-balanced log-loss with a
@@ -70,15 +80,15 @@ def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[st
     balance = np.where(y == 1, len(y) / (2 * y.sum()), len(y) / (2 * (len(y) - y.sum())))
     nr, nc = len(rel), len(conf)
 
-    def sig(z: Any) -> Any:
+    def sig(z: Vector) -> Vector:
         return 1 / (1 + np.exp(-z))
 
-    def will(t: Any) -> Any:
+    def will(t: Vector) -> Vector:
         r = sig(xr @ t[:nr] + t[nr])
         c = sig(xc @ t[nr + 1:nr + 1 + nc] + t[nr + 1 + nc])
         return (w.relevance * r + w.novelty * novelty + w.confidence * c) / total
 
-    def loss(t: Any) -> float:
+    def loss(t: Vector) -> float:
         p = np.clip(sig(np.exp(t[-1]) * (will(t) - config.threshold)), 1e-9, 1 - 1e-9)
         return float(-(balance * (y * np.log(p) + (1 - y) * np.log(1 - p))).mean() + l2 * np.sum(t[:-1] ** 2))
 

@@ -3,9 +3,9 @@ participants' answers, each step an event."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
@@ -31,6 +31,10 @@ from engine.handraise.decisions import (
 )
 from engine.handraise.judge import JudgeCall, WillJudge
 from models.source import ModelLookup
+
+if TYPE_CHECKING:
+    from engine.embeddings import Embedder
+    from engine.events import Emit
 
 
 def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
@@ -69,7 +73,7 @@ class Conversation:
     Every step is an event; `telemetry` holds one row per hand; `records` feeds the what-if."""
 
     def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig | None = None,
-                 *, emit: Any = None, embedder: Any = None, answer_max_tokens: int = 160) -> None:
+                 *, emit: Emit | None = None, embedder: Embedder | None = None, answer_max_tokens: int = 160) -> None:
         self.participants = {p.id: p for p in participants}
         self.config = config or HandRaiseConfig()
         self.judge = WillJudge(participants, models, self.config, embedder=embedder)
@@ -137,7 +141,7 @@ class Conversation:
                       "per user turn")
         return allowed
 
-    async def answer(self, state: TurnState, on_chunk: Any = None) -> TurnState:
+    async def answer(self, state: TurnState, on_chunk: Callable[[str, str], object] | None = None) -> TurnState:
         """The approved participants answer in parallel (streamed through `on_chunk(participant, text)`);
         cards still waiting count as skipped by the user's silence only after `timeout()`, so call it or
         decide them first."""

@@ -16,8 +16,10 @@ from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.quoting import DATA_NOTE, quote
 from models.source import ModelLookup, ModelSource, model_source
+from models.structured import FLOAT_LIKE
 
 if TYPE_CHECKING:
+    from engine.embeddings import Embedder
     from models.base import ChatModel
 
 
@@ -54,7 +56,9 @@ def _component(raw: object) -> tuple[float, str | None]:
     if isinstance(raw, bool):
         return 0.0, "invalid"
     try:
-        value = float(raw)  # type: ignore[arg-type]
+        if not isinstance(raw, FLOAT_LIKE):  # what float() refuses with a TypeError
+            raise TypeError(type(raw).__name__)
+        value = float(raw)
     except (TypeError, ValueError):
         return 0.0, "missing"
     except OverflowError:  # an integer too large for a float
@@ -139,7 +143,9 @@ def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
 def _batch_schema(ids: tuple[str, ...]) -> type[BaseModel]:
     one = create_model("WillScores", relevance=(float, Field(ge=0, le=1)), novelty=(float, Field(ge=0, le=1)),
                        confidence=(float, Field(ge=0, le=1)), reason=(str, Field(max_length=60)))
-    return create_model("HandRaiseJudgment", **{i: (one, ...) for i in ids})  # type: ignore[call-overload]
+    fields: dict[str, Any] = {i: (one, ...) for i in ids}
+    judgment: type[BaseModel] = create_model("HandRaiseJudgment", **fields)
+    return judgment
 
 
 DIGITS = [str(i) for i in range(10)]
@@ -203,7 +209,7 @@ class WillJudge:
     (with flags) and the call facts; never raises for a bad or failed judgment (see `components_from`)."""
 
     def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig,
-                 embedder: Any = None) -> None:
+                 embedder: Embedder | None = None) -> None:
         self.participants = list(participants)
         self.model: ModelSource = model_source(models)
         self.config = config
@@ -387,7 +393,8 @@ def cos_scale(cos: float) -> float:
     return clamp01((cos - 0.1) / 0.5)
 
 
-def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Any = None
+def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], context_turns: int,
+                       embedder: Embedder | None = None
                        ) -> list[dict[str, Any]]:
     """Per participant: `rel_cos` = cosine of the recent context to the profile; `conf_cos` = the best cosine
     of the context to one expertise item (named in `expertise`); `answer_cos` = the highest cosine of the
