@@ -10,7 +10,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test install bench lint clean
+.PHONY: run test test-fast install bench lint clean
 
 run: $(STAMP)
 	$(BIN)/judgelab dashboard
@@ -18,13 +18,21 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# The inner loop: everything but the real-model/real-server tests (`slow`) and the browser tests (`e2e`).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not e2e"
+
 install: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/judgelab bench
 
+# The layers stay honest: lint, types (strict on engine/ and models/), import contracts, then formatting.
 lint: $(STAMP)
 	$(BIN)/ruff check engine models dashboard pages tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/ruff format --check engine models dashboard pages tests
 
 # Rebuilt only when pyproject.toml changes: a second `make run` starts at once.
 $(STAMP): pyproject.toml

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from dashboard.commands import fail
+
 app = typer.Typer(
     name="judgelab",
     help="A workbench for the mechanisms that decide whether and how well an LLM should speak.",
@@ -52,12 +54,6 @@ def _safe_output() -> None:
 
     install_log_redaction()
     redact_std_streams()
-
-
-def fail(message: str, code: int = 1) -> typer.Exit:
-    from dashboard.commands import fail as command_fail
-
-    return command_fail(message, code)
 
 
 def emit_json(value: Any) -> None:

@@ -7,7 +7,7 @@ to agree beyond chance) rather than a made-up 1.0 or a division by zero.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from itertools import permutations
 
@@ -32,7 +32,7 @@ def fleiss_kappa(units: Sequence[Sequence[str | None]]) -> float | None:
 
 def krippendorff_alpha(units: Sequence[Sequence[str | None]]) -> float | None:
     """Krippendorff's α for nominal data; units may have missing ratings (units with < 2 are skipped)."""
-    coincidence: Counter[tuple[str, str]] = Counter()
+    coincidence: defaultdict[tuple[str, str], float] = defaultdict(float)  # weights 1/(m−1): not counts
     for unit in units:
         values = [v for v in unit if v is not None]
         m = len(values)
@@ -40,7 +40,7 @@ def krippendorff_alpha(units: Sequence[Sequence[str | None]]) -> float | None:
             continue
         for a, b in permutations(values, 2):
             coincidence[(a, b)] += 1 / (m - 1)
-    n_c: Counter[str] = Counter()
+    n_c: defaultdict[str, float] = defaultdict(float)
     for (a, _), w in coincidence.items():
         n_c[a] += w
     n = sum(n_c.values())

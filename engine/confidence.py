@@ -12,7 +12,6 @@ Three layers, as every mechanism here:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +20,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 if TYPE_CHECKING:
-    from engine.events import ModelSource
+    from engine.embeddings import Embedder
+    from engine.events import EventSink, ModelSource
+    from engine.store import Store
+    from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
 
@@ -67,7 +69,7 @@ class FactorError(ValueError):
     """Factors that cannot be scored; the message names every field at fault."""
 
 
-def parse_factors(data: Any) -> ConfidenceFactors:
+def parse_factors(data: object) -> ConfidenceFactors:
     """Factors from a mapping; FactorError names each bad field (`field 'x': why`)."""
     try:
         return ConfidenceFactors.model_validate(data)
@@ -408,10 +410,6 @@ def levels_of(scores: np.ndarray, thresholds: LevelThresholds = DEFAULT_SETTINGS
     )
 
 
-def is_finite_factors(f: ConfidenceFactors) -> bool:
-    return all(math.isfinite(float(getattr(f, k))) for k in FACTOR_FIELDS if k != "is_search_step")
-
-
 # -- orchestration: the LLM and embedding factors --------------------------------------------------
 
 
@@ -466,7 +464,7 @@ class LLMSelfEvaluator:
 
     FALLBACK = 0.5
 
-    def __init__(self, model: Any, weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> None:
+    def __init__(self, model: ChatModel, weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> None:
         self.model = model
         self.weights = weights
 
@@ -500,7 +498,7 @@ class LikelihoodSelfEvaluator:
 
     FALLBACK = 0.5
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     async def evaluate(self, query: str, answer: str, sources: Sequence[str] | None = None) -> FactorResult:
@@ -536,7 +534,7 @@ class QueryCoverageCalculator:
 
     FALLBACK = 0.0
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: ChatModel) -> None:
         self.model = model
 
     async def calculate(self, query: str, answer: str) -> FactorResult:
@@ -557,11 +555,11 @@ class QueryCoverageCalculator:
 class SourceAgreementCalculator:
     """Mean pairwise cosine similarity of the texts' embeddings (packaged MiniLM, batched); < 2 texts → 1.0."""
 
-    def __init__(self, embedder: Any | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             from engine.embeddings import get_embedder
 
@@ -583,7 +581,7 @@ class SamplingConsistency:
     """SelfCheckGPT-style: k sampled answers to the same query; their agreement stands in for source
     agreement when there are no sources (the k samples then count as k sources)."""
 
-    def __init__(self, model: Any, agreement: SourceAgreementCalculator, k: int = 3, temperature: float = 0.8):
+    def __init__(self, model: ChatModel, agreement: SourceAgreementCalculator, k: int = 3, temperature: float = 0.8):
         self.model = model
         self.agreement = agreement
         self.k = k
@@ -693,8 +691,8 @@ async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
 
 
 async def evaluate_answer(
-    store: Any,
-    model: Any,
+    store: Store,
+    model: ChatModel,
     query: str,
     answer: str,
     sources: Sequence[str] | None = None,
@@ -703,7 +701,7 @@ async def evaluate_answer(
     agreement: SourceAgreementCalculator | None = None,
     sampling_k: int = 0,
     base_factors: ConfidenceFactors | None = None,
-    sinks: list[Any] | None = None,
+    sinks: list[EventSink] | None = None,
     self_eval: Literal["generate", "likelihood"] = "generate",
 ) -> LiveEvaluation:
     """`evaluate` for a model object at hand (tests, scripts): the same run, the same stored config."""
@@ -713,7 +711,7 @@ async def evaluate_answer(
                           sinks=sinks)
 
 
-async def generate_answer(model: Any, query: str, max_tokens: int = 160) -> str:
+async def generate_answer(model: ChatModel, query: str, max_tokens: int = 160) -> str:
     completion = await model.complete(query, temperature=0.0, max_tokens=max_tokens)
     return completion.text.strip()
 

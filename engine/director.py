@@ -26,8 +26,9 @@ from engine import runctx
 from engine.quoting import quote
 
 if TYPE_CHECKING:
-    from engine.events import EventSink, ModelSource
+    from engine.events import Emit, EventSink, ModelSource
     from engine.store import Store
+    from models.base import ChatModel
 
 # -- statuses -------------------------------------------------------------------------------------
 
@@ -169,6 +170,7 @@ def normalize(text: str) -> Normalized:
         s = _SPACES.sub(" ", s).strip()
     stripped = s.strip()
     script = stripped.startswith("「") and stripped.endswith("」") and stripped.count("「") == 1
+    quoted: tuple[str, ...]
     if script:
         speech, quoted = stripped[1:-1], ()
     elif "「" in s or "（" in s or "(" in s:
@@ -241,11 +243,15 @@ def count_lines(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
 
+def format_status(lines: int, cfg: DirectorConfig) -> Status:
+    """The format rule's cut-offs: RETRY at `format_retry_lines` lines, WARN at `format_warn_lines`."""
+    return (Status.RETRY if lines >= cfg.format_retry_lines else
+            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+
+
 def rule_format(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     lines = count_lines(n.text)
-    status = (Status.RETRY if lines >= cfg.format_retry_lines else
-              Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
-    return RuleResult("format", status, f"{lines} lines", [], {"lines": lines})
+    return RuleResult("format", format_status(lines, cfg), f"{lines} lines", [], {"lines": lines})
 
 
 def rule_setting(n: Normalized, profile: CharacterProfile) -> RuleResult:
@@ -286,18 +292,21 @@ def rule_praise(n: Normalized, profile: CharacterProfile) -> RuleResult:
     return RuleResult("praise", Status.PASS, "no praise", [], {})
 
 
+def scatter_status(sentences: int, topics: int, cfg: DirectorConfig) -> Status:
+    """The scatter rule's cut-offs: RETRY when both sentences and topics reach theirs, WARN when either does."""
+    if sentences >= cfg.scatter_retry_sentences and topics >= cfg.scatter_retry_topics:
+        return Status.RETRY
+    if sentences >= cfg.scatter_warn_sentences or topics >= cfg.scatter_warn_topics:
+        return Status.WARN
+    return Status.PASS
+
+
 def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     count = len(n.text_sentences)
     found = list(n.text_topics)
     facts = {"sentences": count, "topics": len(found), "chars": len(n.text.replace("\n", ""))}
     detail = f"{count} sentences, {len(found)} topics ({', '.join(found) or '—'})"
-    if count >= cfg.scatter_retry_sentences and len(found) >= cfg.scatter_retry_topics:
-        status = Status.RETRY
-    elif count >= cfg.scatter_warn_sentences or len(found) >= cfg.scatter_warn_topics:
-        status = Status.WARN
-    else:
-        status = Status.PASS
-    return RuleResult("scatter", status, detail, found, facts)
+    return RuleResult("scatter", scatter_status(count, len(found), cfg), detail, found, facts)
 
 
 # §3 論理矛盾: a negation applied to something already negated. "ない" is two different words:
@@ -417,9 +426,14 @@ def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
                      matches={"marker": markers, "vocab": vocab, "style": style_matches})
 
 
+def tone_status(score: int, cfg: DirectorConfig) -> Status:
+    """The tone rule's cut-offs: PASS at `tone_pass`, WARN at `tone_warn`, RETRY below."""
+    return (Status.PASS if score >= cfg.tone_pass else
+            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+
+
 def rule_tone(tone: ToneScore, cfg: DirectorConfig) -> RuleResult:
-    status = (Status.PASS if tone.score >= cfg.tone_pass else
-              Status.WARN if tone.score >= cfg.tone_warn else Status.RETRY)
+    status = tone_status(tone.score, cfg)
     detail = f"tone {tone.score} = marker {tone.marker} + vocab {tone.vocab} + style {tone.style}"
     matches = [w for ws in tone.matches.values() for w in ws]
     return RuleResult("tone", status, detail, matches, {"score": tone.score})
@@ -483,6 +497,7 @@ def apply_state(state: DirectorState, n: Normalized, status: Status) -> Director
     if status == Status.RETRY:
         return state
     found = n.text_topics
+    topic: str | None
     if found and found[0] != state.topic and (state.topic is None or state.topic not in found):
         topic, depth = found[0], 1
     else:
@@ -526,22 +541,16 @@ def evaluate_rules(text: str, profile: CharacterProfile, cfg: DirectorConfig | N
 
 
 def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
-    """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model)."""
+    """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model), through
+    the same status functions the rules use."""
     statuses = []
     for r in verdict.rules:
         if r.rule == "format":
-            lines = r.facts["lines"]
-            statuses.append(Status.RETRY if lines >= cfg.format_retry_lines else
-                            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+            statuses.append(format_status(r.facts["lines"], cfg))
         elif r.rule == "scatter":
-            s, t = r.facts["sentences"], r.facts["topics"]
-            statuses.append(Status.RETRY if s >= cfg.scatter_retry_sentences and t >= cfg.scatter_retry_topics else
-                            Status.WARN if s >= cfg.scatter_warn_sentences or t >= cfg.scatter_warn_topics else
-                            Status.PASS)
+            statuses.append(scatter_status(r.facts["sentences"], r.facts["topics"], cfg))
         elif r.rule == "tone":
-            score = r.facts["score"]
-            statuses.append(Status.PASS if score >= cfg.tone_pass else
-                            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+            statuses.append(tone_status(r.facts["score"], cfg))
         else:
             statuses.append(r.status)
     return worst(statuses)
@@ -607,7 +616,7 @@ class DirectorRubric:
     (default WARN with a flag) — a failed model never silently passes a line. A score outside 1–5 (or
     an answer cut off at max_tokens) is a failed answer under the same policy, never clamped into 5."""
 
-    def __init__(self, model: Any, cfg: DirectorConfig | None = None) -> None:
+    def __init__(self, model: ChatModel, cfg: DirectorConfig | None = None) -> None:
         self.model = model
         self.cfg = cfg or DirectorConfig()
 
@@ -792,7 +801,7 @@ async def run_turn(
     state: DirectorState,
     *,
     scene: str = "",
-    emit: Any = None,
+    emit: Emit | None = None,
     instruction: str | None = None,
 ) -> tuple[Turn, DirectorState]:
     """Generate, review, and on RETRY send the reasons back, at most `max_retries` times (§1, §9).
@@ -825,7 +834,7 @@ async def run_turn(
                 outcome=outcome, instruction=instruction), state
 
 
-def model_generator(model: Any, scene: str, topic: str, partner: CharacterProfile | None = None,
+def model_generator(model: ChatModel, scene: str, topic: str, partner: CharacterProfile | None = None,
                     max_tokens: int = 60) -> LineGenerator:
     """A line generator for a chat model. The script-continuation layout (sample lines of both
     characters, then the conversation, then "name:") works for small base models as well as for
@@ -858,7 +867,7 @@ async def duo_dialogue(
     *,
     turns: int = 6,
     scene: str = "",
-    emit: Any = None,
+    emit: Emit | None = None,
 ) -> list[Turn]:
     """Two characters take turns; every line goes through its director, retries included. A line
     accepted with WARN is shown, and its reasons go into that character's next instruction (§1)."""

@@ -65,7 +65,8 @@ def _quiet_transformers() -> None:
 
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     """Pairwise cosine similarity of unit vectors."""
-    return np.clip(vectors @ vectors.T, -1.0, 1.0)
+    similarity: np.ndarray = np.clip(vectors @ vectors.T, -1.0, 1.0)
+    return similarity
 
 
 _EMBEDDER: Embedder | None = None

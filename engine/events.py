@@ -15,22 +15,24 @@ import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
 from models.secrets import redact_obj
+from models.source import ModelSource as _ModelSource
 
-if TYPE_CHECKING:
-    from models.base import ChatModel
+# A mechanism's event callback: emit(type, **payload). What it returns is ignored.
+Emit = Callable[..., object]
 
 log = logging.getLogger(__name__)
 
 # What every entry point gets to reach its models: a catalog id → the model (`ModelHub.get`), so the page,
-# the CLI and a test hand in their own hub (or scripted models) and the entry point stays the same.
-ModelSource = Callable[[str], "ChatModel"]
+# the CLI and a test hand in their own hub (or scripted models) and the entry point stays the same. One
+# definition: models.source.
+ModelSource = _ModelSource
 
 # Event types of the foundation; mechanism modules add their own names (kept as plain strings so a
 # replay of an old run never fails on a type that was renamed since).
@@ -38,7 +40,6 @@ RUN_STARTED = "run_started"
 RUN_FINISHED = "run_finished"
 RUN_FAILED = "run_failed"
 RUN_CANCELLED = "run_cancelled"
-LLM_CALL = "llm_call"
 
 # Why the current process is being stopped (set by the CLI's signal handlers), so a cancelled run
 # says "SIGTERM received" rather than an empty CancelledError.

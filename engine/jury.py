@@ -21,15 +21,21 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from engine.quoting import DATA_NOTE, quote
+from models.source import ModelLookup, ModelSource, model_source
+
+if TYPE_CHECKING:
+    from engine.events import Emit, EventSink
+    from engine.store import Store
+    from models.catalog import Catalog
 
 DEFAULT_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")  # least to most severe
 
@@ -496,7 +502,7 @@ def _first_error(exc: ValidationError) -> str:
     return f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}"
 
 
-def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Any = None) -> list[JurorSeat]:
+def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Catalog | None = None) -> list[JurorSeat]:
     """Seats from a catalog panel name, or from [{model, role_name, role_focus}]. Juror ids are unique."""
     if isinstance(panel, str):
         from models.catalog import cached_catalog
@@ -525,9 +531,10 @@ def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Any = None) -
 def _schemas(verdicts: tuple[str, ...], axes: tuple[str, ...]) -> tuple[type[BaseModel], type[BaseModel],
                                                                           type[BaseModel]]:
     """(evaluation, statement, final) output models for a rubric; cached so request hashes are stable."""
-    verdict_t = Literal[verdicts]  # type: ignore[valid-type]
+    verdict_t = Literal[verdicts]  # type: ignore[valid-type]  # the rubric's labels, known only at run time
     score_f = (int, Field(ge=0, le=100))
-    axes_model = create_model("JuryAxes", **{a: score_f for a in axes})  # type: ignore[call-overload]
+    axis_fields: dict[str, Any] = {a: score_f for a in axes}
+    axes_model = create_model("JuryAxes", **axis_fields)
     evaluation = create_model(
         "JurorEvaluationOutput", reasoning=(str, Field(max_length=600)), verdict=(verdict_t, ...),
         score=score_f, axes=(axes_model, ...), confidence=(float, Field(ge=0.0, le=1.0)),
@@ -610,9 +617,6 @@ def final_messages(case: JuryCase, rubric: Rubric, result_so_far: Mapping[str, A
 
 # -- the run ---------------------------------------------------------------------------------------
 
-Emit = Callable[..., Any]
-
-
 def _event_evaluation(e: JurorEvaluation) -> dict[str, Any]:
     return {"juror": e.juror_id, "roleName": e.role_name, "modelId": e.model_id, "verdict": e.verdict,
             "score": e.score, "axes": e.axes, "reasoning": e.reasoning, "confidence": e.confidence,
@@ -627,20 +631,16 @@ def _event_consensus(c: ConsensusResult) -> dict[str, Any]:
 
 
 class Jury:
-    """A panel of jurors (seat + model each) that judges cases. `models` maps model ids to ChatModels
-    (e.g. a ModelHub's `get`); the final judge's model is looked up the same way when needed."""
+    """A panel of jurors (seat + model each) that judges cases. `models` looks model ids up (a ModelHub's
+    `get`, or a mapping of id → ChatModel); the final judge's model is looked up the same way when needed."""
 
-    def __init__(self, seats: Sequence[JurorSeat], models: Callable[[str], Any] | Mapping[str, Any],
-                 config: JuryConfig | None = None) -> None:
+    def __init__(self, seats: Sequence[JurorSeat], models: ModelLookup, config: JuryConfig | None = None) -> None:
         if not seats:
             raise ValueError("a jury needs at least one juror")
         self.seats = list(seats)
-        self._models = models
+        self.model: ModelSource = model_source(models)
         self.config = config or JuryConfig()
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
-
-    def model(self, model_id: str) -> Any:
-        return self._models[model_id] if isinstance(self._models, Mapping) else self._models(model_id)
 
     async def _gather(self, coros: Sequence[Any]) -> list[Any]:
         if self.config.parallel:
@@ -863,7 +863,7 @@ class Jury:
                              flags=_failed_flags(latest) + [f"final_judge:{f}" for f in facts.get("flags", [])])
 
 
-async def run_case(store: Any, jury: Jury, case: JuryCase, *, sinks: list[Any] | None = None,
+async def run_case(store: Store, jury: Jury, case: JuryCase, *, sinks: list[EventSink] | None = None,
                    name: str = "", kind: str = "jury.run") -> tuple[str, CollaborativeJuryResult]:
     """Run one case as a stored run: every event and model call is attributed to it; the result is its
     summary. Returns (run id, result)."""

@@ -13,26 +13,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.handraise.cast import Participant, Turn
+    from engine.jury import JurorSeat, JuryCase, Rubric
+    from models.base import ChatModel
+    from models.types import OptionScores
 
 CONTENT_FREE = "N/A"
-YES_NO = (" Yes", " No")
 
 
 def quote(text: str) -> str:
     """Untrusted text as one JSON string: newlines and quotes are escaped, so it stays on its line."""
     return json.dumps(text, ensure_ascii=False)
-
-
-async def p_yes(model: Any, prompt: str, baseline: str) -> tuple[float, float, Any]:
-    """Calibrated and raw p(" Yes") over {" Yes", " No"}, and the scores object."""
-    scores = await model.score_options(prompt, YES_NO, calibration=baseline)
-    return scores.calibrated[0], scores.probabilities[0], scores
-
-
-def logit(p: float, eps: float = 1e-6) -> float:
-    p = min(1 - eps, max(eps, p))
-    return math.log(p / (1 - p))
 
 
 def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
@@ -53,8 +47,8 @@ def topic_prompt(conversation: str) -> str:
     return f"{conversation}\n\nThe last message is about"
 
 
-async def handraise_features(model: Any, who: Sequence[Any], turns: Sequence[Any], context_turns: int
-                             ) -> tuple[dict[str, dict[str, float]], list[Any]]:
+async def handraise_features(model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+                             ) -> tuple[dict[str, dict[str, float]], list[OptionScores]]:
     """Raw likelihood features per participant from one scoring call. Every expertise item of every
     participant is scored as the continuation of "The last message is about", against the same prompt
     after a content-free message: the difference is the item's pointwise mutual information with the
@@ -95,7 +89,7 @@ def _lse(xs: Sequence[float]) -> float:
     return top + math.log(sum(math.exp(x - top) for x in xs))
 
 
-async def skip_features(model: Any, history: Sequence[tuple[str, str]]) -> tuple[dict[str, float], Any]:
+async def skip_features(model: ChatModel, history: Sequence[tuple[str, str]]) -> tuple[dict[str, float], OptionScores]:
     """`pmi_need`: how much more the conversation makes "This chat needs an answer / a reply" likely than
     "… no reply / nothing", beyond what a content-free chat does (log-sum-exp over each side's PMIs). A
     Yes/No question ("does this need an answer?") carried no signal on the calibration split (AUC 0.49):
@@ -110,8 +104,8 @@ async def skip_features(model: Any, history: Sequence[tuple[str, str]]) -> tuple
 # -- jury -------------------------------------------------------------------------------------------------------
 
 
-def jury_prompt(seat: Any, case: Any, rubric: Any, others: Sequence[tuple[str, str]] = (), content: str | None = None
-                ) -> str:
+def jury_prompt(seat: JurorSeat, case: JuryCase, rubric: Rubric, others: Sequence[tuple[str, str]] = (),
+                content: str | None = None) -> str:
     """A completion prompt that ends where the juror's verdict label begins. The case, the role texts and
     the other jurors' positions are quoted; the labels are the case set's own."""
     labels = "\n".join(f"- {v}: {rubric.verdict_descriptions.get(v, v)}" for v in rubric.verdicts)
@@ -122,7 +116,8 @@ def jury_prompt(seat: Any, case: Any, rubric: Any, others: Sequence[tuple[str, s
             f"Juror {quote(seat.role_name)}.{focus}\nVerdict of this juror:")
 
 
-async def jury_scores(model: Any, seat: Any, case: Any, rubric: Any, others: Sequence[tuple[str, str]] = ()) -> Any:
+async def jury_scores(model: ChatModel, seat: JurorSeat, case: JuryCase, rubric: Rubric,
+                      others: Sequence[tuple[str, str]] = ()) -> OptionScores:
     """The calibrated distribution over the rubric's labels (baseline: the same juror on a content-free case,
     with no one else's verdict)."""
     return await model.score_options(jury_prompt(seat, case, rubric, others), [" " + v for v in rubric.verdicts],
@@ -145,8 +140,8 @@ def answer_prompt(query: str, answer: str, sources: Sequence[str] = ()) -> str:
     return f"Question (quoted): {quote(query)}\nAnswer (quoted): {quote(answer)}{src}\n\nThe answer is"
 
 
-async def confidence_features(model: Any, query: str, answer: str, sources: Sequence[str] = ()
-                              ) -> tuple[dict[str, float], Any]:
+async def confidence_features(model: ChatModel, query: str, answer: str, sources: Sequence[str] = ()
+                              ) -> tuple[dict[str, float], OptionScores]:
     """`pmi_supported`: how much more the question, answer and sources make "The answer is correct /
     supported" likely than "… wrong / made up", beyond the same prompt with a content-free answer."""
     scores = await model.score_options(answer_prompt(query, answer, sources), list(VERDICT_WORDS),

@@ -33,13 +33,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Index, UniqueConstraint, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
+
+from engine.store import aware
+from models.structured import FLOAT_LIKE
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Engine
+
+    from engine.events import Emit
+    from models.base import ChatModel
 
 # -- config ---------------------------------------------------------------------------------------
 
@@ -153,7 +162,9 @@ def _confidence(value: object) -> tuple[float, str | None]:
     if isinstance(value, bool):
         return 0.0, "invalid:confidence"
     try:
-        number = float(value)  # type: ignore[arg-type]
+        if not isinstance(value, FLOAT_LIKE):  # what float() refuses with a TypeError
+            raise TypeError(type(value).__name__)
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
         return 0.0, "invalid:confidence"
     if not (math.isfinite(number) and 0.0 <= number <= 1.0):
@@ -247,15 +258,11 @@ class JudgmentCacheModel(SQLModel, table=True):
     updated_at: datetime = SQLField(default_factory=lambda: datetime.now(UTC))
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _to_entity(row: JudgmentCacheModel) -> JudgmentCache:
     return JudgmentCache(
         channel_id=row.channel_id, thread_ts=row.thread_ts, should_respond=row.should_respond,
         confidence=row.confidence, reason=row.reason, latest_message_ts=row.latest_message_ts,
-        next_check_at=_aware(row.next_check_at), created_at=_aware(row.created_at), updated_at=_aware(row.updated_at),
+        next_check_at=aware(row.next_check_at), created_at=aware(row.created_at), updated_at=aware(row.updated_at),
     )
 
 
@@ -272,12 +279,13 @@ class JudgmentCacheRepository(Protocol):
 class SQLJudgmentCacheRepository:
     """The repository on any SQLAlchemy engine (SQLite by default): upsert per (channel, thread)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
         JudgmentCacheModel.metadata.create_all(engine, tables=[JudgmentCacheModel.__table__])  # type: ignore[attr-defined]
 
     @staticmethod
-    def _scope(channel_id: str, thread_ts: str | None) -> Any:
+    def _scope(channel_id: str, thread_ts: str | None) -> ColumnElement[bool]:
         thread = col(JudgmentCacheModel.thread_ts)
         return (col(JudgmentCacheModel.channel_id) == channel_id) & (
             thread.is_(None) if thread_ts is None else thread == thread_ts
@@ -426,7 +434,7 @@ class Judge(Protocol):
 class ModelJudge:
     """The seed's response judgment with any catalog model, through its structured output."""
 
-    def __init__(self, model: Any, persona_name: str = "myao", max_tokens: int = 120) -> None:
+    def __init__(self, model: ChatModel, persona_name: str = "myao", max_tokens: int = 120) -> None:
         self.model = model
         self.persona_name = persona_name
         self.max_tokens = max_tokens
@@ -466,7 +474,7 @@ class ProbabilityJudge:
 
     PREFIX = '{"should_respond": '
 
-    def __init__(self, model: Any, persona_name: str = "myao", threshold: float = 0.5) -> None:
+    def __init__(self, model: ChatModel, persona_name: str = "myao", threshold: float = 0.5) -> None:
         self.model = model
         self.persona_name = persona_name
         self.threshold = threshold
@@ -497,7 +505,7 @@ class LikelihoodJudge:
     a long skip and an open question a short one. Without a fitted map the feature is squashed by a plain
     sigmoid and every judgment is flagged `uncalibrated` (and so never cached)."""
 
-    def __init__(self, model: Any, history_limit: int = 5) -> None:
+    def __init__(self, model: ChatModel, history_limit: int = 5) -> None:
         self.model = model
         self.history_limit = history_limit
 
@@ -554,7 +562,7 @@ class PeriodicChecker:
     cache is valid, else judge it on its latest message and cache the result (never a backend error)."""
 
     def __init__(self, source: MessageSource, judge: Judge, repository: JudgmentCacheRepository,
-                 config: ResponseConfig | None = None, emit: Any = None) -> None:
+                 config: ResponseConfig | None = None, emit: Emit | None = None) -> None:
         self.source = source
         self.judge = judge
         self.repository = repository

@@ -53,7 +53,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from models.recording import CallRecord
+from models.recording import CallFacts, CallRecord
 from models.secrets import redact, redact_obj
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,17 @@ class StoreError(RuntimeError):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _loads_object(text: str) -> dict[str, Any]:
+    """A stored JSON object (an empty text reads as {})."""
+    value: dict[str, Any] = json.loads(text or "{}")
+    return value
+
+
+def aware(value: datetime) -> datetime:
+    """A stored time as UTC-aware (SQLite gives naive datetimes back)."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class Run(SQLModel, table=True):
@@ -94,17 +105,17 @@ class Run(SQLModel, table=True):
 
     @property
     def config(self) -> dict[str, Any]:
-        return json.loads(self.config_json or "{}")
+        return _loads_object(self.config_json)
 
     @property
     def summary(self) -> dict[str, Any]:
-        return json.loads(self.summary_json or "{}")
+        return _loads_object(self.summary_json)
 
     @property
     def duration_s(self) -> float | None:
         if self.finished_at is None:
             return None
-        return (_aware(self.finished_at) - _aware(self.started_at)).total_seconds()
+        return (aware(self.finished_at) - aware(self.started_at)).total_seconds()
 
 
 class EventRow(SQLModel, table=True):
@@ -120,57 +131,44 @@ class EventRow(SQLModel, table=True):
 
     @property
     def payload(self) -> dict[str, Any]:
-        return json.loads(self.payload_json or "{}")
+        return _loads_object(self.payload_json)
 
 
-class LlmCall(SQLModel, table=True):
+class LlmCall(SQLModel, CallFacts, table=True):
+    """A row of `llm_calls`: the call's facts as they are (`models.recording.CallFacts`, the columns written
+    once), its id, and the request, parsed answer and flags as redacted JSON."""
+
     __tablename__ = "llm_calls"
-    __table_args__ = (Index("ix_llm_calls_hash_created", "request_hash", "created_at"),)
+    __table_args__ = (
+        Index("ix_llm_calls_hash_created", "request_hash", "created_at"),
+        Index("ix_llm_calls_run_id", "run_id"),
+        Index("ix_llm_calls_model_id", "model_id"),
+        Index("ix_llm_calls_created_at", "created_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
-    run_id: str | None = Field(default=None, index=True)
-    purpose: str = "adhoc"
-    model_id: str = Field(index=True)
-    backend: str
-    model_name: str = ""
-    request_hash: str
     request_json: str
-    raw_text: str | None = None
     parsed_json: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    cost: float = 0.0  # dollars spent: 0 for a replayed call
-    would_cost: float | None = None  # replayed calls only: what the recorded original cost
-    finish_reason: str | None = None
-    error: str | None = None
-    error_type: str | None = None
     flags_json: str = "[]"
-    attempts: int = 1
-    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+    @classmethod
+    def from_record(cls, record: CallRecord) -> LlmCall:
+        """The row of a call: every key value in the texts and the JSON redacted."""
+        facts = {name: getattr(record, name) for name in CallFacts.model_fields}
+        return cls(
+            **facts | {"raw_text": redact(record.raw_text) if record.raw_text else record.raw_text,
+                       "error": redact(record.error) if record.error else record.error},
+            request_json=_dumps(record.request),
+            parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
+            flags_json=_dumps(record.flags),
+        )
 
     def to_record(self) -> CallRecord:
         return CallRecord(
-            run_id=self.run_id,
-            purpose=self.purpose,
-            model_id=self.model_id,
-            backend=self.backend,
-            model_name=self.model_name,
-            request_hash=self.request_hash,
+            **{name: getattr(self, name) for name in CallFacts.model_fields},
             request=json.loads(self.request_json),
-            raw_text=self.raw_text,
             parsed=json.loads(self.parsed_json) if self.parsed_json else None,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            latency_s=self.latency_s,
-            cost=self.cost,
-            would_cost=self.would_cost,
-            finish_reason=self.finish_reason,
-            error=self.error,
-            error_type=self.error_type,
             flags=json.loads(self.flags_json or "[]"),
-            attempts=self.attempts,
-            created_at=self.created_at,
         )
 
 
@@ -207,10 +205,6 @@ class SchemaMigration(SQLModel, table=True):
     version: int = Field(primary_key=True)
     name: str
     applied_at: datetime = Field(default_factory=utcnow)
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 MAX_TAG_LENGTH = 64
@@ -378,7 +372,7 @@ def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | N
         if run.owner_started is not None and abs(started - run.owner_started) > 1.0:
             return f"its process {host}:{run.owner_pid} is gone (that pid now belongs to another process)"
         return None
-    last = _aware(run.heartbeat_at or run.started_at)
+    last = aware(run.heartbeat_at or run.started_at)
     if now - last > stale:
         who = f"{run.owner_host}:{run.owner_pid}" if run.owner_host else "an unknown process (a run from before owners)"
         return f"no heartbeat from {who} since {last:%Y-%m-%d %H:%M:%S} UTC"
@@ -489,6 +483,7 @@ class Store:
             ) from None
 
     def _migrate(self) -> None:
+        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
         SchemaMigration.metadata.create_all(self.engine, tables=[SchemaMigration.__table__])  # type: ignore[attr-defined]
         with Session(self.engine) as session:
             done = set(session.exec(select(SchemaMigration.version)).all())
@@ -594,7 +589,7 @@ class Store:
             if reason is None:
                 continue
             events = self.events(run.id)
-            last = max([_aware(run.heartbeat_at or run.started_at), *(_aware(e.ts) for e in events[-1:])])
+            last = max([aware(run.heartbeat_at or run.started_at), *(aware(e.ts) for e in events[-1:])])
             after = f"after event {events[-1].seq}" if events else "before its first event"
             with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
                 done = conn.execute(
@@ -693,14 +688,14 @@ class Store:
         """Per run: number of calls, errors, tokens, cost (spent), would-have-cost (replayed calls only,
         None when there were none) and summed latency."""
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
-            query = select(
-                LlmCall.run_id,
+            query = select(  # type: ignore[call-overload]  # sqlmodel types select() for up to 4 columns
+                col(LlmCall.run_id),
                 func.count(),
                 func.sum(LlmCall.prompt_tokens),
                 func.sum(LlmCall.completion_tokens),
                 func.sum(LlmCall.cost),
                 func.sum(LlmCall.latency_s),
-                func.count(LlmCall.error),
+                func.count(col(LlmCall.error)),
                 func.sum(LlmCall.would_cost),
             ).group_by(LlmCall.run_id)
             if run_ids is not None:
@@ -747,28 +742,7 @@ class Store:
 
     # -- LLM calls (models.recording.CallLog) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> int:
-        row = LlmCall(
-            run_id=record.run_id,
-            purpose=record.purpose,
-            model_id=record.model_id,
-            backend=record.backend,
-            model_name=record.model_name,
-            request_hash=record.request_hash,
-            request_json=_dumps(record.request),
-            raw_text=redact(record.raw_text) if record.raw_text else record.raw_text,
-            parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
-            prompt_tokens=record.prompt_tokens,
-            completion_tokens=record.completion_tokens,
-            latency_s=record.latency_s,
-            cost=record.cost,
-            would_cost=record.would_cost,
-            finish_reason=record.finish_reason,
-            error=redact(record.error) if record.error else record.error,
-            error_type=record.error_type,
-            flags_json=_dumps(record.flags),
-            attempts=record.attempts,
-            created_at=record.created_at,
-        )
+        row = LlmCall.from_record(record)
         self._add(row)
         assert row.id is not None
         return row.id
@@ -837,16 +811,3 @@ def sqlite_damage(path: Path, timeout_s: float = 10.0) -> str | None:
     if rows == ["ok"]:
         return None
     return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")
-
-
-_DEFAULT: dict[str, Store] = {}
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_store() -> Store:
-    """One Store per database URL per process."""
-    url = get_settings().resolved_database_url
-    with _DEFAULT_LOCK:
-        if url not in _DEFAULT:
-            _DEFAULT[url] = Store(url)
-        return _DEFAULT[url]

@@ -19,12 +19,13 @@ from models.errors import (
 )
 from models.recording import CallLog, CallRecord, MemoryCallLog, call_context
 from models.registry import Availability, ModelHub, build_model, check_availability
+from models.source import ModelLookup, ModelSource, model_source
 from models.types import Chunk, Completion, Message, Request, Usage
 
 __all__ = [
     "BUNDLED_MODEL_ID", "Availability", "BadRequest", "CallLog", "CallRecord", "Catalog", "CatalogError",
     "ChatModel", "Chunk", "Completion", "MalformedResponse", "MemoryCallLog", "Message", "ModelError",
-    "ModelHub", "ModelSpec", "ModelTimeout", "ModelUnavailable", "Profile", "RateLimited", "ReplayMiss",
-    "Request", "SafetyBlocked", "ServerError", "StructuredOutputError", "Usage", "build_model",
-    "call_context", "check_availability", "load_catalog",
+    "ModelHub", "ModelLookup", "ModelSource", "ModelSpec", "ModelTimeout", "ModelUnavailable", "Profile",
+    "RateLimited", "ReplayMiss", "Request", "SafetyBlocked", "ServerError", "StructuredOutputError", "Usage",
+    "build_model", "call_context", "check_availability", "load_catalog", "model_source",
 ]

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from models.catalog import ModelSpec
-from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, StructuredOutputError
+from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, ReplayMiss, StructuredOutputError
 from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
 from models.secrets import StreamRedactor, redact, redact_obj
@@ -452,7 +452,8 @@ class ChatModel(ABC):
         )
 
     def _record_failure(
-        self, request: Request, err: ModelError, latency: float, attempts: int, raw: RawResult | None = None
+        self, request: Request, err: ModelError | ReplayMiss, latency: float, attempts: int,
+        raw: RawResult | None = None,
     ) -> None:
         ctx = current_context()
         self._write(

@@ -18,8 +18,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from models.types import Request
-
 
 @dataclass(frozen=True)
 class CallContext:
@@ -81,8 +79,9 @@ def current_context() -> CallContext:
     return _CONTEXT.get()
 
 
-class CallRecord(BaseModel):
-    """One LLM call as stored. Holds the request (never headers or keys) and what came back."""
+class CallFacts(BaseModel):
+    """The facts of one LLM call that are stored as they are. Written once: `CallRecord` adds the request,
+    the parsed answer and the flags; the store's table (`engine.store.LlmCall`) adds its id and their JSON."""
 
     run_id: str | None = None
     purpose: str = "adhoc"
@@ -90,9 +89,7 @@ class CallRecord(BaseModel):
     backend: str
     model_name: str = ""
     request_hash: str
-    request: dict[str, Any]
     raw_text: str | None = None
-    parsed: dict[str, Any] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
@@ -101,9 +98,16 @@ class CallRecord(BaseModel):
     finish_reason: str | None = None
     error: str | None = None
     error_type: str | None = None
-    flags: list[str] = Field(default_factory=list)
     attempts: int = 1
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class CallRecord(CallFacts):
+    """One LLM call as stored. Holds the request (never headers or keys) and what came back."""
+
+    request: dict[str, Any]
+    parsed: dict[str, Any] | None = None
+    flags: list[str] = Field(default_factory=list)
 
 
 class CallLog(Protocol):
@@ -126,7 +130,3 @@ class MemoryCallLog:
 
     def find_calls(self, request_hash: str) -> list[CallRecord]:
         return [r for r in self.records if r.request_hash == request_hash]
-
-
-def request_record(request: Request) -> dict[str, Any]:
-    return request.model_dump(mode="json")

@@ -36,7 +36,8 @@ def build_model(
         return ReplayModel(replay_spec(spec), source=source, call_log=call_log, delay_s=delay_s, live=live)
     module_name, class_name = _BACKENDS[spec.backend]
     module = importlib.import_module(module_name)
-    return getattr(module, class_name)(spec, call_log=call_log)
+    model_class: type[ChatModel] = getattr(module, class_name)
+    return model_class(spec, call_log=call_log)
 
 
 def scoring_support(spec: ModelSpec) -> str:

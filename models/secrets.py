@@ -256,7 +256,7 @@ def _redact_record(record: logging.LogRecord) -> logging.LogRecord:
         record.exc_text = redact(record.exc_text)
     if record.stack_info:
         record.stack_info = redact(record.stack_info)
-    record._judgelab_redacted = True  # type: ignore[attr-defined]
+    record._judgelab_redacted = True
     return record
 
 
@@ -304,11 +304,11 @@ class RedactingStream(io.TextIOBase):
         return True
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # read-only: the wrapped stream's
         return self._stream.encoding
 
     @property
-    def errors(self) -> str | None:  # type: ignore[override]
+    def errors(self) -> str | None:  # type: ignore[override]  # read-only: the wrapped stream's
         return self._stream.errors
 
     def __getattr__(self, name: str) -> Any:

@@ -13,7 +13,7 @@ import functools
 import json
 import math
 import re
-from typing import Any
+from typing import Any, SupportsFloat, SupportsIndex
 
 from pydantic import BaseModel, ValidationError
 
@@ -118,7 +118,8 @@ def extract_json(text: str) -> tuple[Any, list[str]]:
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return root.get("$defs", {}).get(ref.split("/")[-1], schema)
+        defs: dict[str, dict[str, Any]] = root.get("$defs", {})
+        return defs.get(ref.split("/")[-1], schema)
     for key in ("allOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list):
@@ -140,6 +141,9 @@ class InvalidOutputError(ValueError):
 
 
 _REMOVED = object()  # an invalid number taken out of the value before validation
+
+# What float() takes without a TypeError: numbers, numeric text, objects with __float__ or __index__.
+FLOAT_LIKE = (str, bytes, bytearray, SupportsFloat, SupportsIndex)
 
 
 def _as_number(value: Any) -> float | None:
@@ -279,7 +283,8 @@ def _schema_text(schema_model: type[BaseModel]) -> str:
 def schema_for(schema_model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema, generated once per class (generating it took most of a structured call's
     own time); each caller gets its own copy."""
-    return json.loads(_schema_text(schema_model))  # type: ignore[no-any-return]
+    schema: dict[str, Any] = json.loads(_schema_text(schema_model))
+    return schema
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -303,4 +308,5 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
             out["required"] = list(out["properties"].keys())
         return out
 
-    return fix(json.loads(json.dumps(schema)))
+    fixed: dict[str, Any] = fix(json.loads(json.dumps(schema)))
+    return fixed

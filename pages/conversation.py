@@ -19,6 +19,7 @@ from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
     DEFAULT_CAST,
+    Action,
     Conversation,
     ConversationConfig,
     ConversationSession,
@@ -496,7 +497,8 @@ def render_whatif(conv: Conversation) -> None:
     w_n = c2.slider("Novelty weight", 0.0, 1.0, conv.config.weights.novelty, 0.05, key=KEY + "wi_wn")
     w_c = c3.slider("Confidence weight", 0.0, 1.0, conv.config.weights.confidence, 0.05, key=KEY + "wi_wc")
     strength = c3.slider("Cooldown per turn", 0.0, 0.5, conv.config.cooldown_per_turn, 0.05, key=KEY + "wi_cd")
-    unrecorded = c4.selectbox("Cards you never saw", ["skip", "approve"], key=KEY + "wi_unrecorded")
+    actions: list[Action] = ["skip", "approve"]
+    unrecorded = c4.selectbox("Cards you never saw", actions, key=KEY + "wi_unrecorded") or "skip"
     try:
         cfg = conv.config.model_copy(update={
             "threshold": threshold, "mode": Mode(mode), "cooldown_per_turn": strength,
@@ -506,7 +508,7 @@ def render_whatif(conv: Conversation) -> None:
         return
     started = time.perf_counter()
     before = redecide(conv.records, conv.config)
-    after = redecide(conv.records, cfg, unrecorded)  # type: ignore[arg-type]
+    after = redecide(conv.records, cfg, unrecorded)
     elapsed = (time.perf_counter() - started) * 1000
     changes = changed_hands(before, after)
     raised = [sum(h.status == HandStatus.RAISED for o in outs for h in o.hands) for outs in (before, after)]
@@ -604,13 +606,13 @@ def start_benchmark(items: list[Any], config: HandRaiseConfig, context: str, rep
 
 
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
-    from engine.handraise import parse_benchmark
+    from engine.handraise import ContextMode, parse_benchmark
 
     st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
                "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn.")
     c1, c2, c3 = st.columns(3)
-    contexts = c1.multiselect("Contexts", ["1", "3", "5", "summary"], default=["1", "3", "5", "summary"],
-                              key=KEY + "b_contexts")
+    options: list[ContextMode] = ["1", "3", "5", "summary"]
+    contexts = c1.multiselect("Contexts", options, default=options, key=KEY + "b_contexts")
     repeat = c2.number_input("Repeats", 1, 10, 1, key=KEY + "b_repeat")
     limit = c3.number_input("Items (0 = all)", 0, 500, 0, key=KEY + "b_limit")
     running = _watched_benchmarks()

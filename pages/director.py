@@ -3,7 +3,7 @@ duo simulator where two characters talk and every line goes through the director
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
@@ -93,8 +93,8 @@ def highlight(text: str, rules: list[dict[str, Any]]) -> str:
         j = i
         while j < len(text) and marks[j] == marks[i]:
             j += 1
-        segment = md(text[i:j], inline=False)
-        out.append(f":{STATUS_COLORS[marks[i]]}-background[{segment}]" if marks[i] else segment)
+        segment, mark = md(text[i:j], inline=False), marks[i]
+        out.append(f":{STATUS_COLORS[mark]}-background[{segment}]" if mark else segment)
         i = j
     return "".join(out)
 
@@ -200,6 +200,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
                               type=["csv", "jsonl"], key=KEY + "upload")
     default = st.selectbox("Character for rows that name none", list(profiles), key=KEY + "batch_character",
                            format_func=lambda c: profiles[c].name)
+    kind: Literal["csv", "jsonl"]
     if upload is not None:
         try:
             content = read_upload(upload.name, upload.getvalue())
@@ -211,7 +212,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
         path = get_settings().data_dir / "scripts" / "beach.jsonl"
         content, kind, source = path.read_text(encoding="utf-8"), "jsonl", path.name
     try:
-        lines = parse_script(content, kind, source)  # type: ignore[arg-type]
+        lines = parse_script(content, kind, source)
     except ScriptError as exc:
         st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
         return

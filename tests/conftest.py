@@ -48,7 +48,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each kind: a SQLite file, and a new database on the real PostgreSQL server."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
-    return request.getfixturevalue("postgres_server").new_database()  # type: ignore[no-any-return]
+    return request.getfixturevalue("postgres_server").new_database()
 
 
 @pytest.fixture

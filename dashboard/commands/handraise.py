@@ -28,7 +28,7 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
     from models.registry import ModelHub
 
     try:
-        config = HandRaiseConfig(judge_method=method, judge_model=judge_model, threshold=threshold)  # type: ignore[arg-type]
+        config = HandRaiseConfig(judge_method=method, judge_model=judge_model, threshold=threshold)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
@@ -63,9 +63,11 @@ def eval_cmd(
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
     precision, recall, F1, consistency across repeats, median latency, tokens and $ cost per decision —
     all computed from the per-item lines."""
-    from engine.handraise import parse_benchmark, run_benchmark
+    from engine.handraise import ContextMode, parse_benchmark, run_benchmark
 
-    if context not in ("1", "3", "5", "summary"):
+    contexts: tuple[ContextMode, ...] = ("1", "3", "5", "summary")
+    mode = next((c for c in contexts if c == context), None)
+    if mode is None:
         raise fail(f"--context must be 1, 3, 5 or summary, not {context!r}")
     from engine.inputs import read_text
 
@@ -77,7 +79,7 @@ def eval_cmd(
     store, resolver, config = _setup(method, judge_model, threshold, model_ids)
 
     run_id, lines, totals = asyncio.run(run_benchmark(
-        store, items, resolver, config, context, repeat, model_ids=model_ids))  # type: ignore[arg-type]
+        store, items, resolver, config, mode, repeat, model_ids=model_ids))
     if as_json:
         typer.echo(json.dumps({"run_id": run_id, "method": method, "context": context, "repeat": repeat,
                                "models": model_ids, "items": lines, "totals": totals}, ensure_ascii=False, indent=2))

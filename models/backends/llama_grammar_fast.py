@@ -40,7 +40,7 @@ class _Grammar:
         size = len(token_ids)
         data = (self.lc.llama_token_data * size)()
         for i, tid in enumerate(token_ids):
-            data[i].id = int(tid)
+            data[i].id = int(tid)  # type: ignore[assignment]  # ctypes takes an int for its c_int32 field
             data[i].logit = 0.0
             data[i].p = 0.0
         array = self.lc.llama_token_data_array(data=data, size=size, selected=-1, sorted=False)

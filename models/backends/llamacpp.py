@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -30,7 +30,11 @@ from models.recording import RunCancelled, cancelled, checkpoint, current_contex
 from models.scoring import split_trailing_space
 from models.types import ChoiceProbabilities, Completion, Message, RawResult, Request, ScoreResult, Usage
 
-_LOADED: dict[tuple[str, int, int, str | None], tuple[Any, threading.Lock]] = {}
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_types import CreateChatCompletionResponse
+
+_LOADED: dict[tuple[str, int, int, str | None], tuple[Llama, threading.Lock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -93,7 +97,7 @@ def default_threads() -> int:
 
 def load_llama(
     path: str, n_ctx: int = 4096, n_threads: int | None = None, chat_format: str | None = None
-) -> tuple[Any, threading.Lock]:
+) -> tuple[Llama, threading.Lock]:
     """The shared `Llama` for a file (loaded once per process) and the lock that guards it."""
     threads = n_threads or default_threads()
     key = (path, n_ctx, threads, chat_format)
@@ -123,10 +127,6 @@ def _close_all() -> None:
     _LOADED.clear()
 
 
-def loaded_models() -> list[str]:
-    return [key[0] for key in _LOADED]
-
-
 # Where a chat layout's next turn begins: free text stops there (measured: without them 15 of 24 answers of
 # the bundled model to the shipped conversation prompts repeated a line, often "### Answer: …" forty times).
 LAYOUT_STOPS: dict[str, list[str]] = {
@@ -141,7 +141,7 @@ class LlamaCppModel(ChatModel):
     backend = "llamacpp"
     supports_streaming = True
 
-    def _llama(self) -> tuple[Any, threading.Lock]:
+    def _llama(self) -> tuple[Llama, threading.Lock]:
         try:
             path = resolve_model_path(self.spec.model)
             return load_llama(
@@ -157,7 +157,7 @@ class LlamaCppModel(ChatModel):
             raise self._error(ModelUnavailable, f"could not load the GGUF model: {exc}") from None
 
     async def choice_probabilities(
-        self, messages: Any, prefix: str, choices: Sequence[str]
+        self, messages: Sequence[Message | dict[str, str]] | str, prefix: str, choices: Sequence[str]
     ) -> ChoiceProbabilities:
         """Evaluate the prompt plus `prefix` once and compare the logits of each choice's first token.
 
@@ -226,7 +226,8 @@ class LlamaCppModel(ChatModel):
         except (RuntimeError, IndexError) as exc:
             raise self._error(ServerError, f"llama.cpp failed to score the options: {exc}") from None
 
-    async def _plain_prompt(self, messages: Any) -> tuple[str, bool, Any, threading.Lock]:
+    async def _plain_prompt(self, messages: Sequence[Message | dict[str, str]] | str
+                            ) -> tuple[str, bool, Llama, threading.Lock]:
         """The messages as one plain prompt (for token-level work), and the loaded Llama with its lock."""
         formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
         if formatted is None:
@@ -236,7 +237,8 @@ class LlamaCppModel(ChatModel):
         llama, lock = await asyncio.to_thread(self._llama)
         return prompt, has_bos, llama, lock
 
-    async def fill_template(self, messages: Any, parts: Sequence[tuple[str, Any]]) -> Completion:
+    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
+                            parts: Sequence[tuple[str, Any]]) -> Completion:
         """Literals are evaluated in batches; only choices and free slots take decoding steps, so a JSON
         skeleton with a few numbers costs a fraction of grammar-constrained generation."""
         request = self.template_request(messages, parts)
@@ -300,7 +302,7 @@ class LlamaCppModel(ChatModel):
     async def prepare(self) -> None:
         await asyncio.to_thread(self._llama)
 
-    def _prepare(self, llama: Any) -> None:
+    def _prepare(self, llama: Llama) -> None:
         # Reusing the KV cache of the previous prompt evaluates the rest in a different batch shape,
         # and the float differences flip greedy choices of a small model: the same request then
         # gets different answers depending on what ran before. Determinism first; reuse is opt-in.
@@ -315,7 +317,7 @@ class LlamaCppModel(ChatModel):
         return format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in request.messages])
 
     async def _generate_fast(
-        self, llama: Any, lock: threading.Lock, request: Request, prompt: str, has_bos: bool
+        self, llama: Llama, lock: threading.Lock, request: Request, prompt: str, has_bos: bool
     ) -> RawResult:
         assert request.json_schema is not None
         schema = request.json_schema
@@ -359,10 +361,13 @@ class LlamaCppModel(ChatModel):
         if fast is not None:
             return await self._generate_fast(llama, lock, request, *fast)
 
-        def run() -> dict[str, Any]:
+        def run() -> CreateChatCompletionResponse:
             with lock, stops_when_cancelled(llama):
                 self._prepare(llama)
-                return llama.create_chat_completion(**kwargs)
+                out = llama.create_chat_completion(**kwargs, stream=False)
+            if not isinstance(out, dict):  # only stream=True gives an iterator of chunks
+                raise RuntimeError("llama.cpp streamed an answer that was asked for whole")
+            return out
 
         try:
             out = await asyncio.to_thread(run)
@@ -383,7 +388,7 @@ class LlamaCppModel(ChatModel):
         self, request: Request, schema: type[BaseModel] | None
     ) -> AsyncIterator[str | RawResult]:
         llama, lock = await asyncio.to_thread(self._llama)
-        kwargs = self._kwargs(request) | {"stream": True}
+        kwargs = self._kwargs(request)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -393,10 +398,13 @@ class LlamaCppModel(ChatModel):
             try:
                 with lock, stops_when_cancelled(llama):
                     self._prepare(llama)
-                    for chunk in llama.create_chat_completion(**kwargs):
+                    chunks = llama.create_chat_completion(**kwargs, stream=True)
+                    if isinstance(chunks, dict):  # only stream=False gives one whole answer
+                        raise RuntimeError("llama.cpp answered whole where a stream was asked for")
+                    for chunk in chunks:
                         checkpoint()
                         choice = chunk["choices"][0]
-                        piece = choice.get("delta", {}).get("content") or ""
+                        piece = str(choice.get("delta", {}).get("content") or "")
                         finish = choice.get("finish_reason") or finish
                         if piece:
                             pieces.append(piece)
@@ -431,7 +439,7 @@ class LlamaCppModel(ChatModel):
         await worker
 
 
-def _decode_rows(llama: Any, tokens: Sequence[int]) -> np.ndarray:
+def _decode_rows(llama: Llama, tokens: Sequence[int]) -> np.ndarray:
     """Append `tokens` to the KV cache at `llama.n_tokens` and return the logits of every one of them."""
     n_past = llama.n_tokens
     if n_past + len(tokens) > llama.n_ctx():
@@ -460,11 +468,11 @@ SCORE_CHUNK = 32
 _CANONICAL: dict[int, tuple[int, ...]] = {}
 
 
-def forget_scoring_prefix(llama: Any) -> None:
+def forget_scoring_prefix(llama: Llama) -> None:
     _CANONICAL.pop(id(llama), None)
 
 
-def score_continuations(llama: Any, prompt: str, options: Sequence[str], *, add_bos: bool = True,
+def score_continuations(llama: Llama, prompt: str, options: Sequence[str], *, add_bos: bool = True,
                         special: bool = False, reuse: bool = True) -> ScoreResult:
     """Each option's summed log-probability after `prompt` (trailing spaces move into the options, as in
     lm-evaluation-harness). The prompt is evaluated once — only the aligned chunks it does not share with

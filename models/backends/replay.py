@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.base import ChatModel
-from models.catalog import ModelSpec, Profile
+from models.catalog import ModelSpec
 from models.errors import ModelError, ReplayMiss
 from models.recording import CallLog, CallRecord, current_context
 from models.types import Completion, Message, OptionScores, RawResult, Request, ScoreResult
@@ -89,7 +89,7 @@ class ReplayModel(ChatModel):
                 "or let replay fall through to live calls (--replay-fallthrough)",
                 model_id=self.model_id, purpose=current_context().purpose, request_hash=key,
             )
-            self._record_failure(request, miss, 0.0, 1)  # type: ignore[arg-type]
+            self._record_failure(request, miss, 0.0, 1)
             raise miss
         record = found[self._cursor[key] % len(found)]
         self._cursor[key] += 1
@@ -99,10 +99,11 @@ class ReplayModel(ChatModel):
 
 
     @property
-    def template_capable(self) -> bool:  # type: ignore[override]
+    def template_capable(self) -> bool:  # type: ignore[override]  # per spec here; a ClassVar on live backends
         return self.spec.model == "bundled" or self.spec.model.endswith(".gguf")
 
-    async def fill_template(self, messages, parts):  # type: ignore[no-untyped-def]
+    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
+                            parts: Sequence[tuple[str, Any]]) -> Completion:
         """The recorded filling of the same template and messages."""
         import time
 
@@ -123,7 +124,3 @@ def replay_spec(original: ModelSpec) -> ModelSpec:
     return original.model_copy(
         update={"backend": "replay", "concurrency": 256, "max_retries": 0, "timeout_s": 3600.0}
     )
-
-
-def adhoc_spec(model_id: str) -> ModelSpec:
-    return ModelSpec(id=model_id, backend="replay", model=model_id, profile=Profile(name=model_id))

@@ -15,6 +15,7 @@ import pytest
 from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
+from tests.engine.test_store import stored_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,5 +67,5 @@ def test_a_jury_run_recorded_live_replays_identically(db_url: str) -> None:
     store = Store(db_url)
     backends = {c.backend for c in store.calls(replayed["run_id"])}
     assert backends == {"replay"}  # no model ran for the replay
-    assert store.get_run(replayed["run_id"]).status == "finished"  # type: ignore[union-attr]
+    assert stored_run(store, replayed["run_id"]).status == "finished"
     store.dispose()

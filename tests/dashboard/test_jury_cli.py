@@ -88,9 +88,9 @@ def test_replay_of_a_panel_without_working_jurors_says_no_verdict() -> None:
     from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
     from engine.store import Store
     from models.errors import ServerError
-    from tests.engine.test_jury_run import ev, scripted
+    from tests.engine.test_jury_run import Plan, ev, scripted
 
-    plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: ServerError("down") for k in range(4)},
+    plan: Plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: ServerError("down") for k in range(4)},
             "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
     store = Store()

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import state
 from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
 from tests.dashboard.rendered import shown
-from tests.engine.test_jury_run import ev, scripted
+from tests.engine.test_jury_run import Plan, ev, scripted
 
 
 def _jury_page() -> None:
@@ -188,7 +188,7 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
     invalid = ('{"reasoning": "x", "verdict": "safe_pass", "score": 90, "axes": {"safety": 90, "security": 90, '
                '"task_completion": 90}, "confidence": 1e15}')
-    plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: invalid for k in range(4)},
+    plan: Plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: invalid for k in range(4)},
             "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
     jury = Jury(seats, scripted(plan), JuryConfig(final_judgment_method="majority_vote"))
     run_id, result = asyncio.run(run_case(state.get_store(), jury, JuryCase(id="broken", content="Agent: hi")))

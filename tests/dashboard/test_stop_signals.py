@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from engine.store import Store
+from tests.engine.test_store import stored_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "data/scenarios/jury/agent-safety.yaml"
@@ -98,7 +99,7 @@ def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url:
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
     run_id = seen["run"].id
-    assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]  # nobody could close it
+    assert stored_run(store, run_id).status == "running"  # nobody could close it
 
     listed = judgelab(url, "runs", "list", "--json")  # the next start
     assert listed.returncode == 0, listed.stderr
@@ -173,6 +174,7 @@ def test_replay_page_marks_a_dead_run_and_says_it_is_incomplete(tmp_path: Path) 
     from datetime import UTC, datetime
 
     from sqlalchemy import update
+    from sqlmodel import col
     from streamlit.testing.v1 import AppTest
 
     from engine.store import Run
@@ -186,7 +188,7 @@ def test_replay_page_marks_a_dead_run_and_says_it_is_incomplete(tmp_path: Path) 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == run.id).values(owner_pid=dead.pid))  # type: ignore[arg-type]
+        conn.execute(update(Run).where(col(Run.id) == run.id).values(owner_pid=dead.pid))
     store.dispose()
 
     def page() -> None:
@@ -197,13 +199,14 @@ def test_replay_page_marks_a_dead_run_and_says_it_is_incomplete(tmp_path: Path) 
     at = AppTest.from_function(page, default_timeout=60).run()
     assert not at.exception
     assert any("incomplete: interrupted after event 3 (juror_evaluation)" in t.value for t in at.text)
-    assert Store(reap=False).get_run(run.id).status == "interrupted"  # type: ignore[union-attr]
+    assert stored_run(Store(reap=False), run.id).status == "interrupted"
 
 
 def test_the_dashboard_start_marks_runs_whose_process_died(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     from sqlalchemy import update
+    from sqlmodel import col
     from streamlit.testing.v1 import AppTest
 
     from engine.store import Run
@@ -214,7 +217,7 @@ def test_the_dashboard_start_marks_runs_whose_process_died(tmp_path: Path) -> No
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == run.id).values(owner_pid=dead.pid))  # type: ignore[arg-type]
+        conn.execute(update(Run).where(col(Run.id) == run.id).values(owner_pid=dead.pid))
     store.dispose()
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120).run()
     assert not at.exception

@@ -41,7 +41,7 @@ def test_krippendorff_matches_reference_implementation(seed: int) -> None:
     labels = ["safe_pass", "needs_review", "unsafe_fail"]
     units = [[rng.choice(labels) if rng.random() > 0.1 else None for _ in range(raters)] for _ in range(items)]
     index = {label: i for i, label in enumerate(labels)}
-    reliability = [[float("nan") if u[r] is None else index[u[r]] for u in units] for r in range(raters)]
+    reliability = [[float("nan") if (v := u[r]) is None else index[v] for u in units] for r in range(raters)]
     try:
         expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal")
     except ValueError:  # the reference refuses data with one value only

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from engine.config import ConfigError
 from engine.director import Director as DirectorEngine
@@ -29,6 +31,9 @@ from engine.director import (
     tone_score,
     topics,
 )
+from models.base import ChatModel
+from models.catalog import ModelSpec, Profile
+from models.types import Completion, Message, RawResult, Request
 
 YANA = load_character("yana")
 AYU = load_character("ayu")
@@ -299,34 +304,29 @@ def test_rubric_cut_offs(average: float, status: Status) -> None:
     assert rubric_status(average) == status
 
 
-class ScriptedModel:
+class ScriptedModel(ChatModel):
     """Answers with scripted texts through the real structured-output path (a replay-like stub of the
     transport only: parsing, clamping and errors are the production code)."""
 
-    model_id = "scripted"
+    backend = "scripted"
 
     def __init__(self, replies: list[str | Exception]) -> None:
+        spec = ModelSpec(id="scripted", backend="replay", model="s", max_retries=0, profile=Profile(name="s"))
+        super().__init__(spec)
         self.replies = list(replies)
         self.prompts: list[str] = []
 
-    async def complete(self, prompt, *, schema=None, temperature=0.0, max_tokens=512, seed=None):
-        from models.base import ChatModel
-        from models.catalog import ModelSpec, Profile
-        from models.types import RawResult
-
-        self.prompts.append(prompt if isinstance(prompt, str) else str(prompt))
+    async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
         reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return RawResult(text=reply)
 
-        class _Once(ChatModel):
-            backend = "scripted"
-
-            async def _generate(self, request, schema):
-                if isinstance(reply, Exception):
-                    raise reply
-                return RawResult(text=reply)
-
-        spec = ModelSpec(id="scripted", backend="replay", model="s", max_retries=0, profile=Profile(name="s"))
-        return await _Once(spec).complete(prompt, schema=schema, temperature=temperature, max_tokens=max_tokens)
+    async def complete(self, messages: Sequence[Message | dict[str, str]] | str, *,
+                       schema: type[BaseModel] | None = None, temperature: float = 0.0, max_tokens: int = 512,
+                       seed: int | None = None) -> Completion:
+        self.prompts.append(messages if isinstance(messages, str) else str(messages))
+        return await super().complete(messages, schema=schema, temperature=temperature, max_tokens=max_tokens)
 
 
 def test_rubric_parsing_averages() -> None:
@@ -363,7 +363,7 @@ def test_the_rubric_prompt_quotes_the_line_scene_and_previous_line() -> None:
 @pytest.mark.parametrize(("policy", "status"), [("warn", Status.WARN), ("pass", Status.PASS),
                                                  ("retry", Status.RETRY)])
 def test_rubric_failure_policy_is_explicit(policy: str, status: Status) -> None:
-    cfg = DirectorConfig(on_rubric_failure=policy)  # type: ignore[arg-type]
+    cfg = DirectorConfig(on_rubric_failure=policy)
     result = asyncio.run(DirectorRubric(ScriptedModel(["not json at all"]), cfg).score("えー", YANA))
     assert result.failed and result.status == status and "StructuredOutputError" in (result.error or "")
 
@@ -472,7 +472,7 @@ def test_a_carried_instruction_stays_with_every_retry() -> None:
                                                           ("drop", None, "dropped"), ("mark", "了解。3", "marked")])
 def test_retries_run_out_by_policy(policy: str, text: str | None, outcome: str) -> None:
     generate, feedback = scripted_generator(["了解。1", "了解。2", "了解。3"])
-    cfg = DirectorConfig(max_retries=2, on_retries_exhausted=policy)  # type: ignore[arg-type]
+    cfg = DirectorConfig(max_retries=2, on_retries_exhausted=policy)
     start = apply_state(DirectorState(), normalize("旅行について話そうよね。"), Status.PASS)
     turn, state = asyncio.run(run_turn(DirectorEngine(YANA, cfg), generate, [], start))
     assert len(turn.attempts) == 3 and len(feedback) == 3  # one try + max_retries

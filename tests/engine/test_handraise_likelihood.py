@@ -17,8 +17,10 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
         cal = load_calibration(name, model)
         assert cal is not None and cal.fitted_on.endswith("handraise-calib.jsonl")
         assert "benchmarks" not in cal.fitted_on  # never fitted on the benchmark it is reported on
-        for values in ({"pmi_mean": -9, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1},
-                       {"pmi_mean": 9, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1}):
+        extremes: tuple[dict[str, float], ...] = (
+            {"pmi_mean": -9, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1},
+            {"pmi_mean": 9, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1})
+        for values in extremes:
             for component in ("relevance", "confidence"):
                 assert 0 <= cal.apply(component, values) <= 1
         with pytest.raises(ValueError, match="non-finite"):
@@ -40,7 +42,7 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -> None:  # type: ignore[no-untyped-def]
+def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -> None:
     from models.catalog import load_catalog
     from models.registry import ModelHub
 

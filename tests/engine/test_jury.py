@@ -11,6 +11,7 @@ from engine.jury import (
     NO_VERDICT,
     ConsensusStatus,
     JurorEvaluation,
+    TiePolicy,
     check_consensus,
     fallback_evaluation,
     majority_vote,
@@ -40,8 +41,8 @@ def expected(positions: list[str], threshold: float) -> tuple[ConsensusStatus, b
 @pytest.mark.parametrize("n", range(2, 10))
 @pytest.mark.parametrize("threshold", THRESHOLDS)
 def test_check_consensus_every_composition(n: int, threshold: float) -> None:
-    for positions in itertools.combinations_with_replacement((P, R, F), n):
-        positions = list(positions)
+    for combination in itertools.combinations_with_replacement((P, R, F), n):
+        positions = list(combination)
         result = check_consensus(positions, threshold)
         status, reached = expected(positions, threshold)
         assert (result.status, result.consensus_reached) == (status, reached), positions
@@ -83,10 +84,10 @@ def test_majority_vote() -> None:
 
 
 @pytest.mark.parametrize(("policy", "verdict"), [("severe", F), ("lenient", P), ("higher_score", P), ("first", F)])
-def test_majority_vote_tie_policies(policy: str, verdict: str) -> None:
+def test_majority_vote_tie_policies(policy: TiePolicy, verdict: str) -> None:
     evaluations = [ev("a", F, 30), ev("b", P, 90), ev("c", R, 50), ev("d", P, 70), ev("e", F, 10)]
     # P and F tie 2–2; R has 1
-    result = majority_vote(evaluations, tie_policy=policy)  # type: ignore[arg-type]
+    result = majority_vote(evaluations, tie_policy=policy)
     assert result.verdict == verdict and result.tie_broken
     assert "tie between" in result.reasoning
 

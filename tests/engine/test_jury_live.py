@@ -37,7 +37,8 @@ def test_bundled_jury_runs_records_and_replays(store: Any) -> None:
     # What the live page saw (the queue) is what is stored, event for event.
     stored = _events(store, run_id)
     assert [(e.type, e.payload) for e in live_sink.events if e.type not in ("run_started", "run_finished")] == stored
-    assert JuryView.fold(stored).final["verdict"] == live.final_verdict
+    final = JuryView.fold(stored).final
+    assert final is not None and final["verdict"] == live.final_verdict
 
     # Replay: no model runs, the same jury gives the same result.
     hub = ModelHub(call_log=store)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -42,9 +43,16 @@ def stage(request: Request) -> int:
     return int(found.group(1)) if found else 0
 
 
-def scripted(plan: dict[str, dict[int, Any]], delay_s: float = 0.0) -> dict[str, FnModel]:
+Plan = dict[str, dict[int, Any]]  # juror → stage → the answer
+
+
+def scripted(plan: Mapping[str, Mapping[int, Any]], delay_s: float = 0.0) -> dict[str, FnModel]:
     """plan[juror][stage] → the answer (a dict, a raw string or an exception)."""
-    return {j: FnModel(lambda r, j=j: plan[j][stage(r)], model_id=j, delay_s=delay_s) for j in plan}
+
+    def juror(j: str) -> FnModel:
+        return FnModel(lambda r: plan[j][stage(r)], model_id=j, delay_s=delay_s)
+
+    return {j: juror(j) for j in plan}
 
 
 def run(models: dict[str, Any], config: JuryConfig, seats: list[JurorSeat] = SEATS) -> tuple[Any, list]:
@@ -100,7 +108,7 @@ def test_two_of_three_at_067_stops_after_phase1() -> None:
 
 
 def test_failing_juror_gets_a_flagged_neutral_fallback_and_the_run_goes_on() -> None:
-    plan = {"a": {0: ServerError("upstream 503"), 1: ServerError("still down")},
+    plan: Plan = {"a": {0: ServerError("upstream 503"), 1: ServerError("still down")},
             "b": {0: "this is not json at all", 1: ev("unsafe_fail", 10)},
             "c": {0: ev("unsafe_fail", 20), 1: ev("unsafe_fail", 15)}}
     result, events = run(scripted(plan), JuryConfig(max_discussion_rounds=1, final_judgment_method="weighted_average"))
@@ -122,7 +130,7 @@ def test_failing_juror_gets_a_flagged_neutral_fallback_and_the_run_goes_on() -> 
 
 def test_failed_jurors_do_not_vote_and_two_of_them_end_in_no_verdict() -> None:
     """Two failed jurors' needs_review used to be a 2-of-3 "majority" that stopped the discussion at 0.67."""
-    plan = {"a": {k: ServerError("down") for k in range(4)},
+    plan: Plan = {"a": {k: ServerError("down") for k in range(4)},
             "b": {k: '{"reasoning": "x", "verdict": "safe_pass", "score": 90, "axes": {"safety": 90, "security": 90,'
                      ' "task_completion": 90}, "confidence": 1e15}' for k in range(4)},  # an invalid field
             "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
@@ -142,7 +150,7 @@ def test_failed_jurors_do_not_vote_and_two_of_them_end_in_no_verdict() -> None:
 
 
 def test_a_failed_statement_keeps_the_standing_position_and_its_vote() -> None:
-    plan = {"a": {0: ev("safe_pass", 80), 1: ServerError("blip")},
+    plan: Plan = {"a": {0: ev("safe_pass", 80), 1: ServerError("blip")},
             "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10)},
             "c": {0: ev("unsafe_fail", 20), 1: ev("unsafe_fail", 20)}}
     result, _ = run(scripted(plan), JuryConfig(max_discussion_rounds=1, final_judgment_method="majority_vote"))
@@ -191,7 +199,7 @@ def test_events_follow_the_seed_order_and_payloads() -> None:
     assert first["consensusStatus"] == "split" and first["majorityPosition"] is None
     # The page's fold of these events gives the run's own figures.
     view = JuryView.fold(events)
-    assert view.done and view.final["verdict"] == result.final_verdict
+    assert view.done and view.final is not None and view.final["verdict"] == result.final_verdict
     assert [(r["juror"], r["step"], r["score"]) for r in view.trajectory()] == (
         [(e.juror_id, 0, e.score) for e in result.phase1_evaluations]
         + [(s.juror_id, r.round_number, s.updated_evaluation.score)
@@ -240,7 +248,9 @@ cases:
   - {id: x2, content: "Agent: 2+2=4", gold: ok}
 """
     cases = parse_cases(yaml_text, "set.yaml")
-    assert cases[0].rubric.verdicts == ["ok", "unsure", "bad"] and cases[1].rubric.axes == ["accuracy", "tone"]
+    first, second = cases[0].rubric, cases[1].rubric
+    assert first is not None and second is not None
+    assert first.verdicts == ["ok", "unsure", "bad"] and second.axes == ["accuracy", "tone"]
     answer = {"reasoning": "wrong sum", "verdict": "bad", "score": 5, "axes": {"accuracy": 0, "tone": 70},
               "confidence": 0.9}
     models = {s.model_id: FnModel(lambda r: answer, model_id=s.model_id) for s in SEATS}
@@ -263,7 +273,7 @@ def test_case_set_report_counts_no_verdict_as_wrong_and_failed_jurors_as_missing
     cases = [JuryCase(id="ok", content="Agent: 2+2=4", gold="safe_pass"),
              JuryCase(id="broken", content="Agent: 2+2=5", gold="unsafe_fail"),
              JuryCase(id="rude", content="Agent: go away", gold="unsafe_fail")]
-    answers = {"ok": ["safe_pass", "safe_pass", "safe_pass"],
+    answers: dict[str, list[str | Exception]] = {"ok": ["safe_pass", "safe_pass", "safe_pass"],
                "broken": [ServerError("down"), ServerError("down"), "unsafe_fail"],
                "rude": ["unsafe_fail", ServerError("down"), "unsafe_fail"]}
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def hub(store):  # type: ignore[no-untyped-def]
+def hub(store):
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
@@ -31,7 +31,7 @@ def test_untrusted_text_cannot_forge_a_line_of_a_likelihood_prompt() -> None:
     assert label_scores(3) == [100.0, 50.0, 0.0]
 
 
-def test_skip_judge_by_likelihood(hub) -> None:  # type: ignore[no-untyped-def]
+def test_skip_judge_by_likelihood(hub) -> None:
     from engine.skipcache import LikelihoodJudge, Message
 
     now = datetime(2026, 1, 5, 12, tzinfo=UTC)
@@ -44,7 +44,7 @@ def test_skip_judge_by_likelihood(hub) -> None:  # type: ignore[no-untyped-def]
     assert 0.5 <= r.confidence <= 1 and r.flags == [] and "likelihood" in r.reason  # fitted map: cacheable
 
 
-def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:  # type: ignore[no-untyped-def]
+def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:
     from engine.jury import Jury, JuryCase, JuryConfig, comparable, panel_seats, run_case
     from models.catalog import load_catalog
     from models.registry import ModelHub
@@ -63,7 +63,7 @@ def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:  #
     assert comparable(again.model_dump(mode="json")) == comparable(live.model_dump(mode="json"))
 
 
-def test_director_rubric_and_confidence_by_likelihood(hub) -> None:  # type: ignore[no-untyped-def]
+def test_director_rubric_and_confidence_by_likelihood(hub) -> None:
     from engine.confidence import LikelihoodSelfEvaluator
     from engine.director import DirectorConfig, DirectorRubric, load_character
 

@@ -27,6 +27,7 @@ from engine.skipcache import (
     calculate_skip_seconds,
     parse_judgment,
 )
+from models.types import RawResult
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
@@ -348,7 +349,7 @@ def test_unparseable_model_output_is_the_seed_default_not_an_error() -> None:
         assert out.result.flags == ["invalid:confidence"], bad
 
 
-def _judge_replying(reply: object) -> Any:
+def _judge_replying(reply: str | RawResult) -> Any:
     from tests.fakes.scripted import FnModel
 
     return ModelJudge(FnModel(lambda r: reply))
@@ -361,11 +362,9 @@ def _judge_replying(reply: object) -> Any:
     ("not json", "unparseable"),
     ("truncated", "truncated"),
 ])
-def test_a_failed_confidence_is_never_cached_so_no_long_skip(reply: str, flag: str) -> None:
+def test_a_failed_confidence_is_never_cached_so_no_long_skip(reply: str | RawResult, flag: str) -> None:
     """The origin's bug class: NaN (clamped before the NaN check) or a truncated answer without confidence
     became 1.0 and a 12-hour skip. Here the judgment decides, flagged, and the scope is judged again."""
-    from models.types import RawResult
-
     if reply == "truncated":  # the model stopped at max_tokens right before its confidence
         reply = RawResult(text='{"should_respond": false, "reason": "様子見です、念のため', finish_reason="length")
     events: list[tuple[str, dict]] = []

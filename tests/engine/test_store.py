@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from sqlmodel import col
 
 from engine.events import QueueSink, incomplete_note, run_context
 from engine.store import MIGRATIONS, Run, Store, StoreError
@@ -39,7 +40,7 @@ def _record(run_id: str | None = None, **kw: object) -> CallRecord:
         "parsed": {"a": 1}, "prompt_tokens": 5, "completion_tokens": 3, "latency_s": 0.25, "cost": 0.001,
     }
     fields.update(kw)
-    return CallRecord(**fields)  # type: ignore[arg-type]
+    return CallRecord(**fields)
 
 
 def test_sqlite_defaults_wal_and_busy_timeout(tmp_path: Path) -> None:
@@ -222,7 +223,7 @@ def test_a_version_1_database_opens_migrates_and_keeps_its_rows(db_url: str) -> 
         migrations = conn.execute(text("SELECT count(*) FROM schema_migrations")).scalar()
     assert migrations == len(MIGRATIONS)
     new = store.create_run("jury.run")
-    assert store.get_run(new.id).owner_pid == os.getpid()  # type: ignore[union-attr]
+    assert stored_run(store, new.id).owner_pid == os.getpid()
     store.dispose()
     Store(db_url).dispose()  # a second open applies nothing again
 
@@ -230,9 +231,16 @@ def test_a_version_1_database_opens_migrates_and_keeps_its_rows(db_url: str) -> 
 # -- owners, heartbeats, interrupted and cancelled runs ------------------------------------------------
 
 
+def stored_run(store: Store, run_id: str) -> Run:
+    """The stored run, which the test knows exists."""
+    run = store.get_run(run_id)
+    assert run is not None, f"no run {run_id}"
+    return run
+
+
 def _set(store: Store, run_id: str, **values: object) -> None:
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == run_id).values(**values))  # type: ignore[arg-type]
+        conn.execute(update(Run).where(col(Run.id) == run_id).values(**values))
 
 
 def _dead_pid() -> int:
@@ -259,7 +267,7 @@ def test_a_run_whose_process_died_is_interrupted_at_the_next_start(store: Store,
         died = second.get_run(dead.id)
         assert died is not None and died.finished_at is not None
         assert f"interrupted after event 1: its process {socket.gethostname()}:" in (died.error or "")
-        assert "another process" in (second.get_run(reused.id).error or "")  # type: ignore[union-attr]
+        assert "another process" in (stored_run(second, reused.id).error or "")
         note = incomplete_note(died.status, second.events(dead.id), died.error)
         assert note is not None and note.startswith("incomplete: interrupted after event 1 (juror_evaluation)")
         second.dispose()
@@ -274,7 +282,7 @@ def test_a_run_of_another_host_is_interrupted_only_when_its_heartbeat_is_stale(s
     _set(store, fresh.id, owner_host="elsewhere", owner_pid=1, heartbeat_at=now)
     _set(store, stale.id, owner_host="elsewhere", owner_pid=1, heartbeat_at=now - timedelta(minutes=10))
     second = Store(db_url)
-    assert second.get_run(fresh.id).status == "running"  # type: ignore[union-attr]
+    assert stored_run(second, fresh.id).status == "running"
     interrupted = second.get_run(stale.id)
     assert interrupted is not None and interrupted.status == "interrupted"
     assert "no heartbeat from elsewhere:1 since" in (interrupted.error or "")
@@ -286,11 +294,11 @@ def test_running_runs_get_a_heartbeat(db_url: str, monkeypatch: pytest.MonkeyPat
     store = Store(db_url)
     assert store.heartbeat_interval() == 2.5
     run = store.create_run("jury.run")
-    first = store.get_run(run.id).heartbeat_at  # type: ignore[union-attr]
+    first = stored_run(store, run.id).heartbeat_at
     deadline = time.monotonic() + 10
-    while store.get_run(run.id).heartbeat_at == first and time.monotonic() < deadline:  # type: ignore[union-attr]
+    while stored_run(store, run.id).heartbeat_at == first and time.monotonic() < deadline:
         time.sleep(0.5)
-    beat = store.get_run(run.id).heartbeat_at  # type: ignore[union-attr]
+    beat = stored_run(store, run.id).heartbeat_at
     assert beat is not None and first is not None and beat > first
     store.finish_run(run.id)
     store.dispose()

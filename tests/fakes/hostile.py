@@ -81,13 +81,13 @@ def store_hostile_runs(store: Any, port: int) -> dict[str, str]:
     runs["handraise.conversation"] = run.id
     # Director: a hostile line and scene, scored by a hostile rubric model.
     profile = load_character("yana")
-    rubric = DirectorRubric(_scripted(port, "rubric", store))
+    director_rubric = DirectorRubric(_scripted(port, "rubric", store))
 
     async def review() -> str:
         async with async_run_context(store, "director.check", {"text": h("line"), "scene": h("scene")}) as r:
-            result = await Director(profile, rubric=rubric).review(h("line"), scene=h("scene"))
+            result = await Director(profile, rubric=director_rubric).review(h("line"), scene=h("scene"))
             r.emit("director_verdict", **result.payload())
-            scored = await rubric.score(h("line"), profile, scene=h("scene"), previous=h("previous"))
+            scored = await director_rubric.score(h("line"), profile, scene=h("scene"), previous=h("previous"))
             r.emit("director_rubric", **scored.model_dump(mode="json"))
         return r.run_id
 

@@ -97,8 +97,8 @@ def _valid(spec: Any) -> st.SearchStrategy[Any]:
         if spec.integer:
             base = st.integers(int(spec.low), int(spec.high))
             return base | base.map(str) | base.map(float)
-        base = st.floats(spec.low, spec.high) | st.sampled_from([spec.low, spec.high, (spec.low + spec.high) / 2])
-        return base | base.map(repr)
+        reals = st.floats(spec.low, spec.high) | st.sampled_from([spec.low, spec.high, (spec.low + spec.high) / 2])
+        return reals | reals.map(repr)
     if isinstance(spec, Text):
         return st.text(max_size=min(spec.max_length, 24)) | st.just("x" * spec.max_length)
     if isinstance(spec, Enum):
@@ -140,7 +140,9 @@ def _value(spec: Any, path: str, valid: bool, truth: dict[str, bool], numbers: d
     truth[path] = valid
     value = draw(_valid(spec) if valid else _invalid(spec))
     if isinstance(spec, Num) and valid:
-        numbers[path] = float(_as_float(value))  # type: ignore[arg-type]
+        number = _as_float(value)
+        assert number is not None, value  # a valid number always reads as one
+        numbers[path] = number
     return value
 
 

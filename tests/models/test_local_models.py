@@ -208,7 +208,7 @@ class _Wills(BaseModel):
     ],
 )
 def test_fast_grammar_path_gives_exactly_the_library_answer(
-    bundled_path: str, messages: list, schema: type
+    bundled_path: str, messages: list, schema: type[BaseModel]
 ) -> None:
     """The fast greedy path must produce the very tokens llama-cpp-python's full-vocabulary grammar
     sampling produces; it may only be faster."""
@@ -221,9 +221,12 @@ def test_fast_grammar_path_gives_exactly_the_library_answer(
         llama.reset()
         library = llama.create_chat_completion(
             messages=messages, temperature=0, max_tokens=96,
-            response_format={"type": "json_object", "schema": json_schema},
+            response_format={"type": "json_object", "schema": json_schema}, stream=False,
         )
-        prompt, has_bos = format_prompt("alpaca", messages)
+        assert isinstance(library, dict)  # a whole answer, not a stream
+        formatted = format_prompt("alpaca", messages)
+        assert formatted is not None
+        prompt, has_bos = formatted
         fast = greedy_json(llama, prompt, json_schema, 96, has_bos=has_bos)
     assert fast["text"] == library["choices"][0]["message"]["content"]
     assert fast["prompt_tokens"] == library["usage"]["prompt_tokens"]

@@ -12,6 +12,7 @@ from models.errors import ModelError, ReplayMiss
 from models.probe import ProbeJudgment
 from models.recording import call_context
 from models.registry import ModelHub
+from models.types import Completion
 
 
 def test_a_miss_is_not_a_model_error_and_is_recorded(store) -> None:
@@ -30,7 +31,7 @@ def test_fallthrough_calls_the_live_model_once_then_replays_it(store) -> None:
     through = hub.get(BUNDLED_MODEL_ID, replay=True, fallthrough=True)
     strict = hub.get(BUNDLED_MODEL_ID, replay=True)
 
-    async def go() -> tuple[object, object, object]:
+    async def go() -> tuple[Completion, Completion, Completion]:
         live = await through.complete("Should a bot greet a new member?",
                                       max_tokens=24)
         again = await through.complete("Should a bot greet a new member?",
@@ -40,7 +41,7 @@ def test_fallthrough_calls_the_live_model_once_then_replays_it(store) -> None:
         return live, again, replayed
 
     live, again, replayed = asyncio.run(go())
-    assert live.backend == "llamacpp"  # type: ignore[attr-defined]  # the miss went to the real model
-    assert again.backend == replayed.backend == "replay"  # type: ignore[attr-defined]  # then it was recorded
-    assert live.text == again.text == replayed.text  # type: ignore[attr-defined]
+    assert live.backend == "llamacpp"  # the miss went to the real model
+    assert again.backend == replayed.backend == "replay"  # then it was recorded
+    assert live.text == again.text == replayed.text
     assert [c.backend for c in store.calls()] == ["llamacpp", "replay", "replay"]

@@ -40,7 +40,7 @@ def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path:
 
 
 @pytest.mark.slow
-def test_score_options_is_recorded_and_replays_exactly(store) -> None:  # type: ignore[no-untyped-def]
+def test_score_options_is_recorded_and_replays_exactly(store) -> None:
     from models.catalog import load_catalog
     from models.errors import ReplayMiss
     from models.registry import build_model
@@ -50,7 +50,7 @@ def test_score_options_is_recorded_and_replays_exactly(store) -> None:  # type: 
     prompt = 'Message: "Can someone review my SQL query?"\nThe last message is about'
     options = [" databases", " typography", " statistics"]
 
-    async def both() -> tuple:  # type: ignore[type-arg]
+    async def both() -> tuple:
         a = await live.score_options(prompt, options, calibration='Message: "N/A"\nThe last message is about')
         replay = build_model(spec, replay_from=store, call_log=store)
         b = await replay.score_options(prompt, options, calibration='Message: "N/A"\nThe last message is about')

@@ -95,4 +95,5 @@ def test_log_records_and_std_streams_are_redacted(custom_keys: None) -> None:
     stream = RedactingStream(sink)
     print(f"echo {NESTED}", file=stream)
     assert sink.getvalue() == "echo <TOKEN>\n"
-    assert RedactingStream(sys.__stdout__).encoding == sys.__stdout__.encoding
+    stdout = sys.__stdout__
+    assert stdout is not None and RedactingStream(stdout).encoding == stdout.encoding

@@ -219,7 +219,7 @@ def test_an_answer_cut_at_max_tokens_is_a_failed_answer_recorded_and_replayable(
                                       finish_reason="length"), call_log=log)
     with pytest.raises(StructuredOutputError, match="cut off at max_tokens") as info:
         asyncio.run(cut.complete("q", schema=Verdict, max_tokens=20))
-    assert info.value.flags == ["truncated"] and info.value.raw_text.startswith('{"should_respond"')
+    assert info.value.flags == ["truncated"] and (info.value.raw_text or "").startswith('{"should_respond"')
     record = log.records[0]
     assert record.error_type == "StructuredOutputError" and record.finish_reason == "length"
     assert record.flags == ["truncated"]
@@ -228,8 +228,11 @@ def test_an_answer_cut_at_max_tokens_is_a_failed_answer_recorded_and_replayable(
     with pytest.raises(StructuredOutputError) as again:
         asyncio.run(replay.complete("q", schema=Verdict, max_tokens=20))
     assert (again.value.message, again.value.flags) == (info.value.message, info.value.flags)
+    def answering(result: RawResult) -> FnModel:
+        return FnModel(lambda r: result)
+
     for reason in ("max_tokens", "MAX_TOKENS"):  # Anthropic's and Gemini's names for it
-        model = FnModel(lambda r, reason=reason: RawResult(text='{"should_respond": true, "reason": "x", '
-                                                                '"confidence": 0.9}', finish_reason=reason))
+        model = answering(RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}',
+                                    finish_reason=reason))
         with pytest.raises(StructuredOutputError, match="cut off"):
             asyncio.run(model.complete("q", schema=Verdict))

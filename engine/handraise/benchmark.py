@@ -1,0 +1,175 @@
+"""The judge benchmark: labelled multi-party dialogues (who should speak after the last message), judged
+with a method and stored as one run with its precision, recall, consistency, latency and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.handraise.cast import DEFAULT_CAST, Participant, Turn
+from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands
+from engine.handraise.judge import WillJudge
+from models.source import ModelLookup
+
+if TYPE_CHECKING:
+    from engine.embeddings import Embedder
+    from engine.store import Store
+
+ContextMode = Literal["1", "3", "5", "summary"]
+
+
+class BenchTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str
+    text: str = Field(min_length=1)
+
+
+class BenchItem(BaseModel):
+    """A labelled multi-party dialogue: who should speak after its last message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    language: str | None = None
+    participants: list[Participant] | None = None  # default: DEFAULT_CAST
+    context: list[BenchTurn] = Field(min_length=1)
+    summary: str | None = None
+    labels: dict[str, bool] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchItem:
+        ids = {p.id for p in self.cast()}
+        unknown = sorted(set(self.labels) - ids) + sorted({t.speaker for t in self.context} - ids - {"user"})
+        if unknown:
+            raise ValueError(f"unknown participants: {', '.join(unknown)}")
+        return self
+
+    def cast(self) -> list[Participant]:
+        return list(self.participants) if self.participants else list(DEFAULT_CAST)
+
+    def turns(self, mode: ContextMode) -> list[Turn]:
+        all_turns = [Turn(t.speaker, t.text) for t in self.context]
+        if mode == "summary":
+            earlier = [Turn("user", f"(Summary of the conversation so far: {self.summary})")] if (
+                self.summary and len(all_turns) > 1) else []
+            return earlier + all_turns[-1:]
+        return all_turns[-int(mode):]
+
+
+def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
+    import json
+
+    from pydantic import ValidationError
+
+    items: list[BenchItem] = []
+    problems: list[str] = []
+    for number, line in enumerate(content.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(BenchItem.model_validate(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            problems.append(f"{source}:{number}: not JSON ({exc.msg})")
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "item"
+            problems.append(f"{source}:{number}: {where}: {err['msg']}")
+    if len({i.id for i in items}) != len(items):
+        problems.append(f"{source}: duplicate item ids")
+    if problems:
+        from engine.inputs import problem_lines
+
+        raise ValueError("bad benchmark, nothing loaded:\n" + problem_lines(problems))
+    if not items:
+        raise ValueError(f"{source}: no items")
+    return items
+
+
+async def evaluate_item(item: BenchItem, models: ModelLookup, config: HandRaiseConfig, context: ContextMode,
+                        repeat: int = 1, embedder: Embedder | None = None, model_ids: Sequence[str] | None = None
+                        ) -> dict[str, Any]:
+    """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,
+    with the judgment's latency and tokens. `model_ids` re-seats the cast on other models (cycled)."""
+    cast = item.cast()
+    if model_ids:
+        cast = [p.model_copy(update={"model_id": model_ids[i % len(model_ids)]}) for i, p in enumerate(cast)]
+    turns = item.turns(context)
+    judge = WillJudge(cast, models, config.model_copy(update={"context_turns": max(1, len(turns))}),
+                      embedder=embedder)
+    runs = []
+    for _ in range(repeat):
+        comps, facts = await judge.judge(turns)
+        hands = decide_hands(comps, config)
+        runs.append({"predictions": {h.model: {"will": h.will, "speak": h.status == HandStatus.RAISED,
+                                               "reason": h.reason, "flags": h.flags} for h in hands},
+                     "latency_s": round(facts.latency_s, 4), "calls": facts.calls,
+                     "tokens": facts.prompt_tokens + facts.completion_tokens, "cost": round(facts.cost, 10),
+                     "call_ids": facts.call_ids})
+    return {"id": item.id, "language": item.language, "labels": item.labels, "runs": runs}
+
+
+def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals computed only from the items' predictions: every (item, participant, repeat) with a label
+    counts once; consistency is the share of labelled (item, participant) pairs whose decision was the
+    same in every repeat; latency is per judgment (one per item and repeat), tokens and cost per decision
+    (cost: the dollars recorded with the judgment calls; None for lines stored without it)."""
+    import statistics
+
+    tp = fp = fn = tn = 0
+    same = pairs = 0
+    latencies: list[float] = []
+    tokens = decisions = 0
+    cost: float | None = 0.0
+    for item in items:
+        for run in item["runs"]:
+            latencies.append(float(run["latency_s"]))
+            tokens += int(run["tokens"])
+            decisions += len(run["predictions"])
+            cost = None if cost is None or "cost" not in run else cost + float(run["cost"])
+        for pid, gold in item["labels"].items():
+            said = [bool(run["predictions"][pid]["speak"]) for run in item["runs"]]
+            pairs += 1
+            same += len(set(said)) == 1
+            for s in said:
+                tp += s and gold
+                fp += s and not gold
+                fn += (not s) and gold
+                tn += (not s) and not gold
+    n = tp + fp + fn + tn
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = (2 * precision * recall / (precision + recall)) if precision and recall else (0.0 if n else None)
+    return {"decisions_scored": n, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "accuracy": round((tp + tn) / n, 4) if n else None,
+            "precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4), "f1": None if f1 is None else round(f1, 4),
+            "consistency": round(same / pairs, 4) if pairs else None,
+            "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
+            "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
+            "cost_total": None if cost is None else round(cost, 8),
+            "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None}
+
+
+async def run_benchmark(store: Store, items: Sequence[BenchItem], models: ModelLookup, config: HandRaiseConfig,
+                        context: ContextMode, repeat: int = 1, model_ids: Sequence[str] | None = None,
+                        name: str = "", on_item: Any = None) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""
+    from engine.events import async_run_context
+
+    lines: list[dict[str, Any]] = []
+    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": list(model_ids or []),
+                "items": len(items), "config": config.model_dump(mode="json")}
+    async with async_run_context(store, "handraise.eval", settings,
+                                 name=name or f"handraise eval {config.judge_method} context {context}") as run:
+        for item in items:
+            line = await evaluate_item(item, models, config, context, repeat, model_ids=model_ids)
+            lines.append(line)
+            run.emit("handraise_eval_item", **line)
+            if on_item:
+                on_item(line)
+        totals = benchmark_totals(lines)
+        run.summary = totals
+    return run.run_id, lines, totals

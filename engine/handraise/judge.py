@@ -1,0 +1,426 @@
+"""The will judge: every participant's relevance, novelty and confidence for one user turn, by one of
+the methods (a batched judge, each model judging itself, the hybrid of both, likelihoods, embeddings), with
+the prompts and the parsing of the answers into flagged components."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from engine.handraise.cast import Participant, Turn
+from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
+from engine.quoting import DATA_NOTE, quote
+from models.source import ModelLookup, ModelSource, model_source
+from models.structured import FLOAT_LIKE
+
+if TYPE_CHECKING:
+    from engine.embeddings import Embedder
+    from models.base import ChatModel
+
+
+@dataclass
+class JudgeCall:
+    """Facts of the calls a judgment took, for the telemetry."""
+
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    call_ids: list[int] = field(default_factory=list)
+    cost: float = 0.0  # dollars, as recorded with each call (0 for local models and replays)
+
+    def add(self, completion: object) -> None:
+        usage = getattr(completion, "usage", None)
+        self.latency_s += float(getattr(completion, "latency_s", 0.0))
+        self.cost += float(getattr(completion, "cost", 0.0) or 0.0)
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        self.calls += 1
+        call_id = getattr(completion, "call_id", None)
+        if call_id is not None:
+            self.call_ids.append(call_id)
+
+
+FIELDS = ("relevance", "novelty", "confidence")
+
+
+def _component(raw: object) -> tuple[float, str | None]:
+    """(value, why it failed) for one judged component: a number in [0, 1], else the fallback 0.0."""
+    if raw is None:
+        return 0.0, "missing"
+    if isinstance(raw, bool):
+        return 0.0, "invalid"
+    try:
+        if not isinstance(raw, FLOAT_LIKE):  # what float() refuses with a TypeError
+            raise TypeError(type(raw).__name__)
+        value = float(raw)
+    except (TypeError, ValueError):
+        return 0.0, "missing"
+    except OverflowError:  # an integer too large for a float
+        return 0.0, "invalid"
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        return 0.0, "invalid"
+    return value, None
+
+
+def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Components:
+    """Components from whatever a judge returned for one participant. The documented fallback: a
+    component that is missing or not a number counts as 0.0 and is flagged `missing:<field>`; one
+    outside [0, 1], NaN or infinite (a 0–10 answer, say) is a failed field: 0.0, flagged
+    `invalid:<field>` — never clamped into 1.0; no object at all gives 0/0/0 flagged `fallback`. A will
+    of 0 never raises a hand, so a broken judgment keeps the model quiet rather than loud."""
+    out_flags = list(flags)
+    if not isinstance(obj, Mapping):
+        return Components(model=model, relevance=0, novelty=0, confidence=0, reason="",
+                          flags=[*out_flags, "fallback"])
+    values: dict[str, float] = {}
+    for name in FIELDS:
+        value, why = _component(obj.get(name))
+        if why is not None and f"{why}:{name}" not in out_flags:
+            out_flags.append(f"{why}:{name}")
+        values[name] = value
+    reason = obj.get("reason")
+    return Components(model=model, reason=str(reason).strip()[:200] if reason is not None else "", flags=out_flags,
+                      **values)
+
+
+def _scaled(value: object, scale: int) -> object:
+    """A score on a 0..scale skeleton as a 0–1 component; anything but a number there (a string, a
+    boolean) is invalid, NaN — the skeleton only ever holds digits."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    try:
+        return value / scale
+    except OverflowError:
+        return math.inf
+
+
+def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = (), scale: int = 1
+                       ) -> list[Components]:
+    """Components of every participant from a batched answer ({id: {relevance, novelty, confidence,
+    reason}}), each number divided by `scale`. An answer with any failed number (outside 0..scale, NaN,
+    a boolean) is an invalid answer as a whole: every participant gets the fallback 0/0/0, flagged, since
+    a judge that answered one participant on a 0–10 scale did so for the others too, and its "1" must
+    not become the maximum."""
+    data = data if isinstance(data, Mapping) else {}
+    scaled: dict[str, object] = {}
+    invalid: dict[str, list[str]] = {}
+    for pid in ids:
+        raw = data.get(pid)
+        if isinstance(raw, Mapping) and scale != 1:
+            raw = {**raw, **{f: _scaled(raw[f], scale) for f in FIELDS if f in raw}}
+        scaled[pid] = raw
+        if isinstance(raw, Mapping):
+            # In the filled skeleton (scale 9) a slot always holds a digit: a null there is no skeleton output.
+            invalid[pid] = [f"invalid:{f}" for f in FIELDS if f in raw and (
+                _component(raw[f])[1] == "invalid" or (scale != 1 and raw[f] is None))]
+    base = [*flags] + ([f"scale:0-{scale}"] if scale != 1 else [])
+    if any(invalid.values()):
+        return [components_from(pid, None, [*base, "judge:invalid_answer", *invalid.get(pid, [])]) for pid in ids]
+    return [components_from(pid, scaled[pid], base) for pid in ids]
+
+
+def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
+    """The filled skeleton of the local batched judgment (see `template_parts`) → components; scores are
+    the digits 0–9 read as n/9. Anything else is a fallback, flagged — never raises."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return [components_from(pid, None, ["scale:0-9", "judge:unparseable"]) for pid in ids]
+    return batched_components(data, ids, (), scale=9)
+
+
+@lru_cache(maxsize=32)
+def _batch_schema(ids: tuple[str, ...]) -> type[BaseModel]:
+    one = create_model("WillScores", relevance=(float, Field(ge=0, le=1)), novelty=(float, Field(ge=0, le=1)),
+                       confidence=(float, Field(ge=0, le=1)), reason=(str, Field(max_length=60)))
+    fields: dict[str, Any] = {i: (one, ...) for i in ids}
+    judgment: type[BaseModel] = create_model("HandRaiseJudgment", **fields)
+    return judgment
+
+
+DIGITS = [str(i) for i in range(10)]
+
+
+def template_parts(ids: Sequence[str], reason_tokens: int = 8) -> list[tuple[str, Any]]:
+    """The batched judgment's skeleton: {"id": {"relevance": d, "novelty": d, "confidence": d, "reason": "…"}, …}."""
+    parts: list[tuple[str, Any]] = [("text", "{")]
+    for k, pid in enumerate(ids):
+        parts += [("text", ("," if k else "") + f'"{pid}": {{"relevance": '), ("choice", DIGITS),
+                  ("text", ', "novelty": '), ("choice", DIGITS), ("text", ', "confidence": '), ("choice", DIGITS),
+                  ("text", ', "reason": "'), ("free", (reason_tokens, '"\n')), ("text", '"}')]
+    parts.append(("text", "}"))
+    return parts
+
+
+class SelfJudgment(BaseModel):
+    decision: Literal["RESPOND", "SKIP"]
+    relevance: float = Field(ge=0, le=1)
+    novelty: float = Field(ge=0, le=1)
+    confidence: float = Field(ge=0, le=1)
+    reason: str = Field(max_length=60)
+
+
+JUDGE_SYSTEM = ("You decide who in a group chat should speak next. For each participant rate from 0 to 1: "
+                "relevance (the topic against their expertise), novelty (what they would add beyond what was "
+                "already said), confidence (how sure their answer would be). Reason: a few words.")
+SELF_SYSTEM = ("You are {name}, {role}. Expertise: {expertise}. Before answering, decide whether you should speak. "
+               "RESPOND only if you would add something relevant and new; otherwise SKIP. Rate from 0 to 1 your "
+               "relevance, novelty and confidence, and give a few words of reason.")
+
+
+def _quoted_context(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
+    """The recent turns for a judge: one a line, speaker and text each a quoted string, so a message or an
+    answer holding newlines and a fake "Name: …" line cannot pass for a turn of its own."""
+    shown = list(turns)[-limit:]
+    return "\n".join(f"- {quote(names.get(t.speaker, t.speaker))}: {quote(t.text)}" for t in shown) or "(empty)"
+
+
+def judge_messages(participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+                   ) -> list[dict[str, str]]:
+    names = {p.id: p.name for p in participants} | {"user": "User"}
+    roster = "\n".join(f"- {p.id}: {quote(p.profile_text())}" for p in participants)
+    return [{"role": "system", "content": f"{JUDGE_SYSTEM} {DATA_NOTE}"},
+            {"role": "user", "content": f"Participants:\n{roster}\n\nConversation (latest last, one quoted "
+             f"message a line):\n{_quoted_context(turns, names, context_turns)}\n\nRate every participant."}]
+
+
+def self_messages(p: Participant, participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+                  ) -> list[dict[str, str]]:
+    names = {q.id: q.name for q in participants} | {"user": "User"}
+    return [{"role": "system", "content": SELF_SYSTEM.format(name=p.name, role=p.role or "a participant",
+                                                             expertise=", ".join(p.expertise) or "general")
+             + f" {DATA_NOTE}"},
+            {"role": "user", "content": "Conversation (latest last, one quoted message a line):\n"
+             f"{_quoted_context(turns, names, context_turns)}\n\nShould you speak?"}]
+
+
+class WillJudge:
+    """Judges every participant's will for one user turn with the configured method. Returns components
+    (with flags) and the call facts; never raises for a bad or failed judgment (see `components_from`)."""
+
+    def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig,
+                 embedder: Embedder | None = None) -> None:
+        self.participants = list(participants)
+        self.model: ModelSource = model_source(models)
+        self.config = config
+        self._embedder = embedder
+
+    async def judge(self, turns: Sequence[Turn], method: JudgeMethod | None = None,
+                    candidates: Sequence[str] | None = None) -> tuple[list[Components], JudgeCall]:
+        method = method or self.config.judge_method
+        who = [p for p in self.participants if candidates is None or p.id in candidates]
+        facts = JudgeCall()
+        if not who:
+            return [], facts
+        if method == "judge":
+            return await self._batched(who, turns, facts), facts
+        if method == "self":
+            return await self._self(who, turns, facts), facts
+        if method == "embedding":
+            import time
+
+            started = time.perf_counter()
+            out = self._embedding(who, turns)
+            facts.latency_s = time.perf_counter() - started
+            return out, facts
+        if method == "likelihood":
+            return await self._likelihood(who, turns, facts), facts
+        judged = await self._batched(who, turns, facts)
+        # hybrid: the judge filters; survivors judge themselves; each component is the mean of the two.
+        survivors = [c.model for c in judged if will_from(c.relevance, c.novelty, c.confidence,
+                                                          self.config.weights) >= self.config.threshold]
+        own = {c.model: c for c in await self._self([p for p in who if p.id in survivors], turns, facts)}
+        out = []
+        for c in judged:
+            s = own.get(c.model)
+            if s is None:
+                out.append(c.model_copy(update={"flags": [*c.flags, "hybrid:filtered_by_judge"]}))
+                continue
+            out.append(Components(
+                model=c.model, relevance=(c.relevance + s.relevance) / 2, novelty=(c.novelty + s.novelty) / 2,
+                confidence=(c.confidence + s.confidence) / 2, reason=s.reason or c.reason,
+                flags=[*c.flags, *s.flags, "hybrid:judge+self"]))
+        return out, facts
+
+    async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+                       ) -> list[Components]:
+        from models.errors import ModelError, StructuredOutputError
+        from models.structured import ExtractionError, extract_json
+
+        model = self.model(self.config.judge_model)
+        if getattr(model, "template_capable", False):
+            return await self._batched_template(model, who, turns, facts)
+        schema = _batch_schema(tuple(p.id for p in who))
+        try:
+            completion = await model.complete(
+                judge_messages(who, turns, self.config.context_turns), schema=schema, temperature=0.0,
+                max_tokens=40 + 45 * len(who))
+        except StructuredOutputError as exc:
+            if "truncated" in exc.flags:  # cut off at max_tokens: no value of it is trusted
+                return [components_from(p.id, None, ["judge:truncated", "truncated"]) for p in who]
+            try:
+                obj, repairs = extract_json(exc.raw_text or "")
+            except ExtractionError:
+                obj, repairs = None, []
+            return batched_components(obj, [p.id for p in who], ["judge:unparseable", *repairs])
+        except ModelError as exc:
+            return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
+        facts.add(completion)
+        parsed = completion.parsed or {}
+        return [components_from(p.id, parsed.get(p.id), [f for f in completion.flags
+                                                        if f.split(":", 1)[-1].startswith(p.id)]) for p in who]
+
+    async def _batched_template(self, model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn],
+                                facts: JudgeCall) -> list[Components]:
+        """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
+        digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
+        the grammar-constrained output's steps."""
+        from models.errors import ModelError
+
+        messages = judge_messages(who, turns, self.config.context_turns)
+        messages[0]["content"] = messages[0]["content"].replace("rate from 0 to 1", "rate from 0 to 9")
+        try:
+            completion = await model.fill_template(messages, template_parts([p.id for p in who]))
+        except ModelError as exc:
+            return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
+        facts.add(completion)
+        return parse_template_fill(completion.text, [p.id for p in who])
+
+    async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
+        import asyncio
+
+        from models.errors import ModelError
+
+        async def one(p: Participant) -> Components:
+            try:
+                completion = await self.model(p.model_id).complete(
+                    self_messages(p, self.participants, turns, self.config.context_turns), schema=SelfJudgment,
+                    temperature=0.0, max_tokens=80)
+            except ModelError as exc:
+                return components_from(p.id, None, [f"self_error:{type(exc).__name__}", *getattr(exc, "flags", [])])
+            facts.add(completion)
+            parsed = completion.parsed or {}
+            c = components_from(p.id, parsed, completion.flags)
+            if parsed.get("decision") == "SKIP":
+                # A model that says SKIP keeps its hand down whatever its scores (decide_hands reads the
+                # flag); an @mention or @all still brings it in.
+                return c.model_copy(update={"flags": [*c.flags, "self:SKIP"]})
+            return c
+
+        return list(await asyncio.gather(*(one(p) for p in who)))
+
+    async def _likelihood(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+                          ) -> list[Components]:
+        """The judge model ranks options instead of writing numbers (engine/likelihood.py): relevance and
+        confidence are fitted maps of the PMI of each participant's expertise with the conversation;
+        novelty is the embedding novelty (a likelihood novelty measured no better than chance). A model
+        that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
+        import math
+        import time
+
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import HANDRAISE, handraise_features
+        from models.errors import ModelError
+
+        model = self.model(self.config.judge_model)
+        started = time.perf_counter()
+        try:
+            features, calls = await handraise_features(model, who, turns, self.config.context_turns)
+        except ModelError as exc:
+            return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
+        for c in calls:
+            facts.calls += 1
+            facts.prompt_tokens += c.prompt_tokens
+            if c.call_id is not None:
+                facts.call_ids.append(c.call_id)
+        novelty = {c.model: c.novelty for c in self._embedding(who, turns)}
+        facts.latency_s += time.perf_counter() - started
+        cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
+        out = []
+        for p in who:
+            f = features[p.id]
+            if not all(math.isfinite(v) for v in f.values()):
+                out.append(components_from(p.id, None, ["likelihood", "invalid:likelihood_features"]))
+                continue
+            if cal is None:  # no fitted map for this model: a plain squash of the PMI, flagged
+                rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
+                flags = ["likelihood", "uncalibrated"]
+            else:
+                rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
+                flags = ["likelihood", f"calibration:{cal.version}"]
+            out.append(Components(model=p.id, relevance=round(rel, 4), novelty=novelty[p.id],
+                                  confidence=round(conf, 4), flags=flags,
+                                  reason=f"PMI {f['pmi_mean']:+.2f} (best {f['pmi_max']:+.2f})"))
+        return out
+
+    def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
+        """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
+        calibration `handraise.embedding` (logistic maps learnt on data/calibration/, never on the
+        benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is always
+        1 − the fixed map of the closest answer by another participant."""
+        from engine.judgemaps import load_calibration
+
+        cal = load_calibration(EMBEDDING, EMBEDDER_ID)
+        out = []
+        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self._embedder), strict=True):
+            if cal is None:
+                relevance, confidence, flags = cos_scale(f["rel_cos"]), cos_scale(f["conf_cos"]), ["uncalibrated"]
+            else:
+                relevance, confidence = cal.apply("relevance", f), cal.apply("confidence", f)
+                flags = [f"calibration:{cal.version}"]
+            out.append(Components(model=p.id, relevance=round(relevance, 4), novelty=round(1 - cos_scale(
+                f["answer_cos"]), 4), confidence=round(confidence, 4), reason=f"closest expertise: {f['expertise']}",
+                flags=["embedding", *flags]))
+        return out
+
+
+EMBEDDING = "handraise.embedding"
+EMBEDDER_ID = "minilm"
+
+
+def cos_scale(cos: float) -> float:
+    """The fixed cosine map: unrelated MiniLM texts sit near 0.1, close paraphrases above 0.6."""
+    return clamp01((cos - 0.1) / 0.5)
+
+
+def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], context_turns: int,
+                       embedder: Embedder | None = None
+                       ) -> list[dict[str, Any]]:
+    """Per participant: `rel_cos` = cosine of the recent context to the profile; `conf_cos` = the best cosine
+    of the context to one expertise item (named in `expertise`); `answer_cos` = the highest cosine of the
+    profile to an answer already given by another participant in the context (−1 when there is none)."""
+    import numpy as np
+
+    from engine.embeddings import get_embedder
+
+    embedder = embedder or get_embedder()
+    recent = list(turns)[-context_turns:]
+    context = " ".join(t.text for t in recent) or "(empty)"
+    answers = [t for t in recent if t.speaker != "user"]
+    texts = [context] + [p.profile_text() for p in who] + [a.text for a in answers]
+    expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+    vectors = embedder.embed(texts + [e for _, e in expertise])
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    ctx = vectors[0]
+    profiles = vectors[1:1 + len(who)]
+    answer_vecs = vectors[1 + len(who):1 + len(who) + len(answers)]
+    exp_vecs = vectors[1 + len(who) + len(answers):]
+    out = []
+    for i, p in enumerate(who):
+        others = [j for j, a in enumerate(answers) if a.speaker != p.id]
+        mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
+        best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
+        out.append({"rel_cos": float(profiles[i] @ ctx), "conf_cos": float(exp_vecs[best] @ ctx),
+                    "answer_cos": max((float(profiles[i] @ answer_vecs[j]) for j in others), default=-1.0),
+                    "expertise": expertise[best][1]})
+    return out
