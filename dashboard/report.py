@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 from functools import lru_cache
 
 import plotly.graph_objects as go
@@ -165,7 +166,8 @@ def _calibration(record: RunRecord) -> list[tuple[str, go.Figure]]:
     if isinstance(summary.get("bins"), list) and isinstance(summary.get("ece"), int | float):
         out.append(("Reliability diagram", charts.reliability_diagram(summary["bins"], summary["ece"])))
     if isinstance(summary.get("risk_coverage"), list):
-        marks = summary.get("thresholds") if isinstance(summary.get("thresholds"), dict) else {}
+        thresholds = summary.get("thresholds")
+        marks: dict[str, Any] = thresholds if isinstance(thresholds, dict) else {}
         out.append(("Risk–coverage", charts.risk_coverage_curve(summary["risk_coverage"], marks)))
     return out
 

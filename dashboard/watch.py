@@ -66,7 +66,7 @@ def fold_events(run_id: str, fold: Callable[[], V], key: str) -> V:
     for event in state.get_store().events(run_id, after_seq=cache["seq"]):
         cache["view"].apply(event.type, event.payload)
         cache["seq"] = event.seq
-    return cache["view"]  # type: ignore[no-any-return]
+    return cache["view"]
 
 
 def render_progress(run_id: str, key: str) -> None:
@@ -79,7 +79,10 @@ def render_progress(run_id: str, key: str) -> None:
     bar, button = st.columns([5, 1])
     bar.progress(fraction, text=md(eta_text(progress)))
     here = registry.is_live(run_id)
-    button.button("Cancel", key=key + ".cancel", disabled=not here, on_click=registry.cancel, args=(run_id,),
+    def cancel() -> None:
+        registry.cancel(run_id)
+
+    button.button("Cancel", key=key + ".cancel", disabled=not here, on_click=cancel,
                   help=None if here else "This run is driven by another process: stop it there.")
 
 

@@ -122,9 +122,10 @@ def first_token_scores(top: TopLogprobs, options: Sequence[str]) -> tuple[list[f
             scores.append(best[1])
             chosen.append(best[0])
     seen: dict[str, int] = {}
-    for i, token in enumerate(chosen):
-        if token is None:
+    for i, picked in enumerate(chosen):
+        if picked is None:
             continue
+        token = picked
         if token in seen and options[seen[token]].strip() != options[i].strip():
             raise ScoringUnsupported(
                 f"options {options[seen[token]].strip()!r} and {options[i].strip()!r} both begin with the token "

@@ -623,7 +623,7 @@ def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
             st.error(md(exc, inline=False))
             return
         items = items[:int(limit)] if limit else items
-        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast])  # type: ignore[arg-type]
+        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast])
                for context in contexts]
         set_url_run(",".join(i for i in ids if i), BENCH_PARAM)
         st.rerun()

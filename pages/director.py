@@ -329,7 +329,7 @@ def handle_duo(first: Any, second: Any, model_id: str | None, topic: str, scene:
         return
     config = DuoConfig(first=first.id, second=second.id, model_id=model_id, topic=topic, scene=scene, turns=turns,
                        rubric=use_rubric, director=DirectorConfig(max_retries=retries,
-                                                                  on_retries_exhausted=policy))  # type: ignore[arg-type]
+                                                                  on_retries_exhausted=policy))
     with st.spinner("The sisters are talking…"):
         try:
             result = state.get_loop().run(run_duo(config, state.get_hub().get, state.get_store()), timeout=900)

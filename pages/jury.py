@@ -49,7 +49,7 @@ def render() -> None:
     run_id = _watched_run()
     seats, config = _render_panel()
     case = _render_case()
-    live = bool(run_id) and state.get_registry().is_live(run_id)
+    live = run_id is not None and state.get_registry().is_live(run_id)
     busy = seats is None or config is None or case is None or live
     if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy,
                  help="A run is going: watch it below, or cancel it" if live else None):

@@ -111,8 +111,8 @@ def compare_defaults(runs: list[dict[str, Any]], wanted: str | None = None,
                      look: int = 50) -> tuple[str, str | None]:
     """Two different runs to compare: the one asked for (else the newest) on the left; on the right the newest
     other run of the same case among the `look` newest, else the newest other run; None when only one exists."""
-    ids = [r["run"] for r in runs]
-    left = wanted if wanted in ids else ids[0]
+    ids: list[str] = [str(r["run"]) for r in runs]
+    left: str = wanted if wanted is not None and wanted in ids else ids[0]
     others = [i for i in ids if i != left]
     if not others:
         return left, None

@@ -82,7 +82,9 @@ def _render_filters() -> RunFilter:
     tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
     d1, d2 = st.columns([1, 3])
     config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
-    dates = d2.date_input("Started between", value=(), key=KEY + "dates", format="YYYY-MM-DD",
+    # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
+    dates = d2.date_input("Started between", value=(), key=KEY + "dates",  # type: ignore[arg-type]
+                          format="YYYY-MM-DD",
                           help="Dates in UTC, both days included; pick one day twice for a single day.")
     start, end = _date_bounds(dates)
     where = RunFilter(text=text.strip(), kinds=tuple(kinds), statuses=tuple(statuses), model=model or "",

@@ -107,7 +107,7 @@ def evaluate_cmd(
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)
         config = EvaluationConfig(model_id=model_id, query=query, answer=text, sources=sources or [],
-                                  sampling_k=sampling_k, self_eval=judge)  # type: ignore[arg-type]
+                                  sampling_k=sampling_k, self_eval=judge)
         return text, await evaluate(config, lambda _id: model, store)
 
     try:

@@ -153,7 +153,7 @@ def duo_cmd(
     try:
         config = DuoConfig(first=first, second=second, model_id=model_id, topic=topic, scene=scene, turns=turns,
                            rubric=rubric, director=DirectorConfig(max_retries=retries,
-                                                                  on_retries_exhausted=policy))  # type: ignore[arg-type]
+                                                                  on_retries_exhausted=policy))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise _fail(f"{'.'.join(str(p) for p in err['loc']) or 'duo'}: {err['msg']}") from None

@@ -103,7 +103,7 @@ def simulate_cmd(
         except WorkloadError as exc:
             raise _fail(str(exc)) from None
     config = SimulationConfig(workload=spec, workload_file=file_ref, hours=hours if file_ref else None,
-                              model_id=model_id, method=mode, recording=str(recorded) if recorded else None,  # type: ignore[arg-type]
+                              model_id=model_id, method=mode, recording=str(recorded) if recorded else None,
                               response=ResponseConfig(check_interval_seconds=check_interval,
                                                       min_wait_seconds=min_wait))
     report = _run(config, messages, model_id)

@@ -51,7 +51,7 @@ def to_json(shown: Mapping[str, Any]) -> str:
 
 
 def _figures(shown: Mapping[str, Any]) -> list[Any]:
-    import plotly.graph_objects as go  # type: ignore[import-untyped]
+    import plotly.graph_objects as go
 
     rows = shown["rows"]
     metric = shown.get("metric") or "f1"
@@ -86,7 +86,7 @@ CSP = "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src '
 
 def to_html(shown: Mapping[str, Any]) -> str:
     """One file that opens anywhere offline: the plotly library inlined, the table as escaped text."""
-    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+    from plotly.offline import get_plotlyjs
 
     rows = shown["rows"]
     cols = columns(rows)

@@ -81,7 +81,7 @@ def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: 
     store = state.get_store()
     assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]
     assert at.button(key="jury.run").disabled  # no second run while this one goes
-    assert any(p.value is not None for p in at.get("progress"))
+    assert any(getattr(p, "value", None) is not None for p in at.get("progress"))
     assert at.button(key="jury.watch.cancel").disabled is False
 
     # A reload: a new session with the same URL re-attaches to the live run.

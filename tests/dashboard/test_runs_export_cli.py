@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from sqlmodel import col
 from typer.testing import CliRunner
 
 from dashboard.cli import app
@@ -127,7 +128,7 @@ def test_runs_list_filters(db_url: str) -> None:
         pass
     store.set_tags(b.run_id, ["keep"])
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == a.run_id).values(started_at=datetime(2024, 5, 1, 12, tzinfo=UTC)))
+        conn.execute(update(Run).where(col(Run.id) == a.run_id).values(started_at=datetime(2024, 5, 1, 12, tzinfo=UTC)))
     store.dispose()
 
     def listed(*args: str) -> list[str]:

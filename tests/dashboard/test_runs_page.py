@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 from sqlalchemy import update
+from sqlmodel import col
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
@@ -71,7 +72,7 @@ def test_search_filters_and_pages() -> None:
     jury_a, _ = stored_jury(store, name="Night batch alpha")
     jury_b, _ = stored_jury(store, name="night batch beta")
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == jury_b).values(started_at=datetime(2024, 5, 1, 9, tzinfo=UTC)))
+        conn.execute(update(Run).where(col(Run.id) == jury_b).values(started_at=datetime(2024, 5, 1, 9, tzinfo=UTC)))
     at = _page()
     assert not at.exception
     rows = _table(at)
@@ -216,7 +217,7 @@ def test_a_stored_conversation_reopens_with_its_what_if() -> None:
 
 
 def _downloads(at: AppTest) -> dict[str, str]:
-    return {e.key: e.label for e in at.get("download_button")}
+    return {str(getattr(e, "key", "")): str(getattr(e, "label", "")) for e in at.get("download_button")}
 
 
 def test_export_buttons_on_the_runs_page_and_the_mechanism_pages() -> None:

@@ -47,7 +47,8 @@ def test_director_entry_points_report_progress(store: Any) -> None:
     model = scripted(store)
     check = CheckConfig(character="yana", text="えー、楽しいわ！")
     result, seen = controlled_run(lambda: review_line(check, None, store))
-    assert_complete(seen, 1) and result.review.status.name in ("PASS", "WARN", "RETRY")
+    assert_complete(seen, 1)
+    assert result.review.status.name in ("PASS", "WARN", "RETRY")
     texts = ["えー、楽しいわ！", "まだ未成年じゃないかな。", "海だね。"]
     lines = [ScriptLine(id=f"l{i}", text=t) for i, t in enumerate(texts)]
     result, seen = controlled_run(lambda: run_script(ScriptConfig(lines=lines, character="yana", model_id="m"),
@@ -57,7 +58,8 @@ def test_director_entry_points_report_progress(store: Any) -> None:
     assert "l1" not in result.averages and set(result.averages) == {"l0", "l2"}  # RETRY lines are not scored
     result, seen = controlled_run(lambda: run_duo(DuoConfig(first="yana", second="ayu", model_id="m", turns=3),
                                                   lambda _id: model, store))
-    assert_complete(seen, 3) and len(result.turns) == 3
+    assert_complete(seen, 3)
+    assert len(result.turns) == 3
 
 
 def test_a_cancelled_duo_stops_between_calls_and_keeps_its_events(store: Any) -> None:
@@ -126,11 +128,13 @@ def test_confidence_entry_points_report_progress(store: Any) -> None:
     model = scripted(store)
     config = EvaluationConfig(model_id="m", query="q?", answer="a.", sampling_k=2)
     result, seen = controlled_run(lambda: evaluate(config, lambda _id: model, store))
-    assert_complete(seen, 3) and {r.name for r in result.results} >= {"llm_self_confidence", "query_coverage"}
+    assert_complete(seen, 3)
+    assert {r.name for r in result.results} >= {"llm_self_confidence", "query_coverage"}
     items = [LabelledItem(id=str(i), correct=i % 2 == 0, factors=parse_factors({"llm_self_confidence": i / 10}))
              for i in range(10)]
     result, seen = controlled_run(lambda: calibrate_labels(CalibrationConfig(items=items), None, store))
-    assert_complete(seen, 10) and result.report["n"] == 10
+    assert_complete(seen, 10)
+    assert result.report["n"] == 10
 
 
 def test_a_conversation_turn_reports_progress_and_its_run_closes_once(store: Any) -> None:
@@ -149,7 +153,8 @@ def test_a_conversation_turn_reports_progress_and_its_run_closes_once(store: Any
     session = open_conversation(config, lambda _id: model, store)
     turn, seen = controlled_run(lambda: conversation_turn(session, "KeyError in my config?",
                                                           decide=decide_all(session, "approve_all")))
-    assert_complete(seen, 2) and turn.answered and len(turn.answers) == 3
+    assert_complete(seen, 2)
+    assert turn.answered and len(turn.answers) == 3
     summary = close_conversation(session)
     assert close_conversation(session) == summary  # a second close changes nothing
     run = store.get_run(session.run_id)

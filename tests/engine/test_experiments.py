@@ -301,7 +301,10 @@ def will_answer(request: Any) -> dict[str, Any]:
 
 
 def scripted_judge(store: Store) -> Any:
-    from models.backends.replay import adhoc_spec
+    from models.catalog import ModelSpec, Profile
+
+    def adhoc_spec(model_id: str) -> ModelSpec:
+        return ModelSpec(id=model_id, backend="replay", model=model_id, profile=Profile(name=model_id))
 
     live = FnModel(will_answer, model_id="scripted-judge", call_log=store)
     replay = ReplayModel(replay_spec(adhoc_spec("scripted-judge")), source=store, call_log=store, live=live)

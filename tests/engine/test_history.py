@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text, update
+from sqlmodel import col
 
 from engine.events import run_context
 from engine.history import NotComparable, compare_runs, config_diff, flatten, headline
@@ -30,7 +31,7 @@ def _call(run_id: str, model_id: str = "gemma3-270m", **kw: object) -> CallRecor
                                  "request": {"messages": [{"role": "user", "content": "hi"}]}, "raw_text": "ok",
                                  "prompt_tokens": 5, "completion_tokens": 3, "cost": 0.002}
     fields.update(kw)
-    return CallRecord(**fields)  # type: ignore[arg-type]
+    return CallRecord(**fields)
 
 
 def _run(store: Store, kind: str, config: dict[str, object] | None = None, name: str = "",
@@ -97,7 +98,7 @@ def test_search_by_date_range_in_utc(store: Store) -> None:
     new = _run(store, "demo.new")
     then = datetime(2024, 3, 1, 23, 30, tzinfo=UTC)
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == old).values(started_at=then))
+        conn.execute(update(Run).where(col(Run.id) == old).values(started_at=then))
     day = datetime(2024, 3, 1, tzinfo=UTC)
     assert _ids(store, started_from=day, started_to=day + timedelta(days=1, microseconds=-1)) == {old}
     assert _ids(store, started_from=day + timedelta(days=1)) == {new}
@@ -113,7 +114,7 @@ def test_paging_through_every_run_without_overlap(store: Store) -> None:
     ids = [_run(store, "demo.page", {"i": i}) for i in range(57)]
     same_time = datetime(2025, 1, 1, tzinfo=UTC)  # ties on started_at are ordered by id: pages stay stable
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id.in_(ids[:20])).values(started_at=same_time))
+        conn.execute(update(Run).where(col(Run.id).in_(ids[:20])).values(started_at=same_time))
     assert store.count_runs() == 57
     seen: list[str] = []
     for offset in range(0, 57, 25):
@@ -154,7 +155,7 @@ def test_delete_takes_events_calls_and_tags_and_nothing_else(store: Store) -> No
     assert store.get_run(gone.run_id) is None
     with store.engine.connect() as conn:
         for table in (EventRow, LlmCall, RunTag):
-            left = select(func.count()).select_from(table).where(table.run_id == gone.run_id)
+            left = select(func.count()).select_from(table).where(col(table.run_id) == gone.run_id)
             assert conn.execute(left).scalar() == 0
     assert len(store.events(kept.run_id)) == 3 and len(store.calls(kept.run_id)) == 1
     assert store.tags([kept.run_id]) == {kept.run_id: ["x"]}
@@ -205,7 +206,7 @@ def test_headline_and_comparison_of_two_runs(store: Store) -> None:
     b = _run(store, "jury.run", {"jury": {"rounds": 3}})
     other = _run(store, "director.check")
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(Run.id == a).values(
+        conn.execute(update(Run).where(col(Run.id) == a).values(
             summary_json='{"verdict": "unsafe_fail", "score": 12.5, "result": {"huge": 1}, '
                          '"agreement": {"kappa": 0.4, "deep": {"x": 1}}, "items": [1, 2]}'))
     run_a, run_b = store.get_run(a), store.get_run(b)

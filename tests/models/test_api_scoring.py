@@ -52,9 +52,12 @@ def chat_logprobs(top: list[tuple[str, float]]) -> Reply:
 
 # -- pure helpers -------------------------------------------------------------------------------------
 def test_openai_itself_scores_by_chat_and_compatible_servers_by_echo() -> None:
+    from models.backends.openai_backend import OpenAIModel
+
     official = build_model(spec("openai", "http://x", base_url=None))
-    assert official.scoring_method == "first_token"
-    assert build_model(spec("openai", "http://127.0.0.1:1")).scoring_method == "echo"
+    compatible = build_model(spec("openai", "http://127.0.0.1:1"))
+    assert isinstance(official, OpenAIModel) and isinstance(compatible, OpenAIModel)
+    assert official.scoring_method == "first_token" and compatible.scoring_method == "echo"
 
 
 def test_first_token_scores_match_by_prefix_flag_misses_and_refuse_ambiguity() -> None:
@@ -99,7 +102,7 @@ def test_openai_chat_scores_first_token_top_logprobs_and_records() -> None:
     assert body["messages"][-1] == {"role": "user", "content": "Is the sky blue?\nAnswer:"}
     assert scores.logprobs == [-0.105, -2.3] and "first_token" in scores.flags
     assert scores.probabilities[0] == pytest.approx(math.exp(-0.105) / (math.exp(-0.105) + math.exp(-2.3)))
-    assert log.records[-1].error is None and log.records[-1].parsed["logprobs"] == [-0.105, -2.3]
+    assert log.records[-1].error is None and (log.records[-1].parsed or {})["logprobs"] == [-0.105, -2.3]
 
 
 def test_openai_refusals_are_cannot_score_and_not_retried() -> None:
