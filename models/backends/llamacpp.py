@@ -175,7 +175,7 @@ class LlamaCppModel(ChatModel):
             with lock:
                 tokens = llama.tokenize((prompt + prefix).encode("utf-8"), add_bos=not has_bos, special=True)
                 forget_scoring_prefix(llama)
-                llama.reset()
+                hard_reset(llama)
                 llama.eval(tokens)
                 logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
                 firsts = [llama.tokenize(c.encode("utf-8"), add_bos=False)[0] for c in choices]
@@ -250,7 +250,7 @@ class LlamaCppModel(ChatModel):
         def run() -> tuple[str, int, int]:
             with lock:
                 forget_scoring_prefix(llama)
-                llama.reset()
+                hard_reset(llama)
                 pending = llama.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
                 n_prompt = len(pending)
                 out: list[str] = []

@@ -417,6 +417,10 @@ def test_director_check_with_the_bundled_model() -> None:
         at.button(key="director.check").click().run()
         clicked(at)
 
+    # Known, reported: the bundled model's first greedy rubric in a process can differ from every later one
+    # (`director check` three times in one process: first answer ≠ second = third). A discarded first check
+    # puts both sides on the same footing; what is compared is the entry point, not that first-call effect.
+    assert runner.invoke(app, ["director", "check", "--character", "yana", "--scene", scene, line]).exit_code == 0
     a, b, out = both_sides("director.check", page, "director", "check", "--character", "yana", "--scene", scene,
                            "--json", line)
     calls = [Store().calls(run.id) for run in (a, b)]
