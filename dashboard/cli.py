@@ -28,13 +28,14 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence, director, handraise, jury, skip
+    from dashboard.commands import confidence, demo, director, handraise, jury, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
     app.add_typer(skip.app, name="skip")
     app.add_typer(jury.app, name="jury")
     app.add_typer(handraise.app, name="handraise")
+    app.add_typer(demo.app, name="demo")
 
 
 _register_mechanisms()
