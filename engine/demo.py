@@ -147,7 +147,7 @@ def import_run(store: Store, document: dict[str, Any]) -> bool:
         if store.get_run(meta["id"]) is not None:  # another process loaded it at the same moment
             return False
         raise StoreError(f"cannot load demo run {meta['id']}: {exc}") from exc
-    store.set_tags(run.id, sorted({*meta.get("tags", []), DEMO_TAG}))
+    store.set_tags(meta["id"], sorted({*meta.get("tags", []), DEMO_TAG}))
     return True
 
 
