@@ -163,8 +163,3 @@ def load_demo(store: Store, folder: Path | None = None) -> LoadReport:
             report.present.append(document["run"]["id"])
     return report
 
-
-def demo_loaded(store: Store, folder: Path | None = None) -> bool:
-    """Whether every run the manifest names is in `store` (cheap: no file but the manifest is read)."""
-    manifest = load_manifest(folder)
-    return all(store.get_run(r) is not None for p in manifest.pages.values() for r in p.run_ids)

@@ -178,3 +178,11 @@ def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
 @pytest.mark.parametrize(("page", "url"), [("models", "models"), ("runs", "runs"), ("replay", "replay")])
 def test_pages_without_a_model_open_in_demo_mode(demo_env: None, page: str, url: str) -> None:
     ok(open_page(page, url))
+
+
+def test_the_app_starts_in_demo_mode_with_the_switch_on(demo_env: None) -> None:
+    from pathlib import Path
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"), default_timeout=120).run()
+    ok(at)
+    assert at.sidebar.toggle(key="demo.on").value is True
