@@ -70,23 +70,19 @@ def page_demo(url_path: str) -> PageDemo | None:
         return None
 
 
-def _prefill_value(key: str, value: Any) -> tuple[str, Any] | None:
-    """A widget key and value the page accepts; the jury's file and case are objects of its own."""
-    if key == "jury.file":
-        from pages.jury import case_files
-
-        found = [p for p in case_files() if p.name == value]
-        return ("jury.file", found[0]) if found else None
-    if key == "jury.case":
+def _widget_values(prefill: dict[str, Any]) -> dict[str, Any]:
+    """Widget keys and the values the page accepts; the Jury page's file and case are objects of its own."""
+    values = {k: v for k, v in prefill.items() if k not in ("jury.file", "jury.case")}
+    if "jury.file" in prefill:
         from engine.jury import load_cases
         from pages.jury import case_files
 
         for path in case_files():
-            for case in load_cases(path):
-                if case.id == value:
-                    return f"jury.case.{path.name}", case
-        return None
-    return key, value
+            if path.name == prefill["jury.file"]:
+                values["jury.file"] = path
+                chosen = [c for c in load_cases(path) if c.id == prefill.get("jury.case")]
+                values.update({f"jury.case.{path.name}": chosen[0]} if chosen else {})
+    return values
 
 
 def prefill(manifest: DemoManifest) -> None:
@@ -94,10 +90,8 @@ def prefill(manifest: DemoManifest) -> None:
     if st.session_state.get("demo.prefilled"):
         return
     for demo in manifest.pages.values():
-        for key, value in demo.prefill.items():
-            pair = _prefill_value(key, value)
-            if pair is not None and pair[0] not in st.session_state:
-                st.session_state[pair[0]] = pair[1]
+        for key, value in _widget_values(demo.prefill).items():
+            st.session_state.setdefault(key, value)
     st.session_state["demo.prefilled"] = True
 
 
