@@ -103,8 +103,11 @@ def render_switch() -> bool:
                                 "refused with the ones to try.")
     if not on:
         return False
+    from dashboard import state
+
     try:
         prefill(load_manifest())
+        state.get_hub()  # loads the demo runs into the store once, so Runs and Replay list them too
     except DemoError as exc:
         st.sidebar.error(str(exc))
     return True

@@ -49,8 +49,9 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     assert (DEMO / "runs.jsonl").stat().st_size < 3_000_000
     for document in read_runs(DEMO / "runs.jsonl"):
         assert document["run"]["status"] == "finished"
-        assert document["calls"] and all(c["backend"] == "llamacpp" and c["error"] is None
-                                          for c in document["calls"]), document["run"]["kind"]
+        # Live calls of the bundled model; an answer that failed validation is recorded too (it replays as such).
+        assert document["calls"] and all(c["backend"] == "llamacpp" and c["raw_text"] is not None and (
+            c["error"] is None or c["error_type"] == "StructuredOutputError") for c in document["calls"])
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:
@@ -143,7 +144,8 @@ def test_each_recorded_flow_replays_through_its_entry_point(store: Store, kind: 
     assert again.config == recorded.config and again.config_hash == recorded.config_hash
     assert normal(again.summary) == normal(recorded.summary)
     calls, live = store.calls(run_id, limit=None), store.calls(recorded.id, limit=None)
-    assert len(calls) == len(live) and all(c.backend == "replay" and c.error is None for c in calls)
+    assert len(calls) == len(live) and all(c.backend == "replay" for c in calls)
+    assert sorted(map(str, [c.error_type for c in calls])) == sorted(map(str, [c.error_type for c in live]))
     assert sum(c.cost for c in calls) == 0
 
     def events(rid: str) -> list[str]:  # parallel calls may finish in either order: compare as a multiset
