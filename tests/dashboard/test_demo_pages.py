@@ -194,3 +194,27 @@ def test_the_app_starts_in_demo_mode_with_the_switch_on(demo_env: None) -> None:
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"), default_timeout=120).run()
     ok(at)
     assert at.sidebar.toggle(key="demo.on").value is True
+
+
+@pytest.mark.slow
+def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> None:
+    """`judgelab demo record --only confidence` with the bundled model: a new live run for that page, the other
+    pages' runs kept as they were, and the result loads and replays."""
+    import shutil
+
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder)
+    from engine.demo import load_demo, read_runs
+
+    before = {d["run"]["id"]: d for d in read_runs(folder / "runs.jsonl")}
+    result = CliRunner().invoke(app, ["demo", "record", "--only", "confidence", "--folder", str(folder)])
+    assert result.exit_code == 0, result.output
+    after = {d["run"]["id"]: d for d in read_runs(folder / "runs.jsonl")}
+    manifest = load_manifest(folder)
+    (new_id,) = manifest.pages["confidence"].run_ids
+    assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
+    assert all(c["backend"] == "llamacpp" for c in after[new_id]["calls"])
+    kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
+    assert all(after[r] == before[r] for r in kept) and len(after) == 5
+    report = load_demo(Store(), folder)
+    assert len(report.loaded) == 5
