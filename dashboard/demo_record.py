@@ -31,8 +31,12 @@ SKIP_WORKLOAD = {"channels": 3, "hours": 2.0, "bursts_per_hour": 1.0, "mean_burs
 
 
 def _hub(store: Store) -> Callable[[str], Any]:
+    """Fresh models for each attempt; content-free baselines (scored once per process) are scored again, so every
+    kept run holds all the calls a fresh process replays."""
+    from models.base import ChatModel
     from models.registry import ModelHub
 
+    ChatModel._BASELINES.clear()
     return ModelHub(call_log=store).get
 
 
