@@ -35,7 +35,7 @@ from engine.confidence import (
 )
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
-from models.errors import ModelError
+from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
 LABELS_FILE = "benchmarks/confidence.jsonl"
@@ -344,7 +344,7 @@ def handle_generate(model_id: str) -> None:
         st.session_state[KEY + "live_answer"] = state.get_loop().run(
             generate_answer(model, st.session_state[KEY + "live_query"]), timeout=300
         )
-    except ModelError as exc:
+    except (ModelError, ReplayMiss) as exc:  # a callback: demo mode's miss is shown here, not by the app
         st.session_state[KEY + "live_result"] = {"error": str(exc)}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -29,6 +29,8 @@ from models.types import Completion, Message, OptionScores, RawResult, Request, 
 
 class ReplayModel(ChatModel):
     backend = "replay"
+    # Demo mode: what a miss says, from the call's purpose (the recorded inputs of that page).
+    miss_hint: Callable[[str], str] | None = None
 
     def __init__(
         self,
@@ -84,9 +86,12 @@ class ReplayModel(ChatModel):
         key = request.request_hash()
         found = self._candidates(key)
         if not found:
+            purpose = current_context().purpose
+            message = (self.miss_hint(purpose) if self.miss_hint is not None else
+                       f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model, "
+                       "or let replay fall through to live calls (--replay-fallthrough)")
             miss = ReplayMiss(
-                f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model, "
-                "or let replay fall through to live calls (--replay-fallthrough)",
+                message,
                 model_id=self.model_id, purpose=current_context().purpose, request_hash=key,
             )
             self._record_failure(request, miss, 0.0, 1)
