@@ -21,6 +21,7 @@ from sqlmodel import Session
 from engine.config import get_settings
 from engine.exports import load_run, run_document
 from engine.store import EventRow, LlmCall, Run, Store, StoreError, _dumps
+from models.recording import CallRecord
 
 DEMO_TAG = "demo"
 RUNS_FILE = "runs.jsonl"
@@ -127,16 +128,16 @@ def import_run(store: Store, document: dict[str, Any]) -> bool:
               started_at=_ts(meta["started_at"]) or datetime.now(), finished_at=_ts(meta.get("finished_at")))
     events = [EventRow(run_id=run.id, seq=e["seq"], type=e["type"], payload_json=_dumps(e["payload"]),
                        ts=_ts(e["ts"]) or run.started_at) for e in document["events"]]
-    calls = [LlmCall(
+    calls = [LlmCall.from_record(CallRecord(
         run_id=run.id, purpose=c["purpose"], model_id=c["model_id"], backend=c["backend"],
-        model_name=c.get("model_name") or "", request_hash=c["request_hash"], request_json=_dumps(c["request"]),
-        raw_text=c.get("raw_text"), parsed_json=None if c.get("parsed") is None else _dumps(c["parsed"]),
+        model_name=c.get("model_name") or "", request_hash=c["request_hash"], request=c["request"],
+        raw_text=c.get("raw_text"), parsed=c.get("parsed"),
         prompt_tokens=c.get("prompt_tokens") or 0, completion_tokens=c.get("completion_tokens") or 0,
         latency_s=c.get("latency_s") or 0.0, cost=c.get("cost") or 0.0, would_cost=c.get("would_cost"),
         finish_reason=c.get("finish_reason"), error=c.get("error"), error_type=c.get("error_type"),
-        flags_json=_dumps(c.get("flags") or []), attempts=c.get("attempts") or 1,
+        flags=c.get("flags") or [], attempts=c.get("attempts") or 1,
         created_at=_ts(c["created_at"]) or run.started_at,
-    ) for c in document["calls"]]
+    )) for c in document["calls"]]
     try:
         with Session(store.engine) as session:
             session.add(run)

@@ -191,4 +191,4 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
 
 
 def handle_recheck() -> None:
-    state.get_availability.clear()
+    state._live_availability.clear()

@@ -127,6 +127,11 @@ def _close_all() -> None:
     _LOADED.clear()
 
 
+def loaded_models() -> list[str]:
+    """The GGUF files loaded in this process (demo mode proves it loads none)."""
+    return [key[0] for key in _LOADED]
+
+
 # Where a chat layout's next turn begins: free text stops there (measured: without them 15 of 24 answers of
 # the bundled model to the shipped conversation prompts repeated a line, often "### Answer: …" forty times).
 LAYOUT_STOPS: dict[str, list[str]] = {

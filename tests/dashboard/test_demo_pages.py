@@ -27,7 +27,7 @@ def demo_env(monkeypatch: pytest.MonkeyPatch, no_local_model: None) -> Iterator[
     monkeypatch.setenv("JUDGELAB_DEMO", "1")
 
     def clear() -> None:
-        for cached in (state._demo_hub_for, state._hub_for, state.get_availability, state._list_runs):
+        for cached in (state._demo_hub_for, state._hub_for, state._live_availability, state._list_runs):
             cached.clear()
 
     clear()
@@ -139,9 +139,10 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     assert run.status == "finished" and run.config["case"]["id"] == page.prefill["jury.case"]
     at = open_page("jury", "jury")
     file = at.selectbox(key="jury.file")
-    other = [c for c in at.selectbox(key=f"jury.case.{file.value.name}").options if page.prefill["jury.case"] not in c]
-    at.selectbox(key=f"jury.case.{file.value.name}").select_index(
-        at.selectbox(key=f"jury.case.{file.value.name}").options.index(other[0])).run()
+    assert file.value is not None
+    case_box = at.selectbox(key=f"jury.case.{file.value.name}")
+    other = [c for c in case_box.options if page.prefill["jury.case"] not in c]
+    case_box.select_index(case_box.options.index(other[0])).run()
     at.button(key="jury.run").click().run()
     assert page.prefill["jury.case"] in missed(at)
 
