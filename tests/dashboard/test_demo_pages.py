@@ -5,6 +5,7 @@ with no model loaded and no live call, and an input outside the recording is a m
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,6 +55,31 @@ def open_page(page: str, url_path: str) -> AppTest:
 def ok(at: AppTest) -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+
+
+def settle(at: AppTest, timeout_s: float = 60.0) -> None:
+    """The Conversation page judges and answers in the background and watches: rerun until it waits on the
+    user again (cards to decide, or the chat input open) or shows an error."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert not at.exception, at.exception
+        cards = any(b.label == "Approve all" for b in at.button)
+        if cards or at.error or not at.chat_input(key="conv.input").disabled:
+            return
+        assert time.monotonic() < deadline, "the page never settled"
+        time.sleep(0.2)
+        at.run()
+
+
+def watch_to_end(at: AppTest, kind: str, timeout_s: float = 60.0) -> None:
+    """The Jury page watches its run from the registry: rerun until no run of `kind` is running any more."""
+    deadline = time.monotonic() + timeout_s
+    while any(r.status == "running" for r in Store().list_runs(kind=kind)):
+        assert not at.exception, at.exception
+        assert time.monotonic() < deadline, "the run never ended"
+        time.sleep(0.2)
+        at.run()
+    at.run()
 
 
 def missed(at: AppTest) -> str:
@@ -109,10 +135,12 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     approved = 0
     for text in messages:
         at.chat_input(key="conv.input").set_value(text).run()
+        settle(at)
         ok(at)
         approve = [b for b in at.button if b.label == "Approve all"]
         if approve:
             approve[0].click().run()
+            settle(at)
             ok(at)
             approved += 1
     assert approved >= 1, "no hand was raised"
@@ -126,6 +154,7 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     assert texts, "no answer was shown"
     at = open_page("conversation", "conversation")
     at.chat_input(key="conv.input").set_value("What is the weather like on Mars today?").run()
+    settle(at)
     message = missed(at)
     assert messages[0] in message
 
@@ -134,6 +163,7 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     page = load_manifest(DEMO).pages["jury"]
     at = open_page("jury", "jury")
     at.button(key="jury.run").click().run()
+    watch_to_end(at, "jury.run")
     ok(at)
     (run,) = replayed_runs("jury.run")
     assert run.status == "finished" and run.config["case"]["id"] == page.prefill["jury.case"]
@@ -144,6 +174,7 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     other = [c for c in case_box.options if page.prefill["jury.case"] not in c]
     case_box.select_index(case_box.options.index(other[0])).run()
     at.button(key="jury.run").click().run()
+    watch_to_end(at, "jury.run")
     assert page.prefill["jury.case"] in missed(at)
 
 
