@@ -20,9 +20,20 @@ from pages import skipcache as skipcache_page
 st.set_page_config(page_title="judgelab", page_icon="⚖️", layout="wide")
 install_log_redaction()  # idempotent; dashboard/server.py has done it already when the CLI started the app
 
+# Every visible page has a URL of its own that opens it directly (/models, /runs, …). Streamlit serves the
+# default page at "/" only (its url_path is ignored), so the default is a hidden page that sends "/" to Models.
+MODELS = st.Page(models_page.render, title="Models", icon="🧠", url_path="models")
+
+
+def home() -> None:
+    """The root URL: straight to the Models page."""
+    st.switch_page(MODELS)
+
+
 PAGES = {
     "Workbench": [
-        st.Page(models_page.render, title="Models", icon="🧠", url_path="models", default=True),
+        st.Page(home, title="judgelab", icon="⚖️", url_path="home", default=True, visibility="hidden"),
+        MODELS,
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
     ],
     "Mechanisms": [

@@ -156,6 +156,14 @@ def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[
 VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756"}
 
 
+def _legend_below(fig: go.Figure) -> go.Figure:
+    """A horizontal legend under the plot: in a narrow column (the Replay page's side-by-side compare) a legend
+    at the right would cover the plot and the neighbouring figure's."""
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
+                      margin={"l": 10, "r": 10, "t": 48, "b": 80})
+    return fig
+
+
 def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Score per juror across phase 1 and the rounds; fallback points drawn hollow."""
     fig = go.Figure()
@@ -168,7 +176,7 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
             hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>"))
     fig.update_yaxes(range=[-5, 105], title="score")
-    return _layout(fig, "Score trajectory per juror")
+    return _legend_below(_layout(fig, "Score trajectory per juror", 360))
 
 
 def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
@@ -183,7 +191,7 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + name + "</extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
-    return _layout(fig, "Round timeline: each bar spans a juror's request → answer")
+    return _legend_below(_layout(fig, "Round timeline: each bar spans a juror's request → answer", 360))
 
 
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
@@ -194,4 +202,155 @@ def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequenc
                              name=plot_text(label), marker_color=VERDICT_COLORS.get(label)))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jurors", dtick=1)
-    return _layout(fig, "Verdict distribution")
+    return _legend_below(_layout(fig, "Verdict distribution", 360))
+
+
+# -- director ------------------------------------------------------------------------------------------------
+
+RUBRIC_GREEN = "#1B6E5A"
+HIT_COLORS = {"WARN": "#E6AB02", "RETRY": "#D95F02"}
+
+
+def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.Figure:
+    """The rubric's criteria (1–5) on a closed radar; `labels` maps each criterion to its display name."""
+    names = [plot_text(labels.get(k, k)) for k in scores]
+    values = [scores[k] for k in scores]
+    fig = go.Figure(go.Scatterpolar(r=values + values[:1], theta=names + names[:1], fill="toself",
+                                    line_color=RUBRIC_GREEN, name="rubric"))
+    fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, showlegend=False)
+    return _layout(fig, "Rubric (1–5 per criterion)", 320)
+
+
+def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
+    """Per rule, the share of lines at WARN and at RETRY, stacked."""
+    rules = [plot_text(r) for r in rates]
+    fig = go.Figure([go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()],
+                            marker_color=HIT_COLORS[status]) for status in ("WARN", "RETRY")])
+    fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
+    return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
+
+
+# -- skip cache ----------------------------------------------------------------------------------------------
+
+SKIP_ROWS = ["replies", "cache hits", "skip window", "judgments", "messages"]
+RESPOND, SILENT_COLOR = "#D95F02", "#1B9E77"
+
+
+def _scope(message: Mapping[str, Any]) -> str:
+    return f"{message['channel_id']}:{message['thread_ts'] or 'top'}"
+
+
+def skip_scope_timeline(scope: str, messages: Sequence[Mapping[str, Any]], judgments: Sequence[Mapping[str, Any]],
+                        timeline: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """One scope over simulated time: its messages, judgments (colour: respond or not; flagged ones say they
+    were not cached), skip windows, cache hits and replies, one row each."""
+    from datetime import timedelta
+
+    from engine.skipsim import EPOCH
+
+    fig = go.Figure()
+    mine = [m for m in messages if _scope(m) == scope]
+    fig.add_trace(go.Scatter(x=[m["at"] for m in mine], y=["messages"] * len(mine), mode="markers", name="message",
+                             marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
+                             text=[plot_text(f"{m['author']}: {m['text']}") for m in mine], hoverinfo="text+x"))
+    judged = [j for j in judgments if j["scope"] == scope]
+    for j in judged:
+        if j["skip_seconds"]:
+            fig.add_trace(go.Scatter(x=[j["at"], j["at"] + timedelta(seconds=j["skip_seconds"])],
+                                     y=["skip window"] * 2, mode="lines", showlegend=False,
+                                     line={"color": MUTED, "width": 8},
+                                     hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s"))
+    fig.add_trace(go.Scatter(
+        x=[j["at"] for j in judged], y=["judgments"] * len(judged), mode="markers", name="judgment",
+        marker={"symbol": "diamond", "size": 12, "color": [RESPOND if j["should_respond"] else SILENT_COLOR
+                                                           for j in judged]},
+        text=[f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
+              + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "") for j in judged],
+        hoverinfo="text+x"))
+    for kind, row, name, marker in (
+            ("cache_hit", "cache hits", "cache hit", {"symbol": "line-ns-open", "size": 8, "color": BASE_COLOR}),
+            ("reply", "replies", "bot reply", {"symbol": "star", "size": 12, "color": "#E7298A"})):
+        events = [e for e in timeline if e["type"] == kind and e["scope"] == scope]
+        fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in events], y=[row] * len(events),
+                                 mode="markers", name=name, marker=marker))
+    fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
+    return _layout(fig, f"Scope {plot_text(scope)}", 340)
+
+
+def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Judge calls against staleness p95 per swept configuration; the Pareto front as a dotted line."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=[r["judge calls"] for r in rows], y=[r["staleness p95 s"] for r in rows], mode="markers",
+        name="configuration", marker={"size": 11, "color": [RESPOND if r["pareto"] else MUTED for r in rows]},
+        text=[f"high skip {r['high skip s']}s · default skip {r['default skip s']}s" for r in rows]))
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
+    fig.add_trace(go.Scatter(x=[r["judge calls"] for r in front], y=[r["staleness p95 s"] for r in front],
+                             mode="lines", name="Pareto front", line={"color": RESPOND, "dash": "dot"}))
+    fig.update_xaxes(title="judge calls (with cache)")
+    fig.update_yaxes(title="staleness p95 (s)")
+    return _layout(fig, "Calls saved vs. staleness", 360)
+
+
+# -- conversation (hand raise) -------------------------------------------------------------------------------
+
+SANKEY_NODES = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
+
+
+def _by_participant(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row["participant"]), []).append(row)
+    return groups
+
+
+def will_per_turn(rows: Sequence[Mapping[str, Any]], threshold: float) -> go.Figure:
+    """Each participant's will per turn (telemetry rows), with the threshold as a dotted line."""
+    fig = go.Figure()
+    for pid, mine in _by_participant(rows).items():
+        fig.add_trace(go.Scatter(x=[r["turn"] for r in mine], y=[r["will"] for r in mine], mode="lines+markers",
+                                 name=plot_text(pid)))
+    fig.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
+    fig.update_yaxes(range=[0, 1], title="will")
+    return _layout(fig, "Will per participant per turn")
+
+
+def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'."""
+    flows: dict[tuple[str, str], int] = {}
+    for row in rows:
+        start = "raised" if row["status"] in ("raised", "mentioned") else "not raised"
+        middle = "timeout" if row["decided_by"] == "timeout" else "approved" if row["allowed"] else "skipped"
+        flows[(start, middle)] = flows.get((start, middle), 0) + 1
+        if row["allowed"]:
+            flows[(middle, "answered")] = flows.get((middle, "answered"), 0) + 1
+    index = {label: i for i, label in enumerate(SANKEY_NODES)}
+    fig = go.Figure(go.Sankey(node={"label": SANKEY_NODES}, link={
+        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
+    return _layout(fig, "Approval flow")
+
+
+def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Will distribution per participant in 0.1 bins; an over-raising participant is marked in the legend."""
+    fig = go.Figure()
+    for pid, mine in _by_participant(rows).items():
+        over = any("over_raise" in str(r.get("flags") or "") for r in mine)
+        fig.add_trace(go.Histogram(x=[r["will"] for r in mine], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
+                                   xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="will")
+    return _layout(fig, "Will distribution per participant", 300)
+
+
+ABLATION_METRICS = ("accuracy", "precision", "recall", "f1", "consistency")
+
+
+def context_ablation(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """The judge benchmark's metrics per method and context, grouped (a missing figure is drawn at 0)."""
+    fig = go.Figure()
+    for row in rows:
+        fig.add_trace(go.Bar(name=plot_text(f"{row['method']} · {row['context']}"), x=list(ABLATION_METRICS),
+                             y=[row.get(m) if row.get(m) is not None else 0 for m in ABLATION_METRICS]))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1])
+    return _layout(fig, "Context ablation")

@@ -30,13 +30,14 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence, director, handraise, jury, skip
+    from dashboard.commands import confidence, director, experiment, handraise, jury, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
     app.add_typer(skip.app, name="skip")
     app.add_typer(jury.app, name="jury")
     app.add_typer(handraise.app, name="handraise")
+    app.add_typer(experiment.app, name="experiment")
 
 
 _register_mechanisms()
@@ -115,7 +116,7 @@ def dashboard(
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False) -> None:
     """Every catalog entry, available or not, and why."""
-    from models.registry import check_all
+    from models.registry import check_all, scoring_support
 
     catalog = _catalog()
     availability = {a.model_id: a for a in asyncio.run(check_all(catalog))}
@@ -130,6 +131,9 @@ def models_list(as_json: JsonFlag = False) -> None:
             "price_in_per_1k": s.price_in_per_1k,
             "price_out_per_1k": s.price_out_per_1k,
             "default_for": s.default_for,
+            "tuning": s.tuning,
+            "scoring": scoring_support(s),
+            "preferred_judge": s.preferred_judge,
         }
         for s in catalog.models
     ]
@@ -213,29 +217,107 @@ def _run_row(run: Any, totals: dict[str, float]) -> dict[str, Any]:
     }
 
 
+def _when(value: str | None, option: str, end_of_day: bool = False) -> Any:
+    """A --since/--until value: an ISO date (a whole day) or date and time; UTC unless it says otherwise."""
+    from datetime import UTC, datetime, time, timedelta
+
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise fail(f"{option} {value!r} is not a date (YYYY-MM-DD) or date and time (YYYY-MM-DDTHH:MM)") from None
+    if end_of_day and len(value) <= 10:
+        parsed = datetime.combine(parsed.date(), time()) + timedelta(days=1, microseconds=-1)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
 @runs_app.command("list")
 def runs_list(
     kind: Annotated[str | None, typer.Option(help="Only runs whose kind starts with this.")] = None,
+    search: Annotated[str, typer.Option("--search", "-s", help="Words that must each appear in the run's id, "
+                                        "name, kind, error or config (case-insensitive).")] = "",
+    status: Annotated[list[str] | None, typer.Option(help="Only runs with this status (repeatable).")] = None,
+    model: Annotated[str, typer.Option(help="Only runs that called this model or name it in their config.")] = "",
+    config_hash: Annotated[str, typer.Option("--hash", help="Only runs whose config hash starts with this.")] = "",
+    tag: Annotated[list[str] | None, typer.Option(help="Only runs with this tag (repeatable: all of them).")] = None,
+    since: Annotated[str | None, typer.Option(help="Started on or after this date (YYYY-MM-DD[THH:MM], UTC).")] = None,
+    until: Annotated[str | None, typer.Option(help="Started on or before this date (the whole day).")] = None,
     limit: Annotated[int, typer.Option(min=1)] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many matching runs (paging).")] = 0,
     as_json: JsonFlag = False,
 ) -> None:
-    """The recorded runs, newest first."""
+    """The recorded runs, newest first, filtered as on the Runs page."""
+    from engine.store import RUN_STATUSES, RunFilter
+
+    unknown = [s for s in status or [] if s not in RUN_STATUSES]
+    if unknown:
+        raise fail(f"unknown status {', '.join(unknown)} — one of {', '.join(RUN_STATUSES)}")
+    where = RunFilter(text=search, kind_prefix=kind or "", statuses=tuple(status or ()), model=model,
+                      config_hash=config_hash, tags=tuple(tag or ()), started_from=_when(since, "--since"),
+                      started_to=_when(until, "--until", end_of_day=True))
     store = _store()
-    runs = store.list_runs(kind=kind, limit=limit)
+    runs = store.search_runs(where, limit=limit, offset=offset)
     totals = store.run_totals([r.id for r in runs])
-    rows = [_run_row(r, totals.get(r.id, {})) for r in runs]
+    tags = store.tags([r.id for r in runs])
+    rows = [_run_row(r, totals.get(r.id, {})) | {"tags": tags.get(r.id, [])} for r in runs]
     if as_json:
         emit_json(rows)
         return
     if not rows:
-        typer.echo("no runs recorded yet")
+        typer.echo("no runs match" if where != RunFilter() or offset else "no runs recorded yet")
         return
     for r in rows:
         typer.echo(
             f"{r['id']}  {r['kind']:<16} {r['status']:<11} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
-            + _would_cost_text(r["would_cost"])
+            + _would_cost_text(r["would_cost"]) + (f"  [{', '.join(r['tags'])}]" if r["tags"] else "")
         )
+
+
+@runs_app.command("export")
+def runs_export(
+    run_id: Annotated[str, typer.Argument()],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv | json | html")] = "json",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default RUN_ID.zip / "
+                                                "RUN_ID.TABLE.csv / .json / .html here); - for stdout.")] = None,
+    table: Annotated[str | None, typer.Option(help="csv: only this table, as one CSV file (default: every "
+                                              "table of the run in one zip).")] = None,
+) -> None:
+    """Export one run: CSV of its tables (a zip, or one --table), the whole run as JSON, or a self-contained
+    HTML report (config, headline figures, interactive charts, event timeline) that opens offline."""
+    from engine.exports import ExportError, csv_zip, load_run, run_json, table_csv, tables
+
+    if fmt not in ("csv", "json", "html"):
+        raise fail(f"--format must be csv, json or html, not {fmt!r}")
+    if table is not None and fmt != "csv":
+        raise fail("--table goes with --format csv")
+    store = _store()
+    try:
+        record = load_run(store, run_id)
+        if fmt == "json":
+            data, suffix = run_json(record).encode("utf-8"), ".json"
+        elif fmt == "html":
+            from dashboard.report import report_of
+
+            data, suffix = report_of(record).encode("utf-8"), ".html"
+        elif table is not None:
+            data, suffix = table_csv(record, table), f".{table}.csv"
+        else:
+            data, suffix = csv_zip(record), ".zip"
+    except ExportError as exc:
+        raise fail(str(exc)) from None
+    if str(output) == "-":
+        if suffix == ".zip":
+            raise fail("a zip of every table does not go to stdout — give --table NAME or --output FILE "
+                       f"(tables: {', '.join(tables(record))})")
+        typer.echo(data.decode("utf-8-sig"), nl=False)  # text on stdout: no byte order mark
+        return
+    target = output or Path(f"{run_id}{suffix}")
+    if target.is_dir() or not target.absolute().parent.is_dir():
+        raise fail(f"--output {target}: not a file in an existing folder")
+    target.write_bytes(data)
+    typer.echo(f"wrote {target} ({len(data):,} bytes)")
 
 
 def _would_cost_text(would_cost: float | None) -> str:

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.jury import JuryView
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 # GFM turns bare URLs and e-mail addresses into links after escapes are resolved, so a word joiner (U+2060,
@@ -63,3 +66,178 @@ def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌")
         placeholder.text(text + cursor)
     placeholder.text(text)
     return text
+
+
+def export_file(store: Any, run_id: str, fmt: str) -> bytes:
+    """One export of a stored run, built from the store when asked: `csv` (every table, zipped), `json`,
+    `html` (the self-contained report) or `csv:TABLE` (one table)."""
+    from engine import exports
+
+    record = exports.load_run(store, run_id)
+    if fmt == "json":
+        return exports.run_json(record).encode("utf-8")
+    if fmt == "html":
+        from dashboard.report import report_of
+
+        return report_of(record).encode("utf-8")
+    if fmt.startswith("csv:"):
+        return exports.table_csv(record, fmt.removeprefix("csv:"))
+    return exports.csv_zip(record)
+
+
+def export_buttons(store: Any, run_ids: str | Sequence[str | None] | None, *, key: str = "export") -> None:
+    """Download buttons for a run the page shows: CSV of its tables (zip), the whole run as JSON, and the
+    self-contained HTML report. Files are built only when a button is clicked, from the stored run, and the
+    click does not rerun the page. Given several runs (a page with several results), a picker chooses one."""
+    from functools import partial
+
+    import streamlit as st
+
+    ids = [run_ids] if isinstance(run_ids, str) else [r for r in (run_ids or []) if r]
+    if not ids:
+        return
+    with st.container(border=True):
+        run_id = ids[0] if len(ids) == 1 else st.selectbox("Export run", ids, key=f"{key}.pick")
+        st.caption(f"Export run {md(run_id)} — built from the stored run, keys redacted")
+        files = (("⬇ CSV tables (zip)", "csv", ".zip", "application/zip"),
+                 ("⬇ JSON (whole run)", "json", ".json", "application/json"),
+                 ("⬇ HTML report", "html", ".html", "text/html"))
+        for col, (label, fmt, suffix, mime) in zip(st.columns(len(files)), files, strict=True):
+            col.download_button(label, partial(export_file, store, run_id, fmt), file_name=f"{run_id}{suffix}",
+                                mime=mime, key=f"{key}.{fmt}.{run_id}", on_click="ignore")
+
+
+# -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
+
+BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
+
+
+def _badge(verdict: Any) -> str:
+    return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"
+
+
+def gold_check(view: JuryView) -> bool | None:
+    """Whether the final verdict matches the case's gold label; None without a gold label or a verdict."""
+    gold = view.case.get("gold")
+    if not gold or view.final is None or view.no_verdict:
+        return None
+    return bool(view.final.get("verdict") == gold)
+
+
+def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None,
+                stacked: bool = False) -> None:
+    """A fold of a jury run's events. Every text of the run (case, roles, verdict labels, reasoning, statements,
+    errors) is untrusted: shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or
+    HTML of its own. `stacked` puts the charts one under the other (a half-width column: side by side, their
+    legends would overlap)."""
+    import streamlit as st
+
+    from dashboard import charts
+    from engine.jury import failed_fields
+
+    if view.failed:
+        st.error(f"Run failed: {md(view.failed, inline=False)}")
+    if not view.case:
+        st.info("Waiting for the jury to start…")
+        return
+    labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
+    st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
+    st.markdown("**Phase 1 — independent evaluations**")
+    cols = st.columns(max(1, len(view.jurors)))
+    by_juror = {e["juror"]: e for e in view.phase1}
+    for col, juror in zip(cols, view.jurors, strict=False):
+        with col.container(border=True):
+            st.markdown(f"**{md(juror['role_name'])}**")
+            st.caption(md(juror["model_id"]))
+            e = by_juror.get(juror["juror_id"])
+            if e is None:
+                st.caption("thinking…")
+                continue
+            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
+                        f"confidence {e['confidence']:.2f}")
+            if e.get("fallback"):
+                st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
+            if failed_fields(e.get("flags") or []):
+                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
+            st.text(e["reasoning"] or "(no reasoning)")
+            if e.get("axes"):
+                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
+    if view.phase1_consensus:
+        c = view.phase1_consensus
+        st.caption(f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
+                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
+                   + (" — reached, no discussion needed" if c["consensusReached"] else ""))
+
+    if view.rounds:
+        head, toggle = st.columns([4, 1])
+        head.markdown("**Phase 2 — discussion**")
+        rounds_on = show_rounds if show_rounds is not None else toggle.toggle(
+            "Show rounds", value=False, key=key + ".rounds")
+        for rnd in view.rounds:
+            if rounds_on:
+                st.caption(f"— round {rnd['round']} —")
+            for stt in rnd["statements"]:
+                render_statement(view, stt)
+            if rounds_on and rnd["completed"]:
+                c = rnd["completed"]
+                st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
+        flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
+        if flow:
+            st.caption("Consensus per round: " + md(" → ".join(flow))
+                       + (f" · ended: {md(view.ended['reason'])}" if view.ended else ""))
+
+    if view.final:
+        render_final(view)
+    if view.finished:
+        d = view.finished
+        st.caption(f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
+                   f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
+                   + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else ""))
+    if charts_too and view.phase1:
+        figures = [(charts.jury_trajectory(view.trajectory()), ".trajectory")]
+        timeline = view.timeline()
+        if timeline:
+            figures.append((charts.jury_timeline(timeline), ".timeline"))
+        figures.append((charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), ".verdicts"))
+        places = [st.container() for _ in figures] if stacked else st.columns(3)
+        for place, (figure, suffix) in zip(places, figures, strict=False):
+            place.plotly_chart(figure, key=key + suffix)
+
+
+def render_final(view: JuryView) -> None:
+    """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
+    right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict."""
+    import streamlit as st
+
+    f = view.final or {}
+    gold = view.case.get("gold")
+    st.markdown("**Phase 3 — final judgment**")
+    if view.no_verdict:
+        st.error(f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide"
+                 + (f" · gold: {md(gold)}" if gold else ""))
+    else:
+        verdict = (f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}"
+                   + ("  (tie broken)" if f.get("tie_broken") else ""))
+        right = gold_check(view)
+        if right is None:
+            st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
+        elif right:
+            st.success(f"✅ **Right** — matches the gold label **{md(gold)}** · {verdict}", icon="✅")
+        else:
+            st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}", icon="❌")
+    if f.get("reasoning"):
+        st.text(f["reasoning"])
+    if f.get("flags"):
+        st.warning("Flags: " + md(", ".join(f["flags"])))
+
+
+def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
+    """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
+    import streamlit as st
+
+    badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
+        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else "")
+    with st.container(border=True):
+        st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
+        st.text(stt["statement"])
+        st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")

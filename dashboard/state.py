@@ -6,9 +6,10 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.config import get_settings
-from engine.store import Store
+from engine.store import Run, RunFilter, Store
 from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
 
@@ -26,6 +27,16 @@ def _store_for(url: str) -> Store:
 @st.cache_resource(show_spinner=False)
 def get_loop() -> BackgroundLoop:
     return BackgroundLoop()
+
+
+def get_registry() -> RunRegistry:
+    """The process's run registry for the configured database: runs started here outlive the page."""
+    return _registry_for(get_settings().resolved_database_url)
+
+
+@st.cache_resource(show_spinner=False)
+def _registry_for(url: str) -> RunRegistry:
+    return RunRegistry(get_loop(), _store_for(url))
 
 
 @st.cache_resource(show_spinner=False)
@@ -55,25 +66,55 @@ def list_runs(kind: str | None = None, limit: int = 200) -> list[dict[str, Any]]
 @st.cache_data(ttl=2, show_spinner=False)
 def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
     store = _store_for(url)
-    runs = store.list_runs(kind=kind, limit=limit)
+    return _rows(store, store.list_runs(kind=kind, limit=limit))
+
+
+def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
     totals = store.run_totals([r.id for r in runs])
+    tags = store.tags([r.id for r in runs])
     rows = []
     for r in runs:
         t = totals.get(r.id, {})
         rows.append(
             {
-                "run": r.id, "kind": r.kind, "status": r.status, "started": r.started_at,
-                "duration_s": r.duration_s, "calls": int(t.get("calls", 0)), "errors": int(t.get("errors", 0)),
+                "run": r.id, "name": r.name, "kind": r.kind, "status": r.status, "tags": tags.get(r.id, []),
+                "started": r.started_at, "duration_s": r.duration_s, "calls": int(t.get("calls", 0)),
+                "errors": int(t.get("errors", 0)),
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
                 "cost_usd": float(t.get("cost", 0.0)), "would_cost_usd": t.get("would_cost"), "error": r.error,
+                "config_hash": r.config_hash,
             }
         )
     return rows
 
 
+def search_runs(where: RunFilter, limit: int, offset: int) -> tuple[int, list[dict[str, Any]]]:
+    """How many runs match, and one page of them (newest first) as table rows."""
+    return _search_runs(get_settings().resolved_database_url, where, limit, offset)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _search_runs(url: str, where: RunFilter, limit: int, offset: int) -> tuple[int, list[dict[str, Any]]]:
+    store = _store_for(url)
+    return store.count_runs(where), _rows(store, store.search_runs(where, limit=limit, offset=offset))
+
+
+def filter_choices() -> dict[str, list[str]]:
+    """What the history can be filtered by: the kinds, models and tags that occur."""
+    return _filter_choices(get_settings().resolved_database_url)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def _filter_choices(url: str) -> dict[str, list[str]]:
+    store = _store_for(url)
+    return {"kinds": store.run_kinds(), "models": store.call_models(), "tags": store.all_tags()}
+
+
 def clear_reads() -> None:
     """Callbacks call this after a write so the next render reads fresh data."""
     _list_runs.clear()
+    _search_runs.clear()
+    _filter_choices.clear()
 
 
 @st.cache_resource(show_spinner="Loading the local model and the embedder…")

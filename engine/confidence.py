@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 if TYPE_CHECKING:
     from engine.embeddings import Embedder
-    from engine.events import EventSink
+    from engine.events import EventSink, ModelSource
     from engine.store import Store
     from models.base import ChatModel
 
@@ -616,6 +616,80 @@ class LiveEvaluation(BaseModel):
     samples: list[str] = Field(default_factory=list)
 
 
+class EvaluationConfig(BaseModel):
+    """`confidence.evaluate`: one answer's LLM and embedding factors, scored under these settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_id: str
+    query: str = Field(min_length=1)
+    answer: str
+    sources: list[str] = Field(default_factory=list)
+    sampling_k: int = Field(0, ge=0, le=10, description="answers to sample for a consistency factor (no sources)")
+    self_eval: Literal["generate", "likelihood"] = "generate"
+    settings: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+
+    @field_validator("sources")
+    @classmethod
+    def _no_blank_sources(cls, value: list[str]) -> list[str]:
+        return [s for s in value if s.strip()]
+
+
+async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
+                   agreement: SourceAgreementCalculator | None = None, base_factors: ConfidenceFactors | None = None,
+                   sinks: list[Any] | None = None) -> LiveEvaluation:
+    """Compute the LLM and embedding factors for one answer, score it and decide the level, as a stored run of
+    kind `confidence.evaluate`; progress counts the factors."""
+    from engine import runctx
+    from engine.events import async_run_context
+
+    model = models(config.model_id)
+    sources = config.sources
+    agreement = agreement or SourceAgreementCalculator()
+    settings = config.settings
+    with_agreement = len(sources) >= 2
+    with_sampling = config.sampling_k >= 2 and not sources
+    async with async_run_context(store, "confidence.evaluate", config.model_dump(mode="json"), sinks=sinks) as run:
+        runctx.progress(total=2 + with_agreement + with_sampling, step="self-evaluation")
+        evaluator = LikelihoodSelfEvaluator(model) if config.self_eval == "likelihood" else LLMSelfEvaluator(model)
+        self_result = await evaluator.evaluate(config.query, config.answer, sources)
+        run.emit("confidence_factor", **self_result.model_dump())
+        runctx.progress(advance=1, step="query coverage")
+        coverage = await QueryCoverageCalculator(model).calculate(config.query, config.answer)
+        run.emit("confidence_factor", **coverage.model_dump())
+        runctx.progress(advance=1, step="source agreement" if with_agreement else "sampling")
+        results = [self_result, coverage]
+        update: dict[str, Any] = {"llm_self_confidence": self_result.value, "query_coverage": coverage.value,
+                                  "source_count": len(sources)}
+        if with_agreement:
+            value = agreement.calculate(sources)
+            agree = FactorResult(name="source_agreement", value=value, detail=f"{len(sources)} sources")
+            results.append(agree)
+            run.emit("confidence_factor", **agree.model_dump())
+            update["source_agreement"] = value
+            runctx.progress(advance=1)
+        samples: list[str] = []
+        if with_sampling:
+            consistency, samples = await SamplingConsistency(model, agreement, k=config.sampling_k).calculate(
+                config.query, config.answer)
+            results.append(consistency)
+            run.emit("confidence_factor", **consistency.model_dump(), samples=samples)
+            if not consistency.flagged:
+                update |= {"source_agreement": consistency.value, "source_count": config.sampling_k}
+            runctx.progress(advance=1)
+        factors = (base_factors or ConfidenceFactors()).model_copy(update=update)
+        score = calculate(factors, settings)
+        decision = decide_action(score, settings)
+        run.emit("confidence_scored", factors=factors.model_dump(), score=score.model_dump(),
+                 decision=decision.model_dump(mode="json"))
+        live = LiveEvaluation(run_id=run.run_id, factors=factors, results=results, score=score, decision=decision,
+                              samples=samples)
+        run.summary = {"score": score.score, "level": decision.level.value,
+                       "flagged": [r.name for r in results if r.flagged],
+                       "result": live.model_dump(mode="json", exclude={"run_id"})}
+    return live
+
+
 async def evaluate_answer(
     store: Store,
     model: ChatModel,
@@ -630,46 +704,128 @@ async def evaluate_answer(
     sinks: list[EventSink] | None = None,
     self_eval: Literal["generate", "likelihood"] = "generate",
 ) -> LiveEvaluation:
-    """Compute the LLM and embedding factors for one answer, score it and decide the level; one run."""
-    from engine.events import async_run_context
-
-    sources = [s for s in (sources or []) if s.strip()]
-    agreement = agreement or SourceAgreementCalculator()
-    config = {"model_id": model.model_id, "query": query, "sources": len(sources), "sampling_k": sampling_k,
-              "settings": settings.model_dump(), "self_eval": self_eval}
-    async with async_run_context(store, "confidence.evaluate", config, sinks=sinks) as run:
-        evaluator = LikelihoodSelfEvaluator(model) if self_eval == "likelihood" else LLMSelfEvaluator(model)
-        self_result = await evaluator.evaluate(query, answer, sources)
-        run.emit("confidence_factor", **self_result.model_dump())
-        coverage = await QueryCoverageCalculator(model).calculate(query, answer)
-        run.emit("confidence_factor", **coverage.model_dump())
-        results = [self_result, coverage]
-        update: dict[str, Any] = {"llm_self_confidence": self_result.value, "query_coverage": coverage.value,
-                                  "source_count": len(sources)}
-        if len(sources) >= 2:
-            value = agreement.calculate(sources)
-            agree = FactorResult(name="source_agreement", value=value, detail=f"{len(sources)} sources")
-            results.append(agree)
-            run.emit("confidence_factor", **agree.model_dump())
-            update["source_agreement"] = value
-        samples: list[str] = []
-        if sampling_k >= 2 and not sources:
-            consistency, samples = await SamplingConsistency(model, agreement, k=sampling_k).calculate(query, answer)
-            results.append(consistency)
-            run.emit("confidence_factor", **consistency.model_dump(), samples=samples)
-            if not consistency.flagged:
-                update |= {"source_agreement": consistency.value, "source_count": sampling_k}
-        factors = (base_factors or ConfidenceFactors()).model_copy(update=update)
-        score = calculate(factors, settings)
-        decision = decide_action(score, settings)
-        run.emit("confidence_scored", factors=factors.model_dump(), score=score.model_dump(),
-                 decision=decision.model_dump(mode="json"))
-        run.summary = {"score": score.score, "level": decision.level.value,
-                       "flagged": [r.name for r in results if r.flagged]}
-    return LiveEvaluation(run_id=run.run_id, factors=factors, results=results, score=score, decision=decision,
-                          samples=samples)
+    """`evaluate` for a model object at hand (tests, scripts): the same run, the same stored config."""
+    config = EvaluationConfig(model_id=model.model_id, query=query, answer=answer, sources=list(sources or []),
+                              sampling_k=sampling_k, self_eval=self_eval, settings=settings)
+    return await evaluate(config, lambda _id: model, store, agreement=agreement, base_factors=base_factors,
+                          sinks=sinks)
 
 
 async def generate_answer(model: ChatModel, query: str, max_tokens: int = 160) -> str:
     completion = await model.complete(query, temperature=0.0, max_tokens=max_tokens)
     return completion.text.strip()
+
+
+# -- calibration against labelled outcomes: one parser, one report, one entry point ---------------------------
+
+
+class LabelledItem(BaseModel):
+    """One labelled step: its factors and whether acting on it was right."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    query: str = ""
+    correct: bool
+    factors: ConfidenceFactors
+
+
+class LabelError(ValueError):
+    """A labelled set with bad rows; `problems` names each by line. Nothing is imported."""
+
+    def __init__(self, problems: list[str]) -> None:
+        from engine.inputs import problem_lines
+
+        self.problems = problems
+        super().__init__(problem_lines(problems, "bad rows, nothing imported:"))
+
+
+def parse_labels(text: str, source: str = "labels") -> list[LabelledItem]:
+    """Labelled items from JSONL ({factors, correct, id?, query?} a line); every bad line is named
+    (`source:N: why`, a factor by its field) and nothing is imported. An empty text gives no items."""
+    import json
+
+    items: list[LabelledItem] = []
+    problems: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or not isinstance(row.get("correct"), bool):
+                raise ValueError("needs a boolean 'correct'")
+            factors = parse_factors(row.get("factors", {}))
+        except ValueError as exc:  # not JSON, no boolean 'correct', or a FactorError naming the field
+            problems.append(f"{source}:{number}: {str(exc).splitlines()[0]}")
+            continue
+        items.append(LabelledItem(id=str(row.get("id") or f"line-{number}"), query=str(row.get("query") or ""),
+                                  correct=row["correct"], factors=factors))
+    if problems:
+        raise LabelError(problems)
+    return items
+
+
+LEVEL_NAMES = ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE")
+
+
+def calibration_report(items: Sequence[LabelledItem], settings: ConfidenceSettings = DEFAULT_SETTINGS,
+                       bins: int = 10) -> dict[str, Any]:
+    """Scores of the labelled items under `settings`, their reliability bins, ECE, risk–coverage (with each
+    level threshold marked), the share of items per level and the accuracy per level."""
+    from engine.calibration import calibrate, risk_at
+
+    if not items:
+        raise ValueError("no labelled items")
+    columns = {name: np.asarray([getattr(i.factors, name) for i in items]) for name in FACTOR_FIELDS}
+    scores = score_arrays(columns, settings).tolist()
+    correct = [i.correct for i in items]
+    report = calibrate(scores, correct, bins)
+    t = settings.thresholds
+    levels = levels_of(np.asarray(scores), t).tolist()
+    counts = {lvl: levels.count(lvl) for lvl in LEVEL_NAMES}
+    return {
+        "items": [{"id": i.id, "query": i.query, "score": s, "level": lvl, "correct": c}
+                  for i, s, lvl, c in zip(items, scores, levels, correct, strict=True)],
+        "n": report.n, "accuracy": report.accuracy, "ece": report.ece, "aurc": report.aurc,
+        "bins": [b.model_dump() for b in report.bins],
+        "risk_coverage": [p.model_dump() for p in report.risk_coverage],
+        "thresholds": {name: risk_at(scores, correct, value).model_dump()
+                       for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))},
+        "level_shares": {lvl: counts[lvl] / len(levels) for lvl in LEVEL_NAMES},
+        "level_counts": counts,
+        "accuracy_by_level": {lvl: (sum(c for c, at in zip(correct, levels, strict=True) if at == lvl) / counts[lvl]
+                                    if counts[lvl] else None) for lvl in LEVEL_NAMES},
+    }
+
+
+class CalibrationConfig(BaseModel):
+    """`confidence.calibrate`: a labelled set (its items are the input) scored under these settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labels: str = Field("", description="the labelled set's file name")
+    items: list[LabelledItem] = Field(min_length=1)
+    bins: int = Field(10, ge=2, le=50)
+    settings: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+
+
+class CalibrationResult(BaseModel):
+    run_id: str
+    report: dict[str, Any]
+
+
+async def calibrate_labels(config: CalibrationConfig, models: ModelSource | None, store: Any, *,
+                           sinks: list[Any] | None = None) -> CalibrationResult:
+    """The calibration of the default (or given) scores against the labels as a stored run of kind
+    `confidence.calibrate`. No model is called (`models` is unused; every entry point takes one)."""
+    from engine import runctx
+    from engine.events import async_run_context
+
+    async with async_run_context(store, "confidence.calibrate", config.model_dump(mode="json"), name=config.labels,
+                                 sinks=sinks) as run:
+        runctx.progress(total=len(config.items), step="scoring")
+        report = calibration_report(config.items, config.settings, config.bins)
+        runctx.progress(done=len(config.items), step="calibrated")
+        run.emit("confidence_calibrated", **{k: v for k, v in report.items() if k != "items"})
+        run.summary = {"n": report["n"], "ece": report["ece"], "aurc": report["aurc"], "result": report}
+    return CalibrationResult(run_id=run.run_id, report=report)

@@ -37,6 +37,8 @@ class Settings(BaseSettings):
                                 "page reads; a larger one is refused with a message.")
     run_stale_after_s: float = Field(default=120.0, ge=10, description="A running run owned by a process on "
                                      "another host whose heartbeat is older than this is marked interrupted.")
+    conversation_idle_s: float = Field(default=1800.0, ge=1, description="A dashboard conversation with no turn "
+                                       "for this long (or whose browser session is gone) is closed as interrupted.")
 
     @property
     def resolved_database_url(self) -> str:

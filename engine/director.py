@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine import runctx
 from engine.quoting import quote
 
 if TYPE_CHECKING:
-    from engine.events import Emit
+    from engine.events import Emit, EventSink, ModelSource
+    from engine.store import Store
     from models.base import ChatModel
 
 # -- statuses -------------------------------------------------------------------------------------
@@ -776,11 +778,20 @@ class Turn(BaseModel):
 
 
 class LineGenerator(Protocol):
-    """Writes a character's next line; `feedback` carries a rejected draft's reasons and a suggestion."""
+    """Writes a character's next line; `feedback` carries a rejected draft's reasons and a suggestion, and
+    `attempt` counts the tries of this turn (0 first), so a retry can vary its sampling."""
 
     async def __call__(
-        self, profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None
+        self, profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None, attempt: int
     ) -> str: ...
+
+
+def retry_feedback(draft: str, review: Review, instruction: str | None = None) -> str:
+    """§1: a rejected draft goes back with the director's reasons and suggestion (理由と改善案を添えて), and the
+    draft itself, so the next try knows what not to write again. A carried WARN instruction stays."""
+    text = (f"前の案 {quote(draft)} は却下されました。理由: " + " / ".join(review.reasons or [review.status.name])
+            + f" 改善案: {review.suggestion or '別の言い方で書き直してください。'}")
+    return text + (f"\n{instruction}" if instruction else "")
 
 
 async def run_turn(
@@ -800,7 +811,7 @@ async def run_turn(
     feedback: str | None = instruction
     previous = history[-1][1] if history else ""
     for attempt in range(cfg.max_retries + 1):
-        text = await generate(director.profile, history, feedback)
+        text = await generate(director.profile, history, feedback, attempt)
         review = await director.review(text, state, scene=scene, previous=previous)
         attempts.append(Attempt(text=text, review=review))
         if emit:
@@ -811,9 +822,7 @@ async def run_turn(
             new_state = apply_state(state, normalize(text), review.status)
             return Turn(speaker=director.profile.id, text=text, status=review.status, attempts=attempts,
                         outcome=outcome, instruction=instruction), new_state
-        feedback = "前の案は却下されました。理由: " + " / ".join(review.reasons) + f" 改善案: {review.suggestion}"
-        if instruction:
-            feedback += f"\n{instruction}"
+        feedback = retry_feedback(text, review, instruction)
     last = attempts[-1]
     policy = cfg.on_retries_exhausted
     if policy == "drop":
@@ -831,7 +840,8 @@ def model_generator(model: ChatModel, scene: str, topic: str, partner: Character
     characters, then the conversation, then "name:") works for small base models as well as for
     instruction-tuned ones; the first line of the continuation is the character's line."""
 
-    async def generate(profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None) -> str:
+    async def generate(profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None,
+                       attempt: int = 0) -> str:
         opening = [(profile.name, e) for e in profile.examples[:1]]
         if partner is not None:
             opening += [(partner.name, e) for e in partner.examples[:1]]
@@ -840,8 +850,10 @@ def model_generator(model: ChatModel, scene: str, topic: str, partner: Character
         if feedback:
             prompt += f"（注意: {feedback}）\n"
         prompt += f"{script}\n{profile.name}:"
+        # A retry carries the rejected draft's reasons (in `feedback`) and samples with its own seed: the same
+        # prompt and seed would give the same draft again.
         completion = await model.complete(prompt, temperature=0.7, max_tokens=max_tokens,
-                                          seed=len(history) * 10 + (1 if feedback else 0))
+                                          seed=len(history) * 100 + attempt)
         first = next((ln.strip() for ln in completion.text.splitlines() if ln.strip()), "")
         return re.sub(rf"^{re.escape(profile.name)}\s*[:：]\s*", "", first) or "……"
 
@@ -877,6 +889,7 @@ async def duo_dialogue(
                  next_instruction=notes[pid])
         if turn.text is not None:
             history.append((director.profile.name, turn.text))
+        runctx.progress(advance=1, step=f"turn {i + 1} of {turns}: {pid} {turn.outcome}")
     return transcript
 
 
@@ -970,3 +983,268 @@ def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, float]]:
         }
         for name in names
     }
+
+
+# -- entry points: one per run kind, called alike by the page and the CLI ----------------------------------
+#
+# Each takes a typed config (stored as the run's config, so the same input gives the same config hash from
+# either side), a model source and the store; opens the run; reports progress (`engine.runctx`); returns a
+# result whose JSON is also the run's summary["result"].
+
+
+class CheckConfig(BaseModel):
+    """`director.check`: one line through the hard rules, and the rubric when a model is named."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    character: str
+    text: str = Field(min_length=1)
+    scene: str = ""
+    model_id: str | None = Field(None, description="the rubric's model; None: hard rules only")
+    director: DirectorConfig = Field(default_factory=DirectorConfig)
+
+
+def review_json(review: Review) -> dict[str, Any]:
+    """A review as stored and shown: the documented payload with the reasons and the suggestion."""
+    return review.payload() | {"reasons": review.reasons, "suggestion": review.suggestion}
+
+
+class CheckResult(BaseModel):
+    run_id: str
+    review: Review
+
+    def payload(self) -> dict[str, Any]:
+        return review_json(self.review)
+
+
+async def review_line(config: CheckConfig, models: ModelSource | None, store: Store, *,
+                      sinks: list[EventSink] | None = None) -> CheckResult:
+    """Judge one line as a stored run of kind `director.check`. An unknown character is a ConfigError raised
+    before the run opens."""
+    from engine.events import async_run_context
+
+    profile = load_character(config.character)
+    rubric = None
+    if config.model_id is not None:
+        if models is None:
+            raise ValueError("the rubric needs a model source")
+        rubric = DirectorRubric(models(config.model_id), config.director)
+    director = Director(profile, config.director, rubric)
+    async with async_run_context(store, "director.check", config.model_dump(mode="json"), sinks=sinks) as run:
+        runctx.progress(total=1, step="rules" + (" and rubric" if rubric else ""))
+        review = await director.review(config.text, scene=config.scene)
+        run.emit("director_verdict", **review_json(review))
+        runctx.progress(advance=1, step=review.status.name)
+        run.summary = {"status": review.status.name, "result": review_json(review)}
+    return CheckResult(run_id=run.run_id, review=review)
+
+
+class ScriptConfig(BaseModel):
+    """`director.batch`: every line of a script through the rules (each character keeping its conversation
+    state, so the loop and early-topic rules fire), and the rubric when a model is named."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lines: list[ScriptLine] = Field(min_length=1)
+    character: str = Field(description="the character of lines that name none")
+    source: str = Field("", description="the script's file name")
+    scene: str = ""
+    model_id: str | None = Field(None, description="the rubric's model; None: hard rules only")
+    director: DirectorConfig = Field(default_factory=DirectorConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptVerdict:
+    """One script line and its rules verdict (the facts a retune re-decides)."""
+
+    id: str
+    character: str
+    text: str
+    verdict: RulesVerdict
+
+
+def script_verdicts(lines: Sequence[ScriptLine], character: str, cfg: DirectorConfig | None = None,
+                    profiles: dict[str, CharacterProfile] | None = None) -> list[ScriptVerdict]:
+    """The hard rules for every line in order, each character keeping its own conversation state: a
+    RETRY line leaves it as it was (§9), any other advances the topic depth and the loop memory (§8)."""
+    cfg = cfg or _DEFAULT_CONFIG
+    profiles = profiles if profiles is not None else {}
+    states: dict[str, DirectorState] = {}
+    out = []
+    for line in lines:
+        cid = line.character or character
+        if cid not in profiles:
+            profiles[cid] = load_character(cid)
+        current = states.get(cid, _EMPTY_STATE)
+        verdict = evaluate_rules(line.text, profiles[cid], cfg, current)
+        states[cid] = apply_state(current, normalize(line.text), verdict.status)
+        out.append(ScriptVerdict(line.id, cid, line.text, verdict))
+    return out
+
+
+def retune_rule(verdict: RulesVerdict, name: str, cfg: DirectorConfig) -> Status:
+    """One rule of a stored verdict re-decided under other cut-offs."""
+    rule = next(r for r in verdict.rules if r.rule == name)
+    return retune(RulesVerdict(status=rule.status, rules=[rule], tone=verdict.tone, normalized="", speech=""), cfg)
+
+
+def script_status(verdict: RulesVerdict, average: float | None, cfg: DirectorConfig) -> Status:
+    """A batch line's status: the rules at these cut-offs, then the rubric average where one was scored (a
+    line the rules already RETRY is not scored, as in a live review; a failed rubric leaves the rules)."""
+    status = retune(verdict, cfg)
+    if average is not None and status < Status.RETRY:
+        status = max(status, rubric_status(average, cfg))
+    return status
+
+
+RETUNED_RULES = ("format", "scatter", "tone")  # the rules whose cut-offs a batch retune moves
+
+
+def retune_script(verdicts: Sequence[ScriptVerdict], averages: dict[str, float | None], cfg: DirectorConfig,
+                  base: DirectorConfig | None = None) -> list[dict[str, Any]]:
+    """The batch table under `cfg`, without a model call: per line the tuned status beside its status under
+    `base` (default: the spec's cut-offs), the rubric average, and every rule (the retunable ones re-decided)."""
+    base = base or _DEFAULT_CONFIG
+    rows = []
+    for v in verdicts:
+        average = averages.get(v.id)
+        rows.append({
+            "id": v.id, "character": v.character, "text": v.text,
+            "status": script_status(v.verdict, average, cfg).name,
+            "default status": script_status(v.verdict, average, base).name, "rubric avg": average,
+            **{r.rule: r.status.name for r in v.verdict.rules if r.rule not in RETUNED_RULES},
+            **{name: retune_rule(v.verdict, name, cfg).name for name in RETUNED_RULES},
+            "tone score": v.verdict.tone.score,
+        })
+    return rows
+
+
+STATUS_NAMES = ("PASS", "WARN", "MODIFY", "RETRY")
+
+
+class ScriptRow(BaseModel):
+    id: str
+    character: str
+    text: str
+    status: str
+    rules_status: str
+    rules: dict[str, str]
+    tone: int
+    rubric: float | None = None
+    rubric_failed: bool = False
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ScriptResult(BaseModel):
+    run_id: str
+    rows: list[ScriptRow]
+    status_counts: dict[str, int]
+    hit_rates: dict[str, dict[str, float]]
+    averages: dict[str, float | None] = Field(default_factory=dict, description="line id → rubric average "
+                                              "(None: the rubric failed), for the lines scored")
+
+    def stored(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"run_id"})
+
+
+async def run_script(config: ScriptConfig, models: ModelSource | None, store: Store, *,
+                     sinks: list[EventSink] | None = None) -> ScriptResult:
+    """Judge a script as a stored run of kind `director.batch`: an event per line, the table and the hit
+    rates as its result. Unknown characters are a ConfigError before the run opens."""
+    from engine.events import async_run_context
+
+    cfg = config.director
+    profiles = {cid: load_character(cid) for cid in dict.fromkeys(ln.character or config.character
+                                                                   for ln in config.lines)}
+    rubric = None
+    if config.model_id is not None:
+        if models is None:
+            raise ValueError("the rubric needs a model source")
+        rubric = DirectorRubric(models(config.model_id), cfg)
+    async with async_run_context(store, "director.batch", config.model_dump(mode="json"), name=config.source,
+                                 sinks=sinks) as run:
+        runctx.progress(total=len(config.lines), step="rules")
+        verdicts = script_verdicts(config.lines, config.character, cfg, profiles)
+        rows: list[ScriptRow] = []
+        averages: dict[str, float | None] = {}
+        previous = ""
+        for v in verdicts:
+            scored: RubricResult | None = None
+            if rubric is not None and v.verdict.status < Status.RETRY:
+                scored = await rubric.score(v.verdict.normalized, profiles[v.character], scene=config.scene,
+                                            previous=previous)
+                averages[v.id] = scored.average
+            previous = v.text
+            average = scored.average if scored is not None else None
+            reasons, _ = _reasons(v.verdict.rules, None)
+            row = ScriptRow(id=v.id, character=v.character, text=v.text,
+                            status=script_status(v.verdict, average, cfg).name, rules_status=v.verdict.status.name,
+                            rules={r.rule: r.status.name for r in v.verdict.rules}, tone=v.verdict.tone.score,
+                            rubric=average, rubric_failed=bool(scored and scored.failed), reasons=reasons)
+            rows.append(row)
+            run.emit("director_line", **row.model_dump(mode="json"))
+            runctx.progress(advance=1, step=f"{v.id}: {row.status}")
+        result = ScriptResult(run_id=run.run_id, rows=rows, averages=averages,
+                              status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
+                              hit_rates=hit_rates([v.verdict for v in verdicts]))
+        run.summary = {"lines": len(rows), "status_counts": result.status_counts, "scored": len(averages),
+                       "result": result.stored()}
+    return result
+
+
+class DuoConfig(BaseModel):
+    """`director.duo`: two characters talk, every line through its director (retries included)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first: str
+    second: str
+    model_id: str
+    topic: str = "夏の思い出"
+    scene: str = "海辺の散歩"
+    turns: int = Field(4, ge=1, le=20)
+    rubric: bool = Field(False, description="score the LLM rubric on every line")
+    director: DirectorConfig = Field(default_factory=DirectorConfig)
+
+    @model_validator(mode="after")
+    def _two(self) -> DuoConfig:
+        if self.first == self.second:
+            raise ValueError("the duo needs two different characters")
+        return self
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    """A duo turn as stored and shown: statuses by name, every attempt with its review and reasons."""
+    return turn.model_dump(mode="json", exclude={"attempts"}) | {
+        "status": turn.status.name,
+        "attempts": [{"text": a.text, "review": review_json(a.review)} for a in turn.attempts],
+    }
+
+
+class DuoResult(BaseModel):
+    run_id: str
+    turns: list[Turn]
+
+    def transcript(self) -> list[dict[str, Any]]:
+        return [turn_json(t) for t in self.turns]
+
+
+async def run_duo(config: DuoConfig, models: ModelSource, store: Store, *,
+                  sinks: list[EventSink] | None = None) -> DuoResult:
+    """The duo as a stored run: a `director_verdict` event per draft, a `director_turn` per turn."""
+    from engine.events import async_run_context
+
+    first, second = load_character(config.first), load_character(config.second)
+    model = models(config.model_id)
+    cfg = config.director
+    rubric = DirectorRubric(model, cfg) if config.rubric else None
+    generators = {first.id: model_generator(model, config.scene, config.topic, second),
+                  second.id: model_generator(model, config.scene, config.topic, first)}
+    async with async_run_context(store, "director.duo", config.model_dump(mode="json"), sinks=sinks) as run:
+        runctx.progress(total=config.turns, step="talking")
+        transcript = await duo_dialogue(Director(first, cfg, rubric), Director(second, cfg, rubric), generators,
+                                        turns=config.turns, scene=config.scene, emit=run.emit)
+        result = DuoResult(run_id=run.run_id, turns=transcript)
+        run.summary = {"turns": len(transcript), "retries": sum(len(t.attempts) - 1 for t in transcript),
+                       "result": result.transcript()}
+    return result

@@ -22,11 +22,17 @@ from pydantic import BaseModel, Field
 from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
 from models.secrets import redact_obj
+from models.source import ModelSource as _ModelSource
 
 # A mechanism's event callback: emit(type, **payload). What it returns is ignored.
 Emit = Callable[..., object]
 
 log = logging.getLogger(__name__)
+
+# What every entry point gets to reach its models: a catalog id → the model (`ModelHub.get`), so the page,
+# the CLI and a test hand in their own hub (or scripted models) and the entry point stays the same. One
+# definition: models.source.
+ModelSource = _ModelSource
 
 # Event types of the foundation; mechanism modules add their own names (kept as plain strings so a
 # replay of an old run never fails on a type that was renamed since).
@@ -50,6 +56,13 @@ def cancel_reason(exc: BaseException) -> str:
         return _cancel_reason
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT (Ctrl-C)"
+    from engine import runctx
+
+    control = runctx.current()
+    if control is not None and control.cancelled:
+        return control.cancel_reason or "cancelled by the user"
+    if isinstance(exc, runctx.RunCancelled):
+        return exc.reason
     return f"the task running it was cancelled{f' ({exc})' if str(exc) else ''}"
 
 
@@ -164,10 +177,15 @@ def run_context(
     """Create a run, attribute every model call inside to it, and close it: finished, failed, or
     cancelled (KeyboardInterrupt / CancelledError: SIGINT, SIGTERM via the CLI, a cancelled task) with
     every event emitted so far and the reason."""
+    from engine import runctx
+
     run = store.create_run(kind, config, name=name)
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
     handle = RunHandle(store, run.id, bus)
     bus.emit(RUN_STARTED, kind=kind, name=name, config=config or {})
+    control = runctx.current()
+    if control is not None:  # the run registry learns the id now, not when the run ends
+        control.attach(run.id)
     try:
         with call_context(run_id=run.id, purpose=kind):
             yield handle

@@ -872,11 +872,37 @@ async def run_case(store: Store, jury: Jury, case: JuryCase, *, sinks: list[Even
     config = {"case": case.model_dump(), "jurors": [s.model_dump() for s in jury.seats],
               "jury": jury.config.model_dump()}
     async with async_run_context(store, kind, config, name=name or f"jury {case.id}", sinks=sinks) as run:
-        result = await jury.run(case, emit=run.emit)
+        result = await jury.run(case, emit=progress_emit(run.emit, jury))
         run.summary = {"verdict": result.final_verdict, "score": result.final_score,
                        "total_rounds": result.total_rounds, "termination_reason": result.termination_reason,
                        "result": result.model_dump(mode="json")}
     return run.run_id, result
+
+
+def progress_emit(emit: Emit, jury: Jury) -> Emit:
+    """`emit`, reporting progress on the way (``engine.runctx``): one unit per juror answer and one for
+    the final judgment; the total shrinks to what is left once the discussion ends early."""
+    from engine import runctx
+
+    n = len(jury.seats)
+    runctx.progress(total=n * (1 + jury.config.max_discussion_rounds) + 1, step="phase 1")
+
+    def emitting(type_: str, **payload: Any) -> Any:
+        out = emit(type_, **payload)
+        if type_ == "juror_evaluation":
+            runctx.progress(advance=1, step="phase 1 — independent evaluations")
+        elif type_ == "juror_statement":
+            runctx.progress(advance=1, step=f"discussion round {payload.get('round')}")
+        elif type_ == "discussion_ended" or (type_ == "consensus_check" and (
+                payload.get("consensusReached") or jury.config.max_discussion_rounds == 0)):
+            control = runctx.current()
+            if control is not None:
+                runctx.progress(total=control.progress.done + 1, step="final judgment")
+        elif type_ == "final_judgment":
+            runctx.progress(advance=1, step="final judgment")
+        return out
+
+    return emitting
 
 
 def comparable(value: Any) -> Any:

@@ -69,11 +69,24 @@ class RunControl:
     def __init__(self, run_id: str | None = None,
                  on_progress: Callable[[Progress], None] | None = None) -> None:
         self.run_id = run_id
+        # Set once the run exists in the store (`engine.events.run_context` calls `attach`), so whoever
+        # started it learns its id at once, long before it ends.
+        self.attached = threading.Event()
+        self.run_ids: list[str] = [run_id] if run_id else []
         self.cancel_event = threading.Event()
         self.cancel_reason = ""
         self.progress = Progress()
         self._on_progress = on_progress
         self._lock = threading.Lock()
+
+    def attach(self, run_id: str) -> None:
+        """A stored run was created under this control (the first one is *the* run; an entry point that
+        stores several runs lists them all in `run_ids`)."""
+        with self._lock:
+            self.run_ids.append(run_id)
+            if self.run_id is None:
+                self.run_id = run_id
+        self.attached.set()
 
     def cancel(self, reason: str = "cancelled by the user") -> None:
         self.cancel_reason = reason

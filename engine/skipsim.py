@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -25,12 +25,18 @@ from engine.skipcache import (
     Judge,
     JudgeOutcome,
     JudgmentResult,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
     ListSource,
     MemoryJudgmentCacheRepository,
     Message,
     PeriodicChecker,
     ResponseConfig,
 )
+
+if TYPE_CHECKING:
+    from engine.events import EventSink, ModelSource
+    from engine.store import Store
 
 EPOCH = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # a Monday; simulated time starts here
 
@@ -453,12 +459,55 @@ async def compare(messages: Sequence[Message], judge: Judge, config: ResponseCon
 
     without = await simulate(messages, judge, config, with_cache=False, hours=hours, progress=follow("without cache"))
     with_ = await simulate(messages, judge, config, with_cache=True, hours=hours, progress=follow("with cache"))
+    return compare_results(without, with_, config)
+
+
+def compare_results(without: SimulationResult, with_: SimulationResult, config: ResponseConfig | None = None
+                    ) -> dict[str, Any]:
+    """What the cache saved (calls, tokens, cost) and whether it kept every first judgment within the bound."""
     a, b = without.summary(), with_.summary()
     saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
     bound, met = delay_bound(b, config)
     return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),
             "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"],
             "delay_bound_s": bound, "delay_bound_met": met}
+
+
+SWEEP_HIGH_SKIP = (3600, 21600, 43200)
+SWEEP_DEFAULT_SKIP = (120, 600, 1800)
+
+
+def sweep_configs(base: ResponseConfig, high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
+                  default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP) -> list[tuple[int, int, ResponseConfig]]:
+    """The trade-off grid around `base`: its confidence thresholds stay; the highest one skips `high_s`
+    (the others at most that), and a decline below them skips `default_s`. (high_s, default_s, config)."""
+    ordered = sorted(base.judgment_skip.thresholds, key=lambda t: -t.min_confidence)
+    grid = []
+    for high_s in high_skip:
+        for default_s in default_skip:
+            cfg = base.model_copy(deep=True)
+            cfg.judgment_skip = JudgmentSkipConfig(thresholds=[
+                JudgmentSkipThreshold(min_confidence=t.min_confidence,
+                                      skip_seconds=high_s if i == 0 else min(t.skip_seconds, high_s))
+                for i, t in enumerate(ordered)
+            ], default_skip_seconds=default_s)
+            grid.append((high_s, default_s, cfg))
+    return grid
+
+
+async def sweep(messages: Sequence[Message], records: dict[str, JudgeOutcome], base: ResponseConfig,
+                hours: float | None = None, high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
+                default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP) -> list[dict[str, Any]]:
+    """Every grid configuration re-simulated with the cache and the judgments a run recorded — no model
+    call — with the Pareto front of judge calls against staleness p95 marked."""
+    rows = []
+    for high_s, default_s, cfg in sweep_configs(base, high_skip, default_skip):
+        out = (await simulate(messages, RecordedJudge(dict(records)), cfg, with_cache=True, hours=hours)).summary()
+        rows.append({"high skip s": high_s, "default skip s": default_s, "judge calls": out["judge_calls"],
+                     "staleness p95 s": out["staleness_p95_s"], "first-judgment delay p95 s": out["delay_p95_s"],
+                     "first-judgment delay max s": out["delay_max_s"], "misses": out["failures"]})
+    front = set(pareto_front([(r["judge calls"], r["staleness p95 s"]) for r in rows]))
+    return [r | {"pareto": i in front} for i, r in enumerate(rows)]
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -507,3 +556,119 @@ def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, An
     return {"judged_states": n, "auc": None if auc is None else round(auc, 3),
             "accuracy": round(sum(d == y for _, y, d, _ in scored) / n, 3) if n else None,
             "share_confidence_ge_0_7": round(sum(c >= 0.7 for *_, c in scored) / n, 3) if n else None}
+
+
+# -- the entry point: one simulation run, called alike by the page and the CLI ------------------------------
+
+LiveMethod = Literal["likelihood", "structured", "probability"]
+
+
+class FileRef(BaseModel):
+    """A file by name and content: the same file whether a page uploaded it or the CLI read its path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    sha256: str
+    messages: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, name: str, content: str, messages: int) -> FileRef:
+        import hashlib
+
+        return cls(name=Path(name).name, sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(),
+                   messages=messages)
+
+
+class SimulationConfig(BaseModel):
+    """`skip.simulate`: a workload (generated from a spec, or a file whose parsed messages come along), a
+    judge (a live model, recorded judgments, or both: the recording first), and the checker's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: WorkloadSpec | None = Field(None, description="a generated workload")
+    workload_file: FileRef | None = Field(None, description="a workload file; its messages go to the run")
+    hours: float | None = Field(None, gt=0, description="simulated period; default: a generated workload's "
+                                "hours, else until the last message could be judged")
+    model_id: str | None = Field(None, description="a live judge for every state the recording lacks")
+    method: LiveMethod = "likelihood"
+    recording: str | None = Field(None, description="recorded judgments (JSONL), stored as an absolute path")
+    response: ResponseConfig = Field(default_factory=ResponseConfig)
+
+    @model_validator(mode="after")
+    def _complete(self) -> SimulationConfig:
+        if (self.workload is None) == (self.workload_file is None):
+            raise ValueError("give either a generated workload or a workload file")
+        if self.model_id is None and self.recording is None:
+            raise ValueError("choose a judge: a model, or recorded judgments")
+        if self.recording is not None:
+            self.recording = str(Path(self.recording).resolve())
+        return self
+
+    @property
+    def period_hours(self) -> float | None:
+        if self.hours is not None:
+            return self.hours
+        return self.workload.hours if self.workload is not None else None
+
+
+@dataclass
+class SimulationReport:
+    """Both simulations compared, the with-cache one in detail (timeline kept), and the judgments made."""
+
+    run_id: str
+    comparison: dict[str, Any]
+    detail: SimulationResult
+    messages: list[Message]
+    records: dict[str, JudgeOutcome]
+    live_calls: int
+
+
+def _check_count(messages: Sequence[Message], config: ResponseConfig, hours: float | None) -> int:
+    """How many checks `simulate` makes (its own formula), for an honest progress total."""
+    drained = (max((m.at - EPOCH).total_seconds() for m in messages) if messages else 0) + (
+        config.min_wait_seconds + config.check_interval_seconds)
+    end_s = max(hours * 3600 if hours is not None else 0.0, drained)
+    return int(end_s // config.check_interval_seconds) + 1
+
+
+async def run_simulation(config: SimulationConfig, models: ModelSource | None, store: Store, *,
+                         messages: Sequence[Message] | None = None,
+                         sinks: list[EventSink] | None = None) -> SimulationReport:
+    """Simulate without and then with the cache as a stored run of kind `skip.simulate`; progress counts
+    the checks of both. A broken recording is a WorkloadError before the run opens."""
+    from engine import runctx
+    from engine.events import async_run_context
+    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
+
+    if config.workload is not None:
+        messages = generate_workload(config.workload)
+    elif messages is None:
+        raise ValueError(f"the messages of {config.workload_file.name if config.workload_file else 'the workload'} "
+                         "are needed")
+    live: Judge | None = None
+    if config.model_id is not None:
+        if models is None:
+            raise ValueError("a live judge needs a model source")
+        kinds = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
+        live = kinds[config.method](models(config.model_id))
+    judge = RecordedJudge.load(Path(config.recording), live) if config.recording else RecordedJudge({}, live)
+    hours = config.period_hours
+    checks = _check_count(messages, config.response, hours)
+
+    def follow(offset: int, label: str) -> Callable[[float], None]:
+        return lambda share: runctx.progress(done=offset + round(share * checks), step=label)
+
+    async with async_run_context(store, "skip.simulate", config.model_dump(mode="json"), sinks=sinks) as run:
+        runctx.progress(total=2 * checks, step="without cache")
+        without = await simulate(messages, judge, config.response, with_cache=False, hours=hours,
+                                 progress=follow(0, "without cache"))
+        runctx.progress(done=checks, step="with cache")
+        detail = await simulate(messages, judge, config.response, with_cache=True, hours=hours, keep_timeline=True,
+                                progress=follow(checks, "with cache"))
+        runctx.progress(done=2 * checks, step="compared")
+        comparison = compare_results(without, detail, config.response)
+        run.summary = {"calls_saved_pct": comparison["calls_saved_pct"], "live_calls": judge.live_calls,
+                       "result": comparison}
+    return SimulationReport(run_id=run.run_id, comparison=comparison, detail=detail, messages=list(messages),
+                            records=judge.records, live_calls=judge.live_calls)

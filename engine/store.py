@@ -25,14 +25,29 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 from uuid import uuid4
 
-from sqlalchemy import Engine, Index, UniqueConstraint, event, func, inspect, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Index,
+    UniqueConstraint,
+    and_,
+    delete,
+    event,
+    exists,
+    func,
+    inspect,
+    or_,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
@@ -157,12 +172,90 @@ class LlmCall(SQLModel, CallFacts, table=True):
         )
 
 
+class RunTag(SQLModel, table=True):
+    """A label a researcher put on a run (migration 4); a run has any number, each once."""
+
+    __tablename__ = "run_tags"
+    __table_args__ = (UniqueConstraint("run_id", "tag", name="uq_run_tag"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(index=True, foreign_key="runs.id")
+    tag: str = Field(index=True)
+
+
+class RunProgress(SQLModel, table=True):
+    """A live run's last progress (done / total / step / ETA), written throttled by the process running it,
+    so any tab or process can show it by run id. One row per run; kept after the run ends."""
+
+    __tablename__ = "run_progress"
+
+    run_id: str = Field(primary_key=True)
+    progress_json: str = "{}"
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def progress(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.progress_json or "{}")
+        return value
+
+
 class SchemaMigration(SQLModel, table=True):
     __tablename__ = "schema_migrations"
 
     version: int = Field(primary_key=True)
     name: str
     applied_at: datetime = Field(default_factory=utcnow)
+
+
+MAX_TAG_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What the history searches by; every field left empty matches every run. `text` matches, case
+    insensitively, each of its words in the run's id, name, kind, error or config text; `model` a run
+    that called that model or names it in its config; dates are inclusive, compared in UTC."""
+
+    text: str = ""
+    kinds: tuple[str, ...] = ()
+    kind_prefix: str = ""
+    statuses: tuple[str, ...] = ()
+    model: str = ""
+    config_hash: str = ""  # a prefix of the hash
+    tags: tuple[str, ...] = ()  # runs carrying every one of these
+    started_from: datetime | None = None
+    started_to: datetime | None = None
+
+
+def _utc(value: datetime) -> datetime:
+    """A bound for a time column: in UTC (a value without a zone is taken as UTC already)."""
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _conditions(where: RunFilter) -> list[ColumnElement[bool]]:
+    found: list[ColumnElement[bool]] = []
+    for word in where.text.split():
+        found.append(or_(*(c.icontains(word, autoescape=True) for c in
+                           (col(Run.id), col(Run.name), col(Run.kind), col(Run.error), col(Run.config_json)))))
+    if where.kinds:
+        found.append(col(Run.kind).in_(where.kinds))
+    if where.kind_prefix:
+        found.append(col(Run.kind).startswith(where.kind_prefix, autoescape=True))
+    if where.statuses:
+        found.append(col(Run.status).in_(where.statuses))
+    if where.model:
+        called = exists().where(and_(col(LlmCall.run_id) == col(Run.id), col(LlmCall.model_id) == where.model))
+        named = col(Run.config_json).contains(json.dumps(where.model, ensure_ascii=False), autoescape=True)
+        found.append(or_(called, named))
+    if where.config_hash:
+        found.append(col(Run.config_hash).startswith(where.config_hash.strip().lower(), autoescape=True))
+    for tag in where.tags:
+        found.append(exists().where(and_(col(RunTag.run_id) == col(Run.id), col(RunTag.tag) == tag)))
+    if where.started_from is not None:
+        found.append(col(Run.started_at) >= _utc(where.started_from))
+    if where.started_to is not None:
+        found.append(col(Run.started_at) <= _utc(where.started_to))
+    return found
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -215,11 +308,16 @@ def _add_run_owner(engine: Engine) -> None:
                 raise
 
 
+def _create_run_tags(engine: Engine) -> None:
+    RunTag.__table__.create(engine, checkfirst=True)  # type: ignore[attr-defined]
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
     (1, "create tables", _create_all),
     (2, "run owner and heartbeat", _add_run_owner),
     # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
     (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
+    (4, "run tags", _create_run_tags),
 ]
 
 
@@ -508,11 +606,83 @@ class Store:
             return session.get(Run, run_id)
 
     def list_runs(self, kind: str | None = None, limit: int = 200) -> list[Run]:
+        return self.search_runs(RunFilter(kind_prefix=kind or ""), limit=limit)
+
+    # -- history: search, tags, rename, delete ---------------------------------------------------
+    def search_runs(self, where: RunFilter | None = None, *, limit: int = 50, offset: int = 0) -> list[Run]:
+        """One page of the runs that match, newest first (ties by id, so pages never overlap)."""
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
-            query = select(Run).order_by(col(Run.started_at).desc()).limit(limit)
-            if kind:
-                query = query.where(col(Run.kind).startswith(kind))
+            query = (select(Run).where(*_conditions(where or RunFilter()))
+                     .order_by(col(Run.started_at).desc(), col(Run.id).desc())
+                     .limit(max(0, limit)).offset(max(0, offset)))
             return list(session.exec(query).all())
+
+    def count_runs(self, where: RunFilter | None = None) -> int:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            query = select(func.count()).select_from(Run).where(*_conditions(where or RunFilter()))
+            return int(session.exec(query).one())
+
+    def run_kinds(self) -> list[str]:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            return sorted(session.exec(select(Run.kind).distinct()).all())
+
+    def call_models(self) -> list[str]:
+        """Every model id that answered a recorded call."""
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            return sorted(session.exec(select(LlmCall.model_id).distinct()).all())
+
+    def all_tags(self) -> list[str]:
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            return sorted(session.exec(select(RunTag.tag).distinct()).all())
+
+    def tags(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each run's tags, sorted; runs without any are left out."""
+        if not run_ids:
+            return {}
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            rows = session.exec(select(RunTag.run_id, RunTag.tag).where(col(RunTag.run_id).in_(list(run_ids)))
+                                .order_by(col(RunTag.tag))).all()
+        found: dict[str, list[str]] = {}
+        for run_id, tag in rows:
+            found.setdefault(run_id, []).append(tag)
+        return found
+
+    def set_tags(self, run_id: str, tags: Sequence[str]) -> list[str]:
+        """Replace the run's tags (trimmed, redacted, each once, none empty); returns them sorted."""
+        clean = sorted({redact(t.strip())[:MAX_TAG_LENGTH] for t in tags if t and t.strip()})
+        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+            if conn.execute(select(Run.id).where(col(Run.id) == run_id)).scalar() is None:
+                raise StoreError(f"no run {run_id}")
+            conn.execute(delete(RunTag).where(col(RunTag.run_id) == run_id))
+            if clean:
+                conn.execute(RunTag.__table__.insert(), [{"run_id": run_id, "tag": t} for t in clean])  # type: ignore[attr-defined]
+        return clean
+
+    def rename_run(self, run_id: str, name: str) -> None:
+        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+            done = conn.execute(update(Run).where(col(Run.id) == run_id).values(name=redact(name.strip()))).rowcount
+        if not done:
+            raise StoreError(f"no run {run_id}")
+
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete a run with its events, calls and tags in one transaction; returns how many of each went.
+        A run still `running` is refused: its process would go on writing to it."""
+        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+            status = conn.execute(select(Run.status).where(col(Run.id) == run_id)).scalar()
+            if status is None:
+                raise StoreError(f"no run {run_id}")
+            if status == RUNNING:
+                raise StoreError(f"run {run_id} is still running — cancel it (or wait for it to end) before "
+                                 "deleting it")
+            counts = {
+                "events": conn.execute(delete(EventRow).where(col(EventRow.run_id) == run_id)).rowcount,
+                "calls": conn.execute(delete(LlmCall).where(col(LlmCall.run_id) == run_id)).rowcount,
+                "tags": conn.execute(delete(RunTag).where(col(RunTag.run_id) == run_id)).rowcount,
+            }
+            conn.execute(delete(RunProgress).where(col(RunProgress.run_id) == run_id))
+            conn.execute(delete(Run).where(col(Run.id) == run_id))
+        self._active.discard(run_id)
+        return counts
 
     def run_totals(self, run_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
         """Per run: number of calls, errors, tokens, cost (spent), would-have-cost (replayed calls only,
@@ -553,6 +723,23 @@ class Store:
             )
             return list(session.exec(query).all())
 
+    # -- progress -------------------------------------------------------------------------------
+    def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
+        """Replace the run's progress (the run registry calls this, throttled)."""
+        with (self._write_lock, _db_errors(f"cannot write to {self.display_url}"),
+              Session(self.engine, expire_on_commit=False) as session):
+            row = session.get(RunProgress, run_id) or RunProgress(run_id=run_id)
+            row.progress_json = _dumps(progress)
+            row.updated_at = utcnow()
+            session.add(row)
+            session.commit()
+
+    def progress(self, run_id: str) -> dict[str, Any] | None:
+        """The run's last stored progress, or None when it never reported any."""
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            row = session.get(RunProgress, run_id)
+            return None if row is None else row.progress
+
     # -- LLM calls (models.recording.CallLog) ---------------------------------------------------
     def record_call(self, record: CallRecord) -> int:
         row = LlmCall.from_record(record)
@@ -569,12 +756,23 @@ class Store:
             )
             return [row.to_record() for row in session.exec(query).all()]
 
-    def calls(self, run_id: str | None = None, limit: int = 1000) -> list[LlmCall]:
+    def calls(self, run_id: str | None = None, limit: int | None = 1000) -> list[LlmCall]:
+        """Calls in the order they were made; `limit=None` gives every one (exports)."""
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = select(LlmCall).order_by(col(LlmCall.id)).limit(limit)
             if run_id is not None:
                 query = query.where(LlmCall.run_id == run_id)
             return list(session.exec(query).all())
+
+    def call_count(self, run_id: str | None = None, *, live_only: bool = False) -> int:
+        """How many calls are recorded (of one run); `live_only`: those a model answered (not replays)."""
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            query = select(func.count()).select_from(LlmCall)
+            if run_id is not None:
+                query = query.where(LlmCall.run_id == run_id)
+            if live_only:
+                query = query.where(LlmCall.backend != "replay")
+            return int(session.exec(query).one())
 
     def get_call(self, call_id: int) -> LlmCall | None:
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:

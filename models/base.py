@@ -223,6 +223,11 @@ class ChatModel(ABC):
 
     # -- option scoring -----------------------------------------------------------------------------
     can_score: ClassVar[bool] = False
+
+    @classmethod
+    def scoring_support(cls, spec: Any) -> str:
+        """How this backend scores options for `spec`: "exact", "first token", "token walk" or "none"."""
+        return "exact" if cls.can_score else "none"
     # Content-free baselines of contextual calibration, per (model, baseline request): computed once per
     # process (and recorded like any call), then reused by every prompt of that template.
     _BASELINES: ClassVar[dict[tuple[str, str], list[float]]] = {}

@@ -50,6 +50,15 @@ class ModelSpec(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     profile: Profile
     default_for: list[str] = Field(default_factory=list)
+    tuning: Literal["base", "instruct"] = Field(
+        default="instruct",
+        description="A base model continues text (judge it by likelihood: `score_options`); an instruction "
+                    "model follows instructions (judge it by generating).")
+
+    @property
+    def preferred_judge(self) -> Literal["likelihood", "generate"]:
+        """The judge method that suits the model: likelihood for a base model, generation otherwise."""
+        return "likelihood" if self.tuning == "base" else "generate"
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return prompt_tokens / 1000 * self.price_in_per_1k + completion_tokens / 1000 * self.price_out_per_1k

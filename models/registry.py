@@ -40,6 +40,15 @@ def build_model(
     return model_class(spec, call_log=call_log)
 
 
+def scoring_support(spec: ModelSpec) -> str:
+    """How `spec`'s backend scores options for a likelihood judge ("none": it cannot; judge by generating)."""
+    if spec.backend == "replay":
+        return "recorded"
+    module_name, class_name = _BACKENDS[spec.backend]
+    cls: type[ChatModel] = getattr(importlib.import_module(module_name), class_name)
+    return cls.scoring_support(spec)
+
+
 @dataclass(frozen=True)
 class Availability:
     model_id: str

@@ -5,28 +5,33 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
+from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import md
-from engine.calibration import calibrate, risk_at
+from dashboard.components import export_buttons, md
 from engine.confidence import (
     FACTOR_FIELDS,
+    LEVEL_NAMES,
+    CalibrationConfig,
     ConfidenceAggregator,
     ConfidenceFactors,
     ConfidenceSettings,
+    EvaluationConfig,
     FactorError,
+    LabelError,
+    LabelledItem,
     LevelThresholds,
     calculate,
+    calibrate_labels,
+    calibration_report,
     decide_action,
     decide_level,
-    evaluate_answer,
+    evaluate,
     generate_answer,
-    levels_of,
     parse_factors,
-    score_arrays,
+    parse_labels,
 )
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
@@ -81,16 +86,42 @@ def render() -> None:
         _render_calibration(settings)
 
 
+THRESHOLDS = ("silent", "notify", "confirm")  # highest first: each must be ≥ the next
+
+
+def handle_threshold(changed: str) -> None:
+    """Keep SILENT ≥ NOTIFY ≥ CONFIRM as the user moves one slider: the others are pushed along (as the
+    handles of a range slider), so every slider shows the threshold in use, and a note says what moved."""
+    values = {name: float(st.session_state[KEY + "t_" + name]) for name in THRESHOLDS}
+    before = dict(values)
+    i = THRESHOLDS.index(changed)
+    for j in range(i - 1, -1, -1):  # the thresholds above must not be lower
+        values[THRESHOLDS[j]] = max(values[THRESHOLDS[j]], values[THRESHOLDS[j + 1]])
+    for j in range(i + 1, len(THRESHOLDS)):  # the thresholds below must not be higher
+        values[THRESHOLDS[j]] = min(values[THRESHOLDS[j]], values[THRESHOLDS[j - 1]])
+    moved = [name for name in THRESHOLDS if values[name] != before[name]]
+    for name in moved:
+        st.session_state[KEY + "t_" + name] = values[name]
+    st.session_state[KEY + "t_note"] = (
+        f"{', '.join(f'{n.upper()} moved to {values[n]:g}' for n in moved)} to keep SILENT ≥ NOTIFY ≥ CONFIRM "
+        f"(you set {changed.upper()} to {values[changed]:g})." if moved else None)
+
+
 def _render_settings() -> ConfidenceSettings:
     with st.sidebar.expander("Level thresholds", expanded=True):
-        silent = st.slider("SILENT at ≥", 0.0, 1.0, key=KEY + "t_silent", step=0.01)
-        notify = st.slider("NOTIFY at ≥", 0.0, 1.0, key=KEY + "t_notify", step=0.01)
-        confirm = st.slider("CONFIRM at ≥", 0.0, 1.0, key=KEY + "t_confirm", step=0.01)
-    if not silent >= notify >= confirm:
-        st.sidebar.error("Thresholds must satisfy SILENT ≥ NOTIFY ≥ CONFIRM; using the defaults.")
-        thresholds = LevelThresholds()
-    else:
-        thresholds = LevelThresholds(silent=silent, notify=notify, confirm=confirm)
+        values = {name: st.slider(f"{name.upper()} at ≥", 0.0, 1.0, key=KEY + "t_" + name, step=0.01,
+                                  on_change=handle_threshold, args=(name,)) for name in THRESHOLDS}
+        if st.session_state.get(KEY + "t_note"):
+            st.warning(st.session_state[KEY + "t_note"], icon="↕️")
+    try:
+        thresholds = LevelThresholds(**values)
+    except ValidationError:  # only reachable when the state was set from outside the sliders: say so everywhere
+        message = (f"Invalid level thresholds (SILENT {values['silent']:g}, NOTIFY {values['notify']:g}, CONFIRM "
+                   f"{values['confirm']:g}): they must satisfy SILENT ≥ NOTIFY ≥ CONFIRM. Nothing below uses them — "
+                   "move a slider to fix them.")
+        st.sidebar.error(message)
+        st.error(message)
+        st.stop()
     with st.sidebar.expander("Weights"):
         d = ConfidenceSettings()
         weights = {
@@ -176,6 +207,7 @@ def _render_live(settings: ConfidenceSettings) -> None:
         st.error(md(result["error"], inline=False))
         return
     st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
+    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
     rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
             for r in result["results"]]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
@@ -243,22 +275,12 @@ def _labels_path() -> Path:
 
 
 @st.cache_data(show_spinner=False)
-def _load_labels(text: str) -> tuple[pd.DataFrame, list[str]]:
-    rows, problems = [], []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            if not isinstance(item, dict) or not isinstance(item.get("correct"), bool):
-                raise ValueError("needs a boolean 'correct'")
-            factors = parse_factors(item.get("factors", {}))
-        except ValueError as exc:  # FactorError names the field
-            problems.append(f"line {number}: {exc}")
-            continue
-        rows.append({"id": item.get("id", f"line-{number}"), "query": item.get("query", ""),
-                     "correct": item["correct"], **factors.model_dump()})
-    return pd.DataFrame(rows), problems
+def _load_labels(text: str, source: str) -> tuple[list[LabelledItem], list[str]]:
+    """`engine.confidence.parse_labels`, cached per text: the items, or the problems of every bad row."""
+    try:
+        return parse_labels(text, source), []
+    except LabelError as exc:
+        return [], exc.problems
 
 
 def _render_calibration(settings: ConfidenceSettings) -> None:
@@ -271,39 +293,43 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
             return
     else:
         path = _labels_path()
-        text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), str(path)
-    frame, problems = _load_labels(text)
+        text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), path.name
+    items, problems = _load_labels(text, source)
     if problems:
-        st.error(md(f"{source}: bad rows, nothing imported — " + "; ".join(problems)))
+        st.error(md("bad rows, nothing imported — " + "; ".join(problems)))
         return
-    if frame.empty:
+    if not items:
         st.info("No labelled items.")
         return
-    scores = score_arrays({c: frame[c].to_numpy() for c in FACTOR_FIELDS}, settings)
-    correct = frame["correct"].to_numpy(dtype=bool)
-    report = calibrate(scores.tolist(), correct.tolist())
-    t = settings.thresholds
-    marks = {name: risk_at(scores.tolist(), correct.tolist(), value).model_dump()
-             for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))}
-    levels = levels_of(scores, t)
-    shares = {lv: float(np.mean(levels == lv)) for lv in ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE")}
+    report = calibration_report(items, settings)
     cols = st.columns(4)
-    cols[0].metric("Items", report.n)
-    cols[1].metric("Accuracy", f"{report.accuracy:.3f}")
-    cols[2].metric("ECE", f"{report.ece:.3f}", help="expected calibration error over 10 bins")
-    cols[3].metric("AURC", f"{report.aurc:.3f}", help="area under the risk–coverage curve (lower is better)")
+    cols[0].metric("Items", report["n"])
+    cols[1].metric("Accuracy", f"{report['accuracy']:.3f}")
+    cols[2].metric("ECE", f"{report['ece']:.3f}", help="expected calibration error over 10 bins")
+    cols[3].metric("AURC", f"{report['aurc']:.3f}", help="area under the risk–coverage curve (lower is better)")
     st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
-    st.plotly_chart(charts.level_shares(shares))
+    if st.button("Record this calibration as a run", key=KEY + "calib_record"):
+        handle_calibrate(source, items, settings)
+    if st.session_state.get(KEY + "calib_run"):
+        st.caption(f"Recorded as run {md(st.session_state[KEY + 'calib_run'])} (Runs page).")
+    st.plotly_chart(charts.level_shares(report["level_shares"]))
     left, right = st.columns(2)
-    left.plotly_chart(charts.reliability_diagram([b.model_dump() for b in report.bins], report.ece))
-    right.plotly_chart(charts.risk_coverage_curve([p.model_dump() for p in report.risk_coverage], marks))
-    by_level = (pd.DataFrame({"level": levels, "correct": correct})
-                .groupby("level")["correct"].agg(["count", "mean"]).rename(columns={"mean": "accuracy"})
-                .reindex(["SILENT", "NOTIFY", "CONFIRM", "ESCALATE"]).fillna({"count": 0}))
-    st.dataframe(by_level, width="stretch")
+    left.plotly_chart(charts.reliability_diagram(report["bins"], report["ece"]))
+    right.plotly_chart(charts.risk_coverage_curve(report["risk_coverage"], report["thresholds"]))
+    st.dataframe(pd.DataFrame({"level": list(LEVEL_NAMES),
+                               "count": [report["level_counts"][lv] for lv in LEVEL_NAMES],
+                               "accuracy": [report["accuracy_by_level"][lv] for lv in LEVEL_NAMES]}).set_index("level"),
+                 width="stretch")
     with st.expander("Items"):
-        st.dataframe(frame.assign(score=scores, level=levels)[["id", "query", "correct", "score", "level"]],
-                     hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(report["items"])[["id", "query", "correct", "score", "level"]], hide_index=True,
+                     width="stretch")
+
+
+def handle_calibrate(source: str, items: list[LabelledItem], settings: ConfidenceSettings) -> None:
+    config = CalibrationConfig(labels=source, items=items, settings=settings)
+    result = state.get_loop().run(calibrate_labels(config, None, state.get_store()), timeout=120)
+    st.session_state[KEY + "calib_run"] = result.run_id
+    state.clear_reads()
 
 
 def handle_reset() -> None:
@@ -323,15 +349,19 @@ def handle_generate(model_id: str) -> None:
 
 
 def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
-    sources = [s for s in st.session_state[KEY + "live_sources"].splitlines() if s.strip()]
-    model = state.get_hub().get(model_id)
-    coro = evaluate_answer(
-        state.get_store(), model, st.session_state[KEY + "live_query"], st.session_state[KEY + "live_answer"],
-        sources, settings=settings, sampling_k=int(st.session_state[KEY + "live_k"]),
-    )
+    """One `confidence.evaluate` run through `engine.confidence.evaluate`, the entry point the CLI calls too."""
+    try:
+        config = EvaluationConfig(model_id=model_id, query=st.session_state[KEY + "live_query"],
+                                  answer=st.session_state[KEY + "live_answer"],
+                                  sources=st.session_state[KEY + "live_sources"].splitlines(),
+                                  sampling_k=int(st.session_state[KEY + "live_k"]), settings=settings)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        st.session_state[KEY + "live_result"] = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
+        return
     with st.spinner("Computing the LLM and embedding factors…"):
         try:
-            result = state.get_loop().run(coro, timeout=600)
+            result = state.get_loop().run(evaluate(config, state.get_hub().get, state.get_store()), timeout=600)
         except ModelError as exc:
             st.session_state[KEY + "live_result"] = {"error": str(exc)}
             return

@@ -7,22 +7,22 @@ conversation from the recorded components without calling a model, and tokens ag
 
 from __future__ import annotations
 
-import queue
 import time
-from collections import Counter
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import state
-from dashboard.components import md, plot_text, safe_avatar
-from engine.events import EventBus, StoreSink
+from dashboard import charts, state
+from dashboard.components import export_buttons, md, safe_avatar
+from dashboard.registry import RegistryError
+from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
     DEFAULT_CAST,
     Action,
     Conversation,
+    ConversationConfig,
+    ConversationSession,
     HandRaiseConfig,
     HandStatus,
     Mode,
@@ -30,9 +30,14 @@ from engine.handraise import (
     TurnState,
     Weights,
     changed_hands,
+    close_conversation,
+    conversation_turn,
     failure_flags,
+    open_conversation,
     redecide,
+    restore_conversation,
     skip_line,
+    token_figures,
 )
 from models.recording import call_context
 
@@ -42,11 +47,46 @@ METHODS = ["likelihood", "judge", "self", "hybrid", "embedding"]
 
 
 def _init_state() -> None:
+    st.session_state.setdefault(KEY + "session", None)  # the open conversation run (ConversationSession)
     st.session_state.setdefault(KEY + "conv", None)
     st.session_state.setdefault(KEY + "run_id", None)
     st.session_state.setdefault(KEY + "log", [])  # what the chat shows: user lines, answers, skip lines
     st.session_state.setdefault(KEY + "deadline", None)
     st.session_state.setdefault(KEY + "error", None)
+    st.session_state.setdefault(KEY + "reopened", False)
+    wanted = st.query_params.get("run")
+    if wanted and wanted != st.session_state[KEY + "run_id"]:
+        _reopen(wanted)
+
+
+def _reopen(run_id: str) -> None:
+    """A stored conversation (`?run=ID`, linked from the Runs page), rebuilt from its events: its chat, charts,
+    telemetry and What-if, read only — a new message starts a new conversation."""
+    store = state.get_store()
+    run = store.get_run(run_id)
+    st.session_state[KEY + "run_id"] = run_id  # tried once per id, whatever the outcome
+    try:
+        if run is None or run.kind != "handraise.conversation":
+            raise ValueError(f"no stored conversation {run_id}")
+        conv = restore_conversation(run.config, [(e.type, e.payload) for e in store.events(run_id)],
+                                    state.get_hub().get)
+    except ValueError as exc:
+        st.session_state.update({KEY + "conv": None, KEY + "run_id": None, KEY + "log": [], KEY + "reopened": False,
+                                 KEY + "error": f"Cannot reopen run {run_id}: {exc}"})
+        return
+    log: list[dict[str, Any]] = []
+    for turn in conv.states:
+        log.append({"kind": "user", "text": turn.text})
+        for h in turn.hands if turn.answered else []:  # as `answer_turn` logs a turn
+            r = turn.resolved[h.model]
+            if r.approved:
+                log.append({"kind": "answer", "pid": h.model, "text": turn.answers.get(h.model, ""),
+                            "error": turn.answer_errors.get(h.model)})
+            elif h.status != HandStatus.NOT_JUDGED:
+                log.append({"kind": "skip", "pid": h.model,
+                            "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")})
+    st.session_state.update({KEY + "conv": conv, KEY + "session": None, KEY + "log": log, KEY + "reopened": True,
+                             KEY + "error": None})
 
 
 def render() -> None:
@@ -82,8 +122,9 @@ def render() -> None:
             st.dataframe(pd.DataFrame(conv.telemetry), hide_index=True, width="stretch")
             if st.session_state[KEY + "run_id"]:
                 st.caption(f"Events and calls: run `{st.session_state[KEY + 'run_id']}` on the Runs page.")
+            export_buttons(state.get_store(), st.session_state[KEY + "run_id"], key=KEY + "export")
     with bench_tab:
-        render_benchmark(config)
+        render_benchmark(cast, config)
 
 
 # -- settings --------------------------------------------------------------------------------------------------
@@ -159,39 +200,75 @@ def _calibration_caption(method: str, judge_model: str) -> str:
 # -- chat ------------------------------------------------------------------------------------------------------
 
 
-def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conversation:
-    store = state.get_store()
-    run = store.create_run("handraise.conversation", {"participants": [p.model_dump() for p in cast],
-                                                      "config": config.model_dump(mode="json")},
-                           name="conversation")
-    bus = EventBus(run.id, [StoreSink(store)])
-    st.session_state[KEY + "run_id"] = run.id
+def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> ConversationSession:
+    """`handraise.open_conversation` (the run the CLI's `handraise chat` opens too), watched by the registry:
+    closed as interrupted once this browser session is gone or idle too long."""
+    session = open_conversation(ConversationConfig(participants=cast, config=config), state.get_hub().get,
+                                state.get_store())
+    state.get_registry().track(session.run_id, alive=_session_alive())
+    st.session_state[KEY + "session"] = session
+    st.session_state[KEY + "run_id"] = session.run_id
     st.session_state[KEY + "log"] = []
-    hub = state.get_hub()
-    conv = Conversation(cast, hub.get, config, emit=bus.emit)
-    st.session_state[KEY + "conv"] = conv
+    st.session_state[KEY + "conv"] = session.conversation
     state.clear_reads()
-    return conv
+    return session
 
 
-def _run(coro: Any, purpose: str) -> Any:
+def _session_alive() -> Any:
+    """A check that this browser session still exists (None outside a Streamlit server, e.g. AppTest)."""
+    try:
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        runtime = Runtime.instance()
+    except RuntimeError:
+        return None
+    if ctx is None:
+        return None
+    session_id = ctx.session_id
+    return lambda: runtime.is_active_session(session_id)
+
+
+def _reset_chat() -> None:
+    for name, value in (("session", None), ("conv", None), ("run_id", None), ("log", []), ("deadline", None),
+                        ("error", None), ("pending", None), ("streams", {}), ("answering", {}), ("reopened", False)):
+        st.session_state[KEY + name] = value
+    st.query_params.pop("run", None)
+
+
+def handle_new_conversation() -> None:
+    """Close this conversation (finished, with its figures: `handraise.close_conversation`) and clear the chat.
+    A reopened stored conversation is only left."""
+    session: ConversationSession | None = st.session_state[KEY + "session"]
+    if session is not None:
+        close_conversation(session)
+        state.get_registry().release(session.run_id)
+    _reset_chat()
+    state.clear_reads()
+
+
+def _still_open() -> bool:
+    """False (and a note) when the registry closed this conversation after the session went idle."""
     run_id = st.session_state[KEY + "run_id"]
-
-    async def attributed() -> Any:
-        with call_context(run_id=run_id, purpose=purpose):
-            return await coro
-
-    return state.get_loop().run(attributed(), timeout=900)
+    if not run_id or state.get_registry().touch(run_id):
+        return True
+    reason = state.get_registry().closed_reason(run_id) or "it was closed"
+    _reset_chat()
+    st.session_state[KEY + "error"] = f"The previous conversation was closed ({reason}); this message starts a new one."
+    return False
 
 
 def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
+    for name, value in (("pending", None), ("streams", {}), ("answering", {})):
+        st.session_state.setdefault(KEY + name, value)
     conv: Conversation | None = st.session_state[KEY + "conv"]
     top = st.columns([1, 1, 4])
-    if top[0].button("New conversation", key=KEY + "new", disabled=conv is None):
-        if st.session_state[KEY + "run_id"]:
-            state.get_store().finish_run(st.session_state[KEY + "run_id"], summary=_summary(conv))
-        st.session_state[KEY + "conv"] = None
-        st.rerun()
+    reopened = st.session_state[KEY + "reopened"]
+    top[0].button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
+    if reopened:
+        st.info(f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
+                "New conversation starts a fresh one.")
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -208,36 +285,104 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
             st.caption(md(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}"))
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
+    pending = st.session_state[KEY + "pending"]
+    if pending is not None:
+        _watch_judgment(pending)
     current: TurnState | None = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
-    if conv is not None and current is not None:
-        _render_cards(conv, current)
-    prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input", disabled=current is not None)
+    if current is not None and not reopened:
+        assert conv is not None
+        _watch_answers(conv, current)
+        if current.waiting:
+            _render_cards(conv, current)
+    prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input",
+                           disabled=current is not None or pending is not None or reopened)
     if prompt:
         handle_message(prompt, cast, config)
         st.rerun()
 
 
 def handle_message(text: str, cast: list[Participant], config: HandRaiseConfig) -> None:
-    conv = st.session_state[KEY + "conv"] or _new_conversation(cast, config)
+    """Judge the wills on the background loop; the page watches the judgment (it never waits on it)."""
+    _still_open()
+    session = st.session_state[KEY + "session"] or _new_conversation(cast, config)
     st.session_state[KEY + "error"] = None
     st.session_state[KEY + "log"].append({"kind": "user", "text": text})
-    try:
-        turn = _run(conv.user_message(text), f"handraise.judge:{conv.config.judge_method}")
-    except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
-        st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
-        return
-    st.session_state[KEY + "deadline"] = (time.monotonic() + conv.config.card_timeout_s
-                                          if conv.config.card_timeout_s else None)
-    if not turn.waiting:
-        answer_turn(conv, turn)
+    # `conversation_turn` judges and decides what decides itself (attributed to the run); cards and answers follow
+    st.session_state[KEY + "pending"] = state.get_loop().submit(conversation_turn(session, text, answer=False))
+
+
+def _submit(coro: Any, purpose: str) -> Any:
+    run_id = st.session_state[KEY + "run_id"]
+
+    async def attributed() -> Any:
+        with call_context(run_id=run_id, purpose=purpose):
+            return await coro
+
+    return state.get_loop().submit(attributed())
+
+
+def _watch_judgment(pending: Any) -> None:
+    @st.fragment(run_every=0.3)
+    def judging() -> None:
+        if not pending.done():
+            st.caption("⏳ judging who wants to speak…")
+            return
+        st.session_state[KEY + "pending"] = None
+        conv: Conversation = st.session_state[KEY + "conv"]
+        try:
+            turn = pending.result()
+        except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
+            st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
+        else:
+            st.session_state[KEY + "deadline"] = (time.monotonic() + conv.config.card_timeout_s
+                                                  if conv.config.card_timeout_s and turn.waiting else None)
+            _start_approved(conv, turn)
+        st.rerun()
+
+    judging()
+
+
+def _start_approved(conv: Conversation, turn: TurnState) -> None:
+    """Every approved participant starts answering now, whether or not other cards still wait."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    streams: dict[str, str] = st.session_state[KEY + "streams"]
+    for pid, r in turn.resolved.items():
+        if not r.approved or pid in answering:
+            continue
+        streams[pid] = ""
+
+        def on_chunk(who: str, text: str) -> None:  # on the loop's thread: a plain dict update
+            streams[who] = streams.get(who, "") + text
+
+        answering[pid] = _submit(conv.answer_one(turn, pid, on_chunk=on_chunk), "handraise.answer")
+
+
+def _watch_answers(conv: Conversation, turn: TurnState) -> None:
+    """The answers of this turn stream into their own chat bubbles, below the conversation and apart from
+    the cards; once every card is decided and every answer is in, the turn closes."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    streams: dict[str, str] = st.session_state[KEY + "streams"]
+    running = any(not f.done() for f in answering.values())
+
+    @st.fragment(run_every=0.3 if running else None)
+    def answers() -> None:
+        for pid, future in list(answering.items()):
+            p = conv.participants[pid]
+            with st.chat_message("assistant", avatar=safe_avatar(p.icon)):
+                st.markdown(f"**{md(p.name)}**")
+                # streamed as text: an answer's markdown is not rendered
+                st.text((streams.get(pid, "") + ("" if future.done() else "▌")) or "…")
+        if not turn.waiting and all(f.done() for f in answering.values()):
+            _close_turn(conv, turn)
+            st.rerun()
+        elif running and all(f.done() for f in answering.values()):
+            st.rerun()  # the answers are in: stop refreshing
+
+    answers()
 
 
 def _render_cards(conv: Conversation, turn: TurnState) -> None:
     deadline = st.session_state[KEY + "deadline"]
-    if deadline is not None and time.monotonic() >= deadline:
-        conv.timeout(turn)
-        answer_turn(conv, turn)
-        st.rerun()
     st.markdown("**Hands up** — approve who speaks")
     for hand in turn.waiting:
         p = conv.participants[hand.model]
@@ -251,73 +396,62 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
                 left.caption(f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
                              f"over-raise ×{hand.over_raise_factor:g}")
             a, b = right.columns(2)
-            if a.button("Speak", key=f"{KEY}approve.{turn.turn_id}.{hand.model}", type="primary"):
-                conv.act(turn, hand.model, "approve")
-                _after_decision(conv, turn)
-            if b.button("Skip", key=f"{KEY}skip.{turn.turn_id}.{hand.model}"):
-                conv.act(turn, hand.model, "skip")
-                _after_decision(conv, turn)
+            a.button("Speak", key=f"{KEY}approve.{turn.turn_id}.{hand.model}", type="primary",
+                     on_click=_decide, args=(conv, turn, "act", hand.model, "approve"))
+            b.button("Skip", key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
+                     on_click=_decide, args=(conv, turn, "act", hand.model, "skip"))
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-    if c1.button("Approve all", key=f"{KEY}all.{turn.turn_id}"):
-        conv.batch(turn, "approve_all")
-        _after_decision(conv, turn)
-    if c2.button("Skip all", key=f"{KEY}none.{turn.turn_id}"):
-        conv.batch(turn, "skip_all")
-        _after_decision(conv, turn)
+    c1.button("Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "approve_all", None))
+    c2.button("Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "skip_all", None))
     at = c4.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}")
-    if c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}"):
-        conv.batch(turn, "auto_at", at)
-        _after_decision(conv, turn)
+    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide,
+              args=(conv, turn, "batch", "auto_at", at))
     if deadline is not None:
-        left = max(0.0, deadline - time.monotonic())
-        st.caption(f"⏳ {left:.0f} s left, then every waiting card is {conv.config.timeout_action}ped")
-        time.sleep(min(1.0, left))
+        _countdown(conv, turn, deadline)
+
+
+def _decide(conv: Conversation, turn: TurnState, how: str, what: str, arg: Any) -> None:
+    """A card callback: record the decision, and let every newly approved participant start answering."""
+    if turn.answered or not _still_open():
+        return
+    if how == "act":
+        if what not in {h.model for h in turn.waiting}:
+            return  # a second click on a card already decided
+        conv.act(turn, what, arg)
+    else:
+        conv.batch(turn, what, arg)
+    _start_approved(conv, turn)
+
+
+def _countdown(conv: Conversation, turn: TurnState, deadline: float) -> None:
+    @st.fragment(run_every=1.0)
+    def countdown() -> None:
+        left = deadline - time.monotonic()
+        if left > 0:
+            st.caption(f"⏳ {left:.0f} s left, then every waiting card is {conv.config.timeout_action}ped")
+            return
+        if turn.waiting:
+            conv.timeout(turn)
+            _start_approved(conv, turn)
+        st.session_state[KEY + "deadline"] = None
         st.rerun()
 
-
-def _after_decision(conv: Conversation, turn: TurnState) -> None:
-    if not turn.waiting:
-        answer_turn(conv, turn)
-    st.rerun()
+    countdown()
 
 
-def answer_turn(conv: Conversation, turn: TurnState) -> None:
-    """Approved participants answer in parallel; their text streams into chat bubbles."""
-    approved = [m for m, r in turn.resolved.items() if r.approved]
-    chunks: queue.Queue[tuple[str, str] | None] = queue.Queue()
-    bubbles = {}
-    for pid in approved:
-        p = conv.participants[pid]
-        with st.chat_message("assistant", avatar=safe_avatar(p.icon)):
-            st.markdown(f"**{md(p.name)}**")
-            bubbles[pid] = st.empty()
-
-    run_id = st.session_state[KEY + "run_id"]  # read here: session state belongs to the script thread
-
-    async def go() -> TurnState:
-        try:
-            with call_context(run_id=run_id, purpose="handraise.answer"):
-                return await conv.answer(turn, on_chunk=lambda pid, text: chunks.put((pid, text)))
-        finally:
-            chunks.put(None)
-
-    future = state.get_loop().submit(go())
-    texts: dict[str, str] = {pid: "" for pid in approved}
-    while True:
-        try:
-            item = chunks.get(timeout=0.5)
-        except queue.Empty:
-            if future.done():
-                break
-            continue
-        if item is None:
-            break
-        pid, text = item
-        texts[pid] += text
-        bubbles[pid].text(texts[pid] + "▌")  # streamed as text: an answer's markdown is not rendered
+def _close_turn(conv: Conversation, turn: TurnState) -> None:
+    """Every card decided and every approved answer in: close the turn and write it into the chat log."""
+    answering: dict[str, Any] = st.session_state[KEY + "answering"]
+    for pid, future in answering.items():
+        exc = future.exception() if not future.cancelled() else None
+        if exc is not None or future.cancelled():  # a failure that is no model error (e.g. a replay miss)
+            turn.answers.setdefault(pid, st.session_state[KEY + "streams"].get(pid, "").strip())
+            turn.answer_errors.setdefault(pid, f"{type(exc).__name__}: {exc}" if exc else "cancelled")
     try:
-        future.result(timeout=60)
-    except Exception as exc:
+        conv.close_answers(turn)
+    except ValueError as exc:
         st.session_state[KEY + "error"] = f"Answering failed: {exc}"
         return
     log = st.session_state[KEY + "log"]
@@ -330,33 +464,15 @@ def answer_turn(conv: Conversation, turn: TurnState) -> None:
             log.append({"kind": "skip", "pid": h.model, "text": skip_line(h)
                         + (f" · {r.by}" if r.by != "mode" else "")})
     st.session_state[KEY + "deadline"] = None
+    st.session_state[KEY + "answering"] = {}
+    st.session_state[KEY + "streams"] = {}
     state.clear_reads()
-
-
-def _summary(conv: Conversation | None) -> dict[str, Any]:
-    if conv is None:
-        return {}
-    return {"turns": len(conv.states), "answers": sum(len(s.answers) for s in conv.states), **token_figures(conv)}
 
 
 # -- charts, what-if, tokens ----------------------------------------------------------------------------------
 
 
-def token_figures(conv: Conversation) -> dict[str, Any]:
-    """Tokens spent (judgments + answers) against the baseline in which every participant answers every
-    turn; a participant that did not answer is counted at the mean answer length of this conversation."""
-    judge = sum(s.judge_call.prompt_tokens + s.judge_call.completion_tokens for s in conv.states)
-    answers = [t for s in conv.states for t in s.answer_tokens.values()]
-    spent_answers = sum(answers)
-    mean_answer = spent_answers / len(answers) if answers else 0.0
-    slots = sum(len(conv.participants) for s in conv.states if s.answered)
-    baseline = spent_answers + mean_answer * (slots - len(answers))
-    return {"judge_tokens": judge, "answer_tokens": spent_answers, "spent_tokens": judge + spent_answers,
-            "baseline_tokens": round(baseline), "answers": len(answers), "baseline_answers": slots}
-
-
 def render_charts(conv: Conversation) -> None:
-    df = pd.DataFrame(conv.telemetry)
     figures = token_figures(conv)
     m1, m2, m3 = st.columns(3)
     m1.metric("Tokens spent (judge + answers)", figures["spent_tokens"])
@@ -365,37 +481,9 @@ def render_charts(conv: Conversation) -> None:
                    "conversation's mean answer length); no judgment cost.")
     m3.metric("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}")
     c1, c2 = st.columns(2)
-    fig = go.Figure()
-    for pid, rows in df.groupby("participant", sort=False):
-        fig.add_trace(go.Scatter(x=rows["turn"], y=rows["will"], mode="lines+markers", name=plot_text(pid)))
-    fig.add_hline(y=conv.config.threshold, line_dash="dot", annotation_text="threshold")
-    fig.update_layout(title="Will per participant per turn", height=320, yaxis_range=[0, 1])
-    c1.plotly_chart(fig, key=KEY + "will_chart")
-    c2.plotly_chart(sankey(df), key=KEY + "sankey")
-    hist = go.Figure()
-    for pid, rows in df.groupby("participant", sort=False):
-        over = rows["flags"].str.contains("over_raise").any()
-        hist.add_trace(go.Histogram(x=rows["will"], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
-                                    xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
-    hist.update_layout(barmode="overlay", title="Will distribution per participant", height=300)
-    st.plotly_chart(hist, key=KEY + "hist")
-
-
-def sankey(df: pd.DataFrame) -> go.Figure:
-    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'."""
-    flows: Counter[tuple[str, str]] = Counter()
-    for row in df.itertuples():
-        start = "raised" if row.status in ("raised", "mentioned") else "not raised"
-        middle = ("timeout" if row.decided_by == "timeout" else "approved" if row.allowed else "skipped")
-        flows[(start, middle)] += 1
-        if row.allowed:
-            flows[(middle, "answered")] += 1
-    labels = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
-    index = {label: i for i, label in enumerate(labels)}
-    fig = go.Figure(go.Sankey(node={"label": labels}, link={
-        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
-    fig.update_layout(title="Approval flow", height=320)
-    return fig
+    c1.plotly_chart(charts.will_per_turn(conv.telemetry, conv.config.threshold), key=KEY + "will_chart")
+    c2.plotly_chart(charts.approval_sankey(conv.telemetry), key=KEY + "sankey")
+    st.plotly_chart(charts.will_histogram(conv.telemetry), key=KEY + "hist")
 
 
 def render_whatif(conv: Conversation) -> None:
@@ -459,8 +547,66 @@ def stored_evals() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def render_benchmark(config: HandRaiseConfig) -> None:
-    from engine.handraise import ContextMode, parse_benchmark, run_benchmark
+BENCH_PARAM = "bench"
+
+
+class BenchView:
+    """A benchmark run as its events show it: the context, and the items judged so far."""
+
+    def __init__(self) -> None:
+        self.context: str | None = None
+        self.items = 0
+        self.totals: dict[str, Any] | None = None
+
+    def apply(self, type_: str, payload: Any) -> None:
+        if type_ == "run_started":
+            self.context = str((payload.get("config") or {}).get("context"))
+        elif type_ == "handraise_eval_item":
+            self.items += 1
+        elif type_ == "run_finished":
+            self.totals = payload.get("summary")
+
+
+def _render_bench_progress(view: BenchView, live: bool) -> None:
+    st.caption(f"Context {md(view.context)}: {view.items} item(s) judged" + ("" if live else " — done"))
+
+
+def _watched_benchmarks() -> list[str]:
+    """The ablation runs in the URL (so a reload or another tab sees them); only while one is still running."""
+    ids = [i for i in (url_run(BENCH_PARAM) or "").split(",") if i]
+    store = state.get_store()
+    if ids and all((r := store.get_run(i)) is None or r.status != "running" for i in ids):
+        set_url_run(None, BENCH_PARAM)
+        return []
+    return ids
+
+
+def start_benchmark(items: list[Any], config: HandRaiseConfig, context: str, repeat: int,
+                    model_ids: list[str]) -> str | None:
+    """One context of the ablation as a registry run (an identical one still running is attached to)."""
+    from engine import runctx
+    from engine.handraise import run_benchmark
+
+    store, hub = state.get_store(), state.get_hub()
+    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": model_ids,
+                "items": len(items), "config": config.model_dump(mode="json")}
+
+    async def entry() -> Any:
+        runctx.progress(total=len(items), step=f"context {context}")
+        # the cast's models re-seat each item, as `handraise eval --models`
+        return await run_benchmark(store, items, hub.get, config, context, repeat,  # type: ignore[arg-type]
+                                   model_ids=model_ids,
+                                   on_item=lambda line: runctx.progress(advance=1, step=f"item {line['id']}"))
+
+    try:
+        return state.get_registry().start("handraise.eval", settings, entry)
+    except RegistryError as exc:
+        st.error(md(exc, inline=False))
+        return None
+
+
+def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
+    from engine.handraise import ContextMode, parse_benchmark
 
     st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
                "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn.")
@@ -469,20 +615,20 @@ def render_benchmark(config: HandRaiseConfig) -> None:
     contexts = c1.multiselect("Contexts", options, default=options, key=KEY + "b_contexts")
     repeat = c2.number_input("Repeats", 1, 10, 1, key=KEY + "b_repeat")
     limit = c3.number_input("Items (0 = all)", 0, 500, 0, key=KEY + "b_limit")
-    if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts):
+    running = _watched_benchmarks()
+    if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts or bool(running)):
         try:
             items = parse_benchmark(benchmark_path().read_text(encoding="utf-8"), str(benchmark_path()))
         except (OSError, ValueError) as exc:
             st.error(md(exc, inline=False))
             return
         items = items[:int(limit)] if limit else items
-        hub = state.get_hub()
-        progress = st.progress(0.0, text="judging…")
-        for i, context in enumerate(contexts):
-            state.get_loop().run(run_benchmark(state.get_store(), items, hub.get, config, context, int(repeat)),
-                                 timeout=3600)
-            progress.progress((i + 1) / len(contexts), text=f"context {context} done")
-        state.clear_reads()
+        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast])
+               for context in contexts]
+        set_url_run(",".join(i for i in ids if i), BENCH_PARAM)
+        st.rerun()
+    for run_id in running:
+        watch_run(run_id, BenchView, _render_bench_progress, key=f"{KEY}bench.{run_id}")
     table = stored_evals()
     if table.empty:
         st.info("No benchmark runs stored yet (here or with `judgelab handraise eval`).")
@@ -492,10 +638,4 @@ def render_benchmark(config: HandRaiseConfig) -> None:
     st.dataframe(latest, hide_index=True, width="stretch", column_config={
         "cost_per_decision": st.column_config.NumberColumn("$ per decision", format="$%.6f"),
         "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f")})
-    metrics = ["accuracy", "precision", "recall", "f1", "consistency"]
-    fig = go.Figure()
-    for row in latest.itertuples():
-        fig.add_trace(go.Bar(name=plot_text(f"{row.method} · {row.context}"), x=metrics,
-                             y=[getattr(row, m) if getattr(row, m) is not None else 0 for m in metrics]))
-    fig.update_layout(barmode="group", title="Context ablation", height=320, yaxis_range=[0, 1])
-    st.plotly_chart(fig, key=KEY + "ablation")
+    st.plotly_chart(charts.context_ablation(latest.to_dict("records")), key=KEY + "ablation")

@@ -6,34 +6,32 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
+from pydantic import ValidationError
 
-from dashboard import state
-from dashboard.components import md
+from dashboard import charts, state
+from dashboard.components import export_buttons, md
 from engine.config import ConfigError, get_settings
 from engine.director import (
-    RUBRIC_CRITERIA,
     RUBRIC_LABELS,
-    Director,
+    CheckConfig,
     DirectorConfig,
-    DirectorRubric,
-    DirectorState,
+    DuoConfig,
+    ScriptConfig,
     ScriptError,
+    ScriptLine,
+    ScriptVerdict,
     Status,
-    apply_state,
-    duo_dialogue,
-    evaluate_rules,
     hit_rates,
     list_characters,
     load_character,
-    model_generator,
-    normalize,
     parse_script,
-    retune,
-    rubric_status,
+    retune_script,
+    review_line,
+    run_duo,
+    run_script,
+    script_verdicts,
 )
-from engine.events import async_run_context
 from engine.inputs import InputError, read_upload
 from models.errors import ModelError
 
@@ -68,6 +66,8 @@ def render() -> None:
         _render_batch(profiles)
     with duo_tab:
         _render_duo(profiles)
+    export_buttons(state.get_store(), [(st.session_state.get(KEY + k) or {}).get("run_id")  # the runs shown above
+                                       for k in ("review", "batch_rubric", "duo")], key=KEY + "export")
 
 
 def _status_badge(status: str) -> str:
@@ -97,16 +97,6 @@ def highlight(text: str, rules: list[dict[str, Any]]) -> str:
         out.append(f":{STATUS_COLORS[mark]}-background[{segment}]" if mark else segment)
         i = j
     return "".join(out)
-
-
-def rubric_radar(scores: dict[str, int]) -> go.Figure:
-    labels = [f"{RUBRIC_LABELS[k]}" for k in RUBRIC_CRITERIA]
-    values = [scores[k] for k in RUBRIC_CRITERIA]
-    fig = go.Figure(go.Scatterpolar(r=values + values[:1], theta=labels + labels[:1], fill="toself",
-                                    line_color="#1B6E5A"))
-    fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, height=320,
-                      margin={"l": 30, "r": 30, "t": 30, "b": 30}, showlegend=False)
-    return fig
 
 
 # -- check one line -------------------------------------------------------------------------------
@@ -154,7 +144,7 @@ def _render_review(review: dict[str, Any]) -> None:
                        + (f" ⚠ {md(', '.join(rubric['flags']))}" if rubric.get("flags") else ""))
         else:
             st.markdown(f"**Rubric** average {rubric['average']:.2f} → {_status_badge(rubric['status'])}")
-            st.plotly_chart(rubric_radar(rubric["scores"]))
+            st.plotly_chart(charts.rubric_radar(rubric["scores"], RUBRIC_LABELS))
             if rubric.get("comment"):
                 st.text(rubric["comment"])
 
@@ -171,27 +161,17 @@ def _model_picker(key: str) -> str | None:
 
 
 def handle_check(profile: Any, model_id: str | None) -> None:
-    line = st.session_state[KEY + "line"]
-    scene = st.session_state[KEY + "scene"]
-    if model_id is None:
-        director = Director(profile)
-        review = state.get_loop().run(director.review(line, scene=scene), timeout=60)
-        st.session_state[KEY + "review"] = review.payload()
+    """One line through `director.review_line` (a `director.check` run, rules only or with the rubric)."""
+    try:
+        config = CheckConfig(character=profile.id, text=st.session_state[KEY + "line"],
+                             scene=st.session_state[KEY + "scene"], model_id=model_id)
+    except ValidationError as exc:
+        st.session_state[KEY + "review"] = None
+        st.error(f"Nothing checked: {md(exc.errors()[0]['msg'])}")
         return
-    store = state.get_store()
-    director = Director(profile, rubric=DirectorRubric(state.get_hub().get(model_id)))
-
-    async def go() -> tuple[str, Any]:
-        config = {"character": profile.id, "model_id": model_id, "text": line, "scene": scene}
-        async with async_run_context(store, "director.check", config) as run:
-            result = await director.review(line, scene=scene)
-            run.emit("director_verdict", **result.payload())
-            run.summary = {"status": result.status.name}
-        return run.run_id, result
-
-    with st.spinner("Scoring the rubric…"):
-        run_id, review = state.get_loop().run(go(), timeout=300)
-    st.session_state[KEY + "review"] = review.payload() | {"run_id": run_id}
+    with st.spinner("Scoring the rubric…" if model_id else "Checking the rules…"):
+        result = state.get_loop().run(review_line(config, state.get_hub().get, state.get_store()), timeout=300)
+    st.session_state[KEY + "review"] = result.payload() | {"run_id": result.run_id}
     state.clear_reads()
 
 
@@ -230,7 +210,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
         kind, source = ("csv" if upload.name.lower().endswith(".csv") else "jsonl"), upload.name
     else:
         path = get_settings().data_dir / "scripts" / "beach.jsonl"
-        content, kind, source = path.read_text(encoding="utf-8"), "jsonl", str(path)
+        content, kind, source = path.read_text(encoding="utf-8"), "jsonl", path.name
     try:
         lines = parse_script(content, kind, source)
     except ScriptError as exc:
@@ -240,105 +220,57 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     if unknown:
         st.error(f"Unknown characters: {md(', '.join(unknown))} — add data/characters/<id>.yaml. Nothing imported.")
         return
-    verdicts = _batch_verdicts(tuple((ln.id, ln.character or default, ln.text) for ln in lines))
+    verdicts = _batch_verdicts(tuple(lines), default)
     cfg = _retune_controls()
-    averages = _render_batch_rubric(verdicts, source)
-    rows = []
-    changed = 0
-    for (line_id, character, text), verdict in verdicts:
-        rules_status = retune(verdict, cfg)
-        average = averages.get(line_id)
-        tuned = rules_status
-        if average is not None and rules_status < Status.RETRY:
-            tuned = max(rules_status, rubric_status(average, cfg))
-        base = verdict.status if average is None else max(verdict.status, rubric_status(average, DirectorConfig()))
-        changed += tuned != base
-        rows.append({"id": line_id, "character": character, "text": text, "status": tuned.name,
-                     "default status": base.name, "rubric avg": average,
-                     **{r.rule: r.status.name for r in verdict.rules if r.rule not in ("format", "scatter", "tone")},
-                     "format": _tuned_rule(verdict, "format", cfg), "scatter": _tuned_rule(verdict, "scatter", cfg),
-                     "tone": _tuned_rule(verdict, "tone", cfg), "tone score": verdict.tone.score})
-    frame = pd.DataFrame(rows)
+    averages = _render_batch_rubric(lines, default, source)
+    frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
     counts = frame["status"].value_counts()
     cols = st.columns(5)
     cols[0].metric("Lines", len(frame))
     for col, status in zip(cols[1:], ("PASS", "WARN", "RETRY"), strict=False):
         col.metric(status, int(counts.get(status, 0)))
-    cols[4].metric("Changed by retuning", changed)
+    cols[4].metric("Changed by retuning", int((frame["status"] != frame["default status"]).sum()))
     st.dataframe(frame, hide_index=True, width="stretch", key=KEY + "batch_table")
-    rates = hit_rates([v for _, v in verdicts])
-    chart = go.Figure([
-        go.Bar(name="WARN", x=list(rates), y=[r["warn"] for r in rates.values()], marker_color="#E6AB02"),
-        go.Bar(name="RETRY", x=list(rates), y=[r["retry"] for r in rates.values()], marker_color="#D95F02"),
-    ])
-    chart.update_layout(barmode="stack", height=300, yaxis_tickformat=".0%", title="Rule hit rates (defaults)",
-                        margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    st.plotly_chart(chart)
+    st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
 
 
-def _render_batch_rubric(verdicts: list[tuple[tuple[str, str, str], Any]], source: str) -> dict[str, float]:
-    """Rubric averages for the script, scored once with a model (recorded as a run), then re-decided by
-    the rubric cut-offs above without new calls."""
+def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> dict[str, float | None]:
+    """Record the batch as a `director.batch` run — rules only, or with the rubric scored once by a model —
+    whose averages the cut-offs above then re-decide without new calls."""
     stored = st.session_state.get(KEY + "batch_rubric") or {}
     if stored.get("source") != source:
         stored = {}
     with st.expander("LLM rubric for every line (optional)"):
         model_id = _model_picker(KEY + "batch_model")
         st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
-        if st.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None):
-            stored = handle_batch_rubric(verdicts, model_id, source)
+        score, record = st.columns(2)
+        if score.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None):
+            stored = handle_batch(lines, default, source, model_id)
+        if record.button("Record the rules only", key=KEY + "batch_record"):
+            stored = handle_batch(lines, default, source, None)
         if stored:
-            st.caption(f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
-                       f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)")
-    return {k: v for k, v in stored.get("averages", {}).items() if v is not None}
+            if stored["model_id"] is None:
+                st.caption(f"rules recorded in run {md(stored['run_id'])}")
+            else:
+                st.caption(f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
+                           f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)")
+    return dict(stored.get("averages", {}))
 
 
-def handle_batch_rubric(verdicts: list[tuple[tuple[str, str, str], Any]], model_id: str | None,
-                        source: str) -> dict[str, Any]:
-    if model_id is None:
-        return {}
-    rubric = DirectorRubric(state.get_hub().get(model_id))
-    store = state.get_store()
-
-    async def go() -> tuple[str, dict[str, float | None]]:
-        averages: dict[str, float | None] = {}
-        async with async_run_context(store, "director.batch", {"source": source, "model_id": model_id}) as run:
-            previous = ""
-            for (line_id, character, text), verdict in verdicts:
-                if verdict.status < Status.RETRY:
-                    result = await rubric.score(verdict.normalized, load_character(character), previous=previous)
-                    averages[line_id] = result.average
-                    run.emit("director_rubric", id=line_id, average=result.average, failed=result.failed)
-                previous = text
-            run.summary = {"scored": len(averages)}
-        return run.run_id, averages
-
-    with st.spinner("Scoring the rubric for every line…"):
-        run_id, averages = state.get_loop().run(go(), timeout=1800)
-    stored = {"source": source, "model_id": model_id, "run_id": run_id, "averages": averages}
+def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: str | None) -> dict[str, Any]:
+    config = ScriptConfig(lines=lines, character=default, source=source, model_id=model_id)
+    with st.spinner("Scoring the rubric for every line…" if model_id else "Recording the batch…"):
+        result = state.get_loop().run(run_script(config, state.get_hub().get, state.get_store()), timeout=1800)
+    stored = {"source": source, "model_id": model_id, "run_id": result.run_id, "averages": result.averages}
     st.session_state[KEY + "batch_rubric"] = stored
     state.clear_reads()
     return stored
 
 
-def _tuned_rule(verdict: Any, name: str, cfg: DirectorConfig) -> str:
-    rule = next(r for r in verdict.rules if r.rule == name)
-    single = type(verdict)(status=rule.status, rules=[rule], tone=verdict.tone, normalized="", speech="")
-    return retune(single, cfg).name
-
-
 @st.cache_data(show_spinner=False, max_entries=16)
-def _batch_verdicts(lines: tuple[tuple[str, str, str], ...]) -> list[tuple[tuple[str, str, str], Any]]:
-    """Rules for every line, each character keeping its conversation state (a RETRY leaves it as it was)."""
-    states: dict[str, DirectorState] = {}
-    out = []
-    for line_id, character, text in lines:
-        profile = load_character(character)
-        current = states.get(character, DirectorState())
-        verdict = evaluate_rules(text, profile, DirectorConfig(), current)
-        states[character] = apply_state(current, normalize(text), verdict.status)
-        out.append(((line_id, character, text), verdict))
-    return out
+def _batch_verdicts(lines: tuple[ScriptLine, ...], default: str) -> list[ScriptVerdict]:
+    """The rules for every line, each character keeping its conversation state (`script_verdicts`)."""
+    return script_verdicts(lines, default)
 
 
 # -- duo ------------------------------------------------------------------------------------------
@@ -395,35 +327,14 @@ def handle_duo(first: Any, second: Any, model_id: str | None, topic: str, scene:
                policy: str, use_rubric: bool) -> None:
     if model_id is None:
         return
-    model = state.get_hub().get(model_id)
-    cfg = DirectorConfig(max_retries=retries, on_retries_exhausted=policy)
-    rubric = DirectorRubric(model, cfg) if use_rubric else None
-    directors = (Director(first, cfg, rubric), Director(second, cfg, rubric))
-    generators = {first.id: model_generator(model, scene, topic, second),
-                  second.id: model_generator(model, scene, topic, first)}
-    store = state.get_store()
-
-    async def go() -> tuple[str, list[Any]]:
-        config = {"first": first.id, "second": second.id, "model_id": model_id, "topic": topic, "scene": scene,
-                  "turns": turns, "max_retries": retries, "policy": policy, "rubric": use_rubric}
-        async with async_run_context(store, "director.duo", config) as run:
-            transcript = await duo_dialogue(*directors, generators, turns=turns, scene=scene, emit=run.emit)
-            run.summary = {"turns": len(transcript), "retries": sum(len(t.attempts) - 1 for t in transcript)}
-        return run.run_id, transcript
-
+    config = DuoConfig(first=first.id, second=second.id, model_id=model_id, topic=topic, scene=scene, turns=turns,
+                       rubric=use_rubric, director=DirectorConfig(max_retries=retries,
+                                                                  on_retries_exhausted=policy))
     with st.spinner("The sisters are talking…"):
         try:
-            run_id, transcript = state.get_loop().run(go(), timeout=900)
-        except ModelError as exc:
+            result = state.get_loop().run(run_duo(config, state.get_hub().get, state.get_store()), timeout=900)
+        except (ModelError, ConfigError) as exc:
             st.session_state[KEY + "duo"] = {"error": str(exc)}
             return
-    st.session_state[KEY + "duo"] = {
-        "run_id": run_id,
-        "turns": [t.model_dump(mode="json") | {"status": t.status.name,
-                                               "attempts": [{"text": a.text, "review": a.review.payload()
-                                                             | {"reasons": a.review.reasons}}
-                                                            for a in t.attempts]}
-                  for t in transcript],
-    }
+    st.session_state[KEY + "duo"] = {"run_id": result.run_id, "turns": result.transcript()}
     state.clear_reads()
-

@@ -5,15 +5,15 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, state
-from dashboard.components import md
+from dashboard import state
+from dashboard.components import export_buttons, md, render_view
+from dashboard.registry import RegistryError
+from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
-from engine.events import QueueSink
 from engine.jury import (
     CaseError,
     JurorSeat,
@@ -21,7 +21,6 @@ from engine.jury import (
     JuryCase,
     JuryConfig,
     JuryView,
-    failed_fields,
     load_cases,
     panel_seats,
     run_case,
@@ -30,7 +29,6 @@ from engine.jury import (
 KEY = "jury."
 THRESHOLDS = {"2.0 — always discuss to the end": 2.0, "1.0 — only unanimity stops": 1.0,
               "0.67 — a 2-of-3 majority stops": 0.67, "0.5 — any strict majority stops": 0.5}
-BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
 
 
 def case_files() -> list[Path]:
@@ -48,20 +46,40 @@ def render() -> None:
     st.title("⚖️ Jury")
     st.caption("N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
                "statement and may change its position — until consensus or the round limit; then a final judgment.")
+    run_id = _watched_run()
     seats, config = _render_panel()
     case = _render_case()
-    busy = seats is None or config is None or case is None
-    if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy):
+    live = run_id is not None and state.get_registry().is_live(run_id)
+    busy = seats is None or config is None or case is None or live
+    if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy,
+                 help="A run is going: watch it below, or cancel it" if live else None):
         assert seats is not None and config is not None and case is not None
-        handle_run(seats, config, case)
+        if handle_run(seats, config, case):
+            st.rerun()  # drawn again with Run disabled while the run goes
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
-    run_id = st.session_state[KEY + "run_id"]
     if run_id:
-        view = fold_run(run_id)
         st.divider()
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
-        render_view(view, key=KEY + "view")
+        watch_run(run_id, JuryView, _render_watched, key=KEY + "watch")
+        if not live:
+            export_buttons(state.get_store(), run_id, key=KEY + "export")
+
+
+def _watched_run() -> str | None:
+    """The run this page shows: the URL's (a reload, a shared link, a second tab), else this session's
+    last one (a return visit from another page), which is put back into the URL."""
+    run_id = url_run() or st.session_state[KEY + "run_id"]
+    if run_id:
+        st.session_state[KEY + "run_id"] = run_id
+        set_url_run(run_id)
+    return run_id
+
+
+def _render_watched(view: JuryView, live: bool) -> None:
+    # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
+    render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live,
+                show_rounds=False if live else None)
 
 
 # -- controls ---------------------------------------------------------------------------------------
@@ -160,134 +178,26 @@ def _render_case() -> JuryCase | None:
 # -- running live ---------------------------------------------------------------------------------------
 
 
-def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> None:
-    """Run on the background loop and render each event as it arrives (the live view)."""
+def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> str | None:
+    """Start the run in the registry (or attach to the identical one already going) and return its id at
+    once; the page then watches it. Nothing here waits on a model."""
     store = state.get_store()
     hub = state.get_hub()
-    sink = QueueSink()
     jury = Jury(seats, hub.get, config)
-    future = state.get_loop().submit(run_case(store, jury, case, sinks=[sink]))
+    settings = {"case": case.model_dump(), "jurors": [s.model_dump() for s in jury.seats],
+                "jury": jury.config.model_dump()}
     st.session_state[KEY + "error"] = None
-    view = JuryView()
-    live = st.empty()
-    ended = False
-    while not ended:
-        events, ended = sink.drain(timeout=0.25)
-        for event in events:
-            view.apply(event.type, event.payload)
-        if events:
-            with live.container():
-                render_view(view, key=KEY + "live", charts_too=False, show_rounds=False)
-        if future.done() and not events and not ended:
-            break  # the run failed before closing the sink
-    live.empty()
-    run_id: str | None
     try:
-        run_id, _ = future.result(timeout=30)
-    except Exception as exc:  # the run is stored as failed; say why and keep what was recorded
-        st.session_state[KEY + "error"] = f"The jury run failed: {exc}"
-        run_id = next((r["run"] for r in state.list_runs(kind="jury.run", limit=1)), None)
+        run_id = state.get_registry().start("jury.run", settings, lambda: run_case(store, jury, case))
+    except RegistryError as exc:  # e.g. the database refused the run: say why, nothing was lost
+        st.session_state[KEY + "error"] = f"The jury run could not start: {exc}"
+        return None
     st.session_state[KEY + "run_id"] = run_id
+    set_url_run(run_id)
     state.clear_reads()
+    return run_id
 
 
 def fold_run(run_id: str) -> JuryView:
     store = state.get_store()
     return JuryView.fold([(e.type, e.payload) for e in store.events(run_id)])
-
-
-# -- the view (shared with the Replay page) -------------------------------------------------------
-
-
-def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None) -> None:
-    """Every text of the run (case, roles, verdict labels, reasoning, statements, errors) is untrusted: it is
-    shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or HTML of its own."""
-    if view.failed:
-        st.error(f"Run failed: {md(view.failed, inline=False)}")
-    if not view.case:
-        st.info("Waiting for the jury to start…")
-        return
-    labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
-    st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
-    st.markdown("**Phase 1 — independent evaluations**")
-    cols = st.columns(max(1, len(view.jurors)))
-    by_juror = {e["juror"]: e for e in view.phase1}
-    for col, juror in zip(cols, view.jurors, strict=False):
-        with col.container(border=True):
-            st.markdown(f"**{md(juror['role_name'])}**")
-            st.caption(md(juror["model_id"]))
-            e = by_juror.get(juror["juror_id"])
-            if e is None:
-                st.caption("thinking…")
-                continue
-            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
-                        f"confidence {e['confidence']:.2f}")
-            if e.get("fallback"):
-                st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
-            if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
-            st.text(e["reasoning"] or "(no reasoning)")
-            if e.get("axes"):
-                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
-    if view.phase1_consensus:
-        c = view.phase1_consensus
-        st.caption(f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
-                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
-                   + (" — reached, no discussion needed" if c["consensusReached"] else ""))
-
-    if view.rounds:
-        head, toggle = st.columns([4, 1])
-        head.markdown("**Phase 2 — discussion**")
-        rounds_on = show_rounds if show_rounds is not None else toggle.toggle(
-            "Show rounds", value=False, key=key + ".rounds")
-        for rnd in view.rounds:
-            if rounds_on:
-                st.caption(f"— round {rnd['round']} —")
-            for stt in rnd["statements"]:
-                render_statement(view, stt)
-            if rounds_on and rnd["completed"]:
-                c = rnd["completed"]
-                st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
-        flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
-        if flow:
-            st.caption("Consensus per round: " + md(" → ".join(flow))
-                       + (f" · ended: {md(view.ended['reason'])}" if view.ended else ""))
-
-    if view.final:
-        f = view.final
-        st.markdown("**Phase 3 — final judgment**")
-        if view.no_verdict:
-            st.error(f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide")
-        else:
-            st.success(f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}"
-                       + ("  (tie broken)" if f.get("tie_broken") else ""))
-        if f.get("reasoning"):
-            st.text(f["reasoning"])
-        if f.get("flags"):
-            st.warning("Flags: " + md(", ".join(f["flags"])))
-    if view.finished:
-        d = view.finished
-        st.caption(f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
-                   f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
-                   + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else ""))
-    if charts_too and view.phase1:
-        c1, c2, c3 = st.columns(3)
-        c1.plotly_chart(charts.jury_trajectory(view.trajectory()), key=key + ".trajectory")
-        timeline = view.timeline()
-        if timeline:
-            c2.plotly_chart(charts.jury_timeline(timeline), key=key + ".timeline")
-        c3.plotly_chart(charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), key=key + ".verdicts")
-
-
-def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
-    """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
-    badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
-        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else "")
-    with st.container(border=True):
-        st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        st.text(stt["statement"])
-        st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
-
-
-def _badge(verdict: Any) -> str:
-    return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"

@@ -13,6 +13,7 @@ from dashboard.components import md, money, safe_avatar, stream_as_text
 from engine.events import run_context
 from models.errors import ModelError
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
+from models.registry import scoring_support
 from models.types import Message
 
 KEY = "models."
@@ -53,6 +54,9 @@ def _render_catalog(availability: dict[str, Any]) -> None:
             "$ in / 1k": s.price_in_per_1k,
             "$ out / 1k": s.price_out_per_1k,
             "role": s.profile.role,
+            "tuning": s.tuning,
+            "scores options": scoring_support(s),
+            "judge by": s.preferred_judge,
         }
         for s in catalog.models
     ]

@@ -4,16 +4,16 @@ live Jury page uses; and two runs side by side (two final methods, a local vs. a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md
+from dashboard.components import export_buttons, gold_check, md, render_view
 from engine.events import incomplete_note
 from engine.jury import JuryView
-from pages.jury import render_view
 
 KEY = "replay."
 SPEEDS = {"0.5×": 2.0, "1×": 1.0, "2×": 0.5, "4×": 0.25, "16×": 0.0625}
@@ -46,6 +46,7 @@ def render() -> None:
     with single:
         run = st.selectbox("Run", runs, index=index, format_func=_label, key=KEY + "run")
         _render_incomplete(run)
+        export_buttons(state.get_store(), run["run"], key=KEY + "export")
         _render_player(run["run"])
     with compare:
         _render_compare(runs)
@@ -59,6 +60,13 @@ def _render_incomplete(run: dict[str, Any]) -> None:
             st.text(f"⚠ {note}")
 
 
+def play_label(playing: bool, step: int, total: int) -> str:
+    """What the play button does next: pause a playing replay, replay one that reached its last event, else play."""
+    if playing:
+        return "⏸ Pause"
+    return "↺ Replay" if total and step >= total else "▶ Play"
+
+
 def _render_player(run_id: str) -> None:
     events = stored_events(run_id)
     total = len(events)
@@ -68,6 +76,8 @@ def _render_player(run_id: str) -> None:
     advance = st.session_state.pop(KEY + "advance", None)  # set by the previous run while playing
     if advance is not None:
         st.session_state[step_key] = min(total, advance)
+    if st.session_state[KEY + "playing"] and st.session_state[step_key] >= total:
+        st.session_state[KEY + "playing"] = False  # the last event is shown: the button offers a replay
     c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 2])
 
     def move(to: int) -> None:
@@ -84,31 +94,60 @@ def _render_player(run_id: str) -> None:
     c2.button("◀ Step", key=KEY + "back", on_click=move, args=(current - 1,))
     c3.button("Step ▶", key=KEY + "forward", on_click=move, args=(current + 1,))
     playing = st.session_state[KEY + "playing"]
-    c4.button("⏸ Pause" if playing else "▶ Play", key=KEY + "play", on_click=toggle_play)
+    c4.button(play_label(playing, current, total), key=KEY + "play", on_click=toggle_play)
     speed = c5.select_slider("Speed", list(SPEEDS), value="2×", key=KEY + "speed")
     step = st.slider("Event", 0, max(total, 1), key=step_key, disabled=total == 0)
     shown = events[:step]
     st.caption(f"Event {step} of {total}" + (f": {md(shown[-1][0])}" if shown else ""))
     render_view(JuryView.fold(shown), key=KEY + "view")
-    if playing:
-        if step < total:
-            time.sleep(SPEEDS[speed])
-            st.session_state[KEY + "advance"] = step + 1
-            st.rerun()
-        st.session_state[KEY + "playing"] = False
+    if playing and step < total:
+        time.sleep(SPEEDS[speed])
+        st.session_state[KEY + "advance"] = step + 1
+        st.rerun()
+
+
+def compare_defaults(runs: list[dict[str, Any]], wanted: str | None = None,
+                     case_of: Callable[[str], str | None] = lambda _run: None,
+                     look: int = 50) -> tuple[str, str | None]:
+    """Two different runs to compare: the one asked for (else the newest) on the left; on the right the newest
+    other run of the same case among the `look` newest, else the newest other run; None when only one exists."""
+    ids: list[str] = [str(r["run"]) for r in runs]
+    left: str = wanted if wanted is not None and wanted in ids else ids[0]
+    others = [i for i in ids if i != left]
+    if not others:
+        return left, None
+    case = case_of(left)
+    same = next((i for i in others[:look] if case is not None and case_of(i) == case), None)
+    return left, same or others[0]
+
+
+def _case_of(run_id: str) -> str | None:
+    run = state.get_store().get_run(run_id)
+    case = (run.config.get("case") or {}) if run is not None else {}
+    return case.get("id") if isinstance(case, dict) else None
 
 
 def _render_compare(runs: list[dict[str, Any]]) -> None:
+    labels = {r["run"]: _label(r) for r in runs}
+    default_left, default_right = compare_defaults(runs, st.query_params.get("run"), _case_of)
+    if default_right is None:
+        st.info("Only one jury run is stored: run another (another final method, another panel…) to compare.")
+        return
+    ids = list(labels)
     left, right = st.columns(2)
-    a = left.selectbox("Left run", runs, index=0, format_func=_label, key=KEY + "left")
-    b = right.selectbox("Right run", runs, index=min(1, len(runs) - 1), format_func=_label, key=KEY + "right")
-    views = {side: JuryView.fold(stored_events(run["run"])) for side, run in (("left", a), ("right", b))}
-    st.dataframe(pd.DataFrame([summary_row(a["run"], views["left"]), summary_row(b["run"], views["right"])]),
+    a = left.selectbox("Left run", ids, index=ids.index(default_left), format_func=labels.__getitem__,
+                       key=KEY + "left")
+    b = right.selectbox("Right run", ids, index=ids.index(default_right), format_func=labels.__getitem__,
+                        key=KEY + "right")
+    if a == b:
+        st.warning("The same run is on both sides: pick another run on one side.")
+    views = {side: JuryView.fold(stored_events(run_id)) for side, run_id in (("left", a), ("right", b))}
+    st.dataframe(pd.DataFrame([summary_row(a, views["left"]), summary_row(b, views["right"])]),
                  hide_index=True, width="stretch")
     with left:
-        render_view(views["left"], key=KEY + "left.view", show_rounds=True)
+        render_view(views["left"], key=KEY + "left.view", show_rounds=True, stacked=True)
     with right:
-        render_view(views["right"], key=KEY + "right.view", show_rounds=True)
+        render_view(views["right"], key=KEY + "right.view", show_rounds=True, stacked=True)
 
 
 def summary_row(run_id: str, view: JuryView) -> dict[str, Any]:
@@ -116,8 +155,8 @@ def summary_row(run_id: str, view: JuryView) -> dict[str, Any]:
     return {
         "run": run_id, "case": view.case.get("id"), "panel": ", ".join(j["model_id"] for j in view.jurors),
         "method": (view.final or {}).get("method"), "verdict": (view.final or {}).get("verdict"),
-        "score": (view.final or {}).get("score"), "gold": view.case.get("gold"), "rounds": done.get("totalRounds"),
-        "ended": done.get("terminationReason"),
+        "score": (view.final or {}).get("score"), "gold": view.case.get("gold"), "right": gold_check(view),
+        "rounds": done.get("totalRounds"), "ended": done.get("terminationReason"),
         "position changes": sum(s["positionChanged"] for s in view.statements()),
         "tokens": (done.get("promptTokens") or 0) + (done.get("completionTokens") or 0), "wall s": done.get("wallS"),
     }

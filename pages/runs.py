@@ -1,17 +1,28 @@
-"""Runs: every recorded run, its events and each LLM call it made (request, raw text, parsed, cost)."""
+"""Runs: the history of everything the engine ran — search, filter and page through any number of runs;
+tag, rename, export or delete one; compare two runs of one kind; see a run's events and each LLM call it
+made (request, raw text, parsed, cost)."""
 
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md, money
+from dashboard.components import export_buttons, md, money
+from engine.exports import ExportError, load_run, tables
+from engine.history import NotComparable, cell, compare_runs
+from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
+PAGE_SIZES = (25, 50, 100, 200)
+ROW_PX = 35  # st.dataframe's row height: the table is as tall as its page, up to MAX_TABLE_PX
+MAX_TABLE_PX = 1240
+COMPARE_CHOICES = 200
 
 
 def _init_state() -> None:
@@ -19,52 +30,143 @@ def _init_state() -> None:
     if wanted and st.session_state.get(KEY + "selected") is None:
         st.session_state[KEY + "selected"] = wanted
     st.session_state.setdefault(KEY + "selected", None)
+    st.session_state.setdefault(KEY + "page_no", 1)
+    st.session_state.setdefault(KEY + "confirm_delete", None)
+    st.session_state.setdefault(KEY + "notice", None)
 
 
 def render() -> None:
     _init_state()
     st.title("🗂️ Runs")
-    st.caption("Everything the engine ran, newest first. Pick a run to see its events and every LLM call.")
-    rows = state.list_runs()
-    if not rows:
-        st.info("No runs recorded yet. Send a prompt on the Models page, or run `judgelab models check gemma3-270m`.")
-        return
-    kinds = sorted({r["kind"] for r in rows})
-    chosen = st.multiselect("Kinds", kinds, default=kinds, key=KEY + "kinds")
-    shown = [r for r in rows if r["kind"] in chosen]
-    _render_table(shown)
+    st.caption("Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
+               "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another.")
+    notice = st.session_state[KEY + "notice"]
+    if notice:
+        (st.error if notice[0] == "error" else st.success)(md(notice[1]))
+        st.session_state[KEY + "notice"] = None
+    where = _render_filters()
+    size = int(st.session_state.get(KEY + "page_size", 50))
+    total, rows = state.search_runs(where, size, (_page_no() - 1) * size)
+    pages = max(1, math.ceil(total / size))
+    if _page_no() > pages:  # the filter shrank the history under the page we were on
+        st.session_state[KEY + "page_no"] = pages
+        total, rows = state.search_runs(where, size, (pages - 1) * size)
+    if total == 0:
+        if where == RunFilter():
+            st.info("No runs recorded yet. Send a prompt on the Models page, or run "
+                    "`judgelab models check gemma3-270m`.")
+        else:
+            st.info("No run matches these filters.")
+    else:
+        _render_table(rows)
+        _render_pager(total, pages, size)
     selected = st.session_state[KEY + "selected"]
     if selected:
         st.divider()
         _render_run(selected)
 
 
+# -- the history: filters, table, pages ----------------------------------------------------------------------
+
+
+def _render_filters() -> RunFilter:
+    choices = state.filter_choices()
+    text = st.text_input("Search", key=KEY + "search", placeholder="words in the name, kind, error or config",
+                         help="Every word must appear (case-insensitive) in the run's id, name, kind, error or "
+                              "config.")
+    c1, c2, c3, c4 = st.columns(4)
+    kinds = c1.multiselect("Kinds", choices["kinds"], key=KEY + "kinds", placeholder="any kind")
+    statuses = c2.multiselect("Status", list(RUN_STATUSES), key=KEY + "statuses", placeholder="any status")
+    model = c3.selectbox("Model", choices["models"], index=None, key=KEY + "model", placeholder="any model",
+                         help="Runs that called this model, or name it in their config.")
+    tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
+    d1, d2 = st.columns([1, 3])
+    config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
+    # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
+    dates = d2.date_input("Started between", value=(), key=KEY + "dates",  # type: ignore[arg-type]
+                          format="YYYY-MM-DD",
+                          help="Dates in UTC, both days included; pick one day twice for a single day.")
+    start, end = _date_bounds(dates)
+    where = RunFilter(text=text.strip(), kinds=tuple(kinds), statuses=tuple(statuses), model=model or "",
+                      config_hash=config_hash.strip(), tags=tuple(tags), started_from=start, started_to=end)
+    if st.session_state.get(KEY + "last_filter") != where:  # a new search starts at its first page
+        st.session_state[KEY + "last_filter"] = where
+        st.session_state[KEY + "page_no"] = 1
+    return where
+
+
+def _date_bounds(dates: Any) -> tuple[datetime | None, datetime | None]:
+    picked = [d for d in (dates if isinstance(dates, list | tuple) else [dates]) if isinstance(d, date)]
+    if not picked:
+        return None, None
+    first, last = picked[0], picked[-1]
+    return (datetime.combine(first, time(), UTC),
+            datetime.combine(last, time(), UTC) + timedelta(days=1, microseconds=-1))
+
+
+def _page_no() -> int:
+    return max(1, int(st.session_state[KEY + "page_no"]))
+
+
+def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The history as people read it: no "None" anywhere, costs as '$0' or four significant digits, what a
+    replayed run would have cost beside what it spent."""
+    return pd.DataFrame([{
+        "run": r["run"], "name": r["name"], "kind": r["kind"], "status": r["status"], "tags": ", ".join(r["tags"]),
+        "started": r["started"],
+        "duration": "running" if r["duration_s"] is None and r["status"] == "running"
+        else "" if r["duration_s"] is None else f"{r['duration_s']:.2f} s",
+        "calls": r["calls"], "errors": r["errors"], "tokens": r["tokens"], "cost": money(r["cost_usd"]),
+        "would have cost": "" if r["would_cost_usd"] is None else money(r["would_cost_usd"]),
+        "error": r["error"] or "", "config hash": r["config_hash"],
+    } for r in rows])
+
+
 def _render_table(rows: list[dict[str, Any]]) -> None:
-    frame = pd.DataFrame(rows)
+    frame = table_frame(rows)
     event = st.dataframe(
         frame,
         hide_index=True,
         width="stretch",
+        height=min(ROW_PX * (len(frame) + 1) + 3, MAX_TABLE_PX),
         key=KEY + "table",
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            "cost_usd": st.column_config.NumberColumn("cost", format="$%.6f"),
-            "would_cost_usd": st.column_config.NumberColumn(
-                "would have cost", format="$%.6f", help="Replayed runs spend nothing: what the recorded calls cost"),
-            "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
-            "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
+            "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+            "would have cost": st.column_config.TextColumn(
+                "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"),
+            "error": st.column_config.TextColumn("error", width="large"),
         },
     )
     picked = getattr(getattr(event, "selection", None), "rows", None) or []
-    if picked:
-        handle_select(frame.iloc[picked[0]]["run"])
+    clicked = frame.iloc[picked[0]]["run"] if picked and picked[0] < len(frame) else None
+    if clicked != st.session_state.get(KEY + "clicked"):  # a new click, not the selection of an earlier one
+        st.session_state[KEY + "clicked"] = clicked
+        if clicked:
+            handle_select(clicked)
     ids = frame["run"].tolist()
     current = st.session_state[KEY + "selected"]
     st.selectbox(
         "Run", ids, index=ids.index(current) if current in ids else None, key=KEY + "pick",
         placeholder="choose a run…", on_change=handle_pick,
     )
+
+
+def _render_pager(total: int, pages: int, size: int) -> None:
+    page = _page_no()
+    first = (page - 1) * size + 1
+    c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 3])
+    c1.button("◀ Newer", key=KEY + "prev", disabled=page <= 1, on_click=handle_page, args=(page - 1,))
+    c2.button("Older ▶", key=KEY + "next", disabled=page >= pages, on_click=handle_page, args=(page + 1,))
+    c3.number_input("Page", 1, pages, key=KEY + "page_no", label_visibility="collapsed")
+    c4.selectbox("Per page", PAGE_SIZES, index=PAGE_SIZES.index(50), key=KEY + "page_size",
+                 label_visibility="collapsed", on_change=handle_page, args=(1,),
+                 format_func=lambda n: f"{n} per page")
+    c5.caption(f"Runs {first:,}–{min(first + size - 1, total):,} of {total:,} · page {page:,} of {pages:,}")
+
+
+# -- one run ------------------------------------------------------------------------------------------------
 
 
 def _render_run(run_id: str) -> None:
@@ -88,6 +190,16 @@ def _render_run(run_id: str) -> None:
                    None if would is None else f"replayed: would have cost {money(would)}", delta_color="off")
     if run.error:
         st.error(md(run.error, inline=False))
+    if run.kind == "handraise.conversation":
+        st.markdown(f"[Reopen this conversation on the Conversation page](/conversation?run={run.id}) — its chat, "
+                    "charts and What-if, read back from the stored events.")
+    manage, export, compare = st.tabs(["Name, tags, delete", "Export", "Compare"])
+    with manage:
+        _render_manage(run.id, run.name, run.status)
+    with export:
+        _render_export(run.id)
+    with compare:
+        _render_compare(run.id, run.kind)
     left, right = st.columns(2)
     with left:
         st.markdown("**Config**")
@@ -97,6 +209,95 @@ def _render_run(run_id: str) -> None:
         st.json(run.summary, expanded=False)
     _render_events(run_id)
     _render_calls(run_id)
+
+
+def _render_manage(run_id: str, name: str, status: str) -> None:
+    tags = state.get_store().tags([run_id]).get(run_id, [])
+    c1, c2 = st.columns(2)
+    c1.text_input("Name", name, key=f"{KEY}name.{run_id}", max_chars=200)
+    c1.button("Rename", key=f"{KEY}rename.{run_id}", on_click=handle_rename, args=(run_id,))
+    choices = sorted(set(state.filter_choices()["tags"]) | set(tags))
+    c2.multiselect("Tags", choices, default=tags, key=f"{KEY}tag_list.{run_id}", accept_new_options=True,
+                   placeholder="type a tag and press Enter")
+    c2.button("Save tags", key=f"{KEY}save_tags.{run_id}", on_click=handle_tags, args=(run_id,))
+    if st.session_state[KEY + "confirm_delete"] == run_id:
+        events, calls = len(state.get_store().events(run_id)), len(state.get_store().calls(run_id, limit=None))
+        with st.container(border=True):
+            st.warning(f"Delete run {md(run_id)} with its {events} events and {calls} LLM calls? A replay can no "
+                       "longer answer from those calls. This cannot be undone.")
+            y, n = st.columns([1, 4])
+            y.button("Yes, delete it", type="primary", key=KEY + "delete_yes", on_click=handle_delete, args=(run_id,))
+            n.button("Cancel", key=KEY + "delete_no", on_click=handle_cancel_delete)
+    else:
+        st.button("🗑 Delete this run…", key=f"{KEY}delete.{run_id}", disabled=status == "running",
+                  on_click=handle_ask_delete, args=(run_id,),
+                  help="A running run cannot be deleted: cancel it first." if status == "running" else None)
+
+
+def _render_export(run_id: str) -> None:
+    store = state.get_store()
+    export_buttons(store, run_id, key=KEY + "export")
+    try:
+        found = tables(load_run(store, run_id))
+    except ExportError as exc:
+        st.error(md(exc))
+        return
+    c1, c2 = st.columns([2, 1])
+    name = c1.selectbox("One table as CSV", list(found), key=f"{KEY}table_pick.{run_id}",
+                        format_func=lambda n: f"{n} — {found[n].description} ({len(found[n].rows)} rows)")
+    if name:
+        from functools import partial
+
+        from dashboard.components import export_file
+
+        c2.download_button("⬇ CSV", partial(export_file, store, run_id, f"csv:{name}"),
+                           file_name=f"{run_id}.{name}.csv", mime="text/csv", key=f"{KEY}table_csv.{run_id}.{name}",
+                           on_click="ignore")
+    st.caption(f"The same from the command line: `judgelab runs export {md(run_id)} --format csv|json|html`.")
+
+
+def _render_compare(run_id: str, kind: str) -> None:
+    store = state.get_store()
+    others = [r for r in store.search_runs(RunFilter(kinds=(kind,)), limit=COMPARE_CHOICES + 1) if r.id != run_id]
+    wanted = st.query_params.get("compare")
+    options = [r.id for r in others][:COMPARE_CHOICES]
+    if wanted and wanted not in options and wanted != run_id:
+        options.insert(0, wanted)
+    if not options:
+        st.info(f"No other {md(kind)} run to compare with.")
+        return
+    c1, c2 = st.columns(2)
+    picked = c1.selectbox(f"Compare with (the newest {COMPARE_CHOICES} {md(kind)} runs)", options,
+                          index=options.index(wanted) if wanted in options else 0, key=f"{KEY}compare.{run_id}")
+    typed = c2.text_input("…or a run id", key=f"{KEY}compare_id.{run_id}").strip()
+    other_id = typed or picked
+    a, b = store.get_run(run_id), store.get_run(other_id)
+    if a is None or b is None:
+        st.warning(f"No run {md(other_id)}.")
+        return
+    try:
+        result = compare_runs(a, b, store.run_totals([a.id, b.id]))
+    except NotComparable as exc:
+        st.warning(md(exc))
+        return
+    st.markdown(f"**Config** — {len(result.changes)} difference(s)")
+    if result.changes:
+        st.dataframe(pd.DataFrame([{"setting": c.path, "change": c.change, a.id: "" if c.change == "added"
+                                    else cell(c.a), b.id: "" if c.change == "removed" else cell(c.b)}
+                                   for c in result.changes]), hide_index=True, width="stretch")
+    else:
+        st.caption("Same config (hash " + md(a.config_hash) + ").")
+    st.markdown("**Headline figures**")
+    st.dataframe(pd.DataFrame([{"figure": name, a.id: _figure(name, x), b.id: _figure(name, y)}
+                               for name, x, y in result.figures]), hide_index=True, width="stretch")
+
+
+def _figure(name: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if name in ("cost", "would_cost") and isinstance(value, int | float):
+        return money(value)
+    return cell(value)
 
 
 def _render_events(run_id: str) -> None:
@@ -143,6 +344,9 @@ def _render_calls(run_id: str) -> None:
                 st.caption("flags: " + md(", ".join(map(str, flags))))
 
 
+# -- callbacks ------------------------------------------------------------------------------------------------
+
+
 def handle_select(run_id: str) -> None:
     st.session_state[KEY + "selected"] = run_id
     st.query_params["run"] = run_id
@@ -152,3 +356,49 @@ def handle_pick() -> None:
     picked = st.session_state.get(KEY + "pick")
     if picked:
         handle_select(picked)
+
+
+def handle_page(page: int) -> None:
+    st.session_state[KEY + "page_no"] = max(1, page)
+
+
+def handle_rename(run_id: str) -> None:
+    try:
+        state.get_store().rename_run(run_id, st.session_state.get(f"{KEY}name.{run_id}", ""))
+    except StoreError as exc:
+        st.session_state[KEY + "notice"] = ("error", f"Not renamed: {exc}")
+        return
+    state.clear_reads()
+    st.session_state[KEY + "notice"] = ("success", f"Renamed run {run_id}.")
+
+
+def handle_tags(run_id: str) -> None:
+    try:
+        saved = state.get_store().set_tags(run_id, st.session_state.get(f"{KEY}tag_list.{run_id}") or [])
+    except StoreError as exc:
+        st.session_state[KEY + "notice"] = ("error", f"Tags not saved: {exc}")
+        return
+    state.clear_reads()
+    st.session_state[KEY + "notice"] = ("success", f"Tags of run {run_id}: {', '.join(saved) or 'none'}.")
+
+
+def handle_ask_delete(run_id: str) -> None:
+    st.session_state[KEY + "confirm_delete"] = run_id
+
+
+def handle_cancel_delete() -> None:
+    st.session_state[KEY + "confirm_delete"] = None
+
+
+def handle_delete(run_id: str) -> None:
+    st.session_state[KEY + "confirm_delete"] = None
+    try:
+        gone = state.get_store().delete_run(run_id)
+    except StoreError as exc:
+        st.session_state[KEY + "notice"] = ("error", f"Not deleted: {exc}")
+        return
+    st.session_state[KEY + "selected"] = None
+    st.query_params.pop("run", None)
+    state.clear_reads()
+    st.session_state[KEY + "notice"] = ("success", f"Deleted run {run_id} with {gone['events']} events and "
+                                                   f"{gone['calls']} LLM calls.")

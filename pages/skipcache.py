@@ -4,40 +4,33 @@ timeline; and the calls-saved vs. delay trade-off across thresholds, recomputed 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import state
-from dashboard.components import md, plot_text
+from dashboard import charts, state
+from dashboard.components import export_buttons, md
 from engine.config import get_settings
-from engine.events import async_run_context
 from engine.inputs import InputError, read_upload
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
     JudgmentSkipThreshold,
-    LikelihoodJudge,
-    ModelJudge,
-    ProbabilityJudge,
+    Message,
     ResponseConfig,
 )
 from engine.skipsim import (
-    EPOCH,
-    RecordedJudge,
+    FileRef,
+    SimulationConfig,
     WorkloadError,
     WorkloadSpec,
     bound_text,
-    compare,
     delay_bound,
-    generate_workload,
-    pareto_front,
     parse_workload,
-    simulate,
+    run_simulation,
+    sweep,
 )
 
 KEY = "skip."
@@ -72,6 +65,7 @@ def render() -> None:
         st.error(md(result["error"], inline=False))
         return
     _render_summary(result)
+    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
     timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
     with timeline_tab:
         _render_timeline(result)
@@ -79,7 +73,10 @@ def render() -> None:
         _render_tradeoff(result)
 
 
-def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
+Workload = WorkloadSpec | tuple[list[Message], FileRef]  # generated, or an uploaded file's messages
+
+
+def _render_controls() -> tuple[Workload, ResponseConfig, str]:
     d = WorkloadSpec()
     with st.expander("Workload", expanded=False):
         upload = st.file_uploader("Workload JSONL ({t, channel, thread, id, author, text} a line) — or generate one "
@@ -91,7 +88,7 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         burst = c[3].number_input("Messages per burst", 1.0, 20.0, d.mean_burst_messages, 0.5, key=KEY + "burst")
         seed = c[4].number_input("Seed", 0, 10_000, d.seed, key=KEY + "seed")
     try:
-        spec: WorkloadSpec | list[Any] = WorkloadSpec(channels=int(channels), hours=float(hours),
+        spec: Workload = WorkloadSpec(channels=int(channels), hours=float(hours),
                                                       bursts_per_hour=float(rate), mean_burst_messages=float(burst),
                                                       seed=int(seed))
     except ValueError as exc:  # more messages than a simulation may hold: say so, simulate the default
@@ -99,7 +96,9 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
         spec = d
     if upload is not None:
         try:
-            spec = parse_workload(read_upload(upload.name, upload.getvalue()), upload.name)
+            content = read_upload(upload.name, upload.getvalue())
+            messages = parse_workload(content, upload.name)
+            spec = (messages, FileRef.of(upload.name, content, len(messages)))
         except InputError as exc:
             st.error(f"Nothing imported: {exc}")
         except WorkloadError as exc:
@@ -137,36 +136,29 @@ def _render_controls() -> tuple[WorkloadSpec | list[Any], ResponseConfig, str]:
     return spec, config, judge_choice
 
 
-def handle_simulate(spec: WorkloadSpec | list[Any], config: ResponseConfig, judge_choice: str) -> None:
-    messages = generate_workload(spec) if isinstance(spec, WorkloadSpec) else spec
-    hours = spec.hours if isinstance(spec, WorkloadSpec) else None
-    if judge_choice == RECORDED:
-        if not _recording().is_file():
-            st.session_state[KEY + "result"] = {"error": f"no recorded judgments at {_recording()}"}
-            return
-        judge = RecordedJudge.load(_recording())
-    else:
-        model = state.get_hub().get(judge_choice)
-        judges = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
-        live = judges[st.session_state.get(KEY + "method", "likelihood")](model)
-        judge = RecordedJudge({}, live)
-    store = state.get_store()
-
-    async def go() -> dict[str, Any]:
-        workload = spec.model_dump() if isinstance(spec, WorkloadSpec) else {"uploaded": len(messages)}
-        run_config = {"workload": workload, "judge": judge_choice, "config": config.model_dump()}
-        async with async_run_context(store, "skip.simulate", run_config) as run:
-            comparison = await compare(messages, judge, config, hours=hours)
-            detailed = await simulate(messages, judge, config, with_cache=True, hours=hours, keep_timeline=True)
-            run.summary = {"calls_saved_pct": comparison["calls_saved_pct"]}
-        return {"run_id": run.run_id, "comparison": comparison, "timeline": detailed.timeline,
-                "judgments": [j.__dict__ for j in detailed.judgments],
-                "messages": [m.__dict__ for m in messages], "records": judge.records,
-                "config": config, "hours": hours, "misses": comparison["with_cache"]["failures"]}
-
+def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> None:
+    """One `skip.simulate` run through `skipsim.run_simulation`, the entry point the CLI calls too."""
+    recorded = judge_choice == RECORDED
+    if recorded and not _recording().is_file():
+        st.session_state[KEY + "result"] = {"error": f"no recorded judgments at {_recording()}"}
+        return
+    spec, (messages, file_ref) = (workload, (None, None)) if isinstance(workload, WorkloadSpec) else (None, workload)
+    sim = SimulationConfig(workload=spec, workload_file=file_ref, response=config,
+                           model_id=None if recorded else judge_choice,
+                           method=st.session_state.get(KEY + "method", "likelihood"),
+                           recording=str(_recording()) if recorded else None)
+    coro = run_simulation(sim, state.get_hub().get, state.get_store(), messages=messages)
     with st.spinner("Simulating…"):
-        result = state.get_loop().run(go(), timeout=3600)
-    st.session_state[KEY + "result"] = result
+        try:
+            report = state.get_loop().run(coro, timeout=3600)
+        except WorkloadError as exc:
+            st.session_state[KEY + "result"] = {"error": str(exc)}
+            return
+    st.session_state[KEY + "result"] = {
+        "run_id": report.run_id, "comparison": report.comparison, "timeline": report.detail.timeline,
+        "judgments": [j.__dict__ for j in report.detail.judgments], "messages": [m.__dict__ for m in report.messages],
+        "records": report.records, "config": config, "hours": sim.period_hours,
+        "misses": report.comparison["with_cache"]["failures"]}
     state.clear_reads()
 
 
@@ -205,77 +197,14 @@ def _render_timeline(result: dict[str, Any]) -> None:
     counts = messages["scope"].value_counts()
     scope = st.selectbox("Scope", counts.index.tolist(), key=KEY + "scope",
                          format_func=lambda s: f"{s} ({counts[s]} messages)")
-    st.plotly_chart(scope_timeline(scope, result))
-
-
-def scope_timeline(scope: str, result: dict[str, Any]) -> go.Figure:
-    """Messages, judgments (colour: respond or not), cache hits and skip windows of one scope."""
-    fig = go.Figure()
-    msgs = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
-    fig.add_trace(go.Scatter(x=[m["at"] for m in msgs], y=["messages"] * len(msgs), mode="markers", name="message",
-                             marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
-                             text=[plot_text(f"{m['author']}: {m['text']}") for m in msgs], hoverinfo="text+x"))
-    judged = [j for j in result["judgments"] if j["scope"] == scope]
-    for j in judged:
-        if j["skip_seconds"]:
-            end = j["at"] + timedelta(seconds=j["skip_seconds"])
-            fig.add_trace(go.Scatter(x=[j["at"], end], y=["skip window"] * 2, mode="lines", showlegend=False,
-                                     line={"color": "#B8C4BE", "width": 8},
-                                     hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s"))
-    fig.add_trace(go.Scatter(
-        x=[j["at"] for j in judged], y=["judgments"] * len(judged), mode="markers", name="judgment",
-        marker={"symbol": "diamond", "size": 12, "color": ["#D95F02" if j["should_respond"] else "#1B9E77"
-                                                           for j in judged]},
-        text=[f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
-              + (f" ⚠ {', '.join(j['flags'])} (not cached)" if j.get("flags") else "") for j in judged],
-        hoverinfo="text+x"))
-    hits = [e for e in result["timeline"] if e["type"] == "cache_hit" and e["scope"] == scope]
-    fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in hits], y=["cache hits"] * len(hits),
-                             mode="markers", name="cache hit", marker={"symbol": "line-ns-open", "size": 8,
-                                                                       "color": "#1B6E5A"}))
-    replies = [e for e in result["timeline"] if e["type"] == "reply" and e["scope"] == scope]
-    fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in replies], y=["replies"] * len(replies),
-                             mode="markers", name="bot reply", marker={"symbol": "star", "size": 12,
-                                                                       "color": "#E7298A"}))
-    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      yaxis={"categoryorder": "array",
-                             "categoryarray": ["replies", "cache hits", "skip window", "judgments", "messages"]})
-    return fig
-
-
-SWEEP_HIGH_SKIP = (3600, 21600, 43200)
-SWEEP_DEFAULT_SKIP = (120, 600, 1800)
+    st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 
 
 @st.cache_data(show_spinner="Sweeping thresholds over the recorded judgments…", max_entries=8)
 def _sweep(run_id: str, _result: dict[str, Any]) -> pd.DataFrame:
-    """Every grid configuration re-simulated with the judgments recorded in the run: no model call."""
-    messages = [_message(m) for m in _result["messages"]]
-    base: ResponseConfig = _result["config"]
-    rows = []
-    for high_s in SWEEP_HIGH_SKIP:
-        for default_s in SWEEP_DEFAULT_SKIP:
-            cfg = base.model_copy(deep=True)
-            cfg.judgment_skip = JudgmentSkipConfig(thresholds=[
-                JudgmentSkipThreshold(min_confidence=t.min_confidence,
-                                      skip_seconds=high_s if i == 0 else min(t.skip_seconds, high_s))
-                for i, t in enumerate(sorted(base.judgment_skip.thresholds, key=lambda t: -t.min_confidence))
-            ], default_skip_seconds=default_s)
-            judge = RecordedJudge(dict(_result["records"]))
-            out = asyncio.run(simulate(messages, judge, cfg, with_cache=True, hours=_result["hours"])).summary()
-            rows.append({"high skip s": high_s, "default skip s": default_s, "judge calls": out["judge_calls"],
-                         "staleness p95 s": out["staleness_p95_s"], "first-judgment delay p95 s": out["delay_p95_s"],
-                         "first-judgment delay max s": out["delay_max_s"], "misses": out["failures"]})
-    frame = pd.DataFrame(rows)
-    front = pareto_front(list(zip(frame["judge calls"], frame["staleness p95 s"], strict=True)))
-    frame["pareto"] = [i in front for i in range(len(frame))]
-    return frame
-
-
-def _message(m: dict[str, Any]) -> Any:
-    from engine.skipcache import Message
-
-    return Message(**m)
+    """`skipsim.sweep` over the judgments the run recorded (no model call), cached per run."""
+    messages = [Message(**m) for m in _result["messages"]]
+    return pd.DataFrame(asyncio.run(sweep(messages, _result["records"], _result["config"], _result["hours"])))
 
 
 def _render_tradeoff(result: dict[str, Any]) -> None:
@@ -285,16 +214,5 @@ def _render_tradeoff(result: dict[str, Any]) -> None:
                "was whenever a waiting conversation was skipped. Fewer calls and less staleness are both better: "
                "the line is the Pareto front.")
     frame = _sweep(result["run_id"], result)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=frame["judge calls"], y=frame["staleness p95 s"], mode="markers", name="configuration",
-                             marker={"size": 11, "color": ["#D95F02" if p else "#B8C4BE" for p in frame["pareto"]]},
-                             text=[f"high skip {h}s · default skip {d}s" for h, d in
-                                   zip(frame["high skip s"], frame["default skip s"], strict=True)]))
-    front = frame[frame["pareto"]].sort_values("judge calls")
-    fig.add_trace(go.Scatter(x=front["judge calls"], y=front["staleness p95 s"], mode="lines", name="Pareto front",
-                             line={"color": "#D95F02", "dash": "dot"}))
-    fig.update_layout(height=360, xaxis_title="judge calls (with cache)", yaxis_title="staleness p95 (s)",
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
-    st.plotly_chart(fig)
+    st.plotly_chart(charts.skip_tradeoff(frame.to_dict("records")))
     st.dataframe(frame, hide_index=True, width="stretch")
-

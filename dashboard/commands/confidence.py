@@ -97,15 +97,18 @@ def evaluate_cmd(
     """Compute the LLM and embedding factors for an answer, then score it; recorded as a run."""
     if judge not in ("generate", "likelihood"):
         raise fail(f"--judge must be generate or likelihood, not {judge!r}")
-    from engine.confidence import evaluate_answer, generate_answer
+    from engine.confidence import EvaluationConfig, evaluate, generate_answer
     from models.errors import ModelError
 
+    if not query.strip():
+        raise fail("--query is empty")
     store, model = usable_model(model_id)
 
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)
-        return text, await evaluate_answer(store, model, query, text, sources or [], sampling_k=sampling_k,
-                                           self_eval="likelihood" if judge == "likelihood" else "generate")
+        config = EvaluationConfig(model_id=model_id, query=query, answer=text, sources=sources or [],
+                                  sampling_k=sampling_k, self_eval=judge)
+        return text, await evaluate(config, lambda _id: model, store)
 
     try:
         text, result = asyncio.run(go())
@@ -130,64 +133,18 @@ def evaluate_cmd(
     )
 
 
-def load_labels(path: Path) -> list[dict[str, Any]]:
-    """Labelled items: one JSON object a line with `factors` and `correct`; bad lines named by number."""
-    from engine.confidence import parse_factors as factors_from
+def load_labels(path: Path) -> list[Any]:
+    """Labelled items (`engine.confidence.parse_labels`); a bad file or bad rows exit 1, naming each line."""
+    from engine.confidence import LabelError, parse_labels
     from engine.inputs import InputError, read_text
 
     try:
-        content = read_text(path)
-    except InputError as exc:
+        items = parse_labels(read_text(path), str(path))
+    except (InputError, LabelError) as exc:
         raise _fail(str(exc)) from None
-    items, problems = [], []
-    for number, line in enumerate(content.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict) or not isinstance(row.get("correct"), bool):
-                raise ValueError("needs a boolean 'correct'")
-            row["factors"] = factors_from(row.get("factors", {}))
-        except ValueError as exc:  # not JSON, no boolean 'correct', or a FactorError naming the field
-            problems.append(f"{path}:{number}: {str(exc).splitlines()[0]}")
-            continue
-        row.setdefault("id", f"line-{number}")
-        items.append(row)
-    if problems:
-        from engine.inputs import problem_lines
-
-        raise _fail("bad rows, nothing imported:\n" + problem_lines(problems))
     if not items:
         raise _fail(f"{path}: no labelled items")
     return items
-
-
-def calibration_payload(items: list[dict[str, Any]], bins: int = 10) -> dict[str, Any]:
-    from engine.calibration import calibrate, risk_at
-    from engine.confidence import DEFAULT_SETTINGS, calculate, decide_level
-
-    scores = [calculate(i["factors"]).score for i in items]
-    correct = [i["correct"] for i in items]
-    report = calibrate(scores, correct, bins)
-    levels = [decide_level(s).value for s in scores]
-    t = DEFAULT_SETTINGS.thresholds
-    shares = {lvl: levels.count(lvl) / len(levels) for lvl in ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE")}
-    accuracy_by_level = {
-        lvl: (sum(c for c, at in zip(correct, levels, strict=True) if at == lvl) / levels.count(lvl)
-              if levels.count(lvl) else None)
-        for lvl in shares
-    }
-    return {
-        "items": [{"id": i["id"], "score": s, "level": lvl, "correct": c}
-                  for i, s, lvl, c in zip(items, scores, levels, correct, strict=True)],
-        "n": report.n, "accuracy": report.accuracy, "ece": report.ece, "aurc": report.aurc,
-        "bins": [b.model_dump() for b in report.bins],
-        "risk_coverage": [p.model_dump() for p in report.risk_coverage],
-        "thresholds": {name: risk_at(scores, correct, value).model_dump()
-                       for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))},
-        "level_shares": shares,
-        "accuracy_by_level": accuracy_by_level,
-    }
 
 
 @app.command("calibrate")
@@ -196,8 +153,18 @@ def calibrate_cmd(
     bins: Annotated[int, typer.Option(min=2, max=50, help="Reliability bins.")] = 10,
     as_json: JsonFlag = False,
 ) -> None:
-    """Reliability bins, ECE and risk–coverage of the default scores against labelled outcomes."""
-    payload = calibration_payload(load_labels(labels), bins)
+    """Reliability bins, ECE and risk–coverage of the default scores against labelled outcomes; a run of kind
+    `confidence.calibrate` (the same entry point as the Confidence lab's Calibration tab)."""
+    from engine.confidence import CalibrationConfig, calibrate_labels
+    from engine.store import Store, StoreError
+
+    config = CalibrationConfig(labels=labels.name, items=load_labels(labels), bins=bins)
+    try:
+        store = Store()
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    result = asyncio.run(calibrate_labels(config, None, store))
+    payload = result.report | {"run_id": result.run_id}
     if as_json:
         _emit(payload)
         return
@@ -206,6 +173,7 @@ def calibrate_cmd(
     for name, point in payload["thresholds"].items():
         risk = "—" if point["risk"] is None else f"{point['risk']:.3f}"
         typer.echo(f"  ≥ {name} ({point['threshold']:g}): coverage {point['coverage']:.3f}, risk {risk}")
+    typer.echo(f"run {result.run_id}")
 
 
 @app.command("calibrate-judge")

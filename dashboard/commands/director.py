@@ -29,14 +29,30 @@ def _profile(character: str) -> Any:
         raise _fail(str(exc)) from None
 
 
-def _rubric(model_id: str | None) -> tuple[Any, Any]:
-    """The rubric and the store its calls go to, or (None, None) for rules only."""
+def _store_and_models(model_id: str | None) -> tuple[Any, Any]:
+    """The store, and the model source for `model_id` (None for rules only) once the model is usable."""
     if model_id is None:
-        return None, None
-    from engine.director import DirectorRubric
+        from engine.store import Store, StoreError
 
+        try:
+            return Store(), None
+        except StoreError as exc:
+            raise _fail(str(exc)) from None
     store, model = usable_model(model_id)
-    return DirectorRubric(model), store
+    return store, lambda _id: model
+
+
+def _run(coro: Any) -> Any:
+    """Run an entry point; a model failure the policy does not absorb exits 3 with its message."""
+    from engine.config import ConfigError
+    from models.errors import ModelError
+
+    try:
+        return asyncio.run(coro)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    except ModelError as exc:
+        raise _fail(str(exc), code=3) from None
 
 
 @app.command("check")
@@ -48,21 +64,17 @@ def check_cmd(
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
     as_json: JsonFlag = False,
 ) -> None:
-    """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status."""
-    from engine.director import Director
-    from engine.events import run_context
+    """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status; recorded
+    as a run of kind `director.check`."""
+    from engine.director import CheckConfig, review_line
 
-    profile = _profile(character)
-    rubric, store = _rubric(None if rules_only else model_id)
-    director = Director(profile, rubric=rubric)
-    if store is not None:
-        with run_context(store, "director.check", {"character": character, "model_id": model_id, "text": text}) as run:
-            review = asyncio.run(director.review(text, scene=scene))
-            run.emit("director_verdict", **review.payload())
-            run.summary = {"status": review.status.name}
-    else:
-        review = asyncio.run(director.review(text, scene=scene))
-    payload = review.payload()
+    _profile(character)
+    if not text.strip():
+        raise _fail("the line is empty")
+    config = CheckConfig(character=character, text=text, scene=scene, model_id=None if rules_only else model_id)
+    store, models = _store_and_models(config.model_id)
+    result = _run(review_line(config, models, store))
+    payload = result.review.payload()
     if as_json:
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
@@ -73,44 +85,86 @@ def check_cmd(
     typer.echo(f"  tone {tone['score']} = marker {tone['marker']} + vocab {tone['vocab']} + style {tone['style']}")
     if payload["rubric"]:
         typer.echo(f"  rubric {payload['rubric']['status']}: {payload['rubric']}")
+    typer.echo(f"run {result.run_id}")
 
 
 @app.command("batch")
 def batch_cmd(
     character: Character,
     file: Annotated[Path, typer.Option("--file", help="A .jsonl or .csv script of utterances.")],
+    model_id: Annotated[str | None, typer.Option("--model", help="Also score the LLM rubric with this model "
+                                                                 "(lines the rules RETRY are not scored).")] = None,
+    scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
     as_json: JsonFlag = False,
 ) -> None:
-    """Judge every line of a script with the hard rules: one line per utterance, then rule hit rates."""
-    from engine.director import DirectorConfig, ScriptError, evaluate_rules, hit_rates, load_script
+    """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
+    rules fire as in a live dialogue — one line per utterance, then rule hit rates; a run of kind
+    `director.batch`."""
+    from engine.director import ScriptConfig, ScriptError, load_script, run_script
 
     try:
         lines = load_script(file)
     except ScriptError as exc:
         raise _fail(str(exc)) from None
-    cfg = DirectorConfig()
-    profiles: dict[str, Any] = {}
-    verdicts = []
-    out = []
-    for line in lines:
-        cid = line.character or character
-        if cid not in profiles:
-            profiles[cid] = _profile(cid)
-        profile = profiles[cid]
-        verdict = evaluate_rules(line.text, profile, cfg)
-        verdicts.append(verdict)
-        out.append({"id": line.id, "character": cid, "text": line.text, "status": verdict.status.name,
-                    "rules": {r.rule: r.status.name for r in verdict.rules}, "tone": verdict.tone.score})
-    rates = hit_rates(verdicts)
-    counts = {s: sum(1 for o in out if o["status"] == s) for s in ("PASS", "WARN", "MODIFY", "RETRY")}
+    for cid in dict.fromkeys(ln.character or character for ln in lines):
+        _profile(cid)
+    config = ScriptConfig(lines=lines, character=character, source=file.name, scene=scene, model_id=model_id)
+    store, models = _store_and_models(model_id)
+    result = _run(run_script(config, models, store))
+    out = [{"id": r.id, "character": r.character, "text": r.text, "status": r.status, "rules": r.rules,
+            "tone": r.tone} | ({"rubric": r.rubric} if model_id else {}) for r in result.rows]
+    counts, rates = result.status_counts, result.hit_rates
     if as_json:
         for row in out:
             typer.echo(json.dumps(row, ensure_ascii=False))
-        typer.echo(json.dumps({"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates}},
-                              ensure_ascii=False))
+        typer.echo(json.dumps({"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates,
+                                           "run_id": result.run_id}}, ensure_ascii=False))
         return
     for row in out:
         typer.echo(f"{row['status']:<5} {row['id']:<10} {row['text']}")
     typer.echo(f"{len(out)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
         typer.echo(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
+    typer.echo(f"run {result.run_id}")
+
+
+@app.command("duo")
+def duo_cmd(
+    first: Annotated[str, typer.Option("--first", help="The character who speaks first.")] = "yana",
+    second: Annotated[str, typer.Option("--second", help="The other character.")] = "ayu",
+    model_id: Annotated[str, typer.Option("--model", help="The model both characters speak with.")] = "gemma3-270m",
+    topic: Annotated[str, typer.Option(help="What they talk about.")] = "夏の思い出",
+    scene: Annotated[str, typer.Option(help="Where they are.")] = "海辺の散歩",
+    turns: Annotated[int, typer.Option(min=1, max=20, help="Lines in all.")] = 4,
+    retries: Annotated[int, typer.Option("--max-retries", min=0, max=10, help="Retries of a rejected line.")] = 2,
+    policy: Annotated[str, typer.Option("--policy", help="When retries run out: mark | accept_last | drop.")]
+    = "mark",
+    rubric: Annotated[bool, typer.Option("--rubric", help="Score the LLM rubric on every line.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Two characters talk; every line goes through its director (a rejected draft goes back with the
+    director's reasons and suggestion); a run of kind `director.duo`."""
+    from pydantic import ValidationError
+
+    from engine.director import DirectorConfig, DuoConfig, run_duo
+
+    for cid in (first, second):
+        _profile(cid)
+    try:
+        config = DuoConfig(first=first, second=second, model_id=model_id, topic=topic, scene=scene, turns=turns,
+                           rubric=rubric, director=DirectorConfig(max_retries=retries,
+                                                                  on_retries_exhausted=policy))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise _fail(f"{'.'.join(str(p) for p in err['loc']) or 'duo'}: {err['msg']}") from None
+    store, models = _store_and_models(model_id)
+    result = _run(run_duo(config, models, store))
+    transcript = result.transcript()
+    if as_json:
+        typer.echo(json.dumps({"run_id": result.run_id, "turns": transcript}, ensure_ascii=False, indent=2))
+        return
+    for turn in transcript:
+        retried = len(turn["attempts"]) - 1
+        typer.echo(f"{turn['status']:<5} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
+                   + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else ""))
+    typer.echo(f"run {result.run_id}")

@@ -176,3 +176,81 @@ def calibrate_cmd(
     calibrate_and_save(store, "handraise", judge_model, data, lambda: calibration_rows(items, resolver(judge_model)),
                        lambda rows: fit_calibrations(rows, judge_model, str(data), file_sha256(data)),
                        output_dir, as_json)
+
+
+@app.command("chat")
+def chat_cmd(
+    messages: Annotated[list[str], typer.Option("--message", help="A user message (repeatable: one turn each).")],
+    method: Method = "likelihood",
+    judge_model: JudgeModel = "gemma3-270m",
+    threshold: Threshold = 0.6,
+    mode: Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")] = "focus",
+    models: Annotated[str | None, typer.Option("--models", help="Comma-separated model ids re-seating the default "
+                                                                "cast (cycled); default: the cast's own.")] = None,
+    decide: Annotated[str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")]
+    = "approve_all",
+    as_json: JsonFlag = False,
+) -> None:
+    """A conversation with the default cast, one turn per --message: the will judgment, the hands, the cards
+    decided by --decide, the approved answers — a run of kind `handraise.conversation`, through the same
+    entry point as the Conversation page."""
+    from pydantic import ValidationError
+
+    from engine.handraise import (
+        DEFAULT_CAST,
+        ConversationConfig,
+        Mode,
+        close_conversation,
+        conversation_turn,
+        decide_all,
+        failure_flags,
+        open_conversation,
+        turn_json,
+    )
+    from models.catalog import CatalogError, load_catalog
+
+    if decide not in ("approve_all", "skip_all"):
+        raise fail(f"--decide must be approve_all or skip_all, not {decide!r}")
+    if mode not in [m.value for m in Mode]:
+        raise fail(f"--mode must be focus, brainstorm or mention_only, not {mode!r}")
+    if not [m for m in messages if m.strip()]:
+        raise fail("--message is empty")
+    seats = [m.strip() for m in (models or "").split(",") if m.strip()]
+    cast = [p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p
+            for i, p in enumerate(DEFAULT_CAST)]
+    store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
+    try:
+        require_models(load_catalog(), {p.model_id for p in cast})  # they answer
+        conversation = ConversationConfig(participants=cast, config=config.model_copy(update={"mode": Mode(mode)}))
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    session = open_conversation(conversation, resolver, store)
+
+    async def talk() -> list[Any]:
+        return [await conversation_turn(session, text, decide=decide_all(session, decide))  # type: ignore[arg-type]
+                for text in messages if text.strip()]
+
+    try:
+        turns = asyncio.run(talk())
+    finally:
+        summary = close_conversation(session)
+    if as_json:
+        typer.echo(json.dumps({"run_id": session.run_id, "turns": [turn_json(t) for t in turns],
+                               "tokens": {k: v for k, v in summary.items() if k != "result"}},
+                              ensure_ascii=False, indent=2))
+        return
+    names = {p.id: p.name for p in cast}
+    for turn in turns:
+        typer.echo(f"> {turn.text}")
+        for h in turn.hands:
+            r = turn.resolved[h.model]
+            mark = "🙋" if h.status.value in ("raised", "mentioned") else "  "
+            typer.echo(f"  {mark} {names[h.model]:<11} will {h.will:.2f} → {'speaks' if r.approved else 'skips'} "
+                       f"({r.by}){'  ⚠ ' + ', '.join(failure_flags(h.flags)) if failure_flags(h.flags) else ''}")
+        for pid, text in turn.answers.items():
+            typer.echo(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
+    typer.echo(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: "
+               f"{summary['baseline_tokens']})")

@@ -32,8 +32,11 @@ def simulate_cmd(
     generate: Annotated[bool, typer.Option("--generate", help="Generate a workload (the default one if no other "
                                                               "option is given).")] = False,
     channels: Annotated[int, typer.Option(min=1, help="Generated workload: channels.")] = 50,
-    hours: Annotated[float, typer.Option(min=0.1, max=24 * 14, help="Simulated hours.")] = 24.0,
+    hours: Annotated[float | None, typer.Option(min=0.1, max=24 * 14, help="Simulated hours (generated: 24; a "
+                                                                           "file: until its last message could "
+                                                                           "be judged).")] = None,
     rate: Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")] = 0.25,
+    burst: Annotated[float, typer.Option(min=1, help="Generated: mean messages per burst.")] = 3.0,
     seed: Annotated[int, typer.Option(help="Generated: random seed.")] = 7,
     model_id: Annotated[str | None, typer.Option("--model", help="Judge with this model (each conversation state "
                                                                  "once; repeats are replayed).")] = None,
@@ -48,54 +51,70 @@ def simulate_cmd(
     min_wait: Annotated[int, typer.Option(min=0, max=86_400)] = 300,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run the periodic checker with and without the cache on the same workload and judge."""
+    """Run the periodic checker with and without the cache on the same workload and judge; a run of kind
+    `skip.simulate` (the same entry point as the Skip cache page)."""
     from pydantic import ValidationError
 
+    from engine.inputs import InputError, read_text
     from engine.skipcache import ResponseConfig
     from engine.skipsim import (
+        FileRef,
         RecordedJudge,
+        SimulationConfig,
         WorkloadError,
         WorkloadSpec,
         bound_text,
-        generate_workload,
-        load_workload,
+        parse_workload,
     )
 
     if workload is not None and generate:
         raise _fail("give either --workload or --generate, not both")
     if record is not None and (record.is_dir() or not record.parent.is_dir()):
         raise _fail(f"--record {record}: not a file in an existing folder")
+    messages = None
+    spec = file_ref = None
     try:
-        messages = load_workload(workload) if workload else generate_workload(
-            WorkloadSpec(channels=channels, hours=hours, bursts_per_hour=rate, seed=seed))
+        if workload is not None:
+            content = read_text(workload)
+            messages = parse_workload(content, str(workload))
+            file_ref = FileRef.of(workload.name, content, len(messages))
+        else:
+            spec = WorkloadSpec(channels=channels, hours=hours or 24.0, bursts_per_hour=rate,
+                                mean_burst_messages=burst, seed=seed)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
     except WorkloadError as exc:
         raise _fail(str(exc)) from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = {"channels": "--channels", "hours": "--hours", "bursts_per_hour": "--rate"}.get(
-            str(err["loc"][0]) if err["loc"] else "", "generated workload")
+        where = {"channels": "--channels", "hours": "--hours", "bursts_per_hour": "--rate",
+                 "mean_burst_messages": "--burst"}.get(str(err["loc"][0]) if err["loc"] else "", "generated workload")
         raise _fail(f"{where}: {err['msg']}") from None
     if model_id is None and recorded is None:
-        if default_recording().is_file() and workload is None and (channels, hours, rate, seed) == (50, 24.0, 0.25, 7):
+        if default_recording().is_file() and spec is not None and spec == WorkloadSpec():
             recorded = default_recording()
         else:
             raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
     if mode not in ("likelihood", "structured", "probability"):
         raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
-    store, fallback = _live_judge(model_id, mode) if model_id else (None, None)
-    try:
-        judge = RecordedJudge.load(recorded, fallback) if recorded else RecordedJudge({}, fallback)
-    except WorkloadError as exc:
-        raise _fail(str(exc)) from None
-    config = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
-    result = _run(messages, judge, config, hours, store, model_id, recorded, workload)
+    if recorded is not None:
+        try:
+            RecordedJudge.load(recorded)  # a broken recording is named before anything runs
+        except WorkloadError as exc:
+            raise _fail(str(exc)) from None
+    config = SimulationConfig(workload=spec, workload_file=file_ref, hours=hours if file_ref else None,
+                              model_id=model_id, method=mode, recording=str(recorded) if recorded else None,
+                              response=ResponseConfig(check_interval_seconds=check_interval,
+                                                      min_wait_seconds=min_wait))
+    report = _run(config, messages, model_id)
+    result = report.comparison | {"run_id": report.run_id}
     if record:
         try:
-            judge.dump(record)
+            RecordedJudge(report.records).dump(record)
         except OSError as exc:
             raise _fail(f"--record {record}: cannot write ({exc.strerror or exc})") from None
-    if fallback is not None:
-        result["live_calls"] = judge.live_calls
+    if model_id is not None:
+        result["live_calls"] = report.live_calls
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2, default=str))
         return
@@ -108,14 +127,7 @@ def simulate_cmd(
     if b.get("flagged_judgments"):
         typer.echo(f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
                    "or unparseable): confidence 0.0, never cached")
-
-
-def _live_judge(model_id: str, mode: str) -> tuple[Any, Any]:
-    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
-
-    store, model = usable_model(model_id)
-    judges = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
-    return store, judges[mode](model)
+    typer.echo(f"run {report.run_id}")
 
 
 def _progress_printer(quiet_s: float = 2.0) -> Any:
@@ -126,31 +138,32 @@ def _progress_printer(quiet_s: float = 2.0) -> Any:
     started = time.monotonic()
     last = [started]
 
-    def show(label: str, share: float) -> None:
+    def show(progress: Any) -> None:
         now = time.monotonic()
         if now - started >= quiet_s and now - last[0] >= quiet_s:
             last[0] = now
-            typer.echo(f"simulating {label}: {share:.0%} ({now - started:.0f} s)", err=True)
+            typer.echo(f"simulating {progress.step}: {progress.fraction or 0:.0%} ({now - started:.0f} s)", err=True)
 
     return show
 
 
-def _run(messages: list[Any], judge: Any, config: Any, hours: float, store: Any, model_id: str | None,
-         recorded: Path | None, workload: Path | None) -> dict[str, Any]:
-    from engine.events import async_run_context
-    from engine.skipsim import compare
+def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
+    from engine.runctx import RunControl, controlled
+    from engine.skipsim import run_simulation
+    from engine.store import Store, StoreError
 
-    progress = _progress_printer()
+    if model_id is not None:
+        store, model = usable_model(model_id)
+        models = lambda _id: model  # noqa: E731
+    else:
+        try:
+            store, models = Store(), None
+        except StoreError as exc:
+            raise _fail(str(exc)) from None
 
-    async def go() -> dict[str, Any]:
-        if store is None:
-            return await compare(messages, judge, config, hours=hours, progress=progress)
-        run_config = {"model_id": model_id, "recorded": str(recorded) if recorded else None,
-                      "workload": str(workload) if workload else "generated", "config": config.model_dump()}
-        async with async_run_context(store, "skip.simulate", run_config) as run:
-            out = await compare(messages, judge, config, hours=hours, progress=progress)
-            run.summary = {"calls_saved_pct": out["calls_saved_pct"]}
-        return out | {"run_id": run.run_id}
+    async def go() -> Any:
+        with controlled(RunControl(on_progress=_progress_printer())):
+            return await run_simulation(config, models, store, messages=messages)
 
     return asyncio.run(go())
 

@@ -34,8 +34,21 @@ from engine.handraise.cast import (
 )
 from engine.handraise.conversation import (
     ANSWER_SYSTEM,
+    BatchDecision,
     Conversation,
+    ConversationConfig,
+    ConversationSession,
+    Decider,
     TurnState,
+    answer_turn,
+    close_conversation,
+    conversation_summary,
+    conversation_turn,
+    decide_all,
+    open_conversation,
+    restore_conversation,
+    token_figures,
+    turn_json,
 )
 from engine.handraise.decisions import (
     FAILED_FLAGS,
@@ -93,6 +106,9 @@ from engine.handraise.judge import (
 )
 
 __all__ = [
+    "BatchDecision", "ConversationConfig", "ConversationSession", "Decider", "answer_turn", "close_conversation",
+    "conversation_summary", "conversation_turn", "decide_all", "open_conversation", "restore_conversation",
+    "token_figures", "turn_json",
     "ANSWER_SYSTEM",
     "Action",
     "BenchItem",

@@ -3,9 +3,11 @@ participants' answers, each step an event."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
@@ -60,6 +62,7 @@ class TurnState:
     answers: dict[str, str] = field(default_factory=dict)
     answer_tokens: dict[str, int] = field(default_factory=dict)
     answer_errors: dict[str, str] = field(default_factory=dict)
+    answering: set[str] = field(default_factory=set)  # approved participants whose answer has started
     answered: bool = False
 
     @property
@@ -124,13 +127,14 @@ class Conversation:
     def batch(self, state: TurnState, kind: str, at: float | None = None) -> None:
         before = set(state.resolved)
         state.resolved = batch_actions(state.hands, state.resolved, kind, at)
-        for model in set(state.resolved) - before:
+        # In the order they were decided (not a set's): a stored conversation is rebuilt in that order.
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def timeout(self, state: TurnState) -> None:
         before = set(state.resolved)
         state.resolved = timeout_resolutions(state.hands, state.resolved, self.config)
-        for model in set(state.resolved) - before:
+        for model in [m for m in state.resolved if m not in before]:
             self._emit_decision(state, state.resolved[model])
 
     def raise_again(self, state: TurnState, source: str) -> bool:
@@ -147,38 +151,58 @@ class Conversation:
         decide them first."""
         import asyncio
 
+        if state.answered:
+            raise ValueError(f"turn {state.turn_id} was already answered")
+        if state.waiting:
+            raise ValueError(f"cards still waiting: {', '.join(h.model for h in state.waiting)}")
+        approved = [m for m, r in state.resolved.items() if r.approved and m not in state.answering]
+        await asyncio.gather(*(self.answer_one(state, pid, on_chunk) for pid in approved))
+        return self.close_answers(state)
+
+    async def answer_one(self, state: TurnState, pid: str, on_chunk: Any = None) -> None:
+        """One approved participant answers, streamed, as soon as it is approved (other cards may still
+        wait). The answers join the conversation together, in `close_answers`."""
         from models.errors import ModelError
 
+        if state.answered or pid in state.answering:
+            raise ValueError(f"{pid} already answered turn {state.turn_id}")
+        resolution = state.resolved.get(pid)
+        if resolution is None or not resolution.approved:
+            raise ValueError(f"{pid} was not approved to answer turn {state.turn_id}")
+        state.answering.add(pid)
+        context = list(self.turns)  # the user turn and what came before: answers join only at the close
+        p = self.participants[pid]
+        names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
+        messages = [{"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
+                    {"role": "user", "content": _context_lines(context, names, self.config.context_turns)}]
+        self.emit("answer_started", turn=state.turn_id, participant=pid)
+        pieces: list[str] = []
+        try:
+            async for chunk in self.judge.model(p.model_id).stream(messages, temperature=0.7,
+                                                                  max_tokens=self.answer_max_tokens, seed=7):
+                if chunk.text:
+                    pieces.append(chunk.text)
+                    if on_chunk:
+                        on_chunk(pid, chunk.text)
+                if chunk.completion is not None:
+                    state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
+        except ModelError as exc:
+            state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
+        state.answers[pid] = "".join(pieces).strip()
+        self.emit("answer_finished", turn=state.turn_id, participant=pid, text=state.answers[pid],
+                  tokens=state.answer_tokens.get(pid, 0), error=state.answer_errors.get(pid))
+
+    def close_answers(self, state: TurnState) -> TurnState:
+        """Every card decided and every approved answer in: log the skips, add the answers to the
+        conversation (in the participants' order) and close the turn."""
         if state.answered:
             raise ValueError(f"turn {state.turn_id} was already answered")
         if state.waiting:
             raise ValueError(f"cards still waiting: {', '.join(h.model for h in state.waiting)}")
         approved = [m for m, r in state.resolved.items() if r.approved]
-        context = list(self.turns)
-
-        async def one(pid: str) -> None:
-            p = self.participants[pid]
-            names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
-            messages = [{"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
-                        {"role": "user", "content": _context_lines(context, names, self.config.context_turns)}]
-            self.emit("answer_started", turn=state.turn_id, participant=pid)
-            pieces: list[str] = []
-            try:
-                async for chunk in self.judge.model(p.model_id).stream(messages, temperature=0.7,
-                                                                      max_tokens=self.answer_max_tokens, seed=7):
-                    if chunk.text:
-                        pieces.append(chunk.text)
-                        if on_chunk:
-                            on_chunk(pid, chunk.text)
-                    if chunk.completion is not None:
-                        state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
-            except ModelError as exc:
-                state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
-            state.answers[pid] = "".join(pieces).strip()
-            self.emit("answer_finished", turn=state.turn_id, participant=pid, text=state.answers[pid],
-                      tokens=state.answer_tokens.get(pid, 0), error=state.answer_errors.get(pid))
-
-        await asyncio.gather(*(one(pid) for pid in approved))
+        missing = [m for m in approved if m not in state.answers]
+        if missing:
+            raise ValueError(f"answers still missing: {', '.join(missing)}")
         for h in state.hands:
             if not state.resolved[h.model].approved:
                 self.emit("skip", turn=state.turn_id, participant=h.model, line=skip_line(h),
@@ -216,3 +240,205 @@ class Conversation:
                 "judge_tokens": round((state.judge_call.prompt_tokens + state.judge_call.completion_tokens) / n, 1),
                 "answer_tokens": state.answer_tokens.get(h.model, 0), "flags": ",".join(h.flags)})
         self.emit("turn_closed", turn=state.turn_id, spoke=spoke)
+
+
+def restore_conversation(run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]],
+                         models: Any = None) -> Conversation:
+    """A stored conversation rebuilt from its run's config and events, with no model call: its turns, hands,
+    decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
+    whose cards were never all decided, or never answered, is left open. `models` is only needed to go on
+    talking. Raises ValueError when the config or an event is not a conversation's."""
+    from pydantic import ValidationError
+
+    try:
+        participants = [Participant.model_validate(p) for p in run_config.get("participants", [])]
+        config = HandRaiseConfig.model_validate(run_config.get("config", {}))
+    except (ValidationError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a stored conversation's config: {exc}") from None
+    if not participants:
+        raise ValueError("not a stored conversation's config: it has no participants")
+    conv = Conversation(participants, models, config)
+    by_turn: dict[str, TurnState] = {}
+    try:
+        for type_, payload in events:
+            _restore_event(conv, by_turn, type_, payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a stored conversation event cannot be read back: {type(exc).__name__}: {exc}") from None
+    return conv
+
+
+def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str, p: Mapping[str, Any]) -> None:
+    if type_ == "user_message":
+        turn_id = str(p["turn"])
+        conv.turns.append(Turn("user", str(p["text"])))
+        conv.guard.allow(turn_id, "user")
+        mentions = Mentions(models=frozenset(p.get("mentions", [])), all=bool(p.get("mentionAll")),
+                            unknown=tuple(p.get("unknownMentions", [])))
+        opened = TurnState(turn_id=turn_id, index=len(conv.states), text=str(p["text"]), mentions=mentions,
+                           hands=[], resolved={}, judge_call=JudgeCall())
+        conv.states.append(opened)
+        by_turn[turn_id] = opened
+        return
+    state = by_turn.get(str(p.get("turn")))
+    if state is None:
+        return  # not a turn event (run_started, run_finished, …)
+    if type_ == "hands":
+        state.hands = [Hand(model=h["model"], relevance=h["relevance"], novelty=h["novelty"],
+                            confidence=h["confidence"], raw_will=h["raw_will"], will=h["will"],
+                            status=HandStatus(h["status"]), cooldown_delta=h.get("cooldown_delta", 0.0),
+                            over_raise_factor=h.get("over_raise_factor", 1.0), reason=h.get("reason", ""),
+                            flags=list(h.get("flags", []))) for h in p["hands"]]
+        state.judge_call = JudgeCall(latency_s=float(p.get("latencyS", 0.0)),
+                                     prompt_tokens=int(p.get("promptTokens", 0)),
+                                     completion_tokens=int(p.get("completionTokens", 0)),
+                                     calls=int(p.get("calls", 0)), call_ids=list(p.get("callIds", [])))
+    elif type_ == "hand_decision":
+        model = str(p["participant"])
+        state.resolved[model] = Resolution(model=model, approved=bool(p["approved"]), by=p["by"],
+                                           rule=p.get("rule", ""))
+    elif type_ == "answer_finished":
+        pid = str(p["participant"])
+        state.answers[pid] = str(p.get("text") or "")
+        state.answer_tokens[pid] = int(p.get("tokens") or 0)
+        if p.get("error"):
+            state.answer_errors[pid] = str(p["error"])
+    elif type_ == "turn_closed":
+        # What `answer` does after the answers: they join the conversation, the turn is recorded.
+        for pid in (m for m, r in state.resolved.items() if r.approved):
+            if state.answers.get(pid):
+                conv.turns.append(Turn(pid, state.answers[pid]))
+        state.answered = True
+        conv._close_turn(state)
+
+
+# -- the conversation as a run: one entry point per user turn, called alike by the page and the CLI -------------
+
+
+
+class ConversationConfig(BaseModel):
+    """`handraise.conversation`: who takes part and every decision setting; the run's stored config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    participants: list[Participant] = Field(min_length=1)
+    config: HandRaiseConfig = Field(default_factory=HandRaiseConfig)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ConversationConfig:
+        if len({p.id for p in self.participants}) != len(self.participants):
+            raise ValueError("participant ids must be unique")
+        return self
+
+
+@dataclass
+class ConversationSession:
+    """An open conversation run: its id, the store its events go to, and the conversation itself."""
+
+    run_id: str
+    store: Any
+    conversation: Conversation
+    emit: Any
+    closed: bool = False
+
+
+def open_conversation(config: ConversationConfig, models: Any, store: Any, *, sinks: list[Any] | None = None,
+                      name: str = "conversation", embedder: Any = None) -> ConversationSession:
+    """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
+    `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so
+    `close_conversation` finishes it."""
+    from engine.events import RUN_STARTED, EventBus, StoreSink
+
+    stored = config.model_dump(mode="json")
+    run = store.create_run("handraise.conversation", stored, name=name)
+    bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
+    bus.emit(RUN_STARTED, kind="handraise.conversation", name=name, config=stored)
+    conversation = Conversation(config.participants, models, config.config, emit=bus.emit, embedder=embedder)
+    return ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+
+
+Decider = Callable[[TurnState], Awaitable[None]]
+BatchDecision = Literal["approve_all", "skip_all"]
+
+
+def decide_all(session: ConversationSession, kind: BatchDecision) -> Decider:
+    """A decider that approves (or skips) every waiting card at once: the CLI's `--decide`."""
+
+    async def decide(state: TurnState) -> None:
+        session.conversation.batch(state, kind)
+
+    return decide
+
+
+async def conversation_turn(session: ConversationSession, text: str, *, decide: Decider | None = None,
+                            answer: bool = True, on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+    """One user turn, from the message to the answers: the will judgment, the hands and what decides itself
+    (mentions, mode, standing rules), then the cards through `decide` (the page's buttons, the CLI's
+    policy), then the approved participants' answers, streamed through `on_chunk(participant, text)`.
+    Without `decide` (or when cards still wait after it), or with `answer=False` (a page that streams the
+    answers itself), the turn comes back unanswered: `answer_turn` ends it once every card is decided. Every
+    model call is attributed to the conversation's run."""
+    from engine import runctx
+    from models.recording import call_context
+
+    conv = session.conversation
+    with call_context(run_id=session.run_id, purpose=f"handraise.judge:{conv.config.judge_method}"):
+        runctx.progress(total=2, step="judging the will to speak")
+        state = await conv.user_message(text)
+        runctx.progress(advance=1, step=f"{len(state.waiting)} card(s) waiting" if state.waiting else "decided")
+    if state.waiting and decide is not None:
+        await decide(state)
+    if state.waiting or not answer:
+        return state
+    return await answer_turn(session, state, on_chunk=on_chunk)
+
+
+async def answer_turn(session: ConversationSession, state: TurnState, *,
+                      on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+    """The approved participants of a decided turn answer (in parallel, streamed); the turn closes."""
+    from engine import runctx
+    from models.recording import call_context
+
+    approved = [m for m, r in state.resolved.items() if r.approved]
+    with call_context(run_id=session.run_id, purpose="handraise.answer"):
+        runctx.progress(total=2, done=1, step=f"{len(approved)} answer(s)")
+        await session.conversation.answer(state, on_chunk=on_chunk)
+        runctx.progress(done=2, step="turn closed")
+    return state
+
+
+def turn_json(state: TurnState) -> dict[str, Any]:
+    """A turn as stored and compared: the message, every hand, who decided what, and the answers."""
+    return {"turn": state.turn_id, "text": state.text, "mentions": sorted(state.mentions.models),
+            "hands": [h.payload() for h in state.hands],
+            "decisions": {m: {"approved": r.approved, "by": r.by, "rule": r.rule} for m, r in state.resolved.items()},
+            "answers": dict(state.answers), "answer_errors": dict(state.answer_errors), "answered": state.answered}
+
+
+def token_figures(conv: Conversation) -> dict[str, Any]:
+    """Tokens spent (judgments + answers) against the baseline in which every participant answers every
+    turn; a participant that did not answer is counted at the mean answer length of this conversation."""
+    judge = sum(s.judge_call.prompt_tokens + s.judge_call.completion_tokens for s in conv.states)
+    answers = [t for s in conv.states for t in s.answer_tokens.values()]
+    spent_answers = sum(answers)
+    mean_answer = spent_answers / len(answers) if answers else 0.0
+    slots = sum(len(conv.participants) for s in conv.states if s.answered)
+    baseline = spent_answers + mean_answer * (slots - len(answers))
+    return {"judge_tokens": judge, "answer_tokens": spent_answers, "spent_tokens": judge + spent_answers,
+            "baseline_tokens": round(baseline), "answers": len(answers), "baseline_answers": slots}
+
+
+def conversation_summary(conv: Conversation) -> dict[str, Any]:
+    return {"turns": len(conv.states), "answers": sum(len(s.answers) for s in conv.states), **token_figures(conv),
+            "result": [turn_json(s) for s in conv.states]}
+
+
+def close_conversation(session: ConversationSession) -> dict[str, Any]:
+    """Finish the conversation's run with its summary (once; closing again changes nothing)."""
+    from engine.events import RUN_FINISHED
+
+    summary = conversation_summary(session.conversation)
+    if not session.closed:
+        session.emit(RUN_FINISHED, summary=summary)
+        session.store.finish_run(session.run_id, summary=summary)
+        session.closed = True
+    return summary

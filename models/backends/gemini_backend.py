@@ -9,14 +9,31 @@ from pydantic import BaseModel
 from models.backends._http import error_for_status, short
 from models.base import ChatModel
 from models.catalog import api_key_for
-from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable, SafetyBlocked
-from models.types import RawResult, Request
+from models.errors import (
+    BadRequest,
+    CannotScore,
+    MalformedResponse,
+    ModelError,
+    ModelTimeout,
+    ModelUnavailable,
+    SafetyBlocked,
+)
+from models.scoring import ScoringUnsupported, first_token_scores
+from models.types import Message, RawResult, Request, ScoreResult
 
 _BLOCKED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 
 
 class GeminiModel(ChatModel):
+    """Scoring (`score_options`): `response_logprobs` with the top-k candidates of the answer's first
+    token (flagged `first_token`); a raw prompt goes in as the text to continue."""
+
     backend = "gemini"
+    can_score = True
+
+    @classmethod
+    def scoring_support(cls, spec: Any) -> str:
+        return "first token"
 
     def _key_hint(self) -> str:
         return self.spec.api_key_env or "GEMINI_API_KEY"
@@ -115,3 +132,40 @@ class GeminiModel(ChatModel):
         )
 
 
+
+
+    async def _score(self, request: Request) -> ScoreResult:
+
+        from models.backends.openai_backend import CONTINUE_INSTRUCTION
+
+        options = request.options or []
+        if request.prompt is not None:
+            request = request.model_copy(update={"messages": [
+                Message(role="system", content=CONTINUE_INSTRUCTION), Message(role="user", content=request.prompt)]})
+        config = self._config(request.model_copy(update={"max_tokens": 1, "temperature": 0.0}))
+        config = config.model_copy(update={
+            "response_logprobs": True, "logprobs": int(self.spec.options.get("top_logprobs", 20))})
+        try:
+            response = await self.client().aio.models.generate_content(
+                model=self.spec.model, contents=self._contents(request), config=config)
+        except ModelError:
+            raise
+        except Exception as exc:
+            err = self._translate(exc)
+            if isinstance(err, BadRequest):  # "logprobs is not supported for this model"
+                raise self._error(CannotScore, f"Gemini refused log-probabilities: {err.message}") from None
+            raise err from None
+        candidates = getattr(response, "candidates", None) or []
+        result = getattr(candidates[0], "logprobs_result", None) if candidates else None
+        steps = getattr(result, "top_candidates", None) or []
+        if not steps:
+            raise self._error(CannotScore, f"the answer carried no log-probabilities: {short(response)}")
+        top = [(c.token or "", float(c.log_probability)) for c in (steps[0].candidates or [])
+               if c.log_probability is not None]
+        try:
+            scores, flags = first_token_scores(top, options)
+        except ScoringUnsupported as exc:
+            raise self._error(CannotScore, f"cannot score these options: {exc}") from None
+        usage = getattr(response, "usage_metadata", None)
+        return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
+                           prompt_tokens=getattr(usage, "prompt_token_count", 0) or 0, flags=flags)

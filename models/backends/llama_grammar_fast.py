@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from models.recording import checkpoint
+
 BLOCK = 512
 
 
@@ -85,6 +87,16 @@ def format_prompt(chat_format: str | None, messages: list[dict[str, str]]) -> tu
     return result.prompt, bool(getattr(result, "added_special", False))
 
 
+def hard_reset(llama: Any) -> None:
+    """Forget the evaluated tokens AND clear the KV memory. `Llama.reset()` only rewinds the token count: the
+    cells of earlier sequences stay where they were, so the next prompt lands in a different cell layout and
+    the attention sums round differently (measured: one request, two greedy answers in one process)."""
+    llama.reset()
+    ctx = getattr(llama, "_ctx", None)
+    if ctx is not None and hasattr(ctx, "kv_cache_clear"):
+        ctx.kv_cache_clear()
+
+
 def greedy_json(
     llama: Any, prompt: str, schema: dict[str, Any], max_tokens: int, *, has_bos: bool = False
 ) -> dict[str, Any]:
@@ -98,9 +110,10 @@ def greedy_json(
     out: list[int] = []
     finish = "length"
     try:
-        llama.reset()
+        hard_reset(llama)
         llama.eval(tokens)
         for _ in range(max_tokens):
+            checkpoint()  # a cancelled run stops at its next token
             logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(n_vocab,))
             token = _best_allowed(grammar, logits)
             grammar.accept(token)

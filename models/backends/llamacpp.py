@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import contextvars
 import functools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from models.backends.llama_grammar_fast import format_prompt, greedy_json
+from models.backends.llama_grammar_fast import format_prompt, greedy_json, hard_reset
 from models.base import ChatModel, as_messages
 from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
+from models.recording import RunCancelled, cancelled, checkpoint, current_context
 from models.scoring import split_trailing_space
 from models.types import ChoiceProbabilities, Completion, Message, RawResult, Request, ScoreResult, Usage
 
@@ -33,6 +36,27 @@ if TYPE_CHECKING:
 
 _LOADED: dict[tuple[str, int, int, str | None], tuple[Llama, threading.Lock]] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def stops_when_cancelled(llama: Any) -> Iterator[None]:
+    """Inside, a llama.cpp generation of the current run stops at its next token once the run is cancelled
+    (``RunCancelled``): every sampled token first passes the run's checkpoint. Call it holding the
+    model's lock; outside a cancellable run it changes nothing."""
+    if current_context().cancel is None:
+        yield
+        return
+    sample: Callable[..., int] = llama.sample
+
+    def sampling(*args: Any, **kwargs: Any) -> int:
+        checkpoint()
+        return sample(*args, **kwargs)
+
+    llama.sample = sampling
+    try:
+        yield
+    finally:
+        del llama.sample  # the class's method again
 
 
 @functools.lru_cache(maxsize=1)
@@ -249,6 +273,8 @@ class LlamaCppModel(ChatModel):
                     max_new, stops = arg
                     text = ""
                     for _ in range(int(max_new)):
+                        if cancelled():
+                            raise RunCancelled()
                         token = int(np.argmax(logits()))
                         steps += 1
                         if token == llama.token_eos():
@@ -282,7 +308,7 @@ class LlamaCppModel(ChatModel):
         # gets different answers depending on what ran before. Determinism first; reuse is opt-in.
         forget_scoring_prefix(llama)
         if not self.spec.options.get("prefix_cache", False):
-            llama.reset()
+            hard_reset(llama)
 
     def _fast_prompt(self, request: Request) -> tuple[str, bool] | None:
         """Greedy structured calls take the fast grammar path (same answer, a fraction of the time)."""
@@ -336,7 +362,7 @@ class LlamaCppModel(ChatModel):
             return await self._generate_fast(llama, lock, request, *fast)
 
         def run() -> CreateChatCompletionResponse:
-            with lock:
+            with lock, stops_when_cancelled(llama):
                 self._prepare(llama)
                 out = llama.create_chat_completion(**kwargs, stream=False)
             if not isinstance(out, dict):  # only stream=True gives an iterator of chunks
@@ -370,12 +396,13 @@ class LlamaCppModel(ChatModel):
             finish = None
             pieces: list[str] = []
             try:
-                with lock:
+                with lock, stops_when_cancelled(llama):
                     self._prepare(llama)
                     chunks = llama.create_chat_completion(**kwargs, stream=True)
                     if isinstance(chunks, dict):  # only stream=False gives one whole answer
                         raise RuntimeError("llama.cpp answered whole where a stream was asked for")
                     for chunk in chunks:
+                        checkpoint()
                         choice = chunk["choices"][0]
                         piece = str(choice.get("delta", {}).get("content") or "")
                         finish = choice.get("finish_reason") or finish
@@ -390,10 +417,13 @@ class LlamaCppModel(ChatModel):
                         completion_tokens=completion_tokens, finish_reason=finish,
                     ))
                 )
+            except RunCancelled as exc:  # the run was cancelled: stopped at this token
+                loop.call_soon_threadsafe(queue.put_nowait, ("cancelled", exc))
             except Exception as exc:  # handed to the event loop, raised there as a typed error
                 loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
 
-        worker = loop.run_in_executor(None, run)
+        # The worker runs in this context, so it sees the run's cancel switch.
+        worker = loop.run_in_executor(None, contextvars.copy_context().run, run)
         while True:
             kind, value = await queue.get()
             if kind == "text":
@@ -401,6 +431,9 @@ class LlamaCppModel(ChatModel):
             elif kind == "done":
                 yield value
                 break
+            elif kind == "cancelled":
+                await worker
+                raise value
             else:
                 raise self._error(ServerError, f"llama.cpp failed while streaming: {value}")
         await worker

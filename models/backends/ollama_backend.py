@@ -11,15 +11,22 @@ from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
 from models.base import ChatModel
-from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
-from models.types import RawResult, Request
+from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
+from models.scoring import ScoringUnsupported, TopLogprobs, first_token_scores, walk_scores
+from models.types import RawResult, Request, ScoreResult
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 class OllamaModel(ChatModel):
+    """Scoring (`score_options`, Ollama ≥ 0.12.11 gives `logprobs` / `top_logprobs`): a raw prompt is
+    continued in raw mode (`/api/generate`, `raw: true`, no template) one token at a time, each option
+    followed through the top-k next tokens (exact while its tokens stay in the top k; flagged where one
+    falls out); chat messages are scored by the answer's first token (flagged `first_token`)."""
+
     backend = "ollama"
     supports_streaming = True
+    can_score = True
 
     @property
     def host(self) -> str:
@@ -83,6 +90,50 @@ class OllamaModel(ChatModel):
             raise
         except Exception as exc:  # the client raises several families (httpx, ResponseError, pydantic)
             raise self._translate(exc) from None
+
+    # -- option scoring ---------------------------------------------------------------------------
+    @classmethod
+    def scoring_support(cls, spec: Any) -> str:
+        return "token walk (top-k)"
+
+    async def _score(self, request: Request) -> ScoreResult:
+        options = request.options or []
+        top_k = int(self.spec.options.get("top_logprobs", 20))
+        step_options = {"temperature": 0.0, "num_predict": 1} | dict(self.spec.options.get("ollama_options", {}))
+        try:
+            if request.prompt is not None:
+                async def next_top(text: str) -> tuple[TopLogprobs, int]:
+                    response = await self.client().generate(
+                        model=self.spec.model, prompt=text, raw=True, logprobs=True, top_logprobs=top_k,
+                        options=step_options, stream=False)
+                    return self._top(response), response.prompt_eval_count or 0
+
+                logprobs, counts, prompt_tokens, flags = await walk_scores(request.prompt, options, next_top)
+                return ScoreResult(logprobs=logprobs, token_counts=counts, prompt_tokens=prompt_tokens, flags=flags)
+            response = await self.client().chat(
+                model=self.spec.model, messages=[m.model_dump() for m in request.messages], logprobs=True,
+                top_logprobs=top_k, options=step_options, stream=False)
+            scores, flags = first_token_scores(self._top(response), options)
+            return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
+                               prompt_tokens=response.prompt_eval_count or 0, flags=flags)
+        except ScoringUnsupported as exc:
+            raise self._error(CannotScore, f"cannot score these options: {exc}") from None
+        except ModelError:
+            raise
+        except Exception as exc:
+            err = self._translate(exc)
+            if isinstance(err, BadRequest):
+                raise self._error(CannotScore, f"Ollama refused log-probabilities: {err.message}") from None
+            raise err from None
+
+    def _top(self, response: Any) -> TopLogprobs:
+        entries = getattr(response, "logprobs", None) or []
+        if not entries:
+            raise self._error(CannotScore, f"Ollama at {self.host} returned no logprobs — it needs Ollama 0.12.11 "
+                                           "or newer to score options")
+        first = entries[0]
+        top = [(t.token, float(t.logprob)) for t in (first.top_logprobs or [])]
+        return top or [(first.token, float(first.logprob))]
 
     async def _generate_stream(
         self, request: Request, schema: type[BaseModel] | None

@@ -17,14 +17,26 @@ from pydantic import BaseModel
 from models.backends._http import error_for_status, short
 from models.base import ChatModel
 from models.catalog import api_key_for
-from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
+from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
+from models.scoring import ScoringUnsupported, echo_option_logprob, first_token_scores, split_trailing_space
 from models.structured import strict_schema
-from models.types import RawResult, Request
+from models.types import RawResult, Request, ScoreResult
+
+# A chat API scores options by the first token of its answer: the text to continue goes in as the user's
+# message under this instruction.
+CONTINUE_INSTRUCTION = "Continue the text. Reply with the next words only."
 
 
 class OpenAIModel(ChatModel):
+    """Scoring (`score_options`): a raw prompt goes to the completions endpoint with `echo` and `logprobs`,
+    which gives every prompt token's log-probability, so the option's score is exact (llama.cpp's server,
+    vLLM; the default for a `base_url` that is not OpenAI's). Chat messages, OpenAI itself (whose
+    completions no longer echo log-probabilities) or `options.scoring: first_token` use the chat endpoint's
+    `top_logprobs` of the answer's first token instead, flagged `first_token`."""
+
     backend = "openai"
     supports_streaming = True
+    can_score = True
 
     @property
     def is_official(self) -> bool:
@@ -123,6 +135,85 @@ class OpenAIModel(ChatModel):
             raise self._error(
                 MalformedResponse, f"response has no choices[0].message: {short(response)}"
             ) from exc
+
+    # -- option scoring ---------------------------------------------------------------------------
+    @classmethod
+    def scoring_support(cls, spec: Any) -> str:
+        official = not spec.base_url or "api.openai.com" in spec.base_url
+        method = spec.options.get("scoring", "first_token" if official else "echo")
+        return "exact (echo)" if method == "echo" else "first token"
+
+    @property
+    def scoring_method(self) -> str:
+        method = str(self.spec.options.get("scoring", "first_token" if self.is_official else "echo"))
+        if method not in ("echo", "first_token"):
+            raise self._error(BadRequest, f"options.scoring must be echo or first_token, not {method!r}")
+        return method
+
+    async def _score(self, request: Request) -> ScoreResult:
+        import openai
+
+        options = request.options or []
+        try:
+            if request.prompt is not None and self.scoring_method == "echo":
+                return await self._score_echo(request.prompt, options)
+            return await self._score_first_token(request, options)
+        except ScoringUnsupported as exc:
+            raise self._error(CannotScore, f"cannot score these options: {exc}") from None
+        except ModelError:
+            raise
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            err = self._translate(exc)
+            if isinstance(err, BadRequest):  # e.g. "logprobs are not supported": no retry can help
+                raise self._error(CannotScore, f"the server refused log-probabilities: {err.message}") from None
+            raise err from None
+
+    async def _score_echo(self, prompt: str, options: list[str]) -> ScoreResult:
+        logprobs: list[float] = []
+        counts: list[int] = []
+        flags: list[str] = []
+        prompt_tokens = 0
+        for i, option in enumerate(options):
+            context, continuation = split_trailing_space(prompt, option)
+            text = context + continuation
+            response = await self.client().completions.create(
+                model=self.spec.model, prompt=text, max_tokens=1, temperature=0.0, echo=True, logprobs=1)
+            try:
+                lp = response.choices[0].logprobs
+                total, count, straddles = echo_option_logprob(
+                    lp.tokens, lp.token_logprobs, lp.text_offset, len(context), len(text))
+            except (AttributeError, IndexError, TypeError) as exc:
+                raise self._error(
+                    CannotScore, f"the completions endpoint echoed no prompt log-probabilities: {short(response)}"
+                ) from exc
+            if straddles:
+                flags.append(f"merged_boundary:{i}")
+            logprobs.append(total)
+            counts.append(count)
+            usage = getattr(response, "usage", None)
+            prompt_tokens = max(prompt_tokens, (getattr(usage, "prompt_tokens", 0) or 0) - count)
+        return ScoreResult(logprobs=logprobs, token_counts=counts, prompt_tokens=prompt_tokens, flags=flags)
+
+    async def _score_first_token(self, request: Request, options: list[str]) -> ScoreResult:
+        if request.prompt is not None:
+            messages = [{"role": "system", "content": CONTINUE_INSTRUCTION},
+                        {"role": "user", "content": request.prompt}]
+        else:
+            messages = [m.model_dump() for m in request.messages]
+        top_k = int(self.spec.options.get("top_logprobs", 20))
+        response = await self.client().chat.completions.create(
+            model=self.spec.model, messages=messages, max_tokens=1, temperature=0.0, logprobs=True,
+            top_logprobs=top_k)
+        try:
+            first = response.choices[0].logprobs.content[0]
+            top = [(t.token, float(t.logprob)) for t in first.top_logprobs] or [(first.token, float(first.logprob))]
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise self._error(CannotScore, f"the chat answer carried no top log-probabilities: {short(response)}"
+                              ) from exc
+        scores, flags = first_token_scores(top, options)
+        usage = getattr(response, "usage", None)
+        return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
+                           prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, flags=flags)
 
     async def _generate_stream(
         self, request: Request, schema: type[BaseModel] | None

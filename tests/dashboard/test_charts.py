@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+from typing import Any
+
 from dashboard import charts
 from engine.calibration import calibrate, risk_at
 from engine.confidence import ConfidenceFactors, calculate
@@ -29,3 +33,142 @@ def test_calibration_figures() -> None:
     assert len(curve.data) == 2 and curve.data[1].name == "silent"
     shares = charts.level_shares({"SILENT": 0.25, "NOTIFY": 0.25, "CONFIRM": 0.25, "ESCALATE": 0.25})
     assert [t.name for t in shares.data] == ["SILENT", "NOTIFY", "CONFIRM", "ESCALATE"]
+
+
+# -- the figures that moved out of the pages: structure, values from the data, hostile text escaped --------------
+
+HOSTILE = "<a href='http://127.0.0.1:9/x'>click</a><br><b>bold</b>"
+ESCAPED = "&lt;a href='http://127.0.0.1:9/x'&gt;click&lt;/a&gt;&lt;br&gt;&lt;b&gt;bold&lt;/b&gt;"
+
+
+def _no_live_html(fig: Any) -> None:
+    """No string anywhere in the figure holds a tag plotly would render."""
+    text = json.dumps(fig.to_plotly_json(), ensure_ascii=False, default=str)
+    assert "<a href" not in text and "<b>bold" not in text and "<br>" not in text
+
+
+def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
+    from engine.director import RUBRIC_CRITERIA, RUBRIC_LABELS
+
+    scores = dict(zip(RUBRIC_CRITERIA, [5, 4, 3, 2, 1], strict=True))
+    fig = charts.rubric_radar(scores, RUBRIC_LABELS)
+    (trace,) = fig.data
+    assert list(trace.r) == [5, 4, 3, 2, 1, 5] and list(trace.theta)[0] == list(trace.theta)[-1] == "フレーム整合性"
+    assert fig.layout.polar.radialaxis.range == (0, 5) and trace.fill == "toself"
+    hostile = charts.rubric_radar({"frame": 3}, {"frame": HOSTILE})
+    assert hostile.data[0].theta[0] == ESCAPED
+    _no_live_html(hostile)
+
+
+def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
+    from engine.director import ScriptLine, hit_rates, script_verdicts
+
+    lines = [ScriptLine(id=str(i), text=t) for i, t in enumerate(
+        ["まだ未成年じゃないかな。", "えー、ほんと？楽しいわ！", "すごい！", "海は海で海だよね！"])]
+    rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
+    fig = charts.rule_hit_rates(rates)
+    assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "stack"
+    assert list(fig.data[0].x) == list(rates) and fig.layout.yaxis.tickformat == ".0%"
+    assert list(fig.data[1].y) == [r["retry"] for r in rates.values()]
+    assert dict(zip(fig.data[1].x, fig.data[1].y, strict=True))["logic"] == 0.25  # one double negation in four
+    assert charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
+
+
+def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], Any]:
+    from engine.skipcache import ResponseConfig
+    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from tests.engine.test_skipsim import HashJudge
+
+    messages = generate_workload(WorkloadSpec(channels=2, hours=2, bursts_per_hour=2.0, seed=3))
+    judge = RecordedJudge({}, HashJudge())
+    result = asyncio.run(simulate(messages, judge, ResponseConfig(), hours=2, keep_timeline=True))
+    return [m.__dict__ for m in messages], [j.__dict__ for j in result.judgments], result.timeline, judge
+
+
+def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
+    messages, judgments, timeline, _ = _simulated()
+    scope = f"{messages[0]['channel_id']}:{messages[0]['thread_ts'] or 'top'}"
+    fig = charts.skip_scope_timeline(scope, messages, judgments, timeline)
+    by_name = {t.name: t for t in fig.data if t.name}
+    mine = [m for m in messages if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
+    judged = [j for j in judgments if j["scope"] == scope]
+    assert list(by_name["message"].x) == [m["at"] for m in mine] and set(by_name["message"].y) == {"messages"}
+    assert list(by_name["judgment"].x) == [j["at"] for j in judged] and judged
+    assert list(by_name["judgment"].marker.color) == ["#D95F02" if j["should_respond"] else "#1B9E77" for j in judged]
+    hits = [e for e in timeline if e["type"] == "cache_hit" and e["scope"] == scope]
+    assert len(by_name["cache hit"].x) == len(hits)
+    windows = [t for t in fig.data if not t.showlegend and t.mode == "lines"]
+    assert len(windows) == sum(1 for j in judged if j["skip_seconds"])
+    assert list(fig.layout.yaxis.categoryarray) == charts.SKIP_ROWS
+    hostile = [dict(mine[0], text=HOSTILE, author=HOSTILE)]
+    fig = charts.skip_scope_timeline(scope, hostile, [], [])
+    assert fig.data[0].text[0] == f"{ESCAPED}: {ESCAPED}"
+    _no_live_html(fig)
+
+
+def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
+    from engine.skipcache import Message, ResponseConfig
+    from engine.skipsim import sweep
+
+    messages, _, _, judge = _simulated()
+    rows = asyncio.run(sweep([Message(**m) for m in messages], judge.records, ResponseConfig(), hours=2))
+    assert len(rows) == 9 and any(r["pareto"] for r in rows)
+    fig = charts.skip_tradeoff(rows)
+    points, front = fig.data
+    assert list(points.x) == [r["judge calls"] for r in rows] and list(points.y) == [r["staleness p95 s"] for r in rows]
+    on_front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
+    assert list(front.x) == [r["judge calls"] for r in on_front] and front.line.dash == "dot"
+    assert fig.layout.xaxis.title.text == "judge calls (with cache)"
+
+
+TELEMETRY = [
+    {"turn": "t1", "participant": "coder", "will": 0.8, "status": "raised", "allowed": True, "decided_by": "user",
+     "flags": ""},
+    {"turn": "t1", "participant": "designer", "will": 0.2, "status": "lowered", "allowed": False,
+     "decided_by": "mode", "flags": ""},
+    {"turn": "t2", "participant": "coder", "will": 0.95, "status": "raised", "allowed": False,
+     "decided_by": "timeout", "flags": "over_raise"},
+    {"turn": "t2", "participant": HOSTILE, "will": 0.7, "status": "mentioned", "allowed": True,
+     "decided_by": "mention", "flags": ""},
+]
+
+
+def test_will_per_turn_and_histogram_follow_the_telemetry() -> None:
+    fig = charts.will_per_turn(TELEMETRY, 0.6)
+    assert [t.name for t in fig.data] == ["coder", "designer", ESCAPED]
+    assert list(fig.data[0].x) == ["t1", "t2"] and list(fig.data[0].y) == [0.8, 0.95]
+    assert fig.layout.shapes[0].y0 == 0.6 and fig.layout.yaxis.range == (0, 1)
+    hist = charts.will_histogram(TELEMETRY)
+    assert [t.name for t in hist.data] == ["coder ⚠ over-raise", "designer", ESCAPED]
+    assert list(hist.data[0].x) == [0.8, 0.95] and hist.data[0].xbins.size == 0.1
+    _no_live_html(fig)
+    _no_live_html(hist)
+
+
+def test_approval_sankey_counts_every_hand_once() -> None:
+    fig = charts.approval_sankey(TELEMETRY)
+    (sankey,) = fig.data
+    labels = list(sankey.node.label)
+    flows = {(labels[s], labels[t]): v for s, t, v in zip(sankey.link.source, sankey.link.target, sankey.link.value,
+                                                          strict=True)}
+    assert flows == {("raised", "approved"): 2, ("not raised", "skipped"): 1, ("raised", "timeout"): 1,
+                     ("approved", "answered"): 2}
+
+
+def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:
+    rows = [{"method": "judge", "context": "3", "accuracy": 0.75, "precision": 0.5, "recall": None, "f1": 0.6,
+             "consistency": 1.0}, {"method": HOSTILE, "context": "1", "accuracy": 0.5}]
+    fig = charts.context_ablation(rows)
+    assert [t.name for t in fig.data] == ["judge · 3", f"{ESCAPED} · 1"] and fig.layout.barmode == "group"
+    assert list(fig.data[0].x) == list(charts.ABLATION_METRICS)
+    assert list(fig.data[0].y) == [0.75, 0.5, 0, 0.6, 1.0]  # a missing figure at 0
+    _no_live_html(fig)
+
+
+def test_jury_charts_put_their_legends_below_the_plot() -> None:
+    rows = [{"juror": "a", "role": HOSTILE, "step": 0, "label": "phase 1", "score": 80, "verdict": "safe_pass"}]
+    for fig in (charts.jury_trajectory(rows), charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"]),
+                charts.jury_timeline([{"juror": "a", "role": "r", "stage": "phase 1", "start": 0.0, "end": 1.5}])):
+        assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+        assert fig.layout.margin.b >= 60  # room for the legend, so it covers neither plot nor neighbour
+    assert charts.jury_trajectory(rows).data[0].name == ESCAPED

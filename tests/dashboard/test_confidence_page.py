@@ -53,8 +53,28 @@ def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
     after = _level_counts(at)
     assert after.get("SILENT", 0) < before["SILENT"]
     assert sum(after.values()) == sum(before.values())
-    at.slider(key="confidence.t_notify").set_value(0.995).run()  # breaks the ordering
-    assert any("SILENT ≥ NOTIFY ≥ CONFIRM" in e.value for e in at.error)
+    # NOTIFY above SILENT would break the ordering: SILENT is pushed along, every slider shows the threshold in
+    # use, and a note says what moved (never a silent fall-back to the defaults behind the sliders' backs).
+    at.slider(key="confidence.t_notify").set_value(0.995).run()
+    assert not at.exception and not at.error
+    assert (at.slider(key="confidence.t_silent").value, at.slider(key="confidence.t_notify").value) == (0.995, 0.995)
+    assert any("SILENT moved to 0.995" in w.value and "SILENT ≥ NOTIFY ≥ CONFIRM" in w.value for w in at.warning)
+    assert _level_counts(at).get("SILENT", 0) <= after.get("SILENT", 0)
+    at.slider(key="confidence.t_silent").set_value(0.3).run()  # below both others: they follow it down
+    assert [at.slider(key=f"confidence.t_{n}").value for n in ("silent", "notify", "confirm")] == [0.3, 0.3, 0.3]
+    assert sum(_level_counts(at).values()) == sum(before.values())
+    assert _level_counts(at).get("ESCALATE", 0) + _level_counts(at).get("SILENT", 0) == sum(before.values())
+
+
+def test_thresholds_set_out_of_order_from_outside_the_sliders_are_refused_visibly() -> None:
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.session_state["confidence.t_silent"] = 0.5
+    at.session_state["confidence.t_notify"] = 0.8
+    at.run()
+    assert not at.exception
+    shown = [e.value for e in at.error]
+    assert len(shown) == 2 and all("SILENT 0.5, NOTIFY 0.8" in e and "Nothing below uses them" in e for e in shown)
+    assert not at.metric  # no score computed with thresholds the sliders do not show
 
 
 def test_plan_aggregates_every_method() -> None:

@@ -3,6 +3,9 @@ bundled model, skip lines, telemetry, and the what-if re-decision."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -16,6 +19,26 @@ def _page() -> None:
     conversation.render()
 
 
+def settle(at: AppTest, timeout: float = 300.0) -> AppTest:
+    """The page watches the judgment and the answers on the background loop: rerun until they are in (and
+    any benchmark run of the URL has ended)."""
+    deadline = time.monotonic() + timeout
+
+    def busy() -> bool:
+        pending: Any = at.session_state["conv.pending"] if "conv.pending" in at.session_state else None
+        answering: Any = at.session_state["conv.answering"] if "conv.answering" in at.session_state else {}
+        runs = state.get_store().list_runs(kind="handraise")
+        return (pending is not None or any(not f.done() for f in answering.values())
+                or any(r.status == "running" and r.kind == "handraise.eval" for r in runs))
+
+    at.run()
+    while busy():
+        assert time.monotonic() < deadline, "the page did not settle"
+        time.sleep(0.3)
+        at.run()
+    return at.run()
+
+
 @pytest.mark.slow
 def test_cards_approve_skip_answer_and_what_if() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
@@ -23,6 +46,7 @@ def test_cards_approve_skip_answer_and_what_if() -> None:
     at.selectbox(key="conv.method").set_value("embedding")
     at.slider(key="conv.threshold").set_value(0.3).run()
     at.chat_input(key="conv.input").set_value("My Python script crashes with a KeyError in the config dict").run()
+    settle(at)
     assert not at.exception
     cards = [m.value for m in at.markdown if "wants to speak" in m.value]
     assert cards and any("Coder" in c for c in cards)
@@ -30,6 +54,7 @@ def test_cards_approve_skip_answer_and_what_if() -> None:
     at.button(key=waiting[0]).click().run()  # the first card speaks
     for key in [b.key for b in at.button if b.key and b.key.startswith("conv.skip.")]:
         at.button(key=key).click().run()  # the rest are skipped
+    settle(at)
     assert not at.exception
     assert at.chat_message, "the approved participant answered"
     assert any("SKIP (will=" in shown(c.value) for c in at.caption) or len(cards) == 3
@@ -50,6 +75,7 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.mode").set_value("mention_only").run()
     at.chat_input(key="conv.input").set_value("hi @designer, which font?").run()
+    settle(at)
     assert not at.exception
     assert not [m for m in at.markdown if "wants to speak" in m.value]
     assert any("Designer" in m.value for m in at.markdown)
@@ -61,6 +87,7 @@ def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
     at.selectbox(key="conv.method").set_value("embedding").run()
     at.number_input(key="conv.b_limit").set_value(4)
     at.button(key="conv.b_run").click().run()
+    settle(at)
     assert not at.exception
     table = next(df.value for df in at.dataframe if "f1" in df.value.columns)
     assert sorted(table["context"]) == ["1", "3", "5", "summary"] and set(table["method"]) == {"embedding"}

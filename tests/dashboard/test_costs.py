@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
+from dashboard.components import money
 from engine.events import run_context
 from engine.store import Store
 from models.catalog import load_catalog
@@ -108,11 +109,13 @@ def _runs_page() -> None:
 def test_runs_page_shows_would_have_cost_for_a_replayed_run(priced: FakeServer) -> None:
     from dashboard import state
 
-    _, replay_id, spent = _live_then_replayed(state.get_store())
+    live_id, replay_id, spent = _live_then_replayed(state.get_store())
     state.clear_reads()
     at = AppTest.from_function(_runs_page, default_timeout=30).run()
     table = at.dataframe[0].value.set_index("run")
-    assert table.loc[replay_id, "cost_usd"] == 0.0 and table.loc[replay_id, "would_cost_usd"] == spent
+    # Costs read as people read them: '$0' spent, four significant digits of what it would have cost.
+    assert table.loc[replay_id, "cost"] == "$0" and table.loc[replay_id, "would have cost"] == money(spent)
+    assert money(spent) == f"${spent:.4g}" and table.loc[live_id, "would have cost"] == ""
     at.selectbox(key="runs.pick").set_value(replay_id).run()
     assert not at.exception
     cost = next(m for m in at.metric if m.label == "Cost")

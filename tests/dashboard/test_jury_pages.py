@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -39,13 +40,24 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at.number_input(key="jury.max_tokens").set_value(120)
     at.selectbox(key="jury.method").set_value("majority_vote")
     at.button(key="jury.run").click().run()
-    assert not at.exception and not at.error
+    # The only error box allowed is a wrong verdict against the gold label (checked below).
+    assert not at.exception and all("gold label" in e.value for e in at.error), [e.value for e in at.error]
+    # The page watches the run: each rerun folds what arrived; the run ends on its own.
+    deadline = time.monotonic() + 600
+    while state.get_store().list_runs(kind="jury.run")[0].status == "running":
+        assert time.monotonic() < deadline
+        time.sleep(1.0)
+        at.run()
+    at.run()
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
     assert any(m.value.startswith("**Safety officer**") for m in at.markdown)
     assert len(_statements(at)) == 3  # one round, three jurors, no round numbers by default
     assert not any("— round 1 —" in c.value for c in at.caption)
-    assert at.success and "majority_vote" in shown(at.success[0].value)
+    # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
+    (box,) = [b for b in [*at.success, *at.error] if "majority_vote" in shown(b.value)]
+    assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
+    assert "unsafe" in shown(box.value) and "gold label" in box.value
     at.toggle(key="jury.view.rounds").set_value(True).run()
     assert any("— round 1 —" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 3
@@ -58,13 +70,14 @@ def test_jury_page_says_which_models_are_unavailable() -> None:
     assert at.button(key="jury.run").disabled
 
 
-def _stored_run(case_id: str, method: str) -> str:
+def _stored_run(case_id: str, method: str, gold: str | None = "unsafe_fail") -> str:
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
     plan = {"a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 20, "I was wrong")},
             "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10, "it leaked")},
             "c": {0: ev("unsafe_fail", 30), 1: ev("unsafe_fail", 25, "agreed")}}
     jury = Jury(seats, scripted(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method=method))
-    run_id, _ = asyncio.run(run_case(state.get_store(), jury, JuryCase(id=case_id, content="Agent: hunter2")))
+    case = JuryCase(id=case_id, content="Agent: hunter2", gold=gold)
+    run_id, _ = asyncio.run(run_case(state.get_store(), jury, case))
     state.clear_reads()
     return run_id
 
@@ -101,7 +114,74 @@ def test_replay_compares_two_runs() -> None:
     table: Any = next(df.value for df in at.dataframe if "method" in df.value.columns)
     assert set(table["run"]) == {first, second}
     assert set(table["method"]) == {"majority_vote", "weighted_average"}
-    assert set(table["position changes"]) == {1}
+    assert set(table["position changes"]) == {1} and list(table["right"]) == [True, True]
+    # Side by side, each run's charts stack in its half-width column: three per side, none sharing a row.
+    compare = at.tabs[1]
+    assert len(compare.get("plotly_chart")) == 6
+
+
+def test_replay_compare_defaults_to_two_different_runs_of_the_same_case() -> None:
+    from pages.replay import compare_defaults
+
+    other = _stored_run("other-case", "majority_vote")
+    same = _stored_run("leak", "majority_vote")
+    newest = _stored_run("leak", "weighted_average")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    left, right = at.selectbox(key="replay.left"), at.selectbox(key="replay.right")
+    assert (left.value, right.value) == (newest, same)  # the newest, and the newest other run of its case
+    assert not at.warning
+    left.set_value(same)
+    right.set_value(same).run()
+    assert any("same run is on both sides" in w.value for w in at.warning)
+    runs = [{"run": r} for r in ("r3", "r2", "r1")]
+    cases = {"r3": "a", "r2": "b", "r1": "a"}.get
+    assert compare_defaults(runs, None, cases) == ("r3", "r1")
+    assert compare_defaults(runs, "r2", cases) == ("r2", "r3")  # no other run of case b: the newest other
+    assert compare_defaults(runs[:1]) == ("r3", None)
+    assert other not in (left.value, right.value)
+
+
+def test_replay_compare_with_a_single_run_says_so() -> None:
+    _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    assert any("Only one jury run" in i.value for i in at.tabs[1].info)
+    assert not at.tabs[1].dataframe
+
+
+def test_replay_button_offers_a_replay_at_the_last_event() -> None:
+    from pages.replay import play_label
+
+    _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    assert at.button(key="replay.play").label == "↺ Replay"  # opened at the last event
+    at.button(key="replay.play").click().run()  # replays from the start …
+    at.select_slider(key="replay.speed").set_value("16×").run()
+    assert not at.exception
+    assert at.button(key="replay.play").label == "↺ Replay"  # … to the end, and offers it again, never "Pause"
+    at.button(key="replay.first").click().run()
+    assert at.button(key="replay.play").label == "▶ Play"
+    assert [play_label(True, 3, 9), play_label(False, 3, 9), play_label(False, 9, 9), play_label(False, 0, 0)] == [
+        "⏸ Pause", "▶ Play", "↺ Replay", "▶ Play"]
+
+
+def test_the_verdict_box_says_right_or_wrong_against_gold() -> None:
+    right = _stored_run("leak", "majority_vote", gold="unsafe_fail")
+    wrong = _stored_run("leak", "majority_vote", gold="safe_pass")
+    none = _stored_run("leak", "majority_vote", gold=None)
+    seen = {}
+    for run_id in (right, wrong, none):
+        at = AppTest.from_function(_jury_page, default_timeout=60)
+        at.session_state["jury.run_id"] = run_id
+        at.run()
+        assert not at.exception
+        seen[run_id] = at
+    (right_box,) = [s.value for s in seen[right].success]
+    assert right_box.startswith("✅ **Right** — matches the gold label **unsafe\\_fail**")
+    (wrong_box,) = [e.value for e in seen[wrong].error]
+    assert wrong_box.startswith("❌ **Wrong** — the gold label is **safe\\_pass**") and "unsafe\\_fail" in wrong_box
+    assert not seen[wrong].success  # never green for a wrong verdict
+    assert not seen[none].success and not seen[none].error
+    assert any("no gold label" in i.value for i in seen[none].info)
 
 
 def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields() -> None:

@@ -6,10 +6,12 @@ any prompt sent to a model (other jurors' prompts carry the statements of the fi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,7 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     at.selectbox(key="jury.preset").set_value("local")
     at.number_input(key="jury.rounds").set_value(1)
     at.button(key="jury.run").click().run()
+    _watch_to_the_end(at, "jury.run")  # the page watches its run: rerun until it has ended
     pages.append(at)
     at = _page("conversation").run()
     at.slider(key="conv.threshold").set_value(0.0).run()
@@ -185,6 +188,15 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     for at in pages:
         assert not at.exception, at.exception
     page_text = "\n".join(_page_text(at) for at in pages)
+    # Every run's exports, as a page's Export box or `judgelab runs export` builds them.
+    from dashboard.components import export_file
+
+    exports: list[str] = []
+    for run in state.get_store().list_runs(limit=200):
+        exports += [export_file(state.get_store(), run.id, fmt).decode("utf-8") for fmt in ("json", "html")]
+        with zipfile.ZipFile(io.BytesIO(export_file(state.get_store(), run.id, "csv"))) as archive:
+            exports += [archive.read(name).decode("utf-8-sig") for name in archive.namelist()]
+    run_exports = "\n".join(exports)
 
     stored = b"".join(p.read_bytes() for p in echo_world["db"].parent.glob(echo_world["db"].name + "*"))
     exported = record.read_text(encoding="utf-8")
@@ -193,7 +205,7 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
         (name, where): text.count(secret)
         for name, secret in (("MY_CUSTOM_KEY", KEY), ("SECOND_CUSTOM_KEY", SECOND))
         for where, text in (("db+wal+shm", stored.decode("utf-8", "replace")), ("stdout+stderr", "\n".join(outputs)),
-                            ("export", exported), ("pages", page_text),
+                            ("export", exported), ("pages", page_text), ("run exports", run_exports),
                             ("prompts", prompts))  # what other jurors, judges and answerers were asked
     }
     assert not any(hits.values()), hits
@@ -202,8 +214,21 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     assert any(_key_of(s.headers) == SECOND for s in echo_world["server"].seen)
     for marker in (b"<MY_CUSTOM_KEY>", b"<SECOND_CUSTOM_KEY>"):
         assert marker in stored
-    assert "<MY_CUSTOM_KEY>" in exported and "<MY_CUSTOM_KEY>" in page_text
+    assert "<MY_CUSTOM_KEY>" in exported and "<MY_CUSTOM_KEY>" in page_text and "<MY_CUSTOM_KEY>" in run_exports
     assert any("Incorrect API key provided: <MY_CUSTOM_KEY>" in o for o in outputs)
     # Statements that echoed a key and the failed seat's error went into other jurors' prompts — redacted.
     assert "<MY_CUSTOM_KEY>" in prompts and "<SECOND_CUSTOM_KEY>" in prompts
     assert "Incorrect API key provided: <MY_CUSTOM_KEY>" in prompts
+
+
+def _watch_to_the_end(at: Any, kind: str, timeout: float = 300.0) -> None:
+    import time
+
+    from dashboard import state
+
+    deadline = time.monotonic() + timeout
+    while any(r.status == "running" for r in state.get_store().list_runs(kind=kind)):
+        assert time.monotonic() < deadline, f"the {kind} run did not end"
+        time.sleep(0.5)
+        at.run()
+    at.run()

@@ -75,3 +75,30 @@ def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[st
     # Markdown renders list markers, so compare the words of the first line.
     first_line = re.sub(r"^\W*\d*[.)]?\s*", "", raw_text.strip().splitlines()[0])
     assert first_line[:30] in answer
+
+
+PAGES = {"models": "🧠 Models", "runs": "🗂️ Runs", "conversation": "🙋 Conversation", "skip-cache": "⏱️ Skip cache",
+         "director": "🎬 Director lab", "confidence": "🎚️ Confidence lab", "jury": "⚖️ Jury", "replay": "⏯️ Replay"}
+
+
+def test_every_page_opens_directly_by_its_url(dashboard: tuple[str, Path], tmp_path: Path) -> None:
+    """A bookmark or a link to /models (or any page) opens that page — no "Page not found" — and "/" lands on
+    Models, whose URL it then shows."""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, _ = dashboard
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        for path, title in PAGES.items():
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})  # a new session, as a bookmark is
+            page.goto(f"{url}/{path}", timeout=60_000)
+            expect(page.get_by_role("heading", name=title)).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Page not found")).to_have_count(0)
+            assert page.url.rstrip("/").endswith(f"/{path}")
+            page.close()
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url, timeout=60_000)
+        expect(page.get_by_role("heading", name="🧠 Models")).to_be_visible(timeout=60_000)
+        expect(page).to_have_url(re.compile(r"/models$"), timeout=30_000)
+        page.screenshot(path=str(tmp_path / "root.png"), full_page=True)
+        browser.close()

@@ -392,7 +392,7 @@ def test_review_default_failure_is_warn_with_flag_never_silent_pass() -> None:
 def scripted_generator(lines: list[str]):
     seen: list[str | None] = []
 
-    async def generate(profile, history, feedback):
+    async def generate(profile, history, feedback, attempt=0):
         seen.append(feedback)
         return lines[len(seen) - 1]
 
@@ -433,6 +433,31 @@ def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
     turns = [kw for kind, kw in events if kind == "director_turn"]
     assert turns[0]["next_instruction"] == transcript[2].instruction and turns[2]["instruction"] == turns[0][
         "next_instruction"]
+
+
+def test_a_retry_carries_the_reasons_and_the_suggestion_and_samples_anew() -> None:
+    """§1: RETRY → 理由と改善案を添えて再生成. Each retry's prompt holds the rejected draft's reasons and the
+    suggestion, and its seed differs: a model deterministic in (prompt, seed) no longer returns the same draft."""
+    from engine.director import SUGGESTIONS, model_generator
+    from tests.fakes.scripted import FnModel
+
+    drafts = ["まだ未成年じゃないから。", "知らなくはないよね。", "えー、ほんと？楽しそうだわ！"]
+    seen: list[tuple[str, int | None]] = []
+
+    def answer(request):  # a draft picked by the seed alone: the same seed would give the same draft
+        seen.append((request.messages[-1].content, request.seed))
+        return drafts[(request.seed or 0) % len(drafts)]
+
+    generate = model_generator(FnModel(answer), "海辺", "海水浴", AYU)
+    turn, _ = asyncio.run(run_turn(DirectorEngine(YANA, DirectorConfig(max_retries=2)), generate, [], DirectorState()))
+    assert [a.text for a in turn.attempts] == drafts and turn.outcome == "accepted_after_retries"
+    prompts, seeds = [p for p, _ in seen], [s for _, s in seen]
+    assert len(set(seeds)) == 3 and len(set(prompts)) == 3
+    assert "却下" not in prompts[0]
+    for prompt, rejected in zip(prompts[1:], turn.attempts[:-1], strict=True):
+        assert rejected.text in prompt and "却下" in prompt
+        assert all(reason in prompt for reason in rejected.review.reasons)
+        assert SUGGESTIONS["logic"] in prompt  # the suggestion for the rule that failed
 
 
 def test_a_carried_instruction_stays_with_every_retry() -> None:

@@ -254,3 +254,36 @@ def test_backends_without_token_access_say_so() -> None:
                      profile=Profile(name="x"))
     with pytest.raises(ModelUnavailable, match="no token probabilities"):
         run(build_model(spec).choice_probabilities("q", "", ["a", "b"]))
+
+
+def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(llama_server: str, store) -> None:
+    """The OpenAI-compatible path scores a raw prompt through `/v1/completions` with echo + logprobs: the
+    same summed log-probabilities as the bundled model scored in process (one model, two transports), so a
+    likelihood judge gives the same answer served either way, and the scores are recorded and replayed."""
+    from engine.likelihood import skip_features
+
+    local = ModelHub(load_catalog()).get(BUNDLED_MODEL_ID)
+    served = build_model(_server_spec(llama_server), call_log=store)
+    assert served.can_score
+    cases = [
+        ("The capital of France is ", ["Paris", "London", "the city of Paris"]),
+        ("Question: Is fire hot?\nAnswer:", [" Yes", " No"]),
+        ('Message: "パスワードを忘れました"\nThis message is about', [" passwords", " cooking", " the weather"]),
+    ]
+    for prompt, options in cases:
+        a = run(local.score_options(prompt, options))
+        b = run(served.score_options(prompt, options))
+        assert b.token_counts == a.token_counts, prompt
+        # llama.cpp's quantised kernels round differently for different batch shapes (the server evaluates
+        # prompt and option in one batch; the local scorer decodes the option on top of a cached prompt):
+        # measured up to 0.21 nats (1.2 %) on these items, the same ranking.
+        assert b.logprobs == pytest.approx(a.logprobs, abs=0.2, rel=0.03), prompt
+        assert b.best(calibrated=False) == a.best(calibrated=False)
+    conversation = [("alice", "Does anyone know how to reset a router?"), ("bob", "I do, hold the button.")]
+    need_served = run(skip_features(served, conversation))[0]["pmi_need"]
+    assert need_served == pytest.approx(run(skip_features(local, conversation))[0]["pmi_need"], abs=0.3)
+    calls = [c for c in store.calls() if c.backend == "openai" and c.purpose != "probe"]
+    assert calls and all(c.error is None for c in calls)
+    replayed = build_model(_server_spec(llama_server), call_log=store, replay_from=store)
+    again = run(replayed.score_options(*cases[0]))
+    assert again.logprobs == pytest.approx(run(served.score_options(*cases[0])).logprobs) and again.replayed

@@ -1,0 +1,134 @@
+"""`judgelab experiment run | list | show | export`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dashboard.commands import fail
+
+app = typer.Typer(help="Experiments: sweeps and searches over case sets (decision parameters cost no call).",
+                  no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _store() -> Any:
+    from engine.store import Store, StoreError
+
+    try:
+        return Store()
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+
+
+def _print(value: Any) -> None:
+    from models.secrets import redact
+
+    typer.echo(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+def _shown(store: Any, experiment_id: str) -> dict[str, Any]:
+    from engine.experiments import show_experiment
+
+    try:
+        shown = show_experiment(store, experiment_id)
+    except KeyError as exc:
+        raise fail(str(exc.args[0])) from None
+    return shown
+
+
+@app.command("run")
+def run_cmd(
+    file: Annotated[Path, typer.Argument(help="The experiment's YAML file.")],
+    executor: Annotated[str, typer.Option("--executor", help="local | ray (RAY_ADDRESS, else a local Ray).")] = "local",
+    resume: Annotated[str | None, typer.Option("--resume", help="Resume experiment ID, skipping its finished "
+                                                                "cells.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run an experiment definition; every cell is a stored run tagged with the experiment id."""
+    from engine.experiments import DefinitionError, load_definition, mechanism, run_experiment
+    from models.errors import ReplayMiss
+
+    if executor not in ("local", "ray"):
+        raise fail(f"unknown executor {executor!r}: local or ray")
+    try:
+        definition = load_definition(file)
+    except DefinitionError as exc:
+        raise fail(str(exc)) from None
+    store = _store()
+
+    def line(row: dict[str, Any]) -> None:
+        if not as_json:
+            metric = definition.metric or mechanism(definition.mechanism).default_metric
+            typer.echo(f"cell {row['cell']}: {metric}={row.get(metric)} new_calls={row['new_calls']}")
+
+    try:
+        result = asyncio.run(run_experiment(definition, store, executor=executor, resume=resume, source=str(file),
+                                            on_row=line))
+    except DefinitionError as exc:
+        raise fail(str(exc)) from None
+    except ReplayMiss as exc:
+        raise fail(f"{exc} (the definition's calls: replay only)") from None
+    if as_json:
+        _print(result.as_dict())
+    else:
+        typer.echo(f"experiment {result.experiment_id}: {len(result.rows)} cells ({result.skipped} resumed), "
+                   f"{result.new_calls} new model calls, executor {result.executor}")
+        if result.best:
+            typer.echo(f"best ({result.metric}): cell {result.best['cell']} = {result.best.get(result.metric)}")
+
+
+@app.command("list")
+def list_cmd(as_json: JsonFlag = False) -> None:
+    """Every experiment in the store (its latest run)."""
+    from engine.experiments import list_experiments
+
+    rows = list_experiments(_store())
+    if as_json:
+        _print(rows)
+        return
+    for r in rows:
+        best = r.get("best") or {}
+        typer.echo(f"{r['experiment_id']}  {r['status']:<11} {r['mechanism']:<10} cells={r['cells']} "
+                   f"best {r.get('metric')}={best.get(r.get('metric') or '')}  {r['name']}")
+
+
+@app.command("show")
+def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
+    """An experiment's definition, status and table (its finished cells)."""
+    shown = _shown(_store(), experiment_id)
+    if as_json:
+        _print(shown)
+        return
+    typer.echo(f"{shown['experiment_id']} {shown['name']} — {shown['status']}, {shown['finished']}/{shown['cells']} "
+               f"cells, {shown['new_calls']} new calls")
+    metric = shown["metric"]
+    for row in shown["rows"]:
+        params = " ".join(f"{p}={row.get(p)}" for p in shown["parameters"])
+        typer.echo(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)} (run {row['run_id']})")
+    if shown["best"]:
+        typer.echo(f"best: cell {shown['best']['cell']}")
+
+
+@app.command("export")
+def export_cmd(
+    experiment_id: str,
+    fmt: Annotated[str, typer.Option("--format", help="csv | json | html (self-contained report)")] = "csv",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Export an experiment's table."""
+    from engine.experiments.report import to_csv, to_html, to_json
+
+    if fmt not in ("csv", "json", "html"):
+        raise fail(f"unknown format {fmt!r}: csv, json or html")
+    shown = _shown(_store(), experiment_id)
+    text = {"csv": lambda: to_csv(shown["rows"]), "json": lambda: to_json(shown), "html": lambda: to_html(shown)}[fmt]()
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output}")

@@ -1,0 +1,214 @@
+"""The HTML report of a run: the page's charts for its kind (built by `dashboard.charts` where a builder
+exists), drawn from the stored run only, inside `engine.exports.html_report` with plotly.js inlined.
+
+Every string from the run goes into a figure through `plot_text`, as on the pages."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+from functools import lru_cache
+
+import plotly.graph_objects as go
+
+from dashboard import charts
+from dashboard.components import plot_text
+from engine.exports import Figure, RunRecord, html_report, load_run, tables
+from engine.store import Store
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """The plotly.js bundle that ships with the plotly package (no download: the report opens offline)."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def _small(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
+    fig.update_layout(title={"text": title, "x": 0.0, "font": {"size": 15}}, height=height,
+                      margin={"l": 10, "r": 10, "t": 48, "b": 10})
+    return fig
+
+
+def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    from engine.jury import JuryView
+
+    view = JuryView.fold(record.pairs())
+    if not view.phase1:
+        return []
+    labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
+    out = [("Score trajectory per juror", charts.jury_trajectory(view.trajectory()))]
+    timeline = view.timeline()
+    if timeline:
+        out.append(("Round timeline", charts.jury_timeline(timeline)))
+    out.append(("Verdict distribution", charts.jury_verdicts(view.verdicts(), [*labels, "failed"])))
+    return out
+
+
+def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    from engine.confidence import LevelThresholds
+
+    scored = record.pairs("confidence_scored")
+    if not scored:
+        return []
+    p = scored[-1][1]
+    score, level = p.get("score") or {}, (p.get("decision") or {}).get("level", "")
+    settings = record.run.config.get("settings") or {}
+    thresholds = {**LevelThresholds().model_dump(), **(settings.get("thresholds") or {})}
+    return [("Confidence", charts.confidence_gauge(float(score.get("score", 0.0)), thresholds, str(level))),
+            ("From base score through each penalty",
+             charts.penalty_waterfall(float(score.get("base", 0.0)), score.get("penalties") or [],
+                                      float(score.get("score", 0.0)))),
+            ("Factor breakdown", charts.breakdown_bars(score.get("breakdown") or {}))]
+
+
+def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    rows = tables(record).get("conversation_hands")
+    if rows is None or not rows.rows:
+        return []
+    will = go.Figure()
+    for pid in dict.fromkeys(r["participant"] for r in rows.rows):
+        mine = [r for r in rows.rows if r["participant"] == pid]
+        will.add_trace(go.Scatter(x=[plot_text(r["turn"]) for r in mine], y=[r["will"] for r in mine],
+                                  mode="lines+markers", name=plot_text(pid)))
+    threshold = (record.run.config.get("config") or {}).get("threshold")
+    if isinstance(threshold, int | float):
+        will.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
+    will.update_yaxes(range=[0, 1])
+    flows: Counter[tuple[str, str]] = Counter()
+    for r in rows.rows:
+        start = "raised" if r["status"] in ("raised", "mentioned") else "not raised"
+        middle = "timeout" if r["decided_by"] == "timeout" else "approved" if r["allowed"] else "skipped"
+        flows[(start, middle)] += 1
+        if r["allowed"]:
+            flows[(middle, "answered")] += 1
+    labels = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
+    index = {label: i for i, label in enumerate(labels)}
+    sankey = go.Figure(go.Sankey(node={"label": labels}, link={
+        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
+    return [("Will per participant per turn", _small(will, "Will per participant per turn")),
+            ("Approval flow", _small(sankey, "Approval flow"))]
+
+
+def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
+    summary = record.run.summary
+    present = [n for n in names if isinstance(summary.get(n), int | float)]
+    if not present:
+        return []
+    fig = go.Figure(go.Bar(x=list(present), y=[summary[n] for n in present], marker_color=charts.BASE_COLOR,
+                           text=[f"{summary[n]:.3f}" for n in present], textposition="outside"))
+    fig.update_yaxes(range=[0, 1.1])
+    return [(title, _small(fig, title))]
+
+
+def _handraise_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    if record.run.kind != "handraise.eval":
+        return []
+    return _metric_bars(record, ("accuracy", "precision", "recall", "f1", "consistency"), "Judge benchmark")
+
+
+def _jury_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    if record.run.kind != "jury.eval":
+        return []
+    return _metric_bars(record, ("phase1_accuracy", "accuracy", "outcome_changed_rate"), "Case-set evaluation")
+
+
+def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    from engine.director import RUBRIC_CRITERIA
+
+    out: list[tuple[str, go.Figure]] = []
+    rubrics = [p.get("rubric") for _, p in record.pairs("director_verdict")]
+    scored = [r for r in rubrics if isinstance(r, dict) and isinstance(r.get("scores"), dict)]
+    if record.run.kind == "director.check" and scored:
+        scores = scored[-1]["scores"]
+        names = [k for k in RUBRIC_CRITERIA if k in scores]
+        values = [scores[k] for k in names]
+        radar = go.Figure(go.Scatterpolar(r=values + values[:1], theta=[plot_text(n) for n in names + names[:1]],
+                                          fill="toself", line_color=charts.BASE_COLOR))
+        radar.update_layout(polar={"radialaxis": {"range": [0, 5]}}, showlegend=False)
+        out.append(("Rubric", _small(radar, "Rubric")))
+    lines = [p for _, p in record.pairs("director_rubric") if isinstance(p.get("average"), int | float)]
+    if record.run.kind == "director.batch" and lines:
+        fig = go.Figure(go.Bar(x=[plot_text(p.get("id")) for p in lines], y=[p["average"] for p in lines],
+                               marker_color=charts.BASE_COLOR))
+        fig.update_yaxes(range=[0, 5.2], title="rubric average")
+        out.append(("Rubric average per line", _small(fig, "Rubric average per line")))
+    turns = [p for _, p in record.pairs("director_turn")]
+    if turns:
+        colors = {"PASS": "#1B9E77", "WARN": "#E6AB02", "RETRY": "#D95F02"}
+        fig = go.Figure(go.Bar(x=[f"{p.get('index')}: {plot_text(p.get('speaker'))}" for p in turns],
+                               y=[p.get("attempts", 1) for p in turns],
+                               marker_color=[colors.get(str(p.get("status")), charts.MUTED) for p in turns],
+                               text=[plot_text(p.get("outcome")) for p in turns], textposition="outside"))
+        fig.update_yaxes(title="drafts", dtick=1)
+        out.append(("Drafts per turn (colour: status)", _small(fig, "Drafts per turn (colour: status)")))
+    return out
+
+
+def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    table = tables(record).get("simulation")
+    rows = [r for r in (table.rows if table else []) if isinstance(r.get("judge_calls"), int | float)]
+    if not rows:
+        return []
+    fig = go.Figure(go.Bar(x=[plot_text(r["setting"]) for r in rows], y=[r["judge_calls"] for r in rows],
+                           marker_color=[charts.MUTED, charts.BASE_COLOR][: len(rows)]))
+    fig.update_yaxes(title="judge calls")
+    return [("Judge calls with and without the cache", _small(fig, "Judge calls with and without the cache"))]
+
+
+def _calibration(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    summary = record.run.summary
+    if isinstance(summary.get("result"), dict):  # `confidence.calibrate_labels` keeps the report under "result"
+        summary = summary["result"]
+    out: list[tuple[str, go.Figure]] = []
+    if isinstance(summary.get("bins"), list) and isinstance(summary.get("ece"), int | float):
+        out.append(("Reliability diagram", charts.reliability_diagram(summary["bins"], summary["ece"])))
+    if isinstance(summary.get("risk_coverage"), list):
+        thresholds = summary.get("thresholds")
+        marks: dict[str, Any] = thresholds if isinstance(thresholds, dict) else {}
+        out.append(("Risk–coverage", charts.risk_coverage_curve(summary["risk_coverage"], marks)))
+    return out
+
+
+def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
+    if not record.calls:
+        return []
+    x = [f"#{c.id}" for c in record.calls]
+    hover = [plot_text(f"{c.model_id} · {c.purpose}" + (f" · {c.error_type}" if c.error else "")) for c in record.calls]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=x, y=[c.prompt_tokens for c in record.calls], name="prompt tokens",
+                         marker_color=charts.MUTED, hovertext=hover))
+    fig.add_trace(go.Bar(x=x, y=[c.completion_tokens for c in record.calls], name="completion tokens",
+                         marker_color=charts.BASE_COLOR, hovertext=hover))
+    fig.add_trace(go.Scatter(x=x, y=[c.latency_s for c in record.calls], name="latency (s)", yaxis="y2",
+                             mode="markers", marker={"color": "#D95F02", "size": 8}, hovertext=hover))
+    fig.update_layout(barmode="stack", yaxis={"title": "tokens"},
+                      yaxis2={"title": "latency (s)", "overlaying": "y", "side": "right"})
+    return [("LLM calls: tokens and latency", _small(fig, "LLM calls: tokens and latency"))]
+
+
+FIGURES: list[Callable[[RunRecord], list[tuple[str, go.Figure]]]] = [
+    _jury, _jury_eval, _confidence, _conversation, _handraise_eval, _director, _simulation, _calibration, _calls]
+
+
+def figures_for(record: RunRecord) -> list[Figure]:
+    """The charts of this run's page, then its calls' tokens and latency; a chart that cannot be drawn from
+    what the run stored is left out, never made up."""
+    found: list[Figure] = []
+    for build in FIGURES:
+        for title, fig in build(record):
+            found.append(Figure(title=title, spec=fig.to_json()))
+    return found
+
+
+def report_of(record: RunRecord) -> str:
+    """The self-contained HTML report of a loaded run."""
+    figures = figures_for(record)
+    return html_report(record, figures, plotly_js() if figures else "")
+
+
+def run_report(store: Store, run_id: str) -> str:
+    """The self-contained HTML report of a stored run."""
+    return report_of(load_run(store, run_id))

@@ -1,0 +1,31 @@
+"""Experiments: sweeps over case sets (grids or an Optuna search), decision parameters re-decided from
+recorded raw judgments with no model call, call parameters answered through the call store; run here or
+on a Ray cluster. One entry point: `run_experiment(definition, store, models, executor=...)`."""
+
+from engine.experiments.definition import (
+    Cell,
+    DefinitionError,
+    Experiment,
+    Range,
+    Search,
+    expand,
+    line_map,
+    load_definition,
+    parse_definition,
+)
+from engine.experiments.mechanisms import derive_jury, mechanism
+from engine.experiments.runner import (
+    ExperimentResult,
+    HubModels,
+    LocalExecutor,
+    comparable_rows,
+    list_experiments,
+    run_experiment,
+    show_experiment,
+)
+
+__all__ = [
+    "Cell", "DefinitionError", "Experiment", "ExperimentResult", "HubModels", "LocalExecutor", "Range", "Search",
+    "comparable_rows", "derive_jury", "expand", "line_map", "list_experiments", "load_definition", "mechanism",
+    "parse_definition", "run_experiment", "show_experiment",
+]

@@ -1,0 +1,252 @@
+"""The Runs page as history, headless with AppTest on the real store: search and filters, paging through more
+runs than a page holds, no "None" and readable costs in the table, tags and renames, a delete that asks
+first and takes events and calls with it, two runs of one kind compared; and a stored conversation reopened
+on the Conversation page with its What-if."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from sqlalchemy import update
+from sqlmodel import col
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from engine.events import run_context
+from engine.store import Run, Store
+from models.recording import CallRecord
+from tests.dashboard.rendered import shown
+from tests.fakes.runs import stored_conversation, stored_jury
+
+
+def _runs_page() -> None:
+    from pages import runs
+
+    runs.render()
+
+
+def _conversation_page() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def _any_page(name: str) -> None:
+    import importlib
+
+    importlib.import_module(f"pages.{name}").render()
+
+
+def _store() -> Store:
+    return state.get_store()
+
+
+def _page(**query: str) -> AppTest:
+    state.clear_reads()
+    at = AppTest.from_function(_runs_page, default_timeout=60)
+    for name, value in query.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def _table(at: AppTest) -> list[str]:
+    return at.dataframe[0].value["run"].tolist()
+
+
+def _caption(at: AppTest, start: str) -> str:
+    return next(shown(c.value) for c in at.caption if shown(c.value).startswith(start))
+
+
+def _demo_runs(store: Store, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        with run_context(store, "demo.page", {"i": i}) as run:
+            pass
+        ids.append(run.run_id)
+    return ids
+
+
+def test_search_filters_and_pages() -> None:
+    store = _store()
+    demo = _demo_runs(store, 60)
+    jury_a, _ = stored_jury(store, name="Night batch alpha")
+    jury_b, _ = stored_jury(store, name="night batch beta")
+    with store.engine.begin() as conn:
+        conn.execute(update(Run).where(col(Run.id) == jury_b).values(started_at=datetime(2024, 5, 1, 9, tzinfo=UTC)))
+    at = _page()
+    assert not at.exception
+    rows = _table(at)
+    assert len(rows) == 50 and rows[0] == jury_a  # newest first, 50 a page
+    assert _caption(at, "Runs 1–50 of 62") == "Runs 1–50 of 62 · page 1 of 2"
+    at.button(key="runs.next").click().run()
+    assert _table(at) == demo[10::-1] + [jury_b] and _caption(at, "Runs").startswith("Runs 51–62 of 62")
+    at.selectbox(key="runs.page_size").set_value(100).run()
+    assert len(_table(at)) == 62 and _caption(at, "Runs").endswith("page 1 of 1")
+    # Text search (every word, any case) goes back to the first page.
+    at.text_input(key="runs.search").set_value("NIGHT batch").run()
+    assert set(_table(at)) == {jury_a, jury_b}
+    at.text_input(key="runs.search").set_value("").run()
+    at.multiselect(key="runs.kinds").set_value(["jury.run"]).run()
+    assert set(_table(at)) == {jury_a, jury_b}
+    at.date_input(key="runs.dates").set_value((date(2024, 5, 1), date(2024, 5, 1))).run()
+    assert _table(at) == [jury_b]
+    at.date_input(key="runs.dates").set_value(()).run()
+    at.selectbox(key="runs.model").set_value("a").run()  # juror a's model answered both jury runs
+    assert set(_table(at)) == {jury_a, jury_b}
+    at.multiselect(key="runs.kinds").set_value([]).run()
+    at.selectbox(key="runs.model").set_value(None).run()
+    at.multiselect(key="runs.statuses").set_value(["failed"]).run()
+    assert not at.dataframe and any("No run matches these filters." in i.value for i in at.info)
+    at.multiselect(key="runs.statuses").set_value([]).run()
+    at.text_input(key="runs.hash").set_value(store.get_run(demo[7]).config_hash[:8]).run()  # type: ignore[union-attr]
+    assert _table(at) == [demo[7]]
+
+
+def test_table_shows_blanks_not_none_and_readable_costs() -> None:
+    store = _store()
+    with run_context(store, "demo.costs", {}) as paid:
+        store.record_call(CallRecord(run_id=paid.run_id, model_id="api", backend="openai", request_hash="h",
+                                     request={"messages": []}, cost=0.0123456))
+    with run_context(store, "demo.free", {}) as free:
+        pass
+    try:
+        with run_context(store, "demo.broken", {}):
+            raise RuntimeError("it broke")
+    except RuntimeError:
+        pass
+    table = _page().dataframe[0].value.set_index("run")
+    assert table.loc[paid.run_id, "cost"] == "$0.01235" and table.loc[free.run_id, "cost"] == "$0"
+    assert table.loc[free.run_id, "error"] == "" and table.loc[free.run_id, "would have cost"] == ""
+    broken = next(r for r in table.index if r.startswith("demo-") and table.loc[r, "status"] == "failed")
+    assert table.loc[broken, "error"] == "RuntimeError: it broke"
+    assert not (table.astype(str) == "None").any().any() and not table.isna().any().any()
+
+
+def test_rename_and_tag_a_run() -> None:
+    store = _store()
+    run_id, _ = stored_jury(store, name="old name")
+    store.set_tags(run_id, ["baseline"])
+    at = _page(run=run_id)
+    at.text_input(key=f"runs.name.{run_id}").set_value("Paper figure 3")
+    at.button(key=f"runs.rename.{run_id}").click().run()
+    assert not at.exception
+    assert store.get_run(run_id).name == "Paper figure 3"  # type: ignore[union-attr]
+    assert any("Renamed run" in shown(s.value) for s in at.success)
+    at.multiselect(key=f"runs.tag_list.{run_id}").set_value(["baseline", "figure-3"])  # a new tag, typed
+    at.button(key=f"runs.save_tags.{run_id}").click().run()
+    assert not at.exception and store.tags([run_id]) == {run_id: ["baseline", "figure-3"]}
+    at.multiselect(key="runs.tags").set_value(["figure-3"]).run()
+    assert _table(at) == [run_id] and at.dataframe[0].value.loc[0, "tags"] == "baseline, figure-3"
+    at.multiselect(key=f"runs.tag_list.{run_id}").set_value([])
+    at.button(key=f"runs.save_tags.{run_id}").click().run()
+    assert store.tags([run_id]) == {}
+    at.run()  # the tag filtered by no longer exists: the page still renders
+    assert not at.exception
+
+
+def test_delete_asks_first_and_takes_events_and_calls() -> None:
+    store = _store()
+    run_id, _ = stored_jury(store)
+    keep, _ = stored_jury(store)
+    at = _page()
+    at.selectbox(key="runs.pick").set_value(run_id).run()
+    at.button(key=f"runs.delete.{run_id}").click().run()
+    warning = next(shown(w.value) for w in at.warning if "Delete run" in shown(w.value))
+    assert f"Delete run {run_id} with its 16 events and 6 LLM calls?" in warning
+    assert store.get_run(run_id) is not None  # nothing happens before the confirmation
+    at.button(key="runs.delete_no").click().run()
+    assert not any("Delete run" in shown(w.value) for w in at.warning) and store.get_run(run_id) is not None
+    at.button(key=f"runs.delete.{run_id}").click().run()
+    at.button(key="runs.delete_yes").click().run()
+    assert not at.exception
+    assert store.get_run(run_id) is None and store.events(run_id) == [] and store.calls(run_id) == []
+    assert any(f"Deleted run {run_id} with 16 events and 6 LLM calls." in shown(s.value) for s in at.success)
+    assert _table(at) == [keep] and len(store.events(keep)) == 16
+    assert "run" not in at.query_params
+
+
+def test_compare_two_runs_of_one_kind() -> None:
+    store = _store()
+    with run_context(store, "demo.cmp", {"threshold": 0.6, "model": "m1"}) as a:
+        store.record_call(CallRecord(run_id=a.run_id, model_id="m1", backend="openai", request_hash="h",
+                                     request={"messages": []}, prompt_tokens=10, cost=0.5))
+        a.summary = {"accuracy": 0.8}
+    with run_context(store, "demo.cmp", {"threshold": 0.7, "model": "m1", "extra": True}) as b:
+        b.summary = {"accuracy": 0.9}
+    with run_context(store, "demo.other", {}):
+        pass
+    at = _page(run=a.run_id)
+    assert at.selectbox(key=f"runs.compare.{a.run_id}").options == [b.run_id]  # runs of the same kind only
+    frames = [df.value for df in at.dataframe if "setting" in df.value.columns or "figure" in df.value.columns]
+    diff, figures = frames
+    assert diff.to_dict("records") == [
+        {"setting": "threshold", "change": "changed", a.run_id: "0.6", b.run_id: "0.7"},
+        {"setting": "extra", "change": "added", a.run_id: "", b.run_id: "true"}]
+    rows = figures.set_index("figure")
+    assert rows.loc["accuracy", a.run_id] == "0.8" and rows.loc["accuracy", b.run_id] == "0.9"
+    assert rows.loc["cost", a.run_id] == "$0.5" and rows.loc["cost", b.run_id] == "$0"
+    assert rows.loc["calls", a.run_id] == "1" and rows.loc["calls", b.run_id] == "0"
+    other = next(r.id for r in store.list_runs(kind="demo.other"))
+    at.text_input(key=f"runs.compare_id.{a.run_id}").set_value(other).run()
+    assert any("compare two runs of one kind" in shown(w.value) for w in at.warning)
+
+
+def test_a_stored_conversation_reopens_with_its_what_if() -> None:
+    run_id, live = stored_conversation(_store())
+    at = AppTest.from_function(_conversation_page, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    assert any(f"Reopened from run {run_id}" in shown(i.value) for i in at.info)
+    texts = [t.value for t in at.text]
+    assert live.states[0].text in texts and live.states[0].answers["coder"] in texts
+    assert any("SKIP (will=0.10" in shown(c.value) for c in at.caption)  # the researcher's skip line
+    assert at.chat_input(key="conv.input").disabled  # read only: no card buttons, no new message
+    assert not [b for b in at.button if b.key and b.key.startswith(("conv.approve.", "conv.skip."))]
+    telemetry = next(df.value for df in at.dataframe if "will" in df.value.columns)
+    assert len(telemetry) == len(live.telemetry) == 6
+    # What-if: a lower threshold raises the researcher's hands, from the rebuilt records alone.
+    at.slider(key="conv.wi_threshold").set_value(0.05).run()
+    assert not at.exception
+    changed = next(m for m in at.metric if m.label == "Hands that change")
+    assert int(changed.value) > 0
+    assert {f"conv.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(at))
+    at.button(key="conv.new").click().run()
+    assert not at.exception and at.session_state["conv.conv"] is None
+    assert _store().get_run(run_id).status == "running"  # type: ignore[union-attr]  # not closed by a reader
+
+
+def _downloads(at: AppTest) -> dict[str, str]:
+    return {str(getattr(e, "key", "")): str(getattr(e, "label", "")) for e in at.get("download_button")}
+
+
+def test_export_buttons_on_the_runs_page_and_the_mechanism_pages() -> None:
+    import csv
+    import io
+    import json
+    import zipfile
+
+    from dashboard.components import export_file
+
+    store = _store()
+    run_id, _ = stored_jury(store)
+    at = _page(run=run_id)
+    buttons = _downloads(at)
+    assert {f"runs.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(buttons)
+    assert buttons[f"runs.table_csv.{run_id}.headline"] == "⬇ CSV"
+    at.selectbox(key=f"runs.table_pick.{run_id}").set_value("jury_positions").run()
+    assert f"runs.table_csv.{run_id}.jury_positions" in _downloads(at)
+    # What the buttons hand over when clicked (built then, from the stored run).
+    with zipfile.ZipFile(io.BytesIO(export_file(store, run_id, "csv"))) as archive:
+        assert "jury_positions.csv" in archive.namelist()
+    assert json.loads(export_file(store, run_id, "json"))["run"]["id"] == run_id
+    assert export_file(store, run_id, "html").startswith(b"<!DOCTYPE html>")
+    rows = list(csv.DictReader(io.StringIO(export_file(store, run_id, "csv:jury_positions").decode("utf-8-sig"))))
+    assert len(rows) == 6
+    for page, setup in (("jury", {"jury.run_id": run_id}), ("replay", {})):
+        mechanism = AppTest.from_function(_any_page, args=(page,), default_timeout=60)
+        for key, value in setup.items():
+            mechanism.session_state[key] = value
+        mechanism.run()
+        assert not mechanism.exception
+        assert {f"{page}.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(mechanism))
