@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 from functools import lru_cache
+from typing import Any
 
 import plotly.graph_objects as go
 
