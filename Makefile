@@ -18,9 +18,9 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The inner loop: everything but the real-model/real-server tests (`slow`) and the browser tests (`e2e`).
+# The inner loop (under a minute on 2 cores): everything but `slow` (real models, servers, processes) and `e2e`.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not e2e"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not e2e"
 
 install: $(STAMP)
 

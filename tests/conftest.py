@@ -43,7 +43,8 @@ def postgres_server() -> Iterator[object]:
     server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# The PostgreSQL variant runs on a real server: `slow` (make test-fast keeps the SQLite one).
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each kind: a SQLite file, and a new database on the real PostgreSQL server."""
     if request.param == "sqlite":

@@ -109,6 +109,7 @@ def test_bench_reports_median_min_max(tmp_path: Path) -> None:
     assert result["metrics"]["tokens_per_s_median"] > 0
 
 
+@pytest.mark.slow  # a real judgelab process
 def test_cli_start_does_not_import_heavy_modules() -> None:
     script = (
         "import sys\n"

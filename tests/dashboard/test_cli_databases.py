@@ -25,6 +25,7 @@ def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}, timeout=300)
 
 
+@pytest.mark.slow  # real judgelab processes
 def test_runs_list_and_show(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"id": "c1"}}, name="demo") as run:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
@@ -38,6 +39,7 @@ def settle(at: AppTest, timeout: float = 300.0) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 def test_cards_approve_skip_answer_and_what_if() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     assert not at.exception
@@ -68,6 +70,7 @@ def test_cards_approve_skip_answer_and_what_if() -> None:
     assert metrics["Hands raised"] == "0" and int(metrics["Hands that change"]) >= 1
 
 
+@pytest.mark.slow
 def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.mode").set_value("mention_only").run()
@@ -78,6 +81,7 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     assert any("Designer" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow  # the packaged embedder
 def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding").run()

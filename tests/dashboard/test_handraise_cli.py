@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
@@ -31,6 +32,7 @@ def _recompute(items: list[dict]) -> dict:
             "consistency": round(sum(consistent) / len(consistent), 4)}
 
 
+@pytest.mark.slow  # the packaged embedder
 def test_eval_embedding_totals_recompute_from_items() -> None:
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--context", "summary",
                        "--repeat", "2", "--json")
@@ -44,6 +46,7 @@ def test_eval_embedding_totals_recompute_from_items() -> None:
     assert all(0 <= p["will"] <= 1 for i in items for run in i["runs"] for p in run["predictions"].values())
 
 
+@pytest.mark.slow
 def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> None:
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--limit", "2",
                        "--context", "1", "--json")

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.store import Store
+
+pytestmark = pytest.mark.slow  # real judgelab processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -81,7 +81,7 @@ def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any], label: st
     assert seqs == list(range(len(seqs))), f"event numbers with a gap: {seqs}"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server: slow
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         value = f"sqlite:///{tmp_path / 'runs.db'}"
