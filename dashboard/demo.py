@@ -39,8 +39,7 @@ class DemoHub(ModelHub):
         super().__init__(catalog, call_log=store)
         self.manifest = manifest
 
-    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0,
-            fallthrough: bool = False) -> ChatModel:
+    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0, fallthrough: bool = False) -> ChatModel:
         key = (model_id, True, 0.0, False)  # whatever a page asks for: replay, never live
         if key not in self._models:
             model = build_model(self.catalog.get(model_id), call_log=self.call_log, replay_from=self.call_log)
@@ -58,9 +57,14 @@ def demo_hub(catalog: Catalog, store: Store, folder: Path | None = None) -> Demo
 
 def availability(catalog: Catalog, manifest: DemoManifest) -> dict[str, Availability]:
     """In demo mode a model can be picked when its answers were recorded."""
-    return {m: Availability(m, m == manifest.model_id,
-                            "recorded for the demo" if m == manifest.model_id else "not in the demo recording")
-            for m in catalog.ids}
+    return {
+        m: Availability(
+            m,
+            m == manifest.model_id,
+            "recorded for the demo" if m == manifest.model_id else "not in the demo recording",
+        )
+        for m in catalog.ids
+    }
 
 
 def page_demo(url_path: str) -> PageDemo | None:
@@ -97,10 +101,14 @@ def prefill(manifest: DemoManifest) -> None:
 
 def render_switch() -> bool:
     """The sidebar switch; on, it loads the demo runs and prefills the pages. Returns whether demo mode is on."""
-    on = st.sidebar.toggle("Demo (recorded)", value=env_on(), key=SWITCH,
-                           help="Every page answers from the recorded demo runs (data/demo/) through the replay "
-                                "backend: no model is loaded, nothing is spent, inputs outside the recording are "
-                                "refused with the ones to try.")
+    on = st.sidebar.toggle(
+        "Demo (recorded)",
+        value=env_on(),
+        key=SWITCH,
+        help="Every page answers from the recorded demo runs (data/demo/) through the replay "
+        "backend: no model is loaded, nothing is spent, inputs outside the recording are "
+        "refused with the ones to try.",
+    )
     if not on:
         return False
     from dashboard import state

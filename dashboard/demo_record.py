@@ -21,8 +21,10 @@ from engine.store import Store
 MODEL = "gemma3-270m"
 # Tried in order; the first that shows what the page is for is kept.
 CONVERSATION_MESSAGES = [
-    ["My Python API returns a KeyError when it reads the database config — how do I debug it?",
-     "Which statistics should we report in the evaluation of the experiments?"],
+    [
+        "My Python API returns a KeyError when it reads the database config — how do I debug it?",
+        "Which statistics should we report in the evaluation of the experiments?",
+    ],
     ["Can someone review the colour and typography of our new UI?", "How do we evaluate it with users?"],
 ]
 DUO_TOPICS = [("夏の思い出", "海辺の散歩"), ("好きな食べ物", "カフェ"), ("週末の予定", "駅前")]
@@ -44,9 +46,17 @@ def page_cast() -> list[Any]:
     """The Conversation page's default cast, rebuilt as the page rebuilds it from its table."""
     from engine.handraise import DEFAULT_CAST, Participant
 
-    return [Participant(id=p.id, model_id=p.model_id, name=p.name, icon=p.icon, role=p.role,
-                        expertise=[e.strip() for e in ", ".join(p.expertise).split(",") if e.strip()])
-            for p in DEFAULT_CAST]
+    return [
+        Participant(
+            id=p.id,
+            model_id=p.model_id,
+            name=p.name,
+            icon=p.icon,
+            role=p.role,
+            expertise=[e.strip() for e in ", ".join(p.expertise).split(",") if e.strip()],
+        )
+        for p in DEFAULT_CAST
+    ]
 
 
 def page_handraise_config() -> Any:
@@ -55,9 +65,18 @@ def page_handraise_config() -> Any:
     from models.catalog import load_catalog
 
     return HandRaiseConfig(
-        weights=Weights(relevance=0.5, novelty=0.3, confidence=0.2), threshold=0.6, mode=Mode(list(Mode)[0].value),
-        judge_method="likelihood", judge_model=load_catalog().ids[0], cooldown_enabled=True, cooldown_per_turn=0.1,
-        brainstorm_max_speakers=2, card_timeout_s=None, timeout_action="skip", auto_approve_at=None)
+        weights=Weights(relevance=0.5, novelty=0.3, confidence=0.2),
+        threshold=0.6,
+        mode=Mode(list(Mode)[0].value),
+        judge_method="likelihood",
+        judge_model=load_catalog().ids[0],
+        cooldown_enabled=True,
+        cooldown_per_turn=0.1,
+        brainstorm_max_speakers=2,
+        card_timeout_s=None,
+        timeout_action="skip",
+        auto_approve_at=None,
+    )
 
 
 async def record_conversation(store: Store, messages: list[str]) -> tuple[str, dict[str, Any]]:
@@ -71,8 +90,9 @@ async def record_conversation(store: Store, messages: list[str]) -> tuple[str, d
         open_conversation,
     )
 
-    session = open_conversation(ConversationConfig(participants=page_cast(), config=page_handraise_config()),
-                                _hub(store), store)
+    session = open_conversation(
+        ConversationConfig(participants=page_cast(), config=page_handraise_config()), _hub(store), store
+    )
     raised = approved = 0
     for text in messages:
         turn = await conversation_turn(session, text, answer=False)
@@ -92,11 +112,20 @@ def page_jury() -> tuple[list[Any], Any]:
 
     catalog = load_catalog()
     preset = list(catalog.panels)[0]
-    seats = panel_seats([{"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
-                         for s in catalog.panels[preset]])
-    config = JuryConfig(max_discussion_rounds=3, consensus_threshold=2.0, final_judgment_method="final_judge",
-                        final_judge_model=catalog.ids[0], stagnation_rounds=2, tie_policy="severe", parallel=True,
-                        max_tokens=220, judge="generate")
+    seats = panel_seats(
+        [{"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus} for s in catalog.panels[preset]]
+    )
+    config = JuryConfig(
+        max_discussion_rounds=3,
+        consensus_threshold=2.0,
+        final_judgment_method="final_judge",
+        final_judge_model=catalog.ids[0],
+        stagnation_rounds=2,
+        tie_policy="severe",
+        parallel=True,
+        max_tokens=220,
+        judge="generate",
+    )
     return seats, config
 
 
@@ -120,22 +149,38 @@ async def record_duo(store: Store, topic: str, scene: str) -> tuple[str, dict[st
     """The Director lab's duo with its defaults: やな and あゆ, 4 turns, 2 retries, mark when they run out."""
     from engine.director import DirectorConfig, DuoConfig, run_duo
 
-    config = DuoConfig(first="yana", second="ayu", model_id=MODEL, topic=topic, scene=scene, turns=4, rubric=False,
-                       director=DirectorConfig(max_retries=2, on_retries_exhausted="mark"))
+    config = DuoConfig(
+        first="yana",
+        second="ayu",
+        model_id=MODEL,
+        topic=topic,
+        scene=scene,
+        turns=4,
+        rubric=False,
+        director=DirectorConfig(max_retries=2, on_retries_exhausted="mark"),
+    )
     result = await run_duo(config, _hub(store), store)
     return result.run_id, {"retries": sum(len(t.attempts) - 1 for t in result.turns)}
 
 
-CONFIDENCE_INPUT = {"query": "What is the capital of France?", "answer": "The capital of France is Paris.",
-                    "sources": "Paris is the capital and largest city of France.\nFrance's capital city is Paris."}
+CONFIDENCE_INPUT = {
+    "query": "What is the capital of France?",
+    "answer": "The capital of France is Paris.",
+    "sources": "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
+}
 
 
 async def record_confidence(store: Store) -> tuple[str, dict[str, Any]]:
     """The Confidence lab's live evaluation with its prefilled query, answer and sources."""
     from engine.confidence import EvaluationConfig, evaluate
 
-    config = EvaluationConfig(model_id=MODEL, query=CONFIDENCE_INPUT["query"], answer=CONFIDENCE_INPUT["answer"],
-                              sources=CONFIDENCE_INPUT["sources"].splitlines(), sampling_k=0)
+    config = EvaluationConfig(
+        model_id=MODEL,
+        query=CONFIDENCE_INPUT["query"],
+        answer=CONFIDENCE_INPUT["answer"],
+        sources=CONFIDENCE_INPUT["sources"].splitlines(),
+        sampling_k=0,
+    )
     result = await evaluate(config, _hub(store), store)
     return result.run_id, {"factors": len(result.results)}
 
@@ -146,19 +191,26 @@ def page_response_config() -> Any:
 
     defaults = ResponseConfig()
     return ResponseConfig(
-        check_interval_seconds=defaults.check_interval_seconds, min_wait_seconds=defaults.min_wait_seconds,
+        check_interval_seconds=defaults.check_interval_seconds,
+        min_wait_seconds=defaults.min_wait_seconds,
         failure_policy=FailurePolicy(list(FailurePolicy)[0].value),
-        judgment_skip=JudgmentSkipConfig(thresholds=[JudgmentSkipThreshold(min_confidence=0.9, skip_seconds=43200),
-                                                     JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600)],
-                                         default_skip_seconds=600))
+        judgment_skip=JudgmentSkipConfig(
+            thresholds=[
+                JudgmentSkipThreshold(min_confidence=0.9, skip_seconds=43200),
+                JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600),
+            ],
+            default_skip_seconds=600,
+        ),
+    )
 
 
 async def record_skip(store: Store) -> tuple[str, dict[str, Any]]:
     """A small generated workload judged live by the bundled model's likelihood judge."""
     from engine.skipsim import SimulationConfig, WorkloadSpec, run_simulation
 
-    config = SimulationConfig(workload=WorkloadSpec(**SKIP_WORKLOAD), response=page_response_config(),
-                              model_id=MODEL, method="likelihood")
+    config = SimulationConfig(
+        workload=WorkloadSpec(**SKIP_WORKLOAD), response=page_response_config(), model_id=MODEL, method="likelihood"
+    )
     report = await run_simulation(config, _hub(store), store)
     return report.run_id, {"saved_pct": report.comparison["calls_saved_pct"]}
 
@@ -189,9 +241,12 @@ def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
                 if facts["raised"] and facts["approved"]:
                     break
             pages["conversation"] = PageDemo(
-                title="Conversation", inputs=messages, run_ids=[run_id],
+                title="Conversation",
+                inputs=messages,
+                run_ids=[run_id],
                 note="Send the messages in this order with the default settings; approve the raised hands "
-                     f"({facts['raised']} raised, {facts['approved']} approved when recorded).")
+                f"({facts['raised']} raised, {facts['approved']} approved when recorded).",
+            )
         if "jury" in wanted:
             for found in jury_cases()[:JURY_TRIES]:
                 path, case = found
@@ -200,9 +255,12 @@ def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
                 if facts["changes"]:
                     break
             pages["jury"] = PageDemo(
-                title="Jury", inputs=[f"{path.name}: {case.id} — {case.title}"], run_ids=[run_id],
+                title="Jury",
+                inputs=[f"{path.name}: {case.id} — {case.title}"],
+                run_ids=[run_id],
                 prefill={"jury.file": path.name, "jury.case": case.id},
-                note=f"{facts['changes']} position change(s); verdict {facts['verdict']} (gold {facts['gold']}).")
+                note=f"{facts['changes']} position change(s); verdict {facts['verdict']} (gold {facts['gold']}).",
+            )
         if "director" in wanted:
             for topic, scene in DUO_TOPICS:
                 run_id, facts = asyncio.run(record_duo(store, topic, scene))
@@ -210,25 +268,39 @@ def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
                 if facts["retries"]:
                     break
             pages["director"] = PageDemo(
-                title="Director lab (duo)", inputs=[f"topic {topic} · scene {scene}"], run_ids=[run_id],
+                title="Director lab (duo)",
+                inputs=[f"topic {topic} · scene {scene}"],
+                run_ids=[run_id],
                 prefill={"director.duo_topic": topic, "director.duo_scene": scene},
                 note=f"やな and あゆ, 4 turns, 2 retries: {facts['retries']} retried draft(s) when recorded. The rule "
-                     "check and the batch need no model at all.")
+                "check and the batch need no model at all.",
+            )
         if "confidence" in wanted:
             run_id, facts = asyncio.run(record_confidence(store))
             pages["confidence"] = PageDemo(
-                title="Confidence lab (live)", inputs=[CONFIDENCE_INPUT["query"]], run_ids=[run_id],
-                note="Evaluate with the prefilled query, answer and sources; the sliders need no model.")
+                title="Confidence lab (live)",
+                inputs=[CONFIDENCE_INPUT["query"]],
+                run_ids=[run_id],
+                note="Evaluate with the prefilled query, answer and sources; the sliders need no model.",
+            )
         if "skip-cache" in wanted:
             run_id, facts = asyncio.run(record_skip(store))
             pages["skip-cache"] = PageDemo(
-                title="Skip cache", inputs=[f"workload {SKIP_WORKLOAD} judged by {MODEL}"], run_ids=[run_id],
-                prefill={"skip.channels": SKIP_WORKLOAD["channels"], "skip.hours": SKIP_WORKLOAD["hours"],
-                         "skip.rate": SKIP_WORKLOAD["bursts_per_hour"],
-                         "skip.burst": SKIP_WORKLOAD["mean_burst_messages"], "skip.seed": SKIP_WORKLOAD["seed"],
-                         "skip.judge": MODEL, "skip.method": "likelihood"},
+                title="Skip cache",
+                inputs=[f"workload {SKIP_WORKLOAD} judged by {MODEL}"],
+                run_ids=[run_id],
+                prefill={
+                    "skip.channels": SKIP_WORKLOAD["channels"],
+                    "skip.hours": SKIP_WORKLOAD["hours"],
+                    "skip.rate": SKIP_WORKLOAD["bursts_per_hour"],
+                    "skip.burst": SKIP_WORKLOAD["mean_burst_messages"],
+                    "skip.seed": SKIP_WORKLOAD["seed"],
+                    "skip.judge": MODEL,
+                    "skip.method": "likelihood",
+                },
                 note=f"{facts['saved_pct']}% of the judge calls saved when recorded; the recorded Gemma judgments "
-                     "of the default workload need no model either.")
+                "of the default workload need no model either.",
+            )
         kept = {r for p in pages.values() for r in p.run_ids}
         fresh = {d["run"]["id"]: d for d in export_runs(store, sorted(kept - set(documents)))}
         store.dispose()

@@ -109,11 +109,19 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
         t = totals.get(r.id, {})
         rows.append(
             {
-                "run": r.id, "name": r.name, "kind": r.kind, "status": r.status, "tags": tags.get(r.id, []),
-                "started": r.started_at, "duration_s": r.duration_s, "calls": int(t.get("calls", 0)),
+                "run": r.id,
+                "name": r.name,
+                "kind": r.kind,
+                "status": r.status,
+                "tags": tags.get(r.id, []),
+                "started": r.started_at,
+                "duration_s": r.duration_s,
+                "calls": int(t.get("calls", 0)),
                 "errors": int(t.get("errors", 0)),
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
-                "cost_usd": float(t.get("cost", 0.0)), "would_cost_usd": t.get("would_cost"), "error": r.error,
+                "cost_usd": float(t.get("cost", 0.0)),
+                "would_cost_usd": t.get("would_cost"),
+                "error": r.error,
                 "config_hash": r.config_hash,
             }
         )

@@ -27,8 +27,14 @@ DEMO_TAG = "demo"
 RUNS_FILE = "runs.jsonl"
 MANIFEST_FILE = "manifest.json"
 # Which page a call's purpose (its run kind, or a mechanism's own purpose) belongs to.
-PURPOSE_PAGES = {"handraise": "conversation", "jury": "jury", "director": "director", "confidence": "confidence",
-                 "skip": "skip-cache", "models": "models"}
+PURPOSE_PAGES = {
+    "handraise": "conversation",
+    "jury": "jury",
+    "director": "director",
+    "confidence": "confidence",
+    "skip": "skip-cache",
+    "models": "models",
+}
 
 
 class DemoError(ValueError):
@@ -122,22 +128,55 @@ def import_run(store: Store, document: dict[str, Any]) -> bool:
     meta = document["run"]
     if store.get_run(meta["id"]) is not None:
         return False
-    run = Run(id=meta["id"], kind=meta["kind"], name=meta.get("name") or "", status=meta["status"],
-              config_json=_dumps(document.get("config") or {}), config_hash=meta.get("config_hash") or "",
-              summary_json=_dumps(document.get("summary") or {}), error=meta.get("error"),
-              started_at=_ts(meta["started_at"]) or datetime.now(), finished_at=_ts(meta.get("finished_at")))
-    events = [EventRow(run_id=run.id, seq=e["seq"], type=e["type"], payload_json=_dumps(e["payload"]),
-                       ts=_ts(e["ts"]) or run.started_at) for e in document["events"]]
-    calls = [LlmCall.from_record(CallRecord(
-        run_id=run.id, purpose=c["purpose"], model_id=c["model_id"], backend=c["backend"],
-        model_name=c.get("model_name") or "", request_hash=c["request_hash"], request=c["request"],
-        raw_text=c.get("raw_text"), parsed=c.get("parsed"),
-        prompt_tokens=c.get("prompt_tokens") or 0, completion_tokens=c.get("completion_tokens") or 0,
-        latency_s=c.get("latency_s") or 0.0, cost=c.get("cost") or 0.0, would_cost=c.get("would_cost"),
-        finish_reason=c.get("finish_reason"), error=c.get("error"), error_type=c.get("error_type"),
-        flags=c.get("flags") or [], attempts=c.get("attempts") or 1,
-        created_at=_ts(c["created_at"]) or run.started_at,
-    )) for c in document["calls"]]
+    run = Run(
+        id=meta["id"],
+        kind=meta["kind"],
+        name=meta.get("name") or "",
+        status=meta["status"],
+        config_json=_dumps(document.get("config") or {}),
+        config_hash=meta.get("config_hash") or "",
+        summary_json=_dumps(document.get("summary") or {}),
+        error=meta.get("error"),
+        started_at=_ts(meta["started_at"]) or datetime.now(),
+        finished_at=_ts(meta.get("finished_at")),
+    )
+    events = [
+        EventRow(
+            run_id=run.id,
+            seq=e["seq"],
+            type=e["type"],
+            payload_json=_dumps(e["payload"]),
+            ts=_ts(e["ts"]) or run.started_at,
+        )
+        for e in document["events"]
+    ]
+    calls = [
+        LlmCall.from_record(
+            CallRecord(
+                run_id=run.id,
+                purpose=c["purpose"],
+                model_id=c["model_id"],
+                backend=c["backend"],
+                model_name=c.get("model_name") or "",
+                request_hash=c["request_hash"],
+                request=c["request"],
+                raw_text=c.get("raw_text"),
+                parsed=c.get("parsed"),
+                prompt_tokens=c.get("prompt_tokens") or 0,
+                completion_tokens=c.get("completion_tokens") or 0,
+                latency_s=c.get("latency_s") or 0.0,
+                cost=c.get("cost") or 0.0,
+                would_cost=c.get("would_cost"),
+                finish_reason=c.get("finish_reason"),
+                error=c.get("error"),
+                error_type=c.get("error_type"),
+                flags=c.get("flags") or [],
+                attempts=c.get("attempts") or 1,
+                created_at=_ts(c["created_at"]) or run.started_at,
+            )
+        )
+        for c in document["calls"]
+    ]
     try:
         with Session(store.engine) as session:
             session.add(run)
@@ -163,4 +202,3 @@ def load_demo(store: Store, folder: Path | None = None) -> LoadReport:
         else:
             report.present.append(document["run"]["id"])
     return report
-

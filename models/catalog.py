@@ -53,7 +53,8 @@ class ModelSpec(BaseModel):
     tuning: Literal["base", "instruct"] = Field(
         default="instruct",
         description="A base model continues text (judge it by likelihood: `score_options`); an instruction "
-                    "model follows instructions (judge it by generating).")
+        "model follows instructions (judge it by generating).",
+    )
 
     @property
     def preferred_judge(self) -> Literal["likelihood", "generate"]:

@@ -28,20 +28,28 @@ def load_cmd(folder: Folder = None, as_json: JsonFlag = False) -> None:
         report = load_demo(store, folder)
     except (DemoError, StoreError) as exc:
         raise fail(str(exc)) from None
-    result = {"loaded": report.loaded, "already_present": report.present, "events": report.events,
-              "calls": report.calls, "database": store.display_url}
+    result = {
+        "loaded": report.loaded,
+        "already_present": report.present,
+        "events": report.events,
+        "calls": report.calls,
+        "database": store.display_url,
+    }
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
     else:
-        typer.echo(f"loaded {len(report.loaded)} demo run(s) ({report.events} events, {report.calls} LLM calls) into "
-                   f"{store.display_url}; {len(report.present)} already there")
+        typer.echo(
+            f"loaded {len(report.loaded)} demo run(s) ({report.events} events, {report.calls} LLM calls) into "
+            f"{store.display_url}; {len(report.present)} already there"
+        )
 
 
 @app.command("record")
 def record_cmd(
     folder: Folder = None,
-    only: Annotated[list[str] | None, typer.Option("--only", help=f"Record only these pages: {', '.join(PAGES)}.")]
-    = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help=f"Record only these pages: {', '.join(PAGES)}.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Record the demo runs again with the bundled model (minutes), through the entry points the pages call and

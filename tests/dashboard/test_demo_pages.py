@@ -149,7 +149,8 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     store = Store()
     (recorded,) = [r for r in store.list_runs(kind="handraise.conversation") if r.id != run.id]
     assert sorted(e.type for e in store.events(run.id)) == sorted(
-        e.type for e in store.events(recorded.id) if e.type != "run_finished")
+        e.type for e in store.events(recorded.id) if e.type != "run_finished"
+    )
     texts = [m.markdown[0].value for m in at.chat_message if m.name == "assistant" and m.markdown]
     assert texts, "no answer was shown"
     at = open_page("conversation", "conversation")

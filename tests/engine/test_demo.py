@@ -50,8 +50,12 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     for document in read_runs(DEMO / "runs.jsonl"):
         assert document["run"]["status"] == "finished"
         # Live calls of the bundled model; an answer that failed validation is recorded too (it replays as such).
-        assert document["calls"] and all(c["backend"] == "llamacpp" and c["raw_text"] is not None and (
-            c["error"] is None or c["error_type"] == "StructuredOutputError") for c in document["calls"])
+        assert document["calls"] and all(
+            c["backend"] == "llamacpp"
+            and c["raw_text"] is not None
+            and (c["error"] is None or c["error_type"] == "StructuredOutputError")
+            for c in document["calls"]
+        )
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:
@@ -129,8 +133,9 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
     return (await run_simulation(SimulationConfig(**config), models, store)).run_id
 
 
-@pytest.mark.parametrize("kind", ["handraise.conversation", "jury.run", "director.duo", "confidence.evaluate",
-                                  "skip.simulate"])
+@pytest.mark.parametrize(
+    "kind", ["handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"]
+)
 def test_each_recorded_flow_replays_through_its_entry_point(store: Store, kind: str, no_local_model: None) -> None:
     from dashboard.demo import DemoHub
     from models.catalog import load_catalog
@@ -149,7 +154,9 @@ def test_each_recorded_flow_replays_through_its_entry_point(store: Store, kind: 
     assert sum(c.cost for c in calls) == 0
 
     def events(rid: str) -> list[str]:  # parallel calls may finish in either order: compare as a multiset
-        return sorted(json.dumps([e.type, normal(e.payload)], ensure_ascii=False, sort_keys=True, default=str)
-                      for e in store.events(rid))
+        return sorted(
+            json.dumps([e.type, normal(e.payload)], ensure_ascii=False, sort_keys=True, default=str)
+            for e in store.events(rid)
+        )
 
     assert events(run_id) == events(recorded.id)
