@@ -731,8 +731,8 @@ def start_benchmark(
             items,
             hub.get,
             config,
-            context,
-            repeat,  # type: ignore[arg-type]
+            context,  # type: ignore[arg-type]
+            repeat,
             model_ids=model_ids,
             on_item=lambda line: runctx.progress(advance=1, step=f"item {line['id']}"),
         )

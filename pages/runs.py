@@ -97,8 +97,8 @@ def _render_filters() -> RunFilter:
     # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
     dates = d2.date_input(
         "Started between",
-        value=(),
-        key=KEY + "dates",  # type: ignore[arg-type]
+        value=(),  # type: ignore[arg-type]
+        key=KEY + "dates",
         format="YYYY-MM-DD",
         help="Dates in UTC, both days included; pick one day twice for a single day.",
     )

@@ -172,11 +172,9 @@ def test_json_is_the_whole_run_without_secrets(store: Store, monkeypatch: pytest
     )
     with store.engine.begin() as conn:  # and a config that names it
         conn.execute(
-            Run.__table__.update()
-            .where(Run.__table__.c.id == run_id)
-            .values(  # type: ignore[attr-defined]
-                config_json=json.dumps({"api_key": KEY, "case": {"id": "c1"}})
-            )
+            Run.__table__.update()  # type: ignore[attr-defined]
+            .where(Run.__table__.c.id == run_id)  # type: ignore[attr-defined]
+            .values(config_json=json.dumps({"api_key": KEY, "case": {"id": "c1"}}))
         )
     echoed = [c for c in store.calls(run_id) if c.purpose == "echo"]
     assert isinstance(echoed[0], LlmCall) and KEY in (echoed[0].raw_text or "")  # the store has it raw
