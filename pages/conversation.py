@@ -85,24 +85,26 @@ def _reopen(run_id: str) -> None:
     log: list[dict[str, Any]] = []
     for turn in conv.states:
         log.append({"kind": "user", "text": turn.text})
-        for h in turn.hands if turn.answered else []:  # as `answer_turn` logs a turn
-            r = turn.resolved[h.model]
-            if r.approved:
-                log.append(
-                    {
-                        "kind": "answer",
-                        "pid": h.model,
-                        "text": turn.answers.get(h.model, ""),
-                        "error": turn.answer_errors.get(h.model),
-                    }
-                )
-            elif h.status != HandStatus.NOT_JUDGED:
-                log.append(
-                    {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
-                )
+        if turn.answered:
+            log.extend(_turn_lines(turn))
     st.session_state.update(
         {KEY + "conv": conv, KEY + "session": None, KEY + "log": log, KEY + "reopened": True, KEY + "error": None}
     )
+
+
+def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
+    """What the chat shows of a closed turn: each approved answer, and a skip line for each hand not taken."""
+    lines: list[dict[str, Any]] = []
+    for h in turn.hands:
+        r = turn.resolved[h.model]
+        if r.approved:
+            text, error = turn.answers.get(h.model, ""), turn.answer_errors.get(h.model)
+            lines.append({"kind": "answer", "pid": h.model, "text": text, "error": error})
+        elif h.status != HandStatus.NOT_JUDGED:
+            lines.append(
+                {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
+            )
+    return lines
 
 
 def render() -> None:
@@ -540,22 +542,7 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
     except ValueError as exc:
         st.session_state[KEY + "error"] = f"Answering failed: {exc}"
         return
-    log = st.session_state[KEY + "log"]
-    for h in turn.hands:
-        r = turn.resolved[h.model]
-        if r.approved:
-            log.append(
-                {
-                    "kind": "answer",
-                    "pid": h.model,
-                    "text": turn.answers.get(h.model, ""),
-                    "error": turn.answer_errors.get(h.model),
-                }
-            )
-        elif h.status != HandStatus.NOT_JUDGED:
-            log.append(
-                {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
-            )
+    st.session_state[KEY + "log"].extend(_turn_lines(turn))
     st.session_state[KEY + "deadline"] = None
     st.session_state[KEY + "answering"] = {}
     st.session_state[KEY + "streams"] = {}
