@@ -136,9 +136,16 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
 @pytest.mark.parametrize(
     "kind", ["handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"]
 )
-def test_each_recorded_flow_replays_through_its_entry_point(store: Store, kind: str, no_local_model: None) -> None:
+def test_each_recorded_flow_replays_through_its_entry_point(
+    store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dashboard.demo import DemoHub
+    from models.base import ChatModel
     from models.catalog import load_catalog
+
+    # Content-free baselines are scored once per process; the recording scored its own, so the replay must too
+    # (earlier tests in the same process may have cached one for this model id).
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
 
     load_demo(store, DEMO)
     (recorded,) = store.list_runs(kind=kind)
