@@ -225,9 +225,11 @@ class ChatModel(ABC):
         """How this backend scores options for `spec`: "exact", "first token", "token walk" or "none"."""
         return "exact" if cls.can_score else "none"
 
-    # Content-free baselines of contextual calibration, per (model, baseline request): computed once per
-    # process (and recorded like any call), then reused by every prompt of that template.
-    _BASELINES: ClassVar[dict[tuple[str, str], list[float]]] = {}
+    # Content-free baselines of contextual calibration, per (backend, model, baseline request): computed once
+    # per process (and recorded like any call), then reused by every prompt of that template. The backend and
+    # the provider's model name are part of the key: a scripted or replayed model under the same catalog id
+    # (tests, demo mode) must never hand its baseline to the real one.
+    _BASELINES: ClassVar[dict[tuple[str, str, str, str, str], list[float]]] = {}
 
     def score_request(self, prompt: str | Sequence[Message | dict[str, str]], options: Sequence[str]) -> Request:
         """The recorded request of a `score_options` call: a raw prompt, or messages in the chat layout."""
@@ -294,7 +296,8 @@ class ChatModel(ABC):
     async def _baseline(
         self, calibration: str | Sequence[Message | dict[str, str]], options: Sequence[str]
     ) -> list[float]:
-        key = (self.model_id, self.score_request(calibration, options).request_hash())
+        request_hash = self.score_request(calibration, options).request_hash()
+        key = (self.backend, self.model_id, self.spec.model, self.spec.base_url or "", request_hash)
         if key not in ChatModel._BASELINES:
             ChatModel._BASELINES[key] = (await self.score_options(calibration, options)).logprobs
         return ChatModel._BASELINES[key]
