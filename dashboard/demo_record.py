@@ -223,7 +223,18 @@ def _log(message: str) -> None:
 
 def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
     """Record every page's demo run (or only those named) and write the demo files; pages not recorded again keep
-    their earlier runs."""
+    their earlier runs. The process's cached baselines are as they were afterwards."""
+    from models.base import ChatModel
+
+    saved = dict(ChatModel._BASELINES)
+    try:
+        return _record(folder, only)
+    finally:
+        ChatModel._BASELINES.clear()
+        ChatModel._BASELINES.update(saved)
+
+
+def _record(folder: Path, only: set[str] | None) -> DemoManifest:
     from engine.demo import load_manifest, read_runs
 
     pages: dict[str, PageDemo] = {}
