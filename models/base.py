@@ -294,7 +294,7 @@ class ChatModel(ABC):
     can_score: ClassVar[bool] = False
 
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         """How this backend scores options for `spec`: "exact", "first token", "token walk" or "none"."""
         return "exact" if cls.can_score else "none"
     # Content-free baselines of contextual calibration, per (model, baseline request): computed once per

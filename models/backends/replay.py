@@ -32,7 +32,7 @@ class ReplayModel(ChatModel):
     requires = Requires()  # nothing: it answers from the call log
 
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         return "recorded"
 
     def __init__(
