@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import demo, state
 from engine.config import get_settings
 from engine.store import StoreError
 from models.secrets import install_log_redaction
@@ -46,7 +46,8 @@ PAGES = {
     ],
 }
 
-if get_settings().preload:
+demo_on = demo.render_switch()
+if get_settings().preload and not demo_on:
     st.sidebar.caption(state.preload())
 
 try:  # opening the store at start marks runs whose process died as interrupted
@@ -54,4 +55,5 @@ try:  # opening the store at start marks runs whose process died as interrupted
 except StoreError as exc:
     st.error(str(exc))
 
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+demo.run_page(page.run, page.url_path, demo_on)

@@ -22,8 +22,10 @@ MUTED = "#B8C4BE"
 def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0.0, "font": {"size": 15}},
-        height=height, margin={"l": 10, "r": 10, "t": 48, "b": 10},
-        paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
+        height=height,
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
     )
     return fig
 
@@ -37,18 +39,20 @@ def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) 
         {"range": [notify, silent], "color": "#D7EBC0"},
         {"range": [silent, 1], "color": "#BFE5D8"},
     ]
-    fig = go.Figure(go.Indicator(
-        mode="gauge+number",
-        value=score,
-        number={"valueformat": ".3f"},
-        gauge={
-            "axis": {"range": [0, 1], "tickvals": [0, confirm, notify, silent, 1]},
-            "bar": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "thickness": 0.3},
-            "steps": steps,
-            "threshold": {"line": {"color": "#1F2A24", "width": 3}, "thickness": 0.85, "value": score},
-        },
-        title={"text": f"{level}", "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18}},
-    ))
+    fig = go.Figure(
+        go.Indicator(
+            mode="gauge+number",
+            value=score,
+            number={"valueformat": ".3f"},
+            gauge={
+                "axis": {"range": [0, 1], "tickvals": [0, confirm, notify, silent, 1]},
+                "bar": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "thickness": 0.3},
+                "steps": steps,
+                "threshold": {"line": {"color": "#1F2A24", "width": 3}, "thickness": 0.85, "value": score},
+            },
+            title={"text": f"{level}", "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18}},
+        )
+    )
     return _layout(fig, "Confidence", 280)
 
 
@@ -58,13 +62,19 @@ def penalty_waterfall(base: float, penalties: Sequence[Mapping[str, Any]], final
     measures = ["absolute"] + ["relative"] * len(penalties) + ["total"]
     values = [base] + [p["after"] - p["before"] for p in penalties] + [final]
     text = [f"{base:.3f}"] + [f"×{p['factor']:.3g}" for p in penalties] + [f"{final:.3f}"]
-    fig = go.Figure(go.Waterfall(
-        x=labels, y=values, measure=measures, text=text, textposition="outside",
-        decreasing={"marker": {"color": LEVEL_COLORS["ESCALATE"]}},
-        increasing={"marker": {"color": LEVEL_COLORS["SILENT"]}},
-        totals={"marker": {"color": BASE_COLOR}},
-        connector={"line": {"color": MUTED}},
-    ))
+    fig = go.Figure(
+        go.Waterfall(
+            x=labels,
+            y=values,
+            measure=measures,
+            text=text,
+            textposition="outside",
+            decreasing={"marker": {"color": LEVEL_COLORS["ESCALATE"]}},
+            increasing={"marker": {"color": LEVEL_COLORS["SILENT"]}},
+            totals={"marker": {"color": BASE_COLOR}},
+            connector={"line": {"color": MUTED}},
+        )
+    )
     fig.update_yaxes(range=[0, max(1.05, base * 1.1)])
     return _layout(fig, "From base score through each penalty")
 
@@ -77,11 +87,11 @@ def breakdown_bars(breakdown: Mapping[str, Mapping[str, Any]]) -> go.Figure:
     labels = [plot_text(n) for n in names]
     text = [
         f"{breakdown[n]['value']:.3f} · w {breakdown[n]['weight']:g} · +{breakdown[n]['contribution']:.3f}"
-        if breakdown[n]["included"] else f"{breakdown[n]['value']:.3f} · not counted"
+        if breakdown[n]["included"]
+        else f"{breakdown[n]['value']:.3f} · not counted"
         for n in names
     ]
-    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colors, text=text,
-                           textposition="auto"))
+    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colors, text=text, textposition="auto"))
     fig.update_xaxes(range=[0, 1])
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, "Factor breakdown (grey: not counted)")
@@ -91,16 +101,28 @@ def reliability_diagram(bins: Sequence[Mapping[str, Any]], ece: float) -> go.Fig
     """Accuracy per confidence bin against the diagonal of perfect calibration; bar width = bin."""
     used = [b for b in bins if b["count"]]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect",
-                             line={"dash": "dot", "color": MUTED}))
-    fig.add_trace(go.Bar(
-        x=[(b["lower"] + b["upper"]) / 2 for b in used], y=[b["accuracy"] for b in used],
-        width=[b["upper"] - b["lower"] for b in used], name="accuracy", marker_color=BASE_COLOR, opacity=0.75,
-        customdata=[[b["count"], b["mean_confidence"]] for b in used],
-        hovertemplate="bin %{x:.2f}<br>accuracy %{y:.2f}<br>n=%{customdata[0]}<br>mean conf %{customdata[1]:.3f}",
-    ))
-    fig.add_trace(go.Scatter(x=[b["mean_confidence"] for b in used], y=[b["accuracy"] for b in used],
-                             mode="markers", name="mean confidence", marker={"color": "#D95F02", "size": 9}))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line={"dash": "dot", "color": MUTED}))
+    fig.add_trace(
+        go.Bar(
+            x=[(b["lower"] + b["upper"]) / 2 for b in used],
+            y=[b["accuracy"] for b in used],
+            width=[b["upper"] - b["lower"] for b in used],
+            name="accuracy",
+            marker_color=BASE_COLOR,
+            opacity=0.75,
+            customdata=[[b["count"], b["mean_confidence"]] for b in used],
+            hovertemplate="bin %{x:.2f}<br>accuracy %{y:.2f}<br>n=%{customdata[0]}<br>mean conf %{customdata[1]:.3f}",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[b["mean_confidence"] for b in used],
+            y=[b["accuracy"] for b in used],
+            mode="markers",
+            name="mean confidence",
+            marker={"color": "#D95F02", "size": 9},
+        )
+    )
     fig.update_xaxes(range=[0, 1], title="confidence")
     fig.update_yaxes(range=[0, 1.05], title="accuracy")
     return _layout(fig, f"Reliability diagram · ECE {ece:.3f}", 360)
@@ -108,20 +130,32 @@ def reliability_diagram(bins: Sequence[Mapping[str, Any]], ece: float) -> go.Fig
 
 def risk_coverage_curve(points: Sequence[Mapping[str, Any]], marks: Mapping[str, Mapping[str, Any]]) -> go.Figure:
     """Error rate of the kept items as the threshold drops; the level thresholds are marked on it."""
-    fig = go.Figure(go.Scatter(
-        x=[p["coverage"] for p in points], y=[p["risk"] for p in points], mode="lines+markers",
-        line={"shape": "hv", "color": BASE_COLOR}, name="risk",
-        customdata=[p["threshold"] for p in points],
-        hovertemplate="score ≥ %{customdata:.3f}<br>coverage %{x:.2f}<br>risk %{y:.2f}",
-    ))
+    fig = go.Figure(
+        go.Scatter(
+            x=[p["coverage"] for p in points],
+            y=[p["risk"] for p in points],
+            mode="lines+markers",
+            line={"shape": "hv", "color": BASE_COLOR},
+            name="risk",
+            customdata=[p["threshold"] for p in points],
+            hovertemplate="score ≥ %{customdata:.3f}<br>coverage %{x:.2f}<br>risk %{y:.2f}",
+        )
+    )
     for name, point in marks.items():
         if point.get("risk") is None:
             continue
         color = LEVEL_COLORS.get(name.upper(), "#333")
-        fig.add_trace(go.Scatter(x=[point["coverage"]], y=[point["risk"]], mode="markers+text",
-                                 marker={"size": 13, "color": color, "symbol": "diamond"},
-                                 text=[f"{name} ≥ {point['threshold']:g}"], textposition="top center",
-                                 name=name))
+        fig.add_trace(
+            go.Scatter(
+                x=[point["coverage"]],
+                y=[point["risk"]],
+                mode="markers+text",
+                marker={"size": 13, "color": color, "symbol": "diamond"},
+                text=[f"{name} ≥ {point['threshold']:g}"],
+                textposition="top center",
+                name=name,
+            )
+        )
     fig.update_xaxes(range=[0, 1.02], title="coverage (share of items acted on without asking)")
     fig.update_yaxes(range=[0, 1.02], title="risk (error rate of those items)")
     return _layout(fig, "Risk–coverage", 360)
@@ -131,24 +165,45 @@ def level_shares(shares: Mapping[str, float]) -> go.Figure:
     """One stacked bar: the share of items at each intervention level."""
     fig = go.Figure()
     for level in ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE"):
-        fig.add_trace(go.Bar(x=[shares.get(level, 0.0)], y=["items"], orientation="h", name=level,
-                             marker_color=LEVEL_COLORS[level], text=[f"{level} {shares.get(level, 0.0):.0%}"],
-                             textposition="inside"))
+        fig.add_trace(
+            go.Bar(
+                x=[shares.get(level, 0.0)],
+                y=["items"],
+                orientation="h",
+                name=level,
+                marker_color=LEVEL_COLORS[level],
+                text=[f"{level} {shares.get(level, 0.0):.0%}"],
+                textposition="inside",
+            )
+        )
     fig.update_layout(barmode="stack", showlegend=False)
     fig.update_xaxes(range=[0, 1], tickformat=".0%")
     return _layout(fig, "Share of items at each level", 170)
 
 
-def step_scores(steps: Sequence[str], scores: Sequence[float], levels: Sequence[str],
-                aggregates: Mapping[str, float]) -> go.Figure:
+def step_scores(
+    steps: Sequence[str], scores: Sequence[float], levels: Sequence[str], aggregates: Mapping[str, float]
+) -> go.Figure:
     """Per-step scores coloured by level, with each aggregation method as a line."""
-    fig = go.Figure(go.Bar(x=[plot_text(s) for s in steps], y=list(scores),
-                           marker_color=[LEVEL_COLORS.get(lv, BASE_COLOR) for lv in levels],
-                           text=[f"{s:.3f}" for s in scores], textposition="outside", name="step"))
+    fig = go.Figure(
+        go.Bar(
+            x=[plot_text(s) for s in steps],
+            y=list(scores),
+            marker_color=[LEVEL_COLORS.get(lv, BASE_COLOR) for lv in levels],
+            text=[f"{s:.3f}" for s in scores],
+            textposition="outside",
+            name="step",
+        )
+    )
     dashes = {"mean": "solid", "min": "dot", "weighted": "dash"}
     for method, value in aggregates.items():
-        fig.add_hline(y=value, line_dash=dashes.get(method, "dashdot"), line_color="#1F2A24",
-                      annotation_text=f"{plot_text(method)} {value:.3f}", annotation_position="top left")
+        fig.add_hline(
+            y=value,
+            line_dash=dashes.get(method, "dashdot"),
+            line_color="#1F2A24",
+            annotation_text=f"{plot_text(method)} {value:.3f}",
+            annotation_position="top left",
+        )
     fig.update_yaxes(range=[0, 1.1])
     return _layout(fig, "Plan: step scores and aggregates")
 
@@ -159,8 +214,10 @@ VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fai
 def _legend_below(fig: go.Figure) -> go.Figure:
     """A horizontal legend under the plot: in a narrow column (the Replay page's side-by-side compare) a legend
     at the right would cover the plot and the neighbouring figure's."""
-    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
-                      margin={"l": 10, "r": 10, "t": 48, "b": 80})
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
+        margin={"l": 10, "r": 10, "t": 48, "b": 80},
+    )
     return fig
 
 
@@ -170,11 +227,17 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     for role in dict.fromkeys(r["role"] for r in rows):
         mine = [r for r in rows if r["role"] == role]
         name = plot_text(role)
-        fig.add_trace(go.Scatter(
-            x=[plot_text(r["label"]) for r in mine], y=[r["score"] for r in mine], mode="lines+markers", name=name,
-            text=[plot_text(r["verdict"]) + (" (fallback)" if r.get("fallback") else "") for r in mine],
-            marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
-            hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[plot_text(r["label"]) for r in mine],
+                y=[r["score"] for r in mine],
+                mode="lines+markers",
+                name=name,
+                text=[plot_text(r["verdict"]) + (" (fallback)" if r.get("fallback") else "") for r in mine],
+                marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
+                hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>",
+            )
+        )
     fig.update_yaxes(range=[-5, 105], title="score")
     return _legend_below(_layout(fig, "Score trajectory per juror", 360))
 
@@ -185,10 +248,16 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     for stage in dict.fromkeys(r["stage"] for r in rows):
         mine = [r for r in rows if r["stage"] == stage]
         name = plot_text(stage)
-        fig.add_trace(go.Bar(
-            y=[plot_text(r["role"]) for r in mine], x=[r["end"] - r["start"] for r in mine],
-            base=[r["start"] for r in mine], orientation="h", name=name,
-            hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + name + "</extra>"))
+        fig.add_trace(
+            go.Bar(
+                y=[plot_text(r["role"]) for r in mine],
+                x=[r["end"] - r["start"] for r in mine],
+                base=[r["start"] for r in mine],
+                orientation="h",
+                name=name,
+                hovertemplate="%{y}: %{base:.2f}–%{x:.2f}s<extra>" + name + "</extra>",
+            )
+        )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
     return _legend_below(_layout(fig, "Round timeline: each bar spans a juror's request → answer", 360))
@@ -197,9 +266,14 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
     fig = go.Figure()
     for label in labels:
-        fig.add_trace(go.Bar(x=[plot_text(k) for k in distribution],
-                             y=[distribution[k].get(label, 0) for k in distribution],
-                             name=plot_text(label), marker_color=VERDICT_COLORS.get(label)))
+        fig.add_trace(
+            go.Bar(
+                x=[plot_text(k) for k in distribution],
+                y=[distribution[k].get(label, 0) for k in distribution],
+                name=plot_text(label),
+                marker_color=VERDICT_COLORS.get(label),
+            )
+        )
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title="jurors", dtick=1)
     return _legend_below(_layout(fig, "Verdict distribution", 360))
@@ -215,8 +289,11 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
     """The rubric's criteria (1–5) on a closed radar; `labels` maps each criterion to its display name."""
     names = [plot_text(labels.get(k, k)) for k in scores]
     values = [scores[k] for k in scores]
-    fig = go.Figure(go.Scatterpolar(r=values + values[:1], theta=names + names[:1], fill="toself",
-                                    line_color=RUBRIC_GREEN, name="rubric"))
+    fig = go.Figure(
+        go.Scatterpolar(
+            r=values + values[:1], theta=names + names[:1], fill="toself", line_color=RUBRIC_GREEN, name="rubric"
+        )
+    )
     fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, showlegend=False)
     return _layout(fig, "Rubric (1–5 per criterion)", 320)
 
@@ -224,8 +301,12 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
 def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
     """Per rule, the share of lines at WARN and at RETRY, stacked."""
     rules = [plot_text(r) for r in rates]
-    fig = go.Figure([go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()],
-                            marker_color=HIT_COLORS[status]) for status in ("WARN", "RETRY")])
+    fig = go.Figure(
+        [
+            go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()], marker_color=HIT_COLORS[status])
+            for status in ("WARN", "RETRY")
+        ]
+    )
     fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
     return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
 
@@ -240,8 +321,12 @@ def _scope(message: Mapping[str, Any]) -> str:
     return f"{message['channel_id']}:{message['thread_ts'] or 'top'}"
 
 
-def skip_scope_timeline(scope: str, messages: Sequence[Mapping[str, Any]], judgments: Sequence[Mapping[str, Any]],
-                        timeline: Sequence[Mapping[str, Any]]) -> go.Figure:
+def skip_scope_timeline(
+    scope: str,
+    messages: Sequence[Mapping[str, Any]],
+    judgments: Sequence[Mapping[str, Any]],
+    timeline: Sequence[Mapping[str, Any]],
+) -> go.Figure:
     """One scope over simulated time: its messages, judgments (colour: respond or not; flagged ones say they
     were not cached), skip windows, cache hits and replies, one row each."""
     from datetime import timedelta
@@ -250,29 +335,63 @@ def skip_scope_timeline(scope: str, messages: Sequence[Mapping[str, Any]], judgm
 
     fig = go.Figure()
     mine = [m for m in messages if _scope(m) == scope]
-    fig.add_trace(go.Scatter(x=[m["at"] for m in mine], y=["messages"] * len(mine), mode="markers", name="message",
-                             marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
-                             text=[plot_text(f"{m['author']}: {m['text']}") for m in mine], hoverinfo="text+x"))
+    fig.add_trace(
+        go.Scatter(
+            x=[m["at"] for m in mine],
+            y=["messages"] * len(mine),
+            mode="markers",
+            name="message",
+            marker={"symbol": "circle", "size": 10, "color": "#7570B3"},
+            text=[plot_text(f"{m['author']}: {m['text']}") for m in mine],
+            hoverinfo="text+x",
+        )
+    )
     judged = [j for j in judgments if j["scope"] == scope]
     for j in judged:
         if j["skip_seconds"]:
-            fig.add_trace(go.Scatter(x=[j["at"], j["at"] + timedelta(seconds=j["skip_seconds"])],
-                                     y=["skip window"] * 2, mode="lines", showlegend=False,
-                                     line={"color": MUTED, "width": 8},
-                                     hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s"))
-    fig.add_trace(go.Scatter(
-        x=[j["at"] for j in judged], y=["judgments"] * len(judged), mode="markers", name="judgment",
-        marker={"symbol": "diamond", "size": 12, "color": [RESPOND if j["should_respond"] else SILENT_COLOR
-                                                           for j in judged]},
-        text=[f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
-              + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "") for j in judged],
-        hoverinfo="text+x"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[j["at"], j["at"] + timedelta(seconds=j["skip_seconds"])],
+                    y=["skip window"] * 2,
+                    mode="lines",
+                    showlegend=False,
+                    line={"color": MUTED, "width": 8},
+                    hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s",
+                )
+            )
+    fig.add_trace(
+        go.Scatter(
+            x=[j["at"] for j in judged],
+            y=["judgments"] * len(judged),
+            mode="markers",
+            name="judgment",
+            marker={
+                "symbol": "diamond",
+                "size": 12,
+                "color": [RESPOND if j["should_respond"] else SILENT_COLOR for j in judged],
+            },
+            text=[
+                f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
+                + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "")
+                for j in judged
+            ],
+            hoverinfo="text+x",
+        )
+    )
     for kind, row, name, marker in (
-            ("cache_hit", "cache hits", "cache hit", {"symbol": "line-ns-open", "size": 8, "color": BASE_COLOR}),
-            ("reply", "replies", "bot reply", {"symbol": "star", "size": 12, "color": "#E7298A"})):
+        ("cache_hit", "cache hits", "cache hit", {"symbol": "line-ns-open", "size": 8, "color": BASE_COLOR}),
+        ("reply", "replies", "bot reply", {"symbol": "star", "size": 12, "color": "#E7298A"}),
+    ):
         events = [e for e in timeline if e["type"] == kind and e["scope"] == scope]
-        fig.add_trace(go.Scatter(x=[EPOCH + timedelta(seconds=e["t"]) for e in events], y=[row] * len(events),
-                                 mode="markers", name=name, marker=marker))
+        fig.add_trace(
+            go.Scatter(
+                x=[EPOCH + timedelta(seconds=e["t"]) for e in events],
+                y=[row] * len(events),
+                mode="markers",
+                name=name,
+                marker=marker,
+            )
+        )
     fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
     return _layout(fig, f"Scope {plot_text(scope)}", 340)
 
@@ -280,13 +399,26 @@ def skip_scope_timeline(scope: str, messages: Sequence[Mapping[str, Any]], judgm
 def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Judge calls against staleness p95 per swept configuration; the Pareto front as a dotted line."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=[r["judge calls"] for r in rows], y=[r["staleness p95 s"] for r in rows], mode="markers",
-        name="configuration", marker={"size": 11, "color": [RESPOND if r["pareto"] else MUTED for r in rows]},
-        text=[f"high skip {r['high skip s']}s · default skip {r['default skip s']}s" for r in rows]))
+    fig.add_trace(
+        go.Scatter(
+            x=[r["judge calls"] for r in rows],
+            y=[r["staleness p95 s"] for r in rows],
+            mode="markers",
+            name="configuration",
+            marker={"size": 11, "color": [RESPOND if r["pareto"] else MUTED for r in rows]},
+            text=[f"high skip {r['high skip s']}s · default skip {r['default skip s']}s" for r in rows],
+        )
+    )
     front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
-    fig.add_trace(go.Scatter(x=[r["judge calls"] for r in front], y=[r["staleness p95 s"] for r in front],
-                             mode="lines", name="Pareto front", line={"color": RESPOND, "dash": "dot"}))
+    fig.add_trace(
+        go.Scatter(
+            x=[r["judge calls"] for r in front],
+            y=[r["staleness p95 s"] for r in front],
+            mode="lines",
+            name="Pareto front",
+            line={"color": RESPOND, "dash": "dot"},
+        )
+    )
     fig.update_xaxes(title="judge calls (with cache)")
     fig.update_yaxes(title="staleness p95 (s)")
     return _layout(fig, "Calls saved vs. staleness", 360)
@@ -308,8 +440,11 @@ def will_per_turn(rows: Sequence[Mapping[str, Any]], threshold: float) -> go.Fig
     """Each participant's will per turn (telemetry rows), with the threshold as a dotted line."""
     fig = go.Figure()
     for pid, mine in _by_participant(rows).items():
-        fig.add_trace(go.Scatter(x=[r["turn"] for r in mine], y=[r["will"] for r in mine], mode="lines+markers",
-                                 name=plot_text(pid)))
+        fig.add_trace(
+            go.Scatter(
+                x=[r["turn"] for r in mine], y=[r["will"] for r in mine], mode="lines+markers", name=plot_text(pid)
+            )
+        )
     fig.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
     fig.update_yaxes(range=[0, 1], title="will")
     return _layout(fig, "Will per participant per turn")
@@ -325,8 +460,16 @@ def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         if row["allowed"]:
             flows[(middle, "answered")] = flows.get((middle, "answered"), 0) + 1
     index = {label: i for i, label in enumerate(SANKEY_NODES)}
-    fig = go.Figure(go.Sankey(node={"label": SANKEY_NODES}, link={
-        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
+    fig = go.Figure(
+        go.Sankey(
+            node={"label": SANKEY_NODES},
+            link={
+                "source": [index[a] for a, _ in flows],
+                "target": [index[b] for _, b in flows],
+                "value": list(flows.values()),
+            },
+        )
+    )
     return _layout(fig, "Approval flow")
 
 
@@ -335,8 +478,14 @@ def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for pid, mine in _by_participant(rows).items():
         over = any("over_raise" in str(r.get("flags") or "") for r in mine)
-        fig.add_trace(go.Histogram(x=[r["will"] for r in mine], name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
-                                   xbins={"start": 0, "end": 1, "size": 0.1}, opacity=0.7))
+        fig.add_trace(
+            go.Histogram(
+                x=[r["will"] for r in mine],
+                name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
+                xbins={"start": 0, "end": 1, "size": 0.1},
+                opacity=0.7,
+            )
+        )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="will")
     return _layout(fig, "Will distribution per participant", 300)
@@ -349,8 +498,13 @@ def context_ablation(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """The judge benchmark's metrics per method and context, grouped (a missing figure is drawn at 0)."""
     fig = go.Figure()
     for row in rows:
-        fig.add_trace(go.Bar(name=plot_text(f"{row['method']} · {row['context']}"), x=list(ABLATION_METRICS),
-                             y=[row.get(m) if row.get(m) is not None else 0 for m in ABLATION_METRICS]))
+        fig.add_trace(
+            go.Bar(
+                name=plot_text(f"{row['method']} · {row['context']}"),
+                x=list(ABLATION_METRICS),
+                y=[row.get(m) if row.get(m) is not None else 0 for m in ABLATION_METRICS],
+            )
+        )
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "Context ablation")

@@ -30,7 +30,7 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence, director, experiment, handraise, jury, skip
+    from dashboard.commands import confidence, demo, director, experiment, handraise, jury, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
@@ -38,6 +38,7 @@ def _register_mechanisms() -> None:
     app.add_typer(jury.app, name="jury")
     app.add_typer(handraise.app, name="handraise")
     app.add_typer(experiment.app, name="experiment")
+    app.add_typer(demo.app, name="demo")
 
 
 _register_mechanisms()
@@ -99,11 +100,21 @@ def dashboard(
     upload_mb = max(1, math.ceil(get_settings().max_input_mb))  # uploads end at the input limit too
 
     args = [
-        sys.executable, "-m", "streamlit", "run", str(SERVER_PATH),
-        "--server.address", host, "--server.port", str(port),
-        "--server.headless", "true" if headless else "false",
-        "--browser.gatherUsageStats", "false",
-        "--server.maxUploadSize", str(upload_mb),
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(SERVER_PATH),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true" if headless else "false",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.maxUploadSize",
+        str(upload_mb),
     ]
     for name in allowed_hosts(host):  # Streamlit's own WebSocket check, behind dashboard.hostcheck's
         args += ["--server.allowedHosts", name]
@@ -235,8 +246,14 @@ def _when(value: str | None, option: str, end_of_day: bool = False) -> Any:
 @runs_app.command("list")
 def runs_list(
     kind: Annotated[str | None, typer.Option(help="Only runs whose kind starts with this.")] = None,
-    search: Annotated[str, typer.Option("--search", "-s", help="Words that must each appear in the run's id, "
-                                        "name, kind, error or config (case-insensitive).")] = "",
+    search: Annotated[
+        str,
+        typer.Option(
+            "--search",
+            "-s",
+            help="Words that must each appear in the run's id, name, kind, error or config (case-insensitive).",
+        ),
+    ] = "",
     status: Annotated[list[str] | None, typer.Option(help="Only runs with this status (repeatable).")] = None,
     model: Annotated[str, typer.Option(help="Only runs that called this model or name it in their config.")] = "",
     config_hash: Annotated[str, typer.Option("--hash", help="Only runs whose config hash starts with this.")] = "",
@@ -253,9 +270,16 @@ def runs_list(
     unknown = [s for s in status or [] if s not in RUN_STATUSES]
     if unknown:
         raise fail(f"unknown status {', '.join(unknown)} — one of {', '.join(RUN_STATUSES)}")
-    where = RunFilter(text=search, kind_prefix=kind or "", statuses=tuple(status or ()), model=model,
-                      config_hash=config_hash, tags=tuple(tag or ()), started_from=_when(since, "--since"),
-                      started_to=_when(until, "--until", end_of_day=True))
+    where = RunFilter(
+        text=search,
+        kind_prefix=kind or "",
+        statuses=tuple(status or ()),
+        model=model,
+        config_hash=config_hash,
+        tags=tuple(tag or ()),
+        started_from=_when(since, "--since"),
+        started_to=_when(until, "--until", end_of_day=True),
+    )
     store = _store()
     runs = store.search_runs(where, limit=limit, offset=offset)
     totals = store.run_totals([r.id for r in runs])
@@ -271,7 +295,8 @@ def runs_list(
         typer.echo(
             f"{r['id']}  {r['kind']:<16} {r['status']:<11} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
-            + _would_cost_text(r["would_cost"]) + (f"  [{', '.join(r['tags'])}]" if r["tags"] else "")
+            + _would_cost_text(r["would_cost"])
+            + (f"  [{', '.join(r['tags'])}]" if r["tags"] else "")
         )
 
 
@@ -279,10 +304,18 @@ def runs_list(
 def runs_export(
     run_id: Annotated[str, typer.Argument()],
     fmt: Annotated[str, typer.Option("--format", "-f", help="csv | json | html")] = "json",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default RUN_ID.zip / "
-                                                "RUN_ID.TABLE.csv / .json / .html here); - for stdout.")] = None,
-    table: Annotated[str | None, typer.Option(help="csv: only this table, as one CSV file (default: every "
-                                              "table of the run in one zip).")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File to write (default RUN_ID.zip / RUN_ID.TABLE.csv / .json / .html here); - for stdout.",
+        ),
+    ] = None,
+    table: Annotated[
+        str | None,
+        typer.Option(help="csv: only this table, as one CSV file (default: every table of the run in one zip)."),
+    ] = None,
 ) -> None:
     """Export one run: CSV of its tables (a zip, or one --table), the whole run as JSON, or a self-contained
     HTML report (config, headline figures, interactive charts, event timeline) that opens offline."""
@@ -309,8 +342,10 @@ def runs_export(
         raise fail(str(exc)) from None
     if str(output) == "-":
         if suffix == ".zip":
-            raise fail("a zip of every table does not go to stdout — give --table NAME or --output FILE "
-                       f"(tables: {', '.join(tables(record))})")
+            raise fail(
+                "a zip of every table does not go to stdout — give --table NAME or --output FILE "
+                f"(tables: {', '.join(tables(record))})"
+            )
         typer.echo(data.decode("utf-8-sig"), nl=False)  # text on stdout: no byte order mark
         return
     target = output or Path(f"{run_id}{suffix}")
@@ -335,15 +370,24 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
     data = _run_row(run, totals) | {
         "config": run.config,
         "summary": run.summary,
-        "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload}
-                   for e in store.events(run_id)],
+        "events": [
+            {"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload} for e in store.events(run_id)
+        ],
         "calls": [
             {
-                "id": c.id, "purpose": c.purpose, "model_id": c.model_id, "backend": c.backend,
-                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                "latency_s": c.latency_s, "cost": c.cost, "would_cost": c.would_cost, "error": c.error,
+                "id": c.id,
+                "purpose": c.purpose,
+                "model_id": c.model_id,
+                "backend": c.backend,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "latency_s": c.latency_s,
+                "cost": c.cost,
+                "would_cost": c.would_cost,
+                "error": c.error,
                 "error_type": c.error_type,
-                "flags": json.loads(c.flags_json), "raw_text": c.raw_text,
+                "flags": json.loads(c.flags_json),
+                "raw_text": c.raw_text,
                 "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
                 "request": json.loads(c.request_json),
             }
@@ -355,8 +399,7 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
         return
     typer.echo(f"run {run.id} · {run.kind} · {run.status} · started {run.started_at:%Y-%m-%d %H:%M:%S}")
     typer.echo(f"config: {json.dumps(run.config, ensure_ascii=False)}")
-    typer.echo(f"calls: {len(data['calls'])} · cost ${data['cost']:.5f}"
-               + _would_cost_text(data["would_cost"]))
+    typer.echo(f"calls: {len(data['calls'])} · cost ${data['cost']:.5f}" + _would_cost_text(data["would_cost"]))
     if run.error:
         typer.echo(f"error: {run.error}")
     for e in data["events"]:
@@ -458,8 +501,11 @@ def main() -> None:
     except Exception as exc:
         if os.environ.get("JUDGELAB_DEBUG"):
             raise
-        typer.secho(f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
-                    fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
+            fg=typer.colors.RED,
+            err=True,
+        )
         code = 1
     sys.exit(code)
 
@@ -468,8 +514,12 @@ def _cancelled() -> int:
     from engine.events import cancel_reason
 
     signum = _stop_signal[0] if _stop_signal else signal.SIGINT
-    typer.secho(f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as cancelled "
-                "with its events so far", fg=typer.colors.YELLOW, err=True)
+    typer.secho(
+        f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as cancelled "
+        "with its events so far",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
     return 128 + signum
 
 

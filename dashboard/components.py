@@ -99,12 +99,20 @@ def export_buttons(store: Any, run_ids: str | Sequence[str | None] | None, *, ke
     with st.container(border=True):
         run_id = ids[0] if len(ids) == 1 else st.selectbox("Export run", ids, key=f"{key}.pick")
         st.caption(f"Export run {md(run_id)} — built from the stored run, keys redacted")
-        files = (("⬇ CSV tables (zip)", "csv", ".zip", "application/zip"),
-                 ("⬇ JSON (whole run)", "json", ".json", "application/json"),
-                 ("⬇ HTML report", "html", ".html", "text/html"))
+        files = (
+            ("⬇ CSV tables (zip)", "csv", ".zip", "application/zip"),
+            ("⬇ JSON (whole run)", "json", ".json", "application/json"),
+            ("⬇ HTML report", "html", ".html", "text/html"),
+        )
         for col, (label, fmt, suffix, mime) in zip(st.columns(len(files)), files, strict=True):
-            col.download_button(label, partial(export_file, store, run_id, fmt), file_name=f"{run_id}{suffix}",
-                                mime=mime, key=f"{key}.{fmt}.{run_id}", on_click="ignore")
+            col.download_button(
+                label,
+                partial(export_file, store, run_id, fmt),
+                file_name=f"{run_id}{suffix}",
+                mime=mime,
+                key=f"{key}.{fmt}.{run_id}",
+                on_click="ignore",
+            )
 
 
 # -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
@@ -124,8 +132,9 @@ def gold_check(view: JuryView) -> bool | None:
     return bool(view.final.get("verdict") == gold)
 
 
-def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None,
-                stacked: bool = False) -> None:
+def render_view(
+    view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None, stacked: bool = False
+) -> None:
     """A fold of a jury run's events. Every text of the run (case, roles, verdict labels, reasoning, statements,
     errors) is untrusted: shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or
     HTML of its own. `stacked` puts the charts one under the other (a half-width column: side by side, their
@@ -153,8 +162,10 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
             if e is None:
                 st.caption("thinking…")
                 continue
-            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
-                        f"confidence {e['confidence']:.2f}")
+            st.markdown(
+                f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
+                f"confidence {e['confidence']:.2f}"
+            )
             if e.get("fallback"):
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
@@ -164,15 +175,18 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
                 st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
         c = view.phase1_consensus
-        st.caption(f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
-                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
-                   + (" — reached, no discussion needed" if c["consensusReached"] else ""))
+        st.caption(
+            f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
+            + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
+            + (" — reached, no discussion needed" if c["consensusReached"] else "")
+        )
 
     if view.rounds:
         head, toggle = st.columns([4, 1])
         head.markdown("**Phase 2 — discussion**")
-        rounds_on = show_rounds if show_rounds is not None else toggle.toggle(
-            "Show rounds", value=False, key=key + ".rounds")
+        rounds_on = (
+            show_rounds if show_rounds is not None else toggle.toggle("Show rounds", value=False, key=key + ".rounds")
+        )
         for rnd in view.rounds:
             if rounds_on:
                 st.caption(f"— round {rnd['round']} —")
@@ -183,16 +197,21 @@ def render_view(view: JuryView, *, key: str, charts_too: bool = True, show_round
                 st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
         flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
         if flow:
-            st.caption("Consensus per round: " + md(" → ".join(flow))
-                       + (f" · ended: {md(view.ended['reason'])}" if view.ended else ""))
+            st.caption(
+                "Consensus per round: "
+                + md(" → ".join(flow))
+                + (f" · ended: {md(view.ended['reason'])}" if view.ended else "")
+            )
 
     if view.final:
         render_final(view)
     if view.finished:
         d = view.finished
-        st.caption(f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
-                   f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
-                   + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else ""))
+        st.caption(
+            f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
+            f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
+            + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else "")
+        )
     if charts_too and view.phase1:
         figures = [(charts.jury_trajectory(view.trajectory()), ".trajectory")]
         timeline = view.timeline()
@@ -213,11 +232,14 @@ def render_final(view: JuryView) -> None:
     gold = view.case.get("gold")
     st.markdown("**Phase 3 — final judgment**")
     if view.no_verdict:
-        st.error(f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide"
-                 + (f" · gold: {md(gold)}" if gold else ""))
+        st.error(
+            f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide"
+            + (f" · gold: {md(gold)}" if gold else "")
+        )
     else:
-        verdict = (f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}"
-                   + ("  (tie broken)" if f.get("tie_broken") else ""))
+        verdict = f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}" + (
+            "  (tie broken)" if f.get("tie_broken") else ""
+        )
         right = gold_check(view)
         if right is None:
             st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
@@ -236,7 +258,8 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     import streamlit as st
 
     badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
-        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else "")
+        " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else ""
+    )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
         st.text(stt["statement"])

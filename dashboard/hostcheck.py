@@ -66,7 +66,14 @@ class HostCheck:
             await send({"type": "websocket.close", "code": 1008})  # before accept: the server answers 403
             return
         body = b"Host not allowed: the dashboard answers only its own address and localhost\n"
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 403,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

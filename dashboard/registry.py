@@ -89,10 +89,18 @@ class RegistryError(RuntimeError):
 
 
 class RunRegistry:
-    def __init__(self, loop: BackgroundLoop, store: Store, *, progress_every_s: float = 0.5,
-                 attach_timeout_s: float = 30.0, hard_cancel_after_s: float = 15.0,
-                 idle_s: float | None = None, session_grace_s: float = 60.0,
-                 reap_every_s: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        loop: BackgroundLoop,
+        store: Store,
+        *,
+        progress_every_s: float = 0.5,
+        attach_timeout_s: float = 30.0,
+        hard_cancel_after_s: float = 15.0,
+        idle_s: float | None = None,
+        session_grace_s: float = 60.0,
+        reap_every_s: float | None = 30.0,
+    ) -> None:
         self.loop = loop
         self.store = store
         self.progress_every_s = progress_every_s
@@ -107,8 +115,7 @@ class RunRegistry:
         self._tracked: dict[str, Tracked] = {}
         self._stop = threading.Event()
         if reap_every_s:
-            threading.Thread(target=self._reap_loop, args=(reap_every_s,), name="judgelab-reaper",
-                             daemon=True).start()
+            threading.Thread(target=self._reap_loop, args=(reap_every_s,), name="judgelab-reaper", daemon=True).start()
 
     # -- runs of an entry point -------------------------------------------------------------------
     @staticmethod
@@ -182,8 +189,11 @@ class RunRegistry:
 
     def _hard_cancel(self, live: LiveRun) -> None:
         if not live.done:
-            log.warning("run %s ignored its cancel switch for %.0f s: cancelling its task", live.run_id,
-                        self.hard_cancel_after_s)
+            log.warning(
+                "run %s ignored its cancel switch for %.0f s: cancelling its task",
+                live.run_id,
+                self.hard_cancel_after_s,
+            )
             live.future.cancel()
 
     def wait(self, run_id: str, timeout: float | None = None) -> Any:
@@ -249,8 +259,9 @@ class RunRegistry:
             t = self._tracked.get(run_id)
             return None if t is None else t.closed
 
-    def release(self, run_id: str, *, status: str = FINISHED, summary: dict[str, Any] | None = None,
-                error: str | None = None) -> None:
+    def release(
+        self, run_id: str, *, status: str = FINISHED, summary: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
         """The page closes its conversation itself ("New conversation")."""
         with self._lock:
             t = self._tracked.pop(run_id, None)
@@ -290,8 +301,9 @@ class RunRegistry:
             if run is not None and run.status == RUNNING:
                 events = self.store.events(t.run_id)
                 after = f"after event {events[-1].seq}" if events else "before its first event"
-                self.store.finish_run(t.run_id, status=INTERRUPTED, error=f"interrupted {after}: the conversation "
-                                      f"was left ({why})")
+                self.store.finish_run(
+                    t.run_id, status=INTERRUPTED, error=f"interrupted {after}: the conversation was left ({why})"
+                )
                 closed.append(t.run_id)
         return closed
 

@@ -27,8 +27,11 @@ def plotly_js() -> str:
 
 
 def _small(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
-    fig.update_layout(title={"text": title, "x": 0.0, "font": {"size": 15}}, height=height,
-                      margin={"l": 10, "r": 10, "t": 48, "b": 10})
+    fig.update_layout(
+        title={"text": title, "x": 0.0, "font": {"size": 15}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+    )
     return fig
 
 
@@ -57,11 +60,16 @@ def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
     score, level = p.get("score") or {}, (p.get("decision") or {}).get("level", "")
     settings = record.run.config.get("settings") or {}
     thresholds = {**LevelThresholds().model_dump(), **(settings.get("thresholds") or {})}
-    return [("Confidence", charts.confidence_gauge(float(score.get("score", 0.0)), thresholds, str(level))),
-            ("From base score through each penalty",
-             charts.penalty_waterfall(float(score.get("base", 0.0)), score.get("penalties") or [],
-                                      float(score.get("score", 0.0)))),
-            ("Factor breakdown", charts.breakdown_bars(score.get("breakdown") or {}))]
+    return [
+        ("Confidence", charts.confidence_gauge(float(score.get("score", 0.0)), thresholds, str(level))),
+        (
+            "From base score through each penalty",
+            charts.penalty_waterfall(
+                float(score.get("base", 0.0)), score.get("penalties") or [], float(score.get("score", 0.0))
+            ),
+        ),
+        ("Factor breakdown", charts.breakdown_bars(score.get("breakdown") or {})),
+    ]
 
 
 def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
@@ -71,8 +79,14 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
     will = go.Figure()
     for pid in dict.fromkeys(r["participant"] for r in rows.rows):
         mine = [r for r in rows.rows if r["participant"] == pid]
-        will.add_trace(go.Scatter(x=[plot_text(r["turn"]) for r in mine], y=[r["will"] for r in mine],
-                                  mode="lines+markers", name=plot_text(pid)))
+        will.add_trace(
+            go.Scatter(
+                x=[plot_text(r["turn"]) for r in mine],
+                y=[r["will"] for r in mine],
+                mode="lines+markers",
+                name=plot_text(pid),
+            )
+        )
     threshold = (record.run.config.get("config") or {}).get("threshold")
     if isinstance(threshold, int | float):
         will.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
@@ -86,10 +100,20 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
             flows[(middle, "answered")] += 1
     labels = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
     index = {label: i for i, label in enumerate(labels)}
-    sankey = go.Figure(go.Sankey(node={"label": labels}, link={
-        "source": [index[a] for a, _ in flows], "target": [index[b] for _, b in flows], "value": list(flows.values())}))
-    return [("Will per participant per turn", _small(will, "Will per participant per turn")),
-            ("Approval flow", _small(sankey, "Approval flow"))]
+    sankey = go.Figure(
+        go.Sankey(
+            node={"label": labels},
+            link={
+                "source": [index[a] for a, _ in flows],
+                "target": [index[b] for _, b in flows],
+                "value": list(flows.values()),
+            },
+        )
+    )
+    return [
+        ("Will per participant per turn", _small(will, "Will per participant per turn")),
+        ("Approval flow", _small(sankey, "Approval flow")),
+    ]
 
 
 def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
@@ -97,8 +121,15 @@ def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[
     present = [n for n in names if isinstance(summary.get(n), int | float)]
     if not present:
         return []
-    fig = go.Figure(go.Bar(x=list(present), y=[summary[n] for n in present], marker_color=charts.BASE_COLOR,
-                           text=[f"{summary[n]:.3f}" for n in present], textposition="outside"))
+    fig = go.Figure(
+        go.Bar(
+            x=list(present),
+            y=[summary[n] for n in present],
+            marker_color=charts.BASE_COLOR,
+            text=[f"{summary[n]:.3f}" for n in present],
+            textposition="outside",
+        )
+    )
     fig.update_yaxes(range=[0, 1.1])
     return [(title, _small(fig, title))]
 
@@ -125,23 +156,39 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
         scores = scored[-1]["scores"]
         names = [k for k in RUBRIC_CRITERIA if k in scores]
         values = [scores[k] for k in names]
-        radar = go.Figure(go.Scatterpolar(r=values + values[:1], theta=[plot_text(n) for n in names + names[:1]],
-                                          fill="toself", line_color=charts.BASE_COLOR))
+        radar = go.Figure(
+            go.Scatterpolar(
+                r=values + values[:1],
+                theta=[plot_text(n) for n in names + names[:1]],
+                fill="toself",
+                line_color=charts.BASE_COLOR,
+            )
+        )
         radar.update_layout(polar={"radialaxis": {"range": [0, 5]}}, showlegend=False)
         out.append(("Rubric", _small(radar, "Rubric")))
     lines = [p for _, p in record.pairs("director_rubric") if isinstance(p.get("average"), int | float)]
     if record.run.kind == "director.batch" and lines:
-        fig = go.Figure(go.Bar(x=[plot_text(p.get("id")) for p in lines], y=[p["average"] for p in lines],
-                               marker_color=charts.BASE_COLOR))
+        fig = go.Figure(
+            go.Bar(
+                x=[plot_text(p.get("id")) for p in lines],
+                y=[p["average"] for p in lines],
+                marker_color=charts.BASE_COLOR,
+            )
+        )
         fig.update_yaxes(range=[0, 5.2], title="rubric average")
         out.append(("Rubric average per line", _small(fig, "Rubric average per line")))
     turns = [p for _, p in record.pairs("director_turn")]
     if turns:
         colors = {"PASS": "#1B9E77", "WARN": "#E6AB02", "RETRY": "#D95F02"}
-        fig = go.Figure(go.Bar(x=[f"{p.get('index')}: {plot_text(p.get('speaker'))}" for p in turns],
-                               y=[p.get("attempts", 1) for p in turns],
-                               marker_color=[colors.get(str(p.get("status")), charts.MUTED) for p in turns],
-                               text=[plot_text(p.get("outcome")) for p in turns], textposition="outside"))
+        fig = go.Figure(
+            go.Bar(
+                x=[f"{p.get('index')}: {plot_text(p.get('speaker'))}" for p in turns],
+                y=[p.get("attempts", 1) for p in turns],
+                marker_color=[colors.get(str(p.get("status")), charts.MUTED) for p in turns],
+                text=[plot_text(p.get("outcome")) for p in turns],
+                textposition="outside",
+            )
+        )
         fig.update_yaxes(title="drafts", dtick=1)
         out.append(("Drafts per turn (colour: status)", _small(fig, "Drafts per turn (colour: status)")))
     return out
@@ -152,8 +199,13 @@ def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
     rows = [r for r in (table.rows if table else []) if isinstance(r.get("judge_calls"), int | float)]
     if not rows:
         return []
-    fig = go.Figure(go.Bar(x=[plot_text(r["setting"]) for r in rows], y=[r["judge_calls"] for r in rows],
-                           marker_color=[charts.MUTED, charts.BASE_COLOR][: len(rows)]))
+    fig = go.Figure(
+        go.Bar(
+            x=[plot_text(r["setting"]) for r in rows],
+            y=[r["judge_calls"] for r in rows],
+            marker_color=[charts.MUTED, charts.BASE_COLOR][: len(rows)],
+        )
+    )
     fig.update_yaxes(title="judge calls")
     return [("Judge calls with and without the cache", _small(fig, "Judge calls with and without the cache"))]
 
@@ -178,19 +230,52 @@ def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
     x = [f"#{c.id}" for c in record.calls]
     hover = [plot_text(f"{c.model_id} · {c.purpose}" + (f" · {c.error_type}" if c.error else "")) for c in record.calls]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=x, y=[c.prompt_tokens for c in record.calls], name="prompt tokens",
-                         marker_color=charts.MUTED, hovertext=hover))
-    fig.add_trace(go.Bar(x=x, y=[c.completion_tokens for c in record.calls], name="completion tokens",
-                         marker_color=charts.BASE_COLOR, hovertext=hover))
-    fig.add_trace(go.Scatter(x=x, y=[c.latency_s for c in record.calls], name="latency (s)", yaxis="y2",
-                             mode="markers", marker={"color": "#D95F02", "size": 8}, hovertext=hover))
-    fig.update_layout(barmode="stack", yaxis={"title": "tokens"},
-                      yaxis2={"title": "latency (s)", "overlaying": "y", "side": "right"})
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[c.prompt_tokens for c in record.calls],
+            name="prompt tokens",
+            marker_color=charts.MUTED,
+            hovertext=hover,
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[c.completion_tokens for c in record.calls],
+            name="completion tokens",
+            marker_color=charts.BASE_COLOR,
+            hovertext=hover,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[c.latency_s for c in record.calls],
+            name="latency (s)",
+            yaxis="y2",
+            mode="markers",
+            marker={"color": "#D95F02", "size": 8},
+            hovertext=hover,
+        )
+    )
+    fig.update_layout(
+        barmode="stack", yaxis={"title": "tokens"}, yaxis2={"title": "latency (s)", "overlaying": "y", "side": "right"}
+    )
     return [("LLM calls: tokens and latency", _small(fig, "LLM calls: tokens and latency"))]
 
 
 FIGURES: list[Callable[[RunRecord], list[tuple[str, go.Figure]]]] = [
-    _jury, _jury_eval, _confidence, _conversation, _handraise_eval, _director, _simulation, _calibration, _calls]
+    _jury,
+    _jury_eval,
+    _confidence,
+    _conversation,
+    _handraise_eval,
+    _director,
+    _simulation,
+    _calibration,
+    _calls,
+]
 
 
 def figures_for(record: RunRecord) -> list[Figure]:

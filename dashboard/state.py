@@ -44,8 +44,26 @@ def get_catalog(path: str | None = None) -> Catalog:
     return load_catalog(path)
 
 
+def demo_mode() -> bool:
+    """Demo mode (sidebar switch or JUDGELAB_DEMO=1): every model answers from the recorded demo runs."""
+    from dashboard import demo
+
+    return demo.enabled()
+
+
 def get_hub() -> ModelHub:
-    return _hub_for(get_settings().resolved_database_url)
+    """The models of every page; in demo mode each is `build_model(spec, replay_from=store)`, never live."""
+    url = get_settings().resolved_database_url
+    return _demo_hub_for(url) if demo_mode() else _hub_for(url)
+
+
+@st.cache_resource(show_spinner="Loading the demo recording…")
+def _demo_hub_for(url: str) -> ModelHub:
+    from dashboard.demo import demo_hub
+
+    hub = demo_hub(get_catalog(), _store_for(url))
+    clear_reads()
+    return hub
 
 
 @st.cache_resource(show_spinner=False)
@@ -53,10 +71,24 @@ def _hub_for(url: str) -> ModelHub:
     return ModelHub(get_catalog(), call_log=_store_for(url))
 
 
-@st.cache_data(ttl=15, show_spinner=False)
 def get_availability() -> dict[str, Availability]:
+    """Which models can be used now; in demo mode, the model whose answers were recorded."""
+    if demo_mode():
+        from dashboard.demo import availability
+        from engine.demo import load_manifest
+
+        get_hub()  # the demo runs are loaded before a page offers them
+        return availability(get_catalog(), load_manifest())
+    return _live_availability()
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def _live_availability() -> dict[str, Availability]:
     results = get_loop().run(check_all(get_catalog()), timeout=10)
     return {a.model_id: a for a in results}
+
+
+get_availability.clear = _live_availability.clear  # type: ignore[attr-defined]  # callers refresh it so
 
 
 def list_runs(kind: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
@@ -77,11 +109,19 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
         t = totals.get(r.id, {})
         rows.append(
             {
-                "run": r.id, "name": r.name, "kind": r.kind, "status": r.status, "tags": tags.get(r.id, []),
-                "started": r.started_at, "duration_s": r.duration_s, "calls": int(t.get("calls", 0)),
+                "run": r.id,
+                "name": r.name,
+                "kind": r.kind,
+                "status": r.status,
+                "tags": tags.get(r.id, []),
+                "started": r.started_at,
+                "duration_s": r.duration_s,
+                "calls": int(t.get("calls", 0)),
                 "errors": int(t.get("errors", 0)),
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
-                "cost_usd": float(t.get("cost", 0.0)), "would_cost_usd": t.get("would_cost"), "error": r.error,
+                "cost_usd": float(t.get("cost", 0.0)),
+                "would_cost_usd": t.get("would_cost"),
+                "error": r.error,
                 "config_hash": r.config_hash,
             }
         )

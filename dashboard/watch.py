@@ -79,15 +79,22 @@ def render_progress(run_id: str, key: str) -> None:
     bar, button = st.columns([5, 1])
     bar.progress(fraction, text=md(eta_text(progress)))
     here = registry.is_live(run_id)
+
     def cancel() -> None:
         registry.cancel(run_id)
 
-    button.button("Cancel", key=key + ".cancel", disabled=not here, on_click=cancel,
-                  help=None if here else "This run is driven by another process: stop it there.")
+    button.button(
+        "Cancel",
+        key=key + ".cancel",
+        disabled=not here,
+        on_click=cancel,
+        help=None if here else "This run is driven by another process: stop it there.",
+    )
 
 
-def watch_run(run_id: str, fold: Callable[[], V], render: Callable[[V, bool], None], *, key: str,
-              every_s: float = 0.5) -> V | None:
+def watch_run(
+    run_id: str, fold: Callable[[], V], render: Callable[[V, bool], None], *, key: str, every_s: float = 0.5
+) -> V | None:
     """Show `run_id` live: fold its events with `fold()` (a fresh view with ``apply(type, payload)``) and
     `render(view, live)`; progress and Cancel while it runs; stop refreshing once it has ended. Returns
     the view as of this script run (None when there is no such run)."""
@@ -106,8 +113,10 @@ def watch_run(run_id: str, fold: Callable[[], V], render: Callable[[V, bool], No
         if status == RUNNING:
             render_progress(run_id, key)
         elif status == CANCELLED:
-            st.warning(f"Cancelled — {md((current.error if current else '') or 'stopped', inline=False)}. "
-                       "Everything it completed is kept.")
+            st.warning(
+                f"Cancelled — {md((current.error if current else '') or 'stopped', inline=False)}. "
+                "Everything it completed is kept."
+            )
         elif status != FINISHED:
             st.error(f"Run {md(status)} — {md((current.error if current else '') or '', inline=False)}")
         render(view, status == RUNNING)

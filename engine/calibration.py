@@ -42,11 +42,15 @@ def reliability_bins(scores: Sequence[float], correct: Sequence[bool], n_bins: i
     for b in range(n_bins):
         mask = index == b
         count = int(mask.sum())
-        bins.append(ReliabilityBin(
-            lower=float(edges[b]), upper=float(edges[b + 1]), count=count,
-            mean_confidence=float(s[mask].mean()) if count else None,
-            accuracy=float(c[mask].mean()) if count else None,
-        ))
+        bins.append(
+            ReliabilityBin(
+                lower=float(edges[b]),
+                upper=float(edges[b + 1]),
+                count=count,
+                mean_confidence=float(s[mask].mean()) if count else None,
+                accuracy=float(c[mask].mean()) if count else None,
+            )
+        )
     return bins
 
 
@@ -55,9 +59,7 @@ def expected_calibration_error(bins: Sequence[ReliabilityBin]) -> float:
     total = sum(b.count for b in bins)
     if total == 0:
         return 0.0
-    return float(sum(
-        b.count / total * abs((b.accuracy or 0.0) - (b.mean_confidence or 0.0)) for b in bins if b.count
-    ))
+    return float(sum(b.count / total * abs((b.accuracy or 0.0) - (b.mean_confidence or 0.0)) for b in bins if b.count))
 
 
 def risk_coverage(scores: Sequence[float], correct: Sequence[bool]) -> list[RiskCoveragePoint]:
@@ -78,8 +80,12 @@ def risk_at(scores: Sequence[float], correct: Sequence[bool], threshold: float) 
     c = np.asarray(correct, dtype=bool)
     kept = s >= threshold
     k = int(kept.sum())
-    return RiskCoveragePoint(threshold=threshold, coverage=k / len(s) if len(s) else 0.0, kept=k,
-                             risk=float(1 - c[kept].mean()) if k else None)
+    return RiskCoveragePoint(
+        threshold=threshold,
+        coverage=k / len(s) if len(s) else 0.0,
+        kept=k,
+        risk=float(1 - c[kept].mean()) if k else None,
+    )
 
 
 def area_under_risk_coverage(points: Sequence[RiskCoveragePoint]) -> float:
@@ -99,7 +105,10 @@ def calibrate(scores: Sequence[float], correct: Sequence[bool], n_bins: int = 10
     bins = reliability_bins(scores, correct, n_bins)
     points = risk_coverage(scores, correct)
     return CalibrationReport(
-        n=len(scores), accuracy=float(np.mean(np.asarray(correct, dtype=bool))),
-        ece=expected_calibration_error(bins), bins=bins, risk_coverage=points,
+        n=len(scores),
+        accuracy=float(np.mean(np.asarray(correct, dtype=bool))),
+        ece=expected_calibration_error(bins),
+        bins=bins,
+        risk_coverage=points,
         aurc=area_under_risk_coverage(points),
     )

@@ -54,14 +54,16 @@ class ConfidenceFactors(BaseModel):
     def _successes_within_executions(cls, value: int, info: ValidationInfo) -> int:
         executed = info.data.get("tool_execution_count")
         if executed is not None and value > executed:
-            raise ValueError(f"{value} successes of {executed} executions: tool_success_count must not exceed "
-                             "tool_execution_count")
+            raise ValueError(
+                f"{value} successes of {executed} executions: tool_success_count must not exceed tool_execution_count"
+            )
         return value
 
 
 FACTOR_FIELDS = list(ConfidenceFactors.model_fields)
-UNIT_FACTORS = [k for k, f in ConfidenceFactors.model_fields.items()
-                if any(getattr(m, "le", None) == 1.0 for m in f.metadata)]  # scores and rates in [0, 1]
+UNIT_FACTORS = [
+    k for k, f in ConfidenceFactors.model_fields.items() if any(getattr(m, "le", None) == 1.0 for m in f.metadata)
+]  # scores and rates in [0, 1]
 COUNT_FACTORS = [k for k, f in ConfidenceFactors.model_fields.items() if f.annotation in (int, "int")]
 
 
@@ -74,9 +76,12 @@ def parse_factors(data: object) -> ConfidenceFactors:
     try:
         return ConfidenceFactors.model_validate(data)
     except ValidationError as exc:
-        raise FactorError("; ".join(
-            f"field '{'.'.join(map(str, e['loc'])) or '(factors)'}': {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors())) from None
+        raise FactorError(
+            "; ".join(
+                f"field '{'.'.join(map(str, e['loc'])) or '(factors)'}': {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
+            )
+        ) from None
 
 
 class LevelThresholds(BaseModel):
@@ -182,8 +187,9 @@ def search_quality(f: ConfidenceFactors, s: ConfidenceSettings = DEFAULT_SETTING
     if f.search_max_score >= s.search_good_max:
         return f.search_max_score
     variance_penalty = min(s.variance_penalty_cap, s.variance_penalty_factor * f.search_score_variance)
-    return max(0.0, s.search_max_weight * f.search_max_score + s.search_avg_weight * f.search_avg_score
-               - variance_penalty)
+    return max(
+        0.0, s.search_max_weight * f.search_max_score + s.search_avg_weight * f.search_avg_score - variance_penalty
+    )
 
 
 def tool_success(f: ConfidenceFactors) -> float:
@@ -197,12 +203,21 @@ def _included(f: ConfidenceFactors, sq: float, s: ConfidenceSettings) -> dict[st
     return {
         "search_quality": (sq, s.weight_search_quality, sq > s.include_search_quality_above),
         "tool_success": (tool_success(f), s.weight_tool_success, True),
-        "source_agreement": (f.source_agreement, s.weight_source_agreement,
-                             f.source_count >= s.include_agreement_min_sources),
-        "llm_self_confidence": (f.llm_self_confidence, s.weight_self_confidence,
-                                f.llm_self_confidence > s.include_self_confidence_above),
-        "query_coverage": (f.query_coverage, s.weight_query_coverage,
-                           f.query_coverage > s.include_query_coverage_above),
+        "source_agreement": (
+            f.source_agreement,
+            s.weight_source_agreement,
+            f.source_count >= s.include_agreement_min_sources,
+        ),
+        "llm_self_confidence": (
+            f.llm_self_confidence,
+            s.weight_self_confidence,
+            f.llm_self_confidence > s.include_self_confidence_above,
+        ),
+        "query_coverage": (
+            f.query_coverage,
+            s.weight_query_coverage,
+            f.query_coverage > s.include_query_coverage_above,
+        ),
     }
 
 
@@ -211,8 +226,12 @@ def _penalties(f: ConfidenceFactors, s: ConfidenceSettings) -> list[tuple[str, f
     if f.is_search_step and f.search_result_count == 0:
         found.append(("search step without results", s.penalty_search_no_results))
     if f.tool_success_rate < 1.0:
-        found.append((f"tool success rate {f.tool_success_rate:g}",
-                      s.penalty_tool_base + s.penalty_tool_slope * f.tool_success_rate))
+        found.append(
+            (
+                f"tool success rate {f.tool_success_rate:g}",
+                s.penalty_tool_base + s.penalty_tool_slope * f.tool_success_rate,
+            )
+        )
     if f.source_count == 0:
         exempt = (f.is_search_step and f.search_result_count > 0) or (
             not f.is_search_step and f.llm_self_confidence >= s.no_sources_exempt_self_confidence
@@ -242,7 +261,9 @@ def calculate(factors: ConfidenceFactors, settings: ConfidenceSettings = DEFAULT
         base = sum(v * w for v, w, _ in used.values()) / total if total > 0 else 0.0
         for name, (value, weight, inc) in parts.items():
             breakdown[name] = FactorContribution(
-                value=value, weight=weight, included=inc,
+                value=value,
+                weight=weight,
+                included=inc,
                 contribution=(value * weight / total) if inc and total > 0 else 0.0,
             )
         reason = "weighted mean of " + ", ".join(f"{k} {v:.3f}×{w:g}" for k, (v, w, _) in used.items())
@@ -255,7 +276,11 @@ def calculate(factors: ConfidenceFactors, settings: ConfidenceSettings = DEFAULT
     if applied:
         reason += "; penalties: " + ", ".join(f"{p.name} ×{p.factor:.3g}" for p in applied)
     return ConfidenceScore(
-        score=score, base=base, breakdown=breakdown, penalties=applied, reason=reason,
+        score=score,
+        base=base,
+        breakdown=breakdown,
+        penalties=applied,
+        reason=reason,
         is_search_step=factors.is_search_step,
     )
 
@@ -299,8 +324,9 @@ class ConfidenceAggregator:
 
     METHODS: tuple[str, ...] = ("mean", "min", "weighted")
 
-    def __init__(self, critical_check: bool = False, critical_threshold: float = 0.3,
-                 critical_factor: float = 0.7) -> None:
+    def __init__(
+        self, critical_check: bool = False, critical_threshold: float = 0.3, critical_factor: float = 0.7
+    ) -> None:
         self.critical_check = critical_check
         self.critical_threshold = critical_threshold
         self.critical_factor = critical_factor
@@ -342,15 +368,23 @@ def score_arrays(columns: Mapping[str, Any], settings: ConfidenceSettings = DEFA
 
     check_columns({name: col(name) for name in FACTOR_FIELDS if name != "is_search_step"})
 
-    count, avg, mx, var = col("search_result_count"), col("search_avg_score"), col("search_max_score"), col(
-        "search_score_variance")
+    count, avg, mx, var = (
+        col("search_result_count"),
+        col("search_avg_score"),
+        col("search_max_score"),
+        col("search_score_variance"),
+    )
     agreement, n_sources = col("source_agreement"), col("source_count")
     self_conf, rate = col("llm_self_confidence"), col("tool_success_rate")
     executed, succeeded = col("tool_execution_count"), col("tool_success_count")
     coverage, is_search = col("query_coverage"), col("is_search_step").astype(bool)
 
-    blended = np.maximum(0.0, s.search_max_weight * mx + s.search_avg_weight * avg
-                         - np.minimum(s.variance_penalty_cap, s.variance_penalty_factor * var))
+    blended = np.maximum(
+        0.0,
+        s.search_max_weight * mx
+        + s.search_avg_weight * avg
+        - np.minimum(s.variance_penalty_cap, s.variance_penalty_factor * var),
+    )
     sq = np.where((count == 0) & (mx == 0), 0.0, np.where(mx >= s.search_good_max, mx, blended))
     with np.errstate(divide="ignore", invalid="ignore"):
         ts = np.where(executed > 0, succeeded / np.where(executed > 0, executed, 1), rate)
@@ -388,8 +422,12 @@ def check_columns(columns: Mapping[str, np.ndarray]) -> None:
 
     for name, values in columns.items():
         unit = name in UNIT_FACTORS
-        row = first(~np.isfinite(values) | (values < 0) | ((values > 1) if unit else False)
-                    | ((values != np.floor(values)) if name in COUNT_FACTORS else False))
+        row = first(
+            ~np.isfinite(values)
+            | (values < 0)
+            | ((values > 1) if unit else False)
+            | ((values != np.floor(values)) if name in COUNT_FACTORS else False)
+        )
         if row is not None:
             want = "a number in [0, 1]" if unit else "a whole number ≥ 0" if name in COUNT_FACTORS else "a number ≥ 0"
             raise FactorError(f"field '{name}' row {row}: {values[row]!r} is not {want}")
@@ -397,8 +435,9 @@ def check_columns(columns: Mapping[str, np.ndarray]) -> None:
     if executed is not None and succeeded is not None:
         row = first(succeeded > executed)
         if row is not None:
-            raise FactorError(f"field 'tool_success_count' row {row}: {succeeded[row]:g} successes of "
-                              f"{executed[row]:g} executions")
+            raise FactorError(
+                f"field 'tool_success_count' row {row}: {succeeded[row]:g} successes of {executed[row]:g} executions"
+            )
 
 
 def levels_of(scores: np.ndarray, thresholds: LevelThresholds = DEFAULT_SETTINGS.thresholds) -> np.ndarray:
@@ -475,17 +514,23 @@ class LLMSelfEvaluator:
         try:
             completion = await self.model.complete(prompt, schema=SelfEvalOutput, temperature=0.0, max_tokens=160)
         except ModelError as exc:
-            return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True,
-                                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
-                                flags=list(getattr(exc, "flags", [])))
+            return FactorResult(
+                name="llm_self_confidence",
+                value=self.FALLBACK,
+                flagged=True,
+                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
+                flags=list(getattr(exc, "flags", [])),
+            )
         p = completion.parsed or {}
         wa, wr, ws = self.weights
         value = (wa * p["accuracy"] + wr * p["relevance"] + ws * p["style"]) / (wa + wr + ws)
         return FactorResult(
-            name="llm_self_confidence", value=min(1.0, max(0.0, value)), call_id=completion.call_id,
+            name="llm_self_confidence",
+            value=min(1.0, max(0.0, value)),
+            call_id=completion.call_id,
             flags=completion.flags,
             detail=f"accuracy {p['accuracy']:.2f}, relevance {p['relevance']:.2f}, style {p['style']:.2f}: "
-                   f"{p['reason']}",
+            f"{p['reason']}",
         )
 
 
@@ -511,18 +556,32 @@ class LikelihoodSelfEvaluator:
         try:
             features, scores = await confidence_features(self.model, query, answer, list(sources or []))
         except ModelError as exc:
-            return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True,
-                                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}")
+            return FactorResult(
+                name="llm_self_confidence",
+                value=self.FALLBACK,
+                flagged=True,
+                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
+            )
         cal = load_calibration(CONFIDENCE, self.model.model_id)
         pmi = features["pmi_supported"]
         if not math.isfinite(pmi):
-            return FactorResult(name="llm_self_confidence", value=self.FALLBACK, flagged=True, call_id=scores.call_id,
-                                detail=f"fallback {self.FALLBACK}: invalid likelihood feature",
-                                flags=["invalid:likelihood_features"])
+            return FactorResult(
+                name="llm_self_confidence",
+                value=self.FALLBACK,
+                flagged=True,
+                call_id=scores.call_id,
+                detail=f"fallback {self.FALLBACK}: invalid likelihood feature",
+                flags=["invalid:likelihood_features"],
+            )
         value = cal.apply("supported", features) if cal else 1 / (1 + math.exp(-pmi))
         flags = ["likelihood", f"calibration:{cal.version}" if cal else "uncalibrated"]
-        return FactorResult(name="llm_self_confidence", value=round(value, 4), call_id=scores.call_id, flags=flags,
-                            detail=f"p(supported) {value:.2f} by likelihood (PMI {pmi:+.2f})")
+        return FactorResult(
+            name="llm_self_confidence",
+            value=round(value, 4),
+            call_id=scores.call_id,
+            flags=flags,
+            detail=f"p(supported) {value:.2f} by likelihood (PMI {pmi:+.2f})",
+        )
 
 
 class QueryCoverageCalculator:
@@ -544,12 +603,21 @@ class QueryCoverageCalculator:
         try:
             completion = await self.model.complete(prompt, schema=CoverageOutput, temperature=0.0, max_tokens=120)
         except ModelError as exc:
-            return FactorResult(name="query_coverage", value=self.FALLBACK, flagged=True,
-                                detail=f"fallback {self.FALLBACK} (left out of the mean): {exc.kind}: {exc.message}",
-                                flags=list(getattr(exc, "flags", [])))
+            return FactorResult(
+                name="query_coverage",
+                value=self.FALLBACK,
+                flagged=True,
+                detail=f"fallback {self.FALLBACK} (left out of the mean): {exc.kind}: {exc.message}",
+                flags=list(getattr(exc, "flags", [])),
+            )
         p = completion.parsed or {}
-        return FactorResult(name="query_coverage", value=p["coverage"], call_id=completion.call_id,
-                            flags=completion.flags, detail=f"missing: {p['missing'] or '—'}")
+        return FactorResult(
+            name="query_coverage",
+            value=p["coverage"],
+            call_id=completion.call_id,
+            flags=completion.flags,
+            detail=f"missing: {p['missing'] or '—'}",
+        )
 
 
 class SourceAgreementCalculator:
@@ -600,11 +668,16 @@ class SamplingConsistency:
                 errors.append(exc.kind)
         texts = ([answer] if answer else []) + samples
         if len(samples) < 2:
-            return FactorResult(name="sampling_consistency", value=0.0, flagged=True,
-                                detail=f"too few samples ({len(samples)}/{self.k}); errors: {errors}"), samples
+            return FactorResult(
+                name="sampling_consistency",
+                value=0.0,
+                flagged=True,
+                detail=f"too few samples ({len(samples)}/{self.k}); errors: {errors}",
+            ), samples
         value = self.agreement.calculate(texts)
-        return FactorResult(name="sampling_consistency", value=value,
-                            detail=f"agreement of {len(texts)} texts ({len(samples)} samples)"), samples
+        return FactorResult(
+            name="sampling_consistency", value=value, detail=f"agreement of {len(texts)} texts ({len(samples)} samples)"
+        ), samples
 
 
 class LiveEvaluation(BaseModel):
@@ -635,9 +708,15 @@ class EvaluationConfig(BaseModel):
         return [s for s in value if s.strip()]
 
 
-async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
-                   agreement: SourceAgreementCalculator | None = None, base_factors: ConfidenceFactors | None = None,
-                   sinks: list[Any] | None = None) -> LiveEvaluation:
+async def evaluate(
+    config: EvaluationConfig,
+    models: ModelSource,
+    store: Any,
+    *,
+    agreement: SourceAgreementCalculator | None = None,
+    base_factors: ConfidenceFactors | None = None,
+    sinks: list[Any] | None = None,
+) -> LiveEvaluation:
     """Compute the LLM and embedding factors for one answer, score it and decide the level, as a stored run of
     kind `confidence.evaluate`; progress counts the factors."""
     from engine import runctx
@@ -659,8 +738,11 @@ async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
         run.emit("confidence_factor", **coverage.model_dump())
         runctx.progress(advance=1, step="source agreement" if with_agreement else "sampling")
         results = [self_result, coverage]
-        update: dict[str, Any] = {"llm_self_confidence": self_result.value, "query_coverage": coverage.value,
-                                  "source_count": len(sources)}
+        update: dict[str, Any] = {
+            "llm_self_confidence": self_result.value,
+            "query_coverage": coverage.value,
+            "source_count": len(sources),
+        }
         if with_agreement:
             value = agreement.calculate(sources)
             agree = FactorResult(name="source_agreement", value=value, detail=f"{len(sources)} sources")
@@ -671,7 +753,8 @@ async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
         samples: list[str] = []
         if with_sampling:
             consistency, samples = await SamplingConsistency(model, agreement, k=config.sampling_k).calculate(
-                config.query, config.answer)
+                config.query, config.answer
+            )
             results.append(consistency)
             run.emit("confidence_factor", **consistency.model_dump(), samples=samples)
             if not consistency.flagged:
@@ -680,13 +763,21 @@ async def evaluate(config: EvaluationConfig, models: ModelSource, store: Any, *,
         factors = (base_factors or ConfidenceFactors()).model_copy(update=update)
         score = calculate(factors, settings)
         decision = decide_action(score, settings)
-        run.emit("confidence_scored", factors=factors.model_dump(), score=score.model_dump(),
-                 decision=decision.model_dump(mode="json"))
-        live = LiveEvaluation(run_id=run.run_id, factors=factors, results=results, score=score, decision=decision,
-                              samples=samples)
-        run.summary = {"score": score.score, "level": decision.level.value,
-                       "flagged": [r.name for r in results if r.flagged],
-                       "result": live.model_dump(mode="json", exclude={"run_id"})}
+        run.emit(
+            "confidence_scored",
+            factors=factors.model_dump(),
+            score=score.model_dump(),
+            decision=decision.model_dump(mode="json"),
+        )
+        live = LiveEvaluation(
+            run_id=run.run_id, factors=factors, results=results, score=score, decision=decision, samples=samples
+        )
+        run.summary = {
+            "score": score.score,
+            "level": decision.level.value,
+            "flagged": [r.name for r in results if r.flagged],
+            "result": live.model_dump(mode="json", exclude={"run_id"}),
+        }
     return live
 
 
@@ -705,10 +796,16 @@ async def evaluate_answer(
     self_eval: Literal["generate", "likelihood"] = "generate",
 ) -> LiveEvaluation:
     """`evaluate` for a model object at hand (tests, scripts): the same run, the same stored config."""
-    config = EvaluationConfig(model_id=model.model_id, query=query, answer=answer, sources=list(sources or []),
-                              sampling_k=sampling_k, self_eval=self_eval, settings=settings)
-    return await evaluate(config, lambda _id: model, store, agreement=agreement, base_factors=base_factors,
-                          sinks=sinks)
+    config = EvaluationConfig(
+        model_id=model.model_id,
+        query=query,
+        answer=answer,
+        sources=list(sources or []),
+        sampling_k=sampling_k,
+        self_eval=self_eval,
+        settings=settings,
+    )
+    return await evaluate(config, lambda _id: model, store, agreement=agreement, base_factors=base_factors, sinks=sinks)
 
 
 async def generate_answer(model: ChatModel, query: str, max_tokens: int = 160) -> str:
@@ -758,8 +855,14 @@ def parse_labels(text: str, source: str = "labels") -> list[LabelledItem]:
         except ValueError as exc:  # not JSON, no boolean 'correct', or a FactorError naming the field
             problems.append(f"{source}:{number}: {str(exc).splitlines()[0]}")
             continue
-        items.append(LabelledItem(id=str(row.get("id") or f"line-{number}"), query=str(row.get("query") or ""),
-                                  correct=row["correct"], factors=factors))
+        items.append(
+            LabelledItem(
+                id=str(row.get("id") or f"line-{number}"),
+                query=str(row.get("query") or ""),
+                correct=row["correct"],
+                factors=factors,
+            )
+        )
     if problems:
         raise LabelError(problems)
     return items
@@ -768,8 +871,9 @@ def parse_labels(text: str, source: str = "labels") -> list[LabelledItem]:
 LEVEL_NAMES = ("SILENT", "NOTIFY", "CONFIRM", "ESCALATE")
 
 
-def calibration_report(items: Sequence[LabelledItem], settings: ConfidenceSettings = DEFAULT_SETTINGS,
-                       bins: int = 10) -> dict[str, Any]:
+def calibration_report(
+    items: Sequence[LabelledItem], settings: ConfidenceSettings = DEFAULT_SETTINGS, bins: int = 10
+) -> dict[str, Any]:
     """Scores of the labelled items under `settings`, their reliability bins, ECE, risk–coverage (with each
     level threshold marked), the share of items per level and the accuracy per level."""
     from engine.calibration import calibrate, risk_at
@@ -784,17 +888,30 @@ def calibration_report(items: Sequence[LabelledItem], settings: ConfidenceSettin
     levels = levels_of(np.asarray(scores), t).tolist()
     counts = {lvl: levels.count(lvl) for lvl in LEVEL_NAMES}
     return {
-        "items": [{"id": i.id, "query": i.query, "score": s, "level": lvl, "correct": c}
-                  for i, s, lvl, c in zip(items, scores, levels, correct, strict=True)],
-        "n": report.n, "accuracy": report.accuracy, "ece": report.ece, "aurc": report.aurc,
+        "items": [
+            {"id": i.id, "query": i.query, "score": s, "level": lvl, "correct": c}
+            for i, s, lvl, c in zip(items, scores, levels, correct, strict=True)
+        ],
+        "n": report.n,
+        "accuracy": report.accuracy,
+        "ece": report.ece,
+        "aurc": report.aurc,
         "bins": [b.model_dump() for b in report.bins],
         "risk_coverage": [p.model_dump() for p in report.risk_coverage],
-        "thresholds": {name: risk_at(scores, correct, value).model_dump()
-                       for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))},
+        "thresholds": {
+            name: risk_at(scores, correct, value).model_dump()
+            for name, value in (("silent", t.silent), ("notify", t.notify), ("confirm", t.confirm))
+        },
         "level_shares": {lvl: counts[lvl] / len(levels) for lvl in LEVEL_NAMES},
         "level_counts": counts,
-        "accuracy_by_level": {lvl: (sum(c for c, at in zip(correct, levels, strict=True) if at == lvl) / counts[lvl]
-                                    if counts[lvl] else None) for lvl in LEVEL_NAMES},
+        "accuracy_by_level": {
+            lvl: (
+                sum(c for c, at in zip(correct, levels, strict=True) if at == lvl) / counts[lvl]
+                if counts[lvl]
+                else None
+            )
+            for lvl in LEVEL_NAMES
+        },
     }
 
 
@@ -814,15 +931,17 @@ class CalibrationResult(BaseModel):
     report: dict[str, Any]
 
 
-async def calibrate_labels(config: CalibrationConfig, models: ModelSource | None, store: Any, *,
-                           sinks: list[Any] | None = None) -> CalibrationResult:
+async def calibrate_labels(
+    config: CalibrationConfig, models: ModelSource | None, store: Any, *, sinks: list[Any] | None = None
+) -> CalibrationResult:
     """The calibration of the default (or given) scores against the labels as a stored run of kind
     `confidence.calibrate`. No model is called (`models` is unused; every entry point takes one)."""
     from engine import runctx
     from engine.events import async_run_context
 
-    async with async_run_context(store, "confidence.calibrate", config.model_dump(mode="json"), name=config.labels,
-                                 sinks=sinks) as run:
+    async with async_run_context(
+        store, "confidence.calibrate", config.model_dump(mode="json"), name=config.labels, sinks=sinks
+    ) as run:
         runctx.progress(total=len(config.items), step="scoring")
         report = calibration_report(config.items, config.settings, config.bins)
         runctx.progress(done=len(config.items), step="calibrated")

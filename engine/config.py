@@ -33,12 +33,24 @@ class Settings(BaseSettings):
     threads: int | None = Field(default=None, ge=1, description="Threads for local llama.cpp models.")
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
     preload: bool = Field(default=False, description="Load the bundled model and embedder when the app starts.")
-    max_input_mb: float = Field(default=10.0, gt=0, le=4096, description="Largest file (or upload) any command or "
-                                "page reads; a larger one is refused with a message.")
-    run_stale_after_s: float = Field(default=120.0, ge=10, description="A running run owned by a process on "
-                                     "another host whose heartbeat is older than this is marked interrupted.")
-    conversation_idle_s: float = Field(default=1800.0, ge=1, description="A dashboard conversation with no turn "
-                                       "for this long (or whose browser session is gone) is closed as interrupted.")
+    max_input_mb: float = Field(
+        default=10.0,
+        gt=0,
+        le=4096,
+        description="Largest file (or upload) any command or page reads; a larger one is refused with a message.",
+    )
+    run_stale_after_s: float = Field(
+        default=120.0,
+        ge=10,
+        description="A running run owned by a process on "
+        "another host whose heartbeat is older than this is marked interrupted.",
+    )
+    conversation_idle_s: float = Field(
+        default=1800.0,
+        ge=1,
+        description="A dashboard conversation with no turn "
+        "for this long (or whose browser session is gone) is closed as interrupted.",
+    )
 
     @property
     def resolved_database_url(self) -> str:

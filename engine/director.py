@@ -74,8 +74,11 @@ class CharacterProfile(BaseModel):
     vocab: list[str] = Field(min_length=1, description="§4.3 characteristic words")
     style: StyleRule
     setting_violations: list[str] = Field(default_factory=list, description="phrases that break the setting")
-    praise_rule: bool = Field(True, description="§3/§5: the praise check applies to this character (the spec "
-                              "aims it at あゆ, the one who gives information); off, praise always passes")
+    praise_rule: bool = Field(
+        True,
+        description="§3/§5: the praise check applies to this character (the spec "
+        "aims it at あゆ, the one who gives information); off, praise always passes",
+    )
     partner: str | None = None
     persona: str = Field("", description="how the generator should speak as this character")
     examples: list[str] = Field(default_factory=list, description="sample lines that open a generated script")
@@ -104,8 +107,10 @@ class DirectorConfig(BaseModel):
     on_retries_exhausted: Literal["accept_last", "drop", "mark"] = "mark"
     on_rubric_failure: Literal["warn", "pass", "retry"] = "warn"
     rubric_judge: Literal["generate", "likelihood"] = Field(
-        "generate", description="generate: the model writes five scores as JSON; likelihood: each criterion is "
-        "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)")
+        "generate",
+        description="generate: the model writes five scores as JSON; likelihood: each criterion is "
+        "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> DirectorConfig:
@@ -180,8 +185,13 @@ def normalize(text: str) -> Normalized:
         speech, quoted = s, ()
     text_sentences = tuple(sentences(s))
     return Normalized(
-        text=s, speech=speech, script_form=script, quoted=quoted, text_sentences=text_sentences,
-        speech_sentences=text_sentences if speech == s else tuple(sentences(speech)), text_topics=tuple(topics(s)),
+        text=s,
+        speech=speech,
+        script_form=script,
+        quoted=quoted,
+        text_sentences=text_sentences,
+        speech_sentences=text_sentences if speech == s else tuple(sentences(speech)),
+        text_topics=tuple(topics(s)),
     )
 
 
@@ -210,9 +220,7 @@ _NOUN = r"[一-龯々ァ-ヶーA-Za-z0-9]{1,12}"
 _COPULA = r"(?:です|でし|だ|じゃ|で|な|の|に|を|が|と|は|も)"
 _AFTER_WA = r"(?:です|でし|だ|じゃ|で[はも、。]|の|に|を|が|も)"
 _CONJUGATING = rf"(?:(?!{_AFTER_WA})[ぁ-ゖ]|[一-龯々]{{1,2}}(?!{_COPULA})[ぁ-ゖ])"
-_TOPIC_PATTERN = re.compile(
-    rf"({_NOUN})について|({_NOUN})の話|({_NOUN})は(?={_CONJUGATING})"
-)
+_TOPIC_PATTERN = re.compile(rf"({_NOUN})について|({_NOUN})の話|({_NOUN})は(?={_CONJUGATING})")
 # Words that are grammatical, not topics, before は (これは, 今日は are still counted: they set a topic).
 _NOT_TOPICS = {"それ", "これ", "あれ", "私", "僕", "俺", "あたし", "わたし"}
 
@@ -245,8 +253,13 @@ def count_lines(text: str) -> int:
 
 def format_status(lines: int, cfg: DirectorConfig) -> Status:
     """The format rule's cut-offs: RETRY at `format_retry_lines` lines, WARN at `format_warn_lines`."""
-    return (Status.RETRY if lines >= cfg.format_retry_lines else
-            Status.WARN if lines >= cfg.format_warn_lines else Status.PASS)
+    return (
+        Status.RETRY
+        if lines >= cfg.format_retry_lines
+        else Status.WARN
+        if lines >= cfg.format_warn_lines
+        else Status.PASS
+    )
 
 
 def rule_format(n: Normalized, cfg: DirectorConfig) -> RuleResult:
@@ -328,10 +341,43 @@ _NEGATED_AGAIN = re.compile(  # the second negation; group "first" is where the 
 # such a kana before ない. That class is closed: its ない is part of the word, not a negation.
 _VERB_STEM_END = set("あかさたなはまやらわがざだばぱいきしちにひみりぎじぢびぴえけせてねへめれげぜでべぺこ")
 _LEXICAL_NAI = (
-    "きた", "すく", "おさ", "つた", "はか", "あどけ", "そっけ", "だらし", "せわし", "やるせ", "ぎこち", "もったい",
-    "つまら", "くだら", "たまら", "しょうが", "しかた", "なさけ", "情け", "たより", "頼り", "ものたり", "物足り",
-    "おとなげ", "大人げ", "さりげ", "なにげ", "何げ", "まちがい", "間違い", "ちがい", "違い", "たわい", "たあい",
-    "かぎり", "限り", "もうしわけ",
+    "きた",
+    "すく",
+    "おさ",
+    "つた",
+    "はか",
+    "あどけ",
+    "そっけ",
+    "だらし",
+    "せわし",
+    "やるせ",
+    "ぎこち",
+    "もったい",
+    "つまら",
+    "くだら",
+    "たまら",
+    "しょうが",
+    "しかた",
+    "なさけ",
+    "情け",
+    "たより",
+    "頼り",
+    "ものたり",
+    "物足り",
+    "おとなげ",
+    "大人げ",
+    "さりげ",
+    "なにげ",
+    "何げ",
+    "まちがい",
+    "間違い",
+    "ちがい",
+    "違い",
+    "たわい",
+    "たあい",
+    "かぎり",
+    "限り",
+    "もうしわけ",
 )
 # Particles before the adjective ない ("absent"): お金がない, 時間もない, 家にない, 意味はない.
 _PARTICLES = set("がはもにをと")
@@ -421,15 +467,18 @@ def tone_score(n: Normalized, profile: CharacterProfile) -> ToneScore:
         style_hit = len(endings) >= style.min_count
         style_matches = endings if style_hit else []
     marker_hit, vocab_hit = int(bool(markers)), int(bool(vocab))
-    return ToneScore(marker=marker_hit, vocab=vocab_hit, style=int(style_hit),
-                     score=marker_hit + vocab_hit + int(style_hit),
-                     matches={"marker": markers, "vocab": vocab, "style": style_matches})
+    return ToneScore(
+        marker=marker_hit,
+        vocab=vocab_hit,
+        style=int(style_hit),
+        score=marker_hit + vocab_hit + int(style_hit),
+        matches={"marker": markers, "vocab": vocab, "style": style_matches},
+    )
 
 
 def tone_status(score: int, cfg: DirectorConfig) -> Status:
     """The tone rule's cut-offs: PASS at `tone_pass`, WARN at `tone_warn`, RETRY below."""
-    return (Status.PASS if score >= cfg.tone_pass else
-            Status.WARN if score >= cfg.tone_warn else Status.RETRY)
+    return Status.PASS if score >= cfg.tone_pass else Status.WARN if score >= cfg.tone_warn else Status.RETRY
 
 
 def rule_tone(tone: ToneScore, cfg: DirectorConfig) -> RuleResult:
@@ -466,7 +515,7 @@ def rule_loop(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleR
     if len(words) < cfg.loop_repeat and not state.recent_words:
         return RuleResult("topic_loop", Status.PASS, "no loop", [], {})
     repeated = sorted({w for w in words if words.count(w) >= cfg.loop_repeat})
-    recent = state.recent_words[-(cfg.loop_history - 1):] if cfg.loop_history > 1 else ()
+    recent = state.recent_words[-(cfg.loop_history - 1) :] if cfg.loop_history > 1 else ()
     across = sorted({w for w in set(words) if sum(w in line for line in recent) >= cfg.loop_history - 1 > 0})
     hits = repeated + [w for w in across if w not in repeated]
     if hits:
@@ -504,8 +553,11 @@ def apply_state(state: DirectorState, n: Normalized, status: Status) -> Director
         topic, depth = state.topic, state.depth + 1
     words = tuple(dict.fromkeys(content_words(n.speech)))
     return DirectorState(
-        topic=topic, depth=depth, recent_words=(state.recent_words + (words,))[-8:],
-        loop_count=state.loop_count + (1 if status == Status.WARN else 0), accepted=state.accepted + 1,
+        topic=topic,
+        depth=depth,
+        recent_words=(state.recent_words + (words,))[-8:],
+        loop_count=state.loop_count + (1 if status == Status.WARN else 0),
+        accepted=state.accepted + 1,
     )
 
 
@@ -524,20 +576,28 @@ class RulesVerdict:
     speech: str
 
 
-def evaluate_rules(text: str, profile: CharacterProfile, cfg: DirectorConfig | None = None,
-                   state: DirectorState | None = None) -> RulesVerdict:
+def evaluate_rules(
+    text: str, profile: CharacterProfile, cfg: DirectorConfig | None = None, state: DirectorState | None = None
+) -> RulesVerdict:
     """Every hard rule and special case; the rules-only status is the most severe of them."""
     cfg = cfg or _DEFAULT_CONFIG
     state = state or _EMPTY_STATE
     n = normalize(text)
     tone = tone_score(n, profile)
     rules = [
-        rule_format(n, cfg), rule_setting(n, profile), rule_praise(n, profile), rule_scatter(n, cfg),
-        rule_logic(n), rule_tone(tone, cfg), rule_script_form(n), rule_loop(n, state, cfg),
+        rule_format(n, cfg),
+        rule_setting(n, profile),
+        rule_praise(n, profile),
+        rule_scatter(n, cfg),
+        rule_logic(n),
+        rule_tone(tone, cfg),
+        rule_script_form(n),
+        rule_loop(n, state, cfg),
         rule_early_change(n, state, cfg),
     ]
-    return RulesVerdict(status=worst([r.status for r in rules]), rules=rules, tone=tone, normalized=n.text,
-                        speech=n.speech)
+    return RulesVerdict(
+        status=worst([r.status for r in rules]), rules=rules, tone=tone, normalized=n.text, speech=n.speech
+    )
 
 
 def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
@@ -570,8 +630,11 @@ def rubric_status(average: float, cfg: DirectorConfig | None = None) -> Status:
 
 RUBRIC_CRITERIA = ("frame", "roleplay", "connectivity", "density", "naturalness")
 RUBRIC_LABELS = {
-    "frame": "フレーム整合性", "roleplay": "ロールプレイ", "connectivity": "対話の接続性",
-    "density": "情報密度", "naturalness": "自然さ",
+    "frame": "フレーム整合性",
+    "roleplay": "ロールプレイ",
+    "connectivity": "対話の接続性",
+    "density": "情報密度",
+    "naturalness": "自然さ",
 }
 
 
@@ -620,15 +683,17 @@ class DirectorRubric:
         self.model = model
         self.cfg = cfg or DirectorConfig()
 
-    async def score(
-        self, line: str, profile: CharacterProfile, *, scene: str = "", previous: str = ""
-    ) -> RubricResult:
+    async def score(self, line: str, profile: CharacterProfile, *, scene: str = "", previous: str = "") -> RubricResult:
         from models.errors import ModelError
 
         # The line, the partner's line and the scene are quoted: a line holding "\n5. naturalness: 5" or an
         # instruction cannot pass for part of the prompt.
-        prompt = RUBRIC_PROMPT.format(name=profile.name, scene=quote(scene or "（指定なし）"),
-                                      previous=quote(previous or "（なし）"), line=quote(line))
+        prompt = RUBRIC_PROMPT.format(
+            name=profile.name,
+            scene=quote(scene or "（指定なし）"),
+            previous=quote(previous or "（なし）"),
+            line=quote(line),
+        )
         if self.cfg.rubric_judge == "likelihood":
             return await self._score_by_likelihood(prompt, profile, scene, previous)
         try:
@@ -637,26 +702,39 @@ class DirectorRubric:
             )
         except ModelError as exc:
             status = {"warn": Status.WARN, "pass": Status.PASS, "retry": Status.RETRY}[self.cfg.on_rubric_failure]
-            return RubricResult(status=status, failed=True, error=f"{exc.kind}: {exc.message}",
-                                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
-                                flags=["rubric_failed", *getattr(exc, "flags", [])])
+            return RubricResult(
+                status=status,
+                failed=True,
+                error=f"{exc.kind}: {exc.message}",
+                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
+                flags=["rubric_failed", *getattr(exc, "flags", [])],
+            )
         parsed = completion.parsed or {}
         scores = {k: int(parsed[k]) for k in RUBRIC_CRITERIA}
         average = sum(scores.values()) / len(scores)
-        return RubricResult(scores=scores, average=average, status=rubric_status(average, self.cfg),
-                            comment=str(parsed.get("comment", "")), call_id=completion.call_id,
-                            flags=completion.flags)
+        return RubricResult(
+            scores=scores,
+            average=average,
+            status=rubric_status(average, self.cfg),
+            comment=str(parsed.get("comment", "")),
+            call_id=completion.call_id,
+            flags=completion.flags,
+        )
 
-
-    async def _score_by_likelihood(self, prompt: str, profile: CharacterProfile, scene: str, previous: str
-                                   ) -> RubricResult:
+    async def _score_by_likelihood(
+        self, prompt: str, profile: CharacterProfile, scene: str, previous: str
+    ) -> RubricResult:
         """Each criterion's score is the expected value over 1–5 of the digits' likelihood after
         "<criterion>（1〜5）:", calibrated against the same prompt with a content-free line. One scoring call
         per criterion; the prompt prefix is shared, so the KV cache evaluates it once."""
         from models.errors import ModelError
 
-        empty = RUBRIC_PROMPT.format(name=profile.name, scene=quote(scene or "（指定なし）"),
-                                     previous=quote(previous or "（なし）"), line=quote("N/A"))
+        empty = RUBRIC_PROMPT.format(
+            name=profile.name,
+            scene=quote(scene or "（指定なし）"),
+            previous=quote(previous or "（なし）"),
+            line=quote("N/A"),
+        )
         digits = [" 1", " 2", " 3", " 4", " 5"]
         scores: dict[str, float] = {}
         call_id = None
@@ -669,13 +747,22 @@ class DirectorRubric:
                 call_id = scored.call_id
         except ModelError as exc:
             status = {"warn": Status.WARN, "pass": Status.PASS, "retry": Status.RETRY}[self.cfg.on_rubric_failure]
-            return RubricResult(status=status, failed=True, error=f"{exc.kind}: {exc.message}",
-                                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
-                                flags=["rubric_failed", *getattr(exc, "flags", [])])
+            return RubricResult(
+                status=status,
+                failed=True,
+                error=f"{exc.kind}: {exc.message}",
+                comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
+                flags=["rubric_failed", *getattr(exc, "flags", [])],
+            )
         average = sum(scores.values()) / len(scores)
-        return RubricResult(scores=scores, average=average, status=rubric_status(average, self.cfg),
-                            comment="likelihood: expected value of each criterion's digit", call_id=call_id,
-                            flags=["likelihood"])
+        return RubricResult(
+            scores=scores,
+            average=average,
+            status=rubric_status(average, self.cfg),
+            comment="likelihood: expected value of each criterion's digit",
+            call_id=call_id,
+            flags=["likelihood"],
+        )
 
 
 class Review(BaseModel):
@@ -694,12 +781,18 @@ class Review(BaseModel):
         """The documented JSON shape (`judgelab director check`)."""
         return {
             "status": self.status.name,
-            "rules": [{"rule": r.rule, "status": r.status.name, "detail": r.detail, "matches": r.matches}
-                      for r in self.rules],
-            "tone": {"marker": self.tone.marker, "vocab": self.tone.vocab, "style": self.tone.style,
-                     "score": self.tone.score},
-            "rubric": None if self.rubric is None else self.rubric.model_dump(mode="json") | {
-                "status": self.rubric.status.name},
+            "rules": [
+                {"rule": r.rule, "status": r.status.name, "detail": r.detail, "matches": r.matches} for r in self.rules
+            ],
+            "tone": {
+                "marker": self.tone.marker,
+                "vocab": self.tone.vocab,
+                "style": self.tone.style,
+                "score": self.tone.score,
+            },
+            "rubric": None
+            if self.rubric is None
+            else self.rubric.model_dump(mode="json") | {"status": self.rubric.status.name},
             "normalized": self.normalized,
         }
 
@@ -742,14 +835,16 @@ def next_turn_instruction(review: Review) -> str | None:
 
 
 class Director:
-    def __init__(self, profile: CharacterProfile, cfg: DirectorConfig | None = None,
-                 rubric: DirectorRubric | None = None) -> None:
+    def __init__(
+        self, profile: CharacterProfile, cfg: DirectorConfig | None = None, rubric: DirectorRubric | None = None
+    ) -> None:
         self.profile = profile
         self.cfg = cfg or DirectorConfig()
         self.rubric = rubric
 
-    async def review(self, line: str, state: DirectorState | None = None, *, scene: str = "",
-                     previous: str = "") -> Review:
+    async def review(
+        self, line: str, state: DirectorState | None = None, *, scene: str = "", previous: str = ""
+    ) -> Review:
         """Hard rules first; the rubric only when they do not already say RETRY (§7)."""
         verdict = evaluate_rules(line, self.profile, self.cfg, state)
         rubric = None
@@ -757,8 +852,16 @@ class Director:
             rubric = await self.rubric.score(verdict.normalized, self.profile, scene=scene, previous=previous)
         status = worst([verdict.status] + ([rubric.status] if rubric else []))
         reasons, suggestion = _reasons(verdict.rules, rubric)
-        return Review(status=status, rules_status=verdict.status, rules=verdict.rules, tone=verdict.tone,
-                      rubric=rubric, normalized=verdict.normalized, reasons=reasons, suggestion=suggestion)
+        return Review(
+            status=status,
+            rules_status=verdict.status,
+            rules=verdict.rules,
+            tone=verdict.tone,
+            rubric=rubric,
+            normalized=verdict.normalized,
+            reasons=reasons,
+            suggestion=suggestion,
+        )
 
 
 class Attempt(BaseModel):
@@ -789,8 +892,11 @@ class LineGenerator(Protocol):
 def retry_feedback(draft: str, review: Review, instruction: str | None = None) -> str:
     """§1: a rejected draft goes back with the director's reasons and suggestion (理由と改善案を添えて), and the
     draft itself, so the next try knows what not to write again. A carried WARN instruction stays."""
-    text = (f"前の案 {quote(draft)} は却下されました。理由: " + " / ".join(review.reasons or [review.status.name])
-            + f" 改善案: {review.suggestion or '別の言い方で書き直してください。'}")
+    text = (
+        f"前の案 {quote(draft)} は却下されました。理由: "
+        + " / ".join(review.reasons or [review.status.name])
+        + f" 改善案: {review.suggestion or '別の言い方で書き直してください。'}"
+    )
     return text + (f"\n{instruction}" if instruction else "")
 
 
@@ -815,33 +921,59 @@ async def run_turn(
         review = await director.review(text, state, scene=scene, previous=previous)
         attempts.append(Attempt(text=text, review=review))
         if emit:
-            emit("director_verdict", speaker=director.profile.id, attempt=attempt, text=text,
-                 **review.payload(), reasons=review.reasons)
+            emit(
+                "director_verdict",
+                speaker=director.profile.id,
+                attempt=attempt,
+                text=text,
+                **review.payload(),
+                reasons=review.reasons,
+            )
         if review.status < Status.RETRY:
             outcome = "accepted" if attempt == 0 else "accepted_after_retries"
             new_state = apply_state(state, normalize(text), review.status)
-            return Turn(speaker=director.profile.id, text=text, status=review.status, attempts=attempts,
-                        outcome=outcome, instruction=instruction), new_state
+            return Turn(
+                speaker=director.profile.id,
+                text=text,
+                status=review.status,
+                attempts=attempts,
+                outcome=outcome,
+                instruction=instruction,
+            ), new_state
         feedback = retry_feedback(text, review, instruction)
     last = attempts[-1]
     policy = cfg.on_retries_exhausted
     if policy == "drop":
-        return Turn(speaker=director.profile.id, text=None, status=Status.RETRY, attempts=attempts,
-                    outcome="dropped", instruction=instruction), state
+        return Turn(
+            speaker=director.profile.id,
+            text=None,
+            status=Status.RETRY,
+            attempts=attempts,
+            outcome="dropped",
+            instruction=instruction,
+        ), state
     outcome = "accepted_last" if policy == "accept_last" else "marked"
     # A line shown despite RETRY still changes no state (§9): the next line is judged as if it were absent.
-    return Turn(speaker=director.profile.id, text=last.text, status=Status.RETRY, attempts=attempts,
-                outcome=outcome, instruction=instruction), state
+    return Turn(
+        speaker=director.profile.id,
+        text=last.text,
+        status=Status.RETRY,
+        attempts=attempts,
+        outcome=outcome,
+        instruction=instruction,
+    ), state
 
 
-def model_generator(model: ChatModel, scene: str, topic: str, partner: CharacterProfile | None = None,
-                    max_tokens: int = 60) -> LineGenerator:
+def model_generator(
+    model: ChatModel, scene: str, topic: str, partner: CharacterProfile | None = None, max_tokens: int = 60
+) -> LineGenerator:
     """A line generator for a chat model. The script-continuation layout (sample lines of both
     characters, then the conversation, then "name:") works for small base models as well as for
     instruction-tuned ones; the first line of the continuation is the character's line."""
 
-    async def generate(profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None,
-                       attempt: int = 0) -> str:
+    async def generate(
+        profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None, attempt: int = 0
+    ) -> str:
         opening = [(profile.name, e) for e in profile.examples[:1]]
         if partner is not None:
             opening += [(partner.name, e) for e in partner.examples[:1]]
@@ -852,8 +984,9 @@ def model_generator(model: ChatModel, scene: str, topic: str, partner: Character
         prompt += f"{script}\n{profile.name}:"
         # A retry carries the rejected draft's reasons (in `feedback`) and samples with its own seed: the same
         # prompt and seed would give the same draft again.
-        completion = await model.complete(prompt, temperature=0.7, max_tokens=max_tokens,
-                                          seed=len(history) * 100 + attempt)
+        completion = await model.complete(
+            prompt, temperature=0.7, max_tokens=max_tokens, seed=len(history) * 100 + attempt
+        )
         first = next((ln.strip() for ln in completion.text.splitlines() if ln.strip()), "")
         return re.sub(rf"^{re.escape(profile.name)}\s*[:：]\s*", "", first) or "……"
 
@@ -878,15 +1011,24 @@ async def duo_dialogue(
     for i in range(turns):
         director = first if i % 2 == 0 else second
         pid = director.profile.id
-        turn, states[pid] = await run_turn(director, generators[pid], history, states[pid], scene=scene, emit=emit,
-                                           instruction=notes[pid])
+        turn, states[pid] = await run_turn(
+            director, generators[pid], history, states[pid], scene=scene, emit=emit, instruction=notes[pid]
+        )
         transcript.append(turn)
         if turn.outcome in ("accepted", "accepted_after_retries"):  # else the note in force stays
             notes[pid] = next_turn_instruction(turn.attempts[-1].review)
         if emit:
-            emit("director_turn", index=i, speaker=pid, text=turn.text, status=turn.status.name,
-                 outcome=turn.outcome, attempts=len(turn.attempts), instruction=turn.instruction,
-                 next_instruction=notes[pid])
+            emit(
+                "director_turn",
+                index=i,
+                speaker=pid,
+                text=turn.text,
+                status=turn.status.name,
+                outcome=turn.outcome,
+                attempts=len(turn.attempts),
+                instruction=turn.instruction,
+                next_instruction=notes[pid],
+            )
         if turn.text is not None:
             history.append((director.profile.name, turn.text))
         runctx.progress(advance=1, step=f"turn {i + 1} of {turns}: {pid} {turn.outcome}")
@@ -1017,8 +1159,9 @@ class CheckResult(BaseModel):
         return review_json(self.review)
 
 
-async def review_line(config: CheckConfig, models: ModelSource | None, store: Store, *,
-                      sinks: list[EventSink] | None = None) -> CheckResult:
+async def review_line(
+    config: CheckConfig, models: ModelSource | None, store: Store, *, sinks: list[EventSink] | None = None
+) -> CheckResult:
     """Judge one line as a stored run of kind `director.check`. An unknown character is a ConfigError raised
     before the run opens."""
     from engine.events import async_run_context
@@ -1063,8 +1206,12 @@ class ScriptVerdict:
     verdict: RulesVerdict
 
 
-def script_verdicts(lines: Sequence[ScriptLine], character: str, cfg: DirectorConfig | None = None,
-                    profiles: dict[str, CharacterProfile] | None = None) -> list[ScriptVerdict]:
+def script_verdicts(
+    lines: Sequence[ScriptLine],
+    character: str,
+    cfg: DirectorConfig | None = None,
+    profiles: dict[str, CharacterProfile] | None = None,
+) -> list[ScriptVerdict]:
     """The hard rules for every line in order, each character keeping its own conversation state: a
     RETRY line leaves it as it was (§9), any other advances the topic depth and the loop memory (§8)."""
     cfg = cfg or _DEFAULT_CONFIG
@@ -1100,22 +1247,31 @@ def script_status(verdict: RulesVerdict, average: float | None, cfg: DirectorCon
 RETUNED_RULES = ("format", "scatter", "tone")  # the rules whose cut-offs a batch retune moves
 
 
-def retune_script(verdicts: Sequence[ScriptVerdict], averages: dict[str, float | None], cfg: DirectorConfig,
-                  base: DirectorConfig | None = None) -> list[dict[str, Any]]:
+def retune_script(
+    verdicts: Sequence[ScriptVerdict],
+    averages: dict[str, float | None],
+    cfg: DirectorConfig,
+    base: DirectorConfig | None = None,
+) -> list[dict[str, Any]]:
     """The batch table under `cfg`, without a model call: per line the tuned status beside its status under
     `base` (default: the spec's cut-offs), the rubric average, and every rule (the retunable ones re-decided)."""
     base = base or _DEFAULT_CONFIG
     rows = []
     for v in verdicts:
         average = averages.get(v.id)
-        rows.append({
-            "id": v.id, "character": v.character, "text": v.text,
-            "status": script_status(v.verdict, average, cfg).name,
-            "default status": script_status(v.verdict, average, base).name, "rubric avg": average,
-            **{r.rule: r.status.name for r in v.verdict.rules if r.rule not in RETUNED_RULES},
-            **{name: retune_rule(v.verdict, name, cfg).name for name in RETUNED_RULES},
-            "tone score": v.verdict.tone.score,
-        })
+        rows.append(
+            {
+                "id": v.id,
+                "character": v.character,
+                "text": v.text,
+                "status": script_status(v.verdict, average, cfg).name,
+                "default status": script_status(v.verdict, average, base).name,
+                "rubric avg": average,
+                **{r.rule: r.status.name for r in v.verdict.rules if r.rule not in RETUNED_RULES},
+                **{name: retune_rule(v.verdict, name, cfg).name for name in RETUNED_RULES},
+                "tone score": v.verdict.tone.score,
+            }
+        )
     return rows
 
 
@@ -1140,29 +1296,33 @@ class ScriptResult(BaseModel):
     rows: list[ScriptRow]
     status_counts: dict[str, int]
     hit_rates: dict[str, dict[str, float]]
-    averages: dict[str, float | None] = Field(default_factory=dict, description="line id → rubric average "
-                                              "(None: the rubric failed), for the lines scored")
+    averages: dict[str, float | None] = Field(
+        default_factory=dict, description="line id → rubric average (None: the rubric failed), for the lines scored"
+    )
 
     def stored(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude={"run_id"})
 
 
-async def run_script(config: ScriptConfig, models: ModelSource | None, store: Store, *,
-                     sinks: list[EventSink] | None = None) -> ScriptResult:
+async def run_script(
+    config: ScriptConfig, models: ModelSource | None, store: Store, *, sinks: list[EventSink] | None = None
+) -> ScriptResult:
     """Judge a script as a stored run of kind `director.batch`: an event per line, the table and the hit
     rates as its result. Unknown characters are a ConfigError before the run opens."""
     from engine.events import async_run_context
 
     cfg = config.director
-    profiles = {cid: load_character(cid) for cid in dict.fromkeys(ln.character or config.character
-                                                                   for ln in config.lines)}
+    profiles = {
+        cid: load_character(cid) for cid in dict.fromkeys(ln.character or config.character for ln in config.lines)
+    }
     rubric = None
     if config.model_id is not None:
         if models is None:
             raise ValueError("the rubric needs a model source")
         rubric = DirectorRubric(models(config.model_id), cfg)
-    async with async_run_context(store, "director.batch", config.model_dump(mode="json"), name=config.source,
-                                 sinks=sinks) as run:
+    async with async_run_context(
+        store, "director.batch", config.model_dump(mode="json"), name=config.source, sinks=sinks
+    ) as run:
         runctx.progress(total=len(config.lines), step="rules")
         verdicts = script_verdicts(config.lines, config.character, cfg, profiles)
         rows: list[ScriptRow] = []
@@ -1171,24 +1331,41 @@ async def run_script(config: ScriptConfig, models: ModelSource | None, store: St
         for v in verdicts:
             scored: RubricResult | None = None
             if rubric is not None and v.verdict.status < Status.RETRY:
-                scored = await rubric.score(v.verdict.normalized, profiles[v.character], scene=config.scene,
-                                            previous=previous)
+                scored = await rubric.score(
+                    v.verdict.normalized, profiles[v.character], scene=config.scene, previous=previous
+                )
                 averages[v.id] = scored.average
             previous = v.text
             average = scored.average if scored is not None else None
             reasons, _ = _reasons(v.verdict.rules, None)
-            row = ScriptRow(id=v.id, character=v.character, text=v.text,
-                            status=script_status(v.verdict, average, cfg).name, rules_status=v.verdict.status.name,
-                            rules={r.rule: r.status.name for r in v.verdict.rules}, tone=v.verdict.tone.score,
-                            rubric=average, rubric_failed=bool(scored and scored.failed), reasons=reasons)
+            row = ScriptRow(
+                id=v.id,
+                character=v.character,
+                text=v.text,
+                status=script_status(v.verdict, average, cfg).name,
+                rules_status=v.verdict.status.name,
+                rules={r.rule: r.status.name for r in v.verdict.rules},
+                tone=v.verdict.tone.score,
+                rubric=average,
+                rubric_failed=bool(scored and scored.failed),
+                reasons=reasons,
+            )
             rows.append(row)
             run.emit("director_line", **row.model_dump(mode="json"))
             runctx.progress(advance=1, step=f"{v.id}: {row.status}")
-        result = ScriptResult(run_id=run.run_id, rows=rows, averages=averages,
-                              status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
-                              hit_rates=hit_rates([v.verdict for v in verdicts]))
-        run.summary = {"lines": len(rows), "status_counts": result.status_counts, "scored": len(averages),
-                       "result": result.stored()}
+        result = ScriptResult(
+            run_id=run.run_id,
+            rows=rows,
+            averages=averages,
+            status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
+            hit_rates=hit_rates([v.verdict for v in verdicts]),
+        )
+        run.summary = {
+            "lines": len(rows),
+            "status_counts": result.status_counts,
+            "scored": len(averages),
+            "result": result.stored(),
+        }
     return result
 
 
@@ -1229,8 +1406,9 @@ class DuoResult(BaseModel):
         return [turn_json(t) for t in self.turns]
 
 
-async def run_duo(config: DuoConfig, models: ModelSource, store: Store, *,
-                  sinks: list[EventSink] | None = None) -> DuoResult:
+async def run_duo(
+    config: DuoConfig, models: ModelSource, store: Store, *, sinks: list[EventSink] | None = None
+) -> DuoResult:
     """The duo as a stored run: a `director_verdict` event per draft, a `director_turn` per turn."""
     from engine.events import async_run_context
 
@@ -1238,13 +1416,24 @@ async def run_duo(config: DuoConfig, models: ModelSource, store: Store, *,
     model = models(config.model_id)
     cfg = config.director
     rubric = DirectorRubric(model, cfg) if config.rubric else None
-    generators = {first.id: model_generator(model, config.scene, config.topic, second),
-                  second.id: model_generator(model, config.scene, config.topic, first)}
+    generators = {
+        first.id: model_generator(model, config.scene, config.topic, second),
+        second.id: model_generator(model, config.scene, config.topic, first),
+    }
     async with async_run_context(store, "director.duo", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=config.turns, step="talking")
-        transcript = await duo_dialogue(Director(first, cfg, rubric), Director(second, cfg, rubric), generators,
-                                        turns=config.turns, scene=config.scene, emit=run.emit)
+        transcript = await duo_dialogue(
+            Director(first, cfg, rubric),
+            Director(second, cfg, rubric),
+            generators,
+            turns=config.turns,
+            scene=config.scene,
+            emit=run.emit,
+        )
         result = DuoResult(run_id=run.run_id, turns=transcript)
-        run.summary = {"turns": len(transcript), "retries": sum(len(t.attempts) - 1 for t in transcript),
-                       "result": result.transcript()}
+        run.summary = {
+            "turns": len(transcript),
+            "retries": sum(len(t.attempts) - 1 for t in transcript),
+            "result": result.transcript(),
+        }
     return result

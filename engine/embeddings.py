@@ -42,7 +42,10 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
             vectors = self._model.encode(
-                list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                list(texts),
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
                 show_progress_bar=False,
             )
         return np.asarray(vectors, dtype=np.float32)

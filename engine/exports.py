@@ -65,8 +65,13 @@ def load_run(store: Store, run_id: str) -> RunRecord:
     run = store.get_run(run_id)
     if run is None:
         raise ExportError(f"no run {run_id} — `judgelab runs list` shows the recorded ones")
-    return RunRecord(run=run, events=store.events(run_id), calls=store.calls(run_id, limit=None),
-                     totals=dict(store.run_totals([run_id]).get(run_id, {})), tags=store.tags([run_id]).get(run_id, []))
+    return RunRecord(
+        run=run,
+        events=store.events(run_id),
+        calls=store.calls(run_id, limit=None),
+        totals=dict(store.run_totals([run_id]).get(run_id, {})),
+        tags=store.tags([run_id]).get(run_id, []),
+    )
 
 
 # -- tables ---------------------------------------------------------------------------------------------------
@@ -98,9 +103,28 @@ def _flat(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return row
 
 
-CALL_COLUMNS = ("call_id", "created_at", "purpose", "model_id", "backend", "model_name", "prompt_tokens",
-                "completion_tokens", "latency_s", "cost", "would_cost", "finish_reason", "error_type", "error",
-                "attempts", "flags", "request_hash", "prompt", "raw_text", "parsed")
+CALL_COLUMNS = (
+    "call_id",
+    "created_at",
+    "purpose",
+    "model_id",
+    "backend",
+    "model_name",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "cost",
+    "would_cost",
+    "finish_reason",
+    "error_type",
+    "error",
+    "attempts",
+    "flags",
+    "request_hash",
+    "prompt",
+    "raw_text",
+    "parsed",
+)
 EVENT_COLUMNS = ("seq", "ts", "offset_s", "type", "payload")
 
 
@@ -109,31 +133,67 @@ def _calls(record: RunRecord) -> list[dict[str, Any]]:
     for c in record.calls:
         request = json.loads(c.request_json or "{}")
         messages = request.get("messages") if isinstance(request, dict) else None
-        prompt = ("\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages if isinstance(m, dict))
-                  if isinstance(messages, list) else json.dumps(request, ensure_ascii=False))
-        rows.append({
-            "call_id": c.id, "created_at": c.created_at, "purpose": c.purpose, "model_id": c.model_id,
-            "backend": c.backend, "model_name": c.model_name, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "latency_s": c.latency_s, "cost": c.cost,
-            "would_cost": c.would_cost, "finish_reason": c.finish_reason, "error_type": c.error_type,
-            "error": c.error, "attempts": c.attempts, "flags": ", ".join(map(str, json.loads(c.flags_json or "[]"))),
-            "request_hash": c.request_hash, "prompt": prompt, "raw_text": c.raw_text,
-            "parsed": c.parsed_json,
-        })
+        prompt = (
+            "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages if isinstance(m, dict))
+            if isinstance(messages, list)
+            else json.dumps(request, ensure_ascii=False)
+        )
+        rows.append(
+            {
+                "call_id": c.id,
+                "created_at": c.created_at,
+                "purpose": c.purpose,
+                "model_id": c.model_id,
+                "backend": c.backend,
+                "model_name": c.model_name,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "latency_s": c.latency_s,
+                "cost": c.cost,
+                "would_cost": c.would_cost,
+                "finish_reason": c.finish_reason,
+                "error_type": c.error_type,
+                "error": c.error,
+                "attempts": c.attempts,
+                "flags": ", ".join(map(str, json.loads(c.flags_json or "[]"))),
+                "request_hash": c.request_hash,
+                "prompt": prompt,
+                "raw_text": c.raw_text,
+                "parsed": c.parsed_json,
+            }
+        )
     return rows
 
 
 def _events(record: RunRecord) -> list[dict[str, Any]]:
     start = record.events[0].ts if record.events else None
-    return [{"seq": e.seq, "ts": e.ts, "offset_s": None if start is None else round((e.ts - start).total_seconds(), 3),
-             "type": e.type, "payload": e.payload_json} for e in record.events]
+    return [
+        {
+            "seq": e.seq,
+            "ts": e.ts,
+            "offset_s": None if start is None else round((e.ts - start).total_seconds(), 3),
+            "type": e.type,
+            "payload": e.payload_json,
+        }
+        for e in record.events
+    ]
 
 
 def _headline(record: RunRecord) -> list[dict[str, Any]]:
     run = record.run
-    return [{"run_id": run.id, "kind": run.kind, "name": run.name, "tags": ", ".join(record.tags),
-             "started_at": run.started_at, "finished_at": run.finished_at, "config_hash": run.config_hash,
-             "error": run.error, **headline(run, record.totals)}]
+    return [
+        {
+            "run_id": run.id,
+            "kind": run.kind,
+            "name": run.name,
+            "tags": ", ".join(record.tags),
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "config_hash": run.config_hash,
+            "error": run.error,
+            **headline(run, record.totals),
+        }
+    ]
 
 
 def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
@@ -143,24 +203,53 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
     view = JuryView.fold(record.pairs())
     models = {j.get("juror_id"): j.get("model_id") for j in view.jurors}
     consensus = view.phase1_consensus or {}
-    rows = [{"round": 0, "stage": "phase 1", "juror": e.get("juror"), "role": view.role(e.get("juror", "")),
-             "model_id": models.get(e.get("juror")), "verdict": e.get("verdict"), "score": e.get("score"),
-             "confidence": e.get("confidence"), "previous_verdict": None, "previous_score": None,
-             "position_changed": None, "fallback": e.get("fallback"), "fallback_reason": e.get("fallbackReason"),
-             "consensus_after": consensus.get("consensusStatus"), "text": e.get("reasoning"),
-             "flags": ", ".join(map(str, e.get("flags") or [])), "call_id": e.get("callId")} for e in view.phase1]
+    rows = [
+        {
+            "round": 0,
+            "stage": "phase 1",
+            "juror": e.get("juror"),
+            "role": view.role(e.get("juror", "")),
+            "model_id": models.get(e.get("juror")),
+            "verdict": e.get("verdict"),
+            "score": e.get("score"),
+            "confidence": e.get("confidence"),
+            "previous_verdict": None,
+            "previous_score": None,
+            "position_changed": None,
+            "fallback": e.get("fallback"),
+            "fallback_reason": e.get("fallbackReason"),
+            "consensus_after": consensus.get("consensusStatus"),
+            "text": e.get("reasoning"),
+            "flags": ", ".join(map(str, e.get("flags") or [])),
+            "call_id": e.get("callId"),
+        }
+        for e in view.phase1
+    ]
     for rnd in view.rounds:
         after = (rnd.get("completed") or {}).get("consensusStatus")
         for st in rnd["statements"]:
             ev = st.get("evaluation") or {}
-            rows.append({"round": rnd["round"], "stage": f"round {rnd['round']}", "juror": st.get("juror"),
-                         "role": view.role(st.get("juror", "")), "model_id": models.get(st.get("juror")),
-                         "verdict": st.get("newVerdict"), "score": st.get("newScore"),
-                         "confidence": ev.get("confidence"), "previous_verdict": st.get("previousVerdict"),
-                         "previous_score": st.get("previousScore"), "position_changed": st.get("positionChanged"),
-                         "fallback": ev.get("fallback"), "fallback_reason": ev.get("fallbackReason"),
-                         "consensus_after": after, "text": st.get("statement"),
-                         "flags": ", ".join(map(str, ev.get("flags") or [])), "call_id": ev.get("callId")})
+            rows.append(
+                {
+                    "round": rnd["round"],
+                    "stage": f"round {rnd['round']}",
+                    "juror": st.get("juror"),
+                    "role": view.role(st.get("juror", "")),
+                    "model_id": models.get(st.get("juror")),
+                    "verdict": st.get("newVerdict"),
+                    "score": st.get("newScore"),
+                    "confidence": ev.get("confidence"),
+                    "previous_verdict": st.get("previousVerdict"),
+                    "previous_score": st.get("previousScore"),
+                    "position_changed": st.get("positionChanged"),
+                    "fallback": ev.get("fallback"),
+                    "fallback_reason": ev.get("fallbackReason"),
+                    "consensus_after": after,
+                    "text": st.get("statement"),
+                    "flags": ", ".join(map(str, ev.get("flags") or [])),
+                    "call_id": ev.get("callId"),
+                }
+            )
     return rows
 
 
@@ -194,12 +283,27 @@ def _conversation_messages(record: RunRecord) -> list[dict[str, Any]]:
         for h in state.hands:
             r = state.resolved.get(h.model)
             if r is not None and r.approved:
-                rows.append({"turn": state.turn_id, "speaker": h.model, "kind": "answer",
-                             "text": state.answers.get(h.model, ""), "tokens": state.answer_tokens.get(h.model),
-                             "error": state.answer_errors.get(h.model), "decided_by": r.by})
+                rows.append(
+                    {
+                        "turn": state.turn_id,
+                        "speaker": h.model,
+                        "kind": "answer",
+                        "text": state.answers.get(h.model, ""),
+                        "tokens": state.answer_tokens.get(h.model),
+                        "error": state.answer_errors.get(h.model),
+                        "decided_by": r.by,
+                    }
+                )
             elif state.answered:
-                rows.append({"turn": state.turn_id, "speaker": h.model, "kind": "skip", "text": skip_line(h),
-                             "decided_by": None if r is None else r.by})
+                rows.append(
+                    {
+                        "turn": state.turn_id,
+                        "speaker": h.model,
+                        "kind": "skip",
+                        "text": skip_line(h),
+                        "decided_by": None if r is None else r.by,
+                    }
+                )
     return rows
 
 
@@ -254,8 +358,11 @@ def _simulation(record: RunRecord) -> list[dict[str, Any]]:
     summary = record.run.summary
     comparison = summary.get("comparison")
     source: Mapping[str, Any] = comparison if isinstance(comparison, Mapping) else summary
-    rows = [{"setting": name.replace("_", " "), **_flat(source[name])}
-            for name in ("without_cache", "with_cache") if isinstance(source.get(name), Mapping)]
+    rows = [
+        {"setting": name.replace("_", " "), **_flat(source[name])}
+        for name in ("without_cache", "with_cache")
+        if isinstance(source.get(name), Mapping)
+    ]
     if not rows:
         rows = [{"setting": "summary", **{k: v for k, v in summary.items() if not isinstance(v, Mapping | list)}}]
     return rows
@@ -278,8 +385,11 @@ TABLES: list[tuple[str, str, TableBuilder]] = [
     ("confidence_scores", "the score, breakdown and level", _event_rows("confidence_scored")),
     ("calibration_items", "each labelled item with its score and level", _calibration_items),
     ("simulation", "a skip simulation with and without the cache", _simulation),
-    ("simulation_events", "judgments, cache hits and replies of a simulation",
-     _event_rows("judgment", "judgment_failed", "cache_hit", "reply")),
+    (
+        "simulation_events",
+        "judgments, cache hits and replies of a simulation",
+        _event_rows("judgment", "judgment_failed", "cache_hit", "reply"),
+    ),
 ]
 
 
@@ -359,24 +469,48 @@ def run_document(record: RunRecord) -> dict[str, Any]:
     document = {
         "format": EXPORT_FORMAT,
         "exported_at": datetime.now(UTC).isoformat(),
-        "run": {"id": run.id, "kind": run.kind, "name": run.name, "status": run.status, "tags": record.tags,
-                "started_at": run.started_at.isoformat(),
-                "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
-                "duration_s": run.duration_s, "error": run.error, "config_hash": run.config_hash,
-                "headline": headline(run, record.totals), "totals": record.totals},
+        "run": {
+            "id": run.id,
+            "kind": run.kind,
+            "name": run.name,
+            "status": run.status,
+            "tags": record.tags,
+            "started_at": run.started_at.isoformat(),
+            "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
+            "duration_s": run.duration_s,
+            "error": run.error,
+            "config_hash": run.config_hash,
+            "headline": headline(run, record.totals),
+            "totals": record.totals,
+        },
         "config": run.config,
         "summary": run.summary,
-        "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload}
-                   for e in record.events],
-        "calls": [{
-            "id": c.id, "created_at": c.created_at.isoformat(), "purpose": c.purpose, "model_id": c.model_id,
-            "backend": c.backend, "model_name": c.model_name, "request_hash": c.request_hash,
-            "request": json.loads(c.request_json or "{}"), "raw_text": c.raw_text,
-            "parsed": json.loads(c.parsed_json) if c.parsed_json else None, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "latency_s": c.latency_s, "cost": c.cost,
-            "would_cost": c.would_cost, "finish_reason": c.finish_reason, "error": c.error,
-            "error_type": c.error_type, "flags": json.loads(c.flags_json or "[]"), "attempts": c.attempts,
-        } for c in record.calls],
+        "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload} for e in record.events],
+        "calls": [
+            {
+                "id": c.id,
+                "created_at": c.created_at.isoformat(),
+                "purpose": c.purpose,
+                "model_id": c.model_id,
+                "backend": c.backend,
+                "model_name": c.model_name,
+                "request_hash": c.request_hash,
+                "request": json.loads(c.request_json or "{}"),
+                "raw_text": c.raw_text,
+                "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "latency_s": c.latency_s,
+                "cost": c.cost,
+                "would_cost": c.would_cost,
+                "finish_reason": c.finish_reason,
+                "error": c.error,
+                "error_type": c.error_type,
+                "flags": json.loads(c.flags_json or "[]"),
+                "attempts": c.attempts,
+            }
+            for c in record.calls
+        ],
     }
     return dict(redact_obj(document))
 
@@ -396,8 +530,10 @@ class Figure:
     spec: str
 
 
-CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
-       "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;
 color:#1f2a24}
@@ -424,8 +560,13 @@ def _e(value: Any) -> str:
 
 def _script_json(text: str) -> str:
     """JSON text that cannot end the <script> element it sits in (and stays the same JSON)."""
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _td(value: Any, limit: int = HTML_CELL_CHARS) -> str:
@@ -452,9 +593,11 @@ def _figures_html(figures: Sequence[Figure]) -> str:
         return '<p class="note">No chart for this kind of run.</p>'
     parts = []
     for i, figure in enumerate(figures):
-        parts.append(f'<div class="figure" id="figure-{i}" data-spec="spec-{i}" role="img" '
-                     f'aria-label="{_e(figure.title)}"></div>'
-                     f'<script type="application/json" id="spec-{i}">{_script_json(redact(figure.spec))}</script>')
+        parts.append(
+            f'<div class="figure" id="figure-{i}" data-spec="spec-{i}" role="img" '
+            f'aria-label="{_e(figure.title)}"></div>'
+            f'<script type="application/json" id="spec-{i}">{_script_json(redact(figure.spec))}</script>'
+        )
     return "".join(parts)
 
 
@@ -464,10 +607,14 @@ def _timeline_html(record: RunRecord) -> str:
         payload = json.dumps(redact_obj(json.loads(row["payload"] or "{}")), ensure_ascii=False, indent=1)
         if len(payload) > HTML_PAYLOAD_CHARS:
             payload = payload[:HTML_PAYLOAD_CHARS] + f"… ({len(payload)} characters in all: the JSON export has it)"
-        rows.append(f'<tr><td class="num">{row["seq"]}</td><td class="num">{_e(row["offset_s"])}</td>'
-                    f"<td>{_e(row['type'])}</td><td><pre>{_e(payload)}</pre></td></tr>")
-    return ("<table><thead><tr><th>seq</th><th>+s</th><th>type</th><th>payload</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        rows.append(
+            f'<tr><td class="num">{row["seq"]}</td><td class="num">{_e(row["offset_s"])}</td>'
+            f"<td>{_e(row['type'])}</td><td><pre>{_e(payload)}</pre></td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>seq</th><th>+s</th><th>type</th><th>payload</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def html_report(record: RunRecord, figures: Sequence[Figure] = (), plotly_js: str = "") -> str:
@@ -477,18 +624,34 @@ def html_report(record: RunRecord, figures: Sequence[Figure] = (), plotly_js: st
     numbers = headline(run, record.totals)
     head_rows = "".join(
         f"<tr><th>{_e(name)}</th>"
-        + (f"<td>{_e(_money(value))}</td>" if name in ("cost", "would_cost") else _td(value)) + "</tr>"
-        for name, value in numbers.items())
+        + (f"<td>{_e(_money(value))}</td>" if name in ("cost", "would_cost") else _td(value))
+        + "</tr>"
+        for name, value in numbers.items()
+    )
     shown = {n: t for n, t in tables(record).items() if n not in ("headline", "events", "calls") and t.rows}
     table_parts = []
     for name, table in shown.items():
         more = len(table.rows) - HTML_TABLE_ROWS
-        table_parts.append(f"<h3>{_e(name)}</h3><p class=\"note\">{_e(table.description)}"
-                           + (f" — the first {HTML_TABLE_ROWS} of {len(table.rows)} rows (the CSV has all)"
-                              if more > 0 else "") + "</p>"
-                           + _html_table(table.columns, table.rows[:HTML_TABLE_ROWS]))
-    call_columns = ["call_id", "created_at", "purpose", "model_id", "prompt_tokens", "completion_tokens", "latency_s",
-                    "cost", "would_cost", "error_type", "error", "flags"]
+        table_parts.append(
+            f'<h3>{_e(name)}</h3><p class="note">{_e(table.description)}'
+            + (f" — the first {HTML_TABLE_ROWS} of {len(table.rows)} rows (the CSV has all)" if more > 0 else "")
+            + "</p>"
+            + _html_table(table.columns, table.rows[:HTML_TABLE_ROWS])
+        )
+    call_columns = [
+        "call_id",
+        "created_at",
+        "purpose",
+        "model_id",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_s",
+        "cost",
+        "would_cost",
+        "error_type",
+        "error",
+        "flags",
+    ]
     calls = _calls(record)
     script = f"<script>{plotly_js}</script>" if plotly_js and figures else ""
     tags = "".join(f'<span class="tag">{_e(t)}</span>' for t in record.tags)
@@ -497,12 +660,12 @@ def html_report(record: RunRecord, figures: Sequence[Figure] = (), plotly_js: st
 <p class="meta">{_e(run.name)}</p>
 <p class="meta">status <b class="status-{_e(run.status)}">{_e(run.status)}</b> ·
 started {_e(run.started_at.isoformat())}
-{'' if run.finished_at is None else ' · finished ' + _e(run.finished_at.isoformat())} · config hash
+{"" if run.finished_at is None else " · finished " + _e(run.finished_at.isoformat())} · config hash
 <code>{_e(run.config_hash)}</code> {tags}</p>
-{'' if not run.error else f'<p class="status-failed"><b>error</b>: {_e(run.error)}</p>'}
+{"" if not run.error else f'<p class="status-failed"><b>error</b>: {_e(run.error)}</p>'}
 <h2>Headline figures</h2><table><tbody>{head_rows}</tbody></table>
 <h2>Charts</h2>{_figures_html(figures)}
-{'<h2>Tables</h2>' + ''.join(table_parts) if table_parts else ''}
+{"<h2>Tables</h2>" + "".join(table_parts) if table_parts else ""}
 <h2>Event timeline ({len(record.events)} events)</h2>{_timeline_html(record)}
 <h2>LLM calls ({len(calls)})</h2>{_html_table(call_columns, calls)}
 <h2>Config</h2><pre>{_e(json.dumps(redact_obj(run.config), ensure_ascii=False, indent=2))}</pre>

@@ -106,8 +106,9 @@ def compare_runs(a: Run, b: Run, totals: Mapping[str, Mapping[str, Any]] | None 
     totals = totals or {}
     left, right = headline(a, totals.get(a.id)), headline(b, totals.get(b.id))
     names = list(left) + [n for n in right if n not in left]
-    return RunComparison(a=a, b=b, changes=config_diff(a.config, b.config),
-                         figures=[(n, left.get(n), right.get(n)) for n in names])
+    return RunComparison(
+        a=a, b=b, changes=config_diff(a.config, b.config), figures=[(n, left.get(n), right.get(n)) for n in names]
+    )
 
 
 def cell(value: Any, limit: int = 200) -> str:

@@ -73,16 +73,25 @@ class Calibration(BaseModel):
         return self.maps[component](values)
 
 
-def fit_logistic(rows: Sequence[dict[str, float]], labels: Sequence[bool], features: Sequence[str],
-                 c: float = 1.0, balanced: bool = False) -> FittedMap:
+def fit_logistic(
+    rows: Sequence[dict[str, float]],
+    labels: Sequence[bool],
+    features: Sequence[str],
+    c: float = 1.0,
+    balanced: bool = False,
+) -> FittedMap:
     """Platt scaling; `balanced` weighs the classes equally, so 0.5 sits between them, not at the base rate."""
     from sklearn.linear_model import LogisticRegression
 
     x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
     model = LogisticRegression(C=c, class_weight="balanced" if balanced else None)
     model.fit(x, np.asarray(labels, dtype=int))
-    return FittedMap(kind="logistic", features=list(features), coef=[float(v) for v in model.coef_[0]],
-                     intercept=float(model.intercept_[0]))
+    return FittedMap(
+        kind="logistic",
+        features=list(features),
+        coef=[float(v) for v in model.coef_[0]],
+        intercept=float(model.intercept_[0]),
+    )
 
 
 def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], feature: str) -> FittedMap:
@@ -90,8 +99,12 @@ def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], featu
 
     model = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
     model.fit(np.asarray([float(r[feature]) for r in rows]), np.asarray(labels, dtype=float))
-    return FittedMap(kind="isotonic", features=[feature], xs=[float(v) for v in model.X_thresholds_],
-                     ys=[float(v) for v in model.y_thresholds_])
+    return FittedMap(
+        kind="isotonic",
+        features=[feature],
+        xs=[float(v) for v in model.X_thresholds_],
+        ys=[float(v) for v in model.y_thresholds_],
+    )
 
 
 def file_sha256(path: Path) -> str:
@@ -125,14 +138,28 @@ def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def fit_single_map(name: str, model_id: str, component: str, feature: str, rows: Sequence[dict[str, float]],
-                   labels: Sequence[bool], source: Path) -> Calibration:
+def fit_single_map(
+    name: str,
+    model_id: str,
+    component: str,
+    feature: str,
+    rows: Sequence[dict[str, float]],
+    labels: Sequence[bool],
+    source: Path,
+) -> Calibration:
     """One class-balanced logistic map (feature → p(component)) with its provenance."""
     version = new_version()
-    return Calibration(name=name, model_id=model_id, version=version, fitted_on=str(source),
-                       data_sha256=file_sha256(source), n_items=len(rows), fitted_at=version,
-                       maps={component: fit_logistic(rows, labels, [feature], balanced=True)},
-                       notes=f"p({component}) = logistic({feature}), class-balanced")
+    return Calibration(
+        name=name,
+        model_id=model_id,
+        version=version,
+        fitted_on=str(source),
+        data_sha256=file_sha256(source),
+        n_items=len(rows),
+        fitted_at=version,
+        maps={component: fit_logistic(rows, labels, [feature], balanced=True)},
+        notes=f"p({component}) = logistic({feature}), class-balanced",
+    )
 
 
 def read_jsonl_items(path: Path, required: dict[str, type]) -> list[dict[str, Any]]:

@@ -40,15 +40,17 @@ HANDRAISE = "handraise.likelihood"
 
 def _conversation(turns: Sequence[tuple[str, str]], names: dict[str, str]) -> str:
     return "Group chat (each message quoted, latest last):\n" + lines(
-        [(names.get(speaker, speaker), text) for speaker, text in turns])
+        [(names.get(speaker, speaker), text) for speaker, text in turns]
+    )
 
 
 def topic_prompt(conversation: str) -> str:
     return f"{conversation}\n\nThe last message is about"
 
 
-async def handraise_features(model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], context_turns: int
-                             ) -> tuple[dict[str, dict[str, float]], list[OptionScores]]:
+async def handraise_features(
+    model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+) -> tuple[dict[str, dict[str, float]], list[OptionScores]]:
     """Raw likelihood features per participant from one scoring call. Every expertise item of every
     participant is scored as the continuation of "The last message is about", against the same prompt
     after a content-free message: the difference is the item's pointwise mutual information with the
@@ -62,15 +64,24 @@ async def handraise_features(model: ChatModel, who: Sequence[Participant], turns
     conversation = _conversation(shown, names)
     empty = _conversation([("user", CONTENT_FREE)], names)
     items = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
-    scores = await model.score_options(topic_prompt(conversation), [" " + e for _, e in items],
-                                       calibration=topic_prompt(empty))
+    scores = await model.score_options(
+        topic_prompt(conversation), [" " + e for _, e in items], calibration=topic_prompt(empty)
+    )
     pmi = scores.pmi
-    means = {p.id: sum(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id)
-             / sum(1 for pid, _ in items if pid == p.id) for p in who}
+    means = {
+        p.id: sum(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id) / sum(1 for pid, _ in items if pid == p.id)
+        for p in who
+    }
     average = sum(means.values()) / len(means)
-    out = {p.id: {"pmi_mean": means[p.id], "pmi_rel": means[p.id] - average,
-                  "pmi_max": max(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id),
-                  "spoke": float(any(speaker == p.id for speaker, _ in shown))} for p in who}
+    out = {
+        p.id: {
+            "pmi_mean": means[p.id],
+            "pmi_rel": means[p.id] - average,
+            "pmi_max": max(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id),
+            "spoke": float(any(speaker == p.id for speaker, _ in shown)),
+        }
+        for p in who
+    }
     return out, [scores]
 
 
@@ -104,24 +115,31 @@ async def skip_features(model: ChatModel, history: Sequence[tuple[str, str]]) ->
 # -- jury -------------------------------------------------------------------------------------------------------
 
 
-def jury_prompt(seat: JurorSeat, case: JuryCase, rubric: Rubric, others: Sequence[tuple[str, str]] = (),
-                content: str | None = None) -> str:
+def jury_prompt(
+    seat: JurorSeat, case: JuryCase, rubric: Rubric, others: Sequence[tuple[str, str]] = (), content: str | None = None
+) -> str:
     """A completion prompt that ends where the juror's verdict label begins. The case, the role texts and
     the other jurors' positions are quoted; the labels are the case set's own."""
     labels = "\n".join(f"- {v}: {rubric.verdict_descriptions.get(v, v)}" for v in rubric.verdicts)
     said = ("\nThe other jurors' current verdicts (quoted):\n" + lines(list(others))) if others else ""
     focus = f" Focus: {quote(seat.role_focus)}." if seat.role_focus else ""
-    return (f"{rubric.instructions}\nVerdicts, least to most severe:\n{labels}\n\n"
-            f"Case (quoted): {quote(case.content if content is None else content)}\n{said}\n"
-            f"Juror {quote(seat.role_name)}.{focus}\nVerdict of this juror:")
+    return (
+        f"{rubric.instructions}\nVerdicts, least to most severe:\n{labels}\n\n"
+        f"Case (quoted): {quote(case.content if content is None else content)}\n{said}\n"
+        f"Juror {quote(seat.role_name)}.{focus}\nVerdict of this juror:"
+    )
 
 
-async def jury_scores(model: ChatModel, seat: JurorSeat, case: JuryCase, rubric: Rubric,
-                      others: Sequence[tuple[str, str]] = ()) -> OptionScores:
+async def jury_scores(
+    model: ChatModel, seat: JurorSeat, case: JuryCase, rubric: Rubric, others: Sequence[tuple[str, str]] = ()
+) -> OptionScores:
     """The calibrated distribution over the rubric's labels (baseline: the same juror on a content-free case,
     with no one else's verdict)."""
-    return await model.score_options(jury_prompt(seat, case, rubric, others), [" " + v for v in rubric.verdicts],
-                                     calibration=jury_prompt(seat, case, rubric, (), CONTENT_FREE))
+    return await model.score_options(
+        jury_prompt(seat, case, rubric, others),
+        [" " + v for v in rubric.verdicts],
+        calibration=jury_prompt(seat, case, rubric, (), CONTENT_FREE),
+    )
 
 
 def label_scores(n: int) -> list[float]:
@@ -140,11 +158,15 @@ def answer_prompt(query: str, answer: str, sources: Sequence[str] = ()) -> str:
     return f"Question (quoted): {quote(query)}\nAnswer (quoted): {quote(answer)}{src}\n\nThe answer is"
 
 
-async def confidence_features(model: ChatModel, query: str, answer: str, sources: Sequence[str] = ()
-                              ) -> tuple[dict[str, float], OptionScores]:
+async def confidence_features(
+    model: ChatModel, query: str, answer: str, sources: Sequence[str] = ()
+) -> tuple[dict[str, float], OptionScores]:
     """`pmi_supported`: how much more the question, answer and sources make "The answer is correct /
     supported" likely than "… wrong / made up", beyond the same prompt with a content-free answer."""
-    scores = await model.score_options(answer_prompt(query, answer, sources), list(VERDICT_WORDS),
-                                       calibration=answer_prompt(query, CONTENT_FREE, sources))
+    scores = await model.score_options(
+        answer_prompt(query, answer, sources),
+        list(VERDICT_WORDS),
+        calibration=answer_prompt(query, CONTENT_FREE, sources),
+    )
     pmi = scores.pmi
     return {"pmi_supported": _lse(pmi[:2]) - _lse(pmi[2:])}, scores

@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from models.recording import RunCancelled, call_context, cancelled, checkpoint
 
 __all__ = [
-    "Progress", "RunCancelled", "RunControl", "cancelled", "checkpoint", "controlled", "current", "progress",
+    "Progress",
+    "RunCancelled",
+    "RunControl",
+    "cancelled",
+    "checkpoint",
+    "controlled",
+    "current",
+    "progress",
 ]
 
 
@@ -58,16 +65,19 @@ class Progress:
         return max(0.0, pace * (self.total - self.done))
 
     def as_dict(self) -> dict[str, object]:
-        return {"done": self.done, "total": self.total, "step": self.step,
-                "elapsed_s": round(time.monotonic() - self.started, 3),
-                "eta_s": None if self.eta_s is None else round(self.eta_s, 3)}
+        return {
+            "done": self.done,
+            "total": self.total,
+            "step": self.step,
+            "elapsed_s": round(time.monotonic() - self.started, 3),
+            "eta_s": None if self.eta_s is None else round(self.eta_s, 3),
+        }
 
 
 class RunControl:
     """One run's cancel switch and progress, shared between the thread that runs it and the pages."""
 
-    def __init__(self, run_id: str | None = None,
-                 on_progress: Callable[[Progress], None] | None = None) -> None:
+    def __init__(self, run_id: str | None = None, on_progress: Callable[[Progress], None] | None = None) -> None:
         self.run_id = run_id
         # Set once the run exists in the store (`engine.events.run_context` calls `attach`), so whoever
         # started it learns its id at once, long before it ends.
@@ -96,8 +106,9 @@ class RunControl:
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
 
-    def report(self, done: int | None = None, total: int | None = None, step: str | None = None,
-               advance: int = 0) -> Progress:
+    def report(
+        self, done: int | None = None, total: int | None = None, step: str | None = None, advance: int = 0
+    ) -> Progress:
         with self._lock:
             p = self.progress
             if total is not None:

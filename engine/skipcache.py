@@ -179,16 +179,18 @@ def parse_judgment(response: str, *, truncated: bool = False) -> JudgmentResult:
     JSON boolean is `false`, flagged. An answer cut off at max_tokens, or unparseable, is "don't respond"
     with confidence 0.0, flagged. A flagged judgment is never cached (the origin's 12-hour skip)."""
     if truncated:
-        return JudgmentResult(should_respond=False, reason="the answer was cut off at max_tokens", confidence=0.0,
-                              flags=["truncated"])
+        return JudgmentResult(
+            should_respond=False, reason="the answer was cut off at max_tokens", confidence=0.0, flags=["truncated"]
+        )
     try:
         match = _FLAT_OBJECT.search(response)
         data = json.loads(match.group() if match else response)
         if not isinstance(data, dict):
             raise TypeError("not a JSON object")
     except (json.JSONDecodeError, TypeError, ValueError, RecursionError) as exc:
-        return JudgmentResult(should_respond=False, reason=f"Failed to parse LLM response: {exc}", confidence=0.0,
-                              flags=["unparseable"])
+        return JudgmentResult(
+            should_respond=False, reason=f"Failed to parse LLM response: {exc}", confidence=0.0, flags=["unparseable"]
+        )
     flags: list[str] = []
     respond = data.get("should_respond", False)
     if not isinstance(respond, bool):
@@ -197,8 +199,9 @@ def parse_judgment(response: str, *, truncated: bool = False) -> JudgmentResult:
     confidence, failed = _confidence(data.get("confidence"))
     if failed:
         flags.append(failed)
-    return JudgmentResult(should_respond=respond, reason=str(data.get("reason", "")), confidence=confidence,
-                          flags=flags)
+    return JudgmentResult(
+        should_respond=respond, reason=str(data.get("reason", "")), confidence=confidence, flags=flags
+    )
 
 
 # -- messages -------------------------------------------------------------------------------------
@@ -228,7 +231,8 @@ def unreplied(messages: Sequence[Message]) -> list[Message]:
 def eligible(messages: Sequence[Message], now: datetime, cfg: ResponseConfig) -> list[Message]:
     """Unreplied messages older than min_wait and not older than max_message_age."""
     return [
-        m for m in unreplied(messages)
+        m
+        for m in unreplied(messages)
         if cfg.min_wait_seconds <= (now - m.at).total_seconds() <= cfg.max_message_age_seconds
     ]
 
@@ -242,8 +246,13 @@ class JudgmentCacheModel(SQLModel, table=True):
         UniqueConstraint("channel_id", "thread_ts", name="uq_channel_thread"),
         # SQL treats NULLs as distinct, so the constraint above lets top-level rows (thread NULL)
         # duplicate; this partial index closes that gap.
-        Index("uq_channel_top", "channel_id", unique=True, sqlite_where=text("thread_ts IS NULL"),
-              postgresql_where=text("thread_ts IS NULL")),
+        Index(
+            "uq_channel_top",
+            "channel_id",
+            unique=True,
+            sqlite_where=text("thread_ts IS NULL"),
+            postgresql_where=text("thread_ts IS NULL"),
+        ),
     )
 
     id: int | None = SQLField(default=None, primary_key=True)
@@ -260,9 +269,15 @@ class JudgmentCacheModel(SQLModel, table=True):
 
 def _to_entity(row: JudgmentCacheModel) -> JudgmentCache:
     return JudgmentCache(
-        channel_id=row.channel_id, thread_ts=row.thread_ts, should_respond=row.should_respond,
-        confidence=row.confidence, reason=row.reason, latest_message_ts=row.latest_message_ts,
-        next_check_at=aware(row.next_check_at), created_at=aware(row.created_at), updated_at=aware(row.updated_at),
+        channel_id=row.channel_id,
+        thread_ts=row.thread_ts,
+        should_respond=row.should_respond,
+        confidence=row.confidence,
+        reason=row.reason,
+        latest_message_ts=row.latest_message_ts,
+        next_check_at=aware(row.next_check_at),
+        created_at=aware(row.created_at),
+        updated_at=aware(row.updated_at),
     )
 
 
@@ -297,14 +312,21 @@ class SQLJudgmentCacheRepository:
         cache = replace(cache, reason=redact(cache.reason))  # a model's reason can echo a key
         for _ in range(2):  # a concurrent insert of the same scope turns the second try into an update
             with Session(self.engine) as session:
-                row = session.exec(select(JudgmentCacheModel).where(self._scope(cache.channel_id,
-                                                                               cache.thread_ts))).first()
+                row = session.exec(
+                    select(JudgmentCacheModel).where(self._scope(cache.channel_id, cache.thread_ts))
+                ).first()
                 if row is None:
-                    row = JudgmentCacheModel(channel_id=cache.channel_id, thread_ts=cache.thread_ts,
-                                             should_respond=cache.should_respond, confidence=cache.confidence,
-                                             reason=cache.reason, latest_message_ts=cache.latest_message_ts,
-                                             next_check_at=cache.next_check_at, created_at=cache.created_at,
-                                             updated_at=cache.updated_at)
+                    row = JudgmentCacheModel(
+                        channel_id=cache.channel_id,
+                        thread_ts=cache.thread_ts,
+                        should_respond=cache.should_respond,
+                        confidence=cache.confidence,
+                        reason=cache.reason,
+                        latest_message_ts=cache.latest_message_ts,
+                        next_check_at=cache.next_check_at,
+                        created_at=cache.created_at,
+                        updated_at=cache.updated_at,
+                    )
                 else:
                     row.should_respond = cache.should_respond
                     row.confidence = cache.confidence
@@ -405,12 +427,12 @@ class JudgmentOutput(BaseModel):
 
 
 def build_messages(persona_name: str, now: datetime, history: Sequence[Message]) -> list[dict[str, str]]:
-    conversation = "\n".join(
-        f"[{m.at:%Y-%m-%d %H:%M}] {m.author}: {m.text}" for m in history
-    ) or "（メッセージなし）"
+    conversation = "\n".join(f"[{m.at:%Y-%m-%d %H:%M}] {m.author}: {m.text}" for m in history) or "（メッセージなし）"
     return [
-        {"role": "system", "content": SYSTEM_PROMPT_TEMPLATE.format(persona_name=persona_name,
-                                                                     current_time=f"{now:%Y-%m-%d %H:%M}")},
+        {
+            "role": "system",
+            "content": SYSTEM_PROMPT_TEMPLATE.format(persona_name=persona_name, current_time=f"{now:%Y-%m-%d %H:%M}"),
+        },
         {"role": "user", "content": f"会話:\n{conversation}"},
     ]
 
@@ -444,8 +466,9 @@ class ModelJudge:
 
         messages = build_messages(self.persona_name, now, history)
         try:
-            completion = await self.model.complete(messages, schema=JudgmentOutput, temperature=0.0,
-                                                   max_tokens=self.max_tokens)
+            completion = await self.model.complete(
+                messages, schema=JudgmentOutput, temperature=0.0, max_tokens=self.max_tokens
+            )
         except StructuredOutputError as exc:
             # The model answered, but not validly: the seed's table, fail-safe (see parse_judgment).
             return JudgeOutcome(result=parse_judgment(exc.raw_text or "", truncated="truncated" in exc.flags))
@@ -456,10 +479,16 @@ class ModelJudge:
         if failed and "invalid:confidence" in completion.flags:
             failed = "invalid:confidence"  # out of range: the validator left it out
         return JudgeOutcome(
-            result=JudgmentResult(should_respond=parsed["should_respond"], reason=parsed["reason"],
-                                  confidence=confidence, flags=[failed] if failed else []),
-            prompt_tokens=completion.usage.prompt_tokens, completion_tokens=completion.usage.completion_tokens,
-            cost=completion.cost, call_id=completion.call_id,
+            result=JudgmentResult(
+                should_respond=parsed["should_respond"],
+                reason=parsed["reason"],
+                confidence=confidence,
+                flags=[failed] if failed else [],
+            ),
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            cost=completion.cost,
+            call_id=completion.call_id,
         )
 
 
@@ -492,9 +521,14 @@ class ProbabilityJudge:
             return JudgeOutcome(result=None, error=f"invalid probability {p!r}", call_id=scored.call_id)
         respond = p >= self.threshold
         return JudgeOutcome(
-            result=JudgmentResult(should_respond=respond, confidence=round(max(p, 1 - p), 4),
-                                  reason=f"p(respond) = {p:.2f} (next-token probability)"),
-            prompt_tokens=scored.prompt_tokens, completion_tokens=0, call_id=scored.call_id,
+            result=JudgmentResult(
+                should_respond=respond,
+                confidence=round(max(p, 1 - p), 4),
+                reason=f"p(respond) = {p:.2f} (next-token probability)",
+            ),
+            prompt_tokens=scored.prompt_tokens,
+            completion_tokens=0,
+            call_id=scored.call_id,
         )
 
 
@@ -518,21 +552,32 @@ class LikelihoodJudge:
 
         try:
             features, scores = await skip_features(
-                self.model, [(m.author, m.text) for m in list(history)[-self.history_limit:]])
+                self.model, [(m.author, m.text) for m in list(history)[-self.history_limit :]]
+            )
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
         if not math.isfinite(features["pmi_need"]):  # an option the model gave no probability at all
-            return JudgeOutcome(result=None, error=f"invalid likelihood feature: {features}",
-                                prompt_tokens=scores.prompt_tokens, call_id=scores.call_id)
+            return JudgeOutcome(
+                result=None,
+                error=f"invalid likelihood feature: {features}",
+                prompt_tokens=scores.prompt_tokens,
+                call_id=scores.call_id,
+            )
         cal = load_calibration(SKIP, self.model.model_id)
         if cal is None:
             p, flags = 1 / (1 + math.exp(-max(-700.0, features["pmi_need"]))), ["uncalibrated"]
         else:
             p, flags = cal.apply("respond", features), []
         return JudgeOutcome(
-            result=JudgmentResult(should_respond=p >= 0.5, confidence=round(max(p, 1 - p), 4), flags=flags,
-                                  reason=f"p(respond) = {p:.2f} (likelihood, PMI {features['pmi_need']:+.2f})"),
-            prompt_tokens=scores.prompt_tokens, completion_tokens=0, call_id=scores.call_id,
+            result=JudgmentResult(
+                should_respond=p >= 0.5,
+                confidence=round(max(p, 1 - p), 4),
+                flags=flags,
+                reason=f"p(respond) = {p:.2f} (likelihood, PMI {features['pmi_need']:+.2f})",
+            ),
+            prompt_tokens=scores.prompt_tokens,
+            completion_tokens=0,
+            call_id=scores.call_id,
         )
 
 
@@ -561,8 +606,14 @@ class PeriodicChecker:
     """Every `check_interval_seconds`: for each scope with eligible unreplied messages, skip it while its
     cache is valid, else judge it on its latest message and cache the result (never a backend error)."""
 
-    def __init__(self, source: MessageSource, judge: Judge, repository: JudgmentCacheRepository,
-                 config: ResponseConfig | None = None, emit: Emit | None = None) -> None:
+    def __init__(
+        self,
+        source: MessageSource,
+        judge: Judge,
+        repository: JudgmentCacheRepository,
+        config: ResponseConfig | None = None,
+        emit: Emit | None = None,
+    ) -> None:
         self.source = source
         self.judge = judge
         self.repository = repository
@@ -594,13 +645,18 @@ class PeriodicChecker:
             if scope in self._backoff_until and now < self._backoff_until[scope]:
                 report.skipped.append(scope)
                 continue
-            outcome = await self.judge.judge(history[-cfg.message_limit:], now)
+            outcome = await self.judge.judge(history[-cfg.message_limit :], now)
             if outcome.result is None:
                 report.failed.append(scope)
                 if cfg.failure_policy == FailurePolicy.BACKOFF:
                     self._backoff_until[scope] = now + timedelta(seconds=cfg.backoff_seconds)
-                self._emit("judgment_failed", scope=scope, latest=latest.id, error=outcome.error,
-                           policy=cfg.failure_policy.value)
+                self._emit(
+                    "judgment_failed",
+                    scope=scope,
+                    latest=latest.id,
+                    error=outcome.error,
+                    policy=cfg.failure_policy.value,
+                )
                 continue
             report.judged.append(scope)
             if outcome.result.cacheable:
@@ -608,9 +664,17 @@ class PeriodicChecker:
             elif cfg.failure_policy == FailurePolicy.BACKOFF:  # a failed confidence is a failure too
                 self._backoff_until[scope] = now + timedelta(seconds=cfg.backoff_seconds)
             skip = await self._cache(latest, outcome.result, now)
-            self._emit("judgment", scope=scope, latest=latest.id, **outcome.result.model_dump(),
-                       skip_seconds=skip, prompt_tokens=outcome.prompt_tokens,
-                       completion_tokens=outcome.completion_tokens, cost=outcome.cost, call_id=outcome.call_id)
+            self._emit(
+                "judgment",
+                scope=scope,
+                latest=latest.id,
+                **outcome.result.model_dump(),
+                skip_seconds=skip,
+                prompt_tokens=outcome.prompt_tokens,
+                completion_tokens=outcome.completion_tokens,
+                cost=outcome.cost,
+                call_id=outcome.call_id,
+            )
             if outcome.result.should_respond:
                 report.responded.append(scope)
                 self.source.post_reply(scope, now, outcome.result.reason)
@@ -627,11 +691,19 @@ class PeriodicChecker:
         if not skip_config.enabled or not result.cacheable:
             return None
         skip = calculate_skip_seconds(result.confidence, skip_config)
-        await self.repository.save(JudgmentCache(
-            channel_id=latest.channel_id, thread_ts=latest.thread_ts, should_respond=result.should_respond,
-            confidence=result.confidence, reason=result.reason, latest_message_ts=latest.id,
-            next_check_at=now + timedelta(seconds=skip), created_at=now, updated_at=now,
-        ))
+        await self.repository.save(
+            JudgmentCache(
+                channel_id=latest.channel_id,
+                thread_ts=latest.thread_ts,
+                should_respond=result.should_respond,
+                confidence=result.confidence,
+                reason=result.reason,
+                latest_message_ts=latest.id,
+                next_check_at=now + timedelta(seconds=skip),
+                created_at=now,
+                updated_at=now,
+            )
+        )
         return skip
 
     def _emit(self, type_: str, **payload: Any) -> None:
@@ -661,5 +733,14 @@ class ListSource:
     def post_reply(self, scope: str, now: datetime, reason: str) -> None:
         channel, thread = scope.split(":", 1)
         self._replies += 1
-        self.add(Message(id=f"bot-{self._replies}", channel_id=channel, thread_ts=None if thread == "top" else thread,
-                         author="bot", text=reason, at=now, is_bot=True))
+        self.add(
+            Message(
+                id=f"bot-{self._replies}",
+                channel_id=channel,
+                thread_ts=None if thread == "top" else thread,
+                author="bot",
+                text=reason,
+                at=now,
+                is_bot=True,
+            )
+        )

@@ -66,17 +66,32 @@ class WorkloadSpec(BaseModel):
     def _bounded(self) -> WorkloadSpec:
         expected = self.channels * self.hours * self.bursts_per_hour * self.mean_burst_messages
         if expected > MAX_MESSAGES:
-            raise ValueError(f"these settings would generate about {expected:,.0f} messages; the limit is "
-                             f"{MAX_MESSAGES:,} — lower channels, hours or the burst rate")
+            raise ValueError(
+                f"these settings would generate about {expected:,.0f} messages; the limit is "
+                f"{MAX_MESSAGES:,} — lower channels, hours or the burst rate"
+            )
         return self
 
 
 TEXTS = {
-    "question": ["誰かこのエラーの直し方わかる？", "デプロイってどうやるんだっけ？",
-                 "Does anyone know how to reset the VPN?", "明日の会議って何時からですか？",
-                 "Where do I find the design doc?", "このライブラリおすすめある？"],
-    "chatter": ["それな", "了解です！", "lol same", "お昼なに食べる？", "ナイス！", "Sounds good to me",
-                "今日は暑いね", "あとで見ておきます"],
+    "question": [
+        "誰かこのエラーの直し方わかる？",
+        "デプロイってどうやるんだっけ？",
+        "Does anyone know how to reset the VPN?",
+        "明日の会議って何時からですか？",
+        "Where do I find the design doc?",
+        "このライブラリおすすめある？",
+    ],
+    "chatter": [
+        "それな",
+        "了解です！",
+        "lol same",
+        "お昼なに食べる？",
+        "ナイス！",
+        "Sounds good to me",
+        "今日は暑いね",
+        "あとで見ておきます",
+    ],
     "monologue": ["眠い…", "やっと終わった", "hmm", "コーヒー飲もう", "今日も一日がんばろう"],
     "help": ["ずっと詰まってて困ってます…", "I've been stuck on this for an hour, help?", "誰も反応してくれない…"],
 }
@@ -110,11 +125,16 @@ def generate_workload(spec: WorkloadSpec) -> list[Message]:
             for i in range(n):
                 if t >= horizon:
                     break
-                messages.append(Message(
-                    id=f"{channel}-{b}-{i}", channel_id=channel, thread_ts=thread, author=rng.choice(AUTHORS),
-                    text=rng.choice(TEXTS[kind if i == 0 else rng.choice(["chatter", kind])]),
-                    at=EPOCH + timedelta(seconds=round(t)),
-                ))
+                messages.append(
+                    Message(
+                        id=f"{channel}-{b}-{i}",
+                        channel_id=channel,
+                        thread_ts=thread,
+                        author=rng.choice(AUTHORS),
+                        text=rng.choice(TEXTS[kind if i == 0 else rng.choice(["chatter", kind])]),
+                        at=EPOCH + timedelta(seconds=round(t)),
+                    )
+                )
                 t += rng.expovariate(1 / spec.mean_gap_seconds)
     return sorted(messages, key=lambda m: (m.at, m.id))
 
@@ -174,10 +194,16 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
                 raise ValueError(f"duplicate id {message_id}")
             seen.add(message_id)
             thread = row.get("thread")
-            messages.append(Message(id=message_id, channel_id=str(row["channel"]),
-                                    thread_ts=None if thread in (None, "") else str(thread),
-                                    author=str(row.get("author", "user")), text=str(row.get("text", "")),
-                                    at=EPOCH + timedelta(seconds=t)))
+            messages.append(
+                Message(
+                    id=message_id,
+                    channel_id=str(row["channel"]),
+                    thread_ts=None if thread in (None, "") else str(thread),
+                    author=str(row.get("author", "user")),
+                    text=str(row.get("text", "")),
+                    at=EPOCH + timedelta(seconds=t),
+                )
+            )
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{source}:{number}: {exc if not isinstance(exc, KeyError) else f'missing {exc}'}")
     if problems:
@@ -185,17 +211,33 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
     if not messages:
         raise WorkloadError([f"{source}: no messages"], header=None)
     if len(messages) > MAX_MESSAGES:
-        raise WorkloadError([f"{source}: {len(messages):,} messages; a workload holds at most {MAX_MESSAGES:,} "
-                             "— split it by channel or by time"], header=None)
+        raise WorkloadError(
+            [
+                f"{source}: {len(messages):,} messages; a workload holds at most {MAX_MESSAGES:,} "
+                "— split it by channel or by time"
+            ],
+            header=None,
+        )
     return sorted(messages, key=lambda m: (m.at, m.id))
 
 
 def dump_workload(messages: Sequence[Message], path: Path) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for m in messages:
-            fh.write(json.dumps({"t": (m.at - EPOCH).total_seconds(), "channel": m.channel_id,
-                                 "thread": m.thread_ts, "id": m.id, "author": m.author, "text": m.text},
-                                ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "t": (m.at - EPOCH).total_seconds(),
+                        "channel": m.channel_id,
+                        "thread": m.thread_ts,
+                        "id": m.id,
+                        "author": m.author,
+                        "text": m.text,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
 
 
 # -- judges over recorded states -------------------------------------------------------------------
@@ -248,9 +290,22 @@ class RecordedJudge:
         with path.open("w", encoding="utf-8") as fh:
             for key, o in sorted(self.records.items()):
                 if o.result is not None:
-                    fh.write(redact(json.dumps({"state": key, **o.result.model_dump(), "prompt_tokens": o.prompt_tokens,
-                                                "completion_tokens": o.completion_tokens, "cost": o.cost,
-                                                "call_id": o.call_id}, ensure_ascii=False)) + "\n")
+                    fh.write(
+                        redact(
+                            json.dumps(
+                                {
+                                    "state": key,
+                                    **o.result.model_dump(),
+                                    "prompt_tokens": o.prompt_tokens,
+                                    "completion_tokens": o.completion_tokens,
+                                    "cost": o.cost,
+                                    "call_id": o.call_id,
+                                },
+                                ensure_ascii=False,
+                            )
+                        )
+                        + "\n"
+                    )
 
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
@@ -273,9 +328,12 @@ class RecordedJudge:
                 problems.append(f"{path}:{number}: {where + ': ' if where else ''}{err['msg']}")
                 continue
             records[row.state] = JudgeOutcome(
-                result=JudgmentResult(should_respond=row.should_respond, reason=row.reason,
-                                      confidence=row.confidence, flags=row.flags),
-                prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens, cost=row.cost,
+                result=JudgmentResult(
+                    should_respond=row.should_respond, reason=row.reason, confidence=row.confidence, flags=row.flags
+                ),
+                prompt_tokens=row.prompt_tokens,
+                completion_tokens=row.completion_tokens,
+                cost=row.cost,
                 call_id=row.call_id,
             )
         if problems:
@@ -325,9 +383,15 @@ class SimulationResult:
         ages = sorted(age for _, _, age in self.cache_hits)
         tokens = sum(j.prompt_tokens + j.completion_tokens for j in self.judgments)
         return {
-            "with_cache": self.with_cache, "messages": self.messages, "checks": self.checks,
-            "judge_calls": self.calls, "cache_hits": len(self.cache_hits), "failures": len(self.failures),
-            "replies": self.replies, "tokens": tokens, "cost": sum(j.cost for j in self.judgments),
+            "with_cache": self.with_cache,
+            "messages": self.messages,
+            "checks": self.checks,
+            "judge_calls": self.calls,
+            "cache_hits": len(self.cache_hits),
+            "failures": len(self.failures),
+            "replies": self.replies,
+            "tokens": tokens,
+            "cost": sum(j.cost for j in self.judgments),
             "delay_median_s": statistics.median(delays) if delays else None,
             "delay_p95_s": _percentile(delays, 0.95) if delays else None,
             "delay_max_s": delays[-1] if delays else None,
@@ -364,7 +428,8 @@ async def simulate(
     start = EPOCH
     # Checks run to the end of the period, then on until the last message could be judged.
     drained = (max((m.at - EPOCH).total_seconds() for m in messages) if messages else 0) + (
-        config.min_wait_seconds + config.check_interval_seconds)
+        config.min_wait_seconds + config.check_interval_seconds
+    )
     end_s = max(hours * 3600 if hours is not None else 0.0, drained)
     source = ListSource(messages)
     judgments: list[Judgment] = []
@@ -376,11 +441,21 @@ async def simulate(
 
     def emit(type_: str, **p: Any) -> None:
         if type_ == "judgment":
-            judgments.append(Judgment(scope=p["scope"], at=now, target=p["latest"], target_at=arrival[p["latest"]],
-                                      should_respond=p["should_respond"], confidence=p["confidence"],
-                                      skip_seconds=p["skip_seconds"], prompt_tokens=p["prompt_tokens"],
-                                      completion_tokens=p["completion_tokens"], cost=p["cost"],
-                                      flags=list(p.get("flags", []))))
+            judgments.append(
+                Judgment(
+                    scope=p["scope"],
+                    at=now,
+                    target=p["latest"],
+                    target_at=arrival[p["latest"]],
+                    should_respond=p["should_respond"],
+                    confidence=p["confidence"],
+                    skip_seconds=p["skip_seconds"],
+                    prompt_tokens=p["prompt_tokens"],
+                    completion_tokens=p["completion_tokens"],
+                    cost=p["cost"],
+                    flags=list(p.get("flags", [])),
+                )
+            )
             last_judged[p["scope"]] = now
         elif type_ == "cache_hit":
             hits.append((p["scope"], now, (now - last_judged.get(p["scope"], now)).total_seconds()))
@@ -407,9 +482,18 @@ async def simulate(
                 timeline.append({"type": "reply", "t": t, "scope": scope})
         t += config.check_interval_seconds
     delays, never = _first_judgment_delays(messages, judgments, replies)
-    return SimulationResult(with_cache=with_cache, judgments=judgments, cache_hits=hits, failures=failures,
-                            replies=sum(1 for j in judgments if j.should_respond), delays_s=delays,
-                            never_judged=never, checks=checks, messages=len(messages), timeline=timeline)
+    return SimulationResult(
+        with_cache=with_cache,
+        judgments=judgments,
+        cache_hits=hits,
+        failures=failures,
+        replies=sum(1 for j in judgments if j.should_respond),
+        delays_s=delays,
+        never_judged=never,
+        checks=checks,
+        messages=len(messages),
+        timeline=timeline,
+    )
 
 
 def _first_judgment_delays(
@@ -447,9 +531,13 @@ def bound_text(met: bool | None) -> str:
     return "n/a (nothing was judged)" if met is None else "within bound" if met else "over bound"
 
 
-async def compare(messages: Sequence[Message], judge: Judge, config: ResponseConfig | None = None,
-                  hours: float | None = None, progress: Callable[[str, float], None] | None = None
-                  ) -> dict[str, Any]:
+async def compare(
+    messages: Sequence[Message],
+    judge: Judge,
+    config: ResponseConfig | None = None,
+    hours: float | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> dict[str, Any]:
     """With and without the cache on the same workload and judge: what the cache saves, what it costs,
     and whether the cache kept every first judgment within the delay bound (None: nothing judged).
     `progress(label, share)` follows each of the two simulations."""
@@ -462,23 +550,31 @@ async def compare(messages: Sequence[Message], judge: Judge, config: ResponseCon
     return compare_results(without, with_, config)
 
 
-def compare_results(without: SimulationResult, with_: SimulationResult, config: ResponseConfig | None = None
-                    ) -> dict[str, Any]:
+def compare_results(
+    without: SimulationResult, with_: SimulationResult, config: ResponseConfig | None = None
+) -> dict[str, Any]:
     """What the cache saved (calls, tokens, cost) and whether it kept every first judgment within the bound."""
     a, b = without.summary(), with_.summary()
     saved = 1 - b["judge_calls"] / a["judge_calls"] if a["judge_calls"] else 0.0
     bound, met = delay_bound(b, config)
-    return {"without_cache": a, "with_cache": b, "calls_saved_pct": round(100 * saved, 2),
-            "tokens_saved": a["tokens"] - b["tokens"], "cost_saved": a["cost"] - b["cost"],
-            "delay_bound_s": bound, "delay_bound_met": met}
+    return {
+        "without_cache": a,
+        "with_cache": b,
+        "calls_saved_pct": round(100 * saved, 2),
+        "tokens_saved": a["tokens"] - b["tokens"],
+        "cost_saved": a["cost"] - b["cost"],
+        "delay_bound_s": bound,
+        "delay_bound_met": met,
+    }
 
 
 SWEEP_HIGH_SKIP = (3600, 21600, 43200)
 SWEEP_DEFAULT_SKIP = (120, 600, 1800)
 
 
-def sweep_configs(base: ResponseConfig, high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
-                  default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP) -> list[tuple[int, int, ResponseConfig]]:
+def sweep_configs(
+    base: ResponseConfig, high_skip: Sequence[int] = SWEEP_HIGH_SKIP, default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP
+) -> list[tuple[int, int, ResponseConfig]]:
     """The trade-off grid around `base`: its confidence thresholds stay; the highest one skips `high_s`
     (the others at most that), and a decline below them skips `default_s`. (high_s, default_s, config)."""
     ordered = sorted(base.judgment_skip.thresholds, key=lambda t: -t.min_confidence)
@@ -486,26 +582,43 @@ def sweep_configs(base: ResponseConfig, high_skip: Sequence[int] = SWEEP_HIGH_SK
     for high_s in high_skip:
         for default_s in default_skip:
             cfg = base.model_copy(deep=True)
-            cfg.judgment_skip = JudgmentSkipConfig(thresholds=[
-                JudgmentSkipThreshold(min_confidence=t.min_confidence,
-                                      skip_seconds=high_s if i == 0 else min(t.skip_seconds, high_s))
-                for i, t in enumerate(ordered)
-            ], default_skip_seconds=default_s)
+            cfg.judgment_skip = JudgmentSkipConfig(
+                thresholds=[
+                    JudgmentSkipThreshold(
+                        min_confidence=t.min_confidence, skip_seconds=high_s if i == 0 else min(t.skip_seconds, high_s)
+                    )
+                    for i, t in enumerate(ordered)
+                ],
+                default_skip_seconds=default_s,
+            )
             grid.append((high_s, default_s, cfg))
     return grid
 
 
-async def sweep(messages: Sequence[Message], records: dict[str, JudgeOutcome], base: ResponseConfig,
-                hours: float | None = None, high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
-                default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP) -> list[dict[str, Any]]:
+async def sweep(
+    messages: Sequence[Message],
+    records: dict[str, JudgeOutcome],
+    base: ResponseConfig,
+    hours: float | None = None,
+    high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
+    default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP,
+) -> list[dict[str, Any]]:
     """Every grid configuration re-simulated with the cache and the judgments a run recorded — no model
     call — with the Pareto front of judge calls against staleness p95 marked."""
     rows = []
     for high_s, default_s, cfg in sweep_configs(base, high_skip, default_skip):
         out = (await simulate(messages, RecordedJudge(dict(records)), cfg, with_cache=True, hours=hours)).summary()
-        rows.append({"high skip s": high_s, "default skip s": default_s, "judge calls": out["judge_calls"],
-                     "staleness p95 s": out["staleness_p95_s"], "first-judgment delay p95 s": out["delay_p95_s"],
-                     "first-judgment delay max s": out["delay_max_s"], "misses": out["failures"]})
+        rows.append(
+            {
+                "high skip s": high_s,
+                "default skip s": default_s,
+                "judge calls": out["judge_calls"],
+                "staleness p95 s": out["staleness_p95_s"],
+                "first-judgment delay p95 s": out["delay_p95_s"],
+                "first-judgment delay max s": out["delay_max_s"],
+                "misses": out["failures"],
+            }
+        )
     front = set(pareto_front([(r["judge calls"], r["staleness p95 s"]) for r in rows]))
     return [r | {"pareto": i in front} for i, r in enumerate(rows)]
 
@@ -553,9 +666,12 @@ def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, An
     neg = [p for p, y, *_ in scored if not y]
     auc = (sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))) if pos and neg else None
     n = len(scored)
-    return {"judged_states": n, "auc": None if auc is None else round(auc, 3),
-            "accuracy": round(sum(d == y for _, y, d, _ in scored) / n, 3) if n else None,
-            "share_confidence_ge_0_7": round(sum(c >= 0.7 for *_, c in scored) / n, 3) if n else None}
+    return {
+        "judged_states": n,
+        "auc": None if auc is None else round(auc, 3),
+        "accuracy": round(sum(d == y for _, y, d, _ in scored) / n, 3) if n else None,
+        "share_confidence_ge_0_7": round(sum(c >= 0.7 for *_, c in scored) / n, 3) if n else None,
+    }
 
 
 # -- the entry point: one simulation run, called alike by the page and the CLI ------------------------------
@@ -576,8 +692,7 @@ class FileRef(BaseModel):
     def of(cls, name: str, content: str, messages: int) -> FileRef:
         import hashlib
 
-        return cls(name=Path(name).name, sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(),
-                   messages=messages)
+        return cls(name=Path(name).name, sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(), messages=messages)
 
 
 class SimulationConfig(BaseModel):
@@ -588,8 +703,12 @@ class SimulationConfig(BaseModel):
 
     workload: WorkloadSpec | None = Field(None, description="a generated workload")
     workload_file: FileRef | None = Field(None, description="a workload file; its messages go to the run")
-    hours: float | None = Field(None, gt=0, description="simulated period; default: a generated workload's "
-                                "hours, else until the last message could be judged")
+    hours: float | None = Field(
+        None,
+        gt=0,
+        description="simulated period; default: a generated workload's "
+        "hours, else until the last message could be judged",
+    )
     model_id: str | None = Field(None, description="a live judge for every state the recording lacks")
     method: LiveMethod = "likelihood"
     recording: str | None = Field(None, description="recorded judgments (JSONL), stored as an absolute path")
@@ -627,14 +746,20 @@ class SimulationReport:
 def _check_count(messages: Sequence[Message], config: ResponseConfig, hours: float | None) -> int:
     """How many checks `simulate` makes (its own formula), for an honest progress total."""
     drained = (max((m.at - EPOCH).total_seconds() for m in messages) if messages else 0) + (
-        config.min_wait_seconds + config.check_interval_seconds)
+        config.min_wait_seconds + config.check_interval_seconds
+    )
     end_s = max(hours * 3600 if hours is not None else 0.0, drained)
     return int(end_s // config.check_interval_seconds) + 1
 
 
-async def run_simulation(config: SimulationConfig, models: ModelSource | None, store: Store, *,
-                         messages: Sequence[Message] | None = None,
-                         sinks: list[EventSink] | None = None) -> SimulationReport:
+async def run_simulation(
+    config: SimulationConfig,
+    models: ModelSource | None,
+    store: Store,
+    *,
+    messages: Sequence[Message] | None = None,
+    sinks: list[EventSink] | None = None,
+) -> SimulationReport:
     """Simulate without and then with the cache as a stored run of kind `skip.simulate`; progress counts
     the checks of both. A broken recording is a WorkloadError before the run opens."""
     from engine import runctx
@@ -644,8 +769,9 @@ async def run_simulation(config: SimulationConfig, models: ModelSource | None, s
     if config.workload is not None:
         messages = generate_workload(config.workload)
     elif messages is None:
-        raise ValueError(f"the messages of {config.workload_file.name if config.workload_file else 'the workload'} "
-                         "are needed")
+        raise ValueError(
+            f"the messages of {config.workload_file.name if config.workload_file else 'the workload'} are needed"
+        )
     live: Judge | None = None
     if config.model_id is not None:
         if models is None:
@@ -661,14 +787,31 @@ async def run_simulation(config: SimulationConfig, models: ModelSource | None, s
 
     async with async_run_context(store, "skip.simulate", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=2 * checks, step="without cache")
-        without = await simulate(messages, judge, config.response, with_cache=False, hours=hours,
-                                 progress=follow(0, "without cache"))
+        without = await simulate(
+            messages, judge, config.response, with_cache=False, hours=hours, progress=follow(0, "without cache")
+        )
         runctx.progress(done=checks, step="with cache")
-        detail = await simulate(messages, judge, config.response, with_cache=True, hours=hours, keep_timeline=True,
-                                progress=follow(checks, "with cache"))
+        detail = await simulate(
+            messages,
+            judge,
+            config.response,
+            with_cache=True,
+            hours=hours,
+            keep_timeline=True,
+            progress=follow(checks, "with cache"),
+        )
         runctx.progress(done=2 * checks, step="compared")
         comparison = compare_results(without, detail, config.response)
-        run.summary = {"calls_saved_pct": comparison["calls_saved_pct"], "live_calls": judge.live_calls,
-                       "result": comparison}
-    return SimulationReport(run_id=run.run_id, comparison=comparison, detail=detail, messages=list(messages),
-                            records=judge.records, live_calls=judge.live_calls)
+        run.summary = {
+            "calls_saved_pct": comparison["calls_saved_pct"],
+            "live_calls": judge.live_calls,
+            "result": comparison,
+        }
+    return SimulationReport(
+        run_id=run.run_id,
+        comparison=comparison,
+        detail=detail,
+        messages=list(messages),
+        records=judge.records,
+        live_calls=judge.live_calls,
+    )

@@ -156,8 +156,11 @@ class LlmCall(SQLModel, CallFacts, table=True):
         """The row of a call: every key value in the texts and the JSON redacted."""
         facts = {name: getattr(record, name) for name in CallFacts.model_fields}
         return cls(
-            **facts | {"raw_text": redact(record.raw_text) if record.raw_text else record.raw_text,
-                       "error": redact(record.error) if record.error else record.error},
+            **facts
+            | {
+                "raw_text": redact(record.raw_text) if record.raw_text else record.raw_text,
+                "error": redact(record.error) if record.error else record.error,
+            },
             request_json=_dumps(record.request),
             parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
             flags_json=_dumps(record.flags),
@@ -235,8 +238,14 @@ def _utc(value: datetime) -> datetime:
 def _conditions(where: RunFilter) -> list[ColumnElement[bool]]:
     found: list[ColumnElement[bool]] = []
     for word in where.text.split():
-        found.append(or_(*(c.icontains(word, autoescape=True) for c in
-                           (col(Run.id), col(Run.name), col(Run.kind), col(Run.error), col(Run.config_json)))))
+        found.append(
+            or_(
+                *(
+                    c.icontains(word, autoescape=True)
+                    for c in (col(Run.id), col(Run.name), col(Run.kind), col(Run.error), col(Run.config_json))
+                )
+            )
+        )
     if where.kinds:
         found.append(col(Run.kind).in_(where.kinds))
     if where.kind_prefix:
@@ -290,8 +299,12 @@ def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], No
 
 # Migration 1 creates tables from today's models, so on a new database the columns below already
 # exist; each migration is written to be a no-op for what is already there.
-OWNER_COLUMNS = (("owner_host", "VARCHAR"), ("owner_pid", "INTEGER"), ("owner_started", "FLOAT"),
-                 ("heartbeat_at", "TIMESTAMP"))
+OWNER_COLUMNS = (
+    ("owner_host", "VARCHAR"),
+    ("owner_pid", "INTEGER"),
+    ("owner_started", "FLOAT"),
+    ("heartbeat_at", "TIMESTAMP"),
+)
 
 
 def _add_run_owner(engine: Engine) -> None:
@@ -325,7 +338,7 @@ def driver_url(url: str) -> str:
     """The SQLAlchemy URL to connect with: plain postgresql:// (and postgres://) use psycopg 3."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -526,7 +539,11 @@ class Store:
         return run
 
     def finish_run(
-        self, run_id: str, *, status: str = FINISHED, error: str | None = None,
+        self,
+        run_id: str,
+        *,
+        status: str = FINISHED,
+        error: str | None = None,
         summary: dict[str, Any] | None = None,
     ) -> None:
         if status not in RUN_STATUSES:
@@ -567,8 +584,9 @@ class Store:
             return
         try:
             with self._write_lock, self.engine.begin() as conn:
-                conn.execute(update(Run).where(col(Run.id).in_(active), col(Run.status) == RUNNING)
-                             .values(heartbeat_at=utcnow()))
+                conn.execute(
+                    update(Run).where(col(Run.id).in_(active), col(Run.status) == RUNNING).values(heartbeat_at=utcnow())
+                )
         except DBAPIError as exc:  # a missed beat is retried at the next one; the run itself goes on
             log.warning("heartbeat of %d run(s) failed: %s", len(active), exc.orig)
 
@@ -593,7 +611,8 @@ class Store:
             after = f"after event {events[-1].seq}" if events else "before its first event"
             with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
                 done = conn.execute(
-                    update(Run).where(col(Run.id) == run.id, col(Run.status) == RUNNING)
+                    update(Run)
+                    .where(col(Run.id) == run.id, col(Run.status) == RUNNING)
                     .values(status=INTERRUPTED, finished_at=last, error=f"interrupted {after}: {reason}")
                 ).rowcount
             if done:
@@ -612,9 +631,13 @@ class Store:
     def search_runs(self, where: RunFilter | None = None, *, limit: int = 50, offset: int = 0) -> list[Run]:
         """One page of the runs that match, newest first (ties by id, so pages never overlap)."""
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
-            query = (select(Run).where(*_conditions(where or RunFilter()))
-                     .order_by(col(Run.started_at).desc(), col(Run.id).desc())
-                     .limit(max(0, limit)).offset(max(0, offset)))
+            query = (
+                select(Run)
+                .where(*_conditions(where or RunFilter()))
+                .order_by(col(Run.started_at).desc(), col(Run.id).desc())
+                .limit(max(0, limit))
+                .offset(max(0, offset))
+            )
             return list(session.exec(query).all())
 
     def count_runs(self, where: RunFilter | None = None) -> int:
@@ -640,8 +663,9 @@ class Store:
         if not run_ids:
             return {}
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
-            rows = session.exec(select(RunTag.run_id, RunTag.tag).where(col(RunTag.run_id).in_(list(run_ids)))
-                                .order_by(col(RunTag.tag))).all()
+            rows = session.exec(
+                select(RunTag.run_id, RunTag.tag).where(col(RunTag.run_id).in_(list(run_ids))).order_by(col(RunTag.tag))
+            ).all()
         found: dict[str, list[str]] = {}
         for run_id, tag in rows:
             found.setdefault(run_id, []).append(tag)
@@ -672,8 +696,9 @@ class Store:
             if status is None:
                 raise StoreError(f"no run {run_id}")
             if status == RUNNING:
-                raise StoreError(f"run {run_id} is still running — cancel it (or wait for it to end) before "
-                                 "deleting it")
+                raise StoreError(
+                    f"run {run_id} is still running — cancel it (or wait for it to end) before deleting it"
+                )
             counts = {
                 "events": conn.execute(delete(EventRow).where(col(EventRow.run_id) == run_id)).rowcount,
                 "calls": conn.execute(delete(LlmCall).where(col(LlmCall.run_id) == run_id)).rowcount,
@@ -703,8 +728,13 @@ class Store:
             rows = session.exec(query).all()
         return {
             rid: {
-                "calls": n, "prompt_tokens": pt or 0, "completion_tokens": ct or 0,
-                "cost": cost or 0.0, "latency_s": lat or 0.0, "errors": errs, "would_cost": would,
+                "calls": n,
+                "prompt_tokens": pt or 0,
+                "completion_tokens": ct or 0,
+                "cost": cost or 0.0,
+                "latency_s": lat or 0.0,
+                "errors": errs,
+                "would_cost": would,
             }
             for rid, n, pt, ct, cost, lat, errs, would in rows
             if rid is not None
@@ -717,17 +747,18 @@ class Store:
     def events(self, run_id: str, after_seq: int = -1) -> list[EventRow]:
         with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
             query = (
-                select(EventRow)
-                .where(EventRow.run_id == run_id, EventRow.seq > after_seq)
-                .order_by(col(EventRow.seq))
+                select(EventRow).where(EventRow.run_id == run_id, EventRow.seq > after_seq).order_by(col(EventRow.seq))
             )
             return list(session.exec(query).all())
 
     # -- progress -------------------------------------------------------------------------------
     def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
         """Replace the run's progress (the run registry calls this, throttled)."""
-        with (self._write_lock, _db_errors(f"cannot write to {self.display_url}"),
-              Session(self.engine, expire_on_commit=False) as session):
+        with (
+            self._write_lock,
+            _db_errors(f"cannot write to {self.display_url}"),
+            Session(self.engine, expire_on_commit=False) as session,
+        ):
             row = session.get(RunProgress, run_id) or RunProgress(run_id=run_id)
             row.progress_json = _dumps(progress)
             row.updated_at = utcnow()
@@ -780,8 +811,11 @@ class Store:
 
     # -- helpers --------------------------------------------------------------------------------
     def _add(self, row: SQLModel) -> None:
-        with (self._write_lock, _db_errors(f"cannot write to {self.display_url}"),
-              Session(self.engine, expire_on_commit=False) as session):
+        with (
+            self._write_lock,
+            _db_errors(f"cannot write to {self.display_url}"),
+            Session(self.engine, expire_on_commit=False) as session,
+        ):
             session.add(row)
             session.commit()
             session.refresh(row)

@@ -217,9 +217,7 @@ class ChatModel(ABC):
         seed: int | None = None,
     ) -> Completion:
         """One answer. Raises a ModelError subclass; the call is recorded either way."""
-        request = self.build_request(
-            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
-        )
+        request = self.build_request(messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed)
         attempts = 0
         started = time.perf_counter()
         try:
@@ -249,9 +247,7 @@ class ChatModel(ABC):
             yield Chunk(text=completion.text)
             yield Chunk(completion=completion)
             return
-        request = self.build_request(
-            messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
-        )
+        request = self.build_request(messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed)
         pieces: list[str] = []
         final: RawResult | None = None
         shown = StreamRedactor()  # a reply can echo a key, even split across pieces
@@ -297,6 +293,7 @@ class ChatModel(ABC):
     def scoring_support(cls, spec: ModelSpec) -> str:
         """How this backend scores options for `spec`: "exact", "first token", "token walk" or "none"."""
         return "exact" if cls.can_score else "none"
+
     # Content-free baselines of contextual calibration, per (model, baseline request): computed once per
     # process (and recorded like any call), then reused by every prompt of that template.
     _BASELINES: ClassVar[dict[tuple[str, str], list[float]]] = {}
@@ -338,16 +335,24 @@ class ChatModel(ABC):
             self._record_failure(request, err, latency, attempts)
             raise err
         scores = OptionScores(
-            model_id=self.model_id, options=list(options), logprobs=result.logprobs,
-            token_counts=result.token_counts, probabilities=normalise(result.logprobs),
-            prompt_tokens=result.prompt_tokens, latency_s=latency, flags=list(result.flags),
+            model_id=self.model_id,
+            options=list(options),
+            logprobs=result.logprobs,
+            token_counts=result.token_counts,
+            probabilities=normalise(result.logprobs),
+            prompt_tokens=result.prompt_tokens,
+            latency_s=latency,
+            flags=list(result.flags),
             replayed=self.backend == "replay",
         )
         completion = Completion(
-            model_id=self.model_id, backend=self.backend, text=result.model_dump_json(),
+            model_id=self.model_id,
+            backend=self.backend,
+            text=result.model_dump_json(),
             parsed={"options": list(options), "logprobs": result.logprobs, "probabilities": scores.probabilities},
             usage=Usage(prompt_tokens=result.prompt_tokens, completion_tokens=sum(result.token_counts)),
-            latency_s=latency, flags=list(result.flags),
+            latency_s=latency,
+            flags=list(result.flags),
         )
         scores.call_id = self._record(request, completion, attempts)
         if calibration is not None:
@@ -355,8 +360,9 @@ class ChatModel(ABC):
             scores.calibrated = calibrate(scores.probabilities, normalise(scores.baseline))
         return scores
 
-    async def _baseline(self, calibration: str | Sequence[Message | dict[str, str]], options: Sequence[str]
-                        ) -> list[float]:
+    async def _baseline(
+        self, calibration: str | Sequence[Message | dict[str, str]], options: Sequence[str]
+    ) -> list[float]:
         key = (self.model_id, self.score_request(calibration, options).request_hash())
         if key not in ChatModel._BASELINES:
             ChatModel._BASELINES[key] = (await self.score_options(calibration, options)).logprobs
@@ -364,24 +370,29 @@ class ChatModel(ABC):
 
     async def _score(self, request: Request) -> ScoreResult:
         """One attempt at scoring; backends with log-probabilities override it."""
-        raise self._error(CannotScore, f"the {self.backend} backend offers no log-probabilities to score options "
-                                       "with — choose a judge method that generates, or a model that can score")
+        raise self._error(
+            CannotScore,
+            f"the {self.backend} backend offers no log-probabilities to score options "
+            "with — choose a judge method that generates, or a model that can score",
+        )
 
     template_capable: ClassVar[bool] = False
 
-    def template_request(self, messages: Sequence[Message | dict[str, str]] | str,
-                         parts: Sequence[tuple[str, Any]]) -> Request:
+    def template_request(
+        self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
+    ) -> Request:
         """The recorded request of a `fill_template` call: its parts are part of the hash."""
         import hashlib
         import json as _json
 
         digest = hashlib.sha256(_json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-        return self.build_request(messages, max_tokens=sum(
-            int(arg[0]) if kind == "free" else 1 for kind, arg in parts if kind != "text")
+        return self.build_request(
+            messages, max_tokens=sum(int(arg[0]) if kind == "free" else 1 for kind, arg in parts if kind != "text")
         ).model_copy(update={"schema_name": f"template:{digest}"})
 
-    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
-                            parts: Sequence[tuple[str, Any]]) -> Completion:
+    async def fill_template(
+        self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
+    ) -> Completion:
         """Fill a fixed text skeleton: ("text", literal) is copied, ("choice", [options]) takes the most
         likely option, ("free", (max_tokens, stop_chars)) generates greedily until a stop character.
         Only the slots cost decoding steps (local backends with token access only)."""
@@ -456,8 +467,11 @@ class ChatModel(ABC):
                 if is_truncated(raw.finish_reason):
                     # Cut off at max_tokens: any value may be cut short (0.95 → 0.9) or missing (and then
                     # defaulted), so no field of the answer is trusted.
-                    raise InvalidOutputError(f"the answer was cut off at max_tokens ({request.max_tokens}; "
-                                             f"finish_reason={raw.finish_reason}) — raise max_tokens", ["truncated"])
+                    raise InvalidOutputError(
+                        f"the answer was cut off at max_tokens ({request.max_tokens}; "
+                        f"finish_reason={raw.finish_reason}) — raise max_tokens",
+                        ["truncated"],
+                    )
                 if raw.native_object is not None:
                     parsed, flags = validate_object(schema, raw.native_object)
                 else:
@@ -521,7 +535,11 @@ class ChatModel(ABC):
         )
 
     def _record_failure(
-        self, request: Request, err: ModelError | ReplayMiss, latency: float, attempts: int,
+        self,
+        request: Request,
+        err: ModelError | ReplayMiss,
+        latency: float,
+        attempts: int,
         raw: RawResult | None = None,
     ) -> None:
         ctx = current_context()

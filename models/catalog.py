@@ -36,8 +36,10 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
-    backend: str = Field(description="A registered backend: llamacpp, ollama, openai, anthropic, gemini, replay, "
-                                     "or any other module in models/backends (see models.registry).")
+    backend: str = Field(
+        description="A registered backend: llamacpp, ollama, openai, anthropic, gemini, replay, "
+        "or any other module in models/backends (see models.registry)."
+    )
     model: str = Field(description="Provider model name, GGUF path, or 'bundled' for the packaged Gemma.")
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="Environment variable holding the key.")
@@ -53,7 +55,8 @@ class ModelSpec(BaseModel):
     tuning: Literal["base", "instruct"] = Field(
         default="instruct",
         description="A base model continues text (judge it by likelihood: `score_options`); an instruction "
-                    "model follows instructions (judge it by generating).")
+        "model follows instructions (judge it by generating).",
+    )
 
     @property
     def preferred_judge(self) -> Literal["likelihood", "generate"]:

@@ -52,7 +52,8 @@ def cancelled() -> bool:
 
 
 _CONTEXT: contextvars.ContextVar[CallContext] = contextvars.ContextVar(
-    "judgelab_call_context", default=CallContext()  # noqa: B039 - a frozen dataclass, immutable
+    "judgelab_call_context",
+    default=CallContext(),  # noqa: B039 - a frozen dataclass, immutable
 )
 
 

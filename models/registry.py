@@ -42,8 +42,12 @@ def backend_class(name: str) -> type[ChatModel]:
 
 
 def build_model(
-    spec: ModelSpec, *, call_log: CallLog | None = None, replay_from: CallLog | None = None,
-    delay_s: float = 0.0, fallthrough: bool = False,
+    spec: ModelSpec,
+    *,
+    call_log: CallLog | None = None,
+    replay_from: CallLog | None = None,
+    delay_s: float = 0.0,
+    fallthrough: bool = False,
 ) -> ChatModel:
     """A ChatModel for `spec`; with `replay_from`, one that answers from recorded calls instead (a request
     never recorded is a ReplayMiss, or with `fallthrough` a live call to the model of `spec`)."""
@@ -89,14 +93,16 @@ class ModelHub:
         self.call_log = call_log
         self._models: dict[tuple[str, bool, float, bool], ChatModel] = {}
 
-    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0,
-            fallthrough: bool = False) -> ChatModel:
+    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0, fallthrough: bool = False) -> ChatModel:
         """The model; with `replay`, answered from recorded calls (`fallthrough`: misses go to the model)."""
         key = (model_id, replay, delay_s, replay and fallthrough)
         if key not in self._models:
             spec = self.catalog.get(model_id)
             self._models[key] = build_model(
-                spec, call_log=self.call_log, replay_from=self.call_log if replay else None, delay_s=delay_s,
+                spec,
+                call_log=self.call_log,
+                replay_from=self.call_log if replay else None,
+                delay_s=delay_s,
                 fallthrough=replay and fallthrough,
             )
         return self._models[key]

@@ -42,7 +42,7 @@ def split_trailing_space(prompt: str, option: str) -> tuple[str, str]:
     """lm-evaluation-harness's convention: trailing whitespace of the context moves to the continuation,
     so "Answer: " + "Yes" is scored as "Answer:" + " Yes" (the way a tokenizer writes a word)."""
     stripped = prompt.rstrip(" ")
-    return stripped, prompt[len(stripped):] + option
+    return stripped, prompt[len(stripped) :] + option
 
 
 # -- scoring through APIs that expose log-probabilities -------------------------------------------------
@@ -62,8 +62,9 @@ class ScoringUnsupported(ValueError):
     """The log-probabilities the API gave cannot score these options (the message says why)."""
 
 
-def echo_option_logprob(tokens: Sequence[str], token_logprobs: Sequence[float | None], offsets: Sequence[int],
-                        start: int, end: int) -> tuple[float, int, bool]:
+def echo_option_logprob(
+    tokens: Sequence[str], token_logprobs: Sequence[float | None], offsets: Sequence[int], start: int, end: int
+) -> tuple[float, int, bool]:
     """Sum the echoed prompt-token log-probabilities of the characters [start, end) (the option inside the
     echoed prompt): (sum, token count, straddles) — `straddles` is True when a token spans the boundary
     between prompt and option (it is counted with the option, as the tokenizer merged them)."""
@@ -129,14 +130,18 @@ def first_token_scores(top: TopLogprobs, options: Sequence[str]) -> tuple[list[f
         if token in seen and options[seen[token]].strip() != options[i].strip():
             raise ScoringUnsupported(
                 f"options {options[seen[token]].strip()!r} and {options[i].strip()!r} both begin with the token "
-                f"{token!r}: a first-token score cannot tell them apart")
+                f"{token!r}: a first-token score cannot tell them apart"
+            )
         seen[token] = i
     return scores, flags
 
 
-async def walk_scores(prompt: str, options: Sequence[str],
-                      next_top: Callable[[str], Awaitable[tuple[TopLogprobs, int]]],
-                      max_steps: int = 24) -> tuple[list[float], list[int], int, list[str]]:
+async def walk_scores(
+    prompt: str,
+    options: Sequence[str],
+    next_top: Callable[[str], Awaitable[tuple[TopLogprobs, int]]],
+    max_steps: int = 24,
+) -> tuple[list[float], list[int], int, list[str]]:
     """Follow each option token by token through `next_top(text) -> (top-k next tokens, prompt tokens)`:
     (log-probabilities, token counts, prompt tokens, flags). Steps shared by options (a common prefix)
     are asked once. Trailing spaces of the prompt move into the options, as in lm-evaluation-harness."""
@@ -171,7 +176,7 @@ async def walk_scores(prompt: str, options: Sequence[str],
                 break
             total += best[1]
             context += best[0]
-            remaining = remaining[len(best[0]):]
+            remaining = remaining[len(best[0]) :]
         if remaining and steps >= max_steps:
             flags.append(f"truncated_option:{i}")
         logprobs.append(total)

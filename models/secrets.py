@@ -212,7 +212,7 @@ class StreamRedactor:
     def feed(self, piece: str) -> str:
         text = redact(self._pending + piece)
         hold = _partial_tail(text, _known().names)
-        self._pending = text[len(text) - hold:] if hold else ""
+        self._pending = text[len(text) - hold :] if hold else ""
         return text[: len(text) - hold]
 
     def flush(self) -> str:

@@ -67,7 +67,7 @@ def _close_truncated(text: str) -> str:
         out = re.sub(r'([:\[,])\s*[^\s"{}\[\],:]+\s*$', r"\1", out)
     out = out.rstrip()
     # A dangling separator or a key without its value cannot be closed meaningfully: drop it.
-    out = re.sub(r'(,|:)\s*$', "", out)
+    out = re.sub(r"(,|:)\s*$", "", out)
     out = re.sub(r',\s*"[^"]*"\s*$', "", out) if stack and stack[-1] == "}" else out
     out = re.sub(r'\{\s*"[^"]*"\s*$', "{", out)
     return out + "".join(reversed(stack))
@@ -182,8 +182,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_numbers(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str,
-                  problems: dict[str, str]) -> Any:
+def check_numbers(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str, problems: dict[str, str]) -> Any:
     """`value` with every number its schema cannot take removed: outside `minimum`/`maximum`, NaN or
     infinite, a fraction for an integer, a boolean for a number. Never clamped: a removed field is a
     failed field, recorded in `problems` (path → why); the caller decides what a failed field means."""
@@ -236,8 +235,9 @@ def validate_object(schema_model: type[BaseModel], value: Any) -> tuple[dict[str
         obj = schema_model.model_validate(value)
     except ValidationError as exc:
         failed = [f"{path}: {why}" for path, why in problems.items()]
-        others = [f"{_loc_path(err['loc'])}: {err['msg']}" for err in exc.errors()
-                  if _loc_path(err["loc"]) not in problems]
+        others = [
+            f"{_loc_path(err['loc'])}: {err['msg']}" for err in exc.errors() if _loc_path(err["loc"]) not in problems
+        ]
         message = f"does not match {schema_model.__name__}: " + "; ".join(failed + others)
         if failed:
             raise InvalidOutputError(message, flags + invalid) from None
@@ -245,8 +245,10 @@ def validate_object(schema_model: type[BaseModel], value: Any) -> tuple[dict[str
     dumped = obj.model_dump(mode="json")
     for key, number in _walk_numbers(dumped):
         if not math.isfinite(number):
-            raise InvalidOutputError(f"does not match {schema_model.__name__}: {key} is not a finite number",
-                                     [*flags, *invalid, f"invalid:{key}"])
+            raise InvalidOutputError(
+                f"does not match {schema_model.__name__}: {key} is not a finite number",
+                [*flags, *invalid, f"invalid:{key}"],
+            )
     return dumped, flags + invalid
 
 

@@ -35,7 +35,7 @@ from engine.confidence import (
 )
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
-from models.errors import ModelError
+from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
 LABELS_FILE = "benchmarks/confidence.jsonl"
@@ -104,21 +104,36 @@ def handle_threshold(changed: str) -> None:
         st.session_state[KEY + "t_" + name] = values[name]
     st.session_state[KEY + "t_note"] = (
         f"{', '.join(f'{n.upper()} moved to {values[n]:g}' for n in moved)} to keep SILENT ≥ NOTIFY ≥ CONFIRM "
-        f"(you set {changed.upper()} to {values[changed]:g})." if moved else None)
+        f"(you set {changed.upper()} to {values[changed]:g})."
+        if moved
+        else None
+    )
 
 
 def _render_settings() -> ConfidenceSettings:
     with st.sidebar.expander("Level thresholds", expanded=True):
-        values = {name: st.slider(f"{name.upper()} at ≥", 0.0, 1.0, key=KEY + "t_" + name, step=0.01,
-                                  on_change=handle_threshold, args=(name,)) for name in THRESHOLDS}
+        values = {
+            name: st.slider(
+                f"{name.upper()} at ≥",
+                0.0,
+                1.0,
+                key=KEY + "t_" + name,
+                step=0.01,
+                on_change=handle_threshold,
+                args=(name,),
+            )
+            for name in THRESHOLDS
+        }
         if st.session_state.get(KEY + "t_note"):
             st.warning(st.session_state[KEY + "t_note"], icon="↕️")
     try:
         thresholds = LevelThresholds(**values)
     except ValidationError:  # only reachable when the state was set from outside the sliders: say so everywhere
-        message = (f"Invalid level thresholds (SILENT {values['silent']:g}, NOTIFY {values['notify']:g}, CONFIRM "
-                   f"{values['confirm']:g}): they must satisfy SILENT ≥ NOTIFY ≥ CONFIRM. Nothing below uses them — "
-                   "move a slider to fix them.")
+        message = (
+            f"Invalid level thresholds (SILENT {values['silent']:g}, NOTIFY {values['notify']:g}, CONFIRM "
+            f"{values['confirm']:g}): they must satisfy SILENT ≥ NOTIFY ≥ CONFIRM. Nothing below uses them — "
+            "move a slider to fix them."
+        )
         st.sidebar.error(message)
         st.error(message)
         st.stop()
@@ -126,8 +141,13 @@ def _render_settings() -> ConfidenceSettings:
         d = ConfidenceSettings()
         weights = {
             name: st.number_input(name.removeprefix("weight_"), 0.0, 5.0, getattr(d, name), 0.05, key=KEY + name)
-            for name in ("weight_search_quality", "weight_tool_success", "weight_source_agreement",
-                         "weight_self_confidence", "weight_query_coverage")
+            for name in (
+                "weight_search_quality",
+                "weight_tool_success",
+                "weight_source_agreement",
+                "weight_self_confidence",
+                "weight_query_coverage",
+            )
         }
     return ConfidenceSettings(thresholds=thresholds, **weights)
 
@@ -143,8 +163,11 @@ def _factors_from_state() -> ConfidenceFactors:
 def _render_factors(settings: ConfidenceSettings) -> None:
     inputs, results = st.columns([1, 2], gap="large")
     with inputs:
-        st.toggle("Search step", key=KEY + "is_search_step",
-                  help="A search step's base is its search quality; other steps take a weighted mean.")
+        st.toggle(
+            "Search step",
+            key=KEY + "is_search_step",
+            help="A search step's base is its search quality; other steps take a weighted mean.",
+        )
         for name, (label, help_text) in SLIDERS.items():
             st.slider(label, 0.0, 1.0, key=KEY + name, step=0.01, help=help_text)
         left, right = st.columns(2)
@@ -188,16 +211,26 @@ def _render_live(settings: ConfidenceSettings) -> None:
         st.warning("No model is available for the LLM factors.")
         return
     catalog = state.get_catalog()
-    model_id = st.selectbox("Evaluating model", usable, key=KEY + "live_model",
-                            format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}")
+    model_id = st.selectbox(
+        "Evaluating model",
+        usable,
+        key=KEY + "live_model",
+        format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
+    )
     st.text_input("Query", "What is the capital of France?", key=KEY + "live_query")
     st.text_area("Answer", "The capital of France is Paris.", key=KEY + "live_answer", height=90)
-    st.button("Generate the answer with the model", key=KEY + "live_generate", on_click=handle_generate,
-              args=(model_id,))
-    st.text_area("Sources (one per line)", "Paris is the capital and largest city of France.\n"
-                 "France's capital city is Paris.", key=KEY + "live_sources", height=90)
-    st.slider("Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0,
-              key=KEY + "live_k")
+    st.button(
+        "Generate the answer with the model", key=KEY + "live_generate", on_click=handle_generate, args=(model_id,)
+    )
+    st.text_area(
+        "Sources (one per line)",
+        "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
+        key=KEY + "live_sources",
+        height=90,
+    )
+    st.slider(
+        "Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0, key=KEY + "live_k"
+    )
     if st.button("Evaluate", type="primary", key=KEY + "live_run"):
         handle_evaluate(model_id, settings)
     result = st.session_state[KEY + "live_result"]
@@ -208,11 +241,16 @@ def _render_live(settings: ConfidenceSettings) -> None:
         return
     st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
     export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
-    rows = [{"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
-            for r in result["results"]]
+    rows = [
+        {"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
+        for r in result["results"]
+    ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    failed = [f"{r['name']} = {r['value']:g} ({', '.join(r.get('flags') or []) or 'fallback'})"
-              for r in result["results"] if r["flagged"]]
+    failed = [
+        f"{r['name']} = {r['value']:g} ({', '.join(r.get('flags') or []) or 'fallback'})"
+        for r in result["results"]
+        if r["flagged"]
+    ]
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed)
     if result.get("samples"):
         with st.expander("Sampled answers"):
@@ -221,17 +259,49 @@ def _render_live(settings: ConfidenceSettings) -> None:
 
 
 def _default_plan() -> pd.DataFrame:
-    return pd.DataFrame([
-        {"step": "search docs", "is_search_step": True, "search_result_count": 5, "search_avg_score": 0.62,
-         "search_max_score": 0.78, "search_score_variance": 0.05, "source_count": 5, "source_agreement": 0.0,
-         "llm_self_confidence": 0.5, "tool_success_rate": 1.0, "query_coverage": 0.0},
-        {"step": "call API", "is_search_step": False, "search_result_count": 0, "search_avg_score": 0.0,
-         "search_max_score": 0.0, "search_score_variance": 1.0, "source_count": 1, "source_agreement": 0.0,
-         "llm_self_confidence": 0.7, "tool_success_rate": 0.75, "query_coverage": 0.0},
-        {"step": "write answer", "is_search_step": False, "search_result_count": 0, "search_avg_score": 0.0,
-         "search_max_score": 0.0, "search_score_variance": 1.0, "source_count": 3, "source_agreement": 0.82,
-         "llm_self_confidence": 0.85, "tool_success_rate": 1.0, "query_coverage": 0.8},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "step": "search docs",
+                "is_search_step": True,
+                "search_result_count": 5,
+                "search_avg_score": 0.62,
+                "search_max_score": 0.78,
+                "search_score_variance": 0.05,
+                "source_count": 5,
+                "source_agreement": 0.0,
+                "llm_self_confidence": 0.5,
+                "tool_success_rate": 1.0,
+                "query_coverage": 0.0,
+            },
+            {
+                "step": "call API",
+                "is_search_step": False,
+                "search_result_count": 0,
+                "search_avg_score": 0.0,
+                "search_max_score": 0.0,
+                "search_score_variance": 1.0,
+                "source_count": 1,
+                "source_agreement": 0.0,
+                "llm_self_confidence": 0.7,
+                "tool_success_rate": 0.75,
+                "query_coverage": 0.0,
+            },
+            {
+                "step": "write answer",
+                "is_search_step": False,
+                "search_result_count": 0,
+                "search_avg_score": 0.0,
+                "search_max_score": 0.0,
+                "search_score_variance": 1.0,
+                "source_count": 3,
+                "source_agreement": 0.82,
+                "llm_self_confidence": 0.85,
+                "tool_success_rate": 1.0,
+                "query_coverage": 0.8,
+            },
+        ]
+    )
 
 
 def _render_plan(settings: ConfidenceSettings) -> None:
@@ -265,9 +335,16 @@ def _render_plan(settings: ConfidenceSettings) -> None:
     for col, (method, value) in zip(cols, aggregates.items(), strict=True):
         col.metric(f"{method}", f"{value:.3f}", decide_level(value, settings.thresholds).value, delta_color="off")
     st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
-    st.dataframe(pd.DataFrame([{"step": n, "score": s.score, "level": lv, "reason": s.reason}
-                               for (n, _), s, lv in zip(rows, scores, levels, strict=True)]),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"step": n, "score": s.score, "level": lv, "reason": s.reason}
+                for (n, _), s, lv in zip(rows, scores, levels, strict=True)
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 
 def _labels_path() -> Path:
@@ -316,13 +393,22 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
     left, right = st.columns(2)
     left.plotly_chart(charts.reliability_diagram(report["bins"], report["ece"]))
     right.plotly_chart(charts.risk_coverage_curve(report["risk_coverage"], report["thresholds"]))
-    st.dataframe(pd.DataFrame({"level": list(LEVEL_NAMES),
-                               "count": [report["level_counts"][lv] for lv in LEVEL_NAMES],
-                               "accuracy": [report["accuracy_by_level"][lv] for lv in LEVEL_NAMES]}).set_index("level"),
-                 width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "level": list(LEVEL_NAMES),
+                "count": [report["level_counts"][lv] for lv in LEVEL_NAMES],
+                "accuracy": [report["accuracy_by_level"][lv] for lv in LEVEL_NAMES],
+            }
+        ).set_index("level"),
+        width="stretch",
+    )
     with st.expander("Items"):
-        st.dataframe(pd.DataFrame(report["items"])[["id", "query", "correct", "score", "level"]], hide_index=True,
-                     width="stretch")
+        st.dataframe(
+            pd.DataFrame(report["items"])[["id", "query", "correct", "score", "level"]],
+            hide_index=True,
+            width="stretch",
+        )
 
 
 def handle_calibrate(source: str, items: list[LabelledItem], settings: ConfidenceSettings) -> None:
@@ -344,17 +430,21 @@ def handle_generate(model_id: str) -> None:
         st.session_state[KEY + "live_answer"] = state.get_loop().run(
             generate_answer(model, st.session_state[KEY + "live_query"]), timeout=300
         )
-    except ModelError as exc:
+    except (ModelError, ReplayMiss) as exc:  # a callback: demo mode's miss is shown here, not by the app
         st.session_state[KEY + "live_result"] = {"error": str(exc)}
 
 
 def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
     """One `confidence.evaluate` run through `engine.confidence.evaluate`, the entry point the CLI calls too."""
     try:
-        config = EvaluationConfig(model_id=model_id, query=st.session_state[KEY + "live_query"],
-                                  answer=st.session_state[KEY + "live_answer"],
-                                  sources=st.session_state[KEY + "live_sources"].splitlines(),
-                                  sampling_k=int(st.session_state[KEY + "live_k"]), settings=settings)
+        config = EvaluationConfig(
+            model_id=model_id,
+            query=st.session_state[KEY + "live_query"],
+            answer=st.session_state[KEY + "live_answer"],
+            sources=st.session_state[KEY + "live_sources"].splitlines(),
+            sampling_k=int(st.session_state[KEY + "live_k"]),
+            settings=settings,
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         st.session_state[KEY + "live_result"] = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
@@ -366,7 +456,9 @@ def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
             st.session_state[KEY + "live_result"] = {"error": str(exc)}
             return
     st.session_state[KEY + "live_result"] = {
-        "run_id": result.run_id, "factors": result.factors.model_dump(),
-        "results": [r.model_dump() for r in result.results], "samples": result.samples,
+        "run_id": result.run_id,
+        "factors": result.factors.model_dump(),
+        "results": [r.model_dump() for r in result.results],
+        "samples": result.samples,
     }
     state.clear_reads()

@@ -68,40 +68,62 @@ def _reopen(run_id: str) -> None:
     try:
         if run is None or run.kind != "handraise.conversation":
             raise ValueError(f"no stored conversation {run_id}")
-        conv = restore_conversation(run.config, [(e.type, e.payload) for e in store.events(run_id)],
-                                    state.get_hub().get)
+        conv = restore_conversation(
+            run.config, [(e.type, e.payload) for e in store.events(run_id)], state.get_hub().get
+        )
     except ValueError as exc:
-        st.session_state.update({KEY + "conv": None, KEY + "run_id": None, KEY + "log": [], KEY + "reopened": False,
-                                 KEY + "error": f"Cannot reopen run {run_id}: {exc}"})
+        st.session_state.update(
+            {
+                KEY + "conv": None,
+                KEY + "run_id": None,
+                KEY + "log": [],
+                KEY + "reopened": False,
+                KEY + "error": f"Cannot reopen run {run_id}: {exc}",
+            }
+        )
         return
     log: list[dict[str, Any]] = []
     for turn in conv.states:
         log.append({"kind": "user", "text": turn.text})
-        for h in turn.hands if turn.answered else []:  # as `answer_turn` logs a turn
-            r = turn.resolved[h.model]
-            if r.approved:
-                log.append({"kind": "answer", "pid": h.model, "text": turn.answers.get(h.model, ""),
-                            "error": turn.answer_errors.get(h.model)})
-            elif h.status != HandStatus.NOT_JUDGED:
-                log.append({"kind": "skip", "pid": h.model,
-                            "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")})
-    st.session_state.update({KEY + "conv": conv, KEY + "session": None, KEY + "log": log, KEY + "reopened": True,
-                             KEY + "error": None})
+        if turn.answered:
+            log.extend(_turn_lines(turn))
+    st.session_state.update(
+        {KEY + "conv": conv, KEY + "session": None, KEY + "log": log, KEY + "reopened": True, KEY + "error": None}
+    )
+
+
+def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
+    """What the chat shows of a closed turn: each approved answer, and a skip line for each hand not taken."""
+    lines: list[dict[str, Any]] = []
+    for h in turn.hands:
+        r = turn.resolved[h.model]
+        if r.approved:
+            text, error = turn.answers.get(h.model, ""), turn.answer_errors.get(h.model)
+            lines.append({"kind": "answer", "pid": h.model, "text": text, "error": error})
+        elif h.status != HandStatus.NOT_JUDGED:
+            lines.append(
+                {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
+            )
+    return lines
 
 
 def render() -> None:
     _init_state()
     st.title("🙋 Conversation")
-    st.caption("Before anyone answers, each participant's will to speak (relevance, novelty, confidence → will) is "
-               "judged. Hands at or above the threshold become cards you approve or skip; @name and @all work "
-               "anywhere in a message.")
+    st.caption(
+        "Before anyone answers, each participant's will to speak (relevance, novelty, confidence → will) is "
+        "judged. Hands at or above the threshold become cards you approve or skip; @name and @all work "
+        "anywhere in a message."
+    )
     cast, config = _render_settings()
     conv: Conversation | None = st.session_state[KEY + "conv"]
-    if conv is not None and (conv.config != config or [p.model_dump() for p in conv.participants.values()]
-                             != [p.model_dump() for p in cast]):
+    if conv is not None and (
+        conv.config != config or [p.model_dump() for p in conv.participants.values()] != [p.model_dump() for p in cast]
+    ):
         st.info("Settings changed: they apply from the next conversation (the What-if tab re-decides this one).")
     chat, charts_tab, whatif_tab, telemetry_tab, bench_tab = st.tabs(
-        ["Chat", "Charts", "What-if", "Telemetry", "Judge benchmark"])
+        ["Chat", "Charts", "What-if", "Telemetry", "Judge benchmark"]
+    )
     with chat:
         _render_chat(cast, config)
     conv = st.session_state[KEY + "conv"]
@@ -133,18 +155,39 @@ def render() -> None:
 def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
     catalog = state.get_catalog()
     with st.expander("Participants and settings", expanded=st.session_state[KEY + "conv"] is None):
-        rows = [{"id": p.id, "model": p.model_id, "name": p.name, "icon": p.icon, "expertise": ", ".join(p.expertise),
-                 "role": p.role} for p in DEFAULT_CAST]
-        edited = st.data_editor(pd.DataFrame(rows), num_rows="dynamic", width="stretch", key=KEY + "cast",
-                                column_config={"model": st.column_config.SelectboxColumn("model", options=catalog.ids,
-                                                                                         required=True)})
+        rows = [
+            {
+                "id": p.id,
+                "model": p.model_id,
+                "name": p.name,
+                "icon": p.icon,
+                "expertise": ", ".join(p.expertise),
+                "role": p.role,
+            }
+            for p in DEFAULT_CAST
+        ]
+        edited = st.data_editor(
+            pd.DataFrame(rows),
+            num_rows="dynamic",
+            width="stretch",
+            key=KEY + "cast",
+            column_config={"model": st.column_config.SelectboxColumn("model", options=catalog.ids, required=True)},
+        )
         c1, c2, c3, c4 = st.columns(4)
-        mode = c1.selectbox("Mode", [m.value for m in Mode], key=KEY + "mode",
-                            help="focus: you approve; brainstorm: will above the auto-allow level is approved "
-                                 "(up to the cap); mention_only: only @mentioned participants answer")
+        mode = c1.selectbox(
+            "Mode",
+            [m.value for m in Mode],
+            key=KEY + "mode",
+            help="focus: you approve; brainstorm: will above the auto-allow level is approved "
+            "(up to the cap); mention_only: only @mentioned participants answer",
+        )
         method = c1.selectbox("Judge method", METHODS, key=KEY + "method")
-        judge_model = c1.selectbox("Judge model", catalog.ids, key=KEY + "judge_model",
-                                   disabled=method not in ("judge", "hybrid", "likelihood"))
+        judge_model = c1.selectbox(
+            "Judge model",
+            catalog.ids,
+            key=KEY + "judge_model",
+            disabled=method not in ("judge", "hybrid", "likelihood"),
+        )
         c1.caption(md(_calibration_caption(method, judge_model)))
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
@@ -155,24 +198,38 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         cap = c3.number_input("Brainstorm: max auto speakers", 1, 10, 2, key=KEY + "cap")
         timeout = c4.number_input("Card timeout (s, 0 = none)", 0, 600, 0, key=KEY + "timeout")
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
-        auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05,
-                                  key=KEY + "auto_at")
+        auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
     try:
         cast = []
         for r in edited.to_dict("records"):
             if not isinstance(r.get("id"), str) or not r["id"]:
                 continue
             expertise = [e.strip() for e in str(r.get("expertise") or "").split(",") if e.strip()]
-            cast.append(Participant(id=r["id"], model_id=r.get("model") or catalog.ids[0],
-                                    name=r.get("name") or r["id"], icon=r.get("icon") or "🙋",
-                                    role=r.get("role") or "", expertise=expertise))
+            cast.append(
+                Participant(
+                    id=r["id"],
+                    model_id=r.get("model") or catalog.ids[0],
+                    name=r.get("name") or r["id"],
+                    icon=r.get("icon") or "🙋",
+                    role=r.get("role") or "",
+                    expertise=expertise,
+                )
+            )
         if len({p.id for p in cast}) != len(cast):
             raise ValueError("participant ids must be unique")
         config = HandRaiseConfig(
-            weights=Weights(relevance=w_r, novelty=w_n, confidence=w_c), threshold=threshold, mode=Mode(mode),
-            judge_method=method, judge_model=judge_model, cooldown_enabled=cooldown, cooldown_per_turn=strength,
-            brainstorm_max_speakers=int(cap), card_timeout_s=float(timeout) or None, timeout_action=action,
-            auto_approve_at=float(auto_at) or None)
+            weights=Weights(relevance=w_r, novelty=w_n, confidence=w_c),
+            threshold=threshold,
+            mode=Mode(mode),
+            judge_method=method,
+            judge_model=judge_model,
+            cooldown_enabled=cooldown,
+            cooldown_per_turn=strength,
+            brainstorm_max_speakers=int(cap),
+            card_timeout_s=float(timeout) or None,
+            timeout_action=action,
+            auto_approve_at=float(auto_at) or None,
+        )
     except ValueError as exc:
         st.error(f"Settings: {md(exc, inline=False)}")
         st.stop()
@@ -203,8 +260,9 @@ def _calibration_caption(method: str, judge_model: str) -> str:
 def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> ConversationSession:
     """`handraise.open_conversation` (the run the CLI's `handraise chat` opens too), watched by the registry:
     closed as interrupted once this browser session is gone or idle too long."""
-    session = open_conversation(ConversationConfig(participants=cast, config=config), state.get_hub().get,
-                                state.get_store())
+    session = open_conversation(
+        ConversationConfig(participants=cast, config=config), state.get_hub().get, state.get_store()
+    )
     state.get_registry().track(session.run_id, alive=_session_alive())
     st.session_state[KEY + "session"] = session
     st.session_state[KEY + "run_id"] = session.run_id
@@ -231,8 +289,18 @@ def _session_alive() -> Any:
 
 
 def _reset_chat() -> None:
-    for name, value in (("session", None), ("conv", None), ("run_id", None), ("log", []), ("deadline", None),
-                        ("error", None), ("pending", None), ("streams", {}), ("answering", {}), ("reopened", False)):
+    for name, value in (
+        ("session", None),
+        ("conv", None),
+        ("run_id", None),
+        ("log", []),
+        ("deadline", None),
+        ("error", None),
+        ("pending", None),
+        ("streams", {}),
+        ("answering", {}),
+        ("reopened", False),
+    ):
         st.session_state[KEY + name] = value
     st.query_params.pop("run", None)
 
@@ -267,8 +335,10 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     reopened = st.session_state[KEY + "reopened"]
     top[0].button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
     if reopened:
-        st.info(f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
-                "New conversation starts a fresh one.")
+        st.info(
+            f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
+            "New conversation starts a fresh one."
+        )
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -294,8 +364,11 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         _watch_answers(conv, current)
         if current.waiting:
             _render_cards(conv, current)
-    prompt = st.chat_input("Message the group (try @all or @coder)", key=KEY + "input",
-                           disabled=current is not None or pending is not None or reopened)
+    prompt = st.chat_input(
+        "Message the group (try @all or @coder)",
+        key=KEY + "input",
+        disabled=current is not None or pending is not None or reopened,
+    )
     if prompt:
         handle_message(prompt, cast, config)
         st.rerun()
@@ -334,8 +407,9 @@ def _watch_judgment(pending: Any) -> None:
         except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
             st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
         else:
-            st.session_state[KEY + "deadline"] = (time.monotonic() + conv.config.card_timeout_s
-                                                  if conv.config.card_timeout_s and turn.waiting else None)
+            st.session_state[KEY + "deadline"] = (
+                time.monotonic() + conv.config.card_timeout_s if conv.config.card_timeout_s and turn.waiting else None
+            )
             _start_approved(conv, turn)
         st.rerun()
 
@@ -388,26 +462,40 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
         p = conv.participants[hand.model]
         with st.container(border=True):
             left, right = st.columns([5, 2])
-            left.markdown(f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will: **{hand.will:.2f}**, reason: "
-                          f"{md(hand.reason or '—')})")
+            left.markdown(
+                f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will: **{hand.will:.2f}**, reason: "
+                f"{md(hand.reason or '—')})"
+            )
             if failure_flags(hand.flags):
                 left.caption("⚠ judgment failed, fallback used: " + md(", ".join(failure_flags(hand.flags))))
             if hand.cooldown_delta or hand.over_raise_factor != 1:
-                left.caption(f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
-                             f"over-raise ×{hand.over_raise_factor:g}")
+                left.caption(
+                    f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
+                    f"over-raise ×{hand.over_raise_factor:g}"
+                )
             a, b = right.columns(2)
-            a.button("Speak", key=f"{KEY}approve.{turn.turn_id}.{hand.model}", type="primary",
-                     on_click=_decide, args=(conv, turn, "act", hand.model, "approve"))
-            b.button("Skip", key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
-                     on_click=_decide, args=(conv, turn, "act", hand.model, "skip"))
+            a.button(
+                "Speak",
+                key=f"{KEY}approve.{turn.turn_id}.{hand.model}",
+                type="primary",
+                on_click=_decide,
+                args=(conv, turn, "act", hand.model, "approve"),
+            )
+            b.button(
+                "Skip",
+                key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
+                on_click=_decide,
+                args=(conv, turn, "act", hand.model, "skip"),
+            )
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-    c1.button("Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide,
-              args=(conv, turn, "batch", "approve_all", None))
-    c2.button("Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide,
-              args=(conv, turn, "batch", "skip_all", None))
+    c1.button(
+        "Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "approve_all", None)
+    )
+    c2.button(
+        "Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "skip_all", None)
+    )
     at = c4.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}")
-    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide,
-              args=(conv, turn, "batch", "auto_at", at))
+    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "auto_at", at))
     if deadline is not None:
         _countdown(conv, turn, deadline)
 
@@ -454,15 +542,7 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
     except ValueError as exc:
         st.session_state[KEY + "error"] = f"Answering failed: {exc}"
         return
-    log = st.session_state[KEY + "log"]
-    for h in turn.hands:
-        r = turn.resolved[h.model]
-        if r.approved:
-            log.append({"kind": "answer", "pid": h.model, "text": turn.answers.get(h.model, ""),
-                        "error": turn.answer_errors.get(h.model)})
-        elif h.status != HandStatus.NOT_JUDGED:
-            log.append({"kind": "skip", "pid": h.model, "text": skip_line(h)
-                        + (f" · {r.by}" if r.by != "mode" else "")})
+    st.session_state[KEY + "log"].extend(_turn_lines(turn))
     st.session_state[KEY + "deadline"] = None
     st.session_state[KEY + "answering"] = {}
     st.session_state[KEY + "streams"] = {}
@@ -476,9 +556,12 @@ def render_charts(conv: Conversation) -> None:
     figures = token_figures(conv)
     m1, m2, m3 = st.columns(3)
     m1.metric("Tokens spent (judge + answers)", figures["spent_tokens"])
-    m2.metric("'Everyone answers' baseline", figures["baseline_tokens"],
-              help="Answer tokens if every participant had answered every turn (missing ones at this "
-                   "conversation's mean answer length); no judgment cost.")
+    m2.metric(
+        "'Everyone answers' baseline",
+        figures["baseline_tokens"],
+        help="Answer tokens if every participant had answered every turn (missing ones at this "
+        "conversation's mean answer length); no judgment cost.",
+    )
     m3.metric("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}")
     c1, c2 = st.columns(2)
     c1.plotly_chart(charts.will_per_turn(conv.telemetry, conv.config.threshold), key=KEY + "will_chart")
@@ -487,12 +570,18 @@ def render_charts(conv: Conversation) -> None:
 
 
 def render_whatif(conv: Conversation) -> None:
-    st.caption("Move the settings: the whole conversation is re-decided from its recorded components (no model "
-               "call). A card you never saw counts as skipped; your recorded decisions stand.")
+    st.caption(
+        "Move the settings: the whole conversation is re-decided from its recorded components (no model "
+        "call). A card you never saw counts as skipped; your recorded decisions stand."
+    )
     c1, c2, c3, c4 = st.columns(4)
     threshold = c1.slider("Threshold", 0.0, 1.0, conv.config.threshold, 0.05, key=KEY + "wi_threshold")
-    mode = c1.selectbox("Mode", [m.value for m in Mode], index=[m.value for m in Mode].index(conv.config.mode.value),
-                        key=KEY + "wi_mode")
+    mode = c1.selectbox(
+        "Mode",
+        [m.value for m in Mode],
+        index=[m.value for m in Mode].index(conv.config.mode.value),
+        key=KEY + "wi_mode",
+    )
     w_r = c2.slider("Relevance weight", 0.0, 1.0, conv.config.weights.relevance, 0.05, key=KEY + "wi_wr")
     w_n = c2.slider("Novelty weight", 0.0, 1.0, conv.config.weights.novelty, 0.05, key=KEY + "wi_wn")
     w_c = c3.slider("Confidence weight", 0.0, 1.0, conv.config.weights.confidence, 0.05, key=KEY + "wi_wc")
@@ -500,9 +589,14 @@ def render_whatif(conv: Conversation) -> None:
     actions: list[Action] = ["skip", "approve"]
     unrecorded = c4.selectbox("Cards you never saw", actions, key=KEY + "wi_unrecorded") or "skip"
     try:
-        cfg = conv.config.model_copy(update={
-            "threshold": threshold, "mode": Mode(mode), "cooldown_per_turn": strength,
-            "weights": Weights(relevance=w_r, novelty=w_n, confidence=w_c)})
+        cfg = conv.config.model_copy(
+            update={
+                "threshold": threshold,
+                "mode": Mode(mode),
+                "cooldown_per_turn": strength,
+                "weights": Weights(relevance=w_r, novelty=w_n, confidence=w_c),
+            }
+        )
     except ValueError as exc:
         st.error(md(exc, inline=False))
         return
@@ -539,11 +633,29 @@ def stored_evals() -> pd.DataFrame:
         if r.status != "finished":
             continue
         cfg, totals = r.config, r.summary
-        rows.append({"run": r.id, "method": cfg.get("method"), "context": cfg.get("context"),
-                     "repeat": cfg.get("repeat"), "items": cfg.get("items"), **{
-                         k: totals.get(k) for k in ("accuracy", "precision", "recall", "f1", "consistency",
-                                                    "median_latency_s", "tokens_per_decision",
-                                                    "cost_per_decision", "cost_total")}})
+        rows.append(
+            {
+                "run": r.id,
+                "method": cfg.get("method"),
+                "context": cfg.get("context"),
+                "repeat": cfg.get("repeat"),
+                "items": cfg.get("items"),
+                **{
+                    k: totals.get(k)
+                    for k in (
+                        "accuracy",
+                        "precision",
+                        "recall",
+                        "f1",
+                        "consistency",
+                        "median_latency_s",
+                        "tokens_per_decision",
+                        "cost_per_decision",
+                        "cost_total",
+                    )
+                },
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -581,22 +693,36 @@ def _watched_benchmarks() -> list[str]:
     return ids
 
 
-def start_benchmark(items: list[Any], config: HandRaiseConfig, context: str, repeat: int,
-                    model_ids: list[str]) -> str | None:
+def start_benchmark(
+    items: list[Any], config: HandRaiseConfig, context: str, repeat: int, model_ids: list[str]
+) -> str | None:
     """One context of the ablation as a registry run (an identical one still running is attached to)."""
     from engine import runctx
     from engine.handraise import run_benchmark
 
     store, hub = state.get_store(), state.get_hub()
-    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": model_ids,
-                "items": len(items), "config": config.model_dump(mode="json")}
+    settings = {
+        "method": config.judge_method,
+        "context": context,
+        "repeat": repeat,
+        "models": model_ids,
+        "items": len(items),
+        "config": config.model_dump(mode="json"),
+    }
 
     async def entry() -> Any:
         runctx.progress(total=len(items), step=f"context {context}")
         # the cast's models re-seat each item, as `handraise eval --models`
-        return await run_benchmark(store, items, hub.get, config, context, repeat,  # type: ignore[arg-type]
-                                   model_ids=model_ids,
-                                   on_item=lambda line: runctx.progress(advance=1, step=f"item {line['id']}"))
+        return await run_benchmark(
+            store,
+            items,
+            hub.get,
+            config,
+            context,  # type: ignore[arg-type]
+            repeat,
+            model_ids=model_ids,
+            on_item=lambda line: runctx.progress(advance=1, step=f"item {line['id']}"),
+        )
 
     try:
         return state.get_registry().start("handraise.eval", settings, entry)
@@ -608,8 +734,10 @@ def start_benchmark(items: list[Any], config: HandRaiseConfig, context: str, rep
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
     from engine.handraise import ContextMode, parse_benchmark
 
-    st.caption("The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
-               "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn.")
+    st.caption(
+        "The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "
+        "above, once per context size: the last 1, 3 or 5 turns, or a summary plus the last turn."
+    )
     c1, c2, c3 = st.columns(3)
     options: list[ContextMode] = ["1", "3", "5", "summary"]
     contexts = c1.multiselect("Contexts", options, default=options, key=KEY + "b_contexts")
@@ -622,9 +750,8 @@ def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
         except (OSError, ValueError) as exc:
             st.error(md(exc, inline=False))
             return
-        items = items[:int(limit)] if limit else items
-        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast])
-               for context in contexts]
+        items = items[: int(limit)] if limit else items
+        ids = [start_benchmark(items, config, context, int(repeat), [p.model_id for p in cast]) for context in contexts]
         set_url_run(",".join(i for i in ids if i), BENCH_PARAM)
         st.rerun()
     for run_id in running:
@@ -635,7 +762,13 @@ def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
         return
     latest = table.drop_duplicates(subset=["method", "context"], keep="first")
     st.markdown("**Latest run per method and context** (each figure from its run's per-item lines)")
-    st.dataframe(latest, hide_index=True, width="stretch", column_config={
-        "cost_per_decision": st.column_config.NumberColumn("$ per decision", format="$%.6f"),
-        "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f")})
+    st.dataframe(
+        latest,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "cost_per_decision": st.column_config.NumberColumn("$ per decision", format="$%.6f"),
+            "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f"),
+        },
+    )
     st.plotly_chart(charts.context_ablation(latest.to_dict("records")), key=KEY + "ablation")

@@ -66,8 +66,14 @@ def render() -> None:
         _render_batch(profiles)
     with duo_tab:
         _render_duo(profiles)
-    export_buttons(state.get_store(), [(st.session_state.get(KEY + k) or {}).get("run_id")  # the runs shown above
-                                       for k in ("review", "batch_rubric", "duo")], key=KEY + "export")
+    export_buttons(
+        state.get_store(),
+        [
+            (st.session_state.get(KEY + k) or {}).get("run_id")  # the runs shown above
+            for k in ("review", "batch_rubric", "duo")
+        ],
+        key=KEY + "export",
+    )
 
 
 def _status_badge(status: str) -> str:
@@ -85,8 +91,8 @@ def highlight(text: str, rules: list[dict[str, Any]]) -> str:
     for word in sorted(statuses, key=len, reverse=True):
         start = text.find(word)
         while start >= 0:
-            if not any(marks[start:start + len(word)]):
-                marks[start:start + len(word)] = [statuses[word]] * len(word)
+            if not any(marks[start : start + len(word)]):
+                marks[start : start + len(word)] = [statuses[word]] * len(word)
             start = text.find(word, start + 1)
     out, i = [], 0
     while i < len(text):
@@ -104,8 +110,13 @@ def _render_check(profiles: dict[str, Any]) -> None:
     left, right = st.columns([1, 1], gap="large")
     with left:
         names = list(profiles)
-        character = st.selectbox("Character", names, index=names.index("yana") if "yana" in names else 0,
-                                 key=KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})")
+        character = st.selectbox(
+            "Character",
+            names,
+            index=names.index("yana") if "yana" in names else 0,
+            key=KEY + "character",
+            format_func=lambda c: f"{profiles[c].name} ({c})",
+        )
         st.text_area("Line", "えー、ほんと？海って気持ちいいわ！", key=KEY + "line", height=110)
         st.text_input("Scene (for the rubric)", "海辺の散歩", key=KEY + "scene")
         use_model = st.toggle("Also score the LLM rubric", key=KEY + "use_rubric")
@@ -128,9 +139,16 @@ def _render_review(review: dict[str, Any]) -> None:
         st.caption(f"recorded as run {md(review['run_id'])}")
     st.markdown("**Normalised** (matches highlighted)")
     st.markdown(highlight(review["normalized"], review["rules"]))
-    st.dataframe(pd.DataFrame([{"rule": r["rule"], "status": r["status"], "detail": r["detail"],
-                                "matches": ", ".join(r["matches"])} for r in review["rules"]]),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"rule": r["rule"], "status": r["status"], "detail": r["detail"], "matches": ", ".join(r["matches"])}
+                for r in review["rules"]
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
     tone = review["tone"]
     cols = st.columns(4)
     cols[0].metric("Tone score", tone["score"])
@@ -140,8 +158,10 @@ def _render_review(review: dict[str, Any]) -> None:
     rubric = review.get("rubric")
     if rubric:
         if rubric.get("failed"):
-            st.warning(f"Rubric failed: {md(rubric['error'])} — {md(rubric['comment'])}"
-                       + (f" ⚠ {md(', '.join(rubric['flags']))}" if rubric.get("flags") else ""))
+            st.warning(
+                f"Rubric failed: {md(rubric['error'])} — {md(rubric['comment'])}"
+                + (f" ⚠ {md(', '.join(rubric['flags']))}" if rubric.get("flags") else "")
+            )
         else:
             st.markdown(f"**Rubric** average {rubric['average']:.2f} → {_status_badge(rubric['status'])}")
             st.plotly_chart(charts.rubric_radar(rubric["scores"], RUBRIC_LABELS))
@@ -156,15 +176,20 @@ def _model_picker(key: str) -> str | None:
         st.warning("No model is available.")
         return None
     catalog = state.get_catalog()
-    return st.selectbox("Model", usable, key=key,
-                        format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}")
+    return st.selectbox(
+        "Model", usable, key=key, format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}"
+    )
 
 
 def handle_check(profile: Any, model_id: str | None) -> None:
     """One line through `director.review_line` (a `director.check` run, rules only or with the rubric)."""
     try:
-        config = CheckConfig(character=profile.id, text=st.session_state[KEY + "line"],
-                             scene=st.session_state[KEY + "scene"], model_id=model_id)
+        config = CheckConfig(
+            character=profile.id,
+            text=st.session_state[KEY + "line"],
+            scene=st.session_state[KEY + "scene"],
+            model_id=model_id,
+        )
     except ValidationError as exc:
         st.session_state[KEY + "review"] = None
         st.error(f"Nothing checked: {md(exc.errors()[0]['msg'])}")
@@ -187,19 +212,31 @@ def _retune_controls() -> DirectorConfig:
         rubric_pass = c3.number_input("Rubric: PASS from average", 1.0, 5.0, d.rubric_pass, 0.1, key=KEY + "r_pass")
         rubric_warn = c3.number_input("Rubric: WARN from average", 1.0, 5.0, d.rubric_warn, 0.1, key=KEY + "r_warn")
     try:
-        return DirectorConfig(format_warn_lines=int(warn_lines), format_retry_lines=int(retry_lines),
-                              tone_pass=int(tone_pass), tone_warn=int(tone_warn),
-                              rubric_pass=float(rubric_pass), rubric_warn=float(rubric_warn))
+        return DirectorConfig(
+            format_warn_lines=int(warn_lines),
+            format_retry_lines=int(retry_lines),
+            tone_pass=int(tone_pass),
+            tone_warn=int(tone_warn),
+            rubric_pass=float(rubric_pass),
+            rubric_warn=float(rubric_warn),
+        )
     except ValueError as exc:
         st.error(f"Invalid thresholds, using the defaults: {str(exc).splitlines()[-1]}")
         return d
 
 
 def _render_batch(profiles: dict[str, Any]) -> None:
-    upload = st.file_uploader("Script (CSV with a `text` column, or JSONL of {text, id?, character?})",
-                              type=["csv", "jsonl"], key=KEY + "upload")
-    default = st.selectbox("Character for rows that name none", list(profiles), key=KEY + "batch_character",
-                           format_func=lambda c: profiles[c].name)
+    upload = st.file_uploader(
+        "Script (CSV with a `text` column, or JSONL of {text, id?, character?})",
+        type=["csv", "jsonl"],
+        key=KEY + "upload",
+    )
+    default = st.selectbox(
+        "Character for rows that name none",
+        list(profiles),
+        key=KEY + "batch_character",
+        format_func=lambda c: profiles[c].name,
+    )
     kind: Literal["csv", "jsonl"]
     if upload is not None:
         try:
@@ -252,8 +289,10 @@ def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> 
             if stored["model_id"] is None:
                 st.caption(f"rules recorded in run {md(stored['run_id'])}")
             else:
-                st.caption(f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
-                           f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)")
+                st.caption(
+                    f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
+                    f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)"
+                )
     return dict(stored.get("averages", {}))
 
 
@@ -277,10 +316,20 @@ def _batch_verdicts(lines: tuple[ScriptLine, ...], default: str) -> list[ScriptV
 def _render_duo(profiles: dict[str, Any]) -> None:
     names = list(profiles)
     c1, c2 = st.columns(2)
-    first = c1.selectbox("First speaker", names, index=names.index("yana") if "yana" in names else 0,
-                         key=KEY + "duo_first", format_func=lambda c: profiles[c].name)
-    second = c2.selectbox("Second speaker", names, index=names.index("ayu") if "ayu" in names else 0,
-                          key=KEY + "duo_second", format_func=lambda c: profiles[c].name)
+    first = c1.selectbox(
+        "First speaker",
+        names,
+        index=names.index("yana") if "yana" in names else 0,
+        key=KEY + "duo_first",
+        format_func=lambda c: profiles[c].name,
+    )
+    second = c2.selectbox(
+        "Second speaker",
+        names,
+        index=names.index("ayu") if "ayu" in names else 0,
+        key=KEY + "duo_second",
+        format_func=lambda c: profiles[c].name,
+    )
     topic = c1.text_input("Topic", "夏の思い出", key=KEY + "duo_topic")
     scene = c2.text_input("Scene", "海辺の散歩", key=KEY + "duo_scene")
     model_id = _model_picker(KEY + "duo_model")
@@ -290,8 +339,9 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     policy = c5.selectbox("When retries run out", ["mark", "accept_last", "drop"], key=KEY + "duo_policy")
     use_rubric = st.toggle("LLM rubric on every line", value=False, key=KEY + "duo_rubric")
     if st.button("Run dialogue", type="primary", key=KEY + "duo_run", disabled=model_id is None or first == second):
-        handle_duo(profiles[first], profiles[second], model_id, topic, scene, int(turns), int(retries), policy,
-                   use_rubric)
+        handle_duo(
+            profiles[first], profiles[second], model_id, topic, scene, int(turns), int(retries), policy, use_rubric
+        )
     result = st.session_state[KEY + "duo"]
     if result is None:
         return
@@ -302,9 +352,14 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     for turn in result["turns"]:
         profile = profiles[turn["speaker"]]
         with st.chat_message(profile.name, avatar="🧡" if turn["speaker"] == first else "💙"):
-            label = {"accepted": "", "accepted_after_retries": f" after {len(turn['attempts']) - 1} retr"
-                     f"{'y' if len(turn['attempts']) == 2 else 'ies'}", "accepted_last": " (accepted last draft)",
-                     "dropped": " (dropped)", "marked": " (shown, marked RETRY)"}[turn["outcome"]]
+            label = {
+                "accepted": "",
+                "accepted_after_retries": f" after {len(turn['attempts']) - 1} retr"
+                f"{'y' if len(turn['attempts']) == 2 else 'ies'}",
+                "accepted_last": " (accepted last draft)",
+                "dropped": " (dropped)",
+                "marked": " (shown, marked RETRY)",
+            }[turn["outcome"]]
             st.markdown(f"**{md(profile.name)}** {_status_badge(turn['status'])}{label}")
             if turn["text"] is None:
                 st.markdown("_— line dropped —_")
@@ -323,13 +378,29 @@ def _render_duo(profiles: dict[str, Any]) -> None:
                         st.caption(md(" · ".join(attempt["review"]["reasons"]) or "—"))
 
 
-def handle_duo(first: Any, second: Any, model_id: str | None, topic: str, scene: str, turns: int, retries: int,
-               policy: str, use_rubric: bool) -> None:
+def handle_duo(
+    first: Any,
+    second: Any,
+    model_id: str | None,
+    topic: str,
+    scene: str,
+    turns: int,
+    retries: int,
+    policy: str,
+    use_rubric: bool,
+) -> None:
     if model_id is None:
         return
-    config = DuoConfig(first=first.id, second=second.id, model_id=model_id, topic=topic, scene=scene, turns=turns,
-                       rubric=use_rubric, director=DirectorConfig(max_retries=retries,
-                                                                  on_retries_exhausted=policy))
+    config = DuoConfig(
+        first=first.id,
+        second=second.id,
+        model_id=model_id,
+        topic=topic,
+        scene=scene,
+        turns=turns,
+        rubric=use_rubric,
+        director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+    )
     with st.spinner("The sisters are talking…"):
         try:
             result = state.get_loop().run(run_duo(config, state.get_hub().get, state.get_store()), timeout=900)

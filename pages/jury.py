@@ -27,8 +27,12 @@ from engine.jury import (
 )
 
 KEY = "jury."
-THRESHOLDS = {"2.0 — always discuss to the end": 2.0, "1.0 — only unanimity stops": 1.0,
-              "0.67 — a 2-of-3 majority stops": 0.67, "0.5 — any strict majority stops": 0.5}
+THRESHOLDS = {
+    "2.0 — always discuss to the end": 2.0,
+    "1.0 — only unanimity stops": 1.0,
+    "0.67 — a 2-of-3 majority stops": 0.67,
+    "0.5 — any strict majority stops": 0.5,
+}
 
 
 def case_files() -> list[Path]:
@@ -44,15 +48,22 @@ def _init_state() -> None:
 def render() -> None:
     _init_state()
     st.title("⚖️ Jury")
-    st.caption("N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
-               "statement and may change its position — until consensus or the round limit; then a final judgment.")
+    st.caption(
+        "N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
+        "statement and may change its position — until consensus or the round limit; then a final judgment."
+    )
     run_id = _watched_run()
     seats, config = _render_panel()
     case = _render_case()
     live = run_id is not None and state.get_registry().is_live(run_id)
     busy = seats is None or config is None or case is None or live
-    if st.button("Run the jury", type="primary", key=KEY + "run", disabled=busy,
-                 help="A run is going: watch it below, or cancel it" if live else None):
+    if st.button(
+        "Run the jury",
+        type="primary",
+        key=KEY + "run",
+        disabled=busy,
+        help="A run is going: watch it below, or cancel it" if live else None,
+    ):
         assert seats is not None and config is not None and case is not None
         if handle_run(seats, config, case):
             st.rerun()  # drawn again with Run disabled while the run goes
@@ -78,8 +89,7 @@ def _watched_run() -> str | None:
 
 def _render_watched(view: JuryView, live: bool) -> None:
     # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
-    render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live,
-                show_rounds=False if live else None)
+    render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live, show_rounds=False if live else None)
 
 
 # -- controls ---------------------------------------------------------------------------------------
@@ -90,41 +100,78 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     availability = state.get_availability()
     with st.expander("Panel and settings", expanded=True):
         names = list(catalog.panels)
-        preset = st.selectbox("Panel preset", names, key=KEY + "preset",
-                              help="Panels are defined in models/catalog.yaml; edit the seats below.")
-        rows = [{"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
-                for s in catalog.panels.get(preset, [])]
+        preset = st.selectbox(
+            "Panel preset",
+            names,
+            key=KEY + "preset",
+            help="Panels are defined in models/catalog.yaml; edit the seats below.",
+        )
+        rows = [
+            {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
+            for s in catalog.panels.get(preset, [])
+        ]
         edited = st.data_editor(
-            pd.DataFrame(rows), num_rows="dynamic", width="stretch", key=KEY + "seats." + preset,
+            pd.DataFrame(rows),
+            num_rows="dynamic",
+            width="stretch",
+            key=KEY + "seats." + preset,
             column_config={
                 "model": st.column_config.SelectboxColumn("Model", options=catalog.ids, required=True),
                 "role_name": st.column_config.TextColumn("Role", required=True),
                 "role_focus": st.column_config.TextColumn("Focus prompt", width="large"),
-            })
+            },
+        )
         c1, c2, c3, c4 = st.columns(4)
-        method = c1.selectbox("Final judgment", ["majority_vote", "weighted_average", "final_judge"], index=2,
-                              key=KEY + "method")
-        judge_model = c1.selectbox("Final judge model", catalog.ids, key=KEY + "judge_model",
-                                   disabled=method != "final_judge")
+        method = c1.selectbox(
+            "Final judgment", ["majority_vote", "weighted_average", "final_judge"], index=2, key=KEY + "method"
+        )
+        judge_model = c1.selectbox(
+            "Final judge model", catalog.ids, key=KEY + "judge_model", disabled=method != "final_judge"
+        )
         rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds")
-        stagnation = c2.number_input("Stop after still rounds", 1, 10, 2, key=KEY + "stagnation",
-                                     help="End the discussion when no juror changed position for this many rounds.")
+        stagnation = c2.number_input(
+            "Stop after still rounds",
+            1,
+            10,
+            2,
+            key=KEY + "stagnation",
+            help="End the discussion when no juror changed position for this many rounds.",
+        )
         threshold = THRESHOLDS[c3.selectbox("Consensus threshold", list(THRESHOLDS), key=KEY + "threshold")]
-        tie = c3.selectbox("Tie policy", ["severe", "lenient", "higher_score", "first"], key=KEY + "tie",
-                           help="How a tied vote is broken (default: the more severe verdict).")
-        parallel = c4.toggle("Parallel jurors", value=True, key=KEY + "parallel",
-                             help="Off: jurors speak one after another (to compare wall time).")
+        tie = c3.selectbox(
+            "Tie policy",
+            ["severe", "lenient", "higher_score", "first"],
+            key=KEY + "tie",
+            help="How a tied vote is broken (default: the more severe verdict).",
+        )
+        parallel = c4.toggle(
+            "Parallel jurors",
+            value=True,
+            key=KEY + "parallel",
+            help="Off: jurors speak one after another (to compare wall time).",
+        )
         max_tokens = c4.number_input("Max tokens per answer", 32, 2048, 220, key=KEY + "max_tokens")
-        judge = c4.selectbox("Jurors judge by", ["generate", "likelihood"], key=KEY + "judge",
-                             help="generate: each juror writes its evaluation as JSON; likelihood: its verdict is "
-                                  "the calibrated likelihood of the rubric's label words (models that can score)")
+        judge = c4.selectbox(
+            "Jurors judge by",
+            ["generate", "likelihood"],
+            key=KEY + "judge",
+            help="generate: each juror writes its evaluation as JSON; likelihood: its verdict is "
+            "the calibrated likelihood of the rubric's label words (models that can score)",
+        )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in records])
-        config = JuryConfig(max_discussion_rounds=int(rounds), consensus_threshold=threshold,
-                            final_judgment_method=method, final_judge_model=judge_model,
-                            stagnation_rounds=int(stagnation), tie_policy=tie, parallel=parallel,
-                            max_tokens=int(max_tokens), judge=judge)
+        config = JuryConfig(
+            max_discussion_rounds=int(rounds),
+            consensus_threshold=threshold,
+            final_judgment_method=method,
+            final_judge_model=judge_model,
+            stagnation_rounds=int(stagnation),
+            tie_policy=tie,
+            parallel=parallel,
+            max_tokens=int(max_tokens),
+            judge=judge,
+        )
     except (ValueError, KeyError, ConfigError) as exc:
         st.error(f"Panel: {md(exc, inline=False)}")
         return None, None
@@ -132,16 +179,20 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
         st.warning("Add at least one juror.")
         return None, None
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
-    missing = [f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability
-               and not availability[m].available]
+    missing = [
+        f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
+    ]
     if missing:
         st.error("Unavailable: " + md("; ".join(missing)))
         return None, None
-    shared_local = [m for m in needed if catalog.get(m).backend == "llamacpp"
-                    and sum(s.model_id == m for s in seats) > 1]
+    shared_local = [
+        m for m in needed if catalog.get(m).backend == "llamacpp" and sum(s.model_id == m for s in seats) > 1
+    ]
     if shared_local and parallel:
-        st.info(f"{md(', '.join(shared_local))} seats several jurors: one local model answers one call at a time, "
-                "so their calls queue behind its lock (the timeline shows it). API jurors run truly in parallel.")
+        st.info(
+            f"{md(', '.join(shared_local))} seats several jurors: one local model answers one call at a time, "
+            "so their calls queue behind its lock (the timeline shows it). API jurors run truly in parallel."
+        )
     return seats, config
 
 
@@ -149,8 +200,9 @@ def _render_case() -> JuryCase | None:
     source = st.radio("Case", ["From a file", "Paste one"], horizontal=True, key=KEY + "source")
     if source == "Paste one":
         title = st.text_input("Title", "My case", key=KEY + "paste_title")
-        content = st.text_area("Agent card and conversation log (or any text to judge)", height=160,
-                               key=KEY + "paste_content")
+        content = st.text_area(
+            "Agent card and conversation log (or any text to judge)", height=160, key=KEY + "paste_content"
+        )
         if not content.strip():
             st.info("Paste the case to judge.")
             return None
@@ -165,8 +217,12 @@ def _render_case() -> JuryCase | None:
     except CaseError as exc:
         st.error(md(exc, inline=False))
         return None
-    chosen = st.selectbox("Case", cases, key=KEY + "case." + path.name,
-                          format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""))
+    chosen = st.selectbox(
+        "Case",
+        cases,
+        key=KEY + "case." + path.name,
+        format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""),
+    )
     with st.expander("Case text"):
         st.text(chosen.content)
         if chosen.rubric is not None:
@@ -184,8 +240,11 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> st
     store = state.get_store()
     hub = state.get_hub()
     jury = Jury(seats, hub.get, config)
-    settings = {"case": case.model_dump(), "jurors": [s.model_dump() for s in jury.seats],
-                "jury": jury.config.model_dump()}
+    settings = {
+        "case": case.model_dump(),
+        "jurors": [s.model_dump() for s in jury.seats],
+        "jury": jury.config.model_dump(),
+    }
     st.session_state[KEY + "error"] = None
     try:
         run_id = state.get_registry().start("jury.run", settings, lambda: run_case(store, jury, case))

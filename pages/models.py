@@ -156,8 +156,13 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
     messages = ([Message(role="system", content=system)] if system.strip() else []) + [
         Message(role="user", content=prompt)
     ]
-    item: dict[str, Any] = {"model_id": model_id, "name": spec.profile.name, "icon": spec.profile.icon,
-                            "run_id": "…", "text": ""}
+    item: dict[str, Any] = {
+        "model_id": model_id,
+        "name": spec.profile.name,
+        "icon": spec.profile.icon,
+        "run_id": "…",
+        "text": "",
+    }
     loop = state.get_loop()
 
     def pieces() -> Iterator[str]:
@@ -180,10 +185,14 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
     completion = item.pop("completion", None)
     if completion is not None:
         item |= {
-            "text": completion.text, "parsed": completion.parsed, "flags": completion.flags,
+            "text": completion.text,
+            "parsed": completion.parsed,
+            "flags": completion.flags,
             "prompt_tokens": completion.usage.prompt_tokens,
             "completion_tokens": completion.usage.completion_tokens,
-            "latency_s": completion.latency_s, "tokens_per_s": completion.tokens_per_s, "cost": completion.cost,
+            "latency_s": completion.latency_s,
+            "tokens_per_s": completion.tokens_per_s,
+            "cost": completion.cost,
         }
     st.session_state[KEY + "history"].append(item)
     state.clear_reads()
@@ -191,4 +200,4 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
 
 
 def handle_recheck() -> None:
-    state.get_availability.clear()
+    state._live_availability.clear()

@@ -24,8 +24,9 @@ def jury_runs() -> list[dict[str, Any]]:
 
 
 def stored_events(run_id: str) -> list[tuple[str, dict[str, Any]]]:
-    return [(e.type, e.payload) for e in state.get_store().events(run_id)
-            if e.type not in ("run_started", "run_finished")]
+    return [
+        (e.type, e.payload) for e in state.get_store().events(run_id) if e.type not in ("run_started", "run_finished")
+    ]
 
 
 def _label(run: dict[str, Any]) -> str:
@@ -106,9 +107,12 @@ def _render_player(run_id: str) -> None:
         st.rerun()
 
 
-def compare_defaults(runs: list[dict[str, Any]], wanted: str | None = None,
-                     case_of: Callable[[str], str | None] = lambda _run: None,
-                     look: int = 50) -> tuple[str, str | None]:
+def compare_defaults(
+    runs: list[dict[str, Any]],
+    wanted: str | None = None,
+    case_of: Callable[[str], str | None] = lambda _run: None,
+    look: int = 50,
+) -> tuple[str, str | None]:
     """Two different runs to compare: the one asked for (else the newest) on the left; on the right the newest
     other run of the same case among the `look` newest, else the newest other run; None when only one exists."""
     ids: list[str] = [str(r["run"]) for r in runs]
@@ -135,15 +139,16 @@ def _render_compare(runs: list[dict[str, Any]]) -> None:
         return
     ids = list(labels)
     left, right = st.columns(2)
-    a = left.selectbox("Left run", ids, index=ids.index(default_left), format_func=labels.__getitem__,
-                       key=KEY + "left")
-    b = right.selectbox("Right run", ids, index=ids.index(default_right), format_func=labels.__getitem__,
-                        key=KEY + "right")
+    a = left.selectbox("Left run", ids, index=ids.index(default_left), format_func=labels.__getitem__, key=KEY + "left")
+    b = right.selectbox(
+        "Right run", ids, index=ids.index(default_right), format_func=labels.__getitem__, key=KEY + "right"
+    )
     if a == b:
         st.warning("The same run is on both sides: pick another run on one side.")
     views = {side: JuryView.fold(stored_events(run_id)) for side, run_id in (("left", a), ("right", b))}
-    st.dataframe(pd.DataFrame([summary_row(a, views["left"]), summary_row(b, views["right"])]),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame([summary_row(a, views["left"]), summary_row(b, views["right"])]), hide_index=True, width="stretch"
+    )
     with left:
         render_view(views["left"], key=KEY + "left.view", show_rounds=True, stacked=True)
     with right:
@@ -153,10 +158,17 @@ def _render_compare(runs: list[dict[str, Any]]) -> None:
 def summary_row(run_id: str, view: JuryView) -> dict[str, Any]:
     done = view.finished or {}
     return {
-        "run": run_id, "case": view.case.get("id"), "panel": ", ".join(j["model_id"] for j in view.jurors),
-        "method": (view.final or {}).get("method"), "verdict": (view.final or {}).get("verdict"),
-        "score": (view.final or {}).get("score"), "gold": view.case.get("gold"), "right": gold_check(view),
-        "rounds": done.get("totalRounds"), "ended": done.get("terminationReason"),
+        "run": run_id,
+        "case": view.case.get("id"),
+        "panel": ", ".join(j["model_id"] for j in view.jurors),
+        "method": (view.final or {}).get("method"),
+        "verdict": (view.final or {}).get("verdict"),
+        "score": (view.final or {}).get("score"),
+        "gold": view.case.get("gold"),
+        "right": gold_check(view),
+        "rounds": done.get("totalRounds"),
+        "ended": done.get("terminationReason"),
         "position changes": sum(s["positionChanged"] for s in view.statements()),
-        "tokens": (done.get("promptTokens") or 0) + (done.get("completionTokens") or 0), "wall s": done.get("wallS"),
+        "tokens": (done.get("promptTokens") or 0) + (done.get("completionTokens") or 0),
+        "wall s": done.get("wallS"),
     }

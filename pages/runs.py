@@ -38,8 +38,10 @@ def _init_state() -> None:
 def render() -> None:
     _init_state()
     st.title("🗂️ Runs")
-    st.caption("Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
-               "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another.")
+    st.caption(
+        "Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
+        "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another."
+    )
     notice = st.session_state[KEY + "notice"]
     if notice:
         (st.error if notice[0] == "error" else st.success)(md(notice[1]))
@@ -53,8 +55,9 @@ def render() -> None:
         total, rows = state.search_runs(where, size, (pages - 1) * size)
     if total == 0:
         if where == RunFilter():
-            st.info("No runs recorded yet. Send a prompt on the Models page, or run "
-                    "`judgelab models check gemma3-270m`.")
+            st.info(
+                "No runs recorded yet. Send a prompt on the Models page, or run `judgelab models check gemma3-270m`."
+            )
         else:
             st.info("No run matches these filters.")
     else:
@@ -71,24 +74,45 @@ def render() -> None:
 
 def _render_filters() -> RunFilter:
     choices = state.filter_choices()
-    text = st.text_input("Search", key=KEY + "search", placeholder="words in the name, kind, error or config",
-                         help="Every word must appear (case-insensitive) in the run's id, name, kind, error or "
-                              "config.")
+    text = st.text_input(
+        "Search",
+        key=KEY + "search",
+        placeholder="words in the name, kind, error or config",
+        help="Every word must appear (case-insensitive) in the run's id, name, kind, error or config.",
+    )
     c1, c2, c3, c4 = st.columns(4)
     kinds = c1.multiselect("Kinds", choices["kinds"], key=KEY + "kinds", placeholder="any kind")
     statuses = c2.multiselect("Status", list(RUN_STATUSES), key=KEY + "statuses", placeholder="any status")
-    model = c3.selectbox("Model", choices["models"], index=None, key=KEY + "model", placeholder="any model",
-                         help="Runs that called this model, or name it in their config.")
+    model = c3.selectbox(
+        "Model",
+        choices["models"],
+        index=None,
+        key=KEY + "model",
+        placeholder="any model",
+        help="Runs that called this model, or name it in their config.",
+    )
     tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
     d1, d2 = st.columns([1, 3])
     config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
     # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
-    dates = d2.date_input("Started between", value=(), key=KEY + "dates",  # type: ignore[arg-type]
-                          format="YYYY-MM-DD",
-                          help="Dates in UTC, both days included; pick one day twice for a single day.")
+    dates = d2.date_input(
+        "Started between",
+        value=(),  # type: ignore[arg-type]
+        key=KEY + "dates",
+        format="YYYY-MM-DD",
+        help="Dates in UTC, both days included; pick one day twice for a single day.",
+    )
     start, end = _date_bounds(dates)
-    where = RunFilter(text=text.strip(), kinds=tuple(kinds), statuses=tuple(statuses), model=model or "",
-                      config_hash=config_hash.strip(), tags=tuple(tags), started_from=start, started_to=end)
+    where = RunFilter(
+        text=text.strip(),
+        kinds=tuple(kinds),
+        statuses=tuple(statuses),
+        model=model or "",
+        config_hash=config_hash.strip(),
+        tags=tuple(tags),
+        started_from=start,
+        started_to=end,
+    )
     if st.session_state.get(KEY + "last_filter") != where:  # a new search starts at its first page
         st.session_state[KEY + "last_filter"] = where
         st.session_state[KEY + "page_no"] = 1
@@ -100,8 +124,10 @@ def _date_bounds(dates: Any) -> tuple[datetime | None, datetime | None]:
     if not picked:
         return None, None
     first, last = picked[0], picked[-1]
-    return (datetime.combine(first, time(), UTC),
-            datetime.combine(last, time(), UTC) + timedelta(days=1, microseconds=-1))
+    return (
+        datetime.combine(first, time(), UTC),
+        datetime.combine(last, time(), UTC) + timedelta(days=1, microseconds=-1),
+    )
 
 
 def _page_no() -> int:
@@ -111,15 +137,31 @@ def _page_no() -> int:
 def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The history as people read it: no "None" anywhere, costs as '$0' or four significant digits, what a
     replayed run would have cost beside what it spent."""
-    return pd.DataFrame([{
-        "run": r["run"], "name": r["name"], "kind": r["kind"], "status": r["status"], "tags": ", ".join(r["tags"]),
-        "started": r["started"],
-        "duration": "running" if r["duration_s"] is None and r["status"] == "running"
-        else "" if r["duration_s"] is None else f"{r['duration_s']:.2f} s",
-        "calls": r["calls"], "errors": r["errors"], "tokens": r["tokens"], "cost": money(r["cost_usd"]),
-        "would have cost": "" if r["would_cost_usd"] is None else money(r["would_cost_usd"]),
-        "error": r["error"] or "", "config hash": r["config_hash"],
-    } for r in rows])
+    return pd.DataFrame(
+        [
+            {
+                "run": r["run"],
+                "name": r["name"],
+                "kind": r["kind"],
+                "status": r["status"],
+                "tags": ", ".join(r["tags"]),
+                "started": r["started"],
+                "duration": "running"
+                if r["duration_s"] is None and r["status"] == "running"
+                else ""
+                if r["duration_s"] is None
+                else f"{r['duration_s']:.2f} s",
+                "calls": r["calls"],
+                "errors": r["errors"],
+                "tokens": r["tokens"],
+                "cost": money(r["cost_usd"]),
+                "would have cost": "" if r["would_cost_usd"] is None else money(r["would_cost_usd"]),
+                "error": r["error"] or "",
+                "config hash": r["config_hash"],
+            }
+            for r in rows
+        ]
+    )
 
 
 def _render_table(rows: list[dict[str, Any]]) -> None:
@@ -135,7 +177,8 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
         column_config={
             "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
             "would have cost": st.column_config.TextColumn(
-                "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"),
+                "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"
+            ),
             "error": st.column_config.TextColumn("error", width="large"),
         },
     )
@@ -148,8 +191,12 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
     ids = frame["run"].tolist()
     current = st.session_state[KEY + "selected"]
     st.selectbox(
-        "Run", ids, index=ids.index(current) if current in ids else None, key=KEY + "pick",
-        placeholder="choose a run…", on_change=handle_pick,
+        "Run",
+        ids,
+        index=ids.index(current) if current in ids else None,
+        key=KEY + "pick",
+        placeholder="choose a run…",
+        on_change=handle_pick,
     )
 
 
@@ -160,9 +207,16 @@ def _render_pager(total: int, pages: int, size: int) -> None:
     c1.button("◀ Newer", key=KEY + "prev", disabled=page <= 1, on_click=handle_page, args=(page - 1,))
     c2.button("Older ▶", key=KEY + "next", disabled=page >= pages, on_click=handle_page, args=(page + 1,))
     c3.number_input("Page", 1, pages, key=KEY + "page_no", label_visibility="collapsed")
-    c4.selectbox("Per page", PAGE_SIZES, index=PAGE_SIZES.index(50), key=KEY + "page_size",
-                 label_visibility="collapsed", on_change=handle_page, args=(1,),
-                 format_func=lambda n: f"{n} per page")
+    c4.selectbox(
+        "Per page",
+        PAGE_SIZES,
+        index=PAGE_SIZES.index(50),
+        key=KEY + "page_size",
+        label_visibility="collapsed",
+        on_change=handle_page,
+        args=(1,),
+        format_func=lambda n: f"{n} per page",
+    )
     c5.caption(f"Runs {first:,}–{min(first + size - 1, total):,} of {total:,} · page {page:,} of {pages:,}")
 
 
@@ -186,13 +240,19 @@ def _render_run(run_id: str) -> None:
     cols[3].metric("Errors", int(totals.get("errors", 0)))
     cols[4].metric("Tokens", int(totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)))
     would = totals.get("would_cost")
-    cols[5].metric("Cost", money(totals.get("cost", 0.0)),
-                   None if would is None else f"replayed: would have cost {money(would)}", delta_color="off")
+    cols[5].metric(
+        "Cost",
+        money(totals.get("cost", 0.0)),
+        None if would is None else f"replayed: would have cost {money(would)}",
+        delta_color="off",
+    )
     if run.error:
         st.error(md(run.error, inline=False))
     if run.kind == "handraise.conversation":
-        st.markdown(f"[Reopen this conversation on the Conversation page](/conversation?run={run.id}) — its chat, "
-                    "charts and What-if, read back from the stored events.")
+        st.markdown(
+            f"[Reopen this conversation on the Conversation page](/conversation?run={run.id}) — its chat, "
+            "charts and What-if, read back from the stored events."
+        )
     manage, export, compare = st.tabs(["Name, tags, delete", "Export", "Compare"])
     with manage:
         _render_manage(run.id, run.name, run.status)
@@ -217,21 +277,34 @@ def _render_manage(run_id: str, name: str, status: str) -> None:
     c1.text_input("Name", name, key=f"{KEY}name.{run_id}", max_chars=200)
     c1.button("Rename", key=f"{KEY}rename.{run_id}", on_click=handle_rename, args=(run_id,))
     choices = sorted(set(state.filter_choices()["tags"]) | set(tags))
-    c2.multiselect("Tags", choices, default=tags, key=f"{KEY}tag_list.{run_id}", accept_new_options=True,
-                   placeholder="type a tag and press Enter")
+    c2.multiselect(
+        "Tags",
+        choices,
+        default=tags,
+        key=f"{KEY}tag_list.{run_id}",
+        accept_new_options=True,
+        placeholder="type a tag and press Enter",
+    )
     c2.button("Save tags", key=f"{KEY}save_tags.{run_id}", on_click=handle_tags, args=(run_id,))
     if st.session_state[KEY + "confirm_delete"] == run_id:
         events, calls = len(state.get_store().events(run_id)), len(state.get_store().calls(run_id, limit=None))
         with st.container(border=True):
-            st.warning(f"Delete run {md(run_id)} with its {events} events and {calls} LLM calls? A replay can no "
-                       "longer answer from those calls. This cannot be undone.")
+            st.warning(
+                f"Delete run {md(run_id)} with its {events} events and {calls} LLM calls? A replay can no "
+                "longer answer from those calls. This cannot be undone."
+            )
             y, n = st.columns([1, 4])
             y.button("Yes, delete it", type="primary", key=KEY + "delete_yes", on_click=handle_delete, args=(run_id,))
             n.button("Cancel", key=KEY + "delete_no", on_click=handle_cancel_delete)
     else:
-        st.button("🗑 Delete this run…", key=f"{KEY}delete.{run_id}", disabled=status == "running",
-                  on_click=handle_ask_delete, args=(run_id,),
-                  help="A running run cannot be deleted: cancel it first." if status == "running" else None)
+        st.button(
+            "🗑 Delete this run…",
+            key=f"{KEY}delete.{run_id}",
+            disabled=status == "running",
+            on_click=handle_ask_delete,
+            args=(run_id,),
+            help="A running run cannot be deleted: cancel it first." if status == "running" else None,
+        )
 
 
 def _render_export(run_id: str) -> None:
@@ -243,16 +316,25 @@ def _render_export(run_id: str) -> None:
         st.error(md(exc))
         return
     c1, c2 = st.columns([2, 1])
-    name = c1.selectbox("One table as CSV", list(found), key=f"{KEY}table_pick.{run_id}",
-                        format_func=lambda n: f"{n} — {found[n].description} ({len(found[n].rows)} rows)")
+    name = c1.selectbox(
+        "One table as CSV",
+        list(found),
+        key=f"{KEY}table_pick.{run_id}",
+        format_func=lambda n: f"{n} — {found[n].description} ({len(found[n].rows)} rows)",
+    )
     if name:
         from functools import partial
 
         from dashboard.components import export_file
 
-        c2.download_button("⬇ CSV", partial(export_file, store, run_id, f"csv:{name}"),
-                           file_name=f"{run_id}.{name}.csv", mime="text/csv", key=f"{KEY}table_csv.{run_id}.{name}",
-                           on_click="ignore")
+        c2.download_button(
+            "⬇ CSV",
+            partial(export_file, store, run_id, f"csv:{name}"),
+            file_name=f"{run_id}.{name}.csv",
+            mime="text/csv",
+            key=f"{KEY}table_csv.{run_id}.{name}",
+            on_click="ignore",
+        )
     st.caption(f"The same from the command line: `judgelab runs export {md(run_id)} --format csv|json|html`.")
 
 
@@ -267,8 +349,12 @@ def _render_compare(run_id: str, kind: str) -> None:
         st.info(f"No other {md(kind)} run to compare with.")
         return
     c1, c2 = st.columns(2)
-    picked = c1.selectbox(f"Compare with (the newest {COMPARE_CHOICES} {md(kind)} runs)", options,
-                          index=options.index(wanted) if wanted in options else 0, key=f"{KEY}compare.{run_id}")
+    picked = c1.selectbox(
+        f"Compare with (the newest {COMPARE_CHOICES} {md(kind)} runs)",
+        options,
+        index=options.index(wanted) if wanted in options else 0,
+        key=f"{KEY}compare.{run_id}",
+    )
     typed = c2.text_input("…or a run id", key=f"{KEY}compare_id.{run_id}").strip()
     other_id = typed or picked
     a, b = store.get_run(run_id), store.get_run(other_id)
@@ -282,14 +368,31 @@ def _render_compare(run_id: str, kind: str) -> None:
         return
     st.markdown(f"**Config** — {len(result.changes)} difference(s)")
     if result.changes:
-        st.dataframe(pd.DataFrame([{"setting": c.path, "change": c.change, a.id: "" if c.change == "added"
-                                    else cell(c.a), b.id: "" if c.change == "removed" else cell(c.b)}
-                                   for c in result.changes]), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "setting": c.path,
+                        "change": c.change,
+                        a.id: "" if c.change == "added" else cell(c.a),
+                        b.id: "" if c.change == "removed" else cell(c.b),
+                    }
+                    for c in result.changes
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
     else:
         st.caption("Same config (hash " + md(a.config_hash) + ").")
     st.markdown("**Headline figures**")
-    st.dataframe(pd.DataFrame([{"figure": name, a.id: _figure(name, x), b.id: _figure(name, y)}
-                               for name, x, y in result.figures]), hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            [{"figure": name, a.id: _figure(name, x), b.id: _figure(name, y)} for name, x, y in result.figures]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 
 def _figure(name: str, value: Any) -> str:
@@ -307,8 +410,12 @@ def _render_events(run_id: str) -> None:
         st.dataframe(
             pd.DataFrame(
                 [
-                    {"seq": e.seq, "type": e.type, "time": e.ts,
-                     "payload": json.dumps(e.payload, ensure_ascii=False)[:200]}
+                    {
+                        "seq": e.seq,
+                        "type": e.type,
+                        "time": e.ts,
+                        "payload": json.dumps(e.payload, ensure_ascii=False)[:200],
+                    }
                     for e in events
                 ]
             ),
@@ -400,5 +507,7 @@ def handle_delete(run_id: str) -> None:
     st.session_state[KEY + "selected"] = None
     st.query_params.pop("run", None)
     state.clear_reads()
-    st.session_state[KEY + "notice"] = ("success", f"Deleted run {run_id} with {gone['events']} events and "
-                                                   f"{gone['calls']} LLM calls.")
+    st.session_state[KEY + "notice"] = (
+        "success",
+        f"Deleted run {run_id} with {gone['events']} events and {gone['calls']} LLM calls.",
+    )

@@ -58,8 +58,10 @@ def render() -> None:
         handle_simulate(spec, config, judge_choice)
     result = st.session_state[KEY + "result"]
     if result is None:
-        st.info("Set the workload and thresholds, then Simulate. The default workload comes with recorded "
-                "judgments of the bundled Gemma, so it runs without a model.")
+        st.info(
+            "Set the workload and thresholds, then Simulate. The default workload comes with recorded "
+            "judgments of the bundled Gemma, so it runs without a model."
+        )
         return
     if "error" in result:
         st.error(md(result["error"], inline=False))
@@ -79,8 +81,11 @@ Workload = WorkloadSpec | tuple[list[Message], FileRef]  # generated, or an uplo
 def _render_controls() -> tuple[Workload, ResponseConfig, str]:
     d = WorkloadSpec()
     with st.expander("Workload", expanded=False):
-        upload = st.file_uploader("Workload JSONL ({t, channel, thread, id, author, text} a line) — or generate one "
-                                  "below", type=["jsonl"], key=KEY + "upload")
+        upload = st.file_uploader(
+            "Workload JSONL ({t, channel, thread, id, author, text} a line) — or generate one below",
+            type=["jsonl"],
+            key=KEY + "upload",
+        )
         c = st.columns(5)
         channels = c[0].number_input("Channels", 1, 500, d.channels, key=KEY + "channels")
         hours = c[1].number_input("Hours", 1.0, 72.0, d.hours, 1.0, key=KEY + "hours")
@@ -88,9 +93,13 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         burst = c[3].number_input("Messages per burst", 1.0, 20.0, d.mean_burst_messages, 0.5, key=KEY + "burst")
         seed = c[4].number_input("Seed", 0, 10_000, d.seed, key=KEY + "seed")
     try:
-        spec: Workload = WorkloadSpec(channels=int(channels), hours=float(hours),
-                                                      bursts_per_hour=float(rate), mean_burst_messages=float(burst),
-                                                      seed=int(seed))
+        spec: Workload = WorkloadSpec(
+            channels=int(channels),
+            hours=float(hours),
+            bursts_per_hour=float(rate),
+            mean_burst_messages=float(burst),
+            seed=int(seed),
+        )
     except ValueError as exc:  # more messages than a simulation may hold: say so, simulate the default
         st.error(f"Workload: {str(exc).splitlines()[-1]} — simulating the default workload instead.")
         spec = d
@@ -112,26 +121,43 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
         default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
         c2 = st.columns(4)
-        interval = c2[0].number_input("Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10,
-                                      key=KEY + "interval")
+        interval = c2[0].number_input(
+            "Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10, key=KEY + "interval"
+        )
         min_wait = c2[1].number_input("Min wait (s)", 0, 7200, defaults.min_wait_seconds, 30, key=KEY + "min_wait")
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        judge_choice = c2[2].selectbox("Judge", options, key=KEY + "judge",
-                                       help="A live model judges each conversation state once; repeats reuse it.")
-        st.selectbox("Live judge method", ["likelihood", "probability", "structured"], key=KEY + "method",
-                     help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
-                          "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
-                          "JSON the model writes")
+        judge_choice = c2[2].selectbox(
+            "Judge",
+            options,
+            key=KEY + "judge",
+            help="A live model judges each conversation state once; repeats reuse it.",
+        )
+        st.selectbox(
+            "Live judge method",
+            ["likelihood", "probability", "structured"],
+            key=KEY + "method",
+            help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
+            "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
+            "JSON the model writes",
+        )
         policy = c2[3].selectbox(
-            "On a judge error", [p.value for p in FailurePolicy], key=KEY + "policy",
+            "On a judge error",
+            [p.value for p in FailurePolicy],
+            key=KEY + "policy",
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
-                 "or after a back-off.")
+            "or after a back-off.",
+        )
     config = ResponseConfig(
-        check_interval_seconds=int(interval), min_wait_seconds=int(min_wait), failure_policy=FailurePolicy(policy),
-        judgment_skip=JudgmentSkipConfig(thresholds=[
-            JudgmentSkipThreshold(min_confidence=float(high), skip_seconds=int(high_s)),
-            JudgmentSkipThreshold(min_confidence=float(mid), skip_seconds=int(mid_s)),
-        ], default_skip_seconds=int(default_s)),
+        check_interval_seconds=int(interval),
+        min_wait_seconds=int(min_wait),
+        failure_policy=FailurePolicy(policy),
+        judgment_skip=JudgmentSkipConfig(
+            thresholds=[
+                JudgmentSkipThreshold(min_confidence=float(high), skip_seconds=int(high_s)),
+                JudgmentSkipThreshold(min_confidence=float(mid), skip_seconds=int(mid_s)),
+            ],
+            default_skip_seconds=int(default_s),
+        ),
     )
     return spec, config, judge_choice
 
@@ -143,10 +169,14 @@ def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: st
         st.session_state[KEY + "result"] = {"error": f"no recorded judgments at {_recording()}"}
         return
     spec, (messages, file_ref) = (workload, (None, None)) if isinstance(workload, WorkloadSpec) else (None, workload)
-    sim = SimulationConfig(workload=spec, workload_file=file_ref, response=config,
-                           model_id=None if recorded else judge_choice,
-                           method=st.session_state.get(KEY + "method", "likelihood"),
-                           recording=str(_recording()) if recorded else None)
+    sim = SimulationConfig(
+        workload=spec,
+        workload_file=file_ref,
+        response=config,
+        model_id=None if recorded else judge_choice,
+        method=st.session_state.get(KEY + "method", "likelihood"),
+        recording=str(_recording()) if recorded else None,
+    )
     coro = run_simulation(sim, state.get_hub().get, state.get_store(), messages=messages)
     with st.spinner("Simulating…"):
         try:
@@ -155,10 +185,16 @@ def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: st
             st.session_state[KEY + "result"] = {"error": str(exc)}
             return
     st.session_state[KEY + "result"] = {
-        "run_id": report.run_id, "comparison": report.comparison, "timeline": report.detail.timeline,
-        "judgments": [j.__dict__ for j in report.detail.judgments], "messages": [m.__dict__ for m in report.messages],
-        "records": report.records, "config": config, "hours": sim.period_hours,
-        "misses": report.comparison["with_cache"]["failures"]}
+        "run_id": report.run_id,
+        "comparison": report.comparison,
+        "timeline": report.detail.timeline,
+        "judgments": [j.__dict__ for j in report.detail.judgments],
+        "messages": [m.__dict__ for m in report.messages],
+        "records": report.records,
+        "config": config,
+        "hours": sim.period_hours,
+        "misses": report.comparison["with_cache"]["failures"],
+    }
     state.clear_reads()
 
 
@@ -168,11 +204,15 @@ def _render_summary(result: dict[str, Any]) -> None:
     bound, met = delay_bound(b, result["config"])
     st.caption(f"recorded as run `{result['run_id']}` · {a['messages']} messages · {a['checks']} checks")
     if result["misses"]:
-        st.warning(f"{result['misses']} judgments failed (states not in the recording, or model errors); "
-                   "nothing was cached for them. Choose a model as judge to judge new states.")
+        st.warning(
+            f"{result['misses']} judgments failed (states not in the recording, or model errors); "
+            "nothing was cached for them. Choose a model as judge to judge new states."
+        )
     if b.get("flagged_judgments"):
-        st.warning(f"{b['flagged_judgments']} judgments had a failed confidence (missing, out of range, cut off "
-                   "or unparseable): they decided with confidence 0.0 and were never cached.")
+        st.warning(
+            f"{b['flagged_judgments']} judgments had a failed confidence (missing, out of range, cut off "
+            "or unparseable): they decided with confidence 0.0 and were never cached."
+        )
     c = st.columns(5)
     c[0].metric("Judge calls without cache", f"{a['judge_calls']:,}")
     c[1].metric("With cache", f"{b['judge_calls']:,}", f"-{comparison['calls_saved_pct']}%", delta_color="inverse")
@@ -182,11 +222,15 @@ def _render_summary(result: dict[str, Any]) -> None:
     d = st.columns(5)
     d[0].metric("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—")
     d[1].metric("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—")
-    d[2].metric("max", f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—",
-                bound_text(met), delta_color="off")
+    d[2].metric(
+        "max", f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—", bound_text(met), delta_color="off"
+    )
     d[3].metric("Bound (min wait + interval)", f"{bound} s")
-    d[4].metric("Staleness p95", f"{b['staleness_p95_s']:.0f} s",
-                help="how old the cached judgment was whenever a check skipped a waiting conversation")
+    d[4].metric(
+        "Staleness p95",
+        f"{b['staleness_p95_s']:.0f} s",
+        help="how old the cached judgment was whenever a check skipped a waiting conversation",
+    )
 
 
 def _render_timeline(result: dict[str, Any]) -> None:
@@ -195,8 +239,9 @@ def _render_timeline(result: dict[str, Any]) -> None:
         return
     messages["scope"] = messages["channel_id"] + ":" + messages["thread_ts"].fillna("top")
     counts = messages["scope"].value_counts()
-    scope = st.selectbox("Scope", counts.index.tolist(), key=KEY + "scope",
-                         format_func=lambda s: f"{s} ({counts[s]} messages)")
+    scope = st.selectbox(
+        "Scope", counts.index.tolist(), key=KEY + "scope", format_func=lambda s: f"{s} ({counts[s]} messages)"
+    )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 
 
@@ -208,11 +253,13 @@ def _sweep(run_id: str, _result: dict[str, Any]) -> pd.DataFrame:
 
 
 def _render_tradeoff(result: dict[str, Any]) -> None:
-    st.caption("Each point re-runs the workload under other skip seconds with the judgments this run recorded "
-               "(no new model calls). A new message always invalidates the cache, so first-judgment delay stays "
-               "within min wait + one interval; what long skip windows cost is staleness: how old the judgment "
-               "was whenever a waiting conversation was skipped. Fewer calls and less staleness are both better: "
-               "the line is the Pareto front.")
+    st.caption(
+        "Each point re-runs the workload under other skip seconds with the judgments this run recorded "
+        "(no new model calls). A new message always invalidates the cache, so first-judgment delay stays "
+        "within min wait + one interval; what long skip windows cost is staleness: how old the judgment "
+        "was whenever a waiting conversation was skipped. Fewer calls and less staleness are both better: "
+        "the line is the Pareto front."
+    )
     frame = _sweep(result["run_id"], result)
     st.plotly_chart(charts.skip_tradeoff(frame.to_dict("records")))
     st.dataframe(frame, hide_index=True, width="stretch")

@@ -33,8 +33,10 @@ def postgres_server() -> Iterator[object]:
 
     bindir = find_bindir()
     if bindir is None:
-        message = ("PostgreSQL server binaries not found (apt-get install postgresql): the PostgreSQL variants of "
-                   "the store and CLI tests are skipped")
+        message = (
+            "PostgreSQL server binaries not found (apt-get install postgresql): the PostgreSQL variants of "
+            "the store and CLI tests are skipped"
+        )
         if os.environ.get("JUDGELAB_REQUIRE_POSTGRES") == "1":
             pytest.fail(message)
         pytest.skip(message)

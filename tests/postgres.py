@@ -35,9 +35,15 @@ shutil.rmtree(folder, ignore_errors=True)
 def find_bindir() -> Path | None:
     """The newest installed PostgreSQL server binaries, or None."""
     explicit = os.environ.get("JUDGELAB_PG_BINDIR")
-    candidates = [explicit] if explicit else sorted(glob.glob("/usr/lib/postgresql/*/bin"),
-                                                   key=lambda p: int(Path(p).parent.name) if
-                                                   Path(p).parent.name.isdigit() else 0, reverse=True)
+    candidates = (
+        [explicit]
+        if explicit
+        else sorted(
+            glob.glob("/usr/lib/postgresql/*/bin"),
+            key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+            reverse=True,
+        )
+    )
     for folder in candidates:
         if folder and (Path(folder) / "initdb").is_file() and (Path(folder) / "pg_ctl").is_file():
             return Path(folder)
@@ -70,15 +76,21 @@ class PostgresServer:
             raise RuntimeError(f"{' '.join(args[:2])} failed ({done.returncode}): {done.stderr or done.stdout}\n{log}")
 
     def start(self) -> PostgresServer:
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
-                  "--no-sync")
-        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60")
+        self._run(
+            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"
+        )
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories='' "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
+        )
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
         stop = self._cmd("pg_ctl", "-D", str(self.data), "stop", "-m", "immediate")
-        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), *stop, str(self.folder)],
-                                         start_new_session=True, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-c", WATCHDOG, str(os.getpid()), *stop, str(self.folder)],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self._wait_ready()
         return self
 
@@ -110,8 +122,9 @@ class PostgresServer:
 
     def stop(self) -> None:
         try:
-            subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "stop", "-m", "immediate"),
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                self._cmd("pg_ctl", "-D", str(self.data), "stop", "-m", "immediate"), capture_output=True, timeout=60
+            )
         finally:
             if self.watchdog is not None:
                 self.watchdog.kill()

@@ -55,8 +55,9 @@ def require_models(catalog: Any, model_ids: set[str] | list[str]) -> None:
         raise fail("; ".join(problems), code=2)
 
 
-def calibrate_and_save(store: Any, mechanism: str, model_id: str, data: Any, rows: Any, fit: Any,
-                       output_dir: Any, as_json: bool) -> None:
+def calibrate_and_save(
+    store: Any, mechanism: str, model_id: str, data: Any, rows: Any, fit: Any, output_dir: Any, as_json: bool
+) -> None:
     """What every `calibrate` command does: compute the judge's raw features on the calibration split as a
     run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
     `output_dir`) and print what was written."""
@@ -71,6 +72,15 @@ def calibrate_and_save(store: Any, mechanism: str, model_id: str, data: Any, row
     calibrations = fit(features)
     paths = [str(save_calibration(c, output_dir)) for c in calibrations]
     store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
-    typer.echo(json.dumps({"run_id": run_id, "rows": len(features), "files": paths,
-                           "calibrations": [c.model_dump() for c in calibrations]}, ensure_ascii=False,
-                          indent=None if as_json else 1))
+    typer.echo(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "rows": len(features),
+                "files": paths,
+                "calibrations": [c.model_dump() for c in calibrations],
+            },
+            ensure_ascii=False,
+            indent=None if as_json else 1,
+        )
+    )

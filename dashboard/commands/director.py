@@ -92,8 +92,12 @@ def check_cmd(
 def batch_cmd(
     character: Character,
     file: Annotated[Path, typer.Option("--file", help="A .jsonl or .csv script of utterances.")],
-    model_id: Annotated[str | None, typer.Option("--model", help="Also score the LLM rubric with this model "
-                                                                 "(lines the rules RETRY are not scored).")] = None,
+    model_id: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Also score the LLM rubric with this model (lines the rules RETRY are not scored)."
+        ),
+    ] = None,
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
     as_json: JsonFlag = False,
 ) -> None:
@@ -111,14 +115,21 @@ def batch_cmd(
     config = ScriptConfig(lines=lines, character=character, source=file.name, scene=scene, model_id=model_id)
     store, models = _store_and_models(model_id)
     result = _run(run_script(config, models, store))
-    out = [{"id": r.id, "character": r.character, "text": r.text, "status": r.status, "rules": r.rules,
-            "tone": r.tone} | ({"rubric": r.rubric} if model_id else {}) for r in result.rows]
+    out = [
+        {"id": r.id, "character": r.character, "text": r.text, "status": r.status, "rules": r.rules, "tone": r.tone}
+        | ({"rubric": r.rubric} if model_id else {})
+        for r in result.rows
+    ]
     counts, rates = result.status_counts, result.hit_rates
     if as_json:
         for row in out:
             typer.echo(json.dumps(row, ensure_ascii=False))
-        typer.echo(json.dumps({"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates,
-                                           "run_id": result.run_id}}, ensure_ascii=False))
+        typer.echo(
+            json.dumps(
+                {"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates, "run_id": result.run_id}},
+                ensure_ascii=False,
+            )
+        )
         return
     for row in out:
         typer.echo(f"{row['status']:<5} {row['id']:<10} {row['text']}")
@@ -137,8 +148,7 @@ def duo_cmd(
     scene: Annotated[str, typer.Option(help="Where they are.")] = "海辺の散歩",
     turns: Annotated[int, typer.Option(min=1, max=20, help="Lines in all.")] = 4,
     retries: Annotated[int, typer.Option("--max-retries", min=0, max=10, help="Retries of a rejected line.")] = 2,
-    policy: Annotated[str, typer.Option("--policy", help="When retries run out: mark | accept_last | drop.")]
-    = "mark",
+    policy: Annotated[str, typer.Option("--policy", help="When retries run out: mark | accept_last | drop.")] = "mark",
     rubric: Annotated[bool, typer.Option("--rubric", help="Score the LLM rubric on every line.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -151,9 +161,16 @@ def duo_cmd(
     for cid in (first, second):
         _profile(cid)
     try:
-        config = DuoConfig(first=first, second=second, model_id=model_id, topic=topic, scene=scene, turns=turns,
-                           rubric=rubric, director=DirectorConfig(max_retries=retries,
-                                                                  on_retries_exhausted=policy))
+        config = DuoConfig(
+            first=first,
+            second=second,
+            model_id=model_id,
+            topic=topic,
+            scene=scene,
+            turns=turns,
+            rubric=rubric,
+            director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         raise _fail(f"{'.'.join(str(p) for p in err['loc']) or 'duo'}: {err['msg']}") from None
@@ -165,6 +182,8 @@ def duo_cmd(
         return
     for turn in transcript:
         retried = len(turn["attempts"]) - 1
-        typer.echo(f"{turn['status']:<5} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
-                   + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else ""))
+        typer.echo(
+            f"{turn['status']:<5} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
+            + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else "")
+        )
     typer.echo(f"run {result.run_id}")

@@ -11,8 +11,9 @@ import typer
 
 from dashboard.commands import fail
 
-app = typer.Typer(help="Experiments: sweeps and searches over case sets (decision parameters cost no call).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Experiments: sweeps and searches over case sets (decision parameters cost no call).", no_args_is_help=True
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
@@ -45,8 +46,9 @@ def _shown(store: Any, experiment_id: str) -> dict[str, Any]:
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="The experiment's YAML file.")],
     executor: Annotated[str, typer.Option("--executor", help="local | ray (RAY_ADDRESS, else a local Ray).")] = "local",
-    resume: Annotated[str | None, typer.Option("--resume", help="Resume experiment ID, skipping its finished "
-                                                                "cells.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Resume experiment ID, skipping its finished cells.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run an experiment definition; every cell is a stored run tagged with the experiment id."""
@@ -67,8 +69,9 @@ def run_cmd(
             typer.echo(f"cell {row['cell']}: {metric}={row.get(metric)} new_calls={row['new_calls']}")
 
     try:
-        result = asyncio.run(run_experiment(definition, store, executor=executor, resume=resume, source=str(file),
-                                            on_row=line))
+        result = asyncio.run(
+            run_experiment(definition, store, executor=executor, resume=resume, source=str(file), on_row=line)
+        )
     except DefinitionError as exc:
         raise fail(str(exc)) from None
     except ReplayMiss as exc:
@@ -76,8 +79,10 @@ def run_cmd(
     if as_json:
         _print(result.as_dict())
     else:
-        typer.echo(f"experiment {result.experiment_id}: {len(result.rows)} cells ({result.skipped} resumed), "
-                   f"{result.new_calls} new model calls, executor {result.executor}")
+        typer.echo(
+            f"experiment {result.experiment_id}: {len(result.rows)} cells ({result.skipped} resumed), "
+            f"{result.new_calls} new model calls, executor {result.executor}"
+        )
         if result.best:
             typer.echo(f"best ({result.metric}): cell {result.best['cell']} = {result.best.get(result.metric)}")
 
@@ -93,8 +98,10 @@ def list_cmd(as_json: JsonFlag = False) -> None:
         return
     for r in rows:
         best = r.get("best") or {}
-        typer.echo(f"{r['experiment_id']}  {r['status']:<11} {r['mechanism']:<10} cells={r['cells']} "
-                   f"best {r.get('metric')}={best.get(r.get('metric') or '')}  {r['name']}")
+        typer.echo(
+            f"{r['experiment_id']}  {r['status']:<11} {r['mechanism']:<10} cells={r['cells']} "
+            f"best {r.get('metric')}={best.get(r.get('metric') or '')}  {r['name']}"
+        )
 
 
 @app.command("show")
@@ -104,8 +111,10 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
     if as_json:
         _print(shown)
         return
-    typer.echo(f"{shown['experiment_id']} {shown['name']} — {shown['status']}, {shown['finished']}/{shown['cells']} "
-               f"cells, {shown['new_calls']} new calls")
+    typer.echo(
+        f"{shown['experiment_id']} {shown['name']} — {shown['status']}, {shown['finished']}/{shown['cells']} "
+        f"cells, {shown['new_calls']} new calls"
+    )
     metric = shown["metric"]
     for row in shown["rows"]:
         params = " ".join(f"{p}={row.get(p)}" for p in shown["parameters"])

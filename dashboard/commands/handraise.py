@@ -51,8 +51,9 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
 def eval_cmd(
     benchmark: Annotated[Path, typer.Option("--benchmark", help="Labelled dialogues (JSONL).")],
     method: Method = "likelihood",
-    models: Annotated[str, typer.Option("--models", help="Comma-separated model ids for the cast (cycled).")
-                      ] = "gemma3-270m",
+    models: Annotated[
+        str, typer.Option("--models", help="Comma-separated model ids for the cast (cycled).")
+    ] = "gemma3-270m",
     context: Annotated[str, typer.Option("--context", help="1 | 3 | 5 | summary: what the judge sees.")] = "3",
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=50, help="Judge each item K times.")] = 1,
     judge_model: JudgeModel = "gemma3-270m",
@@ -78,17 +79,36 @@ def eval_cmd(
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
     store, resolver, config = _setup(method, judge_model, threshold, model_ids)
 
-    run_id, lines, totals = asyncio.run(run_benchmark(
-        store, items, resolver, config, mode, repeat, model_ids=model_ids))
+    run_id, lines, totals = asyncio.run(
+        run_benchmark(store, items, resolver, config, mode, repeat, model_ids=model_ids)
+    )
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "method": method, "context": context, "repeat": repeat,
-                               "models": model_ids, "items": lines, "totals": totals}, ensure_ascii=False, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "method": method,
+                    "context": context,
+                    "repeat": repeat,
+                    "models": model_ids,
+                    "items": lines,
+                    "totals": totals,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     for line in lines:
         first = line["runs"][0]["predictions"]
-        typer.echo(f"{line['id']:<8} " + "  ".join(
-            f"{pid} {p['will']:.2f}{'↑' if p['speak'] else ' '}{'✓' if line['labels'].get(pid) == p['speak'] else '✗'}"
-            for pid, p in first.items()))
+        typer.echo(
+            f"{line['id']:<8} "
+            + "  ".join(
+                f"{pid} {p['will']:.2f}{'↑' if p['speak'] else ' '}"
+                f"{'✓' if line['labels'].get(pid) == p['speak'] else '✗'}"
+                for pid, p in first.items()
+            )
+        )
     typer.echo(json.dumps(totals, indent=2))
     if totals.get("cost_total") is not None:
         typer.echo(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
@@ -97,8 +117,10 @@ def eval_cmd(
 
 @app.command("judge")
 def judge_cmd(
-    scenario: Annotated[Path, typer.Option("--scenario", help="A conversation: JSON/YAML with participants? "
-                                                              "and context [{speaker, text}].")],
+    scenario: Annotated[
+        Path,
+        typer.Option("--scenario", help="A conversation: JSON/YAML with participants? and context [{speaker, text}]."),
+    ],
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
     threshold: Threshold = 0.6,
@@ -137,28 +159,57 @@ def judge_cmd(
         return run.run_id, hands, facts
 
     run_id, hands, facts = asyncio.run(go())
-    rows = [{"model": h.model, "relevance": h.relevance, "novelty": h.novelty, "confidence": h.confidence,
-             "will": h.will, "reason": h.reason, "hand": h.status.value, "flags": h.flags} for h in hands]
+    rows = [
+        {
+            "model": h.model,
+            "relevance": h.relevance,
+            "novelty": h.novelty,
+            "confidence": h.confidence,
+            "will": h.will,
+            "reason": h.reason,
+            "hand": h.status.value,
+            "flags": h.flags,
+        }
+        for h in hands
+    ]
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "method": method, "judgments": rows,
-                               "latency_s": round(facts.latency_s, 4), "calls": facts.calls,
-                               "tokens": facts.prompt_tokens + facts.completion_tokens}, ensure_ascii=False, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "method": method,
+                    "judgments": rows,
+                    "latency_s": round(facts.latency_s, 4),
+                    "calls": facts.calls,
+                    "tokens": facts.prompt_tokens + facts.completion_tokens,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     for r in rows:
-        typer.echo(f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
-                   f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}"
-                   + (f"  ⚠ {', '.join(failure_flags(r['flags']))}" if failure_flags(r["flags"]) else ""))
+        typer.echo(
+            f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
+            f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}"
+            + (f"  ⚠ {', '.join(failure_flags(r['flags']))}" if failure_flags(r["flags"]) else "")
+        )
     typer.echo(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")
 
 
 @app.command("calibrate")
 def calibrate_cmd(
-    data: Annotated[Path, typer.Option("--data", help="A labelled calibration split (benchmark format), never "
-                                                      "the benchmark the judge is reported on.")
-                    ] = Path("data/calibration/handraise-calib.jsonl"),
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help="A labelled calibration split (benchmark format), never the benchmark the judge is reported on.",
+        ),
+    ] = Path("data/calibration/handraise-calib.jsonl"),
     judge_model: JudgeModel = "gemma3-270m",
-    output_dir: Annotated[Path | None, typer.Option("--output-dir", help="Where the fitted maps go "
-                                                                         "(default: data/calibration/).")] = None,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
@@ -173,9 +224,16 @@ def calibrate_cmd(
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     store, resolver, _ = _setup("likelihood", judge_model, 0.6, [])
-    calibrate_and_save(store, "handraise", judge_model, data, lambda: calibration_rows(items, resolver(judge_model)),
-                       lambda rows: fit_calibrations(rows, judge_model, str(data), file_sha256(data)),
-                       output_dir, as_json)
+    calibrate_and_save(
+        store,
+        "handraise",
+        judge_model,
+        data,
+        lambda: calibration_rows(items, resolver(judge_model)),
+        lambda rows: fit_calibrations(rows, judge_model, str(data), file_sha256(data)),
+        output_dir,
+        as_json,
+    )
 
 
 @app.command("chat")
@@ -185,10 +243,15 @@ def chat_cmd(
     judge_model: JudgeModel = "gemma3-270m",
     threshold: Threshold = 0.6,
     mode: Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")] = "focus",
-    models: Annotated[str | None, typer.Option("--models", help="Comma-separated model ids re-seating the default "
-                                                                "cast (cycled); default: the cast's own.")] = None,
-    decide: Annotated[str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")]
-    = "approve_all",
+    models: Annotated[
+        str | None,
+        typer.Option(
+            "--models", help="Comma-separated model ids re-seating the default cast (cycled); default: the cast's own."
+        ),
+    ] = None,
+    decide: Annotated[
+        str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")
+    ] = "approve_all",
     as_json: JsonFlag = False,
 ) -> None:
     """A conversation with the default cast, one turn per --message: the will judgment, the hands, the cards
@@ -216,8 +279,9 @@ def chat_cmd(
     if not [m for m in messages if m.strip()]:
         raise fail("--message is empty")
     seats = [m.strip() for m in (models or "").split(",") if m.strip()]
-    cast = [p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p
-            for i, p in enumerate(DEFAULT_CAST)]
+    cast = [
+        p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p for i, p in enumerate(DEFAULT_CAST)
+    ]
     store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
     try:
         require_models(load_catalog(), {p.model_id for p in cast})  # they answer
@@ -230,17 +294,28 @@ def chat_cmd(
     session = open_conversation(conversation, resolver, store)
 
     async def talk() -> list[Any]:
-        return [await conversation_turn(session, text, decide=decide_all(session, decide))  # type: ignore[arg-type]
-                for text in messages if text.strip()]
+        return [
+            await conversation_turn(session, text, decide=decide_all(session, decide))  # type: ignore[arg-type]
+            for text in messages
+            if text.strip()
+        ]
 
     try:
         turns = asyncio.run(talk())
     finally:
         summary = close_conversation(session)
     if as_json:
-        typer.echo(json.dumps({"run_id": session.run_id, "turns": [turn_json(t) for t in turns],
-                               "tokens": {k: v for k, v in summary.items() if k != "result"}},
-                              ensure_ascii=False, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": session.run_id,
+                    "turns": [turn_json(t) for t in turns],
+                    "tokens": {k: v for k, v in summary.items() if k != "result"},
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     names = {p.id: p.name for p in cast}
     for turn in turns:
@@ -248,9 +323,12 @@ def chat_cmd(
         for h in turn.hands:
             r = turn.resolved[h.model]
             mark = "🙋" if h.status.value in ("raised", "mentioned") else "  "
-            typer.echo(f"  {mark} {names[h.model]:<11} will {h.will:.2f} → {'speaks' if r.approved else 'skips'} "
-                       f"({r.by}){'  ⚠ ' + ', '.join(failure_flags(h.flags)) if failure_flags(h.flags) else ''}")
+            typer.echo(
+                f"  {mark} {names[h.model]:<11} will {h.will:.2f} → {'speaks' if r.approved else 'skips'} "
+                f"({r.by}){'  ⚠ ' + ', '.join(failure_flags(h.flags)) if failure_flags(h.flags) else ''}"
+            )
         for pid, text in turn.answers.items():
             typer.echo(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
-    typer.echo(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: "
-               f"{summary['baseline_tokens']})")
+    typer.echo(
+        f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})"
+    )

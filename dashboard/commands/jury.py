@@ -11,29 +11,55 @@ import typer
 
 from dashboard.commands import fail, require_models
 
-app = typer.Typer(help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Panel = Annotated[str, typer.Option("--panel", help="A panel of models/catalog.yaml (e.g. local, seed-api).")]
-Jurors = Annotated[list[str] | None, typer.Option(
-    "--juror", help="MODEL:ROLE NAME[:FOCUS], repeatable; replaces --panel.")]
-Rounds = Annotated[int | None, typer.Option("--rounds", min=0, help="Max discussion rounds "
-                                                                    "(default: JURY_MAX_DISCUSSION_ROUNDS or 3).")]
-Threshold = Annotated[float | None, typer.Option("--threshold", help="Consensus threshold "
-                                                                     "(default: JURY_CONSENSUS_THRESHOLD or 2.0).")]
+Jurors = Annotated[
+    list[str] | None, typer.Option("--juror", help="MODEL:ROLE NAME[:FOCUS], repeatable; replaces --panel.")
+]
+Rounds = Annotated[
+    int | None,
+    typer.Option("--rounds", min=0, help="Max discussion rounds (default: JURY_MAX_DISCUSSION_ROUNDS or 3)."),
+]
+Threshold = Annotated[
+    float | None, typer.Option("--threshold", help="Consensus threshold (default: JURY_CONSENSUS_THRESHOLD or 2.0).")
+]
 Method = Annotated[str | None, typer.Option("--method", help="majority_vote | weighted_average | final_judge.")]
 JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Model of the final judge.")]
-JudgeKind = Annotated[str | None, typer.Option("--judge", help="generate (jurors write JSON) | likelihood (the "
-                                                              "calibrated likelihood of the rubric's labels).")]
-Replay = Annotated[bool, typer.Option("--replay", help="Answer from recorded calls instead of running models; a "
-                                                       "request never recorded stops with an error.")]
-Fallthrough = Annotated[bool, typer.Option("--replay-fallthrough", help="Replay, but send a request never recorded "
-                                                                        "to the live model (and record it).")]
+JudgeKind = Annotated[
+    str | None,
+    typer.Option(
+        "--judge", help="generate (jurors write JSON) | likelihood (the calibrated likelihood of the rubric's labels)."
+    ),
+]
+Replay = Annotated[
+    bool,
+    typer.Option(
+        "--replay",
+        help="Answer from recorded calls instead of running models; a request never recorded stops with an error.",
+    ),
+]
+Fallthrough = Annotated[
+    bool,
+    typer.Option(
+        "--replay-fallthrough", help="Replay, but send a request never recorded to the live model (and record it)."
+    ),
+]
 
 
-def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: float | None,
-           method: str | None, judge_model: str | None, replay: bool, fallthrough: bool = False,
-           judge: str | None = None) -> tuple[Any, Any]:
+def _setup(
+    panel: str,
+    jurors: list[str] | None,
+    rounds: int | None,
+    threshold: float | None,
+    method: str | None,
+    judge_model: str | None,
+    replay: bool,
+    fallthrough: bool = False,
+    judge: str | None = None,
+) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
     from engine.config import ConfigError
     from engine.jury import Jury, JuryConfig, panel_seats
@@ -42,8 +68,13 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
     from models.registry import ModelHub
 
     try:
-        config = JuryConfig.from_env(max_discussion_rounds=rounds, consensus_threshold=threshold,
-                                     final_judgment_method=method, final_judge_model=judge_model, judge=judge)
+        config = JuryConfig.from_env(
+            max_discussion_rounds=rounds,
+            consensus_threshold=threshold,
+            final_judgment_method=method,
+            final_judge_model=judge_model,
+            judge=judge,
+        )
         catalog = load_catalog()
         if jurors:
             rows = []
@@ -59,8 +90,9 @@ def _setup(panel: str, jurors: list[str] | None, rounds: int | None, threshold: 
         raise fail(str(exc)) from None
     except KeyError as exc:
         raise fail(str(exc.args[0])) from None
-    needed = {s.model_id for s in seats} | ({config.final_judge_model} if config.final_judgment_method == "final_judge"
-                                           else set())
+    needed = {s.model_id for s in seats} | (
+        {config.final_judge_model} if config.final_judgment_method == "final_judge" else set()
+    )
     for model_id in sorted(needed):
         if model_id not in catalog.ids:
             raise fail(f"unknown model '{model_id}' — known models: {', '.join(catalog.ids)}")
@@ -91,20 +123,25 @@ def _print_view(view: Any, *, rounds: bool = True) -> None:
     for e in view.phase1:
         tag = "  [fallback, no vote: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
         tag += f"  ⚠ {', '.join(failed_fields(e.get('flags') or []))}" if failed_fields(e.get("flags") or []) else ""
-        typer.echo(f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
-                   f"  {e['reasoning'][:90]}{tag}")
+        typer.echo(
+            f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
+            f"  {e['reasoning'][:90]}{tag}"
+        )
     if view.phase1_consensus:
         c = view.phase1_consensus
-        typer.echo(f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
-                   + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
-                   + (" — reached" if c["consensusReached"] else ""))
+        typer.echo(
+            f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
+            + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
+            + (" — reached" if c["consensusReached"] else "")
+        )
     for rnd in view.rounds:
         if rounds:
             typer.echo(f" round {rnd['round']}")
         for st in rnd["statements"]:
             badge = " [立場変更 / position changed]" if st["positionChanged"] else ""
-            typer.echo(f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} "
-                       f"{st['statement'][:110]}")
+            typer.echo(
+                f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} {st['statement'][:110]}"
+            )
         if rnd["completed"] and rounds:
             c = rnd["completed"]
             typer.echo(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
@@ -124,9 +161,16 @@ def _print_view(view: Any, *, rounds: bool = True) -> None:
 def run_cmd(
     case_file: Annotated[Path, typer.Option("--case", help="A case file (YAML or JSONL).")],
     case_id: Annotated[str | None, typer.Option("--id", help="Which case of the file (default: the first).")] = None,
-    panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
-    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, fallthrough: Fallthrough = False,
-    as_json: JsonFlag = False, judge: JudgeKind = None,
+    panel: Panel = "local",
+    jurors: Jurors = None,
+    rounds: Rounds = None,
+    threshold: Threshold = None,
+    method: Method = None,
+    judge_model: JudgeModel = None,
+    replay: Replay = False,
+    fallthrough: Fallthrough = False,
+    as_json: JsonFlag = False,
+    judge: JudgeKind = None,
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
     from engine.jury import JuryView, run_case
@@ -142,8 +186,9 @@ def run_cmd(
     except ReplayMiss as exc:
         raise _replay_miss(case.id, exc) from None
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False,
-                              indent=2))
+        typer.echo(
+            json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False, indent=2)
+        )
         return
     events = [(e.type, e.payload) for e in store.events(run_id)]
     _print_view(JuryView.fold(events))
@@ -154,9 +199,16 @@ def run_cmd(
 def eval_cmd(
     cases_file: Annotated[Path, typer.Option("--cases", help="Labelled cases (JSONL or YAML) with `gold`.")],
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases.")] = None,
-    panel: Panel = "local", jurors: Jurors = None, rounds: Rounds = None, threshold: Threshold = None,
-    method: Method = None, judge_model: JudgeModel = None, replay: Replay = False, fallthrough: Fallthrough = False,
-    as_json: JsonFlag = False, judge: JudgeKind = None,
+    panel: Panel = "local",
+    jurors: Jurors = None,
+    rounds: Rounds = None,
+    threshold: Threshold = None,
+    method: Method = None,
+    judge_model: JudgeModel = None,
+    replay: Replay = False,
+    fallthrough: Fallthrough = False,
+    as_json: JsonFlag = False,
+    judge: JudgeKind = None,
 ) -> None:
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
@@ -171,8 +223,11 @@ def eval_cmd(
 
     async def go() -> tuple[str, list[dict[str, Any]]]:
         items: list[dict[str, Any]] = []
-        config = {"cases": str(cases_file), "jury": jury.config.model_dump(),
-                  "jurors": [s.model_dump() for s in jury.seats]}
+        config = {
+            "cases": str(cases_file),
+            "jury": jury.config.model_dump(),
+            "jurors": [s.model_dump() for s in jury.seats],
+        }
         async with async_run_context(store, "jury.eval", config, name=f"jury eval {cases_file.name}") as parent:
             for case in cases:
                 current[:] = [case.id]
@@ -183,8 +238,11 @@ def eval_cmd(
                 if not as_json:
                     mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
                     final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
-                    typer.echo(f"{mark} {case.id:<20} gold {str(case.gold):<14} final {final:<14} "
-                               f"rounds {item['rounds']}  changed {item['outcome_changed']}", err=True)
+                    typer.echo(
+                        f"{mark} {case.id:<20} gold {str(case.gold):<14} final {final:<14} "
+                        f"rounds {item['rounds']}  changed {item['outcome_changed']}",
+                        err=True,
+                    )
             parent.summary = evaluation_totals(items)
         return parent.run_id, items
 
@@ -194,9 +252,19 @@ def eval_cmd(
         raise _replay_miss(current[0] if current else "?", exc) from None
     totals = evaluation_totals(items)
     if as_json:
-        typer.echo(json.dumps({"run_id": eval_id, "config": jury.config.model_dump(),
-                               "jurors": [s.model_dump() for s in jury.seats], "items": items, "totals": totals},
-                              ensure_ascii=False, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": eval_id,
+                    "config": jury.config.model_dump(),
+                    "jurors": [s.model_dump() for s in jury.seats],
+                    "items": items,
+                    "totals": totals,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     typer.echo(json.dumps(totals, ensure_ascii=False, indent=2))
     typer.echo(f"run {eval_id}")
@@ -206,8 +274,12 @@ def eval_cmd(
 def replay_cmd(
     run_id: Annotated[str, typer.Argument(help="A stored jury run (see `judgelab runs list`).")],
     show_rounds: Annotated[bool, typer.Option("--rounds/--no-rounds", help="Show round numbers.")] = True,
-    rerun: Annotated[bool, typer.Option("--rerun", help="Run the jury again from the recorded calls and say "
-                                                        "whether the result is identical.")] = False,
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            "--rerun", help="Run the jury again from the recorded calls and say whether the result is identical."
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Show a stored jury run step by step as the page showed it; optionally re-run it from its calls.
@@ -232,9 +304,21 @@ def replay_cmd(
     if rerun and note is None:
         identical = _rerun(store, run)
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "kind": run.kind, "status": run.status, "incomplete": note,
-                               "events": [{"type": t, "payload": p} for t, p in events],
-                               "rerun_identical": identical}, ensure_ascii=False, indent=2, default=str))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "kind": run.kind,
+                    "status": run.status,
+                    "incomplete": note,
+                    "events": [{"type": t, "payload": p} for t, p in events],
+                    "rerun_identical": identical,
+                },
+                ensure_ascii=False,
+                indent=2,
+                default=str,
+            )
+        )
         if rerun and not identical:
             raise typer.Exit(1)
         return
@@ -243,8 +327,10 @@ def replay_cmd(
         typer.echo(note)
     if rerun:
         if note:
-            typer.echo(f"rerun from recorded calls: not compared — the run is {run.status}, so it has no final "
-                       "result to compare with")
+            typer.echo(
+                f"rerun from recorded calls: not compared — the run is {run.status}, so it has no final "
+                "result to compare with"
+            )
             raise typer.Exit(1)
         typer.echo("rerun from recorded calls: " + ("identical" if identical else "DIFFERENT"))
         if not identical:
@@ -258,8 +344,11 @@ def _rerun(store: Any, run: Any) -> bool:
 
     config = run.config or {}
     hub = ModelHub(call_log=store)
-    jury = Jury([JurorSeat.model_validate(s) for s in config["jurors"]], lambda m: hub.get(m, replay=True),
-                JuryConfig.model_validate(config["jury"]))
+    jury = Jury(
+        [JurorSeat.model_validate(s) for s in config["jurors"]],
+        lambda m: hub.get(m, replay=True),
+        JuryConfig.model_validate(config["jury"]),
+    )
     try:
         _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))
     except ReplayMiss as exc:

@@ -29,24 +29,36 @@ def simulate_cmd(
     workload: Annotated[
         Path | None, typer.Option("--workload", help="JSONL of {t, channel, thread, id, author, text}.")
     ] = None,
-    generate: Annotated[bool, typer.Option("--generate", help="Generate a workload (the default one if no other "
-                                                              "option is given).")] = False,
+    generate: Annotated[
+        bool, typer.Option("--generate", help="Generate a workload (the default one if no other option is given).")
+    ] = False,
     channels: Annotated[int, typer.Option(min=1, help="Generated workload: channels.")] = 50,
-    hours: Annotated[float | None, typer.Option(min=0.1, max=24 * 14, help="Simulated hours (generated: 24; a "
-                                                                           "file: until its last message could "
-                                                                           "be judged).")] = None,
+    hours: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            max=24 * 14,
+            help="Simulated hours (generated: 24; a file: until its last message could be judged).",
+        ),
+    ] = None,
     rate: Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")] = 0.25,
     burst: Annotated[float, typer.Option(min=1, help="Generated: mean messages per burst.")] = 3.0,
     seed: Annotated[int, typer.Option(help="Generated: random seed.")] = 7,
-    model_id: Annotated[str | None, typer.Option("--model", help="Judge with this model (each conversation state "
-                                                                 "once; repeats are replayed).")] = None,
-    recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")]
-    = None,
+    model_id: Annotated[
+        str | None,
+        typer.Option("--model", help="Judge with this model (each conversation state once; repeats are replayed)."),
+    ] = None,
+    recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")] = None,
     record: Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="How a live model judges: 'likelihood' (scored phrases and a "
-                                                     "fitted map; models that can score), 'structured' (its JSON "
-                                                     "answer) or 'probability' (next-token p(true)).")]
-    = "likelihood",
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="How a live model judges: 'likelihood' (scored phrases and a "
+            "fitted map; models that can score), 'structured' (its JSON "
+            "answer) or 'probability' (next-token p(true)).",
+        ),
+    ] = "likelihood",
     check_interval: Annotated[int, typer.Option(min=1, max=86_400)] = 60,
     min_wait: Annotated[int, typer.Option(min=0, max=86_400)] = 300,
     as_json: JsonFlag = False,
@@ -79,16 +91,21 @@ def simulate_cmd(
             messages = parse_workload(content, str(workload))
             file_ref = FileRef.of(workload.name, content, len(messages))
         else:
-            spec = WorkloadSpec(channels=channels, hours=hours or 24.0, bursts_per_hour=rate,
-                                mean_burst_messages=burst, seed=seed)
+            spec = WorkloadSpec(
+                channels=channels, hours=hours or 24.0, bursts_per_hour=rate, mean_burst_messages=burst, seed=seed
+            )
     except InputError as exc:
         raise _fail(str(exc)) from None
     except WorkloadError as exc:
         raise _fail(str(exc)) from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = {"channels": "--channels", "hours": "--hours", "bursts_per_hour": "--rate",
-                 "mean_burst_messages": "--burst"}.get(str(err["loc"][0]) if err["loc"] else "", "generated workload")
+        where = {
+            "channels": "--channels",
+            "hours": "--hours",
+            "bursts_per_hour": "--rate",
+            "mean_burst_messages": "--burst",
+        }.get(str(err["loc"][0]) if err["loc"] else "", "generated workload")
         raise _fail(f"{where}: {err['msg']}") from None
     if model_id is None and recorded is None:
         if default_recording().is_file() and spec is not None and spec == WorkloadSpec():
@@ -102,10 +119,15 @@ def simulate_cmd(
             RecordedJudge.load(recorded)  # a broken recording is named before anything runs
         except WorkloadError as exc:
             raise _fail(str(exc)) from None
-    config = SimulationConfig(workload=spec, workload_file=file_ref, hours=hours if file_ref else None,
-                              model_id=model_id, method=mode, recording=str(recorded) if recorded else None,
-                              response=ResponseConfig(check_interval_seconds=check_interval,
-                                                      min_wait_seconds=min_wait))
+    config = SimulationConfig(
+        workload=spec,
+        workload_file=file_ref,
+        hours=hours if file_ref else None,
+        model_id=model_id,
+        method=mode,
+        recording=str(recorded) if recorded else None,
+        response=ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait),
+    )
     report = _run(config, messages, model_id)
     result = report.comparison | {"run_id": report.run_id}
     if record:
@@ -120,13 +142,18 @@ def simulate_cmd(
         return
     a, b = result["without_cache"], result["with_cache"]
     typer.echo(f"{a['messages']} messages · {a['checks']} checks")
-    typer.echo(f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with "
-               f"({result['calls_saved_pct']}% saved)")
-    typer.echo(f"first-judgment delay (s): median {b['delay_median_s']}, p95 {b['delay_p95_s']}, max {b['delay_max_s']}"
-               f" (bound: {result['delay_bound_s']} — {bound_text(result['delay_bound_met'])})")
+    typer.echo(
+        f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with ({result['calls_saved_pct']}% saved)"
+    )
+    typer.echo(
+        f"first-judgment delay (s): median {b['delay_median_s']}, p95 {b['delay_p95_s']}, max {b['delay_max_s']}"
+        f" (bound: {result['delay_bound_s']} — {bound_text(result['delay_bound_met'])})"
+    )
     if b.get("flagged_judgments"):
-        typer.echo(f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
-                   "or unparseable): confidence 0.0, never cached")
+        typer.echo(
+            f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
+            "or unparseable): confidence 0.0, never cached"
+        )
     typer.echo(f"run {report.run_id}")
 
 
@@ -170,9 +197,13 @@ def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
 
 @app.command("calibrate")
 def calibrate_cmd(
-    data: Annotated[Path, typer.Option("--data", help="Labelled conversations: {messages: [{author, text}], "
-                                                      "should_respond} a line; never the benchmark.")
-                    ] = Path("data/calibration/skip-calib.jsonl"),
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help="Labelled conversations: {messages: [{author, text}], should_respond} a line; never the benchmark.",
+        ),
+    ] = Path("data/calibration/skip-calib.jsonl"),
     model_id: Annotated[str, typer.Option("--model")] = "gemma3-270m",
     output_dir: Annotated[Path | None, typer.Option("--output-dir")] = None,
     as_json: JsonFlag = False,
@@ -192,5 +223,15 @@ def calibrate_cmd(
     async def rows() -> list[dict[str, float]]:
         return [(await skip_features(model, h))[0] for h in history]
 
-    calibrate_and_save(store, "skip", model_id, data, rows, lambda f: [fit_single_map(
-        SKIP, model_id, "respond", "pmi_need", f, [it["should_respond"] for it in items], data)], output_dir, as_json)
+    calibrate_and_save(
+        store,
+        "skip",
+        model_id,
+        data,
+        rows,
+        lambda f: [
+            fit_single_map(SKIP, model_id, "respond", "pmi_need", f, [it["should_respond"] for it in items], data)
+        ],
+        output_dir,
+        as_json,
+    )

@@ -25,7 +25,22 @@ from engine.experiments.runner import (
 )
 
 __all__ = [
-    "Cell", "DefinitionError", "Experiment", "ExperimentResult", "HubModels", "LocalExecutor", "Range", "Search",
-    "comparable_rows", "derive_jury", "expand", "line_map", "list_experiments", "load_definition", "mechanism",
-    "parse_definition", "run_experiment", "show_experiment",
+    "Cell",
+    "DefinitionError",
+    "Experiment",
+    "ExperimentResult",
+    "HubModels",
+    "LocalExecutor",
+    "Range",
+    "Search",
+    "comparable_rows",
+    "derive_jury",
+    "expand",
+    "line_map",
+    "list_experiments",
+    "load_definition",
+    "mechanism",
+    "parse_definition",
+    "run_experiment",
+    "show_experiment",
 ]

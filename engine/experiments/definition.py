@@ -88,8 +88,9 @@ class Experiment(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     mechanism: Literal["handraise", "jury", "confidence", "skip", "director"]
-    cases: str = Field(min_length=1, description="the case set: a path (relative to the YAML file, else to the "
-                                                "project root)")
+    cases: str = Field(
+        min_length=1, description="the case set: a path (relative to the YAML file, else to the project root)"
+    )
     limit: int | None = Field(None, ge=1, description="only the first N cases")
     base: dict[str, Any] = Field(default_factory=dict, description="settings every cell starts from")
     space: dict[str, list[Any] | Range] = Field(default_factory=dict, description="parameter → values or a range")
@@ -99,13 +100,17 @@ class Experiment(BaseModel):
     repeats: int = Field(1, ge=1, le=1000)
     seed: int = 0
     metric: str | None = Field(None, description="the metric that marks the best cell (default: the mechanism's)")
-    calls: CallMode = Field("replay_fallthrough", description="replay_fallthrough: a request made before is "
-                            "answered from the call store, a new one by the model; replay: only recorded answers; "
-                            "live: always the model")
+    calls: CallMode = Field(
+        "replay_fallthrough",
+        description="replay_fallthrough: a request made before is "
+        "answered from the call store, a new one by the model; replay: only recorded answers; "
+        "live: always the model",
+    )
     delay_s: float = Field(0.0, ge=0, le=60, description="latency injected into each replayed call (benchmarks)")
     concurrency: int = Field(4, ge=1, le=1024, description="cells whose calls run at once")
-    per_model_concurrency: dict[str, int] = Field(default_factory=dict, description="at most N calls at once to "
-                                                  "a model (its cells wait)")
+    per_model_concurrency: dict[str, int] = Field(
+        default_factory=dict, description="at most N calls at once to a model (its cells wait)"
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> Experiment:
@@ -142,8 +147,9 @@ class Experiment(BaseModel):
         return ROOT / path
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True,
-                                         default=str).encode()).hexdigest()[:12]
+        return hashlib.sha256(
+            json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, default=str).encode()
+        ).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -176,8 +182,16 @@ def expand(definition: Experiment, decision: frozenset[str]) -> list[Cell]:
         for values in itertools.product(*(axes[n] for n in names)):
             params = dict(zip(names, values, strict=True))
             calls = {k: v for k, v in params.items() if k not in decision}
-            cells.append(Cell(index=len(cells), params=params, repeat=repeat, group=group_key(calls, repeat),
-                              call_params=calls, decision_params={k: v for k, v in params.items() if k in decision}))
+            cells.append(
+                Cell(
+                    index=len(cells),
+                    params=params,
+                    repeat=repeat,
+                    group=group_key(calls, repeat),
+                    call_params=calls,
+                    decision_params={k: v for k, v in params.items() if k in decision},
+                )
+            )
     return cells
 
 
@@ -259,8 +273,10 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
             seen.add(key)
             problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {err['msg']}")
         raise DefinitionError(problems) from None
-    problems = [f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}"
-                for loc, msg in mechanism(definition.mechanism).check(definition, source)]
+    problems = [
+        f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}"
+        for loc, msg in mechanism(definition.mechanism).check(definition, source)
+    ]
     if problems:
         raise DefinitionError(problems)
     return definition

@@ -42,8 +42,15 @@ class Mechanism(Protocol):
 
     def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]: ...
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> Any: ...
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> Any: ...
 
     def decide(self, definition: Experiment, recording: Any, decision_params: Mapping[str, Any]) -> dict[str, Any]: ...
 
@@ -98,8 +105,13 @@ def _check_common(m: Mechanism, definition: Experiment, extra_base: frozenset[st
     known = m.decision | m.calls
     for name in definition.space:
         if name not in known:
-            problems.append((("space", name), f"unknown parameter of {m.name}; decision parameters (no calls): "
-                             f"{', '.join(sorted(m.decision))}; call parameters: {', '.join(sorted(m.calls))}"))
+            problems.append(
+                (
+                    ("space", name),
+                    f"unknown parameter of {m.name}; decision parameters (no calls): "
+                    f"{', '.join(sorted(m.decision))}; call parameters: {', '.join(sorted(m.calls))}",
+                )
+            )
         elif isinstance(definition.space[name], Range):
             try:
                 definition.space[name].values()  # type: ignore[union-attr]
@@ -116,8 +128,13 @@ def _check_common(m: Mechanism, definition: Experiment, extra_base: frozenset[st
             problems.append((("search", "metric"), f"unknown metric; one of {', '.join(m.metrics)}"))
         calls = [n for n in definition.axes() if n not in m.decision]
         if calls:
-            problems.append((("search",), f"a search runs over decision parameters only; {', '.join(calls)} "
-                             "need model calls (sweep them as a grid)"))
+            problems.append(
+                (
+                    ("search",),
+                    f"a search runs over decision parameters only; {', '.join(calls)} "
+                    "need model calls (sweep them as a grid)",
+                )
+            )
         if not definition.space:
             problems.append((("space",), "a search needs a space of decision parameters"))
     try:
@@ -129,8 +146,9 @@ def _check_common(m: Mechanism, definition: Experiment, extra_base: frozenset[st
     return problems
 
 
-def _validate_each(definition: Experiment, build: Callable[[dict[str, Any]], Any],
-                   names: Sequence[str]) -> list[tuple[Loc, str]]:
+def _validate_each(
+    definition: Experiment, build: Callable[[dict[str, Any]], Any], names: Sequence[str]
+) -> list[tuple[Loc, str]]:
     """Build the settings from the base alone and with each written value of `names`, so a bad value is
     reported at its own line."""
     problems: list[tuple[Loc, str]] = []
@@ -144,8 +162,14 @@ def _validate_each(definition: Experiment, build: Callable[[dict[str, Any]], Any
                 build({name: value})
             except (ValidationError, ValueError) as exc:
                 where = _where(definition, name)
-                problems.append(((*where, i) if isinstance(definition.space.get(name), list) or
-                                 where[0] in ("models", "panels") else where, f"{value!r}: {_err_msg(exc)}"))
+                problems.append(
+                    (
+                        (*where, i)
+                        if isinstance(definition.space.get(name), list) or where[0] in ("models", "panels")
+                        else where,
+                        f"{value!r}: {_err_msg(exc)}",
+                    )
+                )
     return problems
 
 
@@ -198,12 +222,33 @@ def prior_speakers(context: Sequence[Any]) -> list[set[str]]:
 
 class HandRaise:
     name: str = "handraise"
-    decision: frozenset[str] = frozenset({
-        "threshold", "weights.relevance", "weights.novelty", "weights.confidence", "mode", "brainstorm_auto_allow",
-        "brainstorm_max_speakers", "cooldown_enabled", "cooldown_per_turn", "cooldown_window", "auto_approve_at"})
+    decision: frozenset[str] = frozenset(
+        {
+            "threshold",
+            "weights.relevance",
+            "weights.novelty",
+            "weights.confidence",
+            "mode",
+            "brainstorm_auto_allow",
+            "brainstorm_max_speakers",
+            "cooldown_enabled",
+            "cooldown_per_turn",
+            "cooldown_window",
+            "auto_approve_at",
+        }
+    )
     calls: frozenset[str] = frozenset({"model", "judge_method", "judge_model", "context"})
-    metrics: tuple[str, ...] = ("f1", "precision", "recall", "accuracy", "speak_rate", "calls", "tokens",
-                                "latency_s", "cost")
+    metrics: tuple[str, ...] = (
+        "f1",
+        "precision",
+        "recall",
+        "accuracy",
+        "speak_rate",
+        "calls",
+        "tokens",
+        "latency_s",
+        "cost",
+    )
     default_metric: str = "f1"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
@@ -230,12 +275,19 @@ class HandRaise:
             return self.config(definition.base, extra)
 
         problems += _validate_each(definition, build, [n for n in names if n in self.decision | self.calls])
-        methods = {str(definition.base.get("judge_method", "judge")), *map(str, _axis_values(definition,
-                                                                                         "judge_method"))}
+        methods = {
+            str(definition.base.get("judge_method", "judge")),
+            *map(str, _axis_values(definition, "judge_method")),
+        }
         swept = [n for n in names if n in ("threshold", "weights.relevance", "weights.novelty", "weights.confidence")]
         if "hybrid" in methods and swept:
-            problems.append((_where(definition, swept[0]), "the hybrid judge uses the threshold and weights to choose "
-                             "who judges itself (a call): not a decision parameter with judge_method hybrid"))
+            problems.append(
+                (
+                    _where(definition, swept[0]),
+                    "the hybrid judge uses the threshold and weights to choose "
+                    "who judges itself (a call): not a decision parameter with judge_method hybrid",
+                )
+            )
         return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
@@ -251,8 +303,15 @@ class HandRaise:
             return [str(model)]
         return sorted({p.model_id for item in self.load_cases(definition) for p in item.cast()})
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> HandRaiseRecording:
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> HandRaiseRecording:
         from engine.handraise import WillJudge
         from engine.runctx import progress
 
@@ -268,15 +327,25 @@ class HandRaise:
             turns = item.turns(context)
             judge = WillJudge(cast, models, config.model_copy(update={"context_turns": max(1, len(turns))}))
             comps, facts = await judge.judge(turns)
-            out.items.append(HandRaiseItem(
-                id=item.id, labels=dict(item.labels), models=[p.id for p in cast], prior=prior_speakers(item.context),
-                components=comps, calls=facts.calls, tokens=facts.prompt_tokens + facts.completion_tokens,
-                latency_s=round(facts.latency_s, 4), cost=facts.cost))
+            out.items.append(
+                HandRaiseItem(
+                    id=item.id,
+                    labels=dict(item.labels),
+                    models=[p.id for p in cast],
+                    prior=prior_speakers(item.context),
+                    components=comps,
+                    calls=facts.calls,
+                    tokens=facts.prompt_tokens + facts.completion_tokens,
+                    latency_s=round(facts.latency_s, 4),
+                    cost=facts.cost,
+                )
+            )
             progress(step=f"judged {item.id}")
         return out
 
-    def decide(self, definition: Experiment, recording: HandRaiseRecording,
-               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+    def decide(
+        self, definition: Experiment, recording: HandRaiseRecording, decision_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         config = self.config(definition.base, decision_params)
         lines = []
         spoke = decided = 0
@@ -284,24 +353,52 @@ class HandRaise:
             speak = decide_handraise_item(item, config)
             spoke += sum(speak.values())
             decided += len(speak)
-            lines.append({"labels": item.labels, "runs": [{
-                "predictions": {m: {"speak": s} for m, s in speak.items()}, "latency_s": item.latency_s,
-                "tokens": item.tokens, "cost": item.cost}]})
+            lines.append(
+                {
+                    "labels": item.labels,
+                    "runs": [
+                        {
+                            "predictions": {m: {"speak": s} for m, s in speak.items()},
+                            "latency_s": item.latency_s,
+                            "tokens": item.tokens,
+                            "cost": item.cost,
+                        }
+                    ],
+                }
+            )
         from engine.handraise import benchmark_totals
 
         totals = benchmark_totals(lines)
         latencies = [i.latency_s for i in recording.items]
-        return {"f1": totals["f1"], "precision": totals["precision"], "recall": totals["recall"],
-                "accuracy": totals["accuracy"], "speak_rate": round(spoke / decided, 4) if decided else None,
-                "calls": sum(i.calls for i in recording.items), "tokens": sum(i.tokens for i in recording.items),
-                "latency_s": round(statistics.median(latencies), 4) if latencies else None,
-                "cost": round(sum(i.cost for i in recording.items), 8)}
+        return {
+            "f1": totals["f1"],
+            "precision": totals["precision"],
+            "recall": totals["recall"],
+            "accuracy": totals["accuracy"],
+            "speak_rate": round(spoke / decided, 4) if decided else None,
+            "calls": sum(i.calls for i in recording.items),
+            "tokens": sum(i.tokens for i in recording.items),
+            "latency_s": round(statistics.median(latencies), 4) if latencies else None,
+            "cost": round(sum(i.cost for i in recording.items), 8),
+        }
 
     def recording_json(self, recording: HandRaiseRecording) -> dict[str, Any]:
-        return {"items": [{"id": i.id, "labels": i.labels, "models": i.models, "prior": [sorted(s) for s in i.prior],
-                           "components": [c.model_dump(mode="json") for c in i.components], "calls": i.calls,
-                           "tokens": i.tokens, "latency_s": i.latency_s, "cost": i.cost}
-                          for i in recording.items]}
+        return {
+            "items": [
+                {
+                    "id": i.id,
+                    "labels": i.labels,
+                    "models": i.models,
+                    "prior": [sorted(s) for s in i.prior],
+                    "components": [c.model_dump(mode="json") for c in i.components],
+                    "calls": i.calls,
+                    "tokens": i.tokens,
+                    "latency_s": i.latency_s,
+                    "cost": i.cost,
+                }
+                for i in recording.items
+            ]
+        }
 
 
 def decide_handraise_item(item: HandRaiseItem, config: Any) -> dict[str, bool]:
@@ -310,11 +407,11 @@ def decide_handraise_item(item: HandRaiseItem, config: Any) -> dict[str, bool]:
     user approves it: what the benchmark labels mean)."""
     from engine.handraise import HandStatus, History, auto_resolutions, decide_hands
 
-    hands = decide_hands(item.components, config, History(speakers=[set(s) for s in item.prior]),
-                         models=item.models)
+    hands = decide_hands(item.components, config, History(speakers=[set(s) for s in item.prior]), models=item.models)
     resolved = auto_resolutions(hands, config)
-    return {h.model: resolved[h.model].approved if h.model in resolved else h.status == HandStatus.RAISED
-            for h in hands}
+    return {
+        h.model: resolved[h.model].approved if h.model in resolved else h.status == HandStatus.RAISED for h in hands
+    }
 
 
 # -- jury ------------------------------------------------------------------------------------------------------
@@ -336,8 +433,9 @@ class JuryRecording:
     judge: str = "generate"
 
 
-def derive_jury(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None
-                ) -> Any:
+def derive_jury(
+    result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None
+) -> Any:
     """The result a jury with `config` reaches on the calls of `result` (recorded at the widest setting):
     the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
     ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
@@ -352,8 +450,10 @@ def derive_jury(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple
     if config.final_judgment_method == "final_judge":
         raise ValueError("final_judge needs a model call: not derivable from a recording")
     recorded = result.discussion_rounds
-    if config.max_discussion_rounds > len(recorded) and result.termination_reason not in ("max_rounds",
-                                                                                         "no_discussion"):
+    if config.max_discussion_rounds > len(recorded) and result.termination_reason not in (
+        "max_rounds",
+        "no_discussion",
+    ):
         raise ValueError("the recording stopped early: record at threshold 2.0 with no stagnation stop")
     if config.max_discussion_rounds > len(recorded):
         raise ValueError(f"{config.max_discussion_rounds} rounds asked, {len(recorded)} recorded")
@@ -374,8 +474,11 @@ def derive_jury(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple
             for st in statements:
                 latest[st.juror_id] = st.updated_evaluation
             consensus = panel_consensus([latest[j] for j in order], config.consensus_threshold)
-            rounds.append(DiscussionRound(round_number=number, statements=statements, consensus_check=consensus,
-                                          speaker_order=order))
+            rounds.append(
+                DiscussionRound(
+                    round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
+                )
+            )
             moved = sum(st.position_changed for st in statements)
             still = 0 if moved else still + 1
             if consensus.consensus_reached:
@@ -386,8 +489,7 @@ def derive_jury(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple
                 break
     final = [latest[j] for j in order]
     if config.final_judgment_method == "weighted_average":
-        judgment = weighted_average(final, pass_at=rubric.pass_at, review_at=rubric.review_at,
-                                    verdicts=rubric.verdicts)
+        judgment = weighted_average(final, pass_at=rubric.pass_at, review_at=rubric.review_at, verdicts=rubric.verdicts)
     else:
         judgment = majority_vote(final, tie_policy=config.tie_policy, verdicts=rubric.verdicts)
     prompt = completion = 0
@@ -396,11 +498,22 @@ def derive_jury(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple
         p, c, d = (usage or {}).get(call_id, (0, 0, 0.0))
         prompt, completion, cost = prompt + p, completion + c, cost + d
     return CollaborativeJuryResult(
-        phase1_evaluations=phase1, phase1_consensus=phase1_consensus, discussion_rounds=rounds,
-        total_rounds=len(rounds), phase3_judgment=judgment, final_verdict=judgment.verdict,
-        final_score=judgment.score, early_termination=reason in ("phase1_consensus", "consensus", "stagnation"),
-        termination_reason=reason, case_id=result.case_id, jurors=result.jurors, prompt_tokens=prompt,
-        completion_tokens=completion, cost=cost, wall_s=result.wall_s)
+        phase1_evaluations=phase1,
+        phase1_consensus=phase1_consensus,
+        discussion_rounds=rounds,
+        total_rounds=len(rounds),
+        phase3_judgment=judgment,
+        final_verdict=judgment.verdict,
+        final_score=judgment.score,
+        early_termination=reason in ("phase1_consensus", "consensus", "stagnation"),
+        termination_reason=reason,
+        case_id=result.case_id,
+        jurors=result.jurors,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        wall_s=result.wall_s,
+    )
 
 
 def _call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
@@ -415,19 +528,33 @@ def _call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
 
 class JuryMechanism:
     name: str = "jury"
-    decision: frozenset[str] = frozenset({"consensus_threshold", "stagnation_rounds", "max_discussion_rounds",
-                          "final_judgment_method", "tie_policy"})
+    decision: frozenset[str] = frozenset(
+        {"consensus_threshold", "stagnation_rounds", "max_discussion_rounds", "final_judgment_method", "tie_policy"}
+    )
     calls: frozenset[str] = frozenset({"panel", "model", "judge", "temperature", "max_tokens"})
-    metrics: tuple[str, ...] = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1",
-                                "alpha_final", "outcome_changed_rate", "rounds_mean", "no_verdict", "calls", "tokens",
-                                "cost")
+    metrics: tuple[str, ...] = (
+        "accuracy",
+        "phase1_accuracy",
+        "kappa_phase1",
+        "kappa_final",
+        "alpha_phase1",
+        "alpha_final",
+        "outcome_changed_rate",
+        "rounds_mean",
+        "no_verdict",
+        "calls",
+        "tokens",
+        "cost",
+    )
     default_metric: str = "accuracy"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         from engine.jury import JuryConfig
 
-        merged = {"final_judgment_method": "majority_vote",
-                  **{k: v for k, v in {**base, **params}.items() if k not in ("panel", "model")}}
+        merged = {
+            "final_judgment_method": "majority_vote",
+            **{k: v for k, v in {**base, **params}.items() if k not in ("panel", "model")},
+        }
         return JuryConfig.model_validate(merged)
 
     def widest_rounds(self, definition: Experiment) -> int:
@@ -457,11 +584,20 @@ class JuryMechanism:
         problems += _validate_each(definition, build, [n for n in names if n in self.decision | self.calls])
         for i, value in enumerate(_axis_values(definition, "final_judgment_method")):
             if value == "final_judge":
-                problems.append((("space", "final_judgment_method", i), "final_judge needs a model call per cell: "
-                                 "sweep majority_vote and weighted_average, which are re-decided with no call"))
+                problems.append(
+                    (
+                        ("space", "final_judgment_method", i),
+                        "final_judge needs a model call per cell: "
+                        "sweep majority_vote and weighted_average, which are re-decided with no call",
+                    )
+                )
         if definition.base.get("final_judgment_method") == "final_judge":
-            problems.append((("base", "final_judgment_method"), "final_judge needs a model call per cell: use "
-                             "majority_vote or weighted_average"))
+            problems.append(
+                (
+                    ("base", "final_judgment_method"),
+                    "final_judge needs a model call per cell: use majority_vote or weighted_average",
+                )
+            )
         return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
@@ -474,12 +610,24 @@ class JuryMechanism:
         return sorted({s.model_id for s in self.seats(definition, call_params)})
 
     def recording_config(self, definition: Experiment, call_params: Mapping[str, Any]) -> Any:
-        return self.config(definition.base, call_params).model_copy(update={
-            "consensus_threshold": JURY_WIDEST_THRESHOLD, "stagnation_rounds": JURY_NO_STAGNATION,
-            "max_discussion_rounds": self.widest_rounds(definition), "final_judgment_method": "majority_vote"})
+        return self.config(definition.base, call_params).model_copy(
+            update={
+                "consensus_threshold": JURY_WIDEST_THRESHOLD,
+                "stagnation_rounds": JURY_NO_STAGNATION,
+                "max_discussion_rounds": self.widest_rounds(definition),
+                "final_judgment_method": "majority_vote",
+            }
+        )
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> JuryRecording:
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> JuryRecording:
         from engine.jury import Jury
         from engine.runctx import progress
 
@@ -496,8 +644,9 @@ class JuryMechanism:
             rec.usage = usage
         return out
 
-    def decide(self, definition: Experiment, recording: JuryRecording,
-               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+    def decide(
+        self, definition: Experiment, recording: JuryRecording, decision_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         from engine.jury import Rubric, evaluation_item, evaluation_totals
 
         config = self.config(definition.base, decision_params)
@@ -509,19 +658,29 @@ class JuryMechanism:
             calls += len(_call_ids(derived.phase1_evaluations, derived.discussion_rounds))
             items.append(evaluation_item(rec.case, derived, tie_policy=config.tie_policy))
         totals = evaluation_totals(items)
-        return {"accuracy": totals["accuracy"], "phase1_accuracy": totals["phase1_accuracy"],
-                "kappa_phase1": totals["agreement_phase1"]["fleiss_kappa"],
-                "kappa_final": totals["agreement_final"]["fleiss_kappa"],
-                "alpha_phase1": totals["agreement_phase1"]["krippendorff_alpha"],
-                "alpha_final": totals["agreement_final"]["krippendorff_alpha"],
-                "outcome_changed_rate": totals["outcome_changed_rate"], "rounds_mean": totals["rounds_mean"],
-                "no_verdict": totals["no_verdict"], "calls": calls,
-                "tokens": totals["prompt_tokens"] + totals["completion_tokens"], "cost": totals["cost"]}
+        return {
+            "accuracy": totals["accuracy"],
+            "phase1_accuracy": totals["phase1_accuracy"],
+            "kappa_phase1": totals["agreement_phase1"]["fleiss_kappa"],
+            "kappa_final": totals["agreement_final"]["fleiss_kappa"],
+            "alpha_phase1": totals["agreement_phase1"]["krippendorff_alpha"],
+            "alpha_final": totals["agreement_final"]["krippendorff_alpha"],
+            "outcome_changed_rate": totals["outcome_changed_rate"],
+            "rounds_mean": totals["rounds_mean"],
+            "no_verdict": totals["no_verdict"],
+            "calls": calls,
+            "tokens": totals["prompt_tokens"] + totals["completion_tokens"],
+            "cost": totals["cost"],
+        }
 
     def recording_json(self, recording: JuryRecording) -> dict[str, Any]:
-        return {"judge": recording.judge, "cases": [
-            {"case": r.case.model_dump(mode="json"), "result": r.result.model_dump(mode="json")}
-            for r in recording.cases]}
+        return {
+            "judge": recording.judge,
+            "cases": [
+                {"case": r.case.model_dump(mode="json"), "result": r.result.model_dump(mode="json")}
+                for r in recording.cases
+            ],
+        }
 
 
 def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int, tuple[int, int, float]]:
@@ -530,8 +689,9 @@ def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int
     for row in store.calls(run_id=run_id, limit=1_000_000):
         if row.id is None:
             continue
-        out[row.id] = (row.prompt_tokens, 0, 0.0) if likelihood else (row.prompt_tokens, row.completion_tokens,
-                                                                       row.cost)
+        out[row.id] = (
+            (row.prompt_tokens, 0, 0.0) if likelihood else (row.prompt_tokens, row.completion_tokens, row.cost)
+        )
     return out
 
 
@@ -552,16 +712,43 @@ class ConfidenceMechanism:
     how the levels split (proceed: SILENT/NOTIFY; the share of wrong answers stopped at CONFIRM/ESCALATE)."""
 
     name: str = "confidence"
-    decision: frozenset[str] = frozenset({
-        "search_good_max", "search_max_weight", "search_avg_weight", "variance_penalty_factor",
-        "variance_penalty_cap", "weight_search_quality", "weight_tool_success", "weight_source_agreement",
-        "weight_self_confidence", "weight_query_coverage", "include_search_quality_above",
-        "include_agreement_min_sources", "include_self_confidence_above", "include_query_coverage_above",
-        "penalty_search_no_results", "penalty_tool_base", "penalty_tool_slope", "penalty_no_sources",
-        "no_sources_exempt_self_confidence", "thresholds.silent", "thresholds.notify", "thresholds.confirm"})
+    decision: frozenset[str] = frozenset(
+        {
+            "search_good_max",
+            "search_max_weight",
+            "search_avg_weight",
+            "variance_penalty_factor",
+            "variance_penalty_cap",
+            "weight_search_quality",
+            "weight_tool_success",
+            "weight_source_agreement",
+            "weight_self_confidence",
+            "weight_query_coverage",
+            "include_search_quality_above",
+            "include_agreement_min_sources",
+            "include_self_confidence_above",
+            "include_query_coverage_above",
+            "penalty_search_no_results",
+            "penalty_tool_base",
+            "penalty_tool_slope",
+            "penalty_no_sources",
+            "no_sources_exempt_self_confidence",
+            "thresholds.silent",
+            "thresholds.notify",
+            "thresholds.confirm",
+        }
+    )
     calls: frozenset[str] = frozenset()
-    metrics: tuple[str, ...] = ("ece", "aurc", "brier", "accuracy", "proceed_rate", "proceed_precision",
-                                "wrong_stopped", "calls")
+    metrics: tuple[str, ...] = (
+        "ece",
+        "aurc",
+        "brier",
+        "accuracy",
+        "proceed_rate",
+        "proceed_precision",
+        "wrong_stopped",
+        "calls",
+    )
     default_metric: str = "wrong_stopped"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
@@ -598,13 +785,22 @@ class ConfidenceMechanism:
     def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
         return []
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> ConfidenceRecording:
-        return ConfidenceRecording(ids=[c[0] for c in cases], factors=[c[1] for c in cases],
-                                   correct=[c[2] for c in cases])
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> ConfidenceRecording:
+        return ConfidenceRecording(
+            ids=[c[0] for c in cases], factors=[c[1] for c in cases], correct=[c[2] for c in cases]
+        )
 
-    def decide(self, definition: Experiment, recording: ConfidenceRecording,
-               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+    def decide(
+        self, definition: Experiment, recording: ConfidenceRecording, decision_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         from engine.calibration import calibrate
         from engine.confidence import InterventionLevel, calculate, decide_level
 
@@ -616,15 +812,24 @@ class ConfidenceMechanism:
         proceeded = [c for c, p in zip(recording.correct, proceed, strict=True) if p]
         wrong = [p for c, p in zip(recording.correct, proceed, strict=True) if not c]
         n = len(scores)
-        return {"ece": round(report.ece, 4), "aurc": round(report.aurc, 4),
-                "brier": round(sum((v - c) ** 2 for v, c in zip(scores, recording.correct, strict=True)) / n, 4),
-                "accuracy": round(report.accuracy, 4), "proceed_rate": round(sum(proceed) / n, 4),
-                "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
-                "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None, "calls": 0}
+        return {
+            "ece": round(report.ece, 4),
+            "aurc": round(report.aurc, 4),
+            "brier": round(sum((v - c) ** 2 for v, c in zip(scores, recording.correct, strict=True)) / n, 4),
+            "accuracy": round(report.accuracy, 4),
+            "proceed_rate": round(sum(proceed) / n, 4),
+            "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
+            "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None,
+            "calls": 0,
+        }
 
     def recording_json(self, recording: ConfidenceRecording) -> dict[str, Any]:
-        return {"cases": [{"id": i, "factors": f.model_dump(mode="json"), "correct": c}
-                          for i, f, c in zip(recording.ids, recording.factors, recording.correct, strict=True)]}
+        return {
+            "cases": [
+                {"id": i, "factors": f.model_dump(mode="json"), "correct": c}
+                for i, f, c in zip(recording.ids, recording.factors, recording.correct, strict=True)
+            ]
+        }
 
 
 # -- skip cache --------------------------------------------------------------------------------------------------
@@ -659,28 +864,50 @@ class SkipMechanism:
     workload without the cache: calls saved, delays to the first judgment, staleness of cached judgments."""
 
     name: str = "skip"
-    decision: frozenset[str] = frozenset({"high_confidence", "high_skip_seconds", "mid_confidence",
-                                          "mid_skip_seconds", "default_skip_seconds"})
+    decision: frozenset[str] = frozenset(
+        {"high_confidence", "high_skip_seconds", "mid_confidence", "mid_skip_seconds", "default_skip_seconds"}
+    )
     calls: frozenset[str] = frozenset()
-    metrics: tuple[str, ...] = ("calls_saved_pct", "judge_calls", "replies", "delay_p95_s", "delay_max_s",
-                                "staleness_p95_s", "never_judged", "replay_misses", "tokens", "calls")
+    metrics: tuple[str, ...] = (
+        "calls_saved_pct",
+        "judge_calls",
+        "replies",
+        "delay_p95_s",
+        "delay_max_s",
+        "staleness_p95_s",
+        "never_judged",
+        "replay_misses",
+        "tokens",
+        "calls",
+    )
     default_metric: str = "calls_saved_pct"
     base_keys = frozenset({"hours", "workload"})
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
 
-        merged = {"high_confidence": 0.9, "high_skip_seconds": 43200, "mid_confidence": 0.7,
-                  "mid_skip_seconds": 3600, "default_skip_seconds": 600,
-                  **{k: v for k, v in base.items() if k not in self.base_keys}, **params}
-        thresholds = [JudgmentSkipThreshold(min_confidence=merged["high_confidence"],
-                                            skip_seconds=merged["high_skip_seconds"]),
-                      JudgmentSkipThreshold(min_confidence=merged["mid_confidence"],
-                                            skip_seconds=merged["mid_skip_seconds"])]
+        merged = {
+            "high_confidence": 0.9,
+            "high_skip_seconds": 43200,
+            "mid_confidence": 0.7,
+            "mid_skip_seconds": 3600,
+            "default_skip_seconds": 600,
+            **{k: v for k, v in base.items() if k not in self.base_keys},
+            **params,
+        }
+        thresholds = [
+            JudgmentSkipThreshold(min_confidence=merged["high_confidence"], skip_seconds=merged["high_skip_seconds"]),
+            JudgmentSkipThreshold(min_confidence=merged["mid_confidence"], skip_seconds=merged["mid_skip_seconds"]),
+        ]
         if thresholds[1].min_confidence > thresholds[0].min_confidence:
             raise ValueError("mid_confidence must not be above high_confidence")
-        return ResponseConfig.model_validate({"judgment_skip": JudgmentSkipConfig(
-            thresholds=thresholds, default_skip_seconds=merged["default_skip_seconds"])})
+        return ResponseConfig.model_validate(
+            {
+                "judgment_skip": JudgmentSkipConfig(
+                    thresholds=thresholds, default_skip_seconds=merged["default_skip_seconds"]
+                )
+            }
+        )
 
     def spec(self, definition: Experiment) -> Any:
         from engine.skipsim import WorkloadSpec
@@ -716,35 +943,57 @@ class SkipMechanism:
     def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
         return []
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> SkipRecording:
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> SkipRecording:
         from engine.skipcache import ResponseConfig
         from engine.skipsim import RecordedJudge, simulate
 
         messages, records, hours = cases[0]
-        baseline = await simulate(messages, RecordedJudge(dict(records)), ResponseConfig.model_validate({}),
-                                  with_cache=False,
-                                  hours=hours)
+        baseline = await simulate(
+            messages, RecordedJudge(dict(records)), ResponseConfig.model_validate({}), with_cache=False, hours=hours
+        )
         return SkipRecording(messages=messages, records=records, hours=hours, baseline=baseline.summary())
 
-    def decide(self, definition: Experiment, recording: SkipRecording,
-               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+    def decide(
+        self, definition: Experiment, recording: SkipRecording, decision_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         from engine.skipsim import RecordedJudge, simulate
 
         config = self.config(definition.base, decision_params)
-        result = _run_sync(simulate(recording.messages, RecordedJudge(recording.records), config, with_cache=True,
-                                    hours=recording.hours))
+        result = _run_sync(
+            simulate(
+                recording.messages, RecordedJudge(recording.records), config, with_cache=True, hours=recording.hours
+            )
+        )
         summary = result.summary()
         base_calls = recording.baseline["judge_calls"]
-        return {"calls_saved_pct": round(100 * (1 - summary["judge_calls"] / base_calls), 2) if base_calls else None,
-                "judge_calls": summary["judge_calls"], "replies": summary["replies"],
-                "delay_p95_s": summary["delay_p95_s"], "delay_max_s": summary["delay_max_s"],
-                "staleness_p95_s": summary["staleness_p95_s"], "never_judged": summary["never_judged"],
-                "replay_misses": summary["failures"], "tokens": summary["tokens"], "calls": 0}
+        return {
+            "calls_saved_pct": round(100 * (1 - summary["judge_calls"] / base_calls), 2) if base_calls else None,
+            "judge_calls": summary["judge_calls"],
+            "replies": summary["replies"],
+            "delay_p95_s": summary["delay_p95_s"],
+            "delay_max_s": summary["delay_max_s"],
+            "staleness_p95_s": summary["staleness_p95_s"],
+            "never_judged": summary["never_judged"],
+            "replay_misses": summary["failures"],
+            "tokens": summary["tokens"],
+            "calls": 0,
+        }
 
     def recording_json(self, recording: SkipRecording) -> dict[str, Any]:
-        return {"messages": len(recording.messages), "recorded_states": len(recording.records),
-                "hours": recording.hours, "without_cache": recording.baseline}
+        return {
+            "messages": len(recording.messages),
+            "recorded_states": len(recording.records),
+            "hours": recording.hours,
+            "without_cache": recording.baseline,
+        }
 
 
 # -- director ----------------------------------------------------------------------------------------------------
@@ -757,9 +1006,18 @@ class DirectorMechanism:
     warn and are sent back (retry)."""
 
     name: str = "director"
-    decision: frozenset[str] = frozenset({"format_retry_lines", "format_warn_lines", "scatter_retry_sentences",
-                                          "scatter_retry_topics", "scatter_warn_sentences", "scatter_warn_topics",
-                                          "tone_pass", "tone_warn"})
+    decision: frozenset[str] = frozenset(
+        {
+            "format_retry_lines",
+            "format_warn_lines",
+            "scatter_retry_sentences",
+            "scatter_retry_topics",
+            "scatter_warn_sentences",
+            "scatter_warn_topics",
+            "tone_pass",
+            "tone_warn",
+        }
+    )
     calls: frozenset[str] = frozenset()
     metrics: tuple[str, ...] = ("pass_rate", "warn_rate", "retry_rate", "calls")
     default_metric: str = "pass_rate"
@@ -787,32 +1045,52 @@ class DirectorMechanism:
     def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
         return []
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     models: Models, store: Any, run_id: str) -> list[Any]:
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        models: Models,
+        store: Any,
+        run_id: str,
+    ) -> list[Any]:
         from engine.director import evaluate_rules
 
         config = self.config(definition.base, {})
         return [evaluate_rules(text, profile, config) for _, text, profile in cases]
 
-    def decide(self, definition: Experiment, recording: list[Any],
-               decision_params: Mapping[str, Any]) -> dict[str, Any]:
+    def decide(
+        self, definition: Experiment, recording: list[Any], decision_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         from engine.director import Status, retune
 
         config = self.config(definition.base, decision_params)
         statuses = [retune(v, config) for v in recording]
         n = len(statuses) or 1
-        return {"pass_rate": round(sum(s == Status.PASS for s in statuses) / n, 4),
-                "warn_rate": round(sum(s == Status.WARN for s in statuses) / n, 4),
-                "retry_rate": round(sum(s == Status.RETRY for s in statuses) / n, 4), "calls": 0}
+        return {
+            "pass_rate": round(sum(s == Status.PASS for s in statuses) / n, 4),
+            "warn_rate": round(sum(s == Status.WARN for s in statuses) / n, 4),
+            "retry_rate": round(sum(s == Status.RETRY for s in statuses) / n, 4),
+            "calls": 0,
+        }
 
     def recording_json(self, recording: list[Any]) -> dict[str, Any]:
-        return {"lines": [{"status": v.status.name, "rules": [{"rule": r.rule, "status": r.status.name,
-                                                               "facts": r.facts} for r in v.rules]}
-                          for v in recording]}
+        return {
+            "lines": [
+                {
+                    "status": v.status.name,
+                    "rules": [{"rule": r.rule, "status": r.status.name, "facts": r.facts} for r in v.rules],
+                }
+                for v in recording
+            ]
+        }
 
 
 _MECHANISMS: dict[str, Mechanism] = {
-    "handraise": HandRaise(), "jury": JuryMechanism(), "confidence": ConfidenceMechanism(), "skip": SkipMechanism(),
+    "handraise": HandRaise(),
+    "jury": JuryMechanism(),
+    "confidence": ConfidenceMechanism(),
+    "skip": SkipMechanism(),
     "director": DirectorMechanism(),
 }
 

@@ -24,13 +24,28 @@ class _Worker:
         self.store = Store(store_url, reap=False)
         self.models = models.build(self.store)
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     experiment_id: str, group: str) -> Recorded:
-        return await record_group(mechanism(definition.mechanism), definition, cases, call_params, self.models,
-                                  self.store, experiment_id, group)
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        experiment_id: str,
+        group: str,
+    ) -> Recorded:
+        return await record_group(
+            mechanism(definition.mechanism),
+            definition,
+            cases,
+            call_params,
+            self.models,
+            self.store,
+            experiment_id,
+            group,
+        )
 
-    async def decide(self, definition: Experiment, recording: Any,
-                     decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    async def decide(
+        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
         return decide_many(definition.mechanism, definition, recording, decisions)
 
     async def ping(self) -> int:
@@ -60,8 +75,14 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, actors: int = 1, *, max_concurrency: int | None = None,
-                 keep_actors: bool = False) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        actors: int = 1,
+        *,
+        max_concurrency: int | None = None,
+        keep_actors: bool = False,
+    ) -> None:
         self.address = address
         self.actors = actors
         self.max_concurrency = max_concurrency
@@ -90,16 +111,25 @@ class RayExecutor:
         self._next += 1
         return w
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     experiment_id: str, group: str) -> Recorded:
-        result: Recorded = await self._worker().record.remote(definition, list(cases), dict(call_params),
-                                                              experiment_id, group)
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        experiment_id: str,
+        group: str,
+    ) -> Recorded:
+        result: Recorded = await self._worker().record.remote(
+            definition, list(cases), dict(call_params), experiment_id, group
+        )
         return result
 
-    async def decide(self, definition: Experiment, recording: Any,
-                     decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._worker().decide.remote(definition, recording,
-                                                                          [dict(d) for d in decisions])
+    async def decide(
+        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._worker().decide.remote(
+            definition, recording, [dict(d) for d in decisions]
+        )
         return result
 
     async def close(self) -> None:

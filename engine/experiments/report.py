@@ -33,8 +33,12 @@ def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     writer.writerow(cols)
     for row in rows:
         # a leading = + - @ would be a formula in a spreadsheet: quote it as text
-        writer.writerow([("'" + v if v[:1] in ("=", "+", "@") or (v[:1] == "-" and not _number(v)) else v)
-                         for v in (_cell(row.get(c)) for c in cols)])
+        writer.writerow(
+            [
+                ("'" + v if v[:1] in ("=", "+", "@") or (v[:1] == "-" and not _number(v)) else v)
+                for v in (_cell(row.get(c)) for c in cols)
+            ]
+        )
     return redact(buf.getvalue())
 
 
@@ -71,8 +75,11 @@ def _figures(shown: Mapping[str, Any]) -> list[Any]:
         for y in ys:
             line: list[float | None] = []
             for x in xs:
-                vals = [r[metric] for r in rows if r.get(a) == x and r.get(b) == y
-                        and isinstance(r.get(metric), int | float)]
+                vals = [
+                    r[metric]
+                    for r in rows
+                    if r.get(a) == x and r.get(b) == y and isinstance(r.get(metric), int | float)
+                ]
                 line.append(max(vals) if vals else None)
             z.append(line)
         fig = go.Figure(go.Heatmap(x=[str(x) for x in xs], y=[str(y) for y in ys], z=z, colorbar={"title": metric}))
@@ -94,20 +101,26 @@ def to_html(shown: Mapping[str, Any]) -> str:
     best = shown.get("best") or {}
     head = "".join(f"<th>{esc(str(c))}</th>" for c in cols)
     body = "\n".join(
-        "<tr" + (' class="best"' if best and r.get("cell") == best.get("cell") else "") + ">"
-        + "".join(f"<td>{esc(_cell(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
-    charts = "\n".join(f'<div class="chart">{fig.to_html(full_html=False, include_plotlyjs=False)}</div>'
-                       for fig in _figures(shown))
+        "<tr"
+        + (' class="best"' if best and r.get("cell") == best.get("cell") else "")
+        + ">"
+        + "".join(f"<td>{esc(_cell(r.get(c)))}</td>" for c in cols)
+        + "</tr>"
+        for r in rows
+    )
+    charts = "\n".join(
+        f'<div class="chart">{fig.to_html(full_html=False, include_plotlyjs=False)}</div>' for fig in _figures(shown)
+    )
     meta = {k: shown.get(k) for k in ("experiment_id", "name", "status", "metric", "cells", "finished", "new_calls")}
     facts = "".join(f"<li><b>{esc(k)}</b>: {esc(_cell(v))}</li>" for k, v in meta.items())
     definition = esc(json.dumps(shown.get("definition", {}), indent=2, ensure_ascii=False, default=str))
     page = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{esc(str(shown.get('name') or 'experiment'))}</title>
+<html><head><meta charset="utf-8"><title>{esc(str(shown.get("name") or "experiment"))}</title>
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}tr.best{{background:#e6ffe6}}</style>
 <script type="text/javascript">{get_plotlyjs()}</script></head><body>
-<h1>{esc(str(shown.get('name') or 'experiment'))}</h1><ul>{facts}</ul>
+<h1>{esc(str(shown.get("name") or "experiment"))}</h1><ul>{facts}</ul>
 {charts}
 <h2>Cells</h2><table><thead><tr>{head}</tr></thead><tbody>
 {body}

@@ -75,9 +75,17 @@ class ExperimentResult:
     trials: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"experiment_id": self.experiment_id, "run_id": self.run_id, "executor": self.executor,
-                "metric": self.metric, "best": self.best, "new_calls": self.new_calls, "cells": len(self.rows),
-                "skipped": self.skipped, "rows": self.rows}
+        return {
+            "experiment_id": self.experiment_id,
+            "run_id": self.run_id,
+            "executor": self.executor,
+            "metric": self.metric,
+            "best": self.best,
+            "new_calls": self.new_calls,
+            "cells": len(self.rows),
+            "skipped": self.skipped,
+            "rows": self.rows,
+        }
 
 
 class Executor(Protocol):
@@ -85,20 +93,39 @@ class Executor(Protocol):
 
     async def start(self, definition: Experiment, store: Store, models: Models | HubModels) -> None: ...
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     experiment_id: str, group: str) -> Recorded: ...
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        experiment_id: str,
+        group: str,
+    ) -> Recorded: ...
 
-    async def decide(self, definition: Experiment, recording: Any,
-                     decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+    async def decide(
+        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]: ...
 
     async def close(self) -> None: ...
 
 
-async def record_group(mech: Mechanism, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                       models: Models, store: Store, experiment_id: str, group: str) -> Recorded:
+async def record_group(
+    mech: Mechanism,
+    definition: Experiment,
+    cases: Sequence[Any],
+    call_params: Mapping[str, Any],
+    models: Models,
+    store: Store,
+    experiment_id: str,
+    group: str,
+) -> Recorded:
     """Record one group's raw judgments as a stored run; the calls it made live are counted."""
-    config = {"experiment_id": experiment_id, "group": group, "call_params": dict(call_params),
-              "mechanism": definition.mechanism}
+    config = {
+        "experiment_id": experiment_id,
+        "group": group,
+        "call_params": dict(call_params),
+        "mechanism": definition.mechanism,
+    }
     async with async_run_context(store, RECORD, config, name=f"{experiment_id} recording {group}") as run:
         recording = await mech.record(definition, cases, call_params, models, store, run.run_id)
         new = store.call_count(run.run_id, live_only=True)
@@ -107,8 +134,9 @@ async def record_group(mech: Mechanism, definition: Experiment, cases: Sequence[
     return Recorded(run.run_id, recording, new)
 
 
-def decide_many(mechanism_name: str, definition: Experiment, recording: Any,
-                decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def decide_many(
+    mechanism_name: str, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Pure: each decision setting's metrics from one recording (no model, no store)."""
     mech = mechanism(mechanism_name)
     out: list[dict[str, Any]] = []
@@ -138,20 +166,39 @@ class LocalExecutor:
         if self.processes > 1:
             self._pool = ProcessPoolExecutor(self.processes)
 
-    async def record(self, definition: Experiment, cases: Sequence[Any], call_params: Mapping[str, Any],
-                     experiment_id: str, group: str) -> Recorded:
+    async def record(
+        self,
+        definition: Experiment,
+        cases: Sequence[Any],
+        call_params: Mapping[str, Any],
+        experiment_id: str,
+        group: str,
+    ) -> Recorded:
         assert self._models is not None and self._store is not None
-        return await record_group(mechanism(definition.mechanism), definition, cases, call_params, self._models,
-                                  self._store, experiment_id, group)
+        return await record_group(
+            mechanism(definition.mechanism),
+            definition,
+            cases,
+            call_params,
+            self._models,
+            self._store,
+            experiment_id,
+            group,
+        )
 
-    async def decide(self, definition: Experiment, recording: Any,
-                     decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    async def decide(
+        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
         if self._pool is None or len(decisions) < 2 * self.chunk:
             return decide_many(definition.mechanism, definition, recording, decisions)
         loop = asyncio.get_running_loop()
-        parts = [list(decisions[i:i + self.chunk]) for i in range(0, len(decisions), self.chunk)]
-        done = await asyncio.gather(*(loop.run_in_executor(self._pool, decide_many, definition.mechanism,
-                                                           definition, recording, p) for p in parts))
+        parts = [list(decisions[i : i + self.chunk]) for i in range(0, len(decisions), self.chunk)]
+        done = await asyncio.gather(
+            *(
+                loop.run_in_executor(self._pool, decide_many, definition.mechanism, definition, recording, p)
+                for p in parts
+            )
+        )
         return [m for part in done for m in part]
 
     async def close(self) -> None:
@@ -176,16 +223,26 @@ def new_experiment_id() -> str:
     return f"exp-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid4().hex[:6]}"
 
 
-def row_of(cell: Cell, metrics: Mapping[str, Any], *, new_calls: int, run_id: str, recording_run: str
-           ) -> dict[str, Any]:
-    return {"cell": cell.index, "repeat": cell.repeat, **cell.params, **metrics, "new_calls": new_calls,
-            "run_id": run_id, "recording_run": recording_run}
+def row_of(
+    cell: Cell, metrics: Mapping[str, Any], *, new_calls: int, run_id: str, recording_run: str
+) -> dict[str, Any]:
+    return {
+        "cell": cell.index,
+        "repeat": cell.repeat,
+        **cell.params,
+        **metrics,
+        "new_calls": new_calls,
+        "run_id": run_id,
+        "recording_run": recording_run,
+    }
 
 
 def comparable_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The table without what differs between two runs of one definition (run ids, wall-clock latency)."""
-    return [{k: v for k, v in r.items() if k not in ("run_id", "recording_run", "latency_s")}
-            for r in sorted(rows, key=lambda r: r["cell"])]
+    return [
+        {k: v for k, v in r.items() if k not in ("run_id", "recording_run", "latency_s")}
+        for r in sorted(rows, key=lambda r: r["cell"])
+    ]
 
 
 def best_row(rows: Sequence[Mapping[str, Any]], metric: str, minimize: bool = False) -> dict[str, Any] | None:
@@ -198,8 +255,11 @@ def best_row(rows: Sequence[Mapping[str, Any]], metric: str, minimize: bool = Fa
 
 
 def experiment_runs(store: Store, experiment_id: str) -> list[Any]:
-    return [r for r in store.list_runs(EXPERIMENT, limit=1_000_000)
-            if r.kind == EXPERIMENT and r.config.get("experiment_id") == experiment_id]
+    return [
+        r
+        for r in store.list_runs(EXPERIMENT, limit=1_000_000)
+        if r.kind == EXPERIMENT and r.config.get("experiment_id") == experiment_id
+    ]
 
 
 def cell_runs(store: Store, experiment_id: str) -> list[Any]:
@@ -215,9 +275,16 @@ def finished_rows(store: Store, experiment_id: str) -> dict[int, dict[str, Any]]
     return out
 
 
-async def run_experiment(definition: Experiment, store: Store, models: Models | HubModels | None = None, *,
-                         executor: str | Executor = "local", resume: str | None = None, source: str = "",
-                         on_row: Callable[[dict[str, Any]], None] | None = None) -> ExperimentResult:
+async def run_experiment(
+    definition: Experiment,
+    store: Store,
+    models: Models | HubModels | None = None,
+    *,
+    executor: str | Executor = "local",
+    resume: str | None = None,
+    source: str = "",
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> ExperimentResult:
     """Run (or resume) an experiment and return its table. `models`: a model-id → ChatModel function (local
     executor only), or `HubModels` (the catalog through the call store: the default, in the definition's
     call mode)."""
@@ -237,8 +304,12 @@ async def run_experiment(definition: Experiment, store: Store, models: Models | 
         if not earlier:
             raise DefinitionError([f"no experiment {resume} in the store"])
         if earlier[-1].config.get("digest") != definition.digest():
-            raise DefinitionError([f"{source or 'definition'}: differs from the one experiment {resume} ran; "
-                                   "resume it with the same file"])
+            raise DefinitionError(
+                [
+                    f"{source or 'definition'}: differs from the one experiment {resume} ran; "
+                    "resume it with the same file"
+                ]
+            )
         done = finished_rows(store, resume)
     cells = expand(definition, mech.decision)
     cases = mech.load_cases(definition)
@@ -249,9 +320,15 @@ async def run_experiment(definition: Experiment, store: Store, models: Models | 
     rows: dict[int, dict[str, Any]] = dict(done)
     metric = definition.metric or mech.default_metric
     live_before = store.call_count(live_only=True)
-    config = {"experiment_id": experiment_id, "definition": definition.model_dump(mode="json", by_alias=True),
-              "digest": definition.digest(), "source": source, "executor": ex.name, "cells": len(cells),
-              "resumed": bool(resume)}
+    config = {
+        "experiment_id": experiment_id,
+        "definition": definition.model_dump(mode="json", by_alias=True),
+        "digest": definition.digest(),
+        "source": source,
+        "executor": ex.name,
+        "cells": len(cells),
+        "resumed": bool(resume),
+    }
     progress(total=len(cells), done=len(done), step="starting")
     limit = asyncio.Semaphore(definition.concurrency)
     per_model = {m: asyncio.Semaphore(n) for m, n in definition.per_model_concurrency.items()}
@@ -293,10 +370,25 @@ async def run_experiment(definition: Experiment, store: Store, models: Models | 
         table = [rows[i] for i in sorted(rows)]
         new_calls = store.call_count(live_only=True) - live_before
         best = best_row(table, metric)
-        run.summary = {"experiment_id": experiment_id, "metric": metric, "best": best, "new_calls": new_calls,
-                       "cells": len(table), "skipped": len(done), "table": table}
-    return ExperimentResult(experiment_id=experiment_id, run_id=run.run_id, rows=table, metric=metric, best=best,
-                            new_calls=new_calls, executor=ex.name, skipped=len(done))
+        run.summary = {
+            "experiment_id": experiment_id,
+            "metric": metric,
+            "best": best,
+            "new_calls": new_calls,
+            "cells": len(table),
+            "skipped": len(done),
+            "table": table,
+        }
+    return ExperimentResult(
+        experiment_id=experiment_id,
+        run_id=run.run_id,
+        rows=table,
+        metric=metric,
+        best=best,
+        new_calls=new_calls,
+        executor=ex.name,
+        skipped=len(done),
+    )
 
 
 def list_experiments(store: Store) -> list[dict[str, Any]]:
@@ -312,10 +404,20 @@ def list_experiments(store: Store) -> list[dict[str, Any]]:
     for eid, run in latest.items():
         definition = run.config.get("definition", {})
         summary = run.summary
-        out.append({"experiment_id": eid, "name": definition.get("name"), "mechanism": definition.get("mechanism"),
-                    "status": run.status, "run_id": run.id, "started_at": run.started_at.isoformat(),
-                    "cells": run.config.get("cells"), "metric": summary.get("metric"), "best": summary.get("best"),
-                    "executor": run.config.get("executor")})
+        out.append(
+            {
+                "experiment_id": eid,
+                "name": definition.get("name"),
+                "mechanism": definition.get("mechanism"),
+                "status": run.status,
+                "run_id": run.id,
+                "started_at": run.started_at.isoformat(),
+                "cells": run.config.get("cells"),
+                "metric": summary.get("metric"),
+                "best": summary.get("best"),
+                "executor": run.config.get("executor"),
+            }
+        )
     return out
 
 
@@ -332,16 +434,36 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
     mech = mechanism(str(definition.get("mechanism")))
     metric = definition.get("metric") or mech.default_metric
     search = definition.get("search") or {}
-    axes = [*definition.get("space", {}), *(["model"] if definition.get("models") else []),
-            *(["panel"] if definition.get("panels") else [])]
-    return {"experiment_id": experiment_id, "name": definition.get("name"), "status": latest.status,
-            "runs": [{"run_id": r.id, "status": r.status, "executor": r.config.get("executor"),
-                      "started_at": r.started_at.isoformat(), "error": r.error} for r in runs],
-            "definition": definition, "cells": latest.config.get("cells"), "finished": len(rows), "metric": metric,
-            "best": best_row(rows, search.get("metric", metric), search.get("direction") == "minimize"),
-            "new_calls": sum(int(r.get("new_calls") or 0) for r in rows), "rows": rows,
-            "parameters": axes, "decision_parameters": sorted(mech.decision),
-            "call_parameters": sorted(mech.calls)}
+    axes = [
+        *definition.get("space", {}),
+        *(["model"] if definition.get("models") else []),
+        *(["panel"] if definition.get("panels") else []),
+    ]
+    return {
+        "experiment_id": experiment_id,
+        "name": definition.get("name"),
+        "status": latest.status,
+        "runs": [
+            {
+                "run_id": r.id,
+                "status": r.status,
+                "executor": r.config.get("executor"),
+                "started_at": r.started_at.isoformat(),
+                "error": r.error,
+            }
+            for r in runs
+        ],
+        "definition": definition,
+        "cells": latest.config.get("cells"),
+        "finished": len(rows),
+        "metric": metric,
+        "best": best_row(rows, search.get("metric", metric), search.get("direction") == "minimize"),
+        "new_calls": sum(int(r.get("new_calls") or 0) for r in rows),
+        "rows": rows,
+        "parameters": axes,
+        "decision_parameters": sorted(mech.decision),
+        "call_parameters": sorted(mech.calls),
+    }
 
 
 def mean_metrics(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -26,16 +26,24 @@ from engine.store import Store
 def suggest(trial: Any, name: str, values: list[Any] | Range) -> Any:
     if isinstance(values, Range):
         if values.integer:
-            return trial.suggest_int(name, int(values.start), int(values.stop),
-                                     step=int(values.step or 1), log=values.log)
+            return trial.suggest_int(
+                name, int(values.start), int(values.stop), step=int(values.step or 1), log=values.log
+            )
         if values.log:
             return trial.suggest_float(name, values.start, values.stop, log=True)
         return trial.suggest_float(name, values.start, values.stop, step=values.step)
     return trial.suggest_categorical(name, values)
 
 
-async def run_search(definition: Experiment, store: Store, models: Models | HubModels, ex: Executor, *,
-                     resume: str | None = None, source: str = "") -> ExperimentResult:
+async def run_search(
+    definition: Experiment,
+    store: Store,
+    models: Models | HubModels,
+    ex: Executor,
+    *,
+    resume: str | None = None,
+    source: str = "",
+) -> ExperimentResult:
     import optuna
 
     assert definition.search is not None
@@ -45,19 +53,23 @@ async def run_search(definition: Experiment, store: Store, models: Models | HubM
     cases = mech.load_cases(definition)
     groups = {c.group: c for c in expand(definition.model_copy(update={"space": {}}), mech.decision)}
     live_before = store.call_count(live_only=True)
-    config = {"experiment_id": experiment_id, "definition": definition.model_dump(mode="json", by_alias=True),
-              "digest": definition.digest(), "source": source, "executor": ex.name, "cells": search.n_trials,
-              "search": search.model_dump()}
+    config = {
+        "experiment_id": experiment_id,
+        "definition": definition.model_dump(mode="json", by_alias=True),
+        "digest": definition.digest(),
+        "source": source,
+        "executor": ex.name,
+        "cells": search.n_trials,
+        "search": search.model_dump(),
+    }
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction=search.direction,
-                                sampler=optuna.samplers.TPESampler(seed=definition.seed))
+    study = optuna.create_study(direction=search.direction, sampler=optuna.samplers.TPESampler(seed=definition.seed))
     rows: list[dict[str, Any]] = []
     progress(total=search.n_trials, step="recording")
     with run_context(store, EXPERIMENT, config, name=f"{experiment_id} {definition.name} (search)") as run:
         await ex.start(definition, store, models)
         try:
-            recorded = [await ex.record(definition, cases, c.call_params, experiment_id, g)
-                        for g, c in groups.items()]
+            recorded = [await ex.record(definition, cases, c.call_params, experiment_id, g) for g, c in groups.items()]
             for number in range(search.n_trials):
                 checkpoint()
                 trial = study.ask()
@@ -70,11 +82,25 @@ async def run_search(definition: Experiment, store: Store, models: Models | HubM
                 else:
                     study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 new = sum(r.new_calls for r in recorded) if number == 0 else 0
-                cell = {"experiment_id": experiment_id, "cell": number, "trial": number, "repeat": 0,
-                        "params": params, "recording_run": recorded[0].run_id}
+                cell = {
+                    "experiment_id": experiment_id,
+                    "cell": number,
+                    "trial": number,
+                    "repeat": 0,
+                    "params": params,
+                    "recording_run": recorded[0].run_id,
+                }
                 with run_context(store, CELL, cell, name=f"{experiment_id} trial {number}") as crun:
-                    row = {"cell": number, "trial": number, "repeat": 0, **params, **metrics, "new_calls": new,
-                           "run_id": crun.run_id, "recording_run": recorded[0].run_id}
+                    row = {
+                        "cell": number,
+                        "trial": number,
+                        "repeat": 0,
+                        **params,
+                        **metrics,
+                        "new_calls": new,
+                        "run_id": crun.run_id,
+                        "recording_run": recorded[0].run_id,
+                    }
                     crun.summary = {"row": row, "metrics": metrics}
                 rows.append(row)
                 progress(advance=1, step=f"trial {number}")
@@ -82,8 +108,22 @@ async def run_search(definition: Experiment, store: Store, models: Models | HubM
             await ex.close()
         best = best_row(rows, search.metric, search.direction == "minimize")
         new_calls = store.call_count(live_only=True) - live_before
-        run.summary = {"experiment_id": experiment_id, "metric": search.metric, "best": best,
-                       "new_calls": new_calls, "cells": len(rows), "table": rows,
-                       "best_params": study.best_params if study.best_trials else None}
-    return ExperimentResult(experiment_id=experiment_id, run_id=run.run_id, rows=rows, metric=search.metric,
-                            best=best, new_calls=new_calls, executor=ex.name, trials=rows)
+        run.summary = {
+            "experiment_id": experiment_id,
+            "metric": search.metric,
+            "best": best,
+            "new_calls": new_calls,
+            "cells": len(rows),
+            "table": rows,
+            "best_params": study.best_params if study.best_trials else None,
+        }
+    return ExperimentResult(
+        experiment_id=experiment_id,
+        run_id=run.run_id,
+        rows=rows,
+        metric=search.metric,
+        best=best,
+        new_calls=new_calls,
+        executor=ex.name,
+        trials=rows,
+    )

@@ -106,9 +106,19 @@ from engine.handraise.judge import (
 )
 
 __all__ = [
-    "BatchDecision", "ConversationConfig", "ConversationSession", "Decider", "answer_turn", "close_conversation",
-    "conversation_summary", "conversation_turn", "decide_all", "open_conversation", "restore_conversation",
-    "token_figures", "turn_json",
+    "BatchDecision",
+    "ConversationConfig",
+    "ConversationSession",
+    "Decider",
+    "answer_turn",
+    "close_conversation",
+    "conversation_summary",
+    "conversation_turn",
+    "decide_all",
+    "open_conversation",
+    "restore_conversation",
+    "token_figures",
+    "turn_json",
     "ANSWER_SYSTEM",
     "Action",
     "BenchItem",

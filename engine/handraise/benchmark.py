@@ -53,10 +53,13 @@ class BenchItem(BaseModel):
     def turns(self, mode: ContextMode) -> list[Turn]:
         all_turns = [Turn(t.speaker, t.text) for t in self.context]
         if mode == "summary":
-            earlier = [Turn("user", f"(Summary of the conversation so far: {self.summary})")] if (
-                self.summary and len(all_turns) > 1) else []
+            earlier = (
+                [Turn("user", f"(Summary of the conversation so far: {self.summary})")]
+                if (self.summary and len(all_turns) > 1)
+                else []
+            )
             return earlier + all_turns[-1:]
-        return all_turns[-int(mode):]
+        return all_turns[-int(mode) :]
 
 
 def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
@@ -88,26 +91,44 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
     return items
 
 
-async def evaluate_item(item: BenchItem, models: ModelLookup, config: HandRaiseConfig, context: ContextMode,
-                        repeat: int = 1, embedder: Embedder | None = None, model_ids: Sequence[str] | None = None
-                        ) -> dict[str, Any]:
+async def evaluate_item(
+    item: BenchItem,
+    models: ModelLookup,
+    config: HandRaiseConfig,
+    context: ContextMode,
+    repeat: int = 1,
+    embedder: Embedder | None = None,
+    model_ids: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,
     with the judgment's latency and tokens. `model_ids` re-seats the cast on other models (cycled)."""
     cast = item.cast()
     if model_ids:
         cast = [p.model_copy(update={"model_id": model_ids[i % len(model_ids)]}) for i, p in enumerate(cast)]
     turns = item.turns(context)
-    judge = WillJudge(cast, models, config.model_copy(update={"context_turns": max(1, len(turns))}),
-                      embedder=embedder)
+    judge = WillJudge(cast, models, config.model_copy(update={"context_turns": max(1, len(turns))}), embedder=embedder)
     runs = []
     for _ in range(repeat):
         comps, facts = await judge.judge(turns)
         hands = decide_hands(comps, config)
-        runs.append({"predictions": {h.model: {"will": h.will, "speak": h.status == HandStatus.RAISED,
-                                               "reason": h.reason, "flags": h.flags} for h in hands},
-                     "latency_s": round(facts.latency_s, 4), "calls": facts.calls,
-                     "tokens": facts.prompt_tokens + facts.completion_tokens, "cost": round(facts.cost, 10),
-                     "call_ids": facts.call_ids})
+        runs.append(
+            {
+                "predictions": {
+                    h.model: {
+                        "will": h.will,
+                        "speak": h.status == HandStatus.RAISED,
+                        "reason": h.reason,
+                        "flags": h.flags,
+                    }
+                    for h in hands
+                },
+                "latency_s": round(facts.latency_s, 4),
+                "calls": facts.calls,
+                "tokens": facts.prompt_tokens + facts.completion_tokens,
+                "cost": round(facts.cost, 10),
+                "call_ids": facts.call_ids,
+            }
+        )
     return {"id": item.id, "language": item.language, "labels": item.labels, "runs": runs}
 
 
@@ -142,28 +163,50 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     precision = tp / (tp + fp) if tp + fp else None
     recall = tp / (tp + fn) if tp + fn else None
     f1 = (2 * precision * recall / (precision + recall)) if precision and recall else (0.0 if n else None)
-    return {"decisions_scored": n, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-            "accuracy": round((tp + tn) / n, 4) if n else None,
-            "precision": None if precision is None else round(precision, 4),
-            "recall": None if recall is None else round(recall, 4), "f1": None if f1 is None else round(f1, 4),
-            "consistency": round(same / pairs, 4) if pairs else None,
-            "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
-            "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
-            "cost_total": None if cost is None else round(cost, 8),
-            "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None}
+    return {
+        "decisions_scored": n,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "accuracy": round((tp + tn) / n, 4) if n else None,
+        "precision": None if precision is None else round(precision, 4),
+        "recall": None if recall is None else round(recall, 4),
+        "f1": None if f1 is None else round(f1, 4),
+        "consistency": round(same / pairs, 4) if pairs else None,
+        "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
+        "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
+        "cost_total": None if cost is None else round(cost, 8),
+        "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None,
+    }
 
 
-async def run_benchmark(store: Store, items: Sequence[BenchItem], models: ModelLookup, config: HandRaiseConfig,
-                        context: ContextMode, repeat: int = 1, model_ids: Sequence[str] | None = None,
-                        name: str = "", on_item: Any = None) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+async def run_benchmark(
+    store: Store,
+    items: Sequence[BenchItem],
+    models: ModelLookup,
+    config: HandRaiseConfig,
+    context: ContextMode,
+    repeat: int = 1,
+    model_ids: Sequence[str] | None = None,
+    name: str = "",
+    on_item: Any = None,
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""
     from engine.events import async_run_context
 
     lines: list[dict[str, Any]] = []
-    settings = {"method": config.judge_method, "context": context, "repeat": repeat, "models": list(model_ids or []),
-                "items": len(items), "config": config.model_dump(mode="json")}
-    async with async_run_context(store, "handraise.eval", settings,
-                                 name=name or f"handraise eval {config.judge_method} context {context}") as run:
+    settings = {
+        "method": config.judge_method,
+        "context": context,
+        "repeat": repeat,
+        "models": list(model_ids or []),
+        "items": len(items),
+        "config": config.model_dump(mode="json"),
+    }
+    async with async_run_context(
+        store, "handraise.eval", settings, name=name or f"handraise eval {config.judge_method} context {context}"
+    ) as run:
         for item in items:
             line = await evaluate_item(item, models, config, context, repeat, model_ids=model_ids)
             lines.append(line)

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 CONTEXT_MODES: dict[int, ContextMode] = {1: "1", 3: "3", 5: "5"}
 
 
-async def calibration_rows(items: Sequence[BenchItem], model: ChatModel | None, context_turns: int = 3,
-                           embedder: Embedder | None = None) -> list[dict[str, Any]]:
+async def calibration_rows(
+    items: Sequence[BenchItem], model: ChatModel | None, context_turns: int = 3, embedder: Embedder | None = None
+) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split."""
     from engine.likelihood import handraise_features
 
@@ -35,13 +36,25 @@ async def calibration_rows(items: Sequence[BenchItem], model: ChatModel | None, 
         features = (await handraise_features(model, cast, turns, context_turns))[0] if model is not None else {}
         for p, emb in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
             if p.id in item.labels:
-                rows.append({"item": item.id, "participant": p.id, "label": bool(item.labels[p.id]),
-                             **features.get(p.id, {}), **{k: v for k, v in emb.items() if k != "expertise"}})
+                rows.append(
+                    {
+                        "item": item.id,
+                        "participant": p.id,
+                        "label": bool(item.labels[p.id]),
+                        **features.get(p.id, {}),
+                        **{k: v for k, v in emb.items() if k != "expertise"},
+                    }
+                )
     return rows
 
 
-def fit_calibrations(rows: Sequence[dict[str, Any]], model_id: str | None, source: str, data_sha256: str,
-                     config: HandRaiseConfig | None = None) -> list[Calibration]:
+def fit_calibrations(
+    rows: Sequence[dict[str, Any]],
+    model_id: str | None,
+    source: str,
+    data_sha256: str,
+    config: HandRaiseConfig | None = None,
+) -> list[Calibration]:
     """Maps fitted *through the will formula*: relevance = σ(a·x_r + b) and confidence = σ(c·x_c + d) are
     learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
     labelled speakers from the rest — P(speak) = σ(k·(will − threshold)), class-balanced log-loss with a
@@ -52,18 +65,33 @@ def fit_calibrations(rows: Sequence[dict[str, Any]], model_id: str | None, sourc
 
     config = config or HandRaiseConfig()
     version = new_version()
-    common = {"version": version, "fitted_on": source, "data_sha256": data_sha256, "n_items": len(rows),
-              "fitted_at": version}
-    out = [Calibration(name=EMBEDDING, model_id=EMBEDDER_ID, **common,
-                       **_fit_will_maps(rows, ["rel_cos"], ["conf_cos"], config))]
+    common = {
+        "version": version,
+        "fitted_on": source,
+        "data_sha256": data_sha256,
+        "n_items": len(rows),
+        "fitted_at": version,
+    }
+    out = [
+        Calibration(
+            name=EMBEDDING, model_id=EMBEDDER_ID, **common, **_fit_will_maps(rows, ["rel_cos"], ["conf_cos"], config)
+        )
+    ]
     if model_id is not None:
-        out.append(Calibration(name="handraise.likelihood", model_id=model_id, **common,
-                               **_fit_will_maps(rows, ["pmi_mean", "pmi_rel"], ["pmi_max"], config)))
+        out.append(
+            Calibration(
+                name="handraise.likelihood",
+                model_id=model_id,
+                **common,
+                **_fit_will_maps(rows, ["pmi_mean", "pmi_rel"], ["pmi_max"], config),
+            )
+        )
     return out
 
 
-def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[str], config: HandRaiseConfig,
-                   l2: float = 0.01) -> dict[str, Any]:
+def _fit_will_maps(
+    rows: Sequence[dict[str, Any]], rel: list[str], conf: list[str], config: HandRaiseConfig, l2: float = 0.01
+) -> dict[str, Any]:
     import numpy as np
     from scipy.optimize import minimize
 
@@ -85,7 +113,7 @@ def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[st
 
     def will(t: Vector) -> Vector:
         r = sig(xr @ t[:nr] + t[nr])
-        c = sig(xc @ t[nr + 1:nr + 1 + nc] + t[nr + 1 + nc])
+        c = sig(xc @ t[nr + 1 : nr + 1 + nc] + t[nr + 1 + nc])
         return (w.relevance * r + w.novelty * novelty + w.confidence * c) / total
 
     def loss(t: Vector) -> float:
@@ -99,11 +127,24 @@ def _fit_will_maps(rows: Sequence[dict[str, Any]], rel: list[str], conf: list[st
     tp = int((predicted & (y == 1)).sum())
     precision = tp / max(1, int(predicted.sum()))
     recall = tp / max(1, int(y.sum()))
-    return {"maps": {
-        "relevance": FittedMap(kind="logistic", features=rel, coef=[float(v) for v in t[:nr]], intercept=float(t[nr])),
-        "confidence": FittedMap(kind="logistic", features=conf, coef=[float(v) for v in t[nr + 1:nr + 1 + nc]],
-                                intercept=float(t[nr + 1 + nc]))},
-        "metrics": {"fit_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
-                    "fit_precision": round(precision, 4), "fit_recall": round(recall, 4),
-                    "sharpness": round(float(np.exp(t[-1])), 3), "threshold": config.threshold},
-        "notes": "relevance/confidence maps fitted jointly through the will formula (see fit_calibrations)"}
+    return {
+        "maps": {
+            "relevance": FittedMap(
+                kind="logistic", features=rel, coef=[float(v) for v in t[:nr]], intercept=float(t[nr])
+            ),
+            "confidence": FittedMap(
+                kind="logistic",
+                features=conf,
+                coef=[float(v) for v in t[nr + 1 : nr + 1 + nc]],
+                intercept=float(t[nr + 1 + nc]),
+            ),
+        },
+        "metrics": {
+            "fit_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
+            "fit_precision": round(precision, 4),
+            "fit_recall": round(recall, 4),
+            "sharpness": round(float(np.exp(t[-1])), 3),
+            "threshold": config.threshold,
+        },
+        "notes": "relevance/confidence maps fitted jointly through the will formula (see fit_calibrations)",
+    }

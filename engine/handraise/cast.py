@@ -28,12 +28,30 @@ class Participant(BaseModel):
 
 
 DEFAULT_CAST = [
-    Participant(id="coder", model_id="gemma3-270m", name="Coder", icon="🧑‍💻",
-                expertise=["Python", "debugging", "APIs", "databases"], role="writes and fixes code"),
-    Participant(id="designer", model_id="gemma3-270m", name="Designer", icon="🎨",
-                expertise=["UI", "UX", "colour", "typography"], role="shapes interfaces and visuals"),
-    Participant(id="researcher", model_id="gemma3-270m", name="Researcher", icon="🔬",
-                expertise=["statistics", "papers", "experiments", "evaluation"], role="checks evidence and methods"),
+    Participant(
+        id="coder",
+        model_id="gemma3-270m",
+        name="Coder",
+        icon="🧑‍💻",
+        expertise=["Python", "debugging", "APIs", "databases"],
+        role="writes and fixes code",
+    ),
+    Participant(
+        id="designer",
+        model_id="gemma3-270m",
+        name="Designer",
+        icon="🎨",
+        expertise=["UI", "UX", "colour", "typography"],
+        role="shapes interfaces and visuals",
+    ),
+    Participant(
+        id="researcher",
+        model_id="gemma3-270m",
+        name="Researcher",
+        icon="🔬",
+        expertise=["statistics", "papers", "experiments", "evaluation"],
+        role="checks evidence and methods",
+    ),
 ]
 
 

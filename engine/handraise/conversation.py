@@ -44,8 +44,10 @@ def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) 
     return "\n".join(f"{names.get(t.speaker, t.speaker)}: {t.text}" for t in shown) or "(empty)"
 
 
-ANSWER_SYSTEM = "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add " \
-                "what only you can add."
+ANSWER_SYSTEM = (
+    "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add "
+    "what only you can add."
+)
 
 
 @dataclass
@@ -75,8 +77,16 @@ class Conversation:
     approved participants answer in parallel, streamed; the others are logged `SKIP (will=…, reason=…)`.
     Every step is an event; `telemetry` holds one row per hand; `records` feeds the what-if."""
 
-    def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig | None = None,
-                 *, emit: Emit | None = None, embedder: Embedder | None = None, answer_max_tokens: int = 160) -> None:
+    def __init__(
+        self,
+        participants: Sequence[Participant],
+        models: ModelLookup,
+        config: HandRaiseConfig | None = None,
+        *,
+        emit: Emit | None = None,
+        embedder: Embedder | None = None,
+        answer_max_tokens: int = 160,
+    ) -> None:
         self.participants = {p.id: p for p in participants}
         self.config = config or HandRaiseConfig()
         self.judge = WillJudge(participants, models, self.config, embedder=embedder)
@@ -98,21 +108,37 @@ class Conversation:
         mentions = parse_mentions(text, self.names())
         self.turns.append(Turn("user", text))
         self.guard.allow(turn_id, "user")
-        self.emit("user_message", turn=turn_id, text=text, mentions=sorted(mentions.models), mentionAll=mentions.all,
-                  unknownMentions=list(mentions.unknown))
+        self.emit(
+            "user_message",
+            turn=turn_id,
+            text=text,
+            mentions=sorted(mentions.models),
+            mentionAll=mentions.all,
+            unknownMentions=list(mentions.unknown),
+        )
         facts = JudgeCall()
         components: list[Components] = []
         if self.config.mode != Mode.MENTION_ONLY:
             components, facts = await self.judge.judge(self.turns)
         hands = decide_hands(components, self.config, self.history, mentions, models=list(self.participants))
         resolved = auto_resolutions(hands, self.config)
-        state = TurnState(turn_id=turn_id, index=index, text=text, mentions=mentions, hands=hands,
-                          resolved=resolved, judge_call=facts)
+        state = TurnState(
+            turn_id=turn_id, index=index, text=text, mentions=mentions, hands=hands, resolved=resolved, judge_call=facts
+        )
         self.states.append(state)
-        self.emit("hands", turn=turn_id, method=self.config.judge_method, mode=self.config.mode.value,
-                  hands=[h.payload() for h in hands], latencyS=round(facts.latency_s, 4),
-                  promptTokens=facts.prompt_tokens, completionTokens=facts.completion_tokens, calls=facts.calls,
-                  callIds=facts.call_ids, timeoutS=self.config.card_timeout_s)
+        self.emit(
+            "hands",
+            turn=turn_id,
+            method=self.config.judge_method,
+            mode=self.config.mode.value,
+            hands=[h.payload() for h in hands],
+            latencyS=round(facts.latency_s, 4),
+            promptTokens=facts.prompt_tokens,
+            completionTokens=facts.completion_tokens,
+            calls=facts.calls,
+            callIds=facts.call_ids,
+            timeoutS=self.config.card_timeout_s,
+        )
         for r in resolved.values():
             self._emit_decision(state, r)
         return state
@@ -141,8 +167,12 @@ class Conversation:
         """A second raise in the same user turn (after an answer, say): refused by the loop guard."""
         allowed = self.guard.allow(state.turn_id, source)
         if not allowed:
-            self.emit("raise_refused", turn=state.turn_id, source=source, rule="one raise → approve → answer cycle "
-                      "per user turn")
+            self.emit(
+                "raise_refused",
+                turn=state.turn_id,
+                source=source,
+                rule="one raise → approve → answer cycle per user turn",
+            )
         return allowed
 
     async def answer(self, state: TurnState, on_chunk: Callable[[str, str], object] | None = None) -> TurnState:
@@ -173,13 +203,16 @@ class Conversation:
         context = list(self.turns)  # the user turn and what came before: answers join only at the close
         p = self.participants[pid]
         names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
-        messages = [{"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
-                    {"role": "user", "content": _context_lines(context, names, self.config.context_turns)}]
+        messages = [
+            {"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
+            {"role": "user", "content": _context_lines(context, names, self.config.context_turns)},
+        ]
         self.emit("answer_started", turn=state.turn_id, participant=pid)
         pieces: list[str] = []
         try:
-            async for chunk in self.judge.model(p.model_id).stream(messages, temperature=0.7,
-                                                                  max_tokens=self.answer_max_tokens, seed=7):
+            async for chunk in self.judge.model(p.model_id).stream(
+                messages, temperature=0.7, max_tokens=self.answer_max_tokens, seed=7
+            ):
                 if chunk.text:
                     pieces.append(chunk.text)
                     if on_chunk:
@@ -189,8 +222,14 @@ class Conversation:
         except ModelError as exc:
             state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
         state.answers[pid] = "".join(pieces).strip()
-        self.emit("answer_finished", turn=state.turn_id, participant=pid, text=state.answers[pid],
-                  tokens=state.answer_tokens.get(pid, 0), error=state.answer_errors.get(pid))
+        self.emit(
+            "answer_finished",
+            turn=state.turn_id,
+            participant=pid,
+            text=state.answers[pid],
+            tokens=state.answer_tokens.get(pid, 0),
+            error=state.answer_errors.get(pid),
+        )
 
     def close_answers(self, state: TurnState) -> TurnState:
         """Every card decided and every approved answer in: log the skips, add the answers to the
@@ -205,8 +244,9 @@ class Conversation:
             raise ValueError(f"answers still missing: {', '.join(missing)}")
         for h in state.hands:
             if not state.resolved[h.model].approved:
-                self.emit("skip", turn=state.turn_id, participant=h.model, line=skip_line(h),
-                          by=state.resolved[h.model].by)
+                self.emit(
+                    "skip", turn=state.turn_id, participant=h.model, line=skip_line(h), by=state.resolved[h.model].by
+                )
         for pid in approved:  # answers join the conversation in the participants' order
             if state.answers.get(pid):
                 self.turns.append(Turn(pid, state.answers[pid]))
@@ -217,33 +257,67 @@ class Conversation:
     def _close_turn(self, state: TurnState) -> None:
         spoke = [m for m, r in state.resolved.items() if r.approved and state.answers.get(m)]
         self.history.record(spoke, {h.model: h.raw_will for h in state.hands if h.status != HandStatus.NOT_JUDGED})
-        users = {m: ("approve" if r.approved else "skip") for m, r in state.resolved.items()
-                 if r.by in ("user", "batch")}
-        self.records.append(TurnRecord(
-            turn=state.index, text=state.text, mentions=sorted(state.mentions.models), mention_all=state.mentions.all,
-            components=[Components(model=h.model, relevance=h.relevance, novelty=h.novelty, confidence=h.confidence,
-                                   reason=h.reason, flags=h.flags) for h in state.hands
-                        if h.status != HandStatus.NOT_JUDGED],
-            models=list(self.participants), user_actions=users,
-            timed_out=any(r.by == "timeout" for r in state.resolved.values())))
+        users = {
+            m: ("approve" if r.approved else "skip") for m, r in state.resolved.items() if r.by in ("user", "batch")
+        }
+        self.records.append(
+            TurnRecord(
+                turn=state.index,
+                text=state.text,
+                mentions=sorted(state.mentions.models),
+                mention_all=state.mentions.all,
+                components=[
+                    Components(
+                        model=h.model,
+                        relevance=h.relevance,
+                        novelty=h.novelty,
+                        confidence=h.confidence,
+                        reason=h.reason,
+                        flags=h.flags,
+                    )
+                    for h in state.hands
+                    if h.status != HandStatus.NOT_JUDGED
+                ],
+                models=list(self.participants),
+                user_actions=users,
+                timed_out=any(r.by == "timeout" for r in state.resolved.values()),
+            )
+        )
         n = max(1, len(state.hands))
         for h in state.hands:
             r = state.resolved[h.model]
             p = self.participants[h.model]
-            self.telemetry.append({
-                "turn": state.turn_id, "participant": h.model, "model": p.model_id, "will": h.will,
-                "raw_will": h.raw_will, "relevance": h.relevance, "novelty": h.novelty, "confidence": h.confidence,
-                "reason": h.reason, "status": h.status.value, "allowed": r.approved, "decided_by": r.by,
-                "rule": r.rule, "cooldown_delta": h.cooldown_delta, "over_raise_factor": h.over_raise_factor,
-                "mode": self.config.mode.value, "judge_method": self.config.judge_method,
-                "judge_latency_s": round(state.judge_call.latency_s / n, 4),
-                "judge_tokens": round((state.judge_call.prompt_tokens + state.judge_call.completion_tokens) / n, 1),
-                "answer_tokens": state.answer_tokens.get(h.model, 0), "flags": ",".join(h.flags)})
+            self.telemetry.append(
+                {
+                    "turn": state.turn_id,
+                    "participant": h.model,
+                    "model": p.model_id,
+                    "will": h.will,
+                    "raw_will": h.raw_will,
+                    "relevance": h.relevance,
+                    "novelty": h.novelty,
+                    "confidence": h.confidence,
+                    "reason": h.reason,
+                    "status": h.status.value,
+                    "allowed": r.approved,
+                    "decided_by": r.by,
+                    "rule": r.rule,
+                    "cooldown_delta": h.cooldown_delta,
+                    "over_raise_factor": h.over_raise_factor,
+                    "mode": self.config.mode.value,
+                    "judge_method": self.config.judge_method,
+                    "judge_latency_s": round(state.judge_call.latency_s / n, 4),
+                    "judge_tokens": round((state.judge_call.prompt_tokens + state.judge_call.completion_tokens) / n, 1),
+                    "answer_tokens": state.answer_tokens.get(h.model, 0),
+                    "flags": ",".join(h.flags),
+                }
+            )
         self.emit("turn_closed", turn=state.turn_id, spoke=spoke)
 
 
-def restore_conversation(run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]],
-                         models: Any = None) -> Conversation:
+def restore_conversation(
+    run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]], models: Any = None
+) -> Conversation:
     """A stored conversation rebuilt from its run's config and events, with no model call: its turns, hands,
     decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
     whose cards were never all decided, or never answered, is left open. `models` is only needed to go on
@@ -272,10 +346,20 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
         turn_id = str(p["turn"])
         conv.turns.append(Turn("user", str(p["text"])))
         conv.guard.allow(turn_id, "user")
-        mentions = Mentions(models=frozenset(p.get("mentions", [])), all=bool(p.get("mentionAll")),
-                            unknown=tuple(p.get("unknownMentions", [])))
-        opened = TurnState(turn_id=turn_id, index=len(conv.states), text=str(p["text"]), mentions=mentions,
-                           hands=[], resolved={}, judge_call=JudgeCall())
+        mentions = Mentions(
+            models=frozenset(p.get("mentions", [])),
+            all=bool(p.get("mentionAll")),
+            unknown=tuple(p.get("unknownMentions", [])),
+        )
+        opened = TurnState(
+            turn_id=turn_id,
+            index=len(conv.states),
+            text=str(p["text"]),
+            mentions=mentions,
+            hands=[],
+            resolved={},
+            judge_call=JudgeCall(),
+        )
         conv.states.append(opened)
         by_turn[turn_id] = opened
         return
@@ -283,19 +367,34 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
     if state is None:
         return  # not a turn event (run_started, run_finished, …)
     if type_ == "hands":
-        state.hands = [Hand(model=h["model"], relevance=h["relevance"], novelty=h["novelty"],
-                            confidence=h["confidence"], raw_will=h["raw_will"], will=h["will"],
-                            status=HandStatus(h["status"]), cooldown_delta=h.get("cooldown_delta", 0.0),
-                            over_raise_factor=h.get("over_raise_factor", 1.0), reason=h.get("reason", ""),
-                            flags=list(h.get("flags", []))) for h in p["hands"]]
-        state.judge_call = JudgeCall(latency_s=float(p.get("latencyS", 0.0)),
-                                     prompt_tokens=int(p.get("promptTokens", 0)),
-                                     completion_tokens=int(p.get("completionTokens", 0)),
-                                     calls=int(p.get("calls", 0)), call_ids=list(p.get("callIds", [])))
+        state.hands = [
+            Hand(
+                model=h["model"],
+                relevance=h["relevance"],
+                novelty=h["novelty"],
+                confidence=h["confidence"],
+                raw_will=h["raw_will"],
+                will=h["will"],
+                status=HandStatus(h["status"]),
+                cooldown_delta=h.get("cooldown_delta", 0.0),
+                over_raise_factor=h.get("over_raise_factor", 1.0),
+                reason=h.get("reason", ""),
+                flags=list(h.get("flags", [])),
+            )
+            for h in p["hands"]
+        ]
+        state.judge_call = JudgeCall(
+            latency_s=float(p.get("latencyS", 0.0)),
+            prompt_tokens=int(p.get("promptTokens", 0)),
+            completion_tokens=int(p.get("completionTokens", 0)),
+            calls=int(p.get("calls", 0)),
+            call_ids=list(p.get("callIds", [])),
+        )
     elif type_ == "hand_decision":
         model = str(p["participant"])
-        state.resolved[model] = Resolution(model=model, approved=bool(p["approved"]), by=p["by"],
-                                           rule=p.get("rule", ""))
+        state.resolved[model] = Resolution(
+            model=model, approved=bool(p["approved"]), by=p["by"], rule=p.get("rule", "")
+        )
     elif type_ == "answer_finished":
         pid = str(p["participant"])
         state.answers[pid] = str(p.get("text") or "")
@@ -312,7 +411,6 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
 
 
 # -- the conversation as a run: one entry point per user turn, called alike by the page and the CLI -------------
-
 
 
 class ConversationConfig(BaseModel):
@@ -341,8 +439,15 @@ class ConversationSession:
     closed: bool = False
 
 
-def open_conversation(config: ConversationConfig, models: Any, store: Any, *, sinks: list[Any] | None = None,
-                      name: str = "conversation", embedder: Any = None) -> ConversationSession:
+def open_conversation(
+    config: ConversationConfig,
+    models: Any,
+    store: Any,
+    *,
+    sinks: list[Any] | None = None,
+    name: str = "conversation",
+    embedder: Any = None,
+) -> ConversationSession:
     """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
     `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so
     `close_conversation` finishes it."""
@@ -369,8 +474,14 @@ def decide_all(session: ConversationSession, kind: BatchDecision) -> Decider:
     return decide
 
 
-async def conversation_turn(session: ConversationSession, text: str, *, decide: Decider | None = None,
-                            answer: bool = True, on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+async def conversation_turn(
+    session: ConversationSession,
+    text: str,
+    *,
+    decide: Decider | None = None,
+    answer: bool = True,
+    on_chunk: Callable[[str, str], None] | None = None,
+) -> TurnState:
     """One user turn, from the message to the answers: the will judgment, the hands and what decides itself
     (mentions, mode, standing rules), then the cards through `decide` (the page's buttons, the CLI's
     policy), then the approved participants' answers, streamed through `on_chunk(participant, text)`.
@@ -392,8 +503,9 @@ async def conversation_turn(session: ConversationSession, text: str, *, decide: 
     return await answer_turn(session, state, on_chunk=on_chunk)
 
 
-async def answer_turn(session: ConversationSession, state: TurnState, *,
-                      on_chunk: Callable[[str, str], None] | None = None) -> TurnState:
+async def answer_turn(
+    session: ConversationSession, state: TurnState, *, on_chunk: Callable[[str, str], None] | None = None
+) -> TurnState:
     """The approved participants of a decided turn answer (in parallel, streamed); the turn closes."""
     from engine import runctx
     from models.recording import call_context
@@ -408,10 +520,16 @@ async def answer_turn(session: ConversationSession, state: TurnState, *,
 
 def turn_json(state: TurnState) -> dict[str, Any]:
     """A turn as stored and compared: the message, every hand, who decided what, and the answers."""
-    return {"turn": state.turn_id, "text": state.text, "mentions": sorted(state.mentions.models),
-            "hands": [h.payload() for h in state.hands],
-            "decisions": {m: {"approved": r.approved, "by": r.by, "rule": r.rule} for m, r in state.resolved.items()},
-            "answers": dict(state.answers), "answer_errors": dict(state.answer_errors), "answered": state.answered}
+    return {
+        "turn": state.turn_id,
+        "text": state.text,
+        "mentions": sorted(state.mentions.models),
+        "hands": [h.payload() for h in state.hands],
+        "decisions": {m: {"approved": r.approved, "by": r.by, "rule": r.rule} for m, r in state.resolved.items()},
+        "answers": dict(state.answers),
+        "answer_errors": dict(state.answer_errors),
+        "answered": state.answered,
+    }
 
 
 def token_figures(conv: Conversation) -> dict[str, Any]:
@@ -423,13 +541,23 @@ def token_figures(conv: Conversation) -> dict[str, Any]:
     mean_answer = spent_answers / len(answers) if answers else 0.0
     slots = sum(len(conv.participants) for s in conv.states if s.answered)
     baseline = spent_answers + mean_answer * (slots - len(answers))
-    return {"judge_tokens": judge, "answer_tokens": spent_answers, "spent_tokens": judge + spent_answers,
-            "baseline_tokens": round(baseline), "answers": len(answers), "baseline_answers": slots}
+    return {
+        "judge_tokens": judge,
+        "answer_tokens": spent_answers,
+        "spent_tokens": judge + spent_answers,
+        "baseline_tokens": round(baseline),
+        "answers": len(answers),
+        "baseline_answers": slots,
+    }
 
 
 def conversation_summary(conv: Conversation) -> dict[str, Any]:
-    return {"turns": len(conv.states), "answers": sum(len(s.answers) for s in conv.states), **token_figures(conv),
-            "result": [turn_json(s) for s in conv.states]}
+    return {
+        "turns": len(conv.states),
+        "answers": sum(len(s.answers) for s in conv.states),
+        **token_figures(conv),
+        "result": [turn_json(s) for s in conv.states],
+    }
 
 
 def close_conversation(session: ConversationSession) -> dict[str, Any]:

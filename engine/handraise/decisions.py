@@ -60,8 +60,9 @@ class HandRaiseConfig(BaseModel):
     cooldown_per_turn: float = Field(0.1, ge=0, le=1, description="will lost per recent turn the model spoke in")
     cooldown_window: int = Field(3, ge=1, le=50, description="how many earlier user turns count as recent")
     over_raise_window: int = Field(5, ge=2, le=100, description="turns looked at to detect a model always raising")
-    over_raise_level: float = Field(0.9, ge=0, le=1, description="a raw will at or above this in every one of "
-                                                                 "the window's turns is over-raising")
+    over_raise_level: float = Field(
+        0.9, ge=0, le=1, description="a raw will at or above this in every one of the window's turns is over-raising"
+    )
     over_raise_damping: float = Field(0.8, gt=0, le=1, description="factor applied to an over-raising will")
     card_timeout_s: float | None = Field(None, gt=0, description="None: cards wait for the user")
     timeout_action: TimeoutAction = "skip"
@@ -84,8 +85,9 @@ def will_from(relevance: float, novelty: float, confidence: float, weights: Weig
     """The seed's weighted sum (normalised by the weights' sum), each component clamped to [0, 1]."""
     w = weights or Weights()
     total = w.relevance + w.novelty + w.confidence
-    value = (w.relevance * clamp01(relevance) + w.novelty * clamp01(novelty)
-             + w.confidence * clamp01(confidence)) / total
+    value = (
+        w.relevance * clamp01(relevance) + w.novelty * clamp01(novelty) + w.confidence * clamp01(confidence)
+    ) / total
     return round(value, 6)
 
 
@@ -93,13 +95,13 @@ def cooldown_delta(model: str, recent_speakers: Sequence[set[str] | frozenset[st
     """−`cooldown_per_turn` for each of the last `cooldown_window` user turns in which the model spoke."""
     if not config.cooldown_enabled:
         return 0.0
-    spoke = sum(model in turn for turn in recent_speakers[-config.cooldown_window:])
+    spoke = sum(model in turn for turn in recent_speakers[-config.cooldown_window :])
     return round(-config.cooldown_per_turn * spoke, 6)
 
 
 def over_raising(raw_history: Sequence[float], config: HandRaiseConfig) -> bool:
     """A model whose raw will reached `over_raise_level` in each of its last `over_raise_window` turns."""
-    window = raw_history[-config.over_raise_window:]
+    window = raw_history[-config.over_raise_window :]
     return len(window) == config.over_raise_window and all(w >= config.over_raise_level for w in window)
 
 
@@ -142,7 +144,7 @@ def parse_mentions(text: str, names: Mapping[str, Sequence[str]]) -> Mentions:
             found.add(lookup[key])
         else:
             # "@gemma3-270m's" or a longer alias with spaces: try the longest known alias at this spot.
-            rest = _norm(text[match.start(1):match.start(1) + 64])
+            rest = _norm(text[match.start(1) : match.start(1) + 64])
             hit = max((alias for alias in lookup if alias and rest.startswith(alias)), key=len, default=None)
             if hit:
                 found.add(lookup[hit])
@@ -191,10 +193,19 @@ class Hand:
     flags: list[str] = field(default_factory=list)
 
     def payload(self) -> dict[str, object]:
-        return {"model": self.model, "relevance": self.relevance, "novelty": self.novelty,
-                "confidence": self.confidence, "raw_will": self.raw_will, "cooldown_delta": self.cooldown_delta,
-                "over_raise_factor": self.over_raise_factor, "will": self.will, "status": self.status.value,
-                "reason": self.reason, "flags": list(self.flags)}
+        return {
+            "model": self.model,
+            "relevance": self.relevance,
+            "novelty": self.novelty,
+            "confidence": self.confidence,
+            "raw_will": self.raw_will,
+            "cooldown_delta": self.cooldown_delta,
+            "over_raise_factor": self.over_raise_factor,
+            "will": self.will,
+            "status": self.status.value,
+            "reason": self.reason,
+            "flags": list(self.flags),
+        }
 
 
 @dataclass
@@ -210,8 +221,13 @@ class History:
             self.raw_wills.setdefault(model, []).append(value)
 
 
-def decide_hands(components: Sequence[Components], config: HandRaiseConfig, history: History | None = None,
-                 mentions: Mentions | None = None, models: Sequence[str] | None = None) -> list[Hand]:
+def decide_hands(
+    components: Sequence[Components],
+    config: HandRaiseConfig,
+    history: History | None = None,
+    mentions: Mentions | None = None,
+    models: Sequence[str] | None = None,
+) -> list[Hand]:
     """One turn: the will of each judged model after cooldown and over-raise damping, and whether its hand
     goes up. @name answers without a card; @all puts every judged model's card up (the seed: judge on
     @all too, and let "approve all" give the old behaviour). Mention-only mode judges nobody."""
@@ -222,9 +238,18 @@ def decide_hands(components: Sequence[Components], config: HandRaiseConfig, hist
         everyone = list(models or [c.model for c in components])
         for model in everyone:
             mentioned = mentions.all or model in mentions.models
-            hands.append(Hand(model=model, relevance=0, novelty=0, confidence=0, raw_will=0, will=0,
-                              status=HandStatus.MENTIONED if mentioned else HandStatus.NOT_JUDGED,
-                              reason="mentioned" if mentioned else "mention-only mode"))
+            hands.append(
+                Hand(
+                    model=model,
+                    relevance=0,
+                    novelty=0,
+                    confidence=0,
+                    raw_will=0,
+                    will=0,
+                    status=HandStatus.MENTIONED if mentioned else HandStatus.NOT_JUDGED,
+                    reason="mentioned" if mentioned else "mention-only mode",
+                )
+            )
         return hands
     for c in components:
         raw = will_from(c.relevance, c.novelty, c.confidence, config.weights)
@@ -239,9 +264,21 @@ def decide_hands(components: Sequence[Components], config: HandRaiseConfig, hist
             status = HandStatus.RAISED
         else:
             status = HandStatus.LOWERED
-        hands.append(Hand(model=c.model, relevance=c.relevance, novelty=c.novelty, confidence=c.confidence,
-                          raw_will=raw, cooldown_delta=delta, over_raise_factor=factor, will=will, status=status,
-                          reason=c.reason, flags=flags))
+        hands.append(
+            Hand(
+                model=c.model,
+                relevance=c.relevance,
+                novelty=c.novelty,
+                confidence=c.confidence,
+                raw_will=raw,
+                cooldown_delta=delta,
+                over_raise_factor=factor,
+                will=will,
+                status=status,
+                reason=c.reason,
+                flags=flags,
+            )
+        )
     return hands
 
 
@@ -272,24 +309,36 @@ def auto_resolutions(hands: Sequence[Hand], config: HandRaiseConfig) -> dict[str
         elif h.status == HandStatus.NOT_JUDGED:
             out[h.model] = Resolution(model=h.model, approved=False, by="mode", rule="mention-only mode")
     if config.mode == Mode.BRAINSTORM:
-        eligible = sorted((h for h in hands if h.model not in out and h.will > config.brainstorm_auto_allow),
-                          key=lambda h: (-h.will, h.model))
-        for h in eligible[:config.brainstorm_max_speakers]:
-            out[h.model] = Resolution(model=h.model, approved=True, by="auto_rule",
-                                      rule=f"brainstorm: will {h.will:.2f} > {config.brainstorm_auto_allow}")
-        for h in eligible[config.brainstorm_max_speakers:]:
+        eligible = sorted(
+            (h for h in hands if h.model not in out and h.will > config.brainstorm_auto_allow),
+            key=lambda h: (-h.will, h.model),
+        )
+        for h in eligible[: config.brainstorm_max_speakers]:
+            out[h.model] = Resolution(
+                model=h.model,
+                approved=True,
+                by="auto_rule",
+                rule=f"brainstorm: will {h.will:.2f} > {config.brainstorm_auto_allow}",
+            )
+        for h in eligible[config.brainstorm_max_speakers :]:
             if h.status != HandStatus.RAISED:
-                out[h.model] = Resolution(model=h.model, approved=False, by="auto_rule",
-                                          rule=f"brainstorm cap of {config.brainstorm_max_speakers} speakers")
+                out[h.model] = Resolution(
+                    model=h.model,
+                    approved=False,
+                    by="auto_rule",
+                    rule=f"brainstorm cap of {config.brainstorm_max_speakers} speakers",
+                )
     if config.auto_approve_at is not None:
         for h in hands:
             if h.model not in out and h.status == HandStatus.RAISED and h.will >= config.auto_approve_at:
-                out[h.model] = Resolution(model=h.model, approved=True, by="auto_rule",
-                                          rule=f"will ≥ {config.auto_approve_at} auto-approve")
+                out[h.model] = Resolution(
+                    model=h.model, approved=True, by="auto_rule", rule=f"will ≥ {config.auto_approve_at} auto-approve"
+                )
     for h in hands:
         if h.model not in out and h.status == HandStatus.LOWERED:
-            out[h.model] = Resolution(model=h.model, approved=False, by="mode",
-                                      rule=f"will {h.will:.2f} < threshold {config.threshold}")
+            out[h.model] = Resolution(
+                model=h.model, approved=False, by="mode", rule=f"will {h.will:.2f} < threshold {config.threshold}"
+            )
     return out
 
 
@@ -298,8 +347,9 @@ def pending(hands: Sequence[Hand], resolved: Mapping[str, Resolution]) -> list[H
     return [h for h in hands if h.model not in resolved]
 
 
-def batch_actions(hands: Sequence[Hand], resolved: Mapping[str, Resolution], batch: str,
-                  at: float | None = None) -> dict[str, Resolution]:
+def batch_actions(
+    hands: Sequence[Hand], resolved: Mapping[str, Resolution], batch: str, at: float | None = None
+) -> dict[str, Resolution]:
     """The seed's batch buttons over the waiting cards: approve_all, skip_all, auto_at (will ≥ `at`; the
     rest keep waiting)."""
     out = dict(resolved)
@@ -318,20 +368,26 @@ def batch_actions(hands: Sequence[Hand], resolved: Mapping[str, Resolution], bat
     return out
 
 
-def user_action(hands: Sequence[Hand], resolved: Mapping[str, Resolution], model: str,
-                action: Action) -> dict[str, Resolution]:
+def user_action(
+    hands: Sequence[Hand], resolved: Mapping[str, Resolution], model: str, action: Action
+) -> dict[str, Resolution]:
     if model not in {h.model for h in pending(hands, resolved)}:
         raise ValueError(f"{model} has no card waiting")
     return {**resolved, model: Resolution(model=model, approved=action == "approve", by="user")}
 
 
-def timeout_resolutions(hands: Sequence[Hand], resolved: Mapping[str, Resolution],
-                        config: HandRaiseConfig) -> dict[str, Resolution]:
+def timeout_resolutions(
+    hands: Sequence[Hand], resolved: Mapping[str, Resolution], config: HandRaiseConfig
+) -> dict[str, Resolution]:
     """When the card timeout passes, every waiting card is skipped (or approved) per `timeout_action`."""
     out = dict(resolved)
     for h in pending(hands, resolved):
-        out[h.model] = Resolution(model=h.model, approved=config.timeout_action == "approve", by="timeout",
-                                  rule=f"no decision in {config.card_timeout_s} s → {config.timeout_action}")
+        out[h.model] = Resolution(
+            model=h.model,
+            approved=config.timeout_action == "approve",
+            by="timeout",
+            rule=f"no decision in {config.card_timeout_s} s → {config.timeout_action}",
+        )
     return out
 
 
@@ -389,8 +445,7 @@ class TurnOutcome:
         return [m for m, r in self.resolutions.items() if r.approved]
 
 
-def redecide(turns: Sequence[TurnRecord], config: HandRaiseConfig,
-             unrecorded: Action = "skip") -> list[TurnOutcome]:
+def redecide(turns: Sequence[TurnRecord], config: HandRaiseConfig, unrecorded: Action = "skip") -> list[TurnOutcome]:
     """Decide a whole recorded conversation again under `config`, with no model call. Each turn's
     cooldown and over-raise history follow from the speakers decided for the turns before it. A card the
     user decided keeps that decision; a card the user never saw (it was not raised then) gets
@@ -399,18 +454,21 @@ def redecide(turns: Sequence[TurnRecord], config: HandRaiseConfig,
     outcomes: list[TurnOutcome] = []
     for record in turns:
         mentions = Mentions(models=frozenset(record.mentions), all=record.mention_all)
-        hands = decide_hands(record.components, config, history, mentions,
-                             models=record.models or [c.model for c in record.components])
+        hands = decide_hands(
+            record.components, config, history, mentions, models=record.models or [c.model for c in record.components]
+        )
         resolved = auto_resolutions(hands, config)
         for h in pending(hands, resolved):
             if h.model in record.user_actions:
-                resolved[h.model] = Resolution(model=h.model, approved=record.user_actions[h.model] == "approve",
-                                               by="user")
+                resolved[h.model] = Resolution(
+                    model=h.model, approved=record.user_actions[h.model] == "approve", by="user"
+                )
             elif record.timed_out:
                 resolved.update(timeout_resolutions([h], resolved, config))
             else:
-                resolved[h.model] = Resolution(model=h.model, approved=unrecorded == "approve", by="user",
-                                               rule="what-if: no recorded decision")
+                resolved[h.model] = Resolution(
+                    model=h.model, approved=unrecorded == "approve", by="user", rule="what-if: no recorded decision"
+                )
         history.record([m for m, r in resolved.items() if r.approved], {h.model: h.raw_will for h in hands})
         outcomes.append(TurnOutcome(turn=record.turn, hands=hands, resolutions=resolved))
     return outcomes
@@ -427,9 +485,18 @@ def changed_hands(before: Sequence[TurnOutcome], after: Sequence[TurnOutcome]) -
                 continue
             was, now = b.resolutions[h.model], a.resolutions[h.model]
             if old.status != h.status or was.approved != now.approved:
-                rows.append({"turn": a.turn, "model": h.model, "status_before": old.status.value,
-                             "status_after": h.status.value, "answered_before": was.approved,
-                             "answered_after": now.approved, "will_before": old.will, "will_after": h.will})
+                rows.append(
+                    {
+                        "turn": a.turn,
+                        "model": h.model,
+                        "status_before": old.status.value,
+                        "status_after": h.status.value,
+                        "answered_before": was.approved,
+                        "answered_after": now.approved,
+                        "will_before": old.will,
+                        "will_after": h.will,
+                    }
+                )
     return rows
 
 

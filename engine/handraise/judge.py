@@ -76,8 +76,7 @@ def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Compo
     of 0 never raises a hand, so a broken judgment keeps the model quiet rather than loud."""
     out_flags = list(flags)
     if not isinstance(obj, Mapping):
-        return Components(model=model, relevance=0, novelty=0, confidence=0, reason="",
-                          flags=[*out_flags, "fallback"])
+        return Components(model=model, relevance=0, novelty=0, confidence=0, reason="", flags=[*out_flags, "fallback"])
     values: dict[str, float] = {}
     for name in FIELDS:
         value, why = _component(obj.get(name))
@@ -85,8 +84,9 @@ def components_from(model: str, obj: object, flags: Sequence[str] = ()) -> Compo
             out_flags.append(f"{why}:{name}")
         values[name] = value
     reason = obj.get("reason")
-    return Components(model=model, reason=str(reason).strip()[:200] if reason is not None else "", flags=out_flags,
-                      **values)
+    return Components(
+        model=model, reason=str(reason).strip()[:200] if reason is not None else "", flags=out_flags, **values
+    )
 
 
 def _scaled(value: object, scale: int) -> object:
@@ -102,8 +102,7 @@ def _scaled(value: object, scale: int) -> object:
         return math.inf
 
 
-def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = (), scale: int = 1
-                       ) -> list[Components]:
+def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = (), scale: int = 1) -> list[Components]:
     """Components of every participant from a batched answer ({id: {relevance, novelty, confidence,
     reason}}), each number divided by `scale`. An answer with any failed number (outside 0..scale, NaN,
     a boolean) is an invalid answer as a whole: every participant gets the fallback 0/0/0, flagged, since
@@ -119,8 +118,11 @@ def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = 
         scaled[pid] = raw
         if isinstance(raw, Mapping):
             # In the filled skeleton (scale 9) a slot always holds a digit: a null there is no skeleton output.
-            invalid[pid] = [f"invalid:{f}" for f in FIELDS if f in raw and (
-                _component(raw[f])[1] == "invalid" or (scale != 1 and raw[f] is None))]
+            invalid[pid] = [
+                f"invalid:{f}"
+                for f in FIELDS
+                if f in raw and (_component(raw[f])[1] == "invalid" or (scale != 1 and raw[f] is None))
+            ]
     base = [*flags] + ([f"scale:0-{scale}"] if scale != 1 else [])
     if any(invalid.values()):
         return [components_from(pid, None, [*base, "judge:invalid_answer", *invalid.get(pid, [])]) for pid in ids]
@@ -141,8 +143,13 @@ def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
 
 @lru_cache(maxsize=32)
 def _batch_schema(ids: tuple[str, ...]) -> type[BaseModel]:
-    one = create_model("WillScores", relevance=(float, Field(ge=0, le=1)), novelty=(float, Field(ge=0, le=1)),
-                       confidence=(float, Field(ge=0, le=1)), reason=(str, Field(max_length=60)))
+    one = create_model(
+        "WillScores",
+        relevance=(float, Field(ge=0, le=1)),
+        novelty=(float, Field(ge=0, le=1)),
+        confidence=(float, Field(ge=0, le=1)),
+        reason=(str, Field(max_length=60)),
+    )
     fields: dict[str, Any] = {i: (one, ...) for i in ids}
     judgment: type[BaseModel] = create_model("HandRaiseJudgment", **fields)
     return judgment
@@ -155,9 +162,17 @@ def template_parts(ids: Sequence[str], reason_tokens: int = 8) -> list[tuple[str
     """The batched judgment's skeleton: {"id": {"relevance": d, "novelty": d, "confidence": d, "reason": "…"}, …}."""
     parts: list[tuple[str, Any]] = [("text", "{")]
     for k, pid in enumerate(ids):
-        parts += [("text", ("," if k else "") + f'"{pid}": {{"relevance": '), ("choice", DIGITS),
-                  ("text", ', "novelty": '), ("choice", DIGITS), ("text", ', "confidence": '), ("choice", DIGITS),
-                  ("text", ', "reason": "'), ("free", (reason_tokens, '"\n')), ("text", '"}')]
+        parts += [
+            ("text", ("," if k else "") + f'"{pid}": {{"relevance": '),
+            ("choice", DIGITS),
+            ("text", ', "novelty": '),
+            ("choice", DIGITS),
+            ("text", ', "confidence": '),
+            ("choice", DIGITS),
+            ("text", ', "reason": "'),
+            ("free", (reason_tokens, '"\n')),
+            ("text", '"}'),
+        ]
     parts.append(("text", "}"))
     return parts
 
@@ -170,12 +185,16 @@ class SelfJudgment(BaseModel):
     reason: str = Field(max_length=60)
 
 
-JUDGE_SYSTEM = ("You decide who in a group chat should speak next. For each participant rate from 0 to 1: "
-                "relevance (the topic against their expertise), novelty (what they would add beyond what was "
-                "already said), confidence (how sure their answer would be). Reason: a few words.")
-SELF_SYSTEM = ("You are {name}, {role}. Expertise: {expertise}. Before answering, decide whether you should speak. "
-               "RESPOND only if you would add something relevant and new; otherwise SKIP. Rate from 0 to 1 your "
-               "relevance, novelty and confidence, and give a few words of reason.")
+JUDGE_SYSTEM = (
+    "You decide who in a group chat should speak next. For each participant rate from 0 to 1: "
+    "relevance (the topic against their expertise), novelty (what they would add beyond what was "
+    "already said), confidence (how sure their answer would be). Reason: a few words."
+)
+SELF_SYSTEM = (
+    "You are {name}, {role}. Expertise: {expertise}. Before answering, decide whether you should speak. "
+    "RESPOND only if you would add something relevant and new; otherwise SKIP. Rate from 0 to 1 your "
+    "relevance, novelty and confidence, and give a few words of reason."
+)
 
 
 def _quoted_context(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
@@ -185,38 +204,60 @@ def _quoted_context(turns: Sequence[Turn], names: Mapping[str, str], limit: int)
     return "\n".join(f"- {quote(names.get(t.speaker, t.speaker))}: {quote(t.text)}" for t in shown) or "(empty)"
 
 
-def judge_messages(participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
-                   ) -> list[dict[str, str]]:
+def judge_messages(
+    participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+) -> list[dict[str, str]]:
     names = {p.id: p.name for p in participants} | {"user": "User"}
     roster = "\n".join(f"- {p.id}: {quote(p.profile_text())}" for p in participants)
-    return [{"role": "system", "content": f"{JUDGE_SYSTEM} {DATA_NOTE}"},
-            {"role": "user", "content": f"Participants:\n{roster}\n\nConversation (latest last, one quoted "
-             f"message a line):\n{_quoted_context(turns, names, context_turns)}\n\nRate every participant."}]
+    return [
+        {"role": "system", "content": f"{JUDGE_SYSTEM} {DATA_NOTE}"},
+        {
+            "role": "user",
+            "content": f"Participants:\n{roster}\n\nConversation (latest last, one quoted "
+            f"message a line):\n{_quoted_context(turns, names, context_turns)}\n\nRate every participant.",
+        },
+    ]
 
 
-def self_messages(p: Participant, participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
-                  ) -> list[dict[str, str]]:
+def self_messages(
+    p: Participant, participants: Sequence[Participant], turns: Sequence[Turn], context_turns: int
+) -> list[dict[str, str]]:
     names = {q.id: q.name for q in participants} | {"user": "User"}
-    return [{"role": "system", "content": SELF_SYSTEM.format(name=p.name, role=p.role or "a participant",
-                                                             expertise=", ".join(p.expertise) or "general")
-             + f" {DATA_NOTE}"},
-            {"role": "user", "content": "Conversation (latest last, one quoted message a line):\n"
-             f"{_quoted_context(turns, names, context_turns)}\n\nShould you speak?"}]
+    return [
+        {
+            "role": "system",
+            "content": SELF_SYSTEM.format(
+                name=p.name, role=p.role or "a participant", expertise=", ".join(p.expertise) or "general"
+            )
+            + f" {DATA_NOTE}",
+        },
+        {
+            "role": "user",
+            "content": "Conversation (latest last, one quoted message a line):\n"
+            f"{_quoted_context(turns, names, context_turns)}\n\nShould you speak?",
+        },
+    ]
 
 
 class WillJudge:
     """Judges every participant's will for one user turn with the configured method. Returns components
     (with flags) and the call facts; never raises for a bad or failed judgment (see `components_from`)."""
 
-    def __init__(self, participants: Sequence[Participant], models: ModelLookup, config: HandRaiseConfig,
-                 embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        participants: Sequence[Participant],
+        models: ModelLookup,
+        config: HandRaiseConfig,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.participants = list(participants)
         self.model: ModelSource = model_source(models)
         self.config = config
         self._embedder = embedder
 
-    async def judge(self, turns: Sequence[Turn], method: JudgeMethod | None = None,
-                    candidates: Sequence[str] | None = None) -> tuple[list[Components], JudgeCall]:
+    async def judge(
+        self, turns: Sequence[Turn], method: JudgeMethod | None = None, candidates: Sequence[str] | None = None
+    ) -> tuple[list[Components], JudgeCall]:
         method = method or self.config.judge_method
         who = [p for p in self.participants if candidates is None or p.id in candidates]
         facts = JudgeCall()
@@ -237,8 +278,11 @@ class WillJudge:
             return await self._likelihood(who, turns, facts), facts
         judged = await self._batched(who, turns, facts)
         # hybrid: the judge filters; survivors judge themselves; each component is the mean of the two.
-        survivors = [c.model for c in judged if will_from(c.relevance, c.novelty, c.confidence,
-                                                          self.config.weights) >= self.config.threshold]
+        survivors = [
+            c.model
+            for c in judged
+            if will_from(c.relevance, c.novelty, c.confidence, self.config.weights) >= self.config.threshold
+        ]
         own = {c.model: c for c in await self._self([p for p in who if p.id in survivors], turns, facts)}
         out = []
         for c in judged:
@@ -246,14 +290,19 @@ class WillJudge:
             if s is None:
                 out.append(c.model_copy(update={"flags": [*c.flags, "hybrid:filtered_by_judge"]}))
                 continue
-            out.append(Components(
-                model=c.model, relevance=(c.relevance + s.relevance) / 2, novelty=(c.novelty + s.novelty) / 2,
-                confidence=(c.confidence + s.confidence) / 2, reason=s.reason or c.reason,
-                flags=[*c.flags, *s.flags, "hybrid:judge+self"]))
+            out.append(
+                Components(
+                    model=c.model,
+                    relevance=(c.relevance + s.relevance) / 2,
+                    novelty=(c.novelty + s.novelty) / 2,
+                    confidence=(c.confidence + s.confidence) / 2,
+                    reason=s.reason or c.reason,
+                    flags=[*c.flags, *s.flags, "hybrid:judge+self"],
+                )
+            )
         return out, facts
 
-    async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
-                       ) -> list[Components]:
+    async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
         from models.errors import ModelError, StructuredOutputError
         from models.structured import ExtractionError, extract_json
 
@@ -263,8 +312,11 @@ class WillJudge:
         schema = _batch_schema(tuple(p.id for p in who))
         try:
             completion = await model.complete(
-                judge_messages(who, turns, self.config.context_turns), schema=schema, temperature=0.0,
-                max_tokens=40 + 45 * len(who))
+                judge_messages(who, turns, self.config.context_turns),
+                schema=schema,
+                temperature=0.0,
+                max_tokens=40 + 45 * len(who),
+            )
         except StructuredOutputError as exc:
             if "truncated" in exc.flags:  # cut off at max_tokens: no value of it is trusted
                 return [components_from(p.id, None, ["judge:truncated", "truncated"]) for p in who]
@@ -277,11 +329,16 @@ class WillJudge:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
         facts.add(completion)
         parsed = completion.parsed or {}
-        return [components_from(p.id, parsed.get(p.id), [f for f in completion.flags
-                                                        if f.split(":", 1)[-1].startswith(p.id)]) for p in who]
+        return [
+            components_from(
+                p.id, parsed.get(p.id), [f for f in completion.flags if f.split(":", 1)[-1].startswith(p.id)]
+            )
+            for p in who
+        ]
 
-    async def _batched_template(self, model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn],
-                                facts: JudgeCall) -> list[Components]:
+    async def _batched_template(
+        self, model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+    ) -> list[Components]:
         """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
         digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
         the grammar-constrained output's steps."""
@@ -304,8 +361,11 @@ class WillJudge:
         async def one(p: Participant) -> Components:
             try:
                 completion = await self.model(p.model_id).complete(
-                    self_messages(p, self.participants, turns, self.config.context_turns), schema=SelfJudgment,
-                    temperature=0.0, max_tokens=80)
+                    self_messages(p, self.participants, turns, self.config.context_turns),
+                    schema=SelfJudgment,
+                    temperature=0.0,
+                    max_tokens=80,
+                )
             except ModelError as exc:
                 return components_from(p.id, None, [f"self_error:{type(exc).__name__}", *getattr(exc, "flags", [])])
             facts.add(completion)
@@ -319,8 +379,9 @@ class WillJudge:
 
         return list(await asyncio.gather(*(one(p) for p in who)))
 
-    async def _likelihood(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
-                          ) -> list[Components]:
+    async def _likelihood(
+        self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+    ) -> list[Components]:
         """The judge model ranks options instead of writing numbers (engine/likelihood.py): relevance and
         confidence are fitted maps of the PMI of each participant's expertise with the conversation;
         novelty is the embedding novelty (a likelihood novelty measured no better than chance). A model
@@ -358,9 +419,16 @@ class WillJudge:
             else:
                 rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
                 flags = ["likelihood", f"calibration:{cal.version}"]
-            out.append(Components(model=p.id, relevance=round(rel, 4), novelty=novelty[p.id],
-                                  confidence=round(conf, 4), flags=flags,
-                                  reason=f"PMI {f['pmi_mean']:+.2f} (best {f['pmi_max']:+.2f})"))
+            out.append(
+                Components(
+                    model=p.id,
+                    relevance=round(rel, 4),
+                    novelty=novelty[p.id],
+                    confidence=round(conf, 4),
+                    flags=flags,
+                    reason=f"PMI {f['pmi_mean']:+.2f} (best {f['pmi_max']:+.2f})",
+                )
+            )
         return out
 
     def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
@@ -378,9 +446,16 @@ class WillJudge:
             else:
                 relevance, confidence = cal.apply("relevance", f), cal.apply("confidence", f)
                 flags = [f"calibration:{cal.version}"]
-            out.append(Components(model=p.id, relevance=round(relevance, 4), novelty=round(1 - cos_scale(
-                f["answer_cos"]), 4), confidence=round(confidence, 4), reason=f"closest expertise: {f['expertise']}",
-                flags=["embedding", *flags]))
+            out.append(
+                Components(
+                    model=p.id,
+                    relevance=round(relevance, 4),
+                    novelty=round(1 - cos_scale(f["answer_cos"]), 4),
+                    confidence=round(confidence, 4),
+                    reason=f"closest expertise: {f['expertise']}",
+                    flags=["embedding", *flags],
+                )
+            )
         return out
 
 
@@ -393,9 +468,9 @@ def cos_scale(cos: float) -> float:
     return clamp01((cos - 0.1) / 0.5)
 
 
-def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], context_turns: int,
-                       embedder: Embedder | None = None
-                       ) -> list[dict[str, Any]]:
+def embedding_features(
+    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Embedder | None = None
+) -> list[dict[str, Any]]:
     """Per participant: `rel_cos` = cosine of the recent context to the profile; `conf_cos` = the best cosine
     of the context to one expertise item (named in `expertise`); `answer_cos` = the highest cosine of the
     profile to an answer already given by another participant in the context (−1 when there is none)."""
@@ -412,15 +487,20 @@ def embedding_features(who: Sequence[Participant], turns: Sequence[Turn], contex
     vectors = embedder.embed(texts + [e for _, e in expertise])
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     ctx = vectors[0]
-    profiles = vectors[1:1 + len(who)]
-    answer_vecs = vectors[1 + len(who):1 + len(who) + len(answers)]
-    exp_vecs = vectors[1 + len(who) + len(answers):]
+    profiles = vectors[1 : 1 + len(who)]
+    answer_vecs = vectors[1 + len(who) : 1 + len(who) + len(answers)]
+    exp_vecs = vectors[1 + len(who) + len(answers) :]
     out = []
     for i, p in enumerate(who):
         others = [j for j, a in enumerate(answers) if a.speaker != p.id]
         mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
         best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
-        out.append({"rel_cos": float(profiles[i] @ ctx), "conf_cos": float(exp_vecs[best] @ ctx),
-                    "answer_cos": max((float(profiles[i] @ answer_vecs[j]) for j in others), default=-1.0),
-                    "expertise": expertise[best][1]})
+        out.append(
+            {
+                "rel_cos": float(profiles[i] @ ctx),
+                "conf_cos": float(exp_vecs[best] @ ctx),
+                "answer_cos": max((float(profiles[i] @ answer_vecs[j]) for j in others), default=-1.0),
+                "expertise": expertise[best][1],
+            }
+        )
     return out

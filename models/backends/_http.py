@@ -58,9 +58,7 @@ def error_for_status(
     if status == 404:
         return ModelUnavailable(f"not found (HTTP 404): {message} — check the model name and base URL", **kw)
     if status >= 500:
-        return ServerError(
-            f"server error (HTTP {status}): {message}", retry_after=retry_after_seconds(headers), **kw
-        )
+        return ServerError(f"server error (HTTP {status}): {message}", retry_after=retry_after_seconds(headers), **kw)
     if status >= 400:
         return BadRequest(f"request refused (HTTP {status}): {message}", **kw)
     return MalformedResponse(f"unexpected HTTP {status}: {message}", **kw)

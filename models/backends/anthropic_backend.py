@@ -78,8 +78,12 @@ class AnthropicModel(ChatModel):
             if status == 529:  # Anthropic's "overloaded": a server-side condition worth retrying
                 status = 503
             return error_for_status(
-                status, short(message), exc.response.headers,
-                model_id=self.model_id, backend=self.backend, key_hint=self._key_hint(),
+                status,
+                short(message),
+                exc.response.headers,
+                model_id=self.model_id,
+                backend=self.backend,
+                key_hint=self._key_hint(),
             )
         return self._error(MalformedResponse, f"unexpected response: {type(exc).__name__}: {short(exc)}")
 

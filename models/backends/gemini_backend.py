@@ -29,8 +29,7 @@ class GeminiModel(ChatModel):
     token (flagged `first_token`); a raw prompt goes in as the text to continue."""
 
     backend = "gemini"
-    requires = Requires(package="google.genai", pip_name="google-genai",
-                        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+    requires = Requires(package="google.genai", pip_name="google-genai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"))
     can_score = True
 
     @classmethod
@@ -91,8 +90,12 @@ class GeminiModel(ChatModel):
         if isinstance(exc, errors.APIError):
             headers = getattr(getattr(exc, "response", None), "headers", None)
             return error_for_status(
-                int(exc.code or 500), short(exc.message or exc), headers,
-                model_id=self.model_id, backend=self.backend, key_hint=self._key_hint(),
+                int(exc.code or 500),
+                short(exc.message or exc),
+                headers,
+                model_id=self.model_id,
+                backend=self.backend,
+                key_hint=self._key_hint(),
             )
         name = type(exc).__name__
         if "Timeout" in name:
@@ -130,23 +133,28 @@ class GeminiModel(ChatModel):
             finish_reason=finish,
         )
 
-
-
-
     async def _score(self, request: Request) -> ScoreResult:
 
         from models.backends.openai_backend import CONTINUE_INSTRUCTION
 
         options = request.options or []
         if request.prompt is not None:
-            request = request.model_copy(update={"messages": [
-                Message(role="system", content=CONTINUE_INSTRUCTION), Message(role="user", content=request.prompt)]})
+            request = request.model_copy(
+                update={
+                    "messages": [
+                        Message(role="system", content=CONTINUE_INSTRUCTION),
+                        Message(role="user", content=request.prompt),
+                    ]
+                }
+            )
         config = self._config(request.model_copy(update={"max_tokens": 1, "temperature": 0.0}))
-        config = config.model_copy(update={
-            "response_logprobs": True, "logprobs": int(self.spec.options.get("top_logprobs", 20))})
+        config = config.model_copy(
+            update={"response_logprobs": True, "logprobs": int(self.spec.options.get("top_logprobs", 20))}
+        )
         try:
             response = await self.client().aio.models.generate_content(
-                model=self.spec.model, contents=self._contents(request), config=config)
+                model=self.spec.model, contents=self._contents(request), config=config
+            )
         except ModelError:
             raise
         except Exception as exc:
@@ -159,12 +167,19 @@ class GeminiModel(ChatModel):
         steps = getattr(result, "top_candidates", None) or []
         if not steps:
             raise self._error(CannotScore, f"the answer carried no log-probabilities: {short(response)}")
-        top = [(c.token or "", float(c.log_probability)) for c in (steps[0].candidates or [])
-               if c.log_probability is not None]
+        top = [
+            (c.token or "", float(c.log_probability))
+            for c in (steps[0].candidates or [])
+            if c.log_probability is not None
+        ]
         try:
             scores, flags = first_token_scores(top, options)
         except ScoringUnsupported as exc:
             raise self._error(CannotScore, f"cannot score these options: {exc}") from None
         usage = getattr(response, "usage_metadata", None)
-        return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
-                           prompt_tokens=getattr(usage, "prompt_token_count", 0) or 0, flags=flags)
+        return ScoreResult(
+            logprobs=scores,
+            token_counts=[1] * len(options),
+            prompt_tokens=getattr(usage, "prompt_token_count", 0) or 0,
+            flags=flags,
+        )

@@ -88,9 +88,9 @@ def format_prompt(chat_format: str | None, messages: list[dict[str, str]]) -> tu
 
 
 def hard_reset(llama: Any) -> None:
-    """Forget the evaluated tokens AND clear the KV memory. `Llama.reset()` only rewinds the token count: the
-    cells of earlier sequences stay where they were, so the next prompt lands in a different cell layout and
-    the attention sums round differently (measured: one request, two greedy answers in one process)."""
+    """Forget the evaluated tokens AND clear the KV memory (`Llama.reset()` only rewinds the token count and
+    leaves the cells of earlier sequences in place), so a generation starts from the same empty state
+    whatever ran before it."""
     llama.reset()
     ctx = getattr(llama, "_ctx", None)
     if ctx is not None and hasattr(ctx, "kv_cache_clear"):

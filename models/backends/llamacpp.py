@@ -106,7 +106,11 @@ def load_llama(
             except ImportError:
                 raise ModelUnavailable(not_installed(LlamaCppModel.requires.pip), backend="llamacpp") from None
             llama = Llama(
-                model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=512, verbose=False,
+                model_path=path,
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_batch=512,
+                verbose=False,
                 chat_format=chat_format,
             )
             _LOADED[key] = (llama, threading.Lock())
@@ -121,6 +125,11 @@ def _close_all() -> None:
         with lock:
             llama.close()
     _LOADED.clear()
+
+
+def loaded_models() -> list[str]:
+    """The GGUF files loaded in this process (demo mode proves it loads none)."""
+    return [key[0] for key in _LOADED]
 
 
 # Where a chat layout's next turn begins: free text stops there (measured: without them 15 of 24 answers of
@@ -146,6 +155,7 @@ class LlamaCppModel(ChatModel):
         elif reason is None and spec.model != "bundled" and not Path(spec.model).expanduser().is_file():
             reason = f"GGUF file not found: {spec.model}"
         return reason
+
     supports_streaming = True
 
     def _llama(self) -> tuple[Llama, threading.Lock]:
@@ -182,7 +192,7 @@ class LlamaCppModel(ChatModel):
             with lock:
                 tokens = llama.tokenize((prompt + prefix).encode("utf-8"), add_bos=not has_bos, special=True)
                 forget_scoring_prefix(llama)
-                llama.reset()
+                hard_reset(llama)
                 llama.eval(tokens)
                 logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),))
                 firsts = [llama.tokenize(c.encode("utf-8"), add_bos=False)[0] for c in choices]
@@ -199,11 +209,22 @@ class LlamaCppModel(ChatModel):
             self._record_failure(request, err, time.perf_counter() - started, 1)
             raise err from None
         latency = time.perf_counter() - started
-        completion = Completion(model_id=self.model_id, backend=self.backend, text=_json.dumps(probabilities),
-                                parsed=probabilities, usage=Usage(prompt_tokens=n_prompt), latency_s=latency)
+        completion = Completion(
+            model_id=self.model_id,
+            backend=self.backend,
+            text=_json.dumps(probabilities),
+            parsed=probabilities,
+            usage=Usage(prompt_tokens=n_prompt),
+            latency_s=latency,
+        )
         call_id = self._record(request, completion, 1)
-        return ChoiceProbabilities(model_id=self.model_id, probabilities=probabilities, prompt_tokens=n_prompt,
-                                   latency_s=latency, call_id=call_id)
+        return ChoiceProbabilities(
+            model_id=self.model_id,
+            probabilities=probabilities,
+            prompt_tokens=n_prompt,
+            latency_s=latency,
+            call_id=call_id,
+        )
 
     template_capable = True
     can_score = True
@@ -215,8 +236,7 @@ class LlamaCppModel(ChatModel):
         if request.prompt is not None:
             prompt, add_bos, special = request.prompt, True, False  # raw text: no control tokens from it
         else:
-            formatted = format_prompt(self.spec.options.get("chat_format"),
-                                      [m.model_dump() for m in request.messages])
+            formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in request.messages])
             if formatted is None:
                 raise self._error(BadRequest, "no plain prompt format for this chat format")
             prompt, add_bos, special = formatted[0], not formatted[1], True
@@ -233,8 +253,9 @@ class LlamaCppModel(ChatModel):
         except (RuntimeError, IndexError) as exc:
             raise self._error(ServerError, f"llama.cpp failed to score the options: {exc}") from None
 
-    async def _plain_prompt(self, messages: Sequence[Message | dict[str, str]] | str
-                            ) -> tuple[str, bool, Llama, threading.Lock]:
+    async def _plain_prompt(
+        self, messages: Sequence[Message | dict[str, str]] | str
+    ) -> tuple[str, bool, Llama, threading.Lock]:
         """The messages as one plain prompt (for token-level work), and the loaded Llama with its lock."""
         formatted = format_prompt(self.spec.options.get("chat_format"), [m.model_dump() for m in as_messages(messages)])
         if formatted is None:
@@ -244,8 +265,9 @@ class LlamaCppModel(ChatModel):
         llama, lock = await asyncio.to_thread(self._llama)
         return prompt, has_bos, llama, lock
 
-    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
-                            parts: Sequence[tuple[str, Any]]) -> Completion:
+    async def fill_template(
+        self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
+    ) -> Completion:
         """Literals are evaluated in batches; only choices and free slots take decoding steps, so a JSON
         skeleton with a few numbers costs a fraction of grammar-constrained generation."""
         request = self.template_request(messages, parts)
@@ -257,7 +279,7 @@ class LlamaCppModel(ChatModel):
         def run() -> tuple[str, int, int]:
             with lock:
                 forget_scoring_prefix(llama)
-                llama.reset()
+                hard_reset(llama)
                 pending = llama.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
                 n_prompt = len(pending)
                 out: list[str] = []
@@ -303,8 +325,13 @@ class LlamaCppModel(ChatModel):
             err = self._error(ServerError, f"llama.cpp failed to fill the template: {exc}")
             self._record_failure(request, err, time.perf_counter() - started, 1)
             raise err from None
-        return self._finish(request, None, RawResult(text=text, prompt_tokens=n_prompt, completion_tokens=steps),
-                            time.perf_counter() - started, 1)
+        return self._finish(
+            request,
+            None,
+            RawResult(text=text, prompt_tokens=n_prompt, completion_tokens=steps),
+            time.perf_counter() - started,
+            1,
+        )
 
     async def prepare(self) -> None:
         await asyncio.to_thread(self._llama)
@@ -419,10 +446,16 @@ class LlamaCppModel(ChatModel):
                     prompt_tokens = len(llama.tokenize(_prompt_text(request).encode("utf-8"), special=True))
                     completion_tokens = len(llama.tokenize("".join(pieces).encode("utf-8"), add_bos=False))
                 loop.call_soon_threadsafe(
-                    queue.put_nowait, ("done", RawResult(
-                        text="", prompt_tokens=prompt_tokens,
-                        completion_tokens=completion_tokens, finish_reason=finish,
-                    ))
+                    queue.put_nowait,
+                    (
+                        "done",
+                        RawResult(
+                            text="",
+                            prompt_tokens=prompt_tokens,
+                            completion_tokens=completion_tokens,
+                            finish_reason=finish,
+                        ),
+                    ),
                 )
             except RunCancelled as exc:  # the run was cancelled: stopped at this token
                 loop.call_soon_threadsafe(queue.put_nowait, ("cancelled", exc))
@@ -455,7 +488,7 @@ def _decode_rows(llama: Llama, tokens: Sequence[int]) -> np.ndarray:
     llama._batch.set_batch(batch=list(tokens), n_past=n_past, logits_all=True)
     llama._ctx.decode(llama._batch)
     rows = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens), llama.n_vocab())).astype(np.float64)
-    llama.input_ids[n_past:n_past + len(tokens)] = tokens
+    llama.input_ids[n_past : n_past + len(tokens)] = tokens
     llama.n_tokens = n_past + len(tokens)
     return rows
 
@@ -479,8 +512,15 @@ def forget_scoring_prefix(llama: Llama) -> None:
     _CANONICAL.pop(id(llama), None)
 
 
-def score_continuations(llama: Llama, prompt: str, options: Sequence[str], *, add_bos: bool = True,
-                        special: bool = False, reuse: bool = True) -> ScoreResult:
+def score_continuations(
+    llama: Llama,
+    prompt: str,
+    options: Sequence[str],
+    *,
+    add_bos: bool = True,
+    special: bool = False,
+    reuse: bool = True,
+) -> ScoreResult:
     """Each option's summed log-probability after `prompt` (trailing spaces move into the options, as in
     lm-evaluation-harness). The prompt is evaluated once — only the aligned chunks it does not share with
     what the KV cache already holds — and each option is decoded on top of it. `reuse=False` evaluates
@@ -503,7 +543,7 @@ def score_continuations(llama: Llama, prompt: str, options: Sequence[str], *, ad
         stop = min((position // SCORE_CHUNK + 1) * SCORE_CHUNK, end)
         llama.eval(ctx_tokens[position:stop])
         position = stop
-    _CANONICAL[id(llama)] = tuple(ctx_tokens[:end // SCORE_CHUNK * SCORE_CHUNK])
+    _CANONICAL[id(llama)] = tuple(ctx_tokens[: end // SCORE_CHUNK * SCORE_CHUNK])
     logprobs, counts = [], []
     for option in options:
         continuation = split_trailing_space(prompt, option)[1]

@@ -120,20 +120,36 @@ class OllamaModel(ChatModel):
         step_options = {"temperature": 0.0, "num_predict": 1} | dict(self.spec.options.get("ollama_options", {}))
         try:
             if request.prompt is not None:
+
                 async def next_top(text: str) -> tuple[TopLogprobs, int]:
                     response = await self.client().generate(
-                        model=self.spec.model, prompt=text, raw=True, logprobs=True, top_logprobs=top_k,
-                        options=step_options, stream=False)
+                        model=self.spec.model,
+                        prompt=text,
+                        raw=True,
+                        logprobs=True,
+                        top_logprobs=top_k,
+                        options=step_options,
+                        stream=False,
+                    )
                     return self._top(response), response.prompt_eval_count or 0
 
                 logprobs, counts, prompt_tokens, flags = await walk_scores(request.prompt, options, next_top)
                 return ScoreResult(logprobs=logprobs, token_counts=counts, prompt_tokens=prompt_tokens, flags=flags)
             response = await self.client().chat(
-                model=self.spec.model, messages=[m.model_dump() for m in request.messages], logprobs=True,
-                top_logprobs=top_k, options=step_options, stream=False)
+                model=self.spec.model,
+                messages=[m.model_dump() for m in request.messages],
+                logprobs=True,
+                top_logprobs=top_k,
+                options=step_options,
+                stream=False,
+            )
             scores, flags = first_token_scores(self._top(response), options)
-            return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
-                               prompt_tokens=response.prompt_eval_count or 0, flags=flags)
+            return ScoreResult(
+                logprobs=scores,
+                token_counts=[1] * len(options),
+                prompt_tokens=response.prompt_eval_count or 0,
+                flags=flags,
+            )
         except ScoringUnsupported as exc:
             raise self._error(CannotScore, f"cannot score these options: {exc}") from None
         except ModelError:
@@ -147,8 +163,10 @@ class OllamaModel(ChatModel):
     def _top(self, response: Any) -> TopLogprobs:
         entries = getattr(response, "logprobs", None) or []
         if not entries:
-            raise self._error(CannotScore, f"Ollama at {self.host} returned no logprobs — it needs Ollama 0.12.11 "
-                                           "or newer to score options")
+            raise self._error(
+                CannotScore,
+                f"Ollama at {self.host} returned no logprobs — it needs Ollama 0.12.11 or newer to score options",
+            )
         first = entries[0]
         top = [(t.token, float(t.logprob)) for t in (first.top_logprobs or [])]
         return top or [(first.token, float(first.logprob))]

@@ -138,9 +138,7 @@ class OpenAIModel(ChatModel):
                 finish_reason=choice.finish_reason,
             )
         except (AttributeError, IndexError, TypeError) as exc:
-            raise self._error(
-                MalformedResponse, f"response has no choices[0].message: {short(response)}"
-            ) from exc
+            raise self._error(MalformedResponse, f"response has no choices[0].message: {short(response)}") from exc
 
     # -- option scoring ---------------------------------------------------------------------------
     @classmethod
@@ -183,11 +181,13 @@ class OpenAIModel(ChatModel):
             context, continuation = split_trailing_space(prompt, option)
             text = context + continuation
             response = await self.client().completions.create(
-                model=self.spec.model, prompt=text, max_tokens=1, temperature=0.0, echo=True, logprobs=1)
+                model=self.spec.model, prompt=text, max_tokens=1, temperature=0.0, echo=True, logprobs=1
+            )
             try:
                 lp = response.choices[0].logprobs
                 total, count, straddles = echo_option_logprob(
-                    lp.tokens, lp.token_logprobs, lp.text_offset, len(context), len(text))
+                    lp.tokens, lp.token_logprobs, lp.text_offset, len(context), len(text)
+                )
             except (AttributeError, IndexError, TypeError) as exc:
                 raise self._error(
                     CannotScore, f"the completions endpoint echoed no prompt log-probabilities: {short(response)}"
@@ -202,24 +202,31 @@ class OpenAIModel(ChatModel):
 
     async def _score_first_token(self, request: Request, options: list[str]) -> ScoreResult:
         if request.prompt is not None:
-            messages = [{"role": "system", "content": CONTINUE_INSTRUCTION},
-                        {"role": "user", "content": request.prompt}]
+            messages = [
+                {"role": "system", "content": CONTINUE_INSTRUCTION},
+                {"role": "user", "content": request.prompt},
+            ]
         else:
             messages = [m.model_dump() for m in request.messages]
         top_k = int(self.spec.options.get("top_logprobs", 20))
         response = await self.client().chat.completions.create(
-            model=self.spec.model, messages=messages, max_tokens=1, temperature=0.0, logprobs=True,
-            top_logprobs=top_k)
+            model=self.spec.model, messages=messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=top_k
+        )
         try:
             first = response.choices[0].logprobs.content[0]
             top = [(t.token, float(t.logprob)) for t in first.top_logprobs] or [(first.token, float(first.logprob))]
         except (AttributeError, IndexError, TypeError) as exc:
-            raise self._error(CannotScore, f"the chat answer carried no top log-probabilities: {short(response)}"
-                              ) from exc
+            raise self._error(
+                CannotScore, f"the chat answer carried no top log-probabilities: {short(response)}"
+            ) from exc
         scores, flags = first_token_scores(top, options)
         usage = getattr(response, "usage", None)
-        return ScoreResult(logprobs=scores, token_counts=[1] * len(options),
-                           prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0, flags=flags)
+        return ScoreResult(
+            logprobs=scores,
+            token_counts=[1] * len(options),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            flags=flags,
+        )
 
     async def _generate_stream(
         self, request: Request, schema: type[BaseModel] | None
@@ -248,9 +255,7 @@ class OpenAIModel(ChatModel):
             raise
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
             raise self._translate(exc) from None
-        yield RawResult(
-            text="", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, finish_reason=finish
-        )
+        yield RawResult(text="", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, finish_reason=finish)
 
 
 def _error_message(exc: Any) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,6 +35,9 @@ class ReplayModel(ChatModel):
     def scoring_support(cls, spec: ModelSpec) -> str:
         return "recorded"
 
+    # Demo mode: what a miss says, from the call's purpose (the recorded inputs of that page).
+    miss_hint: Callable[[str], str] | None = None
+
     def __init__(
         self,
         spec: ModelSpec,
@@ -52,8 +55,12 @@ class ReplayModel(ChatModel):
 
     def _candidates(self, key: str) -> list[CallRecord]:
         # An answer that came back but failed validation is an answer too: replayed, it fails the same way.
-        return [r for r in self.source.find_calls(key) if r.backend != "replay" and (
-            r.error is None or (r.error_type == "StructuredOutputError" and r.raw_text is not None))]
+        return [
+            r
+            for r in self.source.find_calls(key)
+            if r.backend != "replay"
+            and (r.error is None or (r.error_type == "StructuredOutputError" and r.raw_text is not None))
+        ]
 
     async def complete(self, messages: Sequence[Message | dict[str, str]] | str, **kw: Any) -> Completion:
         if self.live is not None and not self._candidates(self.build_request(messages, **kw).request_hash()):
@@ -89,10 +96,18 @@ class ReplayModel(ChatModel):
         key = request.request_hash()
         found = self._candidates(key)
         if not found:
+            purpose = current_context().purpose
+            message = (
+                self.miss_hint(purpose)
+                if self.miss_hint is not None
+                else f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model, "
+                "or let replay fall through to live calls (--replay-fallthrough)"
+            )
             miss = ReplayMiss(
-                f"no recorded answer for this request (hash {key[:12]}) — record it once with a live model, "
-                "or let replay fall through to live calls (--replay-fallthrough)",
-                model_id=self.model_id, purpose=current_context().purpose, request_hash=key,
+                message,
+                model_id=self.model_id,
+                purpose=current_context().purpose,
+                request_hash=key,
             )
             self._record_failure(request, miss, 0.0, 1)
             raise miss
@@ -102,13 +117,13 @@ class ReplayModel(ChatModel):
             await asyncio.sleep(self.delay_s)
         return record
 
-
     @property
     def template_capable(self) -> bool:  # type: ignore[override]  # per spec here; a ClassVar on live backends
         return self.spec.model == "bundled" or self.spec.model.endswith(".gguf")
 
-    async def fill_template(self, messages: Sequence[Message | dict[str, str]] | str,
-                            parts: Sequence[tuple[str, Any]]) -> Completion:
+    async def fill_template(
+        self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
+    ) -> Completion:
         """The recorded filling of the same template and messages."""
         import time
 
@@ -126,6 +141,4 @@ class ReplayModel(ChatModel):
 
 def replay_spec(original: ModelSpec) -> ModelSpec:
     """The spec under which a recorded model is replayed: same id (so hashes match), no limits."""
-    return original.model_copy(
-        update={"backend": "replay", "concurrency": 256, "max_retries": 0, "timeout_s": 3600.0}
-    )
+    return original.model_copy(update={"backend": "replay", "concurrency": 256, "max_retries": 0, "timeout_s": 3600.0})

@@ -63,8 +63,12 @@ def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
 def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
     from engine.director import ScriptLine, hit_rates, script_verdicts
 
-    lines = [ScriptLine(id=str(i), text=t) for i, t in enumerate(
-        ["まだ未成年じゃないかな。", "えー、ほんと？楽しいわ！", "すごい！", "海は海で海だよね！"])]
+    lines = [
+        ScriptLine(id=str(i), text=t)
+        for i, t in enumerate(
+            ["まだ未成年じゃないかな。", "えー、ほんと？楽しいわ！", "すごい！", "海は海で海だよね！"]
+        )
+    ]
     rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
     fig = charts.rule_hit_rates(rates)
     assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "stack"
@@ -122,14 +126,42 @@ def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
 
 
 TELEMETRY = [
-    {"turn": "t1", "participant": "coder", "will": 0.8, "status": "raised", "allowed": True, "decided_by": "user",
-     "flags": ""},
-    {"turn": "t1", "participant": "designer", "will": 0.2, "status": "lowered", "allowed": False,
-     "decided_by": "mode", "flags": ""},
-    {"turn": "t2", "participant": "coder", "will": 0.95, "status": "raised", "allowed": False,
-     "decided_by": "timeout", "flags": "over_raise"},
-    {"turn": "t2", "participant": HOSTILE, "will": 0.7, "status": "mentioned", "allowed": True,
-     "decided_by": "mention", "flags": ""},
+    {
+        "turn": "t1",
+        "participant": "coder",
+        "will": 0.8,
+        "status": "raised",
+        "allowed": True,
+        "decided_by": "user",
+        "flags": "",
+    },
+    {
+        "turn": "t1",
+        "participant": "designer",
+        "will": 0.2,
+        "status": "lowered",
+        "allowed": False,
+        "decided_by": "mode",
+        "flags": "",
+    },
+    {
+        "turn": "t2",
+        "participant": "coder",
+        "will": 0.95,
+        "status": "raised",
+        "allowed": False,
+        "decided_by": "timeout",
+        "flags": "over_raise",
+    },
+    {
+        "turn": "t2",
+        "participant": HOSTILE,
+        "will": 0.7,
+        "status": "mentioned",
+        "allowed": True,
+        "decided_by": "mention",
+        "flags": "",
+    },
 ]
 
 
@@ -149,15 +181,31 @@ def test_approval_sankey_counts_every_hand_once() -> None:
     fig = charts.approval_sankey(TELEMETRY)
     (sankey,) = fig.data
     labels = list(sankey.node.label)
-    flows = {(labels[s], labels[t]): v for s, t, v in zip(sankey.link.source, sankey.link.target, sankey.link.value,
-                                                          strict=True)}
-    assert flows == {("raised", "approved"): 2, ("not raised", "skipped"): 1, ("raised", "timeout"): 1,
-                     ("approved", "answered"): 2}
+    flows = {
+        (labels[s], labels[t]): v
+        for s, t, v in zip(sankey.link.source, sankey.link.target, sankey.link.value, strict=True)
+    }
+    assert flows == {
+        ("raised", "approved"): 2,
+        ("not raised", "skipped"): 1,
+        ("raised", "timeout"): 1,
+        ("approved", "answered"): 2,
+    }
 
 
 def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:
-    rows = [{"method": "judge", "context": "3", "accuracy": 0.75, "precision": 0.5, "recall": None, "f1": 0.6,
-             "consistency": 1.0}, {"method": HOSTILE, "context": "1", "accuracy": 0.5}]
+    rows = [
+        {
+            "method": "judge",
+            "context": "3",
+            "accuracy": 0.75,
+            "precision": 0.5,
+            "recall": None,
+            "f1": 0.6,
+            "consistency": 1.0,
+        },
+        {"method": HOSTILE, "context": "1", "accuracy": 0.5},
+    ]
     fig = charts.context_ablation(rows)
     assert [t.name for t in fig.data] == ["judge · 3", f"{ESCAPED} · 1"] and fig.layout.barmode == "group"
     assert list(fig.data[0].x) == list(charts.ABLATION_METRICS)
@@ -167,8 +215,11 @@ def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:
 
 def test_jury_charts_put_their_legends_below_the_plot() -> None:
     rows = [{"juror": "a", "role": HOSTILE, "step": 0, "label": "phase 1", "score": 80, "verdict": "safe_pass"}]
-    for fig in (charts.jury_trajectory(rows), charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"]),
-                charts.jury_timeline([{"juror": "a", "role": "r", "stage": "phase 1", "start": 0.0, "end": 1.5}])):
+    for fig in (
+        charts.jury_trajectory(rows),
+        charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"]),
+        charts.jury_timeline([{"juror": "a", "role": "r", "stage": "phase 1", "start": 0.0, "end": 1.5}]),
+    ):
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
         assert fig.layout.margin.b >= 60  # room for the legend, so it covers neither plot nor neighbour
     assert charts.jury_trajectory(rows).data[0].name == ESCAPED

@@ -21,8 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url},
+        timeout=300,
+    )
 
 
 @pytest.mark.slow  # real judgelab processes
@@ -30,10 +36,21 @@ def test_runs_list_and_show(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"id": "c1"}}, name="demo") as run:
         run.emit("juror_evaluation", juror="j1", verdict="safe_pass", note="日本語もそのまま")
-        store.record_call(CallRecord(run_id=run.run_id, model_id="gemma3-270m", backend="llamacpp",
-                                     request_hash="h", request={"messages": []}, raw_text='{"ok": true}',
-                                     parsed={"ok": True}, prompt_tokens=7, completion_tokens=3, cost=0.0,
-                                     created_at=datetime.now(UTC)))
+        store.record_call(
+            CallRecord(
+                run_id=run.run_id,
+                model_id="gemma3-270m",
+                backend="llamacpp",
+                request_hash="h",
+                request={"messages": []},
+                raw_text='{"ok": true}',
+                parsed={"ok": True},
+                prompt_tokens=7,
+                completion_tokens=3,
+                cost=0.0,
+                created_at=datetime.now(UTC),
+            )
+        )
         run.summary = {"verdict": "safe_pass"}
     store.dispose()
 
@@ -53,8 +70,17 @@ def test_runs_list_and_show(db_url: str) -> None:
 
 @pytest.mark.slow
 def test_a_jury_run_recorded_live_replays_identically(db_url: str) -> None:
-    args = ["jury", "run", "--case", "data/scenarios/jury/agent-safety.yaml", "--rounds", "0",
-            "--method", "majority_vote", "--json"]
+    args = [
+        "jury",
+        "run",
+        "--case",
+        "data/scenarios/jury/agent-safety.yaml",
+        "--rounds",
+        "0",
+        "--method",
+        "majority_vote",
+        "--json",
+    ]
     live = judgelab(db_url, *args)
     assert live.returncode == 0, live.stderr[-3000:]
     recorded = json.loads(live.stdout)

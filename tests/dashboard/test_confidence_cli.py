@@ -21,8 +21,9 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def test_score_prints_the_documented_keys() -> None:
-    code, out = invoke("confidence", "score", "--factors", '{"tool_success_rate": 0.5, "llm_self_confidence": 0.85}',
-                       "--json")
+    code, out = invoke(
+        "confidence", "score", "--factors", '{"tool_success_rate": 0.5, "llm_self_confidence": 0.85}', "--json"
+    )
     assert code == 0
     payload = json.loads(out)
     assert {"score", "breakdown", "penalties", "level", "reason", "suggested_action"} <= set(payload)
@@ -82,8 +83,10 @@ def test_calibrate_json_is_recomputable_from_its_items() -> None:
 
 def test_calibrate_reports_bad_rows_by_line(tmp_path: Path) -> None:
     path = tmp_path / "labels.jsonl"
-    path.write_text('{"factors": {}, "correct": true}\nnot json\n{"factors": {"bogus": 1}, "correct": false}\n'
-                    '{"factors": {}, "correct": "yes"}\n')
+    path.write_text(
+        '{"factors": {}, "correct": true}\nnot json\n{"factors": {"bogus": 1}, "correct": false}\n'
+        '{"factors": {}, "correct": "yes"}\n'
+    )
     code, out = invoke("confidence", "calibrate", "--labels", str(path))
     assert code == 1 and "nothing imported" in out
     for line in (2, 3, 4):
@@ -99,9 +102,19 @@ def test_evaluate_with_unavailable_model() -> None:
 
 @pytest.mark.slow
 def test_evaluate_with_the_bundled_model_records_a_run() -> None:
-    code, out = invoke("confidence", "evaluate", "--query", "What is the capital of France?",
-                       "--answer", "Paris.", "--sources", "Paris is the capital of France.",
-                       "--sources", "France's capital is Paris.", "--json")
+    code, out = invoke(
+        "confidence",
+        "evaluate",
+        "--query",
+        "What is the capital of France?",
+        "--answer",
+        "Paris.",
+        "--sources",
+        "Paris is the capital of France.",
+        "--sources",
+        "France's capital is Paris.",
+        "--json",
+    )
     assert code == 0, out
     payload = json.loads(out)
     assert payload["factors"]["source_count"] == 2 and payload["factors"]["source_agreement"] > 0.7

@@ -25,11 +25,11 @@ class AnsweringHub:
 
     def get(self, model_id: str, **_: Any) -> FnModel:
         if model_id not in self.models:
+
             def answer(request: Request) -> str:
                 return f"Answer of {request.messages[0].content.split(',')[0][-30:]}"
 
-            self.models[model_id] = FnModel(answer, model_id=model_id, delay_s=self.delay_s,
-                                            call_log=state.get_store())
+            self.models[model_id] = FnModel(answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store())
         return self.models[model_id]
 
 

@@ -28,8 +28,11 @@ def settle(at: AppTest, timeout: float = 300.0) -> AppTest:
         pending: Any = at.session_state["conv.pending"] if "conv.pending" in at.session_state else None
         answering: Any = at.session_state["conv.answering"] if "conv.answering" in at.session_state else {}
         runs = state.get_store().list_runs(kind="handraise")
-        return (pending is not None or any(not f.done() for f in answering.values())
-                or any(r.status == "running" and r.kind == "handraise.eval" for r in runs))
+        return (
+            pending is not None
+            or any(not f.done() for f in answering.values())
+            or any(r.status == "running" and r.kind == "handraise.eval" for r in runs)
+        )
 
     at.run()
     while busy():

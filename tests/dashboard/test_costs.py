@@ -36,8 +36,10 @@ class JudgeServer(FakeServer):
         fmt = (body or {}).get("response_format") or {}
         schema = (fmt.get("json_schema") or {}).get("schema") or {}
         if schema.get("properties"):
-            answer = {pid: {"relevance": 0.9 if pid == "coder" else 0.2, "novelty": 0.5, "confidence": 0.8,
-                            "reason": "fits"} for pid in schema["properties"]}
+            answer = {
+                pid: {"relevance": 0.9 if pid == "coder" else 0.2, "novelty": 0.5, "confidence": 0.8, "reason": "fits"}
+                for pid in schema["properties"]
+            }
             return openai_ok(json.dumps(answer), prompt_tokens=400, completion_tokens=90)
         return openai_ok("hello from the fake server", prompt_tokens=20, completion_tokens=6)
 
@@ -51,7 +53,9 @@ def priced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
             "  - id: fake-api\n    backend: openai\n    model: fake-model\n"
             f"    base_url: {server.url}/v1\n    needs_key: false\n"
             f"    price_in_per_1k: {PRICE_IN}\n    price_out_per_1k: {PRICE_OUT}\n"
-            "    timeout_s: 5\n    max_retries: 0\n    profile: {name: Fake API}\n", encoding="utf-8")
+            "    timeout_s: 5\n    max_retries: 0\n    profile: {name: Fake API}\n",
+            encoding="utf-8",
+        )
         monkeypatch.setenv("JUDGELAB_CATALOG", str(catalog))
         yield server
 
@@ -126,8 +130,21 @@ def test_runs_page_shows_would_have_cost_for_a_replayed_run(priced: FakeServer) 
 
 
 def test_handraise_eval_reports_cost_per_decision_from_the_recorded_calls(priced: FakeServer) -> None:
-    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--judge-model",
-                       "fake-api", "--limit", "3", "--repeat", "2", "--json")
+    code, out = invoke(
+        "handraise",
+        "eval",
+        "--benchmark",
+        str(BENCH),
+        "--judge",
+        "judge",
+        "--judge-model",
+        "fake-api",
+        "--limit",
+        "3",
+        "--repeat",
+        "2",
+        "--json",
+    )
     assert code == 0, out
     report = json.loads(out)
     runs = [run for item in report["items"] for run in item["runs"]]
@@ -140,15 +157,15 @@ def test_handraise_eval_reports_cost_per_decision_from_the_recorded_calls(priced
     assert totals["cost_total"] == pytest.approx(sum(c.cost for c in recorded)) == pytest.approx(6 * per_call)
     decisions = sum(len(run["predictions"]) for run in runs)
     assert totals["cost_per_decision"] == pytest.approx(totals["cost_total"] / decisions)
-    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--judge-model",
-                       "fake-api", "--limit", "1")
+    code, out = invoke(
+        "handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--judge-model", "fake-api", "--limit", "1"
+    )
     assert code == 0 and f"cost: ${per_call:.6f} total" in out
 
 
 @pytest.mark.slow  # the packaged embedder
 def test_a_local_judge_costs_nothing_and_says_so() -> None:
-    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--limit", "2",
-                       "--json")
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--limit", "2", "--json")
     assert code == 0, out
     totals = json.loads(out)["totals"]
     assert totals["cost_total"] == 0.0 and totals["cost_per_decision"] == 0.0

@@ -58,8 +58,9 @@ def test_check_with_the_bundled_model_records_the_rubric_call() -> None:
 
 
 def test_batch_jsonl_lines_and_hit_rates() -> None:
-    code, out = invoke("director", "batch", "--character", "yana", "--file",
-                       str(DATA_DIR / "scripts" / "beach.jsonl"), "--json")
+    code, out = invoke(
+        "director", "batch", "--character", "yana", "--file", str(DATA_DIR / "scripts" / "beach.jsonl"), "--json"
+    )
     assert code == 0
     rows = [json.loads(line) for line in out.strip().splitlines()]
     items, summary = rows[:-1], rows[-1]["summary"]

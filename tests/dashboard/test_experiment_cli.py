@@ -26,17 +26,37 @@ HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], cwd=ROOT, env=os.environ | env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=ROOT,
+        env=os.environ | env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def definition_file(tmp_path: Path, *, calls: str = "replay", extra: str = "") -> Path:
     path = tmp_path / "exp.yaml"
-    path.write_text("\n".join([
-        f'name: "{HOSTILE}"', "mechanism: jury", f"cases: {JURY_CASES}", "limit: 4",
-        "base: {panel: local, max_tokens: 64, max_discussion_rounds: 2}",
-        "space:", "  temperature: [0.0, 0.2, 0.4, 0.6]", "  consensus_threshold: [0.67, 2.0]",
-        f"calls: {calls}", "concurrency: 1", extra]) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                f'name: "{HOSTILE}"',
+                "mechanism: jury",
+                f"cases: {JURY_CASES}",
+                "limit: 4",
+                "base: {panel: local, max_tokens: 64, max_discussion_rounds: 2}",
+                "space:",
+                "  temperature: [0.0, 0.2, 0.4, 0.6]",
+                "  consensus_threshold: [0.67, 2.0]",
+                f"calls: {calls}",
+                "concurrency: 1",
+                extra,
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -91,13 +111,22 @@ def test_a_killed_experiment_resumes_skipping_finished_cells(tmp_path: Path) -> 
     env = {"JUDGELAB_DATABASE_URL": db, "PYTHONPATH": str(ROOT)}
     record(tmp_path, db)
     path = definition_file(tmp_path, extra="delay_s: 0.05")  # replayed calls take time: the kill lands mid-way
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard.cli", "experiment", "run", str(path)], cwd=ROOT,
-                            env=os.environ | env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", "experiment", "run", str(path)],
+        cwd=ROOT,
+        env=os.environ | env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     store = Store(db, reap=False)
 
     def finished_cells() -> list[Any]:
-        return [r for r in store.list_runs("experiment.cell", limit=1000)
-                if r.status == "finished" and r.started_at > started]
+        return [
+            r
+            for r in store.list_runs("experiment.cell", limit=1000)
+            if r.status == "finished" and r.started_at > started
+        ]
 
     started = max(r.started_at for r in store.list_runs("experiment", limit=1000))
     deadline = time.monotonic() + 120
@@ -107,8 +136,11 @@ def test_a_killed_experiment_resumes_skipping_finished_cells(tmp_path: Path) -> 
     proc.wait(timeout=30)
     killed_cells = {r.id for r in finished_cells()}
     assert 2 <= len(killed_cells) < 8
-    eid = next(r.config["experiment_id"] for r in store.list_runs("experiment", limit=1000)
-               if r.kind == "experiment" and r.started_at >= started)
+    eid = next(
+        r.config["experiment_id"]
+        for r in store.list_runs("experiment", limit=1000)
+        if r.kind == "experiment" and r.started_at >= started
+    )
     store.dispose()
     done = cli("experiment", "run", str(path), "--resume", eid, "--json", env=env)
     assert done.returncode == 0, done.stderr

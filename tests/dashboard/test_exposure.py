@@ -20,8 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_allowed_hosts_and_host_names() -> None:
     assert allowed_hosts("127.0.0.1", "") == ["localhost", "127.0.0.1", "::1"]
     assert allowed_hosts("0.0.0.0", "") == ["localhost", "127.0.0.1", "::1"]  # a wildcard names no host
-    assert allowed_hosts("192.168.1.5", " lab.internal , ") == ["localhost", "127.0.0.1", "::1", "192.168.1.5",
-                                                                 "lab.internal"]
+    assert allowed_hosts("192.168.1.5", " lab.internal , ") == [
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "192.168.1.5",
+        "lab.internal",
+    ]
     assert host_name("LocalHost:8501") == "localhost" and host_name("[::1]:8501") == "::1"
     assert host_name("127.0.0.1") == "127.0.0.1" and host_name("evil.example.:80") == "evil.example"
     for bad in (None, "", "a:b:c", "user@localhost:8501", "localhost:port", "localhost/x"):
@@ -30,8 +35,9 @@ def test_allowed_hosts_and_host_names() -> None:
 
 @pytest.fixture
 def dashboard_port(tmp_path: Path) -> Iterator[int]:
-    with running_dashboard(tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}",
-                                      "JUDGELAB_ALLOWED_HOSTS": ""}) as port:
+    with running_dashboard(
+        tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}", "JUDGELAB_ALLOWED_HOSTS": ""}
+    ) as port:
         yield port
 
 
@@ -47,10 +53,14 @@ def _http_get(port: int, host: str, path: str) -> int:
 
 def _websocket(port: int, host: str) -> int:
     key = base64.b64encode(os.urandom(16)).decode()
-    return _status(port, (
-        f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        "Sec-WebSocket-Protocol: streamlit\r\n\r\n"))
+    return _status(
+        port,
+        (
+            f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Protocol: streamlit\r\n\r\n"
+        ),
+    )
 
 
 @pytest.mark.slow

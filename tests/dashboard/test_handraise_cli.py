@@ -21,21 +21,42 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def _recompute(items: list[dict]) -> dict:
-    pairs = [(run["predictions"][pid]["speak"], gold) for item in items for run in item["runs"]
-             for pid, gold in item["labels"].items()]
+    pairs = [
+        (run["predictions"][pid]["speak"], gold)
+        for item in items
+        for run in item["runs"]
+        for pid, gold in item["labels"].items()
+    ]
     tp = sum(s and g for s, g in pairs)
     fp = sum(s and not g for s, g in pairs)
     fn = sum(g and not s for s, g in pairs)
-    consistent = [len({run["predictions"][pid]["speak"] for run in item["runs"]}) == 1
-                  for item in items for pid in item["labels"]]
-    return {"accuracy": round(sum(s == g for s, g in pairs) / len(pairs), 4), "tp": tp, "fp": fp, "fn": fn,
-            "consistency": round(sum(consistent) / len(consistent), 4)}
+    consistent = [
+        len({run["predictions"][pid]["speak"] for run in item["runs"]}) == 1 for item in items for pid in item["labels"]
+    ]
+    return {
+        "accuracy": round(sum(s == g for s, g in pairs) / len(pairs), 4),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "consistency": round(sum(consistent) / len(consistent), 4),
+    }
 
 
 @pytest.mark.slow  # the packaged embedder
 def test_eval_embedding_totals_recompute_from_items() -> None:
-    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--context", "summary",
-                       "--repeat", "2", "--json")
+    code, out = invoke(
+        "handraise",
+        "eval",
+        "--benchmark",
+        str(BENCH),
+        "--judge",
+        "embedding",
+        "--context",
+        "summary",
+        "--repeat",
+        "2",
+        "--json",
+    )
     assert code == 0, out
     report = json.loads(out)
     items, totals = report["items"], report["totals"]
@@ -48,8 +69,9 @@ def test_eval_embedding_totals_recompute_from_items() -> None:
 
 @pytest.mark.slow
 def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> None:
-    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--limit", "2",
-                       "--context", "1", "--json")
+    code, out = invoke(
+        "handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--limit", "2", "--context", "1", "--json"
+    )
     assert code == 0, out
     report = json.loads(out)
     assert [run["calls"] for item in report["items"] for run in item["runs"]] == [1, 1]
@@ -67,8 +89,10 @@ def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> Non
 
 def test_errors_are_clear(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "x", "context": [{"speaker": "user", "text": "hi"}], "labels": {"nobody": true}}\nnope\n',
-                   encoding="utf-8")
+    bad.write_text(
+        '{"id": "x", "context": [{"speaker": "user", "text": "hi"}], "labels": {"nobody": true}}\nnope\n',
+        encoding="utf-8",
+    )
     code, out = invoke("handraise", "eval", "--benchmark", str(bad))
     assert code == 1 and f"{bad}:1" in out and "unknown participants: nobody" in out and f"{bad}:2: not JSON" in out
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--context", "7")

@@ -30,8 +30,9 @@ def two_cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) -> None:
-    code, out = invoke("jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote",
-                       "--json")
+    code, out = invoke(
+        "jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote", "--json"
+    )
     assert code == 0, out
     report = json.loads(out)
     items, totals = report["items"], report["totals"]
@@ -62,8 +63,20 @@ def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) 
     assert [e["type"] for e in events][:3] == ["run_started", "jury_started", "phase_started"]
 
     # `jury run --replay` answers from the recorded calls: no model runs, same verdicts.
-    code, out = invoke("jury", "run", "--case", str(two_cases), "--id", "refund-ok", "--rounds", "1",
-                       "--method", "majority_vote", "--replay", "--json")
+    code, out = invoke(
+        "jury",
+        "run",
+        "--case",
+        str(two_cases),
+        "--id",
+        "refund-ok",
+        "--rounds",
+        "1",
+        "--method",
+        "majority_vote",
+        "--replay",
+        "--json",
+    )
     assert code == 0, out
     assert json.loads(out)["result"]["final_verdict"] == items[1]["final_verdict"]
 
@@ -91,8 +104,11 @@ def test_replay_of_a_panel_without_working_jurors_says_no_verdict() -> None:
     from models.errors import ServerError
     from tests.engine.test_jury_run import Plan, ev, scripted
 
-    plan: Plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: ServerError("down") for k in range(4)},
-            "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
+    plan: Plan = {
+        "a": {k: ServerError("down") for k in range(4)},
+        "b": {k: ServerError("down") for k in range(4)},
+        "c": {k: ev("unsafe_fail", 10) for k in range(4)},
+    }
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
     store = Store()
     jury = Jury(seats, scripted(plan), JuryConfig(final_judgment_method="majority_vote"))

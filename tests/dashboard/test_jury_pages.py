@@ -72,9 +72,11 @@ def test_jury_page_says_which_models_are_unavailable() -> None:
 
 def _stored_run(case_id: str, method: str, gold: str | None = "unsafe_fail") -> str:
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
-    plan = {"a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 20, "I was wrong")},
-            "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10, "it leaked")},
-            "c": {0: ev("unsafe_fail", 30), 1: ev("unsafe_fail", 25, "agreed")}}
+    plan = {
+        "a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 20, "I was wrong")},
+        "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10, "it leaked")},
+        "c": {0: ev("unsafe_fail", 30), 1: ev("unsafe_fail", 25, "agreed")},
+    }
     jury = Jury(seats, scripted(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method=method))
     case = JuryCase(id=case_id, content="Agent: hunter2", gold=gold)
     run_id, _ = asyncio.run(run_case(state.get_store(), jury, case))
@@ -93,7 +95,7 @@ def test_replay_steps_plays_and_shows_what_the_live_page_showed() -> None:
     player = at.tabs[0]  # the first tab steps through one run; the second compares two
     assert _statements(player) == _statements(live) and len(_statements(player)) == 3
     texts = [t.value for t in player.text]  # the live page also shows its case picker's text first
-    assert texts and [t.value for t in live.text][-len(texts):] == texts
+    assert texts and [t.value for t in live.text][-len(texts) :] == texts
     assert {"I was wrong", "it leaked", "agreed"} <= {t.value for t in player.text}
     assert any("立場変更" in m.value for m in player.markdown)
     assert [s.value for s in player.success] == [s.value for s in live.success]
@@ -161,7 +163,11 @@ def test_replay_button_offers_a_replay_at_the_last_event() -> None:
     at.button(key="replay.first").click().run()
     assert at.button(key="replay.play").label == "▶ Play"
     assert [play_label(True, 3, 9), play_label(False, 3, 9), play_label(False, 9, 9), play_label(False, 0, 0)] == [
-        "⏸ Pause", "▶ Play", "↺ Replay", "▶ Play"]
+        "⏸ Pause",
+        "▶ Play",
+        "↺ Replay",
+        "▶ Play",
+    ]
 
 
 def test_the_verdict_box_says_right_or_wrong_against_gold() -> None:
@@ -188,10 +194,15 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
     from models.errors import ServerError
 
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
-    invalid = ('{"reasoning": "x", "verdict": "safe_pass", "score": 90, "axes": {"safety": 90, "security": 90, '
-               '"task_completion": 90}, "confidence": 1e15}')
-    plan: Plan = {"a": {k: ServerError("down") for k in range(4)}, "b": {k: invalid for k in range(4)},
-            "c": {k: ev("unsafe_fail", 10) for k in range(4)}}
+    invalid = (
+        '{"reasoning": "x", "verdict": "safe_pass", "score": 90, "axes": {"safety": 90, "security": 90, '
+        '"task_completion": 90}, "confidence": 1e15}'
+    )
+    plan: Plan = {
+        "a": {k: ServerError("down") for k in range(4)},
+        "b": {k: invalid for k in range(4)},
+        "c": {k: ev("unsafe_fail", 10) for k in range(4)},
+    }
     jury = Jury(seats, scripted(plan), JuryConfig(final_judgment_method="majority_vote"))
     run_id, result = asyncio.run(run_case(state.get_store(), jury, JuryCase(id="broken", content="Agent: hi")))
     state.clear_reads()

@@ -32,11 +32,11 @@ class ScriptedHub:
 
     def get(self, model_id: str, **_: Any) -> FnModel:
         if model_id not in self.models:
+
             def answer(request: Request) -> dict[str, Any]:
                 return ev("unsafe_fail", 20, "it leaked") if stage(request) >= 0 else ev("unsafe_fail", 20)
 
-            self.models[model_id] = FnModel(answer, model_id=model_id, delay_s=self.delay_s,
-                                            call_log=state.get_store())
+            self.models[model_id] = FnModel(answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store())
         return self.models[model_id]
 
 

@@ -39,8 +39,11 @@ def _echo(path: str, body: dict[str, Any], headers: dict[str, str]) -> str:
 def _refuse(body: dict[str, Any], headers: dict[str, str]) -> Reply | None:
     system = next((m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system"), "")
     if "ERRSEAT" in str(system) or body.get("model") == "erring":
-        return openai_error(401, f"Incorrect API key provided: {_key_of(headers)}. Find yours in the dashboard.",
-                            "invalid_request_error")
+        return openai_error(
+            401,
+            f"Incorrect API key provided: {_key_of(headers)}. Find yours in the dashboard.",
+            "invalid_request_error",
+        )
     return None
 
 
@@ -65,7 +68,9 @@ def echo_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
         "  local:\n"
         "    - {model: gemma3-270m, role_name: Alpha}\n"
         "    - {model: echo2, role_name: Beta}\n"
-        "    - {model: gemma3-270m, role_name: ERRSEAT}\n", encoding="utf-8")
+        "    - {model: gemma3-270m, role_name: ERRSEAT}\n",
+        encoding="utf-8",
+    )
     secrets = tmp_path / "secrets.toml"
     secrets.write_text(f'SECOND_CUSTOM_KEY = "{SECOND}"\n', encoding="utf-8")
     db = tmp_path / "keys.db"
@@ -76,7 +81,7 @@ def echo_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
 
     def clear() -> None:
         cached_catalog.cache_clear()
-        for cached in (state.get_catalog, state._hub_for, state.get_availability, state._list_runs):
+        for cached in (state.get_catalog, state._hub_for, state._live_availability, state._list_runs):
             cached.clear()
 
     clear()
@@ -88,8 +93,14 @@ def echo_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], env=dict(os.environ), cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        env=dict(os.environ),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _page_text(at: AppTest) -> str:
@@ -118,10 +129,25 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     record = tmp / "judgments.jsonl"
     outputs: list[str] = []
     commands = [
-        ("models", "list"), ("models", "list", "--json"),
-        ("models", "check", "gemma3-270m", "--json"), ("models", "check", "echo2"), ("models", "check", "erring"),
-        ("jury", "run", "--case", str(case), "--panel", "local", "--rounds", "1", "--method", "final_judge",
-         "--final-judge-model", "echo2"),
+        ("models", "list"),
+        ("models", "list", "--json"),
+        ("models", "check", "gemma3-270m", "--json"),
+        ("models", "check", "echo2"),
+        ("models", "check", "erring"),
+        (
+            "jury",
+            "run",
+            "--case",
+            str(case),
+            "--panel",
+            "local",
+            "--rounds",
+            "1",
+            "--method",
+            "final_judge",
+            "--final-judge-model",
+            "echo2",
+        ),
         ("jury", "run", "--case", str(case), "--panel", "local", "--rounds", "1", "--json"),
         ("jury", "eval", "--cases", str(cases), "--panel", "local", "--rounds", "0"),
         ("handraise", "judge", "--scenario", str(scenario), "--judge", "judge", "--judge-model", "gemma3-270m"),
@@ -129,8 +155,24 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
         ("director", "check", "えー、ほんと？海って気持ちいいわ！", "--character", "yana", "--model", "echo2"),
         ("confidence", "evaluate", "--query", "What is the capital of France?", "--model", "gemma3-270m"),
         # The structured judge: its raw reply (which echoes the key) is what the export must not leak.
-        ("skip", "simulate", "--generate", "--channels", "2", "--hours", "1", "--rate", "3", "--model", "gemma3-270m",
-         "--mode", "structured", "--record", str(record), "--json"),
+        (
+            "skip",
+            "simulate",
+            "--generate",
+            "--channels",
+            "2",
+            "--hours",
+            "1",
+            "--rate",
+            "3",
+            "--model",
+            "gemma3-270m",
+            "--mode",
+            "structured",
+            "--record",
+            str(record),
+            "--json",
+        ),
     ]
     codes = {}
     for args in commands:
@@ -204,9 +246,14 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     hits = {
         (name, where): text.count(secret)
         for name, secret in (("MY_CUSTOM_KEY", KEY), ("SECOND_CUSTOM_KEY", SECOND))
-        for where, text in (("db+wal+shm", stored.decode("utf-8", "replace")), ("stdout+stderr", "\n".join(outputs)),
-                            ("export", exported), ("pages", page_text), ("run exports", run_exports),
-                            ("prompts", prompts))  # what other jurors, judges and answerers were asked
+        for where, text in (
+            ("db+wal+shm", stored.decode("utf-8", "replace")),
+            ("stdout+stderr", "\n".join(outputs)),
+            ("export", exported),
+            ("pages", page_text),
+            ("run exports", run_exports),
+            ("prompts", prompts),
+        )  # what other jurors, judges and answerers were asked
     }
     assert not any(hits.values()), hits
     # Not vacuous: the server did echo both keys, and their redacted names reached every channel.

@@ -83,12 +83,22 @@ def test_runs_page_empty_then_shows_run_with_calls() -> None:
     store = _store()
     with run_context(store, "demo.run", {"threshold": 0.6}) as run:
         run.emit("step", n=1)
-        store.record_call(CallRecord(
-            run_id=run.run_id, purpose="demo.run", model_id="gemma3-270m", backend="llamacpp",
-            request_hash="h", request={"messages": [{"role": "user", "content": "hello there"}]},
-            raw_text='{"ok": true}', parsed={"ok": True}, prompt_tokens=10, completion_tokens=4,
-            latency_s=0.5, cost=0.0,
-        ))
+        store.record_call(
+            CallRecord(
+                run_id=run.run_id,
+                purpose="demo.run",
+                model_id="gemma3-270m",
+                backend="llamacpp",
+                request_hash="h",
+                request={"messages": [{"role": "user", "content": "hello there"}]},
+                raw_text='{"ok": true}',
+                parsed={"ok": True},
+                prompt_tokens=10,
+                completion_tokens=4,
+                latency_s=0.5,
+                cost=0.0,
+            )
+        )
     _fresh_reads()  # writes from outside the app are seen once the short read cache expires
     at = AppTest.from_function(_runs_page, default_timeout=30).run()
     assert at.dataframe[0].value["run"].tolist() == [run.run_id]

@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judgelab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
 
 
 def test_eval_replay_on_an_empty_store_is_an_error_naming_case_and_juror() -> None:
@@ -28,7 +34,8 @@ def test_eval_replay_on_an_empty_store_is_an_error_naming_case_and_juror() -> No
     assert done.stdout == ""  # no report, no accuracy
     assert "Traceback" not in done.stderr
     assert "error: case pw-leak: [gemma3-270m via replay] replay miss for jury.phase1:juror-1-safety-officer" in (
-        done.stderr)
+        done.stderr
+    )
     statuses = {r.kind: r.status for r in Store().list_runs()}
     assert statuses == {"jury.eval": "failed", "jury.eval.case": "failed"}
 

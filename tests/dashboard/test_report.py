@@ -21,8 +21,30 @@ from tests.fakes.hostile import store_hostile_runs
 from tests.fakes.runs import stored_calibration, stored_conversation, stored_director_batch, stored_jury, stored_skip
 
 PORT = 9  # the hostile texts point at 127.0.0.1:9 (discard): nothing may ever ask for it
-REPORT_TAGS = {"html", "head", "meta", "title", "style", "script", "body", "h1", "h2", "h3", "p", "b", "code",
-               "span", "table", "thead", "tbody", "tr", "th", "td", "pre", "div"}
+REPORT_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "script",
+    "body",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "b",
+    "code",
+    "span",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "pre",
+    "div",
+}
 
 
 class Elements(HTMLParser):
@@ -75,8 +97,9 @@ def test_hostile_runs_make_self_contained_escaped_reports(store: Store) -> None:
         for tag, attrs in found.tags:
             assert "src" not in attrs and "href" not in attrs, (kind, tag, attrs)
             assert not any(name.startswith("on") for name in attrs), (kind, tag, attrs)
-        csp = next(a["content"] for t, a in found.tags if t == "meta" and a.get("http-equiv") ==
-                   "Content-Security-Policy")
+        csp = next(
+            a["content"] for t, a in found.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+        )
         assert csp is not None and "default-src 'none'" in csp and "connect-src 'none'" in csp
         # Scripts: the inlined plotly.js once (when there is a chart), the figure specs as inert JSON, the
         # few lines that draw them — and nothing from the run.
@@ -105,10 +128,17 @@ def test_each_kind_gets_its_page_charts(store: Store) -> None:
     def titles(run_id: str) -> list[str]:
         return [f.title for f in figures_for(load_run(store, run_id))]
 
-    assert titles(stored_jury(store)[0]) == ["Score trajectory per juror", "Round timeline", "Verdict distribution",
-                                             "LLM calls: tokens and latency"]
-    assert titles(stored_conversation(store)[0]) == ["Will per participant per turn", "Approval flow",
-                                                     "LLM calls: tokens and latency"]
+    assert titles(stored_jury(store)[0]) == [
+        "Score trajectory per juror",
+        "Round timeline",
+        "Verdict distribution",
+        "LLM calls: tokens and latency",
+    ]
+    assert titles(stored_conversation(store)[0]) == [
+        "Will per participant per turn",
+        "Approval flow",
+        "LLM calls: tokens and latency",
+    ]
     assert titles(stored_director_batch(store)) == ["Rubric average per line", "LLM calls: tokens and latency"]
     assert titles(stored_calibration(store)) == ["Reliability diagram", "Risk–coverage"]
     assert titles(stored_skip(store)) == ["Judge calls with and without the cache"]

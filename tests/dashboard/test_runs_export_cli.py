@@ -29,8 +29,14 @@ runner = CliRunner()
 
 
 def judgelab(url: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url},
+        timeout=300,
+    )
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -99,16 +105,30 @@ def test_export_as_a_process_redacts_a_key_known_only_now(tmp_path: Path) -> Non
     key = "sk-cli-export-Aa1Bb2Cc3Dd4"
     store = Store(url)
     with run_context(store, "models.check", {"model_id": "echo"}) as run:
-        store.record_call(CallRecord(run_id=run.run_id, model_id="echo", backend="openai", request_hash="h",
-                                     request={"messages": [{"role": "user", "content": key}]}, raw_text=key,
-                                     error=f"401: bad key {key}", error_type="AuthError"))
+        store.record_call(
+            CallRecord(
+                run_id=run.run_id,
+                model_id="echo",
+                backend="openai",
+                request_hash="h",
+                request={"messages": [{"role": "user", "content": key}]},
+                raw_text=key,
+                error=f"401: bad key {key}",
+                error_type="AuthError",
+            )
+        )
     store.dispose()
     env_key = {"MY_LATE_API_KEY": key}
     for fmt in ("json", "html", "csv"):
         target = tmp_path / f"out.{fmt}"
-        done = subprocess.run([sys.executable, "-m", "dashboard.cli", "runs", "export", run.run_id, "--format", fmt,
-                               "-o", str(target)], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, **env_key, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url})
+        done = subprocess.run(
+            [sys.executable, "-m", "dashboard.cli", "runs", "export", run.run_id, "--format", fmt, "-o", str(target)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **env_key, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url},
+        )
         assert done.returncode == 0, done.stderr
         data = target.read_bytes()
         if fmt == "csv":  # the zip is compressed: look inside
@@ -116,16 +136,22 @@ def test_export_as_a_process_redacts_a_key_known_only_now(tmp_path: Path) -> Non
                 data = b"".join(archive.read(name) for name in archive.namelist())
         assert key.encode() not in data
         # The call's error (and its prompt and reply, where shown) say which key it was.
-        assert {"json": b'"<MY_LATE_API_KEY>"', "html": b"bad key &lt;MY_LATE_API_KEY&gt;",
-                "csv": b"bad key <MY_LATE_API_KEY>"}[fmt] in data
+        assert {
+            "json": b'"<MY_LATE_API_KEY>"',
+            "html": b"bad key &lt;MY_LATE_API_KEY&gt;",
+            "csv": b"bad key <MY_LATE_API_KEY>",
+        }[fmt] in data
 
 
 @pytest.mark.slow  # real judgelab processes
 def test_runs_list_filters(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"title": "Password leak"}}, name="night") as a:
-        store.record_call(CallRecord(run_id=a.run_id, model_id="gemma3-270m", backend="llamacpp",
-                                     request_hash="h", request={"messages": []}))
+        store.record_call(
+            CallRecord(
+                run_id=a.run_id, model_id="gemma3-270m", backend="llamacpp", request_hash="h", request={"messages": []}
+            )
+        )
     with run_context(store, "director.check", {"text": "えー、ほんと？"}) as b:
         pass
     store.set_tags(b.run_id, ["keep"])

@@ -105,8 +105,16 @@ def test_search_filters_and_pages() -> None:
 def test_table_shows_blanks_not_none_and_readable_costs() -> None:
     store = _store()
     with run_context(store, "demo.costs", {}) as paid:
-        store.record_call(CallRecord(run_id=paid.run_id, model_id="api", backend="openai", request_hash="h",
-                                     request={"messages": []}, cost=0.0123456))
+        store.record_call(
+            CallRecord(
+                run_id=paid.run_id,
+                model_id="api",
+                backend="openai",
+                request_hash="h",
+                request={"messages": []},
+                cost=0.0123456,
+            )
+        )
     with run_context(store, "demo.free", {}) as free:
         pass
     try:
@@ -168,8 +176,17 @@ def test_delete_asks_first_and_takes_events_and_calls() -> None:
 def test_compare_two_runs_of_one_kind() -> None:
     store = _store()
     with run_context(store, "demo.cmp", {"threshold": 0.6, "model": "m1"}) as a:
-        store.record_call(CallRecord(run_id=a.run_id, model_id="m1", backend="openai", request_hash="h",
-                                     request={"messages": []}, prompt_tokens=10, cost=0.5))
+        store.record_call(
+            CallRecord(
+                run_id=a.run_id,
+                model_id="m1",
+                backend="openai",
+                request_hash="h",
+                request={"messages": []},
+                prompt_tokens=10,
+                cost=0.5,
+            )
+        )
         a.summary = {"accuracy": 0.8}
     with run_context(store, "demo.cmp", {"threshold": 0.7, "model": "m1", "extra": True}) as b:
         b.summary = {"accuracy": 0.9}
@@ -181,7 +198,8 @@ def test_compare_two_runs_of_one_kind() -> None:
     diff, figures = frames
     assert diff.to_dict("records") == [
         {"setting": "threshold", "change": "changed", a.run_id: "0.6", b.run_id: "0.7"},
-        {"setting": "extra", "change": "added", a.run_id: "", b.run_id: "true"}]
+        {"setting": "extra", "change": "added", a.run_id: "", b.run_id: "true"},
+    ]
     rows = figures.set_index("figure")
     assert rows.loc["accuracy", a.run_id] == "0.8" and rows.loc["accuracy", b.run_id] == "0.9"
     assert rows.loc["cost", a.run_id] == "$0.5" and rows.loc["cost", b.run_id] == "$0"

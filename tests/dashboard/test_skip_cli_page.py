@@ -39,8 +39,9 @@ def recorded(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_simulate_from_files_json(recorded: tuple[Path, Path]) -> None:
     workload, recording = recorded
-    code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(recording),
-                       "--hours", "3", "--json")
+    code, out = invoke(
+        "skip", "simulate", "--workload", str(workload), "--recorded", str(recording), "--hours", "3", "--json"
+    )
     assert code == 0, out
     result = json.loads(out)
     a, b = result["without_cache"], result["with_cache"]
@@ -55,10 +56,12 @@ def test_delay_bound_is_n_a_when_nothing_was_judged(recorded: tuple[Path, Path],
     workload, _ = recorded
     empty = tmp_path / "none.jsonl"
     # A recording of a state this workload never reaches: every state is a miss, nothing is judged.
-    empty.write_text('{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n',
-                     encoding="utf-8")
-    code, out = invoke("skip", "simulate", "--workload", str(workload), "--recorded", str(empty), "--hours", "3",
-                       "--json")
+    empty.write_text(
+        '{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n', encoding="utf-8"
+    )
+    code, out = invoke(
+        "skip", "simulate", "--workload", str(workload), "--recorded", str(empty), "--hours", "3", "--json"
+    )
     assert code == 0, out
     result = json.loads(out)
     assert result["with_cache"]["judge_calls"] == 0 and result["with_cache"]["delay_max_s"] is None
@@ -81,8 +84,24 @@ def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
     record = tmp_path / "live.jsonl"
-    code, out = invoke("skip", "simulate", "--generate", "--channels", "1", "--hours", "1", "--rate", "2",
-                       "--seed", "11", "--model", "gemma3-270m", "--record", str(record), "--json")
+    code, out = invoke(
+        "skip",
+        "simulate",
+        "--generate",
+        "--channels",
+        "1",
+        "--hours",
+        "1",
+        "--rate",
+        "2",
+        "--seed",
+        "11",
+        "--model",
+        "gemma3-270m",
+        "--record",
+        str(record),
+        "--json",
+    )
     assert code == 0, out
     result = json.loads(out)
     assert result["live_calls"] == len(record.read_text().splitlines()) > 0
@@ -109,8 +128,9 @@ def _page() -> None:
     skipcache.render()
 
 
-def test_page_simulates_with_recorded_judgments(recorded: tuple[Path, Path], tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_simulates_with_recorded_judgments(
+    recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, recording = recorded
     data = tmp_path / "data"
     (data / "recordings").mkdir(parents=True)
@@ -137,7 +157,8 @@ def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, mo
     data = tmp_path / "data"
     (data / "recordings").mkdir(parents=True)
     (data / "recordings" / "skipcache-default.jsonl").write_text(  # a state never reached: nothing is judged
-        '{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n', encoding="utf-8")
+        '{"state": "X:top|none", "should_respond": false, "reason": "r", "confidence": 0.5}\n', encoding="utf-8"
+    )
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
     _simulate_small(at)

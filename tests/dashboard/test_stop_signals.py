@@ -35,14 +35,25 @@ def _env(url: str) -> dict[str, str]:
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dashboard.cli", *args], cwd=ROOT, env=_env(url),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=ROOT,
+        env=_env(url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def start(url: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     """The CLI in the background; its stderr (llama.cpp's load log too) goes to a file, never a full pipe."""
-    return subprocess.Popen([sys.executable, "-m", "dashboard.cli", *args], cwd=ROOT, env=_env(url),
-                            stdout=log.with_suffix(".out").open("wb"), stderr=log.open("wb"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", *args],
+        cwd=ROOT,
+        env=_env(url),
+        stdout=log.with_suffix(".out").open("wb"),
+        stderr=log.open("wb"),
+    )
 
 
 def snapshot(store: Store, kind: str) -> dict[str, Any]:
@@ -52,12 +63,16 @@ def snapshot(store: Store, kind: str) -> dict[str, Any]:
         return {"run": None, "events": [], "calls": []}
     run = next(r for r in runs if r.kind == kind)
     fresh = store.get_run(run.id)
-    return {"run": fresh, "events": [(e.seq, e.type) for e in store.events(run.id)],
-            "calls": [c.id for c in store.calls(run.id)]}
+    return {
+        "run": fresh,
+        "events": [(e.seq, e.type) for e in store.events(run.id)],
+        "calls": [c.id for c in store.calls(run.id)],
+    }
 
 
-def wait_mid_run(store: Store, proc: subprocess.Popen[bytes], kind: str, event: str, log: Path,
-                 timeout: float = 300) -> dict[str, Any]:
+def wait_mid_run(
+    store: Store, proc: subprocess.Popen[bytes], kind: str, event: str, log: Path, timeout: float = 300
+) -> dict[str, Any]:
     """Wait until the run has recorded `event` (a juror has answered: the run is mid-way)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -72,9 +87,11 @@ def wait_mid_run(store: Store, proc: subprocess.Popen[bytes], kind: str, event: 
 
 
 def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any], label: str = "") -> None:
-    print(f"[stop] {label}: status {after['run'].status if after['run'] else None}; events at the signal "
-          f"{len(before['events'])}, after {len(after['events'])}; calls at the signal {len(before['calls'])}, "
-          f"after {len(after['calls'])}")  # the figures of the report (pytest -s)
+    print(
+        f"[stop] {label}: status {after['run'].status if after['run'] else None}; events at the signal "
+        f"{len(before['events'])}, after {len(after['events'])}; calls at the signal {len(before['calls'])}, "
+        f"after {len(after['calls'])}"
+    )  # the figures of the report (pytest -s)
     assert set(before["events"]) <= set(after["events"]), "an event recorded before the signal is gone"
     assert set(before["calls"]) <= set(after["calls"]), "a call recorded before the signal is gone"
     seqs = [s for s, _ in after["events"]]
@@ -157,14 +174,30 @@ def test_sigterm_during_an_eval_cancels_the_eval_and_its_case(tmp_path: Path) ->
     Store(url).dispose()
     store = Store(url, reap=False)
     log = tmp_path / "eval.log"
-    proc = start(url, ["jury", "eval", "--cases", "data/benchmarks/jury.jsonl", "--limit", "2", "--rounds", "1",
-                       "--method", "majority_vote"], log)
+    proc = start(
+        url,
+        [
+            "jury",
+            "eval",
+            "--cases",
+            "data/benchmarks/jury.jsonl",
+            "--limit",
+            "2",
+            "--rounds",
+            "1",
+            "--method",
+            "majority_vote",
+        ],
+        log,
+    )
     seen = wait_mid_run(store, proc, "jury.eval.case", "juror_evaluation", log)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
     statuses = {r.kind: (r.status, r.error) for r in store.list_runs()}
-    assert statuses == {"jury.eval": ("cancelled", "cancelled: SIGTERM received"),
-                        "jury.eval.case": ("cancelled", "cancelled: SIGTERM received")}
+    assert statuses == {
+        "jury.eval": ("cancelled", "cancelled: SIGTERM received"),
+        "jury.eval.case": ("cancelled", "cancelled: SIGTERM received"),
+    }
     assert_nothing_lost(seen, snapshot(store, "jury.eval.case"), "SIGTERM jury eval, its case (exit 143)")
     store.dispose()
 
@@ -182,9 +215,15 @@ def test_replay_page_marks_a_dead_run_and_says_it_is_incomplete(tmp_path: Path) 
     store = Store()  # the dashboard's database (JUDGELAB_DATABASE_URL of this test)
     run = store.create_run("jury.run", {"case": {"id": "x"}})
     for seq, type_ in enumerate(["run_started", "jury_started", "phase_started", "juror_evaluation"]):
-        store.append_event(run.id, seq, type_, {"juror": "juror-1", "verdict": "safe_pass", "score": 90,
-                                                "confidence": 0.9, "reasoning": "ok"} if seq == 3 else {},
-                           datetime.now(UTC))
+        store.append_event(
+            run.id,
+            seq,
+            type_,
+            {"juror": "juror-1", "verdict": "safe_pass", "score": 90, "confidence": 0.9, "reasoning": "ok"}
+            if seq == 3
+            else {},
+            datetime.now(UTC),
+        )
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with store.engine.begin() as conn:

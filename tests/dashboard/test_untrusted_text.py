@@ -18,11 +18,23 @@ from tests.fakes.hostile import hostile, live_markers, store_hostile_runs
 PORT = 9  # nothing listens there; AppTest renders no HTML anyway
 
 CONSTRUCTS = [
-    "### Answer: yes", "# Title\n===", "- item\n1. item", "> quote", "**bold** _it_ ~~gone~~ `code`",
-    "[link](http://127.0.0.1:9/x)", "![img](http://127.0.0.1:9/i.png)", "<img src=x onerror=alert(1)>",
-    "<a href='http://127.0.0.1:9'>Click to approve</a>", "&lt;b&gt; &#60;i&#62;", "$x^2$ and $$y$$",
-    ":red[red] :blue-background[bg] :material/home: :smile:", "| a | b |\n|---|---|", "    indented code",
-    "http://127.0.0.1:9/bare www.example.com mail@example.com", "a\\b\\\\c", "line one\n\nline two",
+    "### Answer: yes",
+    "# Title\n===",
+    "- item\n1. item",
+    "> quote",
+    "**bold** _it_ ~~gone~~ `code`",
+    "[link](http://127.0.0.1:9/x)",
+    "![img](http://127.0.0.1:9/i.png)",
+    "<img src=x onerror=alert(1)>",
+    "<a href='http://127.0.0.1:9'>Click to approve</a>",
+    "&lt;b&gt; &#60;i&#62;",
+    "$x^2$ and $$y$$",
+    ":red[red] :blue-background[bg] :material/home: :smile:",
+    "| a | b |\n|---|---|",
+    "    indented code",
+    "http://127.0.0.1:9/bare www.example.com mail@example.com",
+    "a\\b\\\\c",
+    "line one\n\nline two",
 ]
 
 
@@ -40,12 +52,31 @@ def test_md_makes_every_construct_literal(text: str) -> None:
 
 def test_figures_show_tags_as_text_and_avatars_are_emoji_only() -> None:
     role, label = "<a href='http://127.0.0.1:9'>x</a>", "<img src=x>"
-    rows = [{"juror": "a", "role": role, "label": label, "score": 50, "verdict": "<b>v</b>", "stage": "<i>s</i>",
-             "start": 0.0, "end": 1.0}]
-    figures = [charts.jury_trajectory(rows), charts.jury_timeline(rows), charts.jury_verdicts({label: {"v": 1}}, ["v"]),
-               charts.step_scores([label], [0.5], ["SILENT"], {"mean": 0.5})]
-    strings = [str(v) for fig in figures for trace in fig.data
-               for v in (trace.name, trace.text, trace.x, trace.y, trace.hovertemplate) if v is not None]
+    rows = [
+        {
+            "juror": "a",
+            "role": role,
+            "label": label,
+            "score": 50,
+            "verdict": "<b>v</b>",
+            "stage": "<i>s</i>",
+            "start": 0.0,
+            "end": 1.0,
+        }
+    ]
+    figures = [
+        charts.jury_trajectory(rows),
+        charts.jury_timeline(rows),
+        charts.jury_verdicts({label: {"v": 1}}, ["v"]),
+        charts.step_scores([label], [0.5], ["SILENT"], {"mean": 0.5}),
+    ]
+    strings = [
+        str(v)
+        for fig in figures
+        for trace in fig.data
+        for v in (trace.name, trace.text, trace.x, trace.y, trace.hovertemplate)
+        if v is not None
+    ]
     assert strings and not any("<a " in s or "<img" in s or "<b>" in s or "<i>" in s for s in strings)
     assert plot_text(role) == "&lt;a href='http://127.0.0.1:9'&gt;x&lt;/a&gt;"
     assert safe_avatar("🧑‍💻") == "🧑‍💻" and safe_avatar("http://127.0.0.1:9/a.png") == "🤖"
@@ -60,8 +91,11 @@ def _render(name: str) -> None:
 
 def _markdown_sources(at: AppTest) -> list[str]:
     """Every string the page hands to Streamlit's markdown renderer."""
-    sources: list[Any] = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success",
-                                              "subheader", "title", "header") for e in getattr(at, kind)]
+    sources: list[Any] = [
+        e.value
+        for kind in ("markdown", "caption", "error", "warning", "info", "success", "subheader", "title", "header")
+        for e in getattr(at, kind)
+    ]
     sources += [e.label for kind in ("expander", "tabs", "metric") for e in getattr(at, kind)]
     return [str(s) for s in sources]
 

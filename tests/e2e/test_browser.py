@@ -18,8 +18,16 @@ from tests.fakes.dashboard import running_dashboard
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def _require_browser() -> None:
@@ -36,8 +44,9 @@ def serve_dashboard(tmp_path: Path, env: dict[str, str] | None = None) -> Iterat
     """`judgelab dashboard` on a free loopback port with its own SQLite file; stopped afterwards."""
     _require_browser()
     db = tmp_path / "e2e.db"
-    with running_dashboard(tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"}
-                           | (env or {})) as port:
+    with running_dashboard(
+        tmp_path, {"JUDGELAB_DATABASE_URL": f"sqlite:///{db}", "HF_HUB_OFFLINE": "1"} | (env or {})
+    ) as port:
         yield f"http://127.0.0.1:{port}", db
 
 
@@ -77,8 +86,16 @@ def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[st
     assert first_line[:30] in answer
 
 
-PAGES = {"models": "🧠 Models", "runs": "🗂️ Runs", "conversation": "🙋 Conversation", "skip-cache": "⏱️ Skip cache",
-         "director": "🎬 Director lab", "confidence": "🎚️ Confidence lab", "jury": "⚖️ Jury", "replay": "⏯️ Replay"}
+PAGES = {
+    "models": "🧠 Models",
+    "runs": "🗂️ Runs",
+    "conversation": "🙋 Conversation",
+    "skip-cache": "⏱️ Skip cache",
+    "director": "🎬 Director lab",
+    "confidence": "🎚️ Confidence lab",
+    "jury": "⚖️ Jury",
+    "replay": "⏯️ Replay",
+}
 
 
 def test_every_page_opens_directly_by_its_url(dashboard: tuple[str, Path], tmp_path: Path) -> None:

@@ -100,8 +100,14 @@ def hostile_world(tmp_path: Path, listener: Listener) -> Iterator[dict[str, Any]
 
     port = listener.port
     # Every live answer also echoes the key the server was sent: page HTML and the dashboard's log must not.
-    server = SchemaServer(lambda path, body, headers: hostile(port, f"live{path.replace('.', '-')}")
-                          + " key=" + headers.get("authorization", "").removeprefix("Bearer "), piece_size=7).start()
+    server = SchemaServer(
+        lambda path, body, headers: (
+            hostile(port, f"live{path.replace('.', '-')}")
+            + " key="
+            + headers.get("authorization", "").removeprefix("Bearer ")
+        ),
+        piece_size=7,
+    ).start()
     catalog = tmp_path / "catalog.yaml"
     catalog.write_text(
         "models:\n"
@@ -110,18 +116,35 @@ def hostile_world(tmp_path: Path, listener: Listener) -> Iterator[dict[str, Any]
         f"    profile: {{name: {json.dumps(hostile(port, 'profile', one_line=True))}, "
         f"icon: 'http://127.0.0.1:{port}/avatar.png'}}\n"
         "    default_for: ['*']\n"
-        "panels:\n  local:\n" + "".join(
+        "panels:\n  local:\n"
+        + "".join(
             f"    - {{model: gemma3-270m, role_name: {json.dumps(hostile(port, f'seat-{i}', one_line=True))}, "
-            f"role_focus: {json.dumps(hostile(port, f'seat-focus-{i}'))}}}\n" for i in range(2)), encoding="utf-8")
+            f"role_focus: {json.dumps(hostile(port, f'seat-focus-{i}'))}}}\n"
+            for i in range(2)
+        ),
+        encoding="utf-8",
+    )
     db = tmp_path / "e2e.db"
     store = Store(f"sqlite:///{db}")
     runs = store_hostile_runs(store, port)
     store.dispose()
     workload = tmp_path / "hostile.jsonl"
-    workload.write_text("".join(json.dumps({"t": 60 * i, "channel": f"C{i % 2}", "id": f"m{i}",
-                                            "author": hostile(port, f"author-{i}", one_line=True),
-                                            "text": hostile(port, f"message-{i}")}) + "\n" for i in range(4)),
-                        encoding="utf-8")
+    workload.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "t": 60 * i,
+                    "channel": f"C{i % 2}",
+                    "id": f"m{i}",
+                    "author": hostile(port, f"author-{i}", one_line=True),
+                    "text": hostile(port, f"message-{i}"),
+                }
+            )
+            + "\n"
+            for i in range(4)
+        ),
+        encoding="utf-8",
+    )
     with serve_dashboard(tmp_path, {"JUDGELAB_CATALOG": str(catalog), "MY_CUSTOM_KEY": KEY}) as (url, _db):
         yield {"url": url, "runs": runs, "workload": workload, "listener": listener, "dir": tmp_path}
     server.stop()
@@ -164,8 +187,9 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
                     return
                 page.wait_for_timeout(200)
 
-        def check(name: str, *, literal: bool = True,
-                  must: tuple[str, ...] = ("### Heading", "<img src=http://")) -> None:
+        def check(
+            name: str, *, literal: bool = True, must: tuple[str, ...] = ("### Heading", "<img src=http://")
+        ) -> None:
             settle()
             for _ in range(80):  # open every visible expander (those of hidden tabs are in the DOM already)
                 closed = page.locator('[data-testid="stExpander"] details:not([open]) > summary')
@@ -230,7 +254,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         page.get_by_label("Title").press("Enter")
         settle()
         page.get_by_label("Agent card and conversation log (or any text to judge)").fill(
-            hostile(listener.port, "pasted-case"))
+            hostile(listener.port, "pasted-case")
+        )
         page.get_by_label("Title").click()
         settle()
         page.get_by_role("button", name="Run the jury").click()
@@ -313,8 +338,14 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         browser.close()
 
     time.sleep(1)  # a late fetch would still be counted
-    report = {"findings": findings, "key_hits": key_hits, "redacted": redacted, "hits": listener.hits,
-              "external": external, "checked": checked}
+    report = {
+        "findings": findings,
+        "key_hits": key_hits,
+        "redacted": redacted,
+        "hits": listener.hits,
+        "external": external,
+        "checked": checked,
+    }
     (shots / "findings.json").write_text(json.dumps(report, indent=1))
     assert {name: found for name, found in findings.items() if found} == {}
     assert listener.hits == [], listener.hits

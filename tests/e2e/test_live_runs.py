@@ -40,9 +40,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         f"  - id: slow-juror\n    backend: openai\n    model: fake\n    base_url: '{server.url}/v1'\n"
         "    needs_key: false\n    max_retries: 0\n    timeout_s: 30\n    concurrency: 8\n"
         "    profile: {name: Slow juror}\n    default_for: ['*']\n"
-        "panels:\n  local:\n" + "".join(
-            f"    - {{model: slow-juror, role_name: Juror {i}, role_focus: 'look closely'}}\n" for i in range(3)),
-        encoding="utf-8")
+        "panels:\n  local:\n"
+        + "".join(f"    - {{model: slow-juror, role_name: Juror {i}, role_focus: 'look closely'}}\n" for i in range(3)),
+        encoding="utf-8",
+    )
     with serve_dashboard(tmp, {"JUDGELAB_CATALOG": str(catalog)}) as (url, db):
         yield url, db
     server.stop()

@@ -56,14 +56,17 @@ def test_reports_open_offline_and_inject_nothing(tmp_path: Path) -> None:
                 requests.clear()
                 page.goto(path.as_uri())
                 if figures:
-                    page.wait_for_function(f"document.querySelectorAll('div.figure .main-svg').length >= {figures}",
-                                           timeout=30_000)
+                    page.wait_for_function(
+                        f"document.querySelectorAll('div.figure .main-svg').length >= {figures}", timeout=30_000
+                    )
                 page.wait_for_timeout(300)
                 assert requests == [path.as_uri()], (kind, requests)
                 assert page.evaluate(CHECK_DOM, leak) == [], kind
                 assert page.locator("h1").inner_text().startswith(kind)
-                outside_charts = ("[...document.querySelectorAll('img, a, iframe, svg, object, embed, link, form')]"
-                                  ".filter(e => !e.closest('div.figure, #js-plotly-tester')).length")  # plotly's own
+                outside_charts = (
+                    "[...document.querySelectorAll('img, a, iframe, svg, object, embed, link, form')]"
+                    ".filter(e => !e.closest('div.figure, #js-plotly-tester')).length"
+                )  # plotly's own
                 assert page.evaluate(outside_charts) == 0, kind
                 assert page.evaluate("typeof window.Plotly") == ("object" if figures else "undefined")
                 assert not problems, (kind, problems)

@@ -41,19 +41,54 @@ F = ConfidenceFactors
         # search step, max ≥ 0.6 → quality = max; results exempt it from the no-sources penalty
         (F(is_search_step=True, search_result_count=5, search_max_score=0.8, search_avg_score=0.2), 0.8, []),
         # search step, blended quality 0.7·0.5 + 0.3·0.4 − min(0.15, 0.3·0.2) = 0.41, × tool success 4/5
-        (F(is_search_step=True, search_result_count=3, search_max_score=0.5, search_avg_score=0.4,
-           search_score_variance=0.2, tool_execution_count=5, tool_success_count=4), 0.328, []),
+        (
+            F(
+                is_search_step=True,
+                search_result_count=3,
+                search_max_score=0.5,
+                search_avg_score=0.4,
+                search_score_variance=0.2,
+                tool_execution_count=5,
+                tool_success_count=4,
+            ),
+            0.328,
+            [],
+        ),
         # variance penalty capped at 0.15: 0.35 + 0.15 − 0.15
-        (F(is_search_step=True, search_result_count=2, search_max_score=0.5, search_avg_score=0.5,
-           search_score_variance=1.0), 0.35, []),
+        (
+            F(
+                is_search_step=True,
+                search_result_count=2,
+                search_max_score=0.5,
+                search_avg_score=0.5,
+                search_score_variance=1.0,
+            ),
+            0.35,
+            [],
+        ),
         # blended quality floored at 0: 0.07 − 0.15
         (F(is_search_step=True, search_result_count=1, search_max_score=0.1, search_score_variance=1.0), 0.0, []),
         # search step without results (max 0.7 given): 0.7 ×0.5 (no results) ×0.7 (no sources) = 0.245
-        (F(is_search_step=True, search_result_count=0, search_max_score=0.7), 0.245,
-         ["search step without results", "no sources"]),
+        (
+            F(is_search_step=True, search_result_count=0, search_max_score=0.7),
+            0.245,
+            ["search step without results", "no sources"],
+        ),
         # other step, every factor counts: (0.9·0.6 + 1·0.4 + 0.8·0.2 + 0.7·0.3 + 0.5·0.1) / 1.6 = 0.85
-        (F(search_result_count=4, search_max_score=0.9, tool_execution_count=2, tool_success_count=2,
-           source_agreement=0.8, source_count=3, llm_self_confidence=0.7, query_coverage=0.5), 0.85, []),
+        (
+            F(
+                search_result_count=4,
+                search_max_score=0.9,
+                tool_execution_count=2,
+                tool_success_count=2,
+                source_agreement=0.8,
+                source_count=3,
+                llm_self_confidence=0.7,
+                query_coverage=0.5,
+            ),
+            0.85,
+            [],
+        ),
         # tool rate 0.5 and self-confidence 0.85: (0.5·0.4 + 0.85·0.3)/0.7 = 0.65, ×(0.8 + 0.2·0.5);
         # self-confidence ≥ 0.8 exempts the no-sources penalty
         (F(tool_success_rate=0.5, llm_self_confidence=0.85), 0.585, ["tool success rate 0.5"]),
@@ -62,8 +97,11 @@ F = ConfidenceFactors
         # self-confidence exactly 0.8 exempts: (0.4 + 0.8·0.3)/0.7 = 0.914285…
         (F(llm_self_confidence=0.8), 0.914, []),
         # search step with results and a tool rate below 1: 0.7 × 0.6 = 0.42, × 0.92
-        (F(is_search_step=True, search_result_count=3, search_max_score=0.7, tool_success_rate=0.6), 0.386,
-         ["tool success rate 0.6"]),
+        (
+            F(is_search_step=True, search_result_count=3, search_max_score=0.7, tool_success_rate=0.6),
+            0.386,
+            ["tool success rate 0.6"],
+        ),
         # the top of the range: a search step with a perfect hit
         (F(is_search_step=True, search_result_count=1, search_max_score=1.0), 1.0, []),
         # tool counts override the rate: 0 of 3 succeeded → tool success 0 → base 0
@@ -81,15 +119,17 @@ def test_default_calculation_exact(factors: ConfidenceFactors, expected: float, 
 
 def test_sub_scores() -> None:
     assert search_quality(F()) == 0.0
-    assert search_quality(F(search_result_count=0, search_max_score=0.3, search_avg_score=0.3,
-                            search_score_variance=0.0)) == pytest.approx(0.3)
+    assert search_quality(
+        F(search_result_count=0, search_max_score=0.3, search_avg_score=0.3, search_score_variance=0.0)
+    ) == pytest.approx(0.3)
     assert tool_success(F(tool_execution_count=4, tool_success_count=1)) == 0.25
     assert tool_success(F(tool_success_rate=0.3)) == 0.3
 
 
 def test_breakdown_and_penalty_chain_are_consistent() -> None:
-    score = calculate(F(search_result_count=4, search_max_score=0.9, source_count=0, tool_success_rate=0.9,
-                        llm_self_confidence=0.7))
+    score = calculate(
+        F(search_result_count=4, search_max_score=0.9, source_count=0, tool_success_rate=0.9, llm_self_confidence=0.7)
+    )
     included = {k: v for k, v in score.breakdown.items() if v.included}
     assert set(included) == {"search_quality", "tool_success", "llm_self_confidence"}
     assert sum(v.contribution for v in included.values()) == pytest.approx(score.base)
@@ -103,19 +143,35 @@ def test_breakdown_and_penalty_chain_are_consistent() -> None:
 
 @pytest.mark.parametrize(
     ("value", "level"),
-    [(1.0, "SILENT"), (0.9, "SILENT"), (0.8999, "NOTIFY"), (0.7, "NOTIFY"), (0.6999, "CONFIRM"),
-     (0.4, "CONFIRM"), (0.3999, "ESCALATE"), (0.0, "ESCALATE")],
+    [
+        (1.0, "SILENT"),
+        (0.9, "SILENT"),
+        (0.8999, "NOTIFY"),
+        (0.7, "NOTIFY"),
+        (0.6999, "CONFIRM"),
+        (0.4, "CONFIRM"),
+        (0.3999, "ESCALATE"),
+        (0.0, "ESCALATE"),
+    ],
 )
 def test_levels_at_each_threshold_edge(value: float, level: str) -> None:
     decision = decide_action(value)
     assert decision.level == InterventionLevel(level)
-    assert decision.suggested_action == {"SILENT": "proceed", "NOTIFY": "proceed with status",
-                                         "CONFIRM": "ask confirmation", "ESCALATE": "request clarification"}[level]
+    assert (
+        decision.suggested_action
+        == {
+            "SILENT": "proceed",
+            "NOTIFY": "proceed with status",
+            "CONFIRM": "ask confirmation",
+            "ESCALATE": "request clarification",
+        }[level]
+    )
 
 
 def test_configured_settings_are_really_used() -> None:
-    custom = ConfidenceSettings(penalty_no_sources=0.5, thresholds=LevelThresholds(silent=0.95, notify=0.5,
-                                                                                     confirm=0.2))
+    custom = ConfidenceSettings(
+        penalty_no_sources=0.5, thresholds=LevelThresholds(silent=0.95, notify=0.5, confirm=0.2)
+    )
     assert calculate(F(), custom).score == 0.5
     assert decide_action(0.5, custom).level == InterventionLevel.NOTIFY
     # a zero weight removes the factor; with nothing left, the base is 0 and never a division error
@@ -142,19 +198,22 @@ def test_unknown_and_ill_typed_fields_are_refused() -> None:
         LevelThresholds(silent=0.5, notify=0.7)
 
 
-@pytest.mark.parametrize(("data", "field"), [
-    ({"llm_self_confidence": 1e308}, "llm_self_confidence"),  # was 1.0 SILENT
-    ({"tool_execution_count": 1, "tool_success_count": 50}, "tool_success_count"),  # was SILENT
-    ({"tool_success_count": 1}, "tool_success_count"),  # a success of no execution
-    ({"tool_success_rate": -5}, "tool_success_rate"),  # was a penalty of ×−0.2
-    ({"tool_success_rate": 1.5}, "tool_success_rate"),
-    ({"search_max_score": 1.5}, "search_max_score"),
-    ({"search_avg_score": -0.1}, "search_avg_score"),
-    ({"source_agreement": float("inf")}, "source_agreement"),
-    ({"query_coverage": float("nan")}, "query_coverage"),
-    ({"search_score_variance": -1.0}, "search_score_variance"),
-    ({"source_count": -2}, "source_count"),
-])
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"llm_self_confidence": 1e308}, "llm_self_confidence"),  # was 1.0 SILENT
+        ({"tool_execution_count": 1, "tool_success_count": 50}, "tool_success_count"),  # was SILENT
+        ({"tool_success_count": 1}, "tool_success_count"),  # a success of no execution
+        ({"tool_success_rate": -5}, "tool_success_rate"),  # was a penalty of ×−0.2
+        ({"tool_success_rate": 1.5}, "tool_success_rate"),
+        ({"search_max_score": 1.5}, "search_max_score"),
+        ({"search_avg_score": -0.1}, "search_avg_score"),
+        ({"source_agreement": float("inf")}, "source_agreement"),
+        ({"query_coverage": float("nan")}, "query_coverage"),
+        ({"search_score_variance": -1.0}, "search_score_variance"),
+        ({"source_count": -2}, "source_count"),
+    ],
+)
 def test_out_of_range_and_inconsistent_factors_are_errors_naming_the_field(data: dict, field: str) -> None:
     from engine.confidence import FactorError, parse_factors
 
@@ -171,9 +230,11 @@ def test_the_cli_names_the_field_of_inconsistent_factors() -> None:
 
     from dashboard.cli import app
 
-    for factors, field in (('{"llm_self_confidence": 1e308}', "llm_self_confidence"),
-                           ('{"tool_execution_count": 1, "tool_success_count": 50}', "tool_success_count"),
-                           ('{"tool_success_rate": -5}', "tool_success_rate")):
+    for factors, field in (
+        ('{"llm_self_confidence": 1e308}', "llm_self_confidence"),
+        ('{"tool_execution_count": 1, "tool_success_count": 50}', "tool_success_count"),
+        ('{"tool_success_rate": -5}', "tool_success_rate"),
+    ):
         result = CliRunner().invoke(app, ["confidence", "score", "--factors", factors])
         assert result.exit_code == 1 and f"field '{field}'" in result.output and "SILENT" not in result.output
 
@@ -193,20 +254,22 @@ def test_aggregator_methods() -> None:
     assert critical.aggregate([0.9, 0.3], "min") == 0.3  # 0.3 is not below 0.3
 
 
-factor_rows = st.fixed_dictionaries({
-    "search_result_count": st.integers(0, 6),
-    "search_avg_score": st.floats(0, 1),
-    "search_max_score": st.sampled_from([0.0, 0.3, 0.6]) | st.floats(0, 1),
-    "search_score_variance": st.floats(0, 2),
-    "source_agreement": st.floats(0, 1),
-    "source_count": st.integers(0, 4),
-    "llm_self_confidence": st.sampled_from([0.6, 0.8]) | st.floats(0, 1),
-    "tool_success_rate": st.sampled_from([1.0, 0.5]) | st.floats(0, 1),
-    "tool_execution_count": st.integers(0, 3),
-    "tool_success_count": st.integers(0, 3),
-    "query_coverage": st.sampled_from([0.1]) | st.floats(0, 1),
-    "is_search_step": st.booleans(),
-}).map(lambda r: r | {"tool_success_count": min(r["tool_success_count"], r["tool_execution_count"])})
+factor_rows = st.fixed_dictionaries(
+    {
+        "search_result_count": st.integers(0, 6),
+        "search_avg_score": st.floats(0, 1),
+        "search_max_score": st.sampled_from([0.0, 0.3, 0.6]) | st.floats(0, 1),
+        "search_score_variance": st.floats(0, 2),
+        "source_agreement": st.floats(0, 1),
+        "source_count": st.integers(0, 4),
+        "llm_self_confidence": st.sampled_from([0.6, 0.8]) | st.floats(0, 1),
+        "tool_success_rate": st.sampled_from([1.0, 0.5]) | st.floats(0, 1),
+        "tool_execution_count": st.integers(0, 3),
+        "tool_success_count": st.integers(0, 3),
+        "query_coverage": st.sampled_from([0.1]) | st.floats(0, 1),
+        "is_search_step": st.booleans(),
+    }
+).map(lambda r: r | {"tool_success_count": min(r["tool_success_count"], r["tool_execution_count"])})
 
 
 @settings(max_examples=300, deadline=None)
@@ -256,8 +319,16 @@ def _dead_model(call_log=None):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    spec = ModelSpec(id="dead", backend="openai", model="x", base_url=f"http://127.0.0.1:{port}/v1",
-                     needs_key=False, max_retries=0, timeout_s=2, profile=Profile(name="dead"))
+    spec = ModelSpec(
+        id="dead",
+        backend="openai",
+        model="x",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        needs_key=False,
+        max_retries=0,
+        timeout_s=2,
+        profile=Profile(name="dead"),
+    )
     return build_model(spec, call_log=call_log)
 
 
@@ -277,8 +348,14 @@ def test_evaluate_answer_records_a_run_even_with_a_failing_model(store) -> None:
     assert run is not None and run.status == "finished"
     assert run.summary["flagged"] == ["llm_self_confidence", "query_coverage"]
     types = [e.type for e in store.events(result.run_id)]
-    assert types == ["run_started", "confidence_factor", "confidence_factor", "confidence_factor",
-                     "confidence_scored", "run_finished"]
+    assert types == [
+        "run_started",
+        "confidence_factor",
+        "confidence_factor",
+        "confidence_factor",
+        "confidence_scored",
+        "run_finished",
+    ]
     assert len(store.calls(result.run_id)) == 2  # both failed calls are recorded
 
 
@@ -288,10 +365,15 @@ def test_evaluators_with_the_bundled_model(store) -> None:
     from models.registry import ModelHub
 
     model = ModelHub(load_catalog(), call_log=store).get("gemma3-270m")
-    result = asyncio.run(evaluate_answer(
-        store, model, "What is the capital of France?", "The capital of France is Paris.",
-        ["Paris is the capital and largest city of France.", "France's capital city is Paris."],
-    ))
+    result = asyncio.run(
+        evaluate_answer(
+            store,
+            model,
+            "What is the capital of France?",
+            "The capital of France is Paris.",
+            ["Paris is the capital and largest city of France.", "France's capital city is Paris."],
+        )
+    )
     for r in result.results:
         assert 0.0 <= r.value <= 1.0
         if r.name in ("llm_self_confidence", "query_coverage") and not r.flagged:

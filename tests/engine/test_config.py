@@ -83,10 +83,14 @@ def test_unavailable_models_say_why_and_never_crash() -> None:
     [
         ("models: [{id: x, backend: nope, model: m, profile: {name: X}}]", "field 'models[x].backend'"),
         ("models: [{id: x, backend: openai, model: m}]", "field 'models[x].profile': Field required"),
-        ("models: [{id: x, backend: openai, model: m, profile: {name: X}, price_in_per_1k: -1}]",
-         "field 'models[x].price_in_per_1k'"),
-        ("models: [{id: x, backend: openai, model: m, profile: {name: X}, api_key: sk-123}]",
-         "field 'models[x].api_key': Extra inputs are not permitted"),
+        (
+            "models: [{id: x, backend: openai, model: m, profile: {name: X}, price_in_per_1k: -1}]",
+            "field 'models[x].price_in_per_1k'",
+        ),
+        (
+            "models: [{id: x, backend: openai, model: m, profile: {name: X}, api_key: sk-123}]",
+            "field 'models[x].api_key': Extra inputs are not permitted",
+        ),
         ("models:\n  - id: x\n    backend: [", "not valid YAML"),
         ("- just a list", "expected a mapping"),
     ],

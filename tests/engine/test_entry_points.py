@@ -51,13 +51,15 @@ def test_director_entry_points_report_progress(store: Any) -> None:
     assert result.review.status.name in ("PASS", "WARN", "RETRY")
     texts = ["えー、楽しいわ！", "まだ未成年じゃないかな。", "海だね。"]
     lines = [ScriptLine(id=f"l{i}", text=t) for i, t in enumerate(texts)]
-    result, seen = controlled_run(lambda: run_script(ScriptConfig(lines=lines, character="yana", model_id="m"),
-                                                     lambda _id: model, store))
+    result, seen = controlled_run(
+        lambda: run_script(ScriptConfig(lines=lines, character="yana", model_id="m"), lambda _id: model, store)
+    )
     assert_complete(seen, 3)
     assert [s for _, _, s in seen[1:]] == [f"{r.id}: {r.status}" for r in result.rows]
     assert "l1" not in result.averages and set(result.averages) == {"l0", "l2"}  # RETRY lines are not scored
-    result, seen = controlled_run(lambda: run_duo(DuoConfig(first="yana", second="ayu", model_id="m", turns=3),
-                                                  lambda _id: model, store))
+    result, seen = controlled_run(
+        lambda: run_duo(DuoConfig(first="yana", second="ayu", model_id="m", turns=3), lambda _id: model, store)
+    )
     assert_complete(seen, 3)
     assert len(result.turns) == 3
 
@@ -131,8 +133,10 @@ def test_confidence_entry_points_report_progress(store: Any) -> None:
     result, seen = controlled_run(lambda: evaluate(config, lambda _id: model, store))
     assert_complete(seen, 3)
     assert {r.name for r in result.results} >= {"llm_self_confidence", "query_coverage"}
-    items = [LabelledItem(id=str(i), correct=i % 2 == 0, factors=parse_factors({"llm_self_confidence": i / 10}))
-             for i in range(10)]
+    items = [
+        LabelledItem(id=str(i), correct=i % 2 == 0, factors=parse_factors({"llm_self_confidence": i / 10}))
+        for i in range(10)
+    ]
     result, seen = controlled_run(lambda: calibrate_labels(CalibrationConfig(items=items), None, store))
     assert_complete(seen, 10)
     assert result.report["n"] == 10
@@ -152,8 +156,9 @@ def test_a_conversation_turn_reports_progress_and_its_run_closes_once(store: Any
     model = scripted(store, "Use dict.get with a default.")
     config = ConversationConfig(participants=DEFAULT_CAST, config=HandRaiseConfig(judge_method="judge", threshold=0.3))
     session = open_conversation(config, lambda _id: model, store)
-    turn, seen = controlled_run(lambda: conversation_turn(session, "KeyError in my config?",
-                                                          decide=decide_all(session, "approve_all")))
+    turn, seen = controlled_run(
+        lambda: conversation_turn(session, "KeyError in my config?", decide=decide_all(session, "approve_all"))
+    )
     assert_complete(seen, 2)
     assert turn.answered and len(turn.answers) == 3
     summary = close_conversation(session)
@@ -172,8 +177,11 @@ def test_the_jury_reports_progress_to_its_end(store: Any) -> None:
 
     seats = [JurorSeat(juror_id=j, model_id=j, role_name=f"Role {j}") for j in "abc"]
     plan = {j: {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 10, "same")} for j in "abc"}
-    jury = Jury(seats, jury_models(plan), JuryConfig(consensus_threshold=1.0, final_judgment_method="majority_vote",
-                                                    max_discussion_rounds=3))
+    jury = Jury(
+        seats,
+        jury_models(plan),
+        JuryConfig(consensus_threshold=1.0, final_judgment_method="majority_vote", max_discussion_rounds=3),
+    )
     (_, result), seen = controlled_run(lambda: run_case(store, jury, JuryCase(id="c", content="Agent: hi")))
     # The total starts at every possible answer (3 jurors × (phase 1 + 3 rounds) + the final judgment) and
     # shrinks to what is left once phase 1 reaches consensus: 3 evaluations + the final judgment.

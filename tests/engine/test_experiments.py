@@ -47,8 +47,11 @@ def jury_answer(request: Any) -> dict[str, Any]:
     h = hashlib.sha256("".join(m.content for m in request.messages).encode()).digest()
     verdicts = _verdict_enum(schema)
     verdict = verdicts[h[0] % len(verdicts)] if h[1] % 3 else verdicts[0]
-    axes = {k: 30 + h[2] % 60 for k in schema["$defs"]["JuryAxes"]["properties"]} if "$defs" in schema and \
-        "JuryAxes" in schema["$defs"] else {}
+    axes = (
+        {k: 30 + h[2] % 60 for k in schema["$defs"]["JuryAxes"]["properties"]}
+        if "$defs" in schema and "JuryAxes" in schema["$defs"]
+        else {}
+    )
     text_key = "statement" if "statement" in schema["properties"] else "reasoning"
     out = {text_key: f"view {h[3]}", "verdict": verdict, "score": 10 + h[4] % 85, "confidence": round(h[5] / 255, 2)}
     if "axes" in schema["properties"]:
@@ -66,8 +69,14 @@ def scripted_models(store: Store) -> Any:
 
 def jury_yaml(tmp_path: Path, space: str, extra: str = "") -> Path:
     path = tmp_path / "jury.yaml"
-    lines = ["name: jury test", "mechanism: jury", f"cases: {JURY_CASES}", "limit: 5",
-             "base: {panel: local, max_tokens: 64}", "space:"]
+    lines = [
+        "name: jury test",
+        "mechanism: jury",
+        f"cases: {JURY_CASES}",
+        "limit: 5",
+        "base: {panel: local, max_tokens: 64}",
+        "space:",
+    ]
     lines += ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
     path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
     return path
@@ -116,11 +125,17 @@ def test_errors_name_file_line_and_field(tmp_path: Path) -> None:
 
 
 def test_grid_expands_into_groups_by_call_parameters(tmp_path: Path) -> None:
-    definition = load(jury_yaml(tmp_path, """\
+    definition = load(
+        jury_yaml(
+            tmp_path,
+            """\
         consensus_threshold: [0.67, 1.0]
         temperature: [0.0, 0.5]
         tie_policy: [severe, lenient]
-        """, "repeats: 2\n"))
+        """,
+            "repeats: 2\n",
+        )
+    )
     from engine.experiments import expand
 
     cells = expand(definition, JuryMechanism.decision)
@@ -136,28 +151,41 @@ def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) 
     cases = load_cases(JURY_CASES)[:6]
     seats = panel_seats("local")
     models = scripted_models(store)
-    widest = JuryConfig(consensus_threshold=2.0, stagnation_rounds=20, max_discussion_rounds=3,
-                        final_judgment_method="majority_vote", max_tokens=64)
+    widest = JuryConfig(
+        consensus_threshold=2.0,
+        stagnation_rounds=20,
+        max_discussion_rounds=3,
+        final_judgment_method="majority_vote",
+        max_tokens=64,
+    )
     recorded = {c.id: asyncio.run(Jury(seats, models, widest).run(c)) for c in cases}
     live_calls = store.call_count(live_only=True)
     assert live_calls == len(cases) * 3 * 4  # 3 jurors × (phase 1 + 3 rounds), nothing stopped early
     replay = ReplayModel(replay_spec(cached_catalog().get("gemma3-270m")), source=store, call_log=store)
-    usage = {r.id: (r.prompt_tokens, r.completion_tokens, r.cost) for r in store.calls(limit=100_000)
-             if r.id is not None}
+    usage = {
+        r.id: (r.prompt_tokens, r.completion_tokens, r.cost) for r in store.calls(limit=100_000) if r.id is not None
+    }
     reasons: set[str] = set()
     compared = 0
     for threshold in (0.5, 0.67, 1.0, 2.0):
         for stagnation in (1, 2):
             for rounds in (0, 1, 3):
                 for method in ("majority_vote", "weighted_average"):
-                    config = widest.model_copy(update={
-                        "consensus_threshold": threshold, "stagnation_rounds": stagnation,
-                        "max_discussion_rounds": rounds, "final_judgment_method": method, "tie_policy": "lenient"})
+                    config = widest.model_copy(
+                        update={
+                            "consensus_threshold": threshold,
+                            "stagnation_rounds": stagnation,
+                            "max_discussion_rounds": rounds,
+                            "final_judgment_method": method,
+                            "tie_policy": "lenient",
+                        }
+                    )
                     for case in cases:
                         live = asyncio.run(Jury(seats, lambda m: replay, config).run(case))
                         derived = derive_jury(recorded[case.id], config, case.rubric or Rubric(), usage)
                         assert comparable(derived.model_dump(mode="json")) == comparable(
-                            live.model_dump(mode="json")), (case.id, threshold, stagnation, rounds, method)
+                            live.model_dump(mode="json")
+                        ), (case.id, threshold, stagnation, rounds, method)
                         reasons.add(derived.termination_reason)
                         compared += 1
     assert store.call_count(live_only=True) == live_calls  # every live run above was answered by replay
@@ -167,12 +195,17 @@ def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) 
 
 
 def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Path, store: Store) -> None:
-    definition = load(jury_yaml(tmp_path, """\
+    definition = load(
+        jury_yaml(
+            tmp_path,
+            """\
         consensus_threshold: [0.5, 0.67, 1.0, 2.0]
         stagnation_rounds: [1, 2]
         max_discussion_rounds: [1, 2]
         final_judgment_method: [majority_vote, weighted_average]
-        """))
+        """,
+        )
+    )
     result = asyncio.run(run_experiment(definition, store, scripted_models(store)))
     assert len(result.rows) == 32
     recording_runs = {r["recording_run"] for r in result.rows}
@@ -191,17 +224,24 @@ def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Pa
 
 
 def test_a_cancelled_experiment_resumes_and_skips_finished_cells(tmp_path: Path, store: Store) -> None:
-    definition = load(jury_yaml(tmp_path, """\
+    definition = load(
+        jury_yaml(
+            tmp_path,
+            """\
         consensus_threshold: [0.5, 0.67, 1.0]
         temperature: [0.0, 0.3]
-        """, "concurrency: 1\n"))
+        """,
+            "concurrency: 1\n",
+        )
+    )
     ctrl = RunControl(on_progress=lambda p: ctrl.cancel("test stop") if p.done >= 2 else None)
     ids: list[str] = []
 
     async def first() -> None:
         with controlled(ctrl):
-            await run_experiment(definition, store, scripted_models(store),
-                                 on_row=lambda row: ids.append(row["run_id"]))
+            await run_experiment(
+                definition, store, scripted_models(store), on_row=lambda row: ids.append(row["run_id"])
+            )
 
     with pytest.raises(RunCancelled):
         asyncio.run(first())
@@ -217,15 +257,21 @@ def test_a_cancelled_experiment_resumes_and_skips_finished_cells(tmp_path: Path,
     fresh = asyncio.run(run_experiment(definition, store, scripted_models(store)))
     assert fresh.new_calls == 0
     strip = ("new_calls",)
-    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(resumed.rows)] == \
-        [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(fresh.rows)]
+    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(resumed.rows)] == [
+        {k: v for k, v in r.items() if k not in strip} for r in comparable_rows(fresh.rows)
+    ]
 
 
 def test_search_finds_the_grid_best_with_no_call(tmp_path: Path, store: Store) -> None:
-    grid = load(jury_yaml(tmp_path, """\
+    grid = load(
+        jury_yaml(
+            tmp_path,
+            """\
         consensus_threshold: [0.5, 0.67, 1.0, 2.0]
         final_judgment_method: [majority_vote, weighted_average]
-        """))
+        """,
+        )
+    )
     table = asyncio.run(run_experiment(grid, store, scripted_models(store)))
     calls = store.call_count()
     from engine.experiments import Search
@@ -257,13 +303,17 @@ def ray_instance() -> Any:
 
 
 @pytest.mark.slow
-def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, store: Store,
-                                                             ray_instance: Any) -> None:
-    definition = load(jury_yaml(tmp_path, """\
+def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, store: Store, ray_instance: Any) -> None:
+    definition = load(
+        jury_yaml(
+            tmp_path,
+            """\
         consensus_threshold: [0.67, 2.0]
         temperature: [0.0, 0.4]
         tie_policy: [severe, lenient]
-        """))
+        """,
+        )
+    )
     asyncio.run(run_experiment(definition, store, scripted_models(store)))  # record once (scripted jurors)
     replayed = definition.model_copy(update={"calls": "replay"})
     local = asyncio.run(run_experiment(replayed, store, HubModels("replay"), executor="local"))
@@ -295,8 +345,12 @@ def will_answer(request: Any) -> dict[str, Any]:
     out = {}
     for pid in request.json_schema["properties"]:
         h = hashlib.sha256(("".join(m.content for m in request.messages) + pid).encode()).digest()
-        out[pid] = {"relevance": round(h[0] / 255, 2), "novelty": round(h[1] / 255, 2),
-                    "confidence": round(h[2] / 255, 2), "reason": "r"}
+        out[pid] = {
+            "relevance": round(h[0] / 255, 2),
+            "novelty": round(h[1] / 255, 2),
+            "confidence": round(h[2] / 255, 2),
+            "reason": "r",
+        }
     return out
 
 
@@ -313,18 +367,31 @@ def scripted_judge(store: Store) -> Any:
 
 def handraise_definition(tmp_path: Path, space: str) -> Any:
     path = tmp_path / "hr.yaml"
-    path.write_text("\n".join(["name: hand raise test", "mechanism: handraise", f"cases: {HANDRAISE_CASES}",
-                               "base: {judge_method: judge, judge_model: scripted-judge}", "space:"]
-                              + ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                "name: hand raise test",
+                "mechanism: handraise",
+                f"cases: {HANDRAISE_CASES}",
+                "base: {judge_method: judge, judge_model: scripted-judge}",
+                "space:",
+            ]
+            + ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
+        )
+        + "\n"
+    )
     return load(path)
 
 
 def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp_path: Path, store: Store) -> None:
-    definition = handraise_definition(tmp_path, """\
+    definition = handraise_definition(
+        tmp_path,
+        """\
         threshold: {from: 0.3, to: 0.7, step: 0.1}
         cooldown_per_turn: [0.0, 0.3]
         mode: [focus, brainstorm, mention_only]
-        """)
+        """,
+    )
     result = asyncio.run(run_experiment(definition, store, scripted_judge(store)))
     assert len(result.rows) == 30
     assert result.new_calls == 24  # one batched judgment per item, for 30 cells
@@ -354,11 +421,14 @@ def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: 
     for item in recording.items:
         if item.prior:
             continue
-        for config in (HandRaiseConfig(threshold=0.4), HandRaiseConfig(threshold=0.6, mode="brainstorm"),
-                       HandRaiseConfig(threshold=0.5, weights={"relevance": 0.8, "novelty": 0.1,
-                                                              "confidence": 0.1})):
-            (outcome,) = redecide([TurnRecord(turn=0, components=item.components, models=item.models)], config,
-                                  unrecorded="approve")
+        for config in (
+            HandRaiseConfig(threshold=0.4),
+            HandRaiseConfig(threshold=0.6, mode="brainstorm"),
+            HandRaiseConfig(threshold=0.5, weights={"relevance": 0.8, "novelty": 0.1, "confidence": 0.1}),
+        ):
+            (outcome,) = redecide(
+                [TurnRecord(turn=0, components=item.components, models=item.models)], config, unrecorded="approve"
+            )
             decided = decide_handraise_item(item, config)
             assert sorted(m for m, s in decided.items() if s) == sorted(outcome.speakers)
             checked += 1
@@ -368,8 +438,20 @@ def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: 
 @pytest.mark.slow
 def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "models.yaml"
-    path.write_text("\n".join(["name: model sweep", "mechanism: handraise", f"cases: {HANDRAISE_CASES}", "limit: 2",
-                               "models: [gemma3-270m]", "space:", "  context: ['1', '3']", "  threshold: [0.4, 0.6]"]))
+    path.write_text(
+        "\n".join(
+            [
+                "name: model sweep",
+                "mechanism: handraise",
+                f"cases: {HANDRAISE_CASES}",
+                "limit: 2",
+                "models: [gemma3-270m]",
+                "space:",
+                "  context: ['1', '3']",
+                "  threshold: [0.4, 0.6]",
+            ]
+        )
+    )
     definition = load(path)
     first = asyncio.run(run_experiment(definition, store))  # the catalog, replay with fall-through
     assert len(first.rows) == 4 and len({r["recording_run"] for r in first.rows}) == 2
@@ -389,18 +471,29 @@ def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Pa
     definition = load_definition(ROOT / "data" / "experiments" / "confidence-decisions.yaml")
     result = asyncio.run(run_experiment(definition, store))
     assert len(result.rows) == 72 and result.new_calls == 0 and store.call_count() == 0
-    lines = [json.loads(x) for x in (ROOT / "data" / "benchmarks" / "confidence.jsonl").read_text().splitlines()
-             if x.strip()]
-    row = next(r for r in result.rows if r["weight_self_confidence"] == 0.5 and r["thresholds.notify"] == 0.6
-               and r["weight_source_agreement"] == 0.1 and r["thresholds.confirm"] == 0.3)
-    settings = ConfidenceSettings(weight_self_confidence=0.5, weight_source_agreement=0.1,
-                                  thresholds={"notify": 0.6, "confirm": 0.3})
+    lines = [
+        json.loads(x) for x in (ROOT / "data" / "benchmarks" / "confidence.jsonl").read_text().splitlines() if x.strip()
+    ]
+    row = next(
+        r
+        for r in result.rows
+        if r["weight_self_confidence"] == 0.5
+        and r["thresholds.notify"] == 0.6
+        and r["weight_source_agreement"] == 0.1
+        and r["thresholds.confirm"] == 0.3
+    )
+    settings = ConfidenceSettings(
+        weight_self_confidence=0.5, weight_source_agreement=0.1, thresholds={"notify": 0.6, "confirm": 0.3}
+    )
     scores = [calculate(parse_factors(x["factors"]), settings).score for x in lines]
     assert row["ece"] == round(calibrate(scores, [x["correct"] for x in lines]).ece, 4)
     assert len({r["wrong_stopped"] for r in result.rows}) > 1
     with pytest.raises(DefinitionError) as err:
-        parse_definition("name: x\nmechanism: confidence\ncases: data/benchmarks/confidence.jsonl\nspace:\n"
-                         "  thresholds.notify: [0.95]\n", "c.yaml")
+        parse_definition(
+            "name: x\nmechanism: confidence\ncases: data/benchmarks/confidence.jsonl\nspace:\n"
+            "  thresholds.notify: [0.95]\n",
+            "c.yaml",
+        )
     assert "c.yaml:5: space.thresholds.notify[0]" in str(err.value)
 
 
@@ -413,13 +506,22 @@ def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None
     result = asyncio.run(run_experiment(definition, store))
     assert len(result.rows) == 12 and result.new_calls == 0 and store.call_count() == 0
     assert all(r["replay_misses"] == 0 for r in result.rows)
-    row = next(r for r in result.rows if r["high_confidence"] == 0.95 and r["high_skip_seconds"] == 3600
-               and r["default_skip_seconds"] == 300)
+    row = next(
+        r
+        for r in result.rows
+        if r["high_confidence"] == 0.95 and r["high_skip_seconds"] == 3600 and r["default_skip_seconds"] == 300
+    )
     recording = ROOT / "data" / "recordings" / "skipcache-default.jsonl"
     messages = [m for m in generate_workload(WorkloadSpec()) if (m.at - EPOCH).total_seconds() < 6 * 3600]
-    config = ResponseConfig(judgment_skip=JudgmentSkipConfig(thresholds=[
-        JudgmentSkipThreshold(min_confidence=0.95, skip_seconds=3600),
-        JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600)], default_skip_seconds=300))
+    config = ResponseConfig(
+        judgment_skip=JudgmentSkipConfig(
+            thresholds=[
+                JudgmentSkipThreshold(min_confidence=0.95, skip_seconds=3600),
+                JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600),
+            ],
+            default_skip_seconds=300,
+        )
+    )
     live = asyncio.run(simulate(messages, RecordedJudge.load(recording), config, hours=6)).summary()
     assert row["judge_calls"] == live["judge_calls"] and row["delay_p95_s"] == live["delay_p95_s"]
     assert len({r["judge_calls"] for r in result.rows}) > 1
@@ -434,8 +536,11 @@ def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
     assert len(result.rows) == 27 and result.new_calls == 0 and store.call_count() == 0
     lines = load_script(ROOT / "data" / "scripts" / "beach.jsonl")
     for row in result.rows[::5]:
-        config = DirectorConfig(format_warn_lines=row["format_warn_lines"],
-                                scatter_warn_sentences=row["scatter_warn_sentences"], tone_pass=row["tone_pass"])
+        config = DirectorConfig(
+            format_warn_lines=row["format_warn_lines"],
+            scatter_warn_sentences=row["scatter_warn_sentences"],
+            tone_pass=row["tone_pass"],
+        )
         fresh = [evaluate_rules(x.text, load_character(x.character or "yana"), config).status for x in lines]
         assert row["pass_rate"] == round(sum(s.name == "PASS" for s in fresh) / len(fresh), 4)
     assert len({r["pass_rate"] for r in result.rows}) > 1
@@ -444,15 +549,20 @@ def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
 def test_local_executor_decides_in_worker_processes_with_the_same_table(tmp_path: Path, store: Store) -> None:
     from engine.experiments import LocalExecutor
 
-    definition = handraise_definition(tmp_path, """\
+    definition = handraise_definition(
+        tmp_path,
+        """\
         threshold: {from: 0.3, to: 0.7, step: 0.1}
         weights.relevance: [0.3, 0.5, 0.7]
         mode: [focus, brainstorm]
-        """)
+        """,
+    )
     in_process = asyncio.run(run_experiment(definition, store, scripted_judge(store)))
-    pooled = asyncio.run(run_experiment(definition, store, scripted_judge(store),
-                                        executor=LocalExecutor(processes=2, chunk=5)))
+    pooled = asyncio.run(
+        run_experiment(definition, store, scripted_judge(store), executor=LocalExecutor(processes=2, chunk=5))
+    )
     assert len(pooled.rows) == 30 and pooled.new_calls == 0
     strip = ("new_calls",)
-    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(pooled.rows)] == \
-        [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(in_process.rows)]
+    assert [{k: v for k, v in r.items() if k not in strip} for r in comparable_rows(pooled.rows)] == [
+        {k: v for k, v in r.items() if k not in strip} for r in comparable_rows(in_process.rows)
+    ]

@@ -76,8 +76,11 @@ def test_jury_tables_positions_per_round(store: Store) -> None:
     assert len(positions) == 6  # 3 jurors × (phase 1 + round 1)
     assert list(positions[0])[:8] == ["round", "stage", "juror", "role", "model_id", "verdict", "score", "confidence"]
     moved = next(r for r in positions if r["juror"] == "a" and r["round"] == "1")
-    assert (moved["previous_verdict"], moved["verdict"], moved["position_changed"]) == ("safe_pass", "unsafe_fail",
-                                                                                       "true")
+    assert (moved["previous_verdict"], moved["verdict"], moved["position_changed"]) == (
+        "safe_pass",
+        "unsafe_fail",
+        "true",
+    )
     assert moved["consensus_after"] == "unanimous" and moved["text"] == "Gamma is right"
     first = next(r for r in positions if r["juror"] == "a" and r["round"] == "0")
     assert first["text"] == "'" + FORMULAS[0] and first["role"] == "Alpha"  # neutralised, else as written
@@ -97,8 +100,13 @@ def test_jury_tables_positions_per_round(store: Store) -> None:
 
 
 def test_every_csv_cell_of_every_kind_is_safe(store: Store) -> None:
-    runs = [stored_jury(store)[0], stored_conversation(store)[0], stored_director_batch(store),
-            stored_calibration(store), stored_skip(store)]
+    runs = [
+        stored_jury(store)[0],
+        stored_conversation(store)[0],
+        stored_director_batch(store),
+        stored_calibration(store),
+        stored_skip(store),
+    ]
     seen: set[str] = set()
     for run_id in runs:
         files = _unzip(csv_zip(load_run(store, run_id)))
@@ -117,12 +125,20 @@ def test_tables_of_the_other_kinds(store: Store) -> None:
     found = tables(load_run(store, conv_id))
     hands = _csv(table_csv(load_run(store, conv_id), "conversation_hands"))
     assert [(h["turn"], h["participant"], h["decided_by"]) for h in hands] == [
-        (str(t["turn"]), t["participant"], t["decided_by"]) for t in live.telemetry]
+        (str(t["turn"]), t["participant"], t["decided_by"]) for t in live.telemetry
+    ]
     messages = found["conversation_messages"].rows
     assert [(m["turn"], m["speaker"], m["kind"]) for m in messages] == [
-        ("t1", "user", "message"), ("t1", "coder", "answer"), ("t1", "designer", "skip"), ("t1", "researcher", "skip"),
-        ("t2", "user", "message"), ("t2", "coder", "answer"), ("t2", "designer", "answer"),
-        ("t2", "researcher", "skip"), ("t3", "user", "message")]
+        ("t1", "user", "message"),
+        ("t1", "coder", "answer"),
+        ("t1", "designer", "skip"),
+        ("t1", "researcher", "skip"),
+        ("t2", "user", "message"),
+        ("t2", "coder", "answer"),
+        ("t2", "designer", "answer"),
+        ("t2", "researcher", "skip"),
+        ("t3", "user", "message"),
+    ]
     batch = tables(load_run(store, stored_director_batch(store)))
     rows = batch["director_batch"].rows
     assert [(r["id"], r["average"], r["failed"]) for r in rows] == [("l1", 4.0, False), ("l2", 1.8, False)]
@@ -140,12 +156,26 @@ def test_json_is_the_whole_run_without_secrets(store: Store, monkeypatch: pytest
     monkeypatch.delenv("MY_EXPORT_API_KEY", raising=False)
     from engine.store import Run
     from models.recording import CallRecord
-    store.record_call(CallRecord(run_id=run_id, purpose="echo", model_id="echo-model", backend="openai",
-                                 request_hash="echo", request={"messages": [{"role": "user", "content": f"use {KEY}"}]},
-                                 raw_text=f"your key is {KEY}", parsed={"key": KEY}, error=f"401 for {KEY}"))
+
+    store.record_call(
+        CallRecord(
+            run_id=run_id,
+            purpose="echo",
+            model_id="echo-model",
+            backend="openai",
+            request_hash="echo",
+            request={"messages": [{"role": "user", "content": f"use {KEY}"}]},
+            raw_text=f"your key is {KEY}",
+            parsed={"key": KEY},
+            error=f"401 for {KEY}",
+        )
+    )
     with store.engine.begin() as conn:  # and a config that names it
-        conn.execute(Run.__table__.update().where(Run.__table__.c.id == run_id).values(  # type: ignore[attr-defined]
-            config_json=json.dumps({"api_key": KEY, "case": {"id": "c1"}})))
+        conn.execute(
+            Run.__table__.update()  # type: ignore[attr-defined]
+            .where(Run.__table__.c.id == run_id)  # type: ignore[attr-defined]
+            .values(config_json=json.dumps({"api_key": KEY, "case": {"id": "c1"}}))
+        )
     echoed = [c for c in store.calls(run_id) if c.purpose == "echo"]
     assert isinstance(echoed[0], LlmCall) and KEY in (echoed[0].raw_text or "")  # the store has it raw
     monkeypatch.setenv("MY_EXPORT_API_KEY", KEY)
@@ -179,13 +209,17 @@ def test_a_stored_conversation_is_rebuilt_as_it_was(store: Store) -> None:
     assert conv.records == live.records
     assert [t.text for t in conv.turns] == [t.text for t in live.turns]
     assert [(s.turn_id, s.answers, s.answer_tokens, s.answered) for s in conv.states] == [
-        (s.turn_id, s.answers, s.answer_tokens, s.answered) for s in live.states]
+        (s.turn_id, s.answers, s.answer_tokens, s.answered) for s in live.states
+    ]
     assert [h.model for h in conv.states[-1].waiting] == [h.model for h in live.states[-1].waiting] != []
     assert conv.history.speakers == live.history.speakers and conv.history.raw_wills == live.history.raw_wills
     # The What-if works on the rebuilt conversation as on the live one.
     lower = conv.config.model_copy(update={"threshold": 0.05})
-    assert changed_hands(redecide(conv.records, conv.config), redecide(conv.records, lower)) == changed_hands(
-        redecide(live.records, live.config), redecide(live.records, lower)) != []
+    assert (
+        changed_hands(redecide(conv.records, conv.config), redecide(conv.records, lower))
+        == changed_hands(redecide(live.records, live.config), redecide(live.records, lower))
+        != []
+    )
 
 
 def test_a_broken_conversation_is_a_clear_error() -> None:
@@ -195,5 +229,7 @@ def test_a_broken_conversation_is_a_clear_error() -> None:
         restore_conversation({}, [])
     cast = [{"id": "coder", "model_id": "m", "name": "Coder"}]
     with pytest.raises(ValueError, match="cannot be read back"):
-        restore_conversation({"participants": cast}, [("user_message", {"turn": "t1", "text": "hi"}),
-                                                      ("hands", {"turn": "t1", "hands": [{"model": "coder"}]})])
+        restore_conversation(
+            {"participants": cast},
+            [("user_message", {"turn": "t1", "text": "hi"}), ("hands", {"turn": "t1", "hands": [{"model": "coder"}]})],
+        )

@@ -86,8 +86,9 @@ def test_over_raising_model_is_damped_and_flagged() -> None:
 
 def test_brainstorm_auto_allows_above_03_up_to_the_cap() -> None:
     cfg = HandRaiseConfig(mode=Mode.BRAINSTORM, brainstorm_max_speakers=2)
-    hands = decide_hands([comp("a", 0.4, 0.4, 0.4), comp("b", 0.9, 0.9, 0.9), comp("c", 0.5, 0.5, 0.5),
-                          comp("d", 0.3, 0.3, 0.3)], cfg)
+    hands = decide_hands(
+        [comp("a", 0.4, 0.4, 0.4), comp("b", 0.9, 0.9, 0.9), comp("c", 0.5, 0.5, 0.5), comp("d", 0.3, 0.3, 0.3)], cfg
+    )
     resolved = auto_resolutions(hands, cfg)
     assert {m for m, r in resolved.items() if r.approved} == {"b", "c"}  # the two highest above 0.3
     assert not resolved["a"].approved and "cap" in resolved["a"].rule  # 0.4 > 0.3 but over the cap
@@ -101,8 +102,7 @@ def test_brainstorm_auto_allows_above_03_up_to_the_cap() -> None:
 
 def test_focus_mode_waits_for_the_user_and_logs_skips() -> None:
     cfg = HandRaiseConfig()
-    hands = decide_hands([comp("a", 0.9, 0.9, 0.9, "another design"), comp("b", 0.1, 0.1, 0.1, "nothing new")],
-                         cfg)
+    hands = decide_hands([comp("a", 0.9, 0.9, 0.9, "another design"), comp("b", 0.1, 0.1, 0.1, "nothing new")], cfg)
     resolved = auto_resolutions(hands, cfg)
     assert [h.model for h in pending(hands, resolved)] == ["a"] and resolved["b"].by == "mode"
     assert skip_line(hands[1]) == "SKIP (will=0.10, reason=nothing new)"
@@ -168,8 +168,14 @@ def test_loop_guard_allows_one_cycle_per_user_turn() -> None:
 
 def _conversation(seed: int, turns: int = 40) -> list[TurnRecord]:
     rng = random.Random(seed)
-    return [TurnRecord(turn=t, components=[comp(m, rng.random(), rng.random(), rng.random()) for m in "abc"],
-                       user_actions={m: rng.choice(["approve", "skip"]) for m in "abc"}) for t in range(turns)]
+    return [
+        TurnRecord(
+            turn=t,
+            components=[comp(m, rng.random(), rng.random(), rng.random()) for m in "abc"],
+            user_actions={m: rng.choice(["approve", "skip"]) for m in "abc"},
+        )
+        for t in range(turns)
+    ]
 
 
 def test_what_if_replays_the_recorded_decisions_and_shows_what_changes() -> None:
@@ -180,17 +186,20 @@ def test_what_if_replays_the_recorded_decisions_and_shows_what_changes() -> None
     for prev, cur in zip(base, base[1:], strict=False):
         for h in cur.hands:
             assert h.cooldown_delta == pytest.approx(
-                -0.1 * sum(h.model in set(o.speakers) for o in base[max(0, cur.turn - 3):cur.turn]))
+                -0.1 * sum(h.model in set(o.speakers) for o in base[max(0, cur.turn - 3) : cur.turn])
+            )
         assert prev.turn + 1 == cur.turn
     lower = redecide(turns, HandRaiseConfig(threshold=0.3))
     changes = changed_hands(base, lower)
-    assert changes and all(c["status_before"] == "lowered" or c["answered_before"] != c["answered_after"]
-                           for c in changes)
+    assert changes and all(
+        c["status_before"] == "lowered" or c["answered_before"] != c["answered_after"] for c in changes
+    )
     raised_before = sum(h.status == HandStatus.RAISED for o in base for h in o.hands)
     assert sum(h.status == HandStatus.RAISED for o in lower for h in o.hands) > raised_before
 
 
 # -- judges (scripted transports; the bundled model's runs come with the orchestration) ----------------------
+
 
 def _judge(fn, method: str = "judge"):  # noqa: ANN001, ANN202
     import asyncio
@@ -205,18 +214,23 @@ def _judge(fn, method: str = "judge"):  # noqa: ANN001, ANN202
 
 
 def test_batched_judge_is_one_request_for_all_participants() -> None:
-    reply = {p: {"relevance": r, "novelty": 0.5, "confidence": 0.5, "reason": f"{p} here"}
-             for p, r in (("coder", 0.9), ("designer", 0.1), ("researcher", 0.3))}
+    reply = {
+        p: {"relevance": r, "novelty": 0.5, "confidence": 0.5, "reason": f"{p} here"}
+        for p, r in (("coder", 0.9), ("designer", 0.1), ("researcher", 0.3))
+    }
     comps, facts, model = _judge(lambda r: reply)
     assert len(model.requests) == 1 and facts.calls == 1
     assert comps["coder"].relevance == 0.9 and comps["designer"].reason == "designer here"
     assert "coder" in model.requests[0].json_schema["properties"]
 
 
-@pytest.mark.parametrize(("reply", "flag"), [
-    ("no json here at all", "fallback"),  # non-JSON: every participant falls back, flagged
-    ({"coder": {"relevance": 0.9, "novelty": 0.5, "confidence": 0.5, "reason": "x"}}, "fallback"),  # missing
-])
+@pytest.mark.parametrize(
+    ("reply", "flag"),
+    [
+        ("no json here at all", "fallback"),  # non-JSON: every participant falls back, flagged
+        ({"coder": {"relevance": 0.9, "novelty": 0.5, "confidence": 0.5, "reason": "x"}}, "fallback"),  # missing
+    ],
+)
 def test_bad_batched_output_falls_back_without_crashing(reply: object, flag: str) -> None:
     comps, _, _ = _judge(lambda r: reply)
     assert set(comps) == {"coder", "designer", "researcher"}
@@ -240,8 +254,10 @@ def test_components_fallback_rules() -> None:
 def test_a_zero_to_ten_answer_raises_no_hand() -> None:
     """Clamping made every hand go up at will 1.0; an invalid answer is now a flagged fallback, and its
     in-range numbers (a "1" on a 0–10 scale) are not trusted either."""
-    reply = {p: {"relevance": r, "novelty": 8, "confidence": 9, "reason": "sure"}
-             for p, r in (("coder", 10), ("designer", 1), ("researcher", 7))}
+    reply = {
+        p: {"relevance": r, "novelty": 8, "confidence": 9, "reason": "sure"}
+        for p, r in (("coder", 10), ("designer", 1), ("researcher", 7))
+    }
     comps, _, _ = _judge(lambda r: reply)
     hands = decide_hands(list(comps.values()), HandRaiseConfig())
     assert all(h.will == 0 and h.status == HandStatus.LOWERED for h in hands)
@@ -254,15 +270,22 @@ def test_template_fill_reads_digits_as_ninths_and_falls_back_on_anything_else() 
     from engine.handraise import parse_template_fill
 
     ids = ["coder", "designer"]
-    good = ('{"coder": {"relevance": 9, "novelty": 3, "confidence": 0, "reason": "code"},'
-            '"designer": {"relevance": 0, "novelty": 0, "confidence": 0, "reason": "no"}}')
+    good = (
+        '{"coder": {"relevance": 9, "novelty": 3, "confidence": 0, "reason": "code"},'
+        '"designer": {"relevance": 0, "novelty": 0, "confidence": 0, "reason": "no"}}'
+    )
     coder, designer = parse_template_fill(good, ids)
     assert (coder.relevance, coder.novelty, coder.confidence) == (1.0, pytest.approx(1 / 3), 0.0)
     assert coder.flags == ["scale:0-9"] and coder.reason == "code"
-    for bad in (good.replace('"relevance": 9', '"relevance": 45'), good.replace("9", "true"),
-                good.replace('"relevance": 9', '"relevance": NaN')):
-        assert all(c.relevance == c.novelty == c.confidence == 0 and "judge:invalid_answer" in c.flags
-                   for c in parse_template_fill(bad, ids))
+    for bad in (
+        good.replace('"relevance": 9', '"relevance": 45'),
+        good.replace("9", "true"),
+        good.replace('"relevance": 9', '"relevance": NaN'),
+    ):
+        assert all(
+            c.relevance == c.novelty == c.confidence == 0 and "judge:invalid_answer" in c.flags
+            for c in parse_template_fill(bad, ids)
+        )
     for broken in (good[:40], "", "[" * 3000):
         assert all("judge:unparseable" in c.flags and c.relevance == 0 for c in parse_template_fill(broken, ids))
 
@@ -289,9 +312,11 @@ def test_self_judgment_skip_keeps_the_hand_down_and_errors_fall_back() -> None:
 def test_hybrid_self_judges_only_the_judges_survivors() -> None:
     def reply(request):  # noqa: ANN001, ANN202
         if request.schema_name == "HandRaiseJudgment":
-            return {"coder": {"relevance": 1, "novelty": 1, "confidence": 1, "reason": "code"},
-                    "designer": {"relevance": 0, "novelty": 0.2, "confidence": 0.1, "reason": "no"},
-                    "researcher": {"relevance": 0.2, "novelty": 0.2, "confidence": 0.2, "reason": "no"}}
+            return {
+                "coder": {"relevance": 1, "novelty": 1, "confidence": 1, "reason": "code"},
+                "designer": {"relevance": 0, "novelty": 0.2, "confidence": 0.1, "reason": "no"},
+                "researcher": {"relevance": 0.2, "novelty": 0.2, "confidence": 0.2, "reason": "no"},
+            }
         return {"decision": "RESPOND", "relevance": 0.6, "novelty": 0.4, "confidence": 0.8, "reason": "mine"}
 
     comps, facts, model = _judge(reply, "hybrid")
@@ -310,20 +335,22 @@ def test_embedding_judge_ranks_the_relevant_profile_first() -> None:
 
 # -- orchestration ----------------------------------------------------------------------------------------------
 
+
 def _conversation_with(scores: dict[str, tuple[float, float, float]], config: HandRaiseConfig):  # noqa: ANN202
     from engine.handraise import DEFAULT_CAST, Conversation
     from tests.fakes.scripted import FnModel
 
     def reply(request):  # noqa: ANN001, ANN202
         if request.schema_name == "HandRaiseJudgment":
-            return {p: {"relevance": r, "novelty": n, "confidence": c, "reason": f"{p} knows"}
-                    for p, (r, n, c) in scores.items()}
+            return {
+                p: {"relevance": r, "novelty": n, "confidence": c, "reason": f"{p} knows"}
+                for p, (r, n, c) in scores.items()
+            }
         return f"answer from {request.messages[0].content.split(',')[0].removeprefix('You are ')}"
 
     events: list[tuple[str, dict]] = []
     model = FnModel(reply, model_id="gemma3-270m")
-    conv = Conversation(DEFAULT_CAST, {"gemma3-270m": model}, config,
-                        emit=lambda t, **p: events.append((t, p)))
+    conv = Conversation(DEFAULT_CAST, {"gemma3-270m": model}, config, emit=lambda t, **p: events.append((t, p)))
     return conv, events, model
 
 
@@ -332,7 +359,8 @@ def test_a_turn_from_message_to_answers_with_events_and_telemetry() -> None:
 
     conv, events, model = _conversation_with(
         {"coder": (0.9, 0.8, 0.9), "designer": (0.9, 0.9, 0.9), "researcher": (0.1, 0.1, 0.1)},
-        HandRaiseConfig(card_timeout_s=30))
+        HandRaiseConfig(card_timeout_s=30),
+    )
     state = asyncio.run(conv.user_message("KeyError in my config loader, any idea?"))
     assert len(model.requests) == 1  # one batched judgment for three participants
     assert [h.model for h in state.waiting] == ["coder", "designer"]
@@ -348,8 +376,20 @@ def test_a_turn_from_message_to_answers_with_events_and_telemetry() -> None:
     rows = {r["participant"]: r for r in conv.telemetry}
     assert rows["coder"]["allowed"] and rows["coder"]["decided_by"] == "user"
     assert rows["designer"]["decided_by"] == "timeout" and rows["researcher"]["decided_by"] == "mode"
-    assert {"will", "relevance", "novelty", "confidence", "reason", "cooldown_delta", "over_raise_factor", "mode",
-            "judge_method", "judge_latency_s", "judge_tokens", "answer_tokens"} <= set(rows["coder"])
+    assert {
+        "will",
+        "relevance",
+        "novelty",
+        "confidence",
+        "reason",
+        "cooldown_delta",
+        "over_raise_factor",
+        "mode",
+        "judge_method",
+        "judge_latency_s",
+        "judge_tokens",
+        "answer_tokens",
+    } <= set(rows["coder"])
     # The loop guard refuses a second raise in the same turn, and says so.
     assert not conv.raise_again(state, "answer of coder") and events[-1][0] == "raise_refused"
     # Next turn: the coder spoke, so its will is cooled by 0.1.

@@ -19,7 +19,8 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
         assert "benchmarks" not in cal.fitted_on  # never fitted on the benchmark it is reported on
         extremes: tuple[dict[str, float], ...] = (
             {"pmi_mean": -9, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1},
-            {"pmi_mean": 9, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1})
+            {"pmi_mean": 9, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1},
+        )
         for values in extremes:
             for component in ("relevance", "confidence"):
                 assert 0 <= cal.apply(component, values) <= 1
@@ -30,9 +31,18 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
 def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path) -> None:
     # Speakers have high features, the others low: the fitted maps must put the will of the first above
     # the seed's threshold and the second below it.
-    rows = [{"label": i % 2 == 0, "pmi_mean": 2.0 if i % 2 == 0 else -2.0, "pmi_rel": 1.0 if i % 2 == 0 else -1.0,
-             "pmi_max": 3.0 if i % 2 == 0 else -1.0, "rel_cos": 0.6 if i % 2 == 0 else 0.1,
-             "conf_cos": 0.7 if i % 2 == 0 else 0.1, "answer_cos": -1.0} for i in range(40)]
+    rows = [
+        {
+            "label": i % 2 == 0,
+            "pmi_mean": 2.0 if i % 2 == 0 else -2.0,
+            "pmi_rel": 1.0 if i % 2 == 0 else -1.0,
+            "pmi_max": 3.0 if i % 2 == 0 else -1.0,
+            "rel_cos": 0.6 if i % 2 == 0 else 0.1,
+            "conf_cos": 0.7 if i % 2 == 0 else 0.1,
+            "answer_cos": -1.0,
+        }
+        for i in range(40)
+    ]
     cals = fit_calibrations(rows, "m", "split.jsonl", "0" * 64)
     for cal in cals:
         assert cal.metrics["fit_f1"] == 1.0

@@ -27,15 +27,30 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 def _call(run_id: str, model_id: str = "gemma3-270m", **kw: object) -> CallRecord:
-    fields: dict[str, object] = {"run_id": run_id, "model_id": model_id, "backend": "llamacpp", "request_hash": "h",
-                                 "request": {"messages": [{"role": "user", "content": "hi"}]}, "raw_text": "ok",
-                                 "prompt_tokens": 5, "completion_tokens": 3, "cost": 0.002}
+    fields: dict[str, object] = {
+        "run_id": run_id,
+        "model_id": model_id,
+        "backend": "llamacpp",
+        "request_hash": "h",
+        "request": {"messages": [{"role": "user", "content": "hi"}]},
+        "raw_text": "ok",
+        "prompt_tokens": 5,
+        "completion_tokens": 3,
+        "cost": 0.002,
+    }
     fields.update(kw)
     return CallRecord(**fields)
 
 
-def _run(store: Store, kind: str, config: dict[str, object] | None = None, name: str = "",
-         status: str = "finished", error: str | None = None, model: str | None = None) -> str:
+def _run(
+    store: Store,
+    kind: str,
+    config: dict[str, object] | None = None,
+    name: str = "",
+    status: str = "finished",
+    error: str | None = None,
+    model: str | None = None,
+) -> str:
     run = store.create_run(kind, config or {}, name=name)
     store.append_event(run.id, 0, "run_started", {"kind": kind}, datetime.now(UTC))
     if model:
@@ -50,11 +65,17 @@ def _ids(store: Store, **where: object) -> set[str]:
 
 
 def test_search_by_text_kind_status_model_hash_and_tags(store: Store) -> None:
-    jury = _run(store, "jury.run", {"case": {"title": "Password LEAK in the log"}}, name="night batch",
-                model="gemma3-270m")
+    jury = _run(
+        store, "jury.run", {"case": {"title": "Password LEAK in the log"}}, name="night batch", model="gemma3-270m"
+    )
     director = _run(store, "director.check", {"text": "えー、ほんと？", "model_id": "gpt-4o"}, name="yana lines")
-    failed = _run(store, "jury.run", {"case": {"title": "fine"}}, status="failed",
-                  error="ServerError: upstream 502 from 100% busy_server")
+    failed = _run(
+        store,
+        "jury.run",
+        {"case": {"title": "fine"}},
+        status="failed",
+        error="ServerError: upstream 502 from 100% busy_server",
+    )
     running = _run(store, "skip.simulate", {"workload": {"channels": 5}}, status="running")
     assert _ids(store) == {jury, director, failed, running}
     # Text: every word, case-insensitive, in id, name, kind, error or config (Japanese too).
@@ -105,8 +126,9 @@ def test_search_by_date_range_in_utc(store: Store) -> None:
     assert _ids(store, started_to=day) == set()
     # A time in another zone is the same instant: 2024-03-02 01:00 in UTC+2 is 23:00 UTC on the 1st.
     east = timezone(timedelta(hours=2))
-    assert _ids(store, started_from=datetime(2024, 3, 2, 1, 0, tzinfo=east),
-                started_to=datetime(2024, 3, 2, 2, 0, tzinfo=east)) == {old}
+    assert _ids(
+        store, started_from=datetime(2024, 3, 2, 1, 0, tzinfo=east), started_to=datetime(2024, 3, 2, 2, 0, tzinfo=east)
+    ) == {old}
     assert [r.id for r in store.search_runs(limit=10)] == [new, old]  # newest first
 
 
@@ -188,15 +210,27 @@ def test_migration_4_adds_tags_to_a_database_from_before(tmp_path: Path) -> None
 
 
 def test_flatten_and_config_diff() -> None:
-    a = {"jury": {"rounds": 3, "threshold": 0.67}, "jurors": [{"model": "m1"}, {"model": "m2"}], "tags": [],
-         "only_a": True}
-    b = {"jury": {"rounds": 3.0, "threshold": 1.0}, "jurors": [{"model": "m1"}, {"model": "m3"}, {"model": "m4"}],
-         "tags": [], "only_b": None}
+    a = {
+        "jury": {"rounds": 3, "threshold": 0.67},
+        "jurors": [{"model": "m1"}, {"model": "m2"}],
+        "tags": [],
+        "only_a": True,
+    }
+    b = {
+        "jury": {"rounds": 3.0, "threshold": 1.0},
+        "jurors": [{"model": "m1"}, {"model": "m3"}, {"model": "m4"}],
+        "tags": [],
+        "only_b": None,
+    }
     assert dict(flatten(a))["jurors[1].model"] == "m2" and dict(flatten(a))["tags"] == []
     changes = {(c.path, c.change, c.a, c.b) for c in config_diff(a, b)}
-    assert changes == {("jury.threshold", "changed", 0.67, 1.0), ("jurors[1].model", "changed", "m2", "m3"),
-                       ("jurors[2].model", "added", None, "m4"), ("only_a", "removed", True, None),
-                       ("only_b", "added", None, None)}
+    assert changes == {
+        ("jury.threshold", "changed", 0.67, 1.0),
+        ("jurors[1].model", "changed", "m2", "m3"),
+        ("jurors[2].model", "added", None, "m4"),
+        ("only_a", "removed", True, None),
+        ("only_b", "added", None, None),
+    }
     assert config_diff(a, a) == []
     assert [c.path for c in config_diff({"x": 1}, {"x": True})] == ["x"]  # True is not 1
 
@@ -206,9 +240,14 @@ def test_headline_and_comparison_of_two_runs(store: Store) -> None:
     b = _run(store, "jury.run", {"jury": {"rounds": 3}})
     other = _run(store, "director.check")
     with store.engine.begin() as conn:
-        conn.execute(update(Run).where(col(Run.id) == a).values(
-            summary_json='{"verdict": "unsafe_fail", "score": 12.5, "result": {"huge": 1}, '
-                         '"agreement": {"kappa": 0.4, "deep": {"x": 1}}, "items": [1, 2]}'))
+        conn.execute(
+            update(Run)
+            .where(col(Run.id) == a)
+            .values(
+                summary_json='{"verdict": "unsafe_fail", "score": 12.5, "result": {"huge": 1}, '
+                '"agreement": {"kappa": 0.4, "deep": {"x": 1}}, "items": [1, 2]}'
+            )
+        )
     run_a, run_b = store.get_run(a), store.get_run(b)
     assert run_a is not None and run_b is not None
     totals = store.run_totals([a, b])

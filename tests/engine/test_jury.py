@@ -118,8 +118,11 @@ def test_fallback_juror_is_neutral_and_flagged() -> None:
 
 def test_two_failed_jurors_are_no_majority() -> None:
     """Two fallbacks' needs_review used to outvote the one juror who worked and end the discussion at 0.67."""
-    evaluations = [fallback_evaluation("a", "ServerError: down"), fallback_evaluation("b", "StructuredOutputError"),
-                   ev("c", F, 10)]
+    evaluations = [
+        fallback_evaluation("a", "ServerError: down"),
+        fallback_evaluation("b", "StructuredOutputError"),
+        ev("c", F, 10),
+    ]
     consensus = panel_consensus(evaluations, 0.67)
     assert consensus.status == ConsensusStatus.NO_QUORUM and not consensus.consensus_reached
     assert consensus.failed == 2 and consensus.majority_position is None
@@ -135,7 +138,11 @@ def test_consensus_is_the_share_of_working_jurors() -> None:
     # for nor against), reached at 1.0 and at 0.67
     both = panel_consensus([ev("a", F, 10), ev("b", F, 20), fb], 1.0)
     assert (both.status, both.agreement_level, both.consensus_reached, both.failed) == (
-        ConsensusStatus.UNANIMOUS, 1.0, True, 1)
+        ConsensusStatus.UNANIMOUS,
+        1.0,
+        True,
+        1,
+    )
     split = panel_consensus([ev("a", F, 10), ev("b", P, 90), fb], 0.5)
     assert split.status == ConsensusStatus.SPLIT and not split.consensus_reached
     # a one-seat panel needs its one juror; with it failed there is nothing to decide

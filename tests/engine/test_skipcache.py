@@ -36,18 +36,37 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def cache(thread: str | None = "1700.1", latest: str = "m1", next_check: datetime | None = None,
-          channel: str = "C1", confidence: float = 0.8) -> JudgmentCache:
-    return JudgmentCache(channel_id=channel, thread_ts=thread, should_respond=False, confidence=confidence,
-                         reason="r", latest_message_ts=latest, next_check_at=next_check or T0 + timedelta(hours=1),
-                         created_at=T0, updated_at=T0)
+def cache(
+    thread: str | None = "1700.1",
+    latest: str = "m1",
+    next_check: datetime | None = None,
+    channel: str = "C1",
+    confidence: float = 0.8,
+) -> JudgmentCache:
+    return JudgmentCache(
+        channel_id=channel,
+        thread_ts=thread,
+        should_respond=False,
+        confidence=confidence,
+        reason="r",
+        latest_message_ts=latest,
+        next_check_at=next_check or T0 + timedelta(hours=1),
+        created_at=T0,
+        updated_at=T0,
+    )
 
 
 # -- table 1: JudgmentCache ---------------------------------------------------------------------------
 def test_entity_created_with_all_fields() -> None:
     c = cache()
     assert (c.channel_id, c.thread_ts, c.should_respond, c.confidence, c.reason, c.latest_message_ts) == (
-        "C1", "1700.1", False, 0.8, "r", "m1")
+        "C1",
+        "1700.1",
+        False,
+        0.8,
+        "r",
+        "m1",
+    )
 
 
 def test_scope_key_with_and_without_thread() -> None:
@@ -102,8 +121,17 @@ def test_top_level_rows_do_not_duplicate(repo: SQLJudgmentCacheRepository) -> No
     from engine.skipcache import JudgmentCacheModel
 
     with Session(repo.engine) as session, pytest.raises(IntegrityError):
-        session.add(JudgmentCacheModel(channel_id="C1", thread_ts=None, should_respond=True, confidence=1,
-                                       reason="x", latest_message_ts="m3", next_check_at=T0))
+        session.add(
+            JudgmentCacheModel(
+                channel_id="C1",
+                thread_ts=None,
+                should_respond=True,
+                confidence=1,
+                reason="x",
+                latest_message_ts="m3",
+                next_check_at=T0,
+            )
+        )
         session.commit()
 
 
@@ -184,8 +212,14 @@ class CountingJudge:
 
 
 def msg(i: int, minutes: float, channel: str = "C1", thread: str | None = None) -> Message:
-    return Message(id=f"m{i}", channel_id=channel, thread_ts=thread, author="u", text=f"message {i}",
-                   at=T0 + timedelta(minutes=minutes))
+    return Message(
+        id=f"m{i}",
+        channel_id=channel,
+        thread_ts=thread,
+        author="u",
+        text=f"message {i}",
+        at=T0 + timedelta(minutes=minutes),
+    )
 
 
 def checker(messages: list[Message], judge, **cfg) -> tuple[PeriodicChecker, MemoryJudgmentCacheRepository]:
@@ -249,8 +283,9 @@ def test_new_message_invalidates_and_re_judges() -> None:
     assert run(repo.find_by_scope("C1", None)).latest_message_ts == "m2"
 
 
-@pytest.mark.parametrize(("confidence", "seconds"), [(0.9, 43200), (0.95, 43200), (0.8, 3600), (0.7, 3600),
-                                                     (0.5, 600), (0.0, 600)])
+@pytest.mark.parametrize(
+    ("confidence", "seconds"), [(0.9, 43200), (0.95, 43200), (0.8, 3600), (0.7, 3600), (0.5, 600), (0.0, 600)]
+)
 def test_confidence_sets_the_skip_window(confidence: float, seconds: int) -> None:
     assert calculate_skip_seconds(confidence, JudgmentSkipConfig()) == seconds
     judge = CountingJudge(no(confidence))
@@ -260,8 +295,12 @@ def test_confidence_sets_the_skip_window(confidence: float, seconds: int) -> Non
 
 
 def test_thresholds_are_sorted_at_lookup() -> None:
-    unsorted = JudgmentSkipConfig(thresholds=[JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600),
-                                              JudgmentSkipThreshold(min_confidence=0.9, skip_seconds=43200)])
+    unsorted = JudgmentSkipConfig(
+        thresholds=[
+            JudgmentSkipThreshold(min_confidence=0.7, skip_seconds=3600),
+            JudgmentSkipThreshold(min_confidence=0.9, skip_seconds=43200),
+        ]
+    )
     assert calculate_skip_seconds(0.95, unsorted) == 43200
 
 
@@ -287,7 +326,13 @@ def test_hand_built_workload_exact_counts() -> None:
     for minute in range(0, 41):
         run(chk.check(at(minute)))
     assert [(mid, (t - T0).total_seconds() / 60) for mid, t in with_cache.calls] == [
-        ("m1", 5), ("m3", 7), ("m3", 17), ("m2", 25), ("m3", 27), ("m3", 37)]
+        ("m1", 5),
+        ("m3", 7),
+        ("m3", 17),
+        ("m2", 25),
+        ("m3", 27),
+        ("m3", 37),
+    ]
     without = ScopeJudge(no(0))
     chk, _ = checker(messages, without, judgment_skip=JudgmentSkipConfig(enabled=False))
     for minute in range(0, 41):
@@ -339,12 +384,16 @@ def test_unparseable_model_output_is_the_seed_default_not_an_error() -> None:
 
     outcome = run(ModelJudge(ScriptedModel(["I would rather not say."])).judge([msg(1, 0)], at(5)))
     assert outcome.error is None and outcome.result == JudgmentResult(
-        should_respond=False, reason=outcome.result.reason, confidence=0.0, flags=["unparseable"])
+        should_respond=False, reason=outcome.result.reason, confidence=0.0, flags=["unparseable"]
+    )
     missing = run(ModelJudge(ScriptedModel(['{"should_respond": true, "reason": "質問"}'])).judge([msg(1, 0)], at(5)))
     assert (missing.result.confidence, missing.result.flags) == (0.0, ["missing:confidence"])
     for bad in ("7", "NaN", "-1", "true", '"lots"'):
-        out = run(ModelJudge(ScriptedModel([f'{{"should_respond": true, "reason": "q", "confidence": {bad}}}']))
-                  .judge([msg(1, 0)], at(5)))
+        out = run(
+            ModelJudge(ScriptedModel([f'{{"should_respond": true, "reason": "q", "confidence": {bad}}}'])).judge(
+                [msg(1, 0)], at(5)
+            )
+        )
         assert out.result.should_respond and out.result.confidence == 0.0
         assert out.result.flags == ["invalid:confidence"], bad
 
@@ -355,13 +404,16 @@ def _judge_replying(reply: str | RawResult) -> Any:
     return ModelJudge(FnModel(lambda r: reply))
 
 
-@pytest.mark.parametrize(("reply", "flag"), [
-    ('{"should_respond": false, "reason": "様子見", "confidence": NaN}', "invalid:confidence"),
-    ('{"should_respond": false, "reason": "様子見", "confidence": 7}', "invalid:confidence"),
-    ('{"should_respond": false, "reason": "様子見"}', "missing:confidence"),
-    ("not json", "unparseable"),
-    ("truncated", "truncated"),
-])
+@pytest.mark.parametrize(
+    ("reply", "flag"),
+    [
+        ('{"should_respond": false, "reason": "様子見", "confidence": NaN}', "invalid:confidence"),
+        ('{"should_respond": false, "reason": "様子見", "confidence": 7}', "invalid:confidence"),
+        ('{"should_respond": false, "reason": "様子見"}', "missing:confidence"),
+        ("not json", "unparseable"),
+        ("truncated", "truncated"),
+    ],
+)
 def test_a_failed_confidence_is_never_cached_so_no_long_skip(reply: str | RawResult, flag: str) -> None:
     """The origin's bug class: NaN (clamped before the NaN check) or a truncated answer without confidence
     became 1.0 and a 12-hour skip. Here the judgment decides, flagged, and the scope is judged again."""
@@ -370,8 +422,9 @@ def test_a_failed_confidence_is_never_cached_so_no_long_skip(reply: str | RawRes
     events: list[tuple[str, dict]] = []
     source = ListSource([msg(1, 0)])
     repo = MemoryJudgmentCacheRepository()
-    chk = PeriodicChecker(source, _judge_replying(reply), repo, ResponseConfig(),
-                          emit=lambda t, **p: events.append((t, p)))
+    chk = PeriodicChecker(
+        source, _judge_replying(reply), repo, ResponseConfig(), emit=lambda t, **p: events.append((t, p))
+    )
     report = run(chk.check(at(5)))
     assert report.judged == ["C1:top"] and run(repo.count()) == 0
     judged = [p for t, p in events if t == "judgment"]
@@ -396,10 +449,24 @@ def test_probability_judge_with_the_bundled_model(store) -> None:
     from models.registry import ModelHub
 
     judge = ProbabilityJudge(ModelHub(load_catalog(), call_log=store).get("gemma3-270m"))
-    sleepy = run(judge.judge([Message(id="a", channel_id="C", thread_ts=None, author="aki", text="眠い…",
-                                      at=T0)], at(10)))
-    asking = run(judge.judge([Message(id="b", channel_id="C", thread_ts=None, author="ben",
-                                      text="Does anyone know how to reset the VPN?", at=T0)], at(10)))
+    sleepy = run(
+        judge.judge([Message(id="a", channel_id="C", thread_ts=None, author="aki", text="眠い…", at=T0)], at(10))
+    )
+    asking = run(
+        judge.judge(
+            [
+                Message(
+                    id="b",
+                    channel_id="C",
+                    thread_ts=None,
+                    author="ben",
+                    text="Does anyone know how to reset the VPN?",
+                    at=T0,
+                )
+            ],
+            at(10),
+        )
+    )
     for outcome in (sleepy, asking):
         assert outcome.error is None and outcome.result is not None
         assert 0.5 <= outcome.result.confidence <= 1.0
@@ -414,7 +481,13 @@ def test_probability_judge_failure_is_an_error_outcome() -> None:
     from models.catalog import ModelSpec, Profile
     from models.registry import build_model
 
-    spec = ModelSpec(id="x", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", needs_key=False,
-                     profile=Profile(name="x"))
+    spec = ModelSpec(
+        id="x",
+        backend="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        needs_key=False,
+        profile=Profile(name="x"),
+    )
     outcome = run(ProbabilityJudge(build_model(spec)).judge([msg(1, 0)], at(5)))
     assert outcome.result is None and "ModelUnavailable" in (outcome.error or "")

@@ -40,9 +40,14 @@ class HashJudge:
         r = random.Random(state_key(history))
         question = any(ch in history[-1].text for ch in "？?") or "困" in history[-1].text
         return JudgeOutcome(
-            result=JudgmentResult(should_respond=question and r.random() < 0.7, reason="r",
-                                  confidence=r.choice([0.95, 0.9, 0.8, 0.75, 0.6, 0.4])),
-            prompt_tokens=400, completion_tokens=40, cost=0.0004,
+            result=JudgmentResult(
+                should_respond=question and r.random() < 0.7,
+                reason="r",
+                confidence=r.choice([0.95, 0.9, 0.8, 0.75, 0.6, 0.4]),
+            ),
+            prompt_tokens=400,
+            completion_tokens=40,
+            cost=0.0004,
         )
 
 
@@ -62,8 +67,11 @@ def test_workload_file_round_trip_and_errors(tmp_path: Path) -> None:
     dump_workload(messages, path)
     assert load_workload(path) == messages
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"t": 0, "channel": "C", "id": "a"}\n{"t": -1, "channel": "C", "id": "b"}\nnope\n'
-                   '{"t": 5, "id": "c"}\n{"t": 6, "channel": "C", "id": "a"}\n', encoding="utf-8")
+    bad.write_text(
+        '{"t": 0, "channel": "C", "id": "a"}\n{"t": -1, "channel": "C", "id": "b"}\nnope\n'
+        '{"t": 5, "id": "c"}\n{"t": 6, "channel": "C", "id": "a"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(WorkloadError) as info:
         load_workload(bad)
     assert [p.split(": ", 1)[0] for p in info.value.problems] == [f"{bad}:{n}" for n in (2, 3, 4, 5)]
@@ -133,8 +141,14 @@ def test_judge_quality_against_the_generator_labels() -> None:
     assert all(labels[m.id] == labels[m.id.rsplit("-", 1)[0] + "-0"] for m in messages)  # a burst shares one label
 
     def recorded(flip: bool, confidence: float) -> RecordedJudge:
-        return RecordedJudge({f"{m.channel_id}:top|{m.id}": JudgeOutcome(result=JudgmentResult(
-            should_respond=labels[m.id] != flip, reason="", confidence=confidence)) for m in messages})
+        return RecordedJudge(
+            {
+                f"{m.channel_id}:top|{m.id}": JudgeOutcome(
+                    result=JudgmentResult(should_respond=labels[m.id] != flip, reason="", confidence=confidence)
+                )
+                for m in messages
+            }
+        )
 
     right = judge_quality(recorded(False, 0.9), labels)
     assert right["auc"] == 1.0 and right["accuracy"] == 1.0 and right["share_confidence_ge_0_7"] == 1.0

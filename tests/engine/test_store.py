@@ -35,9 +35,17 @@ def store(db_url: str) -> Iterator[Store]:
 
 def _record(run_id: str | None = None, **kw: object) -> CallRecord:
     fields: dict[str, object] = {
-        "run_id": run_id, "model_id": "m", "backend": "llamacpp", "request_hash": "h1",
-        "request": {"messages": [{"role": "user", "content": "hi"}]}, "raw_text": '{"a": 1}',
-        "parsed": {"a": 1}, "prompt_tokens": 5, "completion_tokens": 3, "latency_s": 0.25, "cost": 0.001,
+        "run_id": run_id,
+        "model_id": "m",
+        "backend": "llamacpp",
+        "request_hash": "h1",
+        "request": {"messages": [{"role": "user", "content": "hi"}]},
+        "raw_text": '{"a": 1}',
+        "parsed": {"a": 1},
+        "prompt_tokens": 5,
+        "completion_tokens": 3,
+        "latency_s": 0.25,
+        "cost": 0.001,
     }
     fields.update(kw)
     return CallRecord(**fields)
@@ -79,8 +87,15 @@ def test_runs_events_and_calls_round_trip(store: Store) -> None:
     live, ended = sink.drain()
     assert [e.type for e in live] == ["run_started", "step", "run_finished"] and ended
     totals = store.run_totals([run.run_id])[run.run_id]
-    assert totals == {"calls": 1, "prompt_tokens": 5, "completion_tokens": 3, "cost": 0.001,
-                      "latency_s": 0.25, "errors": 0, "would_cost": None}
+    assert totals == {
+        "calls": 1,
+        "prompt_tokens": 5,
+        "completion_tokens": 3,
+        "cost": 0.001,
+        "latency_s": 0.25,
+        "errors": 0,
+        "would_cost": None,
+    }
     assert current_context().run_id is None
 
 
@@ -208,8 +223,10 @@ def test_a_version_1_database_opens_migrates_and_keeps_its_rows(db_url: str) -> 
             conn.execute(text(statement))
         conn.execute(text("INSERT INTO schema_migrations VALUES (1, 'create tables', :t)"), {"t": long_ago})
         for rid, status in (("old-done", "finished"), ("old-stuck", "running")):
-            conn.execute(text("INSERT INTO runs VALUES (:id, 'jury.run', '', :status, '{}', '', '{}', NULL, :t, "
-                              "NULL)"), {"id": rid, "status": status, "t": long_ago})
+            conn.execute(
+                text("INSERT INTO runs VALUES (:id, 'jury.run', '', :status, '{}', '', '{}', NULL, :t, NULL)"),
+                {"id": rid, "status": status, "t": long_ago},
+            )
     engine.dispose()
 
     store = Store(db_url)
@@ -317,7 +334,8 @@ def test_keyboard_interrupt_closes_the_run_as_cancelled_with_its_events(store: S
     assert events[-1].payload == {"reason": "interrupted by SIGINT (Ctrl-C)"}
     assert len(store.calls(run.run_id)) == 1
     assert incomplete_note(saved.status, events, saved.error) == (
-        "incomplete: cancelled after event 2 (run_cancelled) — interrupted by SIGINT (Ctrl-C)")
+        "incomplete: cancelled after event 2 (run_cancelled) — interrupted by SIGINT (Ctrl-C)"
+    )
 
 
 def test_a_cancelled_task_closes_its_run_as_cancelled(store: Store) -> None:
@@ -350,13 +368,19 @@ def test_a_cancelled_task_closes_its_run_as_cancelled(store: Store) -> None:
 # -- bad URLs and damaged files --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("notaurl", "is not a database URL"),
-    ("nosuchdb://host/x", "unknown kind of database 'nosuchdb'"),
-    ("mysql://u@127.0.0.1/x", "the database driver is not installed"),
-    ("postgresql://postgres@127.0.0.1:1/none", "cannot open the database at postgresql://postgres@127.0.0.1:1/none"),
-    ("postgresql://u:secret-pw@127.0.0.1:1/none", "postgresql://u:***@127.0.0.1:1/none"),
-])
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("notaurl", "is not a database URL"),
+        ("nosuchdb://host/x", "unknown kind of database 'nosuchdb'"),
+        ("mysql://u@127.0.0.1/x", "the database driver is not installed"),
+        (
+            "postgresql://postgres@127.0.0.1:1/none",
+            "cannot open the database at postgresql://postgres@127.0.0.1:1/none",
+        ),
+        ("postgresql://u:secret-pw@127.0.0.1:1/none", "postgresql://u:***@127.0.0.1:1/none"),
+    ],
+)
 def test_bad_database_urls_are_clear_errors(url: str, expected: str) -> None:
     with pytest.raises(StoreError) as info:
         Store(url)
@@ -399,12 +423,22 @@ def test_a_damaged_sqlite_file_is_refused_before_anything_is_written(tmp_path: P
 @pytest.mark.slow  # six real processes
 def test_processes_opening_a_new_database_at_once_all_succeed(db_url: str) -> None:
     # Each process imports first, then all open the database at the same instant.
-    script = ("import sys, time; from engine.store import Store; "
-              "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); Store(sys.argv[1]).dispose()")
+    script = (
+        "import sys, time; from engine.store import Store; "
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); Store(sys.argv[1]).dispose()"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     at = str(time.time() + 4)
-    procs = [subprocess.Popen([sys.executable, "-c", script, db_url, at], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, db_url, at],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     results = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 6, [err for _, err in results]
     store = Store(db_url)

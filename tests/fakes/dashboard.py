@@ -23,8 +23,13 @@ def running_dashboard(tmp_path: Path, env: dict[str, str]) -> Iterator[int]:
     port, and stop it afterwards."""
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
-                            env=os.environ | env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
+        env=os.environ | env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 60
         while not port_open(port):

@@ -22,11 +22,13 @@ def live_markers(markdown: str) -> list[str]:
 
 def hostile(port: int, tag: str, *, one_line: bool = False) -> str:
     leak = f"http://127.0.0.1:{port}"
-    text = (f"<img src={leak}/img/{tag}> <a href={leak}/a/{tag}>Click to approve</a> "
-            f"<script>fetch('{leak}/script/{tag}')</script> <svg onload=\"fetch('{leak}/svg/{tag}')\"></svg>\n"
-            f"### Heading {tag}\n"
-            f"[link]({leak}/md/{tag}) ![x]({leak}/mdimg/{tag}) <iframe src={leak}/iframe/{tag}></iframe> "
-            f"**bold-{tag}** :red[red-{tag}] $x^2$ <b>bold-{tag}</b>")
+    text = (
+        f"<img src={leak}/img/{tag}> <a href={leak}/a/{tag}>Click to approve</a> "
+        f"<script>fetch('{leak}/script/{tag}')</script> <svg onload=\"fetch('{leak}/svg/{tag}')\"></svg>\n"
+        f"### Heading {tag}\n"
+        f"[link]({leak}/md/{tag}) ![x]({leak}/mdimg/{tag}) <iframe src={leak}/iframe/{tag}></iframe> "
+        f"**bold-{tag}** :red[red-{tag}] $x^2$ <b>bold-{tag}</b>"
+    )
     return text.replace("\n", " ") if one_line else text
 
 
@@ -52,23 +54,44 @@ def store_hostile_runs(store: Any, port: int) -> dict[str, str]:
     h = lambda tag: hostile(port, tag)  # noqa: E731
     runs: dict[str, str] = {}
     # Jury: a hostile case, roles, model ids and answers; one seat fails with a hostile error.
-    models = {h("model-a"): _scripted(port, "juror-a", store), h("model-b"): _scripted(port, "juror-b", store),
-              h("model-judge"): _scripted(port, "judge", store),
-              h("model-err"): FnModel(lambda r: ServerError(h("error"), model_id="x"), call_log=store)}
-    seats = [JurorSeat(juror_id=f"j{i}", model_id=m, role_name=h(f"role-{i}"), role_focus=h(f"focus-{i}"))
-             for i, m in enumerate(models) if "judge" not in m]
+    models = {
+        h("model-a"): _scripted(port, "juror-a", store),
+        h("model-b"): _scripted(port, "juror-b", store),
+        h("model-judge"): _scripted(port, "judge", store),
+        h("model-err"): FnModel(lambda r: ServerError(h("error"), model_id="x"), call_log=store),
+    }
+    seats = [
+        JurorSeat(juror_id=f"j{i}", model_id=m, role_name=h(f"role-{i}"), role_focus=h(f"focus-{i}"))
+        for i, m in enumerate(models)
+        if "judge" not in m
+    ]
     rubric = Rubric(verdict_descriptions={"safe_pass": h("description")}, instructions=h("instructions"))
     case = JuryCase(id=h("case-id"), title=h("case-title"), content=h("case-content"), gold=h("gold"), rubric=rubric)
-    jury = Jury(seats, models, JuryConfig(max_discussion_rounds=1, final_judge_model=h("model-judge"),
-                                          consensus_threshold=2.0))
+    jury = Jury(
+        seats, models, JuryConfig(max_discussion_rounds=1, final_judge_model=h("model-judge"), consensus_threshold=2.0)
+    )
     runs["jury.run"], _ = asyncio.run(run_case(store, jury, case, name=h("run-name")))
     # A conversation: hostile participants, message, judge reasons and answers.
-    cast = [Participant(id=f"p{i}", model_id="scripted", name=h(f"name-{i}"), icon=f"http://127.0.0.1:{port}/icon",
-                        role=h(f"role-{i}"), expertise=[h(f"expertise-{i}")]) for i in range(2)]
-    run = store.create_run("handraise.conversation", {"participants": [p.model_dump() for p in cast]},
-                           name=h("conversation"))
-    conv = Conversation(cast, lambda _m: _scripted(port, "conv", store), HandRaiseConfig(judge_model="scripted"),
-                        emit=EventBus(run.id, [StoreSink(store)]).emit)
+    cast = [
+        Participant(
+            id=f"p{i}",
+            model_id="scripted",
+            name=h(f"name-{i}"),
+            icon=f"http://127.0.0.1:{port}/icon",
+            role=h(f"role-{i}"),
+            expertise=[h(f"expertise-{i}")],
+        )
+        for i in range(2)
+    ]
+    run = store.create_run(
+        "handraise.conversation", {"participants": [p.model_dump() for p in cast]}, name=h("conversation")
+    )
+    conv = Conversation(
+        cast,
+        lambda _m: _scripted(port, "conv", store),
+        HandRaiseConfig(judge_model="scripted"),
+        emit=EventBus(run.id, [StoreSink(store)]).emit,
+    )
 
     async def talk() -> None:
         with call_context(run_id=run.id, purpose="handraise"):
@@ -105,11 +128,21 @@ def store_hostile_runs(store: Any, port: int) -> dict[str, str]:
         runs["handraise.eval"] = r.run_id
     try:
         with run_context(store, "director.duo", {"topic": h("topic")}, name=h("failed-name")) as r:
-            store.record_call(CallRecord(
-                run_id=r.run_id, purpose=h("purpose"), model_id=h("call-model"), backend="scripted",
-                request_hash="hostile", request={"messages": [{"role": h("role"), "content": h("content")}]},
-                raw_text=h("raw"), parsed={h("key"): h("value")}, error=h("call-error"), error_type=h("error-type"),
-                flags=[h("flag")]))
+            store.record_call(
+                CallRecord(
+                    run_id=r.run_id,
+                    purpose=h("purpose"),
+                    model_id=h("call-model"),
+                    backend="scripted",
+                    request_hash="hostile",
+                    request={"messages": [{"role": h("role"), "content": h("content")}]},
+                    raw_text=h("raw"),
+                    parsed={h("key"): h("value")},
+                    error=h("call-error"),
+                    error_type=h("error-type"),
+                    flags=[h("flag")],
+                )
+            )
             runs["director.duo"] = r.run_id
             raise RuntimeError(h("run-error"))
     except RuntimeError:

@@ -18,10 +18,23 @@ from models.types import RawResult, Request
 class FnModel(ChatModel):
     backend = "scripted"
 
-    def __init__(self, fn: Callable[[Request], str | dict[str, Any] | RawResult | Exception], *,
-                 model_id: str = "scripted", delay_s: float = 0.0, call_log: Any = None) -> None:
-        spec = ModelSpec(id=model_id, backend="replay", model="scripted", max_retries=0, concurrency=64,
-                         needs_key=False, profile=Profile(name=model_id))
+    def __init__(
+        self,
+        fn: Callable[[Request], str | dict[str, Any] | RawResult | Exception],
+        *,
+        model_id: str = "scripted",
+        delay_s: float = 0.0,
+        call_log: Any = None,
+    ) -> None:
+        spec = ModelSpec(
+            id=model_id,
+            backend="replay",
+            model="scripted",
+            max_retries=0,
+            concurrency=64,
+            needs_key=False,
+            profile=Profile(name=model_id),
+        )
         super().__init__(spec, call_log=call_log)
         self.fn = fn
         self.delay_s = delay_s
@@ -37,5 +50,8 @@ class FnModel(ChatModel):
         if isinstance(reply, RawResult):  # a finish reason or token counts scripted too
             return reply
         text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
-        return RawResult(text=text, prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
-                         completion_tokens=len(text) // 4)
+        return RawResult(
+            text=text,
+            prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
+            completion_tokens=len(text) // 4,
+        )

@@ -143,12 +143,20 @@ class FakeServer:
 
 # -- OpenAI ---------------------------------------------------------------------------------------
 def openai_ok(content: str, prompt_tokens: int = 12, completion_tokens: int = 7, model: str = "gpt-4o") -> Reply:
-    return Reply(body={
-        "id": "chatcmpl-test", "object": "chat.completion", "created": 1_700_000_000, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-    })
+    return Reply(
+        body={
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
 
 
 def openai_error(
@@ -160,37 +168,77 @@ def openai_error(
 def openai_stream(pieces: list[str], prompt_tokens: int = 12, completion_tokens: int = 5) -> Reply:
     events: list[Any] = []
     for i, piece in enumerate(pieces):
-        events.append({
-            "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "gpt-4o",
-            "choices": [{"index": 0, "delta": {"content": piece} | ({"role": "assistant"} if i == 0 else {}),
-                         "finish_reason": None}],
-        })
-    events.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_700_000_000,
-                   "model": "gpt-4o", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    events.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1_700_000_000,
-                   "model": "gpt-4o", "choices": [],
-                   "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                             "total_tokens": prompt_tokens + completion_tokens}})
+        events.append(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "created": 1_700_000_000,
+                "model": "gpt-4o",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": piece} | ({"role": "assistant"} if i == 0 else {}),
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
+    events.append(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
+    )
+    events.append(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "gpt-4o",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
     events.append("[DONE]")
     return Reply(stream=events)
 
 
 # -- Anthropic ------------------------------------------------------------------------------------
 def anthropic_tool(input_obj: dict[str, Any], input_tokens: int = 20, output_tokens: int = 9) -> Reply:
-    return Reply(body={
-        "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-        "content": [{"type": "tool_use", "id": "toolu_test", "name": "submit_answer", "input": input_obj}],
-        "stop_reason": "tool_use", "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-    })
+    return Reply(
+        body={
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-haiku-4-5",
+            "content": [{"type": "tool_use", "id": "toolu_test", "name": "submit_answer", "input": input_obj}],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        }
+    )
 
 
 def anthropic_text(text: str, input_tokens: int = 20, output_tokens: int = 9, stop_reason: str = "end_turn") -> Reply:
-    return Reply(body={
-        "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-        "content": [{"type": "text", "text": text}], "stop_reason": stop_reason, "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-    })
+    return Reply(
+        body={
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-haiku-4-5",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        }
+    )
 
 
 def anthropic_error(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> Reply:
@@ -199,16 +247,29 @@ def anthropic_error(status: int, type_: str, message: str, headers: dict[str, st
 
 # -- Gemini ---------------------------------------------------------------------------------------
 def gemini_ok(text: str, prompt_tokens: int = 15, candidate_tokens: int = 8, finish: str = "STOP") -> Reply:
-    return Reply(body={
-        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish, "index": 0}],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": candidate_tokens,
-                          "totalTokenCount": prompt_tokens + candidate_tokens},
-        "modelVersion": "gemini-2.5-flash",
-    })
+    return Reply(
+        body={
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish, "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt_tokens,
+                "candidatesTokenCount": candidate_tokens,
+                "totalTokenCount": prompt_tokens + candidate_tokens,
+            },
+            "modelVersion": "gemini-2.5-flash",
+        }
+    )
 
 
-_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-                  500: "INTERNAL", 503: "UNAVAILABLE"}
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 def gemini_error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
@@ -234,22 +295,41 @@ class OllamaServer(FakeServer):
 
 
 def ollama_ok(content: str, prompt_eval_count: int = 11, eval_count: int = 6, model: str = "llama3.2:3b") -> Reply:
-    return Reply(body={
-        "model": model, "created_at": "2026-11-22T00:00:00Z",
-        "message": {"role": "assistant", "content": content}, "done": True, "done_reason": "stop",
-        "total_duration": 1000, "prompt_eval_count": prompt_eval_count, "eval_count": eval_count,
-    })
+    return Reply(
+        body={
+            "model": model,
+            "created_at": "2026-11-22T00:00:00Z",
+            "message": {"role": "assistant", "content": content},
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 1000,
+            "prompt_eval_count": prompt_eval_count,
+            "eval_count": eval_count,
+        }
+    )
 
 
 def ollama_stream(pieces: list[str], prompt_eval_count: int = 11, eval_count: int = 4) -> Reply:
     lines: list[Any] = [
-        {"model": "llama3.2:3b", "created_at": "2026-11-22T00:00:00Z",
-         "message": {"role": "assistant", "content": p}, "done": False}
+        {
+            "model": "llama3.2:3b",
+            "created_at": "2026-11-22T00:00:00Z",
+            "message": {"role": "assistant", "content": p},
+            "done": False,
+        }
         for p in pieces
     ]
-    lines.append({"model": "llama3.2:3b", "created_at": "2026-11-22T00:00:00Z",
-                  "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-                  "prompt_eval_count": prompt_eval_count, "eval_count": eval_count})
+    lines.append(
+        {
+            "model": "llama3.2:3b",
+            "created_at": "2026-11-22T00:00:00Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": prompt_eval_count,
+            "eval_count": eval_count,
+        }
+    )
     return Reply(stream=lines, stream_format="ndjson")
 
 
@@ -261,8 +341,9 @@ GEMINI_PATH = re.compile(r"^/v1beta/models/(?P<model>[^:]+):generateContent")
 
 
 # -- an OpenAI-compatible server that answers anything, from the request's own schema -------------------
-def fill_schema(schema: dict[str, Any], text: Callable[[str], str], root: dict[str, Any] | None = None,
-                path: str = "") -> Any:
+def fill_schema(
+    schema: dict[str, Any], text: Callable[[str], str], root: dict[str, Any] | None = None, path: str = ""
+) -> Any:
     """A value valid for a JSON schema (the subset pydantic writes): every string is `text(path)`, numbers
     sit mid-range, enums take their first value."""
     root = root or schema
@@ -283,8 +364,10 @@ def fill_schema(schema: dict[str, Any], text: Callable[[str], str], root: dict[s
     if kind == "object" or "properties" in schema:
         return {k: fill_schema(v, text, root, f"{path}.{k}") for k, v in schema.get("properties", {}).items()}
     if kind == "array":
-        return [fill_schema(schema.get("items", {}), text, root, f"{path}[]")
-                for _ in range(max(1, schema.get("minItems", 1)))]
+        return [
+            fill_schema(schema.get("items", {}), text, root, f"{path}[]")
+            for _ in range(max(1, schema.get("minItems", 1)))
+        ]
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum", low + 100))
@@ -301,9 +384,13 @@ class SchemaServer(FakeServer):
     own schema with every string from `text(path, body, headers)`; free text gets `text("", body, headers)`,
     streamed in small pieces when asked. `error(body, headers)` may return a Reply to send instead."""
 
-    def __init__(self, text: Callable[[str, dict[str, Any], dict[str, str]], str],
-                 error: Callable[[dict[str, Any], dict[str, str]], Reply | None] | None = None,
-                 piece_size: int = 5, **kw: Any) -> None:
+    def __init__(
+        self,
+        text: Callable[[str, dict[str, Any], dict[str, str]], str],
+        error: Callable[[dict[str, Any], dict[str, str]], Reply | None] | None = None,
+        piece_size: int = 5,
+        **kw: Any,
+    ) -> None:
         super().__init__(**kw)
         self.text = text
         self.error = error
@@ -326,5 +413,5 @@ class SchemaServer(FakeServer):
             content = self.text("", body, headers)
         if body.get("stream"):
             size = self.piece_size
-            return openai_stream([content[i:i + size] for i in range(0, len(content), size)] or [""])
+            return openai_stream([content[i : i + size] for i in range(0, len(content), size)] or [""])
         return openai_ok(content)

@@ -19,10 +19,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 # 10 000 generated outputs per parser in CI (JUDGELAB_FUZZ=1, set by .ci/run); a quick count by default.
-FUZZ_EXAMPLES = 10_000 if os.environ.get("JUDGELAB_FUZZ") == "1" else int(os.environ.get("JUDGELAB_FUZZ_EXAMPLES",
-                                                                                            "400"))
-FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=False, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ_EXAMPLES = (
+    10_000 if os.environ.get("JUDGELAB_FUZZ") == "1" else int(os.environ.get("JUDGELAB_FUZZ_EXAMPLES", "400"))
+)
+FUZZ = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize=False,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 
 @dataclass(frozen=True)
@@ -113,12 +119,24 @@ def _invalid(spec: Any) -> st.SearchStrategy[Any]:
         above = st.floats(min_value=spec.high, exclude_min=True, allow_infinity=True)
         below = st.floats(max_value=spec.low, exclude_max=True, allow_infinity=True)
         ints = st.integers(min_value=int(spec.high) + 1) | st.integers(max_value=int(math.ceil(spec.low)) - 1)
-        special = st.sampled_from([spec.high + 1, spec.low - 1, spec.high * 10, 10 ** 400, -(10 ** 30), 1e15, 1e308,
-                                   float("nan"), float("inf"), -float("inf")])
+        special = st.sampled_from(
+            [
+                spec.high + 1,
+                spec.low - 1,
+                spec.high * 10,
+                10**400,
+                -(10**30),
+                1e15,
+                1e308,
+                float("nan"),
+                float("inf"),
+                -float("inf"),
+            ]
+        )
         numbers = above | below | ints | special
         words = st.sampled_from(["NaN", "Infinity", "-inf", "1e400", "high", "", "0x1", "½", "one"])
         others = st.sampled_from([True, False, None, [0.5], {"v": 0.5}])
-        fractions = (st.floats(spec.low, spec.high).filter(lambda v: v != int(v)) if spec.integer else st.nothing())
+        fractions = st.floats(spec.low, spec.high).filter(lambda v: v != int(v)) if spec.integer else st.nothing()
         return numbers | numbers.map(repr) | words | others | fractions
     if isinstance(spec, Text):
         return st.sampled_from([None, 7, ["x"]]) | st.integers(1, 40).map(lambda k: "y" * (spec.max_length + k))
@@ -130,8 +148,7 @@ def _invalid(spec: Any) -> st.SearchStrategy[Any]:
 STATES = st.sampled_from(["valid", "valid", "invalid", "missing"])
 
 
-def _value(spec: Any, path: str, valid: bool, truth: dict[str, bool], numbers: dict[str, float],
-           draw: Any) -> Any:
+def _value(spec: Any, path: str, valid: bool, truth: dict[str, bool], numbers: dict[str, float], draw: Any) -> Any:
     if isinstance(spec, Obj):
         if not valid and draw(st.booleans()):
             truth[path] = False
@@ -146,8 +163,9 @@ def _value(spec: Any, path: str, valid: bool, truth: dict[str, bool], numbers: d
     return value
 
 
-def _object(spec: Obj, prefix: str, draw: Any, truth: dict[str, bool], numbers: dict[str, float], *,
-            all_valid: bool) -> dict[str, Any]:
+def _object(
+    spec: Obj, prefix: str, draw: Any, truth: dict[str, bool], numbers: dict[str, float], *, all_valid: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     names = list(spec.fields)
     turn = draw(st.integers(0, len(names) - 1))  # rotated: each field gets to be the last (where cuts land)
@@ -172,7 +190,7 @@ def _numeric_paths(spec: Obj, prefix: str = "") -> set[str]:
     return paths
 
 
-PROSE = st.text(alphabet=st.characters(blacklist_characters="{}[]`\"", blacklist_categories=["Cs"]), max_size=30)
+PROSE = st.text(alphabet=st.characters(blacklist_characters='{}[]`"', blacklist_categories=["Cs"]), max_size=30)
 
 
 @st.composite

@@ -21,8 +21,7 @@ from models.errors import ModelError
 from models.types import RawResult, Request, ScoreResult
 from tests.fuzz.strategies import FUZZ
 
-LOGPROB = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-50, 0), st.just(-math.inf),
-                    st.just(0.0))
+LOGPROB = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-50, 0), st.just(-math.inf), st.just(0.0))
 
 
 class Scripted(ChatModel):
@@ -43,13 +42,17 @@ class Scripted(ChatModel):
 
 
 def _valid(logprobs: list[float], n: int) -> bool:
-    return len(logprobs) == n and all(math.isfinite(x) or x == -math.inf for x in logprobs) and all(
-        x <= 1e-6 for x in logprobs)
+    return (
+        len(logprobs) == n
+        and all(math.isfinite(x) or x == -math.inf for x in logprobs)
+        and all(x <= 1e-6 for x in logprobs)
+    )
 
 
 @FUZZ
-@given(st.lists(LOGPROB, min_size=0, max_size=5), st.lists(st.floats(-30, 0), min_size=2, max_size=2),
-       st.integers(1, 4))
+@given(
+    st.lists(LOGPROB, min_size=0, max_size=5), st.lists(st.floats(-30, 0), min_size=2, max_size=2), st.integers(1, 4)
+)
 def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], baseline: list[float], n: int) -> None:
     ChatModel._BASELINES.clear()
     options = [f" o{i}" for i in range(n)]
@@ -66,25 +69,33 @@ def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], ba
 
 
 @FUZZ
-@given(st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
-       st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4))
+@given(
+    st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
+    st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
+)
 def test_the_likelihood_skip_judge_stays_in_range(logprobs: list[float], baseline: list[float]) -> None:
     from engine.skipcache import LikelihoodJudge, Message
 
     ChatModel._BASELINES.clear()
-    model = Scripted([ScoreResult(logprobs=logprobs, token_counts=[2] * 4),
-                      ScoreResult(logprobs=baseline, token_counts=[2] * 4)])
+    model = Scripted(
+        [ScoreResult(logprobs=logprobs, token_counts=[2] * 4), ScoreResult(logprobs=baseline, token_counts=[2] * 4)]
+    )
     model.spec = model.spec.model_copy(update={"id": "gemma3-270m"})  # the shipped map applies
     now = datetime(2026, 1, 5, tzinfo=UTC)
-    outcome = asyncio.run(LikelihoodJudge(model).judge(
-        [Message(id="m", channel_id="C", thread_ts=None, author="a", text="hi", at=now)], now))
+    outcome = asyncio.run(
+        LikelihoodJudge(model).judge(
+            [Message(id="m", channel_id="C", thread_ts=None, author="a", text="hi", at=now)], now
+        )
+    )
     if outcome.result is None:  # an option with no probability at all: an uncached error, never a guess
         assert outcome.error and "invalid likelihood" in outcome.error
         return
     assert 0.5 <= outcome.result.confidence <= 1.0
-    assert outcome.result.should_respond == (outcome.result.confidence >= 0.5 and "p(respond) = " in
-                                             outcome.result.reason and float(
-                                                 outcome.result.reason.split("= ")[1].split(" ")[0]) >= 0.5)
+    assert outcome.result.should_respond == (
+        outcome.result.confidence >= 0.5
+        and "p(respond) = " in outcome.result.reason
+        and float(outcome.result.reason.split("= ")[1].split(" ")[0]) >= 0.5
+    )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

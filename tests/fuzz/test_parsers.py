@@ -67,9 +67,16 @@ class Probe(BaseModel):
     axes: Axes
 
 
-PROBE = Obj({"should_respond": Bool(), "reason": Text(60), "confidence": Num(0, 1), "score": Num(0, 100, True),
-             "verdict": Enum(("pass", "review", "fail")), "axes": Obj({"safety": Num(0, 100, True),
-                                                                       "clarity": Num(0, 1)})})
+PROBE = Obj(
+    {
+        "should_respond": Bool(),
+        "reason": Text(60),
+        "confidence": Num(0, 1),
+        "score": Num(0, 100, True),
+        "verdict": Enum(("pass", "review", "fail")),
+        "axes": Obj({"safety": Num(0, 100, True), "clarity": Num(0, 1)}),
+    }
+)
 NUMERIC = ("confidence", "score", "axes.safety", "axes.clarity")
 
 
@@ -98,8 +105,7 @@ def test_fuzz_structured_json(a: Answer) -> None:
 
 IDS = ["coder", "designer"]
 DIGITS = Num(0, 9, True)
-FILL = Obj({pid: Obj({"relevance": DIGITS, "novelty": DIGITS, "confidence": DIGITS, "reason": Text(8)})
-            for pid in IDS})
+FILL = Obj({pid: Obj({"relevance": DIGITS, "novelty": DIGITS, "confidence": DIGITS, "reason": Text(8)}) for pid in IDS})
 
 
 def _template_number(value: Any) -> float | None:
@@ -146,8 +152,15 @@ def test_fuzz_template_fill(a: Answer) -> None:
 
 # -- 3. the hand raise's self-judgment ------------------------------------------------------------------------
 
-SELF = Obj({"decision": Enum(("RESPOND", "SKIP")), "relevance": Num(0, 1), "novelty": Num(0, 1),
-            "confidence": Num(0, 1), "reason": Text(60)})
+SELF = Obj(
+    {
+        "decision": Enum(("RESPOND", "SKIP")),
+        "relevance": Num(0, 1),
+        "novelty": Num(0, 1),
+        "confidence": Num(0, 1),
+        "reason": Text(60),
+    }
+)
 
 
 @FUZZ
@@ -184,9 +197,16 @@ def test_fuzz_self_judgment(a: Answer) -> None:
 # -- 4. the jury's evaluation (phase 1) and statement (a discussion round) -------------------------------------
 
 AXES = Obj({"safety": Num(0, 100, True), "security": Num(0, 100, True), "task_completion": Num(0, 100, True)})
-JUROR = Obj({"reasoning": Text(600), "statement": Text(600), "verdict": Enum(("safe_pass", "needs_review",
-                                                                              "unsafe_fail")),
-             "score": Num(0, 100, True), "axes": AXES, "confidence": Num(0, 1)})
+JUROR = Obj(
+    {
+        "reasoning": Text(600),
+        "statement": Text(600),
+        "verdict": Enum(("safe_pass", "needs_review", "unsafe_fail")),
+        "score": Num(0, 100, True),
+        "axes": AXES,
+        "confidence": Num(0, 1),
+    }
+)
 JUROR_NUMBERS = ("score", "confidence", "axes.safety", "axes.security", "axes.task_completion")
 
 
@@ -227,8 +247,12 @@ def test_fuzz_jury_evaluation_and_statement(a: Answer) -> None:
 
 # -- 5. the director's rubric --------------------------------------------------------------------------------
 
-RUBRIC = Obj({**{k: Num(1, 5, True) for k in ("frame", "roleplay", "connectivity", "density", "naturalness")},
-              "comment": Text(120)})
+RUBRIC = Obj(
+    {
+        **{k: Num(1, 5, True) for k in ("frame", "roleplay", "connectivity", "density", "naturalness")},
+        "comment": Text(120),
+    }
+)
 
 
 @functools.cache
@@ -269,8 +293,7 @@ def test_fuzz_skip_judge(a: Answer) -> None:
     outcome = run(ModelJudge(model_answering(a)).judge(history, now))
     result = outcome.result
     assert result is not None and outcome.error is None and 0.0 <= result.confidence <= 1.0
-    written = (a.numbers["confidence"] if a.valid.get("confidence") and not a.truncated and not a.arbitrary
-               else None)
+    written = a.numbers["confidence"] if a.valid.get("confidence") and not a.truncated and not a.arbitrary else None
     # the confidence is the one written, or the flagged fallback 0.0 — never a clamped or cut number
     assert result.confidence == written or (result.confidence == 0.0 and result.flags)
     if result.cacheable:  # only a cleanly parsed confidence may set a skip window

@@ -23,9 +23,15 @@ from tests.fakes.servers import FakeServer, OllamaServer, Reply, gemini_error, o
 
 def spec(backend: str, url: str, **kw: Any) -> ModelSpec:
     model = {"openai": "gpt-4o", "gemini": "gemini-2.5-flash", "ollama": "llama3.2:3b"}[backend]
-    fields: dict[str, Any] = {"id": f"score-{backend}", "backend": backend, "model": model,
-                              "base_url": url + "/v1" if backend == "openai" else url, "timeout_s": 2.0,
-                              "max_retries": 2, "profile": Profile(name=backend)}
+    fields: dict[str, Any] = {
+        "id": f"score-{backend}",
+        "backend": backend,
+        "model": model,
+        "base_url": url + "/v1" if backend == "openai" else url,
+        "timeout_s": 2.0,
+        "max_retries": 2,
+        "profile": Profile(name=backend),
+    }
     fields.update(kw)
     return ModelSpec(**fields)
 
@@ -42,12 +48,23 @@ def run(coro: Any) -> Any:
 
 def chat_logprobs(top: list[tuple[str, float]]) -> Reply:
     entries = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top]
-    return Reply(body={
-        "id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-        "choices": [{"index": 0, "finish_reason": "length",
-                     "message": {"role": "assistant", "content": top[0][0]},
-                     "logprobs": {"content": [{**entries[0], "top_logprobs": entries}]}}],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 1, "total_tokens": 41}})
+    return Reply(
+        body={
+            "id": "chatcmpl-x",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "message": {"role": "assistant", "content": top[0][0]},
+                    "logprobs": {"content": [{**entries[0], "top_logprobs": entries}]},
+                }
+            ],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 1, "total_tokens": 41},
+        }
+    )
 
 
 # -- pure helpers -------------------------------------------------------------------------------------
@@ -65,23 +82,24 @@ def test_first_token_scores_match_by_prefix_flag_misses_and_refuse_ambiguity() -
     scores, flags = first_token_scores(top, [" Yes", " No", " Never"])
     assert scores == [-0.3, -1.9, -3.0]  # " Never" is not in the top k: at most the least likely one, flagged
     assert first_token_scores([("No", -0.01)], [" Yes", " No"])[0] == pytest.approx(
-        [math.log(1 - math.exp(-0.01)), -0.01])  # or at most what the top k leave over
+        [math.log(1 - math.exp(-0.01)), -0.01]
+    )  # or at most what the top k leave over
     assert flags == ["first_token", "below_top_k:2"]
     with pytest.raises(ScoringUnsupported, match="both begin with the token 'safe'"):
         first_token_scores([("safe", -0.1), ("unsafe", -2.0)], ["safe_pass", "safe_fail", "unsafe_fail"])
 
 
 def test_walk_follows_each_option_and_asks_shared_prefixes_once() -> None:
-    table = {"Q:": [(" the", -0.5), (" a", -1.0)], "Q: the": [(" cat", -0.1), (" dog", -2.5)],
-             "Q: a": [(" cat", -0.3)]}
+    table = {"Q:": [(" the", -0.5), (" a", -1.0)], "Q: the": [(" cat", -0.1), (" dog", -2.5)], "Q: a": [(" cat", -0.3)]}
     asked: list[str] = []
 
     async def next_top(text: str) -> tuple[list[tuple[str, float]], int]:
         asked.append(text)
         return table.get(text, [("?", -9.0)]), 7
 
-    logprobs, counts, prompt_tokens, flags = run(walk_scores("Q: ", ["the cat", "the dog", "a cat", "a bird"],
-                                                             next_top))
+    logprobs, counts, prompt_tokens, flags = run(
+        walk_scores("Q: ", ["the cat", "the dog", "a cat", "a bird"], next_top)
+    )
     # "a bird": " bird" is not in the top k after "Q: a": at most the mass " cat" leaves over, flagged
     assert logprobs == pytest.approx([-0.6, -3.0, -1.3, -1.0 + math.log(1 - math.exp(-0.3))])
     assert counts == [2, 2, 2, 2] and prompt_tokens == 7 and flags == ["below_top_k:3"]
@@ -113,20 +131,34 @@ def test_openai_refusals_are_cannot_score_and_not_retried() -> None:
             run(model.score_options("Is it?", [" Yes", " No"]))
         assert len(server.seen) == 1
     with FakeServer() as server:  # an answer without logprobs (a server that ignores the parameter)
-        server.script(Reply(body={"id": "x", "object": "chat.completion", "created": 1, "model": "m",
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": "Yes"}}]}))
+        server.script(
+            Reply(
+                body={
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "m",
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes"}}
+                    ],
+                }
+            )
+        )
         model = build_model(spec("openai", server.url, options={"scoring": "first_token"}))
         with pytest.raises(CannotScore, match="no top log-probabilities"):
             run(model.score_options("Is it?", [" Yes", " No"]))
     with FakeServer() as server:  # rate limits stay retryable like any call
-        server.script(openai_error(429, "slow down", "rate_limit", {"retry-after": "0.05"}),
-                      chat_logprobs([("No", -0.01)]))  # " Yes" outside the top k: below the 1 % left over
+        server.script(
+            openai_error(429, "slow down", "rate_limit", {"retry-after": "0.05"}), chat_logprobs([("No", -0.01)])
+        )  # " Yes" outside the top k: below the 1 % left over
         model = build_model(spec("openai", server.url, options={"scoring": "first_token"}))
         assert run(model.score_options("Is it?", [" Yes", " No"])).best(calibrated=False) == " No"
     with FakeServer() as server:
-        server.script(openai_error(429, "slow down", "rate_limit"), openai_error(429, "slow down", "rate_limit"),
-                      openai_error(429, "slow down", "rate_limit"))
+        server.script(
+            openai_error(429, "slow down", "rate_limit"),
+            openai_error(429, "slow down", "rate_limit"),
+            openai_error(429, "slow down", "rate_limit"),
+        )
         model = build_model(spec("openai", server.url, options={"scoring": "first_token"}))
         with pytest.raises(RateLimited):
             run(model.score_options("Is it?", [" Yes", " No"]))
@@ -139,15 +171,34 @@ def test_openai_compatible_echo_sums_the_option_tokens() -> None:
             offsets.append(at)
             at += len(token)
         assert "".join(t for t, _ in pieces) == prompt
-        return Reply(body={"id": "cmpl", "object": "text_completion", "created": 1, "model": "m", "choices": [
-            {"index": 0, "text": prompt + ".", "finish_reason": "length", "logprobs": {
-                "tokens": [t for t, _ in pieces] + ["."], "token_logprobs": [lp for _, lp in pieces] + [-0.5],
-                "text_offset": offsets + [at], "top_logprobs": None}}],
-            "usage": {"prompt_tokens": len(pieces), "completion_tokens": 1, "total_tokens": len(pieces) + 1}})
+        return Reply(
+            body={
+                "id": "cmpl",
+                "object": "text_completion",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": prompt + ".",
+                        "finish_reason": "length",
+                        "logprobs": {
+                            "tokens": [t for t, _ in pieces] + ["."],
+                            "token_logprobs": [lp for _, lp in pieces] + [-0.5],
+                            "text_offset": offsets + [at],
+                            "top_logprobs": None,
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": len(pieces), "completion_tokens": 1, "total_tokens": len(pieces) + 1},
+            }
+        )
 
     with FakeServer() as server:
-        server.script(echo("Capital: Paris", [("Capital", None), (":", -1.0), (" Par", -0.5), ("is", -0.25)]),
-                      echo("Capital: Rome", [("Capital", None), (":", -1.0), (" Rome", -3.0)]))
+        server.script(
+            echo("Capital: Paris", [("Capital", None), (":", -1.0), (" Par", -0.5), ("is", -0.25)]),
+            echo("Capital: Rome", [("Capital", None), (":", -1.0), (" Rome", -3.0)]),
+        )
         model = build_model(spec("openai", server.url, needs_key=False))
         scores = run(model.score_options("Capital: ", ["Paris", "Rome"]))
         bodies = [s.body for s in server.seen]
@@ -166,9 +217,18 @@ class ScoringOllama(OllamaServer):
         if path == "/api/generate":
             top = self.TABLE.get(body["prompt"], [("!", -0.1)])
             entries = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top]
-            return Reply(body={"model": body["model"], "created_at": "2025-11-20T00:00:00Z", "response": top[0][0],
-                               "done": True, "done_reason": "length", "prompt_eval_count": 5, "eval_count": 1,
-                               "logprobs": [{**entries[0], "top_logprobs": entries}]})
+            return Reply(
+                body={
+                    "model": body["model"],
+                    "created_at": "2025-11-20T00:00:00Z",
+                    "response": top[0][0],
+                    "done": True,
+                    "done_reason": "length",
+                    "prompt_eval_count": 5,
+                    "eval_count": 1,
+                    "logprobs": [{**entries[0], "top_logprobs": entries}],
+                }
+            )
         return super().default(method, path, body)
 
 
@@ -187,31 +247,66 @@ def test_ollama_scores_raw_prompts_token_by_token() -> None:
 
 def test_ollama_without_logprobs_or_with_chat_messages() -> None:
     with OllamaServer(models=["llama3.2:3b"]) as server:  # an Ollama older than 0.12.11: no logprobs field
-        server.script(Reply(body={"model": "llama3.2:3b", "created_at": "2025-01-01T00:00:00Z", "response": "x",
-                                  "done": True, "done_reason": "length"}))
+        server.script(
+            Reply(
+                body={
+                    "model": "llama3.2:3b",
+                    "created_at": "2025-01-01T00:00:00Z",
+                    "response": "x",
+                    "done": True,
+                    "done_reason": "length",
+                }
+            )
+        )
         with pytest.raises(CannotScore, match="0.12.11"):
             run(build_model(spec("ollama", server.url)).score_options("Mood: ", ["happy", "sad"]))
     with OllamaServer(models=["llama3.2:3b"]) as server:
         entries = [{"token": "sad", "logprob": -0.2}, {"token": "happy", "logprob": -1.7}]
-        server.script(Reply(body={"model": "llama3.2:3b", "created_at": "2025-11-20T00:00:00Z", "done": True,
-                                  "message": {"role": "assistant", "content": "sad"}, "done_reason": "length",
-                                  "logprobs": [{**entries[0], "top_logprobs": entries}]}))
-        scores = run(build_model(spec("ollama", server.url)).score_options(
-            [{"role": "user", "content": "How do you feel?"}], ["happy", "sad"]))
+        server.script(
+            Reply(
+                body={
+                    "model": "llama3.2:3b",
+                    "created_at": "2025-11-20T00:00:00Z",
+                    "done": True,
+                    "message": {"role": "assistant", "content": "sad"},
+                    "done_reason": "length",
+                    "logprobs": [{**entries[0], "top_logprobs": entries}],
+                }
+            )
+        )
+        scores = run(
+            build_model(spec("ollama", server.url)).score_options(
+                [{"role": "user", "content": "How do you feel?"}], ["happy", "sad"]
+            )
+        )
         assert server.seen[-1].path == "/api/chat" and server.seen[-1].body["logprobs"] is True
     assert scores.logprobs == [-1.7, -0.2] and "first_token" in scores.flags
 
 
 # -- Gemini -----------------------------------------------------------------------------------------
 def test_gemini_scores_from_logprobs_result() -> None:
-    cands = [{"token": "Yes", "tokenId": 1, "logProbability": -0.3}, {"token": "No", "tokenId": 2,
-                                                                        "logProbability": -1.4}]
+    cands = [
+        {"token": "Yes", "tokenId": 1, "logProbability": -0.3},
+        {"token": "No", "tokenId": 2, "logProbability": -1.4},
+    ]
     with FakeServer() as server:
-        server.script(Reply(body={
-            "candidates": [{"content": {"role": "model", "parts": [{"text": "Yes"}]}, "finishReason": "MAX_TOKENS",
-                            "logprobsResult": {"topCandidates": [{"candidates": cands}],
-                                               "chosenCandidates": [cands[0]]}}],
-            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 1, "totalTokenCount": 13}}))
+        server.script(
+            Reply(
+                body={
+                    "candidates": [
+                        {
+                            "content": {"role": "model", "parts": [{"text": "Yes"}]},
+                            "finishReason": "MAX_TOKENS",
+                            "logprobsResult": {
+                                "topCandidates": [{"candidates": cands}],
+                                "chosenCandidates": [cands[0]],
+                            },
+                        }
+                    ],
+                    "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 1, "totalTokenCount": 13},
+                }
+            )
+        )
         scores = run(build_model(spec("gemini", server.url)).score_options("Is it true?\nAnswer:", [" Yes", " No"]))
         config = server.seen[0].body["generationConfig"]
     assert config["responseLogprobs"] is True and config["logprobs"] == 20 and config["maxOutputTokens"] == 1

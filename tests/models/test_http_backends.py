@@ -55,12 +55,22 @@ VERDICT = {"should_respond": True, "reason": "asked directly", "confidence": 0.8
 
 
 def spec(backend: str, url: str, **kw: Any) -> ModelSpec:
-    model = {"openai": "gpt-4o", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash",
-             "ollama": "llama3.2:3b"}[backend]
+    model = {
+        "openai": "gpt-4o",
+        "anthropic": "claude-haiku-4-5",
+        "gemini": "gemini-2.5-flash",
+        "ollama": "llama3.2:3b",
+    }[backend]
     base = url + "/v1" if backend == "openai" else url
     fields: dict[str, Any] = {
-        "id": f"test-{backend}", "backend": backend, "model": model, "base_url": base,
-        "timeout_s": 2.0, "max_retries": 2, "price_in_per_1k": 0.001, "price_out_per_1k": 0.002,
+        "id": f"test-{backend}",
+        "backend": backend,
+        "model": model,
+        "base_url": base,
+        "timeout_s": 2.0,
+        "max_retries": 2,
+        "price_in_per_1k": 0.001,
+        "price_out_per_1k": 0.002,
         "profile": Profile(name=backend),
     }
     fields.update(kw)
@@ -233,12 +243,15 @@ def test_unreachable_compatible_server_says_so() -> None:
 def test_anthropic_structured_via_forced_tool_use(keys: None) -> None:
     log = MemoryCallLog()
     with FakeServer() as server:
-        server.script(anthropic_tool(VERDICT | {"confidence": 0.5}, 40, 15),
-                      anthropic_tool(VERDICT | {"confidence": 3.5}))
+        server.script(
+            anthropic_tool(VERDICT | {"confidence": 0.5}, 40, 15), anthropic_tool(VERDICT | {"confidence": 3.5})
+        )
         model = build_model(spec("anthropic", server.url), call_log=log)
-        completion = run(model.complete(
-            [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], schema=Verdict
-        ))
+        completion = run(
+            model.complete(
+                [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], schema=Verdict
+            )
+        )
         # The tool's input is validated like any text: 3.5 for a 0–1 field is a failed field, never 1.0.
         with pytest.raises(StructuredOutputError, match="confidence: 3.5 is above the maximum 1") as info:
             run(model.complete("again", schema=Verdict))
@@ -291,9 +304,9 @@ def test_gemini_structured_with_response_schema(keys: None) -> None:
     with FakeServer() as server:
         server.script(gemini_ok(json.dumps(VERDICT), 17, 9))
         model = build_model(spec("gemini", server.url), call_log=log)
-        completion = run(model.complete(
-            [{"role": "system", "content": "judge"}, {"role": "user", "content": "hi"}], schema=Verdict
-        ))
+        completion = run(
+            model.complete([{"role": "system", "content": "judge"}, {"role": "user", "content": "hi"}], schema=Verdict)
+        )
         seen = server.seen[0]
     assert re.match(r"^/v1(beta)?/models/gemini-2.5-flash:generateContent", seen.path)
     assert seen.headers.get("x-goog-api-key") == "gm-test-0123456789"

@@ -117,10 +117,28 @@ def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) ->
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     log_file = log_path.open("w")  # a pipe would fill with llama.cpp's load log and block the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", bundled_path, "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", str(os.cpu_count() or 2),
-         "--model_alias", "gemma3-270m", "--chat_format", "alpaca"],
-        stdout=log_file, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            bundled_path,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            str(os.cpu_count() or 2),
+            "--model_alias",
+            "gemma3-270m",
+            "--chat_format",
+            "alpaca",
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
@@ -147,8 +165,14 @@ def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) ->
 
 def _server_spec(url: str) -> ModelSpec:
     return ModelSpec(
-        id="local-openai-server", backend="openai", model="gemma3-270m", base_url=url, needs_key=False,
-        timeout_s=120, max_retries=1, options={"structured": "json_object_schema"},
+        id="local-openai-server",
+        backend="openai",
+        model="gemma3-270m",
+        base_url=url,
+        needs_key=False,
+        timeout_s=120,
+        max_retries=1,
+        options={"structured": "json_object_schema"},
         profile=Profile(name="llama.cpp server"),
     )
 
@@ -178,9 +202,11 @@ def test_openai_backend_against_real_llama_cpp_server(llama_server: str, store) 
     pieces, final = run(consume())
     assert final is not None and final.text == "".join(pieces) and final.text
 
-    replayed = run(build_model(spec, call_log=store, replay_from=store).complete(
-        PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128
-    ))
+    replayed = run(
+        build_model(spec, call_log=store, replay_from=store).complete(
+            PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128
+        )
+    )
     assert (replayed.text, replayed.parsed, replayed.usage) == (completion.text, completion.parsed, completion.usage)
 
 
@@ -203,8 +229,16 @@ class _Wills(BaseModel):
     [
         ([m.model_dump() for m in PROBE_MESSAGES], ProbeJudgment),
         ([{"role": "user", "content": JAPANESE_PROMPT}], ProbeJudgment),
-        ([{"role": "user", "content": "Models gpt, claude, gemma. The user asks about Python decorators. "
-                                      "Rate each model's will to speak."}], _Wills),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": "Models gpt, claude, gemma. The user asks about Python decorators. "
+                    "Rate each model's will to speak.",
+                }
+            ],
+            _Wills,
+        ),
     ],
 )
 def test_fast_grammar_path_gives_exactly_the_library_answer(
@@ -220,8 +254,11 @@ def test_fast_grammar_path_gives_exactly_the_library_answer(
     with lock:
         llama.reset()
         library = llama.create_chat_completion(
-            messages=messages, temperature=0, max_tokens=96,
-            response_format={"type": "json_object", "schema": json_schema}, stream=False,
+            messages=messages,
+            temperature=0,
+            max_tokens=96,
+            response_format={"type": "json_object", "schema": json_schema},
+            stream=False,
         )
         assert isinstance(library, dict)  # a whole answer, not a stream
         formatted = format_prompt("alpaca", messages)
@@ -250,8 +287,14 @@ def test_choice_probabilities_are_normalised_deterministic_and_recorded(store) -
 def test_backends_without_token_access_say_so() -> None:
     from models.errors import ModelUnavailable
 
-    spec = ModelSpec(id="x", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", needs_key=False,
-                     profile=Profile(name="x"))
+    spec = ModelSpec(
+        id="x",
+        backend="openai",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        needs_key=False,
+        profile=Profile(name="x"),
+    )
     with pytest.raises(ModelUnavailable, match="no token probabilities"):
         run(build_model(spec).choice_probabilities("q", "", ["a", "b"]))
 

@@ -32,12 +32,9 @@ def test_fallthrough_calls_the_live_model_once_then_replays_it(store) -> None:
     strict = hub.get(BUNDLED_MODEL_ID, replay=True)
 
     async def go() -> tuple[Completion, Completion, Completion]:
-        live = await through.complete("Should a bot greet a new member?",
-                                      max_tokens=24)
-        again = await through.complete("Should a bot greet a new member?",
-                                       max_tokens=24)
-        replayed = await strict.complete("Should a bot greet a new member?",
-                                         max_tokens=24)
+        live = await through.complete("Should a bot greet a new member?", max_tokens=24)
+        again = await through.complete("Should a bot greet a new member?", max_tokens=24)
+        replayed = await strict.complete("Should a bot greet a new member?", max_tokens=24)
         return live, again, replayed
 
     live, again, replayed = asyncio.run(go())

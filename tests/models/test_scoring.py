@@ -27,8 +27,10 @@ def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path:
 
     llama, lock = load_llama(bundled_path, 4096, None, "alpaca")
     conversation = 'Group chat:\nUser: "My Flask app returns 500 when the JSON body is empty."\n\n'
-    prompts = [conversation + f"Question: Is the last message about {topic}?\nAnswer:"
-               for topic in ("Python, debugging", "UI, colour", "statistics, papers")]
+    prompts = [
+        conversation + f"Question: Is the last message about {topic}?\nAnswer:"
+        for topic in ("Python, debugging", "UI, colour", "statistics, papers")
+    ]
     with lock:
         for prompt in prompts:  # each reuses the conversation the previous one left in the KV cache
             reused = score_continuations(llama, prompt, [" Yes", " No", " Maybe not"])

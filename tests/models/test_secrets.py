@@ -30,7 +30,8 @@ def custom_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     catalog.write_text(
         "models:\n"
         "  - {id: custom, backend: openai, model: m, base_url: 'http://127.0.0.1:9', api_key_env: MY_CUSTOM_KEY,"
-        " profile: {name: Custom}}\n")
+        " profile: {name: Custom}}\n"
+    )
     secrets = tmp_path / "secrets.toml"
     secrets.write_text(f'SOMETHING_ELSE = "{TOML_KEY}"\n[provider]\ntoken = "{NESTED}"\nshort = "abc"\n')
     monkeypatch.setenv("JUDGELAB_CATALOG", str(catalog))
@@ -64,7 +65,10 @@ def test_longest_key_first(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_structures_and_streams(custom_keys: None) -> None:
     assert redact_obj({"error": CUSTOM, CUSTOM: [1, (CUSTOM,)], "n": 3}) == {
-        "error": "<MY_CUSTOM_KEY>", "<MY_CUSTOM_KEY>": [1, ("<MY_CUSTOM_KEY>",)], "n": 3}
+        "error": "<MY_CUSTOM_KEY>",
+        "<MY_CUSTOM_KEY>": [1, ("<MY_CUSTOM_KEY>",)],
+        "n": 3,
+    }
     stream = StreamRedactor()
     pieces = ["The key is cst-9f8", "e7d6c5", "b4a3928 and ", "more"]
     out = [stream.feed(p) for p in pieces] + [stream.flush()]

@@ -62,7 +62,7 @@ def test_extractor_repairs(text: str, expected: dict, flag: str | None) -> None:
         assert flags == []
 
 
-@pytest.mark.parametrize("text", ["", "no json here", "{{{{", "[" * 5000, "}", "{\"a\" 1}"])
+@pytest.mark.parametrize("text", ["", "no json here", "{{{{", "[" * 5000, "}", '{"a" 1}'])
 def test_extractor_fails_typed(text: str) -> None:
     with pytest.raises(ExtractionError):
         extract_json(text)
@@ -70,22 +70,26 @@ def test_extractor_fails_typed(text: str) -> None:
 
 def test_out_of_range_is_a_failed_field_never_clamped() -> None:
     # What the bundled Gemma 270M really produced for a 0–1 field: an error naming the field, not 1.0.
-    for text, why in [('{"should_respond":true,"reason":"x","confidence":1000000000000000}', "above the maximum 1"),
-                      ('{"should_respond":false,"reason":"x","confidence":-3}', "below the minimum 0"),
-                      ('{"should_respond":false,"reason":"x","confidence":7}', "above the maximum 1"),
-                      ('{"should_respond":false,"reason":"x","confidence":true}', "is not a number"),
-                      ('{"should_respond":false,"reason":"x","confidence":"NaN"}', "not a finite number"),
-                      ('{"should_respond":false,"reason":"x","confidence":Infinity}', "not a finite number")]:
+    for text, why in [
+        ('{"should_respond":true,"reason":"x","confidence":1000000000000000}', "above the maximum 1"),
+        ('{"should_respond":false,"reason":"x","confidence":-3}', "below the minimum 0"),
+        ('{"should_respond":false,"reason":"x","confidence":7}', "above the maximum 1"),
+        ('{"should_respond":false,"reason":"x","confidence":true}', "is not a number"),
+        ('{"should_respond":false,"reason":"x","confidence":"NaN"}', "not a finite number"),
+        ('{"should_respond":false,"reason":"x","confidence":Infinity}', "not a finite number"),
+    ]:
         with pytest.raises(InvalidOutputError, match=f"confidence: .*{why}") as info:
             parse_structured(Verdict, text)
         assert info.value.flags == ["invalid:confidence"]
 
 
 def test_failed_fields_are_named_in_nested_and_list_fields() -> None:
-    text = json.dumps({
-        "verdict": {"should_respond": True, "reason": "r", "confidence": 7},
-        "scores": [{"score": 250, "axes": [0.5]}, {"score": -1}],
-    })
+    text = json.dumps(
+        {
+            "verdict": {"should_respond": True, "reason": "r", "confidence": 7},
+            "scores": [{"score": 250, "axes": [0.5]}, {"score": -1}],
+        }
+    )
     with pytest.raises(InvalidOutputError) as info:
         parse_structured(Nested, text)
     assert set(info.value.flags) == {"invalid:verdict.confidence", "invalid:scores[0].score", "invalid:scores[1].score"}
@@ -119,7 +123,7 @@ def test_numeric_strings_in_range_are_read_and_fractions_for_integers_fail() -> 
         '{"should_respond": true, "reason": "x"}',  # missing field
         '{"should_respond": "maybe", "reason": "x", "confidence": 0.5}',
         '{"should_respond": true, "reason": "x", "confidence": NaN}',
-        '[1, 2, 3]',
+        "[1, 2, 3]",
         '"just a string"',
     ],
 )
@@ -180,11 +184,13 @@ def test_fuzz_json_like_text(value: object, prefix: str, cut: int) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.fixed_dictionaries({
-        "should_respond": st.booleans(),
-        "reason": st.text(max_size=30),
-        "confidence": st.floats(allow_nan=True) | st.integers() | st.booleans(),
-    })
+    st.fixed_dictionaries(
+        {
+            "should_respond": st.booleans(),
+            "reason": st.text(max_size=30),
+            "confidence": st.floats(allow_nan=True) | st.integers() | st.booleans(),
+        }
+    )
 )
 def test_fuzz_any_number_outside_the_range_fails_the_field(obj: dict) -> None:
     number = obj["confidence"]
@@ -215,8 +221,10 @@ def test_an_answer_cut_at_max_tokens_is_a_failed_answer_recorded_and_replayable(
 
     log = MemoryCallLog()
     # Complete-looking JSON, but the provider says it stopped at the token limit: "0.9" may be "0.95".
-    cut = FnModel(lambda r: RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}',
-                                      finish_reason="length"), call_log=log)
+    cut = FnModel(
+        lambda r: RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}', finish_reason="length"),
+        call_log=log,
+    )
     with pytest.raises(StructuredOutputError, match="cut off at max_tokens") as info:
         asyncio.run(cut.complete("q", schema=Verdict, max_tokens=20))
     assert info.value.flags == ["truncated"] and (info.value.raw_text or "").startswith('{"should_respond"')
@@ -228,11 +236,13 @@ def test_an_answer_cut_at_max_tokens_is_a_failed_answer_recorded_and_replayable(
     with pytest.raises(StructuredOutputError) as again:
         asyncio.run(replay.complete("q", schema=Verdict, max_tokens=20))
     assert (again.value.message, again.value.flags) == (info.value.message, info.value.flags)
+
     def answering(result: RawResult) -> FnModel:
         return FnModel(lambda r: result)
 
     for reason in ("max_tokens", "MAX_TOKENS"):  # Anthropic's and Gemini's names for it
-        model = answering(RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}',
-                                    finish_reason=reason))
+        model = answering(
+            RawResult(text='{"should_respond": true, "reason": "x", "confidence": 0.9}', finish_reason=reason)
+        )
         with pytest.raises(StructuredOutputError, match="cut off"):
             asyncio.run(model.complete("q", schema=Verdict))

@@ -1,0 +1,73 @@
+"""`judgelab demo load|record`: the recorded demo runs in `data/demo/` (see README "Presenting with demo mode")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dashboard.commands import fail
+
+app = typer.Typer(help="Demo mode: load the recorded runs, or record them again.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Folder = Annotated[Path | None, typer.Option("--folder", help="Demo folder (default: data/demo).")]
+PAGES = ("conversation", "jury", "director", "confidence", "skip-cache")
+
+
+@app.command("load")
+def load_cmd(folder: Folder = None, as_json: JsonFlag = False) -> None:
+    """Import the demo runs (config, events and LLM calls) into the configured store; runs already there are
+    left alone, so loading twice adds nothing."""
+    from engine.demo import DemoError, load_demo
+    from engine.store import Store, StoreError
+
+    try:
+        store = Store()
+        report = load_demo(store, folder)
+    except (DemoError, StoreError) as exc:
+        raise fail(str(exc)) from None
+    result = {
+        "loaded": report.loaded,
+        "already_present": report.present,
+        "events": report.events,
+        "calls": report.calls,
+        "database": store.display_url,
+    }
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+    else:
+        typer.echo(
+            f"loaded {len(report.loaded)} demo run(s) ({report.events} events, {report.calls} LLM calls) into "
+            f"{store.display_url}; {len(report.present)} already there"
+        )
+
+
+@app.command("record")
+def record_cmd(
+    folder: Folder = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help=f"Record only these pages: {', '.join(PAGES)}.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the demo runs again with the bundled model (minutes), through the entry points the pages call and
+    with the pages' default settings, and write data/demo/runs.jsonl and manifest.json."""
+    from dashboard.commands import require_models
+    from dashboard.demo_record import MODEL, record
+    from engine.demo import demo_dir
+    from models.catalog import load_catalog
+
+    unknown = set(only or []) - set(PAGES)
+    if unknown:
+        raise fail(f"unknown page(s) {', '.join(sorted(unknown))} — choose from {', '.join(PAGES)}")
+    require_models(load_catalog(), [MODEL])
+    target = folder or demo_dir()
+    manifest = record(target, set(only) if only else None)
+    if as_json:
+        typer.echo(manifest.model_dump_json(indent=1))
+    else:
+        for page, demo in manifest.pages.items():
+            typer.echo(f"{page}: {', '.join(demo.run_ids)} — {demo.note}")
+        typer.echo(f"written to {target}")

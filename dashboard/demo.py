@@ -1,0 +1,147 @@
+"""Demo mode (sidebar "Demo (recorded)", or JUDGELAB_DEMO=1): every model a page builds answers from the recorded
+demo runs of `data/demo/` through the replay backend, without fall-through, so no model is loaded. The demo runs
+are loaded into the configured store when missing; a request that was not recorded is a ReplayMiss that names
+the page's recorded inputs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from engine.demo import DemoError, DemoManifest, PageDemo, load_demo, load_manifest, miss_message
+from engine.store import Store
+from models.base import ChatModel
+from models.catalog import Catalog
+from models.errors import ReplayMiss
+from models.registry import Availability, ModelHub, build_model
+
+ENV = "JUDGELAB_DEMO"
+SWITCH = "demo.on"
+
+
+def env_on() -> bool:
+    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def enabled() -> bool:
+    """The sidebar switch once it has been drawn, else JUDGELAB_DEMO."""
+    return bool(st.session_state.get(SWITCH, env_on()))
+
+
+class DemoHub(ModelHub):
+    """A hub whose every model is `build_model(spec, replay_from=store)`: recorded answers only."""
+
+    def __init__(self, catalog: Catalog, store: Store, manifest: DemoManifest) -> None:
+        super().__init__(catalog, call_log=store)
+        self.manifest = manifest
+
+    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0, fallthrough: bool = False) -> ChatModel:
+        key = (model_id, True, 0.0, False)  # whatever a page asks for: replay, never live
+        if key not in self._models:
+            model = build_model(self.catalog.get(model_id), call_log=self.call_log, replay_from=self.call_log)
+            model.miss_hint = lambda purpose: miss_message(purpose, self.manifest)  # type: ignore[attr-defined]
+            self._models[key] = model
+        return self._models[key]
+
+
+def demo_hub(catalog: Catalog, store: Store, folder: Path | None = None) -> DemoHub:
+    """The demo hub over `store`, with the demo runs loaded into it first when they are not there yet."""
+    manifest = load_manifest(folder)
+    load_demo(store, folder)
+    return DemoHub(catalog, store, manifest)
+
+
+def availability(catalog: Catalog, manifest: DemoManifest) -> dict[str, Availability]:
+    """In demo mode a model can be picked when its answers were recorded."""
+    return {
+        m: Availability(
+            m,
+            m == manifest.model_id,
+            "recorded for the demo" if m == manifest.model_id else "not in the demo recording",
+        )
+        for m in catalog.ids
+    }
+
+
+def page_demo(url_path: str) -> PageDemo | None:
+    try:
+        return load_manifest().pages.get(url_path)
+    except DemoError:
+        return None
+
+
+def _widget_values(prefill: dict[str, Any]) -> dict[str, Any]:
+    """Widget keys and the values the page accepts; the Jury page's file and case are objects of its own."""
+    values = {k: v for k, v in prefill.items() if k not in ("jury.file", "jury.case")}
+    if "jury.file" in prefill:
+        from engine.jury import load_cases
+        from pages.jury import case_files
+
+        for path in case_files():
+            if path.name == prefill["jury.file"]:
+                values["jury.file"] = path
+                chosen = [c for c in load_cases(path) if c.id == prefill.get("jury.case")]
+                values.update({f"jury.case.{path.name}": chosen[0]} if chosen else {})
+    return values
+
+
+def prefill(manifest: DemoManifest) -> None:
+    """Put each page's recorded inputs into its widgets, once per session (a presenter may change them)."""
+    if st.session_state.get("demo.prefilled"):
+        return
+    for demo in manifest.pages.values():
+        for key, value in _widget_values(demo.prefill).items():
+            st.session_state.setdefault(key, value)
+    st.session_state["demo.prefilled"] = True
+
+
+def render_switch() -> bool:
+    """The sidebar switch; on, it loads the demo runs and prefills the pages. Returns whether demo mode is on."""
+    on = st.sidebar.toggle(
+        "Demo (recorded)",
+        value=env_on(),
+        key=SWITCH,
+        help="Every page answers from the recorded demo runs (data/demo/) through the replay "
+        "backend: no model is loaded, nothing is spent, inputs outside the recording are "
+        "refused with the ones to try.",
+    )
+    if not on:
+        return False
+    from dashboard import state
+
+    try:
+        prefill(load_manifest())
+        state.get_hub()  # loads the demo runs into the store once, so Runs and Replay list them too
+    except DemoError as exc:
+        st.sidebar.error(str(exc))
+    return True
+
+
+def render_hints(url_path: str) -> None:
+    """The current page's recorded inputs, each in a copyable box."""
+    demo = page_demo(url_path)
+    if demo is None:
+        st.sidebar.caption("Demo mode: this page needs no model, or has nothing recorded.")
+        return
+    from dashboard.components import md
+
+    st.sidebar.markdown(f"**Recorded for {md(demo.title)}**")
+    for text in demo.inputs:
+        st.sidebar.code(text, language=None, wrap_lines=True)
+    if demo.note:
+        st.sidebar.caption(md(demo.note))
+
+
+def run_page(run: Callable[[], None], url_path: str, on: bool) -> None:
+    """Run a page; in demo mode with its recorded inputs in the sidebar, and a request outside the recording
+    shown as the message naming them (not a traceback)."""
+    if on:
+        render_hints(url_path)
+    try:
+        run()
+    except ReplayMiss as exc:
+        st.error(str(exc))

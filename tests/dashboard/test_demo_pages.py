@@ -1,0 +1,253 @@
+"""Demo mode on every page (AppTest, JUDGELAB_DEMO=1): the demo runs load themselves, the recorded input replays
+with no model loaded and no live call, and an input outside the recording is a message naming the recorded ones
+(never a traceback). `judgelab demo load` is idempotent."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.demo import load_manifest
+from engine.store import Store
+from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
+
+MISS = "not in the demo recording: try one of"
+
+
+@pytest.fixture
+def demo_env(monkeypatch: pytest.MonkeyPatch, no_local_model: None) -> Iterator[None]:  # noqa: F811
+    from dashboard import state
+
+    monkeypatch.setenv("JUDGELAB_DEMO", "1")
+
+    def clear() -> None:
+        for cached in (state._demo_hub_for, state._hub_for, state._live_availability, state._list_runs):
+            cached.clear()
+
+    clear()
+    yield
+    clear()
+
+
+def _demo_app(page: str, url_path: str) -> None:
+    """What dashboard/app.py does around a page: the switch (on through JUDGELAB_DEMO), hints, the miss message."""
+    import importlib
+
+    from dashboard import demo
+
+    on = demo.render_switch()
+    demo.run_page(importlib.import_module(f"pages.{page}").render, url_path, on)
+
+
+def open_page(page: str, url_path: str) -> AppTest:
+    at = AppTest.from_function(_demo_app, args=(page, url_path), default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def settle(at: AppTest, timeout_s: float = 60.0) -> None:
+    """The Conversation page judges and answers in the background and watches: rerun until it waits on the
+    user again (cards to decide, or the chat input open) or shows an error."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert not at.exception, at.exception
+        cards = any(b.label == "Approve all" for b in at.button)
+        if cards or at.error or not at.chat_input(key="conv.input").disabled:
+            return
+        assert time.monotonic() < deadline, "the page never settled"
+        time.sleep(0.2)
+        at.run()
+
+
+def watch_to_end(at: AppTest, kind: str, timeout_s: float = 60.0) -> None:
+    """The Jury page watches its run from the registry: rerun until no run of `kind` is running any more."""
+    deadline = time.monotonic() + timeout_s
+    while any(r.status == "running" for r in Store().list_runs(kind=kind)):
+        assert not at.exception, at.exception
+        assert time.monotonic() < deadline, "the run never ended"
+        time.sleep(0.2)
+        at.run()
+    at.run()
+
+
+def missed(at: AppTest) -> str:
+    """The miss message shown (markdown escapes taken out: pages escape untrusted text)."""
+    assert not at.exception, at.exception
+    texts = [e.value.replace("\\", "").replace("\u2060", "") for e in at.error]
+    assert any(MISS in t for t in texts), texts
+    return next(t for t in texts if MISS in t)
+
+
+def replayed_runs(kind: str) -> list[Any]:
+    """The runs of `kind` this test made (not the loaded demo runs), each with only replayed, free calls."""
+    store = Store()
+    demo_ids = {r for p in load_manifest(DEMO).pages.values() for r in p.run_ids}
+    runs = [r for r in store.list_runs(kind=kind) if r.id not in demo_ids]
+    for run in runs:
+        calls = store.calls(run.id, limit=None)
+        assert calls and all(c.backend == "replay" for c in calls)
+    return runs
+
+
+def demo_summary(kind: str) -> dict[str, Any]:
+    demo_ids = {r for p in load_manifest(DEMO).pages.values() for r in p.run_ids}
+    (run,) = [r for r in Store().list_runs(kind=kind) if r.id in demo_ids]
+    return run.summary
+
+
+def test_demo_load_cli_is_idempotent() -> None:
+    runner = CliRunner()
+    first = runner.invoke(app, ["demo", "load", "--json"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["demo", "load", "--json"])
+    assert second.exit_code == 0, second.output
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert len(a["loaded"]) == 5 and not a["already_present"]
+    assert not b["loaded"] and sorted(b["already_present"]) == sorted(a["loaded"])
+    assert len(Store().list_runs(limit=100)) == 5
+
+
+def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: None) -> None:
+    at = open_page("runs", "runs")
+    ok(at)
+    assert at.sidebar.toggle(key="demo.on").value is True
+    assert len(Store().list_runs(limit=100)) == 5  # loaded on first use
+    at = open_page("director", "director")
+    assert len(at.selectbox(key="director.duo_model").options) == 1  # the recorded model only
+
+
+def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
+    messages = load_manifest(DEMO).pages["conversation"].inputs
+    at = open_page("conversation", "conversation")
+    assert [c.value for c in at.sidebar.code] == messages  # the recorded messages, ready to copy
+    approved = 0
+    for text in messages:
+        at.chat_input(key="conv.input").set_value(text).run()
+        settle(at)
+        ok(at)
+        approve = [b for b in at.button if b.label == "Approve all"]
+        if approve:
+            approve[0].click().run()
+            settle(at)
+            ok(at)
+            approved += 1
+    assert approved >= 1, "no hand was raised"
+    (run,) = replayed_runs("handraise.conversation")
+    assert run.status == "running"  # open until New conversation, as live
+    store = Store()
+    (recorded,) = [r for r in store.list_runs(kind="handraise.conversation") if r.id != run.id]
+    assert sorted(e.type for e in store.events(run.id)) == sorted(
+        e.type for e in store.events(recorded.id) if e.type != "run_finished"
+    )
+    texts = [m.markdown[0].value for m in at.chat_message if m.name == "assistant" and m.markdown]
+    assert texts, "no answer was shown"
+    at = open_page("conversation", "conversation")
+    at.chat_input(key="conv.input").set_value("What is the weather like on Mars today?").run()
+    settle(at)
+    message = missed(at)
+    assert messages[0] in message
+
+
+def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
+    page = load_manifest(DEMO).pages["jury"]
+    at = open_page("jury", "jury")
+    at.button(key="jury.run").click().run()
+    watch_to_end(at, "jury.run")
+    ok(at)
+    (run,) = replayed_runs("jury.run")
+    assert run.status == "finished" and run.config["case"]["id"] == page.prefill["jury.case"]
+    at = open_page("jury", "jury")
+    file = at.selectbox(key="jury.file")
+    assert file.value is not None
+    case_box = at.selectbox(key=f"jury.case.{file.value.name}")
+    other = [c for c in case_box.options if page.prefill["jury.case"] not in c]
+    case_box.select_index(case_box.options.index(other[0])).run()
+    at.button(key="jury.run").click().run()
+    watch_to_end(at, "jury.run")
+    assert page.prefill["jury.case"] in missed(at)
+
+
+def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
+    at = open_page("director", "director")
+    at.button(key="director.duo_run").click().run()
+    ok(at)
+    (run,) = replayed_runs("director.duo")
+    assert run.summary["result"] == demo_summary("director.duo")["result"]
+    at = open_page("director", "director")
+    at.text_input(key="director.duo_topic").set_value("宇宙旅行").run()
+    at.button(key="director.duo_run").click().run()
+    assert "topic" in missed(at)
+
+
+def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
+    at = open_page("confidence", "confidence")
+    at.button(key="confidence.live_run").click().run()
+    ok(at)
+    (run,) = replayed_runs("confidence.evaluate")
+    assert run.status == "finished"
+    at.text_input(key="confidence.live_query").set_value("What is the capital of Peru?").run()
+    at.button(key="confidence.live_run").click().run()
+    assert "capital of France" in missed(at)
+    at.button(key="confidence.live_generate").click().run()  # a callback: the page shows the miss itself
+    assert "capital of France" in missed(at)
+
+
+def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
+    at = open_page("skipcache", "skip-cache")
+    assert at.selectbox(key="skip.judge").value == "gemma3-270m"
+    at.button(key="skip.run").click().run()
+    ok(at)
+    (run,) = replayed_runs("skip.simulate")
+    assert run.summary["result"] == demo_summary("skip.simulate")["result"]
+    at.number_input(key="skip.seed").set_value(8).run()
+    at.button(key="skip.run").click().run()
+    assert "workload" in missed(at)
+
+
+@pytest.mark.parametrize(("page", "url"), [("models", "models"), ("runs", "runs"), ("replay", "replay")])
+def test_pages_without_a_model_open_in_demo_mode(demo_env: None, page: str, url: str) -> None:
+    ok(open_page(page, url))
+
+
+def test_the_app_starts_in_demo_mode_with_the_switch_on(demo_env: None) -> None:
+    from pathlib import Path
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"), default_timeout=120).run()
+    ok(at)
+    assert at.sidebar.toggle(key="demo.on").value is True
+
+
+@pytest.mark.slow
+def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> None:
+    """`judgelab demo record --only confidence` with the bundled model: a new live run for that page, the other
+    pages' runs kept as they were, and the result loads and replays."""
+    import shutil
+
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder)
+    from engine.demo import load_demo, read_runs
+
+    before = {d["run"]["id"]: d for d in read_runs(folder / "runs.jsonl")}
+    result = CliRunner().invoke(app, ["demo", "record", "--only", "confidence", "--folder", str(folder)])
+    assert result.exit_code == 0, result.output
+    after = {d["run"]["id"]: d for d in read_runs(folder / "runs.jsonl")}
+    manifest = load_manifest(folder)
+    (new_id,) = manifest.pages["confidence"].run_ids
+    assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
+    assert all(c["backend"] == "llamacpp" for c in after[new_id]["calls"])
+    kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
+    assert all(after[r] == before[r] for r in kept) and len(after) == 5
+    report = load_demo(Store(), folder)
+    assert len(report.loaded) == 5

@@ -1,0 +1,169 @@
+"""The shipped demo recording (data/demo/): it loads idempotently, and every mechanism's recorded run replays
+through its entry point — the one the page and the CLI call — with no live call, no model loaded, and the result
+it recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.demo import DEMO_TAG, DemoError, load_demo, load_manifest, read_runs
+from engine.store import Store
+from tests.dashboard.test_entry_points import normal
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
+
+
+@pytest.fixture
+def no_local_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Loading any llama.cpp model fails the test."""
+    import llama_cpp
+
+    from models.backends import llamacpp
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("demo mode loaded a local model")
+
+    monkeypatch.setattr(llama_cpp, "Llama", refuse)
+    monkeypatch.setattr(llamacpp, "load_llama", refuse)
+    before = list(llamacpp.loaded_models())
+    yield
+    assert llamacpp.loaded_models() == before
+
+
+def counts(store: Store) -> tuple[int, int, int]:
+    runs = store.list_runs(limit=10_000)
+    return len(runs), sum(len(store.events(r.id)) for r in runs), len(store.calls(limit=None))
+
+
+def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
+    manifest = load_manifest(DEMO)
+    assert set(manifest.pages) == {"conversation", "jury", "director", "confidence", "skip-cache"}
+    kinds = {d["run"]["kind"] for d in read_runs(DEMO / "runs.jsonl")}
+    assert kinds == {"handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"}
+    assert (DEMO / "runs.jsonl").stat().st_size < 3_000_000
+    for document in read_runs(DEMO / "runs.jsonl"):
+        assert document["run"]["status"] == "finished"
+        # Live calls of the bundled model; an answer that failed validation is recorded too (it replays as such).
+        assert document["calls"] and all(
+            c["backend"] == "llamacpp"
+            and c["raw_text"] is not None
+            and (c["error"] is None or c["error_type"] == "StructuredOutputError")
+            for c in document["calls"]
+        )
+
+
+def test_what_the_recording_shows(tmp_path: Path) -> None:
+    """Raised and approved hands, position changes, retried drafts: found by trying inputs, not written in."""
+    docs = {d["run"]["kind"]: d for d in read_runs(DEMO / "runs.jsonl")}
+    types = [e["type"] for e in docs["handraise.conversation"]["events"]]
+    assert "hand_raised" in types or any("hand" in t for t in types), types
+    assert docs["handraise.conversation"]["summary"]["answers"] >= 1
+    statements = [s for r in docs["jury.run"]["summary"]["result"]["discussion_rounds"] for s in r["statements"]]
+    assert any(s["position_changed"] for s in statements)
+    assert docs["director.duo"]["summary"]["retries"] >= 1
+
+
+def test_demo_load_is_idempotent(store: Store) -> None:
+    first = load_demo(store, DEMO)
+    after_first = counts(store)
+    second = load_demo(store, DEMO)
+    assert len(first.loaded) == 5 and not first.present
+    assert not second.loaded and sorted(second.present) == sorted(first.loaded)
+    assert counts(store) == after_first == (5, first.events, first.calls)
+    assert all(DEMO_TAG in tags for tags in store.tags(first.loaded).values())
+    documents = {d["run"]["id"]: d for d in read_runs(DEMO / "runs.jsonl")}
+    for run_id in first.loaded:  # what was exported is what is stored
+        run = store.get_run(run_id)
+        assert run is not None and run.config == documents[run_id]["config"]
+        assert run.summary == documents[run_id]["summary"]
+        assert [e.seq for e in store.events(run_id)] == [e["seq"] for e in documents[run_id]["events"]]
+
+
+def test_a_broken_demo_file_is_a_clear_error(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "runs.jsonl").write_text('{"run": {"id": "x"}}\nnot json\n', encoding="utf-8")
+    with pytest.raises(DemoError, match="runs.jsonl:1 is not a run document"):
+        load_demo(store, tmp_path)
+    with pytest.raises(DemoError, match="judgelab demo record"):
+        load_manifest(tmp_path)
+    assert counts(store) == (0, 0, 0)
+
+
+async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -> str:
+    """The recorded run's input through its kind's entry point; returns the new run's id."""
+    if kind == "handraise.conversation":
+        from engine.handraise import (
+            ConversationConfig,
+            answer_turn,
+            close_conversation,
+            conversation_turn,
+            open_conversation,
+        )
+
+        session = open_conversation(ConversationConfig(**config), models, store)
+        for text in load_manifest(DEMO).pages["conversation"].inputs:
+            turn = await conversation_turn(session, text, answer=False)
+            if turn.waiting:
+                session.conversation.batch(turn, "approve_all")
+            await answer_turn(session, turn, on_chunk=lambda _p, _t: None)
+        close_conversation(session)
+        return session.run_id
+    if kind == "jury.run":
+        from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+
+        jury = Jury([JurorSeat(**s) for s in config["jurors"]], models, JuryConfig(**config["jury"]))
+        run_id, _ = await run_case(store, jury, JuryCase(**config["case"]))
+        return run_id
+    if kind == "director.duo":
+        from engine.director import DuoConfig, run_duo
+
+        return (await run_duo(DuoConfig(**config), models, store)).run_id
+    if kind == "confidence.evaluate":
+        from engine.confidence import EvaluationConfig, evaluate
+
+        return (await evaluate(EvaluationConfig(**config), models, store)).run_id
+    assert kind == "skip.simulate"
+    from engine.skipsim import SimulationConfig, run_simulation
+
+    return (await run_simulation(SimulationConfig(**config), models, store)).run_id
+
+
+@pytest.mark.parametrize(
+    "kind", ["handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"]
+)
+def test_each_recorded_flow_replays_through_its_entry_point(
+    store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard.demo import DemoHub
+    from models.base import ChatModel
+    from models.catalog import load_catalog
+
+    # Content-free baselines are scored once per process; the recording scored its own, so the replay must too
+    # (earlier tests in the same process may have cached one for this model id).
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+
+    load_demo(store, DEMO)
+    (recorded,) = store.list_runs(kind=kind)
+    hub = DemoHub(load_catalog(), store, load_manifest(DEMO))
+    run_id = asyncio.run(replay(kind, recorded.config, hub.get, store))
+    again = store.get_run(run_id)
+    assert again is not None and again.status == "finished", again and again.error
+    assert again.config == recorded.config and again.config_hash == recorded.config_hash
+    assert normal(again.summary) == normal(recorded.summary)
+    calls, live = store.calls(run_id, limit=None), store.calls(recorded.id, limit=None)
+    assert len(calls) == len(live) and all(c.backend == "replay" for c in calls)
+    assert sorted(map(str, [c.error_type for c in calls])) == sorted(map(str, [c.error_type for c in live]))
+    assert sum(c.cost for c in calls) == 0
+
+    def events(rid: str) -> list[str]:  # parallel calls may finish in either order: compare as a multiset
+        return sorted(
+            json.dumps([e.type, normal(e.payload)], ensure_ascii=False, sort_keys=True, default=str)
+            for e in store.events(rid)
+        )
+
+    assert events(run_id) == events(recorded.id)
