@@ -1,29 +1,32 @@
 """`ChatModel`: the one interface every backend implements.
 
-A backend implements `_generate` (and optionally `_generate_stream`); this class adds what every call
-needs: the request hash, timeouts, retries with backoff honouring Retry-After, a concurrency limit per
-backend endpoint, structured-output validation (a number out of its range is a failed field, never
-clamped), cost, and recording of every call.
-"""
+A backend is one module in models/backends with one ChatModel subclass that names its `backend` and
+declares what it `requires` (its SDK, the pip name, its key variables): declaring it registers the class
+(models.registry), and `unavailable_reason` is its availability check. A backend implements `_generate`
+(and optionally `_generate_stream`); this class adds what every call needs: the request hash, timeouts,
+retries with backoff honouring Retry-After, a concurrency limit per backend endpoint, structured-output
+validation (a number out of its range is a failed field, never clamped), cost, and recording of every call."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import random
 import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from models.catalog import ModelSpec
+from models.catalog import ModelSpec, api_key_for
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, ReplayMiss, StructuredOutputError
 from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
-from models.secrets import StreamRedactor, redact, redact_obj
+from models.secrets import StreamRedactor, redact, redact_obj, register_key_names
 from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
 from models.types import (
     ChoiceProbabilities,
@@ -65,6 +68,37 @@ def is_truncated(finish_reason: str | None) -> bool:
     return finish_reason is not None and finish_reason.lower() in TRUNCATED_REASONS
 
 
+@dataclass(frozen=True)
+class Requires:
+    """What a backend needs before a model of it can run, declared on its ChatModel class."""
+
+    package: str | None = None  # the SDK's import name ("google.genai"); None: nothing beyond judgelab's own
+    pip_name: str | None = None  # what installs it ("google-genai"); by default the package name
+    key_env: tuple[str, ...] = ()  # the variables its API key may be in, in order (a spec's api_key_env first)
+
+    @property
+    def pip(self) -> str:
+        return self.pip_name or self.package or ""
+
+
+def not_installed(pip_name: str, what: str | None = None) -> str:
+    """The model layer's one message for a missing package."""
+    return f"{what or f'the {pip_name} package'} is not installed — run `make install` (pip install {pip_name})"
+
+
+def package_missing(package: str) -> bool:
+    """Whether an import name cannot be found (without importing it, beyond its parent packages)."""
+    try:
+        return importlib.util.find_spec(package) is None
+    except ModuleNotFoundError:  # a parent package is missing too
+        return True
+
+
+# Every backend class by its `backend` name; filled by the classes themselves (ChatModel.__init_subclass__).
+# Read it through models.registry.backends(), which imports every backend module first.
+REGISTERED: dict[str, type[ChatModel]] = {}
+
+
 def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
     if isinstance(messages, str):
         return [Message(role="user", content=messages)]
@@ -76,6 +110,41 @@ class ChatModel(ABC):
 
     backend: ClassVar[str] = "abstract"
     supports_streaming: ClassVar[bool] = False
+    # Declaring `requires` on a subclass makes it a backend: it registers itself under `backend`. (Test
+    # doubles and wrappers that do not declare it stay out of the registry.)
+    requires: ClassVar[Requires] = Requires()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "requires" not in cls.__dict__:
+            return
+        known = REGISTERED.get(cls.backend)
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"backend '{cls.backend}' is already {known.__module__}.{known.__qualname__}")
+        REGISTERED[cls.backend] = cls
+        register_key_names(cls.requires.key_env)  # their values are redacted everywhere
+
+    # -- availability and keys: what `requires` declares, checked ------------------------------------
+    @classmethod
+    async def unavailable_reason(cls, spec: ModelSpec) -> str | None:
+        """Why a model of `spec` cannot run right now, or None. Cheap checks only: the package and the key
+        here; a backend adds its own (a file, a short probe of its server) after calling this."""
+        if cls.requires.package and package_missing(cls.requires.package):
+            return not_installed(cls.requires.pip)
+        if spec.needs_key and cls.requires.key_env and api_key_for(spec) is None:
+            return f"no API key — set {cls.key_name(spec)} or add it to .streamlit/secrets.toml"
+        return None
+
+    @classmethod
+    def key_name(cls, spec: ModelSpec) -> str:
+        """The variable to name when the key is missing: the spec's own, else the backend's first."""
+        return spec.api_key_env or next(iter(cls.requires.key_env), "")
+
+    def _key_hint(self) -> str:
+        return self.key_name(self.spec)
+
+    def _not_installed(self) -> ModelError:
+        return self._error(ModelUnavailable, not_installed(self.requires.pip))
 
     def __init__(self, spec: ModelSpec, *, call_log: CallLog | None = None) -> None:
         self.spec = spec
@@ -221,7 +290,7 @@ class ChatModel(ABC):
     can_score: ClassVar[bool] = False
 
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         """How this backend scores options for `spec`: "exact", "first token", "token walk" or "none"."""
         return "exact" if cls.can_score else "none"
 

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from models.secrets import find_secret, register_key_names
 
-Backend = Literal["llamacpp", "ollama", "openai", "anthropic", "gemini", "replay"]
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
 BUNDLED_MODEL_ID = "gemma3-270m"
 
@@ -37,7 +36,10 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
-    backend: Backend
+    backend: str = Field(
+        description="A registered backend: llamacpp, ollama, openai, anthropic, gemini, replay, "
+        "or any other module in models/backends (see models.registry)."
+    )
     model: str = Field(description="Provider model name, GGUF path, or 'bundled' for the packaged Gemma.")
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="Environment variable holding the key.")
@@ -60,6 +62,16 @@ class ModelSpec(BaseModel):
     def preferred_judge(self) -> Literal["likelihood", "generate"]:
         """The judge method that suits the model: likelihood for a base model, generation otherwise."""
         return "likelihood" if self.tuning == "base" else "generate"
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        from models.registry import backends  # at validation time: the registry imports the backends
+
+        known = backends()
+        if value not in known:
+            raise ValueError(f"unknown backend '{value}' — known backends: {', '.join(sorted(known))}")
+        return value
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return prompt_tokens / 1000 * self.price_in_per_1k + completion_tokens / 1000 * self.price_out_per_1k
@@ -149,13 +161,12 @@ def cached_catalog(path: str | None = None) -> Catalog:
 
 
 def api_key_for(spec: ModelSpec) -> str | None:
-    """The key for a spec, from the environment or `.streamlit/secrets.toml` only."""
+    """The key for a spec, from the environment or `.streamlit/secrets.toml` only: its `api_key_env`, then
+    the variables its backend declares (`Requires.key_env`)."""
+    from models.registry import backend_class
+
     names = [spec.api_key_env] if spec.api_key_env else []
-    names += {
-        "openai": ["OPENAI_API_KEY"],
-        "anthropic": ["ANTHROPIC_API_KEY"],
-        "gemini": ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-    }.get(spec.backend, [])
+    names += backend_class(spec.backend).requires.key_env
     for name in names:
         value = find_secret(name)
         if value:

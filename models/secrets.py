@@ -24,7 +24,6 @@ from urllib.parse import urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
-PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 # Variables whose name says they hold a credential, whatever the catalog says.
 KEY_LIKE_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
 NOT_SECRETS = frozenset({"JUDGELAB_SECRETS"})  # a path, not a key
@@ -134,7 +133,8 @@ def _fingerprint() -> tuple[Any, ...]:
 
 
 def _collect(fingerprint: tuple[Any, ...]) -> _Known:
-    names = set(PROVIDER_VARS) | _REGISTERED_NAMES | _catalog_key_names(_catalog_path())
+    # The backends register their key variables (models.base.Requires.key_env), a catalog its api_key_envs.
+    names = _REGISTERED_NAMES | _catalog_key_names(_catalog_path())
     names |= {n for n in os.environ if KEY_LIKE_NAME.search(n)}
     found: dict[str, str] = {}
     for name in sorted(names - NOT_SECRETS):

@@ -1,1 +1,3 @@
-"""One module per provider; each is imported only when a model of that backend is used."""
+"""One module per provider. models.registry imports them all to find the backends (each ChatModel class that
+declares `requires` registers itself); that is cheap, since a provider's SDK is imported only when a model
+of it is built."""

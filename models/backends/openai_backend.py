@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
-from models.base import ChatModel
-from models.catalog import api_key_for
+from models.base import ChatModel, Requires
+from models.catalog import ModelSpec, api_key_for
 from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
 from models.scoring import ScoringUnsupported, echo_option_logprob, first_token_scores, split_trailing_space
 from models.structured import strict_schema
@@ -35,15 +35,21 @@ class OpenAIModel(ChatModel):
     `top_logprobs` of the answer's first token instead, flagged `first_token`."""
 
     backend = "openai"
+    requires = Requires(package="openai", key_env=("OPENAI_API_KEY",))
     supports_streaming = True
     can_score = True
+
+    @classmethod
+    async def unavailable_reason(cls, spec: ModelSpec) -> str | None:
+        """A keyless OpenAI-compatible server (`base_url`) must answer a short probe."""
+        reason = await super().unavailable_reason(spec)
+        if reason is None and spec.base_url and not spec.needs_key:
+            reason = await server_reason(spec.base_url)
+        return reason
 
     @property
     def is_official(self) -> bool:
         return not self.spec.base_url or "api.openai.com" in self.spec.base_url
-
-    def _key_hint(self) -> str:
-        return self.spec.api_key_env or "OPENAI_API_KEY"
 
     def client(self) -> Any:
         return self.loop_client(self._new_client)
@@ -52,7 +58,7 @@ class OpenAIModel(ChatModel):
         try:
             import openai
         except ImportError:
-            raise self._error(ModelUnavailable, "the openai package is not installed") from None
+            raise self._not_installed() from None
         key = api_key_for(self.spec)
         if key is None and self.spec.needs_key:
             raise self._error(
@@ -261,3 +267,15 @@ def _error_message(exc: Any) -> str:
         if isinstance(inner, str):
             return inner
     return str(getattr(exc, "message", exc))
+
+
+async def server_reason(base_url: str) -> str | None:
+    """Why an OpenAI-compatible server does not answer `GET /models` within 0.75 s, or None."""
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=0.75) as client:
+            await client.get(f"{base_url.rstrip('/')}/models")
+    except Exception:
+        return f"server not reachable at {base_url} — is it running?"
+    return None

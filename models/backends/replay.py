@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from models.base import ChatModel
+from models.base import ChatModel, Requires
 from models.catalog import ModelSpec
 from models.errors import ModelError, ReplayMiss
 from models.recording import CallLog, CallRecord, current_context
@@ -29,6 +29,12 @@ from models.types import Completion, Message, OptionScores, RawResult, Request, 
 
 class ReplayModel(ChatModel):
     backend = "replay"
+    requires = Requires()  # nothing: it answers from the call log
+
+    @classmethod
+    def scoring_support(cls, spec: ModelSpec) -> str:
+        return "recorded"
+
     # Demo mode: what a miss says, from the call's purpose (the recorded inputs of that page).
     miss_hint: Callable[[str], str] | None = None
 

@@ -128,6 +128,7 @@ def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: 
     assert len(at.selectbox(key="director.duo_model").options) == 1  # the recorded model only
 
 
+@pytest.mark.slow  # the packaged embedder
 def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     messages = load_manifest(DEMO).pages["conversation"].inputs
     at = open_page("conversation", "conversation")
@@ -191,6 +192,7 @@ def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     assert "topic" in missed(at)
 
 
+@pytest.mark.slow  # the packaged embedder
 def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("confidence", "confidence")
     at.button(key="confidence.live_run").click().run()

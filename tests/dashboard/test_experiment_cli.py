@@ -13,9 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.experiments import load_definition, run_experiment
 from engine.store import Store
 from tests.engine.test_experiments import JURY_CASES, scripted_models
+
+pytestmark = pytest.mark.slow  # real judgelab processes
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"

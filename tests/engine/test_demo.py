@@ -133,8 +133,18 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
     return (await run_simulation(SimulationConfig(**config), models, store)).run_id
 
 
+EMBEDDER = pytest.mark.slow  # the packaged embedder
+
+
 @pytest.mark.parametrize(
-    "kind", ["handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"]
+    "kind",
+    [
+        pytest.param("handraise.conversation", marks=EMBEDDER),
+        "jury.run",
+        "director.duo",
+        pytest.param("confidence.evaluate", marks=EMBEDDER),
+        "skip.simulate",
+    ],
 )
 def test_each_recorded_flow_replays_through_its_entry_point(
     store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
