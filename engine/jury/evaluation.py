@@ -1,0 +1,95 @@
+"""Case-set evaluation: one line per case, and totals computed only from those lines."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.jury.config import JuryCase, Rubric
+from engine.jury.decisions import NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
+
+
+def evaluation_item(
+    case: JuryCase, result: CollaborativeJuryResult, run_id: str | None = None, tie_policy: TiePolicy = "severe"
+) -> dict[str, Any]:
+    """One case's line of a case-set report. `phase1_outcome` is the majority vote of the phase-1
+    verdicts (what the panel would have said without discussion); `outcome_changed` compares it with
+    the final verdict."""
+    rubric = case.rubric or Rubric()
+    # A failed juror has no position: a missing rating (None), never a vote for the fallback's label.
+    phase1 = {e.juror_id: None if e.fallback else e.verdict for e in result.phase1_evaluations}
+    final_positions = {e.juror_id: None if e.fallback else e.verdict for e in result.final_evaluations()}
+    phase1_outcome = majority_vote(result.phase1_evaluations, tie_policy=tie_policy, verdicts=rubric.verdicts).verdict
+    return {
+        "id": case.id,
+        "run_id": run_id,
+        "gold": case.gold,
+        "final_verdict": result.final_verdict,
+        "final_score": result.final_score,
+        "no_verdict": result.final_verdict == NO_VERDICT,
+        "failed_seats": sum(v is None for v in final_positions.values()),
+        # No verdict is a wrong answer (it is not left out of the accuracy).
+        "correct": None if case.gold is None else result.final_verdict == case.gold,
+        "phase1_verdicts": phase1,
+        "final_positions": final_positions,
+        "phase1_outcome": phase1_outcome,
+        "phase1_correct": None if case.gold is None else phase1_outcome == case.gold,
+        "outcome_changed": phase1_outcome != result.final_verdict,
+        "positions_changed": sum(s.position_changed for r in result.discussion_rounds for s in r.statements),
+        "rounds": result.total_rounds,
+        "termination_reason": result.termination_reason,
+        "fallbacks": sum(e.fallback for e in result.phase1_evaluations)
+        + sum(
+            bool(s.updated_evaluation and s.updated_evaluation.fallback)
+            for r in result.discussion_rounds
+            for s in r.statements
+        ),
+        "method": result.phase3_judgment.method,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "cost": result.cost,
+        "wall_s": result.wall_s,
+    }
+
+
+def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals of a case-set report, computed only from its items (so anyone can recompute them)."""
+    from engine.agreement import fleiss_kappa, krippendorff_alpha
+
+    graded = [i for i in items if i["gold"] is not None]
+    n = len(items)
+
+    def agreement(key: str) -> dict[str, float | int | None]:
+        """α over every rating (a failed juror's is missing); κ, which needs complete ratings, over the
+        cases where every juror worked (how many is reported)."""
+        units = [list(i[key].values()) for i in items]
+        complete = [u for u in units if None not in u]
+        sizes = {len(u) for u in complete}
+        kappa = fleiss_kappa(complete) if len(sizes) == 1 and sizes != {1} and complete else None
+        alpha = krippendorff_alpha(units) if units else None
+        return {
+            "fleiss_kappa": None if kappa is None else round(kappa, 4),
+            "fleiss_kappa_cases": len(complete),
+            "krippendorff_alpha": None if alpha is None else round(alpha, 4),
+        }
+
+    rounds = Counter(int(i["rounds"]) for i in items)
+    return {
+        "items": n,
+        "graded": len(graded),
+        "accuracy": round(sum(i["correct"] for i in graded) / len(graded), 4) if graded else None,
+        "phase1_accuracy": round(sum(i["phase1_correct"] for i in graded) / len(graded), 4) if graded else None,
+        "agreement_phase1": agreement("phase1_verdicts"),
+        "agreement_final": agreement("final_positions"),
+        "outcome_changed": sum(bool(i["outcome_changed"]) for i in items),
+        "outcome_changed_rate": round(sum(bool(i["outcome_changed"]) for i in items) / n, 4) if n else None,
+        "positions_changed": sum(int(i["positions_changed"]) for i in items),
+        "rounds_mean": round(sum(int(i["rounds"]) for i in items) / n, 4) if n else None,
+        "rounds_histogram": {str(k): rounds[k] for k in sorted(rounds)},
+        "fallbacks": sum(int(i["fallbacks"]) for i in items),
+        "no_verdict": sum(bool(i.get("no_verdict")) for i in items),
+        "prompt_tokens": sum(int(i["prompt_tokens"]) for i in items),
+        "completion_tokens": sum(int(i["completion_tokens"]) for i in items),
+        "cost": round(sum(float(i["cost"]) for i in items), 6),
+    }

@@ -1,0 +1,146 @@
+"""What the Jury and Replay pages show: a fold over a run's events, so a live run and its replay render
+from the same fold."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.jury.decisions import NO_VERDICT
+
+
+class JuryView:
+    """What the Jury page shows, built only from events. The live page applies events as they arrive;
+    the Replay page folds the stored events up to a step. Same events, same fold, same picture."""
+
+    def __init__(self) -> None:
+        self.case: dict[str, Any] = {}
+        self.jurors: list[dict[str, Any]] = []
+        self.config: dict[str, Any] = {}
+        self.rubric: dict[str, Any] = {}
+        self.phase1: list[dict[str, Any]] = []
+        self.phase1_consensus: dict[str, Any] | None = None
+        self.rounds: list[dict[str, Any]] = []
+        self.ended: dict[str, Any] | None = None
+        self.final: dict[str, Any] | None = None
+        self.finished: dict[str, Any] | None = None
+        self.failed: str | None = None
+        self.steps = 0
+
+    @classmethod
+    def fold(cls, events: Sequence[tuple[str, Mapping[str, Any]]]) -> JuryView:
+        view = cls()
+        for type_, payload in events:
+            view.apply(type_, payload)
+        return view
+
+    def apply(self, type_: str, payload: Mapping[str, Any]) -> None:
+        self.steps += 1
+        p = dict(payload)
+        if type_ == "jury_started":
+            self.case, self.jurors = p.get("case", {}), p.get("jurors", [])
+            self.config, self.rubric = p.get("config", {}), p.get("rubric", {})
+        elif type_ == "juror_evaluation":
+            self.phase1.append(p)
+        elif type_ == "consensus_check":
+            self.phase1_consensus = p
+        elif type_ == "round_started":
+            self.rounds.append(
+                {"round": p["round"], "speakerOrder": p.get("speakerOrder", []), "statements": [], "completed": None}
+            )
+        elif type_ == "juror_statement" and self.rounds:
+            self.rounds[-1]["statements"].append(p)
+        elif type_ == "round_completed" and self.rounds:
+            self.rounds[-1]["completed"] = p
+        elif type_ == "discussion_ended":
+            self.ended = p
+        elif type_ == "final_judgment":
+            self.final = p
+        elif type_ == "jury_finished":
+            self.finished = p
+        elif type_ == "run_failed":
+            self.failed = str(p.get("error", "failed"))
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None or self.failed is not None
+
+    def role(self, juror_id: str) -> str:
+        return next((j["role_name"] for j in self.jurors if j["juror_id"] == juror_id), juror_id)
+
+    def statements(self) -> list[dict[str, Any]]:
+        """The continuous discussion area: every statement in the order it was made."""
+        return [{**st, "roleName": self.role(st["juror"])} for rnd in self.rounds for st in rnd["statements"]]
+
+    def trajectory(self) -> list[dict[str, Any]]:
+        """Score and verdict per juror per step (phase 1, then each round)."""
+        rows = [
+            {
+                "juror": e["juror"],
+                "role": self.role(e["juror"]),
+                "step": 0,
+                "label": "phase 1",
+                "score": e["score"],
+                "verdict": e["verdict"],
+                "fallback": e.get("fallback", False),
+            }
+            for e in self.phase1
+        ]
+        for rnd in self.rounds:
+            for st in rnd["statements"]:
+                ev = st.get("evaluation", {})
+                rows.append(
+                    {
+                        "juror": st["juror"],
+                        "role": self.role(st["juror"]),
+                        "step": rnd["round"],
+                        "label": f"round {rnd['round']}",
+                        "score": st["newScore"],
+                        "verdict": st["newVerdict"],
+                        "fallback": ev.get("fallback", False),
+                    }
+                )
+        return rows
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Each juror call as a bar (seconds since the run started): parallel calls overlap."""
+        rows = []
+        for e in self.phase1:
+            rows.append(
+                {
+                    "juror": e["juror"],
+                    "role": self.role(e["juror"]),
+                    "stage": "phase 1",
+                    "start": e.get("startedS"),
+                    "end": e.get("endedS"),
+                    "fallback": e.get("fallback", False),
+                }
+            )
+        for rnd in self.rounds:
+            for st in rnd["statements"]:
+                ev = st.get("evaluation", {})
+                rows.append(
+                    {
+                        "juror": st["juror"],
+                        "role": self.role(st["juror"]),
+                        "stage": f"round {rnd['round']}",
+                        "start": ev.get("startedS"),
+                        "end": ev.get("endedS"),
+                        "fallback": ev.get("fallback"),
+                    }
+                )
+        return [r for r in rows if r["start"] is not None and r["end"] is not None]
+
+    def verdicts(self) -> dict[str, dict[str, int]]:
+        """Verdict counts at phase 1 and after the discussion; a failed juror counts as `failed`, not as
+        the fallback's label."""
+        latest = {e["juror"]: "failed" if e.get("fallback") else e["verdict"] for e in self.phase1}
+        first = Counter(latest.values())
+        for st in self.statements():
+            latest[st["juror"]] = "failed" if st.get("evaluation", {}).get("fallback") else st["newVerdict"]
+        return {"phase 1": dict(first), "after discussion": dict(Counter(latest.values()))}
+
+    @property
+    def no_verdict(self) -> bool:
+        return self.final is not None and self.final.get("verdict") == NO_VERDICT
