@@ -711,7 +711,7 @@ class EvaluationConfig(BaseModel):
 async def evaluate(
     config: EvaluationConfig,
     models: ModelSource,
-    store: Any,
+    store: Store,
     *,
     agreement: SourceAgreementCalculator | None = None,
     base_factors: ConfidenceFactors | None = None,
@@ -932,7 +932,7 @@ class CalibrationResult(BaseModel):
 
 
 async def calibrate_labels(
-    config: CalibrationConfig, models: ModelSource | None, store: Any, *, sinks: list[Any] | None = None
+    config: CalibrationConfig, models: ModelSource | None, store: Store, *, sinks: list[EventSink] | None = None
 ) -> CalibrationResult:
     """The calibration of the default (or given) scores against the labels as a stored run of kind
     `confidence.calibrate`. No model is called (`models` is unused; every entry point takes one)."""

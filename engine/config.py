@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -91,7 +91,7 @@ def load_yaml(path: str | Path, model: type[T]) -> T:
 
     path = Path(path)
     try:
-        raw: Any = yaml.safe_load(read_text(path))
+        raw: object = yaml.safe_load(read_text(path))
     except InputError as exc:
         raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:

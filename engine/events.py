@@ -137,7 +137,7 @@ class EventBus:
         self._seq = 0
         self._lock = threading.Lock()
 
-    def emit(self, type_: str, **payload: Any) -> Event:
+    def emit(self, type_: str, **payload: object) -> Event:
         # Keys are redacted before any sink sees the event: the live page as much as the store.
         payload = redact_obj(payload)
         with self._lock:
@@ -161,7 +161,7 @@ class RunHandle:
         self.bus = bus
         self.summary: dict[str, Any] = {}
 
-    def emit(self, type_: str, **payload: Any) -> Event:
+    def emit(self, type_: str, **payload: object) -> Event:
         return self.bus.emit(type_, **payload)
 
 

@@ -407,7 +407,7 @@ def tables(record: RunRecord) -> dict[str, Table]:
 # -- CSV ------------------------------------------------------------------------------------------------------
 
 
-def csv_cell(value: Any) -> Any:
+def csv_cell(value: object) -> str | int | float:
     """A value as a spreadsheet may safely read it: numbers stay numbers; text is redacted and, where it
     would start a formula, gets a leading apostrophe; nested values become JSON text; None is empty."""
     if value is None:
@@ -554,7 +554,7 @@ document.querySelectorAll('div.figure[data-spec]').forEach(function (el) {
 """
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(redact(value if isinstance(value, str) else cell(value, 10**9)), quote=True)
 
 
@@ -569,7 +569,7 @@ def _script_json(text: str) -> str:
     )
 
 
-def _td(value: Any, limit: int = HTML_CELL_CHARS) -> str:
+def _td(value: object, limit: int = HTML_CELL_CHARS) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f'<td class="num">{_e(value)}</td>'
     text = "" if value is None else cell(redact_obj(value), limit)

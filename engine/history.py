@@ -17,7 +17,7 @@ WHOLE_RESULTS = frozenset({"result"})
 MAX_DEPTH = 2  # summary figures come from this many levels of nesting ("with_cache.judge_calls")
 
 
-def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def flatten(value: object, prefix: str = "") -> Iterator[tuple[str, object]]:
     """(dotted path, leaf) for every leaf of a JSON-like value; list items are `[i]`. An empty dict or
     list is a leaf of its own, so a config that gains one is still a change."""
     if isinstance(value, Mapping) and value:
@@ -34,8 +34,8 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 class ConfigChange:
     path: str
     change: Literal["changed", "added", "removed"]
-    a: Any = None
-    b: Any = None
+    a: object = None
+    b: object = None
 
 
 def config_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[ConfigChange]:
@@ -52,7 +52,7 @@ def config_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[ConfigChange
     return changes
 
 
-def _same(x: Any, y: Any) -> bool:
+def _same(x: object, y: object) -> bool:
     # 1 and 1.0 are one setting; True and 1 are not.
     if isinstance(x, bool) or isinstance(y, bool):
         return type(x) is type(y) and x == y
@@ -111,7 +111,7 @@ def compare_runs(a: Run, b: Run, totals: Mapping[str, Mapping[str, Any]] | None 
     )
 
 
-def cell(value: Any, limit: int = 200) -> str:
+def cell(value: object, limit: int = 200) -> str:
     """A config or figure value as one line of text (JSON for anything but a string), cut at `limit`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Index, UniqueConstraint, text
@@ -706,7 +706,7 @@ class PeriodicChecker:
         )
         return skip
 
-    def _emit(self, type_: str, **payload: Any) -> None:
+    def _emit(self, type_: str, **payload: object) -> None:
         if self.emit is not None:
             self.emit(type_, **payload)
 

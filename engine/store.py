@@ -272,7 +272,7 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     """JSON of a stored value, with every key value redacted (replies, errors and configs can hold one)."""
     return redact(json.dumps(redact_obj(value), ensure_ascii=False, default=str))
 

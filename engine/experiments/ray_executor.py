@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.experiments.definition import ROOT, Experiment
 from engine.experiments.mechanisms import mechanism
 from engine.experiments.runner import HubModels, Recorded, decide_many, record_group
+
+if TYPE_CHECKING:
+    from engine.experiments.mechanisms import Models
+    from engine.store import Store
 
 
 class _Worker:
@@ -91,7 +95,7 @@ class RayExecutor:
         self._key: tuple[str, HubModels, int] | None = None
         self._next = 0
 
-    async def start(self, definition: Experiment, store: Any, models: Any) -> None:
+    async def start(self, definition: Experiment, store: Store, models: Models | HubModels) -> None:
         if not isinstance(models, HubModels):
             raise ValueError("the ray executor builds its models on the workers: pass HubModels")
         concurrency = max(definition.concurrency, self.max_concurrency or 0)

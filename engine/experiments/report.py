@@ -22,7 +22,7 @@ def columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return "" if value is None else json.dumps(value) if isinstance(value, dict | list) else str(value)
 
 

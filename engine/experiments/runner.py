@@ -42,7 +42,7 @@ class HubModels:
     mode: CallMode = "replay_fallthrough"
     delay_s: float = 0.0
 
-    def build(self, store: Any) -> Models:
+    def build(self, store: Store) -> Models:
         from models.registry import ModelHub
 
         hub = ModelHub(call_log=store)

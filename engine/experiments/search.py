@@ -4,7 +4,7 @@ model call, stored as a cell run (its row carries the trial number), so the tria
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.events import run_context
 from engine.experiments.definition import Experiment, Range, expand
@@ -22,8 +22,11 @@ from engine.experiments.runner import (
 from engine.runctx import checkpoint, progress
 from engine.store import Store
 
+if TYPE_CHECKING:
+    import optuna
 
-def suggest(trial: Any, name: str, values: list[Any] | Range) -> Any:
+
+def suggest(trial: optuna.Trial, name: str, values: list[Any] | Range) -> Any:
     if isinstance(values, Range):
         if values.integer:
             return trial.suggest_int(

@@ -3,7 +3,7 @@ with a method and stored as one run with its precision, recall, consistency, lat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -190,7 +190,7 @@ async def run_benchmark(
     repeat: int = 1,
     model_ids: Sequence[str] | None = None,
     name: str = "",
-    on_item: Any = None,
+    on_item: Callable[[dict[str, Any]], object] | None = None,
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""
     from engine.events import async_run_context

@@ -36,7 +36,8 @@ from models.source import ModelLookup
 
 if TYPE_CHECKING:
     from engine.embeddings import Embedder
-    from engine.events import Emit
+    from engine.events import Emit, EventSink
+    from engine.store import Store
 
 
 def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
@@ -189,7 +190,9 @@ class Conversation:
         await asyncio.gather(*(self.answer_one(state, pid, on_chunk) for pid in approved))
         return self.close_answers(state)
 
-    async def answer_one(self, state: TurnState, pid: str, on_chunk: Any = None) -> None:
+    async def answer_one(
+        self, state: TurnState, pid: str, on_chunk: Callable[[str, str], object] | None = None
+    ) -> None:
         """One approved participant answers, streamed, as soon as it is approved (other cards may still
         wait). The answers join the conversation together, in `close_answers`."""
         from models.errors import ModelError
@@ -316,7 +319,7 @@ class Conversation:
 
 
 def restore_conversation(
-    run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]], models: Any = None
+    run_config: Mapping[str, Any], events: Iterable[tuple[str, Mapping[str, Any]]], models: ModelLookup | None = None
 ) -> Conversation:
     """A stored conversation rebuilt from its run's config and events, with no model call: its turns, hands,
     decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
@@ -331,7 +334,7 @@ def restore_conversation(
         raise ValueError(f"not a stored conversation's config: {exc}") from None
     if not participants:
         raise ValueError("not a stored conversation's config: it has no participants")
-    conv = Conversation(participants, models, config)
+    conv = Conversation(participants, {} if models is None else models, config)  # no models: no new turn
     by_turn: dict[str, TurnState] = {}
     try:
         for type_, payload in events:
@@ -433,20 +436,20 @@ class ConversationSession:
     """An open conversation run: its id, the store its events go to, and the conversation itself."""
 
     run_id: str
-    store: Any
+    store: Store
     conversation: Conversation
-    emit: Any
+    emit: Emit
     closed: bool = False
 
 
 def open_conversation(
     config: ConversationConfig,
-    models: Any,
-    store: Any,
+    models: ModelLookup,
+    store: Store,
     *,
-    sinks: list[Any] | None = None,
+    sinks: list[EventSink] | None = None,
     name: str = "conversation",
-    embedder: Any = None,
+    embedder: Embedder | None = None,
 ) -> ConversationSession:
     """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
     `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so

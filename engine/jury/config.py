@@ -56,7 +56,7 @@ class JuryConfig(BaseModel):
     )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JuryConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> JuryConfig:
         """Defaults, then the JURY_* variables, then `overrides`. A bad value names its variable."""
         from engine.config import ConfigError
 
@@ -151,7 +151,7 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
 
     problems: list[str] = []
     items: list[tuple[str, Any]] = []
-    shared: Any = None
+    shared: object = None
     stripped = content.lstrip()
     if source.endswith(".jsonl") or (stripped.startswith("{") and "\n{" in content):
         for number, line in enumerate(content.splitlines(), 1):

@@ -202,7 +202,7 @@ class Jury:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
         t0 = time.perf_counter()
 
-        def send(type_: str, **payload: Any) -> None:
+        def send(type_: str, **payload: object) -> None:
             if emit is not None:
                 emit(type_, submissionId=case.id, **payload)
 
@@ -462,7 +462,7 @@ def progress_emit(emit: Emit, jury: Jury) -> Emit:
     n = len(jury.seats)
     runctx.progress(total=n * (1 + jury.config.max_discussion_rounds) + 1, step="phase 1")
 
-    def emitting(type_: str, **payload: Any) -> Any:
+    def emitting(type_: str, **payload: object) -> object:
         out = emit(type_, **payload)
         if type_ == "juror_evaluation":
             runctx.progress(advance=1, step="phase 1 — independent evaluations")
@@ -481,7 +481,7 @@ def progress_emit(emit: Emit, jury: Jury) -> Emit:
     return emitting
 
 
-def comparable(value: Any) -> Any:
+def comparable(value: object) -> object:
     """A result (as JSON) without its wall-clock facts — timings, call ids, wall time — so a replay can be
     compared with the live run it came from."""
     if isinstance(value, dict):
