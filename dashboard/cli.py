@@ -9,11 +9,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dashboard.commands import fail
+
+if TYPE_CHECKING:
+    from engine.store import Run
 
 app = typer.Typer(
     name="judgelab",
@@ -57,7 +60,7 @@ def _safe_output() -> None:
     redact_std_streams()
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: object) -> None:
     from models.secrets import redact
 
     typer.echo(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
@@ -209,7 +212,7 @@ def models_check(
 
 
 # -- runs ---------------------------------------------------------------------------------------
-def _run_row(run: Any, totals: dict[str, float]) -> dict[str, Any]:
+def _run_row(run: Run, totals: dict[str, float]) -> dict[str, Any]:
     return {
         "id": run.id,
         "kind": run.kind,

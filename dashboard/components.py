@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
+    from engine.store import Store
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 # GFM turns bare URLs and e-mail addresses into links after escapes are resolved, so a word joiner (U+2060,
@@ -34,7 +35,7 @@ def money(value: float) -> str:
     return f"${value:.4g}" if value >= 0.0001 else f"${value:.2e}"
 
 
-def md(value: Any, *, inline: bool = True) -> str:
+def md(value: object, *, inline: bool = True) -> str:
     """Untrusted text made literal inside markdown (titles, labels, captions, alerts). `inline` folds
     line breaks into spaces (a label is one line); otherwise they become markdown hard breaks."""
     text = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, "" if value is None else str(value)))
@@ -43,13 +44,13 @@ def md(value: Any, *, inline: bool = True) -> str:
     return "  \n".join(line.strip() for line in text.splitlines())
 
 
-def plot_text(value: Any) -> str:
+def plot_text(value: object) -> str:
     """Untrusted text for a plotly label, legend or hover text: its pseudo-HTML tags (<a href>, <br>, <b>,
     <span style>) are shown, not rendered. Quotes stay as they are (plotly does not decode &quot;)."""
     return html.escape("" if value is None else str(value), quote=False)
 
 
-def safe_avatar(icon: Any, default: str = "🤖") -> str:
+def safe_avatar(icon: object, default: str = "🤖") -> str:
     """A chat avatar from an untrusted profile icon. Streamlit loads a string that looks like a URL or a
     path as an image, so only a short emoji (no ASCII at all) is kept; anything else gets the default."""
     text = "" if icon is None else str(icon).strip()
@@ -68,7 +69,7 @@ def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌")
     return text
 
 
-def export_file(store: Any, run_id: str, fmt: str) -> bytes:
+def export_file(store: Store, run_id: str, fmt: str) -> bytes:
     """One export of a stored run, built from the store when asked: `csv` (every table, zipped), `json`,
     `html` (the self-contained report) or `csv:TABLE` (one table)."""
     from engine import exports
@@ -85,7 +86,7 @@ def export_file(store: Any, run_id: str, fmt: str) -> bytes:
     return exports.csv_zip(record)
 
 
-def export_buttons(store: Any, run_ids: str | Sequence[str | None] | None, *, key: str = "export") -> None:
+def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, key: str = "export") -> None:
     """Download buttons for a run the page shows: CSV of its tables (zip), the whole run as JSON, and the
     self-contained HTML report. Files are built only when a button is clicked, from the stored run, and the
     click does not rerun the page. Given several runs (a page with several results), a picker chooses one."""
@@ -120,7 +121,7 @@ def export_buttons(store: Any, run_ids: str | Sequence[str | None] | None, *, ke
 BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
 
 
-def _badge(verdict: Any) -> str:
+def _badge(verdict: object) -> str:
     return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"
 
 

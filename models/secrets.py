@@ -112,7 +112,7 @@ def _catalog_key_names(path: Path) -> set[str]:
         return set()
 
 
-def _strings(value: Any, name: str) -> Iterable[tuple[str, str]]:
+def _strings(value: object, name: str) -> Iterable[tuple[str, str]]:
     if isinstance(value, str):
         yield value, name
     elif isinstance(value, dict):

@@ -146,7 +146,7 @@ _REMOVED = object()  # an invalid number taken out of the value before validatio
 FLOAT_LIKE = (str, bytes, bytearray, SupportsFloat, SupportsIndex)
 
 
-def _as_number(value: Any) -> float | None:
+def _as_number(value: object) -> float | None:
     """The number a JSON value stands for (numbers, and numeric strings), else None."""
     if isinstance(value, bool):
         return None
@@ -177,7 +177,7 @@ def _bounds_problem(number: float, schema: dict[str, Any], integer: bool) -> str
     return None
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -260,7 +260,7 @@ def _loc_path(loc: tuple[Any, ...]) -> str:
     return out or "(root)"
 
 
-def _walk_numbers(value: Any, path: str = "") -> list[tuple[str, float]]:
+def _walk_numbers(value: object, path: str = "") -> list[tuple[str, float]]:
     if isinstance(value, dict):
         return [item for k, v in value.items() for item in _walk_numbers(v, f"{path}.{k}" if path else k)]
     if isinstance(value, list):

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.judgemaps import Calibration
+    from engine.store import Store
+    from models.catalog import Catalog
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -37,7 +44,7 @@ def usable_model(model_id: str) -> tuple[Any, Any]:
     return store, ModelHub(catalog, call_log=store).get(model_id)
 
 
-def require_models(catalog: Any, model_ids: set[str] | list[str]) -> None:
+def require_models(catalog: Catalog, model_ids: set[str] | list[str]) -> None:
     """Every id must be in the catalog (else exit 1) and available (else exit 2, naming every one that is
     not and why)."""
     from models.registry import check_availability
@@ -56,7 +63,14 @@ def require_models(catalog: Any, model_ids: set[str] | list[str]) -> None:
 
 
 def calibrate_and_save(
-    store: Any, mechanism: str, model_id: str, data: Any, rows: Any, fit: Any, output_dir: Any, as_json: bool
+    store: Store,
+    mechanism: str,
+    model_id: str,
+    data: Path,
+    rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]],
+    fit: Callable[[list[dict[str, float]]], list[Calibration]],
+    output_dir: Path | None,
+    as_json: bool,
 ) -> None:
     """What every `calibrate` command does: compute the judge's raw features on the calibration split as a
     run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or

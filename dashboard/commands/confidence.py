@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.confidence import ConfidenceFactors
 
 from dashboard.commands import fail, usable_model
 
@@ -18,7 +21,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 _fail = fail
 
 
-def _emit(value: Any) -> None:
+def _emit(value: object) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 
@@ -47,7 +50,7 @@ def parse_factors(text: str) -> Any:
         raise _fail(f"{source}: {exc}") from None
 
 
-def score_payload(factors: Any) -> dict[str, Any]:
+def score_payload(factors: ConfidenceFactors) -> dict[str, Any]:
     from engine.confidence import calculate, decide_action
 
     score = calculate(factors)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from dashboard.commands import fail, usable_model
+
+T = TypeVar("T")
 
 app = typer.Typer(help="Director: hard rules and an LLM rubric for a character's line.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -42,7 +45,7 @@ def _store_and_models(model_id: str | None) -> tuple[Any, Any]:
     return store, lambda _id: model
 
 
-def _run(coro: Any) -> Any:
+def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run an entry point; a model failure the policy does not absorb exits 3 with its message."""
     from engine.config import ConfigError
     from models.errors import ModelError

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.store import Store
 
 from dashboard.commands import fail
 
@@ -26,13 +29,13 @@ def _store() -> Any:
         raise fail(str(exc)) from None
 
 
-def _print(value: Any) -> None:
+def _print(value: object) -> None:
     from models.secrets import redact
 
     typer.echo(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
-def _shown(store: Any, experiment_id: str) -> dict[str, Any]:
+def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
     from engine.experiments import show_experiment
 
     try:

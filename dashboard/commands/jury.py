@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.jury import JuryView
+    from engine.store import Run, Store
 
 from dashboard.commands import fail, require_models
 
@@ -102,7 +106,7 @@ def _setup(
     return store, Jury(seats, lambda m: hub.get(m, replay=replay or fallthrough, fallthrough=fallthrough), config)
 
 
-def _replay_miss(case_id: str, exc: Any) -> typer.Exit:
+def _replay_miss(case_id: str, exc: Exception) -> typer.Exit:
     return fail(f"case {case_id}: {exc}. Nothing was guessed; the run is stored as failed", code=4)
 
 
@@ -115,7 +119,7 @@ def _cases(path: Path) -> list[Any]:
         raise fail(str(exc)) from None
 
 
-def _print_view(view: Any, *, rounds: bool = True) -> None:
+def _print_view(view: JuryView, *, rounds: bool = True) -> None:
     case = view.case
     typer.echo(f"Case {case.get('id')}: {case.get('title', '')}")
     from engine.jury import failed_fields
@@ -337,7 +341,7 @@ def replay_cmd(
             raise typer.Exit(1)
 
 
-def _rerun(store: Any, run: Any) -> bool:
+def _rerun(store: Store, run: Run) -> bool:
     from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, comparable, run_case
     from models.errors import ReplayMiss
     from models.registry import ModelHub

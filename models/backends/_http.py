@@ -64,6 +64,6 @@ def error_for_status(
     return MalformedResponse(f"unexpected HTTP {status}: {message}", **kw)
 
 
-def short(text: Any, limit: int = 300) -> str:
+def short(text: object, limit: int = 300) -> str:
     s = str(text)
     return s if len(s) <= limit else s[:limit] + "…"

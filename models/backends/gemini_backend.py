@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
 from models.base import ChatModel, Requires
-from models.catalog import api_key_for
+from models.catalog import ModelSpec, api_key_for
 from models.errors import (
     BadRequest,
     CannotScore,
@@ -33,7 +33,7 @@ class GeminiModel(ChatModel):
     can_score = True
 
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         return "first token"
 
     def client(self) -> Any:

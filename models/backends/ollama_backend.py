@@ -111,7 +111,7 @@ class OllamaModel(ChatModel):
 
     # -- option scoring ---------------------------------------------------------------------------
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         return "token walk (top-k)"
 
     async def _score(self, request: Request) -> ScoreResult:

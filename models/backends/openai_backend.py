@@ -142,7 +142,7 @@ class OpenAIModel(ChatModel):
 
     # -- option scoring ---------------------------------------------------------------------------
     @classmethod
-    def scoring_support(cls, spec: Any) -> str:
+    def scoring_support(cls, spec: ModelSpec) -> str:
         official = not spec.base_url or "api.openai.com" in spec.base_url
         method = spec.options.get("scoring", "first_token" if official else "echo")
         return "exact (echo)" if method == "echo" else "first token"
@@ -258,7 +258,7 @@ class OpenAIModel(ChatModel):
         yield RawResult(text="", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, finish_reason=finish)
 
 
-def _error_message(exc: Any) -> str:
+def _error_message(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
