@@ -16,6 +16,8 @@ import typer
 from dashboard.commands import fail
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from engine.store import Run
 
 app = typer.Typer(
@@ -450,7 +452,7 @@ def bench(
 _stop_signal: list[int] = []
 
 
-def _on_stop_signal(signum: int, _frame: Any) -> None:
+def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
     """SIGINT / SIGTERM: cancel the work so every open run closes as `cancelled` with its events so far.
     Inside an event loop its tasks are cancelled (as asyncio does for Ctrl-C); elsewhere KeyboardInterrupt
     unwinds. A second SIGINT stops at once; a second SIGTERM is ignored while the runs are closed."""

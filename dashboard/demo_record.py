@@ -13,10 +13,13 @@ import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.demo import MANIFEST_FILE, RUNS_FILE, DemoManifest, PageDemo, export_runs, write_runs
 from engine.store import Store
+
+if TYPE_CHECKING:
+    from engine.jury import JuryCase
 
 MODEL = "gemma3-270m"
 # Tried in order; the first that shows what the page is for is kept.
@@ -136,7 +139,7 @@ def jury_cases() -> list[tuple[Path, Any]]:
     return [(path, case) for path in case_files() for case in load_cases(path)]
 
 
-async def record_jury(store: Store, case: Any) -> tuple[str, dict[str, Any]]:
+async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]]:
     from engine.jury import Jury, run_case
 
     seats, config = page_jury()

@@ -11,7 +11,7 @@ re-attaches to the live run. Nothing here waits on a model: every read is a stor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import streamlit as st
@@ -22,7 +22,7 @@ from engine.store import CANCELLED, FINISHED, RUNNING
 
 
 class Folder(Protocol):
-    def apply(self, type_: str, payload: Any) -> None: ...
+    def apply(self, type_: str, payload: Mapping[str, Any]) -> None: ...
 
 
 V = TypeVar("V", bound=Folder)

@@ -8,6 +8,7 @@ conversation from the recorded components without calling a model, and tokens ag
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -670,7 +671,7 @@ class BenchView:
         self.items = 0
         self.totals: dict[str, Any] | None = None
 
-    def apply(self, type_: str, payload: Any) -> None:
+    def apply(self, type_: str, payload: Mapping[str, Any]) -> None:
         if type_ == "run_started":
             self.context = str((payload.get("config") or {}).get("context"))
         elif type_ == "handraise_eval_item":

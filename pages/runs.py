@@ -119,7 +119,7 @@ def _render_filters() -> RunFilter:
     return where
 
 
-def _date_bounds(dates: Any) -> tuple[datetime | None, datetime | None]:
+def _date_bounds(dates: object) -> tuple[datetime | None, datetime | None]:
     picked = [d for d in (dates if isinstance(dates, list | tuple) else [dates]) if isinstance(d, date)]
     if not picked:
         return None, None
@@ -395,7 +395,7 @@ def _render_compare(run_id: str, kind: str) -> None:
     )
 
 
-def _figure(name: str, value: Any) -> str:
+def _figure(name: str, value: object) -> str:
     if value is None:
         return ""
     if name in ("cost", "would_cost") and isinstance(value, int | float):

@@ -69,7 +69,9 @@ class ReplayModel(ChatModel):
 
     can_score = True
 
-    async def score_options(self, prompt: Any, options: Sequence[str], **kw: Any) -> OptionScores:
+    async def score_options(
+        self, prompt: str | Sequence[Message | dict[str, str]], options: Sequence[str], **kw: Any
+    ) -> OptionScores:
         if self.live is not None and not self._candidates(self.score_request(prompt, options).request_hash()):
             return await self.live.score_options(prompt, options, **kw)
         return await super().score_options(prompt, options, **kw)
