@@ -442,3 +442,29 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
     conv = restore_conversation(run.config, [(e.type, e.payload) for e in store.events(run_id)])
     assert [s.cancelled for s in conv.states] == ["judging", "answering", None]
     assert all(s.answered for s in conv.states) and len(conv.records) == 2
+
+
+# -- models -----------------------------------------------------------------------------------------------------
+
+
+def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: Hub) -> None:
+    hub.delay_s = 0.5
+    at = page("models")
+    at.selectbox(key="models.model").set_value(MODEL).run()
+    click_returns_at_once(at, "models.send")
+    run_id = url(at, "prompt")
+    assert status(run_id) == "running" and at.button(key="models.send").disabled
+    assert any(" / 256" in t for t in progress_counts(at))  # chunks of the token budget
+    settle_runs(at, "models.prompt")
+    assert status(run_id) == "finished" and "prompt" not in at.query_params
+    assert any(run_id in shown(m.value) for m in at.markdown) and any(t.value in LINES for t in at.text)
+
+    hub.delay_s = 5.0
+    at.text_area(key="models.prompt").set_value("Another prompt").run()
+    click_returns_at_once(at, "models.send")
+    second = url(at, "prompt")
+    at.button(key="models.watch.cancel").click().run()
+    until(at, lambda: status(second) != "running", timeout_s=10)
+    at.run()
+    assert status(second) == "cancelled" and not at.button(key="models.send").disabled
+    assert any("cancelled" in shown(e.value) for e in at.error)
