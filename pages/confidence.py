@@ -37,6 +37,7 @@ from engine.confidence import (
 )
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
+from engine.runctx import RunControl, controlled
 from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
@@ -473,20 +474,31 @@ def handle_reset() -> None:
 
 
 def handle_generate(model_id: str) -> None:
-    """Generate an answer on the background loop (one model call, recorded); the page watches it and puts
-    the answer into the Answer box once it is in."""
+    """Generate an answer on the background loop (one model call, recorded); the page watches it (with a Cancel
+    that stops a local generation at its next token) and puts the answer into the Answer box once it is in."""
     st.session_state[KEY + "live_error"] = None
     model = state.get_hub().get(model_id)
-    st.session_state[KEY + "generating"] = state.get_loop().submit(
-        generate_answer(model, st.session_state[KEY + "live_query"])
-    )
+    control = RunControl()
+    st.session_state[KEY + "generate_control"] = control
+    query = st.session_state[KEY + "live_query"]
+
+    async def generate() -> str:
+        with controlled(control):
+            return await generate_answer(model, query)
+
+    st.session_state[KEY + "generating"] = state.get_loop().submit(generate())
 
 
 def _watch_generation(pending: Any) -> None:
+    control = st.session_state.get(KEY + "generate_control")
+
     @st.fragment(run_every=0.3)
     def generating() -> None:
         if not pending.done():
-            st.caption("⏳ generating the answer…")
+            left, right = st.columns([5, 1])
+            left.caption("⏳ generating the answer…")
+            if isinstance(control, RunControl):
+                right.button("Cancel", key=KEY + "generate_cancel", on_click=control.cancel)
             return
         st.rerun()  # the answer box takes it before it is drawn (`_take_generated`)
 
@@ -499,6 +511,9 @@ def _take_generated() -> None:
     if pending is None or not pending.done():
         return
     st.session_state[KEY + "generating"] = None
+    if pending.cancelled():
+        st.session_state[KEY + "live_error"] = "Generation cancelled: the Answer box is as it was."
+        return
     try:
         st.session_state[KEY + "live_answer"] = pending.result()
     except (ModelError, ReplayMiss) as exc:  # demo mode's miss is shown here, not by the app

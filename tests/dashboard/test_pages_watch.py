@@ -386,6 +386,14 @@ def test_confidence_generate_does_not_wait(hub: Hub) -> None:
     assert at.button(key="confidence.live_generate").disabled
     until(at, lambda: at.text_area(key="confidence.live_answer").value in LINES)
     assert not at.button(key="confidence.live_generate").disabled and not at.error
+    hub.delay_s = 5.0
+    at.text_area(key="confidence.live_answer").set_value("kept").run()
+    click_returns_at_once(at, "confidence.live_generate")
+    at.button(key="confidence.generate_cancel").click().run()
+    until(at, lambda: at.session_state["confidence.generating"] is None, timeout_s=5)
+    at.run()
+    assert at.text_area(key="confidence.live_answer").value == "kept"
+    assert any("cancelled" in e.value for e in at.error)
 
 
 # -- conversation -----------------------------------------------------------------------------------------------
