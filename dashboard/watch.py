@@ -7,6 +7,11 @@ the run has ended it stops refreshing (one full rerun, so the rest of the page s
 
 The run id lives in the URL (`url_run` / `set_url_run`), so a reload, a return visit or a second tab
 re-attaches to the live run. Nothing here waits on a model: every read is a store query.
+
+A page section that starts runs uses `start_watched` (registry start or attach, id into the session and the
+URL, a start failure kept for `start_error`), `watched_run` (the URL's run, else the session's), `Collected`
+(a generic fold whose `result` is the entry point's stored ``summary["result"]``) and `live_result` (the
+entry point's own return value, where this process ran it).
 """
 
 from __future__ import annotations
