@@ -118,6 +118,8 @@ def _render_check(profiles: dict[str, Any]) -> None:
         live = is_live(run_id)
         if st.button("Check", type="primary", key=KEY + "check", disabled=live):
             run_id = handle_check(profiles[character], model_id) or run_id
+            if is_live(run_id):
+                st.rerun()  # drawn again with Check off while the rubric is scored
         start_error(CHECK_RUN)
     with right:
         if not run_id:
