@@ -100,6 +100,7 @@ class RunRegistry:
         idle_s: float | None = None,
         session_grace_s: float = 60.0,
         reap_every_s: float | None = 30.0,
+        keep_ended: int = 32,
     ) -> None:
         self.loop = loop
         self.store = store
@@ -108,6 +109,7 @@ class RunRegistry:
         self.hard_cancel_after_s = hard_cancel_after_s
         self.idle_s = idle_limit_s() if idle_s is None else idle_s
         self.session_grace_s = session_grace_s
+        self.keep_ended = keep_ended  # ended runs whose return value stays at hand (a page shows it); older: store
         self._lock = threading.RLock()
         self._start_lock = threading.Lock()
         self._runs: dict[str, LiveRun] = {}
@@ -238,6 +240,9 @@ class RunRegistry:
         with self._lock:
             if self._by_key.get(live.key) is live:
                 del self._by_key[live.key]
+            ended = [run_id for run_id, r in self._runs.items() if r.done]  # in start order
+            for run_id in ended[: max(0, len(ended) - self.keep_ended)]:
+                del self._runs[run_id]  # its figures stay in the store; only its return value goes
 
     # -- conversations (runs the page drives turn by turn) -----------------------------------------
     def track(self, run_id: str, alive: Callable[[], bool] | None = None) -> None:

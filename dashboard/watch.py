@@ -7,6 +7,11 @@ the run has ended it stops refreshing (one full rerun, so the rest of the page s
 
 The run id lives in the URL (`url_run` / `set_url_run`), so a reload, a return visit or a second tab
 re-attaches to the live run. Nothing here waits on a model: every read is a store query.
+
+A page section that starts runs uses `start_watched` (registry start or attach, id into the session and the
+URL, a start failure kept for `start_error`), `watched_run` (the URL's run, else the session's), `Collected`
+(a generic fold whose `result` is the entry point's stored ``summary["result"]``) and `live_result` (the
+entry point's own return value, where this process ran it).
 """
 
 from __future__ import annotations
@@ -126,3 +131,80 @@ def watch_run(
     watching()
     cache = st.session_state.get(key + ".fold")
     return cache["view"] if isinstance(cache, dict) else None
+
+
+# -- runs a page starts and shows once done ----------------------------------------------------------------------
+
+
+class Collected:
+    """A generic fold: every event of the run in order, and its summary once it has finished (the entry
+    points store their result as ``summary["result"]``, which is what the page then shows)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.summary: dict[str, Any] | None = None
+
+    def apply(self, type_: str, payload: Any) -> None:
+        if type_ == "run_finished":
+            self.summary = dict(payload.get("summary") or {})
+        else:
+            self.events.append((type_, payload))
+
+    def of(self, type_: str) -> list[Any]:
+        return [p for t, p in self.events if t == type_]
+
+    @property
+    def result(self) -> Any:
+        return None if self.summary is None else self.summary.get("result")
+
+
+def watched_run(param: str, key: str) -> str | None:
+    """The run a page section shows: the URL's (a reload, a shared link, a second tab), else this session's
+    last one (a return visit), which is put back into the URL."""
+    run_id = url_run(param) or st.session_state.get(key)
+    if run_id:
+        st.session_state[key] = run_id
+        set_url_run(run_id, param)
+    return run_id
+
+
+def start_watched(kind: str, config: Any, entry: Callable[[], Any], *, param: str, key: str) -> str | None:
+    """Start `entry` in the registry (or attach to the identical run still going) and return its id at once,
+    kept in the session under `key` and in the URL under `param`. A run that cannot start leaves its reason
+    under ``key + ".error"`` (shown by `start_error`). Nothing here waits on a model."""
+    from dashboard.registry import RegistryError
+
+    st.session_state[key + ".error"] = None
+    try:
+        run_id = state.get_registry().start(kind, config, entry)
+    except RegistryError as exc:  # e.g. an unknown character, a database that refused the run
+        st.session_state[key + ".error"] = str(exc)
+        return None
+    st.session_state[key] = run_id
+    set_url_run(run_id, param)
+    state.clear_reads()
+    return run_id
+
+
+def start_error(key: str) -> None:
+    if st.session_state.get(key + ".error"):
+        st.error(md(st.session_state[key + ".error"], inline=False))
+
+
+def is_live(run_id: str | None) -> bool:
+    """The run is still going (in this process, or in another one that stores it as running)."""
+    if not run_id:
+        return False
+    if state.get_registry().is_live(run_id):
+        return True
+    run = state.get_store().get_run(run_id)
+    return run is not None and run.status == RUNNING
+
+
+def live_result(run_id: str) -> Any:
+    """The entry point's return value when this process ran `run_id` and it finished (richer than the stored
+    summary: e.g. a simulation's timeline); None otherwise."""
+    live = state.get_registry().get(run_id)
+    if live is None or not live.done or live.future.cancelled() or live.future.exception() is not None:
+        return None
+    return live.future.result()

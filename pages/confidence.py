@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, md
+from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
     LEVEL_NAMES,
@@ -35,9 +37,13 @@ from engine.confidence import (
 )
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
+from engine.runctx import RunControl, controlled
 from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
+# The runs shown live in the URL under these names, so a reload or a second tab re-attaches.
+EVAL_PARAM, CALIB_PARAM = "eval", "calib"
+EVAL_RUN, CALIB_RUN = KEY + "eval_run", KEY + "calib_run"
 LABELS_FILE = "benchmarks/confidence.jsonl"
 SLIDERS = {  # name → (label, help)
     "search_avg_score": ("Search avg score", "mean relevance score of the retrieved results"),
@@ -63,7 +69,8 @@ def _init_state() -> None:
     t = LevelThresholds()
     for name in ("silent", "notify", "confirm"):
         st.session_state.setdefault(KEY + "t_" + name, getattr(t, name))
-    st.session_state.setdefault(KEY + "live_result", None)
+    st.session_state.setdefault(KEY + "live_error", None)
+    st.session_state.setdefault(KEY + "generating", None)
 
 
 def render() -> None:
@@ -217,11 +224,19 @@ def _render_live(settings: ConfidenceSettings) -> None:
         key=KEY + "live_model",
         format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
     )
+    _take_generated()
     st.text_input("Query", "What is the capital of France?", key=KEY + "live_query")
     st.text_area("Answer", "The capital of France is Paris.", key=KEY + "live_answer", height=90)
+    generating = st.session_state[KEY + "generating"]
     st.button(
-        "Generate the answer with the model", key=KEY + "live_generate", on_click=handle_generate, args=(model_id,)
+        "Generate the answer with the model",
+        key=KEY + "live_generate",
+        on_click=handle_generate,
+        args=(model_id,),
+        disabled=generating is not None,
     )
+    if generating is not None:
+        _watch_generation(generating)
     st.text_area(
         "Sources (one per line)",
         "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
@@ -231,21 +246,28 @@ def _render_live(settings: ConfidenceSettings) -> None:
     st.slider(
         "Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0, key=KEY + "live_k"
     )
-    if st.button("Evaluate", type="primary", key=KEY + "live_run"):
-        handle_evaluate(model_id, settings)
-    result = st.session_state[KEY + "live_result"]
-    if result is None:
+    run_id = watched_run(EVAL_PARAM, EVAL_RUN)
+    live = is_live(run_id)
+    if st.button(
+        "Evaluate",
+        type="primary",
+        key=KEY + "live_run",
+        disabled=live,
+        help="An evaluation is going: watch it below, or cancel it" if live else None,
+    ):
+        if handle_evaluate(model_id, settings):
+            st.rerun()  # drawn again with Evaluate off while the run goes
+    start_error(EVAL_RUN)
+    if st.session_state[KEY + "live_error"]:
+        st.error(md(st.session_state[KEY + "live_error"], inline=False))
+    if not run_id:
         return
-    if "error" in result:
-        st.error(md(result["error"], inline=False))
+    st.markdown(f"Recorded as run `{run_id}` (Runs page).")
+    view = watch_run(run_id, Collected, _render_factor_rows, key=KEY + "eval_watch")
+    result = view.result if view is not None else None
+    if not isinstance(result, dict):
         return
-    st.markdown(f"Recorded as run `{result['run_id']}` (Runs page).")
-    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
-    rows = [
-        {"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
-        for r in result["results"]
-    ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    export_buttons(state.get_store(), run_id, key=KEY + "export")
     failed = [
         f"{r['name']} = {r['value']:g} ({', '.join(r.get('flags') or []) or 'fallback'})"
         for r in result["results"]
@@ -256,6 +278,18 @@ def _render_live(settings: ConfidenceSettings) -> None:
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
                 st.text(sample)
+
+
+def _render_factor_rows(view: Collected, live: bool) -> None:
+    """The factors as they arrive (one `confidence_factor` event each), final once the run has ended."""
+    rows = [
+        {"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
+        for r in view.of("confidence_factor")
+    ]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    elif live:
+        st.caption("Computing the LLM and embedding factors…")
 
 
 def _default_plan() -> pd.DataFrame:
@@ -385,10 +419,13 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
     cols[2].metric("ECE", f"{report['ece']:.3f}", help="expected calibration error over 10 bins")
     cols[3].metric("AURC", f"{report['aurc']:.3f}", help="area under the risk–coverage curve (lower is better)")
     st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
-    if st.button("Record this calibration as a run", key=KEY + "calib_record"):
-        handle_calibrate(source, items, settings)
-    if st.session_state.get(KEY + "calib_run"):
-        st.caption(f"Recorded as run {md(st.session_state[KEY + 'calib_run'])} (Runs page).")
+    run_id = watched_run(CALIB_PARAM, CALIB_RUN)
+    live = is_live(run_id)
+    if st.button("Record this calibration as a run", key=KEY + "calib_record", disabled=live):
+        run_id = handle_calibrate(source, items, settings) or run_id
+    start_error(CALIB_RUN)
+    if run_id:
+        watch_run(run_id, Collected, _render_calibrated, key=KEY + "calib_watch")
     st.plotly_chart(charts.level_shares(report["level_shares"]))
     left, right = st.columns(2)
     left.plotly_chart(charts.reliability_diagram(report["bins"], report["ece"]))
@@ -411,11 +448,23 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
         )
 
 
-def handle_calibrate(source: str, items: list[LabelledItem], settings: ConfidenceSettings) -> None:
+def _render_calibrated(view: Collected, live: bool) -> None:
+    if not live and view.summary is not None:
+        run_id = st.session_state.get(CALIB_RUN)
+        st.caption(f"Recorded as run {md(run_id)} (Runs page): ECE {view.summary.get('ece', 0):.3f}.")
+
+
+def handle_calibrate(source: str, items: list[LabelledItem], settings: ConfidenceSettings) -> str | None:
+    """`confidence.calibrate_labels` (no model call) started in the registry; the page watches it."""
     config = CalibrationConfig(labels=source, items=items, settings=settings)
-    result = state.get_loop().run(calibrate_labels(config, None, state.get_store()), timeout=120)
-    st.session_state[KEY + "calib_run"] = result.run_id
-    state.clear_reads()
+    store = state.get_store()
+    return start_watched(
+        "confidence.calibrate",
+        config.model_dump(mode="json"),
+        lambda: calibrate_labels(config, None, store),
+        param=CALIB_PARAM,
+        key=CALIB_RUN,
+    )
 
 
 def handle_reset() -> None:
@@ -425,17 +474,58 @@ def handle_reset() -> None:
 
 
 def handle_generate(model_id: str) -> None:
+    """Generate an answer on the background loop (one model call, recorded); the page watches it (with a Cancel
+    that stops a local generation at its next token) and puts the answer into the Answer box once it is in."""
+    st.session_state[KEY + "live_error"] = None
     model = state.get_hub().get(model_id)
+    control = RunControl()
+    st.session_state[KEY + "generate_control"] = control
+    query = st.session_state[KEY + "live_query"]
+
+    async def generate() -> str:
+        with controlled(control):
+            return await generate_answer(model, query)
+
+    st.session_state[KEY + "generating"] = state.get_loop().submit(generate())
+
+
+def _watch_generation(pending: Any) -> None:
+    control = st.session_state.get(KEY + "generate_control")
+
+    @st.fragment(run_every=0.3)
+    def generating() -> None:
+        if not pending.done():
+            left, right = st.columns([5, 1])
+            left.caption("⏳ generating the answer…")
+            if isinstance(control, RunControl):
+                right.button("Cancel", key=KEY + "generate_cancel", on_click=control.cancel)
+            return
+        st.rerun()  # the answer box takes it before it is drawn (`_take_generated`)
+
+    generating()
+
+
+def _take_generated() -> None:
+    """A generated answer that is in goes into the Answer box (before the box is drawn); a failure is shown."""
+    pending = st.session_state[KEY + "generating"]
+    if pending is None or not pending.done():
+        return
+    st.session_state[KEY + "generating"] = None
+    if pending.cancelled():
+        st.session_state[KEY + "live_error"] = "Generation cancelled: the Answer box is as it was."
+        return
     try:
-        st.session_state[KEY + "live_answer"] = state.get_loop().run(
-            generate_answer(model, st.session_state[KEY + "live_query"]), timeout=300
-        )
-    except (ModelError, ReplayMiss) as exc:  # a callback: demo mode's miss is shown here, not by the app
-        st.session_state[KEY + "live_result"] = {"error": str(exc)}
+        st.session_state[KEY + "live_answer"] = pending.result()
+    except (ModelError, ReplayMiss) as exc:  # demo mode's miss is shown here, not by the app
+        st.session_state[KEY + "live_error"] = str(exc)
+    except Exception as exc:  # e.g. a cancelled future: said, never a traceback
+        st.session_state[KEY + "live_error"] = f"The answer could not be generated: {type(exc).__name__}: {exc}"
 
 
-def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
-    """One `confidence.evaluate` run through `engine.confidence.evaluate`, the entry point the CLI calls too."""
+def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:
+    """One `confidence.evaluate` run through `engine.confidence.evaluate`, the entry point the CLI calls too,
+    started in the registry (an identical one still going is attached to); the page watches it."""
+    st.session_state[KEY + "live_error"] = None
     try:
         config = EvaluationConfig(
             model_id=model_id,
@@ -447,18 +537,13 @@ def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> None:
         )
     except ValidationError as exc:
         err = exc.errors()[0]
-        st.session_state[KEY + "live_result"] = {"error": f"{'.'.join(map(str, err['loc']))}: {err['msg']}"}
-        return
-    with st.spinner("Computing the LLM and embedding factors…"):
-        try:
-            result = state.get_loop().run(evaluate(config, state.get_hub().get, state.get_store()), timeout=600)
-        except ModelError as exc:
-            st.session_state[KEY + "live_result"] = {"error": str(exc)}
-            return
-    st.session_state[KEY + "live_result"] = {
-        "run_id": result.run_id,
-        "factors": result.factors.model_dump(),
-        "results": [r.model_dump() for r in result.results],
-        "samples": result.samples,
-    }
-    state.clear_reads()
+        st.session_state[KEY + "live_error"] = f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+        return None
+    hub, store = state.get_hub(), state.get_store()
+    return start_watched(
+        "confidence.evaluate",
+        config.model_dump(mode="json"),
+        lambda: evaluate(config, hub.get, store),
+        param=EVAL_PARAM,
+        key=EVAL_RUN,
+    )

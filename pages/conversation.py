@@ -40,6 +40,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
+from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
 KEY = "conv."
@@ -94,8 +95,11 @@ def _reopen(run_id: str) -> None:
 
 
 def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
-    """What the chat shows of a closed turn: each approved answer, and a skip line for each hand not taken."""
+    """What the chat shows of a closed turn: each approved answer, and a skip line for each hand not taken
+    (and a note when the turn was cancelled)."""
     lines: list[dict[str, Any]] = []
+    if turn.cancelled == "judging":
+        return [{"kind": "note", "text": f"⏹ Turn cancelled while judging the wills ({turn.cancel_reason})."}]
     for h in turn.hands:
         r = turn.resolved[h.model]
         if r.approved:
@@ -105,6 +109,8 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
             lines.append(
                 {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
             )
+    if turn.cancelled:
+        lines.append({"kind": "note", "text": f"⏹ Turn cancelled ({turn.cancel_reason}): what was said is kept."})
     return lines
 
 
@@ -352,6 +358,8 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
                 st.text(item["text"] or "(no answer)")
                 if item.get("error"):
                     st.error(md(item["error"], inline=False))
+        elif item["kind"] == "note":
+            st.caption(md(item["text"]))
         else:
             st.caption(md(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}"))
     if st.session_state[KEY + "error"]:
@@ -360,6 +368,15 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     if pending is not None:
         _watch_judgment(pending)
     current: TurnState | None = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
+    if (pending is not None or current is not None) and not reopened:
+        stopping = bool(current is not None and current.cancelled) or _turn_control().cancelled
+        st.button(
+            "Cancel this turn" if not stopping else "Cancelling…",
+            key=KEY + "cancel_turn",
+            disabled=stopping,
+            on_click=handle_cancel_turn,
+            help="Stop the judgment or the answers under way: what was said is kept and the conversation goes on.",
+        )
     if current is not None and not reopened:
         assert conv is not None
         _watch_answers(conv, current)
@@ -381,15 +398,45 @@ def handle_message(text: str, cast: list[Participant], config: HandRaiseConfig) 
     session = st.session_state[KEY + "session"] or _new_conversation(cast, config)
     st.session_state[KEY + "error"] = None
     st.session_state[KEY + "log"].append({"kind": "user", "text": text})
-    # `conversation_turn` judges and decides what decides itself (attributed to the run); cards and answers follow
-    st.session_state[KEY + "pending"] = state.get_loop().submit(conversation_turn(session, text, answer=False))
+    # `conversation_turn` judges and decides what decides itself (attributed to the run); cards and answers follow.
+    # The turn has its own run control: Cancel stops its judgment and its answers, not the conversation.
+    control = RunControl()
+    st.session_state[KEY + "turn_control"] = control
+
+    async def turn() -> Any:
+        with controlled(control):
+            return await conversation_turn(session, text, answer=False)
+
+    st.session_state[KEY + "pending"] = state.get_loop().submit(turn())
+
+
+def _turn_control() -> RunControl:
+    control = st.session_state.get(KEY + "turn_control")
+    if not isinstance(control, RunControl):
+        control = RunControl()
+        st.session_state[KEY + "turn_control"] = control
+    return control
+
+
+def handle_cancel_turn() -> None:
+    """Cancel the running turn: its judgment stops before its next call (a local generation at its next
+    token), its answers keep what they streamed, the cards still waiting are skipped; the turn is stored with
+    a `turn_cancelled` event and every event it completed, and the conversation goes on."""
+    reason = "cancelled by the user"
+    _turn_control().cancel(reason)
+    conv: Conversation | None = st.session_state[KEY + "conv"]
+    current = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
+    if current is not None and st.session_state[KEY + "pending"] is None:
+        conv.cancel_turn(current, reason)  # type: ignore[union-attr]
+        st.session_state[KEY + "deadline"] = None
 
 
 def _submit(coro: Any, purpose: str) -> Any:
     run_id = st.session_state[KEY + "run_id"]
+    control = _turn_control()
 
     async def attributed() -> Any:
-        with call_context(run_id=run_id, purpose=purpose):
+        with controlled(control), call_context(run_id=run_id, purpose=purpose):
             return await coro
 
     return state.get_loop().submit(attributed())
@@ -403,11 +450,18 @@ def _watch_judgment(pending: Any) -> None:
             return
         st.session_state[KEY + "pending"] = None
         conv: Conversation = st.session_state[KEY + "conv"]
+        if pending.cancelled():  # Cancel during the judgment: the turn ended there (stored `turn_cancelled`)
+            if conv.states and conv.states[-1].cancelled == "judging":
+                st.session_state[KEY + "log"].extend(_turn_lines(conv.states[-1]))
+            state.clear_reads()
+            st.rerun()
         try:
             turn = pending.result()
         except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
             st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
         else:
+            if _turn_control().cancelled:  # cancelled as the judgment came in: no card waits, no answer starts
+                conv.cancel_turn(turn, _turn_control().cancel_reason or "cancelled by the user")
             st.session_state[KEY + "deadline"] = (
                 time.monotonic() + conv.config.card_timeout_s if conv.config.card_timeout_s and turn.waiting else None
             )
@@ -422,7 +476,7 @@ def _start_approved(conv: Conversation, turn: TurnState) -> None:
     answering: dict[str, Any] = st.session_state[KEY + "answering"]
     streams: dict[str, str] = st.session_state[KEY + "streams"]
     for pid, r in turn.resolved.items():
-        if not r.approved or pid in answering:
+        if not r.approved or pid in answering or pid in turn.answers:  # (a cancelled turn's unstarted answers)
             continue
         streams[pid] = ""
 

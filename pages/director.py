@@ -3,6 +3,7 @@ duo simulator where two characters talk and every line goes through the director
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any, Literal
 
 import pandas as pd
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, md
+from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
     RUBRIC_LABELS,
@@ -33,21 +35,16 @@ from engine.director import (
     script_verdicts,
 )
 from engine.inputs import InputError, read_upload
-from models.errors import ModelError
 
 KEY = "director."
+# The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
+CHECK_PARAM, BATCH_PARAM, DUO_PARAM = "check", "batch", "duo"
+CHECK_RUN, BATCH_RUN, DUO_RUN = KEY + "check_run", KEY + "batch_run", KEY + "duo_run_id"
 STATUS_COLORS = {"PASS": "green", "WARN": "orange", "MODIFY": "violet", "RETRY": "red"}
 STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "🔁"}
 
 
-def _init_state() -> None:
-    st.session_state.setdefault(KEY + "batch", None)
-    st.session_state.setdefault(KEY + "duo", None)
-    st.session_state.setdefault(KEY + "review", None)
-
-
 def render() -> None:
-    _init_state()
     st.title("🎬 Director lab")
     st.caption(
         "Hard rules, then an LLM rubric, decide PASS / WARN / RETRY for a character's line. Rules are code "
@@ -66,14 +63,8 @@ def render() -> None:
         _render_batch(profiles)
     with duo_tab:
         _render_duo(profiles)
-    export_buttons(
-        state.get_store(),
-        [
-            (st.session_state.get(KEY + k) or {}).get("run_id")  # the runs shown above
-            for k in ("review", "batch_rubric", "duo")
-        ],
-        key=KEY + "export",
-    )
+    shown = [st.session_state.get(k) for k in (CHECK_RUN, BATCH_RUN, DUO_RUN)]  # the runs shown above, once ended
+    export_buttons(state.get_store(), [r for r in shown if r and not is_live(r)], key=KEY + "export")
 
 
 def _status_badge(status: str) -> str:
@@ -123,20 +114,33 @@ def _render_check(profiles: dict[str, Any]) -> None:
         model_id = None
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
-        if st.button("Check", type="primary", key=KEY + "check"):
-            handle_check(profiles[character], model_id)
+        run_id = watched_run(CHECK_PARAM, CHECK_RUN)
+        live = is_live(run_id)
+        if st.button("Check", type="primary", key=KEY + "check", disabled=live):
+            run_id = handle_check(profiles[character], model_id) or run_id
+            if is_live(run_id):
+                st.rerun()  # drawn again with Check off while the rubric is scored
+        start_error(CHECK_RUN)
     with right:
-        review = st.session_state[KEY + "review"]
-        if review is None:
+        if not run_id:
             st.info("Rules update as you press Check; with the rubric on, the model's scores join them.")
             return
-        _render_review(review)
+        watch_run(run_id, Collected, _render_check_view, key=KEY + "check_watch")
+
+
+def _render_check_view(view: Collected, live: bool) -> None:
+    verdicts = view.of("director_verdict")
+    if verdicts:
+        _render_review(verdicts[-1])
+    elif live:
+        st.caption("Scoring the rubric…")
 
 
 def _render_review(review: dict[str, Any]) -> None:
     st.markdown(f"### {_status_badge(review['status'])}")
-    if review.get("run_id"):
-        st.caption(f"recorded as run {md(review['run_id'])}")
+    run_id = st.session_state.get(CHECK_RUN)
+    if run_id:
+        st.caption(f"recorded as run {md(run_id)}")
     st.markdown("**Normalised** (matches highlighted)")
     st.markdown(highlight(review["normalized"], review["rules"]))
     st.dataframe(
@@ -181,8 +185,10 @@ def _model_picker(key: str) -> str | None:
     )
 
 
-def handle_check(profile: Any, model_id: str | None) -> None:
-    """One line through `director.review_line` (a `director.check` run, rules only or with the rubric)."""
+def handle_check(profile: Any, model_id: str | None) -> str | None:
+    """One line through `director.review_line` (a `director.check` run, rules only or with the rubric),
+    started in the registry; the page watches it. Rules only make no model call and end at once: their
+    verdict is waited for (at most a second), so it shows with this click."""
     try:
         config = CheckConfig(
             character=profile.id,
@@ -191,13 +197,26 @@ def handle_check(profile: Any, model_id: str | None) -> None:
             model_id=model_id,
         )
     except ValidationError as exc:
-        st.session_state[KEY + "review"] = None
-        st.error(f"Nothing checked: {md(exc.errors()[0]['msg'])}")
-        return
-    with st.spinner("Scoring the rubric…" if model_id else "Checking the rules…"):
-        result = state.get_loop().run(review_line(config, state.get_hub().get, state.get_store()), timeout=300)
-    st.session_state[KEY + "review"] = result.payload() | {"run_id": result.run_id}
-    state.clear_reads()
+        st.session_state[CHECK_RUN + ".error"] = f"Nothing checked: {exc.errors()[0]['msg']}"
+        return None
+    hub, store = state.get_hub(), state.get_store()
+    run_id = start_watched(
+        "director.check",
+        config.model_dump(mode="json"),
+        lambda: review_line(config, hub.get, store),
+        param=CHECK_PARAM,
+        key=CHECK_RUN,
+    )
+    if run_id and model_id is None:
+        _settle(run_id, 1.0)
+    return run_id
+
+
+def _settle(run_id: str, timeout_s: float) -> None:
+    """Give a run that makes no model call the moment it needs (bounded), so its result shows at once."""
+    live = state.get_registry().get(run_id)
+    if live is not None:
+        concurrent.futures.wait([live.future], timeout=timeout_s)
 
 
 # -- batch ----------------------------------------------------------------------------------------
@@ -273,37 +292,63 @@ def _render_batch(profiles: dict[str, Any]) -> None:
 
 def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> dict[str, float | None]:
     """Record the batch as a `director.batch` run — rules only, or with the rubric scored once by a model —
-    whose averages the cut-offs above then re-decide without new calls."""
-    stored = st.session_state.get(KEY + "batch_rubric") or {}
-    if stored.get("source") != source:
-        stored = {}
-    with st.expander("LLM rubric for every line (optional)"):
+    whose averages the cut-offs above then re-decide without new calls. The run goes in the registry; the
+    page watches it (progress, Cancel) and takes its averages from the stored result once it has finished."""
+    run_id = watched_run(BATCH_PARAM, BATCH_RUN)
+    live = is_live(run_id)
+    averages: dict[str, float | None] = {}
+    with st.expander("LLM rubric for every line (optional)", expanded=bool(run_id)):
         model_id = _model_picker(KEY + "batch_model")
         st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
         score, record = st.columns(2)
-        if score.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None):
-            stored = handle_batch(lines, default, source, model_id)
-        if record.button("Record the rules only", key=KEY + "batch_record"):
-            stored = handle_batch(lines, default, source, None)
-        if stored:
-            if stored["model_id"] is None:
-                st.caption(f"rules recorded in run {md(stored['run_id'])}")
-            else:
-                st.caption(
-                    f"rubric scored in run {md(stored['run_id'])} with {md(stored['model_id'])}; "
-                    f"{sum(v is None for v in stored['averages'].values())} failed (left to the rules)"
-                )
-    return dict(stored.get("averages", {}))
+        busy = "A batch is going: watch it below, or cancel it" if live else None
+        if score.button("Score the rubric", key=KEY + "batch_score", disabled=model_id is None or live, help=busy):
+            if handle_batch(lines, default, source, model_id):
+                st.rerun()  # drawn again with the buttons off while the run goes
+        if record.button("Record the rules only", key=KEY + "batch_record", disabled=live, help=busy):
+            if handle_batch(lines, default, source, None):
+                st.rerun()
+        start_error(BATCH_RUN)
+        if run_id:
+            view = watch_run(run_id, Collected, _render_batch_view, key=KEY + "batch_watch")
+            run = state.get_store().get_run(run_id)
+            result = view.result if view is not None else None
+            if run is not None and result is not None:
+                if run.config.get("source") != source or len(run.config.get("lines") or []) != len(lines):
+                    st.caption(f"run {md(run_id)} scored another script: its averages are not applied here")
+                else:
+                    averages = {str(k): v for k, v in (result.get("averages") or {}).items()}
+                    model = run.config.get("model_id")
+                    if model is None:
+                        st.caption(f"rules recorded in run {md(run_id)}")
+                    else:
+                        st.caption(
+                            f"rubric scored in run {md(run_id)} with {md(model)}; "
+                            f"{sum(v is None for v in averages.values())} failed (left to the rules)"
+                        )
+    return averages
 
 
-def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: str | None) -> dict[str, Any]:
+def _render_batch_view(view: Collected, live: bool) -> None:
+    if live:
+        judged = view.of("director_line")
+        st.caption(f"{len(judged)} line(s) judged so far" + (f"; last: {md(judged[-1]['id'])}" if judged else ""))
+
+
+def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: str | None) -> str | None:
+    """`director.run_script` (the entry point `judgelab director batch` calls too) started in the registry."""
     config = ScriptConfig(lines=lines, character=default, source=source, model_id=model_id)
-    with st.spinner("Scoring the rubric for every line…" if model_id else "Recording the batch…"):
-        result = state.get_loop().run(run_script(config, state.get_hub().get, state.get_store()), timeout=1800)
-    stored = {"source": source, "model_id": model_id, "run_id": result.run_id, "averages": result.averages}
-    st.session_state[KEY + "batch_rubric"] = stored
-    state.clear_reads()
-    return stored
+    hub, store = state.get_hub(), state.get_store()
+    run_id = start_watched(
+        "director.batch",
+        config.model_dump(mode="json"),
+        lambda: run_script(config, hub.get, store),
+        param=BATCH_PARAM,
+        key=BATCH_RUN,
+    )
+    if run_id and model_id is None:
+        _settle(run_id, 1.0)
+    return run_id
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -338,44 +383,70 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     retries = c4.number_input("Max retries", 0, 5, 2, key=KEY + "duo_retries")
     policy = c5.selectbox("When retries run out", ["mark", "accept_last", "drop"], key=KEY + "duo_policy")
     use_rubric = st.toggle("LLM rubric on every line", value=False, key=KEY + "duo_rubric")
-    if st.button("Run dialogue", type="primary", key=KEY + "duo_run", disabled=model_id is None or first == second):
-        handle_duo(
+    run_id = watched_run(DUO_PARAM, DUO_RUN)
+    live = is_live(run_id)
+    if st.button(
+        "Run dialogue",
+        type="primary",
+        key=KEY + "duo_run",
+        disabled=model_id is None or first == second or live,
+        help="A dialogue is going: watch it below, or cancel it" if live else None,
+    ):
+        if handle_duo(
             profiles[first], profiles[second], model_id, topic, scene, int(turns), int(retries), policy, use_rubric
-        )
-    result = st.session_state[KEY + "duo"]
-    if result is None:
+        ):
+            st.rerun()  # drawn again with Run off while the dialogue goes
+    start_error(DUO_RUN)
+    if not run_id:
         return
-    if "error" in result:
-        st.error(md(result["error"], inline=False))
-        return
-    st.caption(f"recorded as run {md(result['run_id'])}")
-    for turn in result["turns"]:
-        profile = profiles[turn["speaker"]]
-        with st.chat_message(profile.name, avatar="🧡" if turn["speaker"] == first else "💙"):
-            label = {
-                "accepted": "",
-                "accepted_after_retries": f" after {len(turn['attempts']) - 1} retr"
-                f"{'y' if len(turn['attempts']) == 2 else 'ies'}",
-                "accepted_last": " (accepted last draft)",
-                "dropped": " (dropped)",
-                "marked": " (shown, marked RETRY)",
-            }[turn["outcome"]]
-            st.markdown(f"**{md(profile.name)}** {_status_badge(turn['status'])}{label}")
-            if turn["text"] is None:
-                st.markdown("_— line dropped —_")
-            else:
-                st.text(turn["text"])
-            if turn.get("instruction"):
-                with st.expander("Instruction carried from the previous WARN line (§1)"):
-                    st.text(turn["instruction"])
-            rejected = [a for a in turn["attempts"] if a["review"]["status"] == "RETRY"]
-            if turn["outcome"] in ("accepted", "accepted_after_retries"):
-                rejected = turn["attempts"][:-1]
-            if rejected:
-                with st.expander(f"{len(rejected)} rejected draft(s)"):
-                    for attempt in rejected:
-                        st.markdown(f"~~{md(attempt['text'])}~~")
-                        st.caption(md(" · ".join(attempt["review"]["reasons"]) or "—"))
+    st.caption(f"recorded as run {md(run_id)}")
+    run = state.get_store().get_run(run_id)
+    speakers = (run.config.get("first"), run.config.get("second")) if run is not None else (first, second)
+
+    def render_duo(view: Collected, live: bool) -> None:
+        turns_done = view.result if isinstance(view.result, list) else None
+        if turns_done is not None:
+            for turn in turns_done:
+                _render_duo_turn(profiles, speakers, turn)
+            return
+        for turn in view.of("director_turn"):  # while it goes (or after a cancel): the turns so far
+            _render_duo_turn(profiles, speakers, turn | {"attempts": None})
+
+    watch_run(run_id, Collected, render_duo, key=KEY + "duo_watch")
+
+
+def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: dict[str, Any]) -> None:
+    speaker = turn["speaker"]
+    profile = profiles.get(speaker)
+    name = profile.name if profile is not None else speaker
+    attempts = turn["attempts"]  # the drafts (a finished run's result), or their count (a live event)
+    n_attempts = attempts if isinstance(attempts, int) else len(attempts) if attempts else 1
+    with st.chat_message(name, avatar="🧡" if speaker == speakers[0] else "💙"):
+        label = {
+            "accepted": "",
+            "accepted_after_retries": f" after {n_attempts - 1} retr{'y' if n_attempts == 2 else 'ies'}",
+            "accepted_last": " (accepted last draft)",
+            "dropped": " (dropped)",
+            "marked": " (shown, marked RETRY)",
+        }[turn["outcome"]]
+        st.markdown(f"**{md(name)}** {_status_badge(turn['status'])}{label}")
+        if turn["text"] is None:
+            st.markdown("_— line dropped —_")
+        else:
+            st.text(turn["text"])
+        if turn.get("instruction"):
+            with st.expander("Instruction carried from the previous WARN line (§1)"):
+                st.text(turn["instruction"])
+        if not isinstance(attempts, list):
+            return
+        rejected = [a for a in attempts if a["review"]["status"] == "RETRY"]
+        if turn["outcome"] in ("accepted", "accepted_after_retries"):
+            rejected = attempts[:-1]
+        if rejected:
+            with st.expander(f"{len(rejected)} rejected draft(s)"):
+                for attempt in rejected:
+                    st.markdown(f"~~{md(attempt['text'])}~~")
+                    st.caption(md(" · ".join(attempt["review"]["reasons"]) or "—"))
 
 
 def handle_duo(
@@ -388,24 +459,29 @@ def handle_duo(
     retries: int,
     policy: str,
     use_rubric: bool,
-) -> None:
+) -> str | None:
+    """`director.run_duo` (the entry point `judgelab director duo` calls too) started in the registry."""
     if model_id is None:
-        return
-    config = DuoConfig(
-        first=first.id,
-        second=second.id,
-        model_id=model_id,
-        topic=topic,
-        scene=scene,
-        turns=turns,
-        rubric=use_rubric,
-        director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+        return None
+    try:
+        config = DuoConfig(
+            first=first.id,
+            second=second.id,
+            model_id=model_id,
+            topic=topic,
+            scene=scene,
+            turns=turns,
+            rubric=use_rubric,
+            director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+        )
+    except ValidationError as exc:
+        st.session_state[DUO_RUN + ".error"] = f"No dialogue: {exc.errors()[0]['msg']}"
+        return None
+    hub, store = state.get_hub(), state.get_store()
+    return start_watched(
+        "director.duo",
+        config.model_dump(mode="json"),
+        lambda: run_duo(config, hub.get, store),
+        param=DUO_PARAM,
+        key=DUO_RUN,
     )
-    with st.spinner("The sisters are talking…"):
-        try:
-            result = state.get_loop().run(run_duo(config, state.get_hub().get, state.get_store()), timeout=900)
-        except (ModelError, ConfigError) as exc:
-            st.session_state[KEY + "duo"] = {"error": str(exc)}
-            return
-    st.session_state[KEY + "duo"] = {"run_id": result.run_id, "turns": result.transcript()}
-    state.clear_reads()

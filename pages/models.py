@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md, money, safe_avatar, stream_as_text
+from dashboard.components import md, money, safe_avatar
+from dashboard.registry import RegistryError
+from dashboard.watch import render_progress, set_url_run, url_run
+from engine import runctx
 from engine.events import run_context
-from models.errors import ModelError
+from engine.store import CANCELLED
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
 from models.types import Message
@@ -95,9 +98,18 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
     with left:
         system = st.text_area("System prompt", DEFAULT_SYSTEM, key=KEY + "system", height=80)
         prompt = st.text_area("Prompt", DEFAULT_PROMPT, key=KEY + "prompt", height=140)
-        send = st.button("Send", type="primary", key=KEY + "send", disabled=not prompt.strip())
-    if send:
+        streaming = url_run(PARAM)
+        busy = streaming is not None and state.get_registry().is_live(streaming)
+        send = st.button(
+            "Send",
+            type="primary",
+            key=KEY + "send",
+            disabled=not prompt.strip() or busy,
+            help="An answer is streaming: watch it below, or cancel it" if busy else None,
+        )
+    if send and not busy:
         handle_send(model_id, system, prompt, output, float(temperature), int(max_tokens))
+    _render_streaming()
 
 
 def _render_history() -> None:
@@ -151,38 +163,105 @@ async def _stream_in_run(
                 run.summary = {"call_id": chunk.completion.call_id, "tokens": chunk.completion.usage.total_tokens}
 
 
+# What a prompt run has streamed so far, by run id: process-wide like the registry, so a reload or a second
+# tab of the same run shows it too. The newest few are kept.
+_STREAMS: dict[str, dict[str, Any]] = {}
+_KEEP = 32
+
+
 def handle_send(model_id: str, system: str, prompt: str, output: str, temperature: float, max_tokens: int) -> None:
-    spec = state.get_catalog().get(model_id)
+    """Start the prompt as a `models.prompt` run in the registry (an identical one still streaming is attached
+    to); the page watches it stream (progress in chunks of its token budget, Cancel) and never waits on it."""
     messages = ([Message(role="system", content=system)] if system.strip() else []) + [
         Message(role="user", content=prompt)
     ]
-    item: dict[str, Any] = {
+    buffer: dict[str, Any] = {"text": "", "completion": None}
+
+    async def entry() -> dict[str, Any]:
+        runctx.progress(total=max_tokens, step="streaming")
+        async for kind, value in _stream_in_run(model_id, messages, output, temperature, max_tokens):
+            if kind == "run":
+                buffer["run_id"] = value
+                _STREAMS[value] = buffer
+                for old in list(_STREAMS)[:-_KEEP]:
+                    _STREAMS.pop(old, None)
+            elif value.completion is not None:
+                buffer["completion"] = value.completion
+            elif value.text:
+                buffer["text"] += value.text
+                runctx.progress(advance=1, step="streaming")
+        return buffer
+
+    key = {
         "model_id": model_id,
+        "output": output,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "messages": [m.model_dump() for m in messages],
+    }
+    st.session_state[KEY + "error"] = None
+    try:
+        run_id = state.get_registry().start("models.prompt", key, entry)
+    except RegistryError as exc:
+        st.session_state[KEY + "error"] = str(exc)
+        return
+    set_url_run(run_id, PARAM)
+    state.clear_reads()
+    st.rerun()
+
+
+PARAM = "prompt"
+
+
+def _render_streaming() -> None:
+    """The prompt run of the URL while it streams (a reload or a second tab re-attaches); once it has ended,
+    its answer joins the history."""
+    run_id = url_run(PARAM)
+    if st.session_state.get(KEY + "error"):
+        st.error(md(st.session_state[KEY + "error"], inline=False))
+    if not run_id:
+        return
+    history = st.session_state[KEY + "history"]
+    if any(item["run_id"] == run_id for item in history):
+        set_url_run(None, PARAM)
+        return
+    buffer = _STREAMS.get(run_id)
+    run = state.get_store().get_run(run_id)
+    if buffer is None or run is None:  # another process streams it, or it is gone: the Runs page shows it
+        set_url_run(None, PARAM)
+        return
+    model_id = str(run.config.get("model_id"))
+    spec = state.get_catalog().get(model_id)
+    live_at_start = state.get_registry().is_live(run_id)
+
+    @st.fragment(run_every=0.3 if live_at_start else None)
+    def streaming() -> None:
+        live = state.get_registry().is_live(run_id)
+        if live:
+            with st.chat_message("assistant", avatar=safe_avatar(spec.profile.icon)):
+                st.markdown(f"**{md(spec.profile.name)}** · run {md(run_id)} · streaming…")
+                st.text(buffer["text"] + "▌")  # model output is text
+            render_progress(run_id, KEY + "watch")
+            return
+        history.append(_item(run_id, spec, buffer))
+        set_url_run(None, PARAM)
+        state.clear_reads()
+        st.rerun()
+
+    streaming()
+
+
+def _item(run_id: str, spec: Any, buffer: dict[str, Any]) -> dict[str, Any]:
+    """The answer as the history shows it: the completion's figures, or why there is none."""
+    item: dict[str, Any] = {
+        "model_id": spec.id,
         "name": spec.profile.name,
         "icon": spec.profile.icon,
-        "run_id": "…",
-        "text": "",
+        "run_id": run_id,
+        "text": buffer["text"],
     }
-    loop = state.get_loop()
-
-    def pieces() -> Iterator[str]:
-        for kind, value in loop.iterate(_stream_in_run(model_id, messages, output, temperature, max_tokens)):
-            if kind == "run":
-                item["run_id"] = value
-            elif value.completion is not None:
-                item["completion"] = value.completion
-            elif value.text:
-                yield value.text
-
-    with st.chat_message("assistant", avatar=safe_avatar(spec.profile.icon)):
-        st.markdown(f"**{md(spec.profile.name)}** · streaming…")
-        try:
-            item["text"] = stream_as_text(pieces(), st.empty())
-        except ModelError as exc:
-            item["error"] = str(exc)
-        except TimeoutError:
-            item["error"] = f"{model_id}: no answer in time"
-    completion = item.pop("completion", None)
+    run = state.get_store().get_run(run_id)
+    completion = buffer.get("completion")
     if completion is not None:
         item |= {
             "text": completion.text,
@@ -194,9 +273,11 @@ def handle_send(model_id: str, system: str, prompt: str, output: str, temperatur
             "tokens_per_s": completion.tokens_per_s,
             "cost": completion.cost,
         }
-    st.session_state[KEY + "history"].append(item)
-    state.clear_reads()
-    st.rerun()
+    elif run is not None and run.status == CANCELLED:
+        item["error"] = f"cancelled — kept what streamed: {buffer['text'] or '(nothing)'}"
+    else:
+        item["error"] = (run.error if run is not None else None) or f"{spec.id}: no answer"
+    return item
 
 
 def handle_recheck() -> None:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, md
+from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
 from engine.skipcache import (
@@ -34,6 +35,7 @@ from engine.skipsim import (
 )
 
 KEY = "skip."
+RUN = KEY + "run_id"  # the simulation shown: also in the URL (`?run=`), so a reload re-attaches
 RECORDED = "Recorded Gemma judgments (default workload)"
 
 
@@ -41,12 +43,7 @@ def _recording() -> Path:
     return get_settings().data_dir / "recordings" / "skipcache-default.jsonl"
 
 
-def _init_state() -> None:
-    st.session_state.setdefault(KEY + "result", None)
-
-
 def render() -> None:
-    _init_state()
     st.title("⏱️ Skip cache")
     st.caption(
         "A should-I-respond judgment's confidence sets how long its conversation scope is not judged again; a "
@@ -54,25 +51,76 @@ def render() -> None:
         "the cache, and the delay from a message's arrival to its first judgment."
     )
     spec, config, judge_choice = _render_controls()
-    if st.button("Simulate", type="primary", key=KEY + "run"):
-        handle_simulate(spec, config, judge_choice)
-    result = st.session_state[KEY + "result"]
-    if result is None:
+    run_id = watched_run("run", RUN)
+    live = is_live(run_id)
+    if st.button(
+        "Simulate",
+        type="primary",
+        key=KEY + "run",
+        disabled=live,
+        help="A simulation is going: watch it below, or cancel it" if live else None,
+    ):
+        if handle_simulate(spec, config, judge_choice):
+            st.rerun()  # drawn again with Simulate off while the run goes
+    start_error(RUN)
+    if not run_id:
         st.info(
             "Set the workload and thresholds, then Simulate. The default workload comes with recorded "
             "judgments of the bundled Gemma, so it runs without a model."
         )
         return
-    if "error" in result:
-        st.error(md(result["error"], inline=False))
+    view = watch_run(run_id, Collected, _render_progress, key=KEY + "watch")
+    result = _result(run_id, view)
+    if result is None:
         return
     _render_summary(result)
-    export_buttons(state.get_store(), result["run_id"], key=KEY + "export")
+    export_buttons(state.get_store(), run_id, key=KEY + "export")
+    if "messages" not in result:
+        st.info(
+            "The per-scope timeline and the trade-off sweep need the simulation's detail, which only the "
+            "dashboard process that ran it holds: simulate again to see them."
+        )
+        return
     timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
     with timeline_tab:
         _render_timeline(result)
     with tradeoff_tab:
         _render_tradeoff(result)
+
+
+def _render_progress(view: Collected, live: bool) -> None:
+    if live:
+        st.caption("Simulating: checks of the run without the cache, then with it.")
+
+
+def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
+    """What the page shows of a finished simulation: the full report when this process ran it (the registry
+    holds its return value), else the comparison stored as the run's result."""
+    run = state.get_store().get_run(run_id)
+    if run is None or view is None or view.result is None:
+        return None
+    response = ResponseConfig.model_validate(run.config.get("response") or {})
+    report = live_result(run_id)
+    if report is None:
+        comparison = view.result
+        return {
+            "run_id": run_id,
+            "comparison": comparison,
+            "config": response,
+            "misses": comparison["with_cache"]["failures"],
+        }
+    workload = run.config.get("workload")
+    return {
+        "run_id": run_id,
+        "comparison": report.comparison,
+        "timeline": report.detail.timeline,
+        "judgments": [j.__dict__ for j in report.detail.judgments],
+        "messages": [m.__dict__ for m in report.messages],
+        "records": report.records,
+        "config": response,
+        "hours": run.config.get("hours") or (workload or {}).get("hours"),
+        "misses": report.comparison["with_cache"]["failures"],
+    }
 
 
 Workload = WorkloadSpec | tuple[list[Message], FileRef]  # generated, or an uploaded file's messages
@@ -162,12 +210,13 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
     return spec, config, judge_choice
 
 
-def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> None:
-    """One `skip.simulate` run through `skipsim.run_simulation`, the entry point the CLI calls too."""
+def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> str | None:
+    """One `skip.simulate` run through `skipsim.run_simulation`, the entry point the CLI calls too, started
+    in the registry (an identical simulation still going is attached to); the page watches it."""
     recorded = judge_choice == RECORDED
     if recorded and not _recording().is_file():
-        st.session_state[KEY + "result"] = {"error": f"no recorded judgments at {_recording()}"}
-        return
+        st.session_state[RUN + ".error"] = f"no recorded judgments at {_recording()}"
+        return None
     spec, (messages, file_ref) = (workload, (None, None)) if isinstance(workload, WorkloadSpec) else (None, workload)
     sim = SimulationConfig(
         workload=spec,
@@ -177,25 +226,14 @@ def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: st
         method=st.session_state.get(KEY + "method", "likelihood"),
         recording=str(_recording()) if recorded else None,
     )
-    coro = run_simulation(sim, state.get_hub().get, state.get_store(), messages=messages)
-    with st.spinner("Simulating…"):
-        try:
-            report = state.get_loop().run(coro, timeout=3600)
-        except WorkloadError as exc:
-            st.session_state[KEY + "result"] = {"error": str(exc)}
-            return
-    st.session_state[KEY + "result"] = {
-        "run_id": report.run_id,
-        "comparison": report.comparison,
-        "timeline": report.detail.timeline,
-        "judgments": [j.__dict__ for j in report.detail.judgments],
-        "messages": [m.__dict__ for m in report.messages],
-        "records": report.records,
-        "config": config,
-        "hours": sim.period_hours,
-        "misses": report.comparison["with_cache"]["failures"],
-    }
-    state.clear_reads()
+    hub, store = state.get_hub(), state.get_store()
+    return start_watched(
+        "skip.simulate",
+        sim.model_dump(mode="json"),
+        lambda: run_simulation(sim, hub.get, store, messages=messages),
+        param="run",
+        key=RUN,
+    )
 
 
 def _render_summary(result: dict[str, Any]) -> None:

@@ -67,6 +67,10 @@ class TurnState:
     answer_errors: dict[str, str] = field(default_factory=dict)
     answering: set[str] = field(default_factory=set)  # approved participants whose answer has started
     answered: bool = False
+    # Set when the turn was cancelled: "judging" (no hands; the turn ends there) or "answering" (the cards
+    # still waiting are skipped, the answers keep what they streamed); `cancel_reason` says why.
+    cancelled: Literal["judging", "answering"] | None = None
+    cancel_reason: str = ""
 
     @property
     def waiting(self) -> list[Hand]:
@@ -120,7 +124,26 @@ class Conversation:
         facts = JudgeCall()
         components: list[Components] = []
         if self.config.mode != Mode.MENTION_ONLY:
-            components, facts = await self.judge.judge(self.turns)
+            from models.recording import RunCancelled
+
+            try:
+                components, facts = await self.judge.judge(self.turns)
+            except RunCancelled as exc:  # the turn ends here, stored as cancelled; the conversation goes on
+                cancelled = TurnState(
+                    turn_id=turn_id,
+                    index=index,
+                    text=text,
+                    mentions=mentions,
+                    hands=[],
+                    resolved={},
+                    judge_call=facts,
+                    answered=True,
+                    cancelled="judging",
+                    cancel_reason=str(exc) or "cancelled",
+                )
+                self.states.append(cancelled)
+                self.emit("turn_cancelled", turn=turn_id, stage="judging", reason=cancelled.cancel_reason)
+                raise
         hands = decide_hands(components, self.config, self.history, mentions, models=list(self.participants))
         resolved = auto_resolutions(hands, self.config)
         state = TurnState(
@@ -176,6 +199,32 @@ class Conversation:
             )
         return allowed
 
+    def cancel_turn(self, state: TurnState, reason: str = "cancelled by the user") -> None:
+        """Stop a judged turn: every card still waiting is skipped (by "cancel"), every approved participant
+        whose answer has not started gets none. Answers under way stop at their next call or token (the run
+        control's cancel) and keep what they streamed; `close_answers` then closes the turn as usual, so the
+        conversation goes on. The turn is stored with a `turn_cancelled` event."""
+        if state.answered or state.cancelled:
+            return
+        state.cancelled, state.cancel_reason = "answering", reason
+        for hand in list(state.waiting):
+            state.resolved[hand.model] = Resolution(model=hand.model, approved=False, by="cancel", rule=reason)
+            self._emit_decision(state, state.resolved[hand.model])
+        for pid, r in state.resolved.items():
+            if r.approved and pid not in state.answering and pid not in state.answers:
+                state.answering.add(pid)
+                state.answers[pid] = ""
+                state.answer_errors[pid] = f"cancelled: {reason}"
+                self.emit(
+                    "answer_finished",
+                    turn=state.turn_id,
+                    participant=pid,
+                    text="",
+                    tokens=0,
+                    error=f"cancelled: {reason}",
+                )
+        self.emit("turn_cancelled", turn=state.turn_id, stage="answering", reason=reason)
+
     async def answer(self, state: TurnState, on_chunk: Callable[[str, str], object] | None = None) -> TurnState:
         """The approved participants answer in parallel (streamed through `on_chunk(participant, text)`);
         cards still waiting count as skipped by the user's silence only after `timeout()`, so call it or
@@ -196,6 +245,7 @@ class Conversation:
         """One approved participant answers, streamed, as soon as it is approved (other cards may still
         wait). The answers join the conversation together, in `close_answers`."""
         from models.errors import ModelError
+        from models.recording import RunCancelled
 
         if state.answered or pid in state.answering:
             raise ValueError(f"{pid} already answered turn {state.turn_id}")
@@ -224,6 +274,8 @@ class Conversation:
                     state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
         except ModelError as exc:
             state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
+        except RunCancelled as exc:  # the turn was cancelled: the answer keeps what it streamed
+            state.answer_errors[pid] = f"cancelled: {exc or 'cancelled'}"
         state.answers[pid] = "".join(pieces).strip()
         self.emit(
             "answer_finished",
@@ -404,6 +456,11 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
         state.answer_tokens[pid] = int(p.get("tokens") or 0)
         if p.get("error"):
             state.answer_errors[pid] = str(p["error"])
+    elif type_ == "turn_cancelled":
+        state.cancelled = "judging" if p.get("stage") == "judging" else "answering"
+        state.cancel_reason = str(p.get("reason") or "")
+        if state.cancelled == "judging":
+            state.answered = True  # no hands: the turn ended there
     elif type_ == "turn_closed":
         # What `answer` does after the answers: they join the conversation, the turn is recorded.
         for pid in (m for m, r in state.resolved.items() if r.approved):
@@ -532,6 +589,7 @@ def turn_json(state: TurnState) -> dict[str, Any]:
         "answers": dict(state.answers),
         "answer_errors": dict(state.answer_errors),
         "answered": state.answered,
+        "cancelled": state.cancelled,
     }
 
 
@@ -542,7 +600,7 @@ def token_figures(conv: Conversation) -> dict[str, Any]:
     answers = [t for s in conv.states for t in s.answer_tokens.values()]
     spent_answers = sum(answers)
     mean_answer = spent_answers / len(answers) if answers else 0.0
-    slots = sum(len(conv.participants) for s in conv.states if s.answered)
+    slots = sum(len(conv.participants) for s in conv.states if s.answered and s.cancelled != "judging")
     baseline = spent_answers + mean_answer * (slots - len(answers))
     return {
         "judge_tokens": judge,

@@ -284,7 +284,7 @@ def decide_hands(
 
 # -- approvals ------------------------------------------------------------------------------------------------
 
-DecidedBy = Literal["user", "auto_rule", "timeout", "mention", "mode", "batch"]
+DecidedBy = Literal["user", "auto_rule", "timeout", "mention", "mode", "batch", "cancel"]
 
 
 @dataclass(slots=True, frozen=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.dashboard.rendered import settle_runs
+
 
 def _page() -> None:
     from pages import confidence
@@ -91,6 +93,7 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.button(key="confidence.live_run").click().run()
     assert not at.exception
+    settle_runs(at, "confidence.evaluate", timeout_s=300)  # the page watches the run in the registry
     runs = state.get_store().list_runs(kind="confidence.evaluate")
     assert len(runs) == 1 and runs[0].status == "finished"
     assert any(runs[0].id in md.value for md in at.markdown)

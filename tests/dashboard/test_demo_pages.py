@@ -183,12 +183,14 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
 def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("director", "director")
     at.button(key="director.duo_run").click().run()
+    watch_to_end(at, "director.duo")
     ok(at)
     (run,) = replayed_runs("director.duo")
     assert run.summary["result"] == demo_summary("director.duo")["result"]
     at = open_page("director", "director")
     at.text_input(key="director.duo_topic").set_value("宇宙旅行").run()
     at.button(key="director.duo_run").click().run()
+    watch_to_end(at, "director.duo")
     assert "topic" in missed(at)
 
 
@@ -196,13 +198,21 @@ def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
 def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("confidence", "confidence")
     at.button(key="confidence.live_run").click().run()
+    watch_to_end(at, "confidence.evaluate")
     ok(at)
     (run,) = replayed_runs("confidence.evaluate")
     assert run.status == "finished"
     at.text_input(key="confidence.live_query").set_value("What is the capital of Peru?").run()
     at.button(key="confidence.live_run").click().run()
+    watch_to_end(at, "confidence.evaluate")
     assert "capital of France" in missed(at)
-    at.button(key="confidence.live_generate").click().run()  # a callback: the page shows the miss itself
+    at.button(key="confidence.live_generate").click().run()  # in the background: the page shows the miss itself
+    deadline = time.monotonic() + 60
+    while at.session_state["confidence.generating"] is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        at.run()
+    at.run()
     assert "capital of France" in missed(at)
 
 
@@ -210,11 +220,13 @@ def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("skipcache", "skip-cache")
     assert at.selectbox(key="skip.judge").value == "gemma3-270m"
     at.button(key="skip.run").click().run()
+    watch_to_end(at, "skip.simulate")
     ok(at)
     (run,) = replayed_runs("skip.simulate")
     assert run.summary["result"] == demo_summary("skip.simulate")["result"]
     at.number_input(key="skip.seed").set_value(8).run()
     at.button(key="skip.run").click().run()
+    watch_to_end(at, "skip.simulate")
     assert "workload" in missed(at)
 
 

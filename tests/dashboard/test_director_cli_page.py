@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.config import DATA_DIR
+from tests.dashboard.rendered import settle_runs
 
 runner = CliRunner()
 
@@ -123,6 +124,7 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     at.number_input(key="director.duo_retries").set_value(1)
     at.button(key="director.duo_run").click().run()
     assert not at.exception
+    settle_runs(at, "director.duo", timeout_s=600)  # the page watches the run in the registry
     runs = state.get_store().list_runs(kind="director.duo")
     assert len(runs) == 1 and runs[0].status == "finished"
     events = [e.type for e in state.get_store().events(runs[0].id)]
@@ -144,6 +146,7 @@ def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, mon
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.button(key="director.batch_score").click().run()
     assert not at.exception
+    settle_runs(at, "director.batch", timeout_s=300)
     runs = state.get_store().list_runs(kind="director.batch")
     assert len(runs) == 1 and len(state.get_store().calls(runs[0].id)) == 2
     table = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)

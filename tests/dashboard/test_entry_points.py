@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.config import DATA_DIR
 from engine.store import Store
+from tests.dashboard.rendered import settle_runs
 from tests.fakes.servers import SchemaServer
 
 runner = CliRunner()
@@ -259,6 +260,7 @@ def test_director_check(fake_world: Path, rubric: bool) -> None:
         if rubric:
             at.selectbox(key="director.rubric_model").set_value(MODEL)
         at.button(key="director.check").click().run()
+        settle_runs(at)  # the page watches its run
         clicked(at)
 
     model = ["--model", MODEL] if rubric else ["--rules-only"]
@@ -279,6 +281,7 @@ def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path,
         at = _page("director")()
         at.selectbox(key="director.batch_character").set_value("yana").run()
         at.button(key="director.batch_score" if rubric else "director.batch_record").click().run()
+        settle_runs(at)
         clicked(at)
 
     model = ["--model", MODEL] if rubric else []
@@ -316,6 +319,7 @@ def test_director_duo(fake_world: Path) -> None:
         at.number_input(key="director.duo_turns").set_value(3)
         at.number_input(key="director.duo_retries").set_value(1).run()
         at.button(key="director.duo_run").click().run()
+        settle_runs(at)
         clicked(at)
         assert len(at.chat_message) == 3
 
@@ -339,6 +343,7 @@ def _skip_page(judge: str, method: str = "likelihood") -> Callable[[], None]:
         at.selectbox(key="skip.judge").set_value(judge)
         at.selectbox(key="skip.method").set_value(method).run()
         at.button(key="skip.run").click().run()
+        settle_runs(at)
         clicked(at)
 
     return page
@@ -409,6 +414,7 @@ def test_confidence_evaluate(fake_world: Path) -> None:
         at.text_area(key="confidence.live_answer").set_value(answer)
         at.text_area(key="confidence.live_sources").set_value("").run()
         at.button(key="confidence.live_run").click().run()
+        settle_runs(at)
         clicked(at)
 
     a, _, out = both_sides(
@@ -434,6 +440,7 @@ def test_confidence_calibrate(fake_world: Path) -> None:
     def page() -> None:
         at = _page("confidence")()
         at.button(key="confidence.calib_record").click().run()
+        settle_runs(at)
         clicked(at)
 
     a, _, out = both_sides("confidence.calibrate", page, "confidence", "calibrate", "--labels", str(labels), "--json")
@@ -576,6 +583,7 @@ def test_director_check_with_the_bundled_model() -> None:
         at.toggle(key="director.use_rubric").set_value(True).run()
         at.selectbox(key="director.rubric_model").set_value(MODEL)
         at.button(key="director.check").click().run()
+        settle_runs(at)  # the page watches its run
         clicked(at)
 
     a, b, out = both_sides(

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
-from tests.dashboard.rendered import shown
+from tests.dashboard.rendered import settle_runs, shown
 
 
 def _models_page() -> None:
@@ -53,6 +53,7 @@ def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() 
     at.radio(key="models.output").set_value("ProbeJudgment")
     at.button(key="models.send").click().run()
     assert not at.exception, at.exception
+    settle_runs(at, "models.prompt", timeout_s=180)  # the page watches the answer stream in
     parsed = at.json[0].value
     assert set(__import__("json").loads(parsed)) == {"should_respond", "reason", "confidence"}
     labels = [m.label for m in at.metric]
@@ -71,6 +72,7 @@ def test_models_page_free_text_streams_answer() -> None:
     at.number_input(key="models.max_tokens").set_value(32)
     at.button(key="models.send").click().run()
     assert not at.exception
+    settle_runs(at, "models.prompt", timeout_s=180)
     runs = _store().list_runs(kind="models.prompt")
     call = _store().calls(runs[0].id)[0]
     assert call.raw_text and any(call.raw_text.strip()[:20] in t.value for t in at.text)

@@ -241,3 +241,30 @@ def test_the_progress_line_reads_counts_step_and_eta() -> None:
     assert eta_text({"done": 4, "total": 10, "step": "discussion round 1", "elapsed_s": 8.0, "eta_s": 12.4}) == (
         "4 / 10 · discussion round 1 · 8 s elapsed · about 12 s left"
     )
+
+
+def test_only_the_newest_ended_runs_keep_their_return_value(tmp_path: Path) -> None:
+    """An ended run's return value (a page may show it) is kept for the newest `keep_ended` runs only; the
+    older ones are read from the store, so a long-lived dashboard does not hold every result in memory."""
+    from engine.events import async_run_context
+
+    store = Store(f"sqlite:///{tmp_path / 'keep.db'}")
+    loop = BackgroundLoop()
+    registry = RunRegistry(loop, store, reap_every_s=None, keep_ended=2)
+
+    def entry(i: int) -> Any:
+        async def run() -> int:
+            async with async_run_context(store, "keep.test", {"i": i}):
+                return i
+
+        return run
+
+    ids = [registry.start("keep.test", {"i": i}, entry(i)) for i in range(4)]
+    for run_id in ids[-1:]:
+        registry.wait(run_id, timeout=10)
+    deadline = time.monotonic() + 10
+    while sum(registry.get(r) is not None for r in ids) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [registry.get(r) is not None for r in ids] == [False, False, True, True]
+    assert all(store.get_run(r).status == "finished" for r in ids)  # type: ignore[union-attr]
+    loop.stop()

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.skipsim import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
+from tests.dashboard.rendered import settle_runs
 from tests.engine.test_skipsim import HashJudge
 
 runner = CliRunner()
@@ -120,6 +121,7 @@ def _simulate_small(at: AppTest) -> None:
     at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
     at.number_input(key="skip.seed").set_value(SMALL.seed)
     at.button(key="skip.run").click().run()
+    settle_runs(at, "skip.simulate")  # the page watches the run: rerun until it has ended
 
 
 def _page() -> None:
