@@ -109,7 +109,7 @@ def _fit_will_maps(
     nr, nc = len(rel), len(conf)
 
     def sig(z: Vector) -> Vector:
-        return 1 / (1 + np.exp(-z))
+        return 1 / (1 + np.exp(-np.clip(z, -500.0, 500.0)))  # exp overflows past ±709
 
     def will(t: Vector) -> Vector:
         r = sig(xr @ t[:nr] + t[nr])

@@ -85,7 +85,14 @@ class Jury:
     async def _gather(self, coros: Sequence[Any]) -> list[Any]:
         if self.config.parallel:
             return list(await asyncio.gather(*coros))
-        return [await c for c in coros]
+        done: list[Any] = []
+        try:
+            for c in coros:
+                done.append(await c)
+        finally:  # a raise (a cancelled run) leaves the later seats' coroutines unstarted: close them
+            for c in coros[len(done) + 1 :]:
+                c.close()
+        return done
 
     async def _ask(
         self, seat: JurorSeat, messages: list[dict[str, str]], schema: type[BaseModel], t0: float, stage: str
