@@ -146,8 +146,10 @@ def open_page(page: Any, url: str, path: str, heading: str) -> None:
 
 def metric(page: Any, label: str, scope: Any = None) -> str:
     """The shown value of the metric called `label`."""
-    box = (scope or page).get_by_test_id("stMetric").filter(
-        has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True)
+    box = (
+        (scope or page)
+        .get_by_test_id("stMetric")
+        .filter(has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True))
     )
     return str(box.first.get_by_test_id("stMetricValue").inner_text()).strip()
 
@@ -227,9 +229,9 @@ def test_conversation_cards_approve_one_streamed_answer_and_what_if(
     assert metric(page, "Hands that change", panel) == "0"
     panel.get_by_role("slider", name="Threshold").press("End")  # threshold 1: no hand is raised any more
     settle(page)
-    expect(panel.get_by_test_id("stMetric").filter(has_text="Hands raised").get_by_test_id("stMetricValue")).to_have_text(
-        "0", timeout=30_000
-    )
+    expect(
+        panel.get_by_test_id("stMetric").filter(has_text="Hands raised").get_by_test_id("stMetricValue")
+    ).to_have_text("0", timeout=30_000)
     assert metric(page, "Hands that change", panel) == str(cards)
     shots(page, "conversation-what-if")
 
