@@ -370,8 +370,10 @@ def bench_page_script(repeat: int, progress: Progress) -> BenchResult:
     """Each page's script run (AppTest, a new session each time, the read caches cleared) over a store with
     10 000 runs and their events and calls."""
     import streamlit as st
+    from streamlit.logger import set_log_level
     from streamlit.testing.v1 import AppTest
 
+    set_log_level("error")  # AppTest runs bare: its "no runtime" warnings would bury the figures
     folder = Path(tempfile.mkdtemp(prefix="judgelab-bench-"))
     saved = {k: os.environ.get(k) for k in ("JUDGELAB_DATABASE_URL", "JUDGELAB_DEMO")}
     try:

@@ -473,6 +473,8 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
             expect(chat_input).to_be_enabled(timeout=120_000)
             chat_input.fill(message)
             chat_input.press("Enter")
+            # The message is in the chat and its judgment under way (the input closed) before anything else is read.
+            expect(page.get_by_test_id("stChatMessage").filter(has_text=message)).to_be_visible(timeout=60_000)
             approve = page.get_by_role("button", name="Approve all")
             open_input = page.locator('textarea[data-testid="stChatInputTextArea"]:not([disabled])')
             expect(approve.or_(open_input)).to_be_visible(timeout=180_000)  # cards, or no hand raised
