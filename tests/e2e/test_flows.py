@@ -486,7 +486,8 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
                 expect(approve).to_have_count(0, timeout=60_000)
             expect(chat_input).to_be_enabled(timeout=120_000)
         assert approved >= 1
-        expect(page.get_by_test_id("stChatMessage").filter(has_text=re.compile(r"\w{12}")).nth(1)).to_be_visible()
+        # Two messages and at least one recorded answer, each in its own bubble.
+        expect(page.get_by_test_id("stChatMessage").nth(2)).to_be_visible(timeout=60_000)
         expect(page.get_by_text("not in the demo recording")).to_have_count(0)
         settle(page)
         shots(page, "demo-conversation")
