@@ -248,7 +248,9 @@ def test_jury_live_then_its_replay(world: dict[str, Any], page: Any, shots: Shot
     expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
     run_id = run_id_in_url(page, "jury")
     # Right or wrong against the case's gold label, beside the verdict.
-    expect(page.get_by_text(re.compile(r"^(✅ Right|❌ Wrong|⚖️|.*no gold label)")).first).to_be_visible()
+    expect(
+        page.get_by_text(re.compile(r"^(Right — matches|Wrong — the gold label is|.*no gold label)")).first
+    ).to_be_visible()
     expect(page.get_by_role("button", name="Run the jury")).to_be_enabled(timeout=30_000)
     settle(page)
     shots(page, "jury-finished")
@@ -497,7 +499,7 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         open_page(page, url, "jury", "⚖️ Jury")
         page.get_by_role("button", name="Run the jury").click()
         expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
-        expect(page.get_by_text("✅ Right", exact=False).first).to_be_visible()
+        expect(page.get_by_text(re.compile(r"^Right — matches the gold label")).first).to_be_visible()
         expect(page.get_by_text("立場変更 / position changed").first).to_be_visible()
         settle(page)
         shots(page, "demo-jury")
