@@ -53,7 +53,8 @@ def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) 
             title={"text": f"{level}", "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18}},
         )
     )
-    return _layout(fig, "Confidence", 280)
+    # The dial's end labels (0 and 1) sit outside the arc: side margins keep them from being cut off.
+    return _layout(fig, "Confidence", 280).update_layout(margin={"l": 36, "r": 36, "t": 48, "b": 10})
 
 
 def penalty_waterfall(base: float, penalties: Sequence[Mapping[str, Any]], final: float) -> go.Figure:

@@ -226,7 +226,8 @@ def render_view(
 
 def render_final(view: JuryView) -> None:
     """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
-    right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict."""
+    right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict (the mark
+    is in the text: no box icon beside it, which would show it twice)."""
     import streamlit as st
 
     f = view.final or {}
@@ -245,9 +246,9 @@ def render_final(view: JuryView) -> None:
         if right is None:
             st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
         elif right:
-            st.success(f"✅ **Right** — matches the gold label **{md(gold)}** · {verdict}", icon="✅")
+            st.success(f"✅ **Right** — matches the gold label **{md(gold)}** · {verdict}")
         else:
-            st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}", icon="❌")
+            st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}")
     if f.get("reasoning"):
         st.text(f["reasoning"])
     if f.get("flags"):

@@ -541,7 +541,7 @@ def test_jury_run(fake_world: Path) -> None:
             time.sleep(0.3)
             at.run()
         assert not at.exception
-        assert [e.value.split(" — ")[0] for e in at.error] == ["❌ **Wrong**"]
+        assert [e.icon + " " + e.value.split(" — ")[0] for e in at.error] == ["❌ **Wrong**"]
 
     a, _, _ = both_sides(
         "jury.run",

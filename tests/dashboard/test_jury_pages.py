@@ -181,9 +181,10 @@ def test_the_verdict_box_says_right_or_wrong_against_gold() -> None:
         at.run()
         assert not at.exception
         seen[run_id] = at
-    (right_box,) = [s.value for s in seen[right].success]
+    # The mark leads the box once: Streamlit shows a leading emoji as the box's icon.
+    (right_box,) = [s.icon + " " + s.value for s in seen[right].success]
     assert right_box.startswith("✅ **Right** — matches the gold label **unsafe\\_fail**")
-    (wrong_box,) = [e.value for e in seen[wrong].error]
+    (wrong_box,) = [e.icon + " " + e.value for e in seen[wrong].error]
     assert wrong_box.startswith("❌ **Wrong** — the gold label is **safe\\_pass**") and "unsafe\\_fail" in wrong_box
     assert not seen[wrong].success  # never green for a wrong verdict
     assert not seen[none].success and not seen[none].error
