@@ -508,7 +508,7 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         # Replay of the recorded jury run.
         jury_id = pages["jury"]["run_ids"][0]
         page.goto(f"{url}/replay?run={jury_id}", timeout=60_000)
-        expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=60_000)
+        expect(page.get_by_text("Phase 3 — final judgment").first).to_be_visible(timeout=60_000)
         settle(page)
         shots(page, "demo-replay")
 
