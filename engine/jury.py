@@ -453,6 +453,42 @@ class Rubric(BaseModel):
         return "\n".join(lines)
 
 
+# -- the stop rules and the final vote: used by `Jury.run` and by the experiments' re-decisions -----------
+
+EARLY_STOPS = ("phase1_consensus", "consensus", "stagnation")
+
+
+def opening_stop(phase1_consensus: ConsensusResult, config: JuryConfig) -> str | None:
+    """Why the discussion never starts (phase-1 consensus, or no rounds allowed); None when it starts."""
+    if phase1_consensus.consensus_reached:
+        return "phase1_consensus"
+    if config.max_discussion_rounds == 0:
+        return "no_discussion"
+    return None
+
+
+def still_rounds(statements: Sequence[JurorStatement], still: int) -> int:
+    """Rounds in a row in which no position moved, counting this round's statements."""
+    return 0 if any(st.position_changed for st in statements) else still + 1
+
+
+def round_stop(consensus: ConsensusResult, still: int, round_number: int, config: JuryConfig) -> str | None:
+    """Why the discussion stops after this round (consensus, or stagnation before the last round); None: go on."""
+    if consensus.consensus_reached:
+        return "consensus"
+    if still >= config.stagnation_rounds and round_number < config.max_discussion_rounds:
+        return "stagnation"
+    return None
+
+
+def closing_vote(latest: Sequence[JurorEvaluation], config: JuryConfig, rubric: Rubric) -> FinalJudgment:
+    """The judgment that needs no call: the weighted average, else the majority vote (also the final judge's
+    fallback)."""
+    if config.final_judgment_method == "weighted_average":
+        return weighted_average(latest, pass_at=rubric.pass_at, review_at=rubric.review_at, verdicts=rubric.verdicts)
+    return majority_vote(latest, tie_policy=config.tie_policy, verdicts=rubric.verdicts)
+
+
 class JuryCase(BaseModel):
     """One thing to judge: usually an agent card plus a conversation log, or any text."""
 
@@ -914,12 +950,8 @@ class Jury:
         # Phase 2 — parallel rounds.
         rounds: list[DiscussionRound] = []
         latest = {e.juror_id: e for e in phase1}
-        reason = "max_rounds"
-        if phase1_consensus.consensus_reached:
-            reason = "phase1_consensus"
-        elif cfg.max_discussion_rounds == 0:
-            reason = "no_discussion"
-        else:
+        reason = opening_stop(phase1_consensus, cfg) or "max_rounds"
+        if reason == "max_rounds":
             still = 0
             for round_number in range(1, cfg.max_discussion_rounds + 1):
                 send("round_started", round=round_number, speakerOrder=order)
@@ -1000,13 +1032,10 @@ class Jury:
                     )
                 )
                 moved = sum(st.position_changed for st in statements)
-                still = 0 if moved else still + 1
+                still = still_rounds(statements, still)
                 send("round_completed", round=round_number, moved=moved, **_event_consensus(consensus))
-                if consensus.consensus_reached:
-                    reason = "consensus"
-                    break
-                if still >= cfg.stagnation_rounds and round_number < cfg.max_discussion_rounds:
-                    reason = "stagnation"
+                if stop := round_stop(consensus, still, round_number, cfg):
+                    reason = stop
                     break
             send("discussion_ended", reason=reason, totalRounds=len(rounds))
 
@@ -1022,7 +1051,7 @@ class Jury:
             phase3_judgment=judgment,
             final_verdict=judgment.verdict,
             final_score=judgment.score,
-            early_termination=reason in ("phase1_consensus", "consensus", "stagnation"),
+            early_termination=reason in EARLY_STOPS,
             termination_reason=reason,
             case_id=case.id,
             jurors=self.seats,
@@ -1056,12 +1085,8 @@ class Jury:
         t0: float,
     ) -> FinalJudgment:
         cfg = self.config
-        if cfg.final_judgment_method == "weighted_average":
-            return weighted_average(
-                latest, pass_at=rubric.pass_at, review_at=rubric.review_at, verdicts=rubric.verdicts
-            )
-        vote = majority_vote(latest, tie_policy=cfg.tie_policy, verdicts=rubric.verdicts)
-        if cfg.final_judgment_method == "majority_vote":
+        vote = closing_vote(latest, cfg, rubric)
+        if cfg.final_judgment_method != "final_judge":
             return vote
         if vote.verdict == NO_VERDICT:  # no quorum: a judge's verdict would rest on a failed panel
             return vote.model_copy(update={"method": "final_judge"})

@@ -440,11 +440,14 @@ def derive_jury(
     the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
     ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
     from engine.jury import (
+        EARLY_STOPS,
         CollaborativeJuryResult,
         DiscussionRound,
-        majority_vote,
+        closing_vote,
+        opening_stop,
         panel_consensus,
-        weighted_average,
+        round_stop,
+        still_rounds,
     )
 
     if config.final_judgment_method == "final_judge":
@@ -462,12 +465,8 @@ def derive_jury(
     phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
     latest = {e.juror_id: e for e in phase1}
     rounds: list[Any] = []
-    reason = "max_rounds"
-    if phase1_consensus.consensus_reached:
-        reason = "phase1_consensus"
-    elif config.max_discussion_rounds == 0:
-        reason = "no_discussion"
-    else:
+    reason = opening_stop(phase1_consensus, config) or "max_rounds"
+    if reason == "max_rounds":
         still = 0
         for number in range(1, config.max_discussion_rounds + 1):
             statements = recorded[number - 1].statements
@@ -479,19 +478,11 @@ def derive_jury(
                     round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
                 )
             )
-            moved = sum(st.position_changed for st in statements)
-            still = 0 if moved else still + 1
-            if consensus.consensus_reached:
-                reason = "consensus"
+            still = still_rounds(statements, still)
+            if stop := round_stop(consensus, still, number, config):
+                reason = stop
                 break
-            if still >= config.stagnation_rounds and number < config.max_discussion_rounds:
-                reason = "stagnation"
-                break
-    final = [latest[j] for j in order]
-    if config.final_judgment_method == "weighted_average":
-        judgment = weighted_average(final, pass_at=rubric.pass_at, review_at=rubric.review_at, verdicts=rubric.verdicts)
-    else:
-        judgment = majority_vote(final, tie_policy=config.tie_policy, verdicts=rubric.verdicts)
+    judgment = closing_vote([latest[j] for j in order], config, rubric)
     prompt = completion = 0
     cost = 0.0
     for call_id in _call_ids(phase1, rounds):
@@ -505,7 +496,7 @@ def derive_jury(
         phase3_judgment=judgment,
         final_verdict=judgment.verdict,
         final_score=judgment.score,
-        early_termination=reason in ("phase1_consensus", "consensus", "stagnation"),
+        early_termination=reason in EARLY_STOPS,
         termination_reason=reason,
         case_id=result.case_id,
         jurors=result.jurors,
