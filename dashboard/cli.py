@@ -38,6 +38,7 @@ def _register_mechanisms() -> None:
     app.add_typer(jury.app, name="jury")
     app.add_typer(handraise.app, name="handraise")
     app.add_typer(experiment.app, name="experiment")
+    app.command("scorecard")(experiment.scorecard_cmd)
     app.add_typer(demo.app, name="demo")
 
 

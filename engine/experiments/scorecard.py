@@ -30,6 +30,7 @@ from engine.experiments.mechanisms import Models
 from engine.experiments.runner import HubModels, run_experiment
 from engine.runctx import progress
 from engine.store import Store
+from models.errors import ModelError, ReplayMiss
 
 SCORECARD = "scorecard"
 HANDRAISE_METHODS = ("judge", "likelihood")
@@ -231,7 +232,7 @@ async def run_scorecard(
                     out = await _skip(store, plan, executor)
                 else:
                     out = await _confidence(store, plan, executor)
-            except (ValueError, OSError, LookupError) as exc:  # RunCancelled and real faults propagate
+            except (ValueError, OSError, LookupError, ModelError, ReplayMiss) as exc:  # RunCancelled propagates
                 row.update({"metrics": {}, "runs": [], "error": " ".join(str(exc).split())[:300]})
             else:
                 spent = usage(store, out["runs"])

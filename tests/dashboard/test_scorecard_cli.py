@@ -1,0 +1,73 @@
+"""`judgelab scorecard`: the models asked (or every available one), every role's run stored, JSON out; bad
+options are clear errors. Models scripted here (in process); the bundled model in the slow test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.experiments.runner import HubModels
+from engine.store import Store
+from tests.engine.test_scorecard import scripted
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+@pytest.fixture
+def scripted_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    import models.registry
+
+    monkeypatch.setattr(HubModels, "build", lambda self, store: scripted(store))
+    monkeypatch.setattr(models.registry, "scoring_support", lambda spec: "none")
+
+
+def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
+    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    roles = {(r["role"], r["method"]) for r in result["rows"]}
+    assert roles == {
+        ("handraise", "judge"),
+        ("jury", "generate"),
+        ("director", "rubric"),
+        ("skip", "likelihood"),
+        ("confidence", "factors"),
+    }
+    store = Store()
+    run = store.get_run(result["run_id"])
+    assert run is not None and run.kind == "scorecard" and run.status == "finished"
+    assert all(store.get_run(r) is not None for row in result["rows"] for r in row["runs"])
+    code, text = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1")
+    assert code == 0 and "handraise" in text and "f1=" in text and "auc=" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "exit_code"),
+    [
+        (("--models", "nope"), "nope", 1),
+        (("--models", "gpt-4o"), "gpt-4o is unavailable", 2),
+        (("--executor", "spark"), "unknown executor 'spark'", 1),
+        (("--calls", "sometimes"), "unknown --calls", 1),
+    ],
+)
+def test_scorecard_bad_options(args: tuple[str, ...], message: str, exit_code: int) -> None:
+    code, out = invoke("scorecard", *args)
+    assert code == exit_code and message in out
+
+
+@pytest.mark.slow
+def test_scorecard_on_the_bundled_model_by_the_cli(tmp_path: Any) -> None:
+    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
+    assert code == 0, out
+    rows = json.loads(out)["rows"]
+    assert {r["role"] for r in rows} == {"handraise", "jury", "director", "skip", "confidence"}
+    assert all(r["error"] is None for r in rows), [r["error"] for r in rows]
