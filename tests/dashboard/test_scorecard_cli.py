@@ -71,3 +71,27 @@ def test_scorecard_on_the_bundled_model_by_the_cli(tmp_path: Any) -> None:
     rows = json.loads(out)["rows"]
     assert {r["role"] for r in rows} == {"handraise", "jury", "director", "skip", "confidence"}
     assert all(r["error"] is None for r in rows), [r["error"] for r in rows]
+
+
+def _models_page() -> None:
+    from pages import models
+
+    models.render()
+
+
+def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_hub: None) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert any("No scorecard yet" in i.value for i in at.info)
+    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    assert list(table["role"]) == ["Hand raise", "Jury", "Director rubric", "Skip judge", "Confidence"]
+    runs = {row["role"]: row["runs"] for row in result["rows"]}
+    assert list(table["run"]) == [f"/runs?run={runs[r][-1]}" for r in runs]
+    assert "f1" in table["metrics"][0] and "auc" in table["metrics"][3]
+    assert any(result["run_id"] in c.value for c in at.caption)
