@@ -265,7 +265,7 @@ def test_experiment_heatmap_holds_the_best_value_of_each_pair() -> None:
 def test_experiment_pareto_front_is_the_cells_nothing_beats_on_both_axes() -> None:
     from engine.experiments.analysis import pareto_front
 
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"cell": 0, "f1": 0.5, "calls": 10},
         {"cell": 1, "f1": 0.4, "calls": 20},  # dominated by cell 0
         {"cell": 2, "f1": 0.7, "calls": 20},

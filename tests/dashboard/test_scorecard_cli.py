@@ -64,15 +64,6 @@ def test_scorecard_bad_options(args: tuple[str, ...], message: str, exit_code: i
     assert code == exit_code and message in out
 
 
-@pytest.mark.slow
-def test_scorecard_on_the_bundled_model_by_the_cli(tmp_path: Any) -> None:
-    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
-    assert code == 0, out
-    rows = json.loads(out)["rows"]
-    assert {r["role"] for r in rows} == {"handraise", "jury", "director", "skip", "confidence"}
-    assert all(r["error"] is None for r in rows), [r["error"] for r in rows]
-
-
 def _models_page() -> None:
     from pages import models
 
