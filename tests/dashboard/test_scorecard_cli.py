@@ -4,7 +4,6 @@ options are clear errors. Models scripted here (in process); the bundled model i
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
