@@ -166,6 +166,8 @@ def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
 
 def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jurors: ScriptedHub) -> None:
     at = _page().run()
+    at.radio(key="experiments.source").set_value("Form").run()
+    at.text_input(key="experiments.f.name").input(HOSTILE)
     _jury_form(at, "consensus_threshold: [0.5, 0.67, 1.0, 2.0]\nstagnation_rounds: [1, 2]\n")
     at.button(key="experiments.launch").click().run()
     run_id = _run_id(at)
@@ -175,6 +177,8 @@ def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jur
     assert at.get("progress") and at.button(key="experiments.watch.cancel").disabled is False
     _finish(at)
     assert not at.get("progress")
+    title = next(h.value for h in at.subheader if "exp-" in shown(h.value))
+    assert shown(title).startswith(HOSTILE) and "<b>" not in title.replace("\\<b\\>", "")  # markdown-escaped
     rows = _frame(at, "experiments.table")
     assert len(rows) == 8 and list(rows["new_calls"]).count(0) == 7  # one recording, seven free cells
     assert {"accuracy", "kappa_phase1", "kappa_final", "alpha_final", "rounds_mean"} <= set(rows.columns)
