@@ -34,6 +34,27 @@ from engine.experiments.runner import list_experiments, show_experiment
 
 KEY = "experiments."
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
+LOWER_IS_BETTER = frozenset(
+    {
+        "ece",
+        "aurc",
+        "brier",
+        "calls",
+        "new_calls",
+        "tokens",
+        "latency_s",
+        "cost",
+        "no_verdict",
+        "judge_calls",
+        "delay_p95_s",
+        "delay_max_s",
+        "staleness_p95_s",
+        "never_judged",
+        "replay_misses",
+        "retry_rate",
+        "warn_rate",
+    }
+)
 DEFAULT_CASES = {
     "handraise": "data/benchmarks/handraise.jsonl",
     "jury": "data/benchmarks/jury.jsonl",
@@ -129,7 +150,7 @@ def _render_definition() -> tuple[Experiment | None, str]:
     else:
         text, source = _render_form(), "<form>"
     st.code(text, language="yaml")
-    return validated(text, source), source
+    return validated(text, source, beside=how == "Shipped YAML"), source
 
 
 def _render_form() -> str:
@@ -184,15 +205,16 @@ def _default_space(mech: str) -> str:
     }[mech]
 
 
-def validated(text: str, source: str) -> Experiment | None:
-    """The definition, or None with every problem shown as text (file:line: field: message)."""
+def validated(text: str, source: str, *, beside: bool = False) -> Experiment | None:
+    """The definition, or None with every problem shown as text (file:line: field: message). `beside`: the
+    case set may be a path relative to the file `source` (a shipped file; an upload has no folder)."""
     try:
         definition = parse_definition(text, source)
     except DefinitionError as exc:
         st.error(f"The definition does not validate ({len(exc.problems)} problem(s)):")
         st.code("\n".join(exc.problems), language=None)
         return None
-    if not source.startswith("<") and Path(source).exists():
+    if beside:
         definition = definition.model_copy(update={"cases": str(definition.case_path(source))})
     cells = math.prod(len(v) for v in definition.axes().values()) * definition.repeats
     st.success(
@@ -291,7 +313,16 @@ def _render_results(run_id: str, live: bool) -> None:
         return
     c1, c2 = st.columns(2)
     metric = c1.selectbox("Metric", metrics, index=metrics.index(default), key=KEY + "metric")
-    maximize = c2.radio("Better is", ["higher", "lower"], horizontal=True, key=KEY + "direction") == "higher"
+    maximize = (
+        c2.radio(
+            "Better is",
+            ["higher", "lower"],
+            index=1 if metric in LOWER_IS_BETTER else 0,
+            horizontal=True,
+            key=KEY + "direction." + metric,
+        )
+        == "higher"
+    )
     scored = [r for r in rows if isinstance(r.get(metric), int | float)]
     best = (max if maximize else min)(scored, key=lambda r: r[metric]) if scored else None
     best_cell = best["cell"] if best else None
