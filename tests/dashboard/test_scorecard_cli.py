@@ -4,6 +4,7 @@ options are clear errors. Models scripted here (in process); the bundled model i
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -85,3 +86,37 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_
     assert list(table["run"]) == [f"/runs?run={runs[r][-1]}" for r in runs]
     assert "f1" in table["metrics"][0] and "auc" in table["metrics"][3]
     assert any(result["run_id"] in c.value for c in at.caption)
+
+
+def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    import pages.models
+    from dashboard import state
+
+    class Hub:
+        def __init__(self) -> None:
+            self.get_model = scripted(state.get_store())
+
+        def get(self, model_id: str, **_: Any) -> Any:
+            return self.get_model(model_id)
+
+    hub = Hub()
+    monkeypatch.setattr(state, "get_hub", lambda: hub)
+    monkeypatch.setattr(pages.models, "scoring_support", lambda spec: "none")
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    at.button(key="models.scorecard.run").click().run()
+    run_id = at.session_state["models.scorecard.run_id"]
+    assert any(run_id in c.value for c in at.caption)
+    store = state.get_store()
+    deadline = time.monotonic() + 60
+    while store.get_run(run_id).status == "running":  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
+    at.run()
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    assert len(table) == 5 and all(link.startswith("/runs?run=") for link in table["run"])
+    assert store.get_run(run_id).config["limit"] == 2  # type: ignore[union-attr]
