@@ -25,6 +25,7 @@ from engine.experiments.analysis import (
     available_costs,
     compare_cells,
     heatmap_grid,
+    jury_cases,
     jury_effect,
     metric_columns,
     pareto_front,
@@ -450,6 +451,23 @@ def _render_jury(shown: dict[str, Any], rows: list[dict[str, Any]], best_cell: i
     c3.metric("No verdict", "—" if effect["no_verdict"] is None else str(effect["no_verdict"]))
     st.dataframe(pd.DataFrame(effect["pairs"]), hide_index=True, width="stretch", key=KEY + "jury.pairs")
     st.plotly_chart(charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
+    cases = _jury_cases(shown["definition"], row)
+    if cases is not None:
+        st.markdown("**Each case** (re-decided from the recording: no call)")
+        st.dataframe(_as_text(cases), hide_index=True, width="stretch", key=KEY + "jury.cases")
+
+
+def _jury_cases(definition: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]] | None:
+    store = state.get_store()
+    recording = next((e.payload for e in store.events(row["recording_run"]) if e.type == "experiment_recording"), None)
+    if recording is None:
+        return None
+    params = {k: row[k] for k in mechanism("jury").decision | mechanism("jury").calls if k in row}
+    try:
+        return jury_cases(recording, definition.get("base") or {}, params)
+    except ValueError as exc:  # a recording this cell's setting cannot be derived from: say so, show the rest
+        st.warning(f"The cases cannot be re-decided: {md(exc)}")
+        return None
 
 
 def _pct(value: float | None) -> str:

@@ -130,3 +130,36 @@ def jury_effect(row: Mapping[str, Any]) -> dict[str, Any]:
         "rounds_mean": number(row.get("rounds_mean")),
         "no_verdict": row.get("no_verdict"),
     }
+
+
+CASE_COLUMNS = (
+    "id",
+    "gold",
+    "phase1_outcome",
+    "final_verdict",
+    "correct",
+    "outcome_changed",
+    "positions_changed",
+    "rounds",
+    "termination_reason",
+)
+
+
+def jury_cases(
+    recording: Mapping[str, Any], base: Mapping[str, Any], params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Each case of a jury cell, re-decided from its group's recording (the `experiment_recording` event's
+    payload) with no call: the phase-1 majority, the final verdict, whether the discussion changed the
+    outcome, how many positions moved, the rounds and why the discussion stopped."""
+    from engine.experiments.mechanisms import JuryMechanism, derive_jury
+    from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
+
+    config = JuryMechanism().config(base, params)
+    out: list[dict[str, Any]] = []
+    for entry in recording.get("cases", []):
+        case = JuryCase.model_validate(entry["case"])
+        result = CollaborativeJuryResult.model_validate(entry["result"])
+        derived = derive_jury(result, config, case.rubric or Rubric())
+        item = evaluation_item(case, derived, tie_policy=config.tie_policy)
+        out.append({k: item[k] for k in CASE_COLUMNS})
+    return out

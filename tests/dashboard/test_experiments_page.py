@@ -84,6 +84,7 @@ FRAMES = {  # AppTest keeps no widget key on a dataframe: each table is known by
     "experiments.cmp.config": "parameter",
     "experiments.cmp.metrics": "B − A",
     "experiments.jury.pairs": "measure",
+    "experiments.jury.cases": "phase1_outcome",
 }
 
 
@@ -187,6 +188,11 @@ def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jur
     best = rows[rows["best"] == "★"].iloc[0]
     assert pairs.iloc[0]["after discussion"] == pytest.approx(best["accuracy"])
     assert pairs.iloc[1]["before discussion"] == pytest.approx(best["kappa_phase1"])
+    cases = _frame(at, "experiments.jury.cases")
+    assert len(cases) == 3 and set(cases.columns) >= {"phase1_outcome", "final_verdict", "outcome_changed", "rounds"}
+    assert sum(int(r) for r in cases["rounds"]) / 3 == pytest.approx(best["rounds_mean"], abs=1e-4)
+    changed = [v == "True" or v is True for v in cases["outcome_changed"]]
+    assert sum(changed) / 3 == pytest.approx(best["outcome_changed_rate"], abs=1e-4)
     labels = [m.label for m in at.metric]
     assert "Outcome changed by the discussion" in labels and "Rounds (mean)" in labels
     # the Pareto front can be drawn against tokens too
