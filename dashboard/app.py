@@ -11,6 +11,7 @@ from models.secrets import install_log_redaction
 from pages import confidence as confidence_page
 from pages import conversation as conversation_page
 from pages import director as director_page
+from pages import experiments as experiments_page
 from pages import jury as jury_page
 from pages import models as models_page
 from pages import replay as replay_page
@@ -35,6 +36,7 @@ PAGES = {
         st.Page(home, title="judgelab", icon="⚖️", url_path="home", default=True, visibility="hidden"),
         MODELS,
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
+        st.Page(experiments_page.render, title="Experiments", icon="🧪", url_path="experiments"),
     ],
     "Mechanisms": [
         st.Page(conversation_page.render, title="Conversation", icon="🙋", url_path="conversation"),

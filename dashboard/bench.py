@@ -7,6 +7,7 @@ Mechanism modules add their benchmarks with `@benchmark(...)`.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import os
 import shutil
 import statistics
@@ -79,6 +80,21 @@ def benchmark(name: str) -> Callable[[BenchFn], BenchFn]:
         return fn
 
     return register
+
+
+class UnknownBenchmark(ValueError):
+    """A --only pattern that names no benchmark."""
+
+
+def select_benchmarks(patterns: list[str] | None) -> list[str]:
+    """The benchmarks `--only` names, in registration order: each pattern an exact name or a glob
+    (fnmatch: `experiment.*`); none means every benchmark. A pattern that matches nothing is an error."""
+    if not patterns:
+        return list(BENCHMARKS)
+    unmatched = [p for p in patterns if not fnmatch.filter(BENCHMARKS, p)]
+    if unmatched:
+        raise UnknownBenchmark(f"unknown benchmark {', '.join(unmatched)} — known: {', '.join(BENCHMARKS)}")
+    return [name for name in BENCHMARKS if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
 
 
 def run_benchmarks(names: list[str], *, repeat: int = 5, progress: Progress = None) -> list[BenchResult]:
@@ -1131,6 +1147,10 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
                 "cells_per_s_local_c1_2_4_8": throughput["local"],
                 "cells_per_s_ray_c1_2_4_8": throughput["ray"],
                 "ideal_cells_per_s_c1_2_4_8": {c: min(c, 4) / delay for c in (1, 2, 4, 8)},
+                # near linear up to the per-model limit (4), flat after it: each share of the ideal ≈ 1
+                "local_share_of_ideal_c1_2_4_8": {
+                    c: round(throughput["local"][c] / (min(c, 4) / delay), 3) for c in (1, 2, 4, 8)
+                },
                 "same_table": same,
                 "new_calls": new_calls,
             },

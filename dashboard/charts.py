@@ -509,3 +509,165 @@ def context_ablation(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1])
     return _layout(fig, "Context ablation")
+
+
+# -- experiments ------------------------------------------------------------------------------------------------
+
+BEST = "#D95F02"
+
+
+def _axis_values(values: Sequence[Any]) -> list[Any]:
+    """Numbers stay numbers (a numeric axis); anything else is untrusted text on a category axis."""
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return list(values)
+    return [plot_text(v) for v in values]
+
+
+def _cell_hover(rows: Sequence[Mapping[str, Any]], parameters: Sequence[str]) -> list[str]:
+    return [plot_text(f"cell {r.get('cell')} · " + " · ".join(f"{p}={r.get(p)}" for p in parameters)) for r in rows]
+
+
+def experiment_metric_vs(
+    rows: Sequence[Mapping[str, Any]],
+    parameter: str,
+    metric: str,
+    *,
+    parameters: Sequence[str] = (),
+    best_cell: int | None = None,
+    maximize: bool = True,
+) -> go.Figure:
+    """Every cell's `metric` against one parameter (the others spread as points), the best value per
+    parameter value as a line, the best cell marked."""
+    from engine.experiments.analysis import number
+
+    scored = [r for r in rows if number(r.get(metric)) is not None and r.get(parameter) is not None]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=_axis_values([r[parameter] for r in scored]),
+            y=[r[metric] for r in scored],
+            mode="markers",
+            name="cell",
+            marker={"size": 8, "color": BASE_COLOR, "opacity": 0.55},
+            text=_cell_hover(scored, parameters),
+        )
+    )
+    pick = max if maximize else min
+    by_value: dict[Any, float] = {}
+    for r in scored:
+        v = r[parameter]
+        by_value[v] = pick(by_value.get(v, r[metric]), r[metric])
+    order = sorted(by_value, key=lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, str(v)))
+    fig.add_trace(
+        go.Scatter(
+            x=_axis_values(order),
+            y=[by_value[v] for v in order],
+            mode="lines",
+            name="best per value",
+            line={"color": BASE_COLOR},
+        )
+    )
+    best = [r for r in scored if best_cell is not None and r.get("cell") == best_cell]
+    if best:
+        fig.add_trace(
+            go.Scatter(
+                x=_axis_values([best[0][parameter]]),
+                y=[best[0][metric]],
+                mode="markers",
+                name=f"best cell {best_cell}",
+                marker={"size": 15, "color": BEST, "symbol": "star"},
+            )
+        )
+    fig.update_xaxes(title=plot_text(parameter))
+    fig.update_yaxes(title=plot_text(metric))
+    return _legend_below(_layout(fig, f"{plot_text(metric)} against {plot_text(parameter)}", 340))
+
+
+def experiment_heatmap(grid: Mapping[str, Any], x: str, y: str, metric: str) -> go.Figure:
+    """The best `metric` for each pair of two parameters' values (`engine.experiments.analysis.heatmap_grid`)."""
+    fig = go.Figure(
+        go.Heatmap(
+            x=[plot_text(v) for v in grid["x"]],
+            y=[plot_text(v) for v in grid["y"]],
+            z=grid["z"],
+            colorscale="Viridis",
+            colorbar={"title": {"text": plot_text(metric)}},
+            hovertemplate="%{x} × %{y}: %{z}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title=plot_text(x), type="category")
+    fig.update_yaxes(title=plot_text(y), type="category")
+    return _layout(fig, f"best {plot_text(metric)} by {plot_text(x)} × {plot_text(y)}", 380)
+
+
+def experiment_pareto(
+    rows: Sequence[Mapping[str, Any]],
+    front: Sequence[Mapping[str, Any]],
+    quality: str,
+    cost: str,
+    *,
+    parameters: Sequence[str] = (),
+    best_cell: int | None = None,
+) -> go.Figure:
+    """Quality against a cost for every cell; the Pareto front (`analysis.pareto_front`) as a line, the best
+    cell marked."""
+    from engine.experiments.analysis import number
+
+    on_front = {r.get("cell") for r in front}
+    points = [r for r in rows if number(r.get(cost)) is not None and number(r.get(quality)) is not None]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[r[cost] for r in points],
+            y=[r[quality] for r in points],
+            mode="markers",
+            name="cell",
+            marker={"size": 10, "color": [BASE_COLOR if r.get("cell") in on_front else MUTED for r in points]},
+            text=_cell_hover(points, parameters),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[r[cost] for r in front],
+            y=[r[quality] for r in front],
+            mode="lines+markers",
+            name="Pareto front",
+            line={"color": BASE_COLOR, "dash": "dot", "shape": "hv"},
+            text=_cell_hover(front, parameters),
+        )
+    )
+    best = [r for r in points if best_cell is not None and r.get("cell") == best_cell]
+    if best:
+        fig.add_trace(
+            go.Scatter(
+                x=[best[0][cost]],
+                y=[best[0][quality]],
+                mode="markers",
+                name=f"best cell {best_cell}",
+                marker={"size": 16, "color": BEST, "symbol": "star"},
+            )
+        )
+    fig.update_xaxes(title=plot_text(cost) + " (lower is better)")
+    fig.update_yaxes(title=plot_text(quality))
+    return _legend_below(_layout(fig, f"{plot_text(quality)} against {plot_text(cost)}", 380))
+
+
+def jury_discussion_effect(effect: Mapping[str, Any]) -> go.Figure:
+    """Accuracy, Fleiss κ and Krippendorff α before and after the discussion (`analysis.jury_effect`)."""
+    pairs = effect["pairs"]
+    fig = go.Figure()
+    for side, color in (("before discussion", MUTED), ("after discussion", BASE_COLOR)):
+        fig.add_trace(
+            go.Bar(
+                x=[p["measure"] for p in pairs],
+                y=[p[side] for p in pairs],
+                name=side,
+                marker_color=color,
+                text=[None if p[side] is None else f"{p[side]:.3f}" for p in pairs],
+            )
+        )
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(
+        range=[min(0.0, *(p[s] or 0 for p in pairs for s in ("before discussion", "after discussion"))), 1]
+    )
+    return _legend_below(_layout(fig, "Before and after the discussion", 320))

@@ -43,6 +43,7 @@ def _register_mechanisms() -> None:
     app.add_typer(jury.app, name="jury")
     app.add_typer(handraise.app, name="handraise")
     app.add_typer(experiment.app, name="experiment")
+    app.command("scorecard")(experiment.scorecard_cmd)
     app.add_typer(demo.app, name="demo")
 
 
@@ -421,20 +422,24 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
 # -- bench --------------------------------------------------------------------------------------
 @app.command()
 def bench(
-    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this benchmark (repeatable).")] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Run only this benchmark, or those a glob matches ('experiment.*'; repeatable)."),
+    ] = None,
     repeat: Annotated[int, typer.Option(min=1, help="Repetitions per measurement.")] = 5,
     as_json: JsonFlag = False,
     output: Annotated[Path | None, typer.Option(help="Also write the JSON report here.")] = None,
 ) -> None:
     """The benchmark harness: median, min, max over repeated runs and the ratios each exists to show."""
-    from dashboard.bench import BENCHMARKS, run_benchmarks
+    from dashboard.bench import UnknownBenchmark, run_benchmarks, select_benchmarks
 
-    unknown = [name for name in (only or []) if name not in BENCHMARKS]
-    if unknown:
-        raise fail(f"unknown benchmark {', '.join(unknown)} — known: {', '.join(BENCHMARKS)}")
+    try:
+        names = select_benchmarks(only)
+    except UnknownBenchmark as exc:
+        raise fail(str(exc)) from None
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         raise fail(f"--output {output}: not a file in an existing folder")
-    results = run_benchmarks(only or list(BENCHMARKS), repeat=repeat, progress=None if as_json else typer.echo)
+    results = run_benchmarks(names, repeat=repeat, progress=None if as_json else typer.echo)
     report = [r.model_dump() for r in results]
     if output:
         from models.secrets import redact

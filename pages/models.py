@@ -39,6 +39,8 @@ def render() -> None:
     availability = state.get_availability()
     _render_catalog(availability)
     st.divider()
+    _render_scorecard(availability)
+    st.divider()
     _render_prompt_box(availability)
     _render_history()
 
@@ -75,6 +77,96 @@ def _render_catalog(availability: dict[str, Any]) -> None:
         },
     )
     st.button("Re-check availability", key=KEY + "recheck", on_click=handle_recheck)
+
+
+ROLE_NAMES = {
+    "handraise": "Hand raise",
+    "skip": "Skip judge",
+    "jury": "Jury",
+    "director": "Director rubric",
+    "confidence": "Confidence",
+}
+
+
+def scorecard_rows(scorecard: dict[str, Any]) -> list[dict[str, Any]]:
+    """One line per role × model × method: its metrics, latency, tokens and links to its runs."""
+    out = []
+    for row in scorecard["rows"]:
+        metrics = row.get("metrics") or {}
+        runs = row.get("runs") or []
+        out.append(
+            {
+                "role": ROLE_NAMES.get(row["role"], str(row["role"])),
+                "model": row.get("model") or "—",
+                "method": row.get("method") or "—",
+                "metrics": "" if row.get("error") else " · ".join(f"{k} {v}" for k, v in metrics.items()),
+                "latency s (median call)": row.get("latency_s"),
+                "tokens": row.get("tokens"),
+                "calls": row.get("calls"),
+                "run": f"/runs?run={runs[-1]}" if runs else None,
+                "error": row.get("error") or "",
+            }
+        )
+    return out
+
+
+def _render_scorecard(availability: dict[str, Any]) -> None:
+    from engine.experiments.scorecard import latest_scorecard
+
+    st.subheader("Scorecard")
+    st.caption(
+        "Which model and judge method fit which role: each mechanism's shipped benchmark, run by "
+        "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
+    )
+    scorecard = latest_scorecard(state.get_store())
+    if scorecard is None:
+        st.info("No scorecard yet: run `judgelab scorecard`, or a quick one here.")
+    else:
+        st.caption(
+            f"Scorecard run `{scorecard['run_id']}` of {md(scorecard['started_at'][:19])} — "
+            f"[open in Runs](/runs?run={scorecard['run_id']})"
+            + (f" · first {scorecard['limit']} cases of each benchmark" if scorecard.get("limit") else "")
+        )
+        st.dataframe(
+            pd.DataFrame(scorecard_rows(scorecard)),
+            hide_index=True,
+            width="stretch",
+            key=KEY + "scorecard",
+            column_config={"run": st.column_config.LinkColumn("run", display_text="open")},
+        )
+    usable = [mid for mid, a in availability.items() if a.available]
+    if st.button(
+        "Run a quick scorecard (first 2 cases of each benchmark)",
+        key=KEY + "scorecard.run",
+        disabled=not usable,
+    ):
+        handle_scorecard(usable)
+    if st.session_state.get(KEY + "scorecard.run_id"):
+        run_id = st.session_state[KEY + "scorecard.run_id"]
+        st.caption(f"Scorecard running as `{run_id}` — [watch it in Runs](/runs?run={run_id})")
+
+
+def handle_scorecard(model_ids: list[str]) -> None:
+    """Start a quick scorecard in the run registry (the page does not wait for it)."""
+    from engine.experiments.scorecard import ScorecardPlan, run_scorecard
+
+    catalog = state.get_catalog()
+    hub = state.get_hub()
+    plan = ScorecardPlan(
+        models=model_ids, limit=2, repeats=2, can_score=lambda m: scoring_support(catalog.get(m)) != "none"
+    )
+
+    def models(model_id: str) -> Any:
+        return hub.get(model_id, replay=True, fallthrough=True)
+
+    try:
+        run_id = state.get_registry().start(
+            "scorecard", {"models": model_ids, "limit": 2}, lambda: run_scorecard(state.get_store(), plan, models)
+        )
+    except RuntimeError as exc:
+        st.error(f"The scorecard could not start: {md(exc)}")
+        return
+    st.session_state[KEY + "scorecard.run_id"] = run_id
 
 
 def _render_prompt_box(availability: dict[str, Any]) -> None:

@@ -144,3 +144,62 @@ def export_cmd(
     else:
         output.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {output}")
+
+
+def scorecard_cmd(
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--models", help="A model to score (repeatable; default: every available model)."),
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")] = "local",
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N cases of each benchmark (a quick look).")
+    ] = None,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Hand-raise repeats (for consistency).")] = 2,
+    calls: Annotated[
+        str, typer.Option("--calls", help="replay_fallthrough (default: a request made before is free) | replay | live")
+    ] = "replay_fallthrough",
+    as_json: JsonFlag = False,
+) -> None:
+    """The model scorecard: every available model and judge method through each mechanism's shipped
+    benchmark (hand raise, skip judge, jury, director rubric, confidence), every run stored."""
+    import asyncio
+
+    from dashboard.commands import require_models
+    from engine.experiments.runner import HubModels
+    from engine.experiments.scorecard import ScorecardPlan, run_scorecard
+    from models.catalog import CatalogError, load_catalog
+    from models.registry import check_availability, scoring_support
+
+    if executor not in ("local", "ray"):
+        raise fail(f"unknown executor {executor!r}: local or ray")
+    if calls not in ("replay_fallthrough", "replay", "live"):
+        raise fail(f"unknown --calls {calls!r}: replay_fallthrough, replay or live")
+    try:
+        catalog = load_catalog()
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+    if models:
+        chosen = list(dict.fromkeys(m for given in models for m in given.split(",") if m.strip()))
+        require_models(catalog, chosen)
+    else:
+        chosen = [m for m in catalog.ids if asyncio.run(check_availability(catalog.get(m))).available]
+        if not chosen:
+            raise fail("no model is available (see `judgelab models list`)", code=2)
+    plan = ScorecardPlan(
+        models=chosen,
+        repeats=repeats,
+        limit=limit,
+        can_score=lambda m: scoring_support(catalog.get(m)) != "none",
+    )
+    store = _store()
+    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
+    if as_json:
+        _print(result)
+        return
+    typer.echo(f"scorecard run {result['run_id']} ({len(result['rows'])} rows)")
+    for row in result["rows"]:
+        metrics = " ".join(f"{k}={v}" for k, v in row["metrics"].items())
+        spent = f"calls={row.get('calls')} tokens={row.get('tokens')} latency_s={row.get('latency_s')}"
+        state = f"error: {row['error']}" if row["error"] else f"{metrics} {spent}"
+        typer.echo(f"  {row['role']:<10} {row['model'] or '-':<14} {row['method']:<10} {state}")

@@ -439,13 +439,8 @@ def derive_jury(
     """The result a jury with `config` reaches on the calls of `result` (recorded at the widest setting):
     the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
     ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
-    from engine.jury import (
-        CollaborativeJuryResult,
-        DiscussionRound,
-        majority_vote,
-        panel_consensus,
-        weighted_average,
-    )
+    import engine.jury as jury  # the jury's own stop rules and final vote, looked up at call time
+    from engine.jury import CollaborativeJuryResult, DiscussionRound, panel_consensus
 
     if config.final_judgment_method == "final_judge":
         raise ValueError("final_judge needs a model call: not derivable from a recording")
@@ -462,12 +457,8 @@ def derive_jury(
     phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
     latest = {e.juror_id: e for e in phase1}
     rounds: list[Any] = []
-    reason = "max_rounds"
-    if phase1_consensus.consensus_reached:
-        reason = "phase1_consensus"
-    elif config.max_discussion_rounds == 0:
-        reason = "no_discussion"
-    else:
+    reason = jury.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
+    if reason == "max_rounds":
         still = 0
         for number in range(1, config.max_discussion_rounds + 1):
             statements = recorded[number - 1].statements
@@ -479,19 +470,25 @@ def derive_jury(
                     round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
                 )
             )
-            moved = sum(st.position_changed for st in statements)
-            still = 0 if moved else still + 1
-            if consensus.consensus_reached:
-                reason = "consensus"
+            still = jury.stagnant_rounds(still, jury.positions_moved(statements))
+            stop = jury.round_stop(
+                consensus,
+                still,
+                number,
+                max_discussion_rounds=config.max_discussion_rounds,
+                stagnation_rounds=config.stagnation_rounds,
+            )
+            if stop:
+                reason = stop
                 break
-            if still >= config.stagnation_rounds and number < config.max_discussion_rounds:
-                reason = "stagnation"
-                break
-    final = [latest[j] for j in order]
-    if config.final_judgment_method == "weighted_average":
-        judgment = weighted_average(final, pass_at=rubric.pass_at, review_at=rubric.review_at, verdicts=rubric.verdicts)
-    else:
-        judgment = majority_vote(final, tie_policy=config.tie_policy, verdicts=rubric.verdicts)
+    judgment = jury.decide_final(
+        [latest[j] for j in order],
+        config.final_judgment_method,
+        tie_policy=config.tie_policy,
+        pass_at=rubric.pass_at,
+        review_at=rubric.review_at,
+        verdicts=rubric.verdicts,
+    )
     prompt = completion = 0
     cost = 0.0
     for call_id in _call_ids(phase1, rounds):
@@ -505,7 +502,7 @@ def derive_jury(
         phase3_judgment=judgment,
         final_verdict=judgment.verdict,
         final_score=judgment.score,
-        early_termination=reason in ("phase1_consensus", "consensus", "stagnation"),
+        early_termination=jury.early_termination(reason),
         termination_reason=reason,
         case_id=result.case_id,
         jurors=result.jurors,

@@ -223,3 +223,88 @@ def test_jury_charts_put_their_legends_below_the_plot() -> None:
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
         assert fig.layout.margin.b >= 60  # room for the legend, so it covers neither plot nor neighbour
     assert charts.jury_trajectory(rows).data[0].name == ESCAPED
+
+
+# -- experiments --------------------------------------------------------------------------------------------------
+
+
+def _sweep() -> list[dict[str, Any]]:
+    """A 3 × 2 grid: f1 rises with the threshold and is higher in focus mode; calls grow with the threshold."""
+    rows = []
+    for i, (threshold, mode) in enumerate((t, m) for t in (0.4, 0.5, 0.6) for m in ("focus", HOSTILE)):
+        f1 = round(threshold + (0.1 if mode == "focus" else 0.0), 2)
+        rows.append({"cell": i, "repeat": 0, "threshold": threshold, "mode": mode, "f1": f1, "calls": 10 * (i // 2)})
+    return rows
+
+
+def test_experiment_metric_vs_parameter_draws_every_cell_and_the_best_per_value() -> None:
+    rows = _sweep()
+    fig = charts.experiment_metric_vs(rows, "threshold", "f1", parameters=["threshold", "mode"], best_cell=4)
+    cells, line, best = fig.data
+    assert list(cells.x) == [r["threshold"] for r in rows] and list(cells.y) == [r["f1"] for r in rows]
+    assert list(line.x) == [0.4, 0.5, 0.6] and list(line.y) == [0.5, 0.6, 0.7]  # the focus cells
+    assert (best.x[0], best.y[0]) == (0.6, 0.7) and best.name == "best cell 4"
+    by_mode = charts.experiment_metric_vs(rows, "mode", "f1", parameters=["threshold", "mode"])
+    assert list(by_mode.data[1].x) == [ESCAPED, "focus"] and list(by_mode.data[1].y) == [0.6, 0.7]
+    _no_live_html(by_mode)
+
+
+def test_experiment_heatmap_holds_the_best_value_of_each_pair() -> None:
+    from engine.experiments.analysis import heatmap_grid
+
+    rows = _sweep() + [{"cell": 6, "repeat": 1, "threshold": 0.4, "mode": "focus", "f1": 0.9, "calls": 0}]
+    grid = heatmap_grid(rows, "threshold", "mode", "f1")
+    assert grid["x"] == [0.4, 0.5, 0.6] and grid["y"] == [HOSTILE, "focus"]
+    assert grid["z"] == [[0.4, 0.5, 0.6], [0.9, 0.6, 0.7]]  # repeat 1's 0.9 beats repeat 0's 0.5
+    assert heatmap_grid(rows, "threshold", "mode", "f1", maximize=False)["z"][1][0] == 0.5
+    fig = charts.experiment_heatmap(grid, "threshold", "mode", "f1")
+    assert list(fig.data[0].y) == [ESCAPED, "focus"] and fig.data[0].z[1][0] == 0.9
+    _no_live_html(fig)
+
+
+def test_experiment_pareto_front_is_the_cells_nothing_beats_on_both_axes() -> None:
+    from engine.experiments.analysis import pareto_front
+
+    rows: list[dict[str, Any]] = [
+        {"cell": 0, "f1": 0.5, "calls": 10},
+        {"cell": 1, "f1": 0.4, "calls": 20},  # dominated by cell 0
+        {"cell": 2, "f1": 0.7, "calls": 20},
+        {"cell": 3, "f1": 0.7, "calls": 30},  # as good as cell 2, dearer
+        {"cell": 4, "f1": 0.9, "calls": 40},
+        {"cell": 5, "f1": None, "calls": 1},  # no value: not a point
+    ]
+    front = pareto_front(rows, "f1", "calls")
+    assert [r["cell"] for r in front] == [0, 2, 4]
+    assert [r["cell"] for r in pareto_front(rows, "f1", "calls", maximize=False)] == [0, 1]
+    fig = charts.experiment_pareto(rows, front, "f1", "calls", best_cell=4)
+    points, line, best = fig.data
+    assert len(points.x) == 5 and list(line.x) == [10, 20, 40] and list(line.y) == [0.5, 0.7, 0.9]
+    assert [c for c, cell in zip(points.marker.color, rows, strict=False)][1] == charts.MUTED
+    assert (best.x[0], best.y[0]) == (40, 0.9)
+
+
+def test_jury_discussion_effect_pairs_before_and_after() -> None:
+    from engine.experiments.analysis import jury_effect
+
+    row = {
+        "accuracy": 0.8,
+        "phase1_accuracy": 0.6,
+        "kappa_phase1": 0.2,
+        "kappa_final": 0.5,
+        "alpha_phase1": -0.1,
+        "alpha_final": None,
+        "outcome_changed_rate": 0.25,
+        "rounds_mean": 1.5,
+    }
+    effect = jury_effect(row)
+    assert [(p["measure"], p["before discussion"], p["after discussion"]) for p in effect["pairs"]] == [
+        ("accuracy", 0.6, 0.8),
+        ("Fleiss κ", 0.2, 0.5),
+        ("Krippendorff α", -0.1, None),
+    ]
+    assert effect["pairs"][0]["change"] == 0.2 and effect["pairs"][2]["change"] is None
+    assert (effect["outcome_changed_rate"], effect["rounds_mean"]) == (0.25, 1.5)
+    fig = charts.jury_discussion_effect(effect)
+    before, after = fig.data
+    assert list(before.y) == [0.6, 0.2, -0.1] and list(after.y) == [0.8, 0.5, None]
+    assert fig.layout.yaxis.range[0] == -0.1

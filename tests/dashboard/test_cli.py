@@ -95,6 +95,29 @@ def test_bench_unknown_name() -> None:
     assert code == 1 and "unknown benchmark nope" in out and "llm.judgment" in out
 
 
+def test_bench_only_takes_a_glob(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard import bench
+
+    ran: list[str] = []
+
+    def fake(name: str) -> bench.BenchFn:
+        def fn(repeat: int, progress: bench.Progress) -> bench.BenchResult:
+            ran.append(name)
+            return bench.BenchResult.from_samples(name, "fake", [1.0] * repeat, unit="s")
+
+        return fn
+
+    names = ["experiment.a", "experiment.b", "jury.c"]
+    monkeypatch.setattr(bench, "BENCHMARKS", {n: fake(n) for n in names})
+    code, out = invoke("bench", "--only", "experiment.*", "--repeat", "1", "--json")
+    assert code == 0, out
+    assert [r["name"] for r in json.loads(out)] == ["experiment.a", "experiment.b"] == ran
+    assert bench.select_benchmarks(["jury.c", "experiment.?"]) == names  # registration order, no duplicates
+    assert bench.select_benchmarks(None) == names
+    code, out = invoke("bench", "--only", "experiment.x*")
+    assert code == 1 and "unknown benchmark experiment.x*" in out and not ran[2:]
+
+
 @pytest.mark.slow
 def test_bench_reports_median_min_max(tmp_path: Path) -> None:
     out_file = tmp_path / "bench.json"

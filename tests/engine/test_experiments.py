@@ -194,6 +194,23 @@ def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) 
     assert len(reasons) >= 4, reasons
 
 
+def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No copy of the stop rules: a change to engine.jury's rule is a change to every re-decision."""
+    import engine.jury
+
+    case = load_cases(JURY_CASES)[0]
+    widest = JuryConfig(
+        consensus_threshold=2.0, stagnation_rounds=20, max_discussion_rounds=3, final_judgment_method="majority_vote"
+    )
+    recorded = asyncio.run(Jury(panel_seats("local"), scripted_models(store), widest).run(case))
+    assert recorded.total_rounds == 3
+    config = widest.model_copy(update={"stagnation_rounds": 20})
+    assert derive_jury(recorded, config, case.rubric or Rubric()).termination_reason == "max_rounds"
+    monkeypatch.setattr(engine.jury, "round_stop", lambda consensus, still, number, **limits: "stagnation")
+    derived = derive_jury(recorded, config, case.rubric or Rubric())
+    assert (derived.termination_reason, derived.total_rounds) == ("stagnation", 1)
+
+
 def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Path, store: Store) -> None:
     definition = load(
         jury_yaml(

@@ -1,0 +1,254 @@
+"""The model scorecard: a built-in experiment that, for every model and judge method asked, runs each
+mechanism's shipped benchmark and stores the runs, so a user sees which model and method fit which role.
+
+- hand raise: F1, top-1 (the most willing participant is one who should speak) and consistency over
+  repeats, on data/benchmarks/handraise.jsonl (`engine.handraise.run_benchmark`, one stored run);
+- skip judge: AUC of the recorded judgments against the generated workload's labels and the calls the cache
+  saves (an experiment cell over data/recordings/skipcache-default.jsonl — recorded with the bundled model by
+  likelihood, so it is that model's row; other models have no recording and say so);
+- jury: accuracy, Fleiss κ / Krippendorff α before and after the discussion and the outcomes it changed, on
+  data/benchmarks/jury.jsonl (an experiment cell: the local panel seated on the model);
+- director rubric: agreement of the LLM rubric's status with the hard rules' on the shipped script
+  (`engine.director.run_script`, one stored run);
+- confidence: ECE on the labelled set (recorded factors: no model, one row).
+
+Each row carries latency (median per call) and tokens, read from the calls its runs recorded, and the ids of
+those runs. The scorecard itself is a run of kind `scorecard` whose summary holds the rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import DATA_DIR
+from engine.events import async_run_context
+from engine.experiments.definition import Experiment
+from engine.experiments.mechanisms import Models
+from engine.experiments.runner import HubModels, run_experiment
+from engine.runctx import progress
+from engine.store import Store
+from models.errors import ModelError, ReplayMiss
+
+SCORECARD = "scorecard"
+HANDRAISE_METHODS = ("judge", "likelihood")
+JURY_METHODS = ("generate", "likelihood")
+SKIP_RECORDING_MODEL = ("gemma3-270m", "likelihood")  # who recorded data/recordings/skipcache-default.jsonl
+ROLES = ("handraise", "skip", "jury", "director", "confidence")
+
+
+@dataclass(frozen=True)
+class ScorecardPlan:
+    """What to run: models × methods per role; `limit` cuts every case set (a quick scorecard)."""
+
+    models: Sequence[str]
+    roles: Sequence[str] = ROLES
+    handraise_methods: Sequence[str] = HANDRAISE_METHODS
+    jury_methods: Sequence[str] = JURY_METHODS
+    repeats: int = 2
+    limit: int | None = None
+    can_score: Callable[[str], bool] = field(default=lambda model_id: True)
+
+
+def _models(models: Models | HubModels, store: Store) -> Models:
+    return models.build(store) if isinstance(models, HubModels) else models
+
+
+def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
+    """Calls, tokens and the median latency per call of the calls these runs recorded."""
+    rows = [c for r in run_ids for c in store.calls(run_id=r, limit=1_000_000)]
+    latencies = [float(c.latency_s) for c in rows if c.latency_s is not None]
+    return {
+        "calls": len(rows),
+        "tokens": sum(int(c.prompt_tokens or 0) + int(c.completion_tokens or 0) for c in rows),
+        "latency_s": round(statistics.median(latencies), 4) if latencies else None,
+    }
+
+
+def top1(lines: Sequence[Mapping[str, Any]]) -> float | None:
+    """Share of (item, repeat) whose most willing participant is labelled to speak (items with such a label)."""
+    hits = total = 0
+    for item in lines:
+        if not any(item["labels"].values()):
+            continue
+        for run in item["runs"]:
+            wills = {m: p.get("will") for m, p in run["predictions"].items() if isinstance(p.get("will"), int | float)}
+            if not wills:
+                continue
+            total += 1
+            hits += bool(item["labels"].get(max(wills, key=lambda m: wills[m])))
+    return round(hits / total, 4) if total else None
+
+
+async def _handraise(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
+    from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
+
+    path = DATA_DIR / "benchmarks" / "handraise.jsonl"
+    items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))[: plan.limit]
+    run_id, lines, totals = await run_benchmark(
+        store,
+        items,
+        models,
+        HandRaiseConfig(judge_method=method),
+        "3",
+        repeat=plan.repeats,
+        model_ids=[model_id],
+        name=f"scorecard {model_id} {method}",
+    )
+    return {
+        "metrics": {"f1": totals["f1"], "top1": top1(lines), "consistency": totals["consistency"]},
+        "runs": [run_id],
+    }
+
+
+async def _jury(
+    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
+    definition = Experiment.model_validate(
+        {
+            "name": f"scorecard jury {model_id} {method}",
+            "mechanism": "jury",
+            "cases": str(DATA_DIR / "benchmarks" / "jury.jsonl"),
+            "limit": plan.limit,
+            "base": {"panel": "local", "model": model_id, "judge": method, "final_judgment_method": "majority_vote"},
+        }
+    )
+    result = await run_experiment(definition, store, models, executor=executor)
+    row = result.rows[0]
+    keys = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final")
+    return {
+        "metrics": {**{k: row.get(k) for k in keys}, "outcome_changed_rate": row.get("outcome_changed_rate")},
+        "runs": [row["recording_run"], row["run_id"]],
+    }
+
+
+async def _director(store: Store, models: Models, model_id: str, plan: ScorecardPlan) -> dict[str, Any]:
+    from engine.director import ScriptConfig, load_script, rubric_status, run_script
+
+    lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
+    result = await run_script(
+        ScriptConfig(lines=lines, character="yana", source="beach.jsonl", model_id=model_id), models, store
+    )
+    scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
+    agree = sum(rubric_status(float(r.rubric)).name == r.rules_status for r in scored)  # type: ignore[arg-type]
+    return {
+        "metrics": {
+            "agreement": round(agree / len(scored), 4) if scored else None,
+            "lines_scored": len(scored),
+            "rubric_failed": sum(r.rubric_failed for r in result.rows),
+        },
+        "runs": [result.run_id],
+    }
+
+
+async def _skip(store: Store, plan: ScorecardPlan, executor: str) -> dict[str, Any]:
+    from engine.skipsim import RecordedJudge, generated_labels
+
+    path = DATA_DIR / "recordings" / "skipcache-default.jsonl"
+    definition = Experiment.model_validate(
+        {"name": "scorecard skip", "mechanism": "skip", "cases": str(path), "base": {"hours": 6}}
+    )
+    result = await run_experiment(definition, store, executor=executor)
+    row = result.rows[0]
+    from engine.experiments.mechanisms import mechanism
+    from engine.skipsim import judge_quality
+
+    messages = mechanism("skip").load_cases(definition)[0][0]
+    quality = judge_quality(RecordedJudge.load(path), generated_labels(messages))
+    return {
+        "metrics": {"auc": quality["auc"], "calls_saved_pct": row.get("calls_saved_pct")},
+        "runs": [row["recording_run"], row["run_id"]],
+        "tokens": row.get("tokens"),
+    }
+
+
+async def _confidence(store: Store, plan: ScorecardPlan, executor: str) -> dict[str, Any]:
+    definition = Experiment.model_validate(
+        {
+            "name": "scorecard confidence",
+            "mechanism": "confidence",
+            "cases": str(DATA_DIR / "benchmarks" / "confidence.jsonl"),
+            "limit": plan.limit,
+        }
+    )
+    result = await run_experiment(definition, store, executor=executor)
+    row = result.rows[0]
+    return {"metrics": {"ece": row.get("ece"), "aurc": row.get("aurc")}, "runs": [row["run_id"]]}
+
+
+def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
+    steps: list[tuple[str, str | None, str | None]] = []
+    for model_id in plan.models:
+        if "handraise" in plan.roles:
+            steps += [
+                ("handraise", model_id, m)
+                for m in plan.handraise_methods
+                if m != "likelihood" or plan.can_score(model_id)
+            ]
+        if "jury" in plan.roles:
+            steps += [("jury", model_id, m) for m in plan.jury_methods if m != "likelihood" or plan.can_score(model_id)]
+        if "director" in plan.roles:
+            steps.append(("director", model_id, "rubric"))
+    if "skip" in plan.roles:
+        steps.append(("skip", *SKIP_RECORDING_MODEL))
+    if "confidence" in plan.roles:
+        steps.append(("confidence", None, "factors"))
+    return steps
+
+
+async def run_scorecard(
+    store: Store, plan: ScorecardPlan, models: Models | HubModels | None = None, *, executor: str = "local"
+) -> dict[str, Any]:
+    """Run the scorecard as a stored run of kind `scorecard`; each row is one role × model × method with its
+    metrics, latency and tokens, and the runs that hold its calls. A role that fails for a model is a row
+    with its error (the others still run)."""
+    models = models if models is not None else HubModels()
+    steps = _steps(plan)
+    config = {
+        "models": list(plan.models),
+        "roles": list(plan.roles),
+        "limit": plan.limit,
+        "repeats": plan.repeats,
+        "executor": executor,
+    }
+    rows: list[dict[str, Any]] = []
+    async with async_run_context(store, SCORECARD, config, name="model scorecard") as run:
+        progress(total=len(steps), step="starting")
+        for role, model_id, method in steps:
+            row: dict[str, Any] = {"role": role, "model": model_id, "method": method}
+            try:
+                if role == "handraise":
+                    assert model_id is not None and method is not None
+                    out = await _handraise(store, _models(models, store), model_id, method, plan)
+                elif role == "jury":
+                    assert model_id is not None and method is not None
+                    out = await _jury(store, models, model_id, method, plan, executor)
+                elif role == "director":
+                    assert model_id is not None
+                    out = await _director(store, _models(models, store), model_id, plan)
+                elif role == "skip":
+                    out = await _skip(store, plan, executor)
+                else:
+                    out = await _confidence(store, plan, executor)
+            except (ValueError, OSError, LookupError, ModelError, ReplayMiss) as exc:  # RunCancelled propagates
+                row.update({"metrics": {}, "runs": [], "error": " ".join(str(exc).split())[:300]})
+            else:
+                spent = usage(store, out["runs"])
+                if role == "skip":  # its calls were made when the recording was, not in this run
+                    spent = {"calls": 0, "tokens": out.get("tokens"), "latency_s": None}
+                row.update({"metrics": out["metrics"], **spent, "runs": out["runs"], "error": None})
+            rows.append(row)
+            run.emit("scorecard_row", **row)
+            progress(advance=1, step=f"{role} {model_id or ''} {method or ''}".strip())
+        run.summary = {"rows": rows}
+    return {"run_id": run.run_id, "rows": rows, **config}
+
+
+def latest_scorecard(store: Store) -> dict[str, Any] | None:
+    """The newest finished scorecard run: its id, when it ran, and its rows."""
+    for r in store.list_runs(SCORECARD, limit=50):
+        if r.kind == SCORECARD and r.status == "finished" and "rows" in r.summary:
+            return {"run_id": r.id, "started_at": r.started_at.isoformat(), "rows": r.summary["rows"], **r.config}
+    return None

@@ -1,0 +1,498 @@
+"""Experiments: define a sweep in a form or load its YAML (a shipped one or an upload), validated with
+errors that name the line and the field; launch it in the run registry (progress per cell, Cancel); then
+the results table with the best cell marked and each cell's run one click away, metric-vs-parameter
+charts, a heatmap of two parameters, the Pareto front of quality against calls, tokens, latency or $, two
+cells side by side, the jury's before/after-discussion view, and CSV / JSON / HTML exports."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+import yaml
+
+from dashboard import charts, state
+from dashboard.components import md
+from dashboard.registry import RegistryError
+from dashboard.watch import set_url_run, url_run, watch_run
+from engine.config import get_settings
+from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
+from engine.experiments.analysis import (
+    available_costs,
+    compare_cells,
+    heatmap_grid,
+    jury_cases,
+    jury_effect,
+    metric_columns,
+    pareto_front,
+)
+from engine.experiments.report import to_csv, to_html, to_json
+from engine.experiments.runner import list_experiments, show_experiment
+
+KEY = "experiments."
+SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
+LOWER_IS_BETTER = frozenset(
+    {
+        "ece",
+        "aurc",
+        "brier",
+        "calls",
+        "new_calls",
+        "tokens",
+        "latency_s",
+        "cost",
+        "no_verdict",
+        "judge_calls",
+        "delay_p95_s",
+        "delay_max_s",
+        "staleness_p95_s",
+        "never_judged",
+        "replay_misses",
+        "retry_rate",
+        "warn_rate",
+    }
+)
+DEFAULT_CASES = {
+    "handraise": "data/benchmarks/handraise.jsonl",
+    "jury": "data/benchmarks/jury.jsonl",
+    "confidence": "data/benchmarks/confidence.jsonl",
+    "skip": "data/recordings/skipcache-default.jsonl",
+    "director": "data/scripts/beach.jsonl",
+}
+
+
+def shipped_files() -> list[Path]:
+    return sorted((get_settings().data_dir / "experiments").glob("*.y*ml"))
+
+
+def _init_state() -> None:
+    st.session_state.setdefault(KEY + "run_id", None)
+    st.session_state.setdefault(KEY + "error", None)
+
+
+def render() -> None:
+    _init_state()
+    st.title("🧪 Experiments")
+    st.caption(
+        "A sweep over a case set. Decision parameters (thresholds, weights, stop rules) are re-decided from "
+        "one recording with no new model call; model and prompt parameters make calls, and a request made "
+        "before is answered from the call store."
+    )
+    run_id = _watched_run()
+    live = run_id is not None and state.get_registry().is_live(run_id)
+    with st.expander("Define or load an experiment", expanded=run_id is None):
+        definition, source = _render_definition()
+    if st.button(
+        "Launch the experiment",
+        type="primary",
+        key=KEY + "launch",
+        disabled=definition is None or live,
+        help="An experiment is running: watch it below, or cancel it" if live else None,
+    ):
+        assert definition is not None
+        if handle_launch(definition, source):
+            st.rerun()
+    if st.session_state[KEY + "error"]:
+        st.error(md(st.session_state[KEY + "error"], inline=False))
+    _render_earlier()
+    if run_id:
+        st.divider()
+        st.caption(f"Experiment run `{run_id}` — [open in Runs](/runs?run={run_id})")
+        watch_run(run_id, CellsView, lambda view, live: _render_results(run_id, live), key=KEY + "watch")
+
+
+def _watched_run() -> str | None:
+    run_id = url_run() or st.session_state[KEY + "run_id"]
+    if run_id:
+        st.session_state[KEY + "run_id"] = run_id
+        set_url_run(run_id)
+    return run_id
+
+
+class CellsView:
+    """The experiment run stores no events of its own: each finished cell is a run, read from the store."""
+
+    def apply(self, type_: str, payload: Any) -> None:
+        return None
+
+
+# -- defining ---------------------------------------------------------------------------------------------------
+
+
+def _render_definition() -> tuple[Experiment | None, str]:
+    how = st.radio("Start from", SOURCES, horizontal=True, key=KEY + "source")
+    if how == "Shipped YAML":
+        files = shipped_files()
+        if not files:
+            st.warning("No experiment files under data/experiments.")
+            return None, ""
+        path = st.selectbox("File", files, format_func=lambda p: p.name, key=KEY + "file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            st.error(f"Cannot read {md(path.name)}: {md(exc)}")
+            return None, ""
+        source = str(path)
+    elif how == "Upload a YAML":
+        upload = st.file_uploader("Experiment YAML", type=["yaml", "yml"], key=KEY + "upload")
+        if upload is None:
+            st.info("Upload a definition (the format of data/experiments/*.yaml).")
+            return None, ""
+        try:
+            text = upload.getvalue().decode("utf-8")
+        except UnicodeDecodeError:
+            st.error("The file is not UTF-8 text.")
+            return None, ""
+        source = upload.name
+    else:
+        text, source = _render_form(), "<form>"
+    st.code(text, language="yaml")
+    return validated(text, source, beside=how == "Shipped YAML"), source
+
+
+def _render_form() -> str:
+    """The form's fields as the YAML they stand for (so one validator, with lines, covers both)."""
+    c1, c2, c3 = st.columns(3)
+    name = c1.text_input("Name", "my sweep", key=KEY + "f.name")
+    mech = c1.selectbox("Mechanism", list(DEFAULT_CASES), key=KEY + "f.mechanism")
+    cases = c2.text_input("Case set", DEFAULT_CASES[mech], key=KEY + "f.cases." + mech)
+    limit = c2.number_input("Only the first N cases (0: all)", 0, 100_000, 0, key=KEY + "f.limit")
+    repeats = c3.number_input("Repeats", 1, 1000, 1, key=KEY + "f.repeats")
+    seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "f.seed")
+    m = mechanism(mech)
+    st.caption(
+        f"Decision parameters (no call): {md(', '.join(sorted(m.decision)))}. "
+        f"Call parameters: {md(', '.join(sorted(m.calls)) or 'none')}. Metrics: {md(', '.join(m.metrics))}."
+    )
+    base = st.text_area("Base settings (YAML mapping)", "{}", key=KEY + "f.base." + mech, height=80)
+    space = st.text_area(
+        "Parameter space (YAML: parameter → list, or {from, to, step})",
+        _default_space(mech),
+        key=KEY + "f.space." + mech,
+        height=120,
+    )
+    ids = state.get_catalog().ids if m.calls else []
+    models = st.multiselect("Models (a call parameter)", ids, key=KEY + "f.models") if ids else []
+    data: dict[str, Any] = {"name": name, "mechanism": mech, "cases": cases}
+    if limit:
+        data["limit"] = int(limit)
+    data["base"] = _yaml_or_text(base)
+    data["space"] = _yaml_or_text(space)
+    if models:
+        data["models"] = list(models)
+    data["repeats"] = int(repeats)
+    data["seed"] = int(seed)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _yaml_or_text(text: str) -> Any:
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return text  # shown and refused by the validator ("base: a mapping"), never half-parsed
+
+
+def _default_space(mech: str) -> str:
+    return {
+        "handraise": "threshold: {from: 0.4, to: 0.7, step: 0.1}\nmode: [focus, brainstorm]\n",
+        "jury": "consensus_threshold: [0.5, 0.67, 1.0]\nstagnation_rounds: [1, 2]\n",
+        "confidence": "thresholds.notify: [0.6, 0.7, 0.8]\nweight_self_confidence: [0.1, 0.3]\n",
+        "skip": "high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
+        "director": "format_warn_lines: [2, 4]\ntone_pass: [1, 2]\n",
+    }[mech]
+
+
+def validated(text: str, source: str, *, beside: bool = False) -> Experiment | None:
+    """The definition, or None with every problem shown as text (file:line: field: message). `beside`: the
+    case set may be a path relative to the file `source` (a shipped file; an upload has no folder)."""
+    try:
+        definition = parse_definition(text, source)
+    except DefinitionError as exc:
+        st.error(f"The definition does not validate ({len(exc.problems)} problem(s)):")
+        st.code("\n".join(exc.problems), language=None)
+        return None
+    if beside:
+        definition = definition.model_copy(update={"cases": str(definition.case_path(source))})
+    cells = math.prod(len(v) for v in definition.axes().values()) * definition.repeats
+    st.success(
+        f"Valid: {md(definition.mechanism)}, {cells} cells"
+        + (f", an Optuna search of {definition.search.n_trials} trials" if definition.search else "")
+    )
+    return definition
+
+
+# -- launching --------------------------------------------------------------------------------------------------
+
+
+def _models(definition: Experiment) -> Any:
+    """The page's models (shared with the other pages), in the definition's call mode."""
+    hub = state.get_hub()
+    replay = definition.calls != "live"
+    fallthrough = definition.calls == "replay_fallthrough"
+
+    def get(model_id: str) -> Any:
+        return hub.get(model_id, replay=replay, delay_s=definition.delay_s, fallthrough=fallthrough)
+
+    return get
+
+
+def handle_launch(definition: Experiment, source: str) -> str | None:
+    """Start the experiment in the registry and return its run id at once; the page then watches it."""
+    store = state.get_store()
+    models = _models(definition)
+    st.session_state[KEY + "error"] = None
+    settings = {"definition": definition.model_dump(mode="json", by_alias=True), "source": source}
+    try:
+        run_id = state.get_registry().start(
+            "experiment", settings, lambda: run_experiment(definition, store, models, source=source)
+        )
+    except (RegistryError, DefinitionError, ValueError) as exc:
+        st.session_state[KEY + "error"] = f"The experiment could not start: {exc}"
+        return None
+    st.session_state[KEY + "run_id"] = run_id
+    set_url_run(run_id)
+    state.clear_reads()
+    return run_id
+
+
+def _render_earlier() -> None:
+    earlier = list_experiments(state.get_store())
+    if not earlier:
+        return
+    labels = {e["run_id"]: f"{e['experiment_id']} · {e['name']} · {e['status']} · {e['cells']} cells" for e in earlier}
+    c1, c2 = st.columns([5, 1])
+    chosen = c1.selectbox(
+        "Earlier experiments", list(labels), format_func=lambda r: labels[r], index=None, key=KEY + "earlier"
+    )
+    if c2.button("Open", key=KEY + "open", disabled=chosen is None):
+        st.session_state[KEY + "run_id"] = chosen
+        set_url_run(chosen)
+        st.rerun()
+
+
+# -- results ----------------------------------------------------------------------------------------------------
+
+
+def _experiment_id(run_id: str) -> str | None:
+    run = state.get_store().get_run(run_id)
+    if run is None:
+        return None
+    eid = run.config.get("experiment_id")
+    return str(eid) if eid else None
+
+
+def _render_results(run_id: str, live: bool) -> None:
+    eid = _experiment_id(run_id)
+    if eid is None:
+        st.warning("This run is not an experiment.")
+        return
+    try:
+        shown = show_experiment(state.get_store(), eid)
+    except KeyError:
+        st.info("Starting…")
+        return
+    rows, parameters = shown["rows"], shown["parameters"]
+    st.subheader(f"{md(shown['name'])} — {md(eid)}")
+    st.caption(
+        f"{shown['finished']} / {shown['cells']} cells finished · {shown['new_calls']} new model calls · "
+        f"decision parameters re-decided with no call: {md(', '.join(shown['decision_parameters']))}"
+    )
+    if not rows:
+        st.info("No cell has finished yet.")
+        return
+    if live:
+        _render_table(rows, parameters, None)  # the cells so far; the charts wait for the end
+        return
+    metrics = metric_columns(rows, parameters)
+    default = shown["metric"] if shown["metric"] in metrics else (metrics[0] if metrics else None)
+    if default is None:
+        _render_table(rows, parameters, None)
+        return
+    c1, c2 = st.columns(2)
+    metric = c1.selectbox("Metric", metrics, index=metrics.index(default), key=KEY + "metric")
+    maximize = (
+        c2.radio(
+            "Better is",
+            ["higher", "lower"],
+            index=1 if metric in LOWER_IS_BETTER else 0,
+            horizontal=True,
+            key=KEY + "direction." + metric,
+        )
+        == "higher"
+    )
+    scored = [r for r in rows if isinstance(r.get(metric), int | float)]
+    best = (max if maximize else min)(scored, key=lambda r: r[metric]) if scored else None
+    best_cell = best["cell"] if best else None
+    if best is not None:
+        params = ", ".join(f"{p}={best.get(p)}" for p in parameters)
+        st.success(f"Best cell {best_cell}: {md(metric)} = {best[metric]} ({md(params)})")
+        st.caption(f"[Open the best cell's run](/runs?run={best['run_id']})")
+    _render_table(rows, parameters, best_cell)
+    tabs = st.tabs(["Charts", "Pareto front", "Compare two cells", "Jury evaluation", "Export"])
+    with tabs[0]:
+        _render_charts(rows, parameters, metric, best_cell, maximize)
+    with tabs[1]:
+        _render_pareto(rows, parameters, metric, best_cell, maximize)
+    with tabs[2]:
+        _render_compare(rows, parameters, metrics, best_cell)
+    with tabs[3]:
+        _render_jury(shown, rows, best_cell)
+    with tabs[4]:
+        _render_export(shown)
+
+
+def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: int | None) -> None:
+    frame = pd.DataFrame(
+        [
+            {
+                "best": "★" if r.get("cell") == best_cell else "",
+                **{k: v for k, v in r.items() if k not in ("run_id", "recording_run")},
+                "run": f"/runs?run={r['run_id']}",
+                "replay": f"/replay?run={r['run_id']}",
+            }
+            for r in rows
+        ]
+    )
+    for column in frame.columns:  # mixed types (a parameter of strings and numbers) shown as text
+        if frame[column].map(type).nunique() > 1:
+            frame[column] = frame[column].map(lambda v: "" if v is None else str(v))
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        key=KEY + "table",
+        column_config={
+            "run": st.column_config.LinkColumn("run", display_text="open"),
+            "replay": st.column_config.LinkColumn("replay", display_text="replay"),
+        },
+    )
+
+
+def _render_charts(
+    rows: list[dict[str, Any]], parameters: list[str], metric: str, best_cell: int | None, maximize: bool
+) -> None:
+    swept = [p for p in parameters if len({str(r.get(p)) for r in rows}) > 1]
+    if not swept:
+        st.info("Only one value per parameter: nothing to chart against.")
+        return
+    columns = st.columns(2)
+    for i, p in enumerate(swept):
+        fig = charts.experiment_metric_vs(
+            rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
+        )
+        columns[i % 2].plotly_chart(fig, key=KEY + "vs." + p)
+    if len(swept) >= 2:
+        c1, c2 = st.columns(2)
+        x = c1.selectbox("Heatmap: across", swept, index=0, key=KEY + "hx")
+        y = c2.selectbox("Heatmap: down", [p for p in swept if p != x], index=0, key=KEY + "hy")
+        grid = heatmap_grid(rows, x, y, metric, maximize=maximize)
+        st.plotly_chart(charts.experiment_heatmap(grid, x, y, metric), key=KEY + "heatmap")
+
+
+def _render_pareto(
+    rows: list[dict[str, Any]], parameters: list[str], metric: str, best_cell: int | None, maximize: bool
+) -> None:
+    costs = [c for c in available_costs(rows) if c != metric]
+    if not costs:
+        st.info("These cells record no cost (calls, tokens, latency or $).")
+        return
+    cost = st.selectbox(
+        "Cost", costs, key=KEY + "cost", help="calls, new_calls, tokens, latency_s (median per case) or cost ($)"
+    )
+    front = pareto_front(rows, metric, cost, maximize=maximize)
+    st.plotly_chart(
+        charts.experiment_pareto(rows, front, metric, cost, parameters=parameters, best_cell=best_cell),
+        key=KEY + "pareto",
+    )
+    st.caption(f"On the front: cells {md(', '.join(str(r['cell']) for r in front))}")
+
+
+def _render_compare(
+    rows: list[dict[str, Any]], parameters: list[str], metrics: list[str], best_cell: int | None
+) -> None:
+    cells = [r["cell"] for r in rows]
+    if len(cells) < 2:
+        st.info("One cell: nothing to compare.")
+        return
+    by_cell = {r["cell"]: r for r in rows}
+    c1, c2 = st.columns(2)
+    a = c1.selectbox("Cell A", cells, index=cells.index(best_cell) if best_cell in cells else 0, key=KEY + "ca")
+    b = c2.selectbox("Cell B", cells, index=1 if cells[0] == a else 0, key=KEY + "cb")
+    c1.caption(f"[Open cell {a}'s run](/runs?run={by_cell[a]['run_id']})")
+    c2.caption(f"[Open cell {b}'s run](/runs?run={by_cell[b]['run_id']})")
+    shown = compare_cells(by_cell[a], by_cell[b], parameters, metrics)
+    st.markdown("**Settings**")
+    st.dataframe(_as_text(shown["config"]), hide_index=True, width="stretch", key=KEY + "cmp.config")
+    st.markdown("**Headline metrics**")
+    st.dataframe(pd.DataFrame(shown["metrics"]), hide_index=True, width="stretch", key=KEY + "cmp.metrics")
+
+
+def _as_text(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{k: (v if isinstance(v, bool) else "" if v is None else str(v)) for k, v in r.items()} for r in rows]
+    )
+
+
+def _render_jury(shown: dict[str, Any], rows: list[dict[str, Any]], best_cell: int | None) -> None:
+    if shown["definition"].get("mechanism") != "jury":
+        st.info("The jury's case-set evaluation: shown for jury experiments.")
+        return
+    cells = [r["cell"] for r in rows]
+    cell = st.selectbox("Cell", cells, index=cells.index(best_cell) if best_cell in cells else 0, key=KEY + "jury.cell")
+    row = next(r for r in rows if r["cell"] == cell)
+    effect = jury_effect(row)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Outcome changed by the discussion", _pct(effect["outcome_changed_rate"]))
+    c2.metric("Rounds (mean)", "—" if effect["rounds_mean"] is None else f"{effect['rounds_mean']:.2f}")
+    c3.metric("No verdict", "—" if effect["no_verdict"] is None else str(effect["no_verdict"]))
+    st.dataframe(pd.DataFrame(effect["pairs"]), hide_index=True, width="stretch", key=KEY + "jury.pairs")
+    st.plotly_chart(charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
+    cases = _jury_cases(shown["definition"], row)
+    if cases is not None:
+        st.markdown("**Each case** (re-decided from the recording: no call)")
+        st.dataframe(_as_text(cases), hide_index=True, width="stretch", key=KEY + "jury.cases")
+
+
+def _jury_cases(definition: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]] | None:
+    store = state.get_store()
+    recording = next((e.payload for e in store.events(row["recording_run"]) if e.type == "experiment_recording"), None)
+    if recording is None:
+        return None
+    params = {k: row[k] for k in mechanism("jury").decision | mechanism("jury").calls if k in row}
+    try:
+        return jury_cases(recording, definition.get("base") or {}, params)
+    except ValueError as exc:  # a recording this cell's setting cannot be derived from: say so, show the rest
+        st.warning(f"The cases cannot be re-decided: {md(exc)}")
+        return None
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+EXPORTS = (("⬇ CSV", "csv", "text/csv"), ("⬇ JSON", "json", "application/json"), ("⬇ HTML report", "html", "text/html"))
+
+
+def export_bytes(experiment_id: str, fmt: str) -> bytes:
+    """An export built from the store when its button is clicked (keys redacted, text escaped in HTML)."""
+    shown = show_experiment(state.get_store(), experiment_id)
+    text = {"csv": lambda: to_csv(shown["rows"]), "json": lambda: to_json(shown), "html": lambda: to_html(shown)}[fmt]()
+    return text.encode("utf-8")
+
+
+def _render_export(shown: dict[str, Any]) -> None:
+    eid = shown["experiment_id"]
+    st.caption(f"Export experiment {md(eid)}: its finished cells, built from the store when clicked")
+    for col, (label, fmt, mime) in zip(st.columns(len(EXPORTS)), EXPORTS, strict=True):
+        col.download_button(
+            label,
+            partial(export_bytes, eid, fmt),
+            file_name=f"{eid}.{fmt}",
+            mime=mime,
+            key=f"{KEY}export.{fmt}",
+            on_click="ignore",
+        )

@@ -1,0 +1,217 @@
+"""The Experiments page (AppTest): load a shipped YAML or build one in the form (validated, errors by line and
+field), launch it in the run registry and watch it (progress, Cancel), then the results: table with the best
+cell and links to each cell's run, charts, Pareto front, two cells compared, the jury's before/after view and
+the exports. Jurors are scripted (with latency where the test watches a live run)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from tests.dashboard.rendered import shown
+from tests.engine.test_experiments import jury_answer
+from tests.fakes.scripted import FnModel
+
+HOSTILE = "<b>bold</b> **stars** <a href=x>y</a>"
+
+
+def _experiments_page() -> None:
+    from pages import experiments
+
+    experiments.render()
+
+
+class ScriptedHub:
+    """Every catalog id answers as a scripted juror recorded in the page's store, after `delay_s`."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.models: dict[str, FnModel] = {}
+
+    def get(self, model_id: str, **_: Any) -> FnModel:
+        if model_id not in self.models:
+            self.models[model_id] = FnModel(
+                jury_answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store()
+            )
+        return self.models[model_id]
+
+
+@pytest.fixture
+def slow_jurors(monkeypatch: pytest.MonkeyPatch) -> ScriptedHub:
+    hub = ScriptedHub(delay_s=0.05)
+    monkeypatch.setattr(state, "get_hub", lambda: hub)
+    return hub
+
+
+def _page(query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_function(_experiments_page, default_timeout=60)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at
+
+
+def _run_id(at: AppTest) -> str:
+    value = at.query_params["run"]
+    return str(value[0] if isinstance(value, list) else value)
+
+
+def _run_until(at: AppTest, done: Any, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.3)
+        at.run()
+
+
+def _finish(at: AppTest) -> str:
+    run_id = _run_id(at)
+    store = state.get_store()
+    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    at.run()
+    assert store.get_run(run_id).status == "finished", store.get_run(run_id).error  # type: ignore[union-attr]
+    return run_id
+
+
+FRAMES = {  # AppTest keeps no widget key on a dataframe: each table is known by a column of its own
+    "experiments.table": "best",
+    "experiments.cmp.config": "parameter",
+    "experiments.cmp.metrics": "B − A",
+    "experiments.jury.pairs": "measure",
+    "experiments.jury.cases": "phase1_outcome",
+}
+
+
+def _frame(at: AppTest, key: str) -> Any:
+    return next(d.value for d in at.dataframe if FRAMES[key] in d.value.columns)
+
+
+def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_exports() -> None:
+    from pages.experiments import export_bytes
+
+    at = _page().run()
+    assert not at.exception
+    from pages.experiments import shipped_files
+
+    (director,) = [p for p in shipped_files() if p.name == "director-cutoffs.yaml"]
+    at.selectbox(key="experiments.file").set_value(director).run()
+    assert any("format_warn_lines" in c.value for c in at.code)  # the YAML as text
+    assert "27 cells" in shown(at.success[0].value)
+    at.button(key="experiments.launch").click().run()
+    assert not at.exception and not at.error
+    run_id = _finish(at)
+
+    rows = _frame(at, "experiments.table")
+    assert len(rows) == 27 and list(rows["best"]).count("★") == 1
+    best = rows[rows["best"] == "★"].iloc[0]
+    assert best["pass_rate"] == rows["pass_rate"].max()
+    assert all(link.startswith("/runs?run=") for link in rows["run"])
+    assert any(f"Best cell {best['cell']}" in shown(s.value) for s in at.success)
+    # three metric-vs-parameter charts and the heatmap; the Pareto front (against calls); the jury tab says why not
+    assert len(at.get("plotly_chart")) == 5
+    assert any("jury experiments" in i.value for i in at.info)
+
+    # compare two cells: the settings that differ are flagged, the metrics side by side with B − A
+    at.selectbox(key="experiments.ca").set_value(0)
+    at.selectbox(key="experiments.cb").set_value(26).run()
+    config = _frame(at, "experiments.cmp.config")
+    assert list(config["parameter"]) == ["repeat", "format_warn_lines", "scatter_warn_sentences", "tone_pass"]
+    assert list(config["differs"]) == [False, True, True, True]
+    assert list(config["cell A"])[1:] == ["2", "2", "1"] and list(config["cell B"])[1:] == ["6", "4", "3"]
+    metrics = _frame(at, "experiments.cmp.metrics")
+    pass_row = metrics[metrics["metric"] == "pass_rate"].iloc[0]
+    assert pass_row["B − A"] == pytest.approx(pass_row["cell B"] - pass_row["cell A"])
+
+    # exports: built from the store, the same table
+    eid = state.get_store().get_run(run_id).config["experiment_id"]  # type: ignore[union-attr]
+    table = list(csv.DictReader(io.StringIO(export_bytes(eid, "csv").decode())))
+    assert len(table) == 27 and {"cell", "pass_rate", "format_warn_lines", "run_id"} <= set(table[0])
+    data = json.loads(export_bytes(eid, "json"))
+    assert data["experiment_id"] == eid and data["best"]["cell"] == best["cell"] and len(data["rows"]) == 27
+    html = export_bytes(eid, "html").decode()
+    assert html.startswith("<!DOCTYPE html>") and "director cut-offs" in html and "<script" in html
+
+    # a reload (the URL holds the run) shows the same results
+    again = _page({"run": run_id}).run()
+    assert not again.exception and len(_frame(again, "experiments.table")) == 27
+
+
+def test_the_form_is_validated_with_line_and_field(slow_jurors: ScriptedHub) -> None:
+    at = _page().run()
+    at.radio(key="experiments.source").set_value("Form").run()
+    at.selectbox(key="experiments.f.mechanism").set_value("jury").run()
+    at.text_area(key="experiments.f.space.jury").input(f"consensus_threshold: [0.5, 7]\n'{HOSTILE}': [1]\n").run()
+    assert at.button(key="experiments.launch").disabled
+    problems = next(c.value for c in at.code if "<form>:" in c.value)
+    assert "space.consensus_threshold[1]" in problems and "7" in problems
+    assert f"space.{HOSTILE}: unknown parameter of jury" in problems  # shown as text, in a code block
+    assert not any("<b>bold" in m.value for m in at.markdown)
+    at.text_area(key="experiments.f.space.jury").input("consensus_threshold: [0.5, 1.0]\n").run()
+    assert not at.button(key="experiments.launch").disabled
+
+
+def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
+    at.radio(key="experiments.source").set_value("Form").run()
+    at.selectbox(key="experiments.f.mechanism").set_value("jury").run()
+    at.number_input(key="experiments.f.limit").set_value(limit)
+    at.text_area(key="experiments.f.base.jury").input("{panel: local, max_tokens: 64}")
+    at.text_area(key="experiments.f.space.jury").input(space).run()
+    assert not at.button(key="experiments.launch").disabled, [e.value for e in at.error]
+
+
+def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jurors: ScriptedHub) -> None:
+    at = _page().run()
+    at.radio(key="experiments.source").set_value("Form").run()
+    at.text_input(key="experiments.f.name").input(HOSTILE)
+    _jury_form(at, "consensus_threshold: [0.5, 0.67, 1.0, 2.0]\nstagnation_rounds: [1, 2]\n")
+    at.button(key="experiments.launch").click().run()
+    run_id = _run_id(at)
+    store = state.get_store()
+    assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]
+    assert at.button(key="experiments.launch").disabled  # no second launch while it runs
+    assert at.get("progress") and at.button(key="experiments.watch.cancel").disabled is False
+    _finish(at)
+    assert not at.get("progress")
+    title = next(h.value for h in at.subheader if "exp-" in shown(h.value))
+    assert shown(title).startswith(HOSTILE) and "<b>" not in title.replace("\\<b\\>", "")  # markdown-escaped
+    rows = _frame(at, "experiments.table")
+    assert len(rows) == 8 and list(rows["new_calls"]).count(0) == 7  # one recording, seven free cells
+    assert {"accuracy", "kappa_phase1", "kappa_final", "alpha_final", "rounds_mean"} <= set(rows.columns)
+    pairs = _frame(at, "experiments.jury.pairs")
+    assert list(pairs["measure"]) == ["accuracy", "Fleiss κ", "Krippendorff α"]
+    best = rows[rows["best"] == "★"].iloc[0]
+    assert pairs.iloc[0]["after discussion"] == pytest.approx(best["accuracy"])
+    assert pairs.iloc[1]["before discussion"] == pytest.approx(best["kappa_phase1"])
+    cases = _frame(at, "experiments.jury.cases")
+    assert len(cases) == 3 and set(cases.columns) >= {"phase1_outcome", "final_verdict", "outcome_changed", "rounds"}
+    assert sum(int(r) for r in cases["rounds"]) / 3 == pytest.approx(best["rounds_mean"], abs=1e-4)
+    changed = [v == "True" or v is True for v in cases["outcome_changed"]]
+    assert sum(changed) / 3 == pytest.approx(best["outcome_changed_rate"], abs=1e-4)
+    labels = [m.label for m in at.metric]
+    assert "Outcome changed by the discussion" in labels and "Rounds (mean)" in labels
+    # the Pareto front can be drawn against tokens too
+    at.selectbox(key="experiments.cost").set_value("tokens").run()
+    assert not at.exception
+
+
+def test_cancel_stops_the_experiment_and_keeps_its_finished_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    hub = ScriptedHub(delay_s=0.3)
+    monkeypatch.setattr(state, "get_hub", lambda: hub)
+    at = _page().run()
+    _jury_form(at, "consensus_threshold: [0.5, 1.0]\nmodel: [gemma3-270m, smollm2-135m]\n", limit=4)
+    at.button(key="experiments.launch").click().run()
+    run_id = _run_id(at)
+    store = state.get_store()
+    _run_until(at, lambda: store.call_count() > 0)
+    at.button(key="experiments.watch.cancel").click().run()
+    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    at.run()
+    assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
+    assert any("Cancelled" in w.value for w in at.warning)
+    assert not at.button(key="experiments.launch").disabled

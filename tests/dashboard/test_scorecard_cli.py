@@ -1,0 +1,122 @@
+"""`judgelab scorecard`: the models asked (or every available one), every role's run stored, JSON out; bad
+options are clear errors. Models scripted here (in process); the bundled model in the slow test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.experiments.runner import HubModels
+from engine.store import Store
+from tests.engine.test_scorecard import scripted
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+@pytest.fixture
+def scripted_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    import models.registry
+
+    monkeypatch.setattr(HubModels, "build", lambda self, store: scripted(store))
+    monkeypatch.setattr(models.registry, "scoring_support", lambda spec: "none")
+
+
+def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
+    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    roles = {(r["role"], r["method"]) for r in result["rows"]}
+    assert roles == {
+        ("handraise", "judge"),
+        ("jury", "generate"),
+        ("director", "rubric"),
+        ("skip", "likelihood"),
+        ("confidence", "factors"),
+    }
+    store = Store()
+    run = store.get_run(result["run_id"])
+    assert run is not None and run.kind == "scorecard" and run.status == "finished"
+    assert all(store.get_run(r) is not None for row in result["rows"] for r in row["runs"])
+    code, text = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1")
+    assert code == 0 and "handraise" in text and "f1=" in text and "auc=" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "exit_code"),
+    [
+        (("--models", "nope"), "nope", 1),
+        (("--models", "gpt-4o"), "gpt-4o is unavailable", 2),
+        (("--executor", "spark"), "unknown executor 'spark'", 1),
+        (("--calls", "sometimes"), "unknown --calls", 1),
+    ],
+)
+def test_scorecard_bad_options(args: tuple[str, ...], message: str, exit_code: int) -> None:
+    code, out = invoke("scorecard", *args)
+    assert code == exit_code and message in out
+
+
+def _models_page() -> None:
+    from pages import models
+
+    models.render()
+
+
+def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_hub: None) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert any("No scorecard yet" in i.value for i in at.info)
+    code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    assert list(table["role"]) == ["Hand raise", "Jury", "Director rubric", "Skip judge", "Confidence"]
+    runs = {row["role"]: row["runs"] for row in result["rows"]}
+    assert list(table["run"]) == [f"/runs?run={runs[r][-1]}" for r in runs]
+    assert "f1" in table["metrics"][0] and "auc" in table["metrics"][3]
+    assert any(result["run_id"] in c.value for c in at.caption)
+
+
+def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    import pages.models
+    from dashboard import state
+
+    class Hub:
+        def __init__(self) -> None:
+            self.get_model = scripted(state.get_store())
+
+        def get(self, model_id: str, **_: Any) -> Any:
+            return self.get_model(model_id)
+
+    hub = Hub()
+    monkeypatch.setattr(state, "get_hub", lambda: hub)
+    monkeypatch.setattr(pages.models, "scoring_support", lambda spec: "none")
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    at.button(key="models.scorecard.run").click().run()
+    run_id = at.session_state["models.scorecard.run_id"]
+    assert any(run_id in c.value for c in at.caption)
+    store = state.get_store()
+    deadline = time.monotonic() + 60
+    while store.get_run(run_id).status == "running":  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
+    at.run()
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    assert len(table) == 5 and all(link.startswith("/runs?run=") for link in table["run"])
+    assert store.get_run(run_id).config["limit"] == 2  # type: ignore[union-attr]

@@ -1,0 +1,121 @@
+"""The model scorecard: every role's shipped benchmark for each model and method, stored as runs; a quick
+one on scripted models (any request answered from its JSON schema, deterministically), and one on the
+bundled model (slow)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard, top1
+from engine.store import Store
+from tests.fakes.scripted import FnModel
+
+
+def schema_answer(request: Any) -> dict[str, Any]:
+    """A valid answer to any structured request, a function of the request's text (so repeats agree)."""
+    seed = hashlib.sha256("".join(m.content for m in request.messages).encode()).digest()
+    schema = request.json_schema or {"type": "object", "properties": {}}
+    defs = schema.get("$defs", {})
+
+    def value(node: dict[str, Any], depth: int) -> Any:
+        if "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[-1]]
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                return value(next(n for n in node[key] if n.get("type") != "null"), depth)
+        if "enum" in node:
+            return node["enum"][seed[depth % 32] % len(node["enum"])]
+        kind = node.get("type")
+        if kind == "object":
+            return {k: value(v, depth + i + 1) for i, (k, v) in enumerate(node.get("properties", {}).items())}
+        if kind in ("integer", "number"):
+            low, high = node.get("minimum", 0), node.get("maximum", 100)
+            picked = low + (high - low) * seed[depth % 32] / 255
+            return int(round(picked)) if kind == "integer" else round(picked, 3)
+        if kind == "boolean":
+            return bool(seed[depth % 32] % 2)
+        if kind == "array":
+            return [value(node.get("items", {"type": "string"}), depth + 1)]
+        return "because"
+
+    return value(schema, 0)
+
+
+def scripted(store: Store) -> Any:
+    models: dict[str, FnModel] = {}
+
+    def get(model_id: str) -> FnModel:
+        if model_id not in models:
+            models[model_id] = FnModel(schema_answer, model_id=model_id, call_log=store)
+        return models[model_id]
+
+    return get
+
+
+def test_top1_is_the_most_willing_participant_being_a_speaker() -> None:
+    lines = [
+        {"labels": {"a": True, "b": False}, "runs": [{"predictions": {"a": {"will": 0.9}, "b": {"will": 0.2}}}] * 2},
+        {"labels": {"a": False, "b": True}, "runs": [{"predictions": {"a": {"will": 0.7}, "b": {"will": 0.1}}}]},
+        {"labels": {"a": False}, "runs": [{"predictions": {"a": {"will": 0.7}}}]},  # nobody should speak: not scored
+    ]
+    assert top1(lines) == round(2 / 3, 4)
+    assert top1([]) is None
+
+
+def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Store) -> None:
+    plan = ScorecardPlan(models=["gemma3-270m"], limit=2, repeats=2, can_score=lambda m: False)
+    out = asyncio.run(run_scorecard(store, plan, scripted(store)))
+    by_role = {(r["role"], r["method"]): r for r in out["rows"]}
+    assert set(by_role) == {
+        ("handraise", "judge"),
+        ("jury", "generate"),
+        ("director", "rubric"),
+        ("skip", "likelihood"),
+        ("confidence", "factors"),
+    }  # likelihood methods left out: the model cannot score
+    assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
+    hr = by_role[("handraise", "judge")]
+    assert set(hr["metrics"]) == {"f1", "top1", "consistency"}
+    assert hr["metrics"]["consistency"] == 1.0  # a deterministic model decides alike in both repeats
+    assert hr["calls"] > 0 and hr["tokens"] >= 0 and hr["latency_s"] is not None
+    jury = by_role[("jury", "generate")]
+    assert {"accuracy", "kappa_phase1", "kappa_final", "alpha_final", "outcome_changed_rate"} <= set(jury["metrics"])
+    assert jury["calls"] == 2 * 3 * 4  # 2 cases, 3 seats, phase 1 + 3 rounds (threshold 2.0 recording)
+    director = by_role[("director", "rubric")]
+    assert 0 <= director["metrics"]["agreement"] <= 1 and director["metrics"]["lines_scored"] >= 1
+    skip = by_role[("skip", "likelihood")]
+    assert skip["model"] == "gemma3-270m" and 0.0 <= skip["metrics"]["auc"] <= 1.0 and skip["calls"] == 0
+    assert 0.0 <= by_role[("confidence", "factors")]["metrics"]["ece"] <= 1.0
+    for row in out["rows"]:  # every figure traces to stored runs
+        assert row["runs"] and all(store.get_run(r) is not None for r in row["runs"])
+    latest = latest_scorecard(store)
+    assert (
+        latest is not None
+        and latest["run_id"] == out["run_id"]
+        and latest["rows"] == json.loads(json.dumps(out["rows"]))
+    )
+
+
+def test_a_role_that_fails_is_a_row_with_its_error(store: Store) -> None:
+    plan = ScorecardPlan(models=["no-such-model"], roles=("director",), limit=1)
+    out = asyncio.run(run_scorecard(store, plan, lambda model_id: (_ for _ in ()).throw(KeyError(model_id))))
+    (row,) = out["rows"]
+    assert row["error"] and "no-such-model" in row["error"] and row["runs"] == []
+
+
+@pytest.mark.slow
+def test_scorecard_on_the_bundled_model(store: Store) -> None:
+    from engine.experiments import HubModels
+
+    plan = ScorecardPlan(
+        models=["gemma3-270m"], limit=2, repeats=1, handraise_methods=("likelihood",), jury_methods=("likelihood",)
+    )
+    out = asyncio.run(run_scorecard(store, plan, HubModels("live")))
+    assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
+    assert {r["role"] for r in out["rows"]} == {"handraise", "jury", "director", "skip", "confidence"}
+    assert all(r["calls"] > 0 for r in out["rows"] if r["role"] in ("handraise", "jury", "director"))
