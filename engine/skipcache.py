@@ -41,7 +41,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
 
-from engine.store import aware
+from engine.store import aware, table_of
 from models.structured import FLOAT_LIKE
 
 if TYPE_CHECKING:
@@ -296,8 +296,7 @@ class SQLJudgmentCacheRepository:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
-        JudgmentCacheModel.metadata.create_all(engine, tables=[JudgmentCacheModel.__table__])  # type: ignore[attr-defined]
+        JudgmentCacheModel.metadata.create_all(engine, tables=[table_of(JudgmentCacheModel)])
 
     @staticmethod
     def _scope(channel_id: str, thread_ts: str | None) -> ColumnElement[bool]:

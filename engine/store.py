@@ -37,6 +37,7 @@ from sqlalchemy import (
     ColumnElement,
     Engine,
     Index,
+    Table,
     UniqueConstraint,
     and_,
     delete,
@@ -77,6 +78,14 @@ def _loads_object(text: str) -> dict[str, Any]:
     """A stored JSON object (an empty text reads as {})."""
     value: dict[str, Any] = json.loads(text or "{}")
     return value
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """A table model's Table: SQLModel sets `__table__` when the class is created; its stubs do not declare it."""
+    table = model.__dict__.get("__table__")
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
 
 
 def aware(value: datetime) -> datetime:
@@ -322,7 +331,7 @@ def _add_run_owner(engine: Engine) -> None:
 
 
 def _create_run_tags(engine: Engine) -> None:
-    RunTag.__table__.create(engine, checkfirst=True)  # type: ignore[attr-defined]
+    table_of(RunTag).create(engine, checkfirst=True)
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
@@ -496,8 +505,7 @@ class Store:
             ) from None
 
     def _migrate(self) -> None:
-        # SQLModel sets __table__ on a table model when the class is created; its stubs do not declare it.
-        SchemaMigration.metadata.create_all(self.engine, tables=[SchemaMigration.__table__])  # type: ignore[attr-defined]
+        SchemaMigration.metadata.create_all(self.engine, tables=[table_of(SchemaMigration)])
         with Session(self.engine) as session:
             done = set(session.exec(select(SchemaMigration.version)).all())
         for version, name, apply in MIGRATIONS:
@@ -679,7 +687,7 @@ class Store:
                 raise StoreError(f"no run {run_id}")
             conn.execute(delete(RunTag).where(col(RunTag.run_id) == run_id))
             if clean:
-                conn.execute(RunTag.__table__.insert(), [{"run_id": run_id, "tag": t} for t in clean])  # type: ignore[attr-defined]
+                conn.execute(table_of(RunTag).insert(), [{"run_id": run_id, "tag": t} for t in clean])
         return clean
 
     def rename_run(self, run_id: str, name: str) -> None:

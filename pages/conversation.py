@@ -426,8 +426,8 @@ def handle_cancel_turn() -> None:
     _turn_control().cancel(reason)
     conv: Conversation | None = st.session_state[KEY + "conv"]
     current = conv.states[-1] if conv and conv.states and not conv.states[-1].answered else None
-    if current is not None and st.session_state[KEY + "pending"] is None:
-        conv.cancel_turn(current, reason)  # type: ignore[union-attr]
+    if conv is not None and current is not None and st.session_state[KEY + "pending"] is None:
+        conv.cancel_turn(current, reason)
         st.session_state[KEY + "deadline"] = None
 
 
