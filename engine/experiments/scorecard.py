@@ -147,9 +147,7 @@ async def _skip(store: Store, plan: ScorecardPlan, executor: str) -> dict[str, A
     from engine.skipsim import RecordedJudge, generated_labels
 
     path = DATA_DIR / "recordings" / "skipcache-default.jsonl"
-    definition = Experiment.model_validate(
-        {"name": "scorecard skip", "mechanism": "skip", "cases": str(path), "base": {"hours": 6}}
-    )
+    definition = Experiment.model_validate({"name": "scorecard skip", "mechanism": "skip", "cases": str(path)})
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
     from engine.experiments.mechanisms import mechanism
