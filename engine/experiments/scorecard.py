@@ -35,6 +35,7 @@ from models.errors import ModelError, ReplayMiss
 SCORECARD = "scorecard"
 HANDRAISE_METHODS = ("judge", "likelihood")
 JURY_METHODS = ("generate", "likelihood")
+DIRECTOR_METHODS = ("generate", "likelihood")  # DirectorConfig.rubric_judge
 SKIP_RECORDING_MODEL = ("gemma3-270m", "likelihood")  # who recorded data/recordings/skipcache-default.jsonl
 ROLES = ("handraise", "skip", "jury", "director", "confidence")
 
@@ -47,6 +48,7 @@ class ScorecardPlan:
     roles: Sequence[str] = ROLES
     handraise_methods: Sequence[str] = HANDRAISE_METHODS
     jury_methods: Sequence[str] = JURY_METHODS
+    director_methods: Sequence[str] = DIRECTOR_METHODS
     repeats: int = 2
     limit: int | None = None
     can_score: Callable[[str], bool] = field(default=lambda model_id: True)
@@ -124,12 +126,20 @@ async def _jury(
     }
 
 
-async def _director(store: Store, models: Models, model_id: str, plan: ScorecardPlan) -> dict[str, Any]:
-    from engine.director import ScriptConfig, load_script, rubric_status, run_script
+async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
+    from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
-        ScriptConfig(lines=lines, character="yana", source="beach.jsonl", model_id=model_id), models, store
+        ScriptConfig(
+            lines=lines,
+            character="yana",
+            source="beach.jsonl",
+            model_id=model_id,
+            director=DirectorConfig.model_validate({"rubric_judge": method}),
+        ),
+        models,
+        store,
     )
     scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
     agree = sum(rubric_status(float(r.rubric)).name == r.rules_status for r in scored)  # type: ignore[arg-type]
@@ -188,7 +198,11 @@ def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
         if "jury" in plan.roles:
             steps += [("jury", model_id, m) for m in plan.jury_methods if m != "likelihood" or plan.can_score(model_id)]
         if "director" in plan.roles:
-            steps.append(("director", model_id, "rubric"))
+            steps += [
+                ("director", model_id, m)
+                for m in plan.director_methods
+                if m != "likelihood" or plan.can_score(model_id)
+            ]
     if "skip" in plan.roles:
         steps.append(("skip", *SKIP_RECORDING_MODEL))
     if "confidence" in plan.roles:
@@ -224,8 +238,8 @@ async def run_scorecard(
                     assert model_id is not None and method is not None
                     out = await _jury(store, models, model_id, method, plan, executor)
                 elif role == "director":
-                    assert model_id is not None
-                    out = await _director(store, _models(models, store), model_id, plan)
+                    assert model_id is not None and method is not None
+                    out = await _director(store, _models(models, store), model_id, method, plan)
                 elif role == "skip":
                     out = await _skip(store, plan, executor)
                 else:

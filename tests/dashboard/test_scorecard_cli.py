@@ -38,7 +38,7 @@ def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
     assert roles == {
         ("handraise", "judge"),
         ("jury", "generate"),
-        ("director", "rubric"),
+        ("director", "generate"),
         ("skip", "likelihood"),
         ("confidence", "factors"),
     }

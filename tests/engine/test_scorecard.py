@@ -75,7 +75,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     assert set(by_role) == {
         ("handraise", "judge"),
         ("jury", "generate"),
-        ("director", "rubric"),
+        ("director", "generate"),
         ("skip", "likelihood"),
         ("confidence", "factors"),
     }  # likelihood methods left out: the model cannot score
@@ -87,7 +87,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     jury = by_role[("jury", "generate")]
     assert {"accuracy", "kappa_phase1", "kappa_final", "alpha_final", "outcome_changed_rate"} <= set(jury["metrics"])
     assert jury["calls"] == 2 * 3 * 4  # 2 cases, 3 seats, phase 1 + 3 rounds (threshold 2.0 recording)
-    director = by_role[("director", "rubric")]
+    director = by_role[("director", "generate")]
     assert 0 <= director["metrics"]["agreement"] <= 1 and director["metrics"]["lines_scored"] >= 1
     skip = by_role[("skip", "likelihood")]
     assert skip["model"] == "gemma3-270m" and skip["calls"] == 0
@@ -109,7 +109,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
 
 
 def test_a_role_that_fails_is_a_row_with_its_error(store: Store) -> None:
-    plan = ScorecardPlan(models=["no-such-model"], roles=("director",), limit=1)
+    plan = ScorecardPlan(models=["no-such-model"], roles=("director",), director_methods=("generate",), limit=1)
     out = asyncio.run(run_scorecard(store, plan, lambda model_id: (_ for _ in ()).throw(KeyError(model_id))))
     (row,) = out["rows"]
     assert row["error"] and "no-such-model" in row["error"] and row["runs"] == []
@@ -120,7 +120,12 @@ def test_scorecard_on_the_bundled_model(store: Store) -> None:
     from engine.experiments import HubModels
 
     plan = ScorecardPlan(
-        models=["gemma3-270m"], limit=2, repeats=1, handraise_methods=("likelihood",), jury_methods=("likelihood",)
+        models=["gemma3-270m"],
+        limit=2,
+        repeats=1,
+        handraise_methods=("likelihood",),
+        jury_methods=("likelihood",),
+        director_methods=("likelihood",),
     )
     out = asyncio.run(run_scorecard(store, plan, HubModels("live")))
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
