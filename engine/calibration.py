@@ -8,6 +8,15 @@ import numpy as np
 from pydantic import BaseModel
 
 
+def rank_auc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
+    """The probability that a positive outscores a negative (ties count half): the ROC AUC of a score,
+    whatever its scale. None when either side is empty."""
+    if not positives or not negatives:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in positives for b in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
 class ReliabilityBin(BaseModel):
     lower: float
     upper: float

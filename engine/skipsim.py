@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.calibration import rank_auc
 from engine.skipcache import (
     Judge,
     JudgeOutcome,
@@ -664,7 +665,7 @@ def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, An
         scored.append((p, labels[mid], r.should_respond, r.confidence))
     pos = [p for p, y, *_ in scored if y]
     neg = [p for p, y, *_ in scored if not y]
-    auc = (sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))) if pos and neg else None
+    auc = rank_auc(pos, neg)
     n = len(scored)
     return {
         "judged_states": n,

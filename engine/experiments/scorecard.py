@@ -127,6 +127,7 @@ async def _jury(
 
 
 async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
+    from engine.calibration import rank_auc
     from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
@@ -142,10 +143,15 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
         store,
     )
     scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
-    agree = sum(rubric_status(float(r.rubric)).name == r.rules_status for r in scored)  # type: ignore[arg-type]
+    averages = [(r.rubric, r.rules_status) for r in scored if r.rubric is not None]
+    agree = sum(rubric_status(avg).name == status for avg, status in averages)
+    # The level agreement needs the rubric's scale to match the cut-offs; the AUC asks only whether the rubric
+    # ranks the lines the rules pass above the lines they flag (0.5: no signal).
+    auc = rank_auc([a for a, s in averages if s == "PASS"], [a for a, s in averages if s != "PASS"])
     return {
         "metrics": {
-            "agreement": round(agree / len(scored), 4) if scored else None,
+            "agreement": round(agree / len(averages), 4) if averages else None,
+            "auc_rules_pass": None if auc is None else round(auc, 3),
             "lines_scored": len(scored),
             "rubric_failed": sum(r.rubric_failed for r in result.rows),
         },

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.calibration import calibrate, expected_calibration_error, reliability_bins, risk_at, risk_coverage
+from engine.calibration import (
+    calibrate,
+    expected_calibration_error,
+    rank_auc,
+    reliability_bins,
+    risk_at,
+    risk_coverage,
+)
 from engine.confidence import (
     ConfidenceAggregator,
     ConfidenceFactors,
@@ -383,3 +390,11 @@ def test_evaluators_with_the_bundled_model(store) -> None:
     assert np.isfinite(result.score.score)
     calls = store.calls(result.run_id)
     assert len(calls) == 2 and {c.purpose for c in calls} == {"confidence.evaluate"}
+
+
+def test_rank_auc_counts_wins_and_half_ties_whatever_the_scale() -> None:
+    assert rank_auc([3.0, 2.0], [1.0, 0.5]) == 1.0
+    assert rank_auc([1.0], [2.0]) == 0.0
+    assert rank_auc([2.0, 1.0], [2.0]) == 0.25  # one tie (0.5) and one loss, over 2 pairs
+    assert rank_auc([40.0, 10.0], [20.0]) == rank_auc([0.4, 0.1], [0.2]) == 0.5
+    assert rank_auc([], [1.0]) is None and rank_auc([1.0], []) is None
