@@ -90,10 +90,12 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     assert jury["calls"] == 2 * 3 * 4  # 2 cases, 3 seats, phase 1 + 3 rounds (threshold 2.0 recording)
     director = by_role[("director", "generate")]
     assert 0 <= director["metrics"]["agreement"] <= 1 and director["metrics"]["lines_scored"] >= 1
-    scored = [r for r in store.get_run(director["runs"][0]).summary["result"]["rows"] if r["rubric"] is not None]
+    director_run = store.get_run(director["runs"][0])
+    assert director_run is not None
+    scored = [r for r in director_run.summary["result"]["rows"] if r["rubric"] is not None]
     flagged = [r["rubric"] for r in scored if r["rules_status"] != "PASS"]
-    expected = rank_auc([r["rubric"] for r in scored if r["rules_status"] == "PASS"], flagged)
-    assert director["metrics"]["auc_rules_pass"] == (None if expected is None else round(expected, 3))
+    rank = rank_auc([r["rubric"] for r in scored if r["rules_status"] == "PASS"], flagged)
+    assert director["metrics"]["auc_rules_pass"] == (None if rank is None else round(rank, 3))
     skip = by_role[("skip", "likelihood")]
     assert skip["model"] == "gemma3-270m" and skip["calls"] == 0
     # The skip benchmark's own workload (the default 24 h), not a part of it: the same AUC as `bench skip.simulate`.
