@@ -3,7 +3,6 @@ live Jury page uses; and two runs side by side (two final methods, a local vs. a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -74,15 +73,12 @@ def _render_player(run_id: str) -> None:
     step_key = KEY + "step." + run_id
     st.session_state.setdefault(step_key, total)
     st.session_state.setdefault(KEY + "playing", False)
-    advance = st.session_state.pop(KEY + "advance", None)  # set by the previous run while playing
-    if advance is not None:
-        st.session_state[step_key] = min(total, advance)
     if st.session_state[KEY + "playing"] and st.session_state[step_key] >= total:
         st.session_state[KEY + "playing"] = False  # the last event is shown: the button offers a replay
     c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 2])
 
-    def move(to: int) -> None:
-        st.session_state[step_key] = max(0, min(total, to))
+    def move(to: int | None = None, by: int = 0) -> None:  # `by`: from the step shown now (a tick may have moved it)
+        st.session_state[step_key] = max(0, min(total, st.session_state[step_key] + by if to is None else to))
 
     def toggle_play() -> None:
         playing = not st.session_state[KEY + "playing"]
@@ -92,19 +88,28 @@ def _render_player(run_id: str) -> None:
 
     current = st.session_state[step_key]
     c1.button("⏮ Start", key=KEY + "first", on_click=move, args=(0,))
-    c2.button("◀ Step", key=KEY + "back", on_click=move, args=(current - 1,))
-    c3.button("Step ▶", key=KEY + "forward", on_click=move, args=(current + 1,))
+    c2.button("◀ Step", key=KEY + "back", on_click=move, kwargs={"by": -1})
+    c3.button("Step ▶", key=KEY + "forward", on_click=move, kwargs={"by": 1})
     playing = st.session_state[KEY + "playing"]
     c4.button(play_label(playing, current, total), key=KEY + "play", on_click=toggle_play)
     speed = c5.select_slider("Speed", list(SPEEDS), value="2×", key=KEY + "speed")
+    # Playing is a fragment on a timer: each tick shows one more event and reruns only the player, never
+    # the page (no sleep in the script); at the last event it reruns the page once, so the button offers a replay.
+    player = st.fragment(_player, run_every=SPEEDS[speed] if playing and current < total else None)
+    player(events, step_key, playing)
+
+
+def _player(events: list[tuple[str, dict[str, Any]]], step_key: str, playing: bool) -> None:
+    total = len(events)
+    if playing and st.session_state[KEY + "playing"] and st.session_state[step_key] < total:
+        st.session_state[step_key] += 1
     step = st.slider("Event", 0, max(total, 1), key=step_key, disabled=total == 0)
     shown = events[:step]
     st.caption(f"Event {step} of {total}" + (f": {md(shown[-1][0])}" if shown else ""))
     render_view(JuryView.fold(shown), key=KEY + "view")
-    if playing and step < total:
-        time.sleep(SPEEDS[speed])
-        st.session_state[KEY + "advance"] = step + 1
-        st.rerun()
+    if playing and step >= total and st.session_state[KEY + "playing"]:
+        st.session_state[KEY + "playing"] = False
+        st.rerun()  # the whole page: the button now offers a replay and the timer stops
 
 
 def compare_defaults(

@@ -105,7 +105,11 @@ def test_replay_steps_plays_and_shows_what_the_live_page_showed() -> None:
         at.button(key="replay.forward").click().run()
     assert any("Event 4 of" in c.value for c in at.caption) and not at.tabs[0].success
     at.select_slider(key="replay.speed").set_value("16×")
-    at.button(key="replay.play").click().run()  # plays to the end, one event per rerun
+    at.button(key="replay.play").click().run()  # plays to the end, one event per tick of the player
+    for _ in range(200):  # AppTest does not run the fragment's timer: each run is one tick
+        if at.button(key="replay.play").label != "⏸ Pause":
+            break
+        at.run()
     assert not at.exception and [s.value for s in at.tabs[0].success] == [s.value for s in live.success]
 
 
@@ -156,10 +160,19 @@ def test_replay_button_offers_a_replay_at_the_last_event() -> None:
     _stored_run("leak", "majority_vote")
     at = AppTest.from_function(_replay_page, default_timeout=60).run()
     assert at.button(key="replay.play").label == "↺ Replay"  # opened at the last event
-    at.button(key="replay.play").click().run()  # replays from the start …
+    at.button(key="replay.play").click().run()  # replays from the start, one event per tick of the player …
     at.select_slider(key="replay.speed").set_value("16×").run()
+    assert at.button(key="replay.play").label == "⏸ Pause"
+    total = int(at.slider[0].max)
+    seen = []
+    for _ in range(total + 5):  # AppTest does not run the timer: each run is one tick
+        seen.append(int(at.slider[0].value))
+        if at.button(key="replay.play").label != "⏸ Pause":
+            break
+        at.run()
     assert not at.exception
-    assert at.button(key="replay.play").label == "↺ Replay"  # … to the end, and offers it again, never "Pause"
+    assert seen == sorted(seen) and seen[-1] == total and len(seen) > 3  # step by step, in order, to the end
+    assert at.button(key="replay.play").label == "↺ Replay"  # … and offers it again, never "Pause"
     at.button(key="replay.first").click().run()
     assert at.button(key="replay.play").label == "▶ Play"
     assert [play_label(True, 3, 9), play_label(False, 3, 9), play_label(False, 9, 9), play_label(False, 0, 0)] == [
