@@ -18,10 +18,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The inner loop: everything but `slow` (real models, servers, processes) and `e2e`, on two workers, with a
+# The inner loop: everything but `slow` (real models, servers, processes) and `e2e`, on four workers (the tests
+# wait on loopback servers and timers a third of the time: four overlap that on two cores), with a
 # quick fuzz (100 outputs per parser; `make test` runs 400, CI 10 000).
 test-fast: $(STAMP)
-	JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 2 --dist load -m "not slow and not e2e"
+	JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 4 --dist load -m "not slow and not e2e"
 
 install: $(STAMP)
 

@@ -60,19 +60,17 @@ def answer(request: Request) -> str | dict[str, Any]:
 
 
 class SlowModel(FnModel):
-    """A scripted model whose latency passes the run's cancel checkpoint every 20 ms (as llama.cpp does at
-    every token), so a cancelled run stops in the middle of a call."""
+    """A scripted model whose latency (the hub's `delay_s`, read at each call) passes the run's cancel
+    checkpoint every 20 ms (as llama.cpp does at every token), so a cancelled run stops in the middle of a call."""
+
+    pace: Hub
 
     async def _generate(self, request: Request, schema: Any) -> RawResult:
-        deadline = time.monotonic() + self.delay_s
+        deadline = time.monotonic() + self.pace.delay_s
         while time.monotonic() < deadline:
             checkpoint()
             await asyncio.sleep(0.02)
-        delay, self.delay_s = self.delay_s, 0.0
-        try:
-            return await super()._generate(request, schema)
-        finally:
-            self.delay_s = delay
+        return await super()._generate(request, schema)
 
 
 class Hub:
@@ -82,9 +80,9 @@ class Hub:
 
     def get(self, model_id: str, **_: Any) -> FnModel:
         if model_id not in self.models:
-            self.models[model_id] = SlowModel(
-                answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store()
-            )
+            model = SlowModel(answer, model_id=model_id, call_log=state.get_store())
+            model.pace = self
+            self.models[model_id] = model
         return self.models[model_id]
 
 
@@ -179,6 +177,7 @@ def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path
     reloaded = page("director", {"batch": run_id})
     assert reloaded.get("progress") or status(run_id) != "running"
 
+    hub.delay_s = 0.02  # what was to be seen while it runs is seen: the rest of the 40 lines at speed
     settle_runs(at, "director.batch", timeout_s=120)
     run = state.get_store().get_run(run_id)
     assert run is not None and run.status == "finished" and len(state.get_store().list_runs(kind="director.batch")) == 1

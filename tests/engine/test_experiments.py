@@ -147,6 +147,7 @@ def test_grid_expands_into_groups_by_call_parameters(tmp_path: Path) -> None:
 # -- the jury: every stricter stop is a prefix of the widest recording -------------------------------------
 
 
+@pytest.mark.slow  # 288 replayed jury runs (~11 s): the full suite's; the fast loop keeps the sweep tests below
 def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) -> None:
     cases = load_cases(JURY_CASES)[:6]
     seats = panel_seats("local")
