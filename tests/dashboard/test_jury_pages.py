@@ -163,10 +163,10 @@ def test_replay_button_offers_a_replay_at_the_last_event() -> None:
     at.button(key="replay.play").click().run()  # replays from the start, one event per tick of the player …
     at.select_slider(key="replay.speed").set_value("16×").run()
     assert at.button(key="replay.play").label == "⏸ Pause"
-    total = int(at.slider[0].max)
-    seen = []
+    total = int(float(str(at.slider[0].max)))  # the event slider: 0 … the run's event count
+    seen: list[int] = []
     for _ in range(total + 5):  # AppTest does not run the timer: each run is one tick
-        seen.append(int(at.slider[0].value))
+        seen.append(int(float(str(at.slider[0].value))))
         if at.button(key="replay.play").label != "⏸ Pause":
             break
         at.run()
