@@ -579,8 +579,9 @@ async def answer_turn(
 
 
 def turn_json(state: TurnState) -> dict[str, Any]:
-    """A turn as stored and compared: the message, every hand, who decided what, and the answers."""
-    return {
+    """A turn as stored and compared: the message, every hand, who decided what, and the answers; `cancelled`
+    (the stage a cancel stopped) only on a cancelled turn, so a finished turn keeps the shape stored before."""
+    turn: dict[str, Any] = {
         "turn": state.turn_id,
         "text": state.text,
         "mentions": sorted(state.mentions.models),
@@ -589,8 +590,10 @@ def turn_json(state: TurnState) -> dict[str, Any]:
         "answers": dict(state.answers),
         "answer_errors": dict(state.answer_errors),
         "answered": state.answered,
-        "cancelled": state.cancelled,
     }
+    if state.cancelled:
+        turn["cancelled"] = state.cancelled
+    return turn
 
 
 def token_figures(conv: Conversation) -> dict[str, Any]:

@@ -196,8 +196,10 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     at = _page("models").run()
     at.text_area(key="models.prompt").set_value("Say something")
     at.button(key="models.send").click().run()  # streamed in pieces that split the echoed key
+    _watch_to_the_end(at, "models.prompt")  # the page watches the answer stream in; Send is off meanwhile
     at.radio(key="models.output").set_value("ProbeJudgment")
     at.button(key="models.send").click().run()
+    _watch_to_the_end(at, "models.prompt")
     pages.append(at)
     at = _page("jury").run()
     at.selectbox(key="jury.preset").set_value("local")
@@ -215,9 +217,11 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     at = _page("director").run()
     at.toggle(key="director.use_rubric").set_value(True).run()
     at.button(key="director.check").click().run()
+    _watch_to_the_end(at, "director.check")
     pages.append(at)
     at = _page("confidence").run()
     at.button(key="confidence.live_run").click().run()
+    _watch_to_the_end(at, "confidence.evaluate")
     pages.append(at)
     pages.append(_page("replay").run())
     from dashboard import state
