@@ -38,15 +38,25 @@ class FittedMap(BaseModel):
     hi: float = 1.0
 
     def __call__(self, values: dict[str, float]) -> float:
-        xs = [float(values[f]) for f in self.features]
-        if not all(math.isfinite(x) for x in xs):
-            raise ValueError(f"non-finite feature in {dict(zip(self.features, xs, strict=True))}")
+        xs = self._values(values)
         if self.kind == "logistic":
             z = sum(c * x for c, x in zip(self.coef, xs, strict=True)) + self.intercept
             return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
         if self.kind == "linear":
             return min(1.0, max(0.0, (xs[0] - self.lo) / (self.hi - self.lo)))
         return float(np.interp(xs[0], self.xs, self.ys))
+
+    def _values(self, values: dict[str, float]) -> list[float]:
+        xs = [float(values[f]) for f in self.features]
+        if not all(math.isfinite(x) for x in xs):
+            raise ValueError(f"non-finite feature in {dict(zip(self.features, xs, strict=True))}")
+        return xs
+
+    def linear(self, values: dict[str, float]) -> float:
+        """A logistic map's linear score Σ coef·x + intercept (the logit; a multinomial map's class score)."""
+        if self.kind != "logistic":
+            raise ValueError(f"a {self.kind} map has no linear score")
+        return sum(c * x for c, x in zip(self.coef, self._values(values), strict=True)) + self.intercept
 
 
 class Calibration(BaseModel):
@@ -72,6 +82,16 @@ class Calibration(BaseModel):
     def apply(self, component: str, values: dict[str, float]) -> float:
         return self.maps[component](values)
 
+    def distribution(self, classes: Sequence[str], values: dict[str, float]) -> list[float]:
+        """A multinomial logistic map: the softmax of each class's linear score (one logistic map a class,
+        as `fit_multinomial` writes them). KeyError when a class has no map; ValueError for a non-finite
+        feature."""
+        z = [self.maps[c].linear(values) for c in classes]
+        top = max(z)
+        weights = [math.exp(v - top) for v in z]
+        total = sum(weights)
+        return [w / total for w in weights]
+
 
 def fit_logistic(
     rows: Sequence[dict[str, float]],
@@ -92,6 +112,44 @@ def fit_logistic(
         coef=[float(v) for v in model.coef_[0]],
         intercept=float(model.intercept_[0]),
     )
+
+
+def fit_multinomial(
+    rows: Sequence[dict[str, float]],
+    labels: Sequence[str],
+    classes: Sequence[str],
+    features: Sequence[str],
+    c: float = 1.0,
+) -> dict[str, FittedMap]:
+    """Multinomial logistic regression (L2, strength 1/c, on standardised features), written as one logistic
+    map per class whose linear scores `Calibration.distribution` softmaxes. The standardisation is folded
+    into the coefficients, so a map reads the raw features. Every class must occur in `labels`."""
+    from sklearn.linear_model import LogisticRegression
+
+    missing = [k for k in classes if k not in set(labels)]
+    if missing:
+        raise ValueError(f"no calibration item is labelled {', '.join(missing)}")
+    x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=5000)
+    model.fit((x - mean) / scale, np.asarray(labels))
+    order = [list(model.classes_).index(k) for k in classes]
+    if len(model.classes_) == 2:  # sklearn keeps one row for two classes: class 1 against class 0
+        coef = np.vstack([-model.coef_[0] / 2, model.coef_[0] / 2])
+        intercept = np.asarray([-model.intercept_[0] / 2, model.intercept_[0] / 2])
+    else:
+        coef, intercept = model.coef_, model.intercept_
+    out = {}
+    for k, i in zip(classes, order, strict=True):
+        w = coef[i] / scale
+        out[k] = FittedMap(
+            kind="logistic",
+            features=list(features),
+            coef=[float(v) for v in w],
+            intercept=float(intercept[i] - float(np.dot(w, mean))),
+        )
+    return out
 
 
 def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], feature: str) -> FittedMap:

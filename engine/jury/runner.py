@@ -124,33 +124,59 @@ class Jury:
     async def _score(
         self, seat: JurorSeat, case: JuryCase, rubric: Rubric, others: list[tuple[str, str]], t0: float, stage: str
     ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
-        """The likelihood juror: verdict = the most likely label (calibrated), confidence = its probability,
-        score = the distribution's mean over the labels' evenly spaced scores (every axis gets that score);
-        the 'reasoning' states the distribution. Same contract as `_ask`."""
-        from engine.likelihood import jury_scores, label_scores
+        """The likelihood juror. With a fitted jury map for the model whose classes are the rubric's labels
+        (`data/calibration/jury.likelihood.<model>.json`), the distribution over the labels is that map
+        applied to the juror's channel features (`engine.likelihood.jury_features`);
+        otherwise it is the calibrated likelihood of the label words themselves, flagged `uncalibrated`.
+        Verdict = the most likely label, confidence = its probability, score = the distribution's mean over
+        the labels' evenly spaced scores (every axis gets that score); the 'reasoning' states the
+        distribution and the features. A non-finite feature is a failed field (a non-voting fallback).
+        Same contract as `_ask`."""
+        import math
+
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import JURY, jury_features, jury_scores, label_scores
         from models.errors import ModelError
         from models.recording import call_context
 
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
+        features: dict[str, float] | None = None
         try:
+            model = self.model(seat.model_id)
+            cal = load_calibration(JURY, model.model_id)
+            mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
-                scores = await jury_scores(self.model(seat.model_id), seat, case, rubric, others)
+                if mapped:
+                    features, scores = await jury_features(model, seat, case, others)
+                else:
+                    scores = await jury_scores(model, seat, case, rubric, others)
         except ModelError as exc:
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
             return None, f"{type(exc).__name__}: {exc.message}", facts
         except KeyError as exc:
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
             return None, f"unknown model: {exc.args[0]}", facts
-        probs = scores.calibrated or scores.probabilities
+        self.usage["prompt_tokens"] += scores.prompt_tokens
+        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=scores.call_id)
+        if features is not None and cal is not None:
+            shown = " · ".join(f"{k} {v:+.2f}" for k, v in features.items())
+            if not all(math.isfinite(v) for v in features.values()):
+                facts["flags"] = ["likelihood", "invalid:likelihood_features", *scores.flags]
+                return None, f"invalid likelihood features: {shown}", facts
+            probs = cal.distribution(rubric.verdicts, features)
+            flags = ["likelihood", f"calibration:{cal.version}", *scores.flags]
+            detail = f" (features: {shown}; map {cal.version})"
+        else:
+            probs = scores.calibrated or scores.probabilities
+            flags = ["likelihood", "uncalibrated", *scores.flags]
+            detail = " (label words, no fitted map)"
         best = max(range(len(probs)), key=lambda i: probs[i])
         score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
         text = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        text += detail
         if others:
             text += " (after hearing " + ", ".join(f"{who}: {v}" for who, v in others) + ")"
-        self.usage["prompt_tokens"] += scores.prompt_tokens
-        facts.update(
-            ended_s=round(time.perf_counter() - t0, 4), call_id=scores.call_id, flags=["likelihood", *scores.flags]
-        )
+        facts["flags"] = flags
         return (
             {
                 "verdict": rubric.verdicts[best],

@@ -62,6 +62,14 @@ def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:
     _, live = asyncio.run(run_case(store, Jury(seats, hub.get, config), case))
     assert all("likelihood" in e.flags and not e.fallback for e in live.phase1_evaluations)
     assert all(0 <= e.score <= 100 and 0 < e.confidence <= 1 for e in live.phase1_evaluations)
+    # the shipped channel map decides: its version and the features are in every juror's record
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import JURY
+
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    for e in live.phase1_evaluations:
+        assert f"calibration:{cal.version}" in e.flags and "channel_unsafe_fail" in e.reasoning
     assert live.total_rounds == 1 and all(
         "after hearing" in st.statement for st in live.discussion_rounds[0].statements
     )
