@@ -283,17 +283,15 @@ def calibrate_cmd(
         ),
     ] = Path("data/calibration/jury-calib.jsonl"),
     model_id: Annotated[str, typer.Option("--model")] = "gemma3-270m",
-    panel: Panel = "local",
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Where the fitted map goes (default: data/calibration/).")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Refit the likelihood jury's map (the questions' PMI features of every case and seat → the rubric's
-    labels, multinomial logistic) on a calibration split; every call is recorded as a run of kind
-    `calibration`. The panel's roles (not its models) give the seats; `--model` scores every seat."""
+    """Refit the likelihood jury's map (the channel features of every case → the rubric's labels,
+    multinomial logistic) on a calibration split; every call is recorded as a run of kind `calibration`."""
     from dashboard.commands import calibrate_and_save, usable_model
-    from engine.jury import DEFAULT_VERDICTS, panel_seats
+    from engine.jury import DEFAULT_VERDICTS
     from engine.likelihood import fit_jury_calibration, jury_calibration_rows
 
     cases = _cases(data)
@@ -301,19 +299,15 @@ def calibrate_cmd(
         raise fail(f"{data}: every calibration case needs a gold verdict")
     if any(c.rubric is not None and c.rubric.verdicts != list(DEFAULT_VERDICTS) for c in cases):
         raise fail(f"{data}: the jury map is fitted for the default labels ({', '.join(DEFAULT_VERDICTS)})")
-    try:
-        seats = [s.model_copy(update={"model_id": model_id}) for s in panel_seats(panel)]
-    except (KeyError, ValueError) as exc:
-        raise fail(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
     store, model = usable_model(model_id)
-    labels = [str(c.gold) for c in cases for _ in seats]
-    groups = [c.id for c in cases for _ in seats]
+    labels = [str(c.gold) for c in cases]
+    groups = [c.id for c in cases]
     calibrate_and_save(
         store,
         "jury",
         model_id,
         data,
-        lambda: jury_calibration_rows(model, seats, cases),
+        lambda: jury_calibration_rows(model, cases),
         lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
         output_dir,
         as_json,

@@ -147,7 +147,7 @@ class Jury:
             mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
                 if mapped:
-                    features, scores = await jury_features(model, seat, case, others)
+                    features, scores = await jury_features(model, case, others)
                 else:
                     scores = await jury_scores(model, seat, case, rubric, others)
         except ModelError as exc:
