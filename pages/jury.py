@@ -155,8 +155,9 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
             "Jurors judge by",
             ["generate", "likelihood"],
             key=KEY + "judge",
-            help="generate: each juror writes its evaluation as JSON; likelihood: its verdict is "
-            "the calibrated likelihood of the rubric's label words (models that can score)",
+            help="generate: each juror writes its evaluation as JSON; likelihood: its verdict comes from "
+            "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
+            "labels, the calibrated likelihood of the label words for other rubrics",
         )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]

@@ -35,7 +35,9 @@ JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Mod
 JudgeKind = Annotated[
     str | None,
     typer.Option(
-        "--judge", help="generate (jurors write JSON) | likelihood (the calibrated likelihood of the rubric's labels)."
+        "--judge",
+        help="generate (jurors write JSON) | likelihood (the fitted channel map for the default labels; the "
+        "calibrated likelihood of the label words for other rubrics).",
     ),
 ]
 Replay = Annotated[

@@ -51,8 +51,9 @@ class JuryConfig(BaseModel):
     max_tokens: int = Field(220, ge=16, le=4096)
     judge: Literal["generate", "likelihood"] = Field(
         "generate",
-        description="generate: jurors write JSON; likelihood: each verdict is the calibrated "
-        "likelihood of the rubric's label words (models that can score, e.g. the bundled base model)",
+        description="generate: jurors write JSON; likelihood: each verdict comes from likelihoods (models "
+        "that can score, e.g. the bundled base model): the fitted channel map for the default labels, the "
+        "calibrated likelihood of the label words for other rubrics",
     )
 
     @classmethod
