@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-from dashboard.net import free_port
+from dashboard.net import free_port, stop_process
 from engine.events import run_context
 from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
 from models.errors import ReplayMiss, StructuredOutputError
@@ -155,11 +155,7 @@ def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) ->
             pytest.fail("llama_cpp.server did not start within 120 s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, timeout=20)
         log_file.close()
 
 
