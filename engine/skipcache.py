@@ -30,7 +30,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -267,18 +267,13 @@ class JudgmentCacheModel(SQLModel, table=True):
     updated_at: datetime = SQLField(default_factory=lambda: datetime.now(UTC))
 
 
+_CACHE_FIELDS = tuple(f.name for f in fields(JudgmentCache))  # each is a column of JudgmentCacheModel too
+_SCOPE_AND_BIRTH = frozenset({"channel_id", "thread_ts", "created_at"})  # what an update of a row keeps
+
+
 def _to_entity(row: JudgmentCacheModel) -> JudgmentCache:
-    return JudgmentCache(
-        channel_id=row.channel_id,
-        thread_ts=row.thread_ts,
-        should_respond=row.should_respond,
-        confidence=row.confidence,
-        reason=row.reason,
-        latest_message_ts=row.latest_message_ts,
-        next_check_at=aware(row.next_check_at),
-        created_at=aware(row.created_at),
-        updated_at=aware(row.updated_at),
-    )
+    values = {name: getattr(row, name) for name in _CACHE_FIELDS}
+    return JudgmentCache(**values | {k: aware(values[k]) for k in ("next_check_at", "created_at", "updated_at")})
 
 
 class JudgmentCacheRepository(Protocol):
@@ -315,24 +310,10 @@ class SQLJudgmentCacheRepository:
                     select(JudgmentCacheModel).where(self._scope(cache.channel_id, cache.thread_ts))
                 ).first()
                 if row is None:
-                    row = JudgmentCacheModel(
-                        channel_id=cache.channel_id,
-                        thread_ts=cache.thread_ts,
-                        should_respond=cache.should_respond,
-                        confidence=cache.confidence,
-                        reason=cache.reason,
-                        latest_message_ts=cache.latest_message_ts,
-                        next_check_at=cache.next_check_at,
-                        created_at=cache.created_at,
-                        updated_at=cache.updated_at,
-                    )
+                    row = JudgmentCacheModel(**{name: getattr(cache, name) for name in _CACHE_FIELDS})
                 else:
-                    row.should_respond = cache.should_respond
-                    row.confidence = cache.confidence
-                    row.reason = cache.reason
-                    row.latest_message_ts = cache.latest_message_ts
-                    row.next_check_at = cache.next_check_at
-                    row.updated_at = cache.updated_at
+                    for name in set(_CACHE_FIELDS) - _SCOPE_AND_BIRTH:
+                        setattr(row, name, getattr(cache, name))
                 session.add(row)
                 try:
                     session.commit()
