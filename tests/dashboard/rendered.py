@@ -37,12 +37,32 @@ def rerun_until(at: Any, done: Callable[[], Any], timeout_s: float = 60.0, what:
         at.run()
 
 
+def run_ended(run_id: str) -> bool:
+    """The run is stored as ended and its thread is done: the store records the end a moment before the
+    registry's future completes, and a page offers a new run only once both have."""
+    from dashboard import state
+
+    run = state.get_store().get_run(run_id)
+    return run is not None and run.status != "running" and not state.get_registry().is_live(run_id)
+
+
 def settle_runs(at: Any, kind: str | None = None, timeout_s: float = 120.0) -> None:
-    """Rerun `at` until no run (of `kind`) is running any more, then once more so the page shows the ended run."""
+    """Wait until no run (of `kind`) is running any more — stored and in the registry — rerunning `at` once a
+    second meanwhile (a page exception fails at once), then once more so the page shows the ended run. The
+    waiting reads the store, not the page: a rerun every 0.2 s would spend the CPU the run needs."""
+    import time
+
     from dashboard import state
 
     store = state.get_store()
-    rerun_until(
-        at, lambda: not any(r.status == "running" for r in store.list_runs(kind=kind)), timeout_s, "the run never ended"
-    )
+    registry = state.get_registry()
+    deadline = time.monotonic() + timeout_s
+    next_rerun = time.monotonic() + 1.0
+    while any(r.status == "running" or registry.is_live(r.id) for r in store.list_runs(kind=kind)):
+        assert time.monotonic() < deadline, "the run never ended"
+        time.sleep(0.05)
+        if time.monotonic() >= next_rerun:
+            at.run()
+            assert not at.exception, at.exception
+            next_rerun = time.monotonic() + 1.0
     at.run()

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from models.types import Request
-from tests.dashboard.rendered import app_test, rerun_until, shown
+from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_jury_run import ev, stage
 from tests.fakes.scripted import ScriptedHub
 
@@ -67,7 +67,7 @@ def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: 
     assert any(run_id in c.value for c in reloaded.caption)
     assert reloaded.get("progress") and reloaded.button(key="jury.run").disabled
 
-    rerun_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
     assert not at.get("progress") and at.success and "majority_vote" in shown(at.success[0].value)
@@ -86,7 +86,7 @@ def test_cancel_stops_the_run_and_keeps_what_it_did(slow_jurors: ScriptedHub) ->
     store = state.get_store()
     rerun_until(at, lambda: any(e.type == "juror_evaluation" for e in store.events(run_id)))
     at.button(key="jury.watch.cancel").click().run()
-    rerun_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     run = store.get_run(run_id)
     assert run is not None and run.status == "cancelled"

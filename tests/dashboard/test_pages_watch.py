@@ -19,7 +19,7 @@ from dashboard import state
 from engine.store import Store
 from models.recording import checkpoint
 from models.types import RawResult, Request
-from tests.dashboard.rendered import rerun_until, settle_runs, shown
+from tests.dashboard.rendered import rerun_until, run_ended, settle_runs, shown
 from tests.fakes.scripted import FnModel
 
 MODEL = "gemma3-270m"
@@ -189,7 +189,7 @@ def test_director_batch_cancel_keeps_the_lines_it_judged(hub: Hub) -> None:
     store = state.get_store()
     rerun_until(at, lambda: any(e.type == "director_line" for e in store.events(run_id)))
     at.button(key="director.batch_watch.cancel").click().run()
-    rerun_until(at, lambda: status(run_id) != "running")
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert status(run_id) == "cancelled"
     types = [e.type for e in store.events(run_id)]
@@ -289,7 +289,7 @@ def test_skip_simulation_cancel(hub: Hub) -> None:
     rerun_until(at, lambda: len(state.get_store().calls(run_id)) >= 1)
     assert status(run_id) == "running"
     at.button(key="skip.watch.cancel").click().run()
-    rerun_until(at, lambda: status(run_id) != "running")
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert status(run_id) == "cancelled"
     assert [e.type for e in state.get_store().events(run_id)][-1] == "run_cancelled"
@@ -342,7 +342,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     store = state.get_store()
     rerun_until(at, lambda: any(e.type == "confidence_factor" for e in store.events(second)))
     at.button(key="confidence.eval_watch.cancel").click().run()
-    rerun_until(at, lambda: status(second) != "running")
+    rerun_until(at, lambda: run_ended(second))
     at.run()
     assert status(second) == "cancelled"
     types = [e.type for e in store.events(second)]
