@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from tests.dashboard.rendered import app_test, rerun_until, shown
+from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_experiments import jury_answer
 from tests.fakes.scripted import ScriptedHub
 
@@ -47,7 +47,7 @@ def _run_id(at: AppTest) -> str:
 def _finish(at: AppTest) -> str:
     run_id = _run_id(at)
     store = state.get_store()
-    rerun_until(at, lambda: store.get_run(run_id).status != "running", 90)  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id), 90)
     at.run()
     assert store.get_run(run_id).status == "finished", store.get_run(run_id).error  # type: ignore[union-attr]
     return run_id
@@ -184,7 +184,7 @@ def test_cancel_stops_the_experiment_and_keeps_its_finished_cells(monkeypatch: p
     store = state.get_store()
     rerun_until(at, lambda: store.call_count() > 0, 90)
     at.button(key="experiments.watch.cancel").click().run()
-    rerun_until(at, lambda: store.get_run(run_id).status != "running", 90)  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id), 90)
     at.run()
     assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
     assert any("Cancelled" in w.value for w in at.warning)

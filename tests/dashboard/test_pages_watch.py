@@ -404,7 +404,7 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
     started = time.monotonic()
     at.button(key="conv.cancel_turn").click().run()
     store = state.get_store()
-    rerun_until(at, lambda: at.session_state["conv.pending"] is None)
+    rerun_until(at, lambda: at.session_state["conv.pending"] is None, every_s=0.2)
     assert time.monotonic() - started < 1.5 + 1.0
     events = [(e.type, e.payload) for e in store.events(run_id)]
     assert ("turn_cancelled", "judging") in [(t, p.get("stage")) for t, p in events]
@@ -462,7 +462,7 @@ def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: H
     click_returns_at_once(at, "models.send")
     second = url(at, "prompt")
     at.button(key="models.watch.cancel").click().run()
-    rerun_until(at, lambda: status(second) != "running", timeout_s=10)
+    rerun_until(at, lambda: run_ended(second), timeout_s=10)
     at.run()
     assert status(second) == "cancelled" and not at.button(key="models.send").disabled
     assert any("cancelled" in shown(e.value) for e in at.error)
