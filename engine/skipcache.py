@@ -617,7 +617,10 @@ class PeriodicChecker:
             # to it: a message that just arrived gets its own turn once it has waited too (and then
             # invalidates the cache). A conversation state is thus (scope, that message).
             latest = ready[-1]
-            history = history[: history.index(latest) + 1]
+            # its place by identity, from the end (where it almost always is): `index` would compare
+            # messages field by field from the start of the scope
+            cut = next(i for i in range(len(history) - 1, -1, -1) if history[i] is latest)
+            history = history[: cut + 1]
             if await self._should_skip(latest, now):
                 report.skipped.append(scope)
                 self._emit("cache_hit", scope=scope, latest=latest.id)
@@ -708,7 +711,8 @@ class ListSource:
         return [s for s, msgs in self._by_scope.items() if msgs and msgs[0].at <= now]
 
     def history(self, scope: str, now: datetime) -> list[Message]:
-        return [m for m in self._by_scope.get(scope, []) if m.at <= now]
+        msgs = self._by_scope.get(scope, [])  # kept in arrival order: the messages up to `now` are a prefix
+        return msgs[: bisect.bisect_right(msgs, now, key=lambda m: m.at)]
 
     def post_reply(self, scope: str, now: datetime, reason: str) -> None:
         channel, thread = scope.split(":", 1)
