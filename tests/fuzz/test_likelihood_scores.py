@@ -108,4 +108,4 @@ def test_fitted_maps_refuse_non_finite_features(bad: float) -> None:
     cal = load_calibration("skip.likelihood", "gemma3-270m")
     assert cal is not None
     with pytest.raises(ValueError, match="non-finite"):
-        cal.apply("respond", {"pmi_need": bad})
+        cal.apply("respond", dict.fromkeys(cal.maps["respond"].features, 0.0) | {"pmi_need": bad})
