@@ -32,7 +32,7 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
             for component in ("relevance", "confidence", "novelty"):
                 assert 0 <= cal.apply(component, values) <= 1
         with pytest.raises(ValueError, match="non-finite"):
-            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "rel_cos": float("nan")})
+            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "last_cos": float("nan"), "last_rel": 0})
 
 
 def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path) -> None:

@@ -77,10 +77,17 @@ def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], ba
 def test_the_likelihood_skip_judge_stays_in_range(logprobs: list[float], baseline: list[float]) -> None:
     from engine.skipcache import LikelihoodJudge, Message
 
+    from engine.likelihood import SKIP_CUES
+
     ChatModel._BASELINES.clear()
-    model = Scripted(
-        [ScoreResult(logprobs=logprobs, token_counts=[2] * 4), ScoreResult(logprobs=baseline, token_counts=[2] * 4)]
-    )
+    # One scored prompt and its content-free baseline per cue: the drawn values, cycled to the cue's option
+    # count and rotated per cue, so every cue's options get a different mix of them.
+    results = []
+    for k, (_, _, yes, no) in enumerate(SKIP_CUES):
+        for drawn in (logprobs, baseline):
+            values = [drawn[(k + i) % len(drawn)] for i in range(len(yes) + len(no))]
+            results.append(ScoreResult(logprobs=values, token_counts=[2] * len(values)))
+    model = Scripted(results)
     model.spec = model.spec.model_copy(update={"id": "gemma3-270m"})  # the shipped map applies
     now = datetime(2026, 1, 5, tzinfo=UTC)
     outcome = asyncio.run(
