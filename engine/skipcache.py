@@ -514,8 +514,8 @@ class ProbabilityJudge:
 
 class LikelihoodJudge:
     """The bundled base model's judgment by likelihood (engine/likelihood.py `skip_features`): a fitted map
-    (`data/calibration/skip.likelihood.<model>.json`, learnt on a calibration split) turns the PMI feature
-    into p(respond); should_respond = p ≥ 0.5 and confidence = max(p, 1 − p), so a clearly idle chat gets
+    (`data/calibration/skip.likelihood.<model>.json`, learnt on a calibration split) turns the PMI features
+    of its cues into p(respond); should_respond = p ≥ 0.5 and confidence = max(p, 1 − p), so a clearly idle chat gets
     a long skip and an open question a short one. Without a fitted map the feature is squashed by a plain
     sigmoid and every judgment is flagged `uncalibrated` (and so never cached)."""
 
@@ -536,7 +536,7 @@ class LikelihoodJudge:
             )
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
-        if not math.isfinite(features["pmi_need"]):  # an option the model gave no probability at all
+        if not all(math.isfinite(v) for v in features.values()):  # an option the model gave no probability
             return JudgeOutcome(
                 result=None,
                 error=f"invalid likelihood feature: {features}",
@@ -545,7 +545,8 @@ class LikelihoodJudge:
             )
         cal = load_calibration(SKIP, self.model.model_id)
         if cal is None:
-            p, flags = 1 / (1 + math.exp(-max(-700.0, features["pmi_need"]))), ["uncalibrated"]
+            z = sum(features.values()) / len(features)
+            p, flags = 1 / (1 + math.exp(-max(-700.0, z))), ["uncalibrated"]
         else:
             p, flags = cal.apply("respond", features), []
         return JudgeOutcome(
