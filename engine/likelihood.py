@@ -145,20 +145,25 @@ def _lse(xs: Sequence[float]) -> float:
     return top + math.log(sum(math.exp(x - top) for x in xs))
 
 
-async def skip_features(model: ChatModel, history: Sequence[tuple[str, str]]) -> tuple[dict[str, float], OptionScores]:
+async def skip_features(
+    model: ChatModel,
+    history: Sequence[tuple[str, str]],
+    cues: Sequence[tuple[str, str, Sequence[str], Sequence[str]]] = SKIP_CUES,
+) -> tuple[dict[str, float], OptionScores]:
     """One feature per cue of `SKIP_CUES` (`pmi_need`, `pmi_last`, `pmi_should`, `pmi_status`): how much more
     the conversation makes the cue's "wants an answer" continuations likely than its "does not" ones, beyond
     what a content-free chat does (log-sum-exp over each side's PMIs). The cues share the quoted chat, so
     llama.cpp evaluates it once and each further cue costs only its own tokens. A Yes/No question ("does this
     need an answer?") carried no signal on the calibration split (AUC 0.49): the base model answers Yes or No
     by habit, while the PMI of descriptive phrases moves with the text. Returns the features and the last
-    cue's scores (prompt tokens and call ids of all cues summed into it)."""
+    cue's scores (prompt tokens and call ids of all cues summed into it). `cues`: a part of `SKIP_CUES` gives
+    only its features (the fitted map needs all of them)."""
     conversation = "Chat channel (each message quoted, latest last):\n" + lines(list(history))
     empty = "Chat channel (each message quoted, latest last):\n" + lines([("user", CONTENT_FREE)])
     features: dict[str, float] = {}
     prompt_tokens = 0
     scores = None
-    for name, cue, yes, no in SKIP_CUES:
+    for name, cue, yes, no in cues:
         scores = await model.score_options(
             needs_prompt(conversation, cue), [*yes, *no], calibration=needs_prompt(empty, cue)
         )
