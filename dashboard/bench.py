@@ -11,8 +11,6 @@ import fnmatch
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from dashboard.net import free_port, wait_for_port
+from dashboard.net import running_dashboard
 
 Progress = Callable[[str], None] | None
 
@@ -237,38 +235,20 @@ def bench_dashboard_memory(repeat: int, progress: Progress) -> BenchResult:
         )
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
     folder = tempfile.mkdtemp(prefix="judgelab-bench-")
-    env = os.environ | {
-        "JUDGELAB_PRELOAD": "1",
-        "JUDGELAB_DATABASE_URL": f"sqlite:///{folder}/bench.db",
-        "HF_HUB_OFFLINE": "1",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    env = {"JUDGELAB_PRELOAD": "1", "JUDGELAB_DATABASE_URL": f"sqlite:///{folder}/bench.db", "HF_HUB_OFFLINE": "1"}
     samples: list[float] = []
     try:
-        wait_for_port(port, 60)
-        with sync_playwright() as pw:
+        with running_dashboard(env) as server, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
             page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/", timeout=60_000)
+            page.goto(f"{server.url}/", timeout=60_000)
             page.get_by_text("Local model and embedder loaded").wait_for(timeout=180_000)
             for _ in range(max(repeat, 3)):
                 time.sleep(1.0)
-                samples.append(_tree_rss_bytes(server.pid) / 2**20)
+                samples.append(_tree_rss_bytes(server.process.pid) / 2**20)
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
         shutil.rmtree(folder, ignore_errors=True)
     result = BenchResult.from_samples(
         "dashboard.memory",
@@ -465,20 +445,11 @@ def bench_page_load(repeat: int, progress: Progress) -> BenchResult:
 
     folder = Path(tempfile.mkdtemp(prefix="judgelab-bench-"))
     url, counts = history_store(folder)
-    port = free_port()
-    env = os.environ | {"JUDGELAB_DATABASE_URL": url, "HF_HUB_OFFLINE": "1"}
-    env.pop("JUDGELAB_DEMO", None)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.cli", "dashboard", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env = {"JUDGELAB_DATABASE_URL": url, "HF_HUB_OFFLINE": "1", "JUDGELAB_DEMO": None}
     per_page: dict[str, float] = {}
     cold: dict[str, float] = {}
     try:
-        wait_for_port(port, 60)
-        with sync_playwright() as pw:
+        with running_dashboard(env) as server, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             for page_name, path in PAGE_PATHS.items():
@@ -488,7 +459,7 @@ def bench_page_load(repeat: int, progress: Progress) -> BenchResult:
                 for i in range(repeat + 1):  # the first load of a page warms the server's imports and caches
                     tab = context.new_page()
                     t0 = time.perf_counter()
-                    tab.goto(f"http://127.0.0.1:{port}/{path}", timeout=60_000)
+                    tab.goto(f"{server.url}/{path}", timeout=60_000)
                     tab.wait_for_function(LOADED_JS, timeout=120_000, polling=20)
                     elapsed = time.perf_counter() - t0
                     tab.close()
@@ -499,11 +470,6 @@ def bench_page_load(repeat: int, progress: Progress) -> BenchResult:
                 per_page[page_name] = statistics.median(samples)
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
         shutil.rmtree(folder, ignore_errors=True)
     worst = max(per_page, key=per_page.__getitem__)
     result = BenchResult.from_samples(

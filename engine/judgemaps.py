@@ -196,16 +196,37 @@ def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def cross_validated_auc(
+    rows: Sequence[dict[str, float]], labels: Sequence[bool], features: Sequence[str], folds: int = 5
+) -> float | None:
+    """The rank AUC of held-out p(component) from class-balanced logistic maps fitted on the other folds
+    (stratified, fixed seed); None when a class has fewer items than folds."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(labels, dtype=int)
+    if min(int(y.sum()), int(len(y) - y.sum())) < folds:
+        return None
+    x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
+    held_out = np.zeros(len(y))
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=0).split(x, y):
+        held_out[test] = LogisticRegression(class_weight="balanced").fit(x[train], y[train]).decision_function(x[test])
+    return round(float(roc_auc_score(y, held_out)), 4)
+
+
 def fit_single_map(
     name: str,
     model_id: str,
     component: str,
-    feature: str,
+    feature: str | Sequence[str],
     rows: Sequence[dict[str, float]],
     labels: Sequence[bool],
     source: Path,
 ) -> Calibration:
-    """One class-balanced logistic map (feature → p(component)) with its provenance."""
+    """One class-balanced logistic map (feature(s) → p(component)) with its provenance and its 5-fold
+    cross-validated AUC on the split."""
+    features = [feature] if isinstance(feature, str) else list(feature)
     version = new_version()
     return Calibration(
         name=name,
@@ -215,8 +236,9 @@ def fit_single_map(
         data_sha256=file_sha256(source),
         n_items=len(rows),
         fitted_at=version,
-        maps={component: fit_logistic(rows, labels, [feature], balanced=True)},
-        notes=f"p({component}) = logistic({feature}), class-balanced",
+        maps={component: fit_logistic(rows, labels, features, balanced=True)},
+        metrics={"cv_auc": cross_validated_auc(rows, labels, features), "cv_folds": "5 stratified"},
+        notes=f"p({component}) = logistic({', '.join(features)}), class-balanced",
     )
 
 

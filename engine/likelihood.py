@@ -47,72 +47,134 @@ def _conversation(turns: Sequence[tuple[str, str]], names: dict[str, str]) -> st
     )
 
 
-def topic_prompt(conversation: str) -> str:
-    return f"{conversation}\n\nThe last message is about"
+# Two phrasings of "what is the last message about", scored with the same options: the PMI of each expertise
+# item is averaged over them (a prompt-template ensemble; one phrasing alone ranked the labelled speaker first
+# less often and gave a lower F1 in cross-validation on the calibration split). Both share the conversation,
+# so llama.cpp re-evaluates only the short cue and the options for the second.
+TOPIC_CUES = ("The last message is about", "This is a question for someone who knows")
+
+
+def topic_prompt(conversation: str, cue: str = TOPIC_CUES[0]) -> str:
+    return f"{conversation}\n\n{cue}"
 
 
 async def handraise_features(
     model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], context_turns: int
 ) -> tuple[dict[str, dict[str, float]], list[OptionScores]]:
-    """Raw likelihood features per participant from one scoring call. Every expertise item of every
-    participant is scored as the continuation of "The last message is about", against the same prompt
-    after a content-free message: the difference is the item's pointwise mutual information with the
-    conversation (domain-conditional PMI, Holtzman et al. 2021), which removes how common the phrase is.
-    `pmi_mean` / `pmi_max` = the mean / best PMI of the participant's items; `pmi_rel` = pmi_mean minus
-    the roster's average (how much more the message is about this participant than about the others);
-    `spoke` = 1 when the participant already wrote one of the recent messages. Names are not scored: the
-    probe that scored them ranked the labelled speaker first less often (measured on the calibration split)."""
+    """Raw likelihood features per participant from one scoring call per cue (`TOPIC_CUES`). Every expertise
+    item of every participant is scored as the continuation of each cue, against the same prompt after a
+    content-free message: the difference is the item's pointwise mutual information with the conversation
+    (domain-conditional PMI, Holtzman et al. 2021), which removes how common the phrase is; an item's PMI is
+    its mean over the cues. `pmi_mean` / `pmi_max` = the mean / best PMI of the participant's items;
+    `pmi_rel` / `max_rel` = those minus the roster's average (how much more the message is about this
+    participant than about the others); `spoke` = 1 when the participant already wrote one of the recent
+    messages (kept for the record; the fitted maps do not read it). Names are not scored: the probe that
+    scored them ranked the labelled speaker first less often (measured on the calibration split)."""
     names = {p.id: p.name for p in who} | {"user": "User"}
     shown = [(t.speaker, t.text) for t in list(turns)[-context_turns:]]
     conversation = _conversation(shown, names)
     empty = _conversation([("user", CONTENT_FREE)], names)
     items = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
-    scores = await model.score_options(
-        topic_prompt(conversation), [" " + e for _, e in items], calibration=topic_prompt(empty)
-    )
-    pmi = scores.pmi
-    means = {
-        p.id: sum(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id) / sum(1 for pid, _ in items if pid == p.id)
-        for p in who
-    }
-    average = sum(means.values()) / len(means)
+    calls = [
+        await model.score_options(
+            topic_prompt(conversation, cue), [" " + e for _, e in items], calibration=topic_prompt(empty, cue)
+        )
+        for cue in TOPIC_CUES
+    ]
+    pmi = [sum(c.pmi[j] for c in calls) / len(calls) for j in range(len(items))]
+    mine = {p.id: [pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id] for p in who}
+    means = {pid: sum(xs) / len(xs) for pid, xs in mine.items()}
+    bests = {pid: max(xs) for pid, xs in mine.items()}
+    average, average_best = sum(means.values()) / len(means), sum(bests.values()) / len(bests)
     out = {
         p.id: {
             "pmi_mean": means[p.id],
             "pmi_rel": means[p.id] - average,
-            "pmi_max": max(pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id),
+            "pmi_max": bests[p.id],
+            "max_rel": bests[p.id] - average_best,
             "spoke": float(any(speaker == p.id for speaker, _ in shown)),
         }
         for p in who
     }
-    return out, [scores]
+    return out, calls
 
 
 # -- skip cache ---------------------------------------------------------------------------------------------------
 
 SKIP = "skip.likelihood"
-NEEDS = (" an answer", " a reply", " no reply", " nothing")
+# Cues after the quoted chat, each with the continuations that say it wants an answer (first tuple) and those
+# that say it does not (second). Each cue gives one feature, the PMI of its first side against its second
+# (log-sum-exp per side); a fitted logistic map combines them. The sides are written from what the words
+# mean, not picked from data; the four cues together ranked the calibration split's snippets better in 5-fold
+# cross-validation (AUC 0.89) than the first alone (0.83; its former two-against-two version 0.80).
+SKIP_CUES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "pmi_need",
+        "This chat needs",
+        (" an answer", " a reply", " help", " a response"),
+        (" no reply", " nothing", " no response", " no action"),
+    ),
+    (
+        "pmi_last",
+        "The last message is",
+        (" a question", " a request for help", " asking for help", " a problem"),
+        (" small talk", " a statement", " an announcement", " a thank-you", " a joke", " an update"),
+    ),
+    (
+        "pmi_should",
+        "Someone should now",
+        (" answer", " reply", " help", " respond"),
+        (" wait", " do nothing", " stay quiet", " ignore it"),
+    ),
+    (
+        "pmi_status",
+        "Status of this chat:",
+        (" unanswered question", " waiting for an answer", " needs help"),
+        (" resolved", " just chatting", " no action needed", " done"),
+    ),
+)
+SKIP_FEATURES = [name for name, *_ in SKIP_CUES]
+NEEDS = SKIP_CUES[0][2] + SKIP_CUES[0][3]
 
 
-def needs_prompt(conversation: str) -> str:
-    return f"{conversation}\n\nThis chat needs"
+def needs_prompt(conversation: str, cue: str = SKIP_CUES[0][1]) -> str:
+    return f"{conversation}\n\n{cue}"
 
 
 def _lse(xs: Sequence[float]) -> float:
     top = max(xs)
+    if top == -math.inf:
+        return top
     return top + math.log(sum(math.exp(x - top) for x in xs))
 
 
-async def skip_features(model: ChatModel, history: Sequence[tuple[str, str]]) -> tuple[dict[str, float], OptionScores]:
-    """`pmi_need`: how much more the conversation makes "This chat needs an answer / a reply" likely than
-    "… no reply / nothing", beyond what a content-free chat does (log-sum-exp over each side's PMIs). A
-    Yes/No question ("does this need an answer?") carried no signal on the calibration split (AUC 0.49):
-    the base model answers Yes or No by habit, while the PMI of descriptive phrases moves with the text."""
+async def skip_features(
+    model: ChatModel,
+    history: Sequence[tuple[str, str]],
+    cues: Sequence[tuple[str, str, Sequence[str], Sequence[str]]] = SKIP_CUES,
+) -> tuple[dict[str, float], OptionScores]:
+    """One feature per cue of `SKIP_CUES` (`pmi_need`, `pmi_last`, `pmi_should`, `pmi_status`): how much more
+    the conversation makes the cue's "wants an answer" continuations likely than its "does not" ones, beyond
+    what a content-free chat does (log-sum-exp over each side's PMIs). The cues share the quoted chat, so
+    llama.cpp evaluates it once and each further cue costs only its own tokens. A Yes/No question ("does this
+    need an answer?") carried no signal on the calibration split (AUC 0.49): the base model answers Yes or No
+    by habit, while the PMI of descriptive phrases moves with the text. Returns the features and the last
+    cue's scores (prompt tokens and call ids of all cues summed into it). `cues`: a part of `SKIP_CUES` gives
+    only its features (the fitted map needs all of them)."""
     conversation = "Chat channel (each message quoted, latest last):\n" + lines(list(history))
     empty = "Chat channel (each message quoted, latest last):\n" + lines([("user", CONTENT_FREE)])
-    scores = await model.score_options(needs_prompt(conversation), list(NEEDS), calibration=needs_prompt(empty))
-    pmi = scores.pmi
-    return {"pmi_need": _lse(pmi[:2]) - _lse(pmi[2:])}, scores
+    features: dict[str, float] = {}
+    prompt_tokens = 0
+    scores = None
+    for name, cue, yes, no in cues:
+        scores = await model.score_options(
+            needs_prompt(conversation, cue), [*yes, *no], calibration=needs_prompt(empty, cue)
+        )
+        pmi = scores.pmi
+        features[name] = _lse(pmi[: len(yes)]) - _lse(pmi[len(yes) :])
+        prompt_tokens += scores.prompt_tokens
+    assert scores is not None
+    return features, scores.model_copy(update={"prompt_tokens": prompt_tokens})
 
 
 # -- jury -------------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -267,18 +267,13 @@ class JudgmentCacheModel(SQLModel, table=True):
     updated_at: datetime = SQLField(default_factory=lambda: datetime.now(UTC))
 
 
+_CACHE_FIELDS = tuple(f.name for f in fields(JudgmentCache))  # each is a column of JudgmentCacheModel too
+_SCOPE_AND_BIRTH = frozenset({"channel_id", "thread_ts", "created_at"})  # what an update of a row keeps
+
+
 def _to_entity(row: JudgmentCacheModel) -> JudgmentCache:
-    return JudgmentCache(
-        channel_id=row.channel_id,
-        thread_ts=row.thread_ts,
-        should_respond=row.should_respond,
-        confidence=row.confidence,
-        reason=row.reason,
-        latest_message_ts=row.latest_message_ts,
-        next_check_at=aware(row.next_check_at),
-        created_at=aware(row.created_at),
-        updated_at=aware(row.updated_at),
-    )
+    values = {name: getattr(row, name) for name in _CACHE_FIELDS}
+    return JudgmentCache(**values | {k: aware(values[k]) for k in ("next_check_at", "created_at", "updated_at")})
 
 
 class JudgmentCacheRepository(Protocol):
@@ -315,24 +310,10 @@ class SQLJudgmentCacheRepository:
                     select(JudgmentCacheModel).where(self._scope(cache.channel_id, cache.thread_ts))
                 ).first()
                 if row is None:
-                    row = JudgmentCacheModel(
-                        channel_id=cache.channel_id,
-                        thread_ts=cache.thread_ts,
-                        should_respond=cache.should_respond,
-                        confidence=cache.confidence,
-                        reason=cache.reason,
-                        latest_message_ts=cache.latest_message_ts,
-                        next_check_at=cache.next_check_at,
-                        created_at=cache.created_at,
-                        updated_at=cache.updated_at,
-                    )
+                    row = JudgmentCacheModel(**{name: getattr(cache, name) for name in _CACHE_FIELDS})
                 else:
-                    row.should_respond = cache.should_respond
-                    row.confidence = cache.confidence
-                    row.reason = cache.reason
-                    row.latest_message_ts = cache.latest_message_ts
-                    row.next_check_at = cache.next_check_at
-                    row.updated_at = cache.updated_at
+                    for name in set(_CACHE_FIELDS) - _SCOPE_AND_BIRTH:
+                        setattr(row, name, getattr(cache, name))
                 session.add(row)
                 try:
                     session.commit()
@@ -533,8 +514,8 @@ class ProbabilityJudge:
 
 class LikelihoodJudge:
     """The bundled base model's judgment by likelihood (engine/likelihood.py `skip_features`): a fitted map
-    (`data/calibration/skip.likelihood.<model>.json`, learnt on a calibration split) turns the PMI feature
-    into p(respond); should_respond = p ≥ 0.5 and confidence = max(p, 1 − p), so a clearly idle chat gets
+    (`data/calibration/skip.likelihood.<model>.json`, learnt on a calibration split) turns the PMI features
+    of its cues into p(respond); should_respond = p ≥ 0.5 and confidence = max(p, 1 − p), so a clearly idle chat gets
     a long skip and an open question a short one. Without a fitted map the feature is squashed by a plain
     sigmoid and every judgment is flagged `uncalibrated` (and so never cached)."""
 
@@ -555,7 +536,7 @@ class LikelihoodJudge:
             )
         except ModelError as exc:
             return JudgeOutcome(result=None, error=f"{exc.kind}: {exc.message}")
-        if not math.isfinite(features["pmi_need"]):  # an option the model gave no probability at all
+        if not all(math.isfinite(v) for v in features.values()):  # an option the model gave no probability
             return JudgeOutcome(
                 result=None,
                 error=f"invalid likelihood feature: {features}",
@@ -564,7 +545,8 @@ class LikelihoodJudge:
             )
         cal = load_calibration(SKIP, self.model.model_id)
         if cal is None:
-            p, flags = 1 / (1 + math.exp(-max(-700.0, features["pmi_need"]))), ["uncalibrated"]
+            z = sum(features.values()) / len(features)
+            p, flags = 1 / (1 + math.exp(-max(-700.0, z))), ["uncalibrated"]
         else:
             p, flags = cal.apply("respond", features), []
         return JudgeOutcome(
@@ -636,7 +618,10 @@ class PeriodicChecker:
             # to it: a message that just arrived gets its own turn once it has waited too (and then
             # invalidates the cache). A conversation state is thus (scope, that message).
             latest = ready[-1]
-            history = history[: history.index(latest) + 1]
+            # its place by identity, from the end (where it almost always is): `index` would compare
+            # messages field by field from the start of the scope
+            cut = next(i for i in range(len(history) - 1, -1, -1) if history[i] is latest)
+            history = history[: cut + 1]
             if await self._should_skip(latest, now):
                 report.skipped.append(scope)
                 self._emit("cache_hit", scope=scope, latest=latest.id)
@@ -727,7 +712,8 @@ class ListSource:
         return [s for s, msgs in self._by_scope.items() if msgs and msgs[0].at <= now]
 
     def history(self, scope: str, now: datetime) -> list[Message]:
-        return [m for m in self._by_scope.get(scope, []) if m.at <= now]
+        msgs = self._by_scope.get(scope, [])  # kept in arrival order: the messages up to `now` are a prefix
+        return msgs[: bisect.bisect_right(msgs, now, key=lambda m: m.at)]
 
     def post_reply(self, scope: str, now: datetime, reason: str) -> None:
         channel, thread = scope.split(":", 1)

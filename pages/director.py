@@ -4,6 +4,7 @@ duo simulator where two characters talk and every line goes through the director
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pandas as pd
@@ -199,15 +200,20 @@ def handle_check(profile: Any, model_id: str | None) -> str | None:
     except ValidationError as exc:
         st.session_state[CHECK_RUN + ".error"] = f"Nothing checked: {exc.errors()[0]['msg']}"
         return None
+    return _start("director.check", config, review_line, CHECK_PARAM, CHECK_RUN, settle=model_id is None)
+
+
+def _start(
+    kind: str, config: Any, entry: Callable[[Any, Any, Any], Any], param: str, key: str, *, settle: bool = False
+) -> str | None:
+    """`entry(config, models, store)` started in the registry as a `kind` run that the page watches (its id in
+    the URL at `param`). With `settle`, a run that makes no model call is given the moment it needs (at most a
+    second), so its result shows with this click."""
     hub, store = state.get_hub(), state.get_store()
     run_id = start_watched(
-        "director.check",
-        config.model_dump(mode="json"),
-        lambda: review_line(config, hub.get, store),
-        param=CHECK_PARAM,
-        key=CHECK_RUN,
+        kind, config.model_dump(mode="json"), lambda: entry(config, hub.get, store), param=param, key=key
     )
-    if run_id and model_id is None:
+    if run_id and settle:
         _settle(run_id, 1.0)
     return run_id
 
@@ -338,17 +344,7 @@ def _render_batch_view(view: Collected, live: bool) -> None:
 def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: str | None) -> str | None:
     """`director.run_script` (the entry point `judgelab director batch` calls too) started in the registry."""
     config = ScriptConfig(lines=lines, character=default, source=source, model_id=model_id)
-    hub, store = state.get_hub(), state.get_store()
-    run_id = start_watched(
-        "director.batch",
-        config.model_dump(mode="json"),
-        lambda: run_script(config, hub.get, store),
-        param=BATCH_PARAM,
-        key=BATCH_RUN,
-    )
-    if run_id and model_id is None:
-        _settle(run_id, 1.0)
-    return run_id
+    return _start("director.batch", config, run_script, BATCH_PARAM, BATCH_RUN, settle=model_id is None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -477,11 +473,4 @@ def handle_duo(
     except ValidationError as exc:
         st.session_state[DUO_RUN + ".error"] = f"No dialogue: {exc.errors()[0]['msg']}"
         return None
-    hub, store = state.get_hub(), state.get_store()
-    return start_watched(
-        "director.duo",
-        config.model_dump(mode="json"),
-        lambda: run_duo(config, hub.get, store),
-        param=DUO_PARAM,
-        key=DUO_RUN,
-    )
+    return _start("director.duo", config, run_duo, DUO_PARAM, DUO_RUN)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import inspect
+import typing
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +25,33 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
     typer.secho(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
     return typer.Exit(code)
+
+
+def with_options(options: type[Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """For Typer commands that share a set of options: `options` is a dataclass whose fields are annotated
+    with their `typer.Option` and carry their defaults. The decorated command takes them as one `opts`
+    argument; its CLI lists them after the command's own parameters, as if each command wrote them out."""
+    hints = typing.get_type_hints(options, include_extras=True)
+    shared = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+        for f in dataclasses.fields(options)
+    ]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "opts"]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> None:
+            values = {p.name: kwargs.pop(p.name) for p in shared}
+            command(*args, opts=options(**values), **kwargs)
+
+        params = [*own, *shared]
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": signature.return_annotation}
+        return wrapper
+
+    return decorate
 
 
 def usable_model(model_id: str) -> tuple[Any, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from engine.jury import JuryView
     from engine.store import Run, Store
 
-from dashboard.commands import fail, require_models
+from dashboard.commands import fail, require_models, with_options
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
@@ -55,17 +56,23 @@ Fallthrough = Annotated[
 ]
 
 
-def _setup(
-    panel: str,
-    jurors: list[str] | None,
-    rounds: int | None,
-    threshold: float | None,
-    method: str | None,
-    judge_model: str | None,
-    replay: bool,
-    fallthrough: bool = False,
-    judge: str | None = None,
-) -> tuple[Any, Any]:
+@dataclass(frozen=True)
+class JuryOptions:
+    """The options `jury run` and `jury eval` share: the panel, the jury's settings, replay, the output."""
+
+    panel: Panel = "local"
+    jurors: Jurors = None
+    rounds: Rounds = None
+    threshold: Threshold = None
+    method: Method = None
+    judge_model: JudgeModel = None
+    replay: Replay = False
+    fallthrough: Fallthrough = False
+    as_json: JsonFlag = False
+    judge: JudgeKind = None
+
+
+def _setup(opts: JuryOptions) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
     from engine.config import ConfigError
     from engine.jury import Jury, JuryConfig, panel_seats
@@ -75,22 +82,22 @@ def _setup(
 
     try:
         config = JuryConfig.from_env(
-            max_discussion_rounds=rounds,
-            consensus_threshold=threshold,
-            final_judgment_method=method,
-            final_judge_model=judge_model,
-            judge=judge,
+            max_discussion_rounds=opts.rounds,
+            consensus_threshold=opts.threshold,
+            final_judgment_method=opts.method,
+            final_judge_model=opts.judge_model,
+            judge=opts.judge,
         )
         catalog = load_catalog()
-        if jurors:
+        if opts.jurors:
             rows = []
-            for text in jurors:
+            for text in opts.jurors:
                 model, _, rest = text.partition(":")
                 role, _, focus = rest.partition(":")
                 rows.append({"model": model.strip(), "role_name": role.strip(), "role_focus": focus.strip()})
             seats = panel_seats(rows)
         else:
-            seats = panel_seats(panel, catalog)
+            seats = panel_seats(opts.panel, catalog)
         store = Store()
     except (ConfigError, CatalogError, StoreError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -102,10 +109,11 @@ def _setup(
     for model_id in sorted(needed):
         if model_id not in catalog.ids:
             raise fail(f"unknown model '{model_id}' — known models: {', '.join(catalog.ids)}")
-    if not replay or fallthrough:  # a strict replay answers from recorded calls: no model needs to be reachable
+    if not opts.replay or opts.fallthrough:  # a strict replay answers from recorded calls: no model need be reachable
         require_models(catalog, needed)
     hub = ModelHub(catalog, call_log=store)
-    return store, Jury(seats, lambda m: hub.get(m, replay=replay or fallthrough, fallthrough=fallthrough), config)
+    replay = opts.replay or opts.fallthrough
+    return store, Jury(seats, lambda m: hub.get(m, replay=replay, fallthrough=opts.fallthrough), config)
 
 
 def _replay_miss(case_id: str, exc: Exception) -> typer.Exit:
@@ -164,19 +172,12 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
 
 
 @app.command("run")
+@with_options(JuryOptions)
 def run_cmd(
     case_file: Annotated[Path, typer.Option("--case", help="A case file (YAML or JSONL).")],
     case_id: Annotated[str | None, typer.Option("--id", help="Which case of the file (default: the first).")] = None,
-    panel: Panel = "local",
-    jurors: Jurors = None,
-    rounds: Rounds = None,
-    threshold: Threshold = None,
-    method: Method = None,
-    judge_model: JudgeModel = None,
-    replay: Replay = False,
-    fallthrough: Fallthrough = False,
-    as_json: JsonFlag = False,
-    judge: JudgeKind = None,
+    *,
+    opts: JuryOptions,
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
     from engine.jury import JuryView, run_case
@@ -186,12 +187,12 @@ def run_cmd(
     case = cases[0] if case_id is None else next((c for c in cases if c.id == case_id), None)
     if case is None:
         raise fail(f"no case '{case_id}' in {case_file} — ids: {', '.join(c.id for c in cases)}")
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, fallthrough, judge)
+    store, jury = _setup(opts)
     try:
         run_id, result = asyncio.run(run_case(store, jury, case))
     except ReplayMiss as exc:
         raise _replay_miss(case.id, exc) from None
-    if as_json:
+    if opts.as_json:
         typer.echo(
             json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False, indent=2)
         )
@@ -202,19 +203,12 @@ def run_cmd(
 
 
 @app.command("eval")
+@with_options(JuryOptions)
 def eval_cmd(
     cases_file: Annotated[Path, typer.Option("--cases", help="Labelled cases (JSONL or YAML) with `gold`.")],
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases.")] = None,
-    panel: Panel = "local",
-    jurors: Jurors = None,
-    rounds: Rounds = None,
-    threshold: Threshold = None,
-    method: Method = None,
-    judge_model: JudgeModel = None,
-    replay: Replay = False,
-    fallthrough: Fallthrough = False,
-    as_json: JsonFlag = False,
-    judge: JudgeKind = None,
+    *,
+    opts: JuryOptions,
 ) -> None:
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
@@ -224,7 +218,7 @@ def eval_cmd(
     from models.errors import ReplayMiss
 
     cases = _cases(cases_file)[:limit]
-    store, jury = _setup(panel, jurors, rounds, threshold, method, judge_model, replay, fallthrough, judge)
+    store, jury = _setup(opts)
     current: list[str] = []
 
     async def go() -> tuple[str, list[dict[str, Any]]]:
@@ -241,7 +235,7 @@ def eval_cmd(
                 item = evaluation_item(case, result, run_id, jury.config.tie_policy)
                 items.append(item)
                 parent.emit("jury_eval_item", **item)
-                if not as_json:
+                if not opts.as_json:
                     mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
                     final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
                     typer.echo(
@@ -257,7 +251,7 @@ def eval_cmd(
     except ReplayMiss as exc:
         raise _replay_miss(current[0] if current else "?", exc) from None
     totals = evaluation_totals(items)
-    if as_json:
+    if opts.as_json:
         typer.echo(
             json.dumps(
                 {

@@ -211,7 +211,7 @@ def calibrate_cmd(
     """Refit the likelihood skip judge's map (PMI → p(respond)) on a calibration split, recorded as a run."""
     from dashboard.commands import calibrate_and_save
     from engine.judgemaps import fit_single_map, read_jsonl_items
-    from engine.likelihood import SKIP, skip_features
+    from engine.likelihood import SKIP, SKIP_FEATURES, skip_features
 
     try:
         items = read_jsonl_items(data, {"messages": list, "should_respond": bool})
@@ -230,7 +230,7 @@ def calibrate_cmd(
         data,
         rows,
         lambda f: [
-            fit_single_map(SKIP, model_id, "respond", "pmi_need", f, [it["should_respond"] for it in items], data)
+            fit_single_map(SKIP, model_id, "respond", SKIP_FEATURES, f, [it["should_respond"] for it in items], data)
         ],
         output_dir,
         as_json,

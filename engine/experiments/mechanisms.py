@@ -16,9 +16,10 @@ same calls (tests/engine/test_experiments.py proves it against live runs).
 from __future__ import annotations
 
 import statistics
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -29,18 +30,37 @@ Loc = tuple[str | int, ...]
 Models = Callable[[str], Any]
 
 
-class Mechanism(Protocol):
+class Mechanism(ABC):
+    """A mechanism as experiments see it. Each one writes its parameters, metrics, settings, cases, decision
+    and recording's JSON; the rest has defaults that fit a mechanism whose cells make no model call (no call
+    parameters, no models, a recording made from the cases alone), which one with calls overrides."""
+
     name: str
     decision: frozenset[str]
-    calls: frozenset[str]
+    calls: frozenset[str] = frozenset()
+    base_keys: frozenset[str] = frozenset()  # settings of `base` that are neither decision nor call parameters
     metrics: tuple[str, ...]
     default_metric: str
 
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]: ...
+    @abstractmethod
+    def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+        """The mechanism's settings: `params` over `base` (raises on a bad value)."""
 
+    def build(self, definition: Experiment, extra: dict[str, Any]) -> Any:
+        """Everything `check` validates for one written value (`extra` over the base): by default the settings."""
+        return self.config(definition.base, extra)
+
+    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = _check_common(self, definition, self.base_keys)
+        names = [n for n in definition.axes() if n in self.decision | self.calls]
+        return problems + _validate_each(definition, lambda extra: self.build(definition, extra), names)
+
+    @abstractmethod
     def load_cases(self, definition: Experiment) -> list[Any]: ...
 
-    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]: ...
+    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
+        """The catalog models a group of cells calls: none by default."""
+        return []
 
     async def record(
         self,
@@ -50,10 +70,17 @@ class Mechanism(Protocol):
         models: Models,
         store: Any,
         run_id: str,
-    ) -> Any: ...
+    ) -> Any:
+        """What a group of cells is decided from: by default made from the cases alone (`record_cases`)."""
+        return await self.record_cases(definition, cases)
 
+    async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> Any:
+        raise NotImplementedError(f"{self.name}: record_cases, or a record of its own")
+
+    @abstractmethod
     def decide(self, definition: Experiment, recording: Any, decision_params: Mapping[str, Any]) -> dict[str, Any]: ...
 
+    @abstractmethod
     def recording_json(self, recording: Any) -> dict[str, Any]: ...
 
 
@@ -220,7 +247,7 @@ def prior_speakers(context: Sequence[Any]) -> list[set[str]]:
     return turns[:-1]
 
 
-class HandRaise:
+class HandRaise(Mechanism):
     name: str = "handraise"
     decision: frozenset[str] = frozenset(
         {
@@ -266,15 +293,13 @@ class HandRaise:
             raise ValueError(f"context {value!r}: one of 1, 3, 5, summary")
         return value
 
+    def build(self, definition: Experiment, extra: dict[str, Any]) -> Any:
+        self.context(definition.base, extra)
+        return self.config(definition.base, extra)
+
     def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = _check_common(self, definition, frozenset())
+        problems = super().check(definition, source)
         names = list(definition.axes())
-
-        def build(extra: dict[str, Any]) -> Any:
-            self.context(definition.base, extra)
-            return self.config(definition.base, extra)
-
-        problems += _validate_each(definition, build, [n for n in names if n in self.decision | self.calls])
         methods = {
             str(definition.base.get("judge_method", "judge")),
             *map(str, _axis_values(definition, "judge_method")),
@@ -523,7 +548,7 @@ def _call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
     return ids
 
 
-class JuryMechanism:
+class JuryMechanism(Mechanism):
     name: str = "jury"
     decision: frozenset[str] = frozenset(
         {"consensus_threshold", "stagnation_rounds", "max_discussion_rounds", "final_judgment_method", "tie_policy"}
@@ -568,17 +593,14 @@ class JuryMechanism:
             seats = [s.model_copy(update={"model_id": str(model)}) for s in seats]
         return seats
 
+    def build(self, definition: Experiment, extra: dict[str, Any]) -> Any:
+        config = self.config(definition.base, extra)
+        if "panel" in extra or "model" in extra or not extra:
+            self.seats(definition, extra)
+        return config
+
     def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = _check_common(self, definition, frozenset())
-        names = list(definition.axes())
-
-        def build(extra: dict[str, Any]) -> Any:
-            config = self.config(definition.base, extra)
-            if "panel" in extra or "model" in extra or not extra:
-                self.seats(definition, extra)
-            return config
-
-        problems += _validate_each(definition, build, [n for n in names if n in self.decision | self.calls])
+        problems = super().check(definition, source)
         for i, value in enumerate(_axis_values(definition, "final_judgment_method")):
             if value == "final_judge":
                 problems.append(
@@ -702,7 +724,7 @@ class ConfidenceRecording:
     correct: list[bool]
 
 
-class ConfidenceMechanism:
+class ConfidenceMechanism(Mechanism):
     """The labelled set's recorded factors (search, sources, tools, self-confidence, coverage) scored again under
     each cell's weights, inclusion conditions, penalties and level thresholds — `engine.confidence.calculate`,
     pure: no cell makes a call. Metrics: ECE and AURC of the score against correctness, the Brier score, and
@@ -735,7 +757,6 @@ class ConfidenceMechanism:
             "thresholds.confirm",
         }
     )
-    calls: frozenset[str] = frozenset()
     metrics: tuple[str, ...] = (
         "ece",
         "aurc",
@@ -756,12 +777,6 @@ class ConfidenceMechanism:
             merged["thresholds"] = {**nested(dict(base)).get("thresholds", {}), **merged["thresholds"]}
         return ConfidenceSettings.model_validate(merged)
 
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = _check_common(self, definition, frozenset())
-        names = [n for n in definition.axes() if n in self.decision]
-        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
-        return problems
-
     def load_cases(self, definition: Experiment) -> list[Any]:
         import json
 
@@ -779,18 +794,7 @@ class ConfidenceMechanism:
                 raise ValueError(f"{path}:{number}: {exc}") from None
         return rows[: definition.limit] if definition.limit else rows
 
-    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
-        return []
-
-    async def record(
-        self,
-        definition: Experiment,
-        cases: Sequence[Any],
-        call_params: Mapping[str, Any],
-        models: Models,
-        store: Any,
-        run_id: str,
-    ) -> ConfidenceRecording:
+    async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> ConfidenceRecording:
         return ConfidenceRecording(
             ids=[c[0] for c in cases], factors=[c[1] for c in cases], correct=[c[2] for c in cases]
         )
@@ -853,7 +857,7 @@ class SkipRecording:
     baseline: dict[str, Any]
 
 
-class SkipMechanism:
+class SkipMechanism(Mechanism):
     """The skip cache's windows over a workload, judged by recorded judgments (`cases`: a recording of
     `skip simulate --record`, made on the default generated workload): a cell sets the skip thresholds and
     windows, and the periodic checker runs in simulated time against the recording — no model call; a state
@@ -864,7 +868,6 @@ class SkipMechanism:
     decision: frozenset[str] = frozenset(
         {"high_confidence", "high_skip_seconds", "mid_confidence", "mid_skip_seconds", "default_skip_seconds"}
     )
-    calls: frozenset[str] = frozenset()
     metrics: tuple[str, ...] = (
         "calls_saved_pct",
         "judge_calls",
@@ -878,7 +881,7 @@ class SkipMechanism:
         "calls",
     )
     default_metric: str = "calls_saved_pct"
-    base_keys = frozenset({"hours", "workload"})
+    base_keys: frozenset[str] = frozenset({"hours", "workload"})
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
@@ -912,9 +915,7 @@ class SkipMechanism:
         return WorkloadSpec.model_validate(definition.base.get("workload") or {})
 
     def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = _check_common(self, definition, self.base_keys)
-        names = [n for n in definition.axes() if n in self.decision]
-        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
+        problems = super().check(definition, source)
         try:
             self.spec(definition)
         except ValidationError as exc:
@@ -937,18 +938,7 @@ class SkipMechanism:
         messages = [m for m in generate_workload(spec) if (m.at - EPOCH).total_seconds() < hours * 3600]
         return [(messages, RecordedJudge.load(path).records, hours)]
 
-    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
-        return []
-
-    async def record(
-        self,
-        definition: Experiment,
-        cases: Sequence[Any],
-        call_params: Mapping[str, Any],
-        models: Models,
-        store: Any,
-        run_id: str,
-    ) -> SkipRecording:
+    async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> SkipRecording:
         from engine.skipcache import ResponseConfig
         from engine.skipsim import RecordedJudge, simulate
 
@@ -996,7 +986,7 @@ class SkipMechanism:
 # -- director ----------------------------------------------------------------------------------------------------
 
 
-class DirectorMechanism:
+class DirectorMechanism(Mechanism):
     """The director's hard-rule cut-offs over a script: each line's rules are evaluated once (on its own, with
     no conversation state, as `director.rules` benchmarks them), and a cell re-decides the recorded facts
     with `engine.director.retune` — no text processing again, no model. Metrics: the share of lines that pass,
@@ -1015,7 +1005,7 @@ class DirectorMechanism:
             "tone_warn",
         }
     )
-    calls: frozenset[str] = frozenset()
+    base_keys: frozenset[str] = frozenset({"character"})
     metrics: tuple[str, ...] = ("pass_rate", "warn_rate", "retry_rate", "calls")
     default_metric: str = "pass_rate"
 
@@ -1023,12 +1013,6 @@ class DirectorMechanism:
         from engine.director import DirectorConfig
 
         return DirectorConfig.model_validate({k: v for k, v in {**base, **params}.items() if k != "character"})
-
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = _check_common(self, definition, frozenset({"character"}))
-        names = [n for n in definition.axes() if n in self.decision]
-        problems += _validate_each(definition, lambda extra: self.config(definition.base, extra), names)
-        return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
         from engine.director import load_character, load_script
@@ -1039,18 +1023,7 @@ class DirectorMechanism:
         profiles = {c: load_character(c) for c in {line.character or default for line in lines}}
         return [(line.id, line.text, profiles[line.character or default]) for line in lines]
 
-    def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
-        return []
-
-    async def record(
-        self,
-        definition: Experiment,
-        cases: Sequence[Any],
-        call_params: Mapping[str, Any],
-        models: Models,
-        store: Any,
-        run_id: str,
-    ) -> list[Any]:
+    async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> list[Any]:
         from engine.director import evaluate_rules
 
         config = self.config(definition.base, {})

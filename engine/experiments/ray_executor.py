@@ -13,44 +13,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.experiments.definition import ROOT, Experiment
-from engine.experiments.mechanisms import mechanism
-from engine.experiments.runner import HubModels, Recorded, decide_many, record_group
+from engine.experiments.runner import HubModels, InProcess, Recorded
 
 if TYPE_CHECKING:
     from engine.experiments.mechanisms import Models
     from engine.store import Store
 
 
-class _Worker:
+class _Worker(InProcess):
     def __init__(self, store_url: str, models: HubModels) -> None:
         from engine.store import Store
 
         self.store = Store(store_url, reap=False)
         self.models = models.build(self.store)
-
-    async def record(
-        self,
-        definition: Experiment,
-        cases: Sequence[Any],
-        call_params: Mapping[str, Any],
-        experiment_id: str,
-        group: str,
-    ) -> Recorded:
-        return await record_group(
-            mechanism(definition.mechanism),
-            definition,
-            cases,
-            call_params,
-            self.models,
-            self.store,
-            experiment_id,
-            group,
-        )
-
-    async def decide(
-        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        return decide_many(definition.mechanism, definition, recording, decisions)
 
     async def ping(self) -> int:
         return os.getpid()

@@ -148,23 +148,12 @@ def decide_many(
     return out
 
 
-class LocalExecutor:
-    """This process: asyncio for the calls; decisions in `processes` worker processes when above one."""
+class InProcess:
+    """Records and decides groups in this process, with its store and models: what the local executor and
+    each Ray worker do with the groups they are given."""
 
-    name = "local"
-
-    def __init__(self, processes: int = 0, chunk: int = 250) -> None:
-        self.processes = processes
-        self.chunk = chunk
-        self._pool: ProcessPoolExecutor | None = None
-        self._models: Models | None = None
-        self._store: Store | None = None
-
-    async def start(self, definition: Experiment, store: Store, models: Models | HubModels) -> None:
-        self._store = store
-        self._models = models.build(store) if isinstance(models, HubModels) else models
-        if self.processes > 1:
-            self._pool = ProcessPoolExecutor(self.processes)
+    store: Store | None = None
+    models: Models | None = None
 
     async def record(
         self,
@@ -174,14 +163,14 @@ class LocalExecutor:
         experiment_id: str,
         group: str,
     ) -> Recorded:
-        assert self._models is not None and self._store is not None
+        assert self.models is not None and self.store is not None
         return await record_group(
             mechanism(definition.mechanism),
             definition,
             cases,
             call_params,
-            self._models,
-            self._store,
+            self.models,
+            self.store,
             experiment_id,
             group,
         )
@@ -189,8 +178,30 @@ class LocalExecutor:
     async def decide(
         self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
+        return decide_many(definition.mechanism, definition, recording, decisions)
+
+
+class LocalExecutor(InProcess):
+    """This process: asyncio for the calls; decisions in `processes` worker processes when above one."""
+
+    name = "local"
+
+    def __init__(self, processes: int = 0, chunk: int = 250) -> None:
+        self.processes = processes
+        self.chunk = chunk
+        self._pool: ProcessPoolExecutor | None = None
+
+    async def start(self, definition: Experiment, store: Store, models: Models | HubModels) -> None:
+        self.store = store
+        self.models = models.build(store) if isinstance(models, HubModels) else models
+        if self.processes > 1:
+            self._pool = ProcessPoolExecutor(self.processes)
+
+    async def decide(
+        self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
         if self._pool is None or len(decisions) < 2 * self.chunk:
-            return decide_many(definition.mechanism, definition, recording, decisions)
+            return await super().decide(definition, recording, decisions)
         loop = asyncio.get_running_loop()
         parts = [list(decisions[i : i + self.chunk]) for i in range(0, len(decisions), self.chunk)]
         done = await asyncio.gather(

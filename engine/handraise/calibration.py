@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
     Vector = npt.NDArray[np.float64]
 
+# The features each judge's maps read (chosen by cross-validation on the calibration split, see fit_calibrations).
+LIKELIHOOD_FEATURES = {"relevance": ["pmi_mean", "pmi_rel"], "confidence": ["pmi_max", "max_rel"]}
+EMBEDDING_FEATURES = {"relevance": ["last_cos", "last_rel"], "confidence": ["last_exp_cos", "last_exp_rel"]}
+NOVELTY_FEATURES = ["answer_cos", "own_cos"]
+
 # The benchmark's context windows by their number of turns (any other count uses 3).
 CONTEXT_MODES: dict[int, ContextMode] = {1: "1", 3: "3", 5: "5"}
 
@@ -39,6 +44,7 @@ async def calibration_rows(
                 rows.append(
                     {
                         "item": item.id,
+                        "cast": ",".join(sorted(q.id for q in cast)),
                         "participant": p.id,
                         "label": bool(item.labels[p.id]),
                         **features.get(p.id, {}),
@@ -57,10 +63,13 @@ def fit_calibrations(
 ) -> list[Calibration]:
     """Maps fitted *through the will formula*: relevance = σ(a·x_r + b) and confidence = σ(c·x_c + d) are
     learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
-    labelled speakers from the rest — P(speak) = σ(k·(will − threshold)), class-balanced log-loss with a
+    labelled speakers from the rest — P(speak) = σ(20·(will − threshold)), class-balanced log-loss with a
     small L2 penalty. The formula and the threshold stay the seed's; only the maps into them are fitted.
-    Likelihood judge: x_r = PMI mean and its lead over the roster, x_c = best PMI. Embedding judge:
-    x_r = context–profile cosine, x_c = best expertise cosine. Novelty is the fixed embedding novelty."""
+    Likelihood judge: x_r = PMI mean and its lead over the roster, x_c = best PMI and its lead. Embedding
+    judge: x_r = last message–profile cosine and its lead over the roster, x_c = the best expertise cosine
+    to the last message and its lead. Novelty, in both, n = σ(e·x_n + f) of the answers already given
+    (x_n = the closest answer by another participant and the participant's own, `answer_cos`, `own_cos`).
+    These feature sets scored best in 5-fold cross-validation by cast on the calibration split."""
     from engine.judgemaps import Calibration, new_version
 
     config = config or HandRaiseConfig()
@@ -72,9 +81,19 @@ def fit_calibrations(
         "n_items": len(rows),
         "fitted_at": version,
     }
+
+    def fitted(rel: list[str], conf: list[str]) -> dict[str, Any]:
+        fit = _fit_will_maps(rows, rel, conf, config)
+        if all("cast" in r and "item" in r for r in rows):
+            fit["metrics"] |= cross_validate(rows, rel, conf, config)
+        return fit
+
     out = [
         Calibration(
-            name=EMBEDDING, model_id=EMBEDDER_ID, **common, **_fit_will_maps(rows, ["rel_cos"], ["conf_cos"], config)
+            name=EMBEDDING,
+            model_id=EMBEDDER_ID,
+            **common,
+            **fitted(EMBEDDING_FEATURES["relevance"], EMBEDDING_FEATURES["confidence"]),
         )
     ]
     if model_id is not None:
@@ -83,14 +102,21 @@ def fit_calibrations(
                 name="handraise.likelihood",
                 model_id=model_id,
                 **common,
-                **_fit_will_maps(rows, ["pmi_mean", "pmi_rel"], ["pmi_max"], config),
+                **fitted(LIKELIHOOD_FEATURES["relevance"], LIKELIHOOD_FEATURES["confidence"]),
             )
         )
     return out
 
 
 def _fit_will_maps(
-    rows: Sequence[dict[str, Any]], rel: list[str], conf: list[str], config: HandRaiseConfig, l2: float = 0.01
+    rows: Sequence[dict[str, Any]],
+    rel: list[str],
+    conf: list[str],
+    config: HandRaiseConfig,
+    nov: list[str] | None = None,
+    l2: float = 0.01,
+    sharpness: float = 20.0,
+    fit_only: bool = False,
 ) -> dict[str, Any]:
     import numpy as np
     from scipy.optimize import minimize
@@ -100,13 +126,20 @@ def _fit_will_maps(
     y = np.asarray([bool(r["label"]) for r in rows], dtype=float)
     if y.min() == y.max():
         raise ValueError("the calibration split needs participants who should speak and participants who should not")
-    xr = np.asarray([[float(r[f]) for f in rel] for r in rows])
-    xc = np.asarray([[float(r[f]) for f in conf] for r in rows])
-    novelty = np.asarray([1 - cos_scale(float(r["answer_cos"])) for r in rows])
+    nov = NOVELTY_FEATURES if nov is None else nov
+    nr, nc, nn = len(rel), len(conf), len(nov)
+    names = [*rel, *conf, *nov]
+    raw = np.asarray([[float(r[f]) for f in names] for r in rows]).reshape(len(rows), len(names))
+    # Fitted on standardised features, so one L2 penalty weighs a cosine (spread ~0.1) and a PMI (spread ~2)
+    # alike; the coefficients are turned back into the features' own units below.
+    mu, sd = raw.mean(axis=0), raw.std(axis=0)
+    sd = np.where(sd > 1e-12, sd, 1.0)
+    x = (raw - mu) / sd
+    xr, xc, xn = x[:, :nr], x[:, nr : nr + nc], x[:, nr + nc :]
+    fixed = np.asarray([1 - cos_scale(float(r["answer_cos"])) for r in rows])
     w = config.weights
     total = w.relevance + w.novelty + w.confidence
     balance = np.where(y == 1, len(y) / (2 * y.sum()), len(y) / (2 * (len(y) - y.sum())))
-    nr, nc = len(rel), len(conf)
 
     def sig(z: Vector) -> Vector:
         return 1 / (1 + np.exp(-np.clip(z, -500.0, 500.0)))  # exp overflows past ±709
@@ -114,16 +147,33 @@ def _fit_will_maps(
     def will(t: Vector) -> Vector:
         r = sig(xr @ t[:nr] + t[nr])
         c = sig(xc @ t[nr + 1 : nr + 1 + nc] + t[nr + 1 + nc])
-        return (w.relevance * r + w.novelty * novelty + w.confidence * c) / total
+        n = sig(xn @ t[nr + nc + 2 : nr + nc + 2 + nn] + t[nr + nc + 2 + nn]) if nn else fixed
+        return (w.relevance * r + w.novelty * n + w.confidence * c) / total
 
     def loss(t: Vector) -> float:
-        p = np.clip(sig(np.exp(t[-1]) * (will(t) - config.threshold)), 1e-9, 1 - 1e-9)
-        return float(-(balance * (y * np.log(p) + (1 - y) * np.log(1 - p))).mean() + l2 * np.sum(t[:-1] ** 2))
+        # The sharpness is fixed, not fitted: a free one lets the penalty shrink every map towards a constant
+        # while the sharpness grows, and every will then sits a hair from the threshold (no spread for the
+        # cooldown, brainstorm or the cards to work with). At 20, a will 0.05 above the threshold means p ≈ 0.73.
+        p = np.clip(sig(sharpness * (will(t) - config.threshold)), 1e-9, 1 - 1e-9)
+        return float(-(balance * (y * np.log(p) + (1 - y) * np.log(1 - p))).mean() + l2 * np.sum(t**2))
 
-    start = np.zeros(nr + nc + 3)
-    start[-1] = np.log(10.0)
-    t = minimize(loss, start, method="L-BFGS-B").x
-    predicted = will(t) >= config.threshold
+    t_std = minimize(loss, np.zeros(nr + nc + 2 + (nn + 1 if nn else 0)), method="L-BFGS-B").x
+    predicted_std = will(t_std) >= config.threshold
+    # Back to raw units: σ(Σ a·(x − μ)/s + b) = σ(Σ (a/s)·x + b − Σ a·μ/s).
+    t = t_std.copy()
+    offset = 0
+    for n_features, start in ((nr, 0), (nc, nr), (nn, nr + nc)):
+        if n_features == 0:
+            continue
+        a = t_std[offset : offset + n_features]
+        t[offset : offset + n_features] = a / sd[start : start + n_features]
+        t[offset + n_features] = t_std[offset + n_features] - float(
+            np.sum(a * mu[start : start + n_features] / sd[start : start + n_features])
+        )
+        offset += n_features + 1
+    if fit_only:
+        return {"predict": lambda test: _will_of(test, t, rel, conf, nov, config)}
+    predicted = predicted_std
     tp = int((predicted & (y == 1)).sum())
     precision = tp / max(1, int(predicted.sum()))
     recall = tp / max(1, int(y.sum()))
@@ -138,13 +188,92 @@ def _fit_will_maps(
                 coef=[float(v) for v in t[nr + 1 : nr + 1 + nc]],
                 intercept=float(t[nr + 1 + nc]),
             ),
-        },
+        }
+        | (
+            {
+                "novelty": FittedMap(
+                    kind="logistic",
+                    features=nov,
+                    coef=[float(v) for v in t[nr + nc + 2 : nr + nc + 2 + nn]],
+                    intercept=float(t[nr + nc + 2 + nn]),
+                )
+            }
+            if nn
+            else {}
+        ),
         "metrics": {
             "fit_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
             "fit_precision": round(precision, 4),
             "fit_recall": round(recall, 4),
-            "sharpness": round(float(np.exp(t[-1])), 3),
+            "sharpness": sharpness,
             "threshold": config.threshold,
         },
-        "notes": "relevance/confidence maps fitted jointly through the will formula (see fit_calibrations)",
+        "notes": "relevance/confidence/novelty maps fitted jointly through the will formula (see fit_calibrations)",
+    }
+
+
+def _will_of(
+    rows: Sequence[dict[str, Any]], t: Vector, rel: list[str], conf: list[str], nov: list[str], config: HandRaiseConfig
+) -> list[float]:
+    """The seed's will of held-out rows under fitted parameters `t` (the layout of `_fit_will_maps`)."""
+    import math
+
+    def sig(z: float) -> float:
+        return 1 / (1 + math.exp(-max(-500.0, min(500.0, z))))
+
+    nr, nc, nn = len(rel), len(conf), len(nov)
+    w = config.weights
+    out = []
+    for r in rows:
+        rv = sig(sum(float(t[i]) * float(r[f]) for i, f in enumerate(rel)) + float(t[nr]))
+        cv = sig(sum(float(t[nr + 1 + i]) * float(r[f]) for i, f in enumerate(conf)) + float(t[nr + 1 + nc]))
+        nv = (
+            sig(sum(float(t[nr + nc + 2 + i]) * float(r[f]) for i, f in enumerate(nov)) + float(t[nr + nc + 2 + nn]))
+            if nn
+            else 1 - cos_scale(float(r["answer_cos"]))
+        )
+        out.append((w.relevance * rv + w.novelty * nv + w.confidence * cv) / (w.relevance + w.novelty + w.confidence))
+    return out
+
+
+def cross_validate(
+    rows: Sequence[dict[str, Any]],
+    rel: list[str],
+    conf: list[str],
+    config: HandRaiseConfig | None = None,
+    nov: list[str] | None = None,
+    folds: int = 5,
+    group: str = "cast",
+) -> dict[str, Any]:
+    """Held-out figures of the fitting: rows are split into `folds` folds by `group` (whole casts by default,
+    so a fold's casts are never seen in fitting), the maps are fitted on the other folds, and the held-out
+    wills at the seed's threshold give F1 / precision / recall and top-1 (the most willing participant of
+    an item with a speaker is labelled to speak)."""
+    from collections import defaultdict
+
+    config = config or HandRaiseConfig()
+    keys = sorted({str(r[group]) for r in rows})
+    fold_of = {k: i % folds for i, k in enumerate(keys)}
+    wills: dict[tuple[str, str], float] = {}
+    for f in range(min(folds, len(keys))):
+        train = [r for r in rows if fold_of[str(r[group])] != f]
+        test = [r for r in rows if fold_of[str(r[group])] == f]
+        predict = _fit_will_maps(train, rel, conf, config, nov, fit_only=True)["predict"]
+        for r, w in zip(test, predict(test), strict=True):
+            wills[(str(r["item"]), str(r["participant"]))] = w
+    tp = fp = fn = 0
+    items: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for r in rows:
+        w, gold = wills[(str(r["item"]), str(r["participant"]))], bool(r["label"])
+        said = w >= config.threshold
+        tp, fp, fn = tp + (said and gold), fp + (said and not gold), fn + (not said and gold)
+        items[str(r["item"])].append((w, gold))
+    precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    with_speaker = [v for v in items.values() if any(g for _, g in v)]
+    return {
+        "cv_folds": f"{folds} by {group}",
+        "cv_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
+        "cv_precision": round(precision, 4),
+        "cv_recall": round(recall, 4),
+        "cv_top1": round(sum(max(v)[1] for v in with_speaker) / max(1, len(with_speaker)), 4),
     }

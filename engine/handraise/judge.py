@@ -20,6 +20,7 @@ from models.structured import FLOAT_LIKE
 
 if TYPE_CHECKING:
     from engine.embeddings import Embedder
+    from engine.judgemaps import Calibration
     from models.base import ChatModel
 
 
@@ -384,8 +385,9 @@ class WillJudge:
     ) -> list[Components]:
         """The judge model ranks options instead of writing numbers (engine/likelihood.py): relevance and
         confidence are fitted maps of the PMI of each participant's expertise with the conversation;
-        novelty is the embedding novelty (a likelihood novelty measured no better than chance). A model
-        that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
+        novelty is the embedding novelty, through this calibration's own fitted novelty map (a likelihood
+        novelty, "can X add something new?", scored lower in cross-validation on the calibration split). A
+        model that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
         import math
         import time
 
@@ -404,9 +406,10 @@ class WillJudge:
             facts.prompt_tokens += c.prompt_tokens
             if c.call_id is not None:
                 facts.call_ids.append(c.call_id)
-        novelty = {c.model: c.novelty for c in self._embedding(who, turns)}
-        facts.latency_s += time.perf_counter() - started
         cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
+        emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
+        novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
+        facts.latency_s += time.perf_counter() - started
         out = []
         for p in who:
             f = features[p.id]
@@ -434,8 +437,8 @@ class WillJudge:
     def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
         """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
         calibration `handraise.embedding` (logistic maps learnt on data/calibration/, never on the
-        benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is always
-        1 − the fixed map of the closest answer by another participant."""
+        benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is the
+        calibration's fitted map of the answers already given (`novelty_of`)."""
         from engine.judgemaps import load_calibration
 
         cal = load_calibration(EMBEDDING, EMBEDDER_ID)
@@ -450,7 +453,7 @@ class WillJudge:
                 Components(
                     model=p.id,
                     relevance=round(relevance, 4),
-                    novelty=round(1 - cos_scale(f["answer_cos"]), 4),
+                    novelty=round(novelty_of(cal, f), 4),
                     confidence=round(confidence, 4),
                     reason=f"closest expertise: {f['expertise']}",
                     flags=["embedding", *flags],
@@ -468,12 +471,28 @@ def cos_scale(cos: float) -> float:
     return clamp01((cos - 0.1) / 0.5)
 
 
+def novelty_of(cal: Calibration | None, features: Mapping[str, Any]) -> float:
+    """Novelty against the answers already given (the seed: 既出回答に対する新規性): the calibration's fitted
+    `novelty` map of `answer_cos` (others' answers) and `own_cos` (the participant's own — what it already
+    said is not new either); a calibration without one (or none) keeps the fixed 1 − (cos − 0.1) / 0.5 of
+    the closest answer by another participant."""
+    if cal is not None and "novelty" in cal.maps:
+        return cal.apply("novelty", {k: float(v) for k, v in features.items() if k in cal.maps["novelty"].features})
+    return 1 - cos_scale(float(features["answer_cos"]))
+
+
 def embedding_features(
     who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Embedder | None = None
 ) -> list[dict[str, Any]]:
-    """Per participant: `rel_cos` = cosine of the recent context to the profile; `conf_cos` = the best cosine
-    of the context to one expertise item (named in `expertise`); `answer_cos` = the highest cosine of the
-    profile to an answer already given by another participant in the context (−1 when there is none)."""
+    """Per participant (MiniLM cosines):
+    - `rel_cos` = the recent context to the profile; `conf_cos` = the best expertise item to the context;
+    - `last_cos` = the last message (the user's, the one to answer) to the profile, `last_exp_cos` = the
+      best expertise item to it (named in `expertise`); `last_rel` / `last_exp_rel` = those minus the
+      roster's average (roster-relative: how much more the message is this participant's than the others');
+    - `answer_cos` = the highest cosine of the profile to an answer already given by another participant in
+      the context, `own_cos` = the same for the participant's own earlier answers (−1 when there is none).
+    The fitted maps (data/calibration/) read the last-message features for relevance and confidence and
+    the answer features for novelty (cross-validated on the calibration split)."""
     import numpy as np
 
     from engine.embeddings import get_embedder
@@ -481,26 +500,39 @@ def embedding_features(
     embedder = embedder or get_embedder()
     recent = list(turns)[-context_turns:]
     context = " ".join(t.text for t in recent) or "(empty)"
+    last = next((t.text for t in reversed(recent) if t.speaker == "user"), recent[-1].text if recent else "(empty)")
     answers = [t for t in recent if t.speaker != "user"]
-    texts = [context] + [p.profile_text() for p in who] + [a.text for a in answers]
+    texts = [context, last] + [p.profile_text() for p in who] + [a.text for a in answers]
     expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
     vectors = embedder.embed(texts + [e for _, e in expertise])
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    ctx = vectors[0]
-    profiles = vectors[1 : 1 + len(who)]
-    answer_vecs = vectors[1 + len(who) : 1 + len(who) + len(answers)]
-    exp_vecs = vectors[1 + len(who) + len(answers) :]
-    out = []
+    ctx, last_vec = vectors[0], vectors[1]
+    profiles = vectors[2 : 2 + len(who)]
+    answer_vecs = vectors[2 + len(who) : 2 + len(who) + len(answers)]
+    exp_vecs = vectors[2 + len(who) + len(answers) :]
+    out: list[dict[str, Any]] = []
     for i, p in enumerate(who):
-        others = [j for j, a in enumerate(answers) if a.speaker != p.id]
         mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
-        best = max(mine, key=lambda k: float(exp_vecs[k] @ ctx))
+        best = max(mine, key=lambda k: float(exp_vecs[k] @ last_vec))
         out.append(
             {
                 "rel_cos": float(profiles[i] @ ctx),
-                "conf_cos": float(exp_vecs[best] @ ctx),
-                "answer_cos": max((float(profiles[i] @ answer_vecs[j]) for j in others), default=-1.0),
+                "conf_cos": max(float(exp_vecs[k] @ ctx) for k in mine),
+                "last_cos": float(profiles[i] @ last_vec),
+                "last_exp_cos": float(exp_vecs[best] @ last_vec),
+                "answer_cos": max(
+                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
+                    default=-1.0,
+                ),
+                "own_cos": max(
+                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
+                    default=-1.0,
+                ),
                 "expertise": expertise[best][1],
             }
         )
+    for key in ("last_cos", "last_exp_cos"):
+        average = sum(float(f[key]) for f in out) / max(1, len(out))
+        for f in out:
+            f[key.replace("_cos", "_rel")] = float(f[key]) - average
     return out

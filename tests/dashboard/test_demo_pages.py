@@ -5,7 +5,6 @@ with no model loaded and no live call, and an input outside the recording is a m
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.demo import load_manifest
 from engine.store import Store
+from tests.dashboard.rendered import rerun_until
 from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
 
 MISS = "not in the demo recording: try one of"
@@ -60,25 +60,20 @@ def ok(at: AppTest) -> None:
 def settle(at: AppTest, timeout_s: float = 60.0) -> None:
     """The Conversation page judges and answers in the background and watches: rerun until it waits on the
     user again (cards to decide, or the chat input open) or shows an error."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        assert not at.exception, at.exception
+
+    def waits_on_the_user() -> bool:
         cards = any(b.label == "Approve all" for b in at.button)
-        if cards or at.error or not at.chat_input(key="conv.input").disabled:
-            return
-        assert time.monotonic() < deadline, "the page never settled"
-        time.sleep(0.2)
-        at.run()
+        return bool(cards or at.error or not at.chat_input(key="conv.input").disabled)
+
+    rerun_until(at, waits_on_the_user, timeout_s, "the page never settled")
 
 
 def watch_to_end(at: AppTest, kind: str, timeout_s: float = 60.0) -> None:
     """The Jury page watches its run from the registry: rerun until no run of `kind` is running any more."""
-    deadline = time.monotonic() + timeout_s
-    while any(r.status == "running" for r in Store().list_runs(kind=kind)):
-        assert not at.exception, at.exception
-        assert time.monotonic() < deadline, "the run never ended"
-        time.sleep(0.2)
-        at.run()
+    store = Store()
+    rerun_until(
+        at, lambda: not any(r.status == "running" for r in store.list_runs(kind=kind)), timeout_s, "the run never ended"
+    )
     at.run()
 
 
@@ -207,11 +202,7 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     watch_to_end(at, "confidence.evaluate")
     assert "capital of France" in missed(at)
     at.button(key="confidence.live_generate").click().run()  # in the background: the page shows the miss itself
-    deadline = time.monotonic() + 60
-    while at.session_state["confidence.generating"] is not None:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-        at.run()
+    rerun_until(at, lambda: at.session_state["confidence.generating"] is None, 60)
     at.run()
     assert "capital of France" in missed(at)
 

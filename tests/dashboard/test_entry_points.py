@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.config import DATA_DIR
 from engine.store import Store
-from tests.dashboard.rendered import settle_runs
+from tests.dashboard.rendered import rerun_until, settle_runs
 from tests.fakes.servers import SchemaServer
 
 runner = CliRunner()
@@ -235,12 +235,12 @@ def clicked(at: AppTest) -> None:
 
 def until(at: AppTest, done: Any, timeout_s: float = 120.0) -> None:
     """Rerun a page that watches background work (it never waits on it) until `done(at)`."""
-    deadline = time.monotonic() + timeout_s
-    while not done(at):
+
+    def shown_without_error() -> bool:
         clicked(at)
-        assert time.monotonic() < deadline, "the page never showed the result"
-        time.sleep(0.2)
-        at.run()
+        return bool(done(at))
+
+    rerun_until(at, shown_without_error, timeout_s, "the page never showed the result")
     clicked(at)
 
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from tests.dashboard.rendered import shown
+from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_experiments import jury_answer
-from tests.fakes.scripted import FnModel
+from tests.fakes.scripted import ScriptedHub
 
 HOSTILE = "<b>bold</b> **stars** <a href=x>y</a>"
 
@@ -28,33 +27,16 @@ def _experiments_page() -> None:
     experiments.render()
 
 
-class ScriptedHub:
-    """Every catalog id answers as a scripted juror recorded in the page's store, after `delay_s`."""
-
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
-        self.models: dict[str, FnModel] = {}
-
-    def get(self, model_id: str, **_: Any) -> FnModel:
-        if model_id not in self.models:
-            self.models[model_id] = FnModel(
-                jury_answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store()
-            )
-        return self.models[model_id]
-
-
 @pytest.fixture
 def slow_jurors(monkeypatch: pytest.MonkeyPatch) -> ScriptedHub:
-    hub = ScriptedHub(delay_s=0.05)
+    """Every catalog id answers as a scripted juror recorded in the page's store."""
+    hub = ScriptedHub(jury_answer, delay_s=0.05)
     monkeypatch.setattr(state, "get_hub", lambda: hub)
     return hub
 
 
 def _page(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_function(_experiments_page, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    return at
+    return app_test(_experiments_page, query)
 
 
 def _run_id(at: AppTest) -> str:
@@ -62,18 +44,10 @@ def _run_id(at: AppTest) -> str:
     return str(value[0] if isinstance(value, list) else value)
 
 
-def _run_until(at: AppTest, done: Any, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.3)
-        at.run()
-
-
 def _finish(at: AppTest) -> str:
     run_id = _run_id(at)
     store = state.get_store()
-    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id), 90)
     at.run()
     assert store.get_run(run_id).status == "finished", store.get_run(run_id).error  # type: ignore[union-attr]
     return run_id
@@ -201,16 +175,16 @@ def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jur
 
 
 def test_cancel_stops_the_experiment_and_keeps_its_finished_cells(monkeypatch: pytest.MonkeyPatch) -> None:
-    hub = ScriptedHub(delay_s=0.3)
+    hub = ScriptedHub(jury_answer, delay_s=0.3)
     monkeypatch.setattr(state, "get_hub", lambda: hub)
     at = _page().run()
     _jury_form(at, "consensus_threshold: [0.5, 1.0]\nmodel: [gemma3-270m, smollm2-135m]\n", limit=4)
     at.button(key="experiments.launch").click().run()
     run_id = _run_id(at)
     store = state.get_store()
-    _run_until(at, lambda: store.call_count() > 0)
+    rerun_until(at, lambda: store.call_count() > 0, 90)
     at.button(key="experiments.watch.cancel").click().run()
-    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id), 90)
     at.run()
     assert store.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
     assert any("Cancelled" in w.value for w in at.warning)

@@ -12,9 +12,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from models.types import Request
-from tests.dashboard.rendered import shown
+from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_jury_run import ev, stage
-from tests.fakes.scripted import FnModel
+from tests.fakes.scripted import ScriptedHub
 
 
 def _jury_page() -> None:
@@ -23,35 +23,20 @@ def _jury_page() -> None:
     jury.render()
 
 
-class ScriptedHub:
-    """Every catalog id answers as a scripted juror (recorded in the page's store), after `delay_s`."""
-
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
-        self.models: dict[str, FnModel] = {}
-
-    def get(self, model_id: str, **_: Any) -> FnModel:
-        if model_id not in self.models:
-
-            def answer(request: Request) -> dict[str, Any]:
-                return ev("unsafe_fail", 20, "it leaked") if stage(request) >= 0 else ev("unsafe_fail", 20)
-
-            self.models[model_id] = FnModel(answer, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store())
-        return self.models[model_id]
+def _answer(request: Request) -> dict[str, Any]:
+    return ev("unsafe_fail", 20, "it leaked") if stage(request) >= 0 else ev("unsafe_fail", 20)
 
 
 @pytest.fixture
 def slow_jurors(monkeypatch: pytest.MonkeyPatch) -> ScriptedHub:
-    hub = ScriptedHub(delay_s=0.4)
+    """Every catalog id answers as a scripted juror (recorded in the page's store)."""
+    hub = ScriptedHub(_answer, delay_s=0.4)
     monkeypatch.setattr(state, "get_hub", lambda: hub)
     return hub
 
 
 def _page(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_function(_jury_page, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    return at
+    return app_test(_jury_page, query)
 
 
 def _configure(at: AppTest) -> None:
@@ -59,14 +44,6 @@ def _configure(at: AppTest) -> None:
     at.number_input(key="jury.stagnation").set_value(5)
     at.selectbox(key="jury.method").set_value("majority_vote")
     at.toggle(key="jury.parallel").set_value(False)  # one juror at a time: the run lasts a few seconds
-
-
-def _run_until(at: AppTest, done: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.3)
-        at.run()
 
 
 def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: ScriptedHub) -> None:
@@ -90,7 +67,7 @@ def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: 
     assert any(run_id in c.value for c in reloaded.caption)
     assert reloaded.get("progress") and reloaded.button(key="jury.run").disabled
 
-    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
     assert not at.get("progress") and at.success and "majority_vote" in shown(at.success[0].value)
@@ -107,9 +84,9 @@ def test_cancel_stops_the_run_and_keeps_what_it_did(slow_jurors: ScriptedHub) ->
     at.button(key="jury.run").click().run()
     run_id = state.get_store().list_runs(kind="jury.run")[0].id
     store = state.get_store()
-    _run_until(at, lambda: any(e.type == "juror_evaluation" for e in store.events(run_id)))
+    rerun_until(at, lambda: any(e.type == "juror_evaluation" for e in store.events(run_id)))
     at.button(key="jury.watch.cancel").click().run()
-    _run_until(at, lambda: store.get_run(run_id).status != "running")  # type: ignore[union-attr]
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     run = store.get_run(run_id)
     assert run is not None and run.status == "cancelled"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from dashboard import state
 from engine.store import Store
 from models.recording import checkpoint
 from models.types import RawResult, Request
-from tests.dashboard.rendered import settle_runs, shown
+from tests.dashboard.rendered import rerun_until, run_ended, settle_runs, shown
 from tests.fakes.scripted import FnModel
 
 MODEL = "gemma3-270m"
@@ -113,15 +113,6 @@ def url(at: AppTest, param: str) -> str:
     return value[0] if isinstance(value, list) else value
 
 
-def until(at: AppTest, done: Callable[[], Any], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        assert not at.exception, at.exception
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-        at.run()
-
-
 def status(run_id: str) -> str:
     run = state.get_store().get_run(run_id)
     assert run is not None
@@ -165,7 +156,7 @@ def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path
     run_id = url(at, "batch")
     assert status(run_id) == "running"
     assert at.button(key="director.batch_score").disabled  # no second run from this tab
-    until(at, lambda: any("/ " in t for t in progress_counts(at)))
+    rerun_until(at, lambda: any("/ " in t for t in progress_counts(at)))
     assert any(" / 40" in t for t in progress_counts(at))  # the bar has counts: lines done / 40
 
     # Another tab starting the identical batch attaches to the live run instead of starting a second one.
@@ -196,9 +187,9 @@ def test_director_batch_cancel_keeps_the_lines_it_judged(hub: Hub) -> None:
     click_returns_at_once(at, "director.batch_score")
     run_id = url(at, "batch")
     store = state.get_store()
-    until(at, lambda: any(e.type == "director_line" for e in store.events(run_id)))
+    rerun_until(at, lambda: any(e.type == "director_line" for e in store.events(run_id)))
     at.button(key="director.batch_watch.cancel").click().run()
-    until(at, lambda: status(run_id) != "running")
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert status(run_id) == "cancelled"
     types = [e.type for e in store.events(run_id)]
@@ -295,10 +286,10 @@ def test_skip_simulation_cancel(hub: Hub) -> None:
     _small_skip(at, MODEL)
     click_returns_at_once(at, "skip.run")
     run_id = url(at, "run")
-    until(at, lambda: len(state.get_store().calls(run_id)) >= 1)
+    rerun_until(at, lambda: len(state.get_store().calls(run_id)) >= 1)
     assert status(run_id) == "running"
     at.button(key="skip.watch.cancel").click().run()
-    until(at, lambda: status(run_id) != "running")
+    rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert status(run_id) == "cancelled"
     assert [e.type for e in state.get_store().events(run_id)][-1] == "run_cancelled"
@@ -349,9 +340,9 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     second = url(at, "eval")
     assert second != run_id
     store = state.get_store()
-    until(at, lambda: any(e.type == "confidence_factor" for e in store.events(second)))
+    rerun_until(at, lambda: any(e.type == "confidence_factor" for e in store.events(second)))
     at.button(key="confidence.eval_watch.cancel").click().run()
-    until(at, lambda: status(second) != "running")
+    rerun_until(at, lambda: run_ended(second))
     at.run()
     assert status(second) == "cancelled"
     types = [e.type for e in store.events(second)]
@@ -383,13 +374,13 @@ def test_confidence_generate_does_not_wait(hub: Hub) -> None:
     _live(at)
     click_returns_at_once(at, "confidence.live_generate")
     assert at.button(key="confidence.live_generate").disabled
-    until(at, lambda: at.text_area(key="confidence.live_answer").value in LINES)
+    rerun_until(at, lambda: at.text_area(key="confidence.live_answer").value in LINES)
     assert not at.button(key="confidence.live_generate").disabled and not at.error
     hub.delay_s = 5.0
     at.text_area(key="confidence.live_answer").set_value("kept").run()
     click_returns_at_once(at, "confidence.live_generate")
     at.button(key="confidence.generate_cancel").click().run()
-    until(at, lambda: at.session_state["confidence.generating"] is None, timeout_s=5)
+    rerun_until(at, lambda: at.session_state["confidence.generating"] is None, timeout_s=5)
     at.run()
     assert at.text_area(key="confidence.live_answer").value == "kept"
     assert any("cancelled" in e.value for e in at.error)
@@ -413,7 +404,7 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
     started = time.monotonic()
     at.button(key="conv.cancel_turn").click().run()
     store = state.get_store()
-    until(at, lambda: at.session_state["conv.pending"] is None)
+    rerun_until(at, lambda: at.session_state["conv.pending"] is None, every_s=0.2)
     assert time.monotonic() - started < 1.5 + 1.0
     events = [(e.type, e.payload) for e in store.events(run_id)]
     assert ("turn_cancelled", "judging") in [(t, p.get("stage")) for t, p in events]
@@ -423,12 +414,12 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
 
     # 2. The next turn: cards go up; one is approved and starts answering; Cancel stops the turn.
     at.chat_input(key="conv.input").set_value("second question").run()
-    until(at, lambda: any(b.key and b.key.startswith("conv.approve.") for b in at.button), timeout_s=30)
+    rerun_until(at, lambda: any(b.key and b.key.startswith("conv.approve.") for b in at.button), timeout_s=30)
     approve = sorted(b.key for b in at.button if b.key and b.key.startswith("conv.approve."))
     assert len(approve) == 3
     at.button(key=approve[0]).click().run()
     at.button(key="conv.cancel_turn").click().run()
-    until(at, lambda: any(e.type == "turn_closed" for e in store.events(run_id)), timeout_s=30)
+    rerun_until(at, lambda: any(e.type == "turn_closed" for e in store.events(run_id)), timeout_s=30)
     at.run()
     types = [e.type for e in store.events(run_id)]
     decisions = [e.payload for e in store.events(run_id) if e.type == "hand_decision"]
@@ -441,9 +432,9 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
     # 3. The conversation goes on: a third turn answers normally.
     hub.delay_s = 0.1
     at.chat_input(key="conv.input").set_value("third question").run()
-    until(at, lambda: any(b.key == "conv.all.t3" for b in at.button), timeout_s=30)
+    rerun_until(at, lambda: any(b.key == "conv.all.t3" for b in at.button), timeout_s=30)
     at.button(key="conv.all.t3").click().run()
-    until(at, lambda: [e.type for e in store.events(run_id)].count("turn_closed") == 2, timeout_s=30)
+    rerun_until(at, lambda: [e.type for e in store.events(run_id)].count("turn_closed") == 2, timeout_s=30)
     run = store.get_run(run_id)
     assert run is not None
     conv = restore_conversation(run.config, [(e.type, e.payload) for e in store.events(run_id)])
@@ -471,7 +462,7 @@ def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: H
     click_returns_at_once(at, "models.send")
     second = url(at, "prompt")
     at.button(key="models.watch.cancel").click().run()
-    until(at, lambda: status(second) != "running", timeout_s=10)
+    rerun_until(at, lambda: run_ended(second), timeout_s=10)
     at.run()
     assert status(second) == "cancelled" and not at.button(key="models.send").disabled
     assert any("cancelled" in shown(e.value) for e in at.error)

@@ -83,7 +83,11 @@ def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
+def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.likelihood import SKIP_CUES
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})  # the baselines this run scores are counted below
     record = tmp_path / "live.jsonl"
     code, out = invoke(
         "skip",
@@ -109,9 +113,10 @@ def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path) -> None:
     assert result["with_cache"]["failures"] == 0
     code, shown = invoke("runs", "show", result["run_id"], "--json")
     calls = json.loads(shown)["calls"]
-    # The default likelihood judge: one scoring call per state, plus its content-free calibration baseline,
-    # scored once per process.
-    assert len(calls) == result["live_calls"] + 1 and all(c["backend"] == "llamacpp" for c in calls)
+    # The default likelihood judge: one scoring call per cue and state, plus each cue's content-free
+    # calibration baseline, scored once per process.
+    cues = len(SKIP_CUES)
+    assert len(calls) == cues * result["live_calls"] + cues and all(c["backend"] == "llamacpp" for c in calls)
 
 
 def _simulate_small(at: AppTest) -> None:

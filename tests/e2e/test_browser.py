@@ -13,21 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.bench import BROWSER_ARGS
 from tests.fakes.dashboard import running_dashboard
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 def _require_browser() -> None:

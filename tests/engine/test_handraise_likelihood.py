@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,20 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
         assert cal is not None and cal.fitted_on.endswith("handraise-calib.jsonl")
         assert "benchmarks" not in cal.fitted_on  # never fitted on the benchmark it is reported on
         extremes: tuple[dict[str, float], ...] = (
-            {"pmi_mean": -9, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1},
-            {"pmi_mean": 9, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1},
+            {"pmi_mean": -9.0, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1}
+            | {"max_rel": -9, "last_cos": -1, "last_rel": -2, "last_exp_cos": -1, "last_exp_rel": -2}
+            | {"answer_cos": -1, "own_cos": -1},
+            {"pmi_mean": 9.0, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1}
+            | {"max_rel": 9, "last_cos": 1, "last_rel": 2, "last_exp_cos": 1, "last_exp_rel": 2}
+            | {"answer_cos": 1, "own_cos": 1},
         )
+        assert set(cal.maps) == {"relevance", "confidence", "novelty"}
+        assert cal.metrics["cv_folds"] == "5 by cast" and 0 < cal.metrics["cv_f1"] <= 1  # held-out figures shipped
         for values in extremes:
-            for component in ("relevance", "confidence"):
+            for component in ("relevance", "confidence", "novelty"):
                 assert 0 <= cal.apply(component, values) <= 1
         with pytest.raises(ValueError, match="non-finite"):
-            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "rel_cos": float("nan")})
+            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "last_cos": float("nan"), "last_rel": 0})
 
 
 def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path) -> None:
@@ -37,9 +44,15 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
             "pmi_mean": 2.0 if i % 2 == 0 else -2.0,
             "pmi_rel": 1.0 if i % 2 == 0 else -1.0,
             "pmi_max": 3.0 if i % 2 == 0 else -1.0,
+            "max_rel": 2.0 if i % 2 == 0 else -2.0,
             "rel_cos": 0.6 if i % 2 == 0 else 0.1,
             "conf_cos": 0.7 if i % 2 == 0 else 0.1,
+            "last_cos": 0.6 if i % 2 == 0 else 0.1,
+            "last_rel": 0.3 if i % 2 == 0 else -0.3,
+            "last_exp_cos": 0.7 if i % 2 == 0 else 0.1,
+            "last_exp_rel": 0.3 if i % 2 == 0 else -0.3,
             "answer_cos": -1.0,
+            "own_cos": -1.0,
         }
         for i in range(40)
     ]
@@ -49,6 +62,63 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
         path = save_calibration(cal, tmp_path)
         assert json.loads(path.read_text())["version"] == cal.version
         assert load_calibration(cal.name, cal.model_id, tmp_path) == cal
+
+
+def test_novelty_is_the_fitted_map_of_the_answers_given_or_the_fixed_one_without_it() -> None:
+    from engine.handraise.judge import cos_scale, novelty_of
+    from engine.judgemaps import Calibration, FittedMap
+
+    features = {"answer_cos": 0.35, "own_cos": 0.8, "rel_cos": 0.2}
+    assert novelty_of(None, features) == 1 - cos_scale(0.35)
+    bare = Calibration(name="n", model_id="m", version="v", maps={})
+    assert novelty_of(bare, features) == 1 - cos_scale(0.35)
+    novelty = FittedMap(kind="logistic", features=["answer_cos", "own_cos"], coef=[-2.0, -3.0], intercept=1.0)
+    fitted = bare.model_copy(update={"maps": {"novelty": novelty}})
+    assert novelty_of(fitted, features) == pytest.approx(1 / (1 + math.exp(-(1.0 - 0.7 - 2.4))))
+    # What the participant already said itself lowers its novelty (the seed: new against the answers given).
+    assert novelty_of(fitted, {"answer_cos": -1.0, "own_cos": 0.8}) < novelty_of(
+        fitted, {"answer_cos": -1.0, "own_cos": -1.0}
+    )
+
+
+def test_cross_validation_holds_out_whole_casts() -> None:
+    from engine.handraise.calibration import cross_validate
+
+    rows = [
+        {
+            "item": f"i{i}",
+            "cast": f"cast{i % 7}",
+            "participant": pid,
+            "label": pid == "a",
+            "x": (1.0 if pid == "a" else -1.0) + (0.1 * (i % 3)),
+            "answer_cos": -1.0,
+            "own_cos": -1.0,
+        }
+        for i in range(35)
+        for pid in ("a", "b")
+    ]
+    out = cross_validate(rows, ["x"], ["x"])
+    assert out["cv_folds"] == "5 by cast" and out["cv_f1"] == 1.0 and out["cv_top1"] == 1.0
+    flipped = [r | {"label": not r["label"]} if r["cast"] == "cast0" else r for r in rows]
+    assert cross_validate(flipped, ["x"], ["x"])["cv_f1"] < 1.0  # a fold it cannot learn from the others
+
+
+@pytest.mark.slow  # the packaged embedder
+def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
+    from engine.handraise.judge import embedding_features
+
+    turns = [
+        Turn("user", "My Python script crashes with a KeyError."),
+        Turn("coder", "Print the dict's keys before the lookup and use .get() with a default."),
+        Turn("user", "Which debugger should I use to step through the Python code?"),
+    ]
+    feats = embedding_features(DEFAULT_CAST, turns, 3)
+    by = {p.id: f for p, f in zip(DEFAULT_CAST, feats, strict=True)}
+    assert abs(sum(f["last_rel"] for f in feats)) < 1e-9 and abs(sum(f["last_exp_rel"] for f in feats)) < 1e-9
+    assert by["coder"]["last_rel"] > max(by["designer"]["last_rel"], by["researcher"]["last_rel"])
+    assert by["coder"]["expertise"] in ("Python", "debugging")
+    assert by["coder"]["own_cos"] > -1.0 and by["coder"]["answer_cos"] == -1.0  # its own answer, nobody else's
+    assert by["designer"]["own_cos"] == -1.0 and by["designer"]["answer_cos"] > -1.0
 
 
 @pytest.mark.slow
@@ -64,4 +134,9 @@ def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -
     assert all("likelihood" in c.flags and any(f.startswith("calibration:") for f in c.flags) for c in components)
     assert by["coder"].relevance > max(by["designer"].relevance, by["researcher"].relevance)
     assert facts.calls >= 1 and facts.call_ids  # every scoring call recorded
-    assert all(0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.novelty == 1.0 for c in components)
+    # Nobody has answered yet: every participant's novelty is the fitted novelty map at "no answer" (−1, −1).
+    cal = load_calibration("handraise.likelihood", "gemma3-270m")
+    assert cal is not None
+    fresh = round(cal.apply("novelty", {"answer_cos": -1.0, "own_cos": -1.0}), 4)
+    assert all(0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.novelty == fresh for c in components)
+    assert facts.calls == 2  # one scoring call per topic cue (the content-free baselines are cached or counted apart)

@@ -55,3 +55,22 @@ class FnModel(ChatModel):
             prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
             completion_tokens=len(text) // 4,
         )
+
+
+class ScriptedHub:
+    """The dashboard's model hub (for `state.get_hub`) in which every catalog id answers with `fn` after
+    `delay_s`, its calls recorded in the page's store."""
+
+    def __init__(self, fn: Callable[[Request], str | dict[str, Any] | RawResult | Exception], delay_s: float) -> None:
+        self.fn = fn
+        self.delay_s = delay_s
+        self.models: dict[str, FnModel] = {}
+
+    def get(self, model_id: str, **_: Any) -> FnModel:
+        if model_id not in self.models:
+            from dashboard import state
+
+            self.models[model_id] = FnModel(
+                self.fn, model_id=model_id, delay_s=self.delay_s, call_log=state.get_store()
+            )
+        return self.models[model_id]

@@ -75,12 +75,18 @@ def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], ba
     st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
 )
 def test_the_likelihood_skip_judge_stays_in_range(logprobs: list[float], baseline: list[float]) -> None:
+    from engine.likelihood import SKIP_CUES
     from engine.skipcache import LikelihoodJudge, Message
 
     ChatModel._BASELINES.clear()
-    model = Scripted(
-        [ScoreResult(logprobs=logprobs, token_counts=[2] * 4), ScoreResult(logprobs=baseline, token_counts=[2] * 4)]
-    )
+    # One scored prompt and its content-free baseline per cue: the drawn values, cycled to the cue's option
+    # count and rotated per cue, so every cue's options get a different mix of them.
+    results = []
+    for k, (_, _, yes, no) in enumerate(SKIP_CUES):
+        for drawn in (logprobs, baseline):
+            values = [drawn[(k + i) % len(drawn)] for i in range(len(yes) + len(no))]
+            results.append(ScoreResult(logprobs=values, token_counts=[2] * len(values)))
+    model = Scripted(results)
     model.spec = model.spec.model_copy(update={"id": "gemma3-270m"})  # the shipped map applies
     now = datetime(2026, 1, 5, tzinfo=UTC)
     outcome = asyncio.run(
@@ -108,4 +114,4 @@ def test_fitted_maps_refuse_non_finite_features(bad: float) -> None:
     cal = load_calibration("skip.likelihood", "gemma3-270m")
     assert cal is not None
     with pytest.raises(ValueError, match="non-finite"):
-        cal.apply("respond", {"pmi_need": bad})
+        cal.apply("respond", dict.fromkeys(cal.maps["respond"].features, 0.0) | {"pmi_need": bad})

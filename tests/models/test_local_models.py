@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-from dashboard.net import free_port
+from dashboard.net import free_port, stop_process
 from engine.events import run_context
 from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
 from models.errors import ReplayMiss, StructuredOutputError
@@ -155,11 +155,7 @@ def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) ->
             pytest.fail("llama_cpp.server did not start within 120 s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc, timeout=20)
         log_file.close()
 
 
@@ -170,7 +166,7 @@ def _server_spec(url: str) -> ModelSpec:
         model="gemma3-270m",
         base_url=url,
         needs_key=False,
-        timeout_s=120,
+        timeout_s=300,  # a real server on two cores shared with the suite: each scoring call is many requests
         max_retries=1,
         options={"structured": "json_object_schema"},
         profile=Profile(name="llama.cpp server"),
@@ -303,7 +299,7 @@ def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(llama_
     """The OpenAI-compatible path scores a raw prompt through `/v1/completions` with echo + logprobs: the
     same summed log-probabilities as the bundled model scored in process (one model, two transports), so a
     likelihood judge gives the same answer served either way, and the scores are recorded and replayed."""
-    from engine.likelihood import skip_features
+    from engine.likelihood import SKIP_CUES, skip_features
 
     local = ModelHub(load_catalog()).get(BUNDLED_MODEL_ID)
     served = build_model(_server_spec(llama_server), call_log=store)
@@ -323,8 +319,10 @@ def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(llama_
         assert b.logprobs == pytest.approx(a.logprobs, abs=0.2, rel=0.03), prompt
         assert b.best(calibrated=False) == a.best(calibrated=False)
     conversation = [("alice", "Does anyone know how to reset a router?"), ("bob", "I do, hold the button.")]
-    need_served = run(skip_features(served, conversation))[0]["pmi_need"]
-    assert need_served == pytest.approx(run(skip_features(local, conversation))[0]["pmi_need"], abs=0.3)
+    # the first cue (each cue is one scoring call: one echoed completion per option and baseline on the server)
+    need = SKIP_CUES[:1]
+    need_served = run(skip_features(served, conversation, need))[0]["pmi_need"]
+    assert need_served == pytest.approx(run(skip_features(local, conversation, need))[0]["pmi_need"], abs=0.3)
     calls = [c for c in store.calls() if c.backend == "openai" and c.purpose != "probe"]
     assert calls and all(c.error is None for c in calls)
     replayed = build_model(_server_spec(llama_server), call_log=store, replay_from=store)
