@@ -100,8 +100,23 @@ def _catalog_path() -> Path:
     return Path(os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
 
 
+_CATALOG_NAMES: dict[tuple[str, int, int], frozenset[str]] = {}  # the last catalog read, by path, mtime and size
+
+
 def _catalog_key_names(path: Path) -> set[str]:
-    """The `api_key_env` names of a catalog file, read leniently: a broken catalog is reported elsewhere."""
+    """The `api_key_env` names of a catalog file, read leniently: a broken catalog is reported elsewhere.
+    Parsed again only when the file changes (the secrets are re-collected whenever the environment does)."""
+    stat = _stat(path)
+    if stat is not None and stat in _CATALOG_NAMES:
+        return set(_CATALOG_NAMES[stat])
+    names = _read_catalog_key_names(path)
+    if stat is not None:
+        _CATALOG_NAMES.clear()
+        _CATALOG_NAMES[stat] = frozenset(names)
+    return names
+
+
+def _read_catalog_key_names(path: Path) -> set[str]:
     try:
         import yaml
 
