@@ -224,17 +224,16 @@ class Message:
 
 def unreplied(messages: Sequence[Message]) -> list[Message]:
     """Messages of one scope after the bot's last message there."""
-    last_bot = max((i for i, m in enumerate(messages) if m.is_bot), default=-1)
-    return [m for m in messages[last_bot + 1 :] if not m.is_bot]
+    for i in range(len(messages) - 1, -1, -1):  # the bot's last message, from the end: none follows it
+        if messages[i].is_bot:
+            return list(messages[i + 1 :])
+    return list(messages)
 
 
 def eligible(messages: Sequence[Message], now: datetime, cfg: ResponseConfig) -> list[Message]:
     """Unreplied messages older than min_wait and not older than max_message_age."""
-    return [
-        m
-        for m in unreplied(messages)
-        if cfg.min_wait_seconds <= (now - m.at).total_seconds() <= cfg.max_message_age_seconds
-    ]
+    low, high = cfg.min_wait_seconds, cfg.max_message_age_seconds
+    return [m for m in unreplied(messages) if low <= (now - m.at).total_seconds() <= high]
 
 
 # -- repository -----------------------------------------------------------------------------------

@@ -100,8 +100,23 @@ def _catalog_path() -> Path:
     return Path(os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
 
 
+_CATALOG_NAMES: dict[tuple[str, int, int], frozenset[str]] = {}  # the last catalog read, by path, mtime and size
+
+
 def _catalog_key_names(path: Path) -> set[str]:
-    """The `api_key_env` names of a catalog file, read leniently: a broken catalog is reported elsewhere."""
+    """The `api_key_env` names of a catalog file, read leniently: a broken catalog is reported elsewhere.
+    Parsed again only when the file changes (the secrets are re-collected whenever the environment does)."""
+    stat = _stat(path)
+    if stat is not None and stat in _CATALOG_NAMES:
+        return set(_CATALOG_NAMES[stat])
+    names = _read_catalog_key_names(path)
+    if stat is not None:
+        _CATALOG_NAMES.clear()
+        _CATALOG_NAMES[stat] = frozenset(names)
+    return names
+
+
+def _read_catalog_key_names(path: Path) -> set[str]:
     try:
         import yaml
 
@@ -183,22 +198,34 @@ def redact(text: str) -> str:
     """Replace every known key value in a text by `<ITS_NAME>`."""
     if not text or not isinstance(text, str):
         return text
-    known = _known()
-    if known.pattern is None:
+    return _redact_with(_known(), text)
+
+
+def _redact_with(known: _Known, text: str) -> str:
+    if not text or known.pattern is None:
         return text
     return known.pattern.sub(lambda m: f"<{known.names[m.group(0)]}>", text)
 
 
 def redact_obj(value: Any) -> Any:
-    """`redact` through a JSON-like structure (dict keys included); other values are returned as they are."""
+    """`redact` through a JSON-like structure (dict keys included); other values are returned as they are.
+    The secret values are collected once per structure, not once per string in it."""
     if isinstance(value, str):
         return redact(value)
+    if isinstance(value, dict | list | tuple):
+        return _redact_obj_with(_known(), value)
+    return value
+
+
+def _redact_obj_with(known: _Known, value: Any) -> Any:
+    if isinstance(value, str):
+        return _redact_with(known, value)
     if isinstance(value, dict):
-        return {redact_obj(k): redact_obj(v) for k, v in value.items()}
+        return {_redact_obj_with(known, k): _redact_obj_with(known, v) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_obj(v) for v in value]
+        return [_redact_obj_with(known, v) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_obj(v) for v in value)
+        return tuple(_redact_obj_with(known, v) for v in value)
     return value
 
 

@@ -25,6 +25,26 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cli_built_once() -> Iterator[None]:
+    """typer's CliRunner rebuilds the click command tree of the app (40 commands, their signatures and type
+    hints: ~22 ms of CPU) on every `invoke`; the app does not change during the session, so the tree built at
+    the first invoke serves the later ones (click commands are made to be invoked again and again)."""
+    import typer.testing
+
+    build = typer.testing._get_command
+    built: dict[int, tuple[object, object]] = {}  # id(app) → (app, its click command); the app kept alive
+
+    def build_once(app: object) -> object:
+        if id(app) not in built or built[id(app)][0] is not app:
+            built[id(app)] = (app, build(app))  # type: ignore[arg-type]
+        return built[id(app)][1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", build_once)
+        yield
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[object]:
     """A real PostgreSQL server for the session (tests/postgres.py); skipped with a message when the

@@ -80,7 +80,9 @@ class FakeServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # `stop` waits for the serving loop to see the shutdown: it looks every 50 ms (the default, 0.5 s, made
+        # every test that stops a server wait a quarter of a second on average).
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._timer = threading.Timer(lifetime_s, self.stop)
         self._timer.daemon = True
 
