@@ -261,6 +261,23 @@ def _calibration_caption(method: str, judge_model: str) -> str:
     return f"Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows)"
 
 
+def _judged_by(conv: Conversation) -> str:
+    """This conversation's judge, threshold, mode and the calibration its wills go through (trusted text), and
+    the calibration versions its recorded hands name when the file has been refitted since."""
+    config = conv.config
+    on = f" on {config.judge_model}" if config.judge_method in ("judge", "hybrid", "likelihood") else ""
+    caption = _calibration_caption(config.judge_method, config.judge_model)
+    used = sorted(
+        {f.split(":", 1)[1] for t in conv.states for h in t.hands for f in h.flags if f.startswith("calibration:")}
+    )
+    stale = [v for v in used if v not in caption]
+    return (
+        f"This conversation: judge method {config.judge_method}{on}, threshold {config.threshold:.2f}, "
+        f"mode {config.mode.value}. {caption}"
+        + (f" — its recorded wills used calibration {', '.join(used)}" if stale else "")
+    )
+
+
 # -- chat ------------------------------------------------------------------------------------------------------
 
 
@@ -346,6 +363,8 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
             f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
             "New conversation starts a fresh one."
         )
+    if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
+        st.caption(md(_judged_by(conv)))
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
