@@ -24,10 +24,12 @@ from engine.handraise import (
     Conversation,
     ConversationConfig,
     ConversationSession,
+    Hand,
     HandRaiseConfig,
     HandStatus,
     Mode,
     Participant,
+    Resolution,
     TurnState,
     Weights,
     changed_hands,
@@ -106,12 +108,21 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
             text, error = turn.answers.get(h.model, ""), turn.answer_errors.get(h.model)
             lines.append({"kind": "answer", "pid": h.model, "text": text, "error": error})
         elif h.status != HandStatus.NOT_JUDGED:
-            lines.append(
-                {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
-            )
+            lines.append({"kind": "skip", "pid": h.model, "text": f"{skip_line(h)} · {_skip_note(h, r)}"})
     if turn.cancelled:
         lines.append({"kind": "note", "text": f"⏹ Turn cancelled ({turn.cancel_reason}): what was said is kept."})
     return lines
+
+
+def _skip_note(hand: Hand, r: Resolution) -> str:
+    """Why a participant did not answer, in words: its hand stayed down (and the rule that says so), or it was
+    up and someone — you, the card timeout, a cancel — skipped it."""
+    if hand.status == HandStatus.RAISED:
+        who = {"user": "you", "batch": "you", "timeout": "the card timeout", "cancel": "the cancel"}.get(r.by, r.by)
+        note = f"hand up, skipped by {who}"
+    else:
+        note = "hand down"
+    return note + (f" ({r.rule})" if r.rule else "")
 
 
 def render() -> None:

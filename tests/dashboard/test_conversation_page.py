@@ -91,6 +91,7 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     assert not at.exception
     turn = at.session_state["conv.conv"].states[-1]
     wills = {h.model: round(h.will, 3) for h in turn.hands}
+    raw = {h.model: h.will for h in turn.hands}
     status = {h.model: h.status.value for h in turn.hands}
     assert status == {"coder": "raised", "designer": "lowered", "researcher": "lowered"}, wills
     for h in turn.hands:  # judged by the fitted likelihood maps, not a fallback
@@ -100,6 +101,14 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     assert len(cards) == 1 and "Coder" in cards[0], cards
     judged_by = [shown(c.value) for c in at.caption if "This conversation: judge method likelihood" in shown(c.value)]
     assert judged_by and "threshold 0.60" in judged_by[0] and "Calibration: handraise.likelihood" in judged_by[0]
+    # Skip all: the chat's lines say whose hand was up (skipped by the user) and whose stayed down, and why.
+    at.button(key=f"conv.none.{turn.turn_id}").click().run()
+    settle(at)
+    names = ("Coder", "Designer", "Researcher")
+    lines = {name: shown(c.value) for c in at.caption for name in names if f"{name} — SKIP" in c.value}
+    assert lines["Coder"].endswith("hand up, skipped by you (skip all)"), lines
+    for name, pid in (("Designer", "designer"), ("Researcher", "researcher")):
+        assert lines[name].endswith(f"hand down (will {raw[pid]:.2f} < threshold 0.6)"), lines
 
 
 @pytest.mark.slow
