@@ -206,7 +206,6 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             key=KEY + "judge_model",
             disabled=method not in ("judge", "hybrid", "likelihood"),
         )
-        c1.caption(md(_calibration_caption(method, judge_model)))
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
         w_n = c2.slider("Weight: novelty", 0.0, 1.0, 0.3, 0.05, key=KEY + "w_n")
@@ -217,6 +216,8 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         timeout = c4.number_input("Card timeout (s, 0 = none)", 0, 600, 0, key=KEY + "timeout")
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
+        # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
+        st.caption(md(_calibration_caption(method, judge_model)))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -366,9 +367,9 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     for name, value in (("pending", None), ("streams", {}), ("answering", {})):
         st.session_state.setdefault(KEY + name, value)
     conv: Conversation | None = st.session_state[KEY + "conv"]
-    top = st.columns([1, 1, 4])
     reopened = st.session_state[KEY + "reopened"]
-    top[0].button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
+    # Not in a narrow column: there the label was cut to "New conver…" in a window 1200 px wide.
+    st.button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
     if reopened:
         st.info(
             f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
