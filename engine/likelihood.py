@@ -58,6 +58,11 @@ def topic_prompt(conversation: str, cue: str = TOPIC_CUES[0]) -> str:
     return f"{conversation}\n\n{cue}"
 
 
+def expertise_items(who: Sequence[Participant]) -> list[tuple[str, str]]:
+    """(participant id, item) of every expertise item scored, in order (the role or name when none is given)."""
+    return [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+
+
 async def handraise_features(
     model: ChatModel, who: Sequence[Participant], turns: Sequence[Turn], context_turns: int
 ) -> tuple[dict[str, dict[str, float]], list[OptionScores]]:
@@ -74,7 +79,7 @@ async def handraise_features(
     shown = [(t.speaker, t.text) for t in list(turns)[-context_turns:]]
     conversation = _conversation(shown, names)
     empty = _conversation([("user", CONTENT_FREE)], names)
-    items = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
+    items = expertise_items(who)
     calls = [
         await model.score_options(
             topic_prompt(conversation, cue), [" " + e for _, e in items], calibration=topic_prompt(empty, cue)
@@ -97,6 +102,19 @@ async def handraise_features(
         for p in who
     }
     return out, calls
+
+
+def best_expertise(who: Sequence[Participant], calls: Sequence[OptionScores]) -> dict[str, str]:
+    """Per participant, the expertise item the conversation is most about (highest PMI averaged over the cues,
+    the items in `handraise_features`' order), cut to 60 characters: the words a card's reason can show instead
+    of a bare number."""
+    items = expertise_items(who)
+    pmi = [sum(c.pmi[j] for c in calls) / len(calls) for j in range(len(items))]
+    best: dict[str, tuple[float, str]] = {}
+    for (pid, item), value in zip(items, pmi, strict=True):
+        if pid not in best or value > best[pid][0]:
+            best[pid] = (value, item)
+    return {pid: item if len(item) <= 60 else item[:59] + "…" for pid, (_, item) in best.items()}
 
 
 # -- skip cache ---------------------------------------------------------------------------------------------------

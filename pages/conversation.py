@@ -24,10 +24,12 @@ from engine.handraise import (
     Conversation,
     ConversationConfig,
     ConversationSession,
+    Hand,
     HandRaiseConfig,
     HandStatus,
     Mode,
     Participant,
+    Resolution,
     TurnState,
     Weights,
     changed_hands,
@@ -106,12 +108,21 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
             text, error = turn.answers.get(h.model, ""), turn.answer_errors.get(h.model)
             lines.append({"kind": "answer", "pid": h.model, "text": text, "error": error})
         elif h.status != HandStatus.NOT_JUDGED:
-            lines.append(
-                {"kind": "skip", "pid": h.model, "text": skip_line(h) + (f" · {r.by}" if r.by != "mode" else "")}
-            )
+            lines.append({"kind": "skip", "pid": h.model, "text": f"{skip_line(h)} · {_skip_note(h, r)}"})
     if turn.cancelled:
         lines.append({"kind": "note", "text": f"⏹ Turn cancelled ({turn.cancel_reason}): what was said is kept."})
     return lines
+
+
+def _skip_note(hand: Hand, r: Resolution) -> str:
+    """Why a participant did not answer, in words: its hand stayed down (and the rule that says so), or it was
+    up and someone — you, the card timeout, a cancel — skipped it."""
+    if hand.status == HandStatus.RAISED:
+        who = {"user": "you", "batch": "you", "timeout": "the card timeout", "cancel": "the cancel"}.get(r.by, r.by)
+        note = f"hand up, skipped by {who}"
+    else:
+        note = "hand down"
+    return note + (f" ({r.rule})" if r.rule else "")
 
 
 def render() -> None:
@@ -195,7 +206,6 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             key=KEY + "judge_model",
             disabled=method not in ("judge", "hybrid", "likelihood"),
         )
-        c1.caption(md(_calibration_caption(method, judge_model)))
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
         w_n = c2.slider("Weight: novelty", 0.0, 1.0, 0.3, 0.05, key=KEY + "w_n")
@@ -206,6 +216,8 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         timeout = c4.number_input("Card timeout (s, 0 = none)", 0, 600, 0, key=KEY + "timeout")
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
+        # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
+        st.caption(md(_calibration_caption(method, judge_model)))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -259,6 +271,23 @@ def _calibration_caption(method: str, judge_model: str) -> str:
     if cal is None:
         return f"Calibration: none for {model} — uncalibrated scores, flagged"
     return f"Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows)"
+
+
+def _judged_by(conv: Conversation) -> str:
+    """This conversation's judge, threshold, mode and the calibration its wills go through (trusted text), and
+    the calibration versions its recorded hands name when the file has been refitted since."""
+    config = conv.config
+    on = f" on {config.judge_model}" if config.judge_method in ("judge", "hybrid", "likelihood") else ""
+    caption = _calibration_caption(config.judge_method, config.judge_model)
+    used = sorted(
+        {f.split(":", 1)[1] for t in conv.states for h in t.hands for f in h.flags if f.startswith("calibration:")}
+    )
+    stale = [v for v in used if v not in caption]
+    return (
+        f"This conversation: judge method {config.judge_method}{on}, threshold {config.threshold:.2f}, "
+        f"mode {config.mode.value}. {caption}"
+        + (f" — its recorded wills used calibration {', '.join(used)}" if stale else "")
+    )
 
 
 # -- chat ------------------------------------------------------------------------------------------------------
@@ -338,14 +367,16 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     for name, value in (("pending", None), ("streams", {}), ("answering", {})):
         st.session_state.setdefault(KEY + name, value)
     conv: Conversation | None = st.session_state[KEY + "conv"]
-    top = st.columns([1, 1, 4])
     reopened = st.session_state[KEY + "reopened"]
-    top[0].button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
+    # Not in a narrow column: there the label was cut to "New conver…" in a window 1200 px wide.
+    st.button("New conversation", key=KEY + "new", disabled=conv is None, on_click=handle_new_conversation)
     if reopened:
         st.info(
             f"Reopened from run {md(st.session_state[KEY + 'run_id'])} (read only): the What-if re-decides it; "
             "New conversation starts a fresh one."
         )
+    if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
+        st.caption(md(_judged_by(conv)))
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.

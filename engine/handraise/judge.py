@@ -392,7 +392,7 @@ class WillJudge:
         import time
 
         from engine.judgemaps import load_calibration
-        from engine.likelihood import HANDRAISE, handraise_features
+        from engine.likelihood import HANDRAISE, best_expertise, handraise_features
         from models.errors import ModelError
 
         model = self.model(self.config.judge_model)
@@ -406,6 +406,7 @@ class WillJudge:
             facts.prompt_tokens += c.prompt_tokens
             if c.call_id is not None:
                 facts.call_ids.append(c.call_id)
+        best = best_expertise(who, calls)
         cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
         emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
@@ -429,7 +430,7 @@ class WillJudge:
                     novelty=novelty[p.id],
                     confidence=round(conf, 4),
                     flags=flags,
-                    reason=f"PMI {f['pmi_mean']:+.2f} (best {f['pmi_max']:+.2f})",
+                    reason=f"closest expertise: {best[p.id]} (PMI {f['pmi_mean']:+.2f}, best {f['pmi_max']:+.2f})",
                 )
             )
         return out

@@ -73,6 +73,45 @@ def test_cards_approve_skip_answer_and_what_if() -> None:
     assert metrics["Hands raised"] == "0" and int(metrics["Hands that change"]) >= 1
 
 
+@pytest.mark.slow  # the bundled Gemma (the likelihood judge) and the packaged embedder (its novelty)
+def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None:
+    """Issue 11, item 4: a new user who touches nothing — judge method likelihood on the bundled model, the
+    seed's threshold 0.6 and weights, focus mode, the default cast — asks a code question: the Coder's hand
+    goes up and the Designer's and the Researcher's stay down, and the page says which calibration judged."""
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    assert not at.exception
+    assert at.selectbox(key="conv.method").value == "likelihood"
+    assert at.selectbox(key="conv.judge_model").value == "gemma3-270m"
+    assert at.slider(key="conv.threshold").value == 0.6
+    assert at.selectbox(key="conv.mode").value == "focus"
+    assert any(shown(c.value).startswith("Calibration: handraise.likelihood · gemma3-270m") for c in at.caption)
+    at.chat_input(key="conv.input").set_value(
+        "Why does my for loop raise IndexError: list index out of range on the last element?"
+    ).run()
+    settle(at)
+    assert not at.exception
+    turn = at.session_state["conv.conv"].states[-1]
+    wills = {h.model: round(h.will, 3) for h in turn.hands}
+    raw = {h.model: h.will for h in turn.hands}
+    status = {h.model: h.status.value for h in turn.hands}
+    assert status == {"coder": "raised", "designer": "lowered", "researcher": "lowered"}, wills
+    for h in turn.hands:  # judged by the fitted likelihood maps, not a fallback
+        assert "likelihood" in h.flags and any(f.startswith("calibration:") for f in h.flags), h.flags
+        assert h.reason.startswith("closest expertise: "), h.reason
+    cards = [shown(m.value) for m in at.markdown if "wants to speak" in m.value]
+    assert len(cards) == 1 and "Coder" in cards[0], cards
+    judged_by = [shown(c.value) for c in at.caption if "This conversation: judge method likelihood" in shown(c.value)]
+    assert judged_by and "threshold 0.60" in judged_by[0] and "Calibration: handraise.likelihood" in judged_by[0]
+    # Skip all: the chat's lines say whose hand was up (skipped by the user) and whose stayed down, and why.
+    at.button(key=f"conv.none.{turn.turn_id}").click().run()
+    settle(at)
+    names = ("Coder", "Designer", "Researcher")
+    lines = {name: shown(c.value) for c in at.caption for name in names if f"{name} — SKIP" in c.value}
+    assert lines["Coder"].endswith("hand up, skipped by you (skip all)"), lines
+    for name, pid in (("Designer", "designer"), ("Researcher", "researcher")):
+        assert lines[name].endswith(f"hand down (will {raw[pid]:.2f} < threshold 0.6)"), lines
+
+
 @pytest.mark.slow
 def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
