@@ -75,6 +75,35 @@ class Calibration(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict)
     notes: str = ""
 
+    @classmethod
+    def fitted(
+        cls,
+        name: str,
+        model_id: str,
+        maps: dict[str, FittedMap],
+        *,
+        source: Path | str,
+        n_items: int,
+        data_sha256: str | None = None,
+        metrics: dict[str, Any] | None = None,
+        notes: str = "",
+    ) -> Calibration:
+        """A calibration fitted now on `source`: the version and fit time are this moment, and the data's
+        sha256 is read from `source` unless given."""
+        version = new_version()
+        return cls(
+            name=name,
+            model_id=model_id,
+            version=version,
+            fitted_on=str(source),
+            data_sha256=data_sha256 if data_sha256 is not None else file_sha256(Path(source)),
+            n_items=n_items,
+            fitted_at=version,
+            maps=maps,
+            metrics=metrics or {},
+            notes=notes,
+        )
+
     @property
     def label(self) -> str:
         return f"{self.name} · {self.model_id} · {self.version}"
@@ -227,16 +256,12 @@ def fit_single_map(
     """One class-balanced logistic map (feature(s) → p(component)) with its provenance and its 5-fold
     cross-validated AUC on the split."""
     features = [feature] if isinstance(feature, str) else list(feature)
-    version = new_version()
-    return Calibration(
-        name=name,
-        model_id=model_id,
-        version=version,
-        fitted_on=str(source),
-        data_sha256=file_sha256(source),
+    return Calibration.fitted(
+        name,
+        model_id,
+        {component: fit_logistic(rows, labels, features, balanced=True)},
+        source=source,
         n_items=len(rows),
-        fitted_at=version,
-        maps={component: fit_logistic(rows, labels, features, balanced=True)},
         metrics={"cv_auc": cross_validated_auc(rows, labels, features), "cv_folds": "5 stratified"},
         notes=f"p({component}) = logistic({', '.join(features)}), class-balanced",
     )

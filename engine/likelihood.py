@@ -303,7 +303,7 @@ def fit_jury_calibration(
     """The jury map: a multinomial logistic regression from the channel features to the rubric's
     labels; `metrics` holds its leave-one-case-out accuracy (the rows of the left-out case, `groups` naming
     each row's case, are predicted by a map fitted without them; the case's verdict is their majority)."""
-    from engine.judgemaps import Calibration, file_sha256, fit_multinomial, new_version
+    from engine.judgemaps import Calibration, fit_multinomial
 
     features = list(JURY_FEATURES)
     bad = [i for i, r in enumerate(rows) if not all(math.isfinite(r[f]) for f in features)]
@@ -321,16 +321,12 @@ def fit_jury_calibration(
         top = max(votes.count(v) for v in votes)
         verdict = max((v for v in votes if votes.count(v) == top), key=list(classes).index)  # ties: more severe
         correct.append(verdict == labels[held[0]])
-    version = new_version()
-    return Calibration(
-        name=JURY,
-        model_id=model_id,
-        version=version,
-        fitted_on=str(source),
-        data_sha256=file_sha256(source),
+    return Calibration.fitted(
+        JURY,
+        model_id,
+        fit_multinomial(rows, labels, classes, features, c),
+        source=source,
         n_items=len(rows),
-        fitted_at=version,
-        maps=fit_multinomial(rows, labels, classes, features, c),
         metrics={
             "cases": len(dict.fromkeys(groups)),
             "loo_case_accuracy": round(sum(correct) / len(correct), 4) if correct else None,
