@@ -109,7 +109,8 @@ async def record_conversation(store: Store, messages: list[str]) -> tuple[str, d
 
 
 def page_jury() -> tuple[list[Any], Any]:
-    """The Jury page's defaults: the first panel preset, a final judge, up to 3 rounds, generating jurors."""
+    """The Jury page's defaults: the first panel preset, a final judge, up to 3 rounds, jurors judging as
+    their models suit (`auto`)."""
     from engine.jury import JuryConfig, panel_seats
     from models.catalog import load_catalog
 
@@ -127,7 +128,7 @@ def page_jury() -> tuple[list[Any], Any]:
         tie_policy="severe",
         parallel=True,
         max_tokens=220,
-        judge="generate",
+        judge="auto",
     )
     return seats, config
 
@@ -144,8 +145,18 @@ async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]
 
     seats, config = page_jury()
     run_id, result = await run_case(store, Jury(seats, _hub(store), config), case)
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import JURY
+
     changes = sum(s.position_changed for r in result.discussion_rounds for s in r.statements)
-    return run_id, {"changes": changes, "verdict": result.final_verdict, "gold": case.gold}
+    cal = load_calibration(JURY, MODEL)
+    weight = cal.metrics.get("others_weight") if cal is not None else None
+    return run_id, {
+        "changes": changes,
+        "verdict": result.final_verdict,
+        "gold": case.gold,
+        "others_weight": f"weight {weight}" if weight is not None else "no fitted weight",
+    }
 
 
 async def record_duo(store: Store, topic: str, scene: str) -> tuple[str, dict[str, Any]]:
@@ -266,14 +277,16 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 path, case = found
                 run_id, facts = asyncio.run(record_jury(store, case))
                 _log(f"jury {case.id}: {facts}")
-                if facts["changes"]:
+                if facts["verdict"] == facts["gold"]:
                     break
             pages["jury"] = PageDemo(
                 title="Jury",
                 inputs=[f"{path.name}: {case.id} — {case.title}"],
                 run_ids=[run_id],
                 prefill={"jury.file": path.name, "jury.case": case.id},
-                note=f"{facts['changes']} position change(s); verdict {facts['verdict']} (gold {facts['gold']}).",
+                note=f"Verdict {facts['verdict']} (gold {facts['gold']}); {facts['changes']} position change(s) in "
+                "the discussion (the bundled model judges by likelihood: the others' verdicts weigh as fitted "
+                f"on the calibration split, {facts['others_weight']}).",
             )
         if "director" in wanted:
             for topic, scene in DUO_TOPICS:

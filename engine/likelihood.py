@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from engine.handraise.cast import Participant, Turn
-    from engine.judgemaps import Calibration
+    from engine.judgemaps import Calibration, FittedMap
     from engine.jury import JurorSeat, JuryCase, Rubric
     from models.base import ChatModel
     from models.types import OptionScores
@@ -283,12 +283,85 @@ async def jury_features(
 
 
 JURY_MAP_C = 0.3  # the multinomial map's L2 strength (1 / C on standardised features), chosen by cross-validation
+# A discussion round's evidence: how much the others' quoted verdicts moved this juror's channel features
+# (round features − phase-1 features). The map reads them with its phase-1 coefficients times one fitted
+# weight `w`: the round's distribution is the phase-1 map applied to phase-1 features + w · that move.
+JURY_OTHERS_FEATURES = ("others_needs_review", "others_unsafe_fail")
+JURY_OTHERS_MAX_WEIGHT = 2.0
 
 
-async def jury_calibration_rows(model: ChatModel, cases: Sequence[JuryCase]) -> list[dict[str, float]]:
-    """The raw features of every case of a calibration split (one row a case: phase 1 is the same for
-    every juror). Raises ModelError as the judge does."""
-    return [(await jury_features(model, case))[0] for case in cases]
+def jury_round_features(phase1: dict[str, float], heard: dict[str, float]) -> dict[str, float]:
+    """A round's map input: the juror's phase-1 channel features, and how much hearing the others moved
+    them (`heard`: the channel features of the round's prompt, whose options are the phase-1 options
+    followed by the others' verdicts)."""
+    out = {f: phase1[f] for f in JURY_FEATURES}
+    out.update({o: heard[f] - phase1[f] for f, o in zip(JURY_FEATURES, JURY_OTHERS_FEATURES, strict=True)})
+    return out
+
+
+async def jury_calibration_rows(
+    model: ChatModel,
+    cases: Sequence[JuryCase],
+    labels: Sequence[str] = (),
+    classes: Sequence[str] = (),
+    others: Sequence[str] = (),
+) -> list[dict[str, float]]:
+    """The raw features of every case of a calibration split: its phase-1 channel features (the same for
+    every juror: the judge is role-blind). With `labels`, `classes` and the other jurors' names `others`,
+    each row also holds a discussion round's move (`JURY_OTHERS_FEATURES`): the others each say the verdict
+    a map fitted on the phase-1 rows gives that case — what an identical panel says in its first round.
+    Raises ModelError as the judge does."""
+    from engine.judgemaps import Calibration, fit_multinomial
+
+    rows = [(await jury_features(model, case))[0] for case in cases]
+    if not (labels and classes and others):
+        return rows
+    phase1 = Calibration(
+        name=JURY,
+        model_id=model.model_id,
+        version="provisional",
+        maps=fit_multinomial(rows, labels, classes, JURY_FEATURES, JURY_MAP_C),
+    )
+    out = []
+    for case, row in zip(cases, rows, strict=True):
+        probs = phase1.distribution(classes, row)
+        verdict = classes[max(range(len(classes)), key=lambda i: probs[i])]
+        heard, _ = await jury_features(model, case, [(name, verdict) for name in others])
+        out.append(jury_round_features(row, heard))
+    return out
+
+
+def _others_weight(
+    phase1: Calibration, classes: Sequence[str], rows: Sequence[dict[str, float]], labels: Sequence[str]
+) -> float:
+    """The weight of the others' evidence that makes the calibration split's labels most likely after a
+    round (maximum likelihood over [0, JURY_OTHERS_MAX_WEIGHT], the phase-1 map held fixed)."""
+    from scipy.optimize import minimize_scalar
+
+    index = [list(classes).index(label) for label in labels]
+
+    def nll(w: float) -> float:
+        total = 0.0
+        for row, i in zip(rows, index, strict=True):
+            moved = {f: row[f] + w * row[o] for f, o in zip(JURY_FEATURES, JURY_OTHERS_FEATURES, strict=True)}
+            total -= math.log(max(phase1.distribution(classes, moved)[i], 1e-300))
+        return total
+
+    found = minimize_scalar(nll, bounds=(0.0, JURY_OTHERS_MAX_WEIGHT), method="bounded", options={"xatol": 1e-4})
+    return round(float(found.x), 4)
+
+
+def _with_others(phase1: Calibration, classes: Sequence[str], w: float) -> dict[str, FittedMap]:
+    """The phase-1 maps reading the others' features too, with the phase-1 coefficients times `w`."""
+    return {
+        k: phase1.maps[k].model_copy(
+            update={
+                "features": [*JURY_FEATURES, *JURY_OTHERS_FEATURES],
+                "coef": [*phase1.maps[k].coef, *(w * c for c in phase1.maps[k].coef)],
+            }
+        )
+        for k in classes
+    }
 
 
 def fit_jury_calibration(
@@ -302,14 +375,31 @@ def fit_jury_calibration(
 ) -> Calibration:
     """The jury map: a multinomial logistic regression from the channel features to the rubric's
     labels; `metrics` holds its leave-one-case-out accuracy (the rows of the left-out case, `groups` naming
-    each row's case, are predicted by a map fitted without them; the case's verdict is their majority)."""
+    each row's case, are predicted by a map fitted without them; the case's verdict is their majority).
+    Rows with the others' features (`jury_calibration_rows` with names) also fit the weight of the others'
+    evidence in a discussion round (`_others_weight`), with its leave-one-case-out range and the
+    accuracy after one round; the maps then read both feature sets."""
     from engine.judgemaps import Calibration, fit_multinomial
 
     features = list(JURY_FEATURES)
-    bad = [i for i, r in enumerate(rows) if not all(math.isfinite(r[f]) for f in features)]
+    rounds = all(o in r for r in rows for o in JURY_OTHERS_FEATURES) and bool(rows)
+    needed = features + (list(JURY_OTHERS_FEATURES) if rounds else [])
+    bad = [i for i, r in enumerate(rows) if not all(math.isfinite(r[f]) for f in needed)]
     if bad:
         raise ValueError(f"non-finite features in calibration rows {bad[:5]}")
-    correct = []
+
+    def verdict_of(fold: Calibration, held: list[int], moved: float | None) -> str:
+        votes = []
+        for i in held:
+            row = dict(rows[i])
+            if moved is not None:
+                row = {f: row[f] + moved * row[o] for f, o in zip(JURY_FEATURES, JURY_OTHERS_FEATURES, strict=True)}
+            probs = fold.distribution(classes, row)
+            votes.append(classes[max(range(len(classes)), key=lambda k: probs[k])])
+        top = max(votes.count(v) for v in votes)
+        return max((v for v in votes if votes.count(v) == top), key=list(classes).index)  # ties: more severe
+
+    correct, after_round, weights = [], [], []
     for case in dict.fromkeys(groups):
         keep = [i for i, g in enumerate(groups) if g != case]
         held = [i for i, g in enumerate(groups) if g == case]
@@ -317,22 +407,42 @@ def fit_jury_calibration(
             continue
         maps = fit_multinomial([rows[i] for i in keep], [labels[i] for i in keep], classes, features, c)
         fold = Calibration(name=JURY, model_id=model_id, version="cv", maps=maps)
-        votes = [max(classes, key=lambda k: fold.distribution(classes, rows[i])[list(classes).index(k)]) for i in held]
-        top = max(votes.count(v) for v in votes)
-        verdict = max((v for v in votes if votes.count(v) == top), key=list(classes).index)  # ties: more severe
-        correct.append(verdict == labels[held[0]])
+        correct.append(verdict_of(fold, held, None) == labels[held[0]])
+        if rounds:
+            w = _others_weight(fold, classes, [rows[i] for i in keep], [labels[i] for i in keep])
+            weights.append(w)
+            after_round.append(verdict_of(fold, held, w) == labels[held[0]])
+    maps = fit_multinomial(rows, labels, classes, features, c)
+    metrics: dict[str, object] = {
+        "cases": len(dict.fromkeys(groups)),
+        "loo_case_accuracy": round(sum(correct) / len(correct), 4) if correct else None,
+    }
+    notes = (
+        "p(label) = softmax over the labels' linear scores of the channel features "
+        f"({', '.join(features)}); multinomial logistic regression, C={c}, one row per case"
+    )
+    if rounds:
+        phase1 = Calibration(name=JURY, model_id=model_id, version="phase1", maps=maps)
+        w = _others_weight(phase1, classes, rows, labels)
+        maps = _with_others(phase1, classes, w)
+        metrics |= {
+            "others_weight": w,
+            "loo_others_weight": [round(min(weights), 4), round(max(weights), 4)] if weights else None,
+            "loo_case_accuracy_after_round": round(sum(after_round) / len(after_round), 4) if after_round else None,
+        }
+        notes += (
+            f"; in a discussion round the others' evidence ({', '.join(JURY_OTHERS_FEATURES)}: how much their "
+            f"quoted verdicts moved the channel features) enters with the same coefficients times w={w} "
+            f"(maximum likelihood on the split, bounded to [0, {JURY_OTHERS_MAX_WEIGHT}])"
+        )
     return Calibration.fitted(
         JURY,
         model_id,
-        fit_multinomial(rows, labels, classes, features, c),
+        maps,
         source=source,
         n_items=len(rows),
-        metrics={
-            "cases": len(dict.fromkeys(groups)),
-            "loo_case_accuracy": round(sum(correct) / len(correct), 4) if correct else None,
-        },
-        notes="p(label) = softmax over the labels' linear scores of the channel features "
-        f"({', '.join(features)}); multinomial logistic regression, C={c}, one row per case",
+        metrics=metrics,
+        notes=notes,
     )
 
 

@@ -153,9 +153,10 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
         max_tokens = c4.number_input("Max tokens per answer", 32, 2048, 220, key=KEY + "max_tokens")
         judge = c4.selectbox(
             "Jurors judge by",
-            ["generate", "likelihood"],
+            ["auto", "generate", "likelihood"],
             key=KEY + "judge",
-            help="generate: each juror writes its evaluation as JSON; likelihood: its verdict comes from "
+            help="auto: likelihood for a base model that can score (the bundled Gemma), generate for instruction "
+            "and API models; generate: each juror writes its evaluation as JSON; likelihood: its verdict comes from "
             "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
             "labels, the calibrated likelihood of the label words for other rubrics",
         )
@@ -179,6 +180,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
+    st.caption(md(_judging(seats, config)))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
@@ -195,6 +197,40 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
             "so their calls queue behind its lock (the timeline shows it). API jurors run truly in parallel."
         )
     return seats, config
+
+
+def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
+    """One line: how each model of the panel (and the final judge) judges under the chosen setting, and
+    for likelihood which fitted map is in use (its held-out accuracy and the others' fitted weight)."""
+    from engine.judgemaps import load_calibration
+    from engine.jury import auto_judge
+    from engine.likelihood import JURY
+    from models.registry import scoring_support
+
+    catalog = state.get_catalog()
+    models = dict.fromkeys(s.model_id for s in seats)
+    if config.final_judgment_method == "final_judge":
+        models[config.final_judge_model] = None
+    parts = []
+    for m in models:
+        try:
+            spec = catalog.get(m)
+        except KeyError:
+            parts.append(f"{m}: not in the catalog")
+            continue
+        how = config.judge if config.judge != "auto" else auto_judge(spec, scoring_support(spec))
+        if how == "generate":
+            parts.append(f"{m}: generate (JSON)")
+            continue
+        cal = load_calibration(JURY, m)
+        if cal is None:
+            parts.append(f"{m}: likelihood of the label words, uncalibrated (no jury map for this model)")
+            continue
+        facts = [f"leave-one-case-out accuracy {cal.metrics.get('loo_case_accuracy')}"]
+        if "others_weight" in cal.metrics:
+            facts.append(f"weight of the others' verdicts in a round {cal.metrics['others_weight']:.2f}")
+        parts.append(f"{m}: likelihood — calibration {cal.label} ({', '.join(facts)})")
+    return f"Jurors judge by ({config.judge}): " + "; ".join(parts)
 
 
 def _render_case() -> JuryCase | None:

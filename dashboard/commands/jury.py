@@ -37,8 +37,9 @@ JudgeKind = Annotated[
     str | None,
     typer.Option(
         "--judge",
-        help="generate (jurors write JSON) | likelihood (the fitted channel map for the default labels; the "
-        "calibrated likelihood of the label words for other rubrics).",
+        help="auto (default: likelihood for a base model that can score, like the bundled Gemma; generate for "
+        "the others) | generate (jurors write JSON) | likelihood (the fitted channel map for the default labels; "
+        "the calibrated likelihood of the label words for other rubrics).",
     ),
 ]
 Replay = Annotated[
@@ -285,10 +286,13 @@ def calibrate_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood jury's map (the channel features of every case → the rubric's labels,
-    multinomial logistic) on a calibration split; every call is recorded as a run of kind `calibration`."""
+    multinomial logistic) on a calibration split, and the weight of the others' verdicts in a discussion
+    round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); every
+    call is recorded as a run of kind `calibration`."""
     from dashboard.commands import calibrate_and_save, usable_model
     from engine.jury import DEFAULT_VERDICTS
     from engine.likelihood import fit_jury_calibration, jury_calibration_rows
+    from models.catalog import load_catalog
 
     cases = _cases(data)
     if any(c.gold is None for c in cases):
@@ -298,12 +302,14 @@ def calibrate_cmd(
     store, model = usable_model(model_id)
     labels = [str(c.gold) for c in cases]
     groups = [c.id for c in cases]
+    panel = next(iter(load_catalog().panels.values()), [])
+    others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
     calibrate_and_save(
         store,
         "jury",
         model_id,
         data,
-        lambda: jury_calibration_rows(model, cases),
+        lambda: jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others),
         lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
         output_dir,
         as_json,
@@ -387,7 +393,8 @@ def _rerun(store: Store, run: Run) -> bool:
     jury = Jury(
         [JurorSeat.model_validate(s) for s in config["jurors"]],
         lambda m: hub.get(m, replay=True),
-        JuryConfig.model_validate(config["jury"]),
+        # Runs stored before the `judge` setting existed were generated.
+        JuryConfig.model_validate({"judge": "generate", **config["jury"]}),
     )
     try:
         _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))

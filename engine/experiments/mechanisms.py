@@ -658,7 +658,7 @@ class JuryMechanism(Mechanism):
             result = await jury.run(case)
             out.cases.append(JuryRecord(case=case, result=result, usage={}))
             progress(step=f"recorded {case.id}")
-        usage = call_usage(store, run_id, likelihood=config.judge == "likelihood")
+        usage = call_usage(store, run_id, likelihood=config.judge == "likelihood")  # `auto`: by each call
         for rec in out.cases:
             rec.usage = usage
         return out
@@ -703,14 +703,16 @@ class JuryMechanism(Mechanism):
 
 
 def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int, tuple[int, int, float]]:
-    """Tokens and dollars of each call of a run, as the jury counts them (a likelihood juror: prompt only)."""
+    """Tokens and dollars of each call of a run, as the jury counts them (a likelihood juror's scoring call,
+    a request with options: prompt tokens only)."""
+    import json
+
     out: dict[int, tuple[int, int, float]] = {}
     for row in store.calls(run_id=run_id, limit=1_000_000):
         if row.id is None:
             continue
-        out[row.id] = (
-            (row.prompt_tokens, 0, 0.0) if likelihood else (row.prompt_tokens, row.completion_tokens, row.cost)
-        )
+        scored = likelihood or json.loads(row.request_json or "{}").get("options") is not None
+        out[row.id] = (row.prompt_tokens, 0, 0.0) if scored else (row.prompt_tokens, row.completion_tokens, row.cost)
     return out
 
 

@@ -82,6 +82,7 @@ from engine.jury.prompts import (
 )
 from engine.jury.runner import (
     Jury,
+    auto_judge,
     comparable,
     progress_emit,
     run_case,
@@ -91,6 +92,7 @@ from engine.jury.view import (
 )
 
 __all__ = [
+    "auto_judge",
     "CaseError",
     "CollaborativeJuryResult",
     "ConsensusResult",

@@ -49,11 +49,12 @@ class JuryConfig(BaseModel):
     parallel: bool = Field(True, description="False runs the jurors one after another (for comparison)")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)
-    judge: Literal["generate", "likelihood"] = Field(
-        "generate",
-        description="generate: jurors write JSON; likelihood: each verdict comes from likelihoods (models "
-        "that can score, e.g. the bundled base model): the fitted channel map for the default labels, the "
-        "calibrated likelihood of the label words for other rubrics",
+    judge: Literal["auto", "generate", "likelihood"] = Field(
+        "auto",
+        description="auto: each seat (and the final judge) by its model's catalog tuning — likelihood for a base "
+        "model whose backend can score (the bundled Gemma), generate otherwise; generate: jurors write JSON; "
+        "likelihood: each verdict comes from likelihoods (models that can score): the fitted channel map for "
+        "the default labels, the calibrated likelihood of the label words for other rubrics",
     )
 
     @classmethod

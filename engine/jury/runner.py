@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -38,6 +38,7 @@ from models.source import ModelLookup, ModelSource, model_source
 if TYPE_CHECKING:
     from engine.events import Emit, EventSink
     from engine.store import Store
+    from models.catalog import ModelSpec
 
 
 def _event_evaluation(e: JurorEvaluation) -> dict[str, Any]:
@@ -70,6 +71,12 @@ def _event_consensus(c: ConsensusResult) -> dict[str, Any]:
     }
 
 
+def auto_judge(spec: ModelSpec, scoring: str) -> Literal["likelihood", "generate"]:
+    """The judge method `auto` gives a seat: the catalog's preferred one (likelihood for a base model), when
+    its backend scores options exactly (`scoring`: the backend's `scoring_support`); generate otherwise."""
+    return "likelihood" if spec.preferred_judge == "likelihood" and scoring.startswith("exact") else "generate"
+
+
 class Jury:
     """A panel of jurors (seat + model each) that judges cases. `models` looks model ids up (a ModelHub's
     `get`, or a mapping of id → ChatModel); the final judge's model is looked up the same way when needed."""
@@ -81,6 +88,21 @@ class Jury:
         self.model: ModelSource = model_source(models)
         self.config = config or JuryConfig()
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+        # (case id, case text, model id) → the channel features of phase 1, which a round's map also reads.
+        self._phase1_features: dict[tuple[str, str, str], dict[str, float]] = {}
+
+    def by_likelihood(self, seat: JurorSeat) -> bool:
+        """Whether this seat judges by likelihood: as configured, or under `auto` when its model is a base
+        model (catalog `tuning`) on a backend that scores options exactly (the channel judge scores whole
+        transcripts; a first-token or top-k approximation cannot). An unknown model generates (and fails
+        there, with its reason, as a flagged fallback)."""
+        if self.config.judge != "auto":
+            return self.config.judge == "likelihood"
+        try:
+            model = self.model(seat.model_id)
+        except KeyError:
+            return False
+        return auto_judge(model.spec, type(model).scoring_support(model.spec)) == "likelihood"
 
     async def _gather(self, coros: Sequence[Any]) -> list[Any]:
         if self.config.parallel:
@@ -128,14 +150,25 @@ class Jury:
         (`data/calibration/jury.likelihood.<model>.json`), the distribution over the labels is that map
         applied to the juror's channel features (`engine.likelihood.jury_features`);
         otherwise it is the calibrated likelihood of the label words themselves, flagged `uncalibrated`.
-        Verdict = the most likely label, confidence = its probability, score = the distribution's mean over
-        the labels' evenly spaced scores (every axis gets that score); the 'reasoning' states the
-        distribution and the features. A non-finite feature is a failed field (a non-voting fallback).
-        Same contract as `_ask`."""
+        In a discussion round a map that reads the others' evidence (`JURY_OTHERS_FEATURES`) gets the
+        juror's phase-1 features and how much the others' quoted verdicts moved them, weighted as fitted
+        (`engine.likelihood.fit_jury_calibration`); the phase-1 features are the ones this run already
+        scored for the case and model (scored again, and recorded, when it has none: e.g. a final judge
+        on a model no juror used). Verdict = the most likely label, confidence = its probability, score =
+        the distribution's mean over the labels' evenly spaced scores (every axis gets that score); the
+        'reasoning' states the distribution and the features. A non-finite feature is a failed field (a
+        non-voting fallback). Same contract as `_ask`."""
         import math
 
         from engine.judgemaps import load_calibration
-        from engine.likelihood import JURY, jury_features, jury_scores, label_scores
+        from engine.likelihood import (
+            JURY,
+            JURY_OTHERS_FEATURES,
+            jury_features,
+            jury_round_features,
+            jury_scores,
+            label_scores,
+        )
         from models.errors import ModelError
         from models.recording import call_context
 
@@ -147,7 +180,16 @@ class Jury:
             mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
                 if mapped:
+                    assert cal is not None
+                    reads_others = all(set(JURY_OTHERS_FEATURES) <= set(cal.maps[v].features) for v in rubric.verdicts)
+                    key = (case.id, case.content, model.model_id)
+                    if others and reads_others and key not in self._phase1_features:
+                        self._phase1_features[key] = (await jury_features(model, case))[0]
                     features, scores = await jury_features(model, case, others)
+                    if not others:
+                        self._phase1_features.setdefault(key, dict(features))
+                    if reads_others:
+                        features = jury_round_features(self._phase1_features[key], features)
                 else:
                     scores = await jury_scores(model, seat, case, rubric, others)
         except ModelError as exc:
@@ -251,7 +293,7 @@ class Jury:
         send("phase_started", phase=1, speakerOrder=order)
 
         async def evaluate(seat: JurorSeat) -> JurorEvaluation:
-            if cfg.judge == "likelihood":
+            if self.by_likelihood(seat):
                 parsed, reason, facts = await self._score(seat, case, rubric, [], t0, "phase1")
             else:
                 parsed, reason, facts = await self._ask(
@@ -282,7 +324,7 @@ class Jury:
                     earlier: list[DiscussionRound] = earlier,
                 ) -> JurorStatement:
                     current = latest[seat.juror_id]
-                    if cfg.judge == "likelihood":
+                    if self.by_likelihood(seat):
                         others = [
                             (o.role_name or o.juror_id, o.verdict)
                             for o in latest.values()
@@ -423,7 +465,7 @@ class Jury:
         if vote.verdict == NO_VERDICT:  # no quorum: a judge's verdict would rest on a failed panel
             return vote.model_copy(update={"method": "final_judge"})
         judge = JurorSeat(juror_id="final-judge", model_id=cfg.final_judge_model, role_name="Final judge")
-        if cfg.judge == "likelihood":  # the judge scores the labels having heard every working juror's verdict
+        if self.by_likelihood(judge):  # the judge scores the labels having heard every working juror's verdict
             parsed, why, facts = await self._score(
                 judge,
                 case,

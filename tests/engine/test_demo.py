@@ -59,13 +59,16 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:
-    """Raised and approved hands, position changes, retried drafts: found by trying inputs, not written in."""
+    """Raised and approved hands, a right jury verdict after a scored discussion, retried drafts: found by trying
+    inputs, not written in."""
     docs = {d["run"]["kind"]: d for d in read_runs(DEMO / "runs.jsonl")}
     types = [e["type"] for e in docs["handraise.conversation"]["events"]]
     assert "hand_raised" in types or any("hand" in t for t in types), types
     assert docs["handraise.conversation"]["summary"]["answers"] >= 1
-    statements = [s for r in docs["jury.run"]["summary"]["result"]["discussion_rounds"] for s in r["statements"]]
-    assert any(s["position_changed"] for s in statements)
+    jury = docs["jury.run"]
+    statements = [s for r in jury["summary"]["result"]["discussion_rounds"] for s in r["statements"]]
+    assert statements and all("after hearing" in s["reasoning"] for s in statements)  # rounds scored the others
+    assert jury["summary"]["verdict"] == jury["run"]["config"]["case"]["gold"]
     assert docs["director.duo"]["summary"]["retries"] >= 1
 
 

@@ -16,6 +16,7 @@ from engine.likelihood import (
     JURY,
     JURY_FEATURES,
     JURY_HEADINGS,
+    JURY_OTHERS_FEATURES,
     fit_jury_calibration,
     jury_channel_prompt,
     quote,
@@ -83,9 +84,11 @@ def test_shipped_jury_map_is_fitted_on_the_calibration_split_and_covers_the_defa
     cal = load_calibration(JURY, "gemma3-270m")
     assert cal is not None and cal.fitted_on.endswith("jury-calib.jsonl") and "benchmarks" not in cal.fitted_on
     assert set(DEFAULT_VERDICTS) <= set(cal.maps)
-    assert all(m.features == FEATURES for m in cal.maps.values())
+    assert all(m.features == FEATURES + list(JURY_OTHERS_FEATURES) for m in cal.maps.values())
+    w = cal.metrics["others_weight"]
+    assert 0 <= w <= 2 and "loo_case_accuracy_after_round" in cal.metrics
     for v in (-9.0, 0.0, 9.0):
-        p = cal.distribution(DEFAULT_VERDICTS, dict.fromkeys(FEATURES, v))
+        p = cal.distribution(DEFAULT_VERDICTS, dict.fromkeys(FEATURES + list(JURY_OTHERS_FEATURES), v))
         assert sum(p) == pytest.approx(1.0) and all(0 <= x <= 1 for x in p)
 
 
@@ -129,7 +132,7 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
 
     fine = _Scoring(-1.0)  # every option equally likely: every feature 0, the map's own prior decides
     result = asyncio.run(Jury(seats, {"gemma3-270m": fine}, config).run(case))
-    expected = cal.distribution(DEFAULT_VERDICTS, dict.fromkeys(FEATURES, 0.0))
+    expected = cal.distribution(DEFAULT_VERDICTS, dict.fromkeys(FEATURES + list(JURY_OTHERS_FEATURES), 0.0))
     for e in result.phase1_evaluations:
         assert not e.fallback and f"calibration:{cal.version}" in e.flags
         assert e.verdict == DEFAULT_VERDICTS[int(np.argmax(expected))]
@@ -149,3 +152,115 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
     other = case.model_copy(update={"rubric": Rubric(verdicts=["ok", "bad"], verdict_descriptions={})})
     result = asyncio.run(Jury(seats, {"gemma3-270m": _Scoring(-1.0)}, config).run(other))
     assert all("uncalibrated" in e.flags and not e.fallback for e in result.phase1_evaluations)
+
+
+def _rows_with_others(n: int, informative: bool, seed: int = 3) -> tuple[list[dict[str, float]], list[str]]:
+    """Phase-1 rows a little apart by class (noisy), and the move the others' verdicts make: towards the
+    right class's region (`informative`) or random moves of the same size."""
+    rng = np.random.default_rng(seed)
+    rows, labels = [], []
+    for i in range(n):
+        k = i % 3
+        x = rng.normal(0, 1.0, len(FEATURES))
+        x[0] += 1.0 * k
+        move = rng.normal(0, 0.3, len(FEATURES))
+        move[0] += (2.0 * k - x[0]) * 0.5 if informative else rng.normal(0, 1.0)
+        rows.append(
+            {
+                **dict(zip(FEATURES, map(float, x), strict=True)),
+                **dict(zip(JURY_OTHERS_FEATURES, map(float, move), strict=True)),
+            }
+        )
+        labels.append(DEFAULT_VERDICTS[k])
+    return rows, labels
+
+
+def test_the_weight_of_the_others_evidence_is_fitted_and_read_with_the_phase1_coefficients(tmp_path: Path) -> None:
+    source = tmp_path / "split.jsonl"
+    source.write_text("{}\n")
+    weights = {}
+    for informative in (True, False):
+        rows, labels = _rows_with_others(90, informative)
+        cal = fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, "m", source, [f"c{i}" for i in range(90)])
+        w = cal.metrics["others_weight"]
+        weights[informative] = w
+        lo, hi = cal.metrics["loo_others_weight"]
+        assert 0 <= lo <= hi <= 2
+        phase1 = fit_multinomial(rows, labels, DEFAULT_VERDICTS, FEATURES, c=0.3)
+        for k, m in cal.maps.items():  # the phase-1 map, plus the others' features at w times its coefficients
+            assert m.features == FEATURES + list(JURY_OTHERS_FEATURES)
+            assert m.coef[: len(FEATURES)] == pytest.approx(phase1[k].coef)
+            assert m.coef[len(FEATURES) :] == pytest.approx([w * c for c in phase1[k].coef])
+            assert m.intercept == pytest.approx(phase1[k].intercept)
+        if informative:  # evidence that points to the right label moves positions, and helps
+            assert cal.metrics["loo_case_accuracy_after_round"] > cal.metrics["loo_case_accuracy"]
+    assert weights[True] > 0.5 and weights[False] < 0.2 and weights[True] > 3 * weights[False]
+
+
+class _Heard(_Scoring):
+    """Scores a round's options (those that quote the others' verdicts) with the unsafe heading more likely."""
+
+    can_score = True
+
+    def __init__(self, model_id: str = "gemma3-270m") -> None:
+        super().__init__(-1.0)
+        self.spec = self.spec.model_copy(update={"id": model_id, "tuning": "base"})
+
+    async def _score(self, request: Request) -> ScoreResult:
+        self.requests.append(request)
+        options = request.options or []
+        unsafe = JURY_HEADINGS["unsafe_fail"]
+        lp = [-3.0 + (2.0 if "says:" in o and o.startswith(unsafe) and CONTENT_FREE not in o else 0.0) for o in options]
+        return ScoreResult(logprobs=lp, token_counts=[1] * len(options), prompt_tokens=10)
+
+
+def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(monkeypatch) -> None:
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    model = _Heard()
+    config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    jury = Jury(seats, {"gemma3-270m": model}, config)
+    assert config.judge == "auto" and jury.by_likelihood(seats[0])  # a base model that scores: likelihood
+    result = asyncio.run(jury.run(case))
+    start = dict.fromkeys(FEATURES, 0.0) | dict.fromkeys(JURY_OTHERS_FEATURES, 0.0)
+    heard = {**start, "others_unsafe_fail": 2.0}  # the unsafe heading's channel score rose by 2 after "says:"
+    for e in result.phase1_evaluations:
+        assert e.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, start)), abs=1e-4)
+    for st in result.discussion_rounds[0].statements:
+        u = st.updated_evaluation
+        assert u is not None and "others_unsafe_fail +2.00" in u.reasoning
+        assert u.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, heard)), abs=1e-4)
+    # 3 phase-1 calls, 3 round calls and the final judge's round call: its phase-1 features are the jurors'
+    assert len(model.requests) == 7
+
+    # a final judge on another model scores its own phase 1 first (recorded like every call)
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    other = _Heard("gemma3-270m-b")
+    import engine.judgemaps as judgemaps
+
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: cal)
+    config = config.model_copy(update={"final_judge_model": "gemma3-270m-b"})
+    model = _Heard()
+    asyncio.run(Jury(seats, {"gemma3-270m": model, "gemma3-270m-b": other}, config).run(case))
+    assert len(model.requests) == 6 and len(other.requests) == 2
+    assert "says:" not in (other.requests[0].options or [""])[0] and "says:" in (other.requests[1].options or [""])[0]
+
+
+def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_generating() -> None:
+    seats = [JurorSeat(juror_id="j", model_id="m", role_name="R")]
+    base = _Heard("m")
+    assert Jury(seats, {"m": base}).by_likelihood(seats[0])
+    instruct = _Heard("m")
+    instruct.spec = instruct.spec.model_copy(update={"tuning": "instruct"})
+    assert not Jury(seats, {"m": instruct}).by_likelihood(seats[0])
+    cannot = FnModel(lambda r: "{}", model_id="m")
+    cannot.spec = cannot.spec.model_copy(update={"tuning": "base"})
+    assert not Jury(seats, {"m": cannot}).by_likelihood(seats[0])  # a base model whose backend cannot score
+    assert not Jury(seats, {}).by_likelihood(seats[0])  # unknown: generate, and fail there with the reason
+    assert Jury(seats, {"m": instruct}, JuryConfig(judge="likelihood")).by_likelihood(seats[0])
+    assert not Jury(seats, {"m": base}, JuryConfig(judge="generate")).by_likelihood(seats[0])
