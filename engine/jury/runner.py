@@ -73,8 +73,10 @@ def _event_consensus(c: ConsensusResult) -> dict[str, Any]:
 
 def auto_judge(spec: ModelSpec, scoring: str) -> Literal["likelihood", "generate"]:
     """The judge method `auto` gives a seat: the catalog's preferred one (likelihood for a base model), when
-    its backend scores options exactly (`scoring`: the backend's `scoring_support`); generate otherwise."""
-    return "likelihood" if spec.preferred_judge == "likelihood" and scoring.startswith("exact") else "generate"
+    its backend scores options exactly (`scoring`: the backend's `scoring_support`; a replay, "recorded",
+    answers as the recorded run's backend did); generate otherwise."""
+    exact = scoring.startswith("exact") or scoring == "recorded"
+    return "likelihood" if spec.preferred_judge == "likelihood" and exact else "generate"
 
 
 class Jury:

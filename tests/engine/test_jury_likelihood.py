@@ -264,3 +264,8 @@ def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_gen
     assert not Jury(seats, {}).by_likelihood(seats[0])  # unknown: generate, and fail there with the reason
     assert Jury(seats, {"m": instruct}, JuryConfig(judge="likelihood")).by_likelihood(seats[0])
     assert not Jury(seats, {"m": base}, JuryConfig(judge="generate")).by_likelihood(seats[0])
+    # a replay answers as the recorded run's backend did: a base model's recorded run replays by likelihood
+    from engine.jury import auto_judge
+
+    assert auto_judge(base.spec, "recorded") == "likelihood" and auto_judge(instruct.spec, "recorded") == "generate"
+    assert auto_judge(base.spec, "first token") == auto_judge(base.spec, "token walk (top-k)") == "generate"
