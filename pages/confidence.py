@@ -246,6 +246,16 @@ def _render_live(settings: ConfidenceSettings) -> None:
     st.slider(
         "Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0, key=KEY + "live_k"
     )
+    self_eval = st.selectbox(
+        "Self-evaluation by",
+        ["generate", "likelihood"],
+        key=KEY + "live_self_eval",
+        help="generate (default): the model writes its accuracy, relevance and style as JSON; likelihood "
+        "(no usable signal on the bundled model: its fitted map's coefficient came out negative): "
+        "p(supported) from the PMI of 'The answer is correct / supported' against 'wrong / made up', "
+        "through the fitted map in data/calibration/",
+    )
+    st.caption(md(_self_eval_caption(model_id, self_eval)))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)
     live = is_live(run_id)
     if st.button(
@@ -522,6 +532,22 @@ def _take_generated() -> None:
         st.session_state[KEY + "live_error"] = f"The answer could not be generated: {type(exc).__name__}: {exc}"
 
 
+def _self_eval_caption(model_id: str, self_eval: str) -> str:
+    """The self-evaluation method in use and, by likelihood, its fitted map (or that there is none)."""
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import CONFIDENCE
+
+    if self_eval != "likelihood":
+        return f"Self-evaluation: {model_id} writes it (JSON, validated field by field)."
+    cal = load_calibration(CONFIDENCE, model_id)
+    if cal is None:
+        return f"Self-evaluation by likelihood on {model_id}: no fitted map for this model — uncalibrated."
+    auc = cal.metrics.get("cv_auc")
+    return f"Self-evaluation by likelihood · calibration {cal.label}" + (
+        f" (cross-validated AUC {auc} on its split)" if auc is not None else ""
+    )
+
+
 def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:
     """One `confidence.evaluate` run through `engine.confidence.evaluate`, the entry point the CLI calls too,
     started in the registry (an identical one still going is attached to); the page watches it."""
@@ -533,6 +559,7 @@ def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:
             answer=st.session_state[KEY + "live_answer"],
             sources=st.session_state[KEY + "live_sources"].splitlines(),
             sampling_k=int(st.session_state[KEY + "live_k"]),
+            self_eval=st.session_state.get(KEY + "live_self_eval", "generate"),
             settings=settings,
         )
     except ValidationError as exc:

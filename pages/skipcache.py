@@ -188,6 +188,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
             "JSON the model writes",
         )
+        st.caption(md(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood"))))
         policy = c2[3].selectbox(
             "On a judge error",
             [p.value for p in FailurePolicy],
@@ -208,6 +209,25 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         ),
     )
     return spec, config, judge_choice
+
+
+def _judge_caption(judge_choice: str, method: str) -> str:
+    """What judges the simulation: the recording, or the live model with its method and, for likelihood,
+    the fitted map in use (its cross-validated AUC) or that there is none."""
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import SKIP
+
+    if judge_choice == RECORDED:
+        return f"Judged by the recorded judgments in {_recording().name} (no model runs)."
+    if method != "likelihood":
+        return f"Judged live by {judge_choice} ({method}; no fitted map)."
+    cal = load_calibration(SKIP, judge_choice)
+    if cal is None:
+        return f"Judged live by {judge_choice} (likelihood): no fitted map for this model — uncalibrated."
+    auc = cal.metrics.get("cv_auc")
+    return f"Judged live by {judge_choice} (likelihood) · calibration {cal.label}" + (
+        f" (cross-validated AUC {auc} on its split)" if auc is not None else ""
+    )
 
 
 def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> str | None:

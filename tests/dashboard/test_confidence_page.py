@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.rendered import settle_runs
+from tests.dashboard.rendered import settle_runs, shown
 
 
 def _page() -> None:
@@ -99,3 +99,18 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     assert any(runs[0].id in md.value for md in at.markdown)
     factors = [frame.value for frame in at.dataframe if "factor" in frame.value.columns][0]
     assert set(factors["factor"]) == {"llm_self_confidence", "query_coverage", "source_agreement"}
+
+
+def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import CONFIDENCE
+
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "generate"
+    assert any("Self-evaluation: gemma3-270m writes it" in shown(c.value) for c in at.caption)
+    at.selectbox(key="confidence.live_self_eval").set_value("likelihood").run()
+    cal = load_calibration(CONFIDENCE, "gemma3-270m")
+    assert cal is not None
+    assert any(
+        shown(c.value).startswith(f"Self-evaluation by likelihood · calibration {cal.label}") for c in at.caption
+    )

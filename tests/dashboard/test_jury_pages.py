@@ -230,3 +230,18 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
     assert any("failed_seats:2" in w.value.replace("\\", "") for w in at.warning)
     assert any("failed fields: invalid:confidence" in c.value.replace("\\", "") for c in at.caption)
     assert any("2 failed seat(s) not voting" in c.value for c in at.caption)
+
+
+def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import JURY
+
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert not at.exception and at.selectbox(key="jury.judge").value == "auto"
+    captions = [shown(c.value) for c in at.caption]
+    line = f"Jurors judge by (auto): gemma3-270m: likelihood — calibration {cal.label} (leave-one-case-out accuracy "
+    assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions
+    at.selectbox(key="jury.judge").set_value("generate").run()
+    assert any(shown(c.value) == "Jurors judge by (generate): gemma3-270m: generate (JSON)" for c in at.caption)

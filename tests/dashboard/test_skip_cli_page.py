@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.skipsim import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
-from tests.dashboard.rendered import settle_runs
+from tests.dashboard.rendered import settle_runs, shown
 from tests.engine.test_skipsim import HashJudge
 
 runner = CliRunner()
@@ -172,3 +172,19 @@ def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, mo
     assert not at.exception
     delta = [m.proto.delta for m in at.metric if m.label == "max"][0]
     assert delta == "n/a (nothing was judged)"
+
+
+def test_page_names_the_judge_and_its_calibration() -> None:
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import SKIP
+
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception
+    assert any(shown(c.value).startswith("Judged by the recorded judgments in ") for c in at.caption)
+    at.selectbox(key="skip.judge").set_value("gemma3-270m").run()
+    cal = load_calibration(SKIP, "gemma3-270m")
+    assert cal is not None
+    line = f"Judged live by gemma3-270m (likelihood) · calibration {cal.label} (cross-validated AUC "
+    assert any(shown(c.value).startswith(line) for c in at.caption)
+    at.selectbox(key="skip.method").set_value("structured").run()
+    assert any(shown(c.value) == "Judged live by gemma3-270m (structured; no fitted map)." for c in at.caption)

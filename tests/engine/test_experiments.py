@@ -74,7 +74,7 @@ def jury_yaml(tmp_path: Path, space: str, extra: str = "") -> Path:
         "mechanism: jury",
         f"cases: {JURY_CASES}",
         "limit: 5",
-        "base: {panel: local, max_tokens: 64}",
+        "base: {panel: local, max_tokens: 64, judge: generate}",  # the scripted juror writes JSON
         "space:",
     ]
     lines += ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
@@ -158,6 +158,7 @@ def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) 
         max_discussion_rounds=3,
         final_judgment_method="majority_vote",
         max_tokens=64,
+        judge="generate",  # scripted JSON jurors (under `auto` the catalog's base Gemma would score)
     )
     recorded = {c.id: asyncio.run(Jury(seats, models, widest).run(c)) for c in cases}
     live_calls = store.call_count(live_only=True)
@@ -201,7 +202,11 @@ def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: p
 
     case = load_cases(JURY_CASES)[0]
     widest = JuryConfig(
-        consensus_threshold=2.0, stagnation_rounds=20, max_discussion_rounds=3, final_judgment_method="majority_vote"
+        consensus_threshold=2.0,
+        stagnation_rounds=20,
+        max_discussion_rounds=3,
+        final_judgment_method="majority_vote",
+        judge="generate",
     )
     recorded = asyncio.run(Jury(panel_seats("local"), scripted_models(store), widest).run(case))
     assert recorded.total_rounds == 3

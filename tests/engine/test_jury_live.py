@@ -28,7 +28,8 @@ def _events(store: Any, run_id: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_bundled_jury_runs_records_and_replays(store: Any) -> None:
-    config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", max_tokens=120)
+    # The generating jurors on the bundled model (its default, `auto`, scores: tests/engine/test_likelihood_judges.py).
+    config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", max_tokens=120, judge="generate")
     seats = panel_seats("local")
     live_sink = ListSink()
     run_id, live = asyncio.run(
