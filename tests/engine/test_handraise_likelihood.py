@@ -32,7 +32,10 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
             for component in ("relevance", "confidence", "novelty"):
                 assert 0 <= cal.apply(component, values) <= 1
         with pytest.raises(ValueError, match="non-finite"):
-            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "last_cos": float("nan"), "last_rel": 0})
+            cal.apply(
+                "relevance",
+                {"pmi_mean": float("nan"), "pmi_rel": 0, "pmi_last_rel": 0, "last_cos": float("nan"), "last_rel": 0},
+            )
 
 
 def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path) -> None:
@@ -43,6 +46,7 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
             "label": i % 2 == 0,
             "pmi_mean": 2.0 if i % 2 == 0 else -2.0,
             "pmi_rel": 1.0 if i % 2 == 0 else -1.0,
+            "pmi_last_rel": 1.0 if i % 2 == 0 else -1.0,
             "pmi_max": 3.0 if i % 2 == 0 else -1.0,
             "max_rel": 2.0 if i % 2 == 0 else -2.0,
             "rel_cos": 0.6 if i % 2 == 0 else 0.1,
