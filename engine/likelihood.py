@@ -74,7 +74,13 @@ async def handraise_features(
     `pmi_rel` / `max_rel` = those minus the roster's average (how much more the message is about this
     participant than about the others); `spoke` = 1 when the participant already wrote one of the recent
     messages (kept for the record; the fitted maps do not read it). Names are not scored: the probe that
-    scored them ranked the labelled speaker first less often (measured on the calibration split)."""
+    scored them ranked the labelled speaker first less often (measured on the calibration split).
+    `pmi_last_mean` / `pmi_last_rel`: the same mean PMI and its lead scored on the last user message alone
+    (the message to answer), so a question earlier in the window that nobody answered does not keep its
+    topic's hands up once the user has moved on; when the window is that message alone they equal the
+    window's (no extra call). Measured on the calibration split, 5-fold CV by cast: the window features
+    alone F1 0.733 / top-1 0.861, with `pmi_last_rel` in the relevance map 0.750 / 0.861; with the items
+    of unanswered questions followed by another topic or a greeting added, 0.658 / 0.758 against 0.742 / 0.857."""
     names = {p.id: p.name for p in who} | {"user": "User"}
     shown = [(t.speaker, t.text) for t in list(turns)[-context_turns:]]
     conversation = _conversation(shown, names)
@@ -86,22 +92,42 @@ async def handraise_features(
         )
         for cue in TOPIC_CUES
     ]
-    pmi = [sum(c.pmi[j] for c in calls) / len(calls) for j in range(len(items))]
-    mine = {p.id: [pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id] for p in who}
-    means = {pid: sum(xs) / len(xs) for pid, xs in mine.items()}
-    bests = {pid: max(xs) for pid, xs in mine.items()}
+    last_user = [turn for turn in shown if turn[0] == "user"][-1:]
+    last_calls = calls
+    if last_user and last_user != shown:  # the window holds more than the message to answer: score it alone too
+        alone = _conversation(last_user, names)
+        last_calls = [
+            await model.score_options(
+                topic_prompt(alone, cue), [" " + e for _, e in items], calibration=topic_prompt(empty, cue)
+            )
+            for cue in TOPIC_CUES
+        ]
+    means, bests = _item_means(who, items, calls)
+    last_means, _ = _item_means(who, items, last_calls)
     average, average_best = sum(means.values()) / len(means), sum(bests.values()) / len(bests)
+    last_average = sum(last_means.values()) / len(last_means)
     out = {
         p.id: {
             "pmi_mean": means[p.id],
             "pmi_rel": means[p.id] - average,
             "pmi_max": bests[p.id],
             "max_rel": bests[p.id] - average_best,
+            "pmi_last_mean": last_means[p.id],
+            "pmi_last_rel": last_means[p.id] - last_average,
             "spoke": float(any(speaker == p.id for speaker, _ in shown)),
         }
         for p in who
     }
-    return out, calls
+    return out, calls if last_calls is calls else [*calls, *last_calls]
+
+
+def _item_means(
+    who: Sequence[Participant], items: Sequence[tuple[str, str]], calls: Sequence[OptionScores]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per participant, the mean and the best PMI of its expertise items (each item's PMI averaged over the calls)."""
+    pmi = [sum(c.pmi[j] for c in calls) / len(calls) for j in range(len(items))]
+    mine = {p.id: [pmi[j] for j, (pid, _) in enumerate(items) if pid == p.id] for p in who}
+    return {pid: sum(xs) / len(xs) for pid, xs in mine.items()}, {pid: max(xs) for pid, xs in mine.items()}
 
 
 def best_expertise(who: Sequence[Participant], calls: Sequence[OptionScores]) -> dict[str, str]:

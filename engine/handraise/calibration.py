@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     Vector = npt.NDArray[np.float64]
 
 # The features each judge's maps read (chosen by cross-validation on the calibration split, see fit_calibrations).
-LIKELIHOOD_FEATURES = {"relevance": ["pmi_mean", "pmi_rel"], "confidence": ["pmi_max", "max_rel"]}
+LIKELIHOOD_FEATURES = {"relevance": ["pmi_mean", "pmi_rel", "pmi_last_rel"], "confidence": ["pmi_max", "max_rel"]}
 EMBEDDING_FEATURES = {"relevance": ["last_cos", "last_rel"], "confidence": ["last_exp_cos", "last_exp_rel"]}
 NOVELTY_FEATURES = ["answer_cos", "own_cos"]
 
@@ -65,7 +65,8 @@ def fit_calibrations(
     learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
     labelled speakers from the rest — P(speak) = σ(20·(will − threshold)), class-balanced log-loss with a
     small L2 penalty. The formula and the threshold stay the seed's; only the maps into them are fitted.
-    Likelihood judge: x_r = PMI mean and its lead over the roster, x_c = best PMI and its lead. Embedding
+    Likelihood judge: x_r = PMI mean and its lead over the roster, and the lead on the last user message
+    alone (`pmi_last_rel`), x_c = best PMI and its lead. Embedding
     judge: x_r = last message–profile cosine and its lead over the roster, x_c = the best expertise cosine
     to the last message and its lead. Novelty, in both, n = σ(e·x_n + f) of the answers already given
     (x_n = the closest answer by another participant and the participant's own, `answer_cos`, `own_cos`).

@@ -19,10 +19,10 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
         assert cal is not None and cal.fitted_on.endswith("handraise-calib.jsonl")
         assert "benchmarks" not in cal.fitted_on  # never fitted on the benchmark it is reported on
         extremes: tuple[dict[str, float], ...] = (
-            {"pmi_mean": -9.0, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1}
+            {"pmi_mean": -9.0, "pmi_rel": -9, "pmi_max": -9, "rel_cos": -1, "conf_cos": -1, "pmi_last_rel": -9}
             | {"max_rel": -9, "last_cos": -1, "last_rel": -2, "last_exp_cos": -1, "last_exp_rel": -2}
             | {"answer_cos": -1, "own_cos": -1},
-            {"pmi_mean": 9.0, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1}
+            {"pmi_mean": 9.0, "pmi_rel": 9, "pmi_max": 9, "rel_cos": 1, "conf_cos": 1, "pmi_last_rel": 9}
             | {"max_rel": 9, "last_cos": 1, "last_rel": 2, "last_exp_cos": 1, "last_exp_rel": 2}
             | {"answer_cos": 1, "own_cos": 1},
         )
@@ -32,7 +32,10 @@ def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
             for component in ("relevance", "confidence", "novelty"):
                 assert 0 <= cal.apply(component, values) <= 1
         with pytest.raises(ValueError, match="non-finite"):
-            cal.apply("relevance", {"pmi_mean": float("nan"), "pmi_rel": 0, "last_cos": float("nan"), "last_rel": 0})
+            cal.apply(
+                "relevance",
+                {"pmi_mean": float("nan"), "pmi_rel": 0, "pmi_last_rel": 0, "last_cos": float("nan"), "last_rel": 0},
+            )
 
 
 def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path) -> None:
@@ -43,6 +46,7 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
             "label": i % 2 == 0,
             "pmi_mean": 2.0 if i % 2 == 0 else -2.0,
             "pmi_rel": 1.0 if i % 2 == 0 else -1.0,
+            "pmi_last_rel": 1.0 if i % 2 == 0 else -1.0,
             "pmi_max": 3.0 if i % 2 == 0 else -1.0,
             "max_rel": 2.0 if i % 2 == 0 else -2.0,
             "rel_cos": 0.6 if i % 2 == 0 else 0.1,
@@ -140,3 +144,25 @@ def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -
     fresh = round(cal.apply("novelty", {"answer_cos": -1.0, "own_cos": -1.0}), 4)
     assert all(0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.novelty == fresh for c in components)
     assert facts.calls == 2  # one scoring call per topic cue (the content-free baselines are cached or counted apart)
+
+
+@pytest.mark.slow
+def test_last_message_features_score_the_message_to_answer_alone(store) -> None:
+    # An unanswered design question, then a code question: the last-message features are the window features
+    # of the code question on its own (the same prompts, so the same scores), and they put the coder first;
+    # a window of one message costs no extra call.
+    from engine.likelihood import handraise_features
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    model = ModelHub(load_catalog(), call_log=store).get("gemma3-270m")
+    question = Turn("user", "My Python script crashes with a KeyError when it reads the config. How do I fix it?")
+    window = [Turn("user", "Which font pairs well with a geometric sans for headings?"), question]
+    both, calls = asyncio.run(handraise_features(model, DEFAULT_CAST, window, 3))
+    alone, alone_calls = asyncio.run(handraise_features(model, DEFAULT_CAST, [question], 3))
+    assert len(calls) == 4 and len(alone_calls) == 2
+    for p in DEFAULT_CAST:
+        assert both[p.id]["pmi_last_mean"] == pytest.approx(alone[p.id]["pmi_mean"], abs=1e-6)
+        assert both[p.id]["pmi_last_rel"] == pytest.approx(alone[p.id]["pmi_rel"], abs=1e-6)
+        assert alone[p.id]["pmi_last_rel"] == alone[p.id]["pmi_rel"]
+    assert both["coder"]["pmi_last_rel"] > max(both["designer"]["pmi_last_rel"], both["researcher"]["pmi_last_rel"])
