@@ -115,6 +115,7 @@ def _render_check(profiles: dict[str, Any]) -> None:
         model_id = None
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
+            _rubric_judge_picker(KEY + "rubric_judge")
         run_id = watched_run(CHECK_PARAM, CHECK_RUN)
         live = is_live(run_id)
         if st.button("Check", type="primary", key=KEY + "check", disabled=live):
@@ -186,6 +187,22 @@ def _model_picker(key: str) -> str | None:
     )
 
 
+RUBRIC_JUDGES = ["generate", "likelihood"]
+
+
+def _rubric_judge_picker(key: str) -> str:
+    """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked."""
+    return str(
+        st.selectbox(
+            "Rubric judged by",
+            RUBRIC_JUDGES,
+            key=key,
+            help="generate: the model writes the five criteria's scores as JSON; likelihood: each criterion is "
+            "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
+        )
+    )
+
+
 def handle_check(profile: Any, model_id: str | None) -> str | None:
     """One line through `director.review_line` (a `director.check` run, rules only or with the rubric),
     started in the registry; the page watches it. Rules only make no model call and end at once: their
@@ -196,6 +213,7 @@ def handle_check(profile: Any, model_id: str | None) -> str | None:
             text=st.session_state[KEY + "line"],
             scene=st.session_state[KEY + "scene"],
             model_id=model_id,
+            director=DirectorConfig(rubric_judge=st.session_state.get(KEY + "rubric_judge", "generate")),
         )
     except ValidationError as exc:
         st.session_state[CHECK_RUN + ".error"] = f"Nothing checked: {exc.errors()[0]['msg']}"
@@ -305,6 +323,7 @@ def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> 
     averages: dict[str, float | None] = {}
     with st.expander("LLM rubric for every line (optional)", expanded=bool(run_id)):
         model_id = _model_picker(KEY + "batch_model")
+        _rubric_judge_picker(KEY + "batch_rubric_judge")
         st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
         score, record = st.columns(2)
         busy = "A batch is going: watch it below, or cancel it" if live else None
@@ -343,7 +362,13 @@ def _render_batch_view(view: Collected, live: bool) -> None:
 
 def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: str | None) -> str | None:
     """`director.run_script` (the entry point `judgelab director batch` calls too) started in the registry."""
-    config = ScriptConfig(lines=lines, character=default, source=source, model_id=model_id)
+    config = ScriptConfig(
+        lines=lines,
+        character=default,
+        source=source,
+        model_id=model_id,
+        director=DirectorConfig(rubric_judge=st.session_state.get(KEY + "batch_rubric_judge", "generate")),
+    )
     return _start("director.batch", config, run_script, BATCH_PARAM, BATCH_RUN, settle=model_id is None)
 
 
@@ -379,6 +404,8 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     retries = c4.number_input("Max retries", 0, 5, 2, key=KEY + "duo_retries")
     policy = c5.selectbox("When retries run out", ["mark", "accept_last", "drop"], key=KEY + "duo_policy")
     use_rubric = st.toggle("LLM rubric on every line", value=False, key=KEY + "duo_rubric")
+    if use_rubric:
+        _rubric_judge_picker(KEY + "duo_rubric_judge")
     run_id = watched_run(DUO_PARAM, DUO_RUN)
     live = is_live(run_id)
     if st.button(
@@ -468,7 +495,11 @@ def handle_duo(
             scene=scene,
             turns=turns,
             rubric=use_rubric,
-            director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+            director=DirectorConfig(
+                max_retries=retries,
+                on_retries_exhausted=policy,
+                rubric_judge=st.session_state.get(KEY + "duo_rubric_judge", "generate") if use_rubric else "generate",
+            ),
         )
     except ValidationError as exc:
         st.session_state[DUO_RUN + ".error"] = f"No dialogue: {exc.errors()[0]['msg']}"

@@ -6,16 +6,27 @@ import asyncio
 import json
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from dashboard.commands import fail, usable_model
 
+if TYPE_CHECKING:
+    from engine.director import DirectorConfig
+
 T = TypeVar("T")
 
 app = typer.Typer(help="Director: hard rules and an LLM rubric for a character's line.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+RubricJudge = Annotated[
+    str,
+    typer.Option(
+        "--rubric-judge",
+        help="generate (the model writes five scores as JSON) | likelihood (each criterion's expected value "
+        "over 1-5 from the calibrated likelihood of the digits; models that can score).",
+    ),
+]
 Character = Annotated[str, typer.Option("--character", help="Character id (data/characters/<id>.yaml).")]
 
 
@@ -58,6 +69,21 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         raise _fail(str(exc), code=3) from None
 
 
+def _director_config(**values: object) -> DirectorConfig:
+    """The director's settings from the command's options; a bad value names its option."""
+    from pydantic import ValidationError
+
+    from engine.director import DirectorConfig
+
+    try:
+        return DirectorConfig.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = {"rubric_judge": "--rubric-judge", "on_retries_exhausted": "--policy", "max_retries": "--max-retries"}
+        name = str(err["loc"][0]) if err["loc"] else "director"
+        raise _fail(f"{option.get(name, name)}: {err['msg']}") from None
+
+
 @app.command("check")
 def check_cmd(
     text: Annotated[str, typer.Argument(help="The line to judge.")],
@@ -65,6 +91,7 @@ def check_cmd(
     rules_only: Annotated[bool, typer.Option("--rules-only", help="Hard rules only, no model.")] = False,
     model_id: Annotated[str, typer.Option("--model", help="Model for the rubric.")] = "gemma3-270m",
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
+    rubric_judge: RubricJudge = "generate",
     as_json: JsonFlag = False,
 ) -> None:
     """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status; recorded
@@ -74,7 +101,13 @@ def check_cmd(
     _profile(character)
     if not text.strip():
         raise _fail("the line is empty")
-    config = CheckConfig(character=character, text=text, scene=scene, model_id=None if rules_only else model_id)
+    config = CheckConfig(
+        character=character,
+        text=text,
+        scene=scene,
+        model_id=None if rules_only else model_id,
+        director=_director_config(rubric_judge=rubric_judge),
+    )
     store, models = _store_and_models(config.model_id)
     result = _run(review_line(config, models, store))
     payload = result.review.payload()
@@ -102,6 +135,7 @@ def batch_cmd(
         ),
     ] = None,
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
+    rubric_judge: RubricJudge = "generate",
     as_json: JsonFlag = False,
 ) -> None:
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
@@ -115,7 +149,14 @@ def batch_cmd(
         raise _fail(str(exc)) from None
     for cid in dict.fromkeys(ln.character or character for ln in lines):
         _profile(cid)
-    config = ScriptConfig(lines=lines, character=character, source=file.name, scene=scene, model_id=model_id)
+    config = ScriptConfig(
+        lines=lines,
+        character=character,
+        source=file.name,
+        scene=scene,
+        model_id=model_id,
+        director=_director_config(rubric_judge=rubric_judge),
+    )
     store, models = _store_and_models(model_id)
     result = _run(run_script(config, models, store))
     out = [
@@ -153,13 +194,14 @@ def duo_cmd(
     retries: Annotated[int, typer.Option("--max-retries", min=0, max=10, help="Retries of a rejected line.")] = 2,
     policy: Annotated[str, typer.Option("--policy", help="When retries run out: mark | accept_last | drop.")] = "mark",
     rubric: Annotated[bool, typer.Option("--rubric", help="Score the LLM rubric on every line.")] = False,
+    rubric_judge: RubricJudge = "generate",
     as_json: JsonFlag = False,
 ) -> None:
     """Two characters talk; every line goes through its director (a rejected draft goes back with the
     director's reasons and suggestion); a run of kind `director.duo`."""
     from pydantic import ValidationError
 
-    from engine.director import DirectorConfig, DuoConfig, run_duo
+    from engine.director import DuoConfig, run_duo
 
     for cid in (first, second):
         _profile(cid)
@@ -172,7 +214,7 @@ def duo_cmd(
             scene=scene,
             turns=turns,
             rubric=rubric,
-            director=DirectorConfig(max_retries=retries, on_retries_exhausted=policy),
+            director=_director_config(max_retries=retries, on_retries_exhausted=policy, rubric_judge=rubric_judge),
         )
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -42,6 +42,37 @@ def test_check_unavailable_model() -> None:
     assert code == 2 and "OPENAI_API_KEY" in out
 
 
+def test_a_bad_rubric_judge_names_its_option() -> None:
+    code, out = invoke("director", "check", "--character", "yana", "--rubric-judge", "vibes", "はい。")
+    assert code == 1 and "--rubric-judge" in out and "generate" in out and "likelihood" in out
+    code, out = invoke("director", "duo", "--rubric", "--rubric-judge", "vibes")
+    assert code == 1 and "--rubric-judge" in out
+
+
+@pytest.mark.slow
+def test_check_by_likelihood_scores_each_criterion_from_the_digits() -> None:
+    code, out = invoke(
+        "director",
+        "check",
+        "--character",
+        "yana",
+        "--rubric-judge",
+        "likelihood",
+        "--json",
+        "えー、ほんと？楽しそうだわ！",
+    )
+    assert code == 0, out
+    rubric = json.loads(out)["rubric"]
+    assert rubric is not None and not rubric["failed"], rubric
+    assert set(rubric["scores"]) == {"frame", "roleplay", "connectivity", "density", "naturalness"}
+    assert all(1 <= v <= 5 for v in rubric["scores"].values())
+    code, listed = invoke("runs", "list", "--json")
+    run = json.loads(listed)[0]
+    assert run["kind"] == "director.check" and run["calls"] >= 1
+    code, shown_run = invoke("runs", "show", run["id"], "--json")
+    assert json.loads(shown_run)["config"]["director"]["rubric_judge"] == "likelihood"
+
+
 @pytest.mark.slow
 def test_check_with_the_bundled_model_records_the_rubric_call() -> None:
     code, out = invoke("director", "check", "--character", "yana", "--json", "えー、ほんと？楽しそうだわ！")
@@ -102,6 +133,17 @@ def test_lab_checks_a_line_with_highlights() -> None:
     assert any(":red-background[すごい]" in md.value for md in at.markdown)  # the match, on its status colour
     rules = next(df.value for df in at.dataframe if "rule" in df.value.columns)
     assert rules.set_index("rule").loc["praise", "status"] == "RETRY"
+
+
+def test_every_rubric_model_picker_has_its_judge_method() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    keys = {s.key for s in at.selectbox}
+    assert "director.batch_rubric_judge" in keys and "director.rubric_judge" not in keys  # batch: with its model
+    at.toggle(key="director.use_rubric").set_value(True).run()
+    assert at.selectbox(key="director.rubric_judge").value == "generate"
+    assert at.selectbox(key="director.rubric_judge").options == ["generate", "likelihood"]
+    at.toggle(key="director.duo_rubric").set_value(True).run()
+    assert at.selectbox(key="director.duo_rubric_judge").value == "generate"
 
 
 def test_batch_retunes_instantly() -> None:
