@@ -500,7 +500,9 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         page.get_by_role("button", name="Run the jury").click()
         expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
         expect(page.get_by_text(re.compile(r"^Right — matches the gold label")).first).to_be_visible()
-        expect(page.get_by_text("立場変更 / position changed").first).to_be_visible()
+        # The bundled model judges by likelihood: each round scored again after hearing the others (whose fitted
+        # weight is 0 for Gemma, so no position moves: README "Likelihood judges").
+        expect(page.get_by_text("after hearing", exact=False).first).to_be_visible()
         settle(page)
         shots(page, "demo-jury")
         assert [s for _, s in _replayed(db, "jury.run")] == ["finished"]
