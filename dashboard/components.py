@@ -59,6 +59,18 @@ def safe_avatar(icon: object, default: str = "🤖") -> str:
     return default
 
 
+def calibration_note(name: str, model_id: str) -> str:
+    """Which fitted map a likelihood judge uses: "calibration <name · model · version> (cross-validated AUC x
+    on its split)", or that the model has none and the judge runs uncalibrated."""
+    from engine.judgemaps import load_calibration
+
+    cal = load_calibration(name, model_id)
+    if cal is None:
+        return "no fitted map for this model — uncalibrated"
+    auc = cal.metrics.get("cv_auc")
+    return f"calibration {cal.label}" + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
+
+
 def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌") -> str:
     """Show a streamed answer as plain text while it arrives (`st.write_stream` would render markdown)."""
     text = ""

@@ -11,7 +11,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md
+from dashboard.components import calibration_note, export_buttons, md
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -533,19 +533,12 @@ def _take_generated() -> None:
 
 
 def _self_eval_caption(model_id: str, self_eval: str) -> str:
-    """The self-evaluation method in use and, by likelihood, its fitted map (or that there is none)."""
-    from engine.judgemaps import load_calibration
+    """The self-evaluation method in use and, by likelihood, its fitted map."""
     from engine.likelihood import CONFIDENCE
 
     if self_eval != "likelihood":
         return f"Self-evaluation: {model_id} writes it (JSON, validated field by field)."
-    cal = load_calibration(CONFIDENCE, model_id)
-    if cal is None:
-        return f"Self-evaluation by likelihood on {model_id}: no fitted map for this model — uncalibrated."
-    auc = cal.metrics.get("cv_auc")
-    return f"Self-evaluation by likelihood · calibration {cal.label}" + (
-        f" (cross-validated AUC {auc} on its split)" if auc is not None else ""
-    )
+    return f"Self-evaluation by likelihood · {calibration_note(CONFIDENCE, model_id)}"
 
 
 def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:

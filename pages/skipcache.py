@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md
+from dashboard.components import calibration_note, export_buttons, md
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
@@ -213,21 +213,14 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
 
 def _judge_caption(judge_choice: str, method: str) -> str:
     """What judges the simulation: the recording, or the live model with its method and, for likelihood,
-    the fitted map in use (its cross-validated AUC) or that there is none."""
-    from engine.judgemaps import load_calibration
+    the fitted map in use."""
     from engine.likelihood import SKIP
 
     if judge_choice == RECORDED:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)."
     if method != "likelihood":
         return f"Judged live by {judge_choice} ({method}; no fitted map)."
-    cal = load_calibration(SKIP, judge_choice)
-    if cal is None:
-        return f"Judged live by {judge_choice} (likelihood): no fitted map for this model — uncalibrated."
-    auc = cal.metrics.get("cv_auc")
-    return f"Judged live by {judge_choice} (likelihood) · calibration {cal.label}" + (
-        f" (cross-validated AUC {auc} on its split)" if auc is not None else ""
-    )
+    return f"Judged live by {judge_choice} (likelihood) · {calibration_note(SKIP, judge_choice)}"
 
 
 def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> str | None:
