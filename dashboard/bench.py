@@ -851,6 +851,20 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
             _, facts = asyncio.run(judge.judge([Turn("user", messages[i % len(messages)])]))
             walls.append(time.perf_counter() - started)
             calls.append(facts.calls)
+        # A window of three turns (a question, a participant's answer, the user's next message): the last
+        # message is scored on its own too, so it costs more calls than a single message.
+        coder = DEFAULT_CAST[0].id
+        window_walls, window_calls = [], []
+        for i in range(len(messages)):
+            turns = [
+                Turn("user", messages[i]),
+                Turn(coder, "Let me look at that first."),
+                Turn("user", messages[(i + 1) % len(messages)]),
+            ]
+            started = time.perf_counter()
+            _, facts = asyncio.run(judge.judge(turns))
+            window_walls.append(time.perf_counter() - started)
+            window_calls.append(facts.calls)
         result = BenchResult.from_samples(
             "handraise.likelihood",
             "will judgment of 3 participants by likelihood with the bundled Gemma",
@@ -860,6 +874,8 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
                 "first_judgment_s": round(first, 3),
                 "threads": default_threads(),
                 "scoring_calls_per_judgment": statistics.median(calls),
+                "three_turn_window_median_s": round(statistics.median(window_walls), 4),
+                "three_turn_window_scoring_calls": statistics.median(window_calls),
             },
         )
         result.met = (result.median or 99) <= 1.0
