@@ -543,8 +543,17 @@ def _self_eval_caption(model_id: str, self_eval: str) -> str:
     if cal is None:
         return f"Self-evaluation by likelihood on {model_id}: no fitted map for this model — uncalibrated."
     auc = cal.metrics.get("cv_auc")
-    return f"Self-evaluation by likelihood · calibration {cal.label}" + (
-        f" (cross-validated AUC {auc} on its split)" if auc is not None else ""
+    supported = cal.maps.get("supported")
+    backwards = supported is not None and supported.kind == "logistic" and all(c <= 0 for c in supported.coef)
+    return (
+        f"Self-evaluation by likelihood · calibration {cal.label}"
+        + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
+        + (
+            " — no usable signal on this model: its fitted slope is not positive, so p(supported) barely moves "
+            "(generate is the default)"
+            if backwards
+            else ""
+        )
     )
 
 
