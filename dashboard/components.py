@@ -183,7 +183,7 @@ def render_view(
         )
 
     if view.rounds:
-        head, toggle = st.columns([4, 1])
+        head, toggle = st.columns([2, 1])  # the toggle's label fits in a narrow window too
         head.markdown("**Phase 2 — discussion**")
         rounds_on = (
             show_rounds if show_rounds is not None else toggle.toggle("Show rounds", value=False, key=key + ".rounds")
