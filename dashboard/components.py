@@ -183,7 +183,7 @@ def render_view(
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
                 st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
-            st.text(e["reasoning"] or "(no reasoning)")
+            _reasoning_text(e["reasoning"] or "(no reasoning)")
             if e.get("axes"):
                 st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
@@ -195,7 +195,7 @@ def render_view(
         )
 
     if view.rounds:
-        head, toggle = st.columns([4, 1])
+        head, toggle = st.columns([2, 1])  # the toggle's label fits in a narrow window too
         head.markdown("**Phase 2 — discussion**")
         rounds_on = (
             show_rounds if show_rounds is not None else toggle.toggle("Show rounds", value=False, key=key + ".rounds")
@@ -267,6 +267,23 @@ def render_final(view: JuryView) -> None:
         st.warning("Flags: " + md(", ".join(f["flags"])))
 
 
+_LIKELIHOOD_DETAIL = re.compile(r"^(likelihood: [^()]*?) (\((?:features: |label words).*)$", re.S)
+
+
+def _reasoning_text(text: str) -> None:
+    """A juror's reasoning or statement as plain text. A likelihood juror's line ("likelihood: safe_pass 0.27 ·
+    … (features: …; map …) (after hearing …)") shows its distribution as the text and the features, map and
+    what it heard below it, small (escaped): in a narrow card the feature names otherwise break mid-word."""
+    import streamlit as st
+
+    m = _LIKELIHOOD_DETAIL.match(text)
+    if m is None:
+        st.text(text)
+        return
+    st.text(m.group(1))
+    st.caption(md(m.group(2)))
+
+
 def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
     import streamlit as st
@@ -276,5 +293,5 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        st.text(stt["statement"])
+        _reasoning_text(stt["statement"])
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")

@@ -538,7 +538,17 @@ def _self_eval_caption(model_id: str, self_eval: str) -> str:
 
     if self_eval != "likelihood":
         return f"Self-evaluation: {model_id} writes it (JSON, validated field by field)."
-    return f"Self-evaluation by likelihood · {calibration_note(CONFIDENCE, model_id)}"
+    from engine.judgemaps import load_calibration
+
+    cal = load_calibration(CONFIDENCE, model_id)
+    supported = cal.maps.get("supported") if cal is not None else None
+    backwards = supported is not None and supported.kind == "logistic" and all(c <= 0 for c in supported.coef)
+    return f"Self-evaluation by likelihood · {calibration_note(CONFIDENCE, model_id)}" + (
+        " — no usable signal on this model: its fitted slope is not positive, so p(supported) barely moves "
+        "(generate is the default)"
+        if backwards
+        else ""
+    )
 
 
 def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:

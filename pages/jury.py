@@ -228,7 +228,11 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
             continue
         facts = [f"leave-one-case-out accuracy {cal.metrics.get('loo_case_accuracy')}"]
         if "others_weight" in cal.metrics:
-            facts.append(f"weight of the others' verdicts in a round {cal.metrics['others_weight']:.2f}")
+            weight = cal.metrics["others_weight"]
+            facts.append(
+                f"weight of the others' verdicts in a round {weight:.2f}"
+                + (": positions do not move in the discussion" if weight == 0 else "")
+            )
         parts.append(f"{m}: likelihood — calibration {cal.label} ({', '.join(facts)})")
     return f"Jurors judge by ({config.judge}): " + "; ".join(parts)
 

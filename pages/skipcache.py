@@ -168,34 +168,35 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, 0.7, 0.05, key=KEY + "mid")
         mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
         default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
-        c2 = st.columns(4)
+        c2 = st.columns(3)
         interval = c2[0].number_input(
             "Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10, key=KEY + "interval"
         )
         min_wait = c2[1].number_input("Min wait (s)", 0, 7200, defaults.min_wait_seconds, 30, key=KEY + "min_wait")
-        options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        judge_choice = c2[2].selectbox(
-            "Judge",
-            options,
-            key=KEY + "judge",
-            help="A live model judges each conversation state once; repeats reuse it.",
-        )
-        st.selectbox(
-            "Live judge method",
-            ["likelihood", "probability", "structured"],
-            key=KEY + "method",
-            help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
-            "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
-            "JSON the model writes",
-        )
-        st.caption(md(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood"))))
-        policy = c2[3].selectbox(
+        policy = c2[2].selectbox(
             "On a judge error",
             [p.value for p in FailurePolicy],
             key=KEY + "policy",
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
             "or after a back-off.",
         )
+        options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
+        c3 = st.columns(2)  # the judge and its method side by side, wide enough to read, its caption below
+        judge_choice = c3[0].selectbox(
+            "Judge",
+            options,
+            key=KEY + "judge",
+            help="A live model judges each conversation state once; repeats reuse it.",
+        )
+        c3[1].selectbox(
+            "Live judge method",
+            ["likelihood", "probability", "structured"],
+            key=KEY + "method",
+            help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
+            "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
+            "JSON the model writes. Not used with the recorded judgments.",
+        )
+        st.caption(md(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood"))))
     config = ResponseConfig(
         check_interval_seconds=int(interval),
         min_wait_seconds=int(min_wait),
