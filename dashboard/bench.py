@@ -823,8 +823,9 @@ def bench_handraise_judge(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("handraise.likelihood")
 def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
     """Will judgment of 3 participants by likelihood (PMI scoring + fitted maps + embedding novelty) with the
-    bundled Gemma on the configured threads; the first judgment (model load, content-free baseline, embedder)
-    is reported apart from the samples. Consecutive samples judge different messages."""
+    default scorers — the bundled Gemma and SmolLM2, whose likelihoods are averaged — on the configured threads;
+    the first judgment (model loads, content-free baselines, embedder) is reported apart from the samples.
+    Consecutive samples judge different messages. Gemma alone is measured too, on the same messages."""
     from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
     from models.backends.llamacpp import default_threads
     from models.catalog import load_catalog
@@ -839,18 +840,23 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
     ]
     store, folder = _temp_store()
     try:
-        judge = WillJudge(
-            DEFAULT_CAST, ModelHub(load_catalog(), call_log=store).get, HandRaiseConfig(judge_method="likelihood")
-        )
+        hub = ModelHub(load_catalog(), call_log=store)
+        judge = WillJudge(DEFAULT_CAST, hub.get, HandRaiseConfig(judge_method="likelihood"))
+        alone = WillJudge(DEFAULT_CAST, hub.get, HandRaiseConfig(judge_method="likelihood", likelihood_ensemble=[]))
         started = time.perf_counter()
-        asyncio.run(judge.judge([Turn("user", "Hello, who can help me today?")]))
+        components, _ = asyncio.run(judge.judge([Turn("user", "Hello, who can help me today?")]))
         first = time.perf_counter() - started
-        walls, calls = [], []
+        scorers = next((f.split(":", 1)[1] for f in components[0].flags if f.startswith("ensemble:")), None)
+        asyncio.run(alone.judge([Turn("user", "Hello, who can help me today?")]))
+        walls, calls, alone_walls = [], [], []
         for i in range(max(len(messages), repeat)):
             started = time.perf_counter()
             _, facts = asyncio.run(judge.judge([Turn("user", messages[i % len(messages)])]))
             walls.append(time.perf_counter() - started)
             calls.append(facts.calls)
+            started = time.perf_counter()
+            asyncio.run(alone.judge([Turn("user", messages[i % len(messages)])]))
+            alone_walls.append(time.perf_counter() - started)
         # A window of three turns (a question, a participant's answer, the user's next message): the last
         # message is scored on its own too, so it costs more calls than a single message.
         coder = DEFAULT_CAST[0].id
@@ -867,12 +873,14 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
             window_calls.append(facts.calls)
         result = BenchResult.from_samples(
             "handraise.likelihood",
-            "will judgment of 3 participants by likelihood with the bundled Gemma",
+            f"will judgment of 3 participants by likelihood ({scorers or 'gemma3-270m alone'})",
             walls,
             target="median ≤ 1.0 s",
             metrics={
+                "scorers": scorers or "gemma3-270m (the ensemble could not run)",
                 "first_judgment_s": round(first, 3),
                 "threads": default_threads(),
+                "gemma_alone_median_s": round(statistics.median(alone_walls), 4),
                 "scoring_calls_per_judgment": statistics.median(calls),
                 "three_turn_window_median_s": round(statistics.median(window_walls), 4),
                 "three_turn_window_scoring_calls": statistics.median(window_calls),

@@ -8,7 +8,7 @@ conversation from the recorded components without calling a model, and tokens ag
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -206,6 +206,17 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             key=KEY + "judge_model",
             disabled=method not in ("judge", "hybrid", "likelihood"),
         )
+        partners = [m for m in catalog.ids if m != judge_model]
+        ensemble = c1.multiselect(
+            "Averaged with (likelihood)",
+            partners,
+            default=[m for m in HandRaiseConfig().likelihood_ensemble if m in partners],
+            key=KEY + "ensemble",
+            disabled=method != "likelihood",
+            help="Other local models whose option likelihoods are averaged with the judge model's. Used where a "
+            "map was fitted for that combination (the caption below says which map is in use); otherwise the "
+            "judge model scores alone.",
+        )
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.6, 0.05, key=KEY + "threshold")
         w_r = c2.slider("Weight: relevance", 0.0, 1.0, 0.5, 0.05, key=KEY + "w_r")
         w_n = c2.slider("Weight: novelty", 0.0, 1.0, 0.3, 0.05, key=KEY + "w_n")
@@ -217,7 +228,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
-        st.caption(md(_calibration_caption(method, judge_model)))
+        st.caption(md(_calibration_caption(method, judge_model, ensemble)))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -242,6 +253,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             mode=Mode(mode),
             judge_method=method,
             judge_model=judge_model,
+            likelihood_ensemble=list(ensemble),
             cooldown_enabled=cooldown,
             cooldown_per_turn=strength,
             brainstorm_max_speakers=int(cap),
@@ -255,22 +267,36 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
     return cast, config
 
 
-def _calibration_caption(method: str, judge_model: str) -> str:
-    """Which fitted map turns the judge's raw scores into will components (trusted text: file metadata)."""
+def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
+    """Which models score and which fitted map turns their raw scores into will components (trusted text:
+    catalog ids and file metadata). A likelihood ensemble without a map of its own: the judge model alone."""
     from engine.handraise import EMBEDDER_ID, EMBEDDING
+    from engine.handraise.judge import ensemble_id
     from engine.judgemaps import load_calibration
     from engine.likelihood import HANDRAISE
 
     if method not in ("likelihood", "embedding"):
         return "Calibration: none (the judge writes its numbers)"
     name, model = (HANDRAISE, judge_model) if method == "likelihood" else (EMBEDDING, EMBEDDER_ID)
+    alone = ""
     try:
+        if method == "likelihood" and ensemble_id(judge_model, ensemble) != judge_model:
+            if load_calibration(name, ensemble_id(judge_model, ensemble)) is not None:
+                model = ensemble_id(judge_model, ensemble)
+            else:
+                alone = f"no map for {ensemble_id(judge_model, ensemble)}: {judge_model} scores alone. "
         cal = load_calibration(name, model)
     except ValueError as exc:
         return f"Calibration: unreadable ({exc})"
     if cal is None:
-        return f"Calibration: none for {model} — uncalibrated scores, flagged"
-    return f"Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows)"
+        return f"{alone}Calibration: none for {model} — uncalibrated scores, flagged"
+    cv = (
+        f"; 5-fold CV by cast F1 {cal.metrics['cv_f1']:.2f}, top-1 {cal.metrics['cv_top1']:.2f}"
+        if "cv_f1" in cal.metrics and "cv_top1" in cal.metrics
+        else ""
+    )
+    scored = f"Scored by {' + '.join(model.split('+'))}. " if method == "likelihood" else ""
+    return f"{alone}{scored}Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows{cv})"
 
 
 def _judged_by(conv: Conversation) -> str:
@@ -278,7 +304,7 @@ def _judged_by(conv: Conversation) -> str:
     the calibration versions its recorded hands name when the file has been refitted since."""
     config = conv.config
     on = f" on {config.judge_model}" if config.judge_method in ("judge", "hybrid", "likelihood") else ""
-    caption = _calibration_caption(config.judge_method, config.judge_model)
+    caption = _calibration_caption(config.judge_method, config.judge_model, config.likelihood_ensemble)
     used = sorted(
         {f.split(":", 1)[1] for t in conv.states for h in t.hands for f in h.flags if f.startswith("calibration:")}
     )

@@ -16,10 +16,38 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 Method = Annotated[str, typer.Option("--judge", help="likelihood | judge | self | hybrid | embedding.")]
 JudgeModel = Annotated[str, typer.Option("--judge-model", help="The judge model (judge and hybrid methods).")]
 Threshold = Annotated[float, typer.Option("--threshold", min=0, max=1, help="Will threshold (seed: 0.6).")]
+Ensemble = Annotated[
+    str | None,
+    typer.Option(
+        "--ensemble",
+        help="likelihood judge: comma-separated models whose likelihoods are averaged with the judge model's "
+        "(default: smollm2-135m, used where a map was fitted for the combination); 'none': the judge model alone.",
+    ),
+]
 
 
-def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]) -> tuple[Any, Any, Any]:
-    """(store, model resolver, config), every needed model checked, or a clear exit."""
+def _ensemble(value: str | None) -> list[str] | None:
+    """None: the config's default; 'none' or empty: no partners; else the ids."""
+    if value is None:
+        return None
+    return [] if value.strip().lower() in ("", "none") else [m.strip() for m in value.split(",") if m.strip()]
+
+
+def _available(model_id: str) -> bool:
+    from models.catalog import load_catalog
+    from models.registry import check_availability
+
+    try:
+        return asyncio.run(check_availability(load_catalog().get(model_id))).available
+    except KeyError:
+        return False
+
+
+def _setup(
+    method: str, judge_model: str, threshold: float, model_ids: list[str], ensemble: list[str] | None = None
+) -> tuple[Any, Any, Any]:
+    """(store, model resolver, config), every needed model checked, or a clear exit. An ensemble named on the
+    command line must be available; the default one falls back to the judge model alone (flagged) when not."""
     from pydantic import ValidationError
 
     from engine.handraise import HandRaiseConfig
@@ -28,7 +56,12 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
     from models.registry import ModelHub
 
     try:
-        config = HandRaiseConfig(judge_method=method, judge_model=judge_model, threshold=threshold)
+        config = HandRaiseConfig(
+            judge_method=method,
+            judge_model=judge_model,
+            threshold=threshold,
+            **({} if ensemble is None else {"likelihood_ensemble": ensemble}),
+        )
     except ValidationError as exc:
         err = exc.errors()[0]
         raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
@@ -40,6 +73,8 @@ def _setup(method: str, judge_model: str, threshold: float, model_ids: list[str]
     needed = set()
     if method in ("judge", "hybrid", "likelihood"):
         needed.add(judge_model)
+    if method == "likelihood" and ensemble:
+        needed.update(ensemble)
     if method in ("self", "hybrid"):
         needed.update(model_ids)
     require_models(catalog, needed)
@@ -57,6 +92,7 @@ def eval_cmd(
     context: Annotated[str, typer.Option("--context", help="1 | 3 | 5 | summary: what the judge sees.")] = "3",
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=50, help="Judge each item K times.")] = 1,
     judge_model: JudgeModel = "gemma3-270m",
+    ensemble: Ensemble = None,
     threshold: Threshold = 0.6,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
     as_json: JsonFlag = False,
@@ -77,7 +113,7 @@ def eval_cmd(
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
-    store, resolver, config = _setup(method, judge_model, threshold, model_ids)
+    store, resolver, config = _setup(method, judge_model, threshold, model_ids, _ensemble(ensemble))
 
     run_id, lines, totals = asyncio.run(
         run_benchmark(store, items, resolver, config, mode, repeat, model_ids=model_ids)
@@ -123,6 +159,7 @@ def judge_cmd(
     ],
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
+    ensemble: Ensemble = None,
     threshold: Threshold = 0.6,
     as_json: JsonFlag = False,
 ) -> None:
@@ -147,7 +184,9 @@ def judge_cmd(
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         raise fail(f"{scenario}: {str(exc).strip()}") from None
     cast = item.cast()
-    store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
+    store, resolver, config = _setup(
+        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
+    )
     turns = item.turns("5" if len(item.context) > 3 else "3")
 
     async def go() -> tuple[str, list[Any], Any]:
@@ -207,6 +246,7 @@ def calibrate_cmd(
         ),
     ] = Path("data/calibration/handraise-calib.jsonl"),
     judge_model: JudgeModel = "gemma3-270m",
+    ensemble: Ensemble = None,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
     ] = None,
@@ -216,6 +256,7 @@ def calibrate_cmd(
     recorded as a run of kind `calibration`."""
     from dashboard.commands import calibrate_and_save
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
+    from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
     from engine.judgemaps import file_sha256
 
@@ -223,14 +264,19 @@ def calibrate_cmd(
         items = parse_benchmark(read_text(data), str(data))
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
-    store, resolver, _ = _setup("likelihood", judge_model, 0.6, [])
+    partners = _ensemble(ensemble)
+    store, resolver, config = _setup("likelihood", judge_model, 0.6, [], partners)
+    scorers = [judge_model, *(m for m in config.likelihood_ensemble if m != judge_model)]
+    if partners is None:  # the default ensemble: the partners that cannot run here are left out
+        scorers = [m for m in scorers if m == judge_model or _available(m)]
+    map_id = ensemble_id(judge_model, scorers[1:])
     calibrate_and_save(
         store,
         "handraise",
-        judge_model,
+        map_id,
         data,
-        lambda: calibration_rows(items, resolver(judge_model)),
-        lambda rows: fit_calibrations(rows, judge_model, str(data), file_sha256(data)),
+        lambda: calibration_rows(items, resolver(judge_model), partners=[resolver(m) for m in scorers[1:]]),
+        lambda rows: fit_calibrations(rows, map_id, str(data), file_sha256(data)),
         output_dir,
         as_json,
     )
@@ -241,6 +287,7 @@ def chat_cmd(
     messages: Annotated[list[str], typer.Option("--message", help="A user message (repeatable: one turn each).")],
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
+    ensemble: Ensemble = None,
     threshold: Threshold = 0.6,
     mode: Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")] = "focus",
     models: Annotated[
@@ -282,7 +329,9 @@ def chat_cmd(
     cast = [
         p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p for i, p in enumerate(DEFAULT_CAST)
     ]
-    store, resolver, config = _setup(method, judge_model, threshold, sorted({p.model_id for p in cast}))
+    store, resolver, config = _setup(
+        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
+    )
     try:
         require_models(load_catalog(), {p.model_id for p in cast})  # they answer
         conversation = ConversationConfig(participants=cast, config=config.model_copy(update={"mode": Mode(mode)}))

@@ -19,7 +19,7 @@ those runs. The scorecard itself is a run of kind `scorecard` whose summary hold
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,21 +69,6 @@ def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def top1(lines: Sequence[Mapping[str, Any]]) -> float | None:
-    """Share of (item, repeat) whose most willing participant is labelled to speak (items with such a label)."""
-    hits = total = 0
-    for item in lines:
-        if not any(item["labels"].values()):
-            continue
-        for run in item["runs"]:
-            wills = {m: p.get("will") for m, p in run["predictions"].items() if isinstance(p.get("will"), int | float)}
-            if not wills:
-                continue
-            total += 1
-            hits += bool(item["labels"].get(max(wills, key=lambda m: wills[m])))
-    return round(hits / total, 4) if total else None
-
-
 async def _handraise(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
     from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 
@@ -100,7 +85,7 @@ async def _handraise(store: Store, models: Models, model_id: str, method: str, p
         name=f"scorecard {model_id} {method}",
     )
     return {
-        "metrics": {"f1": totals["f1"], "top1": top1(lines), "consistency": totals["consistency"]},
+        "metrics": {"f1": totals["f1"], "top1": totals["top1"], "consistency": totals["consistency"]},
         "runs": [run_id],
     }
 

@@ -132,11 +132,34 @@ async def evaluate_item(
     return {"id": item.id, "language": item.language, "labels": item.labels, "runs": runs}
 
 
+def top1(items: Sequence[Mapping[str, Any]]) -> float | None:
+    """Share of the judgments (item × repeat) of items with a labelled speaker whose highest will is a labelled
+    speaker's: the labelled speaker ranked first. A tie between a speaker and a participant who should stay
+    quiet is not first."""
+    hits = total = 0
+    for item in items:
+        labels = item["labels"]
+        if not any(labels.values()):
+            continue
+        for run in item["runs"]:
+            wills = {
+                pid: float(p["will"])
+                for pid, p in run["predictions"].items()
+                if pid in labels and isinstance(p.get("will"), int | float)
+            }
+            if not wills:
+                continue
+            total += 1
+            top = max(wills.values())
+            hits += all(labels[pid] for pid, w in wills.items() if w == top)
+    return round(hits / total, 4) if total else None
+
+
 def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals computed only from the items' predictions: every (item, participant, repeat) with a label
     counts once; consistency is the share of labelled (item, participant) pairs whose decision was the
     same in every repeat; latency is per judgment (one per item and repeat), tokens and cost per decision
-    (cost: the dollars recorded with the judgment calls; None for lines stored without it)."""
+    (cost: the dollars recorded with the judgment calls; None for lines stored without it); `top1` as `top1`."""
     import statistics
 
     tp = fp = fn = tn = 0
@@ -174,6 +197,7 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "recall": None if recall is None else round(recall, 4),
         "f1": None if f1 is None else round(f1, 4),
         "consistency": round(same / pairs, 4) if pairs else None,
+        "top1": top1(items),
         "median_latency_s": round(statistics.median(latencies), 4) if latencies else None,
         "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
         "cost_total": None if cost is None else round(cost, 8),

@@ -30,15 +30,22 @@ CONTEXT_MODES: dict[int, ContextMode] = {1: "1", 3: "3", 5: "5"}
 
 
 async def calibration_rows(
-    items: Sequence[BenchItem], model: ChatModel | None, context_turns: int = 3, embedder: Embedder | None = None
+    items: Sequence[BenchItem],
+    model: ChatModel | None,
+    context_turns: int = 3,
+    embedder: Embedder | None = None,
+    partners: Sequence[ChatModel] = (),
 ) -> list[dict[str, Any]]:
-    """The raw features of both judges for every labelled participant of a calibration split."""
+    """The raw features of both judges for every labelled participant of a calibration split (with `partners`:
+    the likelihood ensemble's features, see `handraise_features`)."""
     from engine.likelihood import handraise_features
 
     rows = []
     for item in items:
         cast, turns = item.cast(), item.turns(CONTEXT_MODES.get(context_turns, "3"))
-        features = (await handraise_features(model, cast, turns, context_turns))[0] if model is not None else {}
+        features = (
+            (await handraise_features(model, cast, turns, context_turns, partners))[0] if model is not None else {}
+        )
         for p, emb in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
             if p.id in item.labels:
                 rows.append(

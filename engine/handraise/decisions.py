@@ -69,6 +69,11 @@ class HandRaiseConfig(BaseModel):
     auto_approve_at: float | None = Field(None, ge=0, le=1, description="a standing 'will ≥ X auto-approve' rule")
     judge_method: JudgeMethod = "judge"
     judge_model: str = "gemma3-270m"
+    likelihood_ensemble: list[str] = Field(
+        default_factory=lambda: ["smollm2-135m"],
+        description="likelihood method: other models whose option log-probabilities are averaged with the judge "
+        "model's, where a map was fitted for that combination",
+    )
     context_turns: int = Field(3, ge=1, le=50, description="recent turns given to the judge")
 
 

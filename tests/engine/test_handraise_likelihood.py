@@ -11,6 +11,7 @@ import pytest
 
 from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, fit_calibrations
 from engine.judgemaps import load_calibration, save_calibration
+from tests.fakes.scripted import FnModel
 
 
 def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
@@ -138,12 +139,15 @@ def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -
     assert all("likelihood" in c.flags and any(f.startswith("calibration:") for f in c.flags) for c in components)
     assert by["coder"].relevance > max(by["designer"].relevance, by["researcher"].relevance)
     assert facts.calls >= 1 and facts.call_ids  # every scoring call recorded
+    # The default judge is Gemma averaged with SmolLM2-135M-Instruct, read through that pair's own map.
+    assert all("ensemble:gemma3-270m+smollm2-135m" in c.flags for c in components)
     # Nobody has answered yet: every participant's novelty is the fitted novelty map at "no answer" (−1, −1).
-    cal = load_calibration("handraise.likelihood", "gemma3-270m")
-    assert cal is not None
+    cal = load_calibration("handraise.likelihood", "gemma3-270m+smollm2-135m")
+    assert cal is not None and all(f"calibration:{cal.version}" in c.flags for c in components)
     fresh = round(cal.apply("novelty", {"answer_cos": -1.0, "own_cos": -1.0}), 4)
     assert all(0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.novelty == fresh for c in components)
-    assert facts.calls == 2  # one scoring call per topic cue (the content-free baselines are cached or counted apart)
+    # Gemma scores both topic cues, SmolLM2 the first (the content-free baselines are cached or counted apart).
+    assert facts.calls == 3
 
 
 @pytest.mark.slow
@@ -166,3 +170,103 @@ def test_last_message_features_score_the_message_to_answer_alone(store) -> None:
         assert both[p.id]["pmi_last_rel"] == pytest.approx(alone[p.id]["pmi_rel"], abs=1e-6)
         assert alone[p.id]["pmi_last_rel"] == alone[p.id]["pmi_rel"]
     assert both["coder"]["pmi_last_rel"] > max(both["designer"]["pmi_last_rel"], both["researcher"]["pmi_last_rel"])
+
+
+def _Scorer(model_id: str, bias: float, fail: Exception | None = None) -> FnModel:
+    """A scripted scoring model: each option's log-probability is a function of the option and the prompt (the
+    content-free baseline is the same template with "N/A"), shifted by `bias` so two scorers disagree."""
+    from models.types import Request, ScoreResult
+
+    class Scorer(FnModel):
+        async def _score(self, request: Request) -> ScoreResult:
+            self.requests.append(request)
+            if fail is not None:
+                raise fail
+            prompt, options = request.prompt or "", request.options or []
+            lps = [
+                -1.0
+                - bias * len(o) / 10
+                - (0.0 if ("KeyError" in prompt and o.strip() in ("Python", "debugging")) else 2.0)
+                for o in options
+            ]
+            return ScoreResult(logprobs=lps, token_counts=[1] * len(options), prompt_tokens=10)
+
+    return Scorer(lambda r: "{}", model_id=model_id)
+
+
+def _judge_with(models: dict, monkeypatch, **config):
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    judge = WillJudge(DEFAULT_CAST, models, HandRaiseConfig(judge_method="likelihood", **config))
+    turns = [Turn("user", "My Python script crashes with a KeyError. How do I debug it?")]
+    return asyncio.run(judge.judge(turns))
+
+
+def test_an_ensemble_averages_each_items_pmi_over_its_models(monkeypatch) -> None:
+    from engine.likelihood import handraise_features
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    a, b = _Scorer("gemma3-270m", 0.0), _Scorer("smollm2-135m", 3.0)
+    turns = [Turn("user", "Old topic: which font?"), Turn("user", "My Python script raises a KeyError.")]
+    fa, ca = asyncio.run(handraise_features(a, DEFAULT_CAST, turns, 3))
+    fb, _ = asyncio.run(handraise_features(b, DEFAULT_CAST, turns, 3))
+    both, calls = asyncio.run(handraise_features(a, DEFAULT_CAST, turns, 3, partners=[b]))
+    # the judge model scores both cues, the partner the first (first: it fails before the judge spends a call),
+    # on the window and on the last message alone
+    assert len(ca) == 4 and [c.model_id for c in calls] == ["smollm2-135m", "gemma3-270m", "gemma3-270m"] * 2
+    for p in DEFAULT_CAST:
+        # linear in the item PMIs: the mean of the models (this scorer's PMI does not depend on the cue)
+        for f in ("pmi_mean", "pmi_rel", "pmi_last_mean", "pmi_last_rel"):
+            assert both[p.id][f] == pytest.approx((fa[p.id][f] + fb[p.id][f]) / 2, abs=1e-9)
+
+
+def test_the_ensemble_is_used_with_its_own_map_and_falls_back_to_the_judge_alone_flagged(monkeypatch) -> None:
+    from engine.handraise.judge import ensemble_id
+    from models.errors import ModelUnavailable
+
+    pair = ensemble_id("gemma3-270m", ["smollm2-135m"])
+    assert pair == "gemma3-270m+smollm2-135m" == ensemble_id("gemma3-270m", ["gemma3-270m", "smollm2-135m"])
+    assert load_calibration("handraise.likelihood", pair) is not None  # the shipped default ensemble's map
+    gemma, smol = _Scorer("gemma3-270m", 0.0), _Scorer("smollm2-135m", 3.0)
+    out, facts = _judge_with({"gemma3-270m": gemma, "smollm2-135m": smol}, monkeypatch)
+    assert facts.calls == 3 and len(smol.requests) == 1 + 1  # the partner's one cue (+ its baseline)
+    assert all(f"ensemble:{pair}" in c.flags for c in out)
+    assert max(out, key=lambda c: c.relevance).model == "coder"
+    # A partner the lookup does not know, or one that cannot run: the judge model alone, with its own map.
+    for models in (
+        {"gemma3-270m": _Scorer("gemma3-270m", 0.0)},
+        {
+            "gemma3-270m": _Scorer("gemma3-270m", 0.0),
+            "smollm2-135m": _Scorer("smollm2-135m", 0, ModelUnavailable("gone", model_id="smollm2-135m")),
+        },
+    ):
+        out, facts = _judge_with(models, monkeypatch)
+        assert facts.calls == 2
+        assert all("ensemble_unavailable:smollm2-135m" in c.flags for c in out)
+        alone = load_calibration("handraise.likelihood", "gemma3-270m")
+        assert alone is not None and all(f"calibration:{alone.version}" in c.flags for c in out)
+    # An ensemble nobody fitted a map for: the judge model alone, flagged; none at all: no flag.
+    out, facts = _judge_with({"gemma3-270m": gemma, "other": smol}, monkeypatch, likelihood_ensemble=["other"])
+    assert facts.calls == 2 and all("ensemble_unmapped" in c.flags for c in out)
+    out, facts = _judge_with({"gemma3-270m": gemma}, monkeypatch, likelihood_ensemble=[])
+    assert facts.calls == 2 and not any(f.startswith("ensemble") for c in out for f in c.flags)
+
+
+def test_item_pmi_weighs_each_model_alike_whatever_its_number_of_cues() -> None:
+    from engine.likelihood import item_pmi
+    from models.types import OptionScores
+
+    def call(model_id: str, pmi: float) -> OptionScores:
+        return OptionScores(
+            model_id=model_id,
+            options=[" a", " b"],
+            logprobs=[-1.0, -2.0],
+            token_counts=[1, 1],
+            probabilities=[0.7, 0.3],
+            baseline=[-1.0 - pmi, -2.0],
+        )
+
+    # the judge's two cues average to 2, the partner's one cue says 0: the item's PMI is 1, not (1 + 3 + 0) / 3
+    assert item_pmi([call("p", 0.0), call("j", 1.0), call("j", 3.0)]) == pytest.approx([1.0, 0.0])

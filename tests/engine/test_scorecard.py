@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from engine.calibration import rank_auc
-from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard, top1
+from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard
+from engine.handraise.benchmark import top1
 from engine.store import Store
 from tests.fakes.scripted import FnModel
 
@@ -66,6 +67,9 @@ def test_top1_is_the_most_willing_participant_being_a_speaker() -> None:
         {"labels": {"a": False}, "runs": [{"predictions": {"a": {"will": 0.7}}}]},  # nobody should speak: not scored
     ]
     assert top1(lines) == round(2 / 3, 4)
+    tie = {"labels": {"a": True, "b": False}, "runs": [{"predictions": {"a": {"will": 0.6}, "b": {"will": 0.6}}}]}
+    both = {"labels": {"a": True, "b": True}, "runs": [{"predictions": {"a": {"will": 0.6}, "b": {"will": 0.6}}}]}
+    assert top1([tie]) == 0.0 and top1([both]) == 1.0  # a tie with one who should stay quiet is not first
     assert top1([]) is None
 
 
