@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,7 +15,11 @@ class EmbedderUnavailable(RuntimeError):
 
 
 class Embedder:
-    """Batched, normalised embeddings; thread-safe (one model, one lock)."""
+    """Batched, normalised embeddings; thread-safe (one model, one lock). Each text's vector is kept in a
+    bounded cache (`cache_size` texts, least recently used out first): profiles, expertise items and turns
+    already seen are embedded once, so a judgment embeds only the texts that are new to it."""
+
+    cache_size = 4096
 
     def __init__(self, model_path: str | None = None, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,20 +40,31 @@ class Embedder:
         _quiet_transformers()
         self._model = SentenceTransformer(model_path, device=device)
         self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Unit-length vectors, one row per text."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
+            new = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            if new:
+                vectors = self._model.encode(
+                    new,
+                    batch_size=batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                for text, vector in zip(new, np.asarray(vectors, dtype=np.float32), strict=True):
+                    vector.setflags(write=False)
+                    self._cache[text] = vector
+            for text in texts:
+                self._cache.move_to_end(text)
+            rows = np.stack([self._cache[t] for t in texts])
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return rows
 
     @property
     def dimension(self) -> int:

@@ -35,6 +35,7 @@ from engine.handraise import (
     changed_hands,
     close_conversation,
     conversation_turn,
+    default_ensemble,
     failure_flags,
     open_conversation,
     redecide,
@@ -210,7 +211,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         ensemble = c1.multiselect(
             "Averaged with (likelihood)",
             partners,
-            default=[m for m in HandRaiseConfig().likelihood_ensemble if m in partners],
+            default=default_ensemble(catalog.ids, judge_model),
             key=KEY + "ensemble",
             disabled=method != "likelihood",
             help="Other local models whose option likelihoods are averaged with the judge model's. Used where a "

@@ -50,26 +50,26 @@ def _setup(
     command line must be available; the default one falls back to the judge model alone (flagged) when not."""
     from pydantic import ValidationError
 
-    from engine.handraise import HandRaiseConfig
+    from engine.handraise import HandRaiseConfig, default_ensemble
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
     from models.registry import ModelHub
 
     try:
-        config = HandRaiseConfig(
-            judge_method=method,
-            judge_model=judge_model,
-            threshold=threshold,
-            **({} if ensemble is None else {"likelihood_ensemble": ensemble}),
-        )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-    try:
         catalog = load_catalog()
         store = Store()
     except (CatalogError, StoreError) as exc:
         raise fail(str(exc)) from None
+    try:
+        config = HandRaiseConfig(
+            judge_method=method,
+            judge_model=judge_model,
+            threshold=threshold,
+            likelihood_ensemble=default_ensemble(catalog.ids, judge_model) if ensemble is None else ensemble,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise fail(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
     needed = set()
     if method in ("judge", "hybrid", "likelihood"):
         needed.add(judge_model)

