@@ -44,6 +44,18 @@ def md(value: object, *, inline: bool = True) -> str:
     return "  \n".join(line.strip() for line in text.splitlines())
 
 
+ZERO_WIDTH_SPACE = "\u200b"
+_BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d]))(?=\S)")  # not "+0.12": a sign stays with its number
+
+
+def breakable(value: object) -> str:
+    """A machine identifier (feature names such as `pmi_last_rel`, map versions, flags such as
+    `retry_next_call`) with an invisible break point (U+200B) after each underscore and after `·`, `:` and a
+    `+` before a letter inside a word, so a narrow caption wraps it there rather than mid-word. The text reads the
+    same; apply it before `md` when the value is untrusted (`md(breakable(x))`)."""
+    return _BREAK_AFTER.sub("\\1" + ZERO_WIDTH_SPACE, "" if value is None else str(value))
+
+
 def plot_text(value: object) -> str:
     """Untrusted text for a plotly label, legend or hover text: its pseudo-HTML tags (<a href>, <br>, <b>,
     <span style>) are shown, not rendered. Quotes stay as they are (plotly does not decode &quot;)."""
@@ -183,7 +195,7 @@ def render_view(
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
                 st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
-            _reasoning_text(e["reasoning"] or "(no reasoning)")
+            _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail"))
             if e.get("axes"):
                 st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
@@ -263,25 +275,21 @@ def render_final(view: JuryView) -> None:
             st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}")
     if f.get("reasoning"):
         st.text(f["reasoning"])
+    if f.get("detail"):
+        st.caption(md(breakable(f["detail"])))
     if f.get("flags"):
         st.warning("Flags: " + md(", ".join(f["flags"])))
 
 
-_LIKELIHOOD_DETAIL = re.compile(r"^(likelihood: [^()]*?) (\((?:features: |label words).*)$", re.S)
-
-
-def _reasoning_text(text: str) -> None:
-    """A juror's reasoning or statement as plain text. A likelihood juror's line ("likelihood: safe_pass 0.27 ·
-    … (features: …; map …) (after hearing …)") shows its distribution as the text and the features, map and
-    what it heard below it, small (escaped): in a narrow card the feature names otherwise break mid-word."""
+def _reasoning_text(text: str, detail: object = "") -> None:
+    """A juror's reasoning or statement as plain text, and its machine detail (a likelihood juror's features,
+    map and what it heard: the event's `detail`) below it, small and escaped, with break points after the
+    identifiers' underscores: in a narrow card the feature names otherwise break mid-word."""
     import streamlit as st
 
-    m = _LIKELIHOOD_DETAIL.match(text)
-    if m is None:
-        st.text(text)
-        return
-    st.text(m.group(1))
-    st.caption(md(m.group(2)))
+    st.text(text)
+    if detail:
+        st.caption(md(breakable(detail)))
 
 
 def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
@@ -293,5 +301,5 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        _reasoning_text(stt["statement"])
+        _reasoning_text(stt["statement"], stt.get("detail") or stt.get("evaluation", {}).get("detail"))
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")

@@ -245,3 +245,41 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions
     at.selectbox(key="jury.judge").set_value("generate").run()
     assert any(shown(c.value) == "Jurors judge by (generate): gemma3-270m: generate (JSON)" for c in at.caption)
+
+
+def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monkeypatch) -> None:
+    """The features, map and what a likelihood juror heard come from the events' `detail`, shown small below
+    the distribution (escaped: a role name in 'after hearing …' is case-file text), with break points after
+    the feature names' underscores; the distribution itself is the card's plain text."""
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import JURY
+    from models.base import ChatModel
+    from tests.engine.test_jury_likelihood import _Heard
+    from tests.fakes.hostile import hostile, live_markers
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    role = hostile(9, "role", one_line=True)
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"{role} {i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
+    state.clear_reads()
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    captions = [c.value for c in at.caption]
+    details = [e.detail for e in result.phase1_evaluations] + [
+        s.detail for r in result.discussion_rounds for s in r.statements
+    ]
+    assert len(details) == 6 and all(details)
+    for e in result.phase1_evaluations:
+        assert e.reasoning in texts and not any(e.detail in t for t in texts)  # the text is the distribution
+    for detail in details:
+        assert sum(shown(c) == detail for c in captions) >= 1, detail
+    assert any("pmi\\_\u200b" in c or "channel\\_\u200b" in c for c in captions)  # breakable names
+    assert not [c[:80] for c in captions if live_markers(c)]
+    assert any(f"after hearing {role} 1: " in shown(c) for c in captions)
