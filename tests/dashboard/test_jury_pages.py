@@ -283,3 +283,23 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     assert any("pmi\\_\u200b" in c or "channel\\_\u200b" in c for c in captions)  # breakable names
     assert not [c[:80] for c in captions if live_markers(c)]
     assert any(f"after hearing {role} 1: " in shown(c) for c in captions)
+
+
+def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
+    """Every seat of the local panel (and its final judge) judges by likelihood under `auto`: no call writes
+    text, so the answers' token limit is disabled and its help says why; a generating seat enables it."""
+    from pages.jury import _methods
+
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert not at.exception
+    tokens = at.number_input(key="jury.max_tokens")
+    assert tokens.disabled and "judges by likelihood" in (tokens.help or "")
+    at.selectbox(key="jury.judge").set_value("generate").run()
+    assert not at.number_input(key="jury.max_tokens").disabled
+    at.selectbox(key="jury.judge").set_value("likelihood").run()
+    assert at.number_input(key="jury.max_tokens").disabled
+    assert _methods(["gemma3-270m"] * 3, "auto", "gemma3-270m") == {"likelihood"}
+    assert _methods(["gemma3-270m"], "auto", "smollm2-135m") == {"likelihood", "generate"}  # an instruct judge
+    assert _methods(["gemma3-270m", "gpt-4o"], "auto") == {"likelihood", "generate"}
+    assert _methods(["not-a-model"], "auto") == {"generate"}  # generates, and fails there with its reason
+    assert _methods(["gpt-4o"], "likelihood") == {"likelihood"}
