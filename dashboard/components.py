@@ -83,6 +83,19 @@ def calibration_note(name: str, model_id: str) -> str:
     return f"calibration {cal.label}" + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
 
 
+def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str | None = None) -> None:
+    """A row of `st.metric`s that wraps onto the next line when the page is narrow, instead of squeezing each
+    into a fixed column until its label and value are cut ('Judge calls witho…'). Each metric is a (label,
+    value) pair or the keyword arguments of `st.metric`; each takes the width of its content. Labels are
+    trusted text (a value is shown as written)."""
+    import streamlit as st
+
+    with st.container(horizontal=True, wrap=True, gap="medium", key=key):
+        for metric in metrics:
+            kwargs = dict(metric) if isinstance(metric, dict) else {"label": metric[0], "value": metric[1]}
+            st.metric(**kwargs, width="content")
+
+
 def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌") -> str:
     """Show a streamed answer as plain text while it arrives (`st.write_stream` would render markdown)."""
     text = ""
@@ -129,15 +142,16 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
             ("⬇ JSON (whole run)", "json", ".json", "application/json"),
             ("⬇ HTML report", "html", ".html", "text/html"),
         )
-        for col, (label, fmt, suffix, mime) in zip(st.columns(len(files)), files, strict=True):
-            col.download_button(
-                label,
-                partial(export_file, store, run_id, fmt),
-                file_name=f"{run_id}{suffix}",
-                mime=mime,
-                key=f"{key}.{fmt}.{run_id}",
-                on_click="ignore",
-            )
+        with st.container(horizontal=True, wrap=True):  # buttons wrap in a narrow window rather than squeeze
+            for label, fmt, suffix, mime in files:
+                st.download_button(
+                    label,
+                    partial(export_file, store, run_id, fmt),
+                    file_name=f"{run_id}{suffix}",
+                    mime=mime,
+                    key=f"{key}.{fmt}.{run_id}",
+                    on_click="ignore",
+                )
 
 
 # -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
@@ -194,10 +208,10 @@ def render_view(
             if e.get("fallback"):
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
+                st.caption("⚠ failed fields: " + md(breakable(", ".join(failed_fields(e["flags"])))))
             _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail"))
             if e.get("axes"):
-                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
+                st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
         c = view.phase1_consensus
         st.caption(
@@ -278,7 +292,7 @@ def render_final(view: JuryView) -> None:
     if f.get("detail"):
         st.caption(md(breakable(f["detail"])))
     if f.get("flags"):
-        st.warning("Flags: " + md(", ".join(f["flags"])))
+        st.warning("Flags: " + md(breakable(", ".join(f["flags"]))))
 
 
 def _reasoning_text(text: str, detail: object = "") -> None:

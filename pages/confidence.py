@@ -11,7 +11,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import calibration_note, export_buttons, md
+from dashboard.components import breakable, calibration_note, export_buttons, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -264,7 +264,7 @@ def _render_live(settings: ConfidenceSettings) -> None:
         "p(supported) from the PMI of 'The answer is correct / supported' against 'wrong / made up', "
         "through the fitted map in data/calibration/",
     )
-    st.caption(md(_self_eval_caption(model_id, self_eval)))
+    st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)
     live = is_live(run_id)
     if st.button(
@@ -382,9 +382,17 @@ def _render_plan(settings: ConfidenceSettings) -> None:
     levels = [decide_level(s.score, settings.thresholds).value for s in scores]
     aggregator = ConfidenceAggregator(critical_check=critical)
     aggregates = {m: aggregator.aggregate(scores, m) for m in ConfidenceAggregator.METHODS}
-    cols = st.columns(3)
-    for col, (method, value) in zip(cols, aggregates.items(), strict=True):
-        col.metric(f"{method}", f"{value:.3f}", decide_level(value, settings.thresholds).value, delta_color="off")
+    metric_row(
+        [
+            {
+                "label": method,
+                "value": f"{value:.3f}",
+                "delta": decide_level(value, settings.thresholds).value,
+                "delta_color": "off",
+            }
+            for method, value in aggregates.items()
+        ]
+    )
     st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
     st.dataframe(
         pd.DataFrame(
@@ -430,11 +438,18 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
         st.info("No labelled items.")
         return
     report = calibration_report(items, settings)
-    cols = st.columns(4)
-    cols[0].metric("Items", report["n"])
-    cols[1].metric("Accuracy", f"{report['accuracy']:.3f}")
-    cols[2].metric("ECE", f"{report['ece']:.3f}", help="expected calibration error over 10 bins")
-    cols[3].metric("AURC", f"{report['aurc']:.3f}", help="area under the risk–coverage curve (lower is better)")
+    metric_row(
+        [
+            ("Items", report["n"]),
+            ("Accuracy", f"{report['accuracy']:.3f}"),
+            {"label": "ECE", "value": f"{report['ece']:.3f}", "help": "expected calibration error over 10 bins"},
+            {
+                "label": "AURC",
+                "value": f"{report['aurc']:.3f}",
+                "help": "area under the risk–coverage curve (lower is better)",
+            },
+        ]
+    )
     st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
     run_id = watched_run(CALIB_PARAM, CALIB_RUN)
     live = is_live(run_id)

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md, safe_avatar
+from dashboard.components import breakable, export_buttons, md, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
@@ -228,7 +228,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
-        st.caption(md(_calibration_caption(method, judge_model, ensemble)))
+        st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -402,7 +402,7 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
             "New conversation starts a fresh one."
         )
     if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
-        st.caption(md(_judged_by(conv)))
+        st.caption(md(breakable(_judged_by(conv))))
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -579,7 +579,7 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
                 f"{md(hand.reason or '—')})"
             )
             if failure_flags(hand.flags):
-                left.caption("⚠ judgment failed, fallback used: " + md(", ".join(failure_flags(hand.flags))))
+                left.caption("⚠ judgment failed, fallback used: " + md(breakable(", ".join(failure_flags(hand.flags)))))
             if hand.cooldown_delta or hand.over_raise_factor != 1:
                 left.caption(
                     f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import export_buttons, md, render_view
+from dashboard.components import breakable, export_buttons, md, render_view
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -198,7 +198,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
-    st.caption(md(_judging(seats, config)))
+    st.caption(md(breakable(_judging(seats, config))))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available

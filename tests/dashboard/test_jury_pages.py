@@ -227,8 +227,8 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
     assert not at.exception and not at.success
     assert any("No verdict" in e.value for e in at.error)
     # Stored text is escaped markdown on the page (`md`): compare it unescaped.
-    assert any("failed_seats:2" in w.value.replace("\\", "") for w in at.warning)
-    assert any("failed fields: invalid:confidence" in c.value.replace("\\", "") for c in at.caption)
+    assert any("failed_seats:2" in shown(w.value) for w in at.warning)
+    assert any("failed fields: invalid:confidence" in shown(c.value) for c in at.caption)
     assert any("2 failed seat(s) not voting" in c.value for c in at.caption)
 
 
