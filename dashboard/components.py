@@ -96,6 +96,15 @@ def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str 
             st.metric(**kwargs, width="content")
 
 
+def flow_columns(count: int, width: int = 200) -> list[Any]:
+    """`count` columns of `width` pixels side by side that wrap onto the next line when the page is narrow,
+    where `st.columns` would squeeze them until their labels and values are cut ('final_ju…', 'P…')."""
+    import streamlit as st
+
+    row = st.container(horizontal=True, wrap=True, gap="medium")
+    return [row.container(width=width) for _ in range(count)]
+
+
 def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌") -> str:
     """Show a streamed answer as plain text while it arrives (`st.write_stream` would render markdown)."""
     text = ""
@@ -257,7 +266,9 @@ def render_view(
         if timeline:
             figures.append((charts.jury_timeline(timeline), ".timeline"))
         figures.append((charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), ".verdicts"))
-        places = [st.container() for _ in figures] if stacked else st.columns(3)
+        # Side by side where three fit; in a narrow window one under the other (squeezed, titles and legends
+        # were cut). `stacked` (a half-width column) always stacks them.
+        places = [st.container() for _ in figures] if stacked else flow_columns(len(figures), width=280)
         for place, (figure, suffix) in zip(places, figures, strict=False):
             place.plotly_chart(figure, key=key + suffix)
 

@@ -11,7 +11,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import breakable, calibration_note, export_buttons, md, metric_row
+from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -201,13 +201,13 @@ def _render_score(
     thresholds = settings.thresholds.model_dump()
     top = st.columns([3, 2])
     top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=key + ".gauge")
-    if failed:
-        top[0].warning("⚠ This score uses fallback factors:  \n" + "  \n".join(md(f) for f in failed))
     with top[1]:
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
         st.metric("Level", decision.level.value)
         st.markdown(f"**Suggested action:** {decision.suggested_action}")
         st.caption(decision.reason)
+    if failed:  # full width: in the gauge's column the sentences wrapped a few words a line
+        st.warning("⚠ This score uses fallback factors:  \n" + "  \n".join(md(f) for f in failed))
     st.info(score.reason)
     st.plotly_chart(
         charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score),
@@ -459,7 +459,7 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
     if run_id:
         watch_run(run_id, Collected, _render_calibrated, key=KEY + "calib_watch")
     st.plotly_chart(charts.level_shares(report["level_shares"]))
-    left, right = st.columns(2)
+    left, right = flow_columns(2, width=400)  # one under the other in a narrow window (legends overlapped)
     left.plotly_chart(charts.reliability_diagram(report["bins"], report["ece"]))
     right.plotly_chart(charts.risk_coverage_curve(report["risk_coverage"], report["thresholds"]))
     st.dataframe(

@@ -99,7 +99,8 @@ def highlight(text: str, rules: list[dict[str, Any]]) -> str:
 
 # -- check one line -------------------------------------------------------------------------------
 def _render_check(profiles: dict[str, Any]) -> None:
-    left, right = st.columns([1, 1], gap="large")
+    # The form, then the review under it at full width: beside it, at 900 px the rule table needed a scroll.
+    left = right = st.container()
     with left:
         names = list(profiles)
         character = st.selectbox(
@@ -154,6 +155,13 @@ def _render_review(review: dict[str, Any]) -> None:
         ),
         hide_index=True,
         width="stretch",
+        column_config={
+            # 420 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
+            "rule": st.column_config.TextColumn("Rule", width=130),
+            "status": st.column_config.TextColumn("Status", width=60),
+            "detail": st.column_config.TextColumn("Detail", width=160),
+            "matches": st.column_config.TextColumn("Matches", width=70),
+        },
     )
     tone = review["tone"]
     metric_row(

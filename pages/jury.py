@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, md, render_view
+from dashboard.components import breakable, export_buttons, flow_columns, md, render_view
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -122,7 +122,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
                 "role_focus": st.column_config.TextColumn("Focus prompt", width="large"),
             },
         )
-        c1, c2, c3, c4 = st.columns(4)
+        c1, c2, c3, c4 = flow_columns(4, width=185)  # two rows of two in a narrow window, not four cut ones
         method = c1.selectbox(
             "Final judgment", ["majority_vote", "weighted_average", "final_judge"], index=2, key=KEY + "method"
         )

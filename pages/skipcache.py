@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import breakable, calibration_note, export_buttons, md, metric_row
+from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
@@ -134,7 +134,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             type=["jsonl"],
             key=KEY + "upload",
         )
-        c = st.columns(5)
+        c = flow_columns(5, width=150)
         channels = c[0].number_input("Channels", 1, 500, d.channels, key=KEY + "channels")
         hours = c[1].number_input("Hours", 1.0, 72.0, d.hours, 1.0, key=KEY + "hours")
         rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, d.bursts_per_hour, 0.05, key=KEY + "rate")
@@ -162,13 +162,13 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
     defaults = ResponseConfig()
     with st.expander("Thresholds and checker", expanded=True):
-        c = st.columns(5)
+        c = flow_columns(5, width=150)
         high = c[0].slider("High confidence ≥", 0.5, 1.0, 0.9, 0.05, key=KEY + "high")
         high_s = c[1].number_input("…skip seconds", 0, 172800, 43200, 600, key=KEY + "high_s")
         mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, 0.7, 0.05, key=KEY + "mid")
         mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
         default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
-        c2 = st.columns([1, 1, 1.4])  # the policy's words need the room ('retry_next_c…' at 900 px)
+        c2 = flow_columns(3, width=185)  # the policy's words need the room ('retry_next_c…' at 900 px)
         interval = c2[0].number_input(
             "Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10, key=KEY + "interval"
         )
@@ -182,7 +182,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "or after a back-off.",
         )
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        c3 = st.columns(2)  # the judge and its method side by side, wide enough to read, its caption below
+        c3 = flow_columns(2, width=300)  # the judge and its method side by side where they fit, caption below
         judge_choice = c3[0].selectbox(
             "Judge",
             options,
