@@ -50,7 +50,7 @@ _BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d]))(?=\S)")  # not "+0.12": a sig
 
 def breakable(value: object) -> str:
     """A machine identifier (feature names such as `pmi_last_rel`, map versions, flags such as
-    `retry_next_call`) with an invisible break point (U+200B) after each underscore and after `·`, `:` and a
+    `retry_next_check`) with an invisible break point (U+200B) after each underscore and after `·`, `:` and a
     `+` before a letter inside a word, so a narrow caption wraps it there rather than mid-word. The text reads the
     same; apply it before `md` when the value is untrusted (`md(breakable(x))`)."""
     return _BREAK_AFTER.sub("\\1" + ZERO_WIDTH_SPACE, "" if value is None else str(value))
@@ -326,5 +326,5 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        _reasoning_text(stt["statement"], stt.get("detail") or stt.get("evaluation", {}).get("detail"))
+        _reasoning_text(stt["statement"], stt.get("detail"))  # a failed statement has none (not its last one's)
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")

@@ -249,7 +249,7 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
                     "fallback_reason": ev.get("fallbackReason"),
                     "consensus_after": after,
                     "text": st.get("statement"),
-                    "detail": st.get("detail") or ev.get("detail") or "",
+                    "detail": st.get("detail") or "",
                     "flags": ", ".join(map(str, ev.get("flags") or [])),
                     "call_id": ev.get("callId"),
                 }

@@ -340,3 +340,33 @@ def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_sti
         csv.DictReader(io.StringIO(table_csv(replace(record, events=events), "jury_positions").decode("utf-8-sig")))
     )
     assert len(rows) == 6 and all(r["detail"] == "" for r in rows)
+
+
+class _DeafInRounds(_Heard):
+    """Scores phase 1; a round's scoring call (the others' verdicts quoted) fails."""
+
+    async def _score(self, request: Request) -> ScoreResult:
+        from models.errors import ServerError
+
+        if any("says:" in o for o in request.options or []):
+            raise ServerError("down", model_id=self.model_id)
+        return await super()._score(request)
+
+
+def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
+    """A juror whose round call fails keeps its standing position (and that evaluation's detail), but its
+    statement — '(no statement: …)' — carries no features or map: they would be the last call's, not this one's."""
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    events: list[tuple[str, dict]] = []
+    result = asyncio.run(
+        Jury(seats, {"gemma3-270m": _DeafInRounds()}, config).run(case, emit=lambda t, **p: events.append((t, p)))
+    )
+    for st in result.discussion_rounds[0].statements:
+        assert st.statement.startswith("(no statement:") and st.detail == ""
+        assert st.updated_evaluation is not None and st.updated_evaluation.detail.startswith("features: ")
+    assert [p["detail"] for t, p in events if t == "juror_statement"] == ["", "", ""]
