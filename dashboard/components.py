@@ -45,14 +45,17 @@ def md(value: object, *, inline: bool = True) -> str:
 
 
 ZERO_WIDTH_SPACE = "\u200b"
-_BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d]))(?=\S)")  # not "+0.12": a sign stays with its number
+# After `_`, `·`, `:` and a `+` before a letter (not "+0.12": a sign stays with its number), and after the date of
+# a map version ("20261123T" + "111521Z"), which a narrow card otherwise cut as "20261123T11152" + "1Z".
+_BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d])|(?<!\d)\d{8}T(?=\d{6}Z?\b))(?=\S)")
 
 
 def breakable(value: object) -> str:
     """A machine identifier (feature names such as `pmi_last_rel`, map versions, flags such as
-    `retry_next_check`) with an invisible break point (U+200B) after each underscore and after `·`, `:` and a
-    `+` before a letter inside a word, so a narrow caption wraps it there rather than mid-word. The text reads the
-    same; apply it before `md` when the value is untrusted (`md(breakable(x))`)."""
+    `retry_next_check`) with an invisible break point (U+200B) after each underscore, after `·`, `:` and a
+    `+` before a letter inside a word, and between a map version's date and time, so a narrow caption wraps
+    it there rather than mid-word. The text reads the same; apply it before `md` when the value is untrusted
+    (`md(breakable(x))`)."""
     return _BREAK_AFTER.sub("\\1" + ZERO_WIDTH_SPACE, "" if value is None else str(value))
 
 

@@ -149,3 +149,5 @@ def test_breakable_puts_break_points_after_underscores_not_inside_numbers() -> N
         breakable("gemma3-270m+smollm2-135m·x calibration:v1") == f"gemma3-270m+{Z}smollm2-135m·{Z}x calibration:{Z}v1"
     )
     assert breakable("trailing_ a: b") == "trailing_ a: b" and breakable(None) == ""
+    assert breakable("map 20261123T111521Z;") == f"map 20261123T{Z}111521Z;"  # a version: date, then time
+    assert breakable("id 120261123T111521Z 20261123T11") == "id 120261123T111521Z 20261123T11"  # not a version
