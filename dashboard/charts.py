@@ -261,7 +261,7 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
-    return _legend_below(_layout(fig, "Round timeline: each bar spans a juror's request → answer", 360))
+    return _legend_below(_layout(fig, "Round timeline: request → answer", 360))
 
 
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:

@@ -44,6 +44,21 @@ def md(value: object, *, inline: bool = True) -> str:
     return "  \n".join(line.strip() for line in text.splitlines())
 
 
+ZERO_WIDTH_SPACE = "\u200b"
+# After `_`, `·`, `:` and a `+` before a letter (not "+0.12": a sign stays with its number), and after the date of
+# a map version ("20261123T" + "111521Z"), which a narrow card otherwise cut as "20261123T11152" + "1Z".
+_BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d])|(?<!\d)\d{8}T(?=\d{6}Z?\b))(?=\S)")
+
+
+def breakable(value: object) -> str:
+    """A machine identifier (feature names such as `pmi_last_rel`, map versions, flags such as
+    `retry_next_check`) with an invisible break point (U+200B) after each underscore, after `·`, `:` and a
+    `+` before a letter inside a word, and between a map version's date and time, so a narrow caption wraps
+    it there rather than mid-word. The text reads the same; apply it before `md` when the value is untrusted
+    (`md(breakable(x))`)."""
+    return _BREAK_AFTER.sub("\\1" + ZERO_WIDTH_SPACE, "" if value is None else str(value))
+
+
 def plot_text(value: object) -> str:
     """Untrusted text for a plotly label, legend or hover text: its pseudo-HTML tags (<a href>, <br>, <b>,
     <span style>) are shown, not rendered. Quotes stay as they are (plotly does not decode &quot;)."""
@@ -69,6 +84,28 @@ def calibration_note(name: str, model_id: str) -> str:
         return "no fitted map for this model — uncalibrated"
     auc = cal.metrics.get("cv_auc")
     return f"calibration {cal.label}" + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
+
+
+def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str | None = None) -> None:
+    """A row of `st.metric`s that wraps onto the next line when the page is narrow, instead of squeezing each
+    into a fixed column until its label and value are cut ('Judge calls witho…'). Each metric is a (label,
+    value) pair or the keyword arguments of `st.metric`; each takes the width of its content. Labels are
+    trusted text (a value is shown as written)."""
+    import streamlit as st
+
+    with st.container(horizontal=True, wrap=True, gap="medium", key=key):
+        for metric in metrics:
+            kwargs = dict(metric) if isinstance(metric, dict) else {"label": metric[0], "value": metric[1]}
+            st.metric(**kwargs, width="content")
+
+
+def flow_columns(count: int, width: int = 200) -> list[Any]:
+    """`count` columns of `width` pixels side by side that wrap onto the next line when the page is narrow,
+    where `st.columns` would squeeze them until their labels and values are cut ('final_ju…', 'P…')."""
+    import streamlit as st
+
+    row = st.container(horizontal=True, wrap=True, gap="medium")
+    return [row.container(width=width) for _ in range(count)]
 
 
 def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌") -> str:
@@ -117,15 +154,16 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
             ("⬇ JSON (whole run)", "json", ".json", "application/json"),
             ("⬇ HTML report", "html", ".html", "text/html"),
         )
-        for col, (label, fmt, suffix, mime) in zip(st.columns(len(files)), files, strict=True):
-            col.download_button(
-                label,
-                partial(export_file, store, run_id, fmt),
-                file_name=f"{run_id}{suffix}",
-                mime=mime,
-                key=f"{key}.{fmt}.{run_id}",
-                on_click="ignore",
-            )
+        with st.container(horizontal=True, wrap=True):  # buttons wrap in a narrow window rather than squeeze
+            for label, fmt, suffix, mime in files:
+                st.download_button(
+                    label,
+                    partial(export_file, store, run_id, fmt),
+                    file_name=f"{run_id}{suffix}",
+                    mime=mime,
+                    key=f"{key}.{fmt}.{run_id}",
+                    on_click="ignore",
+                )
 
 
 # -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
@@ -182,10 +220,10 @@ def render_view(
             if e.get("fallback"):
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + md(", ".join(failed_fields(e["flags"]))))
-            _reasoning_text(e["reasoning"] or "(no reasoning)")
+                st.caption("⚠ failed fields: " + md(breakable(", ".join(failed_fields(e["flags"])))))
+            _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail"))
             if e.get("axes"):
-                st.caption(" · ".join(f"{md(k)} {v:.0f}" for k, v in e["axes"].items()))
+                st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
     if view.phase1_consensus:
         c = view.phase1_consensus
         st.caption(
@@ -231,7 +269,9 @@ def render_view(
         if timeline:
             figures.append((charts.jury_timeline(timeline), ".timeline"))
         figures.append((charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), ".verdicts"))
-        places = [st.container() for _ in figures] if stacked else st.columns(3)
+        # Side by side where three fit; in a narrow window one under the other (squeezed, titles and legends
+        # were cut). `stacked` (a half-width column) always stacks them.
+        places = [st.container() for _ in figures] if stacked else flow_columns(len(figures), width=280)
         for place, (figure, suffix) in zip(places, figures, strict=False):
             place.plotly_chart(figure, key=key + suffix)
 
@@ -263,25 +303,21 @@ def render_final(view: JuryView) -> None:
             st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}")
     if f.get("reasoning"):
         st.text(f["reasoning"])
+    if f.get("detail"):
+        st.caption(md(breakable(f["detail"])))
     if f.get("flags"):
-        st.warning("Flags: " + md(", ".join(f["flags"])))
+        st.warning("Flags: " + md(breakable(", ".join(f["flags"]))))
 
 
-_LIKELIHOOD_DETAIL = re.compile(r"^(likelihood: [^()]*?) (\((?:features: |label words).*)$", re.S)
-
-
-def _reasoning_text(text: str) -> None:
-    """A juror's reasoning or statement as plain text. A likelihood juror's line ("likelihood: safe_pass 0.27 ·
-    … (features: …; map …) (after hearing …)") shows its distribution as the text and the features, map and
-    what it heard below it, small (escaped): in a narrow card the feature names otherwise break mid-word."""
+def _reasoning_text(text: str, detail: object = "") -> None:
+    """A juror's reasoning or statement as plain text, and its machine detail (a likelihood juror's features,
+    map and what it heard: the event's `detail`) below it, small and escaped, with break points after the
+    identifiers' underscores: in a narrow card the feature names otherwise break mid-word."""
     import streamlit as st
 
-    m = _LIKELIHOOD_DETAIL.match(text)
-    if m is None:
-        st.text(text)
-        return
-    st.text(m.group(1))
-    st.caption(md(m.group(2)))
+    st.text(text)
+    if detail:
+        st.caption(md(breakable(detail)))
 
 
 def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
@@ -293,5 +329,5 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        _reasoning_text(stt["statement"])
+        _reasoning_text(stt["statement"], stt.get("detail"))  # a failed statement has none (not its last one's)
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")

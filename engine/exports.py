@@ -197,7 +197,9 @@ def _headline(record: RunRecord) -> list[dict[str, Any]]:
 
 
 def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
-    """Each juror's position at phase 1 and after each round: verdict, score, whether it moved, and why."""
+    """Each juror's position at phase 1 and after each round: verdict, score, whether it moved, and why (its
+    text, and the machine detail behind it: a likelihood juror's features, map and what it heard; empty for a
+    generating juror and in runs recorded before the field existed)."""
     from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
@@ -220,6 +222,7 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
             "fallback_reason": e.get("fallbackReason"),
             "consensus_after": consensus.get("consensusStatus"),
             "text": e.get("reasoning"),
+            "detail": e.get("detail") or "",
             "flags": ", ".join(map(str, e.get("flags") or [])),
             "call_id": e.get("callId"),
         }
@@ -246,6 +249,7 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
                     "fallback_reason": ev.get("fallbackReason"),
                     "consensus_after": after,
                     "text": st.get("statement"),
+                    "detail": st.get("detail") or "",
                     "flags": ", ".join(map(str, ev.get("flags") or [])),
                     "call_id": ev.get("callId"),
                 }

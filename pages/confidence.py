@@ -11,7 +11,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import calibration_note, export_buttons, md
+from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -188,25 +188,34 @@ def _render_factors(settings: ConfidenceSettings) -> None:
         st.button("Reset factors", key=KEY + "reset", on_click=handle_reset)
     with results:
         factors = _factors_from_state()
-        _render_score(factors, settings)
+        _render_score(factors, settings, key=KEY + "manual")
 
 
-def _render_score(factors: ConfidenceFactors, settings: ConfidenceSettings, failed: list[str] | None = None) -> None:
+def _render_score(
+    factors: ConfidenceFactors, settings: ConfidenceSettings, failed: list[str] | None = None, *, key: str
+) -> None:
+    """The score of `factors`: gauge, level, penalties and breakdown. `key` tells the figures of the manual tab
+    from the live result's (the same factors give the same figures, which Streamlit would refuse twice)."""
     score = calculate(factors, settings)
     decision = decide_action(score, settings)
     thresholds = settings.thresholds.model_dump()
     top = st.columns([3, 2])
-    top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=None)
-    if failed:
-        top[0].warning("⚠ this score uses fallback factors: " + "; ".join(failed))
+    top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=key + ".gauge")
     with top[1]:
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
         st.metric("Level", decision.level.value)
         st.markdown(f"**Suggested action:** {decision.suggested_action}")
         st.caption(decision.reason)
+    if failed:  # full width: in the gauge's column the sentences wrapped a few words a line
+        st.warning("⚠ This score uses fallback factors:  \n" + "  \n".join(md(f) for f in failed))
     st.info(score.reason)
-    st.plotly_chart(charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score))
-    st.plotly_chart(charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()}))
+    st.plotly_chart(
+        charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score),
+        key=key + ".penalties",
+    )
+    st.plotly_chart(
+        charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()}), key=key + ".breakdown"
+    )
     with st.expander("Factors as JSON (for `judgelab confidence score --factors …`)"):
         st.code(json.dumps(factors.model_dump(), ensure_ascii=False), language="json")
 
@@ -255,7 +264,7 @@ def _render_live(settings: ConfidenceSettings) -> None:
         "p(supported) from the PMI of 'The answer is correct / supported' against 'wrong / made up', "
         "through the fitted map in data/calibration/",
     )
-    st.caption(md(_self_eval_caption(model_id, self_eval)))
+    st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)
     live = is_live(run_id)
     if st.button(
@@ -278,12 +287,10 @@ def _render_live(settings: ConfidenceSettings) -> None:
     if not isinstance(result, dict):
         return
     export_buttons(state.get_store(), run_id, key=KEY + "export")
-    failed = [
-        f"{r['name']} = {r['value']:g} ({', '.join(r.get('flags') or []) or 'fallback'})"
-        for r in result["results"]
-        if r["flagged"]
-    ]
-    _render_score(ConfidenceFactors(**result["factors"]), settings, failed)
+    run = state.get_store().get_run(run_id)
+    self_eval = str((run.config if run is not None else {}).get("self_eval", "generate"))
+    failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
+    _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live")
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
@@ -375,9 +382,17 @@ def _render_plan(settings: ConfidenceSettings) -> None:
     levels = [decide_level(s.score, settings.thresholds).value for s in scores]
     aggregator = ConfidenceAggregator(critical_check=critical)
     aggregates = {m: aggregator.aggregate(scores, m) for m in ConfidenceAggregator.METHODS}
-    cols = st.columns(3)
-    for col, (method, value) in zip(cols, aggregates.items(), strict=True):
-        col.metric(f"{method}", f"{value:.3f}", decide_level(value, settings.thresholds).value, delta_color="off")
+    metric_row(
+        [
+            {
+                "label": method,
+                "value": f"{value:.3f}",
+                "delta": decide_level(value, settings.thresholds).value,
+                "delta_color": "off",
+            }
+            for method, value in aggregates.items()
+        ]
+    )
     st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
     st.dataframe(
         pd.DataFrame(
@@ -423,11 +438,18 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
         st.info("No labelled items.")
         return
     report = calibration_report(items, settings)
-    cols = st.columns(4)
-    cols[0].metric("Items", report["n"])
-    cols[1].metric("Accuracy", f"{report['accuracy']:.3f}")
-    cols[2].metric("ECE", f"{report['ece']:.3f}", help="expected calibration error over 10 bins")
-    cols[3].metric("AURC", f"{report['aurc']:.3f}", help="area under the risk–coverage curve (lower is better)")
+    metric_row(
+        [
+            ("Items", report["n"]),
+            ("Accuracy", f"{report['accuracy']:.3f}"),
+            {"label": "ECE", "value": f"{report['ece']:.3f}", "help": "expected calibration error over 10 bins"},
+            {
+                "label": "AURC",
+                "value": f"{report['aurc']:.3f}",
+                "help": "area under the risk–coverage curve (lower is better)",
+            },
+        ]
+    )
     st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
     run_id = watched_run(CALIB_PARAM, CALIB_RUN)
     live = is_live(run_id)
@@ -437,7 +459,7 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
     if run_id:
         watch_run(run_id, Collected, _render_calibrated, key=KEY + "calib_watch")
     st.plotly_chart(charts.level_shares(report["level_shares"]))
-    left, right = st.columns(2)
+    left, right = flow_columns(2, width=400)  # one under the other in a narrow window (legends overlapped)
     left.plotly_chart(charts.reliability_diagram(report["bins"], report["ece"]))
     right.plotly_chart(charts.risk_coverage_curve(report["risk_coverage"], report["thresholds"]))
     st.dataframe(
@@ -530,6 +552,46 @@ def _take_generated() -> None:
         st.session_state[KEY + "live_error"] = str(exc)
     except Exception as exc:  # e.g. a cancelled future: said, never a traceback
         st.session_state[KEY + "live_error"] = f"The answer could not be generated: {type(exc).__name__}: {exc}"
+
+
+FALLBACK_TO = {  # factor → what it falls back to, in words
+    "llm_self_confidence": "fell back to {value:g} (neutral)",
+    "query_coverage": "fell back to {value:g} and is left out of the weighted mean",
+    "sampling_consistency": "is not used (source agreement keeps its value)",
+}
+
+
+def _fallback_detail(result: dict[str, Any], self_eval: str = "generate") -> str:
+    """A flagged factor in plain words: which factor, how it was judged, what it fell back to and why (from
+    its flags and detail, `engine.confidence`'s FactorResult). Plain text: the page escapes it (`md`), as the
+    reason can quote a model's or a server's message."""
+    name = str(result.get("name", ""))
+    label = SLIDERS.get(name, (name.replace("_", " ").capitalize(), ""))[0]
+    if name == "llm_self_confidence":
+        how = "by likelihood" if self_eval == "likelihood" else "written as JSON by the model"
+    elif name == "query_coverage":
+        how = "generated by the JSON judge"
+    elif name == "sampling_consistency":
+        how = "from sampled answers"
+    else:
+        how = ""
+    flags = [str(f) for f in result.get("flags") or []]
+    detail = str(result.get("detail") or "")
+    fields = [f.removeprefix("invalid:") for f in flags if f.startswith("invalid:")]
+    if "invalid:likelihood_features" in flags:
+        why = "the likelihood features were not finite numbers (an option got no probability) — no usable signal"
+    elif "truncated" in flags:
+        why = "the model's answer was cut off at its token limit"
+    elif fields:
+        why = "the model's answer had no valid " + ", ".join(fields)
+    elif name == "sampling_consistency":
+        why = detail or "too few answers could be sampled"
+    elif detail.startswith("fallback"):
+        why = "the model call failed: " + detail.split(": ", 1)[-1]
+    else:
+        why = detail or "no reason recorded"
+    what = FALLBACK_TO.get(name, "fell back to {value:g}").format(value=float(result.get("value") or 0.0))
+    return f"{label}" + (f" ({how})" if how else "") + f" {what} — {why}"
 
 
 def _self_eval_caption(model_id: str, self_eval: str) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md, safe_avatar
+from dashboard.components import breakable, export_buttons, flow_columns, md, metric_row, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
@@ -229,7 +229,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
-        st.caption(md(_calibration_caption(method, judge_model, ensemble)))
+        st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -403,7 +403,7 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
             "New conversation starts a fresh one."
         )
     if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
-        st.caption(md(_judged_by(conv)))
+        st.caption(md(breakable(_judged_by(conv))))
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -580,7 +580,7 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
                 f"{md(hand.reason or '—')})"
             )
             if failure_flags(hand.flags):
-                left.caption("⚠ judgment failed, fallback used: " + md(", ".join(failure_flags(hand.flags))))
+                left.caption("⚠ judgment failed, fallback used: " + md(breakable(", ".join(failure_flags(hand.flags)))))
             if hand.cooldown_delta or hand.over_raise_factor != 1:
                 left.caption(
                     f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
@@ -667,16 +667,19 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
 
 def render_charts(conv: Conversation) -> None:
     figures = token_figures(conv)
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Tokens spent (judge + answers)", figures["spent_tokens"])
-    m2.metric(
-        "'Everyone answers' baseline",
-        figures["baseline_tokens"],
-        help="Answer tokens if every participant had answered every turn (missing ones at this "
-        "conversation's mean answer length); no judgment cost.",
+    metric_row(
+        [
+            ("Tokens spent (judge + answers)", figures["spent_tokens"]),
+            {
+                "label": "'Everyone answers' baseline",
+                "value": figures["baseline_tokens"],
+                "help": "Answer tokens if every participant had answered every turn (missing ones at this "
+                "conversation's mean answer length); no judgment cost.",
+            },
+            ("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}"),
+        ]
     )
-    m3.metric("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}")
-    c1, c2 = st.columns(2)
+    c1, c2 = flow_columns(2, width=400)
     c1.plotly_chart(charts.will_per_turn(conv.telemetry, conv.config.threshold), key=KEY + "will_chart")
     c2.plotly_chart(charts.approval_sankey(conv.telemetry), key=KEY + "sankey")
     st.plotly_chart(charts.will_histogram(conv.telemetry), key=KEY + "hist")
@@ -720,10 +723,13 @@ def render_whatif(conv: Conversation) -> None:
     changes = changed_hands(before, after)
     raised = [sum(h.status == HandStatus.RAISED for o in outs for h in o.hands) for outs in (before, after)]
     spoke = [sum(len(o.speakers) for o in outs) for outs in (before, after)]
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Hands raised", raised[1], raised[1] - raised[0])
-    m2.metric("Answers", spoke[1], spoke[1] - spoke[0])
-    m3.metric("Hands that change", len(changes))
+    metric_row(
+        [
+            {"label": "Hands raised", "value": raised[1], "delta": raised[1] - raised[0]},
+            {"label": "Answers", "value": spoke[1], "delta": spoke[1] - spoke[0]},
+            ("Hands that change", len(changes)),
+        ]
+    )
     st.caption(f"Re-decided {sum(len(o.hands) for o in after)} hands in {elapsed:.1f} ms.")
     if changes:
         st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch")

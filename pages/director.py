@@ -12,7 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md
+from dashboard.components import export_buttons, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -99,7 +99,8 @@ def highlight(text: str, rules: list[dict[str, Any]]) -> str:
 
 # -- check one line -------------------------------------------------------------------------------
 def _render_check(profiles: dict[str, Any]) -> None:
-    left, right = st.columns([1, 1], gap="large")
+    # The form, then the review under it at full width: beside it, at 900 px the rule table needed a scroll.
+    left = right = st.container()
     with left:
         names = list(profiles)
         character = st.selectbox(
@@ -154,13 +155,23 @@ def _render_review(review: dict[str, Any]) -> None:
         ),
         hide_index=True,
         width="stretch",
+        column_config={
+            # 420 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
+            "rule": st.column_config.TextColumn("Rule", width=130),
+            "status": st.column_config.TextColumn("Status", width=60),
+            "detail": st.column_config.TextColumn("Detail", width=160),
+            "matches": st.column_config.TextColumn("Matches", width=70),
+        },
     )
     tone = review["tone"]
-    cols = st.columns(4)
-    cols[0].metric("Tone score", tone["score"])
-    cols[1].metric("Ending marker", tone["marker"])
-    cols[2].metric("Vocabulary", tone["vocab"])
-    cols[3].metric("Style", tone["style"])
+    metric_row(
+        [
+            ("Tone score", tone["score"]),
+            ("Ending marker", tone["marker"]),
+            ("Vocabulary", tone["vocab"]),
+            ("Style", tone["style"]),
+        ]
+    )
     rubric = review.get("rubric")
     if rubric:
         if rubric.get("failed"):
@@ -305,11 +316,13 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
     counts = frame["status"].value_counts()
-    cols = st.columns(5)
-    cols[0].metric("Lines", len(frame))
-    for col, status in zip(cols[1:], ("PASS", "WARN", "RETRY"), strict=False):
-        col.metric(status, int(counts.get(status, 0)))
-    cols[4].metric("Changed by retuning", int((frame["status"] != frame["default status"]).sum()))
+    metric_row(
+        [
+            ("Lines", len(frame)),
+            *((status, int(counts.get(status, 0))) for status in ("PASS", "WARN", "RETRY")),
+            ("Changed by retuning", int((frame["status"] != frame["default status"]).sum())),
+        ]
+    )
     st.dataframe(frame, hide_index=True, width="stretch", key=KEY + "batch_table")
     st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
 

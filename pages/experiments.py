@@ -487,12 +487,13 @@ def export_bytes(experiment_id: str, fmt: str) -> bytes:
 def _render_export(shown: dict[str, Any]) -> None:
     eid = shown["experiment_id"]
     st.caption(f"Export experiment {md(eid)}: its finished cells, built from the store when clicked")
-    for col, (label, fmt, mime) in zip(st.columns(len(EXPORTS)), EXPORTS, strict=True):
-        col.download_button(
-            label,
-            partial(export_bytes, eid, fmt),
-            file_name=f"{eid}.{fmt}",
-            mime=mime,
-            key=f"{KEY}export.{fmt}",
-            on_click="ignore",
-        )
+    with st.container(horizontal=True, wrap=True):  # the buttons wrap in a narrow window rather than squeeze
+        for label, fmt, mime in EXPORTS:
+            st.download_button(
+                label,
+                partial(export_bytes, eid, fmt),
+                file_name=f"{eid}.{fmt}",
+                mime=mime,
+                key=f"{KEY}export.{fmt}",
+                on_click="ignore",
+            )

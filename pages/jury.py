@@ -4,13 +4,14 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import export_buttons, md, render_view
+from dashboard.components import breakable, export_buttons, flow_columns, md, render_view
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -121,7 +122,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
                 "role_focus": st.column_config.TextColumn("Focus prompt", width="large"),
             },
         )
-        c1, c2, c3, c4 = st.columns(4)
+        c1, c2, c3, c4 = flow_columns(4, width=185)  # two rows of two in a narrow window, not four cut ones
         method = c1.selectbox(
             "Final judgment", ["majority_vote", "weighted_average", "final_judge"], index=2, key=KEY + "method"
         )
@@ -150,7 +151,6 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
             key=KEY + "parallel",
             help="Off: jurors speak one after another (to compare wall time).",
         )
-        max_tokens = c4.number_input("Max tokens per answer", 32, 2048, 220, key=KEY + "max_tokens")
         judge = c4.selectbox(
             "Jurors judge by",
             ["auto", "generate", "likelihood"],
@@ -159,6 +159,24 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
             "and API models; generate: each juror writes its evaluation as JSON; likelihood: its verdict comes from "
             "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
             "labels, the calibrated likelihood of the label words for other rubrics",
+        )
+        used = _methods(
+            [str(m) for m in edited.get("model", pd.Series(dtype=object)).dropna() if m],
+            judge,
+            judge_model if method == "final_judge" else None,
+        )
+        generates = "generate" in used
+        max_tokens = c4.number_input(
+            "Max tokens per answer",
+            32,
+            2048,
+            220,
+            key=KEY + "max_tokens",
+            disabled=not generates,
+            help="The longest answer a generating juror (or final judge) may write."
+            if generates
+            else "Not used: every seat (and the final judge) judges by likelihood, which scores the verdict "
+            "labels and generates no text.",
         )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
@@ -180,7 +198,7 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
-    st.caption(md(_judging(seats, config)))
+    st.caption(md(breakable(_judging(seats, config))))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
@@ -199,13 +217,32 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     return seats, config
 
 
+def _method(model_id: str, judge: str) -> str:
+    """How a model judges under the `judge` setting: 'likelihood' or 'generate' (`auto`: the catalog's
+    preferred method where its backend scores exactly; a model not in the catalog generates, and fails there)."""
+    from engine.jury import auto_judge
+    from models.registry import scoring_support
+
+    if judge != "auto":
+        return judge
+    try:
+        spec = state.get_catalog().get(model_id)
+    except KeyError:
+        return "generate"
+    return auto_judge(spec, scoring_support(spec))
+
+
+def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = None) -> set[str]:
+    """The judge methods the panel uses: its seats' models and the final judge's (when one is used). Without
+    a 'generate' in it no call writes text, so the answers' token limit does not apply."""
+    return {_method(m, judge) for m in [*model_ids, *([final_judge] if final_judge else [])]}
+
+
 def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
     """One line: how each model of the panel (and the final judge) judges under the chosen setting, and
     for likelihood which fitted map is in use (its held-out accuracy and the others' fitted weight)."""
     from engine.judgemaps import load_calibration
-    from engine.jury import auto_judge
     from engine.likelihood import JURY
-    from models.registry import scoring_support
 
     catalog = state.get_catalog()
     models = dict.fromkeys(s.model_id for s in seats)
@@ -213,13 +250,10 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
         models[config.final_judge_model] = None
     parts = []
     for m in models:
-        try:
-            spec = catalog.get(m)
-        except KeyError:
+        if m not in catalog.ids:
             parts.append(f"{m}: not in the catalog")
             continue
-        how = config.judge if config.judge != "auto" else auto_judge(spec, scoring_support(spec))
-        if how == "generate":
+        if _method(m, config.judge) == "generate":
             parts.append(f"{m}: generate (JSON)")
             continue
         cal = load_calibration(JURY, m)

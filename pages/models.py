@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import md, money, safe_avatar
+from dashboard.components import breakable, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
@@ -236,7 +236,7 @@ def _render_metrics(item: dict[str, Any]) -> None:
     cols[3].metric("Tokens / s", f"{item['tokens_per_s']:.1f}")
     cols[4].metric("Cost", money(item["cost"]))
     if item.get("flags"):
-        st.caption("⚠️ " + md(" · ".join(item["flags"])))
+        st.caption("⚠️ " + md(breakable(" · ".join(item["flags"]))))
 
 
 async def _stream_in_run(

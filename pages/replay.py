@@ -75,7 +75,9 @@ def _render_player(run_id: str) -> None:
     st.session_state.setdefault(KEY + "playing", False)
     if st.session_state[KEY + "playing"] and st.session_state[step_key] >= total:
         st.session_state[KEY + "playing"] = False  # the last event is shown: the button offers a replay
-    c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 2])
+    # The buttons keep their labels and wrap in a narrow window (in five columns they were cut to 'S…').
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    c1 = c2 = c3 = c4 = row
 
     def move(to: int | None = None, by: int = 0) -> None:  # `by`: from the step shown now (a tick may have moved it)
         st.session_state[step_key] = max(0, min(total, st.session_state[step_key] + by if to is None else to))
@@ -92,7 +94,7 @@ def _render_player(run_id: str) -> None:
     c3.button("Step ▶", key=KEY + "forward", on_click=move, kwargs={"by": 1})
     playing = st.session_state[KEY + "playing"]
     c4.button(play_label(playing, current, total), key=KEY + "play", on_click=toggle_play)
-    speed = c5.select_slider("Speed", list(SPEEDS), value="2×", key=KEY + "speed")
+    speed = row.container(width=200).select_slider("Speed", list(SPEEDS), value="2×", key=KEY + "speed")
     # Playing is a fragment on a timer: each tick shows one more event and reruns only the player, never
     # the page (no sleep in the script); at the last event it reruns the page once, so the button offers a replay.
     player = st.fragment(_player, run_every=SPEEDS[speed] if playing and current < total else None)

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import export_buttons, md, money
+from dashboard.components import breakable, export_buttons, md, money
 from engine.exports import ExportError, load_run, tables
 from engine.history import NotComparable, cell, compare_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
@@ -448,7 +448,7 @@ def _render_calls(run_id: str) -> None:
                 st.json(json.loads(call.parsed_json))
             flags = json.loads(call.flags_json or "[]")
             if flags:
-                st.caption("flags: " + md(", ".join(map(str, flags))))
+                st.caption("flags: " + md(breakable(", ".join(map(str, flags)))))
 
 
 # -- callbacks ------------------------------------------------------------------------------------------------

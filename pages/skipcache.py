@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import calibration_note, export_buttons, md
+from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload
@@ -134,7 +134,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             type=["jsonl"],
             key=KEY + "upload",
         )
-        c = st.columns(5)
+        c = flow_columns(5, width=150)
         channels = c[0].number_input("Channels", 1, 500, d.channels, key=KEY + "channels")
         hours = c[1].number_input("Hours", 1.0, 72.0, d.hours, 1.0, key=KEY + "hours")
         rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, d.bursts_per_hour, 0.05, key=KEY + "rate")
@@ -162,13 +162,13 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
     defaults = ResponseConfig()
     with st.expander("Thresholds and checker", expanded=True):
-        c = st.columns(5)
+        c = flow_columns(5, width=150)
         high = c[0].slider("High confidence ≥", 0.5, 1.0, 0.9, 0.05, key=KEY + "high")
         high_s = c[1].number_input("…skip seconds", 0, 172800, 43200, 600, key=KEY + "high_s")
         mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, 0.7, 0.05, key=KEY + "mid")
         mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
         default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
-        c2 = st.columns(3)
+        c2 = flow_columns(3, width=185)  # the policy's words need the room ('retry_next_c…' at 900 px)
         interval = c2[0].number_input(
             "Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10, key=KEY + "interval"
         )
@@ -177,11 +177,12 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "On a judge error",
             [p.value for p in FailurePolicy],
             key=KEY + "policy",
+            format_func=lambda v: POLICY_WORDS.get(v, v),
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
             "or after a back-off.",
         )
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        c3 = st.columns(2)  # the judge and its method side by side, wide enough to read, its caption below
+        c3 = flow_columns(2, width=300)  # the judge and its method side by side where they fit, caption below
         judge_choice = c3[0].selectbox(
             "Judge",
             options,
@@ -196,7 +197,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
             "JSON the model writes. Not used with the recorded judgments.",
         )
-        st.caption(md(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood"))))
+        st.caption(md(breakable(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood")))))
     config = ResponseConfig(
         check_interval_seconds=int(interval),
         min_wait_seconds=int(min_wait),
@@ -210,6 +211,12 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         ),
     )
     return spec, config, judge_choice
+
+
+POLICY_WORDS = {
+    FailurePolicy.RETRY_NEXT_CHECK.value: "retry at the next check",
+    FailurePolicy.BACKOFF.value: "back off, then retry",
+}
 
 
 def _judge_caption(judge_choice: str, method: str) -> str:
@@ -265,23 +272,41 @@ def _render_summary(result: dict[str, Any]) -> None:
             f"{b['flagged_judgments']} judgments had a failed confidence (missing, out of range, cut off "
             "or unparseable): they decided with confidence 0.0 and were never cached."
         )
-    c = st.columns(5)
-    c[0].metric("Judge calls without cache", f"{a['judge_calls']:,}")
-    c[1].metric("With cache", f"{b['judge_calls']:,}", f"-{comparison['calls_saved_pct']}%", delta_color="inverse")
-    c[2].metric("Tokens saved", f"{comparison['tokens_saved']:,}")
-    c[3].metric("Cost saved", f"${comparison['cost_saved']:.4f}")
-    c[4].metric("Judge errors (never cached)", b["failures"], help=f"policy: {result['config'].failure_policy.value}")
-    d = st.columns(5)
-    d[0].metric("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—")
-    d[1].metric("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—")
-    d[2].metric(
-        "max", f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—", bound_text(met), delta_color="off"
+    metric_row(
+        [
+            ("Judge calls without cache", f"{a['judge_calls']:,}"),
+            {
+                "label": "With cache",
+                "value": f"{b['judge_calls']:,}",
+                "delta": f"-{comparison['calls_saved_pct']}%",
+                "delta_color": "inverse",
+            },
+            ("Tokens saved", f"{comparison['tokens_saved']:,}"),
+            ("Cost saved", f"${comparison['cost_saved']:.4f}"),
+            {
+                "label": "Judge errors (never cached)",
+                "value": b["failures"],
+                "help": f"policy: {result['config'].failure_policy.value}",
+            },
+        ]
     )
-    d[3].metric("Bound (min wait + interval)", f"{bound} s")
-    d[4].metric(
-        "Staleness p95",
-        f"{b['staleness_p95_s']:.0f} s",
-        help="how old the cached judgment was whenever a check skipped a waiting conversation",
+    metric_row(
+        [
+            ("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—"),
+            ("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—"),
+            {
+                "label": "max",
+                "value": f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—",
+                "delta": bound_text(met),
+                "delta_color": "off",
+            },
+            ("Bound (min wait + interval)", f"{bound} s"),
+            {
+                "label": "Staleness p95",
+                "value": f"{b['staleness_p95_s']:.0f} s",
+                "help": "how old the cached judgment was whenever a check skipped a waiting conversation",
+            },
+        ]
     )
 
 

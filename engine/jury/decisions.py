@@ -64,6 +64,9 @@ class JurorEvaluation(BaseModel):
     ended_s: float | None = None
     call_id: int | None = None
     flags: list[str] = Field(default_factory=list)  # failed (invalid:…, truncated) or repaired fields
+    # What stands behind the verdict in machine terms, shown small below the reasoning: a likelihood juror's
+    # features, map and what it heard. Text, never markup; "" for a generating juror (and in old recordings).
+    detail: str = ""
 
 
 class JurorStatement(BaseModel):
@@ -75,6 +78,7 @@ class JurorStatement(BaseModel):
     reasoning: str
     position_changed: bool
     updated_evaluation: JurorEvaluation | None = None
+    detail: str = ""  # the statement's machine detail (a likelihood juror's features, map, what it heard)
 
 
 class DiscussionRound(BaseModel):
@@ -94,6 +98,7 @@ class FinalJudgment(BaseModel):
     reasoning: str = ""
     tie_broken: bool = False
     flags: list[str] = Field(default_factory=list)
+    detail: str = ""  # a likelihood final judge's features, map and what it heard
 
 
 class CollaborativeJuryResult(BaseModel):

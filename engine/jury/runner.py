@@ -57,6 +57,7 @@ def _event_evaluation(e: JurorEvaluation) -> dict[str, Any]:
         "endedS": e.ended_s,
         "callId": e.call_id,
         "flags": e.flags,
+        "detail": e.detail,
     }
 
 
@@ -158,7 +159,8 @@ class Jury:
         scored for the case and model (scored again, and recorded, when it has none: e.g. a final judge
         on a model no juror used). Verdict = the most likely label, confidence = its probability, score =
         the distribution's mean over the labels' evenly spaced scores (every axis gets that score); the
-        'reasoning' states the distribution and the features. A non-finite feature is a failed field (a
+        'reasoning' states the distribution, the 'detail' the features and map (or the label words) and, in a
+        round, what the juror heard. A non-finite feature is a failed field (a
         non-voting fallback). Same contract as `_ask`."""
         import math
 
@@ -209,18 +211,17 @@ class Jury:
                 return None, f"invalid likelihood features: {shown}", facts
             probs = cal.distribution(rubric.verdicts, features)
             flags = ["likelihood", f"calibration:{cal.version}", *scores.flags]
-            detail = f" (features: {shown}; map {cal.version})"
+            detail = f"features: {shown}; map {cal.version}"
         else:
             probs = scores.calibrated or scores.probabilities
             flags = ["likelihood", "uncalibrated", *scores.flags]
-            detail = " (label words, no fitted map)"
+            detail = "label words, no fitted map"
         best = max(range(len(probs)), key=lambda i: probs[i])
         score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
         text = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
-        text += detail
         if others:
-            text += " (after hearing " + ", ".join(f"{who}: {v}" for who, v in others) + ")"
-        facts["flags"] = flags
+            detail += " · after hearing " + ", ".join(f"{who}: {v}" for who, v in others)
+        facts.update(flags=flags, detail=detail)  # machine text, beside the answer: never from a model's JSON
         return (
             {
                 "verdict": rubric.verdicts[best],
@@ -257,6 +258,7 @@ class Jury:
                 reasoning=str(parsed.get(reasoning_key, "")).strip(),
                 confidence=float(parsed["confidence"]),
                 round_number=round_number,
+                detail=str(facts.get("detail", "")),
             )
         return e.model_copy(
             update={
@@ -367,6 +369,7 @@ class Jury:
                         and not current.fallback
                         and updated.verdict != current.verdict,
                         updated_evaluation=updated,
+                        detail=updated.detail if parsed is not None else "",
                     )
                     send(
                         "juror_statement",
@@ -374,6 +377,7 @@ class Jury:
                         juror=seat.juror_id,
                         statementOrder=index,
                         statement=text,
+                        detail=statement.detail,
                         positionChanged=statement.position_changed,
                         previousVerdict=current.verdict,
                         newVerdict=updated.verdict,
@@ -498,6 +502,7 @@ class Jury:
             score=float(parsed["score"]),
             reasoning=str(parsed.get("reasoning", "")).strip(),
             flags=failed_seat_flags(latest) + [f"final_judge:{f}" for f in facts.get("flags", [])],
+            detail=str(facts.get("detail", "")),
         )
 
 

@@ -1,5 +1,5 @@
-"""What a reader sees of page text that went through `dashboard.components.md` (backslash escapes and the
-invisible word joiners that stop automatic links removed)."""
+"""What a reader sees of page text that went through `dashboard.components.md` (backslash escapes, the
+invisible word joiners that stop automatic links and the zero-width spaces of `breakable` removed)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def shown(markdown: str) -> str:
-    return _ESCAPE.sub(r"\1", markdown).replace("\u2060", "")
+    return _ESCAPE.sub(r"\1", markdown).replace("\u2060", "").replace("\u200b", "")
 
 
 def app_test(script: Callable[[], None], query: Mapping[str, str] | None = None, timeout_s: float = 60) -> Any:

@@ -85,7 +85,10 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     assert at.slider(key="conv.threshold").value == 0.6
     assert at.selectbox(key="conv.mode").value == "focus"
     assert any(
-        shown(c.value).startswith("Calibration: handraise.likelihood · gemma3-270m+smollm2-135m") for c in at.caption
+        shown(c.value).startswith(
+            "Scored by gemma3-270m + smollm2-135m. Calibration: handraise.likelihood · gemma3-270m+smollm2-135m"
+        )
+        for c in at.caption
     )
     at.chat_input(key="conv.input").set_value(
         "Why does my for loop raise IndexError: list index out of range on the last element?"

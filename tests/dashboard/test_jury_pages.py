@@ -37,7 +37,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=600).run()
     assert not at.exception
     at.number_input(key="jury.rounds").set_value(1)
-    at.number_input(key="jury.max_tokens").set_value(120)
+    assert at.number_input(key="jury.max_tokens").disabled  # every seat judges by likelihood: nothing generates
     at.selectbox(key="jury.method").set_value("majority_vote")
     at.button(key="jury.run").click().run()
     # The only error box allowed is a wrong verdict against the gold label (checked below).
@@ -227,8 +227,8 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
     assert not at.exception and not at.success
     assert any("No verdict" in e.value for e in at.error)
     # Stored text is escaped markdown on the page (`md`): compare it unescaped.
-    assert any("failed_seats:2" in w.value.replace("\\", "") for w in at.warning)
-    assert any("failed fields: invalid:confidence" in c.value.replace("\\", "") for c in at.caption)
+    assert any("failed_seats:2" in shown(w.value) for w in at.warning)
+    assert any("failed fields: invalid:confidence" in shown(c.value) for c in at.caption)
     assert any("2 failed seat(s) not voting" in c.value for c in at.caption)
 
 
@@ -245,3 +245,61 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions
     at.selectbox(key="jury.judge").set_value("generate").run()
     assert any(shown(c.value) == "Jurors judge by (generate): gemma3-270m: generate (JSON)" for c in at.caption)
+
+
+def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monkeypatch) -> None:
+    """The features, map and what a likelihood juror heard come from the events' `detail`, shown small below
+    the distribution (escaped: a role name in 'after hearing …' is case-file text), with break points after
+    the feature names' underscores; the distribution itself is the card's plain text."""
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import JURY
+    from models.base import ChatModel
+    from tests.engine.test_jury_likelihood import _Heard
+    from tests.fakes.hostile import hostile, live_markers
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    role = hostile(9, "role", one_line=True)
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"{role} {i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
+    state.clear_reads()
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    captions = [c.value for c in at.caption]
+    details = [e.detail for e in result.phase1_evaluations] + [
+        s.detail for r in result.discussion_rounds for s in r.statements
+    ]
+    assert len(details) == 6 and all(details)
+    for e in result.phase1_evaluations:
+        assert e.reasoning in texts and not any(e.detail in t for t in texts)  # the text is the distribution
+    for detail in details:
+        assert sum(shown(c) == detail for c in captions) >= 1, detail
+    assert any("pmi\\_\u200b" in c or "channel\\_\u200b" in c for c in captions)  # breakable names
+    assert not [c[:80] for c in captions if live_markers(c)]
+    assert any(f"after hearing {role} 1: " in shown(c) for c in captions)
+
+
+def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
+    """Every seat of the local panel (and its final judge) judges by likelihood under `auto`: no call writes
+    text, so the answers' token limit is disabled and its help says why; a generating seat enables it."""
+    from pages.jury import _methods
+
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert not at.exception
+    tokens = at.number_input(key="jury.max_tokens")
+    assert tokens.disabled and "judges by likelihood" in (tokens.help or "")
+    at.selectbox(key="jury.judge").set_value("generate").run()
+    assert not at.number_input(key="jury.max_tokens").disabled
+    at.selectbox(key="jury.judge").set_value("likelihood").run()
+    assert at.number_input(key="jury.max_tokens").disabled
+    assert _methods(["gemma3-270m"] * 3, "auto", "gemma3-270m") == {"likelihood"}
+    assert _methods(["gemma3-270m"], "auto", "smollm2-135m") == {"likelihood", "generate"}  # an instruct judge
+    assert _methods(["gemma3-270m", "gpt-4o"], "auto") == {"likelihood", "generate"}
+    assert _methods(["not-a-model"], "auto") == {"generate"}  # generates, and fails there with its reason
+    assert _methods(["gpt-4o"], "likelihood") == {"likelihood"}

@@ -123,3 +123,26 @@ def test_runs_page_deep_link_by_query_param() -> None:
     at.run()
     assert not at.exception
     assert any(run.run_id in shown(h.value) for h in at.subheader)
+
+
+def test_metric_rows_and_flow_columns_wrap_in_horizontal_containers() -> None:
+    """`metric_row` and `flow_columns` lay their items out in a wrapping horizontal container (a narrow window
+    puts them on the next line rather than cutting labels); metrics keep their labels, values and deltas."""
+
+    def script() -> None:
+        from dashboard.components import flow_columns, metric_row
+
+        metric_row([("Judge calls without cache", "119"), {"label": "With cache", "value": "7", "delta": "-94%"}])
+        a, b = flow_columns(2, width=185)
+        a.number_input("Max discussion rounds", 0, 10, 3, key="rounds")
+        b.selectbox("On a judge error", ["retry at the next check"], key="policy")
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception
+    assert {m.label: m.value for m in at.metric} == {"Judge calls without cache": "119", "With cache": "7"}
+    assert at.metric[1].delta == "-94%"
+    assert at.number_input(key="rounds").value == 3 and at.selectbox(key="policy").value == "retry at the next check"
+    # Both rows are horizontal containers that wrap (not columns, which squeeze).
+    assert not at.columns

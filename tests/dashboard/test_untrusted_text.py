@@ -125,3 +125,29 @@ def test_pages_render_hostile_runs_as_text() -> None:
     # Escaped, the hostile case title still reads exactly as written.
     title = next(h.value for h in pages[0].subheader if "case-title" in shown(h.value))
     assert hostile(PORT, "case-title", one_line=True) in " ".join(shown(title).split())
+
+
+@pytest.mark.parametrize("text", CONSTRUCTS)
+def test_breakable_identifiers_stay_literal_and_read_the_same(text: str) -> None:
+    """`md(breakable(x))`: the zero-width break points change nothing a reader sees or a renderer acts on."""
+    from dashboard.components import ZERO_WIDTH_SPACE, breakable
+
+    inline = md(breakable(text))
+    assert shown(inline) == " ".join(text.split()) and not live_markers(inline)
+    resolved = inline.replace("\\", "")  # what the autolink finder sees: no scheme, www. or e-mail forms one
+    assert "://" not in resolved and "www." not in resolved.lower() and "@" not in resolved.replace("@\u2060", "")
+    assert shown(inline.replace(ZERO_WIDTH_SPACE, "")) == shown(inline)
+
+
+def test_breakable_puts_break_points_after_underscores_not_inside_numbers() -> None:
+    from dashboard.components import ZERO_WIDTH_SPACE as Z
+    from dashboard.components import breakable
+
+    assert breakable("retry_next_check") == f"retry_{Z}next_{Z}check"
+    assert breakable("pmi_last_rel +0.12 · map v1") == f"pmi_{Z}last_{Z}rel +0.12 · map v1"  # a sign stays put
+    assert (
+        breakable("gemma3-270m+smollm2-135m·x calibration:v1") == f"gemma3-270m+{Z}smollm2-135m·{Z}x calibration:{Z}v1"
+    )
+    assert breakable("trailing_ a: b") == "trailing_ a: b" and breakable(None) == ""
+    assert breakable("map 20261123T111521Z;") == f"map 20261123T{Z}111521Z;"  # a version: date, then time
+    assert breakable("id 120261123T111521Z 20261123T11") == "id 120261123T111521Z 20261123T11"  # not a version

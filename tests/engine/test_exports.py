@@ -82,6 +82,8 @@ def test_jury_tables_positions_per_round(store: Store) -> None:
         "true",
     )
     assert moved["consensus_after"] == "unanimous" and moved["text"] == "Gamma is right"
+    assert list(moved).index("detail") == list(moved).index("text") + 1
+    assert all(r["detail"] == "" for r in positions)  # generating jurors: no machine detail
     first = next(r for r in positions if r["juror"] == "a" and r["round"] == "0")
     assert first["text"] == "'" + FORMULAS[0] and first["role"] == "Alpha"  # neutralised, else as written
     view = JuryView.fold(record.pairs())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -137,7 +138,9 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
         assert not e.fallback and f"calibration:{cal.version}" in e.flags
         assert e.verdict == DEFAULT_VERDICTS[int(np.argmax(expected))]
         assert e.confidence == pytest.approx(max(expected), abs=1e-4)
-        assert "features:" in e.reasoning and cal.version in e.reasoning
+        # the distribution is the reasoning; the features and the map are its detail, beside it
+        assert e.reasoning.startswith("likelihood: ") and "features" not in e.reasoning
+        assert e.detail.startswith("features: ") and e.detail.endswith(f"; map {cal.version}")
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     broken = _Scoring(-math.inf)  # no probability for any option: the features are not numbers
@@ -152,6 +155,7 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
     other = case.model_copy(update={"rubric": Rubric(verdicts=["ok", "bad"], verdict_descriptions={})})
     result = asyncio.run(Jury(seats, {"gemma3-270m": _Scoring(-1.0)}, config).run(other))
     assert all("uncalibrated" in e.flags and not e.fallback for e in result.phase1_evaluations)
+    assert all(e.detail == "label words, no fitted map" for e in result.phase1_evaluations)
 
 
 def _rows_with_others(n: int, informative: bool, seed: int = 3) -> tuple[list[dict[str, float]], list[str]]:
@@ -233,7 +237,8 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
         assert e.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, start)), abs=1e-4)
     for st in result.discussion_rounds[0].statements:
         u = st.updated_evaluation
-        assert u is not None and "others_unsafe_fail +2.00" in u.reasoning
+        assert u is not None and "others_unsafe_fail +2.00" in u.detail and st.detail == u.detail
+        assert "after hearing R" in st.detail and st.statement == u.reasoning and "after" not in st.statement
         assert u.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, heard)), abs=1e-4)
     # 3 phase-1 calls, 3 round calls and the final judge's round call: its phase-1 features are the jurors'
     assert len(model.requests) == 7
@@ -269,3 +274,99 @@ def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_gen
 
     assert auto_judge(base.spec, "recorded") == "likelihood" and auto_judge(instruct.spec, "recorded") == "generate"
     assert auto_judge(base.spec, "first token") == auto_judge(base.spec, "token walk (top-k)") == "generate"
+
+
+def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_still_load(store, monkeypatch) -> None:
+    """A likelihood juror's features, map and what it heard are the `detail` of its evaluation, statement and
+    the final judgment: in the events (the pages' fold), in the stored result and in the `jury_positions`
+    export. A run recorded before the field existed folds, exports and validates with an empty detail."""
+    import csv
+    import io
+    import json
+    from dataclasses import replace
+
+    from engine.exports import load_run, table_csv
+    from engine.jury import CollaborativeJuryResult, JuryView, run_case
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(
+        max_discussion_rounds=1,
+        consensus_threshold=2.0,
+        final_judgment_method="final_judge",
+        final_judge_model="gemma3-270m",
+    )
+    run_id, result = asyncio.run(run_case(store, Jury(seats, {"gemma3-270m": _Heard()}, config), case))
+    record = load_run(store, run_id)
+    view = JuryView.fold(record.pairs())
+    assert [e["detail"] for e in view.phase1] == [e.detail for e in result.phase1_evaluations]
+    assert all(e["detail"].startswith("features: ") and "after hearing" not in e["detail"] for e in view.phase1)
+    statements = view.statements()
+    assert len(statements) == 3
+    for stt, st in zip(statements, result.discussion_rounds[0].statements, strict=True):
+        assert stt["detail"] == st.detail == stt["evaluation"]["detail"] and "after hearing" in stt["detail"]
+        assert "after hearing" not in stt["statement"]
+    assert view.final is not None and view.final["detail"] == result.phase3_judgment.detail
+    assert result.phase3_judgment.detail.startswith("features: ") and "after hearing R0: " in view.final["detail"]
+    assert CollaborativeJuryResult.model_validate(record.run.summary["result"]) == result.model_copy(
+        update={"wall_s": record.run.summary["result"]["wall_s"]}
+    )
+
+    rows = list(csv.DictReader(io.StringIO(table_csv(record, "jury_positions").decode("utf-8-sig"))))
+    assert list(rows[0]).index("detail") == list(rows[0]).index("text") + 1
+    assert [r["detail"] for r in rows] == [e["detail"] for e in view.phase1] + [s["detail"] for s in statements]
+
+    # A run recorded before `detail` existed: its events and result lack the field.
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "detail"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    old = [(t, strip(p)) for t, p in record.pairs()]
+    assert '"detail"' not in json.dumps(old)
+    view = JuryView.fold(old)
+    assert len(view.phase1) == 3 and view.final is not None and "detail" not in view.final
+    loaded = CollaborativeJuryResult.model_validate(strip(record.run.summary["result"]))
+    assert loaded.phase3_judgment.detail == "" and all(e.detail == "" for e in loaded.phase1_evaluations)
+    assert all(s.detail == "" for r in loaded.discussion_rounds for s in r.statements)
+    events = [e.model_copy(update={"payload_json": json.dumps(strip(e.payload))}) for e in record.events]
+    rows = list(
+        csv.DictReader(io.StringIO(table_csv(replace(record, events=events), "jury_positions").decode("utf-8-sig")))
+    )
+    assert len(rows) == 6 and all(r["detail"] == "" for r in rows)
+
+
+class _DeafInRounds(_Heard):
+    """Scores phase 1; a round's scoring call (the others' verdicts quoted) fails."""
+
+    async def _score(self, request: Request) -> ScoreResult:
+        from models.errors import ServerError
+
+        if any("says:" in o for o in request.options or []):
+            raise ServerError("down", model_id=self.model_id)
+        return await super()._score(request)
+
+
+def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
+    """A juror whose round call fails keeps its standing position (and that evaluation's detail), but its
+    statement — '(no statement: …)' — carries no features or map: they would be the last call's, not this one's."""
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    events: list[tuple[str, dict]] = []
+    result = asyncio.run(
+        Jury(seats, {"gemma3-270m": _DeafInRounds()}, config).run(case, emit=lambda t, **p: events.append((t, p)))
+    )
+    for st in result.discussion_rounds[0].statements:
+        assert st.statement.startswith("(no statement:") and st.detail == ""
+        assert st.updated_evaluation is not None and st.updated_evaluation.detail.startswith("features: ")
+    assert [p["detail"] for t, p in events if t == "juror_statement"] == ["", "", ""]

@@ -69,10 +69,8 @@ def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:
     cal = load_calibration(JURY, "gemma3-270m")
     assert cal is not None
     for e in live.phase1_evaluations:
-        assert f"calibration:{cal.version}" in e.flags and "channel_unsafe_fail" in e.reasoning
-    assert live.total_rounds == 1 and all(
-        "after hearing" in st.statement for st in live.discussion_rounds[0].statements
-    )
+        assert f"calibration:{cal.version}" in e.flags and "channel_unsafe_fail" in e.detail
+    assert live.total_rounds == 1 and all("after hearing" in st.detail for st in live.discussion_rounds[0].statements)
     replay = ModelHub(load_catalog(), call_log=store)
     _, again = asyncio.run(run_case(store, Jury(seats, lambda m: replay.get(m, replay=True), config), case))
     assert comparable(again.model_dump(mode="json")) == comparable(live.model_dump(mode="json"))
