@@ -68,7 +68,8 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        return int(self._model.get_sentence_embedding_dimension() or 384)
+        size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        return int(size() or 384)
 
 
 def _quiet_transformers() -> None:
