@@ -393,7 +393,7 @@ class WillJudge:
 
         from engine.judgemaps import load_calibration
         from engine.likelihood import HANDRAISE, best_expertise, handraise_features
-        from models.errors import ModelError, ModelUnavailable
+        from models.errors import ModelError
 
         model = self.model(self.config.judge_model)
         started = time.perf_counter()
@@ -401,8 +401,8 @@ class WillJudge:
         try:
             try:
                 features, calls = await handraise_features(model, who, turns, self.config.context_turns, partners)
-            except ModelUnavailable as exc:
-                if not partners or exc.model_id == model.model_id:
+            except ModelError as exc:  # a partner that cannot score now (missing, down, no log-probabilities)
+                if exc.model_id not in {p.model_id for p in partners} - {model.model_id}:
                     raise
                 partners, cal, notes = [], None, [f"ensemble_unavailable:{exc.model_id}"]
                 features, calls = await handraise_features(model, who, turns, self.config.context_turns)

@@ -224,7 +224,7 @@ def test_an_ensemble_averages_each_items_pmi_over_its_models(monkeypatch) -> Non
 
 def test_the_ensemble_is_used_with_its_own_map_and_falls_back_to_the_judge_alone_flagged(monkeypatch) -> None:
     from engine.handraise.judge import ensemble_id
-    from models.errors import ModelUnavailable
+    from models.errors import CannotScore, ModelUnavailable
 
     pair = ensemble_id("gemma3-270m", ["smollm2-135m"])
     assert pair == "gemma3-270m+smollm2-135m" == ensemble_id("gemma3-270m", ["gemma3-270m", "smollm2-135m"])
@@ -240,6 +240,10 @@ def test_the_ensemble_is_used_with_its_own_map_and_falls_back_to_the_judge_alone
         {
             "gemma3-270m": _Scorer("gemma3-270m", 0.0),
             "smollm2-135m": _Scorer("smollm2-135m", 0, ModelUnavailable("gone", model_id="smollm2-135m")),
+        },
+        {
+            "gemma3-270m": _Scorer("gemma3-270m", 0.0),
+            "smollm2-135m": _Scorer("smollm2-135m", 0, CannotScore("no log-probabilities", model_id="smollm2-135m")),
         },
     ):
         out, facts = _judge_with(models, monkeypatch)
