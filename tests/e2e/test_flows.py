@@ -323,7 +323,10 @@ def test_director_check_then_batch_retune(world: dict[str, Any], page: Any, shot
     assert len(world["server"].seen) == calls_before
     shots(page, "director-batch-retuned")
     panel.get_by_text("LLM rubric for every line (optional)").click()
-    panel.get_by_role("button", name="Record the rules only").click()
+    record = panel.get_by_role("button", name="Record the rules only")
+    expect(record).to_be_visible(timeout=30_000)
+    settle(page)  # a click that lands during the rerun the retuning started can be lost
+    record.click()
     expect(panel.get_by_text("rules recorded in run director-", exact=False)).to_be_visible(timeout=120_000)
     settle(page)
     shots(page, "director-batch-recorded")
