@@ -269,35 +269,14 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
 
 
 def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
-    """Which models score and which fitted map turns their raw scores into will components (trusted text:
-    catalog ids and file metadata). A likelihood ensemble without a map of its own: the judge model alone."""
-    from engine.handraise import EMBEDDER_ID, EMBEDDING
-    from engine.handraise.judge import ensemble_id
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import HANDRAISE
+    """Which models score and which fitted map turns their raw scores into will components: the engine's
+    own choice (`map_choice`), described."""
+    from engine.handraise.judge import map_choice
 
-    if method not in ("likelihood", "embedding"):
-        return "Calibration: none (the judge writes its numbers)"
-    name, model = (HANDRAISE, judge_model) if method == "likelihood" else (EMBEDDING, EMBEDDER_ID)
-    alone = ""
     try:
-        if method == "likelihood" and ensemble_id(judge_model, ensemble) != judge_model:
-            if load_calibration(name, ensemble_id(judge_model, ensemble)) is not None:
-                model = ensemble_id(judge_model, ensemble)
-            else:
-                alone = f"no map for {ensemble_id(judge_model, ensemble)}: {judge_model} scores alone. "
-        cal = load_calibration(name, model)
+        return map_choice(method, judge_model, ensemble).describe()
     except ValueError as exc:
         return f"Calibration: unreadable ({exc})"
-    if cal is None:
-        return f"{alone}Calibration: none for {model} — uncalibrated scores, flagged"
-    cv = (
-        f"; 5-fold CV by cast F1 {cal.metrics['cv_f1']:.2f}, top-1 {cal.metrics['cv_top1']:.2f}"
-        if "cv_f1" in cal.metrics and "cv_top1" in cal.metrics
-        else ""
-    )
-    scored = f"Scored by {' + '.join(model.split('+'))}. " if method == "likelihood" else ""
-    return f"{alone}{scored}Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows{cv})"
 
 
 def _judged_by(conv: Conversation) -> str:
@@ -773,6 +752,11 @@ def stored_evals() -> pd.DataFrame:
                         "cost_total",
                     )
                 },
+                "f1 by language": " · ".join(
+                    f"{lang} {'–' if v.get('f1') is None else format(v['f1'], '.2f')}"
+                    for lang, v in (totals.get("by_language") or {}).items()
+                    if isinstance(v, dict)
+                ),
             }
         )
     return pd.DataFrame(rows)

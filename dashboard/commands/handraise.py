@@ -127,6 +127,7 @@ def eval_cmd(
                     "context": context,
                     "repeat": repeat,
                     "models": model_ids,
+                    "calibration": _map_line(config),
                     "items": lines,
                     "totals": totals,
                 },
@@ -145,10 +146,21 @@ def eval_cmd(
                 for pid, p in first.items()
             )
         )
+    typer.echo(_map_line(config))
     typer.echo(json.dumps(totals, indent=2))
     if totals.get("cost_total") is not None:
         typer.echo(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
     typer.echo(f"run {run_id}")
+
+
+def _map_line(config: Any) -> str:
+    """Which models score and through which fitted map: the engine's own choice, in the page's words."""
+    from engine.handraise.judge import map_choice
+
+    try:
+        return map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).describe()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 @app.command("judge")

@@ -159,7 +159,9 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals computed only from the items' predictions: every (item, participant, repeat) with a label
     counts once; consistency is the share of labelled (item, participant) pairs whose decision was the
     same in every repeat; latency is per judgment (one per item and repeat), tokens and cost per decision
-    (cost: the dollars recorded with the judgment calls; None for lines stored without it); `top1` as `top1`."""
+    (cost: the dollars recorded with the judgment calls; None for lines stored without it); `top1` as `top1`.
+    Items in more than one language also get `by_language`: F1, precision, recall and top-1 per language
+    (the packaged embedder is an English model, and the split shows what that costs)."""
     import statistics
 
     tp = fp = fn = tn = 0
@@ -202,7 +204,19 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
         "cost_total": None if cost is None else round(cost, 8),
         "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None,
+        **_by_language(items),
     }
+
+
+def _by_language(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    languages = sorted({str(i["language"]) for i in items if i.get("language")})
+    if len(languages) < 2:
+        return {}
+    out = {}
+    for language in languages:
+        sub = benchmark_totals([i for i in items if i.get("language") == language])
+        out[language] = {k: sub[k] for k in ("decisions_scored", "precision", "recall", "f1", "top1")}
+    return {"by_language": out}
 
 
 async def run_benchmark(

@@ -391,20 +391,19 @@ class WillJudge:
         import math
         import time
 
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import HANDRAISE, best_expertise, handraise_features
+        from engine.likelihood import best_expertise, handraise_features
         from models.errors import ModelError
 
         model = self.model(self.config.judge_model)
         started = time.perf_counter()
-        partners, cal, notes = self._ensemble(model.model_id)
+        partners, choice = self._ensemble(model.model_id)
         try:
             try:
                 features, calls = await handraise_features(model, who, turns, self.config.context_turns, partners)
             except ModelError as exc:  # a partner that cannot score now (missing, down, no log-probabilities)
                 if exc.model_id not in {p.model_id for p in partners} - {model.model_id}:
                     raise
-                partners, cal, notes = [], None, [f"ensemble_unavailable:{exc.model_id}"]
+                partners, choice = [], map_choice("likelihood", model.model_id, unavailable=exc.model_id)
                 features, calls = await handraise_features(model, who, turns, self.config.context_turns)
         except ModelError as exc:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
@@ -414,8 +413,7 @@ class WillJudge:
             if c.call_id is not None:
                 facts.call_ids.append(c.call_id)
         best = best_expertise(who, calls)
-        if not partners:
-            cal = load_calibration(HANDRAISE, model.model_id) or load_calibration(HANDRAISE, "default")
+        cal, notes = choice.calibration, list(choice.flags)
         emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
         facts.latency_s += time.perf_counter() - started
@@ -445,36 +443,25 @@ class WillJudge:
             )
         return out
 
-    def _ensemble(self, judge_id: str) -> tuple[list[ChatModel], Calibration | None, list[str]]:
-        """The other models whose likelihoods are averaged with the judge model's, and the map fitted for that
-        combination (`ensemble_id`). The ensemble is used only where such a map exists (averaged PMIs read
-        through a single model's map would be off its scale): otherwise the judge model scores alone, flagged
-        `ensemble_unmapped`; a partner the lookup does not know is `ensemble_unavailable:<id>`."""
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import HANDRAISE
-
-        partner_ids = [m for m in dict.fromkeys(self.config.likelihood_ensemble) if m != judge_id]
-        if not partner_ids:
-            return [], None, []
-        cal = load_calibration(HANDRAISE, ensemble_id(judge_id, partner_ids))
-        if cal is None:
-            return [], None, ["ensemble_unmapped"]
+    def _ensemble(self, judge_id: str) -> tuple[list[ChatModel], MapChoice]:
+        """The other models whose likelihoods are averaged with the judge model's, and the map read
+        (`map_choice`); a partner the lookup does not know leaves the judge model alone, flagged
+        `ensemble_unavailable:<id>`."""
+        choice = map_choice("likelihood", judge_id, self.config.likelihood_ensemble)
         partners = []
-        for mid in partner_ids:
+        for mid in choice.scorers[1:]:
             try:
                 partners.append(self.model(mid))
             except KeyError:
-                return [], None, [f"ensemble_unavailable:{mid}"]
-        return partners, cal, []
+                return [], map_choice("likelihood", judge_id, unavailable=mid)
+        return partners, choice
 
     def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
         """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
         calibration `handraise.embedding` (logistic maps learnt on data/calibration/, never on the
         benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is the
         calibration's fitted map of the answers already given (`novelty_of`)."""
-        from engine.judgemaps import load_calibration
-
-        cal = load_calibration(EMBEDDING, EMBEDDER_ID)
+        cal = map_choice("embedding", self.config.judge_model).calibration
         out = []
         for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self._embedder), strict=True):
             if cal is None:
@@ -503,6 +490,83 @@ def ensemble_id(judge_id: str, partners: Sequence[str]) -> str:
     """The id a likelihood ensemble's map is fitted and looked up under: the judge model's id, then its
     partners', joined by "+" (`handraise.likelihood.gemma3-270m+smollm2-135m.json`)."""
     return "+".join([judge_id, *(m for m in dict.fromkeys(partners) if m != judge_id)])
+
+
+@dataclass(frozen=True)
+class MapChoice:
+    """Which models' raw scores a hand-raise judge reads and the fitted map that turns them into will
+    components: the one rule the judge applies and the pages and CLI describe. `scorers` are the models whose
+    scores are read (the judge model first, then its likelihood partners; the embedder for the embedding
+    judge), `map_id` the id the map is looked up under, `calibration` None when there is no map (the judge
+    then flags `uncalibrated`), `flags` why an ensemble was left out (`ensemble_unmapped`,
+    `ensemble_unavailable:<id>`), `partners_asked` the partners the configuration named."""
+
+    method: str
+    scorers: tuple[str, ...]
+    map_id: str
+    calibration: Calibration | None
+    flags: tuple[str, ...] = ()
+    partners_asked: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for a page or a CLI: who scores, through which map (trusted text: catalog ids and file
+        metadata)."""
+        if not self.scorers:
+            return "Calibration: none (the judge writes its numbers)"
+        alone = (
+            f"no map for {ensemble_id(self.scorers[0], self.partners_asked)}: {self.scorers[0]} scores alone. "
+            if "ensemble_unmapped" in self.flags
+            else "".join(
+                f"{f.split(':', 1)[1]} cannot score: {self.scorers[0]} scores alone. "
+                for f in self.flags
+                if f.startswith("ensemble_unavailable:")
+            )
+        )
+        cal = self.calibration
+        if cal is None:
+            return f"{alone}Calibration: none for {self.map_id} — uncalibrated scores, flagged"
+        cv = (
+            f"; 5-fold CV by cast F1 {cal.metrics['cv_f1']:.2f}, top-1 {cal.metrics['cv_top1']:.2f}"
+            if "cv_f1" in cal.metrics and "cv_top1" in cal.metrics
+            else ""
+        )
+        scored = f"Scored by {' + '.join(self.scorers)}. " if self.method == "likelihood" else ""
+        return f"{alone}{scored}Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows{cv})"
+
+
+def map_choice(
+    method: str, judge_id: str, ensemble: Sequence[str] = (), *, unavailable: str | None = None
+) -> MapChoice:
+    """The map a hand-raise judge reads (raises ValueError for an unreadable map file).
+    - `likelihood`: with partners (`ensemble`, the judge model itself left out) whose combination has a
+      fitted map (`ensemble_id`), all of them score and that map reads the averaged PMIs; a combination
+      without a map leaves the judge model alone (averaged PMIs read through one model's map would be off
+      its scale), flagged `ensemble_unmapped`; `unavailable` names a partner that cannot score now
+      (`ensemble_unavailable:<id>`). Alone, the judge model's own map, else a `default` one, else none.
+    - `embedding`: the embedder's map, whatever the judge model.
+    - any other method writes its own numbers: no scorers, no map."""
+    from engine.judgemaps import load_calibration
+    from engine.likelihood import HANDRAISE
+
+    if method == "embedding":
+        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, load_calibration(EMBEDDING, EMBEDDER_ID))
+    if method != "likelihood":
+        return MapChoice(method, (), "", None)
+    partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
+    flags: tuple[str, ...] = ()
+    if unavailable is not None:
+        flags = (f"ensemble_unavailable:{unavailable}",)
+    elif partners:
+        combined = ensemble_id(judge_id, partners)
+        cal = load_calibration(HANDRAISE, combined)
+        if cal is not None:
+            return MapChoice(method, (judge_id, *partners), combined, cal, (), partners)
+        flags = ("ensemble_unmapped",)
+    for map_id in (judge_id, "default"):
+        cal = load_calibration(HANDRAISE, map_id)
+        if cal is not None:
+            return MapChoice(method, (judge_id,), map_id, cal, flags, partners)
+    return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
 
 
 def cos_scale(cos: float) -> float:

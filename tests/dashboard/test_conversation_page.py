@@ -132,11 +132,15 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
 def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding").run()
-    at.number_input(key="conv.b_limit").set_value(4)
+    at.number_input(key="conv.b_limit").set_value(12)  # 11 English items, then a Japanese one
     at.button(key="conv.b_run").click().run()
     settle(at)
     assert not at.exception
     table = next(df.value for df in at.dataframe if "f1" in df.value.columns)
     assert sorted(table["context"]) == ["1", "3", "5", "summary"] and set(table["method"]) == {"embedding"}
     runs = state.get_store().list_runs(kind="handraise.eval")
-    assert len(runs) == 4 and all(r.summary["decisions_scored"] == 12 for r in runs)
+    assert len(runs) == 4 and len({r.summary["decisions_scored"] for r in runs}) == 1
+    for row in table.to_dict("records"):  # the split per language, from the run's own summary
+        split = next(r.summary for r in runs if r.id == row["run"])["by_language"]
+        shown = row["f1 by language"]
+        assert set(split) == {"en", "ja"} and shown.startswith("en ") and " · ja " in shown

@@ -65,6 +65,15 @@ def test_eval_embedding_totals_recompute_from_items() -> None:
         assert totals[key] == value
     assert totals["decisions_scored"] == 2 * sum(len(i["labels"]) for i in items)
     assert all(0 <= p["will"] <= 1 for i in items for run in i["runs"] for p in run["predictions"].values())
+    # Per language, the same figures from the same lines; the run says which map its wills went through.
+    assert set(totals["by_language"]) == {"en", "ja"}
+    for language, figures in totals["by_language"].items():
+        mine = [i for i in items if i["language"] == language]
+        counts = _recompute(mine)
+        precision, recall = counts["tp"] / (counts["tp"] + counts["fp"]), counts["tp"] / (counts["tp"] + counts["fn"])
+        assert figures["f1"] == round(2 * precision * recall / (precision + recall), 4)
+        assert figures["decisions_scored"] == 2 * sum(len(i["labels"]) for i in mine)
+    assert report["calibration"].startswith("Calibration: handraise.embedding · minilm")
 
 
 @pytest.mark.slow

@@ -274,3 +274,37 @@ def test_item_pmi_weighs_each_model_alike_whatever_its_number_of_cues() -> None:
 
     # the judge's two cues average to 2, the partner's one cue says 0: the item's PMI is 1, not (1 + 3 + 0) / 3
     assert item_pmi([call("p", 0.0), call("j", 1.0), call("j", 3.0)]) == pytest.approx([1.0, 0.0])
+
+
+def test_map_choice_is_the_rule_the_judge_applies_and_the_pages_describe(tmp_path: Path, monkeypatch) -> None:
+    import engine.judgemaps as judgemaps
+    from engine.handraise.judge import map_choice
+
+    pair = map_choice("likelihood", "gemma3-270m", ["gemma3-270m", "smollm2-135m"])
+    assert pair.scorers == ("gemma3-270m", "smollm2-135m") and pair.map_id == "gemma3-270m+smollm2-135m"
+    assert pair.calibration is not None and pair.flags == ()
+    assert pair.describe().startswith("Scored by gemma3-270m + smollm2-135m. Calibration: handraise.likelihood")
+    unmapped = map_choice("likelihood", "gemma3-270m", ["other"])
+    assert unmapped.scorers == ("gemma3-270m",) and unmapped.flags == ("ensemble_unmapped",)
+    assert unmapped.calibration is not None and unmapped.map_id == "gemma3-270m"
+    assert unmapped.describe().startswith("no map for gemma3-270m+other: gemma3-270m scores alone. Scored by")
+    down = map_choice("likelihood", "gemma3-270m", ["smollm2-135m"], unavailable="smollm2-135m")
+    assert down.scorers == ("gemma3-270m",) and down.flags == ("ensemble_unavailable:smollm2-135m",)
+    assert down.describe().startswith("smollm2-135m cannot score: gemma3-270m scores alone.")
+    embedding = map_choice("embedding", "gemma3-270m")
+    assert embedding.map_id == "minilm" and embedding.calibration is not None
+    assert embedding.describe().startswith("Calibration: handraise.embedding · minilm")
+    assert map_choice("judge", "gemma3-270m").describe() == "Calibration: none (the judge writes its numbers)"
+    # Another directory: no map for the model falls back to a `default` map, then to none (uncalibrated);
+    # an unreadable file is an error, not a silent fallback.
+    monkeypatch.setattr(judgemaps, "CALIBRATION_DIR", tmp_path)
+    none = map_choice("likelihood", "gemma3-270m")
+    assert none.calibration is None and "uncalibrated scores, flagged" in none.describe()
+    shipped = load_calibration("handraise.likelihood", "gemma3-270m", Path("data/calibration"))
+    assert shipped is not None
+    save_calibration(shipped.model_copy(update={"model_id": "default"}), tmp_path)
+    fallback = map_choice("likelihood", "gemma3-270m")
+    assert fallback.map_id == "default" and fallback.calibration is not None
+    (tmp_path / "handraise.likelihood.gemma3-270m.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a valid calibration file"):
+        map_choice("likelihood", "gemma3-270m")
