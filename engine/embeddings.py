@@ -66,6 +66,17 @@ class Embedder:
                 self._cache.popitem(last=False)
         return rows
 
+    def unknown_share(self, text: str) -> float:
+        """The share of the text's word pieces the embedder's vocabulary does not hold (its unknown token):
+        the packaged all-MiniLM-L6-v2 is an English model, and many kanji reach it as unknowns, so its
+        vectors of such a text carry little of what the text says."""
+        tokenizer = getattr(self._model, "tokenizer", None)
+        unknown = getattr(tokenizer, "unk_token_id", None)
+        if tokenizer is None or unknown is None:
+            return 0.0
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        return sum(i == unknown for i in ids) / len(ids) if ids else 0.0
+
     @property
     def dimension(self) -> int:
         size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension

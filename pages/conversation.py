@@ -103,6 +103,8 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     if turn.cancelled == "judging":
         return [{"kind": "note", "text": f"⏹ Turn cancelled while judging the wills ({turn.cancel_reason})."}]
+    if (note := _unread_note(turn)) is not None:
+        lines.append({"kind": "note", "text": note})
     for h in turn.hands:
         r = turn.resolved[h.model]
         if r.approved:
@@ -113,6 +115,23 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
     if turn.cancelled:
         lines.append({"kind": "note", "text": f"⏹ Turn cancelled ({turn.cancel_reason}): what was said is kept."})
     return lines
+
+
+def _unread_note(turn: TurnState) -> str | None:
+    """Said once per turn when the embedding judge could not read much of the message (its hands carry the
+    `embedder_unread:<share>` flag): why its wills there say little, and which judge reads it."""
+    shares = []
+    for flag in (f for h in turn.hands for f in h.flags if f.startswith("embedder_unread:")):
+        try:
+            shares.append(float(flag.split(":", 1)[1]))
+        except ValueError:  # a stored run's flag that is not a number: no note rather than no page
+            continue
+    if not shares:
+        return None
+    return (
+        f"⚠ The embedder (all-MiniLM-L6-v2, an English model) could not read {max(shares):.0%} of this message: "
+        "the embedding judge's wills on it carry little signal. The likelihood judge reads it."
+    )
 
 
 def _skip_note(hand: Hand, r: Resolution) -> str:
@@ -550,6 +569,8 @@ def _watch_answers(conv: Conversation, turn: TurnState) -> None:
 def _render_cards(conv: Conversation, turn: TurnState) -> None:
     deadline = st.session_state[KEY + "deadline"]
     st.markdown("**Hands up** — approve who speaks")
+    if (note := _unread_note(turn)) is not None:
+        st.caption(note)
     for hand in turn.waiting:
         p = conv.participants[hand.model]
         with st.container(border=True):

@@ -129,6 +129,21 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
 
 
 @pytest.mark.slow  # the packaged embedder
+def test_a_message_the_embedder_cannot_read_says_so_once() -> None:
+    at = AppTest.from_function(_page, default_timeout=300).run()
+    at.selectbox(key="conv.method").set_value("embedding")
+    at.slider(key="conv.threshold").set_value(1.0).run()  # no card: the turn closes with its skip lines
+    at.chat_input(key="conv.input").set_value("転職の面接対策を教えてください").run()
+    settle(at)
+    assert not at.exception
+    notes = [c.value for c in at.caption if "could not read" in c.value]
+    assert len(notes) == 1 and "English model" in notes[0]
+    at.chat_input(key="conv.input").set_value("My Python test fails with a KeyError").run()
+    settle(at)
+    assert len([c.value for c in at.caption if "could not read" in c.value]) == 1  # not for the English turn
+
+
+@pytest.mark.slow  # the packaged embedder
 def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding").run()

@@ -36,3 +36,13 @@ def test_cached_vectors_equal_fresh_ones_and_only_new_texts_are_encoded(monkeypa
     monkeypatch.setattr(embedder, "cache_size", 2)
     embedder.embed(["x one", "x two", "x three"])
     assert list(embedder._cache) == ["x two", "x three"]
+
+
+@pytest.mark.slow
+def test_unknown_share_measures_what_the_english_embedder_cannot_read() -> None:
+    embedder = get_embedder()
+    assert embedder.unknown_share("My Python script crashes with a KeyError.") == 0.0
+    assert embedder.unknown_share("") == 0.0
+    # Many everyday kanji are not in MiniLM's vocabulary: "転職" (changing jobs) reaches it as two unknowns.
+    assert embedder.unknown_share("転職") == 1.0
+    assert 0.2 <= embedder.unknown_share("30代半ばで未経験の業界に転職するのって、やっぱり厳しいですか？") < 1.0

@@ -124,6 +124,17 @@ def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
     assert by["coder"]["expertise"] in ("Python", "debugging")
     assert by["coder"]["own_cos"] > -1.0 and by["coder"]["answer_cos"] == -1.0  # its own answer, nobody else's
     assert by["designer"]["own_cos"] == -1.0 and by["designer"]["answer_cos"] > -1.0
+    assert all(f["unread"] == 0.0 for f in feats)
+
+
+@pytest.mark.slow  # the packaged embedder
+def test_the_embedding_judge_flags_a_message_its_embedder_cannot_read() -> None:
+    judge = WillJudge(DEFAULT_CAST, {}, HandRaiseConfig(judge_method="embedding"))  # no model is called
+    english, _ = asyncio.run(judge.judge([Turn("user", "My Python test fails with a KeyError.")]))
+    japanese, _ = asyncio.run(judge.judge([Turn("user", "転職の面接対策を教えてください")]))
+    assert not any(f.startswith("embedder_unread:") for c in english for f in c.flags)
+    shares = {f for c in japanese for f in c.flags if f.startswith("embedder_unread:")}
+    assert len(shares) == 1 and float(next(iter(shares)).split(":")[1]) >= 0.2
 
 
 @pytest.mark.slow
