@@ -503,20 +503,23 @@ class LlamaCppModel(ChatModel):
 
 
 def _decode_rows(llama: Llama, tokens: Sequence[int]) -> np.ndarray:
-    """Append `tokens` to the KV cache at `llama.n_tokens` and return the logits of every one of them."""
+    """Append `tokens` to the KV cache at `llama.n_tokens` and return the logits of every one of them: a
+    view of llama.cpp's buffer (float32), valid until the next decode (each row is widened to float64 where
+    it is read, not the whole vocabulary × tokens at once)."""
     n_past = llama.n_tokens
     if n_past + len(tokens) > llama.n_ctx():
         raise ValueError(f"{n_past + len(tokens)} tokens exceed the context window of {llama.n_ctx()}")
     llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
     llama._batch.set_batch(batch=list(tokens), n_past=n_past, logits_all=True)
     llama._ctx.decode(llama._batch)
-    rows = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens), llama.n_vocab())).astype(np.float64)
+    rows = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens), llama.n_vocab()))
     llama.input_ids[n_past : n_past + len(tokens)] = tokens
     llama.n_tokens = n_past + len(tokens)
     return rows
 
 
 def _log_softmax_at(row: np.ndarray, token: int) -> float:
+    row = row.astype(np.float64, copy=False)
     top = float(row.max())
     return float(row[token] - top - np.log(np.exp(row - top).sum()))
 
