@@ -16,7 +16,7 @@ run: $(STAMP)
 	$(BIN)/judgelab dashboard
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 # The inner loop: everything but `slow` (real models, servers, processes) and `e2e`, on four workers (the tests
 # wait on loopback servers and timers a third of the time: four overlap that on two cores) that steal work from each

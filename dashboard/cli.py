@@ -35,7 +35,7 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import confidence, demo, director, experiment, handraise, jury, skip
+    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
@@ -44,6 +44,7 @@ def _register_mechanisms() -> None:
     app.add_typer(handraise.app, name="handraise")
     app.add_typer(experiment.app, name="experiment")
     app.command("scorecard")(experiment.scorecard_cmd)
+    app.command("calibrate-judge")(calibrate.calibrate_judge_cmd)
     app.add_typer(demo.app, name="demo")
 
 

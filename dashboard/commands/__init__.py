@@ -93,39 +93,53 @@ def require_models(catalog: Catalog, model_ids: set[str] | list[str]) -> None:
         raise fail("; ".join(problems), code=2)
 
 
-def calibrate_and_save(
-    store: Store,
-    mechanism: str,
-    model_id: str,
-    data: Path,
-    rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]],
-    fit: Callable[[list[dict[str, float]]], list[Calibration]],
-    output_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """What every `calibrate` command does: compute the judge's raw features on the calibration split as a
-    run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
-    `output_dir`) and print what was written."""
-    import json
+@dataclasses.dataclass
+class CalibrationJob:
+    """One judge map's refit: the mechanism's raw features on its calibration split (`rows`, every call
+    recorded), then the fitted maps (`fit`). Each mechanism's module builds its own (`calibration_job`)."""
 
+    store: Store
+    mechanism: str
+    model_id: str
+    data: Path
+    rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]]
+    fit: Callable[[list[dict[str, float]]], list[Calibration]]
+
+
+def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, Any]:
+    """What every calibrate command does: compute the judge's raw features on the calibration split as a
+    run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
+    `output_dir`); returns what was written."""
     from engine.judgemaps import save_calibration
     from models.recording import call_context
 
-    run_id = store.create_run("calibration", {"mechanism": mechanism, "model": model_id, "data": str(data)}).id
-    with call_context(run_id=run_id, purpose=f"calibration.{mechanism}"):
-        features = asyncio.run(rows())
-    calibrations = fit(features)
-    paths = [str(save_calibration(c, output_dir)) for c in calibrations]
-    store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
-    typer.echo(
-        json.dumps(
-            {
-                "run_id": run_id,
-                "rows": len(features),
-                "files": paths,
-                "calibrations": [c.model_dump() for c in calibrations],
-            },
-            ensure_ascii=False,
-            indent=None if as_json else 1,
-        )
-    )
+    run_id = job.store.create_run(
+        "calibration", {"mechanism": job.mechanism, "model": job.model_id, "data": str(job.data)}
+    ).id
+    try:
+        with call_context(run_id=run_id, purpose=f"calibration.{job.mechanism}"):
+            features = asyncio.run(job.rows())
+        calibrations = job.fit(features)
+        paths = [str(save_calibration(c, output_dir)) for c in calibrations]
+    except BaseException as exc:
+        job.store.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+        from models.errors import ModelError
+
+        if isinstance(exc, ModelError | ValueError):  # a model that cannot score, a split that cannot be fitted
+            raise fail(f"{job.mechanism} refit on {job.data} failed (run {run_id}): {exc}") from None
+        raise
+    job.store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
+    return {
+        "mechanism": job.mechanism,
+        "run_id": run_id,
+        "rows": len(features),
+        "files": paths,
+        "calibrations": [c.model_dump() for c in calibrations],
+    }
+
+
+def calibrate_and_save(job: CalibrationJob, output_dir: Path | None, as_json: bool) -> None:
+    """A mechanism's `calibrate` command: the refit, printed as JSON."""
+    import json
+
+    typer.echo(json.dumps(run_calibration(job, output_dir), ensure_ascii=False, indent=None if as_json else 1))

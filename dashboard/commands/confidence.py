@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
 
-from dashboard.commands import fail, usable_model
+from dashboard.commands import CalibrationJob, fail, usable_model
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -203,11 +203,17 @@ def calibrate_judge_cmd(
 ) -> None:
     """Refit the likelihood self-evaluation's map (PMI → p(supported)) on a calibration split; a run."""
     from dashboard.commands import calibrate_and_save
+
+    calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
+
+
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+    """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import CONFIDENCE, confidence_features
 
     try:
-        items = read_jsonl_items(data, {"query": str, "answer": str, "supported": bool})
+        items = read_jsonl_items(data, {"query": str, "answer": str, "supported": bool})[:limit]
     except ValueError as exc:
         raise fail(str(exc)) from None
     store, model = usable_model(model_id)
@@ -217,7 +223,7 @@ def calibrate_judge_cmd(
             (await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0] for it in items
         ]
 
-    calibrate_and_save(
+    return CalibrationJob(
         store,
         "confidence",
         model_id,
@@ -228,6 +234,4 @@ def calibrate_judge_cmd(
                 CONFIDENCE, model_id, "supported", "pmi_supported", f, [it["supported"] for it in items], data
             )
         ],
-        output_dir,
-        as_json,
     )

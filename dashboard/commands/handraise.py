@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, require_models
+from dashboard.commands import CalibrationJob, fail, require_models
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -267,13 +267,21 @@ def calibrate_cmd(
     """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
     recorded as a run of kind `calibration`."""
     from dashboard.commands import calibrate_and_save
+
+    calibrate_and_save(calibration_job(data, judge_model, ensemble), output_dir, as_json)
+
+
+def calibration_job(
+    data: Path, judge_model: str = "gemma3-270m", ensemble: str | None = None, limit: int | None = None
+) -> CalibrationJob:
+    """The hand-raise refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
     from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
     from engine.judgemaps import file_sha256
 
     try:
-        items = parse_benchmark(read_text(data), str(data))
+        items = parse_benchmark(read_text(data), str(data))[:limit]
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     partners = _ensemble(ensemble)
@@ -282,15 +290,13 @@ def calibrate_cmd(
     if partners is None:  # the default ensemble: the partners that cannot run here are left out
         scorers = [m for m in scorers if m == judge_model or _available(m)]
     map_id = ensemble_id(judge_model, scorers[1:])
-    calibrate_and_save(
+    return CalibrationJob(
         store,
         "handraise",
         map_id,
         data,
         lambda: calibration_rows(items, resolver(judge_model), partners=[resolver(m) for m in scorers[1:]]),
         lambda rows: fit_calibrations(rows, map_id, str(data), file_sha256(data)),
-        output_dir,
-        as_json,
     )
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from engine.jury import JuryView
     from engine.store import Run, Store
 
-from dashboard.commands import fail, require_models, with_options
+from dashboard.commands import CalibrationJob, fail, require_models, usable_model, with_options
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
@@ -289,12 +289,18 @@ def calibrate_cmd(
     multinomial logistic) on a calibration split, and the weight of the others' verdicts in a discussion
     round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); every
     call is recorded as a run of kind `calibration`."""
-    from dashboard.commands import calibrate_and_save, usable_model
+    from dashboard.commands import calibrate_and_save
+
+    calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
+
+
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+    """The jury map's refit (`limit`: the split's first N cases only, for a quick check)."""
     from engine.jury import DEFAULT_VERDICTS
     from engine.likelihood import fit_jury_calibration, jury_calibration_rows
     from models.catalog import load_catalog
 
-    cases = _cases(data)
+    cases = _cases(data)[:limit]
     if any(c.gold is None for c in cases):
         raise fail(f"{data}: every calibration case needs a gold verdict")
     if any(c.rubric is not None and c.rubric.verdicts != list(DEFAULT_VERDICTS) for c in cases):
@@ -304,15 +310,13 @@ def calibrate_cmd(
     groups = [c.id for c in cases]
     panel = next(iter(load_catalog().panels.values()), [])
     others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
-    calibrate_and_save(
+    return CalibrationJob(
         store,
         "jury",
         model_id,
         data,
         lambda: jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others),
         lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
-        output_dir,
-        as_json,
     )
 
 

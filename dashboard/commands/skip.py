@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, usable_model
+from dashboard.commands import CalibrationJob, fail, usable_model
 
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -210,11 +210,17 @@ def calibrate_cmd(
 ) -> None:
     """Refit the likelihood skip judge's map (PMI → p(respond)) on a calibration split, recorded as a run."""
     from dashboard.commands import calibrate_and_save
+
+    calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
+
+
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+    """The skip judge's refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import SKIP, SKIP_FEATURES, skip_features
 
     try:
-        items = read_jsonl_items(data, {"messages": list, "should_respond": bool})
+        items = read_jsonl_items(data, {"messages": list, "should_respond": bool})[:limit]
         history = [[(str(m["author"]), str(m["text"])) for m in it["messages"][-5:]] for it in items]
     except (ValueError, KeyError, TypeError) as exc:
         raise _fail(f"{data}: every message needs author and text ({exc})") from None
@@ -223,7 +229,7 @@ def calibrate_cmd(
     async def rows() -> list[dict[str, float]]:
         return [(await skip_features(model, h))[0] for h in history]
 
-    calibrate_and_save(
+    return CalibrationJob(
         store,
         "skip",
         model_id,
@@ -232,6 +238,4 @@ def calibrate_cmd(
         lambda f: [
             fit_single_map(SKIP, model_id, "respond", SKIP_FEATURES, f, [it["should_respond"] for it in items], data)
         ],
-        output_dir,
-        as_json,
     )

@@ -1,0 +1,105 @@
+"""`judgelab calibrate-judge`: refit every likelihood (and embedding) judge map in one go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dashboard.commands import CalibrationJob, fail, run_calibration
+
+# In the order they run; each refits from its own calibration split under data/calibration/.
+MECHANISMS = ("handraise", "skip", "jury", "confidence")
+SPLITS = {
+    "handraise": "handraise-calib.jsonl",
+    "skip": "skip-calib.jsonl",
+    "jury": "jury-calib.jsonl",
+    "confidence": "confidence-calib.jsonl",
+}
+
+
+def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> CalibrationJob:
+    from dashboard.commands import confidence, handraise, jury, skip
+
+    if mechanism == "handraise":  # the judge model with its default likelihood partners
+        return handraise.calibration_job(data, model_id, None, limit)
+    module = {"skip": skip, "jury": jury, "confidence": confidence}[mechanism]
+    job: CalibrationJob = module.calibration_job(data, model_id, limit)
+    return job
+
+
+def _summary(payload: dict[str, Any]) -> dict[str, Any]:
+    """A refit as the summary shows it: which files, fitted when, with their held-out figures."""
+    return {
+        "mechanism": payload["mechanism"],
+        "run_id": payload["run_id"],
+        "rows": payload["rows"],
+        "maps": [
+            {
+                "file": path,
+                "name": cal["name"],
+                "model_id": cal["model_id"],
+                "version": cal["version"],
+                "metrics": cal.get("metrics") or {},
+            }
+            for path, cal in zip(payload["files"], payload["calibrations"], strict=True)
+        ],
+    }
+
+
+HELD_OUT = ("cv_f1", "cv_top1", "cv_auc", "loo_case_accuracy", "loo_case_accuracy_after_round", "others_weight")
+
+
+def calibrate_judge_cmd(
+    only: Annotated[
+        str, typer.Option("--only", help=f"Comma-separated mechanisms (default: all of {', '.join(MECHANISMS)}).")
+    ] = ",".join(MECHANISMS),
+    model_id: Annotated[
+        str,
+        typer.Option("--model", help="The judge model (the hand raise adds its default likelihood partners)."),
+    ] = "gemma3-270m",
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            help="Where the calibration splits are (default: data/calibration/); never a benchmark.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=2, help="Only each split's first N items: a quick check (needs --output-dir)."),
+    ] = None,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Refit the judge maps of every mechanism — hand raise (likelihood and embedding), skip judge, jury,
+    confidence self-evaluation — each on its calibration split, each a run of kind `calibration` with every
+    call recorded, and print the files written with their held-out figures. Run it after changing the
+    model or llama.cpp: the maps read the model's raw log-probabilities, and a new kernel shifts them."""
+    from engine.config import get_settings
+
+    chosen = [m.strip() for m in only.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in MECHANISMS]
+    if unknown or not chosen:
+        raise fail(f"--only: {', '.join(unknown) or 'nothing'} — choose from {', '.join(MECHANISMS)}", code=2)
+    if limit is not None and output_dir is None:
+        raise fail("--limit fits maps on part of a split: give --output-dir, so the shipped maps stay", code=2)
+    folder = data_dir or get_settings().data_dir / "calibration"
+    done = []
+    for mechanism in dict.fromkeys(chosen):
+        data = folder / SPLITS[mechanism]
+        typer.echo(f"{mechanism}: refitting on {data} …", err=True)
+        payload = run_calibration(_job(mechanism, data, model_id, limit), output_dir)
+        done.append(_summary(payload))
+        typer.echo(f"{mechanism}: {len(payload['files'])} map(s) written (run {payload['run_id']})", err=True)
+    if as_json:
+        typer.echo(json.dumps({"model": model_id, "limit": limit, "results": done}, ensure_ascii=False))
+        return
+    for result in done:
+        for m in result["maps"]:
+            figures = ", ".join(f"{k} {m['metrics'][k]}" for k in HELD_OUT if m["metrics"].get(k) is not None)
+            typer.echo(f"{result['mechanism']:<11} {m['file']}  {m['version']}  {figures or '(no held-out figure)'}")

@@ -1,0 +1,83 @@
+"""`judgelab calibrate-judge`: every mechanism's judge map refitted on its calibration split by the real
+models, each a recorded run, written where asked and read back by the judges; clear errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.judgemaps import CALIBRATION_DIR, load_calibration
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--json" in args else result.output
+
+
+def _shipped() -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(CALIBRATION_DIR.glob("*.json"))}
+
+
+@pytest.mark.slow  # the bundled Gemma, SmolLM2 and the embedder, on the first items of every split
+def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> None:
+    from engine.store import Store
+
+    before = _shipped()
+    out_dir = tmp_path / "maps"
+    code, out = invoke("calibrate-judge", "--limit", "5", "--output-dir", str(out_dir), "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert [r["mechanism"] for r in report["results"]] == ["handraise", "skip", "jury", "confidence"]
+    maps = {(m["name"], m["model_id"]): m for r in report["results"] for m in r["maps"]}
+    assert set(maps) == {
+        ("handraise.embedding", "minilm"),
+        ("handraise.likelihood", "gemma3-270m+smollm2-135m"),
+        ("skip.likelihood", "gemma3-270m"),
+        ("jury.likelihood", "gemma3-270m"),
+        ("confidence.likelihood", "gemma3-270m"),
+    }
+    for (name, model_id), m in maps.items():
+        assert Path(m["file"]).parent == out_dir
+        fitted = load_calibration(name, model_id, out_dir)  # what a judge reads
+        assert fitted is not None and fitted.version == m["version"] and fitted.n_items > 0
+    assert "cv_f1" in maps[("handraise.likelihood", "gemma3-270m+smollm2-135m")]["metrics"]
+    assert "loo_case_accuracy" in maps[("jury.likelihood", "gemma3-270m")]["metrics"]
+    assert _shipped() == before  # the shipped maps are untouched
+    store = Store(os.environ["JUDGELAB_DATABASE_URL"])
+    try:
+        for result in report["results"]:
+            run = store.get_run(result["run_id"])
+            assert run is not None and run.kind == "calibration" and run.status == "finished"
+            assert store.calls(run_id=result["run_id"])  # every scoring call recorded
+    finally:
+        store.dispose()
+
+
+def test_errors_are_clear_and_nothing_shipped_is_overwritten(tmp_path: Path) -> None:
+    before = _shipped()
+    code, out = invoke("calibrate-judge", "--only", "handraise,vibes")
+    assert code == 2 and "vibes" in out and "choose from handraise, skip, jury, confidence" in out
+    code, out = invoke("calibrate-judge", "--limit", "5")
+    assert code == 2 and "--output-dir" in out
+    broken = tmp_path / "splits"
+    broken.mkdir()
+    (broken / "skip-calib.jsonl").write_text('{"messages": [], "should_respond": true}\nnot json\n', encoding="utf-8")
+    code, out = invoke("calibrate-judge", "--only", "skip", "--data-dir", str(broken), "--output-dir", str(tmp_path))
+    assert code == 1 and "skip-calib.jsonl" in out and ":2" in out
+    code, out = invoke("calibrate-judge", "--only", "confidence", "--data-dir", str(tmp_path / "nowhere"))
+    assert code == 1 and "confidence-calib.jsonl" in out
+    # A split the map cannot be fitted on (one class only): the reason, and the run marked failed.
+    (broken / "confidence-calib.jsonl").write_text(
+        '{"query": "q", "answer": "a", "supported": true}\n' * 3, encoding="utf-8"
+    )
+    code, out = invoke("calibrate-judge", "--only", "confidence", "--data-dir", str(broken), "--output-dir", str(tmp_path))
+    assert code == 1 and "confidence refit on" in out and "failed (run calibration-" in out
+    assert _shipped() == before
