@@ -78,6 +78,7 @@ def test_errors_are_clear_and_nothing_shipped_is_overwritten(tmp_path: Path) -> 
     (broken / "confidence-calib.jsonl").write_text(
         '{"query": "q", "answer": "a", "supported": true}\n' * 3, encoding="utf-8"
     )
-    code, out = invoke("calibrate-judge", "--only", "confidence", "--data-dir", str(broken), "--output-dir", str(tmp_path))
+    args = ("--only", "confidence", "--data-dir", str(broken), "--output-dir", str(tmp_path))
+    code, out = invoke("calibrate-judge", *args)
     assert code == 1 and "confidence refit on" in out and "failed (run calibration-" in out
     assert _shipped() == before
