@@ -304,7 +304,17 @@ def _render_factor_rows(view: Collected, live: bool) -> None:
         for r in view.of("confidence_factor")
     ]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            width="stretch",
+            column_config={  # the factor pinned; the detail (why it fell back) takes the rest
+                "factor": st.column_config.TextColumn("factor", pinned=True, width=150),
+                "value": st.column_config.NumberColumn("value", width=60),
+                "fallback": st.column_config.CheckboxColumn("fallback", width=70),
+                "detail": st.column_config.TextColumn("detail", width="large"),
+            },
+        )
     elif live:
         st.caption("Computing the LLM and embedding factors…")
 

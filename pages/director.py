@@ -323,7 +323,19 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             ("Changed by retuning", int((frame["status"] != frame["default status"]).sum())),
         ]
     )
-    st.dataframe(frame, hide_index=True, width="stretch", key=KEY + "batch_table")
+    # Many columns (a line's every rule): wider than a 900 px window. The line's id and its status stay pinned
+    # at the left while the rules scroll past; the text is cut to its column (the whole line on hover).
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        key=KEY + "batch_table",
+        column_config={
+            "id": st.column_config.TextColumn("id", pinned=True, width=70),
+            "status": st.column_config.TextColumn("status", pinned=True, width=70),
+            "text": st.column_config.TextColumn("text", width=260),
+        },
+    )
     st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
 
 
