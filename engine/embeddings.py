@@ -74,7 +74,8 @@ class Embedder:
         unknown = getattr(tokenizer, "unk_token_id", None)
         if tokenizer is None or unknown is None:
             return 0.0
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        with self._lock:  # the tokenizer is the model's: one caller at a time, as for `embed`
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         return sum(i == unknown for i in ids) / len(ids) if ids else 0.0
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -104,6 +105,7 @@ class CalibrationJob:
     data: Path
     rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]]
     fit: Callable[[list[dict[str, float]]], list[Calibration]]
+    limit: int | None = None  # fitted on the split's first N items only (said in each map's `fitted_on`)
 
 
 def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, Any]:
@@ -120,13 +122,19 @@ def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, A
         with call_context(run_id=run_id, purpose=f"calibration.{job.mechanism}"):
             features = asyncio.run(job.rows())
         calibrations = job.fit(features)
+        if job.limit is not None:
+            calibrations = [
+                c.model_copy(update={"fitted_on": f"{c.fitted_on} (first {job.limit} items)"}) for c in calibrations
+            ]
         paths = [str(save_calibration(c, output_dir)) for c in calibrations]
     except BaseException as exc:
-        job.store.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+        from engine.store import StoreError
         from models.errors import ModelError
 
+        with contextlib.suppress(StoreError):  # the refit's own error is the one to report
+            job.store.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
         if isinstance(exc, ModelError | ValueError):  # a model that cannot score, a split that cannot be fitted
-            raise fail(f"{job.mechanism} refit on {job.data} failed (run {run_id}): {exc}") from None
+            raise fail(f"{job.mechanism} refit on {job.data} failed (run {run_id}): {exc}") from exc
         raise
     job.store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
     return {

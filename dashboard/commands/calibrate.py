@@ -64,7 +64,7 @@ def calibrate_judge_cmd(
         Path | None,
         typer.Option(
             "--data-dir",
-            help="Where the calibration splits are (default: data/calibration/); never a benchmark.",
+            help="Where the calibration splits are (default: data/calibration/, beside the maps); never a benchmark.",
         ),
     ] = None,
     limit: Annotated[
@@ -80,7 +80,7 @@ def calibrate_judge_cmd(
     confidence self-evaluation — each on its calibration split, each a run of kind `calibration` with every
     call recorded, and print the files written with their held-out figures. Run it after changing the
     model or llama.cpp: the maps read the model's raw log-probabilities, and a new kernel shifts them."""
-    from engine.config import get_settings
+    from engine.judgemaps import CALIBRATION_DIR
 
     chosen = [m.strip() for m in only.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in MECHANISMS]
@@ -88,12 +88,20 @@ def calibrate_judge_cmd(
         raise fail(f"--only: {', '.join(unknown) or 'nothing'} — choose from {', '.join(MECHANISMS)}", code=2)
     if limit is not None and output_dir is None:
         raise fail("--limit fits maps on part of a split: give --output-dir, so the shipped maps stay", code=2)
-    folder = data_dir or get_settings().data_dir / "calibration"
-    done = []
-    for mechanism in dict.fromkeys(chosen):
-        data = folder / SPLITS[mechanism]
-        typer.echo(f"{mechanism}: refitting on {data} …", err=True)
-        payload = run_calibration(_job(mechanism, data, model_id, limit), output_dir)
+    folder = data_dir or CALIBRATION_DIR
+    # Every split is read and every model checked before the first map is written: a bad jury split does
+    # not surface after the hand-raise maps have been replaced.
+    jobs = [(m, _job(m, folder / SPLITS[m], model_id, limit)) for m in dict.fromkeys(chosen)]
+    done: list[dict[str, Any]] = []
+    for mechanism, job in jobs:
+        typer.echo(f"{mechanism}: refitting on {job.data} …", err=True)
+        try:
+            payload = run_calibration(job, output_dir)
+        except typer.Exit:
+            written = [m["file"] for r in done for m in r["maps"]]
+            if written:
+                typer.echo(f"written before {mechanism} failed: {', '.join(written)}", err=True)
+            raise
         done.append(_summary(payload))
         typer.echo(f"{mechanism}: {len(payload['files'])} map(s) written (run {payload['run_id']})", err=True)
     if as_json:

@@ -234,4 +234,5 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
                 CONFIDENCE, model_id, "supported", "pmi_supported", f, [it["supported"] for it in items], data
             )
         ],
+        limit,
     )

@@ -127,7 +127,7 @@ def eval_cmd(
                     "context": context,
                     "repeat": repeat,
                     "models": model_ids,
-                    "calibration": _map_line(config),
+                    "calibration": _map_line(config, lines),
                     "items": lines,
                     "totals": totals,
                 },
@@ -146,19 +146,36 @@ def eval_cmd(
                 for pid, p in first.items()
             )
         )
-    typer.echo(_map_line(config))
+    typer.echo(_map_line(config, lines))
     typer.echo(json.dumps(totals, indent=2))
     if totals.get("cost_total") is not None:
         typer.echo(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
     typer.echo(f"run {run_id}")
 
 
-def _map_line(config: Any) -> str:
-    """Which models score and through which fitted map: the engine's own choice, in the page's words."""
+def _map_line(config: Any, lines: list[dict[str, Any]]) -> str:
+    """Which models scored and through which fitted map: the engine's own choice, in the page's words. Where a
+    likelihood partner could not score (its judgments flagged `ensemble_unavailable:<id>`), the judge model
+    scored alone through its own map, and the line says so and on how many judgments."""
     from engine.handraise.judge import map_choice
 
+    judgments = [run for line in lines for run in line["runs"]]
+    down: dict[str, int] = {}
+    for run in judgments:
+        flags = {f for p in run["predictions"].values() for f in p.get("flags") or []}
+        for f in flags:
+            if f.startswith("ensemble_unavailable:"):
+                down[f.split(":", 1)[1]] = down.get(f.split(":", 1)[1], 0) + 1
     try:
-        return map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).describe()
+        line = map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).describe()
+        for partner, count in down.items():
+            alone = map_choice(config.judge_method, config.judge_model, unavailable=partner).describe()
+            line = (
+                alone
+                if count == len(judgments)
+                else f"{alone} (on {count} of {len(judgments)} judgments; the others: {line})"
+            )
+        return line
     except ValueError as exc:
         raise fail(str(exc)) from None
 
@@ -297,6 +314,7 @@ def calibration_job(
         data,
         lambda: calibration_rows(items, resolver(judge_model), partners=[resolver(m) for m in scorers[1:]]),
         lambda rows: fit_calibrations(rows, map_id, str(data), file_sha256(data)),
+        limit,
     )
 
 

@@ -317,6 +317,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         data,
         lambda: jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others),
         lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
+        limit,
     )
 
 

@@ -238,4 +238,5 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         lambda f: [
             fit_single_map(SKIP, model_id, "respond", SKIP_FEATURES, f, [it["should_respond"] for it in items], data)
         ],
+        limit,
     )

