@@ -244,8 +244,8 @@ def test_jury_live_then_its_replay(world: dict[str, Any], page: Any, shots: Shot
     expect(page.get_by_role("button", name="Run the jury")).to_be_enabled(timeout=30_000)
     shots(page, "jury-open")
     page.get_by_role("button", name="Run the jury").click()
-    expect(page.get_by_text("Phase 1 — independent evaluations")).to_be_visible(timeout=60_000)
-    expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("Phase 1 — independent evaluations", exact=True)).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible(timeout=120_000)
     run_id = run_id_in_url(page, "jury")
     # Right or wrong against the case's gold label, beside the verdict.
     expect(
@@ -268,11 +268,11 @@ def test_jury_live_then_its_replay(world: dict[str, Any], page: Any, shots: Shot
     shown, total = map(int, re.findall(r"\d+", caption.inner_text())[:2])
     assert shown == total and 5 < total <= events, (shown, total, events)
     events = total
-    expect(single.get_by_text("Phase 3 — final judgment")).to_be_visible()
+    expect(single.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="↺ Replay")).to_be_visible()  # at the last event: no "Pause"
     page.get_by_role("button", name="⏮ Start").click()
     expect(page.get_by_text(f"Event 0 of {events}", exact=False)).to_be_visible(timeout=30_000)
-    expect(single.get_by_text("Phase 3 — final judgment")).to_have_count(0)
+    expect(single.get_by_text("Phase 3 — final judgment", exact=True)).to_have_count(0)
     page.get_by_role("button", name="Step ▶").click()
     expect(single.get_by_text(re.compile(rf"^Event 1 of {events}\b"))).to_be_visible(timeout=30_000)
     shots(page, "replay-step")
@@ -280,7 +280,7 @@ def test_jury_live_then_its_replay(world: dict[str, Any], page: Any, shots: Shot
     expect(page.get_by_role("button", name="⏸ Pause")).to_be_visible(timeout=30_000)
     expect(page.get_by_text(f"Event {events} of {events}", exact=False)).to_be_visible(timeout=120_000)
     expect(page.get_by_role("button", name="↺ Replay")).to_be_visible(timeout=30_000)
-    expect(single.get_by_text("Phase 3 — final judgment")).to_be_visible()
+    expect(single.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible()
     settle(page)
     shots(page, "replay-played")
     page.get_by_role("tab", name="Compare two runs").click()
@@ -501,7 +501,7 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         # Jury: the recorded case, live through the replay backend, to its verdict against gold.
         open_page(page, url, "jury", "⚖️ Jury")
         page.get_by_role("button", name="Run the jury").click()
-        expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
+        expect(page.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible(timeout=120_000)
         expect(page.get_by_text(re.compile(r"^Right — matches the gold label")).first).to_be_visible()
         # The bundled model judges by likelihood: each round scored again after hearing the others (whose fitted
         # weight is 0 for Gemma, so no position moves: README "Likelihood judges").
@@ -513,7 +513,7 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         # Replay of the recorded jury run.
         jury_id = pages["jury"]["run_ids"][0]
         page.goto(f"{url}/replay?run={jury_id}", timeout=60_000)
-        expect(page.get_by_text("Phase 3 — final judgment").first).to_be_visible(timeout=60_000)
+        expect(page.get_by_text("Phase 3 — final judgment", exact=True).first).to_be_visible(timeout=60_000)
         settle(page)
         shots(page, "demo-replay")
 

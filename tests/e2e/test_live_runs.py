@@ -105,13 +105,13 @@ def test_a_reload_during_a_jury_run_re_attaches_to_it(served: tuple[str, Path], 
     expect(page.get_by_text(run_id).first).to_be_visible()
     expect(page.get_by_role("button", name="Run the jury")).to_be_disabled()
     # It goes on to its end on the reloaded page, which stops refreshing then.
-    expect(page.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=120_000)
+    expect(page.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible(timeout=120_000)
     expect(page.get_by_test_id("stProgress")).to_have_count(0, timeout=10_000)
     assert _wait_ended(db, run_id) == "finished" and len(_runs(db)) == before + 1
     # A second tab with the same address shows the same (finished) run.
     second = page.context.new_page()
     second.goto(page.url, timeout=60_000)
-    expect(second.get_by_text("Phase 3 — final judgment")).to_be_visible(timeout=60_000)
+    expect(second.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible(timeout=60_000)
 
 
 def test_cancel_stops_the_run_and_it_is_stored_cancelled(served: tuple[str, Path], browser_page: Any) -> None:
@@ -121,7 +121,7 @@ def test_cancel_stops_the_run_and_it_is_stored_cancelled(served: tuple[str, Path
     page = browser_page
     _open_jury(page, url)
     page.get_by_role("button", name="Run the jury").click()
-    expect(page.get_by_text("Phase 1 — independent evaluations")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Phase 1 — independent evaluations", exact=True)).to_be_visible(timeout=30_000)
     expect(page.get_by_role("button", name="Cancel")).to_be_enabled(timeout=30_000)
     run_id = re.search(r"run=([\w-]+)", page.url).group(1)  # type: ignore[union-attr]
     page.get_by_role("button", name="Cancel").click()
