@@ -157,15 +157,17 @@ def _map_line(config: Any, lines: list[dict[str, Any]]) -> str:
     """Which models scored and through which fitted map: the engine's own choice, in the page's words. Where a
     likelihood partner could not score (its judgments flagged `ensemble_unavailable:<id>`), the judge model
     scored alone through its own map, and the line says so and on how many judgments."""
+    from collections import Counter
+
     from engine.handraise.judge import map_choice
 
     judgments = [run for line in lines for run in line["runs"]]
-    down: dict[str, int] = {}
-    for run in judgments:
-        flags = {f for p in run["predictions"].values() for f in p.get("flags") or []}
-        for f in flags:
-            if f.startswith("ensemble_unavailable:"):
-                down[f.split(":", 1)[1]] = down.get(f.split(":", 1)[1], 0) + 1
+    down = Counter(  # per partner, the judgments it was missing from
+        flag.split(":", 1)[1]
+        for run in judgments
+        for flag in {f for p in run["predictions"].values() for f in p.get("flags") or []}
+        if flag.startswith("ensemble_unavailable:")
+    )
     try:
         line = map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).describe()
         for partner, count in down.items():
