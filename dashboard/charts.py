@@ -11,12 +11,38 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from dashboard.components import plot_text
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
 MUTED = "#B8C4BE"
+# Series colours (participants, jurors, stages): colour-blind-safe Dark2 first, then Paired's darker half.
+PALETTE = ("#1B9E77", "#D95F02", "#7570B3", "#E7298A", "#66A61E", "#E6AB02", "#A6761D", "#1F78B4", "#666666", "#B15928")
+# An export draws on this explicit light template: the dashboard's own ("streamlit") holds placeholder colours
+# (#000001…#000030) that only the Streamlit front end replaces, so in a plain HTML file they are black.
+EXPORT_TEMPLATE = "plotly_white"
+
+
+def series_colors(names: Sequence[Any]) -> dict[str, str]:
+    """One colour per name (a participant, a juror, a stage), the same in every chart that shows the same set:
+    the names sorted, the palette taken in order. Keys are the names as text."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted({str(n) for n in names}))}
+
+
+def rgba(color: str, alpha: float) -> str:
+    """`#RRGGBB` at the given opacity (Sankey links, bands)."""
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def for_export(fig: go.Figure) -> go.Figure:
+    """A copy of `fig` for a file that opens outside the dashboard: every colour explicit (the export template
+    in full, on white), never the dashboard theme's placeholders."""
+    out = go.Figure(fig)
+    out.update_layout(template=pio.templates[EXPORT_TEMPLATE], paper_bgcolor="white", plot_bgcolor="white")
+    return out
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
@@ -209,7 +235,7 @@ def step_scores(
     return _layout(fig, "Plan: step scores and aggregates")
 
 
-VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756"}
+VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756", "failed": "#8C8C8C"}
 
 
 def _legend_below(fig: go.Figure) -> go.Figure:
@@ -225,7 +251,9 @@ def _legend_below(fig: go.Figure) -> go.Figure:
 def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Score per juror across phase 1 and the rounds; fallback points drawn hollow."""
     fig = go.Figure()
-    for role in dict.fromkeys(r["role"] for r in rows):
+    roles = list(dict.fromkeys(r["role"] for r in rows))
+    colors = series_colors(roles)
+    for role in roles:
         mine = [r for r in rows if r["role"] == role]
         name = plot_text(role)
         fig.add_trace(
@@ -235,7 +263,12 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 mode="lines+markers",
                 name=name,
                 text=[plot_text(r["verdict"]) + (" (fallback)" if r.get("fallback") else "") for r in mine],
-                marker={"symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine], "size": 10},
+                line={"color": colors[str(role)]},
+                marker={
+                    "symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine],
+                    "size": 10,
+                    "color": colors[str(role)],
+                },
                 hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>",
             )
         )
@@ -246,11 +279,13 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Each juror call as a bar from its start to its end (seconds since the run started)."""
     fig = go.Figure()
-    for stage in dict.fromkeys(r["stage"] for r in rows):
+    stages = list(dict.fromkeys(r["stage"] for r in rows))
+    for i, stage in enumerate(stages):  # stages in the order they ran, so phase 1 is always the first colour
         mine = [r for r in rows if r["stage"] == stage]
         name = plot_text(stage)
         fig.add_trace(
             go.Bar(
+                marker_color=PALETTE[i % len(PALETTE)],
                 y=[plot_text(r["role"]) for r in mine],
                 x=[r["end"] - r["start"] for r in mine],
                 base=[r["start"] for r in mine],
@@ -272,7 +307,7 @@ def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequenc
                 x=[plot_text(k) for k in distribution],
                 y=[distribution[k].get(label, 0) for k in distribution],
                 name=plot_text(label),
-                marker_color=VERDICT_COLORS.get(label),
+                marker_color=VERDICT_COLORS.get(label, PALETTE[len(fig.data) % len(PALETTE)]),
             )
         )
     fig.update_layout(barmode="stack")
@@ -437,22 +472,41 @@ def _by_participant(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping
     return groups
 
 
-def will_per_turn(rows: Sequence[Mapping[str, Any]], threshold: float) -> go.Figure:
-    """Each participant's will per turn (telemetry rows), with the threshold as a dotted line."""
+def will_per_turn(rows: Sequence[Mapping[str, Any]], threshold: float | None) -> go.Figure:
+    """Each participant's will per turn (telemetry rows), with the threshold (when known) as a dotted line."""
     fig = go.Figure()
-    for pid, mine in _by_participant(rows).items():
+    groups = _by_participant(rows)
+    colors = series_colors(list(groups))
+    for pid, mine in groups.items():
         fig.add_trace(
             go.Scatter(
-                x=[r["turn"] for r in mine], y=[r["will"] for r in mine], mode="lines+markers", name=plot_text(pid)
+                x=[r["turn"] for r in mine],
+                y=[r["will"] for r in mine],
+                mode="lines+markers",
+                name=plot_text(pid),
+                line={"color": colors[pid]},
+                marker={"color": colors[pid]},
             )
         )
-    fig.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
+    if threshold is not None:
+        fig.add_hline(y=threshold, line_dash="dot", line_color="#8C8C8C", annotation_text="threshold")
     fig.update_yaxes(range=[0, 1], title="will")
     return _layout(fig, "Will per participant per turn")
 
 
-def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'."""
+# The approval flow's nodes: where a hand goes (green: spoke, grey: held back, amber: nobody decided).
+SANKEY_COLORS = {
+    "raised": "#1F78B4",
+    "not raised": MUTED,
+    "approved": "#1B9E77",
+    "skipped": "#8C8C8C",
+    "timeout": "#E6AB02",
+    "answered": "#1B6E5A",
+}
+
+
+def approval_flows(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """How many hands went each way: raised or not → approved / skipped / timed out → answered."""
     flows: dict[tuple[str, str], int] = {}
     for row in rows:
         start = "raised" if row["status"] in ("raised", "mentioned") else "not raised"
@@ -460,15 +514,29 @@ def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         flows[(start, middle)] = flows.get((start, middle), 0) + 1
         if row["allowed"]:
             flows[(middle, "answered")] = flows.get((middle, "answered"), 0) + 1
+    return flows
+
+
+def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'. Each link
+    takes its destination's colour (see-through), so the flows read on a light page."""
+    flows = approval_flows(rows)
     index = {label: i for i, label in enumerate(SANKEY_NODES)}
     fig = go.Figure(
         go.Sankey(
-            node={"label": SANKEY_NODES},
+            node={
+                "label": SANKEY_NODES,
+                "color": [SANKEY_COLORS[n] for n in SANKEY_NODES],
+                "line": {"color": "white", "width": 1},
+                "pad": 18,
+            },
             link={
                 "source": [index[a] for a, _ in flows],
                 "target": [index[b] for _, b in flows],
                 "value": list(flows.values()),
+                "color": [rgba(SANKEY_COLORS[b], 0.45) for _, b in flows],
             },
+            textfont={"color": "#262730", "size": 13},
         )
     )
     return _layout(fig, "Approval flow")
@@ -477,14 +545,17 @@ def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Will distribution per participant in 0.1 bins; an over-raising participant is marked in the legend."""
     fig = go.Figure()
-    for pid, mine in _by_participant(rows).items():
+    groups = _by_participant(rows)
+    colors = series_colors(list(groups))
+    for pid, mine in groups.items():
         over = any("over_raise" in str(r.get("flags") or "") for r in mine)
         fig.add_trace(
             go.Histogram(
                 x=[r["will"] for r in mine],
                 name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
                 xbins={"start": 0, "end": 1, "size": 0.1},
-                opacity=0.7,
+                marker={"color": colors[pid], "line": {"color": colors[pid], "width": 1.5}},
+                opacity=0.5,  # overlaid: every participant's bars show through the others'
             )
         )
     fig.update_layout(barmode="overlay")
@@ -583,8 +654,11 @@ def experiment_metric_vs(
     return _legend_below(_layout(fig, f"{plot_text(metric)} against {plot_text(parameter)}", 340))
 
 
-def experiment_heatmap(grid: Mapping[str, Any], x: str, y: str, metric: str) -> go.Figure:
-    """The best `metric` for each pair of two parameters' values (`engine.experiments.analysis.heatmap_grid`)."""
+def experiment_heatmap(
+    grid: Mapping[str, Any], x: str, y: str, metric: str, *, best: Mapping[str, Any] | None = None
+) -> go.Figure:
+    """The best `metric` for each pair of two parameters' values (`engine.experiments.analysis.heatmap_grid`);
+    `best` (the best cell's row) is starred on its square."""
     fig = go.Figure(
         go.Heatmap(
             x=[plot_text(v) for v in grid["x"]],
@@ -595,6 +669,18 @@ def experiment_heatmap(grid: Mapping[str, Any], x: str, y: str, metric: str) -> 
             hovertemplate="%{x} × %{y}: %{z}<extra></extra>",
         )
     )
+    if best is not None and best.get(x) is not None and best.get(y) is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[plot_text(best[x])],
+                y=[plot_text(best[y])],
+                mode="markers",
+                name=f"best cell {best.get('cell')}",
+                marker={"size": 18, "color": BEST, "symbol": "star", "line": {"color": "white", "width": 1.5}},
+                hovertemplate=f"best cell {best.get('cell')}<extra></extra>",
+                showlegend=False,
+            )
+        )
     fig.update_xaxes(title=plot_text(x), type="category")
     fig.update_yaxes(title=plot_text(y), type="category")
     return _layout(fig, f"best {plot_text(metric)} by {plot_text(x)} × {plot_text(y)}", 380)

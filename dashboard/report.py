@@ -5,8 +5,7 @@ Every string from the run goes into a figure through `plot_text`, as on the page
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -76,43 +75,11 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
     rows = tables(record).get("conversation_hands")
     if rows is None or not rows.rows:
         return []
-    will = go.Figure()
-    for pid in dict.fromkeys(r["participant"] for r in rows.rows):
-        mine = [r for r in rows.rows if r["participant"] == pid]
-        will.add_trace(
-            go.Scatter(
-                x=[plot_text(r["turn"]) for r in mine],
-                y=[r["will"] for r in mine],
-                mode="lines+markers",
-                name=plot_text(pid),
-            )
-        )
     threshold = (record.run.config.get("config") or {}).get("threshold")
-    if isinstance(threshold, int | float):
-        will.add_hline(y=threshold, line_dash="dot", annotation_text="threshold")
-    will.update_yaxes(range=[0, 1])
-    flows: Counter[tuple[str, str]] = Counter()
-    for r in rows.rows:
-        start = "raised" if r["status"] in ("raised", "mentioned") else "not raised"
-        middle = "timeout" if r["decided_by"] == "timeout" else "approved" if r["allowed"] else "skipped"
-        flows[(start, middle)] += 1
-        if r["allowed"]:
-            flows[(middle, "answered")] += 1
-    labels = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
-    index = {label: i for i, label in enumerate(labels)}
-    sankey = go.Figure(
-        go.Sankey(
-            node={"label": labels},
-            link={
-                "source": [index[a] for a, _ in flows],
-                "target": [index[b] for _, b in flows],
-                "value": list(flows.values()),
-            },
-        )
-    )
+    will = charts.will_per_turn(rows.rows, float(threshold) if isinstance(threshold, int | float) else None)
     return [
         ("Will per participant per turn", _small(will, "Will per participant per turn")),
-        ("Approval flow", _small(sankey, "Approval flow")),
+        ("Approval flow", _small(charts.approval_sankey(rows.rows), "Approval flow")),
     ]
 
 
@@ -284,7 +251,7 @@ def figures_for(record: RunRecord) -> list[Figure]:
     found: list[Figure] = []
     for build in FIGURES:
         for title, fig in build(record):
-            found.append(Figure(title=title, spec=fig.to_json()))
+            found.append(Figure(title=title, spec=charts.for_export(fig).to_json()))
     return found
 
 
@@ -297,3 +264,58 @@ def report_of(record: RunRecord) -> str:
 def run_report(store: Store, run_id: str) -> str:
     """The self-contained HTML report of a stored run."""
     return report_of(load_run(store, run_id))
+
+
+# -- experiments -------------------------------------------------------------------------------------------------
+
+
+def experiment_figures(shown: Mapping[str, Any]) -> list[Figure]:
+    """The Experiments page's charts of a result, as it opens (the experiment's metric, its usual direction):
+    the metric against every swept parameter, the heatmap of the first two, and the Pareto front against the
+    first cost the cells differ in — each with the best cell starred, every colour explicit."""
+    from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
+
+    rows = list(shown.get("rows") or [])
+    metric = str(shown.get("metric") or "")
+    parameters = list(shown.get("parameters") or [])
+    if not rows or not any(isinstance(r.get(metric), int | float) for r in rows):
+        return []
+    maximize = metric not in LOWER_IS_BETTER
+    best = shown.get("best") or {}
+    best_cell = best.get("cell") if isinstance(best, Mapping) else None
+    found: list[tuple[str, go.Figure]] = []
+    swept = [p for p in parameters if len({str(r.get(p)) for r in rows}) > 1]
+    for p in swept:
+        fig = charts.experiment_metric_vs(
+            rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
+        )
+        found.append((f"{metric} against {p}", fig))
+    if len(swept) >= 2:
+        x, y = swept[0], swept[1]
+        grid = heatmap_grid(rows, x, y, metric, maximize=maximize)
+        found.append((f"best {metric} by {x} × {y}", charts.experiment_heatmap(grid, x, y, metric, best=best or None)))
+    costs = [c for c in available_costs(rows) if c != metric and len({r.get(c) for r in rows}) > 1]
+    if costs:
+        front = pareto_front(rows, metric, costs[0], maximize=maximize)
+        fig = charts.experiment_pareto(rows, front, metric, costs[0], parameters=parameters, best_cell=best_cell)
+        found.append((f"{metric} against {costs[0]}", fig))
+    return [Figure(title=title, spec=charts.for_export(fig).to_json()) for title, fig in found]
+
+
+def experiment_report(shown: Mapping[str, Any]) -> str:
+    """The self-contained HTML report of an experiment: the page's charts, the cells, the definition."""
+    from engine.experiments.report import to_html
+
+    figures = experiment_figures(shown)
+    return to_html(shown, figures, plotly_js() if figures else "")
+
+
+def experiment_export(shown: Mapping[str, Any], fmt: str) -> str:
+    """An experiment's export in `fmt` (csv, json or html), for the page's buttons and the CLI alike."""
+    from engine.experiments.report import to_csv, to_json
+
+    if fmt == "csv":
+        return to_csv(shown["rows"])
+    if fmt == "json":
+        return to_json(shown)
+    return experiment_report(shown)

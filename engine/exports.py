@@ -592,7 +592,8 @@ def _money(value: Any) -> str:
     return f"${value:.4g}" if value >= 0.0001 else f"${value:.2e}"
 
 
-def _figures_html(figures: Sequence[Figure]) -> str:
+def figures_html(figures: Sequence[Figure]) -> str:
+    """The figures as placeholders with their specs beside them (RENDER draws them once plotly.js is in)."""
     if not figures:
         return '<p class="note">No chart for this kind of run.</p>'
     parts = []
@@ -668,7 +669,7 @@ started {_e(run.started_at.isoformat())}
 <code>{_e(run.config_hash)}</code> {tags}</p>
 {"" if not run.error else f'<p class="status-failed"><b>error</b>: {_e(run.error)}</p>'}
 <h2>Headline figures</h2><table><tbody>{head_rows}</tbody></table>
-<h2>Charts</h2>{_figures_html(figures)}
+<h2>Charts</h2>{figures_html(figures)}
 {"<h2>Tables</h2>" + "".join(table_parts) if table_parts else ""}
 <h2>Event timeline ({len(record.events)} events)</h2>{_timeline_html(record)}
 <h2>LLM calls ({len(calls)})</h2>{_html_table(call_columns, calls)}

@@ -18,10 +18,12 @@ import yaml
 from dashboard import charts, state
 from dashboard.components import md
 from dashboard.registry import RegistryError
+from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import get_settings
 from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
 from engine.experiments.analysis import (
+    LOWER_IS_BETTER,
     available_costs,
     compare_cells,
     heatmap_grid,
@@ -30,32 +32,10 @@ from engine.experiments.analysis import (
     metric_columns,
     pareto_front,
 )
-from engine.experiments.report import to_csv, to_html, to_json
 from engine.experiments.runner import list_experiments, show_experiment
 
 KEY = "experiments."
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
-LOWER_IS_BETTER = frozenset(
-    {
-        "ece",
-        "aurc",
-        "brier",
-        "calls",
-        "new_calls",
-        "tokens",
-        "latency_s",
-        "cost",
-        "no_verdict",
-        "judge_calls",
-        "delay_p95_s",
-        "delay_max_s",
-        "staleness_p95_s",
-        "never_judged",
-        "replay_misses",
-        "retry_rate",
-        "warn_rate",
-    }
-)
 DEFAULT_CASES = {
     "handraise": "data/benchmarks/handraise.jsonl",
     "jury": "data/benchmarks/jury.jsonl",
@@ -390,7 +370,8 @@ def _render_charts(
         x = c1.selectbox("Heatmap: across", swept, index=0, key=KEY + "hx")
         y = c2.selectbox("Heatmap: down", [p for p in swept if p != x], index=0, key=KEY + "hy")
         grid = heatmap_grid(rows, x, y, metric, maximize=maximize)
-        st.plotly_chart(charts.experiment_heatmap(grid, x, y, metric), key=KEY + "heatmap")
+        best = next((r for r in rows if best_cell is not None and r.get("cell") == best_cell), None)
+        st.plotly_chart(charts.experiment_heatmap(grid, x, y, metric, best=best), key=KEY + "heatmap")
 
 
 def _render_pareto(
@@ -480,7 +461,7 @@ EXPORTS = (("⬇ CSV", "csv", "text/csv"), ("⬇ JSON", "json", "application/jso
 def export_bytes(experiment_id: str, fmt: str) -> bytes:
     """An export built from the store when its button is clicked (keys redacted, text escaped in HTML)."""
     shown = show_experiment(state.get_store(), experiment_id)
-    text = {"csv": lambda: to_csv(shown["rows"]), "json": lambda: to_json(shown), "html": lambda: to_html(shown)}[fmt]()
+    text = experiment_export(shown, fmt)
     return text.encode("utf-8")
 
 

@@ -133,12 +133,12 @@ def export_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Export an experiment's table."""
-    from engine.experiments.report import to_csv, to_html, to_json
+    from dashboard.report import experiment_export
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
-    text = {"csv": lambda: to_csv(shown["rows"]), "json": lambda: to_json(shown), "html": lambda: to_html(shown)}[fmt]()
+    text = experiment_export(shown, fmt)
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -13,6 +13,30 @@ COSTS = ("calls", "new_calls", "tokens", "latency_s", "cost")
 ROW_META = ("cell", "repeat", "trial", "new_calls", "run_id", "recording_run", "error")
 
 
+# Metrics where a lower value is the better one (the Experiments page's default direction, the export's best cell).
+LOWER_IS_BETTER = frozenset(
+    {
+        "ece",
+        "aurc",
+        "brier",
+        "calls",
+        "new_calls",
+        "tokens",
+        "latency_s",
+        "cost",
+        "no_verdict",
+        "judge_calls",
+        "delay_p95_s",
+        "delay_max_s",
+        "staleness_p95_s",
+        "never_judged",
+        "replay_misses",
+        "retry_rate",
+        "warn_rate",
+    }
+)
+
+
 def number(value: Any) -> float | None:
     """A finite number, else None (a bool is not a metric value)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -8,8 +8,11 @@ import html
 import io
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from engine.experiments.definition import ROOT
+from engine.exports import CSP, RENDER, STYLE, Figure, figures_html
 from models.secrets import redact
 
 
@@ -54,77 +57,62 @@ def to_json(shown: Mapping[str, Any]) -> str:
     return redact(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
 
 
-def _figures(shown: Mapping[str, Any]) -> list[Any]:
-    import plotly.graph_objects as go
-
-    rows = shown["rows"]
-    metric = shown.get("metric") or "f1"
-    params = [p for p in shown.get("parameters", []) if any(isinstance(r.get(p), int | float) for r in rows)]
-    figs: list[Any] = []
-    for p in params[:4]:
-        xs = [r.get(p) for r in rows if isinstance(r.get(metric), int | float)]
-        ys = [r.get(metric) for r in rows if isinstance(r.get(metric), int | float)]
-        fig = go.Figure(go.Scatter(x=xs, y=ys, mode="markers", name=metric))
-        fig.update_layout(title=f"{metric} against {p}", xaxis_title=p, yaxis_title=metric, height=320)
-        figs.append(fig)
-    if len(params) >= 2:
-        a, b = params[:2]
-        xs = sorted({r[a] for r in rows if r.get(a) is not None})
-        ys = sorted({r[b] for r in rows if r.get(b) is not None})
-        z: list[list[float | None]] = []
-        for y in ys:
-            line: list[float | None] = []
-            for x in xs:
-                vals = [
-                    r[metric]
-                    for r in rows
-                    if r.get(a) == x and r.get(b) == y and isinstance(r.get(metric), int | float)
-                ]
-                line.append(max(vals) if vals else None)
-            z.append(line)
-        fig = go.Figure(go.Heatmap(x=[str(x) for x in xs], y=[str(y) for y in ys], z=z, colorbar={"title": metric}))
-        fig.update_layout(title=f"best {metric} by {a} × {b}", xaxis_title=a, yaxis_title=b, height=360)
-        figs.append(fig)
-    return figs
+def _shown_path(value: object) -> object:
+    """A case-set path as the report shows it: inside the project, relative to it; elsewhere, the file's name
+    only (a report is shared: the folders of the machine that ran it are nobody's business)."""
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value)
+    if not path.is_absolute():
+        return value
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return path.name
 
 
-CSP = "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:"
+def public_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """The definition as an export shows it: no machine paths."""
+    return {k: (_shown_path(v) if k == "cases" else v) for k, v in definition.items()}
 
 
-def to_html(shown: Mapping[str, Any]) -> str:
-    """One file that opens anywhere offline: the plotly library inlined, the table as escaped text."""
-    from plotly.offline import get_plotlyjs
-
+def to_html(shown: Mapping[str, Any], figures: Sequence[Figure] = (), plotly_js: str = "") -> str:
+    """One file that opens anywhere offline: the page's charts (built by the dashboard, every colour explicit)
+    with plotly.js inlined once, the cells with the best one starred, and the definition — every text from the
+    store escaped."""
     rows = shown["rows"]
     cols = columns(rows)
     esc = html.escape
     best = shown.get("best") or {}
-    head = "".join(f"<th>{esc(str(c))}</th>" for c in cols)
+    head = "<th>best</th>" + "".join(f"<th>{esc(str(c))}</th>" for c in cols)
     body = "\n".join(
-        "<tr"
-        + (' class="best"' if best and r.get("cell") == best.get("cell") else "")
-        + ">"
+        ('<tr class="best"><td>★</td>' if best and r.get("cell") == best.get("cell") else "<tr><td></td>")
         + "".join(f"<td>{esc(_cell(r.get(c)))}</td>" for c in cols)
         + "</tr>"
         for r in rows
     )
-    charts = "\n".join(
-        f'<div class="chart">{fig.to_html(full_html=False, include_plotlyjs=False)}</div>' for fig in _figures(shown)
-    )
     meta = {k: shown.get(k) for k in ("experiment_id", "name", "status", "metric", "cells", "finished", "new_calls")}
     facts = "".join(f"<li><b>{esc(k)}</b>: {esc(_cell(v))}</li>" for k, v in meta.items())
-    definition = esc(json.dumps(shown.get("definition", {}), indent=2, ensure_ascii=False, default=str))
+    if best:
+        facts += f"<li><b>best cell</b>: ★ {esc(_cell(best.get('cell')))}</li>"
+    public = public_definition(shown.get("definition", {}))
+    definition = esc(json.dumps(public, indent=2, ensure_ascii=False, default=str))
+    script = f'<script type="text/javascript">{plotly_js}</script>' if plotly_js and figures else ""
+    charts = figures_html(figures) if figures else '<p class="note">No chart: no parameter was swept.</p>'
     page = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{esc(str(shown.get("name") or "experiment"))}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(str(shown.get("name") or "experiment"))}</title>
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
-<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}tr.best{{background:#e6ffe6}}</style>
-<script type="text/javascript">{get_plotlyjs()}</script></head><body>
+<meta name="referrer" content="no-referrer">
+<style>{STYLE}
+td,th{{text-align:right}}tr.best{{background:#e6f4ea;font-weight:600}}
+div.figure{{display:inline-block;width:48%;min-width:420px;vertical-align:top}}</style>
+{script}</head><body>
 <h1>{esc(str(shown.get("name") or "experiment"))}</h1><ul>{facts}</ul>
-{charts}
+<h2>Charts</h2>{charts}
 <h2>Cells</h2><table><thead><tr>{head}</tr></thead><tbody>
 {body}
 </tbody></table>
 <h2>Definition</h2><pre>{definition}</pre>
+<script>{RENDER if script else ""}</script>
 </body></html>"""
     return redact(page)
