@@ -21,7 +21,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from engine.config import get_settings
 from engine.exports import load_run, run_document
-from engine.inputs import problem_lines
+from engine.inputs import MAX_PROBLEMS_SHOWN, problem_lines
 from engine.store import (
     MAX_TAG_LENGTH,
     RUN_STATUSES,
@@ -178,49 +178,66 @@ class RunDocument(_Recorded):
     calls: list[RecordedCall]
 
 
-def parse_runs(path: Path) -> list[tuple[RunDocument, dict[str, Any]]]:
-    """Every run document of a runs.jsonl, each validated and with its raw value; any problem (a line that is not
-    JSON, a missing key, a bad date, a wrong type, an unknown status, a run id twice) is a DemoError that lists
-    them as `file:line: field 'x': message`, and nothing is returned."""
+def _read_runs_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DemoError(f"no demo runs at {path} — run `judgelab demo record`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DemoError(f"{path}: cannot be read ({exc}) — run `judgelab demo record`") from None
-    documents: list[tuple[RunDocument, dict[str, Any]]] = []
-    problems: list[str] = []
-    lines: dict[str, int] = {}
+
+
+def _validated(text: str, path: Path) -> list[RunDocument]:
+    """Every run document of a runs.jsonl text, validated; any problem (a line that is not JSON, a missing key, a
+    bad date, a wrong type, an unknown status, a seq or run id twice) is a DemoError that lists them as
+    `file:line: field 'x': message` (the first 20, and how many more), and nothing is returned."""
+    documents: list[RunDocument] = []
+    shown: list[str] = []
+    found = 0
+
+    def problem(*lines: str) -> None:
+        nonlocal found
+        found += len(lines)
+        shown.extend(lines[: max(0, MAX_PROBLEMS_SHOWN - len(shown))])  # a count, not a list, past the first 20
+
+    run_lines: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             document = RunDocument.model_validate_json(line)
         except ValidationError as exc:
-            problems += validation_problems(str(path), exc, line=n)
+            problem(*validation_problems(str(path), exc, line=n))
             continue
         seqs: dict[int, int] = {}
         for i, event in enumerate(document.events):  # the store's unique (run, seq), said with the field
             if event.seq in seqs:
-                problems.append(
-                    f"{path}:{n}: field 'events[{i}].seq': seq {event.seq} is also events[{seqs[event.seq]}]"
-                )
+                problem(f"{path}:{n}: field 'events[{i}].seq': seq {event.seq} is also events[{seqs[event.seq]}]")
             seqs.setdefault(event.seq, i)
-        if document.run.id in lines:
-            problems.append(
-                f"{path}:{n}: field 'run.id': run {document.run.id!r} is already on line {lines[document.run.id]}"
+        if document.run.id in run_lines:
+            problem(
+                f"{path}:{n}: field 'run.id': run {document.run.id!r} is already on line {run_lines[document.run.id]}"
             )
             continue
-        lines[document.run.id] = n
-        documents.append((document, json.loads(line)))
-    if problems:
-        raise DemoError(problem_lines(problems, f"{path} is not a valid demo recording — run `judgelab demo record`:"))
+        run_lines[document.run.id] = n
+        documents.append(document)
+    if found:
+        header = f"{path} is not a valid demo recording — run `judgelab demo record`:"
+        more = found - len(shown)
+        raise DemoError(problem_lines(shown, header) + (f"\n… and {more} more" if more else ""))
     return documents
 
 
+def parse_runs(path: Path) -> list[RunDocument]:
+    """The run documents of a runs.jsonl, every field of every line checked before any is returned."""
+    return _validated(_read_runs_text(path), path)
+
+
 def read_runs(path: Path) -> list[dict[str, Any]]:
-    """The run documents of a runs.jsonl as plain values, all validated first (see `parse_runs`)."""
-    return [raw for _, raw in parse_runs(path)]
+    """The run documents of a runs.jsonl as plain values (the export's every key), all validated first."""
+    text = _read_runs_text(path)
+    _validated(text, path)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 @dataclass
@@ -231,7 +248,7 @@ class LoadReport:
     calls: int = 0
 
 
-def _rows(document: RunDocument, raw: dict[str, Any]) -> list[SQLModel]:
+def _rows(document: RunDocument) -> list[SQLModel]:
     """The store rows of one validated run: the run, its events and calls, and its tags (the demo tag added)."""
     meta = document.run
     run = Run(
@@ -239,9 +256,9 @@ def _rows(document: RunDocument, raw: dict[str, Any]) -> list[SQLModel]:
         kind=meta.kind,
         name=redact(meta.name),
         status=meta.status,
-        config_json=_dumps(raw.get("config") or {}),
+        config_json=_dumps(document.config),
         config_hash=meta.config_hash,
-        summary_json=_dumps(raw.get("summary") or {}),
+        summary_json=_dumps(document.summary),
         error=redact(meta.error) if meta.error else meta.error,
         started_at=meta.started_at,
         finished_at=meta.finished_at,
@@ -260,20 +277,20 @@ def _stored_ids(session: Session, ids: Sequence[str]) -> set[str]:
     return set(session.exec(select(Run.id).where(col(Run.id).in_(ids))).all()) if ids else set()
 
 
-def import_runs(store: Store, documents: Sequence[tuple[RunDocument, dict[str, Any]]]) -> LoadReport:
+def import_runs(store: Store, documents: Sequence[RunDocument]) -> LoadReport:
     """Store the runs whose ids are not stored yet, with their events, calls and tags, in ONE transaction: either
     all of them are loaded or none. A run that another process loads at the same moment counts as present."""
-    ids = [d.run.id for d, _ in documents]
+    ids = [d.run.id for d in documents]
     for attempt in (1, 2):
         report = LoadReport()
         try:
             with store._write_lock, Session(store.engine) as session:
                 stored = _stored_ids(session, ids)
-                for document, raw in documents:
+                for document in documents:
                     if document.run.id in stored:
                         report.present.append(document.run.id)
                         continue
-                    run, *rest = _rows(document, raw)
+                    run, *rest = _rows(document)
                     session.add(run)
                     session.flush()  # the run first: events, calls and tags reference it
                     session.add_all(rest)
