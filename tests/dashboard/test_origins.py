@@ -140,7 +140,7 @@ def test_only_the_own_origin_and_configured_hosts_open_the_websocket(dashboard_p
     ]
     for origin in foreign:
         assert _handshake(port, own, origin) == 403, origin
-    accepted = [
+    accepted: list[tuple[str, str | None]] = [
         (own, f"http://{own}"),
         (f"localhost:{port}", f"http://localhost:{port}"),
         (f"lab.internal:{port}", f"http://lab.internal:{port}"),
@@ -148,8 +148,8 @@ def test_only_the_own_origin_and_configured_hosts_open_the_websocket(dashboard_p
         (own, "https://lab.internal"),  # ... or one that rewrites it
         (own, None),  # a program, not a page: browsers always send an Origin
     ]
-    for host, origin in accepted:
-        assert _handshake(port, host, origin) == 101, (host, origin)
+    for host, allowed in accepted:
+        assert _handshake(port, host, allowed) == 101, (host, allowed)
     assert blackhole.accepted == before  # no lookup, for a refusal or an acceptance
 
 
