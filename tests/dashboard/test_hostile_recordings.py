@@ -182,3 +182,31 @@ def test_the_page_shows_a_bounded_message_for_a_hostile_recording(tmp_path: Path
     assert message.count("runs.jsonl:") == 20 and "… and " in message and len(message) < 10_000
     assert elapsed < 90, elapsed
     assert Store(env["JUDGELAB_DATABASE_URL"]).count_runs() == 0
+
+
+def _jury_page() -> None:
+    from pages import jury
+
+    jury.render()
+
+
+@pytest.mark.parametrize("panels", ["", "panels: {}\n", "panels:\n  api:\n    - {model: gemma3-270m, role_name: J}\n"])
+def test_the_jury_page_opens_with_a_catalog_without_the_local_panel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, panels: str
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(CATALOG.split("panels:")[0] + panels, encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(catalog))
+    state.get_catalog.clear()
+    try:
+        start = time.perf_counter()
+        at = AppTest.from_function(_jury_page, default_timeout=60).run()
+        assert not at.exception, at.exception
+        assert time.perf_counter() - start < 30
+        assert at.selectbox(key="jury.preset").options == (["api"] if "api" in panels else [])
+    finally:
+        state.get_catalog.clear()
