@@ -115,9 +115,9 @@ def page_jury() -> tuple[list[Any], Any]:
     from models.catalog import load_catalog
 
     catalog = load_catalog()
-    preset = list(catalog.panels)[0]
+    preset = next(iter(catalog.panels), "local")  # none at all: the error names the panel and the catalog file
     seats = panel_seats(
-        [{"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus} for s in catalog.panels[preset]]
+        [{"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus} for s in catalog.panel(preset)]
     )
     config = JuryConfig(
         max_discussion_rounds=3,

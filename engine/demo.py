@@ -13,15 +13,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, Field
-from sqlmodel import Session
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlmodel import Session, SQLModel, col, select
 
 from engine.config import get_settings
 from engine.exports import load_run, run_document
-from engine.store import EventRow, LlmCall, Run, Store, StoreError, _dumps
+from engine.inputs import MAX_PROBLEMS_SHOWN, problem_lines
+from engine.store import (
+    MAX_TAG_LENGTH,
+    RUN_STATUSES,
+    RUNNING,
+    EventRow,
+    LlmCall,
+    Run,
+    RunTag,
+    Store,
+    StoreError,
+    _dumps,
+)
+from models.fieldlines import compose, validation_problems
 from models.recording import CallRecord
+from models.secrets import redact
 
 DEMO_TAG = "demo"
 RUNS_FILE = "runs.jsonl"
@@ -62,13 +77,20 @@ def demo_dir() -> Path:
 
 
 def load_manifest(folder: Path | None = None) -> DemoManifest:
+    """The manifest, every field checked; a problem is a DemoError of `file:line: field 'x': message` lines."""
     path = (folder or demo_dir()) / MANIFEST_FILE
     try:
-        return DemoManifest.model_validate_json(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DemoError(f"no demo recording at {path} — run `judgelab demo record`") from None
-    except ValueError as exc:
-        raise DemoError(f"the demo manifest {path} is broken ({exc}) — run `judgelab demo record`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DemoError(f"{path}: cannot be read ({exc}) — run `judgelab demo record`") from None
+    try:
+        return DemoManifest.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        problems = validation_problems(str(path), exc, compose(text) if text.strip() else None)
+        header = f"the demo manifest {path} is broken — run `judgelab demo record`:"
+        raise DemoError(problem_lines(problems, header)) from None
 
 
 def miss_message(purpose: str, manifest: DemoManifest | None) -> str:
@@ -93,26 +115,129 @@ def write_runs(documents: Iterable[dict[str, Any]], path: Path) -> int:
     return len(lines)
 
 
-def read_runs(path: Path) -> list[dict[str, Any]]:
+# What a recorded run may hold. Every field is typed strictly (no "3" for 3, no null for a number), so a damaged
+# or hand-edited line is refused with its line and field instead of failing half-way through the import.
+RunId = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+FinalStatus = Literal["finished", "failed", "cancelled", "interrupted"]  # a recording holds only ended runs
+FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
+assert set(FINAL_STATUSES) == set(RUN_STATUSES) - {RUNNING}
+
+
+class _Recorded(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")  # what the export adds for readers is ignored
+
+
+class RecordedRun(_Recorded):
+    id: RunId
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    name: str = ""
+    status: FinalStatus
+    tags: list[str] = Field(default_factory=list)
+    started_at: datetime
+    finished_at: datetime | None = None
+    error: str | None = None
+    config_hash: str = ""
+
+
+class RecordedEvent(_Recorded):
+    seq: int
+    type: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    ts: datetime
+    payload: dict[str, Any]
+
+
+class RecordedCall(_Recorded):
+    created_at: datetime
+    purpose: str
+    model_id: str
+    backend: str
+    model_name: str = ""
+    request_hash: str
+    request: dict[str, Any]
+    raw_text: str | None = None
+    parsed: dict[str, Any] | None = None
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0)
+    cost: float = Field(default=0.0, ge=0)
+    would_cost: float | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+    flags: list[str] = Field(default_factory=list)
+    attempts: int = Field(default=1, ge=1)
+
+
+class RunDocument(_Recorded):
+    """One line of runs.jsonl: a run in the JSON export format (`engine.exports.run_document`)."""
+
+    run: RecordedRun
+    config: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, Any] = Field(default_factory=dict)
+    events: list[RecordedEvent]
+    calls: list[RecordedCall]
+
+
+def _read_runs_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DemoError(f"no demo runs at {path} — run `judgelab demo record`") from None
-    documents = []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DemoError(f"{path}: cannot be read ({exc}) — run `judgelab demo record`") from None
+
+
+def _validated(text: str, path: Path) -> list[RunDocument]:
+    """Every run document of a runs.jsonl text, validated; any problem (a line that is not JSON, a missing key, a
+    bad date, a wrong type, an unknown status, a seq or run id twice) is a DemoError that lists them as
+    `file:line: field 'x': message` (the first 20, and how many more), and nothing is returned."""
+    documents: list[RunDocument] = []
+    shown: list[str] = []
+    found = 0
+
+    def problem(*lines: str) -> None:
+        nonlocal found
+        found += len(lines)
+        shown.extend(lines[: max(0, MAX_PROBLEMS_SHOWN - len(shown))])  # a count, not a list, past the first 20
+
+    run_lines: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            document = json.loads(line)
-            document["run"]["id"], document["events"], document["calls"]  # noqa: B018 — the shape is checked
-        except (ValueError, KeyError, TypeError):
-            raise DemoError(f"{path}:{n} is not a run document — run `judgelab demo record`") from None
+            document = RunDocument.model_validate_json(line)
+        except ValidationError as exc:
+            problem(*validation_problems(str(path), exc, line=n))
+            continue
+        seqs: dict[int, int] = {}
+        for i, event in enumerate(document.events):  # the store's unique (run, seq), said with the field
+            if event.seq in seqs:
+                problem(f"{path}:{n}: field 'events[{i}].seq': seq {event.seq} is also events[{seqs[event.seq]}]")
+            seqs.setdefault(event.seq, i)
+        if document.run.id in run_lines:
+            problem(
+                f"{path}:{n}: field 'run.id': run {document.run.id!r} is already on line {run_lines[document.run.id]}"
+            )
+            continue
+        run_lines[document.run.id] = n
         documents.append(document)
+    if found:
+        header = f"{path} is not a valid demo recording — run `judgelab demo record`:"
+        more = found - len(shown)
+        raise DemoError(problem_lines(shown, header) + (f"\n… and {more} more" if more else ""))
     return documents
 
 
-def _ts(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
+def parse_runs(path: Path) -> list[RunDocument]:
+    """The run documents of a runs.jsonl, every field of every line checked before any is returned."""
+    return _validated(_read_runs_text(path), path)
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The run documents of a runs.jsonl as plain values (the export's every key), all validated first."""
+    text = _read_runs_text(path)
+    _validated(text, path)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 @dataclass
@@ -123,82 +248,66 @@ class LoadReport:
     calls: int = 0
 
 
-def import_run(store: Store, document: dict[str, Any]) -> bool:
-    """Store one run document with its events and calls, in one transaction; False when its id is stored."""
-    meta = document["run"]
-    if store.get_run(meta["id"]) is not None:
-        return False
+def _rows(document: RunDocument) -> list[SQLModel]:
+    """The store rows of one validated run: the run, its events and calls, and its tags (the demo tag added)."""
+    meta = document.run
     run = Run(
-        id=meta["id"],
-        kind=meta["kind"],
-        name=meta.get("name") or "",
-        status=meta["status"],
-        config_json=_dumps(document.get("config") or {}),
-        config_hash=meta.get("config_hash") or "",
-        summary_json=_dumps(document.get("summary") or {}),
-        error=meta.get("error"),
-        started_at=_ts(meta["started_at"]) or datetime.now(),
-        finished_at=_ts(meta.get("finished_at")),
+        id=meta.id,
+        kind=meta.kind,
+        name=redact(meta.name),
+        status=meta.status,
+        config_json=_dumps(document.config),
+        config_hash=meta.config_hash,
+        summary_json=_dumps(document.summary),
+        error=redact(meta.error) if meta.error else meta.error,
+        started_at=meta.started_at,
+        finished_at=meta.finished_at,
     )
     events = [
-        EventRow(
-            run_id=run.id,
-            seq=e["seq"],
-            type=e["type"],
-            payload_json=_dumps(e["payload"]),
-            ts=_ts(e["ts"]) or run.started_at,
-        )
-        for e in document["events"]
+        EventRow(run_id=meta.id, seq=e.seq, type=e.type, payload_json=_dumps(e.payload), ts=e.ts)
+        for e in document.events
     ]
-    calls = [
-        LlmCall.from_record(
-            CallRecord(
-                run_id=run.id,
-                purpose=c["purpose"],
-                model_id=c["model_id"],
-                backend=c["backend"],
-                model_name=c.get("model_name") or "",
-                request_hash=c["request_hash"],
-                request=c["request"],
-                raw_text=c.get("raw_text"),
-                parsed=c.get("parsed"),
-                prompt_tokens=c.get("prompt_tokens") or 0,
-                completion_tokens=c.get("completion_tokens") or 0,
-                latency_s=c.get("latency_s") or 0.0,
-                cost=c.get("cost") or 0.0,
-                would_cost=c.get("would_cost"),
-                finish_reason=c.get("finish_reason"),
-                error=c.get("error"),
-                error_type=c.get("error_type"),
-                flags=c.get("flags") or [],
-                attempts=c.get("attempts") or 1,
-                created_at=_ts(c["created_at"]) or run.started_at,
-            )
-        )
-        for c in document["calls"]
-    ]
-    try:
-        with Session(store.engine) as session:
-            session.add(run)
-            session.flush()  # the run first: events reference it
-            session.add_all([*events, *calls])
-            session.commit()
-    except Exception as exc:
-        if store.get_run(meta["id"]) is not None:  # another process loaded it at the same moment
-            return False
-        raise StoreError(f"cannot load demo run {meta['id']}: {exc}") from exc
-    store.set_tags(meta["id"], sorted({*meta.get("tags", []), DEMO_TAG}))
-    return True
+    calls = [LlmCall.from_record(CallRecord(run_id=meta.id, **c.model_dump())) for c in document.calls]
+    names = {redact(t.strip())[:MAX_TAG_LENGTH] for t in meta.tags if t.strip()} | {DEMO_TAG}
+    tags = [RunTag(run_id=meta.id, tag=t) for t in sorted(names)]
+    return [run, *events, *calls, *tags]
+
+
+def _stored_ids(session: Session, ids: Sequence[str]) -> set[str]:
+    return set(session.exec(select(Run.id).where(col(Run.id).in_(ids))).all()) if ids else set()
+
+
+def import_runs(store: Store, documents: Sequence[RunDocument]) -> LoadReport:
+    """Store the runs whose ids are not stored yet, with their events, calls and tags, in ONE transaction: either
+    all of them are loaded or none. A run that another process loads at the same moment counts as present."""
+    ids = [d.run.id for d in documents]
+    for attempt in (1, 2):
+        report = LoadReport()
+        try:
+            with store._write_lock, Session(store.engine) as session:
+                stored = _stored_ids(session, ids)
+                for document in documents:
+                    if document.run.id in stored:
+                        report.present.append(document.run.id)
+                        continue
+                    run, *rest = _rows(document)
+                    session.add(run)
+                    session.flush()  # the run first: events, calls and tags reference it
+                    session.add_all(rest)
+                    report.loaded.append(document.run.id)
+                    report.events += len(document.events)
+                    report.calls += len(document.calls)
+                session.commit()
+            return report
+        except DBAPIError as exc:  # the driver's reason only: its message would carry the SQL and the values
+            if isinstance(exc, IntegrityError) and attempt == 1:
+                continue  # another process loaded some of them at the same moment: they are present now
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+            raise StoreError(f"cannot load the demo runs into {store.display_url}: {reason}") from None
+    raise AssertionError("unreachable")
 
 
 def load_demo(store: Store, folder: Path | None = None) -> LoadReport:
-    """Import the shipped demo runs into `store`; runs already there are left alone (idempotent)."""
-    report = LoadReport()
-    for document in read_runs((folder or demo_dir()) / RUNS_FILE):
-        if import_run(store, document):
-            report.loaded.append(document["run"]["id"])
-            report.events += len(document["events"])
-            report.calls += len(document["calls"])
-        else:
-            report.present.append(document["run"]["id"])
-    return report
+    """Import the shipped demo runs into `store`; runs already there are left alone (idempotent). The whole file
+    is validated before anything is written, and then written in one transaction."""
+    return import_runs(store, parse_runs((folder or demo_dir()) / RUNS_FILE))

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from models.fieldlines import compose, field_name, line_of, where
 from models.secrets import find_secret, register_key_names
 
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
@@ -92,6 +93,17 @@ class Catalog(BaseModel):
 
     models: list[ModelSpec]
     panels: dict[str, list[PanelSeat]] = Field(default_factory=dict, description="Named jury panels.")
+    _source: str = PrivateAttr(default="the model catalog")  # the file it was loaded from, for errors
+
+    def panel(self, name: str) -> list[PanelSeat]:
+        """A named panel's seats; a missing one is a CatalogError naming the panel and the catalog file."""
+        if name not in self.panels:
+            known = ", ".join(self.panels) or "none"
+            raise CatalogError(
+                f"{self._source}: field 'panels': unknown panel '{name}' — known panels: {known} "
+                f"(add '{name}' under panels:, or choose one of those)"
+            )
+        return self.panels[name]
 
     def get(self, model_id: str) -> ModelSpec:
         for spec in self.models:
@@ -111,27 +123,58 @@ class Catalog(BaseModel):
         return [s.id for s in self.models]
 
 
-def _format_validation(path: Path, exc: ValidationError, data: Any) -> str:
+def _display_loc(loc: list[str | int], data: Any) -> list[str | int]:
+    """The error's path with a model named by its id rather than its index, when it has one."""
+    if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
+        try:
+            ident = data["models"][loc[1]].get("id")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            ident = None
+        if isinstance(ident, str) and ident:
+            return [f"models[{ident}]", *loc[2:]]
+    return loc
+
+
+def _format_validation(path: Path, text: str, exc: ValidationError, data: Any) -> str:
+    """`file:line: field 'models[x].backend': message`, one a line; the line is the field's own."""
+    root = compose(text)
     lines = []
-    for err in exc.errors():
+    for err in exc.errors(include_url=False):
         loc = list(err["loc"])
-        where = ".".join(str(p) for p in loc)
-        # Name the model by id rather than by index when we can.
-        if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
-            try:
-                ident = data["models"][loc[1]].get("id", f"#{loc[1]}")
-                where = ".".join([f"models[{ident}]", *(str(p) for p in loc[2:])])
-            except (KeyError, IndexError, TypeError, AttributeError):
-                pass
-        lines.append(f"{path}: field '{where}': {err['msg']}")
+        lines.append(
+            f"{where(str(path), line_of(root, loc))}: field '{field_name(_display_loc(loc, data))}': {err['msg']}"
+        )
     return "\n".join(lines)
+
+
+def _cross_check(path: Path, text: str, catalog: Catalog) -> None:
+    """What one field alone cannot say: ids are unique, and every panel seat names a model of the catalog."""
+    problems: list[tuple[list[str | int], str]] = []
+    seen: set[str] = set()
+    for i, spec in enumerate(catalog.models):
+        if spec.id in seen:
+            problems.append((["models", i, "id"], f"models[{spec.id}].id': duplicate id"))
+        seen.add(spec.id)
+    for name, seats in catalog.panels.items():
+        for i, seat in enumerate(seats):
+            if seat.model not in seen:
+                problems.append(
+                    (
+                        ["panels", name, i, "model"],
+                        f"panels.{name}[{i}].model': unknown model '{seat.model}' — known models: {', '.join(seen)}",
+                    )
+                )
+    if problems:
+        root = compose(text)
+        raise CatalogError("\n".join(f"{where(str(path), line_of(root, loc))}: field '{msg}" for loc, msg in problems))
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load and validate a catalog file; errors name the file and the field."""
     path = Path(path or os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except FileNotFoundError:
         raise CatalogError(f"{path}: catalog file not found") from None
     except UnicodeDecodeError:
@@ -145,12 +188,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     try:
         catalog = Catalog.model_validate(data)
     except ValidationError as exc:
-        raise CatalogError(_format_validation(path, exc, data)) from None
-    seen: set[str] = set()
-    for spec in catalog.models:
-        if spec.id in seen:
-            raise CatalogError(f"{path}: field 'models[{spec.id}].id': duplicate id")
-        seen.add(spec.id)
+        raise CatalogError(_format_validation(path, text, exc, data)) from None
+    _cross_check(path, text, catalog)
+    catalog._source = str(path)
     register_key_names(spec.api_key_env for spec in catalog.models)  # their values are redacted everywhere
     return catalog
 

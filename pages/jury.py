@@ -107,15 +107,17 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
             key=KEY + "preset",
             help="Panels are defined in models/catalog.yaml; edit the seats below.",
         )
+        if not names:  # a catalog without panels: the seats are entered below
+            st.caption("The model catalog defines no panel (`panels:` in models/catalog.yaml): add the seats below.")
         rows = [
             {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
-            for s in catalog.panels.get(preset, [])
+            for s in catalog.panels.get(preset or "", [])
         ]
         edited = st.data_editor(
-            pd.DataFrame(rows),
+            pd.DataFrame(rows, columns=["model", "role_name", "role_focus"]),
             num_rows="dynamic",
             width="stretch",
-            key=KEY + "seats." + preset,
+            key=KEY + "seats." + (preset or ""),
             column_config={
                 "model": st.column_config.SelectboxColumn("Model", options=catalog.ids, required=True),
                 "role_name": st.column_config.TextColumn("Role", required=True),

@@ -228,9 +228,7 @@ def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Catalog | Non
         from models.catalog import cached_catalog
 
         catalog = catalog or cached_catalog()
-        if panel not in catalog.panels:
-            raise KeyError(f"unknown panel '{panel}' — known panels: {', '.join(catalog.panels) or 'none'}")
-        rows = [seat.model_dump() for seat in catalog.panels[panel]]
+        rows = [seat.model_dump() for seat in catalog.panel(panel)]  # a missing panel names itself and the file
     else:
         rows = [dict(r) for r in panel]
     seats: list[JurorSeat] = []

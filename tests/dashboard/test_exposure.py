@@ -52,11 +52,13 @@ def _http_get(port: int, host: str, path: str) -> int:
 
 
 def _websocket(port: int, host: str) -> int:
+    """A handshake from a page of the dashboard's own origin (tests/dashboard/test_origins.py tries others)."""
     key = base64.b64encode(os.urandom(16)).decode()
+    origin = f"http://{host}" if ":" in host else f"http://{host}:{port}"
     return _status(
         port,
         (
-            f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+            f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
             "Sec-WebSocket-Protocol: streamlit\r\n\r\n"
         ),

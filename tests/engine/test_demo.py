@@ -90,7 +90,7 @@ def test_demo_load_is_idempotent(store: Store) -> None:
 
 def test_a_broken_demo_file_is_a_clear_error(store: Store, tmp_path: Path) -> None:
     (tmp_path / "runs.jsonl").write_text('{"run": {"id": "x"}}\nnot json\n', encoding="utf-8")
-    with pytest.raises(DemoError, match="runs.jsonl:1 is not a run document"):
+    with pytest.raises(DemoError, match="runs.jsonl:1: field .run.kind.: Field required"):
         load_demo(store, tmp_path)
     with pytest.raises(DemoError, match="judgelab demo record"):
         load_manifest(tmp_path)
