@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail
+from dashboard.commands import fail, say
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -67,7 +67,7 @@ def _safe_output() -> None:
 def emit_json(value: object) -> None:
     from models.secrets import redact
 
-    typer.echo(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
+    say(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
 
 
 def _store() -> Any:
@@ -125,7 +125,7 @@ def dashboard(
     ]
     for name in allowed_hosts(host):  # Streamlit's own WebSocket check, behind dashboard.hostcheck's
         args += ["--server.allowedHosts", name]
-    typer.echo(f"judgelab dashboard on http://{host}:{port}")
+    say(f"judgelab dashboard on http://{host}:{port}")
     os.chdir(APP_PATH.parent.parent)  # .streamlit/config.toml and secrets.toml live at the project root
     os.execv(sys.executable, args)
 
@@ -160,8 +160,8 @@ def models_list(as_json: JsonFlag = False) -> None:
         return
     width = max(len(r["id"]) for r in rows)
     for r in rows:
-        mark = typer.style("✓", fg=typer.colors.GREEN) if r["available"] else typer.style("✗", fg=typer.colors.RED)
-        typer.echo(f"{mark} {r['id']:<{width}}  {r['backend']:<9}  {r['reason']}")
+        say("✓" if r["available"] else "✗", fg=typer.colors.GREEN if r["available"] else typer.colors.RED, nl=False)
+        say(f" {r['id']:<{width}}  {r['backend']:<9}  {r['reason']}")
 
 
 @models_app.command("check")
@@ -205,14 +205,14 @@ def models_check(
     if as_json:
         emit_json(result)
         return
-    typer.echo(json.dumps(completion.parsed, ensure_ascii=False, indent=2))
-    typer.echo(
+    say(json.dumps(completion.parsed, ensure_ascii=False, indent=2))
+    say(
         f"tokens: {result['prompt_tokens']} in / {result['completion_tokens']} out · "
         f"latency {result['latency_s']} s · {result['tokens_per_s']} tok/s · cost ${result['cost']:.6f}"
     )
     if completion.flags:
-        typer.echo(f"flags: {', '.join(completion.flags)}")
-    typer.echo(f"recorded as run {run.run_id}, call {completion.call_id}")
+        say(f"flags: {', '.join(completion.flags)}")
+    say(f"recorded as run {run.run_id}, call {completion.call_id}")
 
 
 # -- runs ---------------------------------------------------------------------------------------
@@ -296,10 +296,10 @@ def runs_list(
         emit_json(rows)
         return
     if not rows:
-        typer.echo("no runs match" if where != RunFilter() or offset else "no runs recorded yet")
+        say("no runs match" if where != RunFilter() or offset else "no runs recorded yet")
         return
     for r in rows:
-        typer.echo(
+        say(
             f"{r['id']}  {r['kind']:<16} {r['status']:<11} calls={r['calls']:<3} "
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
             + _would_cost_text(r["would_cost"])
@@ -353,13 +353,13 @@ def runs_export(
                 "a zip of every table does not go to stdout — give --table NAME or --output FILE "
                 f"(tables: {', '.join(tables(record))})"
             )
-        typer.echo(data.decode("utf-8-sig"), nl=False)  # text on stdout: no byte order mark
+        say(data.decode("utf-8-sig"), nl=False)  # text on stdout: no byte order mark
         return
     target = output or Path(f"{run_id}{suffix}")
     if target.is_dir() or not target.absolute().parent.is_dir():
         raise fail(f"--output {target}: not a file in an existing folder")
     target.write_bytes(data)
-    typer.echo(f"wrote {target} ({len(data):,} bytes)")
+    say(f"wrote {target} ({len(data):,} bytes)")
 
 
 def _would_cost_text(would_cost: float | None) -> str:
@@ -404,16 +404,16 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
     if as_json:
         emit_json(data)
         return
-    typer.echo(f"run {run.id} · {run.kind} · {run.status} · started {run.started_at:%Y-%m-%d %H:%M:%S}")
-    typer.echo(f"config: {json.dumps(run.config, ensure_ascii=False)}")
-    typer.echo(f"calls: {len(data['calls'])} · cost ${data['cost']:.5f}" + _would_cost_text(data["would_cost"]))
+    say(f"run {run.id} · {run.kind} · {run.status} · started {run.started_at:%Y-%m-%d %H:%M:%S}")
+    say(f"config: {json.dumps(run.config, ensure_ascii=False)}")
+    say(f"calls: {len(data['calls'])} · cost ${data['cost']:.5f}" + _would_cost_text(data["would_cost"]))
     if run.error:
-        typer.echo(f"error: {run.error}")
+        say(f"error: {run.error}")
     for e in data["events"]:
-        typer.echo(f"  [{e['seq']:>3}] {e['type']}")
+        say(f"  [{e['seq']:>3}] {e['type']}")
     for c in data["calls"]:
         status = c["error_type"] or "ok"
-        typer.echo(
+        say(
             f"  call {c['id']}: {c['model_id']} ({c['purpose']}) {status} · "
             f"{c['prompt_tokens']}+{c['completion_tokens']} tokens · {c['latency_s']:.2f} s · ${c['cost']:.5f}"
             + _would_cost_text(c["would_cost"])
@@ -440,7 +440,7 @@ def bench(
         raise fail(str(exc)) from None
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         raise fail(f"--output {output}: not a file in an existing folder")
-    results = run_benchmarks(names, repeat=repeat, progress=None if as_json else typer.echo)
+    results = run_benchmarks(names, repeat=repeat, progress=None if as_json else say)
     report = [r.model_dump() for r in results]
     if output:
         from models.secrets import redact
@@ -450,8 +450,8 @@ def bench(
         emit_json(report)
         return
     for r in results:
-        typer.echo("")
-        typer.echo(r.describe())
+        say("")
+        say(r.describe())
 
 
 # -- the process: stop signals and errors -------------------------------------------------------
@@ -507,12 +507,12 @@ def main() -> None:
     except (KeyboardInterrupt, asyncio.CancelledError):
         code = _cancelled()
     except _known_errors() as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        say(f"error: {exc}", fg=typer.colors.RED, err=True)
         code = 1
     except Exception as exc:
         if os.environ.get("JUDGELAB_DEBUG"):
             raise
-        typer.secho(
+        say(
             f"error: unexpected {type(exc).__name__}: {exc} (JUDGELAB_DEBUG=1 shows where)",
             fg=typer.colors.RED,
             err=True,
@@ -525,7 +525,7 @@ def _cancelled() -> int:
     from engine.events import cancel_reason
 
     signum = _stop_signal[0] if _stop_signal else signal.SIGINT
-    typer.secho(
+    say(
         f"cancelled: {cancel_reason(KeyboardInterrupt())} — any run in progress is recorded as cancelled "
         "with its events so far",
         fg=typer.colors.YELLOW,

@@ -160,11 +160,16 @@ class RunRegistry:
         deadline = time.monotonic() + self.attach_timeout_s
         while not control.attached.wait(0.02):
             if future.done():
+                if control.attached.is_set():
+                    # It stored its run and ended between the two looks (seen under load: this thread waits
+                    # for the CPU while the loop runs the whole entry point). A run is attached before its
+                    # entry point ends, so after `done` this look is final.
+                    return
                 exc = future.exception() if not future.cancelled() else None
                 if exc is not None:
                     raise RegistryError(f"the {kind} run could not start: {type(exc).__name__}: {exc}") from exc
                 raise RegistryError(f"the {kind} entry point ended without storing a run")
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline and not control.attached.is_set():
                 control.cancel("it did not start within the time allowed")
                 raise RegistryError(f"the {kind} run did not start within {self.attach_timeout_s:g} s")
 

@@ -133,7 +133,12 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
         )
         radar.update_layout(polar={"radialaxis": {"range": [0, 5]}}, showlegend=False)
         out.append(("Rubric", _small(radar, "Rubric")))
-    lines = [p for _, p in record.pairs("director_rubric") if isinstance(p.get("average"), int | float)]
+    # a script's lines: `director_line` events (the rubric average in `rubric`), or the older `director_rubric`
+    lines = [
+        {"id": p.get("id"), "average": p.get("rubric") if t == "director_line" else p.get("average")}
+        for t, p in record.pairs("director_line", "director_rubric")
+    ]
+    lines = [p for p in lines if isinstance(p["average"], int | float) and not isinstance(p["average"], bool)]
     if record.run.kind == "director.batch" and lines:
         fig = go.Figure(
             go.Bar(

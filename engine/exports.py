@@ -5,8 +5,11 @@ says. What leaves here is untrusted text made safe for where it goes, and free o
 - every value passes key redaction by value (`models.secrets.redact_obj`), then the whole output `redact`
   once more, so a key that reached the store before it was known (set later in the environment, say)
   still never leaves;
-- a CSV cell that a spreadsheet would run as a formula (it starts with = + - @, a tab or a carriage
-  return) gets a leading apostrophe;
+- a CSV cell that a spreadsheet would run as a formula gets a leading apostrophe (OWASP's CSV-injection
+  advice): one that starts with = + - @ (or a full-width or small form of them, ＝ ＋ － ＠ ﹦ …), also after
+  any leading whitespace, control or invisible character (no-break space, U+3000, zero-width space, BOM),
+  and one that starts with a tab or a carriage return. `csv_rows` is the one CSV writer: run tables here,
+  experiment tables (`engine.experiments.report`) through it too;
 - in HTML every text is escaped; figure specs sit in non-executed JSON script elements with `<`, `>` and
   `&` escaped; a Content-Security-Policy forbids any network request, so even an injected element
   could load nothing.
@@ -22,6 +25,7 @@ import csv
 import html
 import io
 import json
+import unicodedata
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +37,13 @@ from engine.store import EventRow, LlmCall, Run, Store
 from models.secrets import redact, redact_obj
 
 EXPORT_FORMAT = "judgelab.run/1"
-# What a spreadsheet takes as the start of a formula (OWASP CSV injection), and their full-width forms.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "＝", "＋", "－", "＠")
+# What a spreadsheet takes as the start of a formula (OWASP CSV injection); their full-width and small forms
+# are caught by NFKC (＝ → =). A cell starting with a tab or a carriage return is neutralised whatever follows.
+FORMULA_CHARS = frozenset("=+-@")
+FORMULA_LEAD = ("\t", "\r")
+# What a spreadsheet may skip before it reads a formula: any whitespace, controls, and the invisible format
+# characters (zero-width space U+200B, word joiner U+2060, BOM U+FEFF, bidi marks …).
+SKIPPED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 # Bookkeeping events: the timeline keeps them, no table is made of them.
 RUN_EVENTS = frozenset({"run_started", "run_finished", "run_failed", "run_cancelled"})
 HTML_TABLE_ROWS = 300  # rows of a table shown in the report (the CSV has every one)
@@ -319,23 +328,40 @@ def _event_rows(*types: str) -> Callable[[RunRecord], list[dict[str, Any]]]:
 
 
 def _director_lines(record: RunRecord) -> list[dict[str, Any]]:
-    """Every reviewed line (or draft) with its status, each rule's status, tone and rubric."""
+    """Every reviewed line (or draft) with its status, each rule's status, tone and rubric.
+
+    Two shapes are stored: a review (`director_verdict`: rules a list of {rule, status, …}, tone a mapping of
+    its parts, rubric a mapping) and a script line (`director_line`: rules a mapping rule → status, tone its
+    score, rubric the average). Both become the same columns; anything else is kept as its text."""
     rows = []
     for type_, p in record.pairs("director_verdict", "director_line"):
         row = {k: v for k, v in p.items() if k not in ("rules", "tone", "rubric", "reasons")}
         row["event"] = type_
-        for rule in p.get("rules") or []:
-            if isinstance(rule, Mapping):
-                row[f"rule.{rule.get('rule')}"] = rule.get("status")
-        for key, value in (p.get("tone") or {}).items():
-            row[f"tone.{key}"] = value
-        rubric = p.get("rubric") or {}
+        row |= _rule_columns(p.get("rules"))
+        tone = p.get("tone")
+        if isinstance(tone, Mapping):
+            row |= {f"tone.{key}": value for key, value in tone.items()}
+        elif tone is not None:
+            row["tone.score"] = tone
+        rubric = p.get("rubric")
         if isinstance(rubric, Mapping):
             row |= {f"rubric.{k}": rubric.get(k) for k in ("average", "status", "failed") if k in rubric}
-        if p.get("reasons") is not None:
-            row["reasons"] = " · ".join(map(str, p["reasons"]))
+        elif rubric is not None:
+            row["rubric.average"] = rubric
+        reasons = p.get("reasons")
+        if reasons is not None:
+            row["reasons"] = " · ".join(map(str, reasons)) if isinstance(reasons, list) else str(reasons)
         rows.append(row)
     return rows
+
+
+def _rule_columns(rules: object) -> dict[str, Any]:
+    """`rule.<name>` → status, from a list of rule results or a mapping of rule → status."""
+    if isinstance(rules, Mapping):
+        return {f"rule.{name}": status for name, status in rules.items()}
+    if isinstance(rules, list):
+        return {f"rule.{r.get('rule')}": r.get("status") for r in rules if isinstance(r, Mapping)}
+    return {} if rules is None else {"rules": rules}
 
 
 def _director_batch(record: RunRecord) -> list[dict[str, Any]]:
@@ -427,20 +453,36 @@ def csv_cell(value: object) -> str | int | float:
     else:
         text = json.dumps(value, ensure_ascii=False, default=str)
     text = redact(text)
-    if text.startswith(FORMULA_START) or text.lstrip(" ").startswith(FORMULA_START):
-        return "'" + text
-    return text
+    return "'" + text if is_formula(text) else text
+
+
+def is_formula(text: str) -> bool:
+    """Whether a spreadsheet could read the text as a formula: it starts with a tab or a carriage return, or
+    its first character that is not whitespace, a control or invisible is = + - @ in any width."""
+    if text.startswith(FORMULA_LEAD):
+        return True
+    for ch in text:
+        if unicodedata.normalize("NFKC", ch)[:1] in FORMULA_CHARS:
+            return True
+        if not (ch.isspace() or unicodedata.category(ch) in SKIPPED_CATEGORIES):
+            return False
+    return False
+
+
+def csv_rows(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """The one CSV writer (runs and experiments): a header line of the columns, then each row's values by
+    `csv_cell`, RFC 4180 quoting, CRLF line ends."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([csv_cell(c) for c in columns])
+    for row in rows:
+        writer.writerow([csv_cell(row.get(c)) for c in columns])
+    return out.getvalue()
 
 
 def csv_text(table: Table) -> str:
     """The table as CSV (RFC 4180 quoting, a header line of its columns)."""
-    out = io.StringIO()
-    columns = table.columns
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow([csv_cell(c) for c in columns])
-    for row in table.rows:
-        writer.writerow([csv_cell(row.get(c)) for c in columns])
-    return out.getvalue()
+    return csv_rows(table.columns, table.rows)
 
 
 def csv_bytes(table: Table) -> bytes:

@@ -11,7 +11,10 @@ time, so a reused pid is not mistaken for it — and a heartbeat, which is what 
 another host (no heartbeat for `JUDGELAB_RUN_STALE_AFTER_S`).
 
 Opening a SQLite file first runs `PRAGMA quick_check` on a read-only connection: a damaged file is
-refused with a clear error before anything is written to it, and never deleted.
+refused with a clear error before anything is written to it, and never deleted. "Damaged" is said only
+when the check (or SQLite's own corruption codes) says so; a file that cannot be opened gets the reason.
+A file in a folder that is not writable (SQLite makes its -wal, -shm and journal files next to it) is
+opened read-only: runs can be listed, shown and exported, and every write is refused naming the folder.
 """
 
 from __future__ import annotations
@@ -410,6 +413,8 @@ class Store:
         self.url = url or settings.resolved_database_url
         self.display_url = safe_url(self.url)
         self.settings = settings
+        self.read_only: str | None = None  # why this store cannot write (a SQLite file in a read-only folder)
+        self._sqlite_uri: str | None = None  # the read-only URI it is opened with then
         self.is_sqlite = self.url.startswith("sqlite")
         self.is_postgres = self.url.startswith(("postgresql", "postgres:"))
         self.engine = self._create_engine(from_env)
@@ -438,8 +443,12 @@ class Store:
         elif url.get_backend_name() == "postgresql":
             # Timestamps are stored as UTC whatever the server's time zone; a dead server fails fast.
             connect_args = {"options": "-c timezone=UTC", "connect_timeout": 10}
+        pool: dict[str, Any] = {}
+        if self._sqlite_uri is not None:  # read-only: every connection through the URI the check opened
+            uri, timeout = self._sqlite_uri, settings.sqlite_busy_timeout_ms / 1000
+            pool["creator"] = lambda: sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
         try:
-            engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not self.is_sqlite)
+            engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not self.is_sqlite, **pool)
         except NoSuchModuleError:
             raise StoreError(f"{where}: unknown kind of database '{url.drivername}' — {hint}") from None
         except ImportError as exc:
@@ -447,7 +456,7 @@ class Store:
             raise StoreError(f"{where}: the database driver is not installed ({exc.name or exc}){extra}") from None
         if engine.dialect.name == "sqlite":
             busy = settings.sqlite_busy_timeout_ms
-            memory = ":memory:" in self.url or not url.database
+            memory = ":memory:" in self.url or not url.database or self.read_only is not None
 
             @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -462,7 +471,8 @@ class Store:
         return engine
 
     def _prepare_sqlite_file(self, path: Path) -> None:
-        """Create the folder of a new file; check an existing one before anything can write to it."""
+        """Create the folder of a new file; check an existing one before anything can write to it, and open
+        it read-only when its folder is not writable."""
         if path.is_dir():
             raise StoreError(f"cannot open the database at {self.display_url}: {path} is a directory")
         if not path.exists():
@@ -470,14 +480,42 @@ class Store:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the database at {path}: {exc.strerror or exc}") from None
+            if not folder_writable(path.parent):
+                raise StoreError(
+                    f"cannot create the database at {path}: the folder {path.parent} is not writable — make it "
+                    "writable or set JUDGELAB_DATABASE_URL to a database in a folder you can write to"
+                )
             return
-        problem = sqlite_damage(path, self.settings.sqlite_busy_timeout_ms / 1000)
+        writable = folder_writable(path.parent)
+        try:
+            problem, uri = sqlite_check(
+                path, self.settings.sqlite_busy_timeout_ms / 1000, read_only_folder=not writable
+            )
+        except sqlite3.Error as exc:
+            where = "" if writable else f" (its folder {path.parent} is not writable)"
+            raise StoreError(
+                f"cannot open the database at {self.display_url}{where}: {exc} — check that the file can be read, "
+                "or set JUDGELAB_DATABASE_URL to another database"
+            ) from None
         if problem:
             raise StoreError(
                 f"cannot open the database at {self.display_url}: the file is damaged ({problem}); nothing was "
                 "written to it — move it away (nothing is deleted for you; `sqlite3 FILE .recover` may save its "
                 "rows) or set JUDGELAB_DATABASE_URL to another database"
             )
+        if not writable:
+            self.read_only = (
+                f"the folder {path.parent} is not writable: SQLite needs to make its journal files next to "
+                f"{path.name}, so runs can be read and exported but nothing can be recorded — make the folder "
+                "writable, or set JUDGELAB_DATABASE_URL to a database in a folder you can write to"
+            )
+            self._sqlite_uri = uri
+
+    def _write_errors(self) -> contextlib.AbstractContextManager[None]:
+        """Around every write: a read-only store refuses it with the reason; a failed one is a StoreError."""
+        if self.read_only is not None:
+            raise StoreError(f"cannot write to {self.display_url}: {self.read_only}")
+        return _db_errors(f"cannot write to {self.display_url}")
 
     # -- schema ---------------------------------------------------------------------------------
     def migrate(self) -> None:
@@ -505,12 +543,18 @@ class Store:
             ) from None
 
     def _migrate(self) -> None:
-        SchemaMigration.metadata.create_all(self.engine, tables=[table_of(SchemaMigration)])
+        if self.read_only is None:
+            SchemaMigration.metadata.create_all(self.engine, tables=[table_of(SchemaMigration)])
         with Session(self.engine) as session:
             done = set(session.exec(select(SchemaMigration.version)).all())
         for version, name, apply in MIGRATIONS:
             if version in done:
                 continue
+            if self.read_only is not None:
+                raise StoreError(
+                    f"cannot open the database at {self.display_url}: it needs the schema change {name!r}, and "
+                    f"{self.read_only}"
+                )
             apply(self.engine)
             try:
                 with Session(self.engine) as session:
@@ -557,7 +601,7 @@ class Store:
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         self._active.discard(run_id)
-        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), Session(self.engine) as session:
+        with self._write_lock, self._write_errors(), Session(self.engine) as session:
             run = session.get(Run, run_id)
             if run is None:
                 raise StoreError(f"no run {run_id}")
@@ -601,7 +645,9 @@ class Store:
     def reap_orphans(self) -> list[str]:
         """Mark `interrupted` every running run whose owner is gone: on this host, its pid is dead or
         belongs to a newer process; elsewhere (or unknown), no heartbeat for JUDGELAB_RUN_STALE_AFTER_S.
-        Returns the ids marked."""
+        Returns the ids marked (none in a read-only store: it marks nothing)."""
+        if self.read_only is not None:
+            return []
         host = socket.gethostname()
         stale = timedelta(seconds=self.settings.run_stale_after_s)
         now = utcnow()
@@ -617,7 +663,7 @@ class Store:
             events = self.events(run.id)
             last = max([aware(run.heartbeat_at or run.started_at), *(aware(e.ts) for e in events[-1:])])
             after = f"after event {events[-1].seq}" if events else "before its first event"
-            with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+            with self._write_lock, self._write_errors(), self.engine.begin() as conn:
                 done = conn.execute(
                     update(Run)
                     .where(col(Run.id) == run.id, col(Run.status) == RUNNING)
@@ -682,7 +728,7 @@ class Store:
     def set_tags(self, run_id: str, tags: Sequence[str]) -> list[str]:
         """Replace the run's tags (trimmed, redacted, each once, none empty); returns them sorted."""
         clean = sorted({redact(t.strip())[:MAX_TAG_LENGTH] for t in tags if t and t.strip()})
-        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+        with self._write_lock, self._write_errors(), self.engine.begin() as conn:
             if conn.execute(select(Run.id).where(col(Run.id) == run_id)).scalar() is None:
                 raise StoreError(f"no run {run_id}")
             conn.execute(delete(RunTag).where(col(RunTag.run_id) == run_id))
@@ -691,7 +737,7 @@ class Store:
         return clean
 
     def rename_run(self, run_id: str, name: str) -> None:
-        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+        with self._write_lock, self._write_errors(), self.engine.begin() as conn:
             done = conn.execute(update(Run).where(col(Run.id) == run_id).values(name=redact(name.strip()))).rowcount
         if not done:
             raise StoreError(f"no run {run_id}")
@@ -699,7 +745,7 @@ class Store:
     def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete a run with its events, calls and tags in one transaction; returns how many of each went.
         A run still `running` is refused: its process would go on writing to it."""
-        with self._write_lock, _db_errors(f"cannot write to {self.display_url}"), self.engine.begin() as conn:
+        with self._write_lock, self._write_errors(), self.engine.begin() as conn:
             status = conn.execute(select(Run.status).where(col(Run.id) == run_id)).scalar()
             if status is None:
                 raise StoreError(f"no run {run_id}")
@@ -764,7 +810,7 @@ class Store:
         """Replace the run's progress (the run registry calls this, throttled)."""
         with (
             self._write_lock,
-            _db_errors(f"cannot write to {self.display_url}"),
+            self._write_errors(),
             Session(self.engine, expire_on_commit=False) as session,
         ):
             row = session.get(RunProgress, run_id) or RunProgress(run_id=run_id)
@@ -821,7 +867,7 @@ class Store:
     def _add(self, row: SQLModel) -> None:
         with (
             self._write_lock,
-            _db_errors(f"cannot write to {self.display_url}"),
+            self._write_errors(),
             Session(self.engine, expire_on_commit=False) as session,
         ):
             session.add(row)
@@ -837,17 +883,38 @@ class Store:
         self.engine.dispose()
 
 
-def sqlite_damage(path: Path, timeout_s: float = 10.0) -> str | None:
-    """What `PRAGMA quick_check` finds wrong with a SQLite file, read through a read-only connection
-    (so checking never writes), or None when it is sound."""
-    try:
-        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=timeout_s)
-    except sqlite3.Error as exc:
-        return str(exc)
+def folder_writable(folder: Path) -> bool:
+    """Whether files can be made in the folder. access() answers for an immutable folder (chattr +i) and a
+    read-only mount as well, for root too."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+# SQLite's own words for a file that is not a sound database (the other errors say it could not be read)
+DAMAGE_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def sqlite_check(path: Path, timeout_s: float = 10.0, *, read_only_folder: bool = False) -> tuple[str | None, str]:
+    """(what `PRAGMA quick_check` finds wrong, or None when sound; the read-only URI that opened the file).
+    Read through a read-only connection, so checking never writes. In a folder that is not writable a WAL
+    file may not open read-only (SQLite would make its -shm file): it is then read as `immutable`. Raises
+    sqlite3.Error when the file cannot be read at all (permissions, I/O) — that is not damage."""
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    uris = [base, base + "&immutable=1"] if read_only_folder else [base]
+    for uri in uris:
+        try:
+            return _quick_check(uri, timeout_s), uri
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorname", "") in DAMAGE_ERRORS:
+                return str(exc), uri
+            if uri == uris[-1]:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _quick_check(uri: str, timeout_s: float) -> str | None:
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout_s)
     try:
         rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-    except sqlite3.Error as exc:
-        return str(exc)
     finally:
         conn.close()
     if rows == ["ok"]:

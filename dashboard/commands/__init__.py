@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -20,11 +21,29 @@ if TYPE_CHECKING:
     from models.catalog import Catalog
 
 
+# What a terminal may act on: C0 controls but newline and tab (ESC opens the sequences that retitle the
+# window, OSC 0, or write the clipboard, OSC 52; CR and backspace overwrite what was shown), DEL, the C1
+# controls (U+009B is a one-character CSI) and the bidi overrides and isolates (they reorder what is shown).
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text with every character a terminal could act on made visible as its `\\u001b` escape. JSON reads
+    that escape as the very character, so JSON output stays valid and means the same."""
+    return TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def say(message: object = "", *, err: bool = False, nl: bool = True, fg: str | None = None) -> None:
+    """Print a line the way every command does: model, case and file text is untrusted, so control and
+    escape sequences are shown, never sent to the terminal (keys are redacted by the wrapped streams)."""
+    typer.secho(terminal_safe(str(message)), err=err, nl=nl, fg=fg)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print the error the way every command does (keys redacted) and return the Exit to raise."""
     from models.secrets import redact
 
-    typer.secho(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
+    say(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
     return typer.Exit(code)
 
 
@@ -150,4 +169,4 @@ def calibrate_and_save(job: CalibrationJob, output_dir: Path | None, as_json: bo
     """A mechanism's `calibrate` command: the refit, printed as JSON."""
     import json
 
-    typer.echo(json.dumps(run_calibration(job, output_dir), ensure_ascii=False, indent=None if as_json else 1))
+    say(json.dumps(run_calibration(job, output_dir), ensure_ascii=False, indent=None if as_json else 1))

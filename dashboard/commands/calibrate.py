@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, run_calibration
+from dashboard.commands import CalibrationJob, fail, run_calibration, say
 
 # In the order they run; each refits from its own calibration split under data/calibration/.
 MECHANISMS = ("handraise", "skip", "jury", "confidence")
@@ -94,20 +94,20 @@ def calibrate_judge_cmd(
     jobs = [(m, _job(m, folder / SPLITS[m], model_id, limit)) for m in dict.fromkeys(chosen)]
     done: list[dict[str, Any]] = []
     for mechanism, job in jobs:
-        typer.echo(f"{mechanism}: refitting on {job.data} …", err=True)
+        say(f"{mechanism}: refitting on {job.data} …", err=True)
         try:
             payload = run_calibration(job, output_dir)
         except typer.Exit:
             written = [m["file"] for r in done for m in r["maps"]]
             if written:
-                typer.echo(f"written before {mechanism} failed: {', '.join(written)}", err=True)
+                say(f"written before {mechanism} failed: {', '.join(written)}", err=True)
             raise
         done.append(_summary(payload))
-        typer.echo(f"{mechanism}: {len(payload['files'])} map(s) written (run {payload['run_id']})", err=True)
+        say(f"{mechanism}: {len(payload['files'])} map(s) written (run {payload['run_id']})", err=True)
     if as_json:
-        typer.echo(json.dumps({"model": model_id, "limit": limit, "results": done}, ensure_ascii=False))
+        say(json.dumps({"model": model_id, "limit": limit, "results": done}, ensure_ascii=False))
         return
     for result in done:
         for m in result["maps"]:
             figures = ", ".join(f"{k} {m['metrics'][k]}" for k in HELD_OUT if m["metrics"].get(k) is not None)
-            typer.echo(f"{result['mechanism']:<11} {m['file']}  {m['version']}  {figures or '(no held-out figure)'}")
+            say(f"{result['mechanism']:<11} {m['file']}  {m['version']}  {figures or '(no held-out figure)'}")

@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
 
-from dashboard.commands import CalibrationJob, fail, usable_model
+from dashboard.commands import CalibrationJob, fail, say, usable_model
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -22,7 +22,7 @@ _fail = fail
 
 
 def _emit(value: object) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    say(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 
 def parse_factors(text: str) -> Any:
@@ -77,8 +77,8 @@ def score_cmd(
     if as_json:
         _emit(payload)
         return
-    typer.echo(f"score {payload['score']:.3f} → {payload['level']} ({payload['suggested_action']})")
-    typer.echo(f"  {payload['reason']}")
+    say(f"score {payload['score']:.3f} → {payload['level']} ({payload['suggested_action']})")
+    say(f"  {payload['reason']}")
 
 
 @app.command("evaluate")
@@ -139,9 +139,9 @@ def evaluate_cmd(
         return
     for r in result.results:
         mark = f" ⚠ fallback ({', '.join(r.flags) or 'failed'})" if r.flagged else ""
-        typer.echo(f"{r.name}: {r.value:.3f}{mark} — {r.detail}")
+        say(f"{r.name}: {r.value:.3f}{mark} — {r.detail}")
     failed = [r.name for r in result.results if r.flagged]
-    typer.echo(
+    say(
         f"score {payload['score']:.3f} → {payload['level']} ({payload['suggested_action']}) · run {result.run_id}"
         + (f"  ⚠ uses fallback factors: {', '.join(failed)}" if failed else "")
     )
@@ -182,14 +182,14 @@ def calibrate_cmd(
     if as_json:
         _emit(payload)
         return
-    typer.echo(
+    say(
         f"{payload['n']} items · accuracy {payload['accuracy']:.3f} · ECE {payload['ece']:.3f} · "
         f"AURC {payload['aurc']:.3f}"
     )
     for name, point in payload["thresholds"].items():
         risk = "—" if point["risk"] is None else f"{point['risk']:.3f}"
-        typer.echo(f"  ≥ {name} ({point['threshold']:g}): coverage {point['coverage']:.3f}, risk {risk}")
-    typer.echo(f"run {result.run_id}")
+        say(f"  ≥ {name} ({point['threshold']:g}): coverage {point['coverage']:.3f}, risk {risk}")
+    say(f"run {result.run_id}")
 
 
 @app.command("calibrate-judge")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dashboard.commands import fail
+from dashboard.commands import fail, say
 
 app = typer.Typer(help="Demo mode: load the recorded runs, or record them again.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -36,9 +36,9 @@ def load_cmd(folder: Folder = None, as_json: JsonFlag = False) -> None:
         "database": store.display_url,
     }
     if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False, indent=1))
+        say(json.dumps(result, ensure_ascii=False, indent=1))
     else:
-        typer.echo(
+        say(
             f"loaded {len(report.loaded)} demo run(s) ({report.events} events, {report.calls} LLM calls) into "
             f"{store.display_url}; {len(report.present)} already there"
         )
@@ -66,8 +66,8 @@ def record_cmd(
     target = folder or demo_dir()
     manifest = record(target, set(only) if only else None)
     if as_json:
-        typer.echo(manifest.model_dump_json(indent=1))
+        say(manifest.model_dump_json(indent=1))
     else:
         for page, demo in manifest.pages.items():
-            typer.echo(f"{page}: {', '.join(demo.run_ids)} — {demo.note}")
-        typer.echo(f"written to {target}")
+            say(f"{page}: {', '.join(demo.run_ids)} — {demo.note}")
+        say(f"written to {target}")

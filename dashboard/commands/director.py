@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from dashboard.commands import fail, usable_model
+from dashboard.commands import fail, say, usable_model
 
 if TYPE_CHECKING:
     from engine.director import DirectorConfig
@@ -112,16 +112,16 @@ def check_cmd(
     result = _run(review_line(config, models, store))
     payload = result.review.payload()
     if as_json:
-        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        say(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    typer.echo(f"{payload['status']}  {payload['normalized']}")
+    say(f"{payload['status']}  {payload['normalized']}")
     for rule in payload["rules"]:
-        typer.echo(f"  {rule['status']:<5} {rule['rule']:<18} {rule['detail']}")
+        say(f"  {rule['status']:<5} {rule['rule']:<18} {rule['detail']}")
     tone = payload["tone"]
-    typer.echo(f"  tone {tone['score']} = marker {tone['marker']} + vocab {tone['vocab']} + style {tone['style']}")
+    say(f"  tone {tone['score']} = marker {tone['marker']} + vocab {tone['vocab']} + style {tone['style']}")
     if payload["rubric"]:
-        typer.echo(f"  rubric {payload['rubric']['status']}: {payload['rubric']}")
-    typer.echo(f"run {result.run_id}")
+        say(f"  rubric {payload['rubric']['status']}: {payload['rubric']}")
+    say(f"run {result.run_id}")
 
 
 @app.command("batch")
@@ -167,8 +167,8 @@ def batch_cmd(
     counts, rates = result.status_counts, result.hit_rates
     if as_json:
         for row in out:
-            typer.echo(json.dumps(row, ensure_ascii=False))
-        typer.echo(
+            say(json.dumps(row, ensure_ascii=False))
+        say(
             json.dumps(
                 {"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates, "run_id": result.run_id}},
                 ensure_ascii=False,
@@ -176,11 +176,11 @@ def batch_cmd(
         )
         return
     for row in out:
-        typer.echo(f"{row['status']:<5} {row['id']:<10} {row['text']}")
-    typer.echo(f"{len(out)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
+        say(f"{row['status']:<5} {row['id']:<10} {row['text']}")
+    say(f"{len(out)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
-        typer.echo(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
-    typer.echo(f"run {result.run_id}")
+        say(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
+    say(f"run {result.run_id}")
 
 
 @app.command("duo")
@@ -223,12 +223,12 @@ def duo_cmd(
     result = _run(run_duo(config, models, store))
     transcript = result.transcript()
     if as_json:
-        typer.echo(json.dumps({"run_id": result.run_id, "turns": transcript}, ensure_ascii=False, indent=2))
+        say(json.dumps({"run_id": result.run_id, "turns": transcript}, ensure_ascii=False, indent=2))
         return
     for turn in transcript:
         retried = len(turn["attempts"]) - 1
-        typer.echo(
+        say(
             f"{turn['status']:<5} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
             + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else "")
         )
-    typer.echo(f"run {result.run_id}")
+    say(f"run {result.run_id}")

@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from engine.store import Store
 
-from dashboard.commands import fail
+from dashboard.commands import fail, say
 
 app = typer.Typer(
     help="Experiments: sweeps and searches over case sets (decision parameters cost no call).", no_args_is_help=True
@@ -32,7 +32,7 @@ def _store() -> Any:
 def _print(value: object) -> None:
     from models.secrets import redact
 
-    typer.echo(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+    say(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def run_cmd(
     def line(row: dict[str, Any]) -> None:
         if not as_json:
             metric = definition.metric or mechanism(definition.mechanism).default_metric
-            typer.echo(f"cell {row['cell']}: {metric}={row.get(metric)} new_calls={row['new_calls']}")
+            say(f"cell {row['cell']}: {metric}={row.get(metric)} new_calls={row['new_calls']}")
 
     try:
         result = asyncio.run(
@@ -82,12 +82,12 @@ def run_cmd(
     if as_json:
         _print(result.as_dict())
     else:
-        typer.echo(
+        say(
             f"experiment {result.experiment_id}: {len(result.rows)} cells ({result.skipped} resumed), "
             f"{result.new_calls} new model calls, executor {result.executor}"
         )
         if result.best:
-            typer.echo(f"best ({result.metric}): cell {result.best['cell']} = {result.best.get(result.metric)}")
+            say(f"best ({result.metric}): cell {result.best['cell']} = {result.best.get(result.metric)}")
 
 
 @app.command("list")
@@ -101,7 +101,7 @@ def list_cmd(as_json: JsonFlag = False) -> None:
         return
     for r in rows:
         best = r.get("best") or {}
-        typer.echo(
+        say(
             f"{r['experiment_id']}  {r['status']:<11} {r['mechanism']:<10} cells={r['cells']} "
             f"best {r.get('metric')}={best.get(r.get('metric') or '')}  {r['name']}"
         )
@@ -114,16 +114,16 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
     if as_json:
         _print(shown)
         return
-    typer.echo(
+    say(
         f"{shown['experiment_id']} {shown['name']} — {shown['status']}, {shown['finished']}/{shown['cells']} "
         f"cells, {shown['new_calls']} new calls"
     )
     metric = shown["metric"]
     for row in shown["rows"]:
         params = " ".join(f"{p}={row.get(p)}" for p in shown["parameters"])
-        typer.echo(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)} (run {row['run_id']})")
+        say(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)} (run {row['run_id']})")
     if shown["best"]:
-        typer.echo(f"best: cell {shown['best']['cell']}")
+        say(f"best: cell {shown['best']['cell']}")
 
 
 @app.command("export")
@@ -140,10 +140,10 @@ def export_cmd(
     shown = _shown(_store(), experiment_id)
     text = experiment_export(shown, fmt)
     if output is None:
-        typer.echo(text, nl=False)
+        say(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {output}")
+        say(f"wrote {output}")
 
 
 def scorecard_cmd(
@@ -197,9 +197,9 @@ def scorecard_cmd(
     if as_json:
         _print(result)
         return
-    typer.echo(f"scorecard run {result['run_id']} ({len(result['rows'])} rows)")
+    say(f"scorecard run {result['run_id']} ({len(result['rows'])} rows)")
     for row in result["rows"]:
         metrics = " ".join(f"{k}={v}" for k, v in row["metrics"].items())
         spent = f"calls={row.get('calls')} tokens={row.get('tokens')} latency_s={row.get('latency_s')}"
         state = f"error: {row['error']}" if row["error"] else f"{metrics} {spent}"
-        typer.echo(f"  {row['role']:<10} {row['model'] or '-':<14} {row['method']:<10} {state}")
+        say(f"  {row['role']:<10} {row['model'] or '-':<14} {row['method']:<10} {state}")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, require_models
+from dashboard.commands import CalibrationJob, fail, require_models, say
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -119,7 +119,7 @@ def eval_cmd(
         run_benchmark(store, items, resolver, config, mode, repeat, model_ids=model_ids)
     )
     if as_json:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "run_id": run_id,
@@ -138,7 +138,7 @@ def eval_cmd(
         return
     for line in lines:
         first = line["runs"][0]["predictions"]
-        typer.echo(
+        say(
             f"{line['id']:<8} "
             + "  ".join(
                 f"{pid} {p['will']:.2f}{'↑' if p['speak'] else ' '}"
@@ -146,11 +146,11 @@ def eval_cmd(
                 for pid, p in first.items()
             )
         )
-    typer.echo(_map_line(config, lines))
-    typer.echo(json.dumps(totals, indent=2))
+    say(_map_line(config, lines))
+    say(json.dumps(totals, indent=2))
     if totals.get("cost_total") is not None:
-        typer.echo(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
-    typer.echo(f"run {run_id}")
+        say(f"cost: ${totals['cost_total']:.6f} total, ${totals['cost_per_decision'] or 0:.8f} per decision")
+    say(f"run {run_id}")
 
 
 def _map_line(config: Any, lines: list[dict[str, Any]]) -> str:
@@ -243,7 +243,7 @@ def judge_cmd(
         for h in hands
     ]
     if as_json:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "run_id": run_id,
@@ -259,12 +259,12 @@ def judge_cmd(
         )
         return
     for r in rows:
-        typer.echo(
+        say(
             f"{'🙋' if r['hand'] == 'raised' else '  '} {r['model']:<12} will {r['will']:.2f} "
             f"(r {r['relevance']:.2f} n {r['novelty']:.2f} c {r['confidence']:.2f})  {r['reason']}"
             + (f"  ⚠ {', '.join(failure_flags(r['flags']))}" if failure_flags(r["flags"]) else "")
         )
-    typer.echo(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")
+    say(f"run {run_id}  ({facts.latency_s:.2f} s, {facts.calls} call(s))")
 
 
 @app.command("calibrate")
@@ -392,7 +392,7 @@ def chat_cmd(
     finally:
         summary = close_conversation(session)
     if as_json:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "run_id": session.run_id,
@@ -406,16 +406,14 @@ def chat_cmd(
         return
     names = {p.id: p.name for p in cast}
     for turn in turns:
-        typer.echo(f"> {turn.text}")
+        say(f"> {turn.text}")
         for h in turn.hands:
             r = turn.resolved[h.model]
             mark = "🙋" if h.status.value in ("raised", "mentioned") else "  "
-            typer.echo(
+            say(
                 f"  {mark} {names[h.model]:<11} will {h.will:.2f} → {'speaks' if r.approved else 'skips'} "
                 f"({r.by}){'  ⚠ ' + ', '.join(failure_flags(h.flags)) if failure_flags(h.flags) else ''}"
             )
         for pid, text in turn.answers.items():
-            typer.echo(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
-    typer.echo(
-        f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})"
-    )
+            say(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
+    say(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})")

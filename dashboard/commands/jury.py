@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from engine.jury import JuryView
     from engine.store import Run, Store
 
-from dashboard.commands import CalibrationJob, fail, require_models, usable_model, with_options
+from dashboard.commands import CalibrationJob, fail, require_models, say, usable_model, with_options
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
@@ -132,44 +132,44 @@ def _cases(path: Path) -> list[Any]:
 
 def _print_view(view: JuryView, *, rounds: bool = True) -> None:
     case = view.case
-    typer.echo(f"Case {case.get('id')}: {case.get('title', '')}")
+    say(f"Case {case.get('id')}: {case.get('title', '')}")
     from engine.jury import failed_fields
 
     for e in view.phase1:
         tag = "  [fallback, no vote: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
         tag += f"  ⚠ {', '.join(failed_fields(e.get('flags') or []))}" if failed_fields(e.get("flags") or []) else ""
-        typer.echo(
+        say(
             f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
             f"  {e['reasoning'][:90]}{tag}"
         )
     if view.phase1_consensus:
         c = view.phase1_consensus
-        typer.echo(
+        say(
             f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
             + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
             + (" — reached" if c["consensusReached"] else "")
         )
     for rnd in view.rounds:
         if rounds:
-            typer.echo(f" round {rnd['round']}")
+            say(f" round {rnd['round']}")
         for st in rnd["statements"]:
             badge = " [立場変更 / position changed]" if st["positionChanged"] else ""
-            typer.echo(
+            say(
                 f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} {st['statement'][:110]}"
             )
         if rnd["completed"] and rounds:
             c = rnd["completed"]
-            typer.echo(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
+            say(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
     if view.ended:
-        typer.echo(f"  discussion ended: {view.ended['reason']} after {view.ended['totalRounds']} round(s)")
+        say(f"  discussion ended: {view.ended['reason']} after {view.ended['totalRounds']} round(s)")
     if view.final:
         f = view.final
         if view.no_verdict:
-            typer.echo(f"FINAL NO VERDICT ({f['method']}) {f['reasoning'][:120]}")
+            say(f"FINAL NO VERDICT ({f['method']}) {f['reasoning'][:120]}")
         else:
-            typer.echo(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
+            say(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
         if f.get("flags"):
-            typer.echo(f"  flags: {', '.join(f['flags'])}")
+            say(f"  flags: {', '.join(f['flags'])}")
 
 
 @app.command("run")
@@ -194,13 +194,11 @@ def run_cmd(
     except ReplayMiss as exc:
         raise _replay_miss(case.id, exc) from None
     if opts.as_json:
-        typer.echo(
-            json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False, indent=2)
-        )
+        say(json.dumps({"run_id": run_id, "result": result.model_dump(mode="json")}, ensure_ascii=False, indent=2))
         return
     events = [(e.type, e.payload) for e in store.events(run_id)]
     _print_view(JuryView.fold(events))
-    typer.echo(f"run {run_id}  ({result.wall_s:.1f} s, {result.prompt_tokens}+{result.completion_tokens} tokens)")
+    say(f"run {run_id}  ({result.wall_s:.1f} s, {result.prompt_tokens}+{result.completion_tokens} tokens)")
 
 
 @app.command("eval")
@@ -239,7 +237,7 @@ def eval_cmd(
                 if not opts.as_json:
                     mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
                     final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
-                    typer.echo(
+                    say(
                         f"{mark} {case.id:<20} gold {str(case.gold):<14} final {final:<14} "
                         f"rounds {item['rounds']}  changed {item['outcome_changed']}",
                         err=True,
@@ -253,7 +251,7 @@ def eval_cmd(
         raise _replay_miss(current[0] if current else "?", exc) from None
     totals = evaluation_totals(items)
     if opts.as_json:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "run_id": eval_id,
@@ -267,8 +265,8 @@ def eval_cmd(
             )
         )
         return
-    typer.echo(json.dumps(totals, ensure_ascii=False, indent=2))
-    typer.echo(f"run {eval_id}")
+    say(json.dumps(totals, ensure_ascii=False, indent=2))
+    say(f"run {eval_id}")
 
 
 @app.command("calibrate")
@@ -355,7 +353,7 @@ def replay_cmd(
     if rerun and note is None:
         identical = _rerun(store, run)
     if as_json:
-        typer.echo(
+        say(
             json.dumps(
                 {
                     "run_id": run_id,
@@ -375,15 +373,15 @@ def replay_cmd(
         return
     _print_view(view, rounds=show_rounds)
     if note:
-        typer.echo(note)
+        say(note)
     if rerun:
         if note:
-            typer.echo(
+            say(
                 f"rerun from recorded calls: not compared — the run is {run.status}, so it has no final "
                 "result to compare with"
             )
             raise typer.Exit(1)
-        typer.echo("rerun from recorded calls: " + ("identical" if identical else "DIFFERENT"))
+        say("rerun from recorded calls: " + ("identical" if identical else "DIFFERENT"))
         if not identical:
             raise typer.Exit(1)
 
@@ -404,7 +402,7 @@ def _rerun(store: Store, run: Run) -> bool:
     try:
         _, result = asyncio.run(run_case(store, jury, JuryCase.model_validate(config["case"]), kind="jury.replay"))
     except ReplayMiss as exc:
-        typer.echo(f"rerun from recorded calls: DIFFERENT — a request was never recorded ({exc})")
+        say(f"rerun from recorded calls: DIFFERENT — a request was never recorded ({exc})")
         return False
     original = (run.summary or {}).get("result")
     return original is not None and comparable(result.model_dump(mode="json")) == comparable(original)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, usable_model
+from dashboard.commands import CalibrationJob, fail, say, usable_model
 
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -138,23 +138,21 @@ def simulate_cmd(
     if model_id is not None:
         result["live_calls"] = report.live_calls
     if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        say(json.dumps(result, ensure_ascii=False, indent=2, default=str))
         return
     a, b = result["without_cache"], result["with_cache"]
-    typer.echo(f"{a['messages']} messages · {a['checks']} checks")
-    typer.echo(
-        f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with ({result['calls_saved_pct']}% saved)"
-    )
-    typer.echo(
+    say(f"{a['messages']} messages · {a['checks']} checks")
+    say(f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with ({result['calls_saved_pct']}% saved)")
+    say(
         f"first-judgment delay (s): median {b['delay_median_s']}, p95 {b['delay_p95_s']}, max {b['delay_max_s']}"
         f" (bound: {result['delay_bound_s']} — {bound_text(result['delay_bound_met'])})"
     )
     if b.get("flagged_judgments"):
-        typer.echo(
+        say(
             f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
             "or unparseable): confidence 0.0, never cached"
         )
-    typer.echo(f"run {report.run_id}")
+    say(f"run {report.run_id}")
 
 
 def _progress_printer(quiet_s: float = 2.0) -> Any:
@@ -169,7 +167,7 @@ def _progress_printer(quiet_s: float = 2.0) -> Any:
         now = time.monotonic()
         if now - started >= quiet_s and now - last[0] >= quiet_s:
             last[0] = now
-            typer.echo(f"simulating {progress.step}: {progress.fraction or 0:.0%} ({now - started:.0f} s)", err=True)
+            say(f"simulating {progress.step}: {progress.fraction or 0:.0%} ({now - started:.0f} s)", err=True)
 
     return show
 

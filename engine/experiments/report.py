@@ -3,16 +3,14 @@ text from the store escaped: parameter values, names and errors are untrusted)."
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from engine.experiments.definition import ROOT
-from engine.exports import CSP, RENDER, STYLE, Figure, figures_html
+from engine.exports import CSP, RENDER, STYLE, Figure, csv_rows, figures_html
 from models.secrets import redact
 
 
@@ -30,27 +28,9 @@ def _cell(value: object) -> str:
 
 
 def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    buf = io.StringIO()
-    cols = columns(rows)
-    writer = csv.writer(buf)
-    writer.writerow(cols)
-    for row in rows:
-        # a leading = + - @ would be a formula in a spreadsheet: quote it as text
-        writer.writerow(
-            [
-                ("'" + v if v[:1] in ("=", "+", "@") or (v[:1] == "-" and not _number(v)) else v)
-                for v in (_cell(row.get(c)) for c in cols)
-            ]
-        )
-    return redact(buf.getvalue())
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """The cells as CSV, through the runs' CSV writer (`engine.exports.csv_rows`): formula cells neutralised,
+    numbers kept as numbers, keys redacted."""
+    return redact(csv_rows(columns(rows), rows))
 
 
 def to_json(shown: Mapping[str, Any]) -> str:

@@ -268,3 +268,46 @@ def test_only_the_newest_ended_runs_keep_their_return_value(tmp_path: Path) -> N
     assert [registry.get(r) is not None for r in ids] == [False, False, True, True]
     assert all(store.get_run(r).status == "finished" for r in ids)  # type: ignore[union-attr]
     loop.stop()
+
+
+class _LookedTooLate(threading.Event):
+    """The interleaving seen under concurrent writers (issue 26): the starter's wait for the run times out,
+    and before it looks at the entry point's future the loop has stored the run and ended the entry point
+    (the starter's thread was waiting for the CPU). `then` does that, once, right after the timeout."""
+
+    def __init__(self, then: Any) -> None:
+        super().__init__()
+        self.then = then
+
+    def wait(self, timeout: float | None = None) -> bool:
+        signaled = super().wait(timeout)
+        if not signaled and self.then is not None:
+            then, self.then = self.then, None
+            then()
+        return signaled
+
+
+def test_a_run_stored_and_ended_between_two_looks_is_not_called_missing(
+    registry: RunRegistry, loop: BackgroundLoop, store: Store
+) -> None:
+    import concurrent.futures
+
+    from engine.events import run_context
+
+    control = runctx.RunControl()
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def store_and_end() -> None:
+        with runctx.controlled(control), run_context(store, "director.check", {"text": "x"}) as run:
+            run.summary = {"status": "PASS"}
+        future.set_result(None)
+
+    control.attached = _LookedTooLate(store_and_end)
+    registry._wait_attached(control, future, "director.check")  # no RegistryError: the run exists
+    stored = store.get_run(control.run_id or "")
+    assert stored is not None and stored.status == "finished"
+    # An entry point that really stored nothing is still told apart.
+    empty: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    empty.set_result(None)
+    with pytest.raises(RegistryError, match="ended without storing a run"):
+        registry._wait_attached(runctx.RunControl(), empty, "director.check")

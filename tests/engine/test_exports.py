@@ -235,3 +235,26 @@ def test_a_broken_conversation_is_a_clear_error() -> None:
             {"participants": cast},
             [("user_message", {"turn": "t1", "text": "hi"}), ("hands", {"turn": "t1", "hands": [{"model": "coder"}]})],
         )
+
+
+def test_a_director_batch_run_as_run_script_stores_it(store: Store) -> None:
+    """`director_line` events hold rules as a mapping, tone as its score and the rubric as its average (the
+    shape `run_script` stores); the table has the same columns as a review's (issue 26: this once raised
+    'int' object has no attribute 'items' on every export and on the Runs page)."""
+    import asyncio
+
+    from engine.director import ScriptConfig, ScriptLine, run_script
+
+    lines = [
+        ScriptLine(id="l1", text="=えー、ほんと？楽しそうだわ！"),
+        ScriptLine(id="l2", text="知らなくはないよね。"),
+    ]
+    result = asyncio.run(run_script(ScriptConfig(lines=lines, character="yana", source="s.jsonl"), None, store))
+    record = load_run(store, result.run_id)
+    rows = _csv(table_csv(record, "director_lines"))
+    assert [r["id"] for r in rows] == ["l1", "l2"] and {r["event"] for r in rows} == {"director_line"}
+    assert rows[0]["text"] == "'=えー、ほんと？楽しそうだわ！"  # neutralised
+    assert rows[1]["rule.logic"] == result.rows[1].rules["logic"]
+    assert [int(r["tone.score"]) for r in rows] == [r.tone for r in result.rows]
+    assert "rubric.average" not in rows[0]  # rules only: no rubric
+    assert "director_batch" in tables(record) and json.loads(run_json(record))["run"]["kind"] == "director.batch"
