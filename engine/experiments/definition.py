@@ -17,10 +17,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Annotated, Any, Literal, overload
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_RANGE_VALUES = 100_000  # values of one range (the cell cap, JUDGELAB_MAX_CELLS, bounds their product)
@@ -137,6 +137,17 @@ class Search(BaseModel):
     sampler: Literal["tpe"] = "tpe"
 
 
+def _space_kind(value: Any) -> str:
+    return "list[any]" if isinstance(value, list) else "Range"
+
+
+# A list or a range, told apart by its shape, so a bad range gets the range's error only (the tags are the
+# names `_clean_loc` drops from a field's path).
+SpaceValues = Annotated[
+    Annotated[list[Any], Tag("list[any]")] | Annotated[Range, Tag("Range")], Discriminator(_space_kind)
+]
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,7 +158,7 @@ class Experiment(BaseModel):
     )
     limit: int | None = Field(None, ge=1, description="only the first N cases")
     base: dict[str, Any] = Field(default_factory=dict, description="settings every cell starts from")
-    space: dict[str, list[Any] | Range] = Field(default_factory=dict, description="parameter → values or a range")
+    space: dict[str, SpaceValues] = Field(default_factory=dict, description="parameter → values or a range")
     search: Search | None = None
     models: list[str] = Field(default_factory=list, description="a sweep over models (a call parameter)")
     panels: list[str] = Field(default_factory=list, description="jury: a sweep over catalog panels")
