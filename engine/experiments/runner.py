@@ -8,6 +8,11 @@ kind `experiment` holding the definition and the result table. Progress goes to 
 (one unit per cell); a cancelled run stops between cells with `RunCancelled`, and `resume=ID` skips the
 cells already finished.
 
+Bounded at any size: the cells are made lazily (`definition.Cells`, refused above JUDGELAB_MAX_CELLS),
+`concurrency` workers take one group at a time, a group's cells are decided in chunks in a worker thread (off
+the event loop, which in the dashboard every page shares) and stored with the loop handed back every
+`YIELD_EVERY_S`, so a Cancel, SIGTERM or SIGINT lands within a chunk.
+
 Executors: `local` (asyncio, `concurrency` groups at once and `per_model_concurrency` calls per model;
 decisions in worker processes when `processes` > 1) and `ray` (`RayExecutor`: actors on the Ray cluster at
 RAY_ADDRESS, or a local instance). Both are driven by the same code here, so they give the same table.
