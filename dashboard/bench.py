@@ -1150,3 +1150,6 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
     finally:
         store.dispose()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge

@@ -39,6 +39,14 @@ class Settings(BaseSettings):
         le=4096,
         description="Largest file (or upload) any command or page reads; a larger one is refused with a message.",
     )
+    max_cells: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most cells (grid × repeats) an experiment may have; a larger one is refused at validation.",
+    )
+    ray_connect_timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="How long the Ray executor waits for the cluster at RAY_ADDRESS."
+    )
     run_stale_after_s: float = Field(
         default=120.0,
         ge=10,

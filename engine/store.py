@@ -573,22 +573,43 @@ class Store:
     def create_run(self, kind: str, config: dict[str, Any] | None = None, name: str = "") -> Run:
         config = redact_obj(config or {})
         host, pid, started = _owner()
-        now = utcnow()
-        run = Run(
-            id=f"{kind.split('.')[0]}-{now:%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
-            kind=kind,
-            name=redact(name),
-            config_json=_dumps(config),
-            config_hash=config_hash(config),
-            started_at=now,
-            owner_host=host,
-            owner_pid=pid,
-            owner_started=started,
-            heartbeat_at=now,
-        )
-        self._add(run)
+        for attempt in range(8):
+            now = utcnow()
+            run = Run(
+                id=f"{kind.split('.')[0]}-{now:%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
+                kind=kind,
+                name=redact(name),
+                config_json=_dumps(config),
+                config_hash=config_hash(config),
+                started_at=now,
+                owner_host=host,
+                owner_pid=pid,
+                owner_started=started,
+                heartbeat_at=now,
+            )
+            if self._add_run(run, last=attempt == 7):
+                break
         self._start_heartbeat(run.id)
         return run
+
+    def _add_run(self, run: Run, *, last: bool) -> bool:
+        """Insert a new run; False when its id was taken meanwhile (24 random bits a second: hundreds of
+        experiment cells a second meet one now and then), so the caller draws another."""
+        with (
+            self._write_lock,
+            _db_errors(f"cannot write to {self.display_url}"),
+            Session(self.engine, expire_on_commit=False) as session,
+        ):
+            session.add(run)
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()
+                if last or session.get(Run, run.id) is None:
+                    raise  # not the id (or not once more): reported as a StoreError
+                return False
+            session.refresh(run)
+        return True
 
     def finish_run(
         self,

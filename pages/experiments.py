@@ -6,7 +6,6 @@ cells side by side, the jury's before/after-discussion view, and CSV / JSON / HT
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -197,7 +196,7 @@ def validated(text: str, source: str, *, beside: bool = False) -> Experiment | N
         return None
     if beside:
         definition = definition.model_copy(update={"cases": str(definition.case_path(source))})
-    cells = math.prod(len(v) for v in definition.axes().values()) * definition.repeats
+    cells = definition.cell_count()  # arithmetic: nothing is built (the cap was checked at validation)
     st.success(
         f"Valid: {md(definition.mechanism)}, {cells} cells"
         + (f", an Optuna search of {definition.search.n_trials} trials" if definition.search else "")

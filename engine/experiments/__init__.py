@@ -4,6 +4,7 @@ on a Ray cluster. One entry point: `run_experiment(definition, store, models, ex
 
 from engine.experiments.definition import (
     Cell,
+    Cells,
     DefinitionError,
     Experiment,
     Range,
@@ -26,6 +27,7 @@ from engine.experiments.runner import (
 
 __all__ = [
     "Cell",
+    "Cells",
     "DefinitionError",
     "Experiment",
     "ExperimentResult",

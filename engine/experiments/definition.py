@@ -17,13 +17,21 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 ROOT = Path(__file__).resolve().parents[2]
+MAX_RANGE_VALUES = 100_000  # values of one range (the cell cap, JUDGELAB_MAX_CELLS, bounds their product)
 CallMode = Literal["replay_fallthrough", "replay", "live"]
+
+
+def max_cells() -> int:
+    """The cell cap (JUDGELAB_MAX_CELLS)."""
+    from engine.config import get_settings
+
+    return get_settings().max_cells
 
 
 class DefinitionError(ValueError):
@@ -55,18 +63,64 @@ class Range(BaseModel):
             raise ValueError("to must not be below from")
         if self.step is not None and self.num is not None:
             raise ValueError("give step or num, not both")
+        self.count()  # refused here, before any value is made
         return self
 
-    def values(self) -> list[float | int]:
+    def _step(self) -> float:
         if self.num is not None:
-            n = self.num
-            out = [self.start] if n == 1 else [self.start + (self.stop - self.start) * i / (n - 1) for i in range(n)]
-        else:
-            step = self.step if self.step is not None else (self.stop - self.start) or 1.0
-            count = int(math.floor((self.stop - self.start) / step + 1e-9)) + 1
-            if count > 100_000:
-                raise ValueError(f"the range expands to {count} values (at most 100 000)")
-            out = [self.start + i * step for i in range(count)]
+            return (self.stop - self.start) / (self.num - 1) if self.num > 1 else 1.0
+        return self.step if self.step is not None else (self.stop - self.start) or 1.0
+
+    def count(self) -> int:
+        """How many values the range has before `integer` merges equal ones: arithmetic, so a range of
+        10^300 values is refused in microseconds (and an overflow is a message, not an OverflowError)."""
+        if self.num is not None:
+            return self.num
+        span = self.stop - self.start
+        step = self._step()
+        steps = span / step if math.isfinite(span) else math.inf
+        if not math.isfinite(steps) or steps >= MAX_RANGE_VALUES:
+            shown = f"{int(steps) + 1}" if steps < 1e15 else (f"{steps:.3g}" if math.isfinite(steps) else "too many")
+            raise ValueError(
+                f"the range expands to {shown} values (at most 100 000): "
+                f"from {self.start:g} to {self.stop:g} by {step:g}"
+            )
+        return int(math.floor(steps + 1e-9)) + 1
+
+    def quick_length(self) -> bool:
+        """Whether `length()` is arithmetic (else it walks the values once: an integer range by ~1)."""
+        return (
+            not self.integer
+            or self.count() == 1
+            or (self._step() < 0.999 and max(abs(self.start), abs(self.stop)) < 1e12)
+        )
+
+    def length(self) -> int:
+        """The number of values `values()` gives, without building them: `count()`, less the values that
+        `integer` rounds onto one another (counted in one pass, never stored)."""
+        n = self.count()
+        if not self.integer or n == 1:
+            return n
+        step = self._step()
+        if step < 0.999 and max(abs(self.start), abs(self.stop)) < 1e12:
+            # consecutive values differ by less than 1, so the rounded values step by 0 or 1: every integer
+            # between the first and the last rounded value is hit
+            return int(round(self._value(n - 1))) - int(round(self._value(0))) + 1
+        distinct, last = 0, None
+        for i in range(n):  # rounded values never decrease: count the changes
+            here = int(round(self._value(i)))
+            if here != last:
+                distinct, last = distinct + 1, here
+        return distinct
+
+    def _value(self, i: int) -> float:
+        if self.num is not None:
+            return self.start if self.num == 1 else self.start + (self.stop - self.start) * i / (self.num - 1)
+        return self.start + i * self._step()
+
+    def values(self) -> list[float | int]:
+        n = self.count()
+        out = [self._value(i) for i in range(n)]
         if self.integer:
             return sorted({int(round(v)) for v in out})
         return [round(v, 10) for v in out]
@@ -83,6 +137,17 @@ class Search(BaseModel):
     sampler: Literal["tpe"] = "tpe"
 
 
+def _space_kind(value: Any) -> str:
+    return "list[any]" if isinstance(value, list) else "Range"
+
+
+# A list or a range, told apart by its shape, so a bad range gets the range's error only (the tags are the
+# names `_clean_loc` drops from a field's path).
+SpaceValues = Annotated[
+    Annotated[list[Any], Tag("list[any]")] | Annotated[Range, Tag("Range")], Discriminator(_space_kind)
+]
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -93,7 +158,7 @@ class Experiment(BaseModel):
     )
     limit: int | None = Field(None, ge=1, description="only the first N cases")
     base: dict[str, Any] = Field(default_factory=dict, description="settings every cell starts from")
-    space: dict[str, list[Any] | Range] = Field(default_factory=dict, description="parameter → values or a range")
+    space: dict[str, SpaceValues] = Field(default_factory=dict, description="parameter → values or a range")
     search: Search | None = None
     models: list[str] = Field(default_factory=list, description="a sweep over models (a call parameter)")
     panels: list[str] = Field(default_factory=list, description="jury: a sweep over catalog panels")
@@ -136,6 +201,64 @@ class Experiment(BaseModel):
             out["panel"] = list(self.panels)
         return out
 
+    def axis_lengths(self) -> dict[str, int]:
+        """Each axis's number of values, in the order written, without building any."""
+        out: dict[str, int] = {}
+        for name, values in self.space.items():
+            out[name] = values.length() if isinstance(values, Range) else len(values)
+        if self.models:
+            out["model"] = len(self.models)
+        if self.panels:
+            out["panel"] = len(self.panels)
+        return out
+
+    def cell_count(self) -> int:
+        """The grid × the repeats (a search: its trials), by arithmetic: nothing is built."""
+        return self._count(None)[0]
+
+    def _count(self, above: int | None) -> tuple[int, bool]:
+        """(count, complete). With `above`, counting stops once the count exceeds it; the axes that take a
+        pass over their values (integer ranges) are counted last, so a hostile grid costs microseconds."""
+        if self.search is not None:
+            return self.search.n_trials, True
+        quick: list[int] = [self.repeats, len(self.models) or 1, len(self.panels) or 1]
+        slow: list[Range] = []
+        for values in self.space.values():
+            if isinstance(values, Range) and not values.quick_length():
+                slow.append(values)
+            else:
+                quick.append(values.length() if isinstance(values, Range) else len(values))
+        total = math.prod(quick)
+        for r in slow:
+            if above is not None and total > above:
+                return total, False
+            total *= r.length()
+        return total, True
+
+    def size_problem(self, cap: int | None = None) -> tuple[tuple[str | int, ...], str] | None:
+        """(field, message) when the experiment has more cells than the cap (JUDGELAB_MAX_CELLS), else None.
+        Checked at validation, before any cell, value list or case is made."""
+        cap = max_cells() if cap is None else cap
+        count, complete = self._count(cap)
+        if count <= cap:
+            return None
+        if self.search is not None:
+            return ("search", "n_trials"), f"{count} trials: more than the cap of {cap} cells (JUDGELAB_MAX_CELLS)"
+        shape = [
+            f"{name} {len(v) if not isinstance(v, Range) else v.length() if v.quick_length() else v.count()}"
+            for name, v in self.space.items()
+        ]
+        shape += [f"model {len(self.models)}"] if self.models else []
+        shape += [f"panel {len(self.panels)}"] if self.panels else []
+        shape += [f"repeats {self.repeats}"] if self.repeats > 1 else []
+        where: tuple[str | int, ...] = (
+            ("space",) if self.space else ("models",) if self.models else ("panels",) if self.panels else ("repeats",)
+        )
+        return where, (
+            f"{'' if complete else 'at least '}{count} cells ({' × '.join(shape)}): more than the cap of {cap} "
+            "cells (JUDGELAB_MAX_CELLS); sweep fewer values, or raise the cap"
+        )
+
     def case_path(self, source: str | None = None) -> Path:
         path = Path(self.cases).expanduser()
         if path.is_absolute():
@@ -173,26 +296,100 @@ def group_key(call_params: Mapping[str, Any], repeat: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def expand(definition: Experiment, decision: frozenset[str]) -> list[Cell]:
-    """The grid (axes in the order written, the last varying fastest) × the repeats."""
-    axes = definition.axes()
-    names = list(axes)
-    cells: list[Cell] = []
-    for repeat in range(definition.repeats):
-        for values in itertools.product(*(axes[n] for n in names)):
-            params = dict(zip(names, values, strict=True))
-            calls = {k: v for k, v in params.items() if k not in decision}
-            cells.append(
-                Cell(
-                    index=len(cells),
-                    params=params,
-                    repeat=repeat,
-                    group=group_key(calls, repeat),
-                    call_params=calls,
-                    decision_params={k: v for k, v in params.items() if k in decision},
-                )
-            )
-    return cells
+@dataclass(frozen=True)
+class Group:
+    """The cells that share one recording: one value of every call parameter, at one repeat."""
+
+    key: str
+    repeat: int
+    call_params: dict[str, Any]
+    position: tuple[int, ...]  # the value index of each call axis
+
+
+class Cells(Sequence[Cell]):
+    """The grid (axes in the order written, the last varying fastest) × the repeats, made on demand: cell `i`
+    is computed from its index, and a group's cells are walked without building the others. Only the axes'
+    values are held (their product is bounded by the cell cap), never the cells."""
+
+    def __init__(self, axes: Mapping[str, Sequence[Any]], repeats: int, decision: frozenset[str]) -> None:
+        self.names = list(axes)
+        self.values = [list(axes[n]) for n in self.names]
+        self.repeats = repeats
+        self.decision = decision
+        self.grid = math.prod(len(v) for v in self.values)
+        self._strides = [math.prod(len(v) for v in self.values[k + 1 :]) for k in range(len(self.values))]
+        self.call_axes = [k for k, n in enumerate(self.names) if n not in decision]
+        self.decision_axes = [k for k, n in enumerate(self.names) if n in decision]
+        self.group_size = math.prod(len(self.values[k]) for k in self.decision_axes)
+
+    def __len__(self) -> int:
+        return self.grid * self.repeats
+
+    def _cell(self, index: int, repeat: int, position: Sequence[int], group: str | None = None) -> Cell:
+        params = {n: self.values[k][position[k]] for k, n in enumerate(self.names)}
+        calls = {k: v for k, v in params.items() if k not in self.decision}
+        return Cell(
+            index=index,
+            params=params,
+            repeat=repeat,
+            group=group if group is not None else group_key(calls, repeat),
+            call_params=calls,
+            decision_params={k: v for k, v in params.items() if k in self.decision},
+        )
+
+    def cell(self, index: int) -> Cell:
+        if not 0 <= index < len(self):
+            raise IndexError(f"cell {index} of {len(self)}")
+        repeat, rest = divmod(index, self.grid) if self.grid else (0, 0)
+        position = [(rest // stride) % len(v) for stride, v in zip(self._strides, self.values, strict=True)]
+        return self._cell(index, repeat, position)
+
+    @overload
+    def __getitem__(self, index: int) -> Cell: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Cell]: ...
+    def __getitem__(self, index: int | slice) -> Cell | list[Cell]:
+        if isinstance(index, slice):
+            return [self.cell(i) for i in range(*index.indices(len(self)))]
+        return self.cell(index + len(self) if index < 0 else index)
+
+    def __iter__(self) -> Iterator[Cell]:
+        index = 0
+        for repeat in range(self.repeats):
+            for position in itertools.product(*(range(len(v)) for v in self.values)):
+                yield self._cell(index, repeat, position)
+                index += 1
+
+    @property
+    def group_count(self) -> int:
+        return len(self) // self.group_size if self.group_size else 0
+
+    def groups(self) -> Iterator[Group]:
+        """The groups in the order of their first cell."""
+        for repeat in range(self.repeats):
+            for position in itertools.product(*(range(len(self.values[k])) for k in self.call_axes)):
+                calls = {self.names[k]: self.values[k][i] for k, i in zip(self.call_axes, position, strict=True)}
+                yield Group(group_key(calls, repeat), repeat, calls, tuple(position))
+
+    def members(self, group: Group) -> Iterator[Cell]:
+        """A group's cells, in index order, made one at a time."""
+        full = [0] * len(self.values)
+        for k, i in zip(self.call_axes, group.position, strict=True):
+            full[k] = i
+        for position in itertools.product(*(range(len(self.values[k])) for k in self.decision_axes)):
+            for k, i in zip(self.decision_axes, position, strict=True):
+                full[k] = i
+            index = group.repeat * self.grid + sum(i * s for i, s in zip(full, self._strides, strict=True))
+            yield self._cell(index, group.repeat, full, group.key)
+
+
+def expand(definition: Experiment, decision: frozenset[str]) -> Cells:
+    """The grid (axes in the order written, the last varying fastest) × the repeats, as a lazy sequence of
+    cells; a DefinitionError when it has more than JUDGELAB_MAX_CELLS (checked before any value is built)."""
+    problem = definition.model_copy(update={"search": None}).size_problem()
+    if problem is not None:
+        raise DefinitionError([f"{_field(problem[0])}: {problem[1]}"])
+    return Cells(definition.axes(), definition.repeats, decision)
 
 
 # -- YAML with line numbers --------------------------------------------------------------------------------

@@ -51,6 +51,14 @@ class Mechanism(ABC):
         return self.config(definition.base, extra)
 
     def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        """Every problem of a definition for this mechanism, as (field, message). The cell cap comes first
+        and alone: a grid above it is refused before any value, case or setting is built."""
+        size = definition.size_problem()
+        if size is not None:
+            return [size]
+        return self.checks(definition, source)
+
+    def checks(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
         problems = _check_common(self, definition, self.base_keys)
         names = [n for n in definition.axes() if n in self.decision | self.calls]
         return problems + _validate_each(definition, lambda extra: self.build(definition, extra), names)
@@ -297,8 +305,8 @@ class HandRaise(Mechanism):
         self.context(definition.base, extra)
         return self.config(definition.base, extra)
 
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = super().check(definition, source)
+    def checks(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = super().checks(definition, source)
         names = list(definition.axes())
         methods = {
             str(definition.base.get("judge_method", "judge")),
@@ -599,8 +607,8 @@ class JuryMechanism(Mechanism):
             self.seats(definition, extra)
         return config
 
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = super().check(definition, source)
+    def checks(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = super().checks(definition, source)
         for i, value in enumerate(_axis_values(definition, "final_judgment_method")):
             if value == "final_judge":
                 problems.append(
@@ -916,8 +924,8 @@ class SkipMechanism(Mechanism):
 
         return WorkloadSpec.model_validate(definition.base.get("workload") or {})
 
-    def check(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
-        problems = super().check(definition, source)
+    def checks(self, definition: Experiment, source: str) -> list[tuple[Loc, str]]:
+        problems = super().checks(definition, source)
         try:
             self.spec(definition)
         except ValidationError as exc:

@@ -8,10 +8,16 @@ once (an async actor), so at equal concurrency it waits on the same calls the lo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import signal
+import socket
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.config import ConfigError
 from engine.experiments.definition import ROOT, Experiment
 from engine.experiments.runner import HubModels, InProcess, Recorded
 
@@ -31,19 +37,98 @@ class _Worker(InProcess):
         return os.getpid()
 
 
-def ensure_ray(address: str | None = None) -> Any:
-    """Ray, initialised: at `address` / RAY_ADDRESS, else a local instance (2 CPUs, no dashboard)."""
+class RayUnavailable(ConfigError):
+    """Ray cannot be reached or used at the address given; the message names RAY_ADDRESS and what to do."""
+
+
+def _probe(address: str, timeout_s: float) -> None:
+    """Refuse at once an address nothing answers on: `ray.init` would retry for minutes, warning each time."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", a bare host: Ray's own lookup answers quickly
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except OSError as exc:
+        reason = f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise RayUnavailable(
+            f"cannot reach the Ray cluster at RAY_ADDRESS={address} ({reason}): "
+            "start it (`ray start --head`), fix RAY_ADDRESS, or unset it for a local Ray instance"
+        ) from None
+
+
+def _keep_signal_handlers() -> Any:
+    """`ray.init` installs its own SIGTERM handler in the driver (it exits 15 with a traceback, leaving runs
+    `running`): the process's handlers (the CLI's: cancel, close the runs as `cancelled`, exit 143 / 130) are
+    put back once Ray has started."""
+    if threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def kept() -> Iterator[None]:
+        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in saved.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
+
+    return kept()
+
+
+def ensure_ray(address: str | None = None, timeout_s: float | None = None) -> Any:
+    """Ray, initialised: at `address` / RAY_ADDRESS, else a local instance (2 CPUs, no dashboard). An address
+    that does not answer within `timeout_s` (JUDGELAB_RAY_CONNECT_TIMEOUT_S) is a RayUnavailable naming it;
+    so is a `ray://` address without the Ray client installed."""
     import ray
 
     if not ray.is_initialized():
+        from engine.config import get_settings
+
+        timeout_s = get_settings().ray_connect_timeout_s if timeout_s is None else timeout_s
         address = address or os.environ.get("RAY_ADDRESS") or None
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         runtime_env = {"env_vars": {"PYTHONPATH": path}}
-        if address:
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
-        else:
-            ray.init(num_cpus=2, include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
+        with _keep_signal_handlers():
+            if address:
+                if address.startswith("ray://"):
+                    _client_available(address)
+                    _probe(address.removeprefix("ray://"), timeout_s)
+                else:
+                    _probe(address, timeout_s)
+                try:
+                    ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    raise RayUnavailable(
+                        f"cannot join the Ray cluster at RAY_ADDRESS={address}: {' '.join(str(exc).split())[:300]}"
+                    ) from None
+            else:
+                ray.init(num_cpus=2, include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
     return ray
+
+
+def _client_available(address: str) -> None:
+    from ray._private.utils import get_ray_client_dependency_error  # what ray.init checks, then a ValueError
+
+    if get_ray_client_dependency_error() is not None:
+        raise RayUnavailable(
+            f"RAY_ADDRESS={address}: a ray:// address needs the Ray client, which is not installed "
+            '(`pip install "ray[client]"`); or give the cluster\'s GCS address (HEAD:6379) instead'
+        ) from None
+
+
+async def _cancel_remote(ref: Any, wait_s: float = 3.0) -> None:
+    """Cancel an actor task whose caller was cancelled (a Cancel, SIGTERM, SIGINT): Ray cancels the task's
+    coroutine in the actor, whose run then closes as `cancelled` before the actor is killed. Waited for at
+    most `wait_s`; what is still open after that is closed by the runner (`close_recordings`)."""
+    import ray
+
+    with contextlib.suppress(Exception):
+        ray.cancel(ref)
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.wrap_future(ref.future()), wait_s)
 
 
 class RayExecutor:
@@ -98,17 +183,23 @@ class RayExecutor:
         experiment_id: str,
         group: str,
     ) -> Recorded:
-        result: Recorded = await self._worker().record.remote(
-            definition, list(cases), dict(call_params), experiment_id, group
-        )
+        ref = self._worker().record.remote(definition, list(cases), dict(call_params), experiment_id, group)
+        try:
+            result: Recorded = await ref
+        except asyncio.CancelledError:
+            await _cancel_remote(ref)
+            raise
         return result
 
     async def decide(
         self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._worker().decide.remote(
-            definition, recording, [dict(d) for d in decisions]
-        )
+        ref = self._worker().decide.remote(definition, recording, [dict(d) for d in decisions])
+        try:
+            result: list[dict[str, Any]] = await ref
+        except asyncio.CancelledError:
+            await _cancel_remote(ref)
+            raise
         return result
 
     async def close(self) -> None:

@@ -8,6 +8,11 @@ kind `experiment` holding the definition and the result table. Progress goes to 
 (one unit per cell); a cancelled run stops between cells with `RunCancelled`, and `resume=ID` skips the
 cells already finished.
 
+Bounded at any size: the cells are made lazily (`definition.Cells`, refused above JUDGELAB_MAX_CELLS),
+`concurrency` workers take one group at a time, a group's cells are decided in chunks in a worker thread (off
+the event loop, which in the dashboard every page shares) and stored with the loop handed back every
+`YIELD_EVERY_S`, so a Cancel, SIGTERM or SIGINT lands within a chunk.
+
 Executors: `local` (asyncio, `concurrency` groups at once and `per_model_concurrency` calls per model;
 decisions in worker processes when `processes` > 1) and `ray` (`RayExecutor`: actors on the Ray cluster at
 RAY_ADDRESS, or a local instance). Both are driven by the same code here, so they give the same table.
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,13 +34,15 @@ from typing import Any, Protocol
 from uuid import uuid4
 
 from engine.events import async_run_context, run_context
-from engine.experiments.definition import CallMode, Cell, DefinitionError, Experiment, expand
+from engine.experiments.definition import CallMode, Cell, DefinitionError, Experiment, Group, expand
 from engine.experiments.mechanisms import Mechanism, Models, mechanism
-from engine.runctx import checkpoint, progress
+from engine.runctx import RunCancelled, checkpoint, progress
 from engine.store import FINISHED, Store
 
 EXPERIMENT, CELL, RECORD = "experiment", "experiment.cell", "experiment.record"
 ROW_META = ("cell", "repeat", "trial", "new_calls", "run_id", "recording_run")
+DECIDE_CHUNK = 64  # cells decided at once (in a thread); a cancel or a signal is checked between chunks
+YIELD_EVERY_S = 0.02  # storing cells: the event loop is handed back at least this often
 
 
 @dataclass(frozen=True)
@@ -135,17 +145,39 @@ async def record_group(
 
 
 def decide_many(
-    mechanism_name: str, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+    mechanism_name: str,
+    definition: Experiment,
+    recording: Any,
+    decisions: Sequence[Mapping[str, Any]],
+    stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
-    """Pure: each decision setting's metrics from one recording (no model, no store)."""
+    """Pure: each decision setting's metrics from one recording (no model, no store). Checks between
+    decisions whether to stop (`stop` set, or the run cancelled): RunCancelled, so a chunk run in a thread
+    ends within one decision of a Cancel or a signal."""
     mech = mechanism(mechanism_name)
     out: list[dict[str, Any]] = []
     for d in decisions:
+        if stop is not None and stop.is_set():
+            raise RunCancelled("stopped")
+        checkpoint()
         try:
             out.append(mech.decide(definition, recording, d))
         except ValueError as exc:  # a combination the settings refuse (pydantic's errors are ValueErrors)
             out.append({"error": " ".join(str(exc).split())[:300]})
     return out
+
+
+async def decide_in_thread(
+    definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """`decide_many` in a worker thread, off the event loop (in the dashboard, the loop every page shares):
+    the loop keeps serving while a chunk is decided, and a cancelled await stops the thread at its next
+    decision."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(decide_many, definition.mechanism, definition, recording, decisions, stop)
+    finally:
+        stop.set()
 
 
 class InProcess:
@@ -178,7 +210,7 @@ class InProcess:
     async def decide(
         self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
-        return decide_many(definition.mechanism, definition, recording, decisions)
+        return await decide_in_thread(definition, recording, decisions)
 
 
 class LocalExecutor(InProcess):
@@ -190,6 +222,12 @@ class LocalExecutor(InProcess):
         self.processes = processes
         self.chunk = chunk
         self._pool: ProcessPoolExecutor | None = None
+
+    @property
+    def decide_chunk(self) -> int:
+        """Cells the runner hands to one `decide` (a cancel is checked between them): with worker processes,
+        enough for every process to take a part."""
+        return max(DECIDE_CHUNK, 2 * self.chunk * self.processes) if self.processes > 1 else DECIDE_CHUNK
 
     async def start(self, definition: Experiment, store: Store, models: Models | HubModels) -> None:
         self.store = store
@@ -228,6 +266,21 @@ def resolve_executor(executor: str | Executor, **kw: Any) -> Executor:
 
         return RayExecutor(**kw)
     raise ValueError(f"unknown executor {executor!r}: local or ray")
+
+
+def _chunks(items: Iterator[Cell], size: int) -> Iterator[list[Cell]]:
+    while part := list(itertools.islice(items, size)):
+        yield part
+
+
+def close_recordings(store: Store, experiment_id: str) -> None:
+    """A recording still `running` once its experiment ends (a Ray actor killed mid-call) is closed as
+    `cancelled`, so no run of the experiment is left running."""
+    from engine.store import CANCELLED, RUNNING, RunFilter
+
+    for run in store.search_runs(RunFilter(kinds=(RECORD,), statuses=(RUNNING,)), limit=100_000):
+        if run.config.get("experiment_id") == experiment_id:
+            store.finish_run(run.id, status=CANCELLED, error="cancelled: its experiment ended while it recorded")
 
 
 def new_experiment_id() -> str:
@@ -322,12 +375,8 @@ async def run_experiment(
                 ]
             )
         done = finished_rows(store, resume)
-    cells = expand(definition, mech.decision)
+    cells = expand(definition, mech.decision)  # lazy; refused here above the cell cap
     cases = mech.load_cases(definition)
-    pending: dict[str, list[Cell]] = {}
-    for cell in cells:
-        if cell.index not in done:
-            pending.setdefault(cell.group, []).append(cell)
     rows: dict[int, dict[str, Any]] = dict(done)
     metric = definition.metric or mech.default_metric
     live_before = store.call_count(live_only=True)
@@ -341,34 +390,55 @@ async def run_experiment(
         "resumed": bool(resume),
     }
     progress(total=len(cells), done=len(done), step="starting")
-    limit = asyncio.Semaphore(definition.concurrency)
     per_model = {m: asyncio.Semaphore(n) for m, n in definition.per_model_concurrency.items()}
+    chunk_size = max(1, int(getattr(ex, "decide_chunk", DECIDE_CHUNK)))
+    handed_back = [time.monotonic()]
 
-    async def run_group(group: str, members: list[Cell]) -> None:
+    async def hand_back() -> None:
+        """Storing cells is synchronous: give the loop (and a cancel) a turn at least every YIELD_EVERY_S."""
+        if time.monotonic() - handed_back[0] >= YIELD_EVERY_S:
+            await asyncio.sleep(0)
+            handed_back[0] = time.monotonic()
+
+    async def run_group(group: Group) -> None:
+        members = (c for c in cells.members(group) if c.index not in done)
+        first = next(members, None)
+        if first is None:
+            return  # every cell of the group finished before (resume): not recorded again
         async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(limit)
-            for m in mech.models_of(definition, members[0].call_params):
+            for m in mech.models_of(definition, group.call_params):
                 if m in per_model:
                     await stack.enter_async_context(per_model[m])
             checkpoint()
-            recorded = await ex.record(definition, cases, members[0].call_params, experiment_id, group)
-        metrics = await ex.decide(definition, recorded.recording, [c.decision_params for c in members])
-        for k, (cell, values) in enumerate(zip(members, metrics, strict=True)):
+            recorded = await ex.record(definition, cases, group.call_params, experiment_id, group.key)
+        new = recorded.new_calls
+        for part in _chunks(itertools.chain([first], members), chunk_size):
             checkpoint()
-            new = recorded.new_calls if k == 0 else 0
-            cell_config = {"experiment_id": experiment_id, **cell.as_dict(), "recording_run": recorded.run_id}
-            with run_context(store, CELL, cell_config, name=f"{experiment_id} cell {cell.index}") as crun:
-                row = row_of(cell, values, new_calls=new, run_id=crun.run_id, recording_run=recorded.run_id)
-                crun.summary = {"row": row, "metrics": values}
-            rows[cell.index] = row
-            if on_row is not None:
-                on_row(row)
-            progress(advance=1, step=f"cell {cell.index}")
+            metrics = await ex.decide(definition, recorded.recording, [c.decision_params for c in part])
+            for cell, values in zip(part, metrics, strict=True):
+                checkpoint()
+                cell_config = {"experiment_id": experiment_id, **cell.as_dict(), "recording_run": recorded.run_id}
+                with run_context(store, CELL, cell_config, name=f"{experiment_id} cell {cell.index}") as crun:
+                    row = row_of(cell, values, new_calls=new, run_id=crun.run_id, recording_run=recorded.run_id)
+                    crun.summary = {"row": row, "metrics": values}
+                new = 0  # the group's new calls are counted on its first cell
+                rows[cell.index] = row
+                if on_row is not None:
+                    on_row(row)
+                progress(advance=1, step=f"cell {cell.index}")
+                await hand_back()
+
+    groups = cells.groups()
+
+    async def worker() -> None:
+        for group in groups:  # shared: each worker takes the next group (asyncio: no two take one)
+            await run_group(group)
 
     with run_context(store, EXPERIMENT, config, name=f"{experiment_id} {definition.name}") as run:
-        await ex.start(definition, store, models)
+        ended = False
         try:
-            tasks = [asyncio.ensure_future(run_group(g, members)) for g, members in pending.items()]
+            await ex.start(definition, store, models)
+            tasks = [asyncio.ensure_future(worker()) for _ in range(min(definition.concurrency, cells.group_count))]
             try:
                 await asyncio.gather(*tasks)
             except BaseException:
@@ -376,8 +446,11 @@ async def run_experiment(
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
+            ended = True
         finally:
             await ex.close()
+            if not ended:
+                close_recordings(store, experiment_id)
         table = [rows[i] for i in sorted(rows)]
         new_calls = store.call_count(live_only=True) - live_before
         best = best_row(table, metric)
