@@ -1152,4 +1152,6 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# Benchmarks that live beside what they measure register themselves on import.
+import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
 import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge

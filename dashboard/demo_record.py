@@ -53,6 +53,7 @@ def page_cast() -> list[Any]:
         Participant(
             id=p.id,
             model_id=p.model_id,
+            answer_model=p.answer_model,
             name=p.name,
             icon=p.icon,
             role=p.role,

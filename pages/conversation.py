@@ -19,7 +19,6 @@ from dashboard.components import breakable, export_buttons, flow_columns, md, me
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
-    DEFAULT_CAST,
     Action,
     Conversation,
     ConversationConfig,
@@ -35,6 +34,7 @@ from engine.handraise import (
     changed_hands,
     close_conversation,
     conversation_turn,
+    default_cast,
     default_ensemble,
     failure_flags,
     open_conversation,
@@ -190,6 +190,11 @@ def render() -> None:
 # -- settings --------------------------------------------------------------------------------------------------
 
 
+def _text(value: Any) -> str | None:
+    """A table cell as text; an empty cell (None, or NaN in a row just added) as None."""
+    return value if isinstance(value, str) and value else None
+
+
 def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
     catalog = state.get_catalog()
     with st.expander("Participants and settings", expanded=st.session_state[KEY + "conv"] is None):
@@ -197,19 +202,31 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             {
                 "id": p.id,
                 "model": p.model_id,
+                "answers with": p.answer_model,
                 "name": p.name,
                 "icon": p.icon,
                 "expertise": ", ".join(p.expertise),
                 "role": p.role,
             }
-            for p in DEFAULT_CAST
+            for p in default_cast(catalog.ids)
         ]
         edited = st.data_editor(
             pd.DataFrame(rows),
             num_rows="dynamic",
             width="stretch",
             key=KEY + "cast",
-            column_config={"model": st.column_config.SelectboxColumn("model", options=catalog.ids, required=True)},
+            column_config={
+                "model": st.column_config.SelectboxColumn(
+                    "model", options=catalog.ids, required=True, help="the participant's own model (its profile)"
+                ),
+                "answers with": st.column_config.SelectboxColumn(
+                    "answers with",
+                    options=catalog.ids,
+                    help="the model that writes this participant's answers. The default, SmolLM2-135M-Instruct, is "
+                    "instruction-tuned: it answers the question. A base model such as Gemma 3 270M only continues "
+                    "text (it loops and writes other speakers' lines), so it judges here but should not answer.",
+                ),
+            },
         )
         c1, c2, c3, c4 = st.columns(4)
         mode = c1.selectbox(
@@ -259,6 +276,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
                 Participant(
                     id=r["id"],
                     model_id=r.get("model") or catalog.ids[0],
+                    answer_model=_text(r.get("answers with")),
                     name=r.get("name") or r["id"],
                     icon=r.get("icon") or "🙋",
                     role=r.get("role") or "",

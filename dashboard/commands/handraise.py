@@ -334,6 +334,14 @@ def chat_cmd(
             "--models", help="Comma-separated model ids re-seating the default cast (cycled); default: the cast's own."
         ),
     ] = None,
+    answer_model: Annotated[
+        str | None,
+        typer.Option(
+            "--answer-model",
+            help="The model that writes every participant's answers; default: SmolLM2-135M-Instruct where the "
+            "catalog has it, else each participant's own model.",
+        ),
+    ] = None,
     decide: Annotated[
         str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")
     ] = "approve_all",
@@ -345,12 +353,12 @@ def chat_cmd(
     from pydantic import ValidationError
 
     from engine.handraise import (
-        DEFAULT_CAST,
         ConversationConfig,
         Mode,
         close_conversation,
         conversation_turn,
         decide_all,
+        default_cast,
         failure_flags,
         open_conversation,
         turn_json,
@@ -365,13 +373,16 @@ def chat_cmd(
         raise fail("--message is empty")
     seats = [m.strip() for m in (models or "").split(",") if m.strip()]
     cast = [
-        p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p for i, p in enumerate(DEFAULT_CAST)
+        p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p
+        for i, p in enumerate(default_cast(load_catalog().ids))
     ]
+    if answer_model:
+        cast = [p.model_copy(update={"answer_model": answer_model}) for p in cast]
     store, resolver, config = _setup(
         method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
     )
     try:
-        require_models(load_catalog(), {p.model_id for p in cast})  # they answer
+        require_models(load_catalog(), {p.model_id for p in cast} | {p.answering_model() for p in cast})
         conversation = ConversationConfig(participants=cast, config=config.model_copy(update={"mode": Mode(mode)}))
     except CatalogError as exc:
         raise fail(str(exc)) from None

@@ -14,6 +14,7 @@ One concept a module:
 Everything is re-exported here, so `from engine.handraise import X` keeps working.
 """
 
+from engine.handraise.answers import ANSWER_SYSTEM, DEFAULT_ANSWER_MODEL, answer_faults, tidy_answer
 from engine.handraise.benchmark import (
     BenchItem,
     BenchTurn,
@@ -31,9 +32,9 @@ from engine.handraise.cast import (
     DEFAULT_CAST,
     Participant,
     Turn,
+    default_cast,
 )
 from engine.handraise.conversation import (
-    ANSWER_SYSTEM,
     BatchDecision,
     Conversation,
     ConversationConfig,
@@ -121,6 +122,9 @@ __all__ = [
     "token_figures",
     "turn_json",
     "ANSWER_SYSTEM",
+    "DEFAULT_ANSWER_MODEL",
+    "answer_faults",
+    "tidy_answer",
     "Action",
     "BenchItem",
     "BenchTurn",
@@ -128,6 +132,7 @@ __all__ = [
     "ContextMode",
     "Conversation",
     "DEFAULT_CAST",
+    "default_cast",
     "DIGITS",
     "DecidedBy",
     "EMBEDDER_ID",

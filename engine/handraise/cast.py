@@ -3,9 +3,12 @@ was said."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL
 
 # -- participants ------------------------------------------------------------------------------------
 
@@ -22,6 +25,12 @@ class Participant(BaseModel):
     icon: str = "🙋"
     expertise: list[str] = Field(default_factory=list)
     role: str = ""
+    # The model that writes this participant's answers; None: `model_id` (runs stored before answering models
+    # were a setting). The judge is the conversation's (HandRaiseConfig.judge_model), whatever this says.
+    answer_model: str | None = None
+
+    def answering_model(self) -> str:
+        return self.answer_model or self.model_id
 
     def profile_text(self) -> str:
         return f"{self.name}: {self.role}. Expertise: {', '.join(self.expertise) or 'general'}."
@@ -35,6 +44,7 @@ DEFAULT_CAST = [
         icon="🧑‍💻",
         expertise=["Python", "debugging", "APIs", "databases"],
         role="writes and fixes code",
+        answer_model=DEFAULT_ANSWER_MODEL,
     ),
     Participant(
         id="designer",
@@ -43,6 +53,7 @@ DEFAULT_CAST = [
         icon="🎨",
         expertise=["UI", "UX", "colour", "typography"],
         role="shapes interfaces and visuals",
+        answer_model=DEFAULT_ANSWER_MODEL,
     ),
     Participant(
         id="researcher",
@@ -51,8 +62,16 @@ DEFAULT_CAST = [
         icon="🔬",
         expertise=["statistics", "papers", "experiments", "evaluation"],
         role="checks evidence and methods",
+        answer_model=DEFAULT_ANSWER_MODEL,
     ),
 ]
+
+
+def default_cast(known: Iterable[str]) -> list[Participant]:
+    """DEFAULT_CAST for a catalog of `known` model ids: an answering model the catalog lacks is left out (the
+    participant's own model answers). The page preselects it and the CLI uses it, so both store one config."""
+    ids = set(known)
+    return [p if p.answer_model in ids else p.model_copy(update={"answer_model": None}) for p in DEFAULT_CAST]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine.handraise.answers import answer_messages, speaker_names, tidy_answer
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
     Action,
@@ -40,15 +41,8 @@ if TYPE_CHECKING:
     from engine.store import Store
 
 
-def _context_lines(turns: Sequence[Turn], names: Mapping[str, str], limit: int) -> str:
-    shown = list(turns)[-limit:]
-    return "\n".join(f"{names.get(t.speaker, t.speaker)}: {t.text}" for t in shown) or "(empty)"
-
-
-ANSWER_SYSTEM = (
-    "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add "
-    "what only you can add."
-)
+# A little sampling keeps three answers to one question apart; more made SmolLM2 wander off the question.
+ANSWER_TEMPERATURE = 0.3
 
 
 @dataclass
@@ -90,7 +84,7 @@ class Conversation:
         *,
         emit: Emit | None = None,
         embedder: Embedder | None = None,
-        answer_max_tokens: int = 160,
+        answer_max_tokens: int = 96,
     ) -> None:
         self.participants = {p.id: p for p in participants}
         self.config = config or HandRaiseConfig()
@@ -244,6 +238,7 @@ class Conversation:
     ) -> None:
         """One approved participant answers, streamed, as soon as it is approved (other cards may still
         wait). The answers join the conversation together, in `close_answers`."""
+        from models.base import is_truncated
         from models.errors import ModelError
         from models.recording import RunCancelled
 
@@ -256,15 +251,14 @@ class Conversation:
         context = list(self.turns)  # the user turn and what came before: answers join only at the close
         p = self.participants[pid]
         names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
-        messages = [
-            {"role": "system", "content": ANSWER_SYSTEM.format(name=p.name, role=p.role or "an assistant")},
-            {"role": "user", "content": _context_lines(context, names, self.config.context_turns)},
-        ]
-        self.emit("answer_started", turn=state.turn_id, participant=pid)
+        messages = answer_messages(p, context, names, self.config.context_turns)
+        answerer, fallback = self._answerer(p)
+        self.emit("answer_started", turn=state.turn_id, participant=pid, model=answerer)
         pieces: list[str] = []
+        finish: str | None = None
         try:
-            async for chunk in self.judge.model(p.model_id).stream(
-                messages, temperature=0.7, max_tokens=self.answer_max_tokens, seed=7
+            async for chunk in self.judge.model(answerer).stream(
+                messages, temperature=ANSWER_TEMPERATURE, max_tokens=self.answer_max_tokens, seed=7
             ):
                 if chunk.text:
                     pieces.append(chunk.text)
@@ -272,11 +266,16 @@ class Conversation:
                         on_chunk(pid, chunk.text)
                 if chunk.completion is not None:
                     state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
+                    finish = chunk.completion.finish_reason
         except ModelError as exc:
             state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
         except RunCancelled as exc:  # the turn was cancelled: the answer keeps what it streamed
             state.answer_errors[pid] = f"cancelled: {exc or 'cancelled'}"
-        state.answers[pid] = "".join(pieces).strip()
+        raw = "".join(pieces).strip()
+        # The model ended the answer itself (not its token budget, an error or a cancel): complete as it is.
+        stopped = finish is not None and not is_truncated(finish) and not state.answer_errors.get(pid)
+        tidy = tidy_answer(raw, pid, speaker_names(list(self.participants.values())), cut_off=not stopped)
+        state.answers[pid] = tidy.text
         self.emit(
             "answer_finished",
             turn=state.turn_id,
@@ -284,7 +283,23 @@ class Conversation:
             text=state.answers[pid],
             tokens=state.answer_tokens.get(pid, 0),
             error=state.answer_errors.get(pid),
+            model=answerer,
+            cuts=tidy.cuts,
+            raw=raw if tidy.cuts else None,
+            fallback=fallback,
         )
+
+    def _answerer(self, p: Participant) -> tuple[str, str | None]:
+        """The model that writes `p`'s answer: its answering model, or — when the models at hand do not know
+        that one (a catalog without SmolLM2) — its own model, with the reason (stored with the answer)."""
+        wanted = p.answering_model()
+        if wanted == p.model_id:
+            return wanted, None
+        try:
+            self.judge.model(wanted)
+        except KeyError:
+            return p.model_id, f"answering model {wanted} is not in the catalog: {p.model_id} answered"
+        return wanted, None
 
     def close_answers(self, state: TurnState) -> TurnState:
         """Every card decided and every approved answer in: log the skips, add the answers to the

@@ -54,6 +54,7 @@ class FnModel(ChatModel):
             text=text,
             prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
             completion_tokens=len(text) // 4,
+            finish_reason="stop",  # a scripted reply is whole: the model ended it, as a real one does
         )
 
 

@@ -1,0 +1,136 @@
+"""`judgelab bench --only handraise.answers`: what people read in the Conversation page, before and after the
+answering model became a setting of its own.
+
+On the 24 hand-raise benchmark prompts, each labelled speaker (the first participant where none is) answers
+twice, on the bundled models:
+- **before**: the participant's judge model (Gemma 3 270M base), the old prompt (the transcript as the user's
+  turn, temperature 0.7, 160 tokens), the text as generated;
+- **after**: the default answering model (SmolLM2-135M-Instruct) through `answer_messages` and `tidy_answer`,
+  exactly as `Conversation.answer_one` does.
+
+It counts the faults a reader sees (`answer_faults`: a repeated line, an invented speaker line, an answer cut
+off mid-word or mid-sentence) and times the first streamed token. The answers themselves are written to
+`.bench/answers.json` for a blind side-by-side reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+
+LEGACY_SYSTEM = (
+    "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add "
+    "what only you can add."
+)
+FAULTS = ("repeated_line", "invented_speaker", "cut_off", "empty")
+OUT = Path(".bench") / "answers.json"
+
+
+def _legacy_messages(participant: Any, turns: list[Any], names: dict[str, str]) -> list[dict[str, str]]:
+    lines = "\n".join(f"{names.get(t.speaker, t.speaker)}: {t.text}" for t in turns[-6:])
+    return [
+        {"role": "system", "content": LEGACY_SYSTEM.format(name=participant.name, role=participant.role)},
+        {"role": "user", "content": lines},
+    ]
+
+
+async def _stream(model: Any, messages: list[dict[str, str]], temperature: float, max_tokens: int) -> tuple[str, float]:
+    started = time.perf_counter()
+    first: float | None = None
+    pieces: list[str] = []
+    async for chunk in model.stream(messages, temperature=temperature, max_tokens=max_tokens, seed=7):
+        if chunk.text:
+            first = first if first is not None else time.perf_counter() - started
+            pieces.append(chunk.text)
+    return "".join(pieces).strip(), first if first is not None else time.perf_counter() - started
+
+
+@benchmark("handraise.answers")
+def bench_answers(repeat: int, progress: Progress) -> BenchResult:
+    from engine.handraise import DEFAULT_ANSWER_MODEL, DEFAULT_CAST, Turn, answer_faults, parse_benchmark, tidy_answer
+    from engine.handraise.answers import answer_messages, speaker_names
+    from engine.handraise.conversation import ANSWER_TEMPERATURE
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    path = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "handraise.jsonl"
+    items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))
+    store, folder = _temp_store()
+    rows: list[dict[str, Any]] = []
+    try:
+        hub = ModelHub(load_catalog(), call_log=store)
+
+        async def one(item: Any) -> None:
+            cast = list(item.participants or DEFAULT_CAST)
+            speakers = [p for p in cast if item.labels.get(p.id)] or cast[:1]
+            names = {p.id: p.name for p in cast} | {"user": "User"}
+            turns = [Turn(t.speaker, t.text) for t in item.context]
+            who = speaker_names(cast)
+            for p in speakers:
+                before, before_first = await _stream(hub.get(p.model_id), _legacy_messages(p, turns, names), 0.7, 160)
+                raw, after_first = await _stream(
+                    hub.get(DEFAULT_ANSWER_MODEL), answer_messages(p, turns, names, 6), ANSWER_TEMPERATURE, 96
+                )
+                after = tidy_answer(raw, p.id, who)
+                rows.append(
+                    {
+                        "item": item.id,
+                        "language": item.language,
+                        "participant": p.id,
+                        "question": turns[-1].text if turns else "",
+                        "before": before,
+                        "before_faults": sorted(answer_faults(before, p.id, who)),
+                        "before_first_token_s": round(before_first, 3),
+                        "after": after.text,
+                        "after_raw": raw,
+                        "after_cuts": after.cuts,
+                        "after_faults": sorted(answer_faults(after.text, p.id, who)),
+                        "after_first_token_s": round(after_first, 3),
+                    }
+                )
+                if progress:
+                    row = rows[-1]
+                    progress(f"   {item.id} {p.id}: before {row['before_faults']} after {row['after_faults']}")
+
+        async def all_items() -> None:
+            for item in items:
+                await one(item)
+
+        asyncio.run(all_items())
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+    n = len(rows)
+
+    def share(side: str, fault: str) -> str:
+        k = sum(fault in r[f"{side}_faults"] for r in rows)
+        return f"{k}/{n} ({100 * k / n:.0f} %)"
+
+    metrics: dict[str, Any] = {"answers": n, "written_to": str(OUT)}
+    for side in ("before", "after"):
+        for fault in FAULTS:
+            metrics[f"{side}.{fault}"] = share(side, fault)
+    metrics["after.cut_by_tidy"] = f"{sum(bool(r['after_cuts']) for r in rows)}/{n}"
+    firsts = [r["after_first_token_s"] for r in rows]
+    result = BenchResult.from_samples(
+        "handraise.answers",
+        f"answers to the {len(items)} benchmark prompts: Gemma base as before vs {DEFAULT_ANSWER_MODEL} tidied "
+        "(samples: seconds to the first streamed token, after)",
+        firsts,
+        metrics=metrics
+        | {
+            "before.first_token_median_s": round(statistics.median(r["before_first_token_s"] for r in rows), 3),
+        },
+        target="after: no repeated line, invented speaker or cut-off answer; first token median ≤ 2 s",
+    )
+    result.met = all(not r["after_faults"] for r in rows) and (result.median or 9) <= 2
+    return result

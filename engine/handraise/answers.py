@@ -1,0 +1,208 @@
+"""What an approved participant says: the prompt its answering model gets, and the answer tidied so that a
+person can read it — never a loop, never another speaker's line, never cut mid-word or mid-URL.
+
+The judge and the answerer are different jobs. The likelihood pair (Gemma 3 270M base + SmolLM2) *ranks* who
+should speak; a base model cannot *write*: it continues the transcript, loops and stops where its token budget
+ends. So each participant has an answering model of its own (`Participant.answer_model`), by default the
+instruction-tuned SmolLM2-135M-Instruct, asked for two or three sentences with the user's message as the
+user's turn (a transcript in the user turn made it write the next speaker's line). What it still gets wrong,
+`tidy_answer` cuts, and says what it cut (`AnswerTidy.cuts`, stored with the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.handraise.cast import Participant, Turn
+
+# The conversation's default answering model: instruction-tuned, so it answers the question it is asked.
+DEFAULT_ANSWER_MODEL = "smollm2-135m"
+
+ANSWER_SYSTEM = (
+    "You are {name}, who {role} (expertise: {expertise}), in a group chat with a user and other assistants. "
+    "Reply to the user's last message in two or three plain sentences, from your own expertise. "
+    "Do not write code. Do not write other people's lines."
+)
+EARLIER = "\n\nThe chat so far:\n{lines}"
+
+# Sentence ends in English and Japanese, optionally followed by closing quotes or brackets.
+_SENTENCE_END = re.compile(r"[.!?。！？…](?:[\"'”’)\]」』）】]*)(?=\s|$)|[。！？](?:[」』）】]*)")
+_SPEAKER = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?([^\s:：*#][^:：\n]{0,40}?)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*")
+
+
+def answer_messages(
+    participant: Participant, turns: Sequence[Turn], names: Mapping[str, str], context_turns: int
+) -> list[dict[str, str]]:
+    """The answering model's messages: who it is and the chat so far (system), the user's last message (user)."""
+    system = ANSWER_SYSTEM.format(
+        name=participant.name,
+        role=participant.role or "helps",
+        expertise=", ".join(participant.expertise) or "general",
+    )
+    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].speaker == "user"), None)
+    before = list(turns[:last] if last is not None else turns)
+    earlier = before[-(context_turns - 1) :] if context_turns > 1 else []
+    if earlier:
+        system += EARLIER.format(lines="\n".join(f"{names.get(t.speaker, t.speaker)}: {t.text}" for t in earlier))
+    question = turns[last].text if last is not None else ""
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
+@dataclass(frozen=True)
+class AnswerTidy:
+    """A tidied answer and what was cut from the model's text (empty: nothing)."""
+
+    text: str
+    cuts: list[str] = field(default_factory=list)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\W+", " ", text).strip().lower()
+
+
+# A chat layout's answer header the model wrote itself ("### Answer:", "Response:"): dropped, the line kept.
+_HEADER = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?(?:answer|response|reply|assistant)(?:\*\*)?\s*[:：]", re.IGNORECASE)
+
+
+def _speaker_of(line: str, speakers: Mapping[str, str]) -> str | None:
+    """The speaker a line is written as ("Designer: …", "**User:** …"), if it names one; else None."""
+    match = _SPEAKER.match(line)
+    if match is None:
+        return None
+    return speakers.get(match.group(1).strip().lower())
+
+
+def _sentences(text: str) -> list[str]:
+    """The text split after each sentence end (the pieces joined give the text back)."""
+    out, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        out.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def _end_at_sentence(text: str) -> tuple[str, bool]:
+    """The text up to its last sentence end; without one, up to the last whole word (a URL or a word cut off
+    at the end is dropped) and an ellipsis. Returns (text, cut?)."""
+    stripped = text.rstrip()
+    if not stripped or _ends_sentence(stripped):
+        return stripped, False
+    ends = list(_SENTENCE_END.finditer(stripped))
+    if ends:
+        return stripped[: ends[-1].end()].rstrip(), True
+    words = stripped.split()
+    url = False
+    while words and ("://" in words[-1] or words[-1].startswith(("http", "www."))):
+        words.pop()
+        url = True
+    if len(words) > 1 and not url:
+        words.pop()  # the last word may be cut off mid-way
+    kept = " ".join(words).rstrip(",;:-–—")
+    return (kept + "…") if kept else "", True
+
+
+def _ends_sentence(text: str) -> bool:
+    tail = text.rstrip()
+    return bool(tail) and any(m.end() == len(tail) for m in _SENTENCE_END.finditer(tail))
+
+
+def tidy_answer(text: str, own: str, speakers: Mapping[str, str], *, cut_off: bool = True) -> AnswerTidy:
+    """`text` as a person should read it. `own` is the answering participant's id; `speakers` maps every name
+    a line may be written as (lower case: "coder", "user", …) to its speaker id.
+
+    - another speaker's line ("User: …", "Designer: …") ends the answer (`speaker`); one before any text of
+      the participant's own is dropped with it; the participant's own name in front is removed;
+    - a line or sentence said again ends it (`repeat`);
+    - a code block left open ends it (`open_code`);
+    - when `cut_off` (the model stopped at its token limit, or it is not known why it stopped), it ends at a
+      sentence (`sentence`): the last complete one, else the last whole word and "…". An answer the model
+      ended itself is complete as it is ("Check the logs")."""
+    cuts: list[str] = []
+    kept: list[str] = []
+    seen: set[str] = set()
+    in_code = False
+    code_start = 0
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            code_start = len(kept)
+            kept.append(line)
+            continue
+        if in_code:
+            kept.append(line)
+            continue
+        speaker = _speaker_of(line, speakers)
+        if speaker is not None and speaker != own:
+            if any(k.strip() for k in kept):
+                cuts.append("speaker")
+                break
+            cuts.append("speaker")
+            continue
+        if speaker == own or (speaker is None and _HEADER.match(line)):
+            line = _SPEAKER.sub("", line, count=1)
+        pieces: list[str] = []
+        repeated = False
+        for sentence in _sentences(line):
+            key = _norm(sentence)
+            if len(key) >= 8 and key in seen:
+                repeated = True
+                break
+            if len(key) >= 8:
+                seen.add(key)
+            pieces.append(sentence)
+        kept.append("".join(pieces))
+        if repeated:
+            cuts.append("repeat")
+            break
+    if in_code:
+        kept = kept[:code_start]
+        cuts.append("open_code")
+    answer = "\n".join(kept).strip()
+    answer = re.sub(r"\n{3,}", "\n\n", answer)
+    if answer and (cut_off or cuts) and not answer.rstrip().endswith("```"):
+        answer, cut = _end_at_sentence(answer)
+        if cut:
+            cuts.append("sentence")
+    return AnswerTidy(text=answer, cuts=list(dict.fromkeys(cuts)))
+
+
+def speaker_names(participants: Sequence[Participant]) -> dict[str, str]:
+    """Every name a line may be written as (lower case) → its speaker id: each participant's id and name,
+    and the user."""
+    out = {"user": "user", "you": "user", "human": "user", "instruction": "user", "input": "user"}
+    for p in participants:
+        out[p.id.lower()] = p.id
+        out[p.name.lower()] = p.id
+    return out
+
+
+# -- what a reader would call a fault (measured before and after, `judgelab bench --only handraise.answers`) --
+
+
+def answer_faults(text: str, own: str, speakers: Mapping[str, str]) -> set[str]:
+    """The faults a reader sees in an answer: `repeated_line` (a line or sentence of 8+ characters said twice),
+    `invented_speaker` (a line written as another speaker), `cut_off` (it does not end at a sentence or a
+    closed code block: cut mid-word, mid-URL or mid-sentence), `empty`."""
+    faults: set[str] = set()
+    stripped = text.strip()
+    if not stripped:
+        return {"empty"}
+    seen: set[str] = set()
+    for line in stripped.split("\n"):
+        if _speaker_of(line, speakers) not in (None, own):
+            faults.add("invented_speaker")
+        for sentence in _sentences(line):
+            key = _norm(sentence)
+            if len(key) >= 8:
+                if key in seen:
+                    faults.add("repeated_line")
+                seen.add(key)
+    if not (_ends_sentence(stripped) or stripped.endswith("```") or stripped.endswith("…")):
+        faults.add("cut_off")
+    return faults
