@@ -43,6 +43,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
+from engine.handraise.answers import cuts_note
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
@@ -109,7 +110,16 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
         r = turn.resolved[h.model]
         if r.approved:
             text, error = turn.answers.get(h.model, ""), turn.answer_errors.get(h.model)
-            lines.append({"kind": "answer", "pid": h.model, "text": text, "error": error})
+            notes = [cuts_note(turn.answer_cuts.get(h.model, [])), turn.answer_fallbacks.get(h.model, "")]
+            lines.append(
+                {
+                    "kind": "answer",
+                    "pid": h.model,
+                    "text": text,
+                    "error": error,
+                    "note": " ".join(n for n in notes if n),
+                }
+            )
         elif h.status != HandStatus.NOT_JUDGED:
             lines.append({"kind": "skip", "pid": h.model, "text": f"{skip_line(h)} · {_skip_note(h, r)}"})
     if turn.cancelled:
@@ -429,7 +439,10 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         elif item["kind"] == "answer":
             with st.chat_message("assistant", avatar=safe_avatar(icons.get(item["pid"]))):
                 st.markdown(f"**{md(names.get(item['pid'], item['pid']))}**")
-                st.text(item["text"] or "(no answer)")
+                empty = "(no usable answer: see the note below)" if item.get("note") else "(no answer)"
+                st.text(item["text"] or empty)
+                if item.get("note"):
+                    st.caption(md(item["note"]))
                 if item.get("error"):
                     st.error(md(item["error"], inline=False))
         elif item["kind"] == "note":

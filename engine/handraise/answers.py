@@ -206,3 +206,17 @@ def answer_faults(text: str, own: str, speakers: Mapping[str, str]) -> set[str]:
     if not (_ends_sentence(stripped) or stripped.endswith("```") or stripped.endswith("…")):
         faults.add("cut_off")
     return faults
+
+
+CUT_WORDS = {
+    "repeat": "a repeated sentence",
+    "speaker": "a line written as another speaker",
+    "open_code": "an unfinished code block",
+    "sentence": "an unfinished last sentence",
+}
+
+
+def cuts_note(cuts: Sequence[str]) -> str:
+    """What tidying cut from an answer, in words ("" when nothing was)."""
+    words = [CUT_WORDS.get(c, c) for c in cuts]
+    return ("✂ Tidied: cut " + ", ".join(words) + ".") if words else ""

@@ -59,6 +59,10 @@ class TurnState:
     answers: dict[str, str] = field(default_factory=dict)
     answer_tokens: dict[str, int] = field(default_factory=dict)
     answer_errors: dict[str, str] = field(default_factory=dict)
+    # What tidying cut from each answer (`tidy_answer`: repeat, speaker, open_code, sentence), and why a
+    # participant answered with its own model instead of its answering model.
+    answer_cuts: dict[str, list[str]] = field(default_factory=dict)
+    answer_fallbacks: dict[str, str] = field(default_factory=dict)
     answering: set[str] = field(default_factory=set)  # approved participants whose answer has started
     answered: bool = False
     # Set when the turn was cancelled: "judging" (no hands; the turn ends there) or "answering" (the cards
@@ -276,6 +280,9 @@ class Conversation:
         stopped = finish is not None and not is_truncated(finish) and not state.answer_errors.get(pid)
         tidy = tidy_answer(raw, pid, speaker_names(list(self.participants.values())), cut_off=not stopped)
         state.answers[pid] = tidy.text
+        state.answer_cuts[pid] = tidy.cuts
+        if fallback:
+            state.answer_fallbacks[pid] = fallback
         self.emit(
             "answer_finished",
             turn=state.turn_id,
@@ -471,6 +478,10 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
         state.answer_tokens[pid] = int(p.get("tokens") or 0)
         if p.get("error"):
             state.answer_errors[pid] = str(p["error"])
+        if isinstance(p.get("cuts"), list):
+            state.answer_cuts[pid] = [str(c) for c in p["cuts"]]
+        if p.get("fallback"):
+            state.answer_fallbacks[pid] = str(p["fallback"])
     elif type_ == "turn_cancelled":
         state.cancelled = "judging" if p.get("stage") == "judging" else "answering"
         state.cancel_reason = str(p.get("reason") or "")
