@@ -5,8 +5,9 @@ On the 24 hand-raise benchmark prompts, each labelled speaker (the first partici
 twice, on the bundled models:
 - **before**: the participant's judge model (Gemma 3 270M base), the old prompt (the transcript as the user's
   turn, temperature 0.7, 160 tokens), the text as generated;
-- **after**: the default answering model (SmolLM2-135M-Instruct) through `answer_messages` and `tidy_answer`,
-  exactly as `Conversation.answer_one` does.
+- **after**: the default answering model (SmolLM2-135M-Instruct) through `write_answer`, the function
+  `Conversation.answer_one` calls (the prompt, the stream, the tidying), with the conversation's default
+  context of 3 turns.
 
 It counts the faults a reader sees (`answer_faults`: a repeated line, an invented speaker line, an answer cut
 off mid-word or mid-sentence) and times the first streamed token. The answers themselves are written to
@@ -54,9 +55,8 @@ async def _stream(model: Any, messages: list[dict[str, str]], temperature: float
 
 @benchmark("handraise.answers")
 def bench_answers(repeat: int, progress: Progress) -> BenchResult:
-    from engine.handraise import DEFAULT_ANSWER_MODEL, DEFAULT_CAST, Turn, answer_faults, parse_benchmark, tidy_answer
-    from engine.handraise.answers import answer_messages, speaker_names
-    from engine.handraise.conversation import ANSWER_TEMPERATURE
+    from engine.handraise import DEFAULT_ANSWER_MODEL, DEFAULT_CAST, Turn, answer_faults, parse_benchmark
+    from engine.handraise.answers import speaker_names, write_answer
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
@@ -75,10 +75,8 @@ def bench_answers(repeat: int, progress: Progress) -> BenchResult:
             who = speaker_names(cast)
             for p in speakers:
                 before, before_first = await _stream(hub.get(p.model_id), _legacy_messages(p, turns, names), 0.7, 160)
-                raw, after_first = await _stream(
-                    hub.get(DEFAULT_ANSWER_MODEL), answer_messages(p, turns, names, 6), ANSWER_TEMPERATURE, 96
-                )
-                after = tidy_answer(raw, p.id, who)
+                written = await write_answer(hub.get(DEFAULT_ANSWER_MODEL), p, turns, names, who, context_turns=3)
+                after, raw, after_first = written.tidy, written.raw, written.first_piece_s or 0.0
                 rows.append(
                     {
                         "item": item.id,

@@ -12,6 +12,7 @@ Layers:
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -867,6 +868,9 @@ class Director:
 class Attempt(BaseModel):
     text: str
     review: Review
+    # What the generator was told with this draft: the previous draft's reasons and suggestion (a retry), or a
+    # WARN line's instruction carried to this turn; None for a first try with nothing carried.
+    feedback: str | None = None
 
 
 class Turn(BaseModel):
@@ -919,13 +923,14 @@ async def run_turn(
     for attempt in range(cfg.max_retries + 1):
         text = await generate(director.profile, history, feedback, attempt)
         review = await director.review(text, state, scene=scene, previous=previous)
-        attempts.append(Attempt(text=text, review=review))
+        attempts.append(Attempt(text=text, review=review, feedback=feedback))
         if emit:
             emit(
                 "director_verdict",
                 speaker=director.profile.id,
                 attempt=attempt,
                 text=text,
+                feedback=feedback,
                 **review.payload(),
                 reasons=review.reasons,
             )
@@ -964,31 +969,111 @@ async def run_turn(
     ), state
 
 
+# How many of each character's own example lines open the script the generator continues (`model_generator`).
+SHOTS = 4
+# A line's opening words as the character's examples start them ("えー、", "つまり、"): up to six characters
+# before the first comma.
+_OPENER = re.compile(r"^(.{1,6}?)、")
+# Different openers tried when a local model's line repeats one already said (its greedy continuation copies).
+FRESH_TRIES = 3
+
+
+def line_openers(profile: CharacterProfile) -> list[str]:
+    """How the character's example lines open, in the profile's order, each once."""
+    found = [m.group(0) for m in map(_OPENER.match, profile.examples) if m is not None]
+    return list(dict.fromkeys(found))
+
+
+def _said(text: str) -> str:
+    """A line's content for spotting a copy: after its opening words, without punctuation or spaces."""
+    body = _OPENER.sub("", text.strip(), count=1)
+    return re.sub(r"[\W_]+", "", body)
+
+
+def script_prompt(
+    profile: CharacterProfile,
+    partner: CharacterProfile | None,
+    history: Sequence[tuple[str, str]],
+    scene: str,
+    topic: str,
+    shots: int = SHOTS,
+) -> str:
+    """The script a model continues with the character's next line: an earlier scene of the two characters (up
+    to `shots` of each one's own example lines, taking turns, the partner first, so it ends on one of the
+    character's own lines), today's scene as a stage direction, the conversation so far, then "name:"."""
+    mine = [(profile.name, e) for e in profile.examples[: max(1, shots)]]
+    theirs = [(partner.name, e) for e in partner.examples[: max(1, shots)]] if partner is not None else []
+    opening = [line for pair in itertools.zip_longest(theirs, mine) for line in pair if line is not None]
+    pair = f"{profile.name}と{partner.name}" if partner is not None else profile.name
+    lines = [f"{speaker}: {text}" for speaker, text in opening]
+    lines.append(f"（場面が変わって: {scene}。{pair}は{topic}について話している。）")
+    lines += [f"{speaker}: {text}" for speaker, text in history[-6:]]
+    return "\n".join(lines) + f"\n{profile.name}:"
+
+
 def model_generator(
-    model: ChatModel, scene: str, topic: str, partner: CharacterProfile | None = None, max_tokens: int = 60
+    model: ChatModel,
+    scene: str,
+    topic: str,
+    partner: CharacterProfile | None = None,
+    max_tokens: int = 60,
+    *,
+    shots: int = SHOTS,
 ) -> LineGenerator:
-    """A line generator for a chat model. The script-continuation layout (sample lines of both
-    characters, then the conversation, then "name:") works for small base models as well as for
-    instruction-tuned ones; the first line of the continuation is the character's line."""
+    """A line generator for a chat model, in the character's voice: a small base model cannot follow "write a
+    line as やな", but it continues a pattern, so it gets a script (`script_prompt`) whose last lines are the
+    character's own.
+
+    - A local model fills the script in place (`fill_template`): the script is the answer's fixed text, the
+      line opens with the most likely of the character's own openers (`line_openers`) and goes on to the end
+      of the line. A retry opens differently (an opener not tried this turn), and a line that only repeats
+      one already said is written again with another opener (up to FRESH_TRIES).
+    - Any other model is asked for the next line with the script in the prompt, sampled with a seed per try.
+    `feedback` (a rejected draft's reasons, or a WARN line's instruction) goes in the instruction either way."""
+    tried: dict[tuple[str, int], list[str]] = {}
+
+    def instruction(profile: CharacterProfile, feedback: str | None) -> str:
+        text = f"姉妹の会話の台本の続きを、{profile.name}の次の1行だけ書いてください。場面: {scene}。話題: {topic}。"
+        return text + (f"\n注意: {feedback}" if feedback else "")
+
+    async def in_place(
+        profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None, script: str
+    ) -> str:
+        openers = line_openers(profile)
+        used = tried.setdefault((profile.id, len(history)), [])
+        said = {_said(t) for _, t in history} | {_said(e) for e in profile.examples}
+        if partner is not None:
+            said |= {_said(e) for e in partner.examples}
+        line = ""
+        for _ in range(FRESH_TRIES):
+            options = [o for o in openers if o not in used] or openers
+            parts: list[tuple[str, Any]] = [("text", script + " ")]
+            parts += [("choice", options)] if options else []
+            parts.append(("free", (max_tokens, "\n")))
+            completion = await model.fill_template(instruction(profile, feedback), parts)
+            line = completion.text[len(script) + 1 :].strip()
+            used.extend(o for o in options if line.startswith(o))
+            if _said(line) not in said:
+                break
+        return line
 
     async def generate(
         profile: CharacterProfile, history: Sequence[tuple[str, str]], feedback: str | None, attempt: int = 0
     ) -> str:
-        opening = [(profile.name, e) for e in profile.examples[:1]]
-        if partner is not None:
-            opening += [(partner.name, e) for e in partner.examples[:1]]
-        script = "\n".join(f"{speaker}: {text}" for speaker, text in [*opening, *history[-6:]])
-        prompt = f"姉妹の会話の台本の続きを1行だけ書いてください。\n場面: {scene}。話題: {topic}。\n"
-        if feedback:
-            prompt += f"（注意: {feedback}）\n"
-        prompt += f"{script}\n{profile.name}:"
-        # A retry carries the rejected draft's reasons (in `feedback`) and samples with its own seed: the same
-        # prompt and seed would give the same draft again.
-        completion = await model.complete(
-            prompt, temperature=0.7, max_tokens=max_tokens, seed=len(history) * 100 + attempt
-        )
-        first = next((ln.strip() for ln in completion.text.splitlines() if ln.strip()), "")
-        return re.sub(rf"^{re.escape(profile.name)}\s*[:：]\s*", "", first) or "……"
+        script = script_prompt(profile, partner, history, scene, topic, shots)
+        if getattr(model, "template_capable", False):
+            line = await in_place(profile, history, feedback, script)
+        else:
+            # A retry carries the rejected draft's reasons (in `feedback`) and samples with its own seed: the same
+            # prompt and seed would give the same draft again.
+            completion = await model.complete(
+                instruction(profile, feedback) + "\n" + script,
+                temperature=0.7,
+                max_tokens=max_tokens,
+                seed=len(history) * 100 + attempt,
+            )
+            line = next((ln.strip() for ln in completion.text.splitlines() if ln.strip()), "")
+        return re.sub(rf"^{re.escape(profile.name)}\s*[:：]\s*", "", line) or "……"
 
     return generate
 
@@ -1394,7 +1479,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
     """A duo turn as stored and shown: statuses by name, every attempt with its review and reasons."""
     return turn.model_dump(mode="json", exclude={"attempts"}) | {
         "status": turn.status.name,
-        "attempts": [{"text": a.text, "review": review_json(a.review)} for a in turn.attempts],
+        "attempts": [{"text": a.text, "review": review_json(a.review), "feedback": a.feedback} for a in turn.attempts],
     }
 
 

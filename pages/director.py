@@ -482,6 +482,9 @@ def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: 
             st.markdown("_— line dropped —_")
         else:
             st.text(turn["text"])
+        final = attempts[-1] if isinstance(attempts, list) and attempts else None
+        if final is not None and len(attempts) > 1 and final.get("feedback"):
+            st.caption("↻ Written after the director sent the last draft back with: " + md(final["feedback"]))
         if turn.get("instruction"):
             with st.expander("Instruction carried from the previous WARN line (§1)"):
                 st.text(turn["instruction"])
@@ -494,7 +497,7 @@ def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: 
             with st.expander(f"{len(rejected)} rejected draft(s)"):
                 for attempt in rejected:
                     st.markdown(f"~~{md(attempt['text'])}~~")
-                    st.caption(md(" · ".join(attempt["review"]["reasons"]) or "—"))
+                    st.caption("why: " + md(" · ".join(attempt["review"]["reasons"]) or "—"))
 
 
 def handle_duo(

@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.handraise.cast import Participant, Turn
+    from models.base import ChatModel
 
 # The conversation's default answering model: instruction-tuned, so it answers the question it is asked.
 DEFAULT_ANSWER_MODEL = "smollm2-135m"
+# A little sampling keeps three answers to one question apart; more made SmolLM2 wander off the question.
+ANSWER_TEMPERATURE = 0.3
+ANSWER_MAX_TOKENS = 96
 
 ANSWER_SYSTEM = (
     "You are {name}, who {role} (expertise: {expertise}), in a group chat with a user and other assistants. "
@@ -60,12 +66,84 @@ class AnswerTidy:
     cuts: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Written:
+    """An answer as the model streamed it (`raw`), tidied (`tidy`), and how it went: its tokens, the seconds to
+    its first piece, and the error (a ModelError's kind and message, or the cancel) that ended it early."""
+
+    raw: str
+    tidy: AnswerTidy
+    tokens: int = 0
+    first_piece_s: float | None = None
+    error: str | None = None
+
+
+async def write_answer(
+    model: ChatModel,
+    participant: Participant,
+    turns: Sequence[Turn],
+    names: Mapping[str, str],
+    speakers: Mapping[str, str],
+    *,
+    context_turns: int,
+    max_tokens: int = ANSWER_MAX_TOKENS,
+    on_chunk: Callable[[str], object] | None = None,
+) -> Written:
+    """`participant` answers the chat `turns` on `model`, streamed through `on_chunk`, then tidied. An answer
+    the model ended itself is complete as it is; one its token budget, an error or a cancel ended is cut back
+    to a sentence. The conversation and `judgelab bench --only handraise.answers` both write answers here."""
+    import time
+
+    from models.base import is_truncated
+    from models.errors import ModelError
+    from models.recording import RunCancelled
+
+    messages = answer_messages(participant, turns, names, context_turns)
+    pieces: list[str] = []
+    finish: str | None = None
+    written = Written(raw="", tidy=AnswerTidy(text=""))
+    started = time.perf_counter()
+    try:
+        async for chunk in model.stream(messages, temperature=ANSWER_TEMPERATURE, max_tokens=max_tokens, seed=7):
+            if chunk.text:
+                if written.first_piece_s is None:
+                    written.first_piece_s = time.perf_counter() - started
+                pieces.append(chunk.text)
+                if on_chunk:
+                    on_chunk(chunk.text)
+            if chunk.completion is not None:
+                written.tokens = chunk.completion.usage.completion_tokens
+                finish = chunk.completion.finish_reason
+    except ModelError as exc:
+        written.error = f"{type(exc).__name__}: {exc.message}"
+    except RunCancelled as exc:  # the turn was cancelled: the answer keeps what it streamed
+        written.error = f"cancelled: {exc or 'cancelled'}"
+    written.raw = "".join(pieces).strip()
+    stopped = finish is not None and not is_truncated(finish) and written.error is None
+    written.tidy = tidy_answer(written.raw, participant.id, speakers, cut_off=not stopped)
+    return written
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text).strip().lower()
 
 
 # A chat layout's answer header the model wrote itself ("### Answer:", "Response:"): dropped, the line kept.
 _HEADER = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?(?:answer|response|reply|assistant)(?:\*\*)?\s*[:：]", re.IGNORECASE)
+
+
+# A loop rarely repeats a whole sentence word for word: a run of 8 words (or, in Japanese, 12 characters) said
+# again is a repeat too.
+NGRAM_WORDS, NGRAM_CHARS = 8, 12
+
+
+def _grams(text: str) -> set[str]:
+    """The runs a repeat is spotted by: 8-word runs, or 12-character runs of a text written without spaces."""
+    words = re.findall(r"\w+", text.lower())
+    if len(words) >= NGRAM_WORDS and len(words) * 4 >= len(text.replace(" ", "")) / 3:
+        return {" ".join(words[i : i + NGRAM_WORDS]) for i in range(len(words) - NGRAM_WORDS + 1)}
+    chars = re.sub(r"\W+", "", text)
+    return {chars[i : i + NGRAM_CHARS] for i in range(len(chars) - NGRAM_CHARS + 1)}
 
 
 def _speaker_of(line: str, speakers: Mapping[str, str]) -> str | None:
@@ -126,6 +204,7 @@ def tidy_answer(text: str, own: str, speakers: Mapping[str, str], *, cut_off: bo
     cuts: list[str] = []
     kept: list[str] = []
     seen: set[str] = set()
+    seen_grams: set[str] = set()
     in_code = False
     code_start = 0
     for line in text.replace("\r\n", "\n").split("\n"):
@@ -149,12 +228,13 @@ def tidy_answer(text: str, own: str, speakers: Mapping[str, str], *, cut_off: bo
         pieces: list[str] = []
         repeated = False
         for sentence in _sentences(line):
-            key = _norm(sentence)
-            if len(key) >= 8 and key in seen:
+            key, grams = _norm(sentence), _grams(sentence)
+            if (len(key) >= 8 and key in seen) or grams & seen_grams:
                 repeated = True
                 break
             if len(key) >= 8:
                 seen.add(key)
+            seen_grams |= grams
             pieces.append(sentence)
         kept.append("".join(pieces))
         if repeated:
@@ -186,7 +266,8 @@ def speaker_names(participants: Sequence[Participant]) -> dict[str, str]:
 
 
 def answer_faults(text: str, own: str, speakers: Mapping[str, str]) -> set[str]:
-    """The faults a reader sees in an answer: `repeated_line` (a line or sentence of 8+ characters said twice),
+    """The faults a reader sees in an answer: `repeated_line` (a sentence of 8+ characters, or a run of 8 words
+    or 12 characters, said twice),
     `invented_speaker` (a line written as another speaker), `cut_off` (it does not end at a sentence or a
     closed code block: cut mid-word, mid-URL or mid-sentence), `empty`."""
     faults: set[str] = set()
@@ -194,15 +275,17 @@ def answer_faults(text: str, own: str, speakers: Mapping[str, str]) -> set[str]:
     if not stripped:
         return {"empty"}
     seen: set[str] = set()
+    seen_grams: set[str] = set()
     for line in stripped.split("\n"):
         if _speaker_of(line, speakers) not in (None, own):
             faults.add("invented_speaker")
         for sentence in _sentences(line):
-            key = _norm(sentence)
+            key, grams = _norm(sentence), _grams(sentence)
+            if (len(key) >= 8 and key in seen) or grams & seen_grams:
+                faults.add("repeated_line")
             if len(key) >= 8:
-                if key in seen:
-                    faults.add("repeated_line")
                 seen.add(key)
+            seen_grams |= grams
     if not (_ends_sentence(stripped) or stripped.endswith("```") or stripped.endswith("…")):
         faults.add("cut_off")
     return faults

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.handraise.answers import answer_messages, speaker_names, tidy_answer
+from engine.handraise.answers import ANSWER_MAX_TOKENS, speaker_names, write_answer
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
     Action,
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
     from engine.embeddings import Embedder
     from engine.events import Emit, EventSink
     from engine.store import Store
-
-
-# A little sampling keeps three answers to one question apart; more made SmolLM2 wander off the question.
-ANSWER_TEMPERATURE = 0.3
 
 
 @dataclass
@@ -88,7 +84,7 @@ class Conversation:
         *,
         emit: Emit | None = None,
         embedder: Embedder | None = None,
-        answer_max_tokens: int = 96,
+        answer_max_tokens: int = ANSWER_MAX_TOKENS,
     ) -> None:
         self.participants = {p.id: p for p in participants}
         self.config = config or HandRaiseConfig()
@@ -242,10 +238,6 @@ class Conversation:
     ) -> None:
         """One approved participant answers, streamed, as soon as it is approved (other cards may still
         wait). The answers join the conversation together, in `close_answers`."""
-        from models.base import is_truncated
-        from models.errors import ModelError
-        from models.recording import RunCancelled
-
         if state.answered or pid in state.answering:
             raise ValueError(f"{pid} already answered turn {state.turn_id}")
         resolution = state.resolved.get(pid)
@@ -255,32 +247,24 @@ class Conversation:
         context = list(self.turns)  # the user turn and what came before: answers join only at the close
         p = self.participants[pid]
         names = {q.id: q.name for q in self.participants.values()} | {"user": "User"}
-        messages = answer_messages(p, context, names, self.config.context_turns)
         answerer, fallback = self._answerer(p)
         self.emit("answer_started", turn=state.turn_id, participant=pid, model=answerer)
-        pieces: list[str] = []
-        finish: str | None = None
-        try:
-            async for chunk in self.judge.model(answerer).stream(
-                messages, temperature=ANSWER_TEMPERATURE, max_tokens=self.answer_max_tokens, seed=7
-            ):
-                if chunk.text:
-                    pieces.append(chunk.text)
-                    if on_chunk:
-                        on_chunk(pid, chunk.text)
-                if chunk.completion is not None:
-                    state.answer_tokens[pid] = chunk.completion.usage.completion_tokens
-                    finish = chunk.completion.finish_reason
-        except ModelError as exc:
-            state.answer_errors[pid] = f"{type(exc).__name__}: {exc.message}"
-        except RunCancelled as exc:  # the turn was cancelled: the answer keeps what it streamed
-            state.answer_errors[pid] = f"cancelled: {exc or 'cancelled'}"
-        raw = "".join(pieces).strip()
-        # The model ended the answer itself (not its token budget, an error or a cancel): complete as it is.
-        stopped = finish is not None and not is_truncated(finish) and not state.answer_errors.get(pid)
-        tidy = tidy_answer(raw, pid, speaker_names(list(self.participants.values())), cut_off=not stopped)
-        state.answers[pid] = tidy.text
-        state.answer_cuts[pid] = tidy.cuts
+        written = await write_answer(
+            self.judge.model(answerer),
+            p,
+            context,
+            names,
+            speaker_names(list(self.participants.values())),
+            context_turns=self.config.context_turns,
+            max_tokens=self.answer_max_tokens,
+            on_chunk=(lambda text: on_chunk(pid, text)) if on_chunk else None,
+        )
+        state.answers[pid] = written.tidy.text
+        state.answer_cuts[pid] = written.tidy.cuts
+        if written.tokens:
+            state.answer_tokens[pid] = written.tokens
+        if written.error:
+            state.answer_errors[pid] = written.error
         if fallback:
             state.answer_fallbacks[pid] = fallback
         self.emit(
@@ -291,8 +275,8 @@ class Conversation:
             tokens=state.answer_tokens.get(pid, 0),
             error=state.answer_errors.get(pid),
             model=answerer,
-            cuts=tidy.cuts,
-            raw=raw if tidy.cuts else None,
+            cuts=written.tidy.cuts,
+            raw=written.raw if written.tidy.cuts else None,
             fallback=fallback,
         )
 

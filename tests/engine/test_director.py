@@ -597,3 +597,28 @@ def test_shipped_script_is_valid() -> None:
 
     rows = [json.loads(line) for line in (DATA_DIR / "scripts" / "beach.jsonl").read_text().splitlines()]
     assert len(rows) >= 40 and {r["character"] for r in rows} == {"yana", "ayu"}
+
+
+def test_the_generator_script_ends_on_the_characters_own_voice() -> None:
+    from engine.director import line_openers, load_character, script_prompt
+
+    yana, ayu = load_character("yana"), load_character("ayu")
+    assert line_openers(yana)[:3] == ["えー、", "うーん、", "そっか、"]
+    assert line_openers(ayu)[:2] == ["つまり、", "要するに、"]
+    script = script_prompt(yana, ayu, [("あゆ", "海は広いですね。")], "海辺の散歩", "夏の思い出", shots=2)
+    lines = script.split("\n")
+    # the partner first, taking turns, so the earlier scene ends on one of やな's own lines
+    assert [ln.split(":")[0] for ln in lines[:4]] == ["あゆ", "やな", "あゆ", "やな"]
+    assert lines[4] == "（場面が変わって: 海辺の散歩。やなとあゆは夏の思い出について話している。）"
+    assert lines[5:] == ["あゆ: 海は広いですね。", "やな:"]
+
+
+def test_every_shipped_example_line_passes_its_own_director() -> None:
+    """The generator puts these before a character's turn: they must be lines its director takes."""
+    from engine.director import DirectorConfig, Status, evaluate_rules, load_character
+
+    for cid in ("yana", "ayu"):
+        profile = load_character(cid)
+        assert len(profile.examples) >= 4
+        for line in profile.examples:
+            assert evaluate_rules(line, profile, DirectorConfig(), None).status == Status.PASS, (cid, line)
