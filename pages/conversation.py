@@ -43,7 +43,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
-from engine.handraise.answers import cuts_note
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
@@ -238,6 +238,13 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
                 ),
             },
         )
+        answering = {a for a in edited.get("answers with", pd.Series(dtype=object)).tolist() if isinstance(a, str)}
+        if DEFAULT_ANSWER_MODEL in answering:
+            st.caption(
+                "SmolLM2-135M-Instruct writes short answers in English, on topic but with little knowledge, and "
+                "cannot write Japanese: for real answers, pick a larger model under “answers with” (an API model "
+                "or a bigger GGUF in the catalog). The judge is unaffected."
+            )
         c1, c2, c3, c4 = st.columns(4)
         mode = c1.selectbox(
             "Mode",

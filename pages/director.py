@@ -404,6 +404,13 @@ def _batch_verdicts(lines: tuple[ScriptLine, ...], default: str) -> list[ScriptV
 
 
 # -- duo ------------------------------------------------------------------------------------------
+def _is_base_model(model_id: str) -> bool:
+    try:
+        return state.get_catalog().get(model_id).tuning == "base"
+    except KeyError:
+        return False
+
+
 def _render_duo(profiles: dict[str, Any]) -> None:
     names = list(profiles)
     c1, c2 = st.columns(2)
@@ -424,6 +431,12 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     topic = c1.text_input("Topic", "夏の思い出", key=KEY + "duo_topic")
     scene = c2.text_input("Scene", "海辺の散歩", key=KEY + "duo_scene")
     model_id = _model_picker(KEY + "duo_model")
+    if model_id is not None and _is_base_model(model_id):
+        st.caption(
+            "A small base model cannot follow “write a line as やな”: it continues a script that opens with each "
+            "sister's own lines, so their voices hold, but it rarely keeps to the topic. For lines on topic, pick a "
+            "larger model (an API model, or a bigger GGUF added to the catalog)."
+        )
     c3, c4, c5 = st.columns(3)
     turns = c3.number_input("Turns", 1, 20, 4, key=KEY + "duo_turns")
     retries = c4.number_input("Max retries", 0, 5, 2, key=KEY + "duo_retries")
