@@ -165,10 +165,17 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+# A list item's marker with nothing after it ("2.", "-", "3)"): where a budget ran out, not a sentence end.
+_BARE_MARKER = re.compile(r"\n\s*(?:\d+[.)]|[-*•])\s*$")
+
+
 def _end_at_sentence(text: str) -> tuple[str, bool]:
     """The text up to its last sentence end; without one, up to the last whole word (a URL or a word cut off
     at the end is dropped) and an ellipsis. Returns (text, cut?)."""
     stripped = text.rstrip()
+    bare = _BARE_MARKER.search(stripped)
+    if bare is not None:
+        return _end_at_sentence(stripped[: bare.start()])[0], True
     if not stripped or _ends_sentence(stripped):
         return stripped, False
     ends = list(_SENTENCE_END.finditer(stripped))
@@ -286,7 +293,9 @@ def answer_faults(text: str, own: str, speakers: Mapping[str, str]) -> set[str]:
             if len(key) >= 8:
                 seen.add(key)
             seen_grams |= grams
-    if not (_ends_sentence(stripped) or stripped.endswith("```") or stripped.endswith("…")):
+    if _BARE_MARKER.search(stripped) or not (
+        _ends_sentence(stripped) or stripped.endswith("```") or stripped.endswith("…")
+    ):
         faults.add("cut_off")
     return faults
 
