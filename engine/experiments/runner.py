@@ -340,7 +340,9 @@ async def run_experiment(
         "cells": len(cells),
         "resumed": bool(resume),
     }
-    progress(total=len(cells), done=len(done), step="starting")
+    # the cells wait on the recordings: their cases (and calls) are counted too, and pace the ETA
+    recorded_items = len(cases) * len(pending) if mech.calls else 0
+    progress(total=len(cells), done=len(done), step="starting", items_total=recorded_items or None)
     limit = asyncio.Semaphore(definition.concurrency)
     per_model = {m: asyncio.Semaphore(n) for m, n in definition.per_model_concurrency.items()}
 
