@@ -24,13 +24,14 @@ from engine.config import get_settings
 from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
 from engine.experiments.analysis import (
     LOWER_IS_BETTER,
-    available_costs,
     compare_cells,
     heatmap_grid,
     jury_cases,
     jury_effect,
     metric_columns,
     pareto_front,
+    shared_costs,
+    traded_costs,
 )
 from engine.experiments.runner import list_experiments, show_experiment
 
@@ -325,18 +326,46 @@ def _render_results(run_id: str, live: bool) -> None:
         _render_export(shown)
 
 
+COST_UNITS = {"calls": "calls", "tokens": "tokens", "latency_s": "s median latency", "cost": "$"}
+
+
+def cost_text(costs: dict[str, float]) -> str:
+    """'24 calls, 6,432 tokens, $0' — the costs every cell shares."""
+    parts = []
+    for name, value in costs.items():
+        if name == "cost":
+            parts.append(f"${value:,.4g}")
+        elif name == "latency_s":
+            parts.append(f"{value:.3g} s median latency")
+        else:
+            parts.append(f"{value:,.0f} {COST_UNITS.get(name, name)}")
+    return ", ".join(parts)
+
+
+def table_rows(rows: list[dict[str, Any]], best_cell: int | None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The rows as the table shows them, and the costs they all share (said once, above the table, rather
+    than on every row as if each cell had paid them): each row keeps its own new calls."""
+    same = shared_costs(rows)
+    hidden = {"run_id", "recording_run", *same}
+    return [
+        {
+            "best": "★" if r.get("cell") == best_cell else "",
+            **{k: v for k, v in r.items() if k not in hidden},
+            "run": f"/runs?run={r['run_id']}",
+            "replay": f"/replay?run={r['run_id']}",
+        }
+        for r in rows
+    ], same
+
+
 def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: int | None) -> None:
-    frame = pd.DataFrame(
-        [
-            {
-                "best": "★" if r.get("cell") == best_cell else "",
-                **{k: v for k, v in r.items() if k not in ("run_id", "recording_run")},
-                "run": f"/runs?run={r['run_id']}",
-                "replay": f"/replay?run={r['run_id']}",
-            }
-            for r in rows
-        ]
-    )
+    shown, same = table_rows(rows, best_cell)
+    if same and len(rows) > 1:
+        st.caption(
+            f"The same for every cell, so not repeated on each row: {md(cost_text(same))}. *new_calls* is what "
+            "each cell made itself: the first cell decided from a recording pays for it, the others pay nothing."
+        )
+    frame = pd.DataFrame(shown)
     for column in frame.columns:  # mixed types (a parameter of strings and numbers) shown as text
         if frame[column].map(type).nunique() > 1:
             frame[column] = frame[column].map(lambda v: "" if v is None else str(v))
@@ -377,13 +406,17 @@ def _render_charts(
 def _render_pareto(
     rows: list[dict[str, Any]], parameters: list[str], metric: str, best_cell: int | None, maximize: bool
 ) -> None:
-    costs = [c for c in available_costs(rows) if c != metric]
+    costs = [c for c in traded_costs(rows) if c != metric]
     if not costs:
-        st.info("These cells record no cost (calls, tokens, latency or $).")
+        same = shared_costs(rows)
+        st.info(
+            f"Every cell costs the same ({md(cost_text(same))}): there is no cost to trade quality against, so no "
+            "Pareto chart."
+            if same
+            else "These cells record no cost (calls, tokens, latency or $)."
+        )
         return
-    cost = st.selectbox(
-        "Cost", costs, key=KEY + "cost", help="calls, new_calls, tokens, latency_s (median per case) or cost ($)"
-    )
+    cost = st.selectbox("Cost", costs, key=KEY + "cost", help="calls, tokens, latency_s (median per case) or cost ($)")
     front = pareto_front(rows, metric, cost, maximize=maximize)
     st.plotly_chart(
         charts.experiment_pareto(rows, front, metric, cost, parameters=parameters, best_cell=best_cell),
