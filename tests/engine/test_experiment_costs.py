@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from engine.experiments import run_experiment
 from engine.experiments.analysis import shared_costs, traded_costs
@@ -22,7 +23,7 @@ def test_a_decision_sweep_shares_its_recordings_cost_and_has_nothing_to_trade(tm
 
 
 def test_costs_that_differ_between_cells_are_traded_and_a_failed_cell_does_not_count() -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"cell": 0, "calls": 10, "tokens": 100, "cost": 0.0, "new_calls": 10},
         {"cell": 1, "calls": 14, "tokens": 100, "cost": 0.0, "new_calls": 0},
         {"cell": 2, "error": "refused"},
