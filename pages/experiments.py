@@ -91,7 +91,20 @@ def _watched_run() -> str | None:
     if run_id:
         st.session_state[KEY + "run_id"] = run_id
         set_url_run(run_id)
+        if st.session_state.get(KEY + "form_for") != run_id:  # first sight of this run: the form shows its file
+            st.session_state[KEY + "form_for"] = run_id
+            restore_form(run_id)
     return run_id
+
+
+def restore_form(run_id: str) -> None:
+    """After a reload the definition shown is the attached experiment's, when it came from a shipped file
+    (a form or an upload is not kept: the page then shows its results only, under a collapsed definition)."""
+    run = state.get_store().get_run(run_id)
+    source = str(run.config.get("source") or "") if run is not None else ""
+    shipped = next((p for p in shipped_files() if source and (str(p) == source or p.name == Path(source).name)), None)
+    if shipped is not None:
+        st.session_state[KEY + "source"], st.session_state[KEY + "file"] = "Shipped YAML", shipped
 
 
 class CellsView:
@@ -235,6 +248,7 @@ def handle_launch(definition: Experiment, source: str) -> str | None:
         st.session_state[KEY + "error"] = f"The experiment could not start: {exc}"
         return None
     st.session_state[KEY + "run_id"] = run_id
+    st.session_state[KEY + "form_for"] = run_id
     set_url_run(run_id)
     state.clear_reads()
     return run_id

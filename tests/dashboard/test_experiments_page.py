@@ -118,6 +118,7 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     # a reload (the URL holds the run) shows the same results
     again = _page({"run": run_id}).run()
     assert not again.exception and len(_frame(again, "experiments.table")) == 27
+    assert again.selectbox(key="experiments.file").value == director  # the form shows the file it ran, not the first
 
 
 def test_the_form_is_validated_with_line_and_field(slow_jurors: ScriptedHub) -> None:
