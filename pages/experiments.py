@@ -292,12 +292,18 @@ def _render_results(run_id: str, live: bool) -> None:
         return
     rows, parameters = shown["rows"], shown["parameters"]
     st.subheader(f"{md(shown['name'])} — {md(eid)}")
+    calls = f" · {shown['new_calls']} new model calls" if rows or not live else ""  # while recording: the bar's
     st.caption(
-        f"{shown['finished']} / {shown['cells']} cells finished · {shown['new_calls']} new model calls · "
+        f"{shown['finished']} / {shown['cells']} cells finished{calls} · "
         f"decision parameters re-decided with no call: {md(', '.join(shown['decision_parameters']))}"
     )
     if not rows:
-        st.info("No cell has finished yet.")
+        st.info(
+            "Recording the cases first (the progress above counts them and their calls); each cell is then "
+            "decided from the recording."
+            if live
+            else "No cell has finished yet."
+        )
         return
     if live:
         _render_table(rows, parameters, None)  # the cells so far; the charts wait for the end

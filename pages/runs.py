@@ -103,10 +103,10 @@ def _render_filters() -> RunFilter:
         help="Runs that called this model, or name it in their config.",
     )
     tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
-    d1, d2, d3 = st.columns([1, 2, 1], vertical_alignment="bottom")
+    d1, d2 = st.columns([1, 3])
     config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
-    members = d3.toggle(
-        "Experiment cells as rows",
+    members = st.toggle(
+        "Show experiment cells and recordings as rows",
         key=KEY + "members",
         help="An experiment's cells and recordings are listed under it (pick the experiment); "
         "this lists them in the history too.",
@@ -160,8 +160,8 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "run": r["run"],
                 "name": r["name"],
+                "run": r["run"],
                 "kind": r["kind"],
                 "status": r["status"],
                 "experiment": r.get("cells") or (f"in {r['experiment']}" if r.get("experiment") else ""),
@@ -214,10 +214,12 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
         if clicked:
             handle_select(clicked)
     ids = frame["run"].tolist()
+    names = dict(zip(ids, frame["name"].tolist(), strict=True))
     current = st.session_state[KEY + "selected"]
     st.selectbox(
         "Run",
         ids,
+        format_func=lambda i: f"{names[i]} · {i}" if names.get(i) else i,
         index=ids.index(current) if current in ids else None,
         key=KEY + "pick",
         placeholder="choose a run…",
