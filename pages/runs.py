@@ -360,9 +360,8 @@ def _render_parent(eid: str) -> None:
     if parent is None:
         st.caption(f"Part of experiment {md(eid)} (its run is no longer stored).")
         return
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    c1.caption(f"Part of experiment {md(eid)} — {md(display_name(parent))}")
-    c2.button("Open the experiment", key=f"{KEY}parent.{parent.id}", on_click=handle_select, args=(parent.id,))
+    st.caption(f"Part of experiment {md(eid)} — {md(display_name(parent))}")
+    st.button("Open the experiment", key=f"{KEY}parent.{parent.id}", on_click=handle_select, args=(parent.id,))
 
 
 def _render_manage(run_id: str, name: str, status: str) -> None:
