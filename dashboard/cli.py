@@ -269,17 +269,28 @@ def runs_list(
     until: Annotated[str | None, typer.Option(help="Started on or before this date (the whole day).")] = None,
     limit: Annotated[int, typer.Option(min=1)] = 50,
     offset: Annotated[int, typer.Option(min=0, help="Skip this many matching runs (paging).")] = 0,
+    cells: Annotated[
+        bool,
+        typer.Option(
+            "--cells",
+            help="List experiment cells and recordings too (by default an experiment is one line, "
+            "its cells under it: `runs list --cells --search EXPERIMENT_ID`).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """The recorded runs, newest first, filtered as on the Runs page."""
+    """The recorded runs, newest first, filtered as on the Runs page; an experiment is one line."""
+    from engine.history import EXPERIMENT_KIND, MEMBER_KINDS, display_name, experiment_line, experiment_of
     from engine.store import RUN_STATUSES, RunFilter
 
     unknown = [s for s in status or [] if s not in RUN_STATUSES]
     if unknown:
         raise fail(f"unknown status {', '.join(unknown)} — one of {', '.join(RUN_STATUSES)}")
+    grouped = not cells and not (kind or "").startswith(EXPERIMENT_KIND + ".")  # `--kind experiment.cell`: cells
     where = RunFilter(
         text=search,
         kind_prefix=kind or "",
+        exclude_kinds=MEMBER_KINDS if grouped else (),
         statuses=tuple(status or ()),
         model=model,
         config_hash=config_hash,
@@ -291,12 +302,23 @@ def runs_list(
     runs = store.search_runs(where, limit=limit, offset=offset)
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
-    rows = [_run_row(r, totals.get(r.id, {})) | {"tags": tags.get(r.id, [])} for r in runs]
+    firsts = store.first_events([r.id for r in runs if r.kind == "handraise.conversation"], "user_message")
+    rows = [
+        _run_row(r, totals.get(r.id, {}))
+        | {
+            "tags": tags.get(r.id, []),
+            "title": display_name(r, str((firsts.get(r.id) or {}).get("text") or "") or None),
+            "experiment_id": experiment_of(r),
+            "experiment": experiment_line(r) if r.kind == EXPERIMENT_KIND else None,
+        }
+        for r in runs
+    ]
     if as_json:
         emit_json(rows)
         return
     if not rows:
-        say("no runs match" if where != RunFilter() or offset else "no runs recorded yet")
+        unfiltered = where in (RunFilter(), RunFilter(exclude_kinds=MEMBER_KINDS))
+        say("no runs match" if not unfiltered or offset else "no runs recorded yet")
         return
     for r in rows:
         say(
@@ -304,6 +326,8 @@ def runs_list(
             f"tokens={r['prompt_tokens'] + r['completion_tokens']:<6} cost=${r['cost']:.5f}"
             + _would_cost_text(r["would_cost"])
             + (f"  [{', '.join(r['tags'])}]" if r["tags"] else "")
+            + (f"  {r['title']}" if r["title"] else "")
+            + (f"  ({r['experiment']})" if r["experiment"] else "")
         )
 
 

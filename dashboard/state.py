@@ -102,15 +102,21 @@ def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
+    from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of
+
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
+    firsts = store.first_events([r.id for r in runs if r.kind == "handraise.conversation"], "user_message")
     rows = []
     for r in runs:
         t = totals.get(r.id, {})
         rows.append(
             {
                 "run": r.id,
-                "name": r.name,
+                "name": display_name(r, str((firsts.get(r.id) or {}).get("text") or "") or None),
+                "stored_name": r.name,
+                "experiment": experiment_of(r),
+                "cells": experiment_line(r) if r.kind == EXPERIMENT_KIND else "",
                 "kind": r.kind,
                 "status": r.status,
                 "tags": tags.get(r.id, []),

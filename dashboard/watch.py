@@ -48,18 +48,42 @@ def set_url_run(run_id: str | None, param: str = "run") -> None:
 
 
 def eta_text(progress: dict[str, Any] | None) -> str:
-    """'3 / 10 · discussion round 1 · 12 s elapsed · about 28 s left' from a progress dict."""
+    """'3 / 10 · discussion round 1 · 12 s elapsed · about 28 s left' from a progress dict; a run that records
+    items first (an experiment) also says how many items and calls it has recorded: '0 / 264 · 7 / 24 items
+    recorded · 21 calls · judged h07 · 14 s elapsed · about 40 s left'."""
     if not progress:
         return "starting…"
     done, total = progress.get("done") or 0, progress.get("total")
     parts = [f"{done} / {total}" if total else f"{done} done"]
+    items, items_total = int(progress.get("items") or 0), progress.get("items_total")
+    if items_total:
+        parts.append(f"{items} / {items_total} items recorded")
+    elif items:
+        parts.append(f"{items} items recorded")
+    if "calls" in progress:
+        calls = int(progress.get("calls") or 0)
+        parts.append(f"{calls} call{'' if calls == 1 else 's'}")
     if progress.get("step"):
         parts.append(str(progress["step"]))
     if progress.get("elapsed_s") is not None:
         parts.append(f"{float(progress['elapsed_s']):.0f} s elapsed")
     eta = progress.get("eta_s")
-    parts.append("ETA after the first step" if eta is None else f"about {float(eta):.0f} s left")
+    if eta is None:
+        recording = bool(items_total) and items < int(items_total or 0)
+        parts.append("ETA after the first item" if recording else "ETA after the first step")
+    elif float(eta) < 1 and total and done < total:
+        parts.append("almost done")
+    else:
+        parts.append(f"about {_duration(float(eta))} left")
     return " · ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def fold_events(run_id: str, fold: Callable[[], V], key: str) -> V:
@@ -74,15 +98,25 @@ def fold_events(run_id: str, fold: Callable[[], V], key: str) -> V:
     return cache["view"]
 
 
+def progress_fraction(progress: dict[str, Any] | None) -> float:
+    """How far the bar is: the share of the time elapsed once there is an ETA (so a recording that precedes
+    every unit moves the bar too), else done / total."""
+    if not progress:
+        return 0.0
+    elapsed, eta = progress.get("elapsed_s"), progress.get("eta_s")
+    if elapsed is not None and eta is not None and float(elapsed) + float(eta) > 0:
+        return min(1.0, float(elapsed) / (float(elapsed) + float(eta)))
+    if progress.get("total"):
+        return min(1.0, float(progress.get("done") or 0) / float(progress["total"]))
+    return 0.0
+
+
 def render_progress(run_id: str, key: str) -> None:
     """The progress bar with counts and ETA, and Cancel (only where this process runs it)."""
     registry = state.get_registry()
     progress = registry.progress(run_id)
-    fraction = 0.0
-    if progress and progress.get("total"):
-        fraction = min(1.0, float(progress.get("done") or 0) / float(progress["total"]))
     bar, button = st.columns([5, 1])
-    bar.progress(fraction, text=md(eta_text(progress)))
+    bar.progress(progress_fraction(progress), text=md(eta_text(progress)))
     here = registry.is_live(run_id)
 
     def cancel() -> None:

@@ -115,3 +115,97 @@ def cell(value: object, limit: int = 200) -> str:
     """A config or figure value as one line of text (JSON for anything but a string), cut at `limit`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the history as people read it: experiments grouped, runs named -------------------------------------------
+
+EXPERIMENT_KIND = "experiment"
+# Runs that belong to an experiment (its cells, its recordings): listed under it, not in the history itself.
+MEMBER_KINDS = ("experiment.cell", "experiment.record")
+NAME_CHARS = 90
+
+
+def experiment_of(run: Run) -> str | None:
+    """The experiment a run belongs to (or is), None for any other run."""
+    if run.kind != EXPERIMENT_KIND and run.kind not in MEMBER_KINDS:
+        return None
+    eid = run.config.get("experiment_id")
+    return str(eid) if eid else None
+
+
+def _short(text: str, limit: int = NAME_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _derived_name(run: Run, first_message: str | None) -> str:
+    """What the run is about, from what it stored: the case, the first message, the script, the sweep."""
+    cfg, kind = run.config, run.kind
+    if kind.startswith("jury") and isinstance(cfg.get("case"), Mapping):
+        case = cfg["case"]
+        title, cid = str(case.get("title") or ""), str(case.get("id") or "")
+        return f"{title} ({cid})" if title and cid and title != cid else title or cid
+    if kind == "handraise.conversation":
+        return f"“{_short(first_message, NAME_CHARS - 2)}”" if first_message else "conversation, no message yet"
+    if kind == EXPERIMENT_KIND:
+        definition = cfg.get("definition")
+        name = definition.get("name") if isinstance(definition, Mapping) else None
+        return str(name or "")
+    if kind == "experiment.cell":
+        params = cfg.get("params")
+        label = "trial" if "trial" in cfg else "cell"
+        number = cfg.get("trial", cfg.get("cell"))
+        text = _params(params) if isinstance(params, Mapping) else ""
+        return f"{label} {number}" + (f": {text}" if text else "")
+    if kind == "experiment.record":
+        params = cfg.get("call_params")
+        return "recording" + (f": {_params(params)}" if isinstance(params, Mapping) and params else " of the cases")
+    if kind.startswith("director.") and cfg.get("source"):
+        return f"script {str(cfg['source']).replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    if kind == "director.duo" and cfg.get("first"):
+        return f"{cfg['first']} × {cfg.get('second')}: {cfg.get('topic', '')}".rstrip(": ")
+    if kind == "skip.simulate" and isinstance(cfg.get("workload"), Mapping):
+        w = cfg["workload"]
+        return f"{w.get('channels', '?')} channels × {w.get('hours', '?')} h"
+    if kind in ("models.prompt", "models.check") and cfg.get("model_id"):
+        return f"model {cfg['model_id']}"
+    return ""
+
+
+def _default_name(run: Run) -> bool:
+    """A name its entry point gave without saying what the run is about (an id, a kind): replaced by the
+    derived one. Any other name (given by whoever started it, or a rename) is kept."""
+    name, cfg = run.name.strip(), run.config
+    if not name or name in ("conversation", "model scorecard"):
+        return True
+    case = cfg.get("case")
+    if run.kind.startswith("jury") and isinstance(case, Mapping) and name == f"jury {case.get('id')}":
+        return True
+    eid = cfg.get("experiment_id")
+    return bool(eid) and name.startswith(str(eid))
+
+
+def display_name(run: Run, first_message: str | None = None) -> str:
+    """The run's name as people read it, one line: its own name when someone gave it one, else what it is
+    about (a jury case's title, a conversation's first message, a script, a sweep's name or a cell's
+    settings), else its stored name."""
+    if run.name.strip() and not _default_name(run):
+        return _short(run.name)
+    return _short(_derived_name(run, first_message) or run.name)
+
+
+def experiment_line(run: Run) -> str:
+    """An experiment run in one line: its cells and best figure ('264 cells · best f1 0.6213 (cell 12)')."""
+    summary, cfg = run.summary, run.config
+    cells = summary.get("cells", cfg.get("cells"))
+    parts = [f"{cells} cells" if cells is not None else "cells"]
+    best, metric = summary.get("best"), summary.get("metric")
+    if isinstance(best, Mapping) and metric and isinstance(best.get(metric), int | float):
+        parts.append(f"best {metric} {best[metric]:.4g} (cell {best.get('cell', best.get('trial'))})")
+    elif run.status == "running":
+        parts.append("running")
+    return " · ".join(parts)

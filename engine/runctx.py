@@ -37,14 +37,68 @@ __all__ = [
 
 
 @dataclass
+class Pace:
+    """How long the rest of a counter takes, at the pace of its own ticks.
+
+    The pace is measured from a reference tick: the first one (`skip_first`: the first unit carries the
+    warm-up, e.g. loading a model, and later units are steady) or the start. Between ticks the estimate
+    counts down (the unit in flight has been running for a while), so a stalled counter never makes the
+    estimate grow with the elapsed time; once the unit in flight is later than the pace says, the estimate
+    is 0 until the next tick measures the pace again."""
+
+    started: float
+    start_done: int = 0  # units already done when counting began (they took none of this time)
+    skip_first: bool = False
+    since: float | None = None  # the reference tick: time, and units done then
+    since_done: int = 0
+    last: float | None = None
+    last_done: int = -1
+
+    def tick(self, done: int, now: float) -> None:
+        if done <= max(self.last_done, self.start_done):
+            return
+        if self.since is None:
+            self.since, self.since_done = (now, done) if self.skip_first else (self.started, self.start_done)
+        self.last, self.last_done = now, done
+
+    def pace_s(self) -> float | None:
+        """Seconds per unit, None before the first tick."""
+        if self.last is None or self.since is None:
+            return None
+        if self.last_done > self.since_done:
+            return (self.last - self.since) / (self.last_done - self.since_done)
+        return (self.last - self.started) / (self.last_done - self.start_done)  # one tick: its units since the start
+
+    def remaining_s(self, total: int | None, now: float) -> float | None:
+        pace = self.pace_s()
+        if not total or pace is None or self.last is None:
+            return None
+        left = max(0, total - self.last_done)
+        return max(0.0, pace * left - (now - self.last)) if left else 0.0
+
+
+@dataclass
 class Progress:
-    """Done / total, the current step, and an ETA from the mean time per finished unit so far."""
+    """Done / total (the run's units: cells, steps), the current step, the items and model calls recorded
+    so far (a run whose units wait on a long recording: an experiment records its cases first), and an ETA
+    from each counter's own pace (`Pace`): the items' while items remain, then the units' since the items
+    ended."""
 
     done: int = 0
     total: int | None = None
     step: str = ""
+    items: int = 0
+    items_total: int | None = None
+    calls: int = 0
     started: float = field(default_factory=time.monotonic)
     updated: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    _units: Pace = field(init=False, repr=False)
+    _items: Pace = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._units = Pace(self.started)
+        self._items = Pace(self.started, skip_first=True)
 
     @property
     def fraction(self) -> float | None:
@@ -57,21 +111,51 @@ class Progress:
         return self.updated - self.started
 
     @property
+    def recording(self) -> bool:
+        """Items remain to be recorded: the ETA is theirs."""
+        return bool(self.items_total) and self.items < (self.items_total or 0)
+
+    def start_at(self, done: int) -> None:
+        """Set `done`; before any unit has ticked, these units took none of the time (a resumed run)."""
+        self.done = done
+        if self._units.last is None:
+            self._units = Pace(self._units.started, start_done=done)
+
+    def tick(self, now: float) -> None:
+        """Measure the counters after a report at `now`."""
+        self.updated = now
+        if self.items_total and self.items:
+            self._items.tick(self.items, now)
+            if self.items >= self.items_total and self._units.started < (self._items.last or 0):
+                # the items are done: the units' pace from here on (the recording's time is not theirs)
+                self._units = Pace(now, start_done=self.done)
+        self._units.tick(self.done, now)
+
+    def eta_at(self, now: float) -> float | None:
+        """Seconds left at `now`; None before the counter that paces it has ticked, or without a total."""
+        if self.recording:
+            return self._items.remaining_s(self.items_total, now)
+        if self.total and self.done >= self.total:
+            return 0.0
+        return self._units.remaining_s(self.total, now)
+
+    @property
     def eta_s(self) -> float | None:
-        """Seconds left at the pace so far; None before the first unit is done or without a total."""
-        if not self.total or self.done <= 0:
-            return None
-        pace = (time.monotonic() - self.started) / self.done
-        return max(0.0, pace * (self.total - self.done))
+        return self.eta_at(self.clock())
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        now = self.clock()
+        eta = self.eta_at(now)
+        out: dict[str, object] = {
             "done": self.done,
             "total": self.total,
             "step": self.step,
-            "elapsed_s": round(time.monotonic() - self.started, 3),
-            "eta_s": None if self.eta_s is None else round(self.eta_s, 3),
+            "elapsed_s": round(now - self.started, 3),
+            "eta_s": None if eta is None else round(eta, 3),
         }
+        if self.items_total or self.items or self.calls:
+            out |= {"items": self.items, "items_total": self.items_total, "calls": self.calls}
+        return out
 
 
 class RunControl:
@@ -107,18 +191,30 @@ class RunControl:
         return self.cancel_event.is_set()
 
     def report(
-        self, done: int | None = None, total: int | None = None, step: str | None = None, advance: int = 0
+        self,
+        done: int | None = None,
+        total: int | None = None,
+        step: str | None = None,
+        advance: int = 0,
+        *,
+        items: int = 0,
+        items_total: int | None = None,
+        calls: int = 0,
     ) -> Progress:
         with self._lock:
             p = self.progress
             if total is not None:
                 p.total = total
             if done is not None:
-                p.done = done
+                p.start_at(done)
             p.done += advance
             if step is not None:
                 p.step = step
-            p.updated = time.monotonic()
+            if items_total is not None:
+                p.items_total = items_total
+            p.items += items
+            p.calls += calls
+            p.tick(p.clock())
         if self._on_progress is not None:
             self._on_progress(p)
         return p
@@ -142,8 +238,21 @@ def controlled(ctrl: RunControl) -> Iterator[RunControl]:
         _CURRENT.reset(token)
 
 
-def progress(done: int | None = None, total: int | None = None, step: str | None = None, advance: int = 0) -> None:
-    """Report progress to the current run, if any: `total` once, then `advance=1` (or `done=`) per unit."""
+def progress(
+    done: int | None = None,
+    total: int | None = None,
+    step: str | None = None,
+    advance: int = 0,
+    *,
+    items: int = 0,
+    items_total: int | None = None,
+    calls: int = 0,
+) -> None:
+    """Report progress to the current run, if any: `total` once, then `advance=1` (or `done=`) per unit.
+    A run whose units wait on a recording also counts what it records: `items_total` once, then `items=1`
+    and the model `calls` it took per recorded item (the ETA is then the recording's own)."""
     ctrl = _CURRENT.get()
     if ctrl is not None:
-        ctrl.report(done=done, total=total, step=step, advance=advance)
+        ctrl.report(
+            done=done, total=total, step=step, advance=advance, items=items, items_total=items_total, calls=calls
+        )

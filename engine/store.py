@@ -234,6 +234,7 @@ class RunFilter:
     text: str = ""
     kinds: tuple[str, ...] = ()
     kind_prefix: str = ""
+    exclude_kinds: tuple[str, ...] = ()  # e.g. an experiment's cells, which the history lists under it
     statuses: tuple[str, ...] = ()
     model: str = ""
     config_hash: str = ""  # a prefix of the hash
@@ -262,6 +263,8 @@ def _conditions(where: RunFilter) -> list[ColumnElement[bool]]:
         found.append(col(Run.kind).in_(where.kinds))
     if where.kind_prefix:
         found.append(col(Run.kind).startswith(where.kind_prefix, autoescape=True))
+    if where.exclude_kinds:
+        found.append(col(Run.kind).not_in(where.exclude_kinds))
     if where.statuses:
         found.append(col(Run.status).in_(where.statuses))
     if where.model:
@@ -827,6 +830,25 @@ class Store:
             return list(session.exec(query).all())
 
     # -- progress -------------------------------------------------------------------------------
+    def first_events(self, run_ids: Sequence[str], type_: str) -> dict[str, dict[str, Any]]:
+        """Each run's first event of one type (its payload), for the runs that have one: e.g. the first
+        message of each conversation on a page of the history, in one query."""
+        if not run_ids:
+            return {}
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            first = (
+                select(EventRow.run_id, func.min(EventRow.seq).label("seq"))
+                .where(col(EventRow.run_id).in_(list(run_ids)), EventRow.type == type_)
+                .group_by(col(EventRow.run_id))
+                .subquery()
+            )
+            rows = session.exec(
+                select(EventRow).join(
+                    first, and_(col(EventRow.run_id) == first.c.run_id, col(EventRow.seq) == first.c.seq)
+                )
+            ).all()
+        return {row.run_id: row.payload for row in rows}
+
     def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
         """Replace the run's progress (the run registry calls this, throttled)."""
         with (

@@ -23,13 +23,14 @@ from engine.config import get_settings
 from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
 from engine.experiments.analysis import (
     LOWER_IS_BETTER,
-    available_costs,
     compare_cells,
     heatmap_grid,
     jury_cases,
     jury_effect,
     metric_columns,
     pareto_front,
+    shared_costs,
+    traded_costs,
 )
 from engine.experiments.runner import list_experiments, show_experiment
 
@@ -89,7 +90,20 @@ def _watched_run() -> str | None:
     if run_id:
         st.session_state[KEY + "run_id"] = run_id
         set_url_run(run_id)
+        if st.session_state.get(KEY + "form_for") != run_id:  # first sight of this run: the form shows its file
+            st.session_state[KEY + "form_for"] = run_id
+            restore_form(run_id)
     return run_id
+
+
+def restore_form(run_id: str) -> None:
+    """After a reload the definition shown is the attached experiment's, when it came from a shipped file
+    (a form or an upload is not kept: the page then shows its results only, under a collapsed definition)."""
+    run = state.get_store().get_run(run_id)
+    source = str(run.config.get("source") or "") if run is not None else ""
+    shipped = next((p for p in shipped_files() if source and (str(p) == source or p.name == Path(source).name)), None)
+    if shipped is not None:
+        st.session_state[KEY + "source"], st.session_state[KEY + "file"] = "Shipped YAML", shipped
 
 
 class CellsView:
@@ -233,6 +247,7 @@ def handle_launch(definition: Experiment, source: str) -> str | None:
         st.session_state[KEY + "error"] = f"The experiment could not start: {exc}"
         return None
     st.session_state[KEY + "run_id"] = run_id
+    st.session_state[KEY + "form_for"] = run_id
     set_url_run(run_id)
     state.clear_reads()
     return run_id
@@ -276,12 +291,18 @@ def _render_results(run_id: str, live: bool) -> None:
         return
     rows, parameters = shown["rows"], shown["parameters"]
     st.subheader(f"{md(shown['name'])} — {md(eid)}")
+    calls = f" · {shown['new_calls']} new model calls" if rows or not live else ""  # while recording: the bar's
     st.caption(
-        f"{shown['finished']} / {shown['cells']} cells finished · {shown['new_calls']} new model calls · "
+        f"{shown['finished']} / {shown['cells']} cells finished{calls} · "
         f"decision parameters re-decided with no call: {md(', '.join(shown['decision_parameters']))}"
     )
     if not rows:
-        st.info("No cell has finished yet.")
+        st.info(
+            "Recording the cases first (the progress above counts them and their calls); each cell is then "
+            "decided from the recording."
+            if live
+            else "No cell has finished yet."
+        )
         return
     if live:
         _render_table(rows, parameters, None)  # the cells so far; the charts wait for the end
@@ -324,18 +345,46 @@ def _render_results(run_id: str, live: bool) -> None:
         _render_export(shown)
 
 
+COST_UNITS = {"calls": "calls", "tokens": "tokens", "latency_s": "s median latency", "cost": "$"}
+
+
+def cost_text(costs: dict[str, float]) -> str:
+    """'24 calls, 6,432 tokens, $0' — the costs every cell shares."""
+    parts = []
+    for name, value in costs.items():
+        if name == "cost":
+            parts.append(f"${value:,.4g}")
+        elif name == "latency_s":
+            parts.append(f"{value:.3g} s median latency")
+        else:
+            parts.append(f"{value:,.0f} {COST_UNITS.get(name, name)}")
+    return ", ".join(parts)
+
+
+def table_rows(rows: list[dict[str, Any]], best_cell: int | None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The rows as the table shows them, and the costs they all share (said once, above the table, rather
+    than on every row as if each cell had paid them): each row keeps its own new calls."""
+    same = shared_costs(rows)
+    hidden = {"run_id", "recording_run", *same}
+    return [
+        {
+            "best": "★" if r.get("cell") == best_cell else "",
+            **{k: v for k, v in r.items() if k not in hidden},
+            "run": f"/runs?run={r['run_id']}",
+            "replay": f"/replay?run={r['run_id']}",
+        }
+        for r in rows
+    ], same
+
+
 def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: int | None) -> None:
-    frame = pd.DataFrame(
-        [
-            {
-                "best": "★" if r.get("cell") == best_cell else "",
-                **{k: v for k, v in r.items() if k not in ("run_id", "recording_run")},
-                "run": f"/runs?run={r['run_id']}",
-                "replay": f"/replay?run={r['run_id']}",
-            }
-            for r in rows
-        ]
-    )
+    shown, same = table_rows(rows, best_cell)
+    if same and len(rows) > 1:
+        st.caption(
+            f"The same for every cell, so not repeated on each row: {md(cost_text(same))}. *new_calls* is what "
+            "each cell made itself: the first cell decided from a recording pays for it, the others pay nothing."
+        )
+    frame = pd.DataFrame(shown)
     for column in frame.columns:  # mixed types (a parameter of strings and numbers) shown as text
         if frame[column].map(type).nunique() > 1:
             frame[column] = frame[column].map(lambda v: "" if v is None else str(v))
@@ -376,13 +425,17 @@ def _render_charts(
 def _render_pareto(
     rows: list[dict[str, Any]], parameters: list[str], metric: str, best_cell: int | None, maximize: bool
 ) -> None:
-    costs = [c for c in available_costs(rows) if c != metric]
+    costs = [c for c in traded_costs(rows) if c != metric]
     if not costs:
-        st.info("These cells record no cost (calls, tokens, latency or $).")
+        same = shared_costs(rows)
+        st.info(
+            f"Every cell costs the same ({md(cost_text(same))}): there is no cost to trade quality against, so no "
+            "Pareto chart."
+            if same
+            else "These cells record no cost (calls, tokens, latency or $)."
+        )
         return
-    cost = st.selectbox(
-        "Cost", costs, key=KEY + "cost", help="calls, new_calls, tokens, latency_s (median per case) or cost ($)"
-    )
+    cost = st.selectbox("Cost", costs, key=KEY + "cost", help="calls, tokens, latency_s (median per case) or cost ($)")
     front = pareto_front(rows, metric, cost, maximize=maximize)
     st.plotly_chart(
         charts.experiment_pareto(rows, front, metric, cost, parameters=parameters, best_cell=best_cell),

@@ -28,6 +28,7 @@ from engine.jury import (
 )
 
 KEY = "jury."
+RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
 THRESHOLDS = {
     "2.0 — always discuss to the end": 2.0,
     "1.0 — only unanimity stops": 1.0,
@@ -85,7 +86,62 @@ def _watched_run() -> str | None:
     if run_id:
         st.session_state[KEY + "run_id"] = run_id
         set_url_run(run_id)
+        if st.session_state.get(KEY + "form_for") != run_id:  # first sight of this run: the form shows its settings
+            st.session_state[KEY + "form_for"] = run_id
+            restore_form(run_id)
     return run_id
+
+
+def restore_form(run_id: str) -> None:
+    """Put the settings of a stored run into the form (before its widgets are drawn), so that after a reload
+    the form shows the run it re-attached to and the next click runs that case, not the default one."""
+    run = state.get_store().get_run(run_id)
+    if run is None or not run.kind.startswith("jury"):
+        return
+    config = run.config
+    ss = st.session_state
+    try:
+        jury = JuryConfig(**(config.get("jury") or {}))
+        case = JuryCase(**(config.get("case") or {}))
+        seats = [JurorSeat(**s) for s in config.get("jurors") or []]
+    except (TypeError, ValueError):  # a run stored by an older version: the form keeps its own settings
+        return
+    ss[KEY + "method"] = jury.final_judgment_method
+    if jury.final_judge_model in state.get_catalog().ids:
+        ss[KEY + "judge_model"] = jury.final_judge_model
+    ss[KEY + "rounds"] = jury.max_discussion_rounds
+    ss[KEY + "stagnation"] = jury.stagnation_rounds
+    label = next((k for k, v in THRESHOLDS.items() if v == jury.consensus_threshold), None)
+    if label:
+        ss[KEY + "threshold"] = label
+    ss[KEY + "tie"] = jury.tie_policy
+    ss[KEY + "parallel"] = jury.parallel
+    ss[KEY + "judge"] = jury.judge
+    ss[KEY + "max_tokens"] = jury.max_tokens
+    rows = [{"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus} for s in seats]
+    presets = {
+        name: [p.model_dump() for p in panel]
+        for name, panel in state.get_catalog().panels.items()
+        if len(panel) == len(rows)
+    }
+    matched = next((n for n, p in presets.items() if p == rows), None)
+    if matched or all(r["model"] in state.get_catalog().ids for r in rows):  # else: seats this page cannot run
+        ss[KEY + "preset"] = matched or RUN_PANEL
+        ss[KEY + "run_panel"] = None if matched else rows
+    _restore_case(case)
+
+
+def _restore_case(case: JuryCase) -> None:
+    ss = st.session_state
+    for path in case_files():
+        try:
+            found = next((c for c in load_cases(path) if c.id == case.id and c.content == case.content), None)
+        except CaseError:
+            continue
+        if found is not None:
+            ss[KEY + "source"], ss[KEY + "file"], ss[KEY + "case." + path.name] = "From a file", path, found
+            return
+    ss[KEY + "source"], ss[KEY + "paste_title"], ss[KEY + "paste_content"] = "Paste one", case.title, case.content
 
 
 def _render_watched(view: JuryView, live: bool) -> None:
@@ -101,6 +157,9 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     availability = state.get_availability()
     with st.expander("Panel and settings", expanded=True):
         names = list(catalog.panels)
+        run_panel = st.session_state.get(KEY + "run_panel")
+        if run_panel:  # the attached run's seats, which no preset holds
+            names.append(RUN_PANEL)
         preset = st.selectbox(
             "Panel preset",
             names,
@@ -109,15 +168,22 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
         )
         if not names:  # a catalog without panels: the seats are entered below
             st.caption("The model catalog defines no panel (`panels:` in models/catalog.yaml): add the seats below.")
-        rows = [
-            {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
-            for s in catalog.panels.get(preset or "", [])
-        ]
+        rows = (
+            list(run_panel)
+            if preset == RUN_PANEL and run_panel
+            else [
+                {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
+                for s in catalog.panels.get(preset or "", [])
+            ]
+        )
         edited = st.data_editor(
             pd.DataFrame(rows, columns=["model", "role_name", "role_focus"]),
             num_rows="dynamic",
             width="stretch",
-            key=KEY + "seats." + (preset or ""),
+            key=KEY
+            + "seats."
+            + (preset or "")
+            + (st.session_state.get(KEY + "form_for") or "" if preset == RUN_PANEL else ""),
             column_config={
                 "model": st.column_config.SelectboxColumn("Model", options=catalog.ids, required=True),
                 "role_name": st.column_config.TextColumn("Role", required=True),
@@ -329,6 +395,7 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> st
         st.session_state[KEY + "error"] = f"The jury run could not start: {exc}"
         return None
     st.session_state[KEY + "run_id"] = run_id
+    st.session_state[KEY + "form_for"] = run_id  # the form already shows its settings
     set_url_run(run_id)
     state.clear_reads()
     return run_id

@@ -15,7 +15,16 @@ import streamlit as st
 from dashboard import state
 from dashboard.components import breakable, export_buttons, md, money
 from engine.exports import ExportError, load_run, tables
-from engine.history import NotComparable, cell, compare_runs
+from engine.history import (
+    EXPERIMENT_KIND,
+    MEMBER_KINDS,
+    NotComparable,
+    cell,
+    compare_runs,
+    display_name,
+    experiment_line,
+    experiment_of,
+)
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
@@ -23,6 +32,7 @@ PAGE_SIZES = (25, 50, 100, 200)
 ROW_PX = 35  # st.dataframe's row height: the table is as tall as its page, up to MAX_TABLE_PX
 MAX_TABLE_PX = 1240
 COMPARE_CHOICES = 200
+MEMBER_LIMIT = 100_000  # an experiment's cells and recordings listed under it
 
 
 def _init_state() -> None:
@@ -40,7 +50,8 @@ def render() -> None:
     st.title("🗂️ Runs")
     st.caption(
         "Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
-        "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another."
+        "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another. "
+        "An experiment is one row: pick it to see its cells."
     )
     notice = st.session_state[KEY + "notice"]
     if notice:
@@ -54,7 +65,7 @@ def render() -> None:
         st.session_state[KEY + "page_no"] = pages
         total, rows = state.search_runs(where, size, (pages - 1) * size)
     if total == 0:
-        if where == RunFilter():
+        if where in (RunFilter(), RunFilter(exclude_kinds=MEMBER_KINDS)):
             st.info(
                 "No runs recorded yet. Send a prompt on the Models page, or run `judgelab models check gemma3-270m`."
             )
@@ -94,6 +105,12 @@ def _render_filters() -> RunFilter:
     tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
     d1, d2 = st.columns([1, 3])
     config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
+    members = st.toggle(
+        "Show experiment cells and recordings as rows",
+        key=KEY + "members",
+        help="An experiment's cells and recordings are listed under it (pick the experiment); "
+        "this lists them in the history too.",
+    )
     # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
     dates = d2.date_input(
         "Started between",
@@ -103,9 +120,11 @@ def _render_filters() -> RunFilter:
         help="Dates in UTC, both days included; pick one day twice for a single day.",
     )
     start, end = _date_bounds(dates)
+    grouped = not members and not set(kinds) & set(MEMBER_KINDS)  # a kind asked for by name is listed
     where = RunFilter(
         text=text.strip(),
         kinds=tuple(kinds),
+        exclude_kinds=MEMBER_KINDS if grouped else (),
         statuses=tuple(statuses),
         model=model or "",
         config_hash=config_hash.strip(),
@@ -135,15 +154,17 @@ def _page_no() -> int:
 
 
 def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The history as people read it: no "None" anywhere, costs as '$0' or four significant digits, what a
-    replayed run would have cost beside what it spent."""
+    """The history as people read it: each run's name next to its id, an experiment's cells and best figure
+    on its row (a cell says which experiment it belongs to), no "None" anywhere, costs as '$0' or four
+    significant digits, what a replayed run would have cost beside what it spent."""
     return pd.DataFrame(
         [
             {
-                "run": r["run"],
                 "name": r["name"],
+                "run": r["run"],
                 "kind": r["kind"],
                 "status": r["status"],
+                "experiment": r.get("cells") or (f"in {r['experiment']}" if r.get("experiment") else ""),
                 "tags": ", ".join(r["tags"]),
                 "started": r["started"],
                 "duration": "running"
@@ -179,6 +200,10 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
             "would have cost": st.column_config.TextColumn(
                 "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"
             ),
+            "name": st.column_config.TextColumn("name", width="medium"),
+            "experiment": st.column_config.TextColumn(
+                "experiment", help="An experiment's cells and best figure; pick its row to see the cells"
+            ),
             "error": st.column_config.TextColumn("error", width="large"),
         },
     )
@@ -189,10 +214,12 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
         if clicked:
             handle_select(clicked)
     ids = frame["run"].tolist()
+    names = dict(zip(ids, frame["name"].tolist(), strict=True))
     current = st.session_state[KEY + "selected"]
     st.selectbox(
         "Run",
         ids,
+        format_func=lambda i: f"{names[i]} · {i}" if names.get(i) else i,
         index=ids.index(current) if current in ids else None,
         key=KEY + "pick",
         placeholder="choose a run…",
@@ -230,9 +257,10 @@ def _render_run(run_id: str) -> None:
         st.warning(f"No run {md(run_id)}.")
         return
     totals = store.run_totals([run_id]).get(run_id, {})
-    st.subheader(f"{md(run.kind)} · {md(run.id)}")
-    if run.name:
-        st.caption(md(run.name))
+    first = store.first_events([run.id], "user_message").get(run.id) if run.kind == "handraise.conversation" else None
+    title = display_name(run, str((first or {}).get("text") or "") or None)
+    st.subheader(md(title) if title else md(run.id))
+    st.caption(f"{md(run.kind)} · {md(run.id)}")
     cols = st.columns(6)
     cols[0].metric("Status", run.status)
     cols[1].metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running")
@@ -248,6 +276,10 @@ def _render_run(run_id: str) -> None:
     )
     if run.error:
         st.error(md(run.error, inline=False))
+    if run.kind == EXPERIMENT_KIND:
+        _render_members(run)
+    elif experiment_of(run):
+        _render_parent(str(experiment_of(run)))
     if run.kind == "handraise.conversation":
         st.markdown(
             f"[Reopen this conversation on the Conversation page](/conversation?run={run.id}) — its chat, "
@@ -269,6 +301,67 @@ def _render_run(run_id: str) -> None:
         st.json(run.summary, expanded=False)
     _render_events(run_id)
     _render_calls(run_id)
+
+
+def _render_members(run: Any) -> None:
+    """An experiment's cells and recordings, listed under it: pick one to open it."""
+    eid = experiment_of(run)
+    if not eid:
+        return
+    _total, rows = state.search_runs(RunFilter(kinds=MEMBER_KINDS, text=eid), MEMBER_LIMIT, 0)
+    rows = [r for r in rows if r.get("experiment") == eid]
+    cells = sorted((r for r in rows if r["kind"] == "experiment.cell"), key=lambda r: _cell_no(r["name"]))
+    recordings = [r for r in rows if r["kind"] == "experiment.record"]
+    st.markdown(
+        f"**{md(experiment_line(run))}** — {len(cells)} cell run(s) and {len(recordings)} recording(s). "
+        f"[Open it on the Experiments page](/experiments?run={run.id}) for its charts."
+    )
+    if not rows:
+        return
+    frame = pd.DataFrame(
+        [
+            {
+                "run": r["run"],
+                "name": r["name"],
+                "status": r["status"],
+                "calls": r["calls"],
+                "duration": "" if r["duration_s"] is None else f"{r['duration_s']:.2f} s",
+            }
+            for r in recordings + cells
+        ]
+    )
+    event = st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        height=min(ROW_PX * (len(frame) + 1) + 3, 420),
+        key=f"{KEY}members.{run.id}",
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config={"name": st.column_config.TextColumn("name", width="large")},
+    )
+    picked = getattr(getattr(event, "selection", None), "rows", None) or []
+    clicked = str(frame.iloc[picked[0]]["run"]) if picked and picked[0] < len(frame) else None
+    if clicked != st.session_state.get(KEY + "member_clicked"):  # a new click: open that cell
+        st.session_state[KEY + "member_clicked"] = clicked
+        if clicked:
+            handle_select(clicked)
+            st.rerun()
+
+
+def _cell_no(name: str) -> int:
+    words = name.replace(":", " ").split()
+    return int(words[1]) if len(words) > 1 and words[1].isdigit() else 0
+
+
+def _render_parent(eid: str) -> None:
+    parents = state.get_store().search_runs(RunFilter(kinds=(EXPERIMENT_KIND,), text=eid), limit=5)
+    parent = next((p for p in parents if experiment_of(p) == eid), None)
+    if parent is None:
+        st.caption(f"Part of experiment {md(eid)} (its run is no longer stored).")
+        return
+    st.caption(f"Part of experiment {md(eid)} — {md(display_name(parent))}")
+    st.button("Open the experiment", key=f"{KEY}parent.{parent.id}", on_click=handle_select, args=(parent.id,))
 
 
 def _render_manage(run_id: str, name: str, status: str) -> None:

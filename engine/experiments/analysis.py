@@ -48,6 +48,24 @@ def available_costs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [c for c in COSTS if any(number(r.get(c)) is not None for r in rows)]
 
 
+def shared_costs(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The costs every cell has, with one value for all (cells decided from one recording share its calls,
+    tokens and $): said once, not on every row, and nothing to trade quality against. `new_calls` is who
+    paid for a recording (its first cell), not what a setting costs: never a shared cost."""
+    out: dict[str, float] = {}
+    for c in COSTS:
+        values = {v for v in (number(r.get(c)) for r in rows) if v is not None}  # a failed cell has none
+        if c != "new_calls" and len(values) == 1:
+            out[c] = values.pop()
+    return out
+
+
+def traded_costs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The costs a cost-vs-quality front can be drawn against: those that differ between cells."""
+    same = shared_costs(rows)
+    return [c for c in available_costs(rows) if c != "new_calls" and c not in same]
+
+
 def metric_columns(rows: Sequence[Mapping[str, Any]], parameters: Sequence[str]) -> list[str]:
     """The numeric columns that are neither a parameter nor bookkeeping, in the order the rows hold them."""
     out: list[str] = []

@@ -373,7 +373,7 @@ class HandRaise(Mechanism):
                     cost=facts.cost,
                 )
             )
-            progress(step=f"judged {item.id}")
+            progress(step=f"judged {item.id}", items=1, calls=facts.calls)
         return out
 
     def decide(
@@ -661,11 +661,14 @@ class JuryMechanism(Mechanism):
         config = self.recording_config(definition, call_params)
         jury = Jury(self.seats(definition, call_params), models, config)
         out = JuryRecording(judge=config.judge)
+        seen = 0  # calls recorded so far, for the progress
         for case in cases:
             checkpoint()
             result = await jury.run(case)
             out.cases.append(JuryRecord(case=case, result=result, usage={}))
-            progress(step=f"recorded {case.id}")
+            calls = store.call_count(run_id)
+            progress(step=f"recorded {case.id}", items=1, calls=calls - seen)
+            seen = calls
         usage = call_usage(store, run_id, likelihood=config.judge == "likelihood")  # `auto`: by each call
         for rec in out.cases:
             rec.usage = usage

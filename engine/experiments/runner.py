@@ -389,7 +389,12 @@ async def run_experiment(
         "cells": len(cells),
         "resumed": bool(resume),
     }
-    progress(total=len(cells), done=len(done), step="starting")
+    # the cells wait on the recordings: their cases (and calls) are counted too, and pace the ETA
+    pending_groups = (
+        sum(1 for g in cells.groups() if any(c.index not in done for c in cells.members(g))) if mech.calls else 0
+    )
+    recorded_items = len(cases) * pending_groups
+    progress(total=len(cells), done=len(done), step="starting", items_total=recorded_items or None)
     per_model = {m: asyncio.Semaphore(n) for m, n in definition.per_model_concurrency.items()}
     chunk_size = max(1, int(getattr(ex, "decide_chunk", DECIDE_CHUNK)))
     handed_back = [time.monotonic()]

@@ -68,7 +68,7 @@ async def run_search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction=search.direction, sampler=optuna.samplers.TPESampler(seed=definition.seed))
     rows: list[dict[str, Any]] = []
-    progress(total=search.n_trials, step="recording")
+    progress(total=search.n_trials, step="recording", items_total=len(cases) * len(groups) if mech.calls else None)
     with run_context(store, EXPERIMENT, config, name=f"{experiment_id} {definition.name} (search)") as run:
         await ex.start(definition, store, models)
         try:

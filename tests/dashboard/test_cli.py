@@ -144,3 +144,27 @@ def test_cli_start_does_not_import_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_runs_list_shows_an_experiment_as_one_line_and_lists_its_cells_on_request(tmp_path: Path) -> None:
+    from engine.config import get_settings
+    from engine.store import Store
+    from tests.fakes.runs import stored_experiment, stored_jury
+
+    store = Store(get_settings().resolved_database_url)
+    jury_id, _ = stored_jury(store)
+    experiment = stored_experiment(store, tmp_path, "threshold: [0.4, 0.5, 0.6]\nmode: [focus, brainstorm]\n")
+    store.dispose()
+    code, out = invoke("runs", "list", "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["id"] for r in rows] == [experiment.run_id, jury_id]  # the cells are under it
+    assert rows[0]["experiment_id"] == experiment.experiment_id
+    assert rows[0]["experiment"].startswith("6 cells · best f1") and rows[0]["title"] == "hand raise test"
+    assert rows[1]["title"] == "leak (c1)" and rows[1]["experiment_id"] is None
+    code, out = invoke("runs", "list", "--json", "--cells")
+    rows = json.loads(out)
+    assert len(rows) == 2 + 6 + 1 and sum(r["experiment_id"] == experiment.experiment_id for r in rows) == 8
+    code, out = invoke("runs", "list", "--json", "--kind", "experiment.cell")
+    assert [r["kind"] for r in json.loads(out)] == ["experiment.cell"] * 6
+    code, out = invoke("runs", "list")
+    assert code == 0 and len(out.strip().splitlines()) == 2 and "hand raise test  (6 cells · best f1" in out

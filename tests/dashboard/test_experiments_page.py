@@ -87,8 +87,12 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     assert best["pass_rate"] == rows["pass_rate"].max()
     assert all(link.startswith("/runs?run=") for link in rows["run"])
     assert any(f"Best cell {best['cell']}" in shown(s.value) for s in at.success)
-    # three metric-vs-parameter charts and the heatmap; the Pareto front (against calls); the jury tab says why not
-    assert len(at.get("plotly_chart")) == 5
+    # three metric-vs-parameter charts and the heatmap; no Pareto front: every cell costs the same (no call), and
+    # the page says so in one line; the jury tab says why not
+    assert len(at.get("plotly_chart")) == 4
+    assert any("Every cell costs the same (0 calls" in i.value and "no Pareto chart" in i.value for i in at.info)
+    assert "calls" not in rows.columns  # a cost every cell shares is said once, above the table
+    assert any("The same for every cell, so not repeated on each row: 0 calls" in c.value for c in at.caption)
     assert any("jury experiments" in i.value for i in at.info)
 
     # compare two cells: the settings that differ are flagged, the metrics side by side with B − A
@@ -114,6 +118,7 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     # a reload (the URL holds the run) shows the same results
     again = _page({"run": run_id}).run()
     assert not again.exception and len(_frame(again, "experiments.table")) == 27
+    assert again.selectbox(key="experiments.file").value == director  # the form shows the file it ran, not the first
 
 
 def test_the_form_is_validated_with_line_and_field(slow_jurors: ScriptedHub) -> None:

@@ -303,3 +303,49 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
     assert _methods(["gemma3-270m", "gpt-4o"], "auto") == {"likelihood", "generate"}
     assert _methods(["not-a-model"], "auto") == {"generate"}  # generates, and fails there with its reason
     assert _methods(["gpt-4o"], "likelihood") == {"likelihood"}
+
+
+def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
+    """The form showed pw-leak while the attached run was ja-refusal-ok, so the next click ran another case:
+    a page opened on a run's URL shows that run's case, seats and settings."""
+    from engine.jury import load_cases
+    from pages.jury import case_files
+
+    path = next(p for p in case_files() if p.name == "agent-safety.yaml")
+    case = next(c for c in load_cases(path) if c.id == "ja-refusal-ok")
+    seats = [JurorSeat(juror_id=j, model_id="gemma3-270m", role_name=f"Role {j}", role_focus="f") for j in "ab"]
+    plan = {j: {0: ev("safe_pass", 80), 1: ev("safe_pass", 80)} for j in ("gemma3-270m",)}
+    config = JuryConfig(
+        consensus_threshold=0.5, final_judgment_method="majority_vote", max_discussion_rounds=1, tie_policy="lenient"
+    )
+    run_id, _ = asyncio.run(run_case(state.get_store(), Jury(seats, scripted(plan), config), case))
+    state.clear_reads()
+
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="jury.file").value == path
+    assert (
+        getattr(at.selectbox(key=f"jury.case.{path.name}").value, "id", None) == "ja-refusal-ok"
+    )  # not the first case, pw-leak
+    assert at.selectbox(key="jury.method").value == "majority_vote"
+    assert at.number_input(key="jury.rounds").value == 1
+    assert at.selectbox(key="jury.threshold").value == "0.5 — any strict majority stops"
+    assert at.selectbox(key="jury.tie").value == "lenient"
+    assert at.selectbox(key="jury.preset").value == "as in the attached run"  # no preset seats these two jurors
+    # the user's later choice is theirs: another rerun does not put the run's settings back
+    at.number_input(key="jury.rounds").set_value(3).run()
+    assert at.number_input(key="jury.rounds").value == 3
+
+    pasted, _ = asyncio.run(
+        run_case(state.get_store(), Jury(seats, scripted(plan), config), JuryCase(id="x", title="Mine", content="hi"))
+    )
+    again = AppTest.from_function(_jury_page, default_timeout=60)
+    again.query_params["run"] = pasted
+    again.run()
+    assert again.radio(key="jury.source").value == "Paste one"
+    assert (
+        again.text_area(key="jury.paste_content").value == "hi"
+        and again.text_input(key="jury.paste_title").value == "Mine"
+    )

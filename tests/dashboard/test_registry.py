@@ -241,6 +241,21 @@ def test_the_progress_line_reads_counts_step_and_eta() -> None:
     assert eta_text({"done": 4, "total": 10, "step": "discussion round 1", "elapsed_s": 8.0, "eta_s": 12.4}) == (
         "4 / 10 · discussion round 1 · 8 s elapsed · about 12 s left"
     )
+    recording = {"done": 0, "total": 264, "items": 7, "items_total": 24, "calls": 21, "step": "judged h07"}
+    assert eta_text({**recording, "elapsed_s": 14.0, "eta_s": 170.0}) == (
+        "0 / 264 · 7 / 24 items recorded · 21 calls · judged h07 · 14 s elapsed · about 3 min left"
+    )
+    assert eta_text({**recording, "items": 0, "calls": 0, "elapsed_s": 5.0, "eta_s": None}).endswith(
+        "0 / 24 items recorded · 0 calls · judged h07 · 5 s elapsed · ETA after the first item"
+    )
+
+
+def test_the_progress_bar_moves_with_the_time_while_a_recording_precedes_every_unit() -> None:
+    from dashboard.watch import progress_fraction
+
+    assert progress_fraction({"done": 0, "total": 264, "elapsed_s": 30.0, "eta_s": 90.0}) == 0.25
+    assert progress_fraction({"done": 66, "total": 264, "elapsed_s": 1.0, "eta_s": None}) == 0.25
+    assert progress_fraction(None) == 0.0
 
 
 def test_only_the_newest_ended_runs_keep_their_return_value(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ on the Conversation page with its What-if."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import update
 from sqlmodel import col
@@ -268,3 +269,45 @@ def test_export_buttons_on_the_runs_page_and_the_mechanism_pages() -> None:
         mechanism.run()
         assert not mechanism.exception
         assert {f"{page}.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(mechanism))
+
+
+def test_an_experiment_is_one_row_its_cells_open_under_it_and_every_run_has_a_name(tmp_path: Any) -> None:
+    """A 264-cell experiment used to fill 278 rows and push the jury and chat runs to page 6: it is one row
+    (its cells and best figure), the others stay on page 1 with names, and picking it lists its cells."""
+    from tests.fakes.runs import stored_experiment
+
+    store = _store()
+    jury_id, _ = stored_jury(store)
+    experiment = stored_experiment(store, tmp_path)
+    conversation_id, _ = stored_conversation(store)
+    at = _page()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("run")
+    assert list(table.index) == [conversation_id, experiment.run_id, jury_id]
+    assert table.loc[jury_id, "name"] == "leak (c1)"
+    assert table.loc[conversation_id, "name"].endswith("KeyError in my config loader”")
+    assert table.loc[experiment.run_id, "name"] == "hand raise test"
+    assert table.loc[experiment.run_id, "experiment"].startswith("264 cells · best f1")
+    assert _caption(at, "Runs 1–3 of 3")
+
+    at.selectbox(key="runs.pick").set_value(experiment.run_id).run()  # one pick: its cells, under it
+    members = at.dataframe[1].value
+    assert len(members) == 265 and members["name"].iloc[0] == "recording of the cases"
+    assert members["name"].iloc[1].startswith("cell 0: threshold=0.3")
+    assert any("264 cells · best f1" in shown(m.value) for m in at.markdown)
+
+    at.toggle(key="runs.members").set_value(True).run()  # the cells as rows of the history, on request
+    assert _caption(at, "Runs 1–50 of 268")
+    table = at.dataframe[0].value
+    assert (table["experiment"] == f"in {experiment.experiment_id}").sum() == 49  # the conversation, then cells
+
+
+def test_a_cell_says_which_experiment_it_belongs_to_and_opens_it(tmp_path: Any) -> None:
+    from tests.fakes.runs import stored_experiment
+
+    experiment = stored_experiment(_store(), tmp_path, "threshold: [0.4, 0.6]\n")
+    at = _page(run=experiment.rows[1]["run_id"])
+    assert not at.exception
+    assert any(f"Part of experiment {experiment.experiment_id}" in shown(c.value) for c in at.caption)
+    at.button(key=f"runs.parent.{experiment.run_id}").click().run()
+    assert at.query_params["run"] == [experiment.run_id] or at.query_params["run"] == experiment.run_id

@@ -264,3 +264,56 @@ def test_headline_and_comparison_of_two_runs(store: Store) -> None:
     assert director is not None
     with pytest.raises(NotComparable, match="one kind"):
         compare_runs(run_a, director)
+
+
+# -- the history as people read it ----------------------------------------------------------------------------
+
+
+def test_an_experiments_cells_are_grouped_under_it_and_each_run_has_a_name(store: Store, tmp_path: Path) -> None:
+    """One 264-cell experiment made the history 278 rows long and pushed the jury and chat runs pages away:
+    without its cells and recordings the history holds one row per thing someone ran, each named from what
+    it stored."""
+    from engine.history import MEMBER_KINDS, display_name, experiment_line, experiment_of
+    from tests.fakes.runs import FORMULAS, stored_conversation, stored_director_batch, stored_experiment, stored_jury
+
+    jury_id, _ = stored_jury(store)
+    experiment = stored_experiment(store, tmp_path)
+    conversation_id, _ = stored_conversation(store)
+    director_id = stored_director_batch(store)
+    assert store.count_runs() == 4 + 264 + 1  # every cell and the recording are runs of their own
+    grouped = store.search_runs(RunFilter(exclude_kinds=MEMBER_KINDS), limit=50)
+    assert [r.id for r in grouped] == [director_id, conversation_id, experiment.run_id, jury_id]
+    assert store.count_runs(RunFilter(exclude_kinds=MEMBER_KINDS)) == 4
+
+    firsts = store.first_events([conversation_id], "user_message")
+    names = {r.id: display_name(r, firsts.get(r.id, {}).get("text")) for r in grouped}
+    assert names[jury_id] == "leak (c1)"  # the case's title and id, not "jury c1"
+    assert names[conversation_id] == f"“{FORMULAS[0]} KeyError in my config loader”"  # its first message
+    assert names[director_id] == "script script.jsonl"
+    assert names[experiment.run_id] == "hand raise test"
+    run = store.get_run(experiment.run_id)
+    assert run is not None and experiment_of(run) == experiment.experiment_id
+    best = experiment.best
+    assert experiment_line(run) == f"264 cells · best f1 {best['f1']:.4g} (cell {best['cell']})"
+
+    members = store.search_runs(RunFilter(kinds=MEMBER_KINDS, text=experiment.experiment_id), limit=1000)
+    assert len(members) == 265 and {experiment_of(m) for m in members} == {experiment.experiment_id}
+    cell = next(m for m in members if m.config.get("cell") == 3)
+    assert display_name(cell) == "cell 3: threshold=0.3, weights.relevance=0.4, cooldown_per_turn=0.1, mode=brainstorm"
+    recording = next(m for m in members if m.kind == "experiment.record")
+    assert display_name(recording) == "recording of the cases"
+
+
+def test_a_name_someone_gave_is_kept_and_a_conversation_without_a_message_says_so(store: Store) -> None:
+    from engine.history import display_name
+    from tests.fakes.runs import stored_jury
+
+    jury_id, _ = stored_jury(store, name="Night batch alpha")
+    run = store.get_run(jury_id)
+    assert run is not None and display_name(run) == "Night batch alpha"
+    store.rename_run(jury_id, "")
+    run = store.get_run(jury_id)
+    assert run is not None and display_name(run) == "leak (c1)"
+    empty = store.create_run("handraise.conversation", {}, name="conversation")
+    assert display_name(empty) == "conversation, no message yet"
+    assert display_name(store.create_run("demo.page", {"x": 1})) == ""

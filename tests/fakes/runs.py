@@ -186,3 +186,17 @@ def stored_skip(store: Store) -> str:
         comparison = asyncio.run(compare(messages, Confident(), ResponseConfig(), hours=6.0))
         run.summary = {"calls_saved_pct": comparison["calls_saved_pct"], "comparison": comparison}
     return run.run_id
+
+
+def stored_experiment(store: Store, folder: Any, space: str | None = None) -> Any:
+    """A hand-raise decision sweep run by the experiment runner on a scripted judge (its 24 benchmark cases
+    recorded once, every cell decided from that recording and stored as a run of its own). The default
+    space is the shipped sweep's: 11 thresholds × 4 weights × 3 cool-downs × 2 modes = 264 cells."""
+    from engine.experiments import run_experiment
+    from tests.engine.test_experiments import handraise_definition, scripted_judge
+
+    space = space or (
+        "threshold: {from: 0.3, to: 0.8, step: 0.05}\nweights.relevance: [0.4, 0.5, 0.6, 0.7]\n"
+        "cooldown_per_turn: [0.0, 0.1, 0.2]\nmode: [focus, brainstorm]\n"
+    )
+    return asyncio.run(run_experiment(handraise_definition(folder, space), store, scripted_judge(store)))
