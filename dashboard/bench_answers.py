@@ -132,3 +132,85 @@ def bench_answers(repeat: int, progress: Progress) -> BenchResult:
     )
     result.met = all(not r["after_faults"] for r in rows) and (result.median or 9) <= 2
     return result
+
+
+TURN_MESSAGES = [
+    "My Python API returns a KeyError when it reads the database config — how do I debug it?",
+    "Which statistics should we report in the evaluation of the experiments?",
+    "Can someone review the colour and typography of our new UI?",
+    "The login page is slow on mobile. Where do we start?",
+    "How do we test the new onboarding flow with users?",
+]
+
+
+@benchmark("handraise.conversation_turn")
+def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
+    """The Conversation page's flow on warm models, through its entry points (`conversation_turn` without
+    answers, then every card approved and `answer_turn`), with the page's default cast and settings: seconds
+    from a message to its hand cards, and from Approve to the first answer token. The first turn (models
+    loading, content-free baselines, the embedder) is reported apart."""
+    from dashboard.demo_record import page_cast, page_handraise_config
+    from engine.handraise import (
+        ConversationConfig,
+        answer_turn,
+        close_conversation,
+        conversation_turn,
+        open_conversation,
+    )
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    store, folder = _temp_store()
+    try:
+        hub = ModelHub(load_catalog(), call_log=store)
+        session = open_conversation(
+            ConversationConfig(participants=page_cast(), config=page_handraise_config()), hub.get, store
+        )
+        cards: list[float] = []
+        first_tokens: list[float] = []
+        warm_up = 0.0
+
+        async def turn(text: str) -> tuple[float, float | None]:
+            started = time.perf_counter()
+            state = await conversation_turn(session, text, answer=False)
+            hands = time.perf_counter() - started
+            if state.waiting:
+                session.conversation.batch(state, "approve_all")
+            approved_at = time.perf_counter()
+            first: list[float] = []
+
+            def on_chunk(_pid: str, _text: str) -> None:
+                if not first:
+                    first.append(time.perf_counter() - approved_at)
+
+            await answer_turn(session, state, on_chunk=on_chunk)
+            return hands, (first[0] if first else None)
+
+        for i in range(max(repeat, len(TURN_MESSAGES)) + 1):
+            hands, first = asyncio.run(turn(TURN_MESSAGES[i % len(TURN_MESSAGES)] if i else "Hello, who can help?"))
+            if i == 0:
+                warm_up = hands
+                continue
+            cards.append(hands)
+            if first is not None:
+                first_tokens.append(first)
+            if progress:
+                progress(f"   turn {i}: cards {hands:.2f} s, first answer token {first if first is not None else '—'}")
+        close_conversation(session)
+    finally:
+        store.dispose()
+        shutil.rmtree(folder, ignore_errors=True)
+    result = BenchResult.from_samples(
+        "handraise.conversation_turn",
+        "Conversation page flow on warm models: message → hand cards (samples); Approve → first answer token",
+        cards,
+        target="cards median ≤ 3 s; first answer token median ≤ 2 s",
+        metrics={
+            "first_turn_cards_s": round(warm_up, 3),
+            "first_token_median_s": round(statistics.median(first_tokens), 3) if first_tokens else None,
+            "first_token_max_s": round(max(first_tokens), 3) if first_tokens else None,
+            "turns_answered": len(first_tokens),
+        },
+    )
+    result.met = (result.median or 99) <= 3 and bool(first_tokens) and statistics.median(first_tokens) <= 2
+    return result
