@@ -1,19 +1,21 @@
-"""User files (workloads, labels, scripts, cases, recordings, uploads): read under one size limit, as UTF-8
-text, with an error naming the file for anything else — missing, a directory, binary, too large.
+"""User files (workloads, labels, scripts, cases, recordings, experiments, uploads): read under one size
+limit, as UTF-8 text, with an error naming the file for anything else — missing, a directory, a FIFO or a
+device, binary, too large. The reading itself is `models.files` (regular files only, checked on the open
+descriptor, the size checked before a byte is read, never blocking); this module adds the limit from the
+settings.
 
-The limit is `JUDGELAB_MAX_INPUT_MB` (default 10 MB). Every loader parses the whole file into memory
-(about 40× its size for a script of short lines), so the limit keeps one command under ~0.5 GB and a
-simulation's start within seconds; a larger file is refused before a byte of it is read.
+The limit is `JUDGELAB_MAX_INPUT_MB` (default 10 MB). Line-based files (scripts, workloads, recordings,
+labels, cases) are parsed a line at a time into compact rows; README ("Input files") gives the measured peak
+memory per MB of each kind, all well under 1 GB for a 10 MB file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-
-class InputError(ValueError):
-    """A user file cannot be used; the message names the file and why."""
-
+from models import files
+from models.files import InputError as InputError
+from models.files import decode as decode
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -33,40 +35,12 @@ def max_input_bytes() -> int:
 
 def check_size(source: str, size: int) -> None:
     """Refuse a file or upload above the limit, naming the limit and how to raise it."""
-    limit = max_input_bytes()
-    if size > limit:
-        raise InputError(
-            f"{source}: {size / 1024 / 1024:.1f} MB is above the input limit of {limit / 1024 / 1024:g} MB — "
-            "split the file, or raise JUDGELAB_MAX_INPUT_MB"
-        )
-
-
-def decode(data: bytes, source: str) -> str:
-    """UTF-8 text (a BOM is accepted); a binary or otherwise undecodable file is an InputError."""
-    if b"\x00" in data[:65536]:
-        raise InputError(f"{source}: a binary file, not UTF-8 text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    files.check_size(source, size, max_input_bytes())
 
 
 def read_text(path: str | Path) -> str:
-    """The text of a user file, checked: it exists, is a regular file, is within the limit, is UTF-8."""
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.is_dir():
-            raise InputError(f"{source}: is a directory, not a file")
-        if not path.exists():
-            raise InputError(f"{source}: file not found")
-        if not path.is_file():
-            raise InputError(f"{source}: not a regular file")
-        check_size(source, path.stat().st_size)
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    return decode(data, source)
+    """The text of a user file, checked: a regular file (never a FIFO or device), within the limit, UTF-8."""
+    return files.read_text(path, max_input_bytes())
 
 
 def read_upload(name: str, data: bytes) -> str:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from models import files, safe_yaml
 from models.secrets import find_secret, register_key_names
 
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
@@ -131,13 +132,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load and validate a catalog file; errors name the file and the field."""
     path = Path(path or os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: catalog file not found") from None
-    except UnicodeDecodeError:
-        raise CatalogError(f"{path}: not UTF-8 text (a binary file?)") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        data = safe_yaml.load(files.read_text(path))  # regular files only, within JUDGELAB_MAX_INPUT_MB
+    except files.InputError as exc:
+        raise CatalogError(str(exc).replace(": file not found", ": catalog file not found")) from None
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

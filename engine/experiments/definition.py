@@ -22,8 +22,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from models import safe_yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 CallMode = Literal["replay_fallthrough", "replay", "live"]
+MAX_RANGE_VALUES = 100_000  # one range's values; the whole grid has its own cap
+_HUGE = 10**18  # a count beyond any cap (also what an infinite one counts as)
 
 
 class DefinitionError(ValueError):
@@ -43,7 +47,7 @@ class Range(BaseModel):
     start: float = Field(alias="from")
     stop: float = Field(alias="to")
     step: float | None = Field(None, gt=0)
-    num: int | None = Field(None, ge=1, le=100_000)
+    num: int | None = Field(None, ge=1, le=MAX_RANGE_VALUES)
     log: bool = False
     integer: bool = False
 
@@ -57,15 +61,36 @@ class Range(BaseModel):
             raise ValueError("give step or num, not both")
         return self
 
+    def _step(self) -> float:
+        return self.step if self.step is not None else (self.stop - self.start) or 1.0
+
+    def count(self) -> int:
+        """How many values the range has, computed without building them (a span of 1e300 in steps of
+        1e-300 is a count above any cap, not an OverflowError)."""
+        if self.num is not None:
+            return self.num
+        steps = (self.stop - self.start) / self._step()
+        if not math.isfinite(steps) or steps >= _HUGE:
+            return _HUGE
+        return int(math.floor(steps + 1e-9)) + 1
+
+    def too_many(self) -> str | None:
+        """Why the range is too long to expand, or None."""
+        count = self.count()
+        if count <= MAX_RANGE_VALUES:
+            return None
+        amount = "more than 10^18" if count >= _HUGE else f"{count:,}"
+        return f"the range expands to {amount} values (at most {MAX_RANGE_VALUES:,})"
+
     def values(self) -> list[float | int]:
+        if problem := self.too_many():  # a Range built without validation
+            raise ValueError(problem)
+        count = self.count()
         if self.num is not None:
             n = self.num
             out = [self.start] if n == 1 else [self.start + (self.stop - self.start) * i / (n - 1) for i in range(n)]
         else:
-            step = self.step if self.step is not None else (self.stop - self.start) or 1.0
-            count = int(math.floor((self.stop - self.start) / step + 1e-9)) + 1
-            if count > 100_000:
-                raise ValueError(f"the range expands to {count} values (at most 100 000)")
+            step = self._step()
             out = [self.start + i * step for i in range(count)]
         if self.integer:
             return sorted({int(round(v)) for v in out})
@@ -124,6 +149,16 @@ class Experiment(BaseModel):
         if self.panels and self.mechanism != "jury":
             raise ValueError("panels: only the jury has panels")
         return self
+
+    def range_problems(self) -> list[tuple[tuple[str, str], str]]:
+        """The grid's ranges too long to expand (counted, never built; a search only samples them)."""
+        if self.search is not None:
+            return []
+        return [
+            (("space", name), problem)
+            for name, values in self.space.items()
+            if isinstance(values, Range) and (problem := values.too_many())
+        ]
 
     def axes(self) -> dict[str, list[Any]]:
         """The grid's axes, in the order written: every space entry expanded, plus models / panels."""
@@ -198,25 +233,9 @@ def expand(definition: Experiment, decision: frozenset[str]) -> list[Cell]:
 # -- YAML with line numbers --------------------------------------------------------------------------------
 
 
-def _lines(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | int, ...], int]) -> None:
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            name = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
-            out.setdefault((*path, name), key.start_mark.line + 1)  # the key's line names the field
-            _lines(value, (*path, name), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, (*path, i), out)
-
-
 def line_map(text: str) -> dict[tuple[str | int, ...], int]:
-    """Field path → line of a YAML document (composed, so every node keeps its mark)."""
-    node = yaml.compose(text)
-    out: dict[tuple[str | int, ...], int] = {}
-    if node is not None:
-        _lines(node, (), out)
-    return out
+    """Field path → line of a YAML document (`models.safe_yaml`: no aliases, bounded depth and size)."""
+    return safe_yaml.load_with_lines(text)[1]
 
 
 def line_of(lines: Mapping[tuple[str | int, ...], int], loc: Sequence[str | int]) -> int:
@@ -252,8 +271,7 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
     from engine.experiments.mechanisms import mechanism
 
     try:
-        data = yaml.safe_load(text)
-        lines = line_map(text)
+        data, lines = safe_yaml.load_with_lines(text)  # aliases, deep nesting, duplicate keys: refused
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -273,21 +291,24 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
             seen.add(key)
             problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {err['msg']}")
         raise DefinitionError(problems) from None
-    problems = [
-        f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}"
-        for loc, msg in mechanism(definition.mechanism).check(definition, source)
-    ]
+    ranges = definition.range_problems()
+    checks = ranges or mechanism(definition.mechanism).check(definition, source)  # never expand a huge range
+    problems = [f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}" for loc, msg in checks]
     if problems:
         raise DefinitionError(problems)
     return definition
 
 
 def load_definition(path: str | Path) -> Experiment:
+    """`parse_definition` of a file, read by the checked reader (a regular file within the input limit:
+    never /dev/zero, a FIFO or a 50 MB file)."""
+    from engine.inputs import InputError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DefinitionError([f"{p}: cannot read ({exc})"]) from None
+        text = read_text(p)
+    except InputError as exc:
+        raise DefinitionError([str(exc)]) from None
     definition = parse_definition(text, str(p))
     return definition.model_copy(update={"cases": str(definition.case_path(str(p)))})
 
