@@ -20,6 +20,7 @@ from sqlmodel import Session
 
 from engine.config import get_settings
 from engine.exports import load_run, run_document
+from engine.inputs import InputError, MissingFile, iter_lines, read_text
 from engine.store import EventRow, LlmCall, Run, Store, StoreError, _dumps
 from models.recording import CallRecord
 
@@ -64,8 +65,8 @@ def demo_dir() -> Path:
 def load_manifest(folder: Path | None = None) -> DemoManifest:
     path = (folder or demo_dir()) / MANIFEST_FILE
     try:
-        return DemoManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return DemoManifest.model_validate_json(read_text(path))
+    except MissingFile:
         raise DemoError(f"no demo recording at {path} — run `judgelab demo record`") from None
     except ValueError as exc:
         raise DemoError(f"the demo manifest {path} is broken ({exc}) — run `judgelab demo record`") from None
@@ -95,11 +96,13 @@ def write_runs(documents: Iterable[dict[str, Any]], path: Path) -> int:
 
 def read_runs(path: Path) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = read_text(path)
+    except MissingFile:
         raise DemoError(f"no demo runs at {path} — run `judgelab demo record`") from None
+    except InputError as exc:
+        raise DemoError(str(exc)) from None
     documents = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in iter_lines(text):
         if not line.strip():
             continue
         try:

@@ -11,20 +11,67 @@ memory per MB of each kind, all well under 1 GB for a 10 MB file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from models import files
 from models.files import InputError as InputError
+from models.files import MissingFile as MissingFile
 from models.files import decode as decode
 
 MAX_PROBLEMS_SHOWN = 20
+CHECK_EVERY = 4096  # lines between two cancellation checks while a file is parsed
+
+
+class Problems(list[str]):
+    """The problems of a file, one a bad row: the first `KEEP` are kept, the rest only counted (`total`), so
+    a file of a million bad rows costs a few kilobytes of messages, not a million of them."""
+
+    KEEP = 200
+
+    def __init__(self, problems: list[str] | None = None) -> None:
+        super().__init__()
+        self.total = 0
+        for problem in problems or ():
+            self.append(problem)
+
+    def append(self, problem: str) -> None:
+        self.total += 1
+        if len(self) < self.KEEP:
+            super().append(problem)
+
+
+def shown_problems(problems: list[str]) -> list[str]:
+    """The first `MAX_PROBLEMS_SHOWN` problems, then "… and N more" when there are more: what a page or the
+    CLI shows of a bad file (never the whole list)."""
+    total = getattr(problems, "total", len(problems))
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = total - len(shown)
+    return shown + ([f"… and {more:,} more"] if more else [])
 
 
 def problem_lines(problems: list[str], header: str | None = None) -> str:
     """The first problems of a bad file, one a line, and how many more there are; `header` goes first."""
-    shown = problems[:MAX_PROBLEMS_SHOWN]
-    more = len(problems) - len(shown)
-    return "\n".join(([header] if header else []) + shown + ([f"… and {more} more"] if more else []))
+    return "\n".join(([header] if header else []) + shown_problems(problems))
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text, one at a time (no list of every line), and a cancellation check every
+    `CHECK_EVERY` lines: a page's Cancel or a stopped run ends a long parse at once. A line ends at \\n
+    (a \\r before it is dropped)."""
+    from engine.runctx import checkpoint
+
+    start, number, end_of_text = 0, 0, len(text)
+    while start < end_of_text:
+        end = text.find("\n", start)
+        if end < 0:
+            end = end_of_text
+        number += 1
+        if number % CHECK_EVERY == 0:
+            checkpoint()
+        line = text[start:end]
+        yield number, line[:-1] if line.endswith("\r") else line
+        start = end + 1
 
 
 def max_input_bytes() -> int:

@@ -24,6 +24,10 @@ class InputError(ValueError):
     """A user file cannot be used; the message names the file and why."""
 
 
+class MissingFile(InputError):
+    """The file does not exist (some readers fall back to a default then)."""
+
+
 def env_limit_bytes() -> int:
     """The size limit from `JUDGELAB_MAX_INPUT_MB` (default 10 MB) for readers that have no settings
     (the model layer); an unusable value means the default, the settings report it elsewhere."""
@@ -64,7 +68,7 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise InputError(f"{source}: file not found") from None
+        raise MissingFile(f"{source}: file not found") from None
     except IsADirectoryError:
         raise InputError(f"{source}: is a directory, not a file") from None
     except OSError as exc:  # ENXIO: a socket; EACCES; ELOOP; …

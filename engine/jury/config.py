@@ -151,14 +151,15 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
     every case that has none). Gold verdicts must be labels of the case's rubric; ids must be unique."""
     import yaml
 
+    from engine.inputs import Problems, iter_lines
     from models import safe_yaml
 
-    problems: list[str] = []
+    problems = Problems()
     items: list[tuple[str, Any]] = []
     shared: object = None
     stripped = content.lstrip()
     if source.endswith(".jsonl") or (stripped.startswith("{") and "\n{" in content):
-        for number, line in enumerate(content.splitlines(), 1):
+        for number, line in iter_lines(content):
             if line.strip():
                 try:
                     items.append((f"{source}:{number}", json.loads(line)))
