@@ -1150,3 +1150,4 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
     finally:
         store.dispose()
         shutil.rmtree(folder, ignore_errors=True)
+from dashboard import bench_inputs  # noqa: E402, F401  (issue 26: hostile and large inputs)
