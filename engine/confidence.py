@@ -842,9 +842,11 @@ def parse_labels(text: str, source: str = "labels") -> list[LabelledItem]:
     (`source:N: why`, a factor by its field) and nothing is imported. An empty text gives no items."""
     import json
 
+    from engine.inputs import Problems, iter_lines
+
     items: list[LabelledItem] = []
-    problems: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    problems = Problems()
+    for number, line in iter_lines(text):
         if not line.strip():
             continue
         try:

@@ -10,6 +10,8 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from models import safe_yaml
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
 
@@ -99,7 +101,7 @@ def load_yaml(path: str | Path, model: type[T]) -> T:
 
     path = Path(path)
     try:
-        raw: object = yaml.safe_load(read_text(path))
+        raw: object = safe_yaml.load(read_text(path))
     except InputError as exc:
         raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:

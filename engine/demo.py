@@ -21,7 +21,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from engine.config import get_settings
 from engine.exports import load_run, run_document
-from engine.inputs import MAX_PROBLEMS_SHOWN, problem_lines
+from engine.inputs import MAX_PROBLEMS_SHOWN, InputError, MissingFile, iter_lines, problem_lines, read_text
 from engine.store import (
     MAX_TAG_LENGTH,
     RUN_STATUSES,
@@ -80,11 +80,11 @@ def load_manifest(folder: Path | None = None) -> DemoManifest:
     """The manifest, every field checked; a problem is a DemoError of `file:line: field 'x': message` lines."""
     path = (folder or demo_dir()) / MANIFEST_FILE
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = read_text(path)
+    except MissingFile:
         raise DemoError(f"no demo recording at {path} — run `judgelab demo record`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DemoError(f"{path}: cannot be read ({exc}) — run `judgelab demo record`") from None
+    except InputError as exc:
+        raise DemoError(f"{exc} — run `judgelab demo record`") from None
     try:
         return DemoManifest.model_validate_json(text, strict=True)
     except ValidationError as exc:
@@ -180,11 +180,11 @@ class RunDocument(_Recorded):
 
 def _read_runs_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return read_text(path)
+    except MissingFile:
         raise DemoError(f"no demo runs at {path} — run `judgelab demo record`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DemoError(f"{path}: cannot be read ({exc}) — run `judgelab demo record`") from None
+    except InputError as exc:
+        raise DemoError(f"{exc} — run `judgelab demo record`") from None
 
 
 def _validated(text: str, path: Path) -> list[RunDocument]:
@@ -201,7 +201,7 @@ def _validated(text: str, path: Path) -> list[RunDocument]:
         shown.extend(lines[: max(0, MAX_PROBLEMS_SHOWN - len(shown))])  # a count, not a list, past the first 20
 
     run_lines: dict[str, int] = {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in iter_lines(text):
         if not line.strip():
             continue
         try:

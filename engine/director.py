@@ -11,17 +11,20 @@ Layers:
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.dataclasses import dataclass as compact_row
 
 from engine import runctx
 from engine.quoting import quote
@@ -1123,8 +1126,10 @@ async def duo_dialogue(
 # -- scripts (batch input) ------------------------------------------------------------------------
 
 
-class ScriptLine(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+@compact_row(frozen=True, slots=True, config=ConfigDict(extra="ignore"))
+class ScriptLine:
+    """One utterance of a script: a slotted row of three fields (about 64 bytes beside its text, where a
+    model instance takes about 490), so a 10 MB script of short lines stays in tens of megabytes."""
 
     id: str
     text: str = Field(min_length=1)
@@ -1142,29 +1147,14 @@ class ScriptError(ValueError):
 
 
 def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "script") -> list[ScriptLine]:
-    """Utterances from JSONL ({"text", "id"?, "character"?} a line) or CSV (a `text` column)."""
-    import csv
-    import io
-    import json
+    """Utterances from JSONL ({"text", "id"?, "character"?} a line) or CSV (a `text` column), parsed a row at
+    a time into compact `ScriptLine`s (no list of every parsed row; after the first bad row only the problems
+    are collected, and only the first of them kept)."""
+    from engine.inputs import Problems
 
-    rows: list[tuple[int, Any]] = []
-    problems: list[str] = []
-    if kind == "jsonl":
-        for number, line in enumerate(content.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{source}:{number}: not JSON ({exc.msg})")
-    else:
-        reader = csv.DictReader(io.StringIO(content))
-        if not reader.fieldnames or "text" not in reader.fieldnames:
-            raise ScriptError([f"{source}:1: a CSV script needs a 'text' column"])
-        for number, row in enumerate(reader, 2):
-            rows.append((number, {k: v for k, v in row.items() if k is not None}))
+    problems = Problems()
     lines: list[ScriptLine] = []
-    for number, row in rows:
+    for number, row in _script_rows(content, kind, source, problems):
         if not isinstance(row, dict):
             problems.append(f"{source}:{number}: expected an object with 'text'")
             continue
@@ -1176,12 +1166,41 @@ def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "scr
         if character is not None and not isinstance(character, str):
             problems.append(f"{source}:{number}: 'character' must be text")
             continue
-        lines.append(ScriptLine(id=str(row.get("id") or f"line-{number}"), text=text, character=character))
+        if not problems:
+            lines.append(ScriptLine(id=str(row.get("id") or f"line-{number}"), text=text, character=character))
     if problems:
         raise ScriptError(problems)
     if not lines:
         raise ScriptError([f"{source}: no utterances"])
     return lines
+
+
+def _script_rows(
+    content: str, kind: Literal["jsonl", "csv"], source: str, problems: list[str]
+) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed row) one at a time; a line that is not JSON goes to `problems`."""
+    import csv
+    import io
+    import json
+
+    from engine.inputs import CHECK_EVERY, iter_lines
+
+    if kind == "jsonl":
+        for number, line in iter_lines(content):  # checks for cancellation as it goes
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{source}:{number}: not JSON ({exc.msg})")
+        return
+    reader = csv.DictReader(io.StringIO(content))
+    if not reader.fieldnames or "text" not in reader.fieldnames:
+        raise ScriptError([f"{source}:1: a CSV script needs a 'text' column"])
+    for number, row in enumerate(reader, 2):
+        if number % CHECK_EVERY == 0:
+            runctx.checkpoint()
+        yield number, {k: v for k, v in row.items() if k is not None}
 
 
 def load_script(path: Path) -> list[ScriptLine]:
@@ -1299,19 +1318,30 @@ def script_verdicts(
 ) -> list[ScriptVerdict]:
     """The hard rules for every line in order, each character keeping its own conversation state: a
     RETRY line leaves it as it was (§9), any other advances the topic depth and the loop memory (§8)."""
+    return list(iter_script_verdicts(lines, character, cfg, profiles))
+
+
+def iter_script_verdicts(
+    lines: Sequence[ScriptLine],
+    character: str,
+    cfg: DirectorConfig | None = None,
+    profiles: dict[str, CharacterProfile] | None = None,
+) -> Iterator[ScriptVerdict]:
+    """`script_verdicts` one line at a time (nothing kept but each character's state), with a cancellation
+    check every 256 lines."""
     cfg = cfg or _DEFAULT_CONFIG
     profiles = profiles if profiles is not None else {}
     states: dict[str, DirectorState] = {}
-    out = []
-    for line in lines:
+    for i, line in enumerate(lines):
+        if i % 256 == 255:
+            runctx.checkpoint()
         cid = line.character or character
         if cid not in profiles:
             profiles[cid] = load_character(cid)
         current = states.get(cid, _EMPTY_STATE)
         verdict = evaluate_rules(line.text, profiles[cid], cfg, current)
         states[cid] = apply_state(current, normalize(line.text), verdict.status)
-        out.append(ScriptVerdict(line.id, cid, line.text, verdict))
-    return out
+        yield ScriptVerdict(line.id, cid, line.text, verdict)
 
 
 def retune_rule(verdict: RulesVerdict, name: str, cfg: DirectorConfig) -> Status:
@@ -1363,7 +1393,21 @@ def retune_script(
 STATUS_NAMES = ("PASS", "WARN", "MODIFY", "RETRY")
 
 
-class ScriptRow(BaseModel):
+@functools.lru_cache(maxsize=4096)
+def _rules_mapping(pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return dict(pairs)
+
+
+def _shared_rules(rules: Sequence[RuleResult]) -> dict[str, str]:
+    """A row's rule → status mapping, one shared dict per combination (a script repeats a few of them over
+    and over; the rows are read, never changed)."""
+    return _rules_mapping(tuple((r.rule, r.status.name) for r in rules))
+
+
+@compact_row(slots=True)
+class ScriptRow:
+    """One line of a batch's table (slotted: a script of 700 000 lines keeps 700 000 of them)."""
+
     id: str
     character: str
     text: str
@@ -1386,7 +1430,10 @@ class ScriptResult(BaseModel):
     )
 
     def stored(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"run_id"})
+        """The run's summary["result"]: the counts, hit rates and averages. The rows are the run's
+        `director_line` events (one each), not repeated here: a 700 000-line script would otherwise hold
+        its table three more times in memory while the summary is written."""
+        return self.model_dump(mode="json", exclude={"run_id", "rows"})
 
 
 async def run_script(
@@ -1409,11 +1456,17 @@ async def run_script(
         store, "director.batch", config.model_dump(mode="json"), name=config.source, sinks=sinks
     ) as run:
         runctx.progress(total=len(config.lines), step="rules")
-        verdicts = script_verdicts(config.lines, config.character, cfg, profiles)
         rows: list[ScriptRow] = []
         averages: dict[str, float | None] = {}
+        hits: dict[str, list[int]] = {}  # rule → [warn, retry] counts (`hit_rates`, without keeping verdicts)
         previous = ""
-        for v in verdicts:
+        for i, v in enumerate(iter_script_verdicts(config.lines, config.character, cfg, profiles)):
+            if i % 256 == 255:  # let a cancel (Cancel, SIGTERM: the task is cancelled) land within 2 s
+                await asyncio.sleep(0)
+            for r in v.verdict.rules:
+                counts = hits.setdefault(r.rule, [0, 0])
+                counts[0] += r.status == Status.WARN
+                counts[1] += r.status == Status.RETRY
             scored: RubricResult | None = None
             if rubric is not None and v.verdict.status < Status.RETRY:
                 scored = await rubric.score(
@@ -1429,21 +1482,21 @@ async def run_script(
                 text=v.text,
                 status=script_status(v.verdict, average, cfg).name,
                 rules_status=v.verdict.status.name,
-                rules={r.rule: r.status.name for r in v.verdict.rules},
+                rules=_shared_rules(v.verdict.rules),
                 tone=v.verdict.tone.score,
                 rubric=average,
                 rubric_failed=bool(scored and scored.failed),
                 reasons=reasons,
             )
             rows.append(row)
-            run.emit("director_line", **row.model_dump(mode="json"))
+            run.emit("director_line", **dataclasses.asdict(row))
             runctx.progress(advance=1, step=f"{v.id}: {row.status}")
         result = ScriptResult(
             run_id=run.run_id,
             rows=rows,
             averages=averages,
             status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
-            hit_rates=hit_rates([v.verdict for v in verdicts]),
+            hit_rates={rule: {"warn": w / len(rows), "retry": r / len(rows)} for rule, (w, r) in hits.items()},
         )
         run.summary = {
             "lines": len(rows),

@@ -1,28 +1,77 @@
-"""User files (workloads, labels, scripts, cases, recordings, uploads): read under one size limit, as UTF-8
-text, with an error naming the file for anything else — missing, a directory, binary, too large.
+"""User files (workloads, labels, scripts, cases, recordings, experiments, uploads): read under one size
+limit, as UTF-8 text, with an error naming the file for anything else — missing, a directory, a FIFO or a
+device, binary, too large. The reading itself is `models.files` (regular files only, checked on the open
+descriptor, the size checked before a byte is read, never blocking); this module adds the limit from the
+settings.
 
-The limit is `JUDGELAB_MAX_INPUT_MB` (default 10 MB). Every loader parses the whole file into memory
-(about 40× its size for a script of short lines), so the limit keeps one command under ~0.5 GB and a
-simulation's start within seconds; a larger file is refused before a byte of it is read.
+The limit is `JUDGELAB_MAX_INPUT_MB` (default 10 MB). Line-based files (scripts, workloads, recordings,
+labels, cases) are parsed a line at a time into compact rows; README ("Input files") gives the measured peak
+memory per MB of each kind, all well under 1 GB for a 10 MB file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
-
-class InputError(ValueError):
-    """A user file cannot be used; the message names the file and why."""
-
+from models import files
+from models.files import InputError as InputError
+from models.files import MissingFile as MissingFile
+from models.files import decode as decode
 
 MAX_PROBLEMS_SHOWN = 20
+CHECK_EVERY = 4096  # lines between two cancellation checks while a file is parsed
+
+
+class Problems(list[str]):
+    """The problems of a file, one a bad row: the first `KEEP` are kept, the rest only counted (`total`), so
+    a file of a million bad rows costs a few kilobytes of messages, not a million of them."""
+
+    KEEP = 200
+
+    def __init__(self, problems: list[str] | None = None) -> None:
+        super().__init__()
+        self.total = 0
+        for problem in problems or ():
+            self.append(problem)
+
+    def append(self, problem: str) -> None:
+        self.total += 1
+        if len(self) < self.KEEP:
+            super().append(problem)
+
+
+def shown_problems(problems: list[str]) -> list[str]:
+    """The first `MAX_PROBLEMS_SHOWN` problems, then "… and N more" when there are more: what a page or the
+    CLI shows of a bad file (never the whole list)."""
+    total = getattr(problems, "total", len(problems))
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    more = total - len(shown)
+    return shown + ([f"… and {more:,} more"] if more else [])
 
 
 def problem_lines(problems: list[str], header: str | None = None) -> str:
     """The first problems of a bad file, one a line, and how many more there are; `header` goes first."""
-    shown = problems[:MAX_PROBLEMS_SHOWN]
-    more = len(problems) - len(shown)
-    return "\n".join(([header] if header else []) + shown + ([f"… and {more} more"] if more else []))
+    return "\n".join(([header] if header else []) + shown_problems(problems))
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text, one at a time (no list of every line), and a cancellation check every
+    `CHECK_EVERY` lines: a page's Cancel or a stopped run ends a long parse at once. A line ends at \\n
+    (a \\r before it is dropped)."""
+    from engine.runctx import checkpoint
+
+    start, number, end_of_text = 0, 0, len(text)
+    while start < end_of_text:
+        end = text.find("\n", start)
+        if end < 0:
+            end = end_of_text
+        number += 1
+        if number % CHECK_EVERY == 0:
+            checkpoint()
+        line = text[start:end]
+        yield number, line[:-1] if line.endswith("\r") else line
+        start = end + 1
 
 
 def max_input_bytes() -> int:
@@ -33,40 +82,12 @@ def max_input_bytes() -> int:
 
 def check_size(source: str, size: int) -> None:
     """Refuse a file or upload above the limit, naming the limit and how to raise it."""
-    limit = max_input_bytes()
-    if size > limit:
-        raise InputError(
-            f"{source}: {size / 1024 / 1024:.1f} MB is above the input limit of {limit / 1024 / 1024:g} MB — "
-            "split the file, or raise JUDGELAB_MAX_INPUT_MB"
-        )
-
-
-def decode(data: bytes, source: str) -> str:
-    """UTF-8 text (a BOM is accepted); a binary or otherwise undecodable file is an InputError."""
-    if b"\x00" in data[:65536]:
-        raise InputError(f"{source}: a binary file, not UTF-8 text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    files.check_size(source, size, max_input_bytes())
 
 
 def read_text(path: str | Path) -> str:
-    """The text of a user file, checked: it exists, is a regular file, is within the limit, is UTF-8."""
-    path = Path(path)
-    source = str(path)
-    try:
-        if path.is_dir():
-            raise InputError(f"{source}: is a directory, not a file")
-        if not path.exists():
-            raise InputError(f"{source}: file not found")
-        if not path.is_file():
-            raise InputError(f"{source}: not a regular file")
-        check_size(source, path.stat().st_size)
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    return decode(data, source)
+    """The text of a user file, checked: a regular file (never a FIFO or device), within the limit, UTF-8."""
+    return files.read_text(path, max_input_bytes())
 
 
 def read_upload(name: str, data: bytes) -> str:

@@ -195,7 +195,10 @@ def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], featu
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    from engine.inputs import max_input_bytes
+    from models.files import read_bytes
+
+    return hashlib.sha256(read_bytes(path, max_input_bytes())).hexdigest()
 
 
 def calibration_path(name: str, model_id: str, directory: Path | None = None) -> Path:
@@ -215,8 +218,10 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
     path = calibration_path(name, model_id, directory)
     if not path.is_file():
         return None
+    from engine.inputs import read_text
+
     try:
-        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+        return Calibration.model_validate_json(read_text(path))
     except ValueError as exc:
         raise ValueError(f"{path}: not a valid calibration file: {exc}") from None
 

@@ -176,8 +176,10 @@ MAX_T_S = 366 * 24 * 3600.0  # a workload spans at most a year of simulated time
 
 
 def parse_workload(content: str, source: str = "workload") -> list[Message]:
-    messages, problems, seen = [], [], set()
-    for number, line in enumerate(content.splitlines(), 1):
+    from engine.inputs import Problems, iter_lines
+
+    messages, problems, seen = [], Problems(), set()
+    for number, line in iter_lines(content):
         if not line.strip():
             continue
         try:
@@ -311,14 +313,14 @@ class RecordedJudge:
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
         """Recorded judgments, one JSON object a line; any bad line is a WorkloadError naming it."""
-        from engine.inputs import InputError, read_text
+        from engine.inputs import InputError, Problems, iter_lines, read_text
 
         try:
             content = read_text(path)
         except InputError as exc:
             raise WorkloadError([str(exc)], header=None) from None
-        records, problems = {}, []
-        for number, line in enumerate(content.splitlines(), 1):
+        records, problems = {}, Problems()
+        for number, line in iter_lines(content):
             if not line.strip():
                 continue
             try:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from models import files, safe_yaml
 from models.fieldlines import compose, field_name, line_of, where
 from models.secrets import find_secret, register_key_names
 
@@ -173,14 +174,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load and validate a catalog file; errors name the file and the field."""
     path = Path(path or os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: catalog file not found") from None
-    except UnicodeDecodeError:
-        raise CatalogError(f"{path}: not UTF-8 text (a binary file?)") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        text = files.read_text(path)  # regular files only, within JUDGELAB_MAX_INPUT_MB
+        data = safe_yaml.load(text)
+    except files.InputError as exc:
+        raise CatalogError(str(exc).replace(": file not found", ": catalog file not found")) from None
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -38,13 +38,14 @@ def secrets_paths() -> list[Path]:
 
 
 def _read_secrets() -> dict[str, object]:
+    from models.files import InputError, read_text
+
     for path in secrets_paths():
-        try:
-            with path.open("rb") as fh:
-                return tomllib.load(fh)
-        except FileNotFoundError:
+        if not path.exists():
             continue
-        except (tomllib.TOMLDecodeError, OSError):
+        try:  # the checked reader: a FIFO or a device in its place cannot hang the app
+            return tomllib.loads(read_text(path))
+        except (tomllib.TOMLDecodeError, InputError):
             # A broken secrets file must not take the app down; the key is then simply missing.
             return {}
     return {}
@@ -118,9 +119,9 @@ def _catalog_key_names(path: Path) -> set[str]:
 
 def _read_catalog_key_names(path: Path) -> set[str]:
     try:
-        import yaml
+        from models import files, safe_yaml
 
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_yaml.load(files.read_text(path))
         models = data.get("models", []) if isinstance(data, dict) else []
         return {m["api_key_env"] for m in models if isinstance(m, dict) and isinstance(m.get("api_key_env"), str)}
     except Exception:  # any unreadable catalog: no names from it

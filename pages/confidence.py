@@ -36,7 +36,7 @@ from engine.confidence import (
     parse_labels,
 )
 from engine.config import get_settings
-from engine.inputs import InputError, read_upload
+from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
 from engine.runctx import RunControl, controlled
 from models.errors import ModelError, ReplayMiss
 
@@ -426,7 +426,7 @@ def _load_labels(text: str, source: str) -> tuple[list[LabelledItem], list[str]]
     try:
         return parse_labels(text, source), []
     except LabelError as exc:
-        return [], exc.problems
+        return [], exc.problems  # at most `Problems.KEEP` of them, and their count
 
 
 def _render_calibration(settings: ConfidenceSettings) -> None:
@@ -439,10 +439,16 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
             return
     else:
         path = _labels_path()
-        text, source = (path.read_text(encoding="utf-8") if path.exists() else ""), path.name
+        try:
+            text, source = read_text(path), path.name
+        except MissingFile:
+            text, source = "", path.name
+        except InputError as exc:
+            st.error(f"Nothing imported: {exc}")
+            return
     items, problems = _load_labels(text, source)
     if problems:
-        st.error(md("bad rows, nothing imported — " + "; ".join(problems)))
+        st.error(md("bad rows, nothing imported — " + "; ".join(shown_problems(problems))))
         return
     if not items:
         st.info("No labelled items.")

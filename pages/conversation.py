@@ -44,6 +44,7 @@ from engine.handraise import (
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note
+from engine.inputs import read_text
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
@@ -916,7 +917,7 @@ def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
     running = _watched_benchmarks()
     if st.button("Run the ablation", key=KEY + "b_run", disabled=not contexts or bool(running)):
         try:
-            items = parse_benchmark(benchmark_path().read_text(encoding="utf-8"), str(benchmark_path()))
+            items = parse_benchmark(read_text(benchmark_path()), str(benchmark_path()))
         except (OSError, ValueError) as exc:
             st.error(md(exc, inline=False))
             return

@@ -35,7 +35,7 @@ from engine.director import (
     run_script,
     script_verdicts,
 )
-from engine.inputs import InputError, read_upload
+from engine.inputs import InputError, read_text, read_upload, shown_problems
 
 KEY = "director."
 # The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
@@ -301,11 +301,17 @@ def _render_batch(profiles: dict[str, Any]) -> None:
         kind, source = ("csv" if upload.name.lower().endswith(".csv") else "jsonl"), upload.name
     else:
         path = get_settings().data_dir / "scripts" / "beach.jsonl"
-        content, kind, source = path.read_text(encoding="utf-8"), "jsonl", path.name
+        try:
+            content, kind, source = read_text(path), "jsonl", path.name
+        except InputError as exc:
+            st.error(f"Nothing imported: {exc}")
+            return
     try:
         lines = parse_script(content, kind, source)
     except ScriptError as exc:
-        st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
+        st.error(
+            "Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(exc.problems))
+        )
         return
     unknown = sorted({ln.character for ln in lines if ln.character and ln.character not in profiles})
     if unknown:

@@ -33,6 +33,8 @@ from engine.experiments.analysis import (
     traded_costs,
 )
 from engine.experiments.runner import list_experiments, show_experiment
+from engine.inputs import InputError, read_text, read_upload, shown_problems
+from models import safe_yaml
 
 KEY = "experiments."
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
@@ -125,8 +127,8 @@ def _render_definition() -> tuple[Experiment | None, str]:
             return None, ""
         path = st.selectbox("File", files, format_func=lambda p: p.name, key=KEY + "file")
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_text(path)
+        except InputError as exc:
             st.error(f"Cannot read {md(path.name)}: {md(exc)}")
             return None, ""
         source = str(path)
@@ -135,10 +137,10 @@ def _render_definition() -> tuple[Experiment | None, str]:
         if upload is None:
             st.info("Upload a definition (the format of data/experiments/*.yaml).")
             return None, ""
-        try:
-            text = upload.getvalue().decode("utf-8")
-        except UnicodeDecodeError:
-            st.error("The file is not UTF-8 text.")
+        try:  # the input limit before a byte is parsed or shown
+            text = read_upload(upload.name, upload.getvalue())
+        except InputError as exc:
+            st.error(f"Nothing to validate: {md(exc)}")
             return None, ""
         source = upload.name
     else:
@@ -184,7 +186,7 @@ def _render_form() -> str:
 
 def _yaml_or_text(text: str) -> Any:
     try:
-        return yaml.safe_load(text) or {}
+        return safe_yaml.load(text) or {}
     except yaml.YAMLError:
         return text  # shown and refused by the validator ("base: a mapping"), never half-parsed
 
@@ -206,7 +208,7 @@ def validated(text: str, source: str, *, beside: bool = False) -> Experiment | N
         definition = parse_definition(text, source)
     except DefinitionError as exc:
         st.error(f"The definition does not validate ({len(exc.problems)} problem(s)):")
-        st.code("\n".join(exc.problems), language=None)
+        st.code("\n".join(shown_problems(exc.problems)), language=None)
         return None
     if beside:
         definition = definition.model_copy(update={"cases": str(definition.case_path(source))})

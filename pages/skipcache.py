@@ -14,7 +14,7 @@ from dashboard import charts, state
 from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
-from engine.inputs import InputError, read_upload
+from engine.inputs import InputError, read_upload, shown_problems
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -159,7 +159,9 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
         except InputError as exc:
             st.error(f"Nothing imported: {exc}")
         except WorkloadError as exc:
-            st.error("Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in exc.problems))
+            st.error(
+                "Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(exc.problems))
+            )
     defaults = ResponseConfig()
     with st.expander("Thresholds and checker", expanded=True):
         c = flow_columns(5, width=150)

@@ -159,25 +159,32 @@ def batch_cmd(
     )
     store, models = _store_and_models(model_id)
     result = _run(run_script(config, models, store))
-    out = [
+    out = (  # one row at a time: a long script's table is not built a second time
         {"id": r.id, "character": r.character, "text": r.text, "status": r.status, "rules": r.rules, "tone": r.tone}
         | ({"rubric": r.rubric} if model_id else {})
         for r in result.rows
-    ]
+    )
     counts, rates = result.status_counts, result.hit_rates
     if as_json:
         for row in out:
             say(json.dumps(row, ensure_ascii=False))
         say(
             json.dumps(
-                {"summary": {"lines": len(out), "status_counts": counts, "hit_rates": rates, "run_id": result.run_id}},
+                {
+                    "summary": {
+                        "lines": len(result.rows),
+                        "status_counts": counts,
+                        "hit_rates": rates,
+                        "run_id": result.run_id,
+                    }
+                },
                 ensure_ascii=False,
             )
         )
         return
     for row in out:
         say(f"{row['status']:<5} {row['id']:<10} {row['text']}")
-    say(f"{len(out)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
+    say(f"{len(result.rows)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
         say(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
     say(f"run {result.run_id}")

@@ -201,9 +201,10 @@ def judge_cmd(
     from engine.events import async_run_context
     from engine.handraise import BenchItem, WillJudge, decide_hands, failure_flags
     from engine.inputs import InputError, read_text
+    from models import safe_yaml
 
     try:
-        data = yaml.safe_load(read_text(scenario))
+        data = safe_yaml.load(read_text(scenario))
         if data is not None and not isinstance(data, dict):
             raise TypeError(f"expected a mapping with 'context', not a {type(data).__name__}")
         item = BenchItem.model_validate({"id": scenario.stem, **(data or {})})

@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal, overload
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from models import safe_yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 MAX_RANGE_VALUES = 100_000  # values of one range (the cell cap, JUDGELAB_MAX_CELLS, bounds their product)
 CallMode = Literal["replay_fallthrough", "replay", "live"]
@@ -51,7 +53,7 @@ class Range(BaseModel):
     start: float = Field(alias="from")
     stop: float = Field(alias="to")
     step: float | None = Field(None, gt=0)
-    num: int | None = Field(None, ge=1, le=100_000)
+    num: int | None = Field(None, ge=1, le=MAX_RANGE_VALUES)
     log: bool = False
     integer: bool = False
 
@@ -189,6 +191,19 @@ class Experiment(BaseModel):
         if self.panels and self.mechanism != "jury":
             raise ValueError("panels: only the jury has panels")
         return self
+
+    def range_problems(self) -> list[tuple[tuple[str, str], str]]:
+        """The grid's ranges too long to expand (counted, never built; a search only samples them)."""
+        if self.search is not None:
+            return []
+        problems = []
+        for name, values in self.space.items():
+            if isinstance(values, Range):
+                try:
+                    values.count()  # arithmetic: a range of 10^300 values is a message, never built
+                except ValueError as exc:
+                    problems.append((("space", name), str(exc)))
+        return problems
 
     def axes(self) -> dict[str, list[Any]]:
         """The grid's axes, in the order written: every space entry expanded, plus models / panels."""
@@ -395,25 +410,9 @@ def expand(definition: Experiment, decision: frozenset[str]) -> Cells:
 # -- YAML with line numbers --------------------------------------------------------------------------------
 
 
-def _lines(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | int, ...], int]) -> None:
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            name = key.value if isinstance(key, yaml.ScalarNode) else str(key.value)
-            out.setdefault((*path, name), key.start_mark.line + 1)  # the key's line names the field
-            _lines(value, (*path, name), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, (*path, i), out)
-
-
 def line_map(text: str) -> dict[tuple[str | int, ...], int]:
-    """Field path → line of a YAML document (composed, so every node keeps its mark)."""
-    node = yaml.compose(text)
-    out: dict[tuple[str | int, ...], int] = {}
-    if node is not None:
-        _lines(node, (), out)
-    return out
+    """Field path → line of a YAML document (`models.safe_yaml`: no aliases, bounded depth and size)."""
+    return safe_yaml.load_with_lines(text)[1]
 
 
 def line_of(lines: Mapping[tuple[str | int, ...], int], loc: Sequence[str | int]) -> int:
@@ -449,8 +448,7 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
     from engine.experiments.mechanisms import mechanism
 
     try:
-        data = yaml.safe_load(text)
-        lines = line_map(text)
+        data, lines = safe_yaml.load_with_lines(text)  # aliases, deep nesting, duplicate keys: refused
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -470,21 +468,24 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
             seen.add(key)
             problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {err['msg']}")
         raise DefinitionError(problems) from None
-    problems = [
-        f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}"
-        for loc, msg in mechanism(definition.mechanism).check(definition, source)
-    ]
+    ranges = definition.range_problems()
+    checks = ranges or mechanism(definition.mechanism).check(definition, source)  # never expand a huge range
+    problems = [f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}" for loc, msg in checks]
     if problems:
         raise DefinitionError(problems)
     return definition
 
 
 def load_definition(path: str | Path) -> Experiment:
+    """`parse_definition` of a file, read by the checked reader (a regular file within the input limit:
+    never /dev/zero, a FIFO or a 50 MB file)."""
+    from engine.inputs import InputError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DefinitionError([f"{p}: cannot read ({exc})"]) from None
+        text = read_text(p)
+    except InputError as exc:
+        raise DefinitionError([str(exc)]) from None
     definition = parse_definition(text, str(p))
     return definition.model_copy(update={"cases": str(definition.case_path(str(p)))})
 

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.experiments.definition import Experiment, Range
+from engine.inputs import iter_lines, read_text
 from engine.runctx import checkpoint
 
 Loc = tuple[str | int, ...]
@@ -327,7 +328,7 @@ class HandRaise(Mechanism):
         from engine.handraise import parse_benchmark
 
         path = definition.case_path()
-        items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))
+        items = parse_benchmark(read_text(path), str(path))
         return items[: definition.limit] if definition.limit else items
 
     def models_of(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[str]:
@@ -797,7 +798,7 @@ class ConfidenceMechanism(Mechanism):
 
         path = definition.case_path()
         rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for number, line in iter_lines(read_text(path)):
             if not line.strip():
                 continue
             try:

@@ -28,6 +28,7 @@ from engine.events import async_run_context
 from engine.experiments.definition import Experiment
 from engine.experiments.mechanisms import Models
 from engine.experiments.runner import HubModels, run_experiment
+from engine.inputs import read_text
 from engine.runctx import progress
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
@@ -73,7 +74,7 @@ async def _handraise(store: Store, models: Models, model_id: str, method: str, p
     from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
-    items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))[: plan.limit]
+    items = parse_benchmark(read_text(path), str(path))[: plan.limit]
     run_id, lines, totals = await run_benchmark(
         store,
         items,

@@ -67,9 +67,11 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
 
     from pydantic import ValidationError
 
+    from engine.inputs import Problems, iter_lines
+
     items: list[BenchItem] = []
-    problems: list[str] = []
-    for number, line in enumerate(content.splitlines(), 1):
+    problems = Problems()
+    for number, line in iter_lines(content):
         if not line.strip():
             continue
         try:

@@ -151,12 +151,15 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
     every case that has none). Gold verdicts must be labels of the case's rubric; ids must be unique."""
     import yaml
 
-    problems: list[str] = []
+    from engine.inputs import Problems, iter_lines
+    from models import safe_yaml
+
+    problems = Problems()
     items: list[tuple[str, Any]] = []
     shared: object = None
     stripped = content.lstrip()
     if source.endswith(".jsonl") or (stripped.startswith("{") and "\n{" in content):
-        for number, line in enumerate(content.splitlines(), 1):
+        for number, line in iter_lines(content):
             if line.strip():
                 try:
                     items.append((f"{source}:{number}", json.loads(line)))
@@ -164,9 +167,11 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
                     problems.append(f"{source}:{number}: not JSON ({exc.msg})")
     else:
         try:
-            data = yaml.safe_load(content)
+            data = safe_yaml.load(content)
         except yaml.YAMLError as exc:
-            raise CaseError([f"{source}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{source}:{mark.line + 1}" if mark is not None else source
+            raise CaseError([f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
         if isinstance(data, dict) and "cases" in data:
             shared, data = data.get("rubric"), data["cases"]
         rows = data if isinstance(data, list) else [data]

@@ -306,7 +306,7 @@ TRIES = [
         ("jury", "run", "--case", "{cases-scalar.yaml}"),
         "cases-scalar.yaml[0]: expected an object",
     ),
-    Try("cases bad YAML", ("jury", "run", "--case", "{cases-bad-yaml.yaml}"), "cases-bad-yaml.yaml: not valid YAML"),
+    Try("cases bad YAML", ("jury", "run", "--case", "{cases-bad-yaml.yaml}"), "cases-bad-yaml.yaml:2: not valid YAML"),
     Try("cases binary YAML", ("jury", "eval", "--cases", "{binary.yaml}"), "binary.yaml: a binary file"),
     Try("cases missing", ("jury", "run", "--case", "{missing.jsonl}"), "missing.jsonl: file not found"),
     Try("cases directory", ("jury", "run", "--case", "{dir}"), "is a directory"),
@@ -450,8 +450,13 @@ TRIES = [
         "missing.yaml: catalog file not found",
         env={"JUDGELAB_CATALOG": "{missing.yaml}"},
     ),
-    Try("CATALOG binary", ("models", "list"), "binary.yaml: not UTF-8 text", env={"JUDGELAB_CATALOG": "{binary.yaml}"}),
-    Try("CATALOG directory", ("models", "list"), "cannot be read", env={"JUDGELAB_CATALOG": "{dir}"}),
+    Try(
+        "CATALOG binary",
+        ("models", "list"),
+        "binary.yaml: a binary file, not UTF-8 text",
+        env={"JUDGELAB_CATALOG": "{binary.yaml}"},
+    ),
+    Try("CATALOG directory", ("models", "list"), "is a directory, not a file", env={"JUDGELAB_CATALOG": "{dir}"}),
 ]
 
 DAMAGED = [  # commands on a database damaged in the middle of the file: refused, the file untouched

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 import tracemalloc
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def test_a_ranges_length_is_the_number_of_its_values(fields: dict[str, Any]) -> 
 def _eager(axes: dict[str, list[Any]], repeats: int, decision: frozenset[str]) -> list[dict[str, Any]]:
     """The grid as `expand` used to build it, every cell up front: the reference."""
     names = list(axes)
-    out = []
+    out: list[dict[str, Any]] = []
     for repeat in range(repeats):
         for values in itertools.product(*(axes[n] for n in names)):
             params = dict(zip(names, values, strict=True))
@@ -168,7 +169,7 @@ def test_a_run_id_drawn_twice_is_drawn_again(tmp_path: Path, monkeypatch: pytest
     fixed = uuid.UUID("12345678123456781234567812345678")
     draws = iter([fixed, fixed, uuid.uuid4()])
     monkeypatch.setattr(store_module, "uuid4", lambda: next(draws))
-    monkeypatch.setattr(store_module, "utcnow", lambda: store_module.datetime(2030, 1, 1, tzinfo=store_module.UTC))
+    monkeypatch.setattr(store_module, "utcnow", lambda: datetime(2030, 1, 1, tzinfo=UTC))
     first = store.create_run("experiment.cell")
     second = store.create_run("experiment.cell")  # the same id first: drawn again, not a StoreError
     assert first.id != second.id and first.id.endswith("-123456")

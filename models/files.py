@@ -1,0 +1,112 @@
+"""The one checked reader under every file the project reads (experiments, catalogs, characters, scripts,
+cases, recordings, the secrets file) and every upload.
+
+It opens without blocking (`O_NONBLOCK`, so a FIFO with no writer or a device returns at once), checks
+with `fstat` on the open descriptor — not on the name, which could be swapped — that it is a regular
+file, refuses one above the size limit before reading a byte of it, and reads at most the limit (a file
+that grows while it is read is refused too). The text must be UTF-8 (a BOM is accepted).
+
+It lives in `models` because the model layer reads files too (the catalog, the secrets file) and must
+not import `engine`; `engine.inputs` builds on it with the limit from the settings.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+DEFAULT_MAX_INPUT_MB = 10.0
+_CHUNK = 1 << 20
+
+
+class InputError(ValueError):
+    """A user file cannot be used; the message names the file and why."""
+
+
+class MissingFile(InputError):
+    """The file does not exist (some readers fall back to a default then)."""
+
+
+def env_limit_bytes() -> int:
+    """The size limit from `JUDGELAB_MAX_INPUT_MB` (default 10 MB) for readers that have no settings
+    (the model layer); an unusable value means the default, the settings report it elsewhere."""
+    try:
+        mb = float(os.environ.get("JUDGELAB_MAX_INPUT_MB") or DEFAULT_MAX_INPUT_MB)
+    except ValueError:
+        mb = DEFAULT_MAX_INPUT_MB
+    if not 0 < mb <= 4096:
+        mb = DEFAULT_MAX_INPUT_MB
+    return int(mb * 1024 * 1024)
+
+
+def check_size(source: str, size: int, limit: int) -> None:
+    """Refuse a file or upload above the limit, naming the limit and how to raise it."""
+    if size > limit:
+        raise InputError(
+            f"{source}: {size / 1024 / 1024:.1f} MB is above the input limit of {limit / 1024 / 1024:g} MB — "
+            "split the file, or raise JUDGELAB_MAX_INPUT_MB"
+        )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a plain file"
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (default: `env_limit_bytes()`); anything else —
+    missing, a directory, a FIFO, a device, too large, unreadable — is an InputError naming the file."""
+    source = str(path)
+    limit = env_limit_bytes() if limit is None else limit
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise MissingFile(f"{source}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{source}: is a directory, not a file") from None
+    except OSError as exc:  # ENXIO: a socket; EACCES; ELOOP; …
+        raise InputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{source}: is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{source}: {_kind(info.st_mode)}, not a regular file")
+        check_size(source, info.st_size, limit)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:  # it grew after the check
+                check_size(source, total, limit)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 text (a BOM is accepted); a binary or otherwise undecodable file is an InputError."""
+    if b"\x00" in data[:65536]:
+        raise InputError(f"{source}: a binary file, not UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+
+
+def read_text(path: str | Path, limit: int | None = None) -> str:
+    """The UTF-8 text of a regular file within the limit (see `read_bytes`)."""
+    return decode(read_bytes(path, limit), str(path))
