@@ -600,7 +600,7 @@ class Store:
         experiment cells a second meet one now and then), so the caller draws another."""
         with (
             self._write_lock,
-            _db_errors(f"cannot write to {self.display_url}"),
+            self._write_errors(),  # a read-only store refuses with its reason
             Session(self.engine, expire_on_commit=False) as session,
         ):
             session.add(run)

@@ -462,11 +462,12 @@ def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
         seen: set[tuple[str, str]] = set()
         for err in exc.errors():
             loc = _clean_loc(err["loc"])
-            key = (_field(loc), err["msg"])
+            message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's wording for a validator's own
+            key = (_field(loc), message)
             if key in seen:
                 continue
             seen.add(key)
-            problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {err['msg']}")
+            problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {message}")
         raise DefinitionError(problems) from None
     ranges = definition.range_problems()
     checks = ranges or mechanism(definition.mechanism).check(definition, source)  # never expand a huge range

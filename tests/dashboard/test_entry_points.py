@@ -297,7 +297,9 @@ def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path,
         *model,
         "--json",
     )
-    rows = {r["id"]: r for r in a.summary["result"]["rows"]}
+    # the rows are the run's director_line events (one a line; the summary holds the counts and rates)
+    rows = {e.payload["id"]: e.payload for e in Store().events(a.id) if e.type == "director_line"}
+    assert len(rows) == len(SCRIPT)
     # The loop rule fires on やな's third 海 and the early-topic rule on her jump to 料理 — on both sides …
     assert rows["l4"]["rules"]["topic_loop"] == "WARN" and rows["l6"]["rules"]["early_topic_change"] == "WARN"
     assert rows["l5"]["character"] == "yana"  # a line naming no character takes --character

@@ -86,12 +86,12 @@ def refusal(text: str) -> dict[str, object]:
         (
             "overflowing range",
             EXPERIMENT + "space:\n  threshold: {from: 0, to: 1e300, step: 1e-300}\n",
-            "hostile.yaml:5: space.threshold: the range expands to more than 10^18 values",
+            "hostile.yaml:5: space.threshold: the range expands to too many values (at most 100 000)",
         ),
         (
             "long range",
             EXPERIMENT + "space:\n  threshold: {from: 0, to: 1, step: 1e-9}\n",
-            "space.threshold: the range expands to 1,000,000,0",
+            "space.threshold: the range expands to 1000000000 values (at most 100 000)",
         ),
     ],
 )
@@ -269,4 +269,4 @@ def test_sigterm_during_a_long_batch_ends_it_within_seconds(tmp_path: Path, db: 
             proc.kill()
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     assert code == 143, stderr
-    assert took < 5, took  # the target is 2 s: generous for a loaded CI machine
+    assert took < 10, took  # the target is 2 s (judgelab bench): generous for a loaded machine, far below 480 s

@@ -96,7 +96,8 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     assert 0 <= director["metrics"]["agreement"] <= 1 and director["metrics"]["lines_scored"] >= 1
     director_run = store.get_run(director["runs"][0])
     assert director_run is not None
-    scored = [r for r in director_run.summary["result"]["rows"] if r["rubric"] is not None]
+    rows = [e.payload for e in store.events(director_run.id) if e.type == "director_line"]  # one a line
+    scored = [r for r in rows if r["rubric"] is not None]
     flagged = [r["rubric"] for r in scored if r["rules_status"] != "PASS"]
     rank = rank_auc([r["rubric"] for r in scored if r["rules_status"] == "PASS"], flagged)
     assert director["metrics"]["auc_rules_pass"] == (None if rank is None else round(rank, 3))
