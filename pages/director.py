@@ -370,7 +370,7 @@ def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> 
             run = state.get_store().get_run(run_id)
             result = view.result if view is not None else None
             if run is not None and result is not None:
-                if run.config.get("source") != source or len(run.config.get("lines") or []) != len(lines):
+                if run.config.get("source") != source or _stored_lines(run.config) != len(lines):
                     st.caption(f"run {md(run_id)} scored another script: its averages are not applied here")
                 else:
                     averages = {str(k): v for k, v in (result.get("averages") or {}).items()}
@@ -407,6 +407,12 @@ def handle_batch(lines: list[ScriptLine], default: str, source: str, model_id: s
 def _batch_verdicts(lines: tuple[ScriptLine, ...], default: str) -> list[ScriptVerdict]:
     """The rules for every line, each character keeping its conversation state (`script_verdicts`)."""
     return script_verdicts(lines, default)
+
+
+def _stored_lines(config: dict[str, Any]) -> int:
+    """How many lines a stored batch judged: a count (`lines`), or the list itself in runs stored before."""
+    lines = config.get("lines")
+    return lines if isinstance(lines, int) else len(lines or [])
 
 
 # -- duo ------------------------------------------------------------------------------------------
