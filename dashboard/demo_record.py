@@ -362,10 +362,12 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 note="Evaluate with the prefilled query, answer and sources; the sliders need no model.",
             )
         if "skip-cache" in wanted:
+            from pages.skipcache import workload_words
+
             run_id, facts = asyncio.run(record_skip(store))
             pages["skip-cache"] = PageDemo(
                 title="Skip cache",
-                inputs=[f"workload {SKIP_WORKLOAD} judged by {MODEL}"],
+                inputs=[f"workload {workload_words(SKIP_WORKLOAD)}, judged by {MODEL}"],
                 run_ids=[run_id],
                 prefill={
                     "skip.channels": SKIP_WORKLOAD["channels"],

@@ -811,7 +811,7 @@ def render_charts(conv: Conversation) -> None:
     st.plotly_chart(charts.will_histogram(conv.telemetry), key=KEY + "hist")
 
 
-def token_metrics(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
+def token_metrics(figures: Mapping[str, Any]) -> list[tuple[str, Any] | dict[str, Any]]:
     """The tokens headline, judging and answering apart: the answer tokens the hands saved against everyone
     answering every turn, and the judge tokens that deciding cost (mostly prompt reads of a local model)."""
     saved = max(0, int(figures["baseline_tokens"]) - int(figures["answer_tokens"]))
