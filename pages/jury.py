@@ -50,12 +50,15 @@ def render() -> None:
     _init_state()
     st.title("⚖️ Jury")
     st.caption(
-        "N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
-        "statement and may change its position — until consensus or the round limit; then a final judgment."
+        "A panel of AI jurors judges whether an agent's conversation is safe: each gives a verdict, they discuss, "
+        "and a final judgment decides."
     )
     run_id = _watched_run()
-    seats, config = _render_panel()
-    case = _render_case()
+    # Once a run is attached, the settings and the case picker fold away: its progress and verdict show at the
+    # top of a 1440×900 window, not under an open panel.
+    seats, config = _render_panel(expanded=run_id is None)
+    with st.container() if run_id is None else st.expander("Case", expanded=False):
+        case = _render_case()
     live = run_id is not None and state.get_registry().is_live(run_id)
     busy = seats is None or config is None or case is None or live
     if st.button(
@@ -89,6 +92,9 @@ def _watched_run() -> str | None:
 
 
 def _render_watched(view: JuryView, live: bool) -> None:
+    if view.case.get("content"):
+        with st.expander(f"Case text: {md(view.case.get('title') or view.case.get('id'))}", expanded=False):
+            st.text(str(view.case["content"]))
     # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
     render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live, show_rounds=False if live else None)
 
@@ -96,10 +102,10 @@ def _render_watched(view: JuryView, live: bool) -> None:
 # -- controls ---------------------------------------------------------------------------------------
 
 
-def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
+def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     catalog = state.get_catalog()
     availability = state.get_availability()
-    with st.expander("Panel and settings", expanded=True):
+    with st.expander("Panel and settings", expanded=expanded):
         names = list(catalog.panels)
         preset = st.selectbox(
             "Panel preset",
@@ -300,7 +306,8 @@ def _render_case() -> JuryCase | None:
         key=KEY + "case." + path.name,
         format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""),
     )
-    with st.expander("Case text"):
+    st.caption("Case text (what the jurors read)")
+    with st.container(height=180, border=True):  # shown, in a box of its own height: the Run button stays near
         st.text(chosen.content)
         if chosen.rubric is not None:
             rubric = chosen.rubric
