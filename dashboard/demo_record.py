@@ -359,6 +359,7 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 title="Confidence lab (live)",
                 inputs=[CONFIDENCE_INPUT["query"]],
                 run_ids=[run_id],
+                prefill={f"confidence.live_{name}": value for name, value in CONFIDENCE_INPUT.items()},
                 note="Evaluate with the prefilled query, answer and sources; the sliders need no model.",
             )
         if "skip-cache" in wanted:

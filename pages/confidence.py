@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import charts, state
+from dashboard import charts, demo, state
 from dashboard.components import (
     GLOSSARY,
     breakable,
@@ -379,6 +379,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
     start_error(EVAL_RUN)
     if st.session_state[KEY + "live_error"]:
         st.error(md(st.session_state[KEY + "live_error"], inline=False))
+    if st.session_state.pop(KEY + "live_miss", False):
+        demo.miss_notice("confidence", key=KEY + "use_recorded", on_use=handle_reset_live)
     if not run_id:
         return
     st.markdown(f"Recorded as run `{run_id}` (Runs page).")
@@ -648,6 +650,14 @@ def _watch_generation(pending: Any) -> None:
     generating()
 
 
+def handle_reset_live() -> None:
+    """The demo notice's button: the Live tab's recorded query, answer and sources back in their boxes."""
+    from dashboard.demo_record import CONFIDENCE_INPUT
+
+    for name, value in CONFIDENCE_INPUT.items():
+        st.session_state[KEY + "live_" + name] = value
+
+
 def _take_generated() -> None:
     """A generated answer that is in goes into the Answer box (before the box is drawn); a failure is shown."""
     pending = st.session_state[KEY + "generating"]
@@ -660,6 +670,9 @@ def _take_generated() -> None:
     try:
         st.session_state[KEY + "live_answer"] = pending.result()
     except (ModelError, ReplayMiss) as exc:  # demo mode's miss is shown here, not by the app
+        if demo.enabled() and demo.is_miss(exc):  # a notice with the recorded input, not an error
+            st.session_state[KEY + "live_miss"] = True
+            return
         st.session_state[KEY + "live_error"] = str(exc)
     except Exception as exc:  # e.g. a cancelled future: said, never a traceback
         st.session_state[KEY + "live_error"] = f"The answer could not be generated: {type(exc).__name__}: {exc}"
