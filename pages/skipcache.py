@@ -213,8 +213,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
             "JSON the model writes. Not used with the recorded judgments.",
         )
-        if st.session_state.get(f"details.{DETAILS}", False):
-            st.caption(md(breakable(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood")))))
+        st.caption(md(breakable(_judge_caption(judge_choice, st.session_state.get(KEY + "method", "likelihood")))))
     config = ResponseConfig(
         check_interval_seconds=int(interval),
         min_wait_seconds=int(min_wait),
@@ -245,6 +244,8 @@ def _judge_caption(judge_choice: str, method: str) -> str:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)."
     if method != "likelihood":
         return f"Judged live by {judge_choice} ({method}; no fitted map)."
+    if not st.session_state.get(f"details.{DETAILS}", False):  # the fitted map is research detail
+        return f"Judged live by {judge_choice} (likelihood)."
     return f"Judged live by {judge_choice} (likelihood) · {calibration_note(SKIP, judge_choice)}"
 
 
