@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, flow_columns, md, render_view
+from dashboard.components import breakable, details_on, export_buttons, flow_columns, md, render_view
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -53,6 +53,7 @@ def render() -> None:
         "A panel of AI jurors judges whether an agent's conversation is safe: each gives a verdict, they discuss, "
         "and a final judgment decides."
     )
+    details_on("jury", help="Show how each juror model judges and the fitted map it reads.")
     run_id = _watched_run()
     # Once a run is attached, the settings and the case picker fold away: its progress and verdict show at the
     # top of a 1440×900 window, not under an open panel.
@@ -206,7 +207,8 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
-    st.caption(md(breakable(_judging(seats, config))))
+    if st.session_state.get("details.jury", False):  # the fitted maps and their figures: research detail
+        st.caption(md(breakable(_judging(seats, config))))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
