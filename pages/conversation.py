@@ -704,7 +704,8 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
     for hand in turn.waiting:
         p = conv.participants[hand.model]
         with st.container(border=True):
-            left, right = st.columns([5, 2])
+            # Text above, buttons in a row that wraps: side by side in columns, a 900 px window cut them to "S…".
+            left = st.container()
             said = reason_sentence(hand.reason, turn.text)
             left.markdown(
                 f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will **{hand.will:.2f}**)"
@@ -722,29 +723,31 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
                         else ""
                     )
                 )
-            a, b = right.columns(2)
-            a.button(
+            row = st.container(horizontal=True, wrap=True)
+            row.button(
                 "Speak",
                 key=f"{KEY}approve.{turn.turn_id}.{hand.model}",
                 type="primary",
                 on_click=_decide,
                 args=(conv, turn, "act", hand.model, "approve"),
             )
-            b.button(
+            row.button(
                 "Skip",
                 key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
                 on_click=_decide,
                 args=(conv, turn, "act", hand.model, "skip"),
             )
-    c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-    c1.button(
+    batch = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    batch.button(
         "Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "approve_all", None)
     )
-    c2.button(
+    batch.button(
         "Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "skip_all", None)
     )
-    at = c4.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}")
-    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "auto_at", at))
+    at = batch.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}", width=180)
+    batch.button(
+        "Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "auto_at", at)
+    )
     if deadline is not None:
         _countdown(conv, turn, deadline)
 
