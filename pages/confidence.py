@@ -406,6 +406,8 @@ def _render_factor_rows(view: Collected, live: bool) -> None:
         {"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
         for r in view.of("confidence_factor")
     ]
+    if rows and not st.session_state.get(f"details.{DETAILS}", False):
+        return  # the per-factor table (values, flags, the model's raw text) is research detail
     if rows:
         st.dataframe(
             pd.DataFrame(rows),

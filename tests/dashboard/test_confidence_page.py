@@ -92,6 +92,7 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     from dashboard import state
 
     at = AppTest.from_function(_page, default_timeout=300).run()
+    at.toggle(key="details.confidence.toggle").set_value(True).run()  # the per-factor table is research detail
     at.button(key="confidence.live_run").click().run()
     assert not at.exception
     settle_runs(at, "confidence.evaluate", timeout_s=300)  # the page watches the run in the registry
