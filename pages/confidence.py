@@ -190,6 +190,8 @@ def _render_factors(settings: ConfidenceSettings) -> None:
         factors_now = _factors_from_state()
         for name, (label, help_text) in SLIDERS.items():
             st.slider(label, 0.0, 1.0, key=KEY + name, step=0.01, help=help_text)
+            if name in ("search_avg_score", "search_max_score"):
+                continue  # the three search sliders make one factor: said once, under the last of them
             if (why := not_counted(name, factors_now, settings)) is not None:
                 st.caption(f"⊘ not counted: {why}")
         left, right = st.columns(2)
