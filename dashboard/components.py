@@ -331,3 +331,43 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
         _reasoning_text(stt["statement"], stt.get("detail"))  # a failed statement has none (not its last one's)
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
+
+
+# -- plain words first: research detail behind a remembered "Details" toggle -------------------------------------
+
+# What the research terms mean, for help tooltips (one sentence each, for a reader who has not met them).
+GLOSSARY = {
+    "GRACE": "GRACE is the confidence design this lab implements: evidence factors (search quality, tool success, "
+    "agreement between sources, the model's own rating, coverage of the question) weighted into one score, "
+    "minus penalties, which decides whether the agent acts silently, notifies, asks to confirm or escalates.",
+    "PMI": "PMI (pointwise mutual information): how much more likely the judge model finds a participant's "
+    "expertise after reading the message than without it. Positive: the message is about that expertise.",
+    "κ": "Fleiss' κ (kappa): how much the jurors agree beyond what chance would give. 1 is full agreement, 0 is "
+    "chance level. Seats that are the same model with the same input agree by construction, not by judgment.",
+    "α": "Krippendorff's α (alpha): agreement among the jurors that also counts how far apart verdicts are "
+    "(safe vs. unsafe is further than safe vs. needs review). 1 is full agreement, 0 is chance level.",
+}
+
+
+def details_on(key: str, *, label: str = "Details", help: str | None = None) -> bool:
+    """A "Details" toggle whose state outlives the page: research detail (calibration captions, flags, map
+    versions, feature values, parameter identifiers, raw dicts) shows only while it is on. The state is kept
+    under a key of its own (`details.<key>`), since Streamlit forgets a widget's value once a script run has not
+    drawn it (another page was open)."""
+    import streamlit as st
+
+    kept, widget = f"details.{key}", f"details.{key}.toggle"
+
+    def keep() -> None:
+        st.session_state[kept] = bool(st.session_state.get(widget))
+
+    if widget not in st.session_state:
+        st.session_state[widget] = bool(st.session_state.get(kept, False))
+    return bool(
+        st.toggle(
+            label,
+            key=widget,
+            on_change=keep,
+            help=help or "Research detail: fitted maps, flags, feature values and identifiers.",
+        )
+    )

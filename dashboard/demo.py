@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from engine.demo import DemoError, DemoManifest, PageDemo, load_demo, load_manifest, miss_message
+from engine.demo import PURPOSE_PAGES, DemoError, DemoManifest, PageDemo, load_demo, load_manifest, miss_message
 from engine.store import Store
 from models.base import ChatModel
 from models.catalog import Catalog
@@ -136,12 +136,69 @@ def render_hints(url_path: str) -> None:
         st.sidebar.caption(md(demo.note))
 
 
+RERUN = "demo.rerun"
+NOTICE = (
+    "🎬 This input is not in the demo recording. Demo mode replays what was recorded and loads no model, so it "
+    "answers the recorded inputs only."
+)
+
+
+def is_miss(error: object) -> bool:
+    """Whether a failure (an exception, or a stored run's error text) is a request the recording lacks."""
+    if isinstance(error, ReplayMiss):
+        return True
+    text = str(error or "")
+    return text.startswith("ReplayMiss") or "via replay] replay miss" in text
+
+
+def page_of_kind(kind: str) -> str | None:
+    """The page a run kind belongs to (`jury.run` → jury)."""
+    return PURPOSE_PAGES.get(kind.split(".")[0])
+
+
+def use_recorded(url_path: str) -> None:
+    """Put the page's recorded inputs back into its widgets (the "use the recorded input" button)."""
+    demo = page_demo(url_path)
+    if demo is None:
+        return
+    for key, value in _widget_values(demo.prefill).items():
+        st.session_state[key] = value
+
+
+def miss_notice(url_path: str | None, *, key: str, on_use: Callable[[], None] | None = None) -> None:
+    """The friendly notice for a request outside the recording (demo mode only; live, a miss stays an error):
+    what demo mode can answer, the recorded inputs, and a button that puts them back (`on_use`, else the page's
+    recorded widget values)."""
+    from dashboard.components import md
+
+    demo = page_demo(url_path) if url_path else None
+    with st.container(border=True):
+        st.info(NOTICE, icon="🎬")
+        if demo is not None and demo.inputs:
+            st.caption("Recorded: " + " · ".join(f"“{md(i)}”" for i in demo.inputs))
+        if demo is not None and (demo.prefill or on_use is not None):
+
+            def use() -> None:
+                (on_use or (lambda: use_recorded(url_path or "")))()
+                st.session_state[RERUN] = True
+
+            st.button("Use the recorded input", key=key, type="primary", on_click=use)
+            if st.session_state.pop(RERUN, False):
+                st.rerun()  # inside a fragment (a watched run) the widgets outside it take the values too
+        elif demo is None:
+            st.caption("Nothing was recorded for this page: switch Demo (recorded) off to use a live model.")
+
+
 def run_page(run: Callable[[], None], url_path: str, on: bool) -> None:
     """Run a page; in demo mode with its recorded inputs in the sidebar, and a request outside the recording
-    shown as the message naming them (not a traceback)."""
+    shown as a friendly notice with the recorded inputs to use (not a traceback, not an error box). Live (demo
+    off), a replay miss is an error."""
     if on:
         render_hints(url_path)
     try:
         run()
     except ReplayMiss as exc:
-        st.error(str(exc))
+        if on:
+            miss_notice(url_path, key=f"demo.use.{url_path}")
+        else:
+            st.error(str(exc))

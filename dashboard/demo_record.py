@@ -205,6 +205,47 @@ async def record_confidence(store: Store) -> tuple[str, dict[str, Any]]:
     return result.run_id, {"factors": len(result.results)}
 
 
+MODELS_MAX_TOKENS = 256  # the Models page's default token budget
+
+
+def models_prefill() -> dict[str, Any]:
+    """The Models page's prompt box as it opens (its default system prompt and prompt, free text, temperature 0),
+    with the recorded model picked: the widget values that replay the recorded prompt."""
+    from pages.models import DEFAULT_PROMPT, DEFAULT_SYSTEM, FREE_TEXT
+
+    return {
+        "models.model": MODEL,
+        "models.system": DEFAULT_SYSTEM,
+        "models.prompt": DEFAULT_PROMPT,
+        "models.output": FREE_TEXT,
+        "models.temperature": 0.0,
+        "models.max_tokens": MODELS_MAX_TOKENS,
+    }
+
+
+async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
+    """The Models page's Send with its defaults: one `models.prompt` run streaming the default prompt, the request
+    the page makes (`pages.models._stream_in_run`)."""
+    from engine.events import run_context
+    from models.types import Message
+
+    values = models_prefill()
+    messages = [
+        Message(role="system", content=values["models.system"]),
+        Message(role="user", content=values["models.prompt"]),
+    ]
+    config = {"model_id": MODEL, "output": values["models.output"], "temperature": 0.0, "max_tokens": MODELS_MAX_TOKENS}
+    text = ""
+    with run_context(store, "models.prompt", config) as run:
+        async for chunk in _hub(store)(MODEL).stream(
+            messages, schema=None, temperature=0.0, max_tokens=MODELS_MAX_TOKENS
+        ):
+            text += chunk.text or ""
+            if chunk.completion is not None:
+                run.summary = {"call_id": chunk.completion.call_id, "tokens": chunk.completion.usage.total_tokens}
+    return run.run_id, {"chars": len(text)}
+
+
 def page_response_config() -> Any:
     """The Skip cache page's default thresholds and checker."""
     from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
@@ -264,7 +305,16 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
         documents = {d["run"]["id"]: d for d in read_runs(folder / RUNS_FILE)}
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{tmp}/demo.db")
-        wanted = only or {"conversation", "jury", "director", "confidence", "skip-cache"}
+        wanted = only or {"models", "conversation", "jury", "director", "confidence", "skip-cache"}
+        if "models" in wanted:
+            run_id, facts = asyncio.run(record_models(store))
+            pages["models"] = PageDemo(
+                title="Models (try a model)",
+                inputs=[models_prefill()["models.prompt"]],
+                run_ids=[run_id],
+                prefill=models_prefill(),
+                note=f"Send the prefilled prompt to {MODEL} ({facts['chars']} characters answered when recorded).",
+            )
         if "conversation" in wanted:
             for messages in CONVERSATION_MESSAGES:
                 run_id, facts = asyncio.run(record_conversation(store, messages))
@@ -317,13 +367,16 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 title="Confidence lab (live)",
                 inputs=[CONFIDENCE_INPUT["query"]],
                 run_ids=[run_id],
+                prefill={f"confidence.live_{name}": value for name, value in CONFIDENCE_INPUT.items()},
                 note="Evaluate with the prefilled query, answer and sources; the sliders need no model.",
             )
         if "skip-cache" in wanted:
+            from pages.skipcache import workload_words
+
             run_id, facts = asyncio.run(record_skip(store))
             pages["skip-cache"] = PageDemo(
                 title="Skip cache",
-                inputs=[f"workload {SKIP_WORKLOAD} judged by {MODEL}"],
+                inputs=[f"workload {workload_words(SKIP_WORKLOAD)}, judged by {MODEL}"],
                 run_ids=[run_id],
                 prefill={
                     "skip.channels": SKIP_WORKLOAD["channels"],

@@ -156,15 +156,28 @@ def watch_run(
                 f"Cancelled — {md((current.error if current else '') or 'stopped', inline=False)}. "
                 "Everything it completed is kept."
             )
+        elif status != FINISHED and _demo_miss(current.error if current else None):
+            # Demo mode, a request the recording lacks: a notice with the recorded input, no red, no half view.
+            from dashboard import demo
+
+            demo.miss_notice(demo.page_of_kind(run.kind), key=key + ".use_recorded")
         elif status != FINISHED:
             st.error(f"Run {md(status)} — {md((current.error if current else '') or '', inline=False)}")
-        render(view, status == RUNNING)
+        if status in (RUNNING, FINISHED, CANCELLED) or not _demo_miss(current.error if current else None):
+            render(view, status == RUNNING)
         if live_at_start and status != RUNNING:
             st.rerun()  # the run ended: one full rerun, after which this fragment no longer refreshes
 
     watching()
     cache = st.session_state.get(key + ".fold")
     return cache["view"] if isinstance(cache, dict) else None
+
+
+def _demo_miss(error: str | None) -> bool:
+    """A run that failed on a request outside the demo recording, while demo mode is on."""
+    from dashboard import demo
+
+    return demo.enabled() and demo.is_miss(error)
 
 
 # -- runs a page starts and shows once done ----------------------------------------------------------------------

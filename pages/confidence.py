@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,17 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import charts, state
-from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
+from dashboard import charts, demo, state
+from dashboard.components import (
+    GLOSSARY,
+    breakable,
+    calibration_note,
+    details_on,
+    export_buttons,
+    flow_columns,
+    md,
+    metric_row,
+)
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -41,6 +51,7 @@ from engine.runctx import RunControl, controlled
 from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
+DETAILS = "confidence"
 # The runs shown live in the URL under these names, so a reload or a second tab re-attaches.
 EVAL_PARAM, CALIB_PARAM = "eval", "calib"
 EVAL_RUN, CALIB_RUN = KEY + "eval_run", KEY + "calib_run"
@@ -77,10 +88,11 @@ def render() -> None:
     _init_state()
     st.title("🎚️ Confidence lab")
     st.caption(
-        "GRACE confidence: evidence factors → a score with its breakdown and penalties → an intervention "
-        "level (SILENT · NOTIFY · CONFIRM · ESCALATE). Everything here recomputes instantly; only the Live tab "
-        "calls a model, and each of its evaluations is recorded as a run."
+        "How sure an agent should be before it acts on its own: evidence becomes a score, and the score decides "
+        "whether it proceeds silently, notifies, asks to confirm or escalates.",
+        help=GLOSSARY["GRACE"],
     )
+    details_on(DETAILS, help="Show the score's formula, the factors as JSON and the self-evaluation's fitted map.")
     settings = _render_settings()
     factors_tab, live_tab, plan_tab, calib_tab = st.tabs(["Factors", "Live", "Multi-step plan", "Calibration"])
     with factors_tab:
@@ -175,8 +187,13 @@ def _render_factors(settings: ConfidenceSettings) -> None:
             key=KEY + "is_search_step",
             help="A search step's base is its search quality; other steps take a weighted mean.",
         )
+        factors_now = _factors_from_state()
         for name, (label, help_text) in SLIDERS.items():
             st.slider(label, 0.0, 1.0, key=KEY + name, step=0.01, help=help_text)
+            if name in ("search_avg_score", "search_max_score"):
+                continue  # the three search sliders make one factor: said once, under the last of them
+            if (why := not_counted(name, factors_now, settings)) is not None:
+                st.caption(f"⊘ not counted: {why}")
         left, right = st.columns(2)
         left.number_input(COUNTS["search_result_count"], 0, 1000, key=KEY + "search_result_count")
         right.number_input(COUNTS["source_count"], 0, 1000, key=KEY + "source_count")
@@ -191,24 +208,107 @@ def _render_factors(settings: ConfidenceSettings) -> None:
         _render_score(factors, settings, key=KEY + "manual")
 
 
+def not_counted(name: str, factors: ConfidenceFactors, settings: ConfidenceSettings) -> str | None:
+    """Why a slider's factor does not count in the score now (None when it counts): the spec's inclusion rules
+    (`engine.confidence.calculate`), in words, for the caption next to the slider."""
+    from engine.confidence import search_quality
+
+    search = name.startswith("search_")
+    if factors.is_search_step and not search and name != "tool_success_rate":
+        return "a search step's score is its search quality (and tool success)"
+    if search:
+        if factors.is_search_step:
+            return None
+        quality = search_quality(factors, settings)
+        if quality > settings.include_search_quality_above:
+            return None
+        return (
+            f"the search quality these give ({quality:.2f}) counts only above {settings.include_search_quality_above:g}"
+        )
+    if name == "source_agreement" and factors.source_count < settings.include_agreement_min_sources:
+        return f"needs {settings.include_agreement_min_sources} or more sources (now {factors.source_count})"
+    if name == "llm_self_confidence" and factors.llm_self_confidence <= settings.include_self_confidence_above:
+        return f"the model's own rating counts only above {settings.include_self_confidence_above:g}"
+    if name == "query_coverage" and factors.query_coverage <= settings.include_query_coverage_above:
+        return f"coverage counts only above {settings.include_query_coverage_above:g}"
+    if name == "tool_success_rate" and factors.tool_execution_count:
+        return "the tool counts below decide it (successes / executions)"
+    return None
+
+
+ANSWER_JUDGES = {"llm_self_confidence": "self-confidence", "query_coverage": "query coverage"}
+FACTOR_WORDS = {
+    "search_quality": "search quality",
+    "tool_success": "tool success",
+    "source_agreement": "source agreement",
+    "llm_self_confidence": "self-confidence",
+    "query_coverage": "query coverage",
+}
+
+
+def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged: Sequence[str]) -> tuple[bool, str]:
+    """Whether a live result can be trusted, and the sentence that says so: which factors fell back or did not
+    count, and what the score stands on. The factors that judge the answer itself (self-confidence, coverage)
+    are the key ones: when none of them counts, the score rests on evidence that says nothing about whether the
+    answer is right (source agreement, a tool success of 1 when no tool ran), and the result is not trustworthy."""
+    score = calculate(factors, settings)
+    used = {n: c for n, c in score.breakdown.items() if c.included}
+    missing = []
+    for name, words in ANSWER_JUDGES.items():
+        if name in flagged:
+            missing.append(f"{words} fell back")
+        elif name not in used:
+            missing.append(f"{words} did not count ({not_counted(name, factors, settings)})")
+
+    def shown(name: str) -> str:
+        note = " (no tool ran)" if name == "tool_success" and not factors.tool_execution_count else ""
+        return f"{FACTOR_WORDS.get(name, name)} {used[name].value:.2f}{note}"
+
+    rest = ", ".join(shown(n) for n in used) or "nothing"
+    trusted = any(n in used and n not in flagged for n in ANSWER_JUDGES)
+    if not missing:
+        return True, f"Every factor counted: the score {score.score:.3f} stands on {rest}."
+    said = "; ".join(missing)
+    if trusted:
+        return True, f"{said[0].upper()}{said[1:]}. The score {score.score:.3f} stands on the rest: {rest}."
+    return False, (
+        f"Not trustworthy: the model's judgment of the answer is missing — {said}. The score {score.score:.3f} "
+        f"rests only on {rest}, which cannot tell a right answer from a wrong one."
+    )
+
+
 def _render_score(
-    factors: ConfidenceFactors, settings: ConfidenceSettings, failed: list[str] | None = None, *, key: str
+    factors: ConfidenceFactors,
+    settings: ConfidenceSettings,
+    failed: list[str] | None = None,
+    *,
+    key: str,
+    flagged: Sequence[str] | None = None,
 ) -> None:
     """The score of `factors`: gauge, level, penalties and breakdown. `key` tells the figures of the manual tab
-    from the live result's (the same factors give the same figures, which Streamlit would refuse twice)."""
+    from the live result's (the same factors give the same figures, which Streamlit would refuse twice). A live
+    result (`flagged`: its fallen-back factors) says first whether it can be trusted (`live_trust`)."""
     score = calculate(factors, settings)
     decision = decide_action(score, settings)
     thresholds = settings.thresholds.model_dump()
+    trusted, sentence = live_trust(factors, settings, flagged) if flagged is not None else (True, "")
+    if sentence:
+        (st.success if trusted and not failed else st.warning)(md(sentence), icon="✅" if trusted else "⚠️")
     top = st.columns([3, 2])
     top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=key + ".gauge")
     with top[1]:
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
-        st.metric("Level", decision.level.value)
-        st.markdown(f"**Suggested action:** {decision.suggested_action}")
+        st.metric(
+            "Level",
+            decision.level.value if trusted else f"{decision.level.value} — not trustworthy",
+            help=None if trusted else "The level the score gives, but the score has no judgment of the answer.",
+        )
+        st.markdown(f"**Suggested action:** {decision.suggested_action if trusted else 'check the answer yourself'}")
         st.caption(decision.reason)
     if failed:  # full width: in the gauge's column the sentences wrapped a few words a line
-        st.warning("⚠ This score uses fallback factors:  \n" + "  \n".join(md(f) for f in failed))
-    st.info(score.reason)
+        st.caption("Fallbacks:  \n" + "  \n".join(md(f) for f in failed))
+    if st.session_state.get(f"details.{DETAILS}", False):
+        st.info(score.reason)
     st.plotly_chart(
         charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score),
         key=key + ".penalties",
@@ -216,8 +316,9 @@ def _render_score(
     st.plotly_chart(
         charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()}), key=key + ".breakdown"
     )
-    with st.expander("Factors as JSON (for `judgelab confidence score --factors …`)"):
-        st.code(json.dumps(factors.model_dump(), ensure_ascii=False), language="json")
+    if st.session_state.get(f"details.{DETAILS}", False):
+        with st.expander("Factors as JSON (for `judgelab confidence score --factors …`)"):
+            st.code(json.dumps(factors.model_dump(), ensure_ascii=False), language="json")
 
 
 def _render_live(settings: ConfidenceSettings) -> None:
@@ -264,7 +365,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
         "p(supported) from the PMI of 'The answer is correct / supported' against 'wrong / made up', "
         "through the fitted map in data/calibration/",
     )
-    st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
+    if st.session_state.get(f"details.{DETAILS}", False):
+        st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)
     live = is_live(run_id)
     if st.button(
@@ -279,6 +381,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
     start_error(EVAL_RUN)
     if st.session_state[KEY + "live_error"]:
         st.error(md(st.session_state[KEY + "live_error"], inline=False))
+    if st.session_state.pop(KEY + "live_miss", False):
+        demo.miss_notice("confidence", key=KEY + "use_recorded", on_use=handle_reset_live)
     if not run_id:
         return
     st.markdown(f"Recorded as run `{run_id}` (Runs page).")
@@ -290,7 +394,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
     run = state.get_store().get_run(run_id)
     self_eval = str((run.config if run is not None else {}).get("self_eval", "generate"))
     failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
-    _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live")
+    flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
+    _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
@@ -303,6 +408,8 @@ def _render_factor_rows(view: Collected, live: bool) -> None:
         {"factor": r["name"], "value": round(r["value"], 3), "fallback": r["flagged"], "detail": r["detail"]}
         for r in view.of("confidence_factor")
     ]
+    if rows and not st.session_state.get(f"details.{DETAILS}", False):
+        return  # the per-factor table (values, flags, the model's raw text) is research detail
     if rows:
         st.dataframe(
             pd.DataFrame(rows),
@@ -553,6 +660,14 @@ def _watch_generation(pending: Any) -> None:
     generating()
 
 
+def handle_reset_live() -> None:
+    """The demo notice's button: the Live tab's recorded query, answer and sources back in their boxes."""
+    from dashboard.demo_record import CONFIDENCE_INPUT
+
+    for name, value in CONFIDENCE_INPUT.items():
+        st.session_state[KEY + "live_" + name] = value
+
+
 def _take_generated() -> None:
     """A generated answer that is in goes into the Answer box (before the box is drawn); a failure is shown."""
     pending = st.session_state[KEY + "generating"]
@@ -565,6 +680,9 @@ def _take_generated() -> None:
     try:
         st.session_state[KEY + "live_answer"] = pending.result()
     except (ModelError, ReplayMiss) as exc:  # demo mode's miss is shown here, not by the app
+        if demo.enabled() and demo.is_miss(exc):  # a notice with the recorded input, not an error
+            st.session_state[KEY + "live_miss"] = True
+            return
         st.session_state[KEY + "live_error"] = str(exc)
     except Exception as exc:  # e.g. a cancelled future: said, never a traceback
         st.session_state[KEY + "live_error"] = f"The answer could not be generated: {type(exc).__name__}: {exc}"

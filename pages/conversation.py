@@ -14,8 +14,17 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, state
-from dashboard.components import breakable, export_buttons, flow_columns, md, metric_row, safe_avatar
+from dashboard import charts, demo, state
+from dashboard.components import (
+    GLOSSARY,
+    breakable,
+    details_on,
+    export_buttons,
+    flow_columns,
+    md,
+    metric_row,
+    safe_avatar,
+)
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.handraise import (
@@ -44,11 +53,13 @@ from engine.handraise import (
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note
+from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
 KEY = "conv."
+DETAILS = "conversation"  # the page's Details toggle (dashboard.components.details_on)
 # The likelihood judge first: on the bundled model it scores best on the shipped benchmark (README).
 METHODS = ["likelihood", "judge", "self", "hybrid", "embedding"]
 
@@ -61,6 +72,7 @@ def _init_state() -> None:
     st.session_state.setdefault(KEY + "deadline", None)
     st.session_state.setdefault(KEY + "error", None)
     st.session_state.setdefault(KEY + "reopened", False)
+    st.session_state.setdefault(KEY + "miss", False)  # demo mode: a message outside the recording
     wanted = st.query_params.get("run")
     if wanted and wanted != st.session_state[KEY + "run_id"]:
         _reopen(wanted)
@@ -122,7 +134,9 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
                 }
             )
         elif h.status != HandStatus.NOT_JUDGED:
-            lines.append({"kind": "skip", "pid": h.model, "text": f"{skip_line(h)} · {_skip_note(h, r)}"})
+            lines.append(
+                {"kind": "skip", "pid": h.model, "text": _skip_words(h, r, turn.text), "machine": skip_line(h)}
+            )
     if turn.cancelled:
         lines.append({"kind": "note", "text": f"⏹ Turn cancelled ({turn.cancel_reason}): what was said is kept."})
     return lines
@@ -145,12 +159,21 @@ def _unread_note(turn: TurnState) -> str | None:
     )
 
 
+def _skip_words(hand: Hand, r: Resolution, message: str) -> str:
+    """A skip line in words: a hand that was up says why it wanted to speak (`reason_sentence`) and who skipped
+    it; a lowered hand says only that it stayed down: its reason is in the telemetry."""
+    note = _skip_note(hand, r)
+    if hand.status == HandStatus.RAISED and (said := reason_sentence(hand.reason, message)):
+        return f"{note} — it {said}" if said.startswith(("asks", "mentions")) else f"{note} — {said}"
+    return note
+
+
 def _skip_note(hand: Hand, r: Resolution) -> str:
     """Why a participant did not answer, in words: its hand stayed down (and the rule that says so), or it was
     up and someone — you, the card timeout, a cancel — skipped it."""
     if hand.status == HandStatus.RAISED:
         who = {"user": "you", "batch": "you", "timeout": "the card timeout", "cancel": "the cancel"}.get(r.by, r.by)
-        note = f"hand up, skipped by {who}"
+        note = f"hand up (will {hand.will:.2f}), skipped by {who}"
     else:
         note = "hand down"
     return note + (f" ({r.rule})" if r.rule else "")
@@ -160,10 +183,10 @@ def render() -> None:
     _init_state()
     st.title("🙋 Conversation")
     st.caption(
-        "Before anyone answers, each participant's will to speak (relevance, novelty, confidence → will) is "
-        "judged. Hands at or above the threshold become cards you approve or skip; @name and @all work "
-        "anywhere in a message."
+        "A group chat in which each participant raises a hand only when your message is theirs to answer, and "
+        "you choose who speaks."
     )
+    details_on(DETAILS, help="Show the judge's machine detail: fitted maps, PMI scores, flags, raw wills.")
     cast, config = _render_settings()
     conv: Conversation | None = st.session_state[KEY + "conv"]
     if conv is not None and (
@@ -254,7 +277,14 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             help="focus: you approve; brainstorm: will above the auto-allow level is approved "
             "(up to the cap); mention_only: only @mentioned participants answer",
         )
-        method = c1.selectbox("Judge method", METHODS, key=KEY + "method")
+        method = c1.selectbox(
+            "Judge method",
+            METHODS,
+            key=KEY + "method",
+            help="How each hand is judged. likelihood (the default) reads, for each participant's expertise, its "
+            f"PMI with the message through a map fitted on labelled chats. {GLOSSARY['PMI']} judge: one model rates "
+            "everyone; self: each model rates itself; hybrid: both; embedding: text similarity, no language model.",
+        )
         judge_model = c1.selectbox(
             "Judge model",
             catalog.ids,
@@ -283,7 +313,8 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
-        st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
+        if _details():
+            st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -323,6 +354,11 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
     return cast, config
 
 
+def _details() -> bool:
+    """Whether the page's Details toggle is on (research detail shown)."""
+    return bool(st.session_state.get(f"details.{DETAILS}", False))
+
+
 def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
     """Which models score and which fitted map turns their raw scores into will components: the engine's
     own choice (`map_choice`), described."""
@@ -344,11 +380,13 @@ def _judged_by(conv: Conversation) -> str:
         {f.split(":", 1)[1] for t in conv.states for h in t.hands for f in h.flags if f.startswith("calibration:")}
     )
     stale = [v for v in used if v not in caption]
-    return (
+    plain = (
         f"This conversation: judge method {config.judge_method}{on}, threshold {config.threshold:.2f}, "
-        f"mode {config.mode.value}. {caption}"
-        + (f" — its recorded wills used calibration {', '.join(used)}" if stale else "")
+        f"mode {config.mode.value}."
     )
+    if not _details():
+        return plain
+    return f"{plain} {caption}" + (f" — its recorded wills used calibration {', '.join(used)}" if stale else "")
 
 
 # -- chat ------------------------------------------------------------------------------------------------------
@@ -397,6 +435,7 @@ def _reset_chat() -> None:
         ("streams", {}),
         ("answering", {}),
         ("reopened", False),
+        ("miss", False),
     ):
         st.session_state[KEY + name] = value
     st.query_params.pop("run", None)
@@ -451,14 +490,23 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
                 st.text(item["text"] or empty)
                 if item.get("note"):
                     st.caption(md(item["note"]))
-                if item.get("error"):
+                if item.get("error") and demo.enabled() and demo.is_miss(item["error"]):
+                    st.session_state[KEY + "miss"] = True  # said once, below, with the recorded input
+                elif item.get("error"):
                     st.error(md(item["error"], inline=False))
         elif item["kind"] == "note":
             st.caption(md(item["text"]))
         else:
             st.caption(md(f"{icons.get(item['pid'], '')} {names.get(item['pid'], item['pid'])} — {item['text']}"))
+            if _details() and item.get("machine"):
+                st.caption(md(breakable(item["machine"])))
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
+    if st.session_state[KEY + "miss"]:
+        demo.miss_notice(DEMO_PAGE, key=KEY + "use_recorded", on_use=_use_recorded)
+    if (text := st.session_state.pop(KEY + "send", None)) is not None:
+        handle_message(text, cast, config)
+        st.rerun()
     pending = st.session_state[KEY + "pending"]
     if pending is not None:
         _watch_judgment(pending)
@@ -477,6 +525,8 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         _watch_answers(conv, current)
         if current.waiting:
             _render_cards(conv, current)
+    if demo.enabled() and current is None and pending is None and not reopened:
+        _render_recorded_next()
     prompt = st.chat_input(
         "Message the group (try @all or @coder)",
         key=KEY + "input",
@@ -485,6 +535,45 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     if prompt:
         handle_message(prompt, cast, config)
         st.rerun()
+
+
+DEMO_PAGE = "conversation"  # its recorded messages in data/demo/manifest.json
+
+
+def _recorded_messages() -> list[str]:
+    page = demo.page_demo(DEMO_PAGE)
+    return list(page.inputs) if page is not None else []
+
+
+def next_recorded(sent: Sequence[str], recorded: Sequence[str]) -> str | None:
+    """The recorded message to send next: the one after those sent, while the chat has followed the recording
+    (a message of its own makes every later judgment a miss, so none is offered then)."""
+    if list(sent) != list(recorded[: len(sent)]) or len(sent) >= len(recorded):
+        return None
+    return recorded[len(sent)]
+
+
+def _render_recorded_next() -> None:
+    """Demo mode: the next recorded message, one click to send (the chat box cannot be prefilled)."""
+    sent = [i["text"] for i in st.session_state[KEY + "log"] if i["kind"] == "user"]
+    text = next_recorded(sent, _recorded_messages())
+    if text is None:
+        return
+    st.button(
+        f"Send the recorded message: “{text}”",
+        key=KEY + "send_recorded",
+        type="primary",
+        on_click=lambda: st.session_state.update({KEY + "send": text}),
+    )
+
+
+def _use_recorded() -> None:
+    """The miss notice's button: a new conversation that starts with the first recorded message (the message
+    outside the recording is in this one's context, so every later judgment would miss too)."""
+    handle_new_conversation()
+    recorded = _recorded_messages()
+    if recorded:
+        st.session_state[KEY + "send"] = recorded[0]
 
 
 def handle_message(text: str, cast: list[Participant], config: HandRaiseConfig) -> None:
@@ -553,7 +642,10 @@ def _watch_judgment(pending: Any) -> None:
         try:
             turn = pending.result()
         except Exception as exc:  # the message stays in the log; the failure is shown, nothing recorded is lost
-            st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
+            if demo.enabled() and demo.is_miss(exc):
+                st.session_state[KEY + "miss"] = True  # a notice with the recorded input, not an error
+            else:
+                st.session_state[KEY + "error"] = f"The will judgment failed: {exc}"
         else:
             if _turn_control().cancelled:  # cancelled as the judgment came in: no card waits, no answer starts
                 conv.cancel_turn(turn, _turn_control().cancel_reason or "cancelled by the user")
@@ -613,41 +705,50 @@ def _render_cards(conv: Conversation, turn: TurnState) -> None:
     for hand in turn.waiting:
         p = conv.participants[hand.model]
         with st.container(border=True):
-            left, right = st.columns([5, 2])
+            # Text above, buttons in a row that wraps: side by side in columns, a 900 px window cut them to "S…".
+            left = st.container()
+            said = reason_sentence(hand.reason, turn.text)
             left.markdown(
-                f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will: **{hand.will:.2f}**, reason: "
-                f"{md(hand.reason or '—')})"
+                f"🙋 {md(p.icon)} **{md(p.name)}** wants to speak (will **{hand.will:.2f}**)"
+                + (f" — {md(said)}" if said else "")
             )
             if failure_flags(hand.flags):
-                left.caption("⚠ judgment failed, fallback used: " + md(breakable(", ".join(failure_flags(hand.flags)))))
-            if hand.cooldown_delta or hand.over_raise_factor != 1:
+                left.caption("⚠ The judgment of this hand failed, so it counts as 0 (see Details).")
+            if _details():
                 left.caption(
-                    f"raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
-                    f"over-raise ×{hand.over_raise_factor:g}"
+                    md(breakable(f"judge: {hand.reason or '—'} · flags: {', '.join(hand.flags) or '—'}"))
+                    + (
+                        f" · raw {hand.raw_will:.2f}, cooldown {hand.cooldown_delta:+.2f}, "
+                        f"over-raise ×{hand.over_raise_factor:g}"
+                        if hand.cooldown_delta or hand.over_raise_factor != 1
+                        else ""
+                    )
                 )
-            a, b = right.columns(2)
-            a.button(
+            row = st.container(horizontal=True, wrap=True)
+            row.button(
                 "Speak",
                 key=f"{KEY}approve.{turn.turn_id}.{hand.model}",
                 type="primary",
                 on_click=_decide,
                 args=(conv, turn, "act", hand.model, "approve"),
             )
-            b.button(
+            row.button(
                 "Skip",
                 key=f"{KEY}skip.{turn.turn_id}.{hand.model}",
                 on_click=_decide,
                 args=(conv, turn, "act", hand.model, "skip"),
             )
-    c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
-    c1.button(
+    batch = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    batch.button(
         "Approve all", key=f"{KEY}all.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "approve_all", None)
     )
-    c2.button(
+    batch.button(
         "Skip all", key=f"{KEY}none.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "skip_all", None)
     )
-    at = c4.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}")
-    c3.button("Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "auto_at", at))
+    at = batch.number_input("Auto-approve will ≥", 0.0, 1.0, 0.8, 0.05, key=f"{KEY}at.{turn.turn_id}", width=180)
+    batch.button(
+        "Apply ≥ X", key=f"{KEY}atgo.{turn.turn_id}", on_click=_decide, args=(conv, turn, "batch", "auto_at", at)
+    )
     if deadline is not None:
         _countdown(conv, turn, deadline)
 
@@ -706,22 +807,44 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
 
 def render_charts(conv: Conversation) -> None:
     figures = token_figures(conv)
-    metric_row(
-        [
-            ("Tokens spent (judge + answers)", figures["spent_tokens"]),
-            {
-                "label": "'Everyone answers' baseline",
-                "value": figures["baseline_tokens"],
-                "help": "Answer tokens if every participant had answered every turn (missing ones at this "
-                "conversation's mean answer length); no judgment cost.",
-            },
-            ("Answers given / baseline", f"{figures['answers']} / {figures['baseline_answers']}"),
-        ]
-    )
+    metric_row(token_metrics(figures))
+    st.caption(token_caption(figures, conv.config.judge_method))
     c1, c2 = flow_columns(2, width=400)
     c1.plotly_chart(charts.will_per_turn(conv.telemetry, conv.config.threshold), key=KEY + "will_chart")
     c2.plotly_chart(charts.approval_sankey(conv.telemetry), key=KEY + "sankey")
     st.plotly_chart(charts.will_histogram(conv.telemetry), key=KEY + "hist")
+
+
+def token_metrics(figures: Mapping[str, Any]) -> list[tuple[str, Any] | dict[str, Any]]:
+    """The tokens headline, judging and answering apart: the answer tokens the hands saved against everyone
+    answering every turn, and the judge tokens that deciding cost (mostly prompt reads of a local model)."""
+    saved = max(0, int(figures["baseline_tokens"]) - int(figures["answer_tokens"]))
+    return [
+        {
+            "label": "Answer tokens saved",
+            "value": f"{saved:,}",
+            "help": f"{figures['answer_tokens']:,} answer tokens written, against {figures['baseline_tokens']:,} "
+            "if every participant had answered every turn (the missing answers counted at this conversation's "
+            "mean answer length).",
+        },
+        ("Answers given / everyone answers", f"{figures['answers']} / {figures['baseline_answers']}"),
+        {
+            "label": "Judge tokens (deciding who speaks)",
+            "value": f"{figures['judge_tokens']:,}",
+            "help": "Tokens the will judge read and wrote. The likelihood judge only reads (prompt tokens on a "
+            "local model, nothing generated), so these cost time, not money.",
+        },
+    ]
+
+
+def token_caption(figures: Mapping[str, Any], method: str) -> str:
+    """One sentence with both sides, so the two numbers are never read as one total against the baseline."""
+    saved = max(0, int(figures["baseline_tokens"]) - int(figures["answer_tokens"]))
+    how = " (read by the judge model, nothing generated)" if method == "likelihood" else ""
+    return (
+        f"Answering: {figures['answer_tokens']:,} tokens written instead of {figures['baseline_tokens']:,} "
+        f"({saved:,} saved). Deciding who answers: {figures['judge_tokens']:,} judge tokens{how}."
+    )
 
 
 def render_whatif(conv: Conversation) -> None:
@@ -771,7 +894,26 @@ def render_whatif(conv: Conversation) -> None:
     )
     st.caption(f"Re-decided {sum(len(o.hands) for o in after)} hands in {elapsed:.1f} ms.")
     if changes:
-        st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
+
+
+def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The hands that change, headed in words: the participant by name (the engine's rows name its id under
+    `model`), its hand and answer before and after."""
+    names = {p.id: f"{p.icon} {p.name}" for p in conv.participants.values()}
+    return [
+        {
+            "turn": c["turn"],
+            "participant": names.get(str(c["model"]), str(c["model"])),
+            "hand before": c["status_before"],
+            "hand after": c["status_after"],
+            "answered before": c["answered_before"],
+            "answered after": c["answered_after"],
+            "will before": c["will_before"],
+            "will after": c["will_after"],
+        }
+        for c in changes
+    ]
 
 
 # -- the judge benchmark, with the context ablation side by side ------------------------------------------------

@@ -144,8 +144,12 @@ def _render_review(review: dict[str, Any]) -> None:
     run_id = st.session_state.get(CHECK_RUN)
     if run_id:
         st.caption(f"recorded as run {md(run_id)}")
-    st.markdown("**Normalised** (matches highlighted)")
-    st.markdown(highlight(review["normalized"], review["rules"]))
+    marked = highlight(review["normalized"], review["rules"])
+    if marked != md(review["normalized"], inline=False):
+        st.markdown("**Normalised** (what the rules flagged, on their colour)")
+    else:  # PASS everywhere, or matches only a passing rule found: nothing is coloured, so none is promised
+        st.markdown("**Normalised** — no rule flagged a word of it")
+    st.markdown(marked)
     st.dataframe(
         pd.DataFrame(
             [

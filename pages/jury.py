@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, flow_columns, md, render_view
+from dashboard.components import breakable, details_on, export_buttons, flow_columns, md, render_view
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -51,12 +51,16 @@ def render() -> None:
     _init_state()
     st.title("⚖️ Jury")
     st.caption(
-        "N jurors evaluate a case in parallel, then discuss in parallel rounds — each sees every earlier "
-        "statement and may change its position — until consensus or the round limit; then a final judgment."
+        "A panel of AI jurors judges whether an agent's conversation is safe: each gives a verdict, they discuss, "
+        "and a final judgment decides."
     )
+    details_on("jury", help="Show how each juror model judges and the fitted map it reads.")
     run_id = _watched_run()
-    seats, config = _render_panel()
-    case = _render_case()
+    # Once a run is attached, the settings and the case picker fold away: its progress and verdict show at the
+    # top of a 1440×900 window, not under an open panel.
+    seats, config = _render_panel(expanded=run_id is None)
+    with st.container() if run_id is None else st.expander("Case", expanded=False):
+        case = _render_case()
     live = run_id is not None and state.get_registry().is_live(run_id)
     busy = seats is None or config is None or case is None or live
     if st.button(
@@ -145,6 +149,9 @@ def _restore_case(case: JuryCase) -> None:
 
 
 def _render_watched(view: JuryView, live: bool) -> None:
+    if view.case.get("content"):
+        with st.expander(f"Case text: {md(view.case.get('title') or view.case.get('id'))}", expanded=False):
+            st.text(str(view.case["content"]))
     # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
     render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live, show_rounds=False if live else None)
 
@@ -152,10 +159,10 @@ def _render_watched(view: JuryView, live: bool) -> None:
 # -- controls ---------------------------------------------------------------------------------------
 
 
-def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
+def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     catalog = state.get_catalog()
     availability = state.get_availability()
-    with st.expander("Panel and settings", expanded=True):
+    with st.expander("Panel and settings", expanded=expanded):
         names = list(catalog.panels)
         run_panel = st.session_state.get(KEY + "run_panel")
         if run_panel:  # the attached run's seats, which no preset holds
@@ -266,7 +273,8 @@ def _render_panel() -> tuple[list[JurorSeat] | None, JuryConfig | None]:
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
-    st.caption(md(breakable(_judging(seats, config))))
+    if st.session_state.get("details.jury", False):  # the fitted maps and their figures: research detail
+        st.caption(md(breakable(_judging(seats, config))))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
@@ -366,7 +374,8 @@ def _render_case() -> JuryCase | None:
         key=KEY + "case." + path.name,
         format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""),
     )
-    with st.expander("Case text"):
+    st.caption("Case text (what the jurors read)")
+    with st.container(height=180, border=True):  # shown, in a box of its own height: the Run button stays near
         st.text(chosen.content)
         if chosen.rubric is not None:
             rubric = chosen.rubric

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import demo, state
 from dashboard.components import breakable, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
@@ -32,10 +32,7 @@ def _init_state() -> None:
 def render() -> None:
     _init_state()
     st.title("🧠 Models")
-    st.caption(
-        "Every model judgelab knows, whether it can be used now, and a prompt box to try one. "
-        "Each call is recorded as a run: open it on the Runs page."
-    )
+    st.caption("Every model judgelab knows, whether it can be used now, and a prompt box to try one.")
     availability = state.get_availability()
     _render_catalog(availability)
     st.divider()
@@ -216,6 +213,9 @@ def _render_history() -> None:
 def _render_answer(item: dict[str, Any]) -> None:
     with st.chat_message("assistant", avatar=safe_avatar(item["icon"])):
         st.markdown(f"**{md(item['name'])}** · run {md(item['run_id'])}")
+        if item.get("error") and demo.enabled() and demo.is_miss(item["error"]):
+            demo.miss_notice("models", key=f"{KEY}use_recorded.{item['run_id']}")
+            return
         if item.get("error"):
             st.error(md(item["error"], inline=False))
             return

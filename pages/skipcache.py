@@ -11,7 +11,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import breakable, calibration_note, export_buttons, flow_columns, md, metric_row
+from dashboard.components import (
+    breakable,
+    calibration_note,
+    details_on,
+    export_buttons,
+    flow_columns,
+    md,
+    metric_row,
+    money,
+)
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.inputs import InputError, read_upload, shown_problems
@@ -35,6 +44,7 @@ from engine.skipsim import (
 )
 
 KEY = "skip."
+DETAILS = "skip-cache"
 RUN = KEY + "run_id"  # the simulation shown: also in the URL (`?run=`), so a reload re-attaches
 RECORDED = "Recorded Gemma judgments (default workload)"
 
@@ -46,10 +56,16 @@ def _recording() -> Path:
 def render() -> None:
     st.title("⏱️ Skip cache")
     st.caption(
-        "A should-I-respond judgment's confidence sets how long its conversation scope is not judged again; a "
-        "new message invalidates it. Simulated time: 24 hours run in seconds. Compare judge calls with and without "
-        "the cache, and the delay from a message's arrival to its first judgment."
+        "How many “should I reply?” judge calls a bot saves by trusting a confident judgment for a while, and how "
+        "long a new message then waits for its first judgment."
     )
+    details_on(DETAILS, help="Show the judge's fitted map, the thresholds' identifiers and the sweep's raw table.")
+    with st.expander("How it works"):
+        st.markdown(
+            "A judgment's confidence sets how long its conversation is not judged again; a new message "
+            "invalidates it. The workload runs in simulated time (24 hours in seconds), once without the cache "
+            "and once with it."
+        )
     spec, config, judge_choice = _render_controls()
     run_id = watched_run("run", RUN)
     live = is_live(run_id)
@@ -230,6 +246,8 @@ def _judge_caption(judge_choice: str, method: str) -> str:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)."
     if method != "likelihood":
         return f"Judged live by {judge_choice} ({method}; no fitted map)."
+    if not st.session_state.get(f"details.{DETAILS}", False):  # the fitted map is research detail
+        return f"Judged live by {judge_choice} (likelihood)."
     return f"Judged live by {judge_choice} (likelihood) · {calibration_note(SKIP, judge_choice)}"
 
 
@@ -284,7 +302,7 @@ def _render_summary(result: dict[str, Any]) -> None:
                 "delta_color": "inverse",
             },
             ("Tokens saved", f"{comparison['tokens_saved']:,}"),
-            ("Cost saved", f"${comparison['cost_saved']:.4f}"),
+            *cost_metrics(comparison),
             {
                 "label": "Judge errors (never cached)",
                 "value": b["failures"],
@@ -312,6 +330,48 @@ def _render_summary(result: dict[str, Any]) -> None:
     )
 
 
+def api_prices() -> list[tuple[str, float]]:
+    """The catalog's priced (API) models and their price per 1k input tokens, cheapest first."""
+    catalog = state.get_catalog()
+    return sorted(((s.id, s.price_in_per_1k) for s in catalog.models if s.price_in_per_1k > 0), key=lambda p: p[1])
+
+
+def cost_metrics(comparison: dict[str, Any], prices: list[tuple[str, float]] | None = None) -> list[dict[str, Any]]:
+    """What the cache saved in money: the run's own figure, and — when its judge was free (a local model or a
+    recording) — what the saved tokens would have cost on the catalog's API models, so "$0" is not the story."""
+    saved = float(comparison.get("cost_saved") or 0.0)
+    tokens = int(comparison.get("tokens_saved") or 0)
+    out: list[dict[str, Any]] = [
+        {
+            "label": "Cost saved",
+            "value": money(saved) if saved else "$0 (free judge)",
+            "help": "What the judge calls the cache avoided cost. A local model or a recording costs nothing.",
+        }
+    ]
+    prices = api_prices() if prices is None else prices
+    if not saved and tokens and prices:
+        (cheap, low), (dear, high) = prices[0], prices[-1]
+        out.append(
+            {
+                "label": "…on an API judge",
+                "value": f"{money(tokens * low / 1000)} – {money(tokens * high / 1000)}",
+                "help": f"The {tokens:,} tokens saved at input prices: {cheap} (cheapest in the catalog) to "
+                f"{dear} (dearest).",
+            }
+        )
+    return out
+
+
+def workload_words(workload: dict[str, Any]) -> str:
+    """A generated workload in words (not its dict): '3 channels · 2 h · 1 burst per channel per hour · 3
+    messages per burst · seed 7'."""
+    return (
+        f"{workload.get('channels')} channels · {float(workload.get('hours', 0)):g} h · "
+        f"{float(workload.get('bursts_per_hour', 0)):g} burst(s) per channel per hour · "
+        f"{float(workload.get('mean_burst_messages', 0)):g} messages per burst · seed {workload.get('seed')}"
+    )
+
+
 def _render_timeline(result: dict[str, Any]) -> None:
     messages = pd.DataFrame(result["messages"])
     if messages.empty:
@@ -324,11 +384,32 @@ def _render_timeline(result: dict[str, Any]) -> None:
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 
 
+# The page's sweep grid: wider than the engine's default (3 × 3), down to short windows, so a small workload
+# (the demo's 3 channels over 2 hours) shows more than the two outcomes that long windows all give there.
+SWEEP_HIGH = (600, 3600, 21600, 43200)
+SWEEP_DEFAULT = (0, 60, 600, 1800)
+
+
 @st.cache_data(show_spinner="Sweeping thresholds over the recorded judgments…", max_entries=8)
 def _sweep(run_id: str, _result: dict[str, Any]) -> pd.DataFrame:
     """`skipsim.sweep` over the judgments the run recorded (no model call), cached per run."""
     messages = [Message(**m) for m in _result["messages"]]
-    return pd.DataFrame(asyncio.run(sweep(messages, _result["records"], _result["config"], _result["hours"])))
+    rows = asyncio.run(
+        sweep(messages, _result["records"], _result["config"], _result["hours"], SWEEP_HIGH, SWEEP_DEFAULT)
+    )
+    return pd.DataFrame(rows)
+
+
+def few_points_note(rows: list[dict[str, Any]], messages: int) -> str | None:
+    """Why the trade-off chart has few points, when the swept settings give fewer than three outcomes."""
+    outcomes = {(r["judge calls"], r["staleness p95 s"]) for r in rows}
+    if len(outcomes) >= 3:
+        return None
+    return (
+        f"The {len(rows)} skip settings give only {len(outcomes)} different outcome(s): with {messages} messages, "
+        "conversations rarely go quiet long enough for the skip window to matter. Simulate more hours or channels "
+        "to spread the points."
+    )
 
 
 def _render_tradeoff(result: dict[str, Any]) -> None:
@@ -340,5 +421,9 @@ def _render_tradeoff(result: dict[str, Any]) -> None:
         "the line is the Pareto front."
     )
     frame = _sweep(result["run_id"], result)
-    st.plotly_chart(charts.skip_tradeoff(frame.to_dict("records")))
-    st.dataframe(frame, hide_index=True, width="stretch")
+    rows = frame.to_dict("records")
+    if (note := few_points_note(rows, len(result["messages"]))) is not None:
+        st.info(note)
+    st.plotly_chart(charts.skip_tradeoff(rows))
+    if st.session_state.get(f"details.{DETAILS}", False):
+        st.dataframe(frame, hide_index=True, width="stretch")

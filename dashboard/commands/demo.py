@@ -13,7 +13,7 @@ from dashboard.commands import fail, say
 app = typer.Typer(help="Demo mode: load the recorded runs, or record them again.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Folder = Annotated[Path | None, typer.Option("--folder", help="Demo folder (default: data/demo).")]
-PAGES = ("conversation", "jury", "director", "confidence", "skip-cache")
+PAGES = ("models", "conversation", "jury", "director", "confidence", "skip-cache")
 
 
 @app.command("load")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, create_model
 
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
+from engine.handraise.reasons import expertise_reason
 from engine.quoting import DATA_NOTE, quote
 from models.source import ModelLookup, ModelSource, model_source
 from models.structured import FLOAT_LIKE
@@ -438,7 +439,7 @@ class WillJudge:
                     novelty=novelty[p.id],
                     confidence=round(conf, 4),
                     flags=flags,
-                    reason=f"closest expertise: {best[p.id]} (PMI {f['pmi_mean']:+.2f}, best {f['pmi_max']:+.2f})",
+                    reason=expertise_reason(best[p.id], f["pmi_mean"], f["pmi_max"]),
                 )
             )
         return out
@@ -477,7 +478,7 @@ class WillJudge:
                     relevance=round(relevance, 4),
                     novelty=round(novelty_of(cal, f), 4),
                     confidence=round(confidence, 4),
-                    reason=f"closest expertise: {f['expertise']}",
+                    reason=expertise_reason(f["expertise"]),
                     flags=["embedding", *flags],
                 )
             )

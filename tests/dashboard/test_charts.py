@@ -119,10 +119,37 @@ def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
     assert len(rows) == 9 and any(r["pareto"] for r in rows)
     fig = charts.skip_tradeoff(rows)
     points, front = fig.data
-    assert list(points.x) == [r["judge calls"] for r in rows] and list(points.y) == [r["staleness p95 s"] for r in rows]
+    outcomes = list(dict.fromkeys((r["judge calls"], r["staleness p95 s"]) for r in rows))  # one marker each
+    assert list(zip(points.x, points.y, strict=True)) == outcomes
     on_front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
     assert list(front.x) == [r["judge calls"] for r in on_front] and front.line.dash == "dot"
     assert fig.layout.xaxis.title.text == "judge calls (with cache)"
+
+
+def test_skip_tradeoff_with_few_outcomes_has_whole_call_ticks_and_counts_merged_settings() -> None:
+    """Issue 25: two outcomes of nine settings drew ticks at 7.2 / 7.4 calls. Now: whole calls, one marker per
+    outcome labelled with how many settings gave it, and the page says why there are few."""
+    from pages.skipcache import few_points_note
+
+    rows = [
+        {
+            "high skip s": h,
+            "default skip s": d,
+            "judge calls": 7 if d else 8,
+            "staleness p95 s": 30.0 * (d > 0),
+            "pareto": True,
+        }
+        for h in (3600, 21600, 43200)
+        for d in (0, 600, 1800)
+    ]
+    fig = charts.skip_tradeoff(rows)
+    points = fig.data[0]
+    assert sorted(points.x) == [7, 8] and fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
+    assert sorted(points.text) == ["×3", "×6"]
+    note = few_points_note(rows, 12)
+    assert note is not None and "9 skip settings give only 2" in note and "12 messages" in note
+    spread = [dict(r, **{"judge calls": i}) for i, r in enumerate(rows)]
+    assert few_points_note(spread, 12) is None
 
 
 TELEMETRY = [

@@ -32,6 +32,7 @@ def test_lab_scores_factors_live() -> None:
     assert not at.exception
     metrics = _metrics(at)
     assert (metrics["Score"], metrics["Level"]) == ("0.700", "NOTIFY")
+    at.toggle(key="details.confidence.toggle").set_value(True).run()  # the score's formula is research detail
     at.slider(key="confidence.llm_self_confidence").set_value(0.85)
     at.slider(key="confidence.tool_success_rate").set_value(0.5).run()
     metrics = _metrics(at)
@@ -91,6 +92,7 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     from dashboard import state
 
     at = AppTest.from_function(_page, default_timeout=300).run()
+    at.toggle(key="details.confidence.toggle").set_value(True).run()  # the per-factor table is research detail
     at.button(key="confidence.live_run").click().run()
     assert not at.exception
     settle_runs(at, "confidence.evaluate", timeout_s=300)  # the page watches the run in the registry
@@ -107,6 +109,8 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
 
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "generate"
+    assert not any("Self-evaluation" in shown(c.value) for c in at.caption)  # behind Details
+    at.toggle(key="details.confidence.toggle").set_value(True).run()
     assert any("Self-evaluation: gemma3-270m writes it" in shown(c.value) for c in at.caption)
     at.selectbox(key="confidence.live_self_eval").set_value("likelihood").run()
     cal = load_calibration(CONFIDENCE, "gemma3-270m")
@@ -154,6 +158,39 @@ def test_fallback_factors_are_said_in_plain_words() -> None:
     at.query_params["eval"] = live.run_id
     at.run()
     assert not at.exception
-    (box,) = [w.value for w in at.warning if "fallback factors" in w.value]
+    (box,) = [c.value for c in at.caption if c.value.startswith("Fallbacks:")]
     assert "LLM self-confidence (written as JSON by the model) fell back to 0.5 (neutral)" in shown(box)
+    (verdict,) = [w.value for w in at.warning if "Not trustworthy" in w.value]
+    assert "self-confidence fell back" in shown(verdict) and "query coverage fell back" in shown(verdict)
+    assert not at.error
     assert "**down**" not in box and "\\*\\*down\\*\\*" in box  # the server's message is text
+
+
+def test_the_recorded_demo_result_is_marked_not_trustworthy_and_says_what_it_stands_on() -> None:
+    """Issue 25: the live demo read 0.978 SILENT while self-confidence was a flat 0.5 (the spec counts it only
+    above 0.6) and coverage had failed. The score is the spec's, but the page now says it rests only on source
+    agreement and a tool success of 1 with no tool run, and marks the result not trustworthy."""
+    from engine.confidence import ConfidenceFactors, ConfidenceSettings
+    from pages.confidence import live_trust
+
+    recorded = ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5, query_coverage=0.0)
+    trusted, sentence = live_trust(recorded, ConfidenceSettings(), ["query_coverage"])
+    assert not trusted
+    assert sentence.startswith("Not trustworthy: the model's judgment of the answer is missing — ")
+    assert "self-confidence did not count (the model's own rating counts only above 0.6)" in sentence
+    assert "query coverage fell back" in sentence
+    assert "rests only on tool success 1.00 (no tool ran), source agreement 0.94" in sentence
+    good = recorded.model_copy(update={"llm_self_confidence": 0.9})
+    trusted, sentence = live_trust(good, ConfidenceSettings(), ["query_coverage"])
+    assert trusted and sentence.startswith("Query coverage fell back. The score") and "self-confidence 0.90" in sentence
+
+
+def test_a_factor_not_counted_says_why_next_to_its_slider() -> None:
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception
+    notes = [shown(c.value) for c in at.caption if c.value.startswith("⊘ not counted")]
+    assert any("counts only above" in n for n in notes), notes
+    at.slider(key="confidence.query_coverage").set_value(0.0).run()
+    assert any("coverage counts only above 0.1" in shown(c.value) for c in at.caption)
+    at.slider(key="confidence.query_coverage").set_value(0.8).run()
+    assert not any("coverage counts only above" in shown(c.value) for c in at.caption)

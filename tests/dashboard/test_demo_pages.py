@@ -18,7 +18,7 @@ from engine.store import Store
 from tests.dashboard.rendered import rerun_until
 from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
 
-MISS = "not in the demo recording: try one of"
+NOTICE = "This input is not in the demo recording"
 
 
 @pytest.fixture
@@ -78,11 +78,13 @@ def watch_to_end(at: AppTest, kind: str, timeout_s: float = 60.0) -> None:
 
 
 def missed(at: AppTest) -> str:
-    """The miss message shown (markdown escapes taken out: pages escape untrusted text)."""
+    """The friendly notice for an input outside the recording (issue 25: no red on the presenting path): no error
+    element, the notice, and the recorded inputs it names (markdown escapes taken out: pages escape them)."""
     assert not at.exception, at.exception
-    texts = [e.value.replace("\\", "").replace("\u2060", "") for e in at.error]
-    assert any(MISS in t for t in texts), texts
-    return next(t for t in texts if MISS in t)
+    assert not at.error, [e.value for e in at.error]
+    assert any(NOTICE in i.value for i in at.info), [i.value for i in at.info]
+    texts = [c.value.replace("\\", "").replace("\u2060", "") for c in at.caption]
+    return " ".join(t for t in texts if t.startswith("Recorded: "))
 
 
 def replayed_runs(kind: str) -> list[Any]:
@@ -219,6 +221,13 @@ def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
     at.button(key="skip.run").click().run()
     watch_to_end(at, "skip.simulate")
     assert "workload" in missed(at)
+    # "Use the recorded input" puts the recorded workload back; it replays again.
+    (use,) = [b for b in at.button if b.label == "Use the recorded input"]
+    use.click().run()
+    assert at.number_input(key="skip.seed").value == 7
+    at.button(key="skip.run").click().run()
+    watch_to_end(at, "skip.simulate")
+    ok(at)
 
 
 @pytest.mark.parametrize(("page", "url"), [("models", "models"), ("runs", "runs"), ("replay", "replay")])

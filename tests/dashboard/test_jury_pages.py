@@ -240,6 +240,8 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     assert cal is not None
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception and at.selectbox(key="jury.judge").value == "auto"
+    assert not any("Jurors judge by" in shown(c.value) for c in at.caption)  # research detail: behind Details
+    at.toggle(key="details.jury.toggle").set_value(True).run()
     captions = [shown(c.value) for c in at.caption]
     line = f"Jurors judge by (auto): gemma3-270m: likelihood — calibration {cal.label} (leave-one-case-out accuracy "
     assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions

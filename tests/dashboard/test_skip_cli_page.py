@@ -145,6 +145,7 @@ def test_page_simulates_with_recorded_judgments(
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
     assert not at.exception
+    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the sweep's table is research detail
     _simulate_small(at)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
@@ -153,7 +154,7 @@ def test_page_simulates_with_recorded_judgments(
     assert with_cache < without
     assert "within bound" in [m.proto.delta for m in at.metric if m.label == "max"][0]
     sweep = next(df.value for df in at.dataframe if "pareto" in df.value.columns)
-    assert len(sweep) == 9 and sweep["pareto"].any() and (sweep["misses"] == 0).all()
+    assert len(sweep) == 16 and sweep["pareto"].any() and (sweep["misses"] == 0).all()  # the page's 4 × 4 grid
     from dashboard import state
 
     runs = state.get_store().list_runs(kind="skip.simulate")
@@ -182,6 +183,8 @@ def test_page_names_the_judge_and_its_calibration() -> None:
     assert not at.exception
     assert any(shown(c.value).startswith("Judged by the recorded judgments in ") for c in at.caption)
     at.selectbox(key="skip.judge").set_value("gemma3-270m").run()
+    assert any(shown(c.value) == "Judged live by gemma3-270m (likelihood)." for c in at.caption)
+    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the fitted map is research detail
     cal = load_calibration(SKIP, "gemma3-270m")
     assert cal is not None
     line = f"Judged live by gemma3-270m (likelihood) · calibration {cal.label} (cross-validated AUC "

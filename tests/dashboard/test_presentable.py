@@ -1,0 +1,121 @@
+"""Issue 25 (Presentable), seen by tests: hand reasons in words with the machine detail behind Details, lowered
+hands without reasons, the tokens headline split, What-if rows by participant, and demo mode without red."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from engine.demo import load_demo, load_manifest
+from tests.dashboard.rendered import rerun_until, shown
+from tests.dashboard.test_demo_pages import demo_env, open_page  # noqa: F401 — a fixture
+from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
+
+MACHINE = ("PMI", "closest expertise", "calibration:")
+
+
+def _conversation() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [shown(e.value) for e in [*at.caption, *at.markdown, *at.info]]
+
+
+def test_a_recorded_conversation_reads_in_words_and_keeps_its_machine_detail_behind_details() -> None:
+    load_demo(state.get_store(), DEMO)
+    (run_id,) = load_manifest(DEMO).pages["conversation"].run_ids
+    at = AppTest.from_function(_conversation, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    texts = _texts(at)
+    assert not [t for t in texts if any(m in t for m in MACHINE)], texts
+    lowered = [t for t in texts if "hand down" in t]
+    assert lowered and all(t.endswith(")") and "my area" not in t for t in lowered), lowered
+    at.toggle(key="details.conversation.toggle").set_value(True).run()
+    assert any("closest expertise" in t and "PMI" in t for t in _texts(at))  # the seed's skip line, in Details
+    assert at.toggle(key="details.conversation.toggle").value is True
+    assert at.session_state["details.conversation"] is True  # kept apart from the widget: outlives the page
+
+
+def test_tokens_headline_splits_answer_tokens_saved_from_judge_tokens() -> None:
+    from pages.conversation import token_caption, token_metrics
+
+    figures = {
+        "judge_tokens": 1276,
+        "answer_tokens": 450,
+        "baseline_tokens": 1215,
+        "answers": 2,
+        "baseline_answers": 6,
+        "spent_tokens": 1726,
+    }
+    metrics = {m["label"] if isinstance(m, dict) else m[0]: m for m in token_metrics(figures)}
+    assert metrics["Answer tokens saved"]["value"] == "765"
+    assert metrics["Judge tokens (deciding who speaks)"]["value"] == "1,276"
+    assert not any("1726" in str(m) or "1,726" in str(m) for m in metrics.values())  # never one sum vs. baseline
+    said = token_caption(figures, "likelihood")
+    assert "450 tokens written instead of 1,215 (765 saved)" in said and "1,276 judge tokens (read by" in said
+
+
+def test_what_if_rows_name_participants_not_model_ids() -> None:
+    from engine.handraise import Conversation, ConversationConfig, default_cast
+    from pages.conversation import whatif_rows
+
+    cast = default_cast(["gemma3-270m"])
+    conv: Any = Conversation.__new__(Conversation)
+    conv.participants = {p.id: p for p in cast}
+    change = {
+        "turn": 1,
+        "model": cast[0].id,
+        "status_before": "raised",
+        "status_after": "lowered",
+        "answered_before": True,
+        "answered_after": False,
+        "will_before": 0.7,
+        "will_after": 0.4,
+    }
+    (row,) = whatif_rows(conv, [change])
+    assert "model" not in row and row["participant"] == f"{cast[0].icon} {cast[0].name}"
+    assert ConversationConfig  # the page's types, imported as the page does
+
+
+def test_the_next_recorded_message_follows_the_recording_only() -> None:
+    from pages.conversation import next_recorded
+
+    recorded = ["first", "second"]
+    assert next_recorded([], recorded) == "first" and next_recorded(["first"], recorded) == "second"
+    assert next_recorded(["first", "second"], recorded) is None
+    assert next_recorded(["my own"], recorded) is None  # off the recording: every later judgment would miss
+
+
+def test_models_prompt_outside_the_recording_is_a_notice_not_an_error(demo_env: None) -> None:  # noqa: F811
+    at = open_page("models", "models")
+    at.text_area(key="models.prompt").set_value("Tell me a story about the sea.").run()
+    at.button(key="models.send").click().run()
+    rerun_until(at, lambda: any("not in the demo recording" in i.value for i in at.info), 60, "no notice")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
+def _page(name: str) -> None:
+    import importlib
+
+    importlib.import_module(f"pages.{name}").render()
+
+
+@pytest.mark.parametrize(
+    ("page", "details"),
+    [("skipcache", "skip-cache"), ("confidence", "confidence"), ("conversation", "conversation"), ("models", None)],
+)
+def test_each_page_opens_with_one_sentence_and_a_details_toggle(page: str, details: str | None) -> None:
+    at = AppTest.from_function(_page, args=(page,), default_timeout=60).run()
+    assert not at.exception
+    first = shown(at.caption[0].value)
+    assert ". " not in first and first.endswith("."), first  # one sentence
+    if details is not None:
+        assert at.toggle(key=f"details.{details}.toggle").value is False
