@@ -86,6 +86,7 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     assert at.selectbox(key="conv.judge_model").value == "gemma3-270m"
     assert at.slider(key="conv.threshold").value == 0.6
     assert at.selectbox(key="conv.mode").value == "focus"
+    at.toggle(key="details.conversation.toggle").set_value(True).run()  # the calibration caption is research detail
     assert any(
         shown(c.value).startswith(
             "Scored by gemma3-270m + smollm2-135m. Calibration: handraise.likelihood · gemma3-270m+smollm2-135m"
@@ -113,8 +114,8 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     at.button(key=f"conv.none.{turn.turn_id}").click().run()
     settle(at)
     names = ("Coder", "Designer", "Researcher")
-    lines = {name: shown(c.value) for c in at.caption for name in names if f"{name} — SKIP" in c.value}
-    assert lines["Coder"].endswith("hand up, skipped by you (skip all)"), lines
+    lines = {name: shown(c.value) for c in at.caption for name in names if f"{name} — hand" in c.value}
+    assert f"hand up (will {raw['coder']:.2f}), skipped by you (skip all)" in lines["Coder"], lines
     for name, pid in (("Designer", "designer"), ("Researcher", "researcher")):
         assert lines[name].endswith(f"hand down (will {raw[pid]:.2f} < threshold 0.6)"), lines
 

@@ -219,7 +219,7 @@ def test_a_stored_conversation_reopens_with_its_what_if() -> None:
     assert any(f"Reopened from run {run_id}" in shown(i.value) for i in at.info)
     texts = [t.value for t in at.text]
     assert live.states[0].text in texts and live.states[0].answers["coder"] in texts
-    assert any("SKIP (will=0.10" in shown(c.value) for c in at.caption)  # the researcher's skip line
+    assert any("Researcher — hand down" in shown(c.value) for c in at.caption)  # the researcher's skip line
     assert at.chat_input(key="conv.input").disabled  # read only: no card buttons, no new message
     assert not [b for b in at.button if b.key and b.key.startswith(("conv.approve.", "conv.skip."))]
     telemetry = next(df.value for df in at.dataframe if "will" in df.value.columns)
