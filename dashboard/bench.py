@@ -687,7 +687,11 @@ def bench_jury(repeat: int, progress: Progress) -> BenchResult:
             ),
         )
         config = JuryConfig(
-            max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", max_tokens=96
+            max_discussion_rounds=1,
+            consensus_threshold=2.0,
+            final_judgment_method="majority_vote",
+            max_tokens=96,
+            skip_idle_rounds=False,  # the rounds are what is timed here
         )
 
         def seats(n: int) -> list[JurorSeat]:

@@ -232,6 +232,9 @@ def render_view(
             + (" — reached, no discussion needed" if c["consensusReached"] else "")
         )
 
+    if view.skipped:
+        st.markdown("**Phase 2 — discussion**")
+        st.info(md(view.skipped.get("text", "No discussion round was run.")), icon="⏭️")
     if view.rounds:
         head, toggle = st.columns([2, 1])  # the toggle's label fits in a narrow window too
         head.markdown("**Phase 2 — discussion**")

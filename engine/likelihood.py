@@ -338,6 +338,21 @@ JURY_OTHERS_FEATURES = ("others_needs_review", "others_unsafe_fail")
 JURY_OTHERS_MAX_WEIGHT = 2.0
 
 
+def jury_others_weight(cal: Calibration, classes: Sequence[str]) -> float | None:
+    """The weight a jury map gives the other jurors' verdicts in a discussion round: 0.0 when every coefficient
+    of the others' features is 0 (a round cannot move the juror: its distribution stays its phase-1 one), else
+    the fitted `others_weight` (or the largest such coefficient). None when the map does not read the others'
+    features: its round input is then the round's own reading of the transcript, which the others can move."""
+    maps = [cal.maps[k] for k in classes]
+    if not all(set(JURY_OTHERS_FEATURES) <= set(m.features) for m in maps):
+        return None
+    coefs = [c for m in maps for f, c in zip(m.features, m.coef, strict=True) if f in JURY_OTHERS_FEATURES]
+    if all(c == 0 for c in coefs):
+        return 0.0
+    fitted = cal.metrics.get("others_weight")
+    return float(fitted) if isinstance(fitted, int | float) else max(abs(c) for c in coefs)
+
+
 def jury_round_features(phase1: dict[str, float], heard: dict[str, float]) -> dict[str, float]:
     """A round's map input: the juror's phase-1 channel features, and how much hearing the others moved
     them (`heard`: the channel features of the round's prompt, whose options are the phase-1 options

@@ -149,6 +149,8 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
             + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
             + (" — reached" if c["consensusReached"] else "")
         )
+    if view.skipped:
+        say(f"  {view.skipped.get('text', 'no discussion round was run')}")
     for rnd in view.rounds:
         if rounds:
             say(f" round {rnd['round']}")

@@ -643,6 +643,7 @@ class JuryMechanism(Mechanism):
                 "stagnation_rounds": JURY_NO_STAGNATION,
                 "max_discussion_rounds": self.widest_rounds(definition),
                 "final_judgment_method": "majority_vote",
+                "skip_idle_rounds": False,  # every round recorded, so each cell can stop where it would
             }
         )
 

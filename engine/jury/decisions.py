@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -328,8 +328,10 @@ def fallback_evaluation(
 
 # -- the discussion's stop rules and the final methods without a model call ------------------------
 
-TerminationReason = Literal["phase1_consensus", "no_discussion", "consensus", "stagnation", "max_rounds"]
-EARLY_TERMINATIONS: frozenset[str] = frozenset({"phase1_consensus", "consensus", "stagnation"})
+TerminationReason = Literal[
+    "phase1_consensus", "no_discussion", "no_influence", "consensus", "stagnation", "max_rounds"
+]
+EARLY_TERMINATIONS: frozenset[str] = frozenset({"phase1_consensus", "no_influence", "consensus", "stagnation"})
 
 
 def phase1_stop(consensus: ConsensusResult, max_discussion_rounds: int) -> TerminationReason | None:
@@ -339,6 +341,14 @@ def phase1_stop(consensus: ConsensusResult, max_discussion_rounds: int) -> Termi
     if max_discussion_rounds == 0:
         return "no_discussion"
     return None
+
+
+def idle_discussion(weights: Mapping[str, float | None], phase1: Sequence[JurorEvaluation]) -> bool:
+    """Whether no discussion round can move anyone: every seat's fitted weight of the others' verdicts
+    (`weights`, juror id → weight; None where a round can move the seat: a generating juror, a map that reads
+    the round's own features) is 0, and every seat worked in phase 1 (a failed seat scores again in a round and
+    may come back with a vote)."""
+    return bool(phase1) and all(weights.get(e.juror_id) == 0 for e in phase1) and not any(e.fallback for e in phase1)
 
 
 def positions_moved(statements: Sequence[JurorStatement]) -> int:

@@ -23,6 +23,7 @@ class JuryView:
         self.phase1_consensus: dict[str, Any] | None = None
         self.rounds: list[dict[str, Any]] = []
         self.ended: dict[str, Any] | None = None
+        self.skipped: dict[str, Any] | None = None  # no round was run: none could move anyone (`text` says why)
         self.final: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
         self.failed: str | None = None
@@ -53,6 +54,8 @@ class JuryView:
             self.rounds[-1]["statements"].append(p)
         elif type_ == "round_completed" and self.rounds:
             self.rounds[-1]["completed"] = p
+        elif type_ == "discussion_skipped":
+            self.skipped = p
         elif type_ == "discussion_ended":
             self.ended = p
         elif type_ == "final_judgment":

@@ -262,7 +262,9 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     assert cal is not None
     role = hostile(9, "role", one_line=True)
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"{role} {i}") for i in range(3)]
-    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    config = JuryConfig(
+        max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", skip_idle_rounds=False
+    )
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
     state.clear_reads()
@@ -303,3 +305,25 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
     assert _methods(["gemma3-270m", "gpt-4o"], "auto") == {"likelihood", "generate"}
     assert _methods(["not-a-model"], "auto") == {"generate"}  # generates, and fails there with its reason
     assert _methods(["gpt-4o"], "likelihood") == {"likelihood"}
+
+
+def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
+    """On the local panel a round cannot move anyone (the map gives the others weight 0): the page says no
+    round was run and why, where the discussion would be, and shows no round."""
+    from models.base import ChatModel
+    from tests.engine.test_jury_likelihood import _Heard
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="majority_vote")
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
+    assert result.termination_reason == "no_influence"
+    state.clear_reads()
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    infos = [shown(i.value) for i in at.info]
+    assert any("No discussion round was run" in i and "weight 0" in i for i in infos), infos
+    assert not any("round 1" in shown(c.value) for c in at.caption)

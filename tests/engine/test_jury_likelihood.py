@@ -140,7 +140,7 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
         assert e.confidence == pytest.approx(max(expected), abs=1e-4)
         # the distribution is the reasoning; the features and the map are its detail, beside it
         assert e.reasoning.startswith("likelihood: ") and "features" not in e.reasoning
-        assert e.detail.startswith("features: ") and e.detail.endswith(f"; map {cal.version}")
+        assert e.detail.startswith("features: ") and f"; map {cal.version}" in e.detail
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     broken = _Scoring(-math.inf)  # no probability for any option: the features are not numbers
@@ -227,7 +227,12 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
     model = _Heard()
-    config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    config = JuryConfig(
+        max_discussion_rounds=1,
+        final_judgment_method="final_judge",
+        final_judge_model="gemma3-270m",
+        skip_idle_rounds=False,  # the shipped map gives the others weight 0: the round would be skipped
+    )
     jury = Jury(seats, {"gemma3-270m": model}, config)
     assert config.judge == "auto" and jury.by_likelihood(seats[0])  # a base model that scores: likelihood
     result = asyncio.run(jury.run(case))
@@ -240,8 +245,11 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
         assert u is not None and "others_unsafe_fail +2.00" in u.detail and st.detail == u.detail
         assert "after hearing R" in st.detail and st.statement == u.reasoning and "after" not in st.statement
         assert u.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, heard)), abs=1e-4)
-    # 3 phase-1 calls, 3 round calls and the final judge's round call: its phase-1 features are the jurors'
-    assert len(model.requests) == 7
+    # One phase-1 call the three seats share (same model, same prompt) and 3 round calls; the final judge's
+    # phase-1 features are the jurors', and the others weigh 0 in its map, so it makes no call of its own
+    assert len(model.requests) == 4
+    assert [e.call_id for e in result.phase1_evaluations] == [result.phase1_evaluations[0].call_id] * 3
+    assert "weight 0 in this map: not scored again" in result.phase3_judgment.detail
 
     # a final judge on another model scores its own phase 1 first (recorded like every call)
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
@@ -252,8 +260,8 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
     config = config.model_copy(update={"final_judge_model": "gemma3-270m-b"})
     model = _Heard()
     asyncio.run(Jury(seats, {"gemma3-270m": model, "gemma3-270m-b": other}, config).run(case))
-    assert len(model.requests) == 6 and len(other.requests) == 2
-    assert "says:" not in (other.requests[0].options or [""])[0] and "says:" in (other.requests[1].options or [""])[0]
+    assert len(model.requests) == 4 and len(other.requests) == 1
+    assert "says:" not in (other.requests[0].options or [""])[0]
 
 
 def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_generating() -> None:
@@ -299,6 +307,7 @@ def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_sti
         consensus_threshold=2.0,
         final_judgment_method="final_judge",
         final_judge_model="gemma3-270m",
+        skip_idle_rounds=False,
     )
     run_id, result = asyncio.run(run_case(store, Jury(seats, {"gemma3-270m": _Heard()}, config), case))
     record = load_run(store, run_id)
@@ -361,7 +370,9 @@ def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
-    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    config = JuryConfig(
+        max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", skip_idle_rounds=False
+    )
     events: list[tuple[str, dict]] = []
     result = asyncio.run(
         Jury(seats, {"gemma3-270m": _DeafInRounds()}, config).run(case, emit=lambda t, **p: events.append((t, p)))
@@ -370,3 +381,62 @@ def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
         assert st.statement.startswith("(no statement:") and st.detail == ""
         assert st.updated_evaluation is not None and st.updated_evaluation.detail.startswith("features: ")
     assert [p["detail"] for t, p in events if t == "juror_statement"] == ["", "", ""]
+
+
+def test_a_round_that_cannot_move_anyone_is_not_run(monkeypatch) -> None:
+    """The shipped Gemma map gives the others' verdicts weight 0: a round cannot move anyone, so the run says
+    so (an event with every seat's weight, read from the map) and goes from phase 1 to the final judgment.
+    A map that gives them weight, a generating seat or a seat that failed in phase 1 keeps the rounds."""
+    import engine.judgemaps as judgemaps
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None and cal.metrics["others_weight"] == 0
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    model = _Heard()
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = asyncio.run(
+        Jury(seats, {"gemma3-270m": model}, config).run(case, emit=lambda t, **p: events.append((t, p)))
+    )
+    types = [t for t, _ in events]
+    assert "round_started" not in types and result.discussion_rounds == [] and result.total_rounds == 0
+    assert result.termination_reason == "no_influence" and result.early_termination
+    skipped = dict(events[types.index("discussion_skipped")][1])
+    assert skipped["weights"] == {"j0": 0.0, "j1": 0.0, "j2": 0.0} and "weight 0" in skipped["text"]
+    assert types.index("discussion_skipped") < types.index("discussion_ended") < types.index("final_judgment")
+    assert len(model.requests) == 1  # one shared phase-1 call; the final judge reads it (the others weigh 0)
+    assert result.final_verdict == result.phase1_evaluations[0].verdict
+
+    # rounds off by setting: they run (a recording for experiments needs them)
+    model = _Heard()
+    on = asyncio.run(
+        Jury(seats, {"gemma3-270m": model}, config.model_copy(update={"skip_idle_rounds": False})).run(case)
+    )
+    assert on.total_rounds >= 1 and on.termination_reason != "no_influence"
+
+    # a map that gives the others weight: the rounds run and the heard verdicts move the features
+    weighted = cal.model_copy(
+        update={
+            "maps": {
+                k: m.model_copy(update={"coef": [*m.coef[:2], *(0.5 * c for c in m.coef[:2])]})
+                for k, m in cal.maps.items()
+            },
+            "metrics": {**cal.metrics, "others_weight": 0.5},
+        }
+    )
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: weighted)
+    moved = asyncio.run(Jury(seats, {"gemma3-270m": _Heard()}, config).run(case))
+    assert moved.total_rounds >= 1 and moved.termination_reason != "no_influence"
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: cal)
+
+    # one generating seat: nothing says its position cannot move
+    answer = {"reasoning": "ok", "verdict": "safe_pass", "score": 80, "confidence": 0.9}
+    axes = {"safety": 80, "security": 80, "task_completion": 80}
+    writer = FnModel(lambda request: {**answer, "axes": axes}, model_id="writer")
+    mixed = [*seats[:2], JurorSeat(juror_id="w", model_id="writer", role_name="Writer")]
+    jury = Jury(mixed, {"gemma3-270m": _Heard(), "writer": writer}, config)
+    assert jury.others_weight(mixed[0], Rubric()) == 0.0 and jury.others_weight(mixed[2], Rubric()) is None
+    assert asyncio.run(jury.run(case)).termination_reason != "no_influence"
