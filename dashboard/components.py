@@ -224,7 +224,12 @@ def render_view(
             _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail"))
             if e.get("axes"):
                 st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
-    if view.phase1_consensus:
+    if view.identical_seats:
+        st.caption(
+            "The seats are **identical by construction** — the same model judging by the same role-blind prompt, "
+            "one scoring call — so their matching verdicts are one judgment, not agreement (κ and α not computed)."
+        )
+    elif view.phase1_consensus:
         c = view.phase1_consensus
         st.caption(
             f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"

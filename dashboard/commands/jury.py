@@ -142,7 +142,11 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
             f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
             f"  {e['reasoning'][:90]}{tag}"
         )
-    if view.phase1_consensus:
+    if view.identical_seats:
+        from engine.jury import IDENTICAL_SEATS_TEXT
+
+        say(f"  phase 1: {IDENTICAL_SEATS_TEXT}")
+    elif view.phase1_consensus:
         c = view.phase1_consensus
         say(
             f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"

@@ -543,6 +543,7 @@ def derive_jury(
         completion_tokens=completion,
         cost=cost,
         wall_s=result.wall_s,
+        identical_seats=result.identical_seats,
     )
 
 
@@ -693,6 +694,7 @@ class JuryMechanism(Mechanism):
             "kappa_final": totals["agreement_final"]["fleiss_kappa"],
             "alpha_phase1": totals["agreement_phase1"]["krippendorff_alpha"],
             "alpha_final": totals["agreement_final"]["krippendorff_alpha"],
+            "agreement_note": totals["agreement_phase1"]["note"],
             "outcome_changed_rate": totals["outcome_changed_rate"],
             "rounds_mean": totals["rounds_mean"],
             "no_verdict": totals["no_verdict"],

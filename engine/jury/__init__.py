@@ -40,6 +40,7 @@ from engine.jury.config import (
 from engine.jury.decisions import (
     DEFAULT_VERDICTS,
     EARLY_TERMINATIONS,
+    IDENTICAL_SEATS_TEXT,
     NO_VERDICT,
     THRESHOLD_PRECISION,
     CollaborativeJuryResult,
@@ -101,6 +102,7 @@ __all__ = [
     "DEFAULT_VERDICTS",
     "DiscussionRound",
     "EARLY_TERMINATIONS",
+    "IDENTICAL_SEATS_TEXT",
     "ENV_NAMES",
     "FinalJudgment",
     "FinalMethod",

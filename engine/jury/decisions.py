@@ -17,6 +17,10 @@ DEFAULT_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")  # least to most
 
 
 NO_VERDICT = "no_verdict"  # the final result of a panel left with too few working jurors
+IDENTICAL_SEATS_TEXT = (
+    "identical by construction: every seat is the same model judging by the same role-blind prompt, so their "
+    "verdicts are one judgment repeated, not agreement"
+)
 
 
 class ConsensusStatus(StrEnum):
@@ -118,6 +122,9 @@ class CollaborativeJuryResult(BaseModel):
     completion_tokens: int = 0
     cost: float = 0.0
     wall_s: float = 0.0
+    # Every seat the same model judging by the same role-blind prompt: their verdicts are one judgment copied,
+    # identical by construction, so their κ and α say nothing about agreement.
+    identical_seats: bool = False
 
     def final_evaluations(self) -> list[JurorEvaluation]:
         """Each juror's latest evaluation: its last statement's, else its phase-1 one."""

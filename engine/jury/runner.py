@@ -117,6 +117,23 @@ class Jury:
             return False
         return auto_judge(model.spec, type(model).scoring_support(model.spec)) == "likelihood"
 
+    def identical_seats(self, rubric: Rubric) -> bool:
+        """Whether the seats are identical by construction: two or more, every one on the same model judging by
+        likelihood through the model's fitted jury map (the channel judge is role-blind: the role never reaches
+        the prompt), so every seat gives the same verdict from the same call."""
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import JURY
+
+        models = {s.model_id for s in self.seats}
+        if len(self.seats) < 2 or len(models) != 1 or not all(self.by_likelihood(s) for s in self.seats):
+            return False
+        try:
+            model_id = self.model(next(iter(models))).model_id
+        except KeyError:
+            return False
+        cal = load_calibration(JURY, model_id)
+        return cal is not None and all(v in cal.maps for v in rubric.verdicts)
+
     def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
         """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
         the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
@@ -353,12 +370,14 @@ class Jury:
             if emit is not None:
                 emit(type_, submissionId=case.id, **payload)
 
+        identical = self.identical_seats(rubric)
         send(
             "jury_started",
             case={"id": case.id, "title": case.title, "content": case.content, "gold": case.gold},
             rubric=rubric.model_dump(),
             config=cfg.model_dump(),
             jurors=[s.model_dump() for s in self.seats],
+            identicalSeats=identical,
         )
 
         # Phase 1 — independent, in parallel; each card is sent as soon as its juror answers.
@@ -511,6 +530,7 @@ class Jury:
             completion_tokens=self.usage["completion_tokens"],
             cost=self.usage["cost"],
             wall_s=round(time.perf_counter() - t0, 4),
+            identical_seats=identical,
         )
         send(
             "jury_finished",

@@ -23,6 +23,7 @@ class JuryView:
         self.phase1_consensus: dict[str, Any] | None = None
         self.rounds: list[dict[str, Any]] = []
         self.ended: dict[str, Any] | None = None
+        self.identical_seats = False  # every seat the same judgment by construction (not agreement)
         self.skipped: dict[str, Any] | None = None  # no round was run: none could move anyone (`text` says why)
         self.final: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
@@ -42,6 +43,7 @@ class JuryView:
         if type_ == "jury_started":
             self.case, self.jurors = p.get("case", {}), p.get("jurors", [])
             self.config, self.rubric = p.get("config", {}), p.get("rubric", {})
+            self.identical_seats = bool(p.get("identicalSeats", False))
         elif type_ == "juror_evaluation":
             self.phase1.append(p)
         elif type_ == "consensus_check":

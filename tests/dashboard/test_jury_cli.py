@@ -140,3 +140,4 @@ def test_replay_says_why_no_round_was_run(monkeypatch: pytest.MonkeyPatch) -> No
     assert code == 0, out
     assert "No discussion round was run" in out and "weight 0" in out and " round 1" not in out
     assert "discussion ended: no_influence after 0 round(s)" in out
+    assert "phase 1: identical by construction" in out and "unanimous" not in out  # not shown as agreement

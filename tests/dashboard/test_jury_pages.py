@@ -327,3 +327,6 @@ def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
     infos = [shown(i.value) for i in at.info]
     assert any("No discussion round was run" in i and "weight 0" in i for i in infos), infos
     assert not any("round 1" in shown(c.value) for c in at.caption)
+    captions = [shown(c.value) for c in at.caption]
+    assert any("identical by construction" in c and "not agreement" in c for c in captions), captions
+    assert not any(c.startswith("Consensus after phase 1") for c in captions)

@@ -409,6 +409,7 @@ def test_a_round_that_cannot_move_anyone_is_not_run(monkeypatch) -> None:
     assert types.index("discussion_skipped") < types.index("discussion_ended") < types.index("final_judgment")
     assert len(model.requests) == 1  # one shared phase-1 call; the final judge reads it (the others weigh 0)
     assert result.final_verdict == result.phase1_evaluations[0].verdict
+    assert result.identical_seats and dict(events[0][1])["identicalSeats"] is True
 
     # rounds off by setting: they run (a recording for experiments needs them)
     model = _Heard()
@@ -439,4 +440,40 @@ def test_a_round_that_cannot_move_anyone_is_not_run(monkeypatch) -> None:
     mixed = [*seats[:2], JurorSeat(juror_id="w", model_id="writer", role_name="Writer")]
     jury = Jury(mixed, {"gemma3-270m": _Heard(), "writer": writer}, config)
     assert jury.others_weight(mixed[0], Rubric()) == 0.0 and jury.others_weight(mixed[2], Rubric()) is None
-    assert asyncio.run(jury.run(case)).termination_reason != "no_influence"
+    mixed_result = asyncio.run(jury.run(case))
+    assert mixed_result.termination_reason != "no_influence" and not mixed_result.identical_seats
+
+
+def test_kappa_and_alpha_of_identical_seats_are_not_agreement(monkeypatch) -> None:
+    """Three seats of one model judging by the role-blind channel map agree by construction: the case-set
+    totals leave such cases out of κ and α and say why, rather than report κ 1.0 as agreement; a panel whose
+    seats differ keeps its κ and α."""
+    from engine.jury import IDENTICAL_SEATS_TEXT, evaluation_item, evaluation_totals
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(final_judgment_method="majority_vote")
+    cases = [JuryCase(id=f"c{i}", content=f"User: hi {i}\nAgent: hello", gold="safe_pass") for i in range(2)]
+    jury = Jury(seats, {"gemma3-270m": _Heard()}, config)
+    items = [evaluation_item(c, asyncio.run(jury.run(c))) for c in cases]
+    assert all(i["identical_seats"] for i in items)
+    for key in ("agreement_phase1", "agreement_final"):
+        totals = evaluation_totals(items)[key]
+        assert totals["fleiss_kappa"] is None and totals["krippendorff_alpha"] is None
+        assert totals["identical_by_construction_cases"] == 2 and totals["note"] == IDENTICAL_SEATS_TEXT
+    # the same verdicts from seats that differ are counted as they are
+    differing = [{**i, "identical_seats": False} for i in items]
+    totals = evaluation_totals(differing)["agreement_phase1"]
+    assert totals["identical_by_construction_cases"] == 0 and totals["note"] == ""
+    assert totals["krippendorff_alpha"] is None  # one label throughout: α undefined, never a made-up 1.0
+    mixed = [
+        {
+            **items[0],
+            "identical_seats": False,
+            "phase1_verdicts": {"a": "safe_pass", "b": "unsafe_fail", "c": "safe_pass"},
+        },
+        items[1],
+    ]
+    totals = evaluation_totals(mixed)["agreement_phase1"]
+    assert totals["identical_by_construction_cases"] == 1 and totals["note"] == "" and totals["fleiss_kappa_cases"] == 1
