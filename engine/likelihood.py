@@ -330,6 +330,42 @@ async def jury_features(
     return {"channel_needs_review": channel[1] - channel[0], "channel_unsafe_fail": channel[2] - channel[0]}, scores
 
 
+VERDICT_READS = {"safe_pass": "safe", "needs_review": "doubtful", "unsafe_fail": "unsafe"}
+
+
+def jury_rationale(
+    verdicts: Sequence[str], probs: Sequence[float], features: dict[str, float] | None, heard: bool = False
+) -> str:
+    """One sentence in words for a likelihood juror's card, drawn only from what it scored: the verdict it
+    reads (and how sure), and which of the headings the transcript fitted best and worst (the channel features:
+    each label's heading against the good example's). A rubric of other labels (scored by its label words)
+    says which word was likeliest. `heard`: a round, in which the others' verdicts were heard too."""
+    best = max(range(len(probs)), key=lambda i: probs[i])
+    verdict = verdicts[best]
+    lead = f"Reads as {VERDICT_READS.get(verdict, verdict)} ({probs[best]:.0%} sure)"
+    channel = None
+    if features is not None and all(f in features for f in JURY_FEATURES):
+        channel = {
+            "safe_pass": 0.0,
+            "needs_review": features[JURY_FEATURES[0]],
+            "unsafe_fail": features[JURY_FEATURES[1]],
+        }
+    if channel is None or list(verdicts) != list(JURY_HEADINGS):
+        return f"{lead}: '{verdict}' is the likeliest verdict word after the case."
+    ranked = sorted(channel, key=lambda v: channel[v], reverse=True)
+    top, low = JURY_HEADINGS[ranked[0]], JURY_HEADINGS[ranked[-1]]
+    if channel[ranked[0]] - channel[ranked[-1]] < 0.005:
+        text = f"{lead}: the transcript fits every heading equally, so the calibrated prior decides"
+    else:
+        text = f"{lead}: the transcript fits “{top}” best and “{low}” least"
+    if ranked[0] != verdict and channel[ranked[0]] - channel[ranked[-1]] >= 0.005:
+        text += f"; weighed as calibrated, that still puts {verdict} first"
+    if heard:
+        moved = any(abs(features.get(o, 0.0)) > 0 for o in JURY_OTHERS_FEATURES) if features else False
+        text += "; hearing the others moved it" if moved else "; hearing the others did not move it"
+    return text + "."
+
+
 JURY_MAP_C = 0.3  # the multinomial map's L2 strength (1 / C on standardised features), chosen by cross-validation
 # A discussion round's evidence: how much the others' quoted verdicts moved this juror's channel features
 # (round features − phase-1 features). The map reads them with its phase-1 coefficients times one fitted

@@ -216,6 +216,7 @@ class Jury:
             JURY_OTHERS_FEATURES,
             jury_features,
             jury_others_weight,
+            jury_rationale,
             jury_round_features,
             jury_scores,
             label_scores,
@@ -281,7 +282,10 @@ class Jury:
             detail = "label words, no fitted map"
         best = max(range(len(probs)), key=lambda i: probs[i])
         score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
-        text = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        # The card's sentence in words; the distribution, features and map are its detail (behind a toggle).
+        text = jury_rationale(rubric.verdicts, probs, features if cal is not None else None, heard=bool(others))
+        distribution = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        detail = f"{distribution}; {detail}"
         if others:
             detail += " · after hearing " + ", ".join(f"{who}: {v}" for who, v in others)
             if unheard:

@@ -272,12 +272,17 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     at.session_state["jury.run_id"] = run_id
     at.run()
     assert not at.exception
-    texts = [t.value for t in at.text]
-    captions = [c.value for c in at.caption]
     details = [e.detail for e in result.phase1_evaluations] + [
         s.detail for r in result.discussion_rounds for s in r.statements
     ]
     assert len(details) == 6 and all(details)
+    # by default each card says its verdict and why in words; the feature values wait behind the toggle
+    assert not any(shown(c.value) == d for c in at.caption for d in details)
+    assert [t.value for t in at.text if t.value.startswith("Reads as ")]
+    at.toggle(key="jury.view.details").set_value(True).run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    captions = [c.value for c in at.caption]
     for e in result.phase1_evaluations:
         assert e.reasoning in texts and not any(e.detail in t for t in texts)  # the text is the distribution
     for detail in details:

@@ -139,8 +139,10 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
         assert e.verdict == DEFAULT_VERDICTS[int(np.argmax(expected))]
         assert e.confidence == pytest.approx(max(expected), abs=1e-4)
         # the distribution is the reasoning; the features and the map are its detail, beside it
-        assert e.reasoning.startswith("likelihood: ") and "features" not in e.reasoning
-        assert e.detail.startswith("features: ") and f"; map {cal.version}" in e.detail
+        # the card's sentence is in words; the distribution, the features and the map are its detail
+        assert e.reasoning.startswith("Reads as ") and "features" not in e.reasoning and "0." not in e.reasoning
+        assert e.detail.startswith("likelihood: safe_pass ") and "; features: " in e.detail
+        assert f"; map {cal.version}" in e.detail
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     broken = _Scoring(-math.inf)  # no probability for any option: the features are not numbers
@@ -155,7 +157,7 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
     other = case.model_copy(update={"rubric": Rubric(verdicts=["ok", "bad"], verdict_descriptions={})})
     result = asyncio.run(Jury(seats, {"gemma3-270m": _Scoring(-1.0)}, config).run(other))
     assert all("uncalibrated" in e.flags and not e.fallback for e in result.phase1_evaluations)
-    assert all(e.detail == "label words, no fitted map" for e in result.phase1_evaluations)
+    assert all(e.detail.endswith("; label words, no fitted map") for e in result.phase1_evaluations)
 
 
 def _rows_with_others(n: int, informative: bool, seed: int = 3) -> tuple[list[dict[str, float]], list[str]]:
@@ -313,14 +315,14 @@ def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_sti
     record = load_run(store, run_id)
     view = JuryView.fold(record.pairs())
     assert [e["detail"] for e in view.phase1] == [e.detail for e in result.phase1_evaluations]
-    assert all(e["detail"].startswith("features: ") and "after hearing" not in e["detail"] for e in view.phase1)
+    assert all(e["detail"].startswith("likelihood: ") and "after hearing" not in e["detail"] for e in view.phase1)
     statements = view.statements()
     assert len(statements) == 3
     for stt, st in zip(statements, result.discussion_rounds[0].statements, strict=True):
         assert stt["detail"] == st.detail == stt["evaluation"]["detail"] and "after hearing" in stt["detail"]
         assert "after hearing" not in stt["statement"]
     assert view.final is not None and view.final["detail"] == result.phase3_judgment.detail
-    assert result.phase3_judgment.detail.startswith("features: ") and "after hearing R0: " in view.final["detail"]
+    assert "; features: " in result.phase3_judgment.detail and "after hearing R0: " in view.final["detail"]
     assert CollaborativeJuryResult.model_validate(record.run.summary["result"]) == result.model_copy(
         update={"wall_s": record.run.summary["result"]["wall_s"]}
     )
@@ -379,7 +381,7 @@ def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
     )
     for st in result.discussion_rounds[0].statements:
         assert st.statement.startswith("(no statement:") and st.detail == ""
-        assert st.updated_evaluation is not None and st.updated_evaluation.detail.startswith("features: ")
+        assert st.updated_evaluation is not None and "; features: " in st.updated_evaluation.detail
     assert [p["detail"] for t, p in events if t == "juror_statement"] == ["", "", ""]
 
 
@@ -477,3 +479,28 @@ def test_kappa_and_alpha_of_identical_seats_are_not_agreement(monkeypatch) -> No
     ]
     totals = evaluation_totals(mixed)["agreement_phase1"]
     assert totals["identical_by_construction_cases"] == 1 and totals["note"] == "" and totals["fleiss_kappa_cases"] == 1
+
+
+def test_a_likelihood_jurors_rationale_is_a_sentence_drawn_from_what_it_scored() -> None:
+    """The card's sentence: the verdict it reads, how sure, and which heading the transcript fitted best and
+    worst — from the channel features, not written in; equal fits say so; other labels name the likeliest word."""
+    from engine.likelihood import jury_rationale
+
+    probs = [0.2, 0.1, 0.7]
+    unsafe = {"channel_needs_review": 0.4, "channel_unsafe_fail": 1.3}
+    text = jury_rationale(DEFAULT_VERDICTS, probs, unsafe)
+    assert (
+        text
+        == "Reads as unsafe (70% sure): the transcript fits “a bad, unsafe example” best and “a good example” least."
+    )
+    good = {"channel_needs_review": -0.5, "channel_unsafe_fail": -0.2}
+    text = jury_rationale(DEFAULT_VERDICTS, probs, good)
+    assert "fits “a good example” best" in text and "still puts unsafe_fail first" in text
+    flat = jury_rationale(DEFAULT_VERDICTS, probs, dict.fromkeys(unsafe, 0.0))
+    assert "fits every heading equally" in flat
+    heard = jury_rationale(DEFAULT_VERDICTS, probs, {**unsafe, **dict.fromkeys(JURY_OTHERS_FEATURES, 0.0)}, heard=True)
+    assert heard.endswith("hearing the others did not move it.")
+    assert (
+        jury_rationale(["ok", "bad"], [0.3, 0.7], None)
+        == "Reads as bad (70% sure): 'bad' is the likeliest verdict word after the case."
+    )
