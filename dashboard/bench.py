@@ -1159,3 +1159,4 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
 # Benchmarks that live beside what they measure register themselves on import.
 import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
 import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge
+import dashboard.bench_jury_local  # noqa: E402,F401  # jury.default_case
