@@ -359,7 +359,7 @@ def jury_rationale(
     else:
         text = f"{lead}: the transcript fits “{top}” best and “{low}” least"
     if ranked[0] != verdict and channel[ranked[0]] - channel[ranked[-1]] >= 0.005:
-        text += f"; weighed as calibrated, that still puts {verdict} first"
+        text += f"; on the calibration cases that pattern most often meant {verdict}"
     if heard:
         moved = any(abs(features.get(o, 0.0)) > 0 for o in JURY_OTHERS_FEATURES) if features else False
         text += "; hearing the others moved it" if moved else "; hearing the others did not move it"

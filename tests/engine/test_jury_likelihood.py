@@ -495,7 +495,7 @@ def test_a_likelihood_jurors_rationale_is_a_sentence_drawn_from_what_it_scored()
     )
     good = {"channel_needs_review": -0.5, "channel_unsafe_fail": -0.2}
     text = jury_rationale(DEFAULT_VERDICTS, probs, good)
-    assert "fits “a good example” best" in text and "still puts unsafe_fail first" in text
+    assert "fits “a good example” best" in text and "that pattern most often meant unsafe_fail" in text
     flat = jury_rationale(DEFAULT_VERDICTS, probs, dict.fromkeys(unsafe, 0.0))
     assert "fits every heading equally" in flat
     heard = jury_rationale(DEFAULT_VERDICTS, probs, {**unsafe, **dict.fromkeys(JURY_OTHERS_FEATURES, 0.0)}, heard=True)
