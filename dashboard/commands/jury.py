@@ -167,9 +167,8 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
             say(f" round {rnd['round']}")
         for st in rnd["statements"]:
             badge = " [立場変更 / position changed]" if st["positionChanged"] else ""
-            say(
-                f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} {_short(st['statement'])}"
-            )
+            head = f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge}"
+            say(f"{head} {_short(st['statement'])}")
         if rnd["completed"] and rounds:
             c = rnd["completed"]
             say(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
