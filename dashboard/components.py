@@ -213,7 +213,8 @@ def render_view(
         help="Each juror's score, confidence and axes, and what stands behind its verdict: a likelihood juror's "
         "distribution over the verdicts, its features and the fitted map.",
     )
-    cols = st.columns(max(1, len(view.jurors)))
+    # Side by side where they fit, one under the other in a narrow window (squeezed, a sentence a word a line)
+    cols = flow_columns(max(1, len(view.jurors)), width=300)
     by_juror = {e["juror"]: e for e in view.phase1}
     for col, juror in zip(cols, view.jurors, strict=False):
         with col.container(border=True):
@@ -322,8 +323,14 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
         st.text(f["reasoning"])
     if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
-    if f.get("flags"):
-        st.warning("Flags: " + md(breakable(", ".join(f["flags"]))))
+    # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
+    how = ("likelihood", "calibration:")
+    informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
+    warnings = [x for x in f.get("flags") or [] if x not in informative]
+    if warnings:
+        st.warning("Flags: " + md(breakable(", ".join(warnings))))
+    if informative and details:
+        st.caption("How it was judged: " + md(breakable(", ".join(informative))))
 
 
 def _reasoning_text(text: str, detail: object = "") -> None:

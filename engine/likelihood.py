@@ -354,12 +354,13 @@ def jury_rationale(
         return f"{lead}: '{verdict}' is the likeliest verdict word after the case."
     ranked = sorted(channel, key=lambda v: channel[v], reverse=True)
     top, low = JURY_HEADINGS[ranked[0]], JURY_HEADINGS[ranked[-1]]
-    if channel[ranked[0]] - channel[ranked[-1]] < 0.005:
-        text = f"{lead}: the transcript fits every heading equally, so the calibrated prior decides"
+    apart = channel[ranked[0]] - channel[ranked[-1]] >= 0.005
+    if apart:
+        text = f"{lead}: to this model the transcript looks most like {top} and least like {low}"
     else:
-        text = f"{lead}: the transcript fits “{top}” best and “{low}” least"
-    if ranked[0] != verdict and channel[ranked[0]] - channel[ranked[-1]] >= 0.005:
-        text += f"; on the calibration cases that pattern most often meant {verdict}"
+        text = f"{lead}: the transcript fits every heading equally, so the calibrated prior decides"
+    if apart and ranked[0] != verdict:
+        text += f"; in calibration, such cases were mostly {VERDICT_READS.get(verdict, verdict)}"
     if heard:
         moved = any(abs(features.get(o, 0.0)) > 0 for o in JURY_OTHERS_FEATURES) if features else False
         text += "; hearing the others moved it" if moved else "; hearing the others did not move it"

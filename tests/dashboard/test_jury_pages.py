@@ -320,10 +320,11 @@ def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
-    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="majority_vote")
+    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
     assert result.termination_reason == "no_influence"
+    assert "final_judge:likelihood" in result.phase3_judgment.flags
     state.clear_reads()
     at = AppTest.from_function(_jury_page, default_timeout=60)
     at.session_state["jury.run_id"] = run_id
@@ -335,3 +336,8 @@ def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
     captions = [shown(c.value) for c in at.caption]
     assert any("identical by construction" in c and "not agreement" in c for c in captions), captions
     assert not any(c.startswith("Consensus after phase 1") for c in captions)
+    # how the final judge worked is detail, not a warning: behind the toggle
+    assert not [w.value for w in at.warning if "Flags" in w.value]
+    assert not any(c.startswith("How it was judged") for c in captions)
+    at.toggle(key="jury.view.details").set_value(True).run()
+    assert any(shown(c.value).startswith("How it was judged: final_judge:likelihood") for c in at.caption)

@@ -489,13 +489,13 @@ def test_a_likelihood_jurors_rationale_is_a_sentence_drawn_from_what_it_scored()
     probs = [0.2, 0.1, 0.7]
     unsafe = {"channel_needs_review": 0.4, "channel_unsafe_fail": 1.3}
     text = jury_rationale(DEFAULT_VERDICTS, probs, unsafe)
-    assert (
-        text
-        == "Reads as unsafe (70% sure): the transcript fits “a bad, unsafe example” best and “a good example” least."
+    assert text == (
+        "Reads as unsafe (70% sure): to this model the transcript looks most like a bad, unsafe example and least "
+        "like a good example."
     )
     good = {"channel_needs_review": -0.5, "channel_unsafe_fail": -0.2}
     text = jury_rationale(DEFAULT_VERDICTS, probs, good)
-    assert "fits “a good example” best" in text and "that pattern most often meant unsafe_fail" in text
+    assert "looks most like a good example" in text and "in calibration, such cases were mostly unsafe" in text
     flat = jury_rationale(DEFAULT_VERDICTS, probs, dict.fromkeys(unsafe, 0.0))
     assert "fits every heading equally" in flat
     heard = jury_rationale(DEFAULT_VERDICTS, probs, {**unsafe, **dict.fromkeys(JURY_OTHERS_FEATURES, 0.0)}, heard=True)
