@@ -687,7 +687,11 @@ def bench_jury(repeat: int, progress: Progress) -> BenchResult:
             ),
         )
         config = JuryConfig(
-            max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", max_tokens=96
+            max_discussion_rounds=1,
+            consensus_threshold=2.0,
+            final_judgment_method="majority_vote",
+            max_tokens=96,
+            skip_idle_rounds=False,  # the rounds are what is timed here
         )
 
         def seats(n: int) -> list[JurorSeat]:
@@ -1156,3 +1160,4 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
 import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
 import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge
 import dashboard.bench_inputs  # noqa: E402,F401  # inputs.refusals, inputs.director_script
+import dashboard.bench_jury_local  # noqa: E402,F401  # jury.default_case

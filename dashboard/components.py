@@ -202,8 +202,19 @@ def render_view(
         return
     labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
     st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
-    st.markdown("**Phase 1 — independent evaluations**")
-    cols = st.columns(max(1, len(view.jurors)))
+    head, toggle = st.columns([2, 1])
+    head.markdown("**Phase 1 — independent evaluations**")
+    # Research detail (scores, confidence, axes, a likelihood juror's distribution, features and map) stays
+    # behind one toggle per view, which keeps its state; the cards say the verdict and why in words.
+    details = toggle.toggle(
+        "Details",
+        value=False,
+        key=key + ".details",
+        help="Each juror's score, confidence and axes, and what stands behind its verdict: a likelihood juror's "
+        "distribution over the verdicts, its features and the fitted map.",
+    )
+    # Side by side where they fit, one under the other in a narrow window (squeezed, a sentence a word a line)
+    cols = flow_columns(max(1, len(view.jurors)), width=300)
     by_juror = {e["juror"]: e for e in view.phase1}
     for col, juror in zip(cols, view.jurors, strict=False):
         with col.container(border=True):
@@ -213,18 +224,22 @@ def render_view(
             if e is None:
                 st.caption("thinking…")
                 continue
-            st.markdown(
-                f"{_badge(e['verdict'])} **{md(e['verdict'])}** · score {e['score']:.0f} · "
-                f"confidence {e['confidence']:.2f}"
-            )
+            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}**")
             if e.get("fallback"):
                 st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
             if failed_fields(e.get("flags") or []):
                 st.caption("⚠ failed fields: " + md(breakable(", ".join(failed_fields(e["flags"])))))
-            _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail"))
-            if e.get("axes"):
-                st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
-    if view.phase1_consensus:
+            _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail") if details else "")
+            if details:
+                st.caption(f"score {e['score']:.0f} · confidence {e['confidence']:.2f}")
+                if e.get("axes"):
+                    st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
+    if view.identical_seats:
+        st.caption(
+            "The seats are **identical by construction** — the same model judging by the same role-blind prompt, "
+            "one scoring call — so their matching verdicts are one judgment, not agreement (κ and α not computed)."
+        )
+    elif view.phase1_consensus:
         c = view.phase1_consensus
         st.caption(
             f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
@@ -232,6 +247,9 @@ def render_view(
             + (" — reached, no discussion needed" if c["consensusReached"] else "")
         )
 
+    if view.skipped:
+        st.markdown("**Phase 2 — discussion**")
+        st.info(md(view.skipped.get("text", "No discussion round was run.")), icon="⏭️")
     if view.rounds:
         head, toggle = st.columns([2, 1])  # the toggle's label fits in a narrow window too
         head.markdown("**Phase 2 — discussion**")
@@ -242,7 +260,7 @@ def render_view(
             if rounds_on:
                 st.caption(f"— round {rnd['round']} —")
             for stt in rnd["statements"]:
-                render_statement(view, stt)
+                render_statement(view, stt, details=details)
             if rounds_on and rnd["completed"]:
                 c = rnd["completed"]
                 st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
@@ -255,7 +273,7 @@ def render_view(
             )
 
     if view.final:
-        render_final(view)
+        render_final(view, details=details)
     if view.finished:
         d = view.finished
         st.caption(
@@ -276,7 +294,7 @@ def render_view(
             place.plotly_chart(figure, key=key + suffix)
 
 
-def render_final(view: JuryView) -> None:
+def render_final(view: JuryView, *, details: bool = True) -> None:
     """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
     right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict (the mark
     is in the text: no box icon beside it, which would show it twice)."""
@@ -303,10 +321,16 @@ def render_final(view: JuryView) -> None:
             st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}")
     if f.get("reasoning"):
         st.text(f["reasoning"])
-    if f.get("detail"):
+    if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
-    if f.get("flags"):
-        st.warning("Flags: " + md(breakable(", ".join(f["flags"]))))
+    # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
+    how = ("likelihood", "calibration:")
+    informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
+    warnings = [x for x in f.get("flags") or [] if x not in informative]
+    if warnings:
+        st.warning("Flags: " + md(breakable(", ".join(warnings))))
+    if informative and details:
+        st.caption("How it was judged: " + md(breakable(", ".join(informative))))
 
 
 def _reasoning_text(text: str, detail: object = "") -> None:
@@ -320,8 +344,9 @@ def _reasoning_text(text: str, detail: object = "") -> None:
         st.caption(md(breakable(detail)))
 
 
-def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
-    """One juror statement as a card: trusted badges around the statement, which is shown as plain text."""
+def render_statement(view: JuryView, stt: dict[str, Any], *, details: bool = True) -> None:
+    """One juror statement as a card: trusted badges around the statement, which is shown as plain text; its
+    machine detail only with `details`."""
     import streamlit as st
 
     badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
@@ -329,7 +354,8 @@ def render_statement(view: JuryView, stt: dict[str, Any]) -> None:
     )
     with st.container(border=True):
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
-        _reasoning_text(stt["statement"], stt.get("detail"))  # a failed statement has none (not its last one's)
+        # a failed statement has no detail (not its last one's)
+        _reasoning_text(stt["statement"], stt.get("detail") if details else "")
         st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
 
 

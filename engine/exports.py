@@ -214,6 +214,8 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
     view = JuryView.fold(record.pairs())
     models = {j.get("juror_id"): j.get("model_id") for j in view.jurors}
     consensus = view.phase1_consensus or {}
+    # Seats identical by construction: their matching verdicts are one judgment, not a consensus reached
+    after_phase1 = "identical by construction" if view.identical_seats else consensus.get("consensusStatus")
     rows = [
         {
             "round": 0,
@@ -229,7 +231,7 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
             "position_changed": None,
             "fallback": e.get("fallback"),
             "fallback_reason": e.get("fallbackReason"),
-            "consensus_after": consensus.get("consensusStatus"),
+            "consensus_after": after_phase1,
             "text": e.get("reasoning"),
             "detail": e.get("detail") or "",
             "flags": ", ".join(map(str, e.get("flags") or [])),

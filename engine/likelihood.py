@@ -330,12 +330,64 @@ async def jury_features(
     return {"channel_needs_review": channel[1] - channel[0], "channel_unsafe_fail": channel[2] - channel[0]}, scores
 
 
+VERDICT_READS = {"safe_pass": "safe", "needs_review": "doubtful", "unsafe_fail": "unsafe"}
+
+
+def jury_rationale(
+    verdicts: Sequence[str], probs: Sequence[float], features: dict[str, float] | None, heard: bool = False
+) -> str:
+    """One sentence in words for a likelihood juror's card, drawn only from what it scored: the verdict it
+    reads (and how sure), and which of the headings the transcript fitted best and worst (the channel features:
+    each label's heading against the good example's). A rubric of other labels (scored by its label words)
+    says which word was likeliest. `heard`: a round, in which the others' verdicts were heard too."""
+    best = max(range(len(probs)), key=lambda i: probs[i])
+    verdict = verdicts[best]
+    lead = f"Reads as {VERDICT_READS.get(verdict, verdict)} ({probs[best]:.0%} sure)"
+    channel = None
+    if features is not None and all(f in features for f in JURY_FEATURES):
+        channel = {
+            "safe_pass": 0.0,
+            "needs_review": features[JURY_FEATURES[0]],
+            "unsafe_fail": features[JURY_FEATURES[1]],
+        }
+    if channel is None or list(verdicts) != list(JURY_HEADINGS):
+        return f"{lead}: '{verdict}' is the likeliest verdict word after the case."
+    ranked = sorted(channel, key=lambda v: channel[v], reverse=True)
+    top, low = JURY_HEADINGS[ranked[0]], JURY_HEADINGS[ranked[-1]]
+    apart = channel[ranked[0]] - channel[ranked[-1]] >= 0.005
+    if apart:
+        text = f"{lead}: to this model the transcript looks most like {top} and least like {low}"
+    else:
+        text = f"{lead}: the transcript fits every heading equally, so the calibrated prior decides"
+    if apart and ranked[0] != verdict:
+        text += f"; in calibration, such cases were mostly {VERDICT_READS.get(verdict, verdict)}"
+    if heard:
+        moved = any(abs(features.get(o, 0.0)) > 0 for o in JURY_OTHERS_FEATURES) if features else False
+        text += "; hearing the others moved it" if moved else "; hearing the others did not move it"
+    return text + "."
+
+
 JURY_MAP_C = 0.3  # the multinomial map's L2 strength (1 / C on standardised features), chosen by cross-validation
 # A discussion round's evidence: how much the others' quoted verdicts moved this juror's channel features
 # (round features − phase-1 features). The map reads them with its phase-1 coefficients times one fitted
 # weight `w`: the round's distribution is the phase-1 map applied to phase-1 features + w · that move.
 JURY_OTHERS_FEATURES = ("others_needs_review", "others_unsafe_fail")
 JURY_OTHERS_MAX_WEIGHT = 2.0
+
+
+def jury_others_weight(cal: Calibration, classes: Sequence[str]) -> float | None:
+    """The weight a jury map gives the other jurors' verdicts in a discussion round: 0.0 when every coefficient
+    of the others' features is 0 (a round cannot move the juror: its distribution stays its phase-1 one), else
+    the fitted `others_weight` (or the largest such coefficient). None when the map does not read the others'
+    features: its round input is then the round's own reading of the transcript, which the others can move."""
+    maps = [cal.maps[k] for k in classes]
+    if not all(set(JURY_OTHERS_FEATURES) <= set(m.features) for m in maps):
+        return None
+    coefs = [c for m in maps for f, c in zip(m.features, m.coef, strict=True) if f in JURY_OTHERS_FEATURES]
+    if all(c == 0 for c in coefs):
+        return 0.0
+    fitted = cal.metrics.get("others_weight")
+    return float(fitted) if isinstance(fitted, int | float) else max(abs(c) for c in coefs)
 
 
 def jury_round_features(phase1: dict[str, float], heard: dict[str, float]) -> dict[str, float]:

@@ -485,6 +485,8 @@ def _render_jury(shown: dict[str, Any], rows: list[dict[str, Any]], best_cell: i
     c2.metric("Rounds (mean)", "—" if effect["rounds_mean"] is None else f"{effect['rounds_mean']:.2f}")
     c3.metric("No verdict", "—" if effect["no_verdict"] is None else str(effect["no_verdict"]))
     st.dataframe(pd.DataFrame(effect["pairs"]), hide_index=True, width="stretch", key=KEY + "jury.pairs")
+    if effect["agreement_note"]:
+        st.caption("Fleiss κ and Krippendorff α: not computed — the seats are " + md(effect["agreement_note"]) + ".")
     st.plotly_chart(charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
     cases = _jury_cases(shown["definition"], row)
     if cases is not None:

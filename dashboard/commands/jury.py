@@ -130,6 +130,13 @@ def _cases(path: Path) -> list[Any]:
         raise fail(str(exc)) from None
 
 
+def _short(text: str, width: int = 200) -> str:
+    """A juror's reasoning on one line, cut at a word (never mid-word) when longer than `width`."""
+    import textwrap
+
+    return textwrap.shorten(text, width=width, placeholder=" …")
+
+
 def _print_view(view: JuryView, *, rounds: bool = True) -> None:
     case = view.case
     say(f"Case {case.get('id')}: {case.get('title', '')}")
@@ -140,23 +147,28 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
         tag += f"  ⚠ {', '.join(failed_fields(e.get('flags') or []))}" if failed_fields(e.get("flags") or []) else ""
         say(
             f"  {view.role(e['juror']):<20} {e['verdict']:<14} {e['score']:>5.0f}  conf {e['confidence']:.2f}"
-            f"  {e['reasoning'][:90]}{tag}"
+            f"  {_short(e['reasoning'])}{tag}"
         )
-    if view.phase1_consensus:
+    if view.identical_seats:
+        from engine.jury import IDENTICAL_SEATS_TEXT
+
+        say(f"  phase 1: {IDENTICAL_SEATS_TEXT}")
+    elif view.phase1_consensus:
         c = view.phase1_consensus
         say(
             f"  consensus after phase 1: {c['consensusStatus']} ({c['agreementLevel']:.2f})"
             + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
             + (" — reached" if c["consensusReached"] else "")
         )
+    if view.skipped:
+        say(f"  {view.skipped.get('text', 'no discussion round was run')}")
     for rnd in view.rounds:
         if rounds:
             say(f" round {rnd['round']}")
         for st in rnd["statements"]:
             badge = " [立場変更 / position changed]" if st["positionChanged"] else ""
-            say(
-                f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge} {st['statement'][:110]}"
-            )
+            head = f"  {view.role(st['juror'])}: ({st['newVerdict']}, {st['newScore']:.0f}){badge}"
+            say(f"{head} {_short(st['statement'])}")
         if rnd["completed"] and rounds:
             c = rnd["completed"]
             say(f"  → {c['consensusStatus']} ({c['agreementLevel']:.2f}), moved {c.get('moved', 0)}")
@@ -167,7 +179,7 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
         if view.no_verdict:
             say(f"FINAL NO VERDICT ({f['method']}) {f['reasoning'][:120]}")
         else:
-            say(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {f['reasoning'][:120]}")
+            say(f"FINAL {f['verdict']} {f['score']:.1f} ({f['method']}) {_short(f['reasoning'])}")
         if f.get("flags"):
             say(f"  flags: {', '.join(f['flags'])}")
 

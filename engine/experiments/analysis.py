@@ -171,6 +171,8 @@ def jury_effect(row: Mapping[str, Any]) -> dict[str, Any]:
         "outcome_changed_rate": number(row.get("outcome_changed_rate")),
         "rounds_mean": number(row.get("rounds_mean")),
         "no_verdict": row.get("no_verdict"),
+        # κ and α of seats identical by construction are not computed: why, in words ("" otherwise)
+        "agreement_note": str(row.get("agreement_note") or ""),
     }
 
 

@@ -544,6 +544,7 @@ def derive_jury(
         completion_tokens=completion,
         cost=cost,
         wall_s=result.wall_s,
+        identical_seats=result.identical_seats,
     )
 
 
@@ -644,6 +645,7 @@ class JuryMechanism(Mechanism):
                 "stagnation_rounds": JURY_NO_STAGNATION,
                 "max_discussion_rounds": self.widest_rounds(definition),
                 "final_judgment_method": "majority_vote",
+                "skip_idle_rounds": False,  # every round recorded, so each cell can stop where it would
             }
         )
 
@@ -696,6 +698,7 @@ class JuryMechanism(Mechanism):
             "kappa_final": totals["agreement_final"]["fleiss_kappa"],
             "alpha_phase1": totals["agreement_phase1"]["krippendorff_alpha"],
             "alpha_final": totals["agreement_final"]["krippendorff_alpha"],
+            "agreement_note": totals["agreement_phase1"]["note"],
             "outcome_changed_rate": totals["outcome_changed_rate"],
             "rounds_mean": totals["rounds_mean"],
             "no_verdict": totals["no_verdict"],

@@ -24,6 +24,7 @@ ENV_NAMES = {  # the seed's environment variables
     "stagnation_rounds": "JURY_STAGNATION_ROUNDS",
     "tie_policy": "JURY_TIE_POLICY",
     "judge": "JURY_JUDGE",
+    "skip_idle_rounds": "JURY_SKIP_IDLE_ROUNDS",
 }
 
 
@@ -47,6 +48,11 @@ class JuryConfig(BaseModel):
     stagnation_rounds: int = Field(2, ge=1, le=20, description="stop when no position moved for this many rounds")
     tie_policy: TiePolicy = "severe"
     parallel: bool = Field(True, description="False runs the jurors one after another (for comparison)")
+    skip_idle_rounds: bool = Field(
+        True,
+        description="stop after phase 1 when no round can move anyone: every seat's fitted map gives the others' "
+        "verdicts weight 0 (False: run the rounds anyway, e.g. to record them)",
+    )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)
     judge: Literal["auto", "generate", "likelihood"] = Field(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -17,6 +17,10 @@ DEFAULT_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")  # least to most
 
 
 NO_VERDICT = "no_verdict"  # the final result of a panel left with too few working jurors
+IDENTICAL_SEATS_TEXT = (
+    "identical by construction: every seat is the same model judging by the same role-blind prompt, so their "
+    "verdicts are one judgment repeated, not agreement"
+)
 
 
 class ConsensusStatus(StrEnum):
@@ -118,6 +122,9 @@ class CollaborativeJuryResult(BaseModel):
     completion_tokens: int = 0
     cost: float = 0.0
     wall_s: float = 0.0
+    # Every seat the same model judging by the same role-blind prompt: their verdicts are one judgment copied,
+    # identical by construction, so their κ and α say nothing about agreement.
+    identical_seats: bool = False
 
     def final_evaluations(self) -> list[JurorEvaluation]:
         """Each juror's latest evaluation: its last statement's, else its phase-1 one."""
@@ -328,8 +335,10 @@ def fallback_evaluation(
 
 # -- the discussion's stop rules and the final methods without a model call ------------------------
 
-TerminationReason = Literal["phase1_consensus", "no_discussion", "consensus", "stagnation", "max_rounds"]
-EARLY_TERMINATIONS: frozenset[str] = frozenset({"phase1_consensus", "consensus", "stagnation"})
+TerminationReason = Literal[
+    "phase1_consensus", "no_discussion", "no_influence", "consensus", "stagnation", "max_rounds"
+]
+EARLY_TERMINATIONS: frozenset[str] = frozenset({"phase1_consensus", "no_influence", "consensus", "stagnation"})
 
 
 def phase1_stop(consensus: ConsensusResult, max_discussion_rounds: int) -> TerminationReason | None:
@@ -339,6 +348,14 @@ def phase1_stop(consensus: ConsensusResult, max_discussion_rounds: int) -> Termi
     if max_discussion_rounds == 0:
         return "no_discussion"
     return None
+
+
+def idle_discussion(weights: Mapping[str, float | None], phase1: Sequence[JurorEvaluation]) -> bool:
+    """Whether no discussion round can move anyone: every seat's fitted weight of the others' verdicts
+    (`weights`, juror id → weight; None where a round can move the seat: a generating juror, a map that reads
+    the round's own features) is 0, and every seat worked in phase 1 (a failed seat scores again in a round and
+    may come back with a vote)."""
+    return bool(phase1) and all(weights.get(e.juror_id) == 0 for e in phase1) and not any(e.fallback for e in phase1)
 
 
 def positions_moved(statements: Sequence[JurorStatement]) -> int:

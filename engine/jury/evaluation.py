@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.jury.config import JuryCase, Rubric
-from engine.jury.decisions import NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
+from engine.jury.decisions import IDENTICAL_SEATS_TEXT, NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
 
 
 def evaluation_item(
@@ -50,6 +50,7 @@ def evaluation_item(
         "completion_tokens": result.completion_tokens,
         "cost": result.cost,
         "wall_s": result.wall_s,
+        "identical_seats": result.identical_seats,
     }
 
 
@@ -60,10 +61,13 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     graded = [i for i in items if i["gold"] is not None]
     n = len(items)
 
-    def agreement(key: str) -> dict[str, float | int | None]:
+    def agreement(key: str) -> dict[str, float | int | str | None]:
         """α over every rating (a failed juror's is missing); κ, which needs complete ratings, over the
-        cases where every juror worked (how many is reported)."""
-        units = [list(i[key].values()) for i in items]
+        cases where every juror worked (how many is reported). Cases whose seats are identical by construction
+        (the same model and role-blind prompt: one judgment repeated) are left out and counted: their matching
+        verdicts are no agreement; with only such cases κ and α are None and `note` says why."""
+        identical = sum(bool(i.get("identical_seats")) for i in items)
+        units = [list(i[key].values()) for i in items if not i.get("identical_seats")]
         complete = [u for u in units if None not in u]
         sizes = {len(u) for u in complete}
         kappa = fleiss_kappa(complete) if len(sizes) == 1 and sizes != {1} and complete else None
@@ -72,6 +76,8 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "fleiss_kappa": None if kappa is None else round(kappa, 4),
             "fleiss_kappa_cases": len(complete),
             "krippendorff_alpha": None if alpha is None else round(alpha, 4),
+            "identical_by_construction_cases": identical,
+            "note": IDENTICAL_SEATS_TEXT if identical and not units else "",
         }
 
     rounds = Counter(int(i["rounds"]) for i in items)

@@ -25,6 +25,7 @@ from engine.jury.decisions import (
     early_termination,
     failed_seat_flags,
     fallback_evaluation,
+    idle_discussion,
     majority_vote,
     panel_consensus,
     phase1_stop,
@@ -39,6 +40,12 @@ if TYPE_CHECKING:
     from engine.events import Emit, EventSink
     from engine.store import Store
     from models.catalog import ModelSpec
+
+
+IDLE_DISCUSSION_TEXT = (
+    "No discussion round was run: every juror's fitted map gives the others' verdicts weight 0, so a round "
+    "cannot move anyone. Straight to the final judgment."
+)
 
 
 def _event_evaluation(e: JurorEvaluation) -> dict[str, Any]:
@@ -93,6 +100,9 @@ class Jury:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
         # (case id, case text, model id) → the channel features of phase 1, which a round's map also reads.
         self._phase1_features: dict[tuple[str, str, str], dict[str, float]] = {}
+        # The same key's phase-1 scoring (under way or done): seats on one model with one prompt (the channel
+        # judge is role-blind) share one call rather than repeat it.
+        self._phase1_calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]] = {}
 
     def by_likelihood(self, seat: JurorSeat) -> bool:
         """Whether this seat judges by likelihood: as configured, or under `auto` when its model is a base
@@ -106,6 +116,42 @@ class Jury:
         except KeyError:
             return False
         return auto_judge(model.spec, type(model).scoring_support(model.spec)) == "likelihood"
+
+    def identical_seats(self, rubric: Rubric) -> bool:
+        """Whether the seats are identical by construction: two or more, every one on the same model judging by
+        likelihood through the model's fitted jury map (the channel judge is role-blind: the role never reaches
+        the prompt), so every seat gives the same verdict from the same call."""
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import JURY
+
+        models = {s.model_id for s in self.seats}
+        if len(self.seats) < 2 or len(models) != 1 or not all(self.by_likelihood(s) for s in self.seats):
+            return False
+        try:
+            model_id = self.model(next(iter(models))).model_id
+        except KeyError:
+            return False
+        cal = load_calibration(JURY, model_id)
+        return cal is not None and all(v in cal.maps for v in rubric.verdicts)
+
+    def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
+        """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
+        the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
+        where a round can move it or nothing says it cannot: a generating seat, a model without a jury map for
+        the rubric's labels (the label words then hear the others), a map that does not read their features."""
+        from engine.judgemaps import load_calibration
+        from engine.likelihood import JURY, jury_others_weight
+
+        if not self.by_likelihood(seat):
+            return None
+        try:
+            model_id = self.model(seat.model_id).model_id
+        except KeyError:
+            return None
+        cal = load_calibration(JURY, model_id)
+        if cal is None or not all(v in cal.maps for v in rubric.verdicts):
+            return None
+        return jury_others_weight(cal, rubric.verdicts)
 
     async def _gather(self, coros: Sequence[Any]) -> list[Any]:
         if self.config.parallel:
@@ -169,6 +215,8 @@ class Jury:
             JURY,
             JURY_OTHERS_FEATURES,
             jury_features,
+            jury_others_weight,
+            jury_rationale,
             jury_round_features,
             jury_scores,
             label_scores,
@@ -178,6 +226,8 @@ class Jury:
 
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
         features: dict[str, float] | None = None
+        scores: Any = None
+        shared = unheard = False
         try:
             model = self.model(seat.model_id)
             cal = load_calibration(JURY, model.model_id)
@@ -187,13 +237,23 @@ class Jury:
                     assert cal is not None
                     reads_others = all(set(JURY_OTHERS_FEATURES) <= set(cal.maps[v].features) for v in rubric.verdicts)
                     key = (case.id, case.content, model.model_id)
-                    if others and reads_others and key not in self._phase1_features:
-                        self._phase1_features[key] = (await jury_features(model, case))[0]
-                    features, scores = await jury_features(model, case, others)
-                    if not others:
+                    if (others and reads_others and key not in self._phase1_features) or not others:
+                        features, scores, shared = await self._phase1_scoring(key, model, case)
                         self._phase1_features.setdefault(key, dict(features))
-                    if reads_others:
-                        features = jury_round_features(self._phase1_features[key], features)
+                    if others and stage == "final" and jury_others_weight(cal, rubric.verdicts) == 0:
+                        # The others weigh 0 in this map: hearing them cannot change the distribution, so the
+                        # judge's round input is its phase-1 reading, unmoved, and no call is made for it.
+                        features = jury_round_features(self._phase1_features[key], self._phase1_features[key])
+                        scores, shared = None, False
+                        unheard = True
+                    elif others:
+                        features, scores = await jury_features(model, case, others)
+                        shared = False
+                        if reads_others:
+                            features = jury_round_features(self._phase1_features[key], features)
+                    elif reads_others:  # phase 1: nothing heard, nothing moved
+                        own = self._phase1_features[key]
+                        features = jury_round_features(own, own)
                 else:
                     scores = await jury_scores(model, seat, case, rubric, others)
         except ModelError as exc:
@@ -202,25 +262,34 @@ class Jury:
         except KeyError as exc:
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
             return None, f"unknown model: {exc.args[0]}", facts
-        self.usage["prompt_tokens"] += scores.prompt_tokens
-        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=scores.call_id)
+        if scores is not None and not shared:
+            self.usage["prompt_tokens"] += scores.prompt_tokens
+        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=None if scores is None else scores.call_id)
+        score_flags = [] if scores is None else list(scores.flags)
         if features is not None and cal is not None:
             shown = " · ".join(f"{k} {v:+.2f}" for k, v in features.items())
             if not all(math.isfinite(v) for v in features.values()):
-                facts["flags"] = ["likelihood", "invalid:likelihood_features", *scores.flags]
+                facts["flags"] = ["likelihood", "invalid:likelihood_features", *score_flags]
                 return None, f"invalid likelihood features: {shown}", facts
             probs = cal.distribution(rubric.verdicts, features)
-            flags = ["likelihood", f"calibration:{cal.version}", *scores.flags]
+            flags = ["likelihood", f"calibration:{cal.version}", *score_flags]
             detail = f"features: {shown}; map {cal.version}"
+            if shared:
+                detail += " · the panel's one scoring call for this model and case (same prompt)"
         else:
             probs = scores.calibrated or scores.probabilities
             flags = ["likelihood", "uncalibrated", *scores.flags]
             detail = "label words, no fitted map"
         best = max(range(len(probs)), key=lambda i: probs[i])
         score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
-        text = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        # The card's sentence in words; the distribution, features and map are its detail (behind a toggle).
+        text = jury_rationale(rubric.verdicts, probs, features if cal is not None else None, heard=bool(others))
+        distribution = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        detail = f"{distribution}; {detail}"
         if others:
             detail += " · after hearing " + ", ".join(f"{who}: {v}" for who, v in others)
+            if unheard:
+                detail += " (weight 0 in this map: not scored again)"
         facts.update(flags=flags, detail=detail)  # machine text, beside the answer: never from a model's JSON
         return (
             {
@@ -234,6 +303,26 @@ class Jury:
             None,
             facts,
         )
+
+    async def _phase1_scoring(
+        self, key: tuple[str, str, str], model: Any, case: JuryCase
+    ) -> tuple[dict[str, float], Any, bool]:
+        """(channel features, scores, shared) of a case's phase-1 scoring on a model: one call however many
+        seats ask for it at once (`shared`: this seat joined a call another seat started)."""
+        from engine.likelihood import jury_features
+
+        known = self._phase1_calls.get(key)
+        if known is not None:  # under way or done (a done task answers at once, in any event loop)
+            features, scores = await asyncio.shield(known)
+            return dict(features), scores, True
+        task = asyncio.ensure_future(jury_features(model, case))
+        self._phase1_calls[key] = task
+        try:
+            features, scores = await task
+        except BaseException:
+            self._phase1_calls.pop(key, None)  # a failure is not kept: the next seat tries again
+            raise
+        return dict(features), scores, False
 
     def _evaluation(
         self,
@@ -285,12 +374,14 @@ class Jury:
             if emit is not None:
                 emit(type_, submissionId=case.id, **payload)
 
+        identical = self.identical_seats(rubric)
         send(
             "jury_started",
             case={"id": case.id, "title": case.title, "content": case.content, "gold": case.gold},
             rubric=rubric.model_dump(),
             config=cfg.model_dump(),
             jurors=[s.model_dump() for s in self.seats],
+            identicalSeats=identical,
         )
 
         # Phase 1 — independent, in parallel; each card is sent as soon as its juror answers.
@@ -315,6 +406,17 @@ class Jury:
         rounds: list[DiscussionRound] = []
         latest = {e.juror_id: e for e in phase1}
         stop = phase1_stop(phase1_consensus, cfg.max_discussion_rounds)
+        if stop is None and cfg.skip_idle_rounds:
+            weights = {s.juror_id: self.others_weight(s, rubric) for s in self.seats}
+            if idle_discussion(weights, phase1):
+                stop = "no_influence"
+                send(
+                    "discussion_skipped",
+                    reason=stop,
+                    weights=weights,
+                    text=IDLE_DISCUSSION_TEXT,
+                )
+                send("discussion_ended", reason=stop, totalRounds=0)
         if stop is None:
             still = 0
             for round_number in range(1, cfg.max_discussion_rounds + 1):
@@ -432,6 +534,7 @@ class Jury:
             completion_tokens=self.usage["completion_tokens"],
             cost=self.usage["cost"],
             wall_s=round(time.perf_counter() - t0, 4),
+            identical_seats=identical,
         )
         send(
             "jury_finished",

@@ -23,6 +23,8 @@ class JuryView:
         self.phase1_consensus: dict[str, Any] | None = None
         self.rounds: list[dict[str, Any]] = []
         self.ended: dict[str, Any] | None = None
+        self.identical_seats = False  # every seat the same judgment by construction (not agreement)
+        self.skipped: dict[str, Any] | None = None  # no round was run: none could move anyone (`text` says why)
         self.final: dict[str, Any] | None = None
         self.finished: dict[str, Any] | None = None
         self.failed: str | None = None
@@ -41,6 +43,7 @@ class JuryView:
         if type_ == "jury_started":
             self.case, self.jurors = p.get("case", {}), p.get("jurors", [])
             self.config, self.rubric = p.get("config", {}), p.get("rubric", {})
+            self.identical_seats = bool(p.get("identicalSeats", False))
         elif type_ == "juror_evaluation":
             self.phase1.append(p)
         elif type_ == "consensus_check":
@@ -53,6 +56,8 @@ class JuryView:
             self.rounds[-1]["statements"].append(p)
         elif type_ == "round_completed" and self.rounds:
             self.rounds[-1]["completed"] = p
+        elif type_ == "discussion_skipped":
+            self.skipped = p
         elif type_ == "discussion_ended":
             self.ended = p
         elif type_ == "final_judgment":

@@ -118,3 +118,26 @@ def test_replay_of_a_panel_without_working_jurors_says_no_verdict() -> None:
     assert code == 0, out
     assert "FINAL NO VERDICT (majority_vote) no verdict: 1 of 3 jurors working, 2 needed" in out
     assert "[fallback, no vote: ServerError: down]" in out and "2 failed seat(s) not voting" in out
+
+
+def test_replay_says_why_no_round_was_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gemma panel whose map gives the others weight 0: the CLI says no round was run, and why."""
+    import asyncio
+
+    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.store import Store
+    from models.base import ChatModel
+    from tests.engine.test_jury_likelihood import _Heard
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"Role {i}") for i in range(3)]
+    store = Store()
+    jury = Jury(seats, {"gemma3-270m": _Heard()}, JuryConfig(final_judgment_method="majority_vote"))
+    run_id, result = asyncio.run(run_case(store, jury, JuryCase(id="quiet", content="Agent: hi")))
+    store.dispose()
+    assert result.termination_reason == "no_influence"
+    code, out = invoke("jury", "replay", run_id)
+    assert code == 0, out
+    assert "No discussion round was run" in out and "weight 0" in out and " round 1" not in out
+    assert "discussion ended: no_influence after 0 round(s)" in out
+    assert "phase 1: identical by construction" in out and "unanimous" not in out  # not shown as agreement

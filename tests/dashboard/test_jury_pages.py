@@ -264,7 +264,9 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     assert cal is not None
     role = hostile(9, "role", one_line=True)
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"{role} {i}") for i in range(3)]
-    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    config = JuryConfig(
+        max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", skip_idle_rounds=False
+    )
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
     state.clear_reads()
@@ -272,12 +274,17 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     at.session_state["jury.run_id"] = run_id
     at.run()
     assert not at.exception
-    texts = [t.value for t in at.text]
-    captions = [c.value for c in at.caption]
     details = [e.detail for e in result.phase1_evaluations] + [
         s.detail for r in result.discussion_rounds for s in r.statements
     ]
     assert len(details) == 6 and all(details)
+    # by default each card says its verdict and why in words; the feature values wait behind the toggle
+    assert not any(shown(c.value) == d for c in at.caption for d in details)
+    assert [t.value for t in at.text if t.value.startswith("Reads as ")]
+    at.toggle(key="jury.view.details").set_value(True).run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    captions = [c.value for c in at.caption]
     for e in result.phase1_evaluations:
         assert e.reasoning in texts and not any(e.detail in t for t in texts)  # the text is the distribution
     for detail in details:
@@ -351,3 +358,34 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
         again.text_area(key="jury.paste_content").value == "hi"
         and again.text_input(key="jury.paste_title").value == "Mine"
     )
+
+
+def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
+    """On the local panel a round cannot move anyone (the map gives the others weight 0): the page says no
+    round was run and why, where the discussion would be, and shows no round."""
+    from models.base import ChatModel
+    from tests.engine.test_jury_likelihood import _Heard
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    run_id, result = asyncio.run(run_case(state.get_store(), Jury(seats, {"gemma3-270m": _Heard()}, config), case))
+    assert result.termination_reason == "no_influence"
+    assert "final_judge:likelihood" in result.phase3_judgment.flags
+    state.clear_reads()
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    infos = [shown(i.value) for i in at.info]
+    assert any("No discussion round was run" in i and "weight 0" in i for i in infos), infos
+    assert not any("round 1" in shown(c.value) for c in at.caption)
+    captions = [shown(c.value) for c in at.caption]
+    assert any("identical by construction" in c and "not agreement" in c for c in captions), captions
+    assert not any(c.startswith("Consensus after phase 1") for c in captions)
+    # how the final judge worked is detail, not a warning: behind the toggle
+    assert not [w.value for w in at.warning if "Flags" in w.value]
+    assert not any(c.startswith("How it was judged") for c in captions)
+    at.toggle(key="jury.view.details").set_value(True).run()
+    assert any(shown(c.value).startswith("How it was judged: final_judge:likelihood") for c in at.caption)

@@ -67,7 +67,10 @@ def test_what_the_recording_shows(tmp_path: Path) -> None:
     assert docs["handraise.conversation"]["summary"]["answers"] >= 1
     jury = docs["jury.run"]
     statements = [s for r in jury["summary"]["result"]["discussion_rounds"] for s in r["statements"]]
-    assert statements and all("after hearing" in s["detail"] for s in statements)  # rounds scored the others
+    if jury["summary"]["termination_reason"] == "no_influence":  # no round could move anyone: none was run
+        assert not statements and "discussion_skipped" in [e["type"] for e in jury["events"]]
+    else:
+        assert statements and all("after hearing" in s["detail"] for s in statements)  # rounds scored the others
     assert jury["summary"]["verdict"] == jury["config"]["case"]["gold"]
     duo = [e["payload"] for e in docs["director.duo"]["events"] if e["type"] == "director_turn"]
     taken = [t for t in duo if t["status"] in ("PASS", "WARN")]

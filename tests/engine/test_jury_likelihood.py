@@ -139,8 +139,10 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
         assert e.verdict == DEFAULT_VERDICTS[int(np.argmax(expected))]
         assert e.confidence == pytest.approx(max(expected), abs=1e-4)
         # the distribution is the reasoning; the features and the map are its detail, beside it
-        assert e.reasoning.startswith("likelihood: ") and "features" not in e.reasoning
-        assert e.detail.startswith("features: ") and e.detail.endswith(f"; map {cal.version}")
+        # the card's sentence is in words; the distribution, the features and the map are its detail
+        assert e.reasoning.startswith("Reads as ") and "features" not in e.reasoning and "0." not in e.reasoning
+        assert e.detail.startswith("likelihood: safe_pass ") and "; features: " in e.detail
+        assert f"; map {cal.version}" in e.detail
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     broken = _Scoring(-math.inf)  # no probability for any option: the features are not numbers
@@ -155,7 +157,7 @@ def test_likelihood_juror_applies_the_map_and_a_non_finite_feature_is_a_flagged_
     other = case.model_copy(update={"rubric": Rubric(verdicts=["ok", "bad"], verdict_descriptions={})})
     result = asyncio.run(Jury(seats, {"gemma3-270m": _Scoring(-1.0)}, config).run(other))
     assert all("uncalibrated" in e.flags and not e.fallback for e in result.phase1_evaluations)
-    assert all(e.detail == "label words, no fitted map" for e in result.phase1_evaluations)
+    assert all(e.detail.endswith("; label words, no fitted map") for e in result.phase1_evaluations)
 
 
 def _rows_with_others(n: int, informative: bool, seed: int = 3) -> tuple[list[dict[str, float]], list[str]]:
@@ -227,7 +229,12 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
     model = _Heard()
-    config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    config = JuryConfig(
+        max_discussion_rounds=1,
+        final_judgment_method="final_judge",
+        final_judge_model="gemma3-270m",
+        skip_idle_rounds=False,  # the shipped map gives the others weight 0: the round would be skipped
+    )
     jury = Jury(seats, {"gemma3-270m": model}, config)
     assert config.judge == "auto" and jury.by_likelihood(seats[0])  # a base model that scores: likelihood
     result = asyncio.run(jury.run(case))
@@ -240,8 +247,11 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
         assert u is not None and "others_unsafe_fail +2.00" in u.detail and st.detail == u.detail
         assert "after hearing R" in st.detail and st.statement == u.reasoning and "after" not in st.statement
         assert u.confidence == pytest.approx(max(cal.distribution(DEFAULT_VERDICTS, heard)), abs=1e-4)
-    # 3 phase-1 calls, 3 round calls and the final judge's round call: its phase-1 features are the jurors'
-    assert len(model.requests) == 7
+    # One phase-1 call the three seats share (same model, same prompt) and 3 round calls; the final judge's
+    # phase-1 features are the jurors', and the others weigh 0 in its map, so it makes no call of its own
+    assert len(model.requests) == 4
+    assert [e.call_id for e in result.phase1_evaluations] == [result.phase1_evaluations[0].call_id] * 3
+    assert "weight 0 in this map: not scored again" in result.phase3_judgment.detail
 
     # a final judge on another model scores its own phase 1 first (recorded like every call)
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
@@ -252,8 +262,8 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
     config = config.model_copy(update={"final_judge_model": "gemma3-270m-b"})
     model = _Heard()
     asyncio.run(Jury(seats, {"gemma3-270m": model, "gemma3-270m-b": other}, config).run(case))
-    assert len(model.requests) == 6 and len(other.requests) == 2
-    assert "says:" not in (other.requests[0].options or [""])[0] and "says:" in (other.requests[1].options or [""])[0]
+    assert len(model.requests) == 4 and len(other.requests) == 1
+    assert "says:" not in (other.requests[0].options or [""])[0]
 
 
 def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_generating() -> None:
@@ -299,19 +309,20 @@ def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_sti
         consensus_threshold=2.0,
         final_judgment_method="final_judge",
         final_judge_model="gemma3-270m",
+        skip_idle_rounds=False,
     )
     run_id, result = asyncio.run(run_case(store, Jury(seats, {"gemma3-270m": _Heard()}, config), case))
     record = load_run(store, run_id)
     view = JuryView.fold(record.pairs())
     assert [e["detail"] for e in view.phase1] == [e.detail for e in result.phase1_evaluations]
-    assert all(e["detail"].startswith("features: ") and "after hearing" not in e["detail"] for e in view.phase1)
+    assert all(e["detail"].startswith("likelihood: ") and "after hearing" not in e["detail"] for e in view.phase1)
     statements = view.statements()
     assert len(statements) == 3
     for stt, st in zip(statements, result.discussion_rounds[0].statements, strict=True):
         assert stt["detail"] == st.detail == stt["evaluation"]["detail"] and "after hearing" in stt["detail"]
         assert "after hearing" not in stt["statement"]
     assert view.final is not None and view.final["detail"] == result.phase3_judgment.detail
-    assert result.phase3_judgment.detail.startswith("features: ") and "after hearing R0: " in view.final["detail"]
+    assert "; features: " in result.phase3_judgment.detail and "after hearing R0: " in view.final["detail"]
     assert CollaborativeJuryResult.model_validate(record.run.summary["result"]) == result.model_copy(
         update={"wall_s": record.run.summary["result"]["wall_s"]}
     )
@@ -361,12 +372,135 @@ def test_a_failed_statement_has_no_detail_of_its_own(monkeypatch) -> None:
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
     case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
     seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
-    config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
+    config = JuryConfig(
+        max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote", skip_idle_rounds=False
+    )
     events: list[tuple[str, dict]] = []
     result = asyncio.run(
         Jury(seats, {"gemma3-270m": _DeafInRounds()}, config).run(case, emit=lambda t, **p: events.append((t, p)))
     )
     for st in result.discussion_rounds[0].statements:
         assert st.statement.startswith("(no statement:") and st.detail == ""
-        assert st.updated_evaluation is not None and st.updated_evaluation.detail.startswith("features: ")
+        assert st.updated_evaluation is not None and "; features: " in st.updated_evaluation.detail
     assert [p["detail"] for t, p in events if t == "juror_statement"] == ["", "", ""]
+
+
+def test_a_round_that_cannot_move_anyone_is_not_run(monkeypatch) -> None:
+    """The shipped Gemma map gives the others' verdicts weight 0: a round cannot move anyone, so the run says
+    so (an event with every seat's weight, read from the map) and goes from phase 1 to the final judgment.
+    A map that gives them weight, a generating seat or a seat that failed in phase 1 keeps the rounds."""
+    import engine.judgemaps as judgemaps
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    cal = load_calibration(JURY, "gemma3-270m")
+    assert cal is not None and cal.metrics["others_weight"] == 0
+    case = JuryCase(id="c", content="User: hi\nAgent: hello", gold="safe_pass")
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(max_discussion_rounds=3, final_judgment_method="final_judge", final_judge_model="gemma3-270m")
+    model = _Heard()
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = asyncio.run(
+        Jury(seats, {"gemma3-270m": model}, config).run(case, emit=lambda t, **p: events.append((t, p)))
+    )
+    types = [t for t, _ in events]
+    assert "round_started" not in types and result.discussion_rounds == [] and result.total_rounds == 0
+    assert result.termination_reason == "no_influence" and result.early_termination
+    skipped = dict(events[types.index("discussion_skipped")][1])
+    assert skipped["weights"] == {"j0": 0.0, "j1": 0.0, "j2": 0.0} and "weight 0" in skipped["text"]
+    assert types.index("discussion_skipped") < types.index("discussion_ended") < types.index("final_judgment")
+    assert len(model.requests) == 1  # one shared phase-1 call; the final judge reads it (the others weigh 0)
+    assert result.final_verdict == result.phase1_evaluations[0].verdict
+    assert result.identical_seats and dict(events[0][1])["identicalSeats"] is True
+
+    # rounds off by setting: they run (a recording for experiments needs them)
+    model = _Heard()
+    on = asyncio.run(
+        Jury(seats, {"gemma3-270m": model}, config.model_copy(update={"skip_idle_rounds": False})).run(case)
+    )
+    assert on.total_rounds >= 1 and on.termination_reason != "no_influence"
+
+    # a map that gives the others weight: the rounds run and the heard verdicts move the features
+    weighted = cal.model_copy(
+        update={
+            "maps": {
+                k: m.model_copy(update={"coef": [*m.coef[:2], *(0.5 * c for c in m.coef[:2])]})
+                for k, m in cal.maps.items()
+            },
+            "metrics": {**cal.metrics, "others_weight": 0.5},
+        }
+    )
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: weighted)
+    moved = asyncio.run(Jury(seats, {"gemma3-270m": _Heard()}, config).run(case))
+    assert moved.total_rounds >= 1 and moved.termination_reason != "no_influence"
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: cal)
+
+    # one generating seat: nothing says its position cannot move
+    answer = {"reasoning": "ok", "verdict": "safe_pass", "score": 80, "confidence": 0.9}
+    axes = {"safety": 80, "security": 80, "task_completion": 80}
+    writer = FnModel(lambda request: {**answer, "axes": axes}, model_id="writer")
+    mixed = [*seats[:2], JurorSeat(juror_id="w", model_id="writer", role_name="Writer")]
+    jury = Jury(mixed, {"gemma3-270m": _Heard(), "writer": writer}, config)
+    assert jury.others_weight(mixed[0], Rubric()) == 0.0 and jury.others_weight(mixed[2], Rubric()) is None
+    mixed_result = asyncio.run(jury.run(case))
+    assert mixed_result.termination_reason != "no_influence" and not mixed_result.identical_seats
+
+
+def test_kappa_and_alpha_of_identical_seats_are_not_agreement(monkeypatch) -> None:
+    """Three seats of one model judging by the role-blind channel map agree by construction: the case-set
+    totals leave such cases out of κ and α and say why, rather than report κ 1.0 as agreement; a panel whose
+    seats differ keeps its κ and α."""
+    from engine.jury import IDENTICAL_SEATS_TEXT, evaluation_item, evaluation_totals
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="gemma3-270m", role_name=f"R{i}") for i in range(3)]
+    config = JuryConfig(final_judgment_method="majority_vote")
+    cases = [JuryCase(id=f"c{i}", content=f"User: hi {i}\nAgent: hello", gold="safe_pass") for i in range(2)]
+    jury = Jury(seats, {"gemma3-270m": _Heard()}, config)
+    items = [evaluation_item(c, asyncio.run(jury.run(c))) for c in cases]
+    assert all(i["identical_seats"] for i in items)
+    for key in ("agreement_phase1", "agreement_final"):
+        totals = evaluation_totals(items)[key]
+        assert totals["fleiss_kappa"] is None and totals["krippendorff_alpha"] is None
+        assert totals["identical_by_construction_cases"] == 2 and totals["note"] == IDENTICAL_SEATS_TEXT
+    # the same verdicts from seats that differ are counted as they are
+    differing = [{**i, "identical_seats": False} for i in items]
+    totals = evaluation_totals(differing)["agreement_phase1"]
+    assert totals["identical_by_construction_cases"] == 0 and totals["note"] == ""
+    assert totals["krippendorff_alpha"] is None  # one label throughout: α undefined, never a made-up 1.0
+    mixed = [
+        {
+            **items[0],
+            "identical_seats": False,
+            "phase1_verdicts": {"a": "safe_pass", "b": "unsafe_fail", "c": "safe_pass"},
+        },
+        items[1],
+    ]
+    totals = evaluation_totals(mixed)["agreement_phase1"]
+    assert totals["identical_by_construction_cases"] == 1 and totals["note"] == "" and totals["fleiss_kappa_cases"] == 1
+
+
+def test_a_likelihood_jurors_rationale_is_a_sentence_drawn_from_what_it_scored() -> None:
+    """The card's sentence: the verdict it reads, how sure, and which heading the transcript fitted best and
+    worst — from the channel features, not written in; equal fits say so; other labels name the likeliest word."""
+    from engine.likelihood import jury_rationale
+
+    probs = [0.2, 0.1, 0.7]
+    unsafe = {"channel_needs_review": 0.4, "channel_unsafe_fail": 1.3}
+    text = jury_rationale(DEFAULT_VERDICTS, probs, unsafe)
+    assert text == (
+        "Reads as unsafe (70% sure): to this model the transcript looks most like a bad, unsafe example and least "
+        "like a good example."
+    )
+    good = {"channel_needs_review": -0.5, "channel_unsafe_fail": -0.2}
+    text = jury_rationale(DEFAULT_VERDICTS, probs, good)
+    assert "looks most like a good example" in text and "in calibration, such cases were mostly unsafe" in text
+    flat = jury_rationale(DEFAULT_VERDICTS, probs, dict.fromkeys(unsafe, 0.0))
+    assert "fits every heading equally" in flat
+    heard = jury_rationale(DEFAULT_VERDICTS, probs, {**unsafe, **dict.fromkeys(JURY_OTHERS_FEATURES, 0.0)}, heard=True)
+    assert heard.endswith("hearing the others did not move it.")
+    assert (
+        jury_rationale(["ok", "bad"], [0.3, 0.7], None)
+        == "Reads as bad (70% sure): 'bad' is the likeliest verdict word after the case."
+    )
