@@ -1415,9 +1415,21 @@ def _shared_rules(rules: Sequence[RuleResult]) -> dict[str, str]:
     return _rules_mapping(tuple((r.rule, r.status.name) for r in rules))
 
 
-@compact_row(slots=True)
+@functools.lru_cache(maxsize=4096)
+def _reasons_list(reasons: tuple[str, ...]) -> list[str]:
+    return list(reasons)
+
+
+def _shared_reasons(reasons: list[str]) -> list[str]:
+    """A row's reasons, one shared list per wording (read, never changed), as `_shared_rules`."""
+    return _reasons_list(tuple(reasons))
+
+
+@dataclasses.dataclass(slots=True)
 class ScriptRow:
-    """One line of a batch's table (slotted: a script of 700 000 lines keeps 700 000 of them)."""
+    """One line of a batch's table: a plain slotted dataclass (made here, never validated: a pydantic one kept
+    four more objects a row), its rules mapping and reasons shared with every row that has the same — a script
+    of 700 000 lines keeps 700 000 of them."""
 
     id: str
     character: str
@@ -1428,7 +1440,7 @@ class ScriptRow:
     tone: int
     rubric: float | None = None
     rubric_failed: bool = False
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = dataclasses.field(default_factory=list)
 
 
 class ScriptResult(BaseModel):
@@ -1486,7 +1498,7 @@ async def run_script(
                     averages[v.id] = scored.average
                 previous = v.text
                 average = scored.average if scored is not None else None
-                reasons, _ = _reasons(v.verdict.rules, None)
+                reasons = _shared_reasons(_reasons(v.verdict.rules, None)[0])
                 row = ScriptRow(
                     id=v.id,
                     character=v.character,
