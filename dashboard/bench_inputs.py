@@ -10,6 +10,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from dashboard.bench import BenchResult, Progress, benchmark
 
@@ -129,4 +130,80 @@ def bench_director_script(repeat: int, progress: Progress) -> BenchResult:
     )
     result.target = "a 10 MB director script ≤ 1 GB peak (parse and whole batch run)"
     result.met = parse["peak_mb"] <= 1024 and run["peak_mb"] <= 1024
+    return result
+
+
+# Each line-based kind a user gives the project, as 10 MB of its shortest valid lines: (the line with {i} for
+# a unique number, the code that reads and parses the file as the CLI does — `path` is the file).
+KINDS: dict[str, tuple[str, str]] = {
+    "director script": (
+        '{{"id": "l{i}", "text": "hey"}}',
+        "from engine.director import load_script\nload_script(path)",
+    ),
+    "skip workload": (
+        '{{"t": 1, "id": "m{i}", "channel": "c"}}',
+        "from engine.skipsim import load_workload, WorkloadError\ntry:\n    load_workload(path)\n"
+        "except WorkloadError:\n    pass  # refused past the message cap",
+    ),
+    "jury cases": ('{{"id": "c{i}", "content": "hi"}}', "from engine.jury import load_cases\nload_cases(path)"),
+    "hand-raise benchmark": (
+        '{{"id": "h{i}", "context": [{{"speaker": "user", "text": "hi"}}]}}',
+        "from engine.handraise import parse_benchmark\nfrom engine.inputs import read_text\n"
+        "parse_benchmark(read_text(path), str(path))",
+    ),
+    "confidence labels": (
+        '{{"factors": {{"source_count": 1}}, "correct": true}}',
+        "from engine.confidence import parse_labels\nfrom engine.inputs import read_text\n"
+        "parse_labels(read_text(path), str(path))",
+    ),
+    "demo recording": (
+        '{{"run": {{"id": "r{i}", "kind": "k", "status": "finished", "started_at": "2026-01-01T00:00:00Z"}}, '
+        '"events": [], "calls": []}}',
+        "from engine.demo import parse_runs\nparse_runs(path)",
+    ),
+    "experiment YAML": (
+        "  - {i}",
+        "from engine.experiments import DefinitionError\nfrom engine.experiments.definition import load_definition\n"
+        "try:\n    load_definition(path)\nexcept DefinitionError:\n    pass  # refused past the node limit",
+    ),
+}
+
+
+@benchmark("inputs.parse_per_kind")
+def bench_parse_per_kind(repeat: int, progress: Progress) -> BenchResult:
+    """Every line-based kind of input at 10 MB of its shortest valid lines (the costliest per byte), read and
+    parsed as the CLI does, each in a fresh process: peak memory and seconds. Kinds with a cap (a workload's
+    messages, a YAML document's values) are refused at the cap; the figure is what that costs."""
+    say = progress or (lambda _: None)
+    metrics: dict[str, Any] = {}
+    walls: list[float] = []
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as folder:
+        for kind, (line, code) in KINDS.items():
+            path = Path(folder) / ("input.yaml" if kind.endswith("YAML") else "input.jsonl")
+            head = (
+                "name: big\nmechanism: handraise\ncases: x.jsonl\nspace:\n  x:\n" if kind == "experiment YAML" else ""
+            )
+            with path.open("w", encoding="utf-8") as out:
+                out.write(head)
+                size, i = len(head), 0
+                while size < 10 * 1024 * 1024 - 200:
+                    text = line.format(i=i) + "\n"
+                    out.write(text)
+                    size, i = size + len(text.encode()), i + 1
+            say(f"{kind}: {i:,} lines")
+            got = _measure(f"from pathlib import Path\npath = Path({str(path)!r})\n{code}")
+            walls.append(got["seconds"])
+            worst = max(worst, got["peak_mb"])
+            metrics[kind] = (
+                f"peak {got['peak_mb']:.0f} MB ({got['extra_mb'] / 10:.1f} MB per MB), {got['seconds']:.1f} s"
+            )
+    result = BenchResult.from_samples(
+        "inputs.parse_per_kind",
+        "10 MB of each line-based input kind, read and parsed (samples: seconds per kind)",
+        walls,
+        metrics=metrics,
+        target="every kind ≤ 1 GB peak at 10 MB",
+    )
+    result.met = worst <= 1024
     return result

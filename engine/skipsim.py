@@ -209,6 +209,14 @@ def parse_workload(content: str, source: str = "workload") -> list[Message]:
             )
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{source}:{number}: {exc if not isinstance(exc, KeyError) else f'missing {exc}'}")
+        if len(messages) > MAX_MESSAGES:  # refused at once: the rest of a huge file is never parsed
+            raise WorkloadError(
+                [
+                    f"{source}:{number}: more than {MAX_MESSAGES:,} messages; a workload holds at most "
+                    f"{MAX_MESSAGES:,} — split it by channel or by time"
+                ],
+                header=None,
+            )
     if problems:
         raise WorkloadError(problems)
     if not messages:
