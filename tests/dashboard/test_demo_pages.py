@@ -111,16 +111,16 @@ def test_demo_load_cli_is_idempotent() -> None:
     second = runner.invoke(app, ["demo", "load", "--json"])
     assert second.exit_code == 0, second.output
     a, b = json.loads(first.stdout), json.loads(second.stdout)
-    assert len(a["loaded"]) == 5 and not a["already_present"]
+    assert len(a["loaded"]) == 6 and not a["already_present"]
     assert not b["loaded"] and sorted(b["already_present"]) == sorted(a["loaded"])
-    assert len(Store().list_runs(limit=100)) == 5
+    assert len(Store().list_runs(limit=100)) == 6
 
 
 def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: None) -> None:
     at = open_page("runs", "runs")
     ok(at)
     assert at.sidebar.toggle(key="demo.on").value is True
-    assert len(Store().list_runs(limit=100)) == 5  # loaded on first use
+    assert len(Store().list_runs(limit=100)) == 6  # loaded on first use
     at = open_page("director", "director")
     assert len(at.selectbox(key="director.duo_model").options) == 1  # the recorded model only
 
@@ -262,6 +262,6 @@ def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> N
     assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
     assert all(c["backend"] == "llamacpp" for c in after[new_id]["calls"])
     kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
-    assert all(after[r] == before[r] for r in kept) and len(after) == 5
+    assert all(after[r] == before[r] for r in kept) and len(after) == 6
     report = load_demo(Store(), folder)
-    assert len(report.loaded) == 5
+    assert len(report.loaded) == 6

@@ -43,9 +43,16 @@ def counts(store: Store) -> tuple[int, int, int]:
 
 def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     manifest = load_manifest(DEMO)
-    assert set(manifest.pages) == {"conversation", "jury", "director", "confidence", "skip-cache"}
+    assert set(manifest.pages) == {"models", "conversation", "jury", "director", "confidence", "skip-cache"}
     kinds = {d["run"]["kind"] for d in read_runs(DEMO / "runs.jsonl")}
-    assert kinds == {"handraise.conversation", "jury.run", "director.duo", "confidence.evaluate", "skip.simulate"}
+    assert kinds == {
+        "models.prompt",
+        "handraise.conversation",
+        "jury.run",
+        "director.duo",
+        "confidence.evaluate",
+        "skip.simulate",
+    }
     assert (DEMO / "runs.jsonl").stat().st_size < 3_000_000
     for document in read_runs(DEMO / "runs.jsonl"):
         assert document["run"]["status"] == "finished"
@@ -83,9 +90,9 @@ def test_demo_load_is_idempotent(store: Store) -> None:
     first = load_demo(store, DEMO)
     after_first = counts(store)
     second = load_demo(store, DEMO)
-    assert len(first.loaded) == 5 and not first.present
+    assert len(first.loaded) == 6 and not first.present
     assert not second.loaded and sorted(second.present) == sorted(first.loaded)
-    assert counts(store) == after_first == (5, first.events, first.calls)
+    assert counts(store) == after_first == (6, first.events, first.calls)
     assert all(DEMO_TAG in tags for tags in store.tags(first.loaded).values())
     documents = {d["run"]["id"]: d for d in read_runs(DEMO / "runs.jsonl")}
     for run_id in first.loaded:  # what was exported is what is stored
