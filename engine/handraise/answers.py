@@ -179,8 +179,8 @@ def _end_at_sentence(text: str) -> tuple[str, bool]:
     if not stripped or _ends_sentence(stripped):
         return stripped, False
     ends = list(_SENTENCE_END.finditer(stripped))
-    if ends:
-        return stripped[: ends[-1].end()].rstrip(), True
+    if ends:  # the cut may leave the number of the next list item ("…done.\n2."): that goes too
+        return _end_at_sentence(stripped[: ends[-1].end()])[0], True
     words = stripped.split()
     url = False
     while words and ("://" in words[-1] or words[-1].startswith(("http", "www."))):

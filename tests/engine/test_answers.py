@@ -59,6 +59,7 @@ WHO = speaker_names(DEFAULT_CAST)
         ("The button needs more contr", "The button needs more…", ["sentence"]),
         # a list cut off after its next number: the number goes
         ("Two steps:\n\n1. Open the terminal.\n2.", "Two steps:\n\n1. Open the terminal.", ["sentence"]),
+        ("1. Open the terminal.\n2. Use the debugger on an", "1. Open the terminal.", ["sentence"]),
     ],
 )
 def test_tidy_answer_cuts_what_a_reader_would_trip_on(raw: str, text: str, cuts: list[str]) -> None:
