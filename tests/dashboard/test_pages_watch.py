@@ -277,6 +277,7 @@ def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_pat
     direct = entry_result(run_simulation(config, Hub(0.0).get, Store(f"sqlite:///{tmp_path / 'direct.db'}")))
     assert without_ids(run.summary["result"]) == without_ids(direct.comparison)
     assert int(metrics["With cache"].replace(",", "")) == direct.comparison["with_cache"]["judge_calls"]
+    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the sweep's raw table is research detail
     assert any("pareto" in df.value.columns for df in at.dataframe)  # the sweep, from this process's report
 
 
@@ -319,6 +320,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     settle_runs(at, "confidence.evaluate")
     run = state.get_store().get_run(run_id)
     assert run is not None and run.status == "finished"
+    at.toggle(key="details.confidence.toggle").set_value(True).run()  # the factor table is research detail
     factors = next(df.value for df in at.dataframe if "factor" in df.value.columns)
     assert set(factors["factor"]) == {"llm_self_confidence", "query_coverage"}
     config = EvaluationConfig(

@@ -140,7 +140,7 @@ def test_a_failed_write_loads_nothing_and_shows_no_sql(store: Store, tmp_path: P
 
 def test_the_shipped_recording_still_loads(store: Store) -> None:
     report = load_demo(store, DEMO)
-    assert len(report.loaded) == 5 and counts(store)[0] == 5
+    assert len(report.loaded) == 6 and counts(store)[0] == 6  # one run per page
     run = store.get_run(report.loaded[0])
     assert run is not None and run.status == "finished"
 
