@@ -283,6 +283,11 @@ def _retune_controls() -> DirectorConfig:
         return d
 
 
+# The lines a page judges and tables at once: a 10 MB script of short lines (655 360) took 5.7 GB in the page's
+# cached verdicts and table; the whole script is judged by the batch run (`run_script`), which stays under 1 GB.
+PAGE_LINES = 20_000
+
+
 def _render_batch(profiles: dict[str, Any]) -> None:
     upload = st.file_uploader(
         "Script (CSV with a `text` column, or JSONL of {text, id?, character?})",
@@ -321,7 +326,15 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     if unknown:
         st.error(f"Unknown characters: {md(', '.join(unknown))} — add data/characters/<id>.yaml. Nothing imported.")
         return
-    verdicts = _batch_verdicts(tuple(lines), default)
+    shown = lines[:PAGE_LINES]
+    if len(lines) > PAGE_LINES:
+        st.info(
+            f"This script has {len(lines):,} lines: the table, the counts and the retuning below cover its first "
+            f"{PAGE_LINES:,} (a browser table of every line would take gigabytes). Record the whole script with "
+            "**Record the rules only** below — a stored run with every line's verdict, its counts and hit rates, "
+            "exportable — or `judgelab director batch --file …`."
+        )
+    verdicts = _batch_verdicts(tuple(shown), default)
     cfg = _retune_controls()
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
