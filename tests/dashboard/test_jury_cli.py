@@ -44,11 +44,14 @@ def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) 
     assert totals["outcome_changed"] == sum(i["phase1_outcome"] != i["final_verdict"] for i in items)
     assert totals["prompt_tokens"] == sum(i["prompt_tokens"] for i in items) > 0
     assert totals["rounds_mean"] == sum(i["rounds"] for i in items) / 2
-    # κ over the cases where every juror worked (a failed juror's rating is missing: None)
-    complete = [list(i["phase1_verdicts"].values()) for i in items if None not in i["phase1_verdicts"].values()]
+    # κ over the cases where every juror worked (a failed juror's rating is missing: None), leaving out the
+    # cases whose seats are identical by construction (three Gemma seats judging alike: no agreement)
+    judged = [i for i in items if not i["identical_seats"]]
+    complete = [list(i["phase1_verdicts"].values()) for i in judged if None not in i["phase1_verdicts"].values()]
     kappa = fleiss_kappa(complete) if complete else None
     assert totals["agreement_phase1"]["fleiss_kappa"] == (None if kappa is None else round(kappa, 4))
     assert totals["agreement_phase1"]["fleiss_kappa_cases"] == len(complete)
+    assert totals["agreement_phase1"]["identical_by_construction_cases"] == len(items) - len(judged)
     assert totals["no_verdict"] == sum(i["final_verdict"] == "no_verdict" for i in items)
     for item in items:
         assert len(item["phase1_verdicts"]) == 3 and item["run_id"].startswith("jury-")

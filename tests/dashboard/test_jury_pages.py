@@ -52,15 +52,15 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
     assert any(m.value.startswith("**Safety officer**") for m in at.markdown)
-    assert len(_statements(at)) == 3  # one round, three jurors, no round numbers by default
-    assert not any("— round 1 —" in c.value for c in at.caption)
+    # Three seats of one model judging alike cannot move one another (the fitted weight of the others is 0):
+    # no round is run, and the page says so where the discussion would be.
+    assert any("No discussion round was run" in shown(i.value) for i in at.info)
+    assert len(_statements(at)) == 0
     # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
     (box,) = [b for b in [*at.success, *at.error] if "majority_vote" in shown(b.value)]
     assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
     assert "unsafe" in shown(box.value) and "gold label" in box.value
-    at.toggle(key="jury.view.rounds").set_value(True).run()
-    assert any("— round 1 —" in c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 3
+    assert at.get("plotly_chart")
 
 
 def test_jury_page_says_which_models_are_unavailable() -> None:
