@@ -31,7 +31,9 @@ JURY_RUN = ["jury", "run", "--case", CASE, "--rounds", "1", "--method", "majorit
 
 
 def _env(url: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}
+    # The jury's discussion rounds are run even though the local panel's map gives the others weight 0 (by default
+    # they are skipped, and the run ends right after phase 1): the signals must land in a run that is still going.
+    return {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url, "JURY_SKIP_IDLE_ROUNDS": "false"}
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
