@@ -33,7 +33,9 @@ def _measure(code: str, timeout: float = 600) -> dict[str, float]:
             """
         import json, resource, sys, time
         import engine.experiments, engine.director, engine.store  # imports out of the figure
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        def _hwm():  # peak RSS in KiB (ru_maxrss would keep the forking parent's peak across exec)
+            return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+        before = _hwm()
         t0 = time.perf_counter()
         """
         )
@@ -41,8 +43,8 @@ def _measure(code: str, timeout: float = 600) -> dict[str, float]:
         + textwrap.dedent(
             """
         print(json.dumps({"seconds": time.perf_counter() - t0,
-                          "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                          "extra_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024}))
+                          "peak_mb": _hwm() / 1024,
+                          "extra_mb": (_hwm() - before) / 1024}))
         """
         )
     )

@@ -40,7 +40,9 @@ def bounded(code: str, *, limit_gb: float = 3.0, timeout: float = 60) -> dict[st
         import json, resource, time
         resource.setrlimit(resource.RLIMIT_AS, ({int(limit_gb * GIB)}, {int(limit_gb * GIB)}))
         import yaml, engine.experiments, engine.director, engine.inputs, models.safe_yaml  # imports out of the figure
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        def _hwm():  # peak RSS in KiB (ru_maxrss would keep the forking parent's peak across exec)
+            return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+        before = _hwm()
         t0 = time.perf_counter()
         out = {{}}
         """
@@ -49,7 +51,7 @@ def bounded(code: str, *, limit_gb: float = 3.0, timeout: float = 60) -> dict[st
         + textwrap.dedent(
             """
         out["seconds"] = time.perf_counter() - t0
-        out["extra_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        out["extra_mb"] = (_hwm() - before) / 1024
         print(json.dumps(out))
         """
         )
