@@ -592,7 +592,9 @@ def test_director_check_with_the_bundled_model() -> None:
         "director.check",
         page,
         *("director", "check", "--character", "yana", "--scene", scene, "--json", line),
-        ignore=frozenset({"comment", "reasons"}),
+        # `flags` too: the rubric's flags record what that free-text comment held (`json_control_chars` when it
+        # came out with a control character, seen in one CI run and not the next): the same open finding.
+        ignore=frozenset({"comment", "reasons", "flags"}),
     )
     calls = [Store().calls(run.id) for run in (a, b)]
     assert [len(c) for c in calls] == [1, 1] and all(c[0].backend == "llamacpp" for c in calls)
