@@ -209,3 +209,62 @@ def bench_parse_per_kind(repeat: int, progress: Progress) -> BenchResult:
     )
     result.met = worst <= 1024
     return result
+
+
+# Pages that read a user's file, each with 10 MB of that file as its default input under JUDGELAB_DATA_DIR
+# (Streamlit's AppTest has no upload; an upload goes through the same reader and parser): (file under the data
+# folder, its shortest line, the page).
+PAGE_INPUTS: dict[str, tuple[str, str, str]] = {
+    "Director lab batch": ("scripts/beach.jsonl", '{{"text": "hey"}}', "director"),
+    "Confidence lab calibration": (
+        "benchmarks/confidence.jsonl",
+        '{{"factors": {{"source_count": 1}}, "correct": true}}',
+        "confidence",
+    ),
+    "Jury case file": ("benchmarks/jury.jsonl", '{{"id": "c{i}", "content": "hi"}}', "jury"),
+}
+
+
+@benchmark("inputs.pages")
+def bench_input_pages(repeat: int, progress: Progress) -> BenchResult:
+    """The pages that read a user's file, each run once (AppTest, a fresh process) with 10 MB of its shortest
+    valid lines as its default input: peak memory and seconds of the first script run."""
+    say = progress or (lambda _: None)
+    metrics: dict[str, Any] = {}
+    walls: list[float] = []
+    worst = 0.0
+    for label, (name, line, page) in PAGE_INPUTS.items():
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / name
+            path.parent.mkdir(parents=True)
+            with path.open("w", encoding="utf-8") as out:
+                size, i = 0, 0
+                while size < 10 * 1024 * 1024 - 200:
+                    text = line.format(i=i) + "\n"
+                    out.write(text)
+                    size, i = size + len(text.encode()), i + 1
+            say(f"{label}: {i:,} lines")
+            got = _measure(
+                f"""
+                import os
+                os.environ["JUDGELAB_DATA_DIR"] = {folder!r}
+                os.environ["JUDGELAB_DATABASE_URL"] = "sqlite:///{folder}/page.db"
+                from streamlit.testing.v1 import AppTest
+                script = "import importlib\\nimportlib.import_module('pages.{page}').render()"
+                at = AppTest.from_string(script, default_timeout=900).run()
+                assert not at.exception, [e.value for e in at.exception]
+                """,
+                timeout=1200,
+            )
+        walls.append(got["seconds"])
+        worst = max(worst, got["peak_mb"])
+        metrics[label] = f"peak {got['peak_mb']:.0f} MB, {got['seconds']:.1f} s ({i:,} lines)"
+    result = BenchResult.from_samples(
+        "inputs.pages",
+        "pages reading 10 MB of a user's file (samples: seconds of the first script run)",
+        walls,
+        metrics=metrics,
+        target="every page ≤ 1 GB peak with a 10 MB input",
+    )
+    result.met = worst <= 1024
+    return result
