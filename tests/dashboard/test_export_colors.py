@@ -17,7 +17,10 @@ from dashboard import charts
 from dashboard.report import experiment_figures, experiment_report, figures_for
 from engine.exports import Figure, load_run
 from engine.store import Store
-from tests.fakes.runs import stored_calibration, stored_conversation, stored_director_batch, stored_jury, stored_skip
+from tests.fakes.runs import (
+    stored_conversation,
+    stored_kinds,
+)
 
 PLACEHOLDER = re.compile(r"#0000(?:0[1-9]|[12][0-9]|30)\b")  # Streamlit's theme placeholders
 
@@ -76,13 +79,7 @@ def test_the_check_finds_a_figure_that_leans_on_the_theme() -> None:
 
 
 def test_every_run_report_figure_names_its_colours(store: Store) -> None:
-    runs = [
-        stored_jury(store)[0],
-        stored_conversation(store)[0],
-        stored_director_batch(store),
-        stored_calibration(store),
-        stored_skip(store),
-    ]
+    runs = stored_kinds(store)
     figures = [f for run_id in runs for f in figures_for(load_run(store, run_id))]
     assert len(figures) >= 9
     assert [p for f in figures for p in explicit_color_problems(f)] == []

@@ -34,6 +34,7 @@ from tests.fakes.runs import (
     stored_conversation,
     stored_director_batch,
     stored_jury,
+    stored_kinds,
     stored_skip,
 )
 
@@ -102,13 +103,7 @@ def test_jury_tables_positions_per_round(store: Store) -> None:
 
 
 def test_every_csv_cell_of_every_kind_is_safe(store: Store) -> None:
-    runs = [
-        stored_jury(store)[0],
-        stored_conversation(store)[0],
-        stored_director_batch(store),
-        stored_calibration(store),
-        stored_skip(store),
-    ]
+    runs = stored_kinds(store)
     seen: set[str] = set()
     for run_id in runs:
         files = _unzip(csv_zip(load_run(store, run_id)))

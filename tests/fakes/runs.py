@@ -200,3 +200,15 @@ def stored_experiment(store: Store, folder: Any, space: str | None = None) -> An
         "cooldown_per_turn: [0.0, 0.1, 0.2]\nmode: [focus, brainstorm]\n"
     )
     return asyncio.run(run_experiment(handraise_definition(folder, space), store, scripted_judge(store)))
+
+
+def stored_kinds(store: Store) -> list[str]:
+    """One stored run of each charted kind (jury, conversation, director batch, calibration, skip): the runs the
+    export tests go through."""
+    return [
+        stored_jury(store)[0],
+        stored_conversation(store)[0],
+        stored_director_batch(store),
+        stored_calibration(store),
+        stored_skip(store),
+    ]
