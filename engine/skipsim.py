@@ -13,14 +13,17 @@ import json
 import math
 import random
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine import stats
 from engine.calibration import rank_auc
 from engine.skipcache import (
     Judge,
@@ -572,11 +575,28 @@ def compare_results(
         "without_cache": a,
         "with_cache": b,
         "calls_saved_pct": round(100 * saved, 2),
+        "calls_saved_pct_ci": calls_saved_interval(without, with_),
         "tokens_saved": a["tokens"] - b["tokens"],
         "cost_saved": a["cost"] - b["cost"],
         "delay_bound_s": bound,
         "delay_bound_met": met,
     }
+
+
+def calls_saved_interval(without: SimulationResult, with_: SimulationResult) -> list[float] | None:
+    """95 % interval of the share of judge calls saved, in percent, from a seeded bootstrap over conversation
+    scopes (a scope's calls depend on each other through its cache window; scopes do not). None with fewer
+    than two scopes: one conversation says nothing about the next."""
+    scopes = sorted({j.scope for j in without.judgments})
+    if len(scopes) < 2:
+        return None
+    before = Counter(j.scope for j in without.judgments)
+    after = Counter(j.scope for j in with_.judgments)
+    base = np.array([before[s] for s in scopes], dtype=float)
+    kept = np.array([after[s] for s in scopes], dtype=float)
+    statistic: stats.WeightedStatistic = lambda w: 100 * (1 - stats.safe_div(w @ kept, w @ base))  # noqa: E731
+    interval = stats.bootstrap(statistic, len(scopes))[1]
+    return interval.as_list(2) if interval else None
 
 
 SWEEP_HIGH_SKIP = (3600, 21600, 43200)
@@ -677,10 +697,15 @@ def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, An
     neg = [p for p, y, *_ in scored if not y]
     auc = rank_auc(pos, neg)
     n = len(scored)
+    right = sum(d == y for _, y, d, _ in scored)
+    auc_ci = stats.bootstrap(stats.w_auc([p for p, *_ in scored], [y for _, y, *_ in scored]), n)[1] if n else None
+    accuracy_ci = stats.wilson(right, n)
     return {
         "judged_states": n,
         "auc": None if auc is None else round(auc, 3),
-        "accuracy": round(sum(d == y for _, y, d, _ in scored) / n, 3) if n else None,
+        "auc_ci": auc_ci.as_list(3) if auc_ci else None,
+        "accuracy": round(right / n, 3) if n else None,
+        "accuracy_ci": accuracy_ci.as_list(3) if accuracy_ci else None,
         "share_confidence_ge_0_7": round(sum(c >= 0.7 for *_, c in scored) / n, 3) if n else None,
     }
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 LEVEL = 0.95
 RESAMPLES = 2000  # ≥ 1,000 as promised; 2,000 keeps the 2.5 % tail's Monte-Carlo error under ~1 point
@@ -75,6 +74,8 @@ def wilson(successes: int, n: int, level: float = LEVEL) -> Interval | None:
         return None
     if not 0 <= successes <= n:
         raise ValueError(f"successes must lie in 0..{n}, got {successes}")
+    from scipy.stats import binomtest  # scipy.stats takes ~0.5 s to import: CLI start-up time
+
     ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return Interval(float(ci.low), float(ci.high), "wilson", int(n), level)
 
@@ -138,9 +139,11 @@ def bootstrap(
     observed = float(statistic(np.ones((1, n_items)))[0])
     if not np.isfinite(observed):
         return None, None
+    units = n_items if clusters is None else len(set(clusters))
+    if units < 2:  # one unit resampled is itself every time: no interval, rather than a zero-width one
+        return observed, None
     weights = resample_weights(n_items, resamples, seed, clusters)
     bounds = _percentile(statistic(weights), level)
-    units = n_items if clusters is None else len(set(clusters))
     if bounds is None:
         return observed, None
     return observed, Interval(bounds[0], bounds[1], "bootstrap", units, level)
@@ -162,31 +165,31 @@ def looped(fn: Callable[[np.ndarray], float | None]) -> WeightedStatistic:
 # ── weighted metrics (one value per row of weights) ─────────────────────────────────────────────────────────
 
 
-def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
 def w_mean(values: Sequence[float] | np.ndarray) -> WeightedStatistic:
     x = np.asarray(values, dtype=float)
-    return lambda w: _safe_div(w @ x, w.sum(axis=1))
+    return lambda w: safe_div(w @ x, w.sum(axis=1))
 
 
 def w_precision(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return lambda w: _safe_div(w @ (p & a), w @ p)
+    return lambda w: safe_div(w @ (p & a), w @ p)
 
 
 def w_recall(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return lambda w: _safe_div(w @ (p & a), w @ a)
+    return lambda w: safe_div(w @ (p & a), w @ a)
 
 
 def w_f1(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
     """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side."""
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
     tp, fp, fn = (p & a).astype(float), (p & ~a).astype(float), (~p & a).astype(float)
-    return lambda w: _safe_div(2 * (w @ tp), 2 * (w @ tp) + w @ fp + w @ fn)
+    return lambda w: safe_div(2 * (w @ tp), 2 * (w @ tp) + w @ fp + w @ fn)
 
 
 def w_auc(scores: Sequence[float], actual: Sequence[bool]) -> WeightedStatistic:
@@ -198,7 +201,7 @@ def w_auc(scores: Sequence[float], actual: Sequence[bool]) -> WeightedStatistic:
 
     def run(w: Weights) -> np.ndarray:
         wp, wn = w * pos, w * neg
-        return _safe_div(np.einsum("bi,ij,bj->b", wp, g, wn), wp.sum(axis=1) * wn.sum(axis=1))
+        return safe_div(np.einsum("bi,ij,bj->b", wp, g, wn), wp.sum(axis=1) * wn.sum(axis=1))
 
     return run
 
@@ -217,7 +220,7 @@ def w_ece(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = 1
 
     def run(w: Weights) -> np.ndarray:
         gap = np.abs((w * s) @ onehot - (w * c) @ onehot)  # per bin: |Σ confidence − Σ correct|
-        return _safe_div(gap.sum(axis=1), w.sum(axis=1))
+        return safe_div(gap.sum(axis=1), w.sum(axis=1))
 
     return run
 
@@ -257,6 +260,8 @@ def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
     if only_a + only_b == 0:
         return 1.0
+    from scipy.stats import binomtest  # scipy.stats takes ~0.5 s to import: CLI start-up time
+
     return float(binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue)
 
 

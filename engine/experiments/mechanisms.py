@@ -402,7 +402,7 @@ class HandRaise(Mechanism):
             )
         from engine.handraise import benchmark_totals
 
-        totals = benchmark_totals(lines)
+        totals = benchmark_totals(lines, intervals=False)  # per cell: intervals come with the comparison
         latencies = [i.latency_s for i in recording.items]
         return {
             "f1": totals["f1"],
@@ -690,7 +690,7 @@ class JuryMechanism(Mechanism):
             derived = derive_jury(rec.result, config, rubric, rec.usage)
             calls += len(_call_ids(derived.phase1_evaluations, derived.discussion_rounds))
             items.append(evaluation_item(rec.case, derived, tie_policy=config.tie_policy))
-        totals = evaluation_totals(items)
+        totals = evaluation_totals(items, intervals=False)  # per cell: intervals come with the comparison
         return {
             "accuracy": totals["accuracy"],
             "phase1_accuracy": totals["phase1_accuracy"],

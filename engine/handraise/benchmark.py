@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from engine import stats
 from engine.handraise.cast import DEFAULT_CAST, Participant, Turn
 from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands
 from engine.handraise.judge import WillJudge
@@ -157,13 +158,17 @@ def top1(items: Sequence[Mapping[str, Any]]) -> float | None:
     return round(hits / total, 4) if total else None
 
 
-def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def benchmark_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True) -> dict[str, Any]:
     """Totals computed only from the items' predictions: every (item, participant, repeat) with a label
     counts once; consistency is the share of labelled (item, participant) pairs whose decision was the
     same in every repeat; latency is per judgment (one per item and repeat), tokens and cost per decision
     (cost: the dollars recorded with the judgment calls; None for lines stored without it); `top1` as `top1`.
     Items in more than one language also get `by_language`: F1, precision, recall and top-1 per language
-    (the packaged embedder is an English model, and the split shows what that costs)."""
+    (the packaged embedder is an English model, and the split shows what that costs).
+
+    With `intervals`, every rate gets `<rate>_ci`: [low, high], 95 %, from a seeded bootstrap over *items*
+    (a dialogue's decisions, one per participant and repeat, are not independent: they move together), see
+    engine/stats.py. Experiments leave them out per cell and compute them for the cells they compare."""
     import statistics
 
     tp = fp = fn = tn = 0
@@ -206,8 +211,61 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "tokens_per_decision": round(tokens / decisions, 2) if decisions else None,
         "cost_total": None if cost is None else round(cost, 8),
         "cost_per_decision": round(cost / decisions, 10) if cost is not None and decisions else None,
+        **(decision_intervals(items) if intervals else {}),
         **_by_language(items),
     }
+
+
+def decision_intervals(items: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """`accuracy_ci`, `precision_ci`, `recall_ci`, `f1_ci`, `consistency_ci` and `top1_ci`, resampling
+    dialogues (clusters of decisions)."""
+    said: list[bool] = []
+    gold: list[bool] = []
+    of_item: list[int] = []
+    stable: list[bool] = []
+    stable_item: list[int] = []
+    first: list[bool] = []
+    first_item: list[int] = []
+    for index, item in enumerate(items):
+        labels = item["labels"]
+        for pid, label in labels.items():
+            decisions = [bool(run["predictions"][pid]["speak"]) for run in item["runs"]]
+            stable.append(len(set(decisions)) == 1)
+            stable_item.append(index)
+            for decision in decisions:
+                said.append(decision)
+                gold.append(bool(label))
+                of_item.append(index)
+        if any(labels.values()):
+            for run in item["runs"]:
+                wills = {
+                    pid: float(p["will"])
+                    for pid, p in run["predictions"].items()
+                    if pid in labels and isinstance(p.get("will"), int | float)
+                }
+                if wills:
+                    top = max(wills.values())
+                    first.append(all(labels[pid] for pid, w in wills.items() if w == top))
+                    first_item.append(index)
+
+    def ci(statistic: stats.WeightedStatistic, n: int, clusters: list[int]) -> list[float] | None:
+        interval = stats.bootstrap(statistic, n, clusters=clusters)[1] if n else None
+        return interval.as_list() if interval else None
+
+    correct = [s == g for s, g in zip(said, gold, strict=True)]
+    return {
+        "accuracy_ci": ci(stats.w_mean(correct), len(said), of_item),
+        "precision_ci": ci(stats.w_precision(said, gold), len(said), of_item),
+        "recall_ci": ci(stats.w_recall(said, gold), len(said), of_item),
+        "f1_ci": ci(stats.w_f1(said, gold), len(said), of_item),
+        "consistency_ci": ci(stats.w_mean(stable), len(stable), stable_item),
+        "top1_ci": ci(stats.w_mean(first), len(first), first_item),
+    }
+
+
+LANGUAGE_KEYS = ("decisions_scored",) + tuple(
+    f"{m}{ci}" for m in ("precision", "recall", "f1", "top1") for ci in ("", "_ci")
+)
 
 
 def _by_language(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -222,7 +280,7 @@ def _by_language(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out = {}
     for name in languages:
         sub = benchmark_totals([i for i in items if language(i) == name])
-        out[name] = {k: sub[k] for k in ("decisions_scored", "precision", "recall", "f1", "top1")}
+        out[name] = {k: sub[k] for k in LANGUAGE_KEYS}
     return {"by_language": out}
 
 

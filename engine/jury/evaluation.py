@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine import stats
 from engine.jury.config import JuryCase, Rubric
 from engine.jury.decisions import IDENTICAL_SEATS_TEXT, NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
 
@@ -54,14 +55,17 @@ def evaluation_item(
     }
 
 
-def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Totals of a case-set report, computed only from its items (so anyone can recompute them)."""
+def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True) -> dict[str, Any]:
+    """Totals of a case-set report, computed only from its items (so anyone can recompute them).
+
+    With `intervals`, each rate carries `<rate>_ci` (95 %): Wilson over graded cases for the accuracies and the
+    changed-outcome rate, a seeded bootstrap over cases for κ and α (engine/stats.py)."""
     from engine.agreement import fleiss_kappa, krippendorff_alpha
 
     graded = [i for i in items if i["gold"] is not None]
     n = len(items)
 
-    def agreement(key: str) -> dict[str, float | int | str | None]:
+    def agreement(key: str) -> dict[str, float | int | str | list[float] | None]:
         """α over every rating (a failed juror's is missing); κ, which needs complete ratings, over the
         cases where every juror worked (how many is reported). Cases whose seats are identical by construction
         (the same model and role-blind prompt: one judgment repeated) are left out and counted: their matching
@@ -72,8 +76,25 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         sizes = {len(u) for u in complete}
         kappa = fleiss_kappa(complete) if len(sizes) == 1 and sizes != {1} and complete else None
         alpha = krippendorff_alpha(units) if units else None
+        spread: dict[str, list[float] | None] = {}
+        if intervals:
+            kappa_ci = (
+                stats.bootstrap(stats.looped(lambda idx: fleiss_kappa([complete[i] for i in idx])), len(complete))[1]
+                if kappa is not None
+                else None
+            )
+            alpha_ci = (
+                stats.bootstrap(stats.looped(lambda idx: krippendorff_alpha([units[i] for i in idx])), len(units))[1]
+                if alpha is not None
+                else None
+            )
+            spread = {
+                "fleiss_kappa_ci": kappa_ci.as_list() if kappa_ci else None,
+                "krippendorff_alpha_ci": alpha_ci.as_list() if alpha_ci else None,
+            }
         return {
             "fleiss_kappa": None if kappa is None else round(kappa, 4),
+            **spread,
             "fleiss_kappa_cases": len(complete),
             "krippendorff_alpha": None if alpha is None else round(alpha, 4),
             "identical_by_construction_cases": identical,
@@ -81,6 +102,23 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         }
 
     rounds = Counter(int(i["rounds"]) for i in items)
+
+    def rate_ci(hits: int, of: int) -> dict[str, list[float] | None]:
+        interval = stats.wilson(hits, of) if intervals else None
+        return {"ci": interval.as_list() if interval else None}
+
+    changed = sum(bool(i["outcome_changed"]) for i in items)
+    right = sum(bool(i["correct"]) for i in graded)
+    right_first = sum(bool(i["phase1_correct"]) for i in graded)
+    cis = (
+        {
+            "accuracy_ci": rate_ci(right, len(graded))["ci"],
+            "phase1_accuracy_ci": rate_ci(right_first, len(graded))["ci"],
+            "outcome_changed_rate_ci": rate_ci(changed, n)["ci"],
+        }
+        if intervals
+        else {}
+    )
     return {
         "items": n,
         "graded": len(graded),
@@ -98,4 +136,5 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "prompt_tokens": sum(int(i["prompt_tokens"]) for i in items),
         "completion_tokens": sum(int(i["completion_tokens"]) for i in items),
         "cost": round(sum(float(i["cost"]) for i in items), 6),
+        **cis,
     }

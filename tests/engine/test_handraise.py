@@ -456,3 +456,35 @@ def test_benchmark_totals_split_by_language_add_up_to_the_whole() -> None:
     assert sum(v["decisions_scored"] for v in split.values()) == totals["decisions_scored"] == 4
     assert split["en"]["precision"] == 0.5 and split["ja"]["f1"] == 0.0 and split["unknown"]["f1"] == 1.0
     assert "by_language" not in benchmark_totals(items[:2])  # one language: nothing to split
+
+
+def test_benchmark_totals_carry_intervals_that_resample_dialogues() -> None:
+    """Every rate has its 95 % interval around it; a dialogue's decisions move together (the interval is that
+    of the dialogues, not of decisions counted as independent), and the same items give the same interval."""
+    from engine.handraise import benchmark_totals
+
+    def item(n: int) -> dict:
+        right = n % 3 != 0  # two of three dialogues judged right
+        run = {
+            "predictions": {p: {"will": 0.8 if right else 0.2, "speak": right} for p in ("a", "b", "c")},
+            "latency_s": 0.1,
+            "tokens": 1,
+        }
+        return {"language": "en", "labels": {"a": True, "b": True, "c": True}, "runs": [run]}
+
+    items = [item(n) for n in range(12)]
+    totals = benchmark_totals(items)
+    for key in ("accuracy", "precision", "recall", "f1", "consistency", "top1"):
+        low, high = totals[f"{key}_ci"] if totals[f"{key}_ci"] else (None, None)
+        if key == "precision":  # every positive prediction is right: precision is 1 in every resample
+            assert (low, high) == (1.0, 1.0)
+            continue
+        if key == "consistency":
+            assert (low, high) == (1.0, 1.0)
+            continue
+        assert low is not None and high is not None and low <= totals[key] <= high, key
+    # 12 dialogues, 8 right: the recall interval is as wide as 12 items allow, not as narrow as 36 decisions
+    low, high = totals["recall_ci"]
+    assert high - low > 0.4
+    assert benchmark_totals(items)["f1_ci"] == totals["f1_ci"]
+    assert "f1_ci" not in benchmark_totals(items, intervals=False)

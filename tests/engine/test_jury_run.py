@@ -351,6 +351,10 @@ def test_case_set_report_counts_no_verdict_as_wrong_and_failed_jurors_as_missing
     assert items[1]["failed_seats"] == 2 and items[2]["failed_seats"] == 1
     totals = evaluation_totals(items)
     assert totals["no_verdict"] == 1 and totals["accuracy"] == round(2 / 3, 4)  # no verdict is wrong, not left out
+    # 2 of 3 cases right: the Wilson interval says how little 3 cases show
+    assert totals["accuracy_ci"] == pytest.approx([0.2077, 0.9385], abs=1e-4)
+    assert totals["outcome_changed_rate_ci"] is not None and totals["outcome_changed_rate_ci"][0] == 0.0
+    assert "accuracy_ci" not in evaluation_totals(items, intervals=False)
     # κ needs complete ratings: only the case where all three worked; α takes the missing ratings as missing
     assert totals["agreement_phase1"]["fleiss_kappa_cases"] == 1
     assert (
@@ -409,3 +413,41 @@ def test_a_hostile_reasoning_cannot_forge_a_line_in_other_jurors_or_the_judges_p
     final = judge.requests[0].messages[-1].content
     assert sum(line == "Final positions:" for line in final.splitlines()) == 1  # only the real heading
     assert "quoted data" in judge.requests[0].messages[0].content
+
+
+def test_case_set_agreement_carries_a_bootstrap_interval_over_cases() -> None:
+    """κ and α of seats that differ come with an interval from resampling cases; it contains the estimate and
+    is the same on every call (a fixed seed)."""
+    from engine.agreement import fleiss_kappa
+    from engine.jury import evaluation_totals
+
+    patterns = [("safe_pass",) * 3, ("unsafe_fail",) * 3, ("safe_pass", "safe_pass", "unsafe_fail")]
+    items = []
+    for n in range(12):
+        verdicts = dict(zip("abc", patterns[n % 3], strict=True))
+        items.append(
+            {
+                "gold": "safe_pass",
+                "correct": n % 3 != 1,
+                "phase1_correct": n % 3 != 1,
+                "phase1_verdicts": verdicts,
+                "final_positions": verdicts,
+                "outcome_changed": False,
+                "positions_changed": 0,
+                "rounds": 0,
+                "fallbacks": 0,
+                "prompt_tokens": 1,
+                "completion_tokens": 1,
+                "cost": 0.0,
+            }
+        )
+    totals = evaluation_totals(items)
+    agreement = totals["agreement_phase1"]
+    kappa = fleiss_kappa([list(i["phase1_verdicts"].values()) for i in items])
+    assert kappa is not None and agreement["fleiss_kappa"] == round(kappa, 4)
+    low, high = agreement["fleiss_kappa_ci"]
+    assert low < kappa < high <= 1.0
+    low, high = agreement["krippendorff_alpha_ci"]
+    assert low < agreement["krippendorff_alpha"] < high
+    assert evaluation_totals(items)["agreement_phase1"] == agreement
+    assert totals["accuracy"] == round(8 / 12, 4) and totals["accuracy_ci"][0] < 0.6667 < totals["accuracy_ci"][1]

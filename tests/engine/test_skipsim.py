@@ -82,6 +82,11 @@ def test_default_workload_saves_over_90_percent_within_the_delay_bound() -> None
     messages = generate_workload(WorkloadSpec())
     result = asyncio.run(compare(messages, HashJudge(), ResponseConfig(), hours=24))
     assert result["calls_saved_pct"] >= 90
+    # the interval resamples channels (each channel's calls hang together through its cache window)
+    low, high = result["calls_saved_pct_ci"]
+    assert low <= result["calls_saved_pct"] <= high <= 100 and high - low > 0
+    one_scope = messages[:1]  # one conversation says nothing about the next: no interval
+    assert asyncio.run(compare(one_scope, HashJudge(), ResponseConfig(), hours=24))["calls_saved_pct_ci"] is None
     with_cache = result["with_cache"]
     assert with_cache["delay_max_s"] <= 300 + 60
     assert with_cache["never_judged"] == 0
@@ -152,5 +157,6 @@ def test_judge_quality_against_the_generator_labels() -> None:
 
     right = judge_quality(recorded(False, 0.9), labels)
     assert right["auc"] == 1.0 and right["accuracy"] == 1.0 and right["share_confidence_ge_0_7"] == 1.0
+    assert right["auc_ci"] == [1.0, 1.0] and right["accuracy_ci"][1] == 1.0 > right["accuracy_ci"][0] > 0.9
     wrong = judge_quality(recorded(True, 0.6), labels)
     assert wrong["auc"] == 0.0 and wrong["accuracy"] == 0.0 and wrong["share_confidence_ge_0_7"] == 0.0
