@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from engine import stats
+
 if TYPE_CHECKING:
     from engine.embeddings import Embedder
     from engine.events import EventSink, ModelSource
@@ -898,6 +900,7 @@ def calibration_report(
         "accuracy": report.accuracy,
         "ece": report.ece,
         "aurc": report.aurc,
+        **score_quality(scores, correct, counts["SILENT"]),
         "bins": [b.model_dump() for b in report.bins],
         "risk_coverage": [p.model_dump() for p in report.risk_coverage],
         "thresholds": {
@@ -914,6 +917,37 @@ def calibration_report(
             )
             for lvl in LEVEL_NAMES
         },
+    }
+
+
+def score_quality(scores: Sequence[float], correct: Sequence[bool], silent: int) -> dict[str, Any]:
+    """The figures' 95 % intervals, and two more ways to read the scores: AUC (do right answers score higher?)
+    and the Brier score (the score read as P(right)). Wilson for the accuracy and the proceed rate (the share
+    acted on silently), a seeded bootstrap over items for ECE, AURC, AUC and Brier (engine/stats.py)."""
+    from engine.calibration import area_under_risk_coverage, rank_auc, risk_coverage
+
+    n = len(scores)
+    s, c = np.asarray(scores, float), np.asarray(correct, bool)
+    auc = rank_auc(s[c].tolist(), s[~c].tolist())
+
+    def aurc(idx: np.ndarray) -> float:
+        return area_under_risk_coverage(risk_coverage(s[idx].tolist(), c[idx].tolist()))
+
+    def boot(statistic: stats.WeightedStatistic) -> list[float] | None:
+        interval = stats.bootstrap(statistic, n)[1]
+        return interval.as_list() if interval else None
+
+    accuracy_ci, proceed_ci = stats.wilson(int(c.sum()), n), stats.wilson(silent, n)
+    return {
+        "accuracy_ci": accuracy_ci.as_list() if accuracy_ci else None,
+        "ece_ci": boot(stats.w_ece(s, c)),
+        "aurc_ci": boot(stats.looped(aurc)),
+        "auc": None if auc is None else round(auc, 4),
+        "auc_ci": boot(stats.w_auc(s, c)),
+        "brier": round(float(np.mean((s - c) ** 2)), 4),
+        "brier_ci": boot(stats.w_brier(s, c)),
+        "proceed_rate": silent / n,
+        "proceed_rate_ci": proceed_ci.as_list() if proceed_ci else None,
     }
 
 

@@ -33,6 +33,7 @@ SEED = 20261126
 Weights = np.ndarray  # (resamples, items) multiplicities; a row of ones is the observed sample
 WeightedStatistic = Callable[[Weights], np.ndarray]  # weights → one value per row (NaN where undefined)
 Flags = Sequence[bool] | np.ndarray
+Values = Sequence[float] | np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,29 +171,29 @@ def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def w_mean(values: Sequence[float] | np.ndarray) -> WeightedStatistic:
+def w_mean(values: Values) -> WeightedStatistic:
     x = np.asarray(values, dtype=float)
     return lambda w: safe_div(w @ x, w.sum(axis=1))
 
 
-def w_precision(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
+def w_precision(predicted: Flags, actual: Flags) -> WeightedStatistic:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
     return lambda w: safe_div(w @ (p & a), w @ p)
 
 
-def w_recall(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
+def w_recall(predicted: Flags, actual: Flags) -> WeightedStatistic:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
     return lambda w: safe_div(w @ (p & a), w @ a)
 
 
-def w_f1(predicted: Sequence[bool], actual: Sequence[bool]) -> WeightedStatistic:
+def w_f1(predicted: Flags, actual: Flags) -> WeightedStatistic:
     """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side."""
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
     tp, fp, fn = (p & a).astype(float), (p & ~a).astype(float), (~p & a).astype(float)
     return lambda w: safe_div(2 * (w @ tp), 2 * (w @ tp) + w @ fp + w @ fn)
 
 
-def w_auc(scores: Sequence[float], actual: Sequence[bool]) -> WeightedStatistic:
+def w_auc(scores: Values, actual: Flags) -> WeightedStatistic:
     """ROC AUC as P(positive outscores negative), ties half: with G[i, j] = 1[s_i > s_j] + ½·1[s_i = s_j] over
     all item pairs, a resample's AUC is (w·pos)ᵀ G (w·neg) / (Σ w·pos · Σ w·neg), one matrix product."""
     s, a = np.asarray(scores, float), np.asarray(actual, bool)
@@ -206,12 +207,12 @@ def w_auc(scores: Sequence[float], actual: Sequence[bool]) -> WeightedStatistic:
     return run
 
 
-def w_brier(probabilities: Sequence[float], actual: Sequence[bool]) -> WeightedStatistic:
+def w_brier(probabilities: Values, actual: Flags) -> WeightedStatistic:
     q, a = np.asarray(probabilities, float), np.asarray(actual, float)
     return w_mean((q - a) ** 2)
 
 
-def w_ece(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = 10) -> WeightedStatistic:
+def w_ece(confidences: Values, correct: Flags, n_bins: int = 10) -> WeightedStatistic:
     """ECE over equal-width bins (the last includes 1.0), as engine/calibration.py computes it."""
     s, c = np.asarray(confidences, float), np.asarray(correct, float)
     edges = np.linspace(0.0, 1.0, n_bins + 1)

@@ -305,6 +305,25 @@ def test_calibration_metrics_by_hand() -> None:
         calibrate([], [])
 
 
+def test_score_quality_gives_every_figure_its_interval() -> None:
+    """AUC and Brier by hand, and each figure inside its own 95 % interval (Wilson or bootstrap over items)."""
+    from engine.confidence import score_quality
+
+    scores = [0.95, 0.85, 0.55, 0.15] * 5
+    correct = [True, False, True, False] * 5
+    quality = score_quality(scores, correct, silent=5)
+    # right answers score 0.95 and 0.55, wrong 0.85 and 0.15: 3 of 4 pairs ordered right
+    assert quality["auc"] == 0.75
+    assert quality["brier"] == pytest.approx((0.05**2 + 0.85**2 + 0.45**2 + 0.15**2) / 4, abs=1e-4)
+    assert quality["proceed_rate"] == 0.25
+    assert quality["proceed_rate_ci"] == pytest.approx([0.1119, 0.4687], abs=1e-4)  # Wilson 5 of 20
+    for key in ("auc", "brier", "proceed_rate"):
+        low, high = quality[f"{key}_ci"]
+        assert low <= quality[key] <= high
+    assert all(quality[k] is not None for k in ("ece_ci", "aurc_ci", "accuracy_ci"))
+    assert score_quality(scores, correct, silent=5) == quality  # seeded
+
+
 # -- LLM and embedding factors ---------------------------------------------------------------------
 @pytest.mark.slow  # the packaged embedder
 def test_source_agreement_with_packaged_embedder_offline() -> None:
