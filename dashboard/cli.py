@@ -444,6 +444,85 @@ def runs_show(run_id: Annotated[str, typer.Argument()], as_json: JsonFlag = Fals
         )
 
 
+def _two_runs(a: str, b: str) -> tuple[Any, Any, Any]:
+    store = _store()
+    runs = []
+    for run_id in (a, b):
+        run = store.get_run(run_id)
+        if run is None:
+            raise fail(f"no run {run_id} — `judgelab runs list` shows the recorded ones")
+        runs.append(run)
+    return store, runs[0], runs[1]
+
+
+@runs_app.command("compare")
+def runs_compare(
+    a: Annotated[str, typer.Argument(help="Run A (the baseline).")],
+    b: Annotated[str, typer.Argument(help="Run B, of the same kind.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Two runs of one kind: what their configs change, their headline figures side by side, and — where the
+    kind has items — B − A on the items both judged, with its paired interval and p-value."""
+    from engine.history import NotComparable, cell, compare_runs
+    from engine.outcomes import NoItems, comparison_text, diff_runs
+
+    store, run_a, run_b = _two_runs(a, b)
+    try:
+        comparison = compare_runs(run_a, run_b, store.run_totals([a, b]))
+    except NotComparable as exc:
+        raise fail(str(exc)) from None
+    try:
+        paired = diff_runs(store, run_a, run_b).comparisons
+    except NoItems:
+        paired = {}
+    if as_json:
+        emit_json(
+            {
+                "a": a,
+                "b": b,
+                "kind": run_a.kind,
+                "config_changes": [
+                    {"path": c.path, "change": c.change, "a": c.a, "b": c.b} for c in comparison.changes
+                ],
+                "figures": [{"name": n, "a": x, "b": y} for n, x, y in comparison.figures],
+                "paired": {name: comp.to_dict() for name, comp in paired.items()},
+            }
+        )
+        return
+    say(f"{a} → {b} ({run_a.kind})")
+    say("config: " + ("the same" if not comparison.changes else f"{len(comparison.changes)} change(s)"))
+    for change in comparison.changes:
+        say(f"  {change.change:<8} {change.path}: {cell(change.a, 60)} → {cell(change.b, 60)}")
+    for name, x, y in comparison.figures:
+        if x != y:
+            say(f"  {name}: {cell(x, 40)} → {cell(y, 40)}")
+    for name, comp in paired.items():
+        say(comparison_text(name, comp))
+
+
+@runs_app.command("diff")
+def runs_diff(
+    a: Annotated[str, typer.Argument(help="Run A (the baseline).")],
+    b: Annotated[str, typer.Argument(help="Run B, of the same kind.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """The items whose outcome differs between two runs of one kind (right→wrong, wrong→right, a changed
+    label), each with both outputs, and B − A on the items both judged."""
+    from engine.history import NotComparable
+    from engine.outcomes import NoItems, diff_runs, diff_text
+
+    store, run_a, run_b = _two_runs(a, b)
+    try:
+        diff = diff_runs(store, run_a, run_b)
+    except (NotComparable, NoItems) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        emit_json(diff.to_json())
+        return
+    for line in diff_text(diff):
+        say(line)
+
+
 # -- bench --------------------------------------------------------------------------------------
 @app.command()
 def bench(

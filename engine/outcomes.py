@@ -1,0 +1,278 @@
+"""Per-item outcomes of a stored run, two runs of one kind diffed item by item, and their paired comparison.
+
+A headline figure says *that* two runs differ; this says *which items* flipped (right→wrong, wrong→right, or a
+changed label where there is no gold) and whether the difference is more than noise: the paired comparison of
+engine/stats.py on the items both runs judged (exact McNemar for correctness, a paired bootstrap for F1).
+
+Each run kind with items says how to read them (`EXTRACTORS`); a kind without items has no diff, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from engine import stats
+from engine.history import NotComparable
+from engine.store import Run, Store
+
+TEXT_CHARS = 240  # an output shown side by side: its first characters
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOutcome:
+    """What a run said about one item: its label, the gold label where the item has one, and a short text."""
+
+    key: str
+    label: str
+    gold: str | None = None
+    correct: bool | None = None
+    text: str = ""
+    cluster: str = ""  # items that move together (a dialogue's participants): resampled as one
+    link: str = ""  # the run that holds the item's detail (a jury case's own run), else the run itself
+
+
+Change = Literal["right→wrong", "wrong→right", "label changed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemChange:
+    key: str
+    change: Change
+    a: ItemOutcome
+    b: ItemOutcome
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Run A against run B of one kind: the items whose outcome differs, and the paired comparison."""
+
+    a: Run
+    b: Run
+    shared: int  # items both runs judged
+    only_a: list[str]
+    only_b: list[str]
+    changes: list[ItemChange]
+    comparisons: dict[str, stats.Comparison]  # metric → B − A
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"right→wrong": 0, "wrong→right": 0, "label changed": 0}
+        for change in self.changes:
+            out[change.change] += 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a.id,
+            "b": self.b.id,
+            "kind": self.a.kind,
+            "shared_items": self.shared,
+            "only_in_a": self.only_a,
+            "only_in_b": self.only_b,
+            "counts": self.counts,
+            "changes": [
+                {"key": c.key, "change": c.change, "a": _outcome_json(c.a), "b": _outcome_json(c.b)}
+                for c in self.changes
+            ],
+            "comparisons": {name: comp.to_dict() for name, comp in self.comparisons.items()},
+        }
+
+
+def _outcome_json(outcome: ItemOutcome) -> dict[str, Any]:
+    return {k: v for k, v in asdict(outcome).items() if k not in ("key", "cluster") and v not in ("", None)}
+
+
+class NoItems(ValueError):
+    """A run kind whose runs have no per-item outcomes (a single check, a conversation, a prompt)."""
+
+
+def _short(text: object) -> str:
+    one = " ".join(str(text or "").split())
+    return one if len(one) <= TEXT_CHARS else one[: TEXT_CHARS - 1] + "…"
+
+
+def _payloads(store: Store, run: Run, event_type: str) -> Iterable[dict[str, Any]]:
+    return (e.payload for e in store.events(run.id) if e.type == event_type)
+
+
+def _handraise_eval(store: Store, run: Run) -> list[ItemOutcome]:
+    """One outcome per (dialogue, participant): speaks or stays quiet, against its label. With repeats, the
+    first judgment (the others are the consistency figure's business)."""
+    out = []
+    for item in _payloads(store, run, "handraise_eval_item"):
+        runs = item.get("runs") or []
+        if not runs:
+            continue
+        for pid, gold in (item.get("labels") or {}).items():
+            said = (runs[0].get("predictions") or {}).get(pid)
+            if not isinstance(said, Mapping):
+                continue
+            speaks = bool(said.get("speak"))
+            will = said.get("will")
+            text = f"will {will:.2f}" if isinstance(will, int | float) else ""
+            if said.get("reason"):
+                text += f" — {said['reason']}" if text else str(said["reason"])
+            out.append(
+                ItemOutcome(
+                    key=f"{item.get('id')}/{pid}",
+                    label="speaks" if speaks else "stays quiet",
+                    gold="speaks" if gold else "stays quiet",
+                    correct=speaks == bool(gold),
+                    text=_short(text),
+                    cluster=str(item.get("id")),
+                )
+            )
+    return out
+
+
+def _jury_eval(store: Store, run: Run) -> list[ItemOutcome]:
+    out = []
+    for item in _payloads(store, run, "jury_eval_item"):
+        verdicts = item.get("final_positions") or {}
+        seats = ", ".join(f"{seat}: {v or 'failed'}" for seat, v in verdicts.items())
+        out.append(
+            ItemOutcome(
+                key=str(item.get("id")),
+                label=str(item.get("final_verdict")),
+                gold=None if item.get("gold") is None else str(item["gold"]),
+                correct=item.get("correct"),
+                text=_short(f"score {item.get('final_score')}; seats {seats}" if seats else ""),
+                cluster=str(item.get("id")),
+                link=str(item.get("run_id") or ""),
+            )
+        )
+    return out
+
+
+def _director_batch(store: Store, run: Run) -> list[ItemOutcome]:
+    """A script's lines: PASS / WARN / RETRY (no gold: changes are label changes)."""
+    out = []
+    for line in _payloads(store, run, "director_line"):
+        reasons = line.get("reasons") or []
+        why = " · ".join(map(str, reasons)) if isinstance(reasons, list) else str(reasons)
+        out.append(
+            ItemOutcome(
+                key=str(line.get("id")),
+                label=str(line.get("status")),
+                text=_short(f"{line.get('text', '')}" + (f" — {why}" if why else "")),
+                cluster=str(line.get("id")),
+            )
+        )
+    return out
+
+
+def _confidence_calibrate(store: Store, run: Run) -> list[ItemOutcome]:
+    """A labelled set's items: the level each got (the gold is whether the answer was right, which the level
+    does not predict one to one: changes are label changes)."""
+    result = run.summary.get("result")
+    items = result.get("items", []) if isinstance(result, Mapping) else []
+    return [
+        ItemOutcome(
+            key=str(i.get("id")),
+            label=str(i.get("level")),
+            text=_short(f"score {i.get('score', 0):.3f}; answer {'right' if i.get('correct') else 'wrong'}"),
+            cluster=str(i.get("id")),
+        )
+        for i in items
+        if isinstance(i, Mapping)
+    ]
+
+
+EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {
+    "handraise.eval": _handraise_eval,
+    "jury.eval": _jury_eval,
+    "director.batch": _director_batch,
+    "confidence.calibrate": _confidence_calibrate,
+}
+
+
+def item_outcomes(store: Store, run: Run) -> dict[str, ItemOutcome]:
+    """The run's outcomes by item key (NoItems for a kind without items)."""
+    extract = EXTRACTORS.get(run.kind)
+    if extract is None:
+        kinds = ", ".join(sorted(EXTRACTORS))
+        raise NoItems(f"a {run.kind} run has no items to diff — item diffs cover {kinds}")
+    return {o.key: o for o in extract(store, run)}
+
+
+def _change(a: ItemOutcome, b: ItemOutcome) -> Change | None:
+    if a.correct is not None and b.correct is not None and a.correct != b.correct:
+        return "right→wrong" if a.correct else "wrong→right"
+    if a.label != b.label:
+        return "label changed"
+    return None
+
+
+def diff_runs(store: Store, a: Run, b: Run, *, seed: int = stats.SEED) -> RunDiff:
+    """Run A against run B (one kind): the items that changed, in A's order, and B − A compared on the items
+    both judged. Raises NotComparable (engine.history) for two kinds, NoItems for a kind without items."""
+    if a.kind != b.kind:
+        raise NotComparable(f"{a.id} is a {a.kind} run and {b.id} a {b.kind} run — diff two runs of one kind")
+    left, right = item_outcomes(store, a), item_outcomes(store, b)
+    shared = [k for k in left if k in right]
+    changes = []
+    for key in shared:
+        change = _change(left[key], right[key])
+        if change is not None:
+            changes.append(ItemChange(key, change, left[key], right[key]))
+    return RunDiff(
+        a=a,
+        b=b,
+        shared=len(shared),
+        only_a=[k for k in left if k not in right],
+        only_b=[k for k in right if k not in left],
+        changes=changes,
+        comparisons=paired_metrics([left[k] for k in shared], [right[k] for k in shared], seed=seed),
+    )
+
+
+def paired_metrics(
+    a: list[ItemOutcome], b: list[ItemOutcome], *, seed: int = stats.SEED
+) -> dict[str, stats.Comparison]:
+    """B − A on paired items: accuracy (exact McNemar) where both have gold, F1 (paired bootstrap over
+    clusters) where the labels are speak / stay quiet, and the share of a label that changed otherwise."""
+    graded = [(x, y) for x, y in zip(a, b, strict=True) if x.correct is not None and y.correct is not None]
+    out: dict[str, stats.Comparison] = {}
+    if graded:
+        clusters = [x.cluster or x.key for x, _ in graded]
+        out["accuracy"] = stats.compare_correct(
+            [bool(x.correct) for x, _ in graded], [bool(y.correct) for _, y in graded], seed=seed, clusters=clusters
+        )
+        if {x.gold for x, _ in graded} <= {"speaks", "stays quiet"}:
+            gold = [x.gold == "speaks" for x, _ in graded]
+            out["f1"] = stats.paired_bootstrap(
+                stats.w_f1([x.label == "speaks" for x, _ in graded], gold),
+                stats.w_f1([y.label == "speaks" for _, y in graded], gold),
+                len(graded),
+                seed=seed,
+                clusters=clusters,
+            )
+    return out
+
+
+def diff_text(diff: RunDiff) -> list[str]:
+    """The diff as lines of text (the CLI's and the report's)."""
+    counts = diff.counts
+    lines = [
+        f"{diff.a.id} → {diff.b.id} ({diff.a.kind}): {diff.shared} items in both, "
+        f"{counts['right→wrong']} right→wrong, {counts['wrong→right']} wrong→right, "
+        f"{counts['label changed']} label changes"
+        + (f"; only in A: {len(diff.only_a)}" if diff.only_a else "")
+        + (f"; only in B: {len(diff.only_b)}" if diff.only_b else ""),
+    ]
+    for name, comp in diff.comparisons.items():
+        lines.append(comparison_text(name, comp))
+    for change in diff.changes:
+        lines.append(f"  {change.change:<13} {change.key}: {change.a.label} → {change.b.label}")
+    return lines
+
+
+def comparison_text(name: str, comp: stats.Comparison) -> str:
+    """'accuracy 0.50 → 0.64: +0.14 (−0.07 to +0.36), p = 0.29 (exact McNemar, 14 items)'."""
+    if comp.difference is None:
+        return f"{name}: not comparable on these items ({comp.test}, {comp.n} items)"
+    spread = f" ({comp.interval.low:+.2f} to {comp.interval.high:+.2f})" if comp.interval else ""
+    p = "" if comp.p_value is None else f", p = {comp.p_value:.3g}"
+    return f"{name} {comp.a:.2f} → {comp.b:.2f}: {comp.difference:+.2f}{spread}{p} ({comp.test}, {comp.n} items)"

@@ -1,0 +1,141 @@
+"""`judgelab runs diff` and `runs compare`: which items flipped between two stored runs of one kind, with
+both outputs, and B − A with its paired interval and exact p-value — computed by hand here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dashboard.cli import app
+from engine.events import run_context
+from engine.outcomes import diff_runs
+from engine.store import Store
+
+runner = CliRunner()
+
+# 14 cases: A right on 7, B on 12; A right & B wrong on 1 case (6), A wrong & B right on 6 (7–12), both wrong on 13.
+A_RIGHT = [True] * 6 + [True] + [False] * 6 + [False]
+B_RIGHT = [True] * 6 + [False] + [True] * 6 + [False]
+
+
+def _jury_item(n: int, right: bool) -> dict[str, Any]:
+    gold = "unsafe_fail" if n % 2 else "safe_pass"
+    other = "safe_pass" if gold == "unsafe_fail" else "unsafe_fail"
+    verdict = gold if right else other
+    return {
+        "id": f"case-{n:02d}",
+        "run_id": f"jury-case-{n}",
+        "gold": gold,
+        "final_verdict": verdict,
+        "final_score": 0.7,
+        "correct": right,
+        "final_positions": {"a": verdict, "b": verdict},
+    }
+
+
+def _store_eval(store: Store, flags: list[bool], name: str) -> str:
+    with run_context(store, "jury.eval", {"cases": "x.jsonl", "name": name}) as run:
+        for n, right in enumerate(flags):
+            run.emit("jury_eval_item", **_jury_item(n, right))
+    return run.run_id
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def two_evals() -> tuple[str, str]:
+    store = Store()
+    ids = _store_eval(store, A_RIGHT, "a"), _store_eval(store, B_RIGHT, "b")
+    store.dispose()
+    return ids
+
+
+def test_runs_diff_lists_the_flipped_items_with_both_outputs(two_evals: tuple[str, str]) -> None:
+    a, b = two_evals
+    code, out = invoke("runs", "diff", a, b, "--json")
+    assert code == 0, out
+    diff = json.loads(out)
+    assert diff["shared_items"] == 14 and diff["counts"] == {"right→wrong": 1, "wrong→right": 6, "label changed": 0}
+    flipped = {c["key"]: c for c in diff["changes"]}
+    assert flipped["case-06"]["change"] == "right→wrong"
+    assert flipped["case-06"]["a"]["label"] == "safe_pass" and flipped["case-06"]["b"]["label"] == "unsafe_fail"
+    assert flipped["case-06"]["a"]["link"] == "jury-case-6"  # the case's own run, to open it
+    assert sorted(k for k, c in flipped.items() if c["change"] == "wrong→right") == [
+        f"case-{n:02d}" for n in range(7, 13)
+    ]
+    accuracy = diff["comparisons"]["accuracy"]
+    assert accuracy["a"] == pytest.approx(7 / 14) and accuracy["b"] == pytest.approx(12 / 14)
+    assert accuracy["difference"] == pytest.approx(5 / 14)
+    assert accuracy["discordant"] == [1, 6]
+    assert accuracy["p_value"] == pytest.approx(2 * (1 + 7) / 2**7)  # exact McNemar: 2·P(X ≤ 1 | 7, ½)
+    low, high = accuracy["difference_ci"]
+    assert low < 5 / 14 < high
+
+    code, text = invoke("runs", "diff", a, b)
+    assert code == 0, text
+    assert "1 right→wrong, 6 wrong→right" in text and "p = 0.125 (exact McNemar, 14 items)" in text
+
+
+def test_runs_compare_adds_the_paired_comparison(two_evals: tuple[str, str]) -> None:
+    a, b = two_evals
+    code, out = invoke("runs", "compare", a, b, "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["kind"] == "jury.eval"
+    assert data["config_changes"] == [{"path": "name", "change": "changed", "a": "a", "b": "b"}]
+    assert data["paired"]["accuracy"]["test"] == "exact McNemar"
+    assert data["paired"]["accuracy"]["p_value"] == pytest.approx(0.125)
+
+
+def test_handraise_runs_compare_f1_by_dialogue() -> None:
+    store = Store()
+
+    def stored(speaks: dict[str, bool]) -> str:
+        with run_context(store, "handraise.eval", {}) as run:
+            for n in range(10):
+                labels = {"coder": n % 2 == 0, "designer": n % 2 == 1}
+                predictions = {p: {"will": 0.5, "speak": speaks[p] if n < 5 else labels[p]} for p in labels}
+                run.emit(
+                    "handraise_eval_item",
+                    id=f"d{n}",
+                    labels=labels,
+                    runs=[{"predictions": predictions, "latency_s": 0.1, "tokens": 1, "calls": 1}],
+                )
+        return run.run_id
+
+    a = stored({"coder": True, "designer": True})
+    b = stored({"coder": False, "designer": False})
+    run_a, run_b = store.get_run(a), store.get_run(b)
+    assert run_a is not None and run_b is not None
+    diff = diff_runs(store, run_a, run_b)
+    assert diff.shared == 20 and set(diff.comparisons) == {"accuracy", "f1"}
+    # A says both speak in d0–d4 (5 right, 5 wrong), B says neither (5 right, 5 wrong): A's right are B's wrong
+    assert diff.counts == {"right→wrong": 5, "wrong→right": 5, "label changed": 0}
+    assert diff.comparisons["accuracy"].difference == pytest.approx(0.0)
+    f1 = diff.comparisons["f1"]
+    assert f1.a is not None and f1.b is not None and f1.b < f1.a  # B misses speakers: lower recall
+    assert f1.interval is not None and f1.interval.n == 10  # resampled by dialogue, not by decision
+    store.dispose()
+
+
+def test_runs_diff_refuses_two_kinds_and_kinds_without_items(two_evals: tuple[str, str]) -> None:
+    store = Store()
+    with run_context(store, "models.prompt", {"model_id": "m"}) as run:
+        pass
+    with run_context(store, "models.prompt", {"model_id": "n"}) as other:
+        pass
+    store.dispose()
+    code, out = invoke("runs", "diff", two_evals[0], run.run_id)
+    assert code == 1 and "diff two runs of one kind" in out
+    code, out = invoke("runs", "diff", run.run_id, other.run_id)
+    assert code == 1 and "has no items to diff" in out and "jury.eval" in out
+    code, out = invoke("runs", "diff", two_evals[0], "nope")
+    assert code == 1 and "no run nope" in out
+    code, out = invoke("runs", "compare", run.run_id, other.run_id, "--json")
+    assert code == 0 and json.loads(out)["paired"] == {}
