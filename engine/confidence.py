@@ -933,15 +933,15 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], silent: int)
     def aurc(idx: np.ndarray) -> float:
         return area_under_risk_coverage(risk_coverage(s[idx].tolist(), c[idx].tolist()))
 
-    def boot(statistic: stats.WeightedStatistic) -> list[float] | None:
-        interval = stats.bootstrap(statistic, n)[1]
+    def boot(statistic: stats.Stat) -> list[float] | None:
+        interval = stats.bootstrap(statistic)[1]
         return interval.as_list() if interval else None
 
     accuracy_ci, proceed_ci = stats.wilson(int(c.sum()), n), stats.wilson(silent, n)
     return {
         "accuracy_ci": accuracy_ci.as_list() if accuracy_ci else None,
         "ece_ci": boot(stats.w_ece(s, c)),
-        "aurc_ci": boot(stats.looped(aurc)),
+        "aurc_ci": boot(stats.looped(aurc, n)),
         "auc": None if auc is None else round(auc, 4),
         "auc_ci": boot(stats.w_auc(s, c)),
         "brier": round(float(np.mean((s - c) ** 2)), 4),

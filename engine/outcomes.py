@@ -245,7 +245,6 @@ def paired_metrics(
             out["f1"] = stats.paired_bootstrap(
                 stats.w_f1([x.label == "speaks" for x, _ in graded], gold),
                 stats.w_f1([y.label == "speaks" for _, y in graded], gold),
-                len(graded),
                 seed=seed,
                 clusters=clusters,
             )

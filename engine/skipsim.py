@@ -594,9 +594,8 @@ def calls_saved_interval(without: SimulationResult, with_: SimulationResult) -> 
     after = Counter(j.scope for j in with_.judgments)
     base = np.array([before[s] for s in scopes], dtype=float)
     kept = np.array([after[s] for s in scopes], dtype=float)
-    statistic: stats.WeightedStatistic = lambda w: 100 * (1 - stats.safe_div(w @ kept, w @ base))  # noqa: E731
-    interval = stats.bootstrap(statistic, len(scopes))[1]
-    return interval.as_list(2) if interval else None
+    interval = stats.bootstrap(stats.w_ratio(kept, base))[1]  # the share of calls kept
+    return [round(100 * (1 - interval.high), 2), round(100 * (1 - interval.low), 2)] if interval else None
 
 
 SWEEP_HIGH_SKIP = (3600, 21600, 43200)
@@ -698,7 +697,7 @@ def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, An
     auc = rank_auc(pos, neg)
     n = len(scored)
     right = sum(d == y for _, y, d, _ in scored)
-    auc_ci = stats.bootstrap(stats.w_auc([p for p, *_ in scored], [y for _, y, *_ in scored]), n)[1] if n else None
+    auc_ci = stats.bootstrap(stats.w_auc([p for p, *_ in scored], [y for _, y, *_ in scored]))[1] if n else None
     accuracy_ci = stats.wilson(right, n)
     return {
         "judged_states": n,

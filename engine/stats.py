@@ -30,10 +30,30 @@ LEVEL = 0.95
 RESAMPLES = 2000  # ≥ 1,000 as promised; 2,000 keeps the 2.5 % tail's Monte-Carlo error under ~1 point
 SEED = 20261126
 
-Weights = np.ndarray  # (resamples, items) multiplicities; a row of ones is the observed sample
-WeightedStatistic = Callable[[Weights], np.ndarray]  # weights → one value per row (NaN where undefined)
+Weights = np.ndarray  # (resamples, units) multiplicities; the observed sample is one row of its counts
 Flags = Sequence[bool] | np.ndarray
 Values = Sequence[float] | np.ndarray
+Kernel = Callable[..., Callable[[Weights], np.ndarray]]  # columns → (weights → one value per row, NaN: undefined)
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A statistic as a weighted sum over units: `kernel(*columns)` gives a function of a weights matrix.
+
+    Keeping the per-item columns (not a closure over them) lets the bootstrap merge items whose columns are
+    equal into one unit with a count: resampling n items and counting is then a multinomial over those few
+    patterns. F1 over 10,000 items has at most 4 patterns (TP, FP, FN, TN), so 1,000 resamples are a
+    1,000 × 4 draw instead of a 1,000 × 10,000 one, with exactly the same distribution."""
+
+    kernel: Kernel
+    columns: tuple[np.ndarray, ...]
+
+    def __call__(self, weights: Weights) -> np.ndarray:
+        return self.kernel(*self.columns)(weights)
+
+    @property
+    def n(self) -> int:
+        return int(self.columns[0].shape[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +113,28 @@ def proportion(flags: Flags, level: float = LEVEL) -> tuple[float | None, Interv
 # ── the bootstrap ────────────────────────────────────────────────────────────────────────────────────────────
 
 
+def _cluster_index(clusters: Sequence[object], n_items: int) -> tuple[np.ndarray, int]:
+    keys = list(clusters)
+    if len(keys) != n_items:
+        raise ValueError(f"{len(keys)} cluster keys for {n_items} items")
+    order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return np.array([order[k] for k in keys], dtype=np.int64), len(order)
+
+
+MULTINOMIAL_UNITS = 256  # up to this many units a multinomial draw is fastest; beyond, draw items and count
+
+
+def _draw(rng: np.random.Generator, counts: np.ndarray, resamples: int) -> Weights:
+    """Resamples of sum(counts) draws with replacement from units of these multiplicities: (resamples, units)."""
+    total, units = int(counts.sum()), counts.size
+    if units <= MULTINOMIAL_UNITS:
+        return rng.multinomial(total, counts / total, size=resamples).astype(float)
+    unit_of = np.repeat(np.arange(units), counts.astype(np.int64))
+    picks = unit_of[rng.integers(0, total, size=(resamples, total))]
+    picks += (np.arange(resamples) * units)[:, None]
+    return np.bincount(picks.ravel(), minlength=resamples * units).reshape(resamples, units).astype(float)
+
+
 def resample_weights(
     n_items: int,
     resamples: int = RESAMPLES,
@@ -105,15 +147,56 @@ def resample_weights(
     replacement, so items that share a case move together, as they should when they are not independent."""
     rng = np.random.default_rng(seed)
     if clusters is None:
-        return rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=resamples).astype(float)
-    keys = list(clusters)
-    if len(keys) != n_items:
-        raise ValueError(f"{len(keys)} cluster keys for {n_items} items")
-    order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-    member = np.array([order[k] for k in keys])
-    n_clusters = len(order)
-    counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=resamples)
-    return counts[:, member].astype(float)
+        return _draw(rng, np.ones(n_items), resamples)
+    member, n_clusters = _cluster_index(clusters, n_items)
+    return _draw(rng, np.ones(n_clusters), resamples)[:, member]
+
+
+@dataclass(frozen=True)
+class _Units:
+    """Items merged into units that resample alike: equal columns (and, with clusters, one cluster)."""
+
+    columns: list[tuple[np.ndarray, ...]]  # per statistic, its columns at unit level
+    counts: np.ndarray  # items per unit
+    cluster_of: np.ndarray | None  # the cluster of each unit (clustered draws)
+    n_clusters: int
+
+
+def _units(stats_: Sequence[Stat], clusters: Sequence[object] | None) -> _Units:
+    n = stats_[0].n
+    if any(s.n != n for s in stats_):
+        raise ValueError(f"statistics over different items: {[s.n for s in stats_]}")
+    parts: list[np.ndarray] = []
+    member = None
+    n_clusters = 0
+    if clusters is not None:
+        member, n_clusters = _cluster_index(clusters, n)
+        parts.append(member.astype(float)[:, None])
+    for s in stats_:
+        parts += [np.asarray(c, dtype=float).reshape(n, -1) for c in s.columns]
+    table = np.concatenate(parts, axis=1)
+    patterns, counts = np.unique(table, axis=0, return_counts=True)
+    col = 1 if clusters is not None else 0
+    columns = []
+    for s in stats_:
+        cols = []
+        for c in s.columns:
+            width = int(np.asarray(c).reshape(n, -1).shape[1])
+            block = patterns[:, col : col + width]
+            cols.append(block[:, 0].astype(c.dtype) if np.asarray(c).ndim == 1 else block.astype(c.dtype))
+            col += width
+        columns.append(tuple(cols))
+    cluster_of = patterns[:, 0].astype(np.int64) if clusters is not None else None
+    return _Units(columns, counts.astype(float), cluster_of, n_clusters)
+
+
+def _unit_weights(units: _Units, resamples: int, seed: int) -> Weights:
+    rng = np.random.default_rng(seed)
+    if units.cluster_of is None:
+        return _draw(rng, units.counts, resamples)
+    per_cluster = _draw(rng, np.ones(units.n_clusters), resamples)
+    weights: Weights = per_cluster[:, units.cluster_of] * units.counts  # a unit holds `count` of its cluster's items
+    return weights
 
 
 def _percentile(values: np.ndarray, level: float) -> tuple[float, float] | None:
@@ -126,41 +209,46 @@ def _percentile(values: np.ndarray, level: float) -> tuple[float, float] | None:
 
 
 def bootstrap(
-    statistic: WeightedStatistic,
-    n_items: int,
+    statistic: Stat,
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
     clusters: Sequence[object] | None = None,
     level: float = LEVEL,
 ) -> tuple[float | None, Interval | None]:
-    """The statistic on the sample and its percentile bootstrap interval."""
+    """The statistic on the sample and its percentile bootstrap interval (over items, or over clusters)."""
+    n_items = statistic.n
     if n_items <= 0:
         return None, None
-    observed = float(statistic(np.ones((1, n_items)))[0])
+    units = _units([statistic], clusters)
+    fn = statistic.kernel(*units.columns[0])
+    observed = float(fn(units.counts[None, :])[0])
     if not np.isfinite(observed):
         return None, None
-    units = n_items if clusters is None else len(set(clusters))
-    if units < 2:  # one unit resampled is itself every time: no interval, rather than a zero-width one
+    n_units = n_items if clusters is None else units.n_clusters
+    if n_units < 2:  # one unit resampled is itself every time: no interval, rather than a zero-width one
         return observed, None
-    weights = resample_weights(n_items, resamples, seed, clusters)
-    bounds = _percentile(statistic(weights), level)
+    bounds = _percentile(fn(_unit_weights(units, resamples, seed)), level)
     if bounds is None:
         return observed, None
-    return observed, Interval(bounds[0], bounds[1], "bootstrap", units, level)
+    return observed, Interval(bounds[0], bounds[1], "bootstrap", n_units, level)
 
 
-def looped(fn: Callable[[np.ndarray], float | None]) -> WeightedStatistic:
-    """A weighted statistic from one that takes item indices (for κ, α and others without a weighted form)."""
+def looped(fn: Callable[[np.ndarray], float | None], n_items: int) -> Stat:
+    """A statistic from one that takes item indices (for κ, α and others without a weighted form): each
+    resample calls it once with the drawn items' indices."""
 
-    def run(weights: Weights) -> np.ndarray:
-        out = np.empty(weights.shape[0])
-        for row, w in enumerate(weights):
-            value = fn(np.repeat(np.arange(w.size), w.astype(int)))
-            out[row] = np.nan if value is None else value
-        return out
+    def kernel(ids: np.ndarray) -> Callable[[Weights], np.ndarray]:
+        def run(weights: Weights) -> np.ndarray:
+            out = np.empty(weights.shape[0])
+            for row, w in enumerate(weights):
+                value = fn(np.repeat(ids, np.rint(w).astype(np.int64)))
+                out[row] = np.nan if value is None else value
+            return out
 
-    return run
+        return run
+
+    return Stat(kernel, (np.arange(n_items),))
 
 
 # ── weighted metrics (one value per row of weights) ─────────────────────────────────────────────────────────
@@ -171,59 +259,89 @@ def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def w_mean(values: Values) -> WeightedStatistic:
-    x = np.asarray(values, dtype=float)
+def _mean(x: np.ndarray) -> Callable[[Weights], np.ndarray]:
     return lambda w: safe_div(w @ x, w.sum(axis=1))
 
 
-def w_precision(predicted: Flags, actual: Flags) -> WeightedStatistic:
+def w_mean(values: Values) -> Stat:
+    return Stat(_mean, (np.asarray(values, dtype=float),))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> Callable[[Weights], np.ndarray]:
+    return lambda w: safe_div(w @ num, w @ den)
+
+
+def w_ratio(numerator: Values, denominator: Values) -> Stat:
+    """Σ numerator / Σ denominator (a ratio estimator, e.g. calls kept of calls made, per scope)."""
+    return Stat(_ratio, (np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)))
+
+
+def w_precision(predicted: Flags, actual: Flags) -> Stat:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return lambda w: safe_div(w @ (p & a), w @ p)
+    return Stat(_ratio, ((p & a).astype(float), p.astype(float)))
 
 
-def w_recall(predicted: Flags, actual: Flags) -> WeightedStatistic:
+def w_recall(predicted: Flags, actual: Flags) -> Stat:
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return lambda w: safe_div(w @ (p & a), w @ a)
+    return Stat(_ratio, ((p & a).astype(float), a.astype(float)))
 
 
-def w_f1(predicted: Flags, actual: Flags) -> WeightedStatistic:
-    """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side."""
-    p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
+def _f1(p: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
     tp, fp, fn = (p & a).astype(float), (p & ~a).astype(float), (~p & a).astype(float)
     return lambda w: safe_div(2 * (w @ tp), 2 * (w @ tp) + w @ fp + w @ fn)
 
 
-def w_auc(scores: Values, actual: Flags) -> WeightedStatistic:
-    """ROC AUC as P(positive outscores negative), ties half: with G[i, j] = 1[s_i > s_j] + ½·1[s_i = s_j] over
-    all item pairs, a resample's AUC is (w·pos)ᵀ G (w·neg) / (Σ w·pos · Σ w·neg), one matrix product."""
-    s, a = np.asarray(scores, float), np.asarray(actual, bool)
-    g = (s[:, None] > s[None, :]) + 0.5 * (s[:, None] == s[None, :])
-    pos, neg = a.astype(float), (~a).astype(float)
+def w_f1(predicted: Flags, actual: Flags) -> Stat:
+    """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side."""
+    return Stat(_f1, (np.asarray(predicted, bool), np.asarray(actual, bool)))
+
+
+def _auc(s: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
+    """P(positive outscores negative), ties half, from the units sorted by score: per distinct score, the
+    positive and negative weight; a positive at score k beats the negative weight below k and ties half at k.
+    O(resamples × units): no pairwise matrix, so 10,000 distinct scores cost what 10,000 items do."""
+    order = np.argsort(s, kind="stable")
+    s_sorted, pos, neg = s[order], a[order].astype(float), (~a[order]).astype(float)
+    starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
 
     def run(w: Weights) -> np.ndarray:
-        wp, wn = w * pos, w * neg
-        return safe_div(np.einsum("bi,ij,bj->b", wp, g, wn), wp.sum(axis=1) * wn.sum(axis=1))
+        ws = w[:, order]
+        p_at = np.add.reduceat(ws * pos, starts, axis=1)
+        n_at = np.add.reduceat(ws * neg, starts, axis=1)
+        below = np.cumsum(n_at, axis=1) - n_at
+        num = (p_at * (below + 0.5 * n_at)).sum(axis=1)
+        return safe_div(num, p_at.sum(axis=1) * n_at.sum(axis=1))
 
     return run
 
 
-def w_brier(probabilities: Values, actual: Flags) -> WeightedStatistic:
+def w_auc(scores: Values, actual: Flags) -> Stat:
+    """ROC AUC as P(positive outscores negative), ties counted half."""
+    return Stat(_auc, (np.asarray(scores, float), np.asarray(actual, bool)))
+
+
+def w_brier(probabilities: Values, actual: Flags) -> Stat:
     q, a = np.asarray(probabilities, float), np.asarray(actual, float)
     return w_mean((q - a) ** 2)
 
 
-def w_ece(confidences: Values, correct: Flags, n_bins: int = 10) -> WeightedStatistic:
-    """ECE over equal-width bins (the last includes 1.0), as engine/calibration.py computes it."""
-    s, c = np.asarray(confidences, float), np.asarray(correct, float)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    index = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, n_bins - 1)
-    onehot = np.eye(n_bins)[index]  # items × bins
+def _ece(s: np.ndarray, c: np.ndarray, n_bins: np.ndarray) -> Callable[[Weights], np.ndarray]:
+    bins = int(n_bins[0])
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, bins - 1)
+    onehot = np.eye(bins)[index]  # units × bins
 
     def run(w: Weights) -> np.ndarray:
         gap = np.abs((w * s) @ onehot - (w * c) @ onehot)  # per bin: |Σ confidence − Σ correct|
         return safe_div(gap.sum(axis=1), w.sum(axis=1))
 
     return run
+
+
+def w_ece(confidences: Values, correct: Flags, n_bins: int = 10) -> Stat:
+    """ECE over equal-width bins (the last includes 1.0), as engine/calibration.py computes it."""
+    s = np.asarray(confidences, float)
+    return Stat(_ece, (s, np.asarray(correct, float), np.full(s.shape[0], n_bins)))
 
 
 # ── paired comparisons ───────────────────────────────────────────────────────────────────────────────────────
@@ -267,9 +385,8 @@ def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
 
 
 def paired_bootstrap(
-    stat_a: WeightedStatistic,
-    stat_b: WeightedStatistic,
-    n_items: int,
+    stat_a: Stat,
+    stat_b: Stat,
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
@@ -278,18 +395,23 @@ def paired_bootstrap(
 ) -> Comparison:
     """B − A with both statistics computed on the same resamples; p is the two-sided bootstrap p-value
     (twice the smaller share of resampled differences on either side of 0, with the +1 correction)."""
+    n_items = stat_a.n
     if n_items <= 0:
         return Comparison(None, None, None, None, None, "paired bootstrap", 0)
-    ones = np.ones((1, n_items))
-    a, b = float(stat_a(ones)[0]), float(stat_b(ones)[0])
+    units = _units([stat_a, stat_b], clusters)
+    fa, fb = stat_a.kernel(*units.columns[0]), stat_b.kernel(*units.columns[1])
+    observed = units.counts[None, :]
+    a, b = float(fa(observed)[0]), float(fb(observed)[0])
     if not (np.isfinite(a) and np.isfinite(b)):
         return Comparison(_finite(a), _finite(b), None, None, None, "paired bootstrap", n_items)
-    w = resample_weights(n_items, resamples, seed, clusters)
-    diffs = stat_b(w) - stat_a(w)
+    n_units = n_items if clusters is None else units.n_clusters
+    if n_units < 2:
+        return Comparison(a, b, b - a, None, None, "paired bootstrap", n_items)
+    w = _unit_weights(units, resamples, seed)
+    diffs = fb(w) - fa(w)
     finite = diffs[np.isfinite(diffs)]
     bounds = _percentile(diffs, level)
-    units = n_items if clusters is None else len(set(clusters))
-    interval = None if bounds is None else Interval(bounds[0], bounds[1], "paired bootstrap", units, level)
+    interval = None if bounds is None else Interval(bounds[0], bounds[1], "paired bootstrap", n_units, level)
     p = None
     if finite.size:
         below, above = (finite <= 0).sum(), (finite >= 0).sum()
@@ -309,7 +431,7 @@ def compare_correct(
     a, b = np.asarray(a_right, bool), np.asarray(b_right, bool)
     if a.shape != b.shape:
         raise ValueError(f"paired outcomes differ in length: {a.size} vs {b.size}")
-    boot = paired_bootstrap(w_mean(a), w_mean(b), a.size, seed=seed, clusters=clusters, level=level)
+    boot = paired_bootstrap(w_mean(a), w_mean(b), seed=seed, clusters=clusters, level=level)
     discordant = (int((a & ~b).sum()), int((~a & b).sum()))
     p = mcnemar_exact(a, b) if a.size else None
     return Comparison(boot.a, boot.b, boot.difference, boot.interval, p, "exact McNemar", a.size, discordant)

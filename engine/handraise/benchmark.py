@@ -248,8 +248,8 @@ def decision_intervals(items: Sequence[Mapping[str, Any]]) -> dict[str, list[flo
                     first.append(all(labels[pid] for pid, w in wills.items() if w == top))
                     first_item.append(index)
 
-    def ci(statistic: stats.WeightedStatistic, n: int, clusters: list[int]) -> list[float] | None:
-        interval = stats.bootstrap(statistic, n, clusters=clusters)[1] if n else None
+    def ci(statistic: stats.Stat, n: int, clusters: list[int]) -> list[float] | None:
+        interval = stats.bootstrap(statistic, clusters=clusters)[1] if n else None
         return interval.as_list() if interval else None
 
     correct = [s == g for s, g in zip(said, gold, strict=True)]

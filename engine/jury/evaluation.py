@@ -79,12 +79,12 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
         spread: dict[str, list[float] | None] = {}
         if intervals:
             kappa_ci = (
-                stats.bootstrap(stats.looped(lambda idx: fleiss_kappa([complete[i] for i in idx])), len(complete))[1]
+                stats.bootstrap(stats.looped(lambda idx: fleiss_kappa([complete[i] for i in idx]), len(complete)))[1]
                 if kappa is not None
                 else None
             )
             alpha_ci = (
-                stats.bootstrap(stats.looped(lambda idx: krippendorff_alpha([units[i] for i in idx])), len(units))[1]
+                stats.bootstrap(stats.looped(lambda idx: krippendorff_alpha([units[i] for i in idx]), len(units)))[1]
                 if alpha is not None
                 else None
             )

@@ -77,9 +77,9 @@ def test_weighted_metrics_equal_the_metric_on_the_expanded_resample() -> None:
 
 def test_the_same_seed_gives_the_same_interval_and_another_seed_another() -> None:
     scores, actual = _rng_data(7, 30)
-    first = stats.bootstrap(stats.w_auc(scores, actual), 30, seed=11)
-    again = stats.bootstrap(stats.w_auc(scores, actual), 30, seed=11)
-    other = stats.bootstrap(stats.w_auc(scores, actual), 30, seed=12)
+    first = stats.bootstrap(stats.w_auc(scores, actual), seed=11)
+    again = stats.bootstrap(stats.w_auc(scores, actual), seed=11)
+    other = stats.bootstrap(stats.w_auc(scores, actual), seed=12)
     assert first == again
     assert first[1] != other[1]
 
@@ -92,7 +92,7 @@ def test_bootstrap_coverage_is_near_nominal_at_n_50() -> None:
     trials = 400
     for trial in range(trials):
         sample = rng.normal(0.3, 1.0, 50)
-        _, interval = stats.bootstrap(stats.w_mean(sample), 50, resamples=1000, seed=trial)
+        _, interval = stats.bootstrap(stats.w_mean(sample), resamples=1000, seed=trial)
         assert interval is not None
         hits += interval.contains(0.3)
     assert 0.92 <= hits / trials <= 0.98, hits / trials
@@ -106,8 +106,8 @@ def test_cluster_bootstrap_moves_cases_together_and_widens_the_interval() -> Non
     cases = np.repeat(np.arange(12), 3).tolist()
     weights = stats.resample_weights(36, resamples=50, seed=4, clusters=cases)
     assert (weights.reshape(50, 12, 3) == weights.reshape(50, 12, 3)[:, :, :1]).all()
-    _, by_item = stats.bootstrap(stats.w_mean(correct), 36)
-    _, by_case = stats.bootstrap(stats.w_mean(correct), 36, clusters=cases)
+    _, by_item = stats.bootstrap(stats.w_mean(correct))
+    _, by_case = stats.bootstrap(stats.w_mean(correct), clusters=cases)
     assert by_item is not None and by_case is not None
     assert by_case.width > by_item.width and by_case.n == 12
     with pytest.raises(ValueError, match="cluster keys"):
@@ -117,8 +117,8 @@ def test_cluster_bootstrap_moves_cases_together_and_widens_the_interval() -> Non
 def test_looped_statistics_for_kappa() -> None:
     units = [["pass", "pass", "fail"], ["fail", "fail", "fail"], ["pass", "pass", "pass"], ["pass", "fail", "fail"]]
     units = units * 4
-    kappa = stats.looped(lambda idx: fleiss_kappa([units[i] for i in idx]))
-    value, interval = stats.bootstrap(kappa, len(units), resamples=300)
+    kappa = stats.looped(lambda idx: fleiss_kappa([units[i] for i in idx]), len(units))
+    value, interval = stats.bootstrap(kappa, resamples=300)
     assert value == pytest.approx(fleiss_kappa(units))
     assert interval is not None and interval.low < value < interval.high
 
@@ -141,10 +141,10 @@ def test_mcnemar_exact_against_the_binomial() -> None:
 def test_paired_bootstrap_detects_a_real_difference_and_not_a_null_one() -> None:
     scores, actual = _rng_data(8, 60)
     noise = np.random.default_rng(9).normal(0, 0.02, 60)
-    better = stats.paired_bootstrap(stats.w_auc(scores * 0, actual), stats.w_auc(scores, actual), 60)
+    better = stats.paired_bootstrap(stats.w_auc(scores * 0, actual), stats.w_auc(scores, actual))
     assert better.difference is not None and better.difference > 0.2
     assert better.p_value is not None and better.p_value < 0.01
-    same = stats.paired_bootstrap(stats.w_auc(scores, actual), stats.w_auc(scores + noise, actual), 60)
+    same = stats.paired_bootstrap(stats.w_auc(scores, actual), stats.w_auc(scores + noise, actual))
     assert same.p_value is not None and same.p_value > 0.05
     assert same.interval is not None and same.interval.contains(0.0)
 

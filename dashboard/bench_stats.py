@@ -1,0 +1,83 @@
+"""`judgelab bench --only 'stats.*'`: what an interval on every figure costs (engine/stats.py).
+
+- `stats.bootstrap_f1`: F1 of 10,000 items with 1,000 resamples (target ≤ 50 ms). Items with equal columns
+  resample alike, so F1's draw is a multinomial over its four outcome patterns, not over 10,000 items.
+- `stats.paired`: two runs of 1,000 items compared: exact McNemar plus the paired bootstrap of the accuracy
+  difference, and the paired bootstrap of F1 (target ≤ 100 ms for both together).
+- `stats.bootstrap_auc`: AUC of 10,000 distinct scores with 1,000 resamples (no target; the one metric whose
+  units cannot be merged: the figure says what the worst case costs).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from dashboard.bench import BenchResult, Progress, benchmark
+
+
+def _samples(repeat: int, fn: object) -> list[float]:
+    assert callable(fn)
+    fn()  # warm: scipy's import and numpy's first allocations are not the figure
+    out = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+@benchmark("stats.bootstrap_f1")
+def bench_bootstrap_f1(repeat: int, progress: Progress) -> BenchResult:
+    from engine import stats
+
+    rng = np.random.default_rng(0)
+    predicted, actual = rng.random(10_000) < 0.5, rng.random(10_000) < 0.4
+    samples = _samples(repeat, lambda: stats.bootstrap(stats.w_f1(predicted, actual), resamples=1000))
+    median = float(np.median(samples))
+    return BenchResult.from_samples(
+        "stats.bootstrap_f1",
+        "F1 of 10,000 items, its 95 % bootstrap interval from 1,000 resamples",
+        samples,
+        target="≤ 0.05 s",
+        met=median <= 0.05,
+    )
+
+
+@benchmark("stats.paired")
+def bench_paired(repeat: int, progress: Progress) -> BenchResult:
+    from engine import stats
+
+    rng = np.random.default_rng(1)
+    gold = rng.random(1000) < 0.4
+    a, b = rng.random(1000) < 0.5, rng.random(1000) < 0.55
+
+    def both() -> None:
+        stats.compare_correct(a == gold, b == gold)
+        stats.paired_bootstrap(stats.w_f1(a, gold), stats.w_f1(b, gold))
+
+    samples = _samples(repeat, both)
+    median = float(np.median(samples))
+    return BenchResult.from_samples(
+        "stats.paired",
+        "two runs of 1,000 items: exact McNemar + paired bootstrap of accuracy and of F1 (2,000 resamples)",
+        samples,
+        target="≤ 0.1 s",
+        met=median <= 0.1,
+    )
+
+
+@benchmark("stats.bootstrap_auc")
+def bench_bootstrap_auc(repeat: int, progress: Progress) -> BenchResult:
+    from engine import stats
+
+    rng = np.random.default_rng(2)
+    actual = rng.random(10_000) < 0.4
+    scores = rng.random(10_000) + 0.2 * actual
+    samples = _samples(max(1, repeat // 2), lambda: stats.bootstrap(stats.w_auc(scores, actual), resamples=1000))
+    return BenchResult.from_samples(
+        "stats.bootstrap_auc",
+        "AUC of 10,000 distinct scores, 1,000 resamples (the worst case: no two items merge)",
+        samples,
+    )
