@@ -900,7 +900,7 @@ def calibration_report(
         "accuracy": report.accuracy,
         "ece": report.ece,
         "aurc": report.aurc,
-        **score_quality(scores, correct, counts["SILENT"]),
+        **score_quality(scores, correct, counts["SILENT"] + counts["NOTIFY"]),
         "bins": [b.model_dump() for b in report.bins],
         "risk_coverage": [p.model_dump() for p in report.risk_coverage],
         "thresholds": {
@@ -920,10 +920,10 @@ def calibration_report(
     }
 
 
-def score_quality(scores: Sequence[float], correct: Sequence[bool], silent: int) -> dict[str, Any]:
+def score_quality(scores: Sequence[float], correct: Sequence[bool], proceeded: int) -> dict[str, Any]:
     """The figures' 95 % intervals, and two more ways to read the scores: AUC (do right answers score higher?)
     and the Brier score (the score read as P(right)). Wilson for the accuracy and the proceed rate (the share
-    acted on silently), a seeded bootstrap over items for ECE, AURC, AUC and Brier (engine/stats.py)."""
+    acted on without asking: SILENT or NOTIFY, as the experiments count it), a seeded bootstrap over items for ECE, AURC, AUC and Brier (engine/stats.py)."""
     from engine.calibration import area_under_risk_coverage, rank_auc, risk_coverage
 
     n = len(scores)
@@ -937,7 +937,7 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], silent: int)
         interval = stats.bootstrap(statistic)[1]
         return interval.as_list() if interval else None
 
-    accuracy_ci, proceed_ci = stats.wilson(int(c.sum()), n), stats.wilson(silent, n)
+    accuracy_ci, proceed_ci = stats.wilson(int(c.sum()), n), stats.wilson(proceeded, n)
     return {
         "accuracy_ci": accuracy_ci.as_list() if accuracy_ci else None,
         "ece_ci": boot(stats.w_ece(s, c)),
@@ -946,7 +946,7 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], silent: int)
         "auc_ci": boot(stats.w_auc(s, c)),
         "brier": round(float(np.mean((s - c) ** 2)), 4),
         "brier_ci": boot(stats.w_brier(s, c)),
-        "proceed_rate": silent / n,
+        "proceed_rate": proceeded / n,
         "proceed_rate_ci": proceed_ci.as_list() if proceed_ci else None,
     }
 

@@ -311,7 +311,7 @@ def test_score_quality_gives_every_figure_its_interval() -> None:
 
     scores = [0.95, 0.85, 0.55, 0.15] * 5
     correct = [True, False, True, False] * 5
-    quality = score_quality(scores, correct, silent=5)
+    quality = score_quality(scores, correct, proceeded=5)
     # right answers score 0.95 and 0.55, wrong 0.85 and 0.15: 3 of 4 pairs ordered right
     assert quality["auc"] == 0.75
     assert quality["brier"] == pytest.approx((0.05**2 + 0.85**2 + 0.45**2 + 0.15**2) / 4, abs=1e-4)
@@ -321,7 +321,7 @@ def test_score_quality_gives_every_figure_its_interval() -> None:
         low, high = quality[f"{key}_ci"]
         assert low <= quality[key] <= high
     assert all(quality[k] is not None for k in ("ece_ci", "aurc_ci", "accuracy_ci"))
-    assert score_quality(scores, correct, silent=5) == quality  # seeded
+    assert score_quality(scores, correct, proceeded=5) == quality  # seeded
 
 
 # -- LLM and embedding factors ---------------------------------------------------------------------
