@@ -923,7 +923,8 @@ def calibration_report(
 def score_quality(scores: Sequence[float], correct: Sequence[bool], proceeded: int) -> dict[str, Any]:
     """The figures' 95 % intervals, and two more ways to read the scores: AUC (do right answers score higher?)
     and the Brier score (the score read as P(right)). Wilson for the accuracy and the proceed rate (the share
-    acted on without asking: SILENT or NOTIFY, as the experiments count it), a seeded bootstrap over items for ECE, AURC, AUC and Brier (engine/stats.py)."""
+    acted on without asking: SILENT or NOTIFY, as the experiments count it), a seeded bootstrap over items
+    for ECE, AURC, AUC and Brier (engine/stats.py)."""
     from engine.calibration import area_under_risk_coverage, rank_auc, risk_coverage
 
     n = len(scores)
