@@ -164,6 +164,20 @@ def models_list(as_json: JsonFlag = False) -> None:
         say(f" {r['id']:<{width}}  {r['backend']:<9}  {r['reason']}")
 
 
+@models_app.command("judges")
+def models_judges(as_json: JsonFlag = False) -> None:
+    """Every shipped judge map and its diagnosis: measurable signal, or not (and why), from its stored
+    cross-validated figures — shown wherever the judge is offered."""
+    from engine.diagnostics import shipped_diagnoses
+
+    rows = [d.to_dict() for d in shipped_diagnoses()]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        say(f"{r['label']:<28} {r['judge']}: {r['text']}")
+
+
 @models_app.command("check")
 def models_check(
     model_id: Annotated[str, typer.Argument(help="A catalog id, e.g. gemma3-270m.")],

@@ -131,6 +131,7 @@ def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, A
     """What every calibrate command does: compute the judge's raw features on the calibration split as a
     run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
     `output_dir`); returns what was written."""
+    from engine.diagnostics import calibration_diagnosis
     from engine.judgemaps import save_calibration
     from models.recording import call_context
 
@@ -145,6 +146,11 @@ def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, A
             calibrations = [
                 c.model_copy(update={"fitted_on": f"{c.fitted_on} (first {job.limit} items)"}) for c in calibrations
             ]
+        # Each map is stored with its diagnosis (measurable signal, or not), read wherever the judge is offered.
+        calibrations = [
+            c.model_copy(update={"metrics": {**c.metrics, "diagnosis": calibration_diagnosis(c).to_dict()}})
+            for c in calibrations
+        ]
         paths = [str(save_calibration(c, output_dir)) for c in calibrations]
     except BaseException as exc:
         from engine.store import StoreError

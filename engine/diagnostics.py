@@ -1,0 +1,274 @@
+"""Judge diagnostics: does a judge carry measurable signal, does its scale move, are its seats one judgment?
+
+Shown wherever a judge is offered (its page, the scorecard, the CLI); nothing is hidden — the researcher still
+chooses — but nobody picks a coin flip without being told. Three marks:
+
+- **No measurable signal**: the metric's 95 % interval contains chance (accuracy ∋ the majority-class rate,
+  AUC ∋ 0.5, top-1 ∋ the share a random pick would get), or a fitted coefficient has the wrong sign (the map
+  runs backwards: more evidence for the label lowers its probability).
+- **Flat scale**: a rubric whose scores sit in a narrow band (interquartile range under an eighth of the scale,
+  0.5 on a 1–5 scale) or never cross a cut-off, so its level never changes.
+- **Identical by construction**: seats with the same model, method and input give one judgment repeated; κ, α
+  and "the discussion changed" are then n/a, never agreement.
+
+For a shipped map the figures are its stored cross-validated ones (data/calibration/*.json): accuracy and top-1
+get Wilson intervals from their counts, AUC the Hanley–McNeil interval from its class counts (the per-item
+predictions are not stored, so no bootstrap). `judgelab calibrate-judge` stores the diagnosis with each map it
+fits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from engine import stats
+from engine.judgemaps import CALIBRATION_DIR, Calibration
+
+Mark = Literal["signal", "no_signal", "flat_scale", "identical", "undecided"]
+MARK_TEXT: dict[str, str] = {
+    "signal": "measurable signal",
+    "no_signal": "no measurable signal",
+    "flat_scale": "flat scale",
+    "identical": "identical by construction",
+    "undecided": "not enough data to tell",
+}
+MARK_ICON: dict[str, str] = {"signal": "✅", "no_signal": "⚠️", "flat_scale": "⚠️", "identical": "ℹ️", "undecided": "❔"}
+
+# A fitted coefficient whose sign is set by what its feature means: evidence *for* the label must raise it.
+EXPECTED_SIGNS: dict[str, dict[str, dict[str, int]]] = {
+    "confidence.likelihood": {"supported": {"pmi_supported": +1}},
+    "skip.likelihood": {"respond": {"pmi_need": +1, "pmi_should": +1}},
+    "jury.likelihood": {"unsafe_fail": {"channel_unsafe_fail": +1}},
+}
+# The labelled split each judge is fitted on, and how to read its labels.
+SPLITS = {
+    "jury.likelihood": ("jury-calib.jsonl", "gold"),
+    "skip.likelihood": ("skip-calib.jsonl", "should_respond"),
+    "confidence.likelihood": ("confidence-calib.jsonl", "supported"),
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    judge: str
+    mark: Mark
+    text: str  # one sentence, for a page or a terminal
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{MARK_ICON[self.mark]} {MARK_TEXT[self.mark]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Diagnosis:
+        mark = str(data.get("mark", "undecided"))
+        return cls(
+            judge=str(data.get("judge", "")),
+            mark=mark if mark in MARK_TEXT else "undecided",  # type: ignore[arg-type]
+            text=str(data.get("text", "")),
+            evidence=dict(data.get("evidence") or {}),
+        )
+
+
+def accuracy_vs_chance(judge: str, right: int, n: int, chance: float, what: str = "accuracy") -> Diagnosis:
+    """A rate against the rate of always answering the most common label (or of a random pick)."""
+    interval = stats.wilson(right, n)
+    if interval is None:
+        return Diagnosis(judge, "undecided", f"no {what} measured yet")
+    evidence = {what: round(right / n, 4), f"{what}_ci": interval.as_list(), "chance": round(chance, 4), "n": n}
+    figure = stats.fmt(right / n, interval)
+    if interval.contains(chance):
+        return Diagnosis(
+            judge,
+            "no_signal",
+            f"{what} {figure} on {n} items: its 95 % interval contains chance ({chance:.2f}), so the judge may be "
+            "guessing",
+            evidence,
+        )
+    if interval.high < chance:
+        return Diagnosis(
+            judge,
+            "no_signal",
+            f"{what} {figure} on {n} items: below chance ({chance:.2f}) — worse than guessing",
+            evidence,
+        )
+    return Diagnosis(judge, "signal", f"{what} {figure} on {n} items, above chance ({chance:.2f})", evidence)
+
+
+def hanley_mcneil(auc: float, positives: int, negatives: int, level: float = stats.LEVEL) -> stats.Interval | None:
+    """The AUC's normal-approximation interval from its class counts (Hanley & McNeil 1982), for an AUC
+    stored without its per-item scores."""
+    if positives < 1 or negatives < 1:
+        return None
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    var = (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (
+        positives * negatives
+    )
+    z = {0.95: 1.959964, 0.9: 1.644854, 0.99: 2.575829}.get(level, 1.959964)
+    half = z * math.sqrt(max(var, 0.0))
+    return stats.Interval(max(0.0, auc - half), min(1.0, auc + half), "Hanley–McNeil", positives + negatives, level)
+
+
+def auc_vs_chance(judge: str, auc: float | None, interval: stats.Interval | None, n: int) -> Diagnosis:
+    if auc is None or interval is None:
+        return Diagnosis(judge, "undecided", "no AUC measured yet (one class only, or no items)")
+    evidence = {"auc": round(auc, 4), "auc_ci": interval.as_list(), "chance": 0.5, "n": n}
+    figure = stats.fmt(auc, interval)
+    if interval.contains(0.5):
+        return Diagnosis(
+            judge, "no_signal", f"AUC {figure} on {n} items: its interval contains 0.5 (a coin flip)", evidence
+        )
+    if interval.high < 0.5:
+        return Diagnosis(judge, "no_signal", f"AUC {figure} on {n} items: it ranks backwards", evidence)
+    return Diagnosis(judge, "signal", f"AUC {figure} on {n} items, above 0.5", evidence)
+
+
+def wrong_signs(calibration: Calibration) -> list[str]:
+    """'map.feature' for each coefficient whose sign contradicts what its feature means."""
+    expected = EXPECTED_SIGNS.get(calibration.name, {})
+    out = []
+    for map_name, signs in expected.items():
+        fitted = calibration.maps.get(map_name)
+        if fitted is None or fitted.kind != "logistic":
+            continue
+        for feature, sign in signs.items():
+            if feature in fitted.features:
+                coef = fitted.coef[fitted.features.index(feature)]
+                if coef * sign < 0:
+                    out.append(f"{map_name}.{feature} ({coef:+.3f})")
+    return out
+
+
+def flat_scale(
+    judge: str, scores: Sequence[float], low: float = 1.0, high: float = 5.0, cutoffs: Sequence[float] = ()
+) -> Diagnosis:
+    """A rubric's scores: flat when their interquartile range is under an eighth of the scale (0.5 on 1–5) or
+    when they never cross any cut-off (every line gets the same level)."""
+    values = np.asarray([s for s in scores if s is not None and math.isfinite(s)], dtype=float)
+    if values.size < 4:
+        return Diagnosis(judge, "undecided", f"{values.size} scores: too few to judge the scale")
+    q1, q3 = np.percentile(values, [25, 75])
+    iqr = float(q3 - q1)
+    sides = {(bool(values.min() >= c), bool(values.max() >= c)) for c in cutoffs}
+    never_crosses = bool(cutoffs) and all(lo_side == hi_side for lo_side, hi_side in sides)
+    evidence = {"iqr": round(iqr, 4), "min": float(values.min()), "max": float(values.max()), "n": int(values.size)}
+    narrow = iqr < (high - low) / 8
+    if narrow or never_crosses:
+        why = []
+        if narrow:
+            why.append(f"half its scores sit within {iqr:.2f} of each other on a {low:g}–{high:g} scale")
+        if never_crosses:
+            why.append("they never cross a cut-off, so every line gets the same level")
+        return Diagnosis(judge, "flat_scale", "; ".join(why), evidence)
+    return Diagnosis(
+        judge, "signal", f"scores spread over {values.min():.2f}–{values.max():.2f} (IQR {iqr:.2f})", evidence
+    )
+
+
+def identical_seats(judge: str, seats: int) -> Diagnosis:
+    return Diagnosis(
+        judge,
+        "identical",
+        f"{seats} seats with the same model, method and input give one judgment repeated: κ, α and "
+        "'the discussion changed' are n/a",
+        {"seats": seats},
+    )
+
+
+def _split_labels(name: str, directory: Path) -> list[Any]:
+    split = SPLITS.get(name)
+    if split is None:
+        return []
+    path = directory / split[0]
+    if not path.is_file():
+        return []
+    labels = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            labels.append(json.loads(line).get(split[1]))
+    return labels
+
+
+def _top1_chance(directory: Path) -> tuple[float, int] | None:
+    """The top-1 a random pick gets on the hand-raise split (speakers ÷ participants, averaged over items with
+    a speaker), and how many such items there are."""
+    path = directory / "handraise-calib.jsonl"
+    if not path.is_file():
+        return None
+    shares = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        labels = json.loads(line).get("labels") or {}
+        if any(labels.values()):
+            shares.append(sum(bool(v) for v in labels.values()) / len(labels))
+    return (sum(shares) / len(shares), len(shares)) if shares else None
+
+
+def calibration_diagnosis(calibration: Calibration, directory: Path | None = None) -> Diagnosis:
+    """The diagnosis of a fitted judge from its stored cross-validated figures and its split's labels."""
+    directory = directory or CALIBRATION_DIR
+    judge = f"{calibration.name} · {calibration.model_id}"
+    backwards = wrong_signs(calibration)
+    if backwards:
+        return Diagnosis(
+            judge,
+            "no_signal",
+            "a fitted coefficient has the wrong sign (" + ", ".join(backwards) + "): the map runs backwards",
+            {"wrong_signs": backwards},
+        )
+    m = calibration.metrics
+    labels = _split_labels(calibration.name, directory)
+    if calibration.name == "jury.likelihood" and isinstance(m.get("loo_case_accuracy"), int | float) and labels:
+        n = int(m.get("cases") or len(labels))
+        majority = Counter(labels).most_common(1)[0][1] / len(labels)
+        return accuracy_vs_chance(judge, round(float(m["loo_case_accuracy"]) * n), n, majority, "accuracy")
+    if isinstance(m.get("cv_auc"), int | float) and labels:
+        positives = sum(bool(v) for v in labels)
+        auc = float(m["cv_auc"])
+        return auc_vs_chance(judge, auc, hanley_mcneil(auc, positives, len(labels) - positives), len(labels))
+    if calibration.name.startswith("handraise.") and isinstance(m.get("cv_top1"), int | float):
+        chance = _top1_chance(directory)
+        if chance is not None:
+            share, n = chance
+            return accuracy_vs_chance(judge, round(float(m["cv_top1"]) * n), n, share, "top-1")
+    return Diagnosis(judge, "undecided", "no cross-validated figure stored with this map: refit it to measure")
+
+
+def shipped_diagnoses(directory: Path | None = None) -> list[Diagnosis]:
+    """Every shipped map's diagnosis, by file name."""
+    directory = directory or CALIBRATION_DIR
+    out = []
+    for path in sorted(directory.glob("*.json")):
+        calibration = Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+        stored = calibration.metrics.get("diagnosis")
+        out.append(
+            Diagnosis.from_dict(stored)
+            if isinstance(stored, Mapping)
+            else calibration_diagnosis(calibration, directory)
+        )
+    return out
+
+
+def diagnosis_for(name: str, model_id: str, directory: Path | None = None) -> Diagnosis | None:
+    """The diagnosis of the map a judge would use (None when no map is shipped for it)."""
+    directory = directory or CALIBRATION_DIR
+    path = directory / f"{name}.{model_id}.json"
+    if not path.is_file():
+        return None
+    calibration = Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    stored = calibration.metrics.get("diagnosis")
+    if isinstance(stored, Mapping):
+        return Diagnosis.from_dict(stored)
+    return calibration_diagnosis(calibration, directory)
