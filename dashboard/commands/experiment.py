@@ -199,7 +199,15 @@ def scorecard_cmd(
         return
     say(f"scorecard run {result['run_id']} ({len(result['rows'])} rows)")
     for row in result["rows"]:
-        metrics = " ".join(f"{k}={v}" for k, v in row["metrics"].items())
+        metrics = " ".join(
+            f"{k}={v}" for k, v in row["metrics"].items() if not k.endswith("_ci") and not isinstance(v, dict)
+        )
         spent = f"calls={row.get('calls')} tokens={row.get('tokens')} latency_s={row.get('latency_s')}"
         state = f"error: {row['error']}" if row["error"] else f"{metrics} {spent}"
         say(f"  {row['role']:<10} {row['model'] or '-':<14} {row['method']:<10} {state}")
+        target = row.get("target") or {}
+        if target and not row["error"]:
+            say(f"  {'':<10} {target['label']}: {target.get('text') or target['target']}")
+        scale = row["metrics"].get("scale")
+        if isinstance(scale, dict) and scale.get("mark") == "flat_scale":
+            say(f"  {'':<10} ⚠️ flat scale: {scale['text']}")

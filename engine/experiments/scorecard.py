@@ -23,7 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import stats
 from engine.config import DATA_DIR
+from engine.diagnostics import flat_scale
 from engine.events import async_run_context
 from engine.experiments.definition import Experiment
 from engine.experiments.mechanisms import Models
@@ -39,6 +41,53 @@ JURY_METHODS = ("generate", "likelihood")
 DIRECTOR_METHODS = ("generate", "likelihood")  # DirectorConfig.rubric_judge
 SKIP_RECORDING_MODEL = ("gemma3-270m", "likelihood")  # who recorded data/recordings/skipcache-default.jsonl
 ROLES = ("handraise", "skip", "jury", "director", "confidence")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What "good enough for this role" means: the metric, its direction and the bar (from the seeds and the
+    README's goals)."""
+
+    metric: str
+    higher_is_better: bool
+    value: float
+    source: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric} {'≥' if self.higher_is_better else '≤'} {self.value:g}"
+
+
+TARGETS: dict[str, Target] = {
+    "handraise": Target("f1", True, 0.7, "README goal for the hand-raise judge"),
+    "skip": Target("auc", True, 0.75, "README goal for the skip judge"),
+    "jury": Target("accuracy", True, 0.6, "README goal for the jury"),
+    "director": Target("agreement", True, 0.6, "README goal for the director rubric"),
+    "confidence": Target("ece", False, 0.1, "seed 004: a calibrated score"),
+}
+MARKS = {
+    "good": "✅ good enough",
+    "not_good": "❌ not good enough",
+    "undecided": "❔ undecided",
+    "unmeasured": "– not measured",
+}
+
+
+def target_mark(role: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The row against its role's target, by its interval: good enough when the whole interval clears the bar,
+    not good enough when the whole interval misses it, undecided when the interval straddles it (more items
+    would tell), unmeasured without a figure or an interval."""
+    target = TARGETS[role]
+    value, interval = metrics.get(target.metric), metrics.get(f"{target.metric}_ci")
+    out: dict[str, Any] = {"metric": target.metric, "target": target.text, "source": target.source}
+    if not isinstance(value, int | float) or not isinstance(interval, list) or len(interval) != 2:
+        return out | {"mark": "unmeasured", "label": MARKS["unmeasured"]}
+    low, high = float(interval[0]), float(interval[1])
+    clears = (low >= target.value) if target.higher_is_better else (high <= target.value)
+    misses = (high < target.value) if target.higher_is_better else (low > target.value)
+    mark = "good" if clears else "not_good" if misses else "undecided"
+    figure = stats.fmt(float(value), stats.Interval(low, high, "stored", 0))
+    return out | {"mark": mark, "label": MARKS[mark], "text": f"{target.metric} {figure} against {target.text}"}
 
 
 @dataclass(frozen=True)
@@ -86,7 +135,7 @@ async def _handraise(store: Store, models: Models, model_id: str, method: str, p
         name=f"scorecard {model_id} {method}",
     )
     return {
-        "metrics": {"f1": totals["f1"], "top1": totals["top1"], "consistency": totals["consistency"]},
+        "metrics": {k: totals.get(k) for k in ("f1", "f1_ci", "top1", "top1_ci", "consistency", "consistency_ci")},
         "runs": [run_id],
     }
 
@@ -106,10 +155,27 @@ async def _jury(
     result = await run_experiment(definition, store, models, executor=executor)
     row = result.rows[0]
     keys = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final")
+    from engine.experiments.mechanisms import mechanism
+
+    graded = sum(case.gold is not None for case in mechanism("jury").load_cases(definition))
+    cis = {f"{k}_ci": _wilson_list(row.get(k), graded) for k in ("accuracy", "phase1_accuracy", "outcome_changed_rate")}
     return {
-        "metrics": {**{k: row.get(k) for k in keys}, "outcome_changed_rate": row.get("outcome_changed_rate")},
+        "metrics": {
+            **{k: row.get(k) for k in keys},
+            "outcome_changed_rate": row.get("outcome_changed_rate"),
+            **cis,
+            "cases": graded,
+        },
         "runs": [row["recording_run"], row["run_id"]],
     }
+
+
+def _wilson_list(rate: object, n: int) -> list[float] | None:
+    """The Wilson interval of a rate stored without its count, from the number of items it is a share of."""
+    if not isinstance(rate, int | float) or isinstance(rate, bool) or n <= 0:
+        return None
+    interval = stats.wilson(round(float(rate) * n), n)
+    return interval.as_list() if interval else None
 
 
 async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
@@ -134,10 +200,19 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
     # The level agreement needs the rubric's scale to match the cut-offs; the AUC asks only whether the rubric
     # ranks the lines the rules pass above the lines they flag (0.5: no signal).
     auc = rank_auc([a for a, s in averages if s == "PASS"], [a for a, s in averages if s != "PASS"])
+    agreement_ci = stats.wilson(agree, len(averages))
+    auc_ci = stats.bootstrap(stats.w_auc([a for a, _ in averages], [s == "PASS" for _, s in averages]))[1]
+    cfg = DirectorConfig.model_validate({"rubric_judge": method})
+    scale = flat_scale(
+        f"director rubric · {model_id} · {method}", [a for a, _ in averages], cutoffs=(cfg.rubric_warn, cfg.rubric_pass)
+    )
     return {
         "metrics": {
             "agreement": round(agree / len(averages), 4) if averages else None,
+            "agreement_ci": agreement_ci.as_list() if agreement_ci else None,
             "auc_rules_pass": None if auc is None else round(auc, 3),
+            "auc_rules_pass_ci": auc_ci.as_list(3) if auc_ci else None,
+            "scale": scale.to_dict(),
             "lines_scored": len(scored),
             "rubric_failed": sum(r.rubric_failed for r in result.rows),
         },
@@ -158,7 +233,13 @@ async def _skip(store: Store, plan: ScorecardPlan, executor: str) -> dict[str, A
     messages = mechanism("skip").load_cases(definition)[0][0]
     quality = judge_quality(RecordedJudge.load(path), generated_labels(messages))
     return {
-        "metrics": {"auc": quality["auc"], "calls_saved_pct": row.get("calls_saved_pct")},
+        "metrics": {
+            "auc": quality["auc"],
+            "auc_ci": quality["auc_ci"],
+            "accuracy": quality["accuracy"],
+            "accuracy_ci": quality["accuracy_ci"],
+            "calls_saved_pct": row.get("calls_saved_pct"),
+        },
         "runs": [row["recording_run"], row["run_id"]],
         "tokens": row.get("tokens"),
     }
@@ -175,7 +256,22 @@ async def _confidence(store: Store, plan: ScorecardPlan, executor: str) -> dict[
     )
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
-    return {"metrics": {"ece": row.get("ece"), "aurc": row.get("aurc")}, "runs": [row["run_id"]]}
+    from engine.confidence import calculate
+    from engine.experiments.mechanisms import mechanism
+
+    cases = mechanism("confidence").load_cases(definition)
+    scores = [calculate(factors).score for _, factors, _ in cases]
+    correct = [right for *_, right in cases]
+    ece_ci = stats.bootstrap(stats.w_ece(scores, correct))[1]
+    return {
+        "metrics": {
+            "ece": row.get("ece"),
+            "ece_ci": ece_ci.as_list() if ece_ci else None,
+            "aurc": row.get("aurc"),
+            "items": len(cases),
+        },
+        "runs": [row["run_id"]],
+    }
 
 
 def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
@@ -243,6 +339,7 @@ async def run_scorecard(
                 if role == "skip":  # its calls were made when the recording was, not in this run
                     spent = {"calls": 0, "tokens": out.get("tokens"), "latency_s": None}
                 row.update({"metrics": out["metrics"], **spent, "runs": out["runs"], "error": None})
+            row["target"] = target_mark(role, row["metrics"])
             rows.append(row)
             run.emit("scorecard_row", **row)
             progress(advance=1, step=f"{role} {model_id or ''} {method or ''}".strip())

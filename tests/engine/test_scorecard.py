@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine.calibration import rank_auc
-from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard
+from engine.experiments.scorecard import TARGETS, ScorecardPlan, latest_scorecard, run_scorecard
 from engine.handraise.benchmark import top1
 from engine.store import Store
 from tests.fakes.scripted import FnModel
@@ -86,7 +86,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     }  # likelihood methods left out: the model cannot score
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
     hr = by_role[("handraise", "judge")]
-    assert set(hr["metrics"]) == {"f1", "top1", "consistency"}
+    assert set(hr["metrics"]) == {"f1", "top1", "consistency", "f1_ci", "top1_ci", "consistency_ci"}
     assert hr["metrics"]["consistency"] == 1.0  # a deterministic model decides alike in both repeats
     assert hr["calls"] > 0 and hr["tokens"] >= 0 and hr["latency_s"] is not None
     jury = by_role[("jury", "generate")]
@@ -110,6 +110,12 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     expected = judge_quality(recorded, generated_labels(generate_workload(WorkloadSpec())))
     assert skip["metrics"]["auc"] == expected["auc"] and 0 < skip["metrics"]["calls_saved_pct"] < 100
     assert 0.0 <= by_role[("confidence", "factors")]["metrics"]["ece"] <= 1.0
+    # every row is marked against its role's target by its interval (two cases: far too few to decide)
+    for row in out["rows"]:
+        mark = row["target"]
+        assert mark["metric"] == TARGETS[row["role"]].metric
+        assert mark["mark"] in {"good", "not_good", "undecided", "unmeasured"}
+    assert jury["metrics"]["cases"] == 2 and jury["target"]["mark"] in {"undecided", "unmeasured"}
     for row in out["rows"]:  # every figure traces to stored runs
         assert row["runs"] and all(store.get_run(r) is not None for r in row["runs"])
     latest = latest_scorecard(store)
@@ -143,3 +149,17 @@ def test_scorecard_on_the_bundled_model(store: Store) -> None:
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
     assert {r["role"] for r in out["rows"]} == {"handraise", "jury", "director", "skip", "confidence"}
     assert all(r["calls"] > 0 for r in out["rows"] if r["role"] in ("handraise", "jury", "director"))
+
+
+def test_target_marks_follow_the_interval() -> None:
+    """Good enough only when the whole interval clears the bar; not good enough when it all misses; otherwise
+    undecided — computed by hand for both directions (F1 higher is better, ECE lower is better)."""
+    from engine.experiments.scorecard import target_mark
+
+    assert target_mark("handraise", {"f1": 0.8, "f1_ci": [0.72, 0.88]})["mark"] == "good"
+    assert target_mark("handraise", {"f1": 0.6, "f1_ci": [0.5, 0.69]})["mark"] == "not_good"
+    undecided = target_mark("jury", {"accuracy": 0.5, "accuracy_ci": [0.27, 0.73]})
+    assert undecided["mark"] == "undecided" and undecided["text"] == "accuracy 0.50 (0.27–0.73) against accuracy ≥ 0.6"
+    assert target_mark("confidence", {"ece": 0.05, "ece_ci": [0.02, 0.09]})["mark"] == "good"
+    assert target_mark("confidence", {"ece": 0.2, "ece_ci": [0.12, 0.3]})["mark"] == "not_good"
+    assert target_mark("skip", {"auc": 0.9})["mark"] == "unmeasured"  # no interval, no verdict
