@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.experiments.definition import Experiment, Range
+from engine.experiments.evidence import OUTCOMES, binary_outcomes, correct_outcomes, score_outcomes
 from engine.inputs import iter_lines, read_text
 from engine.runctx import checkpoint
 
@@ -383,10 +384,18 @@ class HandRaise(Mechanism):
         config = self.config(definition.base, decision_params)
         lines = []
         spoke = decided = 0
-        for item in recording.items:
+        said: list[bool] = []
+        gold: list[bool] = []
+        of_item: list[int] = []
+        for index, item in enumerate(recording.items):
             speak = decide_handraise_item(item, config)
             spoke += sum(speak.values())
             decided += len(speak)
+            for pid, label in item.labels.items():
+                if pid in speak:
+                    said.append(bool(speak[pid]))
+                    gold.append(bool(label))
+                    of_item.append(index)
             lines.append(
                 {
                     "labels": item.labels,
@@ -414,6 +423,7 @@ class HandRaise(Mechanism):
             "tokens": sum(i.tokens for i in recording.items),
             "latency_s": round(statistics.median(latencies), 4) if latencies else None,
             "cost": round(sum(i.cost for i in recording.items), 8),
+            OUTCOMES: binary_outcomes(said, gold, of_item),  # by dialogue: its decisions move together
         }
 
     def recording_json(self, recording: HandRaiseRecording) -> dict[str, Any]:
@@ -705,6 +715,7 @@ class JuryMechanism(Mechanism):
             "calls": calls,
             "tokens": totals["prompt_tokens"] + totals["completion_tokens"],
             "cost": totals["cost"],
+            OUTCOMES: correct_outcomes([i["correct"] for i in items]),
         }
 
     def recording_json(self, recording: JuryRecording) -> dict[str, Any]:
@@ -839,6 +850,7 @@ class ConfidenceMechanism(Mechanism):
             "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
             "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None,
             "calls": 0,
+            OUTCOMES: score_outcomes(scores, recording.correct),
         }
 
     def recording_json(self, recording: ConfidenceRecording) -> dict[str, Any]:

@@ -34,7 +34,9 @@ from typing import Any, Protocol
 from uuid import uuid4
 
 from engine.events import async_run_context, run_context
+from engine.experiments.analysis import LOWER_IS_BETTER
 from engine.experiments.definition import CallMode, Cell, DefinitionError, Experiment, Group, expand
+from engine.experiments.evidence import split_outcomes, table_evidence
 from engine.experiments.mechanisms import Mechanism, Models, mechanism
 from engine.runctx import RunCancelled, checkpoint, progress
 from engine.store import FINISHED, Store
@@ -330,6 +332,52 @@ def cell_runs(store: Store, experiment_id: str) -> list[Any]:
     return [r for r in store.list_runs(CELL, limit=1_000_000) if r.config.get("experiment_id") == experiment_id]
 
 
+def finished_outcomes(store: Store, experiment_id: str) -> dict[int, Mapping[str, Any]]:
+    """The per-item outcomes of an experiment's finished cells, by cell index (cells that stored any)."""
+    return {
+        int(run.config["cell"]): run.summary["outcomes"]
+        for run in cell_runs(store, experiment_id)
+        if run.status == FINISHED and isinstance(run.summary.get("outcomes"), Mapping)
+    }
+
+
+def default_row(definition: Experiment, rows: Sequence[Mapping[str, Any]]) -> int | None:
+    """The position of the row decided with the mechanism's default settings (its parameters change nothing
+    over the base), if the grid has one."""
+    mech = mechanism(definition.mechanism)
+    try:
+        default = mech.config(definition.base, {})
+    except (ValueError, TypeError):
+        return None
+    for position, row in enumerate(rows):
+        params = {k: row[k] for k in definition.space if k in row and k in mech.decision}
+        if any(k in row and row[k] != definition.base.get(k, row[k]) for k in mech.calls if k in definition.space):
+            continue
+        try:
+            if mech.config(definition.base, params) == default:
+                return position
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
+def annotate_ties(
+    definition: Experiment,
+    table: list[dict[str, Any]],
+    outcomes: Mapping[int, Mapping[str, Any]],
+    metric: str,
+) -> dict[str, Any]:
+    """Each row's interval on the metric and whether it ties with the best (in place), and the one-line summary."""
+    evidence = table_evidence(
+        [outcomes.get(int(r["cell"])) for r in table],
+        [r.get(metric) for r in table],
+        metric,
+        minimize=metric in LOWER_IS_BETTER,
+    )
+    evidence.annotate(table)
+    return evidence.summary(table, default_row(definition, table))
+
+
 def finished_rows(store: Store, experiment_id: str) -> dict[int, dict[str, Any]]:
     """The finished cells of an experiment (its rows), by cell index."""
     out: dict[int, dict[str, Any]] = {}
@@ -378,6 +426,7 @@ async def run_experiment(
     cells = expand(definition, mech.decision)  # lazy; refused here above the cell cap
     cases = mech.load_cases(definition)
     rows: dict[int, dict[str, Any]] = dict(done)
+    cell_outcomes: dict[int, Mapping[str, Any]] = finished_outcomes(store, resume) if resume else {}
     metric = definition.metric or mech.default_metric
     live_before = store.call_count(live_only=True)
     config = {
@@ -420,12 +469,15 @@ async def run_experiment(
         for part in _chunks(itertools.chain([first], members), chunk_size):
             checkpoint()
             metrics = await ex.decide(definition, recorded.recording, [c.decision_params for c in part])
-            for cell, values in zip(part, metrics, strict=True):
+            for cell, decided in zip(part, metrics, strict=True):
                 checkpoint()
+                values, outcomes = split_outcomes(decided)
                 cell_config = {"experiment_id": experiment_id, **cell.as_dict(), "recording_run": recorded.run_id}
                 with run_context(store, CELL, cell_config, name=f"{experiment_id} cell {cell.index}") as crun:
                     row = row_of(cell, values, new_calls=new, run_id=crun.run_id, recording_run=recorded.run_id)
-                    crun.summary = {"row": row, "metrics": values}
+                    crun.summary = {"row": row, "metrics": values, **({"outcomes": outcomes} if outcomes else {})}
+                if outcomes:
+                    cell_outcomes[cell.index] = outcomes
                 new = 0  # the group's new calls are counted on its first cell
                 rows[cell.index] = row
                 if on_row is not None:
@@ -459,10 +511,12 @@ async def run_experiment(
         table = [rows[i] for i in sorted(rows)]
         new_calls = store.call_count(live_only=True) - live_before
         best = best_row(table, metric)
+        ties = annotate_ties(definition, table, cell_outcomes, metric)
         run.summary = {
             "experiment_id": experiment_id,
             "metric": metric,
             "best": best,
+            "ties": ties,
             "new_calls": new_calls,
             "cells": len(table),
             "skipped": len(done),
@@ -522,6 +576,12 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
     rows = [finished[i] for i in sorted(finished)]
     mech = mechanism(str(definition.get("mechanism")))
     metric = definition.get("metric") or mech.default_metric
+    try:
+        ties = annotate_ties(
+            Experiment.model_validate(definition), rows, finished_outcomes(store, experiment_id), metric
+        )
+    except ValueError as exc:  # a stored definition this version cannot read: the table without ties
+        ties = {"metric": metric, "note": f"ties not computed: {exc}", "text": ""}
     search = definition.get("search") or {}
     axes = [
         *definition.get("space", {}),
@@ -547,6 +607,7 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
         "finished": len(rows),
         "metric": metric,
         "best": best_row(rows, search.get("metric", metric), search.get("direction") == "minimize"),
+        "ties": ties,
         "new_calls": sum(int(r.get("new_calls") or 0) for r in rows),
         "rows": rows,
         "parameters": axes,

@@ -4,10 +4,12 @@ model call, stored as a cell run (its row carries the trial number), so the tria
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.events import run_context
 from engine.experiments.definition import Experiment, Range, expand
+from engine.experiments.evidence import split_outcomes
 from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.runner import (
     CELL,
@@ -15,6 +17,7 @@ from engine.experiments.runner import (
     Executor,
     ExperimentResult,
     HubModels,
+    annotate_ties,
     best_row,
     mean_metrics,
     new_experiment_id,
@@ -68,6 +71,7 @@ async def run_search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction=search.direction, sampler=optuna.samplers.TPESampler(seed=definition.seed))
     rows: list[dict[str, Any]] = []
+    trial_outcomes: dict[int, Mapping[str, Any]] = {}
     progress(total=search.n_trials, step="recording", items_total=len(cases) * len(groups) if mech.calls else None)
     with run_context(store, EXPERIMENT, config, name=f"{experiment_id} {definition.name} (search)") as run:
         await ex.start(definition, store, models)
@@ -77,8 +81,9 @@ async def run_search(
                 checkpoint()
                 trial = study.ask()
                 params = {name: suggest(trial, name, values) for name, values in definition.space.items()}
-                per_repeat = [(await ex.decide(definition, r.recording, [params]))[0] for r in recorded]
-                metrics = mean_metrics(per_repeat)
+                decided = [split_outcomes((await ex.decide(definition, r.recording, [params]))[0]) for r in recorded]
+                metrics = mean_metrics([values for values, _ in decided])
+                outcomes = decided[0][1] if len(decided) == 1 else None  # repeats: no one set of outcomes
                 value = metrics.get(search.metric)
                 if isinstance(value, int | float):
                     study.tell(trial, float(value))
@@ -104,17 +109,21 @@ async def run_search(
                         "run_id": crun.run_id,
                         "recording_run": recorded[0].run_id,
                     }
-                    crun.summary = {"row": row, "metrics": metrics}
+                    crun.summary = {"row": row, "metrics": metrics, **({"outcomes": outcomes} if outcomes else {})}
+                if outcomes:
+                    trial_outcomes[number] = outcomes
                 rows.append(row)
                 progress(advance=1, step=f"trial {number}")
         finally:
             await ex.close()
         best = best_row(rows, search.metric, search.direction == "minimize")
         new_calls = store.call_count(live_only=True) - live_before
+        ties = annotate_ties(definition, rows, trial_outcomes, search.metric)
         run.summary = {
             "experiment_id": experiment_id,
             "metric": search.metric,
             "best": best,
+            "ties": ties,
             "new_calls": new_calls,
             "cells": len(rows),
             "table": rows,

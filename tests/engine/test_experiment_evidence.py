@@ -1,0 +1,128 @@
+"""engine/experiments/evidence.py: each cell's interval and the cells tied with the best — checked against the
+one-cell bootstrap of engine/stats.py, exact McNemar by hand, and on a real experiment run (the shipped
+confidence sweep: 72 cells, no model)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import stats
+from engine.experiments.evidence import (
+    binary_outcomes,
+    correct_outcomes,
+    score_outcomes,
+    split_outcomes,
+    table_evidence,
+    tie_sentence,
+)
+from engine.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cells(seed: int = 0) -> tuple[list[dict], list[float]]:
+    """Three hand-raise cells on 30 dialogues × 3 participants: a good one, one a dialogue away from it, and
+    one that says "speak" to everyone."""
+    rng = np.random.default_rng(seed)
+    gold = rng.random(90) < 0.35
+    clusters = np.repeat(np.arange(30), 3).tolist()
+    good = gold.copy()
+    good[:4] = ~good[:4]  # four mistakes
+    close = gold.copy()
+    close[:6] = ~close[:6]  # six mistakes: two more
+    everyone = np.ones(90, dtype=bool)
+    outcomes = [binary_outcomes(p.tolist(), gold.tolist(), clusters) for p in (good, close, everyone)]
+    f1s = [stats.w_f1(p, gold)(np.ones((1, 90)))[0] for p in (good, close, everyone)]
+    return outcomes, [float(f) for f in f1s]
+
+
+def test_cell_intervals_equal_the_one_cell_cluster_bootstrap() -> None:
+    outcomes, f1s = _cells()
+    evidence = table_evidence(outcomes, f1s, "f1", resamples=1000, seed=5)
+    assert evidence.best == 0 and evidence.method == "paired bootstrap"
+    for i, outcome in enumerate(outcomes):
+        low, high = evidence.intervals[i]
+        assert low <= f1s[i] <= high
+        pred = [c == "1" for c in outcome["pred"]]
+        gold = [c == "1" for c in outcome["gold"]]
+        _, alone = stats.bootstrap(stats.w_f1(pred, gold), clusters=outcome["cluster"], resamples=1000, seed=5)
+        assert alone is not None
+        # the same clusters resampled the same way (seeded): the same interval within Monte-Carlo error
+        assert abs(alone.low - low) < 0.05 and abs(alone.high - high) < 0.05
+
+
+def test_ties_with_the_best_are_holm_adjusted_paired_tests() -> None:
+    outcomes, f1s = _cells()
+    evidence = table_evidence(outcomes, f1s, "f1")
+    assert evidence.tied == {0: True, 1: True, 2: False}  # two more mistakes tie; "everyone speaks" does not
+    assert evidence.p_adjusted[2] < 0.05 < evidence.p_adjusted[1]
+    rows = [{"cell": i, "f1": f} for i, f in enumerate(f1s)]
+    evidence.annotate(rows)
+    assert rows[1]["tied_with_best"] is True and rows[2]["tied_with_best"] is False and "f1_ci" in rows[0]
+    summary = evidence.summary(rows, default=1)
+    assert summary["tied_with_best"] == 2 and summary["compared"] == 3
+    assert summary["default_tied"] is True
+    assert "the default settings (cell 1) tie with the best" in summary["text"]
+
+
+def test_jury_accuracy_ties_use_exact_mcnemar() -> None:
+    # 14 cases: the best right on 12, another on 9 with 3 discordant pairs all one way: p = 2 · (1/2)^3 = 0.25
+    best = [True] * 12 + [False] * 2
+    other = [True] * 9 + [False] * 5
+    worst = [False] * 14
+    outcomes = [correct_outcomes(best), correct_outcomes(other), correct_outcomes(worst)]
+    evidence = table_evidence(outcomes, [12 / 14, 9 / 14, 0.0], "accuracy")
+    assert evidence.method == "exact McNemar"
+    assert evidence.tied == {0: True, 1: True, 2: False}
+    # Holm over two: the raw p of 0.25 doubles to 0.5 (its rank is second, 0.25·1, but Holm keeps it monotone)
+    raw_other = stats.mcnemar_exact(best, other)
+    assert raw_other == pytest.approx(0.25)
+    assert evidence.p_adjusted[1] == pytest.approx(max(raw_other, 2 * stats.mcnemar_exact(best, worst)))
+    ungraded = correct_outcomes([True, None, False])
+    assert ungraded["right"] == "1-0"
+
+
+def test_cells_without_outcomes_or_of_another_metric_say_why() -> None:
+    outcomes, f1s = _cells()
+    assert table_evidence([None, None], [0.5, 0.4], "f1").note.startswith("no per-item outcomes")
+    ece = table_evidence(outcomes, f1s, "ece")
+    assert not ece.tied and "ece" in ece.note
+    assert tie_sentence(ece.summary([{"cell": 0}])).startswith("no per-item outcomes")
+    metrics, kept = split_outcomes({"f1": 0.5, "_outcomes": outcomes[0]})
+    assert metrics == {"f1": 0.5} and kept == outcomes[0]
+
+
+def test_scores_give_ece_intervals() -> None:
+    """A calibrated score (right as often as it says) against one that always says 0.99."""
+    rng = np.random.default_rng(3)
+    honest = rng.random(200)
+    correct = rng.random(200) < honest
+    overconfident = np.full(200, 0.99)
+    outcomes = [score_outcomes(honest.tolist(), correct.tolist()), score_outcomes(overconfident, correct)]
+    ones = np.ones((1, 200))
+    eces = [float(stats.w_ece(honest, correct)(ones)[0]), float(stats.w_ece(overconfident, correct)(ones)[0])]
+    evidence = table_evidence(outcomes, eces, "ece", minimize=True)
+    assert evidence.best == 0 and evidence.tied[1] is False
+    assert evidence.intervals[1][0] <= eces[1] <= evidence.intervals[1][1]
+
+
+def test_a_real_sweep_stores_outcomes_and_marks_its_ties(tmp_path: Path) -> None:
+    from engine.experiments import load_definition, run_experiment, show_experiment
+
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    definition = load_definition(ROOT / "data" / "experiments" / "confidence-decisions.yaml")
+    definition = definition.model_copy(update={"metric": "ece"})
+    result = asyncio.run(run_experiment(definition, store))
+    assert all("ece_ci" in r and "tied_with_best" in r for r in result.rows)
+    assert all("_outcomes" not in r for r in result.rows)
+    run = store.get_run(result.run_id)
+    assert run is not None and run.summary["ties"]["compared"] == 72
+    assert 1 <= run.summary["ties"]["tied_with_best"] <= 72 and run.summary["ties"]["text"]
+    shown = show_experiment(store, result.experiment_id)
+    assert shown["ties"] == run.summary["ties"]
+    assert [r["tied_with_best"] for r in shown["rows"]] == [r["tied_with_best"] for r in result.rows]
+    store.dispose()
