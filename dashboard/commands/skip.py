@@ -61,6 +61,18 @@ def simulate_cmd(
     ] = "likelihood",
     check_interval: Annotated[int, typer.Option(min=1, max=86_400)] = 60,
     min_wait: Annotated[int, typer.Option(min=0, max=86_400)] = 300,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--skip",
+            help="A skip window: CONFIDENCE=SECONDS — a judgment at least this confident is not made again for "
+            "that long (repeatable; replaces the seed's 0.9=43200 0.7=3600).",
+        ),
+    ] = None,
+    default_skip: Annotated[
+        int | None,
+        typer.Option("--default-skip", min=0, help="Seconds a judgment below every --skip threshold is kept (600)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge; a run of kind
@@ -119,6 +131,9 @@ def simulate_cmd(
             RecordedJudge.load(recorded)  # a broken recording is named before anything runs
         except WorkloadError as exc:
             raise _fail(str(exc)) from None
+    response = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
+    if skip or default_skip is not None:
+        response.judgment_skip = _skip_windows(skip or [], default_skip, response.judgment_skip)
     config = SimulationConfig(
         workload=spec,
         workload_file=file_ref,
@@ -126,7 +141,7 @@ def simulate_cmd(
         model_id=model_id,
         method=mode,
         recording=str(recorded) if recorded else None,
-        response=ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait),
+        response=response,
     )
     report = _run(config, messages, model_id)
     result = report.comparison | {"run_id": report.run_id}
@@ -153,6 +168,33 @@ def simulate_cmd(
             "or unparseable): confidence 0.0, never cached"
         )
     say(f"run {report.run_id}")
+
+
+def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
+    """`--skip 0.9=43200 --skip 0.7=3600 --default-skip 600` as the config's judgment_skip (a bad pair is an
+    error naming it)."""
+    from pydantic import ValidationError
+
+    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold
+
+    thresholds = list(current.thresholds)
+    if pairs:
+        thresholds = []
+        for pair in pairs:
+            confidence, sep, seconds = pair.partition("=")
+            try:
+                if not sep:
+                    raise ValueError("expected CONFIDENCE=SECONDS")
+                thresholds.append(JudgmentSkipThreshold(min_confidence=float(confidence), skip_seconds=int(seconds)))
+            except (ValueError, ValidationError) as exc:
+                detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                raise _fail(f"--skip {pair}: {detail} (e.g. --skip 0.9=43200)") from None
+        if len({t.min_confidence for t in thresholds}) != len(thresholds):
+            raise _fail("--skip: each confidence once")
+    return JudgmentSkipConfig(
+        thresholds=sorted(thresholds, key=lambda t: -t.min_confidence),
+        default_skip_seconds=current.default_skip_seconds if default_s is None else default_s,
+    )
 
 
 def _progress_printer(quiet_s: float = 2.0) -> Any:

@@ -53,6 +53,34 @@ def test_simulate_from_files_json(recorded: tuple[Path, Path]) -> None:
     assert b["failures"] == 0 and a["failures"] == 0
 
 
+def test_simulate_takes_the_skip_windows(recorded: tuple[Path, Path]) -> None:
+    """Shorter windows save fewer calls on the same workload and judge; the windows are the run's config."""
+    from engine.store import Store
+
+    workload, recording = recorded
+    base = ["skip", "simulate", "--workload", str(workload), "--recorded", str(recording), "--hours", "3", "--json"]
+    code, out = invoke(*base)
+    assert code == 0, out
+    seeded = json.loads(out)
+    code, out = invoke(*base, "--skip", "0.9=60", "--skip", "0.5=30", "--default-skip", "0")
+    assert code == 0, out
+    short = json.loads(out)
+    assert short["calls_saved_pct"] < seeded["calls_saved_pct"]
+    run = Store().get_run(short["run_id"])
+    assert run is not None
+    assert run.config["response"]["judgment_skip"] == {
+        "enabled": True,
+        "thresholds": [{"min_confidence": 0.9, "skip_seconds": 60}, {"min_confidence": 0.5, "skip_seconds": 30}],
+        "default_skip_seconds": 0,
+    }
+    plain = base[:-1]  # errors are read on the terminal
+    for bad, says in (("0.9", "expected CONFIDENCE=SECONDS"), ("1.5=60", "less than or equal to 1"), ("x=1", "x")):
+        code, out = invoke(*plain, "--skip", bad)
+        assert code == 1 and f"--skip {bad}" in out and says in out, out
+    code, out = invoke(*plain, "--skip", "0.9=60", "--skip", "0.9=30")
+    assert code == 1 and "each confidence once" in out
+
+
 def test_delay_bound_is_n_a_when_nothing_was_judged(recorded: tuple[Path, Path], tmp_path: Path) -> None:
     workload, _ = recorded
     empty = tmp_path / "none.jsonl"
