@@ -126,7 +126,13 @@ def _page(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "details"),
-    [("skipcache", "skip-cache"), ("confidence", "confidence"), ("conversation", "conversation"), ("models", "models")],
+    [
+        ("skipcache", "skip-cache"),
+        ("confidence", "confidence"),
+        ("conversation", "conversation"),
+        ("models", "models"),
+        ("experiments", "experiments"),
+    ],
 )
 def test_each_page_opens_with_one_sentence_and_a_details_toggle(page: str, details: str | None) -> None:
     at = AppTest.from_function(_page, args=(page,), default_timeout=60).run()
