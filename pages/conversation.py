@@ -52,7 +52,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
-from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
 from engine.runctx import RunControl, controlled
@@ -128,7 +128,7 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
                 {
                     "kind": "answer",
                     "pid": h.model,
-                    "text": text,
+                    "text": plain_text(text),  # an answer stored before tidying read markdown out reads plainly too
                     "error": error,
                     "note": " ".join(n for n in notes if n),
                 }

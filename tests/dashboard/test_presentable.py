@@ -36,6 +36,9 @@ def test_a_recorded_conversation_reads_in_words_and_keeps_its_machine_detail_beh
     assert not at.exception and not at.error, [e.value for e in at.error]
     texts = _texts(at)
     assert not [t for t in texts if any(m in t for m in MACHINE)], texts
+    # the recorded answers ("**Mean**: …", "the `traceback` module") read without markdown symbols
+    answers = [t.value for t in at.text if "traceback" in t.value or "Mean" in t.value]
+    assert len(answers) == 2 and not [a for a in answers if "**" in a or "`" in a], answers
     lowered = [t for t in texts if "hand down" in t]
     assert lowered and all(t.endswith(")") and "my area" not in t for t in lowered), lowered
     at.toggle(key="details.conversation.toggle").set_value(True).run()
