@@ -592,7 +592,10 @@ def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             )
         )
     fig.update_layout(barmode="group", bargap=0.15, bargroupgap=0.05)
-    fig.update_xaxes(title="will")
+    # the whole 0–1 scale with a tick at each bin's edge (not only the bins that hold a hand), and whole counts
+    fig.update_xaxes(title="will", range=[0, 1], dtick=0.1)
+    most = max((len(mine) for mine in groups.values()), default=0)
+    fig.update_yaxes(title="turns", rangemode="tozero", **({"dtick": 1} if most <= 10 else {}))
     return _layout(fig, "Will distribution per participant", 300)
 
 

@@ -371,6 +371,9 @@ def summary_text(shown: dict[str, Any], live: bool = False) -> str:
     return md(" · ".join(parts) + ".")
 
 
+CHART_PX = 430  # a metric-vs-parameter chart: two to a row at 1440 px, one at 900 px (its main column is ~440 px)
+
+
 COST_UNITS = {"calls": "calls", "tokens": "tokens", "latency_s": "s median latency", "cost": "$"}
 
 
@@ -434,12 +437,14 @@ def _render_charts(
     if not swept:
         st.info("Only one value per parameter: nothing to chart against.")
         return
-    columns = st.columns(2)
-    for i, p in enumerate(swept):
-        fig = charts.experiment_metric_vs(
-            rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
-        )
-        columns[i % 2].plotly_chart(fig, key=KEY + "vs." + p)
+    # a row of charts that wraps: two side by side in a wide window, one under the other in a 900 px one, each
+    # wide enough for its title (two columns at 900 px cut "… against weight_self_confidence" off)
+    with st.container(horizontal=True, wrap=True):
+        for p in swept:
+            fig = charts.experiment_metric_vs(
+                rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
+            )
+            st.plotly_chart(fig, key=KEY + "vs." + p, width=CHART_PX)
     if len(swept) >= 2:
         c1, c2 = st.columns(2)
         x = c1.selectbox("Heatmap: across", swept, index=0, key=KEY + "hx")

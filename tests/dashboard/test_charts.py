@@ -201,6 +201,7 @@ def test_will_per_turn_and_histogram_follow_the_telemetry() -> None:
     assert [t.name for t in hist.data] == ["coder ⚠ over-raise", "designer", ESCAPED]
     assert list(hist.data[0].x) == [0.8, 0.95] and hist.data[0].xbins.size == 0.1
     assert hist.layout.barmode == "group"  # side by side: no bar's colour blends into another's
+    assert hist.layout.xaxis.range == (0, 1) and hist.layout.yaxis.dtick == 1  # the whole scale, whole counts
     _no_live_html(fig)
     _no_live_html(hist)
 
