@@ -59,7 +59,6 @@ from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
 KEY = "conv."
-SETTINGS_PX = 185  # a settings group's width: four fit side by side at 1440 px, two at 900 px
 DETAILS = "conversation"  # the page's Details toggle (dashboard.components.details_on)
 # The likelihood judge first: on the bundled model it scores best on the shipped benchmark (README).
 METHODS = ["likelihood", "judge", "self", "hybrid", "embedding"]
@@ -270,10 +269,10 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
                 "cannot write Japanese: for real answers, pick a larger model under “answers with” (an API model "
                 "or a bigger GGUF in the catalog). The judge is unaffected."
             )
-        # four groups of settings in a row that wraps: side by side at 1440 px, two by two at 900 px, where four
-        # columns squeezed "likelihood" into "likelihc" and the ensemble's chip into an empty box
+        # four groups of settings in a row that wraps (each stretches, down to Streamlit's minimum width): side by
+        # side at 1440 px, two by two at 900 px, where four columns squeezed "likelihood" into "likelihc"
         row = st.container(horizontal=True, wrap=True)
-        c1, c2, c3, c4 = (row.container(width=SETTINGS_PX) for _ in range(4))
+        c1, c2, c3, c4 = (row.container(width="stretch") for _ in range(4))
         mode = c1.selectbox(
             "Mode",
             [m.value for m in Mode],
