@@ -482,7 +482,9 @@ def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 
 # -- conversation (hand raise) -------------------------------------------------------------------------------
 
-SANKEY_NODES = ["raised", "not raised", "approved", "skipped", "timeout", "answered"]
+# A raised hand is approved, skipped by the user or timed out; a hand that stayed down is "stayed quiet" (never
+# "skipped": nobody skipped it) unless a rule let it speak anyway (brainstorm's auto-approve).
+SANKEY_NODES = ["raised", "not raised", "approved", "skipped", "timeout", "stayed quiet", "answered"]
 
 
 def _by_participant(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -521,16 +523,25 @@ SANKEY_COLORS = {
     "approved": "#1B9E77",
     "skipped": "#8C8C8C",
     "timeout": "#E6AB02",
+    "stayed quiet": "#B8BCC4",
     "answered": "#1B6E5A",
 }
 
 
 def approval_flows(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
-    """How many hands went each way: raised or not → approved / skipped / timed out → answered."""
+    """How many hands went each way: raised → approved / skipped / timed out, not raised → stayed quiet (or
+    approved, when a rule let it speak), and every approved hand → answered. Only a raised hand can be
+    skipped: the user never saw a card for one that stayed down."""
     flows: dict[tuple[str, str], int] = {}
     for row in rows:
-        start = "raised" if row["status"] in ("raised", "mentioned") else "not raised"
-        middle = "timeout" if row["decided_by"] == "timeout" else "approved" if row["allowed"] else "skipped"
+        raised = row["status"] in ("raised", "mentioned")
+        if row["allowed"]:
+            middle = "timeout" if row["decided_by"] == "timeout" else "approved"
+        elif not raised:
+            middle = "stayed quiet"
+        else:
+            middle = "timeout" if row["decided_by"] == "timeout" else "skipped"
+        start = "raised" if raised else "not raised"
         flows[(start, middle)] = flows.get((start, middle), 0) + 1
         if row["allowed"]:
             flows[(middle, "answered")] = flows.get((middle, "answered"), 0) + 1
@@ -538,7 +549,7 @@ def approval_flows(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], i
 
 
 def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """Raised → approved / skipped / timed out → answered; lowered hands go straight to 'not raised'. Each link
+    """Raised → approved / skipped / timed out → answered; not raised → stayed quiet. Each link
     takes its destination's colour (see-through), so the flows read on a light page."""
     flows = approval_flows(rows)
     index = {label: i for i, label in enumerate(SANKEY_NODES)}
@@ -563,7 +574,9 @@ def approval_sankey(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 
 
 def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """Will distribution per participant in 0.1 bins; an over-raising participant is marked in the legend."""
+    """Will distribution per participant in 0.1 bins, the participants' bars side by side in each bin (overlaid,
+    their colours blended into ones the legend does not show); an over-raising participant is marked in the
+    legend."""
     fig = go.Figure()
     groups = _by_participant(rows)
     colors = series_colors(list(groups))
@@ -574,12 +587,15 @@ def will_histogram(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 x=[r["will"] for r in mine],
                 name=plot_text(pid) + (" ⚠ over-raise" if over else ""),
                 xbins={"start": 0, "end": 1, "size": 0.1},
-                marker={"color": colors[pid], "line": {"color": colors[pid], "width": 1.5}},
-                opacity=0.5,  # overlaid: every participant's bars show through the others'
+                marker={"color": colors[pid], "line": {"color": colors[pid], "width": 1}},
+                opacity=0.85,  # side by side: each bar in its participant's own colour, none blended
             )
         )
-    fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title="will")
+    fig.update_layout(barmode="group", bargap=0.15, bargroupgap=0.05)
+    # the whole 0–1 scale with a tick at each bin's edge (not only the bins that hold a hand), and whole counts
+    fig.update_xaxes(title="will", range=[0, 1], dtick=0.1)
+    most = max((len(mine) for mine in groups.values()), default=0)
+    fig.update_yaxes(title="turns", rangemode="tozero", **({"dtick": 1} if most <= 10 else {}))
     return _layout(fig, "Will distribution per participant", 300)
 
 

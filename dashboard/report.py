@@ -231,8 +231,19 @@ def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
             hovertext=hover,
         )
     )
-    fig.update_layout(
-        barmode="stack", yaxis={"title": "tokens"}, yaxis2={"title": "latency (s)", "overlaying": "y", "side": "right"}
+    fig.update_layout(  # counts and seconds start at 0: an axis never reaches below it
+        barmode="stack",
+        yaxis={"title": "tokens", "rangemode": "tozero"},
+        yaxis2={
+            "title": "latency (s)",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "tickmode": "auto",  # its own round ticks (0.5 s), not the token axis' gridlines
+            "tickformat": ".2~f",
+            "showgrid": False,
+        },
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},  # off the axis
     )
     return [("LLM calls: tokens and latency", _small(fig, "LLM calls: tokens and latency"))]
 

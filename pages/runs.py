@@ -29,6 +29,7 @@ from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
 PAGE_SIZES = (25, 50, 100, 200)
+FILTER_PX = 210  # a filter's width: two fit side by side in a 900 px window, four in a 1440 px one
 ROW_PX = 35  # st.dataframe's row height: the table is as tall as its page, up to MAX_TABLE_PX
 MAX_TABLE_PX = 1240
 COMPARE_CHOICES = 200
@@ -91,33 +92,39 @@ def _render_filters() -> RunFilter:
         placeholder="words in the name, kind, error or config",
         help="Every word must appear (case-insensitive) in the run's id, name, kind, error or config.",
     )
-    c1, c2, c3, c4 = st.columns(4)
-    kinds = c1.multiselect("Kinds", choices["kinds"], key=KEY + "kinds", placeholder="any kind")
-    statuses = c2.multiselect("Status", list(RUN_STATUSES), key=KEY + "statuses", placeholder="any status")
-    model = c3.selectbox(
-        "Model",
-        choices["models"],
-        index=None,
-        key=KEY + "model",
-        placeholder="any model",
-        help="Runs that called this model, or name it in their config.",
-    )
-    tags = c4.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag")
-    d1, d2 = st.columns([1, 3])
-    config_hash = d1.text_input("Config hash", key=KEY + "hash", placeholder="starts with…")
+    # Each filter a fixed width in a row that wraps: four to a row in a wide window, two in a 900 px one, and
+    # never a placeholder cut to "any statu".
+    with st.container(horizontal=True, wrap=True):
+        kinds = st.multiselect("Kinds", choices["kinds"], key=KEY + "kinds", placeholder="any kind", width=FILTER_PX)
+        statuses = st.multiselect(
+            "Status", list(RUN_STATUSES), key=KEY + "statuses", placeholder="any status", width=FILTER_PX
+        )
+        model = st.selectbox(
+            "Model",
+            choices["models"],
+            index=None,
+            key=KEY + "model",
+            placeholder="any model",
+            help="Runs that called this model, or name it in their config.",
+            width=FILTER_PX,
+        )
+        tags = st.multiselect("Tags", choices["tags"], key=KEY + "tags", placeholder="any tag", width=FILTER_PX)
+        config_hash = st.text_input("Config hash", key=KEY + "hash", placeholder="starts with…", width=FILTER_PX)
+        # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty
+        # tuple.
+        dates = st.date_input(
+            "Started between",
+            value=(),  # type: ignore[arg-type]
+            key=KEY + "dates",
+            format="YYYY-MM-DD",
+            help="Dates in UTC, both days included; pick one day twice for a single day.",
+            width=FILTER_PX + 60,  # two dates and a dash
+        )
     members = st.toggle(
         "Show experiment cells and recordings as rows",
         key=KEY + "members",
         help="An experiment's cells and recordings are listed under it (pick the experiment); "
         "this lists them in the history too.",
-    )
-    # An empty range (no date chosen) is what Streamlit documents for a range input; its stubs lack the empty tuple.
-    dates = d2.date_input(
-        "Started between",
-        value=(),  # type: ignore[arg-type]
-        key=KEY + "dates",
-        format="YYYY-MM-DD",
-        help="Dates in UTC, both days included; pick one day twice for a single day.",
     )
     start, end = _date_bounds(dates)
     grouped = not members and not set(kinds) & set(MEMBER_KINDS)  # a kind asked for by name is listed
@@ -230,21 +237,25 @@ def _render_table(rows: list[dict[str, Any]]) -> None:
 def _render_pager(total: int, pages: int, size: int) -> None:
     page = _page_no()
     first = (page - 1) * size + 1
-    c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 3])
-    c1.button("◀ Newer", key=KEY + "prev", disabled=page <= 1, on_click=handle_page, args=(page - 1,))
-    c2.button("Older ▶", key=KEY + "next", disabled=page >= pages, on_click=handle_page, args=(page + 1,))
-    c3.number_input("Page", 1, pages, key=KEY + "page_no", label_visibility="collapsed")
-    c4.selectbox(
-        "Per page",
-        PAGE_SIZES,
-        index=PAGE_SIZES.index(50),
-        key=KEY + "page_size",
-        label_visibility="collapsed",
-        on_change=handle_page,
-        args=(1,),
-        format_func=lambda n: f"{n} per page",
-    )
-    c5.caption(f"Runs {first:,}–{min(first + size - 1, total):,} of {total:,} · page {page:,} of {pages:,}")
+    with st.container(horizontal=True, wrap=True, vertical_alignment="center"):  # wraps, never cuts a label
+        st.button("◀ Newer", key=KEY + "prev", disabled=page <= 1, on_click=handle_page, args=(page - 1,))
+        st.button("Older ▶", key=KEY + "next", disabled=page >= pages, on_click=handle_page, args=(page + 1,))
+        st.number_input("Page", 1, pages, key=KEY + "page_no", label_visibility="collapsed", width=110)
+        st.selectbox(
+            "Per page",
+            PAGE_SIZES,
+            index=PAGE_SIZES.index(50),
+            key=KEY + "page_size",
+            label_visibility="collapsed",
+            on_change=handle_page,
+            args=(1,),
+            format_func=lambda n: f"{n} per page",
+            width=150,
+        )
+        st.caption(
+            f"Runs {first:,}–{min(first + size - 1, total):,} of {total:,} · page {page:,} of {pages:,}",
+            width="content",
+        )
 
 
 # -- one run ------------------------------------------------------------------------------------------------
@@ -261,19 +272,20 @@ def _render_run(run_id: str) -> None:
     title = display_name(run, str((first or {}).get("text") or "") or None)
     st.subheader(md(title) if title else md(run.id))
     st.caption(f"{md(run.kind)} · {md(run.id)}")
-    cols = st.columns(6)
-    cols[0].metric("Status", run.status)
-    cols[1].metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running")
-    cols[2].metric("LLM calls", int(totals.get("calls", 0)))
-    cols[3].metric("Errors", int(totals.get("errors", 0)))
-    cols[4].metric("Tokens", int(totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)))
     would = totals.get("would_cost")
-    cols[5].metric(
-        "Cost",
-        money(totals.get("cost", 0.0)),
-        None if would is None else f"replayed: would have cost {money(would)}",
-        delta_color="off",
-    )
+    with st.container(horizontal=True, wrap=True):  # six figures that wrap in a narrow window, none cut off
+        st.metric("Status", run.status, width="content")
+        st.metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running", width="content")
+        st.metric("LLM calls", int(totals.get("calls", 0)), width="content")
+        st.metric("Errors", int(totals.get("errors", 0)), width="content")
+        st.metric("Tokens", int(totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)), width="content")
+        st.metric(
+            "Cost",
+            money(totals.get("cost", 0.0)),
+            None if would is None else f"replayed: would have cost {money(would)}",
+            delta_color="off",
+            width="content",
+        )
     if run.error:
         st.error(md(run.error, inline=False))
     if run.kind == EXPERIMENT_KIND:

@@ -205,6 +205,8 @@ def tidy_answer(text: str, own: str, speakers: Mapping[str, str], *, cut_off: bo
       the participant's own is dropped with it; the participant's own name in front is removed;
     - a line or sentence said again ends it (`repeat`);
     - a code block left open ends it (`open_code`);
+    - markdown markup is read out as plain text (`plain_text`: "**bold**" → "bold", "- item" → "• item"), since
+      an answer is shown as text, never rendered;
     - when `cut_off` (the model stopped at its token limit, or it is not known why it stopped), it ends at a
       sentence (`sentence`): the last complete one, else the last whole word and "…". An answer the model
       ended itself is complete as it is ("Check the logs")."""
@@ -250,13 +252,58 @@ def tidy_answer(text: str, own: str, speakers: Mapping[str, str], *, cut_off: bo
     if in_code:
         kept = kept[:code_start]
         cuts.append("open_code")
-    answer = "\n".join(kept).strip()
+    answer = plain_text("\n".join(kept)).strip()
     answer = re.sub(r"\n{3,}", "\n\n", answer)
     if answer and (cut_off or cuts) and not answer.rstrip().endswith("```"):
         answer, cut = _end_at_sentence(answer)
         if cut:
             cuts.append("sentence")
     return AnswerTidy(text=answer, cuts=list(dict.fromkeys(cuts)))
+
+
+# Markdown a reader would see as stray symbols once the answer is shown as text (it is never rendered: an
+# answer is untrusted). Each pattern is replaced by its plain reading; code blocks are left as they are.
+_MARKUP: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^(\s*)#{1,6}\s+"), r"\1"),  # "### Heading" → "Heading"
+    (re.compile(r"^(\s*)>\s?"), r"\1"),  # "> quoted" → "quoted"
+    (re.compile(r"^(\s*)[-*+]\s+(?=\S)"), r"\1• "),  # "- item" / "* item" → "• item"
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),  # **bold**
+    (re.compile(r"(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)"), r"\1"),  # __bold__
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"), r"\1"),  # *italic*
+    (re.compile(r"`([^`\n]+)`"), r"\1"),  # `code`
+    (re.compile(r"!?\[([^\]\n]+)\]\((\S+?)\)"), r"\1 (\2)"),  # [text](url) → text (url)
+]
+_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")  # a horizontal rule: "---", "***"
+
+
+def plain_text(text: str) -> str:
+    """`text` with its markdown markup read out as plain text: headings, emphasis, quotes, rules and inline
+    code lose their symbols, list bullets become "•", a link keeps its text and address. What is inside a
+    fenced code block is kept as written. Shown as text, never rendered, so nothing here can make HTML."""
+    out: list[str] = []
+    in_code = False
+    for line in text.split("\n"):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            out.append(line)
+            continue
+        if in_code:
+            out.append(line)
+            continue
+        if _RULE.match(line):
+            out.append("")
+            continue
+        for pattern, plain in _MARKUP:
+            line = pattern.sub(plain, line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def readable_text(text: str) -> str:
+    """A model's free text as a person reads it on the Models page: an answer header the model wrote itself
+    ("### Answer:", "Response:") dropped from the start of its line, then `plain_text`."""
+    lines = [_HEADER.sub("", line, count=1).lstrip() if _HEADER.match(line) else line for line in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", plain_text("\n".join(lines))).strip()
 
 
 def speaker_names(participants: Sequence[Participant]) -> dict[str, str]:

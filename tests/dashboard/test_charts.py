@@ -200,6 +200,8 @@ def test_will_per_turn_and_histogram_follow_the_telemetry() -> None:
     hist = charts.will_histogram(TELEMETRY)
     assert [t.name for t in hist.data] == ["coder ⚠ over-raise", "designer", ESCAPED]
     assert list(hist.data[0].x) == [0.8, 0.95] and hist.data[0].xbins.size == 0.1
+    assert hist.layout.barmode == "group"  # side by side: no bar's colour blends into another's
+    assert hist.layout.xaxis.range == (0, 1) and hist.layout.yaxis.dtick == 1  # the whole scale, whole counts
     _no_live_html(fig)
     _no_live_html(hist)
 
@@ -214,10 +216,42 @@ def test_approval_sankey_counts_every_hand_once() -> None:
     }
     assert flows == {
         ("raised", "approved"): 2,
-        ("not raised", "skipped"): 1,
+        ("not raised", "stayed quiet"): 1,
         ("raised", "timeout"): 1,
         ("approved", "answered"): 2,
     }
+
+
+def test_approval_flows_never_route_a_hand_that_stayed_down_into_skipped() -> None:
+    """Only a raised hand has a card the user can skip: a lowered one stays quiet, or speaks when a rule lets
+    it (brainstorm's auto-approve); a skipped card and a timed-out one keep their own flows."""
+    hand = {"turn": "t1", "will": 0.5, "flags": ""}
+    rows = [
+        hand | {"participant": "a", "status": "lowered", "allowed": False, "decided_by": "mode"},
+        hand | {"participant": "b", "status": "not_judged", "allowed": False, "decided_by": "mode"},
+        hand | {"participant": "c", "status": "lowered", "allowed": True, "decided_by": "auto_rule"},
+        hand | {"participant": "d", "status": "raised", "allowed": False, "decided_by": "user"},
+        hand | {"participant": "e", "status": "raised", "allowed": True, "decided_by": "timeout"},
+        hand | {"participant": "f", "status": "mentioned", "allowed": True, "decided_by": "mention"},
+    ]
+    flows = charts.approval_flows(rows)
+    assert flows == {
+        ("not raised", "stayed quiet"): 2,
+        ("not raised", "approved"): 1,
+        ("raised", "skipped"): 1,
+        ("raised", "timeout"): 1,
+        ("raised", "approved"): 1,
+        ("approved", "answered"): 2,
+        ("timeout", "answered"): 1,
+    }
+    assert sum(v for (a, _), v in flows.items() if a in ("raised", "not raised")) == len(rows)  # each hand once
+    fig = charts.approval_sankey(rows)
+    labels = list(fig.data[0].node.label)
+    assert not [
+        (s, t)
+        for s, t in zip(fig.data[0].link.source, fig.data[0].link.target, strict=True)
+        if labels[s] == "not raised" and labels[t] == "skipped"
+    ]
 
 
 def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:

@@ -80,6 +80,18 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     at.button(key="experiments.launch").click().run()
     assert not at.exception and not at.error
     run_id = _finish(at)
+    eid = state.get_store().get_run(run_id).config["experiment_id"]  # type: ignore[union-attr]
+
+    # one readable line: the experiment's one id, what it varies — not the mechanism's parameter identifiers,
+    # and not a second id (the run's is behind Details, with the identifiers)
+    captions = [shown(c.value) for c in at.caption]
+    summary = next(c for c in captions if c.startswith(f"Experiment {eid}"))
+    assert "27 of 27 cells finished" in summary and "no new model call" in summary
+    assert "varies format warn lines (3 values), scatter warn sentences (3 values), tone pass (3 values)" in summary
+    assert not [c for c in captions if run_id in c or "Decision parameters" in c], captions
+    at.toggle(key="details.experiments.toggle").set_value(True).run()
+    detail = [shown(c.value) for c in at.caption if "Decision parameters" in shown(c.value)]
+    assert len(detail) == 1 and run_id in detail[0] and "format_warn_lines" in detail[0]
 
     rows = _frame(at, "experiments.table")
     assert len(rows) == 27 and list(rows["best"]).count("★") == 1
@@ -107,7 +119,6 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     assert pass_row["B − A"] == pytest.approx(pass_row["cell B"] - pass_row["cell A"])
 
     # exports: built from the store, the same table
-    eid = state.get_store().get_run(run_id).config["experiment_id"]  # type: ignore[union-attr]
     table = list(csv.DictReader(io.StringIO(export_bytes(eid, "csv").decode())))
     assert len(table) == 27 and {"cell", "pass_rate", "format_warn_lines", "run_id"} <= set(table[0])
     data = json.loads(export_bytes(eid, "json"))
@@ -157,13 +168,24 @@ def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jur
     assert at.get("progress") and at.button(key="experiments.watch.cancel").disabled is False
     _finish(at)
     assert not at.get("progress")
-    title = next(h.value for h in at.subheader if "exp-" in shown(h.value))
-    assert shown(title).startswith(HOSTILE) and "<b>" not in title.replace("\\<b\\>", "")  # markdown-escaped
+    title = at.subheader[0].value
+    assert shown(title) == HOSTILE and "<b>" not in title.replace("\\<b\\>", "")  # markdown-escaped
     rows = _frame(at, "experiments.table")
     assert len(rows) == 8 and list(rows["new_calls"]).count(0) == 7  # one recording, seven free cells
     assert {"accuracy", "kappa_phase1", "kappa_final", "alpha_final", "rounds_mean"} <= set(rows.columns)
     pairs = _frame(at, "experiments.jury.pairs")
     assert list(pairs["measure"]) == ["accuracy", "Fleiss κ", "Krippendorff α"]
+    # κ and α are explained where they are shown: the glossary as the help of the line above the table, of the
+    # table's "measure" column, and of the results table's kappa_/alpha_ columns
+    from dashboard.components import GLOSSARY
+
+    (agreement,) = [c for c in at.caption if "Fleiss κ and Krippendorff α." in c.value]
+    assert GLOSSARY["κ"] in agreement.proto.help and GLOSSARY["α"] in agreement.proto.help
+    pair_columns = json.loads(next(d.proto.columns for d in at.dataframe if "measure" in d.value.columns))
+    assert pair_columns["measure"]["help"] == agreement.proto.help
+    table_columns = json.loads(next(d.proto.columns for d in at.dataframe if "best" in d.value.columns))
+    assert table_columns["kappa_phase1"]["help"] == GLOSSARY["κ"]
+    assert table_columns["alpha_final"]["help"] == GLOSSARY["α"]
     best = rows[rows["best"] == "★"].iloc[0]
     assert pairs.iloc[0]["after discussion"] == pytest.approx(best["accuracy"])
     assert pairs.iloc[1]["before discussion"] == pytest.approx(best["kappa_phase1"])

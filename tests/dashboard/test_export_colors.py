@@ -107,8 +107,8 @@ def test_one_colour_per_participant_in_every_conversation_chart() -> None:
     by_line = {t.name: t.line.color for t in line.data}
     by_bars = {t.name: t.marker.color for t in histogram.data}
     assert by_line == by_bars and len(set(by_line.values())) == 3
-    assert all(t.opacity is not None and t.opacity < 1 for t in histogram.data)  # overlaid bars show through
-    assert histogram.layout.barmode == "overlay"
+    # side by side, so a bar's colour is its participant's own, never a blend of two the legend does not show
+    assert histogram.layout.barmode == "group"
 
 
 def shown_experiment() -> dict[str, Any]:

@@ -36,6 +36,9 @@ def test_a_recorded_conversation_reads_in_words_and_keeps_its_machine_detail_beh
     assert not at.exception and not at.error, [e.value for e in at.error]
     texts = _texts(at)
     assert not [t for t in texts if any(m in t for m in MACHINE)], texts
+    # the recorded answers ("**Mean**: …", "the `traceback` module") read without markdown symbols
+    answers = [t.value for t in at.text if "traceback" in t.value or "Mean" in t.value]
+    assert len(answers) == 2 and not [a for a in answers if "**" in a or "`" in a], answers
     lowered = [t for t in texts if "hand down" in t]
     assert lowered and all(t.endswith(")") and "my area" not in t for t in lowered), lowered
     at.toggle(key="details.conversation.toggle").set_value(True).run()
@@ -102,6 +105,22 @@ def test_models_prompt_outside_the_recording_is_a_notice_not_an_error(demo_env: 
     assert not at.exception and not at.error, [e.value for e in at.error]
 
 
+def test_a_replayed_models_answer_reads_without_its_scaffold_and_says_replayed(demo_env: None) -> None:  # noqa: F811
+    """The recorded prompt in demo mode: the answer shown has no "### Answer:" the base model echoed, and a
+    replayed call shows "replayed", not a latency of 0.00 s and thousands of tokens per second."""
+    at = open_page("models", "models")
+    at.button(key="models.send").click().run()
+    rerun_until(at, lambda: any(m.label == "Latency" for m in at.metric), 60, "no answer")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Latency"] == "replayed" and metrics["Tokens / s"] == "—", metrics
+    shown_text, *raw = [t.value for t in at.text if "stuck for an hour" in t.value]
+    assert "###" not in shown_text and "Answer:" not in shown_text, shown_text
+    assert raw == ['### Answer: "I have been stuck for an hour."' + shown_text.split('hour."')[1]]  # kept apart
+    assert [e.label for e in at.expander] == ["Raw text, as the model wrote it"]
+    assert any("base model" in c.value for c in at.caption)  # and what to pick for an answer instead
+
+
 def _page(name: str) -> None:
     import importlib
 
@@ -110,7 +129,13 @@ def _page(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "details"),
-    [("skipcache", "skip-cache"), ("confidence", "confidence"), ("conversation", "conversation"), ("models", None)],
+    [
+        ("skipcache", "skip-cache"),
+        ("confidence", "confidence"),
+        ("conversation", "conversation"),
+        ("models", "models"),
+        ("experiments", "experiments"),
+    ],
 )
 def test_each_page_opens_with_one_sentence_and_a_details_toggle(page: str, details: str | None) -> None:
     at = AppTest.from_function(_page, args=(page,), default_timeout=60).run()

@@ -153,3 +153,40 @@ def test_a_run_with_nothing_to_chart_still_reports(store: Store) -> None:
     document = report_of(load_run(store, run.run_id))
     assert "No chart for this kind of run." in document and "Plotly" not in document
     assert "Event timeline (3 events)" in document and "&quot;threshold&quot;: 0.6" in document
+
+
+NARROW = 900  # the narrowest window the pages are checked at
+
+
+def _fixed_widths(document: str) -> list[int]:
+    """Every width in px a report's CSS or inline style fixes (min-width included)."""
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", document, flags=re.S)
+    return [int(px) for px in re.findall(r"(?<![-\w])(?:min-)?width\s*:\s*(\d+)px", markup)]
+
+
+def test_exports_fit_a_900_px_window(store: Store) -> None:
+    """E1: a run report or an experiment export is as wide as the window: no fixed width wider than 900 px, no
+    figure with a fixed width, and a wide table scrolls inside the page (not the page sideways). The e2e test
+    measures it in Chromium (tests/e2e/test_report_offline.py)."""
+    from dashboard.report import experiment_report
+    from tests.dashboard.test_export_colors import shown_experiment
+
+    documents = {
+        "jury": run_report(store, stored_jury(store)[0]),
+        "conversation": run_report(store, stored_conversation(store)[0]),
+        "experiment": experiment_report(shown_experiment()),
+    }
+    for name, document in documents.items():
+        assert all(px <= NARROW for px in _fixed_widths(document)), (name, _fixed_widths(document))
+        specs = re.findall(r'<script type="application/json" id="spec-\d+">(.*?)</script>', document, re.S)
+        assert specs and not [s for s in specs if json.loads(s)["layout"].get("width")], name
+        style = "".join(re.findall(r"<style>(.*?)</style>", document, re.S))
+        rules = re.findall(r"(?:^|[}\s])table\{([^}]*)\}", style)
+        assert any("display:block" in r and "overflow-x:auto" in r for r in rules), (name, rules)
+
+
+def test_the_calls_latency_axis_never_goes_below_zero(store: Store) -> None:
+    """E2: tokens and seconds start at 0: both axes of the calls chart are pinned there."""
+    (calls,) = [f for f in figures_for(load_run(store, stored_jury(store)[0])) if f.title.startswith("LLM calls")]
+    layout = json.loads(calls.spec)["layout"]
+    assert layout["yaxis"]["rangemode"] == "tozero" and layout["yaxis2"]["rangemode"] == "tozero"

@@ -75,3 +75,48 @@ def test_reports_open_offline_and_inject_nothing(tmp_path: Path) -> None:
     finally:
         store.dispose()
         listener.stop()
+
+
+def test_reports_fit_the_window_at_1440_and_900_px(tmp_path: Path) -> None:
+    """E1, measured: the page of a run report and of an experiment export is no wider than the window (a wide
+    table scrolls inside itself), and every chart is drawn within it."""
+    from playwright.sync_api import sync_playwright
+
+    from dashboard.report import experiment_report
+    from tests.dashboard.test_export_colors import shown_experiment
+    from tests.fakes.runs import stored_conversation, stored_jury
+
+    _require_browser()
+    store = Store(f"sqlite:///{tmp_path / 'fit.db'}")
+    try:
+        files = {
+            "jury": run_report_file(store, stored_jury(store)[0], tmp_path / "jury.html"),
+            "conversation": run_report_file(store, stored_conversation(store)[0], tmp_path / "conversation.html"),
+        }
+        wide = shown_experiment()
+        wide["rows"] = [r | {f"a_long_parameter_name_{i}": 0.5 for i in range(12)} for r in wide["rows"]]
+        (tmp_path / "experiment.html").write_text(experiment_report(wide), encoding="utf-8")
+        files["experiment"] = tmp_path / "experiment.html"
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            for width in (1440, 900):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                for name, path in files.items():
+                    page.goto(path.as_uri())
+                    page.wait_for_function("document.querySelectorAll('div.figure .main-svg').length > 0")
+                    page.wait_for_timeout(300)
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width, (name, width)
+                    right = page.evaluate(
+                        "Math.max(...[...document.querySelectorAll('div.figure')]"
+                        ".map(e => e.getBoundingClientRect().right))"
+                    )
+                    assert right <= width, (name, width, right)
+                page.close()
+            browser.close()
+    finally:
+        store.dispose()
+
+
+def run_report_file(store: Store, run_id: str, path: Path) -> Path:
+    path.write_text(report_of(load_run(store, run_id)), encoding="utf-8")
+    return path

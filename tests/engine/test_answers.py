@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine.handraise import DEFAULT_CAST, Conversation, HandRaiseConfig, Turn, answer_faults, tidy_answer
-from engine.handraise.answers import DEFAULT_ANSWER_MODEL, answer_messages, speaker_names
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, answer_messages, readable_text, speaker_names
 from engine.handraise.cast import default_cast
 from models.types import RawResult
 from tests.fakes.scripted import FnModel
@@ -72,6 +72,37 @@ def test_tidy_answer_cuts_what_a_reader_would_trip_on(raw: str, text: str, cuts:
 def test_an_answer_the_model_ended_itself_is_not_cut() -> None:
     assert tidy_answer("Check the logs", "coder", WHO, cut_off=False).text == "Check the logs"
     assert tidy_answer("Check the logs", "coder", WHO).text == "Check the…"  # stopped by the budget: mid-word?
+
+
+MARKDOWN = (
+    "### Steps\n**First**, read the *traceback*.\n- Print `config.keys()` to see what is there.\n"
+    "* See [the docs](https://docs.python.org/3/library/exceptions.html).\n---\n> Then fix the key.\n"
+    "```python\n# **kept** as written\nprint(config['db'])\n```"
+)
+
+
+def test_an_answer_shows_no_markdown_symbols_but_keeps_code_as_written() -> None:
+    """Shown as text (never rendered), so markup is read out: no `**`, `###`, `- ` or backticks left in the
+    prose; a list keeps a bullet, a link its address, a code block every character."""
+    tidy = tidy_answer(MARKDOWN, "coder", WHO, cut_off=False)
+    assert tidy.text == (
+        "Steps\nFirst, read the traceback.\n• Print config.keys() to see what is there.\n"
+        "• See the docs (https://docs.python.org/3/library/exceptions.html).\n\nThen fix the key.\n"
+        "```python\n# **kept** as written\nprint(config['db'])\n```"
+    )
+    assert tidy.cuts == []
+    prose = tidy.text.split("```")[0]
+    assert not any(mark in prose for mark in ("**", "##", "\n- ", "`", "](", "\n>"))
+    # arithmetic and identifiers are not emphasis
+    assert tidy_answer("Use 2*3*4 and my_db_name.", "coder", WHO).text == "Use 2*3*4 and my_db_name."
+
+
+def test_readable_text_drops_the_answer_header_a_base_model_echoes() -> None:
+    """The Models page shows a model's free text read out: "### Answer:" is the prompt layout echoed."""
+    assert readable_text("### Answer: **Yes**, reply.\n\n\n\n### Response: it is a question.") == (
+        "Yes, reply.\n\nit is a question."
+    )
+    assert readable_text("Answer with care: fine.") == "Answer with care: fine."  # not a header
 
 
 def test_answer_faults_name_each_fault() -> None:
