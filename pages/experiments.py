@@ -32,6 +32,7 @@ from engine.experiments.analysis import (
     shared_costs,
     traded_costs,
 )
+from engine.experiments.evidence import table_evidence
 from engine.experiments.runner import list_experiments, show_experiment
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from models import safe_yaml
@@ -331,10 +332,14 @@ def _render_results(run_id: str, live: bool) -> None:
     scored = [r for r in rows if isinstance(r.get(metric), int | float)]
     best = (max if maximize else min)(scored, key=lambda r: r[metric]) if scored else None
     best_cell = best["cell"] if best else None
+    rows = [dict(r) for r in rows]  # annotated for this metric and direction, not the stored ones
+    evidence = cell_evidence(shown, rows, metric, maximize)
     if best is not None:
         params = ", ".join(f"{p}={best.get(p)}" for p in parameters)
-        st.success(f"Best cell {best_cell}: {md(metric)} = {best[metric]} ({md(params)})")
-        st.caption(f"[Open the best cell's run](/runs?run={best['run_id']})")
+        interval = next((r.get(f"{metric}_ci") for r in rows if r.get("cell") == best_cell), None)
+        figure = f"{best[metric]}" + (f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
+        st.success(f"Best cell {best_cell}: {md(metric)} = {figure} ({md(params)})")
+        st.caption(md(evidence["text"]) + f" · [Open the best cell's run](/runs?run={best['run_id']})")
     _render_table(rows, parameters, best_cell)
     tabs = st.tabs(["Charts", "Pareto front", "Compare two cells", "Jury evaluation", "Export"])
     with tabs[0]:
@@ -347,6 +352,17 @@ def _render_results(run_id: str, live: bool) -> None:
         _render_jury(shown, rows, best_cell)
     with tabs[4]:
         _render_export(shown)
+
+
+def cell_evidence(shown: dict[str, Any], rows: list[dict[str, Any]], metric: str, maximize: bool) -> dict[str, Any]:
+    """Each row's interval on the chosen metric and whether it ties with the best (in place), and the one-line
+    summary — from the cells' stored per-item outcomes (engine/experiments/evidence.py)."""
+    outcomes = shown.get("outcomes") or {}
+    evidence = table_evidence(
+        [outcomes.get(int(r["cell"])) for r in rows], [r.get(metric) for r in rows], metric, minimize=not maximize
+    )
+    evidence.annotate(rows)
+    return evidence.summary(rows)
 
 
 def readable_name(parameter: str) -> str:
@@ -397,13 +413,17 @@ def table_rows(rows: list[dict[str, Any]], best_cell: int | None) -> tuple[list[
     hidden = {"run_id", "recording_run", *same}
     return [
         {
-            "best": "★" if r.get("cell") == best_cell else "",
-            **{k: v for k, v in r.items() if k not in hidden},
+            "best": "★" if r.get("cell") == best_cell else "≈" if r.get("tied_with_best") else "",
+            **{k: _interval_text(v) if k.endswith("_ci") else v for k, v in r.items() if k not in hidden},
             "run": f"/runs?run={r['run_id']}",
             "replay": f"/replay?run={r['run_id']}",
         }
         for r in rows
     ], same
+
+
+def _interval_text(value: Any) -> str:
+    return f"{value[0]:.2f}–{value[1]:.2f}" if isinstance(value, list) and len(value) == 2 else ""
 
 
 def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: int | None) -> None:
@@ -423,6 +443,13 @@ def _render_table(rows: list[dict[str, Any]], parameters: list[str], best_cell: 
         width="stretch",
         key=KEY + "table",
         column_config={
+            "best": st.column_config.TextColumn(
+                "best", help="★ the best cell; ≈ not significantly worse than it (paired test, Holm-adjusted)"
+            ),
+            "tied_with_best": None,
+            "tie_p": st.column_config.NumberColumn(
+                "tie p", help="p-value of this cell against the best, Holm-adjusted over all cells", format="%.3f"
+            ),
             "run": st.column_config.LinkColumn("run", display_text="open"),
             "replay": st.column_config.LinkColumn("replay", display_text="replay"),
             **agreement_columns(list(frame.columns)),

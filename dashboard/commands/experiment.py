@@ -88,6 +88,9 @@ def run_cmd(
         )
         if result.best:
             say(f"best ({result.metric}): cell {result.best['cell']} = {result.best.get(result.metric)}")
+        ties = store.get_run(result.run_id)
+        if ties is not None and (ties.summary.get("ties") or {}).get("text"):
+            say(ties.summary["ties"]["text"])
 
 
 @app.command("list")
@@ -121,9 +124,14 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
     metric = shown["metric"]
     for row in shown["rows"]:
         params = " ".join(f"{p}={row.get(p)}" for p in shown["parameters"])
-        say(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)} (run {row['run_id']})")
+        ci = row.get(f"{metric}_ci")
+        spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) else ""
+        tie = " ≈ best" if row.get("tied_with_best") and row.get("cell") != (shown["best"] or {}).get("cell") else ""
+        say(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)}{spread}{tie} (run {row['run_id']})")
     if shown["best"]:
         say(f"best: cell {shown['best']['cell']}")
+    if (shown.get("ties") or {}).get("text"):
+        say(shown["ties"]["text"])
 
 
 @app.command("export")

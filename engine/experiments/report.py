@@ -24,6 +24,8 @@ def columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _cell(value: object) -> str:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float) for v in value):
+        return f"{value[0]:.4g}–{value[1]:.4g}"  # an interval
     return "" if value is None else json.dumps(value) if isinstance(value, dict | list) else str(value)
 
 
@@ -66,7 +68,13 @@ def to_html(shown: Mapping[str, Any], figures: Sequence[Figure] = (), plotly_js:
     best = shown.get("best") or {}
     head = "<th>best</th>" + "".join(f"<th>{esc(str(c))}</th>" for c in cols)
     body = "\n".join(
-        ('<tr class="best"><td>★</td>' if best and r.get("cell") == best.get("cell") else "<tr><td></td>")
+        (
+            '<tr class="best"><td>★</td>'
+            if best and r.get("cell") == best.get("cell")
+            else '<tr class="tied"><td title="not significantly worse than the best">≈</td>'
+            if r.get("tied_with_best")
+            else "<tr><td></td>"
+        )
         + "".join(f"<td>{esc(_cell(r.get(c)))}</td>" for c in cols)
         + "</tr>"
         for r in rows
@@ -75,6 +83,9 @@ def to_html(shown: Mapping[str, Any], figures: Sequence[Figure] = (), plotly_js:
     facts = "".join(f"<li><b>{esc(k)}</b>: {esc(_cell(v))}</li>" for k, v in meta.items())
     if best:
         facts += f"<li><b>best cell</b>: ★ {esc(_cell(best.get('cell')))}</li>"
+    ties = shown.get("ties") or {}
+    if ties.get("text"):
+        facts += f"<li><b>ties</b>: {esc(str(ties['text']))} (≈ in the table)</li>"
     public = public_definition(shown.get("definition", {}))
     definition = esc(json.dumps(public, indent=2, ensure_ascii=False, default=str))
     script = f'<script type="text/javascript">{plotly_js}</script>' if plotly_js and figures else ""
@@ -84,7 +95,7 @@ def to_html(shown: Mapping[str, Any], figures: Sequence[Figure] = (), plotly_js:
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="referrer" content="no-referrer">
 <style>{STYLE}
-td,th{{text-align:right}}tr.best{{background:#e6f4ea;font-weight:600}}
+td,th{{text-align:right}}tr.best{{background:#e6f4ea;font-weight:600}}tr.tied{{background:#f3f9f4}}
 div.figure{{display:inline-block;width:48%;min-width:420px;vertical-align:top}}</style>
 {script}</head><body>
 <h1>{esc(str(shown.get("name") or "experiment"))}</h1><ul>{facts}</ul>

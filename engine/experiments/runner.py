@@ -576,10 +576,9 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
     rows = [finished[i] for i in sorted(finished)]
     mech = mechanism(str(definition.get("mechanism")))
     metric = definition.get("metric") or mech.default_metric
+    outcomes = finished_outcomes(store, experiment_id)
     try:
-        ties = annotate_ties(
-            Experiment.model_validate(definition), rows, finished_outcomes(store, experiment_id), metric
-        )
+        ties = annotate_ties(Experiment.model_validate(definition), rows, outcomes, metric)
     except ValueError as exc:  # a stored definition this version cannot read: the table without ties
         ties = {"metric": metric, "note": f"ties not computed: {exc}", "text": ""}
     search = definition.get("search") or {}
@@ -608,6 +607,7 @@ def show_experiment(store: Store, experiment_id: str) -> dict[str, Any]:
         "metric": metric,
         "best": best_row(rows, search.get("metric", metric), search.get("direction") == "minimize"),
         "ties": ties,
+        "outcomes": outcomes,  # per cell: another metric's intervals and ties are computed from these
         "new_calls": sum(int(r.get("new_calls") or 0) for r in rows),
         "rows": rows,
         "parameters": axes,

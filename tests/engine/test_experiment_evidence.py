@@ -126,3 +126,22 @@ def test_a_real_sweep_stores_outcomes_and_marks_its_ties(tmp_path: Path) -> None
     assert shown["ties"] == run.summary["ties"]
     assert [r["tied_with_best"] for r in shown["rows"]] == [r["tied_with_best"] for r in result.rows]
     store.dispose()
+
+
+def test_the_cli_and_the_html_export_show_the_ties(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dashboard.cli import app
+    from engine.experiments import load_definition, run_experiment
+
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    monkeypatch.setenv("JUDGELAB_DATABASE_URL", url)
+    store = Store(url)
+    definition = load_definition(ROOT / "data" / "experiments" / "confidence-decisions.yaml")
+    result = asyncio.run(run_experiment(definition.model_copy(update={"metric": "ece"}), store))
+    store.dispose()
+    shown = CliRunner().invoke(app, ["experiment", "show", result.experiment_id])
+    assert shown.exit_code == 0, shown.output
+    assert "cells are not significantly worse than the best" in shown.output and "≈ best" in shown.output
+    page = CliRunner().invoke(app, ["experiment", "export", result.experiment_id, "--format", "html"])
+    assert page.exit_code == 0 and "<b>ties</b>" in page.output and 'class="tied"' in page.output
