@@ -64,6 +64,8 @@ def _summary_figures(summary: Mapping[str, Any], prefix: str = "", depth: int = 
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, bool | int | float | str) or value is None:
             yield name, value
+        elif key.endswith("_ci") and isinstance(value, list) and len(value) == 2:
+            yield name, f"{value[0]:.4g}–{value[1]:.4g}"  # a figure's 95 % interval, beside it
         elif isinstance(value, Mapping) and depth < MAX_DEPTH and key not in WHOLE_RESULTS:
             yield from _summary_figures(value, name, depth + 1)
 

@@ -25,6 +25,7 @@ from engine.history import (
     experiment_line,
     experiment_of,
 )
+from engine.outcomes import NoItems, comparison_text, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
@@ -497,6 +498,53 @@ def _render_compare(run_id: str, kind: str) -> None:
         ),
         hide_index=True,
         width="stretch",
+    )
+    _render_item_diff(store, a, b)
+
+
+def _render_item_diff(store: Any, a: Any, b: Any) -> None:
+    """Which items flipped between the two runs, each with both outputs, and B − A with its paired interval
+    and p-value (engine/outcomes.py) — for the kinds with items."""
+    try:
+        diff = diff_runs(store, a, b)
+    except NoItems as exc:
+        st.caption(md(exc))
+        return
+    counts = diff.counts
+    st.markdown(
+        f"**Items** — {diff.shared} in both runs: {counts['right→wrong']} right→wrong, "
+        f"{counts['wrong→right']} wrong→right, {counts['label changed']} label change(s)"
+    )
+    for name, comp in diff.comparisons.items():
+        st.caption(md(comparison_text(name, comp)) + " — B is the run picked here, A the one open above.")
+    if diff.only_a or diff.only_b:
+        st.caption(f"Only in {md(a.id)}: {len(diff.only_a)} item(s); only in {md(b.id)}: {len(diff.only_b)}.")
+    if not diff.changes:
+        return
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "item": c.key,
+                    "change": c.change,
+                    "gold": c.a.gold or "",
+                    f"{a.id}": c.a.label,
+                    f"{a.id} said": c.a.text,
+                    f"{b.id}": c.b.label,
+                    f"{b.id} said": c.b.text,
+                    "open A": f"/runs?run={c.a.link or a.id}",
+                    "open B": f"/runs?run={c.b.link or b.id}",
+                }
+                for c in diff.changes
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key=f"{KEY}itemdiff.{a.id}.{b.id}",
+        column_config={
+            "open A": st.column_config.LinkColumn("open A", display_text="open"),
+            "open B": st.column_config.LinkColumn("open B", display_text="open"),
+        },
     )
 
 

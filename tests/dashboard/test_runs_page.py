@@ -311,3 +311,36 @@ def test_a_cell_says_which_experiment_it_belongs_to_and_opens_it(tmp_path: Any) 
     assert any(f"Part of experiment {experiment.experiment_id}" in shown(c.value) for c in at.caption)
     at.button(key=f"runs.parent.{experiment.run_id}").click().run()
     assert at.query_params["run"] == [experiment.run_id] or at.query_params["run"] == experiment.run_id
+
+
+def test_compare_lists_the_items_that_flipped_with_the_paired_test() -> None:
+    """Two stored jury evaluations: the page lists the one case that went right→wrong and the six that went
+    wrong→right, with both outputs and links, and B − A with its exact McNemar p (the CLI's figures)."""
+    store = _store()
+
+    def evaluation(rights: list[bool]) -> str:
+        with run_context(store, "jury.eval", {"cases": "c.jsonl"}) as run:
+            for n, right in enumerate(rights):
+                verdict = "safe_pass" if right else "unsafe_fail"
+                run.emit(
+                    "jury_eval_item",
+                    id=f"case-{n:02d}",
+                    run_id=f"case-run-{n}",
+                    gold="safe_pass",
+                    final_verdict=verdict,
+                    correct=right,
+                    final_positions={"a": verdict},
+                )
+        return run.run_id
+
+    a = evaluation([True] * 7 + [False] * 7)
+    b = evaluation([True] * 6 + [False] + [True] * 6 + [False])
+    at = _page(run=a)
+    at.selectbox(key=f"runs.compare.{a}").set_value(b).run()
+    assert not at.exception
+    items = next(df.value for df in at.dataframe if "change" in df.value.columns and "item" in df.value.columns)
+    assert items["change"].tolist().count("wrong→right") == 6 and items["change"].tolist().count("right→wrong") == 1
+    flipped = items.set_index("item").loc["case-06"]
+    assert flipped[a] == "safe_pass" and flipped[b] == "unsafe_fail" and flipped["open A"] == "/runs?run=case-run-6"
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "p = 0.125 (exact McNemar, 14 items)" in captions
