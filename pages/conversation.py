@@ -27,6 +27,7 @@ from dashboard.components import (
 )
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine.diagnostics import Diagnosis
 from engine.handraise import (
     Action,
     Conversation,
@@ -312,10 +313,40 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
         cooldown = c3.toggle("Cooldown", value=True, key=KEY + "cooldown")
         strength = c3.slider("Cooldown per turn spoken", 0.0, 0.5, 0.1, 0.05, key=KEY + "strength")
         cap = c3.number_input("Brainstorm: max auto speakers", 1, 10, 2, key=KEY + "cap")
+        auto_allow = c3.slider(
+            "Brainstorm: auto-allow at will ≥",
+            0.0,
+            1.0,
+            0.3,
+            0.05,
+            key=KEY + "auto_allow",
+            help="In brainstorm mode a hand whose will reaches this is approved without a card (up to the cap).",
+        )
         timeout = c4.number_input("Card timeout (s, 0 = none)", 0, 600, 0, key=KEY + "timeout")
         action = c4.selectbox("On timeout", ["skip", "approve"], key=KEY + "timeout_action")
         auto_at = c4.number_input("Standing auto-approve at will ≥ (0 = off)", 0.0, 1.0, 0.0, 0.05, key=KEY + "auto_at")
+        over_window = c4.number_input(
+            "Over-raise: turns looked at",
+            2,
+            100,
+            5,
+            key=KEY + "over_window",
+            help="A participant whose raw will reaches the level below in every one of these turns is over-raising.",
+        )
+        over_level = c4.slider("Over-raise: level", 0.0, 1.0, 0.9, 0.05, key=KEY + "over_level")
+        over_damping = c4.slider(
+            "Over-raise: damping",
+            0.05,
+            1.0,
+            0.8,
+            0.05,
+            key=KEY + "over_damping",
+            help="The factor an over-raising participant's will is multiplied by (1 = no damping).",
+        )
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
+        diagnosis = _judge_diagnosis(method, judge_model, ensemble)
+        if diagnosis is not None:
+            st.caption(md(f"Judge: {diagnosis.label} — {diagnosis.text}"))
         if _details():
             st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
     try:
@@ -347,6 +378,10 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             cooldown_enabled=cooldown,
             cooldown_per_turn=strength,
             brainstorm_max_speakers=int(cap),
+            brainstorm_auto_allow=float(auto_allow),
+            over_raise_window=int(over_window),
+            over_raise_level=float(over_level),
+            over_raise_damping=float(over_damping),
             card_timeout_s=float(timeout) or None,
             timeout_action=action,
             auto_approve_at=float(auto_at) or None,
@@ -371,6 +406,17 @@ def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] 
         return map_choice(method, judge_model, ensemble).describe()
     except ValueError as exc:
         return f"Calibration: unreadable ({exc})"
+
+
+def _judge_diagnosis(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> Diagnosis | None:
+    """The diagnosis stored with the map the judge would read (measurable signal or not), None for a method
+    without a map."""
+    from engine.handraise.judge import map_choice
+
+    try:
+        return map_choice(method, judge_model, ensemble).diagnosis
+    except ValueError:
+        return None
 
 
 def _judged_by(conv: Conversation) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from engine.diagnostics import Diagnosis, calibration_diagnosis
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.handraise.reasons import expertise_reason
@@ -514,6 +515,16 @@ class MapChoice:
     calibration: Calibration | None
     flags: tuple[str, ...] = ()
     partners_asked: tuple[str, ...] = ()
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        """Whether the map carries measurable signal (stored with it, else computed from its figures)."""
+        if self.calibration is None:
+            return None
+        stored = self.calibration.metrics.get("diagnosis")
+        if isinstance(stored, Mapping):
+            return Diagnosis.from_dict(stored)
+        return calibration_diagnosis(self.calibration)
 
     def describe(self) -> str:
         """One line for a page or a CLI: who scores, through which map (trusted text: catalog ids and file

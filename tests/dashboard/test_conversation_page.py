@@ -171,3 +171,44 @@ def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
         split = next(r.summary for r in runs if r.id == row["run"])["by_language"]
         shown = row["f1 by language"]
         assert set(split) == {"en", "ja"} and shown.startswith("en ") and " · ja " in shown
+
+
+def test_the_judge_offered_says_whether_it_carries_signal_and_the_knobs_reach_the_config() -> None:
+    """The settings name the chosen judge's diagnosis (from its shipped map) in words; the over-raise knobs
+    and the brainstorm auto-allow level are settings of the page (no model is called: nothing is sent)."""
+    from engine.diagnostics import MARK_TEXT
+    from pages import conversation
+
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    assert not at.exception
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "Judge: ✅ measurable signal — top-1" in captions  # likelihood, Gemma + SmolLM2: CV top-1 0.91
+    at.selectbox(key="conv.method").set_value("judge").run()
+    assert not any("Judge: " in shown(c.value) for c in at.caption)  # a method that writes numbers has no map
+    at.selectbox(key="conv.method").set_value("likelihood").run()
+    at.number_input(key="conv.over_window").set_value(7)
+    at.slider(key="conv.over_level").set_value(0.8)
+    at.slider(key="conv.over_damping").set_value(0.5)
+    at.slider(key="conv.auto_allow").set_value(0.45).run()
+    assert not at.exception
+    diagnosis = conversation._judge_diagnosis("likelihood", "gemma3-270m", ["smollm2-135m"])
+    assert diagnosis is not None and diagnosis.mark in MARK_TEXT
+    assert conversation._judge_diagnosis("self", "gemma3-270m") is None
+    settings = AppTest.from_function(_settings_only, default_timeout=60).run()
+    settings.number_input(key="conv.over_window").set_value(7)
+    settings.slider(key="conv.over_level").set_value(0.8)
+    settings.slider(key="conv.over_damping").set_value(0.5)
+    settings.slider(key="conv.auto_allow").set_value(0.45).run()
+    config = settings.session_state["captured"]
+    assert (config["over_raise_window"], config["over_raise_level"], config["over_raise_damping"]) == (7, 0.8, 0.5)
+    assert config["brainstorm_auto_allow"] == 0.45
+
+
+def _settings_only() -> None:
+    import streamlit as st
+
+    from pages import conversation
+
+    conversation._init_state()
+    _, config = conversation._render_settings()
+    st.session_state["captured"] = config.model_dump(mode="json")
