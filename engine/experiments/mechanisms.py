@@ -311,7 +311,7 @@ class HandRaise(Mechanism):
         problems = super().checks(definition, source)
         names = list(definition.axes())
         methods = {
-            str(definition.base.get("judge_method", "judge")),
+            str(self.config(definition.base, {}).judge_method),
             *map(str, _axis_values(definition, "judge_method")),
         }
         swept = [n for n in names if n in ("threshold", "weights.relevance", "weights.novelty", "weights.confidence")]

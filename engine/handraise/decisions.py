@@ -67,7 +67,7 @@ class HandRaiseConfig(BaseModel):
     card_timeout_s: float | None = Field(None, gt=0, description="None: cards wait for the user")
     timeout_action: TimeoutAction = "skip"
     auto_approve_at: float | None = Field(None, ge=0, le=1, description="a standing 'will ≥ X auto-approve' rule")
-    judge_method: JudgeMethod = "judge"
+    judge_method: JudgeMethod = "likelihood"  # the README's default: option likelihoods through a fitted map
     judge_model: str = "gemma3-270m"
     likelihood_ensemble: list[str] = Field(
         default_factory=lambda: ["smollm2-135m"],

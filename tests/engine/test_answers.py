@@ -135,7 +135,9 @@ def test_the_default_cast_answers_with_smollm2_where_the_catalog_has_it() -> Non
 
 def _conversation(lookup: dict[str, Any]) -> tuple[Conversation, list[tuple[str, dict[str, Any]]]]:
     events: list[tuple[str, dict[str, Any]]] = []
-    conv = Conversation(DEFAULT_CAST, lookup, HandRaiseConfig(), emit=lambda t, **p: events.append((t, p)))
+    conv = Conversation(
+        DEFAULT_CAST, lookup, HandRaiseConfig(judge_method="judge"), emit=lambda t, **p: events.append((t, p))
+    )
     return conv, events
 
 

@@ -359,7 +359,7 @@ def test_a_turn_from_message_to_answers_with_events_and_telemetry() -> None:
 
     conv, events, model = _conversation_with(
         {"coder": (0.9, 0.8, 0.9), "designer": (0.9, 0.9, 0.9), "researcher": (0.1, 0.1, 0.1)},
-        HandRaiseConfig(card_timeout_s=30),
+        HandRaiseConfig(card_timeout_s=30, judge_method="judge"),
     )
     state = asyncio.run(conv.user_message("KeyError in my config loader, any idea?"))
     assert len(model.requests) == 1  # one batched judgment for three participants
@@ -404,7 +404,7 @@ def test_mentions_bypass_cards_and_mention_only_mode_calls_no_judge() -> None:
     import asyncio
 
     scores = {"coder": (0.1, 0.1, 0.1), "designer": (0.1, 0.1, 0.1), "researcher": (0.1, 0.1, 0.1)}
-    conv, _, model = _conversation_with(scores, HandRaiseConfig())
+    conv, _, model = _conversation_with(scores, HandRaiseConfig(judge_method="judge"))
     state = asyncio.run(conv.user_message("what do you think, @designer?"))
     assert state.resolved["designer"].approved and state.resolved["designer"].by == "mention"
     conv2, _, model2 = _conversation_with(scores, HandRaiseConfig(mode=Mode.MENTION_ONLY))

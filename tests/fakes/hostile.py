@@ -89,7 +89,7 @@ def store_hostile_runs(store: Any, port: int) -> dict[str, str]:
     conv = Conversation(
         cast,
         lambda _m: _scripted(port, "conv", store),
-        HandRaiseConfig(judge_model="scripted"),
+        HandRaiseConfig(judge_model="scripted", judge_method="judge"),
         emit=EventBus(run.id, [StoreSink(store)]).emit,
     )
 

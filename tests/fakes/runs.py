@@ -83,7 +83,7 @@ def stored_conversation(store: Store, *, open_turn: bool = True) -> tuple[str, A
     `open_turn`) is left with its cards waiting. Returns (run id, the live Conversation)."""
     from engine.handraise import DEFAULT_CAST, Conversation, HandRaiseConfig
 
-    config = HandRaiseConfig(card_timeout_s=30)
+    config = HandRaiseConfig(card_timeout_s=30, judge_method="judge")  # the scripted model writes JSON
     run = store.create_run(
         "handraise.conversation",
         {"participants": [p.model_dump() for p in DEFAULT_CAST], "config": config.model_dump(mode="json")},
