@@ -398,7 +398,7 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
 
 def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
     """Per rule, the share of lines at WARN and at RETRY, stacked."""
-    rules = [plot_text(r) for r in rates]
+    rules = [plot_text(r.replace("_", " ")) for r in rates]  # 'topic loop', not the identifier
     fig = go.Figure(
         [
             go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()], marker_color=HIT_COLORS[status])
@@ -491,7 +491,9 @@ def skip_scope_timeline(
             )
         )
     fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
-    return _layout(fig, f"Scope {plot_text(scope)}", 340)
+    channel, _, thread = scope.partition(":")
+    title = f"Channel {channel}" if thread in ("", "top") else f"A thread in {channel}"
+    return _layout(fig, plot_text(title), 340)
 
 
 def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:

@@ -544,9 +544,23 @@ def _default_plan() -> pd.DataFrame:
     )
 
 
+PLAN_COLUMNS: dict[str, Any] = {
+    "step": st.column_config.TextColumn("step", pinned=True),
+    "is_search_step": st.column_config.CheckboxColumn("search step"),
+    **{name: st.column_config.NumberColumn(label.lower()) for name, (label, _) in SLIDERS.items()},
+    **{name: st.column_config.NumberColumn(label.lower()) for name, label in COUNTS.items()},
+}
+
+
 def _render_plan(settings: ConfidenceSettings) -> None:
     st.caption("Edit the steps; each row is scored, then the plan is aggregated by every method side by side.")
-    plan = st.data_editor(_default_plan(), num_rows="dynamic", key=KEY + "plan", width="stretch")
+    plan = st.data_editor(
+        _default_plan(),
+        num_rows="dynamic",
+        key=KEY + "plan",
+        width="stretch",
+        column_config=PLAN_COLUMNS,  # the factors' names in words, not their identifiers
+    )
     critical = st.toggle("Critical-step check (any step < 0.3 → mean × 0.7)", key=KEY + "critical")
     if plan.empty:
         st.info("Add a step.")
@@ -583,10 +597,11 @@ def _render_plan(settings: ConfidenceSettings) -> None:
         ]
     )
     st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
+    details = st.session_state.get(f"details.{DETAILS}", False)  # the formula names the factors' identifiers
     st.dataframe(
         pd.DataFrame(
             [
-                {"step": n, "score": s.score, "level": lv, "reason": s.reason}
+                {"step": n, "score": s.score, "level": lv} | ({"formula": s.reason} if details else {})
                 for (n, _), s, lv in zip(rows, scores, levels, strict=True)
             ]
         ),

@@ -287,7 +287,12 @@ def _render_review(review: dict[str, Any]) -> None:
     st.dataframe(
         pd.DataFrame(
             [
-                {"rule": r["rule"], "status": r["status"], "detail": r["detail"], "matches": ", ".join(r["matches"])}
+                {
+                    "rule": r["rule"].replace("_", " "),  # 'topic loop', not the identifier
+                    "status": r["status"],
+                    "detail": r["detail"],
+                    "matches": ", ".join(r["matches"]),
+                }
                 for r in review["rules"]
             ]
         ),
@@ -477,6 +482,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     cfg = _retune_controls()
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
+    frame.columns = [str(c).replace("_", " ") for c in frame.columns]  # the rules' names in words
     counts = frame["status"].value_counts()
     metric_row(
         [

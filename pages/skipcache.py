@@ -476,6 +476,12 @@ def workload_words(workload: dict[str, Any]) -> str:
     )
 
 
+def scope_words(scope: str) -> str:
+    """A scope ('C002:top', 'C002:1700000000.5') as people read it: 'channel C002' or 'a thread in C002'."""
+    channel, _, thread = scope.partition(":")
+    return f"channel {channel}" if thread in ("", "top") else f"a thread in {channel} ({thread})"
+
+
 def _render_timeline(result: dict[str, Any]) -> None:
     messages = pd.DataFrame(result["messages"])
     if messages.empty:
@@ -483,7 +489,10 @@ def _render_timeline(result: dict[str, Any]) -> None:
     messages["scope"] = messages["channel_id"] + ":" + messages["thread_ts"].fillna("top")
     counts = messages["scope"].value_counts()
     scope = st.selectbox(
-        "Scope", counts.index.tolist(), key=KEY + "scope", format_func=lambda s: f"{s} ({counts[s]} messages)"
+        "Conversation",
+        counts.index.tolist(),
+        key=KEY + "scope",
+        format_func=lambda s: f"{scope_words(s)} ({counts[s]} messages)",
     )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 

@@ -72,7 +72,8 @@ def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
     rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
     fig = charts.rule_hit_rates(rates)
     assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "stack"
-    assert list(fig.data[0].x) == list(rates) and fig.layout.yaxis.tickformat == ".0%"
+    assert list(fig.data[0].x) == [r.replace("_", " ") for r in rates] and fig.layout.yaxis.tickformat == ".0%"
+    assert not any("_" in x for x in fig.data[0].x)  # rule names in words
     assert list(fig.data[1].y) == [r["retry"] for r in rates.values()]
     assert dict(zip(fig.data[1].x, fig.data[1].y, strict=True))["logic"] == 0.25  # one double negation in four
     assert charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
