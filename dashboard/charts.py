@@ -175,7 +175,8 @@ def breakdown_bars(breakdown: Mapping[str, Mapping[str, Any]]) -> go.Figure:
             orientation="h",
             marker_color=colors,
             text=text,
-            textposition="auto",
+            # short bars (a factor at 0 has none) carry their text beyond them: 'auto' drew none there
+            textposition=["inside" if float(v) >= 0.35 else "outside" for v in values],
             insidetextanchor="end",
             cliponaxis=False,
             hovertemplate="%{y}: %{x:.3f}<extra></extra>",

@@ -12,7 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md, metric_row
+from dashboard.components import export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -193,6 +193,12 @@ def rule_words(rule: dict[str, Any], tone: dict[str, Any] | None = None) -> str:
     return f"{name.replace('_', ' ')}: {detail}"
 
 
+def tone_words(tone: dict[str, Any]) -> str:
+    """The tone rule's detail in words: '2 of 3: ✓ endings, ✗ words, ✓ style' (not 'tone 2 = marker 1 + …')."""
+    parts = (("marker", "endings"), ("vocab", "words"), ("style", "style"))
+    return f"{tone.get('score', 0)} of 3: " + ", ".join(f"{'✓' if tone.get(p) else '✗'} {w}" for p, w in parts)
+
+
 def status_why(review: dict[str, Any]) -> str:
     """Why a line is WARN or RETRY, in one line of words: each rule that flagged it, and the rubric's average
     when it decided. Empty for a PASS."""
@@ -290,7 +296,7 @@ def _render_review(review: dict[str, Any]) -> None:
                 {
                     "rule": r["rule"].replace("_", " "),  # 'topic loop', not the identifier
                     "status": r["status"],
-                    "detail": r["detail"],
+                    "detail": tone_words(review["tone"]) if r["rule"] == "tone" else r["detail"],
                     "matches": ", ".join(r["matches"]),
                 }
                 for r in review["rules"]
@@ -299,11 +305,11 @@ def _render_review(review: dict[str, Any]) -> None:
         hide_index=True,
         width="stretch",
         column_config={
-            # 420 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
-            "rule": st.column_config.TextColumn("Rule", width=130),
-            "status": st.column_config.TextColumn("Status", width=60),
-            "detail": st.column_config.TextColumn("Detail", width=160),
-            "matches": st.column_config.TextColumn("Matches", width=70),
+            # 430 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
+            "rule": st.column_config.TextColumn("Rule", width=112),
+            "status": st.column_config.TextColumn("Status", width=55),
+            "detail": st.column_config.TextColumn("Detail", width=195),
+            "matches": st.column_config.TextColumn("Matches", width=68),
         },
     )
     tone = review["tone"]
@@ -599,7 +605,7 @@ def _render_duo(profiles: dict[str, Any]) -> None:
             "sister's own lines, so their voices hold, but it rarely keeps to the topic. For lines on topic, pick a "
             "larger model (an API model, or a bigger GGUF added to the catalog)."
         )
-    c3, c4, c5 = st.columns(3)
+    c3, c4, c5 = flow_columns(3, width=190)  # side by side where they fit: in thirds the policy was cut at 900 px
     turns = c3.number_input("Turns", 1, 20, key=KEY + "duo_turns")
     retries = c4.number_input("Max retries", 0, 5, key=KEY + "duo_retries")
     policy = c5.selectbox(
@@ -675,7 +681,7 @@ def _render_duo_turn(
         if final is not None and len(attempts) > 1 and final.get("feedback"):
             st.caption("↻ Written after the director sent the last draft back with: " + md(final["feedback"]))
         if turn.get("instruction"):
-            with st.expander("What the director asked for after this character's previous WARN line"):
+            with st.expander("The director's note, carried from the previous WARN line"):
                 st.text(turn["instruction"])
         if not isinstance(attempts, list):
             return

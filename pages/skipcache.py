@@ -182,11 +182,11 @@ def render() -> None:
     export_buttons(state.get_store(), run_id, key=KEY + "export")
     if "messages" not in result:
         st.info(
-            "The per-scope timeline and the trade-off sweep need the simulation's detail, which only the "
+            "The per-conversation timeline and the trade-off sweep need the simulation's detail, which only the "
             "dashboard process that ran it holds: simulate again to see them."
         )
         return
-    timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
+    timeline_tab, tradeoff_tab = st.tabs(["Per-conversation timeline", "Calls saved vs. delay"])
     with timeline_tab:
         _render_timeline(result)
     with tradeoff_tab:
