@@ -235,8 +235,8 @@ def _factors_from_state() -> ConfidenceFactors:
 def _render_factors(settings: ConfidenceSettings) -> None:
     # The inputs and the score side by side at 1440 px; one under the other in a narrow window, where fixed
     # columns cut the labels ('Searc…', 'Tool executi ons') and the level ('NO…').
-    row = st.container(horizontal=True, wrap=True, gap="large")
-    inputs, results = row.container(width=320), row.container(width=620)
+    row = st.container(horizontal=True, wrap=True, gap="medium")  # 300 + 620 + the gap: a 1440 px window's main
+    inputs, results = row.container(width=300), row.container(width=620)
     with inputs:
         st.toggle(
             "Search step",
@@ -356,7 +356,8 @@ def _render_score(
     level = shown_level(trusted, decision.level.value)
     # The gauge and the figures side by side where they fit, one under the other in a narrow window (in fixed
     # columns the level was cut to 'NO…' at 900 px).
-    dial, figures = flow_columns(2, width=330)
+    row = st.container(horizontal=True, wrap=True, gap="medium")  # 340 + 240 + the gap fit the 620 px results
+    dial, figures = row.container(width=340), row.container(width=240)
     dial.plotly_chart(
         charts.confidence_gauge(
             score.score, thresholds, level, title=None if trusted else f"ESCALATE (score says {decision.level.value})"

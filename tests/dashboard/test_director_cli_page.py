@@ -155,6 +155,11 @@ def test_batch_retunes_instantly() -> None:
     after = {m.label: m.value for m in at.metric}
     assert int(after["Changed by retuning"]) > 0
     assert int(after["RETRY"]) < int(metrics["RETRY"])
+    # D1 in the batch: each line's status says why, next to its text (the rules at WARN or RETRY, in words)
+    table = next(df.value for df in at.dataframe if "why" in df.value.columns)
+    flagged = table[table["status"] != "PASS"]
+    assert len(flagged) and (flagged["why"] != "").all() and (table[table["status"] == "PASS"]["why"] == "").all()
+    assert not any("_" in c for c in table.columns)
 
 
 @pytest.mark.slow
