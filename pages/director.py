@@ -194,9 +194,9 @@ def rule_words(rule: dict[str, Any], tone: dict[str, Any] | None = None) -> str:
 
 
 def tone_words(tone: dict[str, Any]) -> str:
-    """The tone rule's detail in words: '2 of 3: ✓ endings, ✗ words, ✓ style' (not 'tone 2 = marker 1 + …')."""
+    """The tone rule's detail in words: '2/3: ✓ endings ✗ words ✓ style' (not 'tone 2 = marker 1 + …')."""
     parts = (("marker", "endings"), ("vocab", "words"), ("style", "style"))
-    return f"{tone.get('score', 0)} of 3: " + ", ".join(f"{'✓' if tone.get(p) else '✗'} {w}" for p, w in parts)
+    return f"{tone.get('score', 0)}/3: " + " ".join(f"{'✓' if tone.get(p) else '✗'} {w}" for p, w in parts)
 
 
 def status_why(review: dict[str, Any]) -> str:
@@ -306,10 +306,10 @@ def _render_review(review: dict[str, Any]) -> None:
         width="stretch",
         column_config={
             # 430 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
-            "rule": st.column_config.TextColumn("Rule", width=112),
-            "status": st.column_config.TextColumn("Status", width=55),
-            "detail": st.column_config.TextColumn("Detail", width=195),
-            "matches": st.column_config.TextColumn("Matches", width=68),
+            "rule": st.column_config.TextColumn("Rule", width=122),
+            "status": st.column_config.TextColumn("Status", width=52),
+            "detail": st.column_config.TextColumn("Detail", width=190),
+            "matches": st.column_config.TextColumn("Matches", width=66),
         },
     )
     tone = review["tone"]

@@ -280,7 +280,7 @@ def test_a_warn_badge_says_why_in_words() -> None:
     at.button(key="director.check").click().run()
     assert any(shown(m.value).startswith("**Why WARN:** does not quite sound like the") for m in at.markdown)
     rules = next(df.value for df in at.dataframe if "rule" in df.value.columns).set_index("rule")
-    assert rules.loc["tone", "detail"] == "1 of 3: ✗ endings, ✓ words, ✗ style"  # not 'tone 1 = marker 0 + …'
+    assert rules.loc["tone", "detail"] == "1/3: ✗ endings ✓ words ✗ style"  # not 'tone 1 = marker 0 + …'
     assert "script form" in rules.index and not any("_" in r for r in rules.index)  # rule names in words
 
 
