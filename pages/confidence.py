@@ -330,6 +330,14 @@ def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged
     )
 
 
+ACTION_WORDS = {  # the engine's suggested actions ('proceed with status'), as a stakeholder reads them
+    "SILENT": "go ahead without asking",
+    "NOTIFY": "go ahead, and tell the user what it did",
+    "CONFIRM": "ask the user to confirm before acting",
+    "ESCALATE": "stop and ask the user to clarify",
+}
+
+
 def shown_level(trusted: bool, level: str) -> str:
     """The level the page shows: the score's, unless the result is not trustworthy — then ESCALATE (a person
     checks it), never a SILENT that reads as "fine, go ahead" next to "not trustworthy"."""
@@ -368,7 +376,7 @@ def _render_score(
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
         if trusted:
             st.metric("Level", level)
-            st.markdown(f"**Suggested action:** {decision.suggested_action}")
+            st.markdown(f"**Suggested action:** {ACTION_WORDS.get(level, decision.suggested_action)}")
             st.caption(decision.reason)
         else:
             st.metric(

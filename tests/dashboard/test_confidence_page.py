@@ -32,6 +32,7 @@ def test_lab_scores_factors_live() -> None:
     assert not at.exception
     metrics = _metrics(at)
     assert (metrics["Score"], metrics["Level"]) == ("0.700", "NOTIFY")
+    assert any("go ahead, and tell the user what it did" in shown(m.value) for m in at.markdown)  # not 'with status'
     at.toggle(key="details.confidence.toggle").set_value(True).run()  # the score's formula is research detail
     at.slider(key="confidence.llm_self_confidence").set_value(0.85)
     at.slider(key="confidence.tool_success_rate").set_value(0.5).run()
