@@ -290,7 +290,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "or after a back-off.",
         )
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        c3 = flow_columns(2, width=300)  # the judge and its method side by side where they fit, caption below
+        c3 = flow_columns(2, width=390)  # side by side where they fit; 300 px cut the recorded judge's name
         judge_choice = c3[0].selectbox(
             "Judge",
             options,
