@@ -494,7 +494,8 @@ def skip_scope_timeline(
     fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
     channel, _, thread = scope.partition(":")
     title = f"Channel {channel}" if thread in ("", "top") else f"A thread in {channel}"
-    return _layout(fig, plot_text(title), 340)
+    # the legend under the plot: at the right it took a third of a 900 px window's width
+    return _legend_below(_layout(fig, plot_text(title), 400))
 
 
 def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
@@ -551,7 +552,11 @@ def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     if high - low < 10:
         fig.update_xaxes(dtick=1)
     fig.update_yaxes(title=f"staleness p95 ({unit})", rangemode="tozero")
-    return _layout(fig, "Calls saved vs. staleness", 360)
+    # the legend under the axis title: at the right it took a third of a 900 px window's width
+    return _layout(fig, "Calls saved vs. staleness", 420).update_layout(
+        legend={"orientation": "h", "yanchor": "top", "y": -0.3, "xanchor": "left", "x": 0.0},
+        margin={"l": 10, "r": 10, "t": 48, "b": 90},
+    )
 
 
 # -- conversation (hand raise) -------------------------------------------------------------------------------
