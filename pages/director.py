@@ -489,7 +489,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
     frame.columns = [str(c).replace("_", " ") for c in frame.columns]  # the rules' names in words
-    frame.insert(int(frame.columns.get_loc("text")) + 1, "why", flagged_rules(frame))
+    frame.insert(int(frame.columns.get_loc("status")) + 1, "why", flagged_rules(frame))
     counts = frame["status"].value_counts()
     metric_row(
         [
@@ -498,8 +498,8 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             ("Changed by retuning", int((frame["status"] != frame["default status"]).sum())),
         ]
     )
-    # Many columns (a line's every rule): wider than a 900 px window. The line's id and its status stay pinned
-    # at the left while the rules scroll past; the text is cut to its column (the whole line on hover).
+    # Many columns (a line's every rule): wider than a 900 px window. The line's id, its status and why stay
+    # pinned at the left while the rules scroll past; the text is cut to its column (the whole line on hover).
     st.dataframe(
         frame,
         hide_index=True,
@@ -509,7 +509,7 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             "id": st.column_config.TextColumn("id", pinned=True, width=70),
             "status": st.column_config.TextColumn("status", pinned=True, width=70),
             "text": st.column_config.TextColumn("text", width=260),
-            "why": st.column_config.TextColumn("why", width=130, help="the rules at WARN or RETRY"),
+            "why": st.column_config.TextColumn("why", pinned=True, width=120, help="the rules at WARN or RETRY"),
         },
     )
     st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
