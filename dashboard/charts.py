@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.components import plot_text
+from dashboard.components import duration, plot_text
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
@@ -56,8 +56,23 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     return fig
 
 
-def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) -> go.Figure:
-    """A gauge from 0 to 1 with the four level bands."""
+# The confidence factors as a stakeholder reads them (the engine's names are identifiers).
+FACTOR_WORDS = {
+    "search_quality": "search quality",
+    "tool_success": "tool success",
+    "source_agreement": "source agreement",
+    "llm_self_confidence": "self-confidence",
+    "query_coverage": "query coverage",
+}
+
+
+def factor_words(name: str) -> str:
+    return FACTOR_WORDS.get(name, name.replace("_", " "))
+
+
+def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str, title: str | None = None) -> go.Figure:
+    """A gauge from 0 to 1 with the four level bands; `title` (default: the level) says more when the page
+    overrides the score's level (a result that is not trustworthy)."""
     silent, notify, confirm = thresholds["silent"], thresholds["notify"], thresholds["confirm"]
     steps = [
         {"range": [0, confirm], "color": "#F6D5BF"},
@@ -76,52 +91,100 @@ def confidence_gauge(score: float, thresholds: Mapping[str, float], level: str) 
                 "steps": steps,
                 "threshold": {"line": {"color": "#1F2A24", "width": 3}, "thickness": 0.85, "value": score},
             },
-            title={"text": f"{level}", "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18}},
+            title={
+                "text": plot_text(title or level),
+                "font": {"color": LEVEL_COLORS.get(level, BASE_COLOR), "size": 18 if title is None else 15},
+            },
         )
     )
     # The dial's end labels (0 and 1) sit outside the arc: side margins keep them from being cut off.
     return _layout(fig, "Confidence", 280).update_layout(margin={"l": 36, "r": 36, "t": 48, "b": 10})
 
 
-def penalty_waterfall(base: float, penalties: Sequence[Mapping[str, Any]], final: float) -> go.Figure:
-    """Base score, then each penalty as a step down, then the final (clamped, rounded) score."""
-    labels = ["base"] + [plot_text(p["name"]) for p in penalties] + ["final"]
-    measures = ["absolute"] + ["relative"] * len(penalties) + ["total"]
-    values = [base] + [p["after"] - p["before"] for p in penalties] + [final]
-    text = [f"{base:.3f}"] + [f"×{p['factor']:.3g}" for p in penalties] + [f"{final:.3f}"]
+def penalty_waterfall(
+    base: float,
+    penalties: Sequence[Mapping[str, Any]],
+    final: float,
+    breakdown: Mapping[str, Mapping[str, Any]] | None = None,
+) -> go.Figure:
+    """How the score is built, one bar a step: with `breakdown`, each counted factor's share of the base score
+    (its value × weight over the counted weights) adds up to the base; then each penalty takes its step down;
+    then the final (clamped, rounded) score. Without penalties the chart still shows where the score comes
+    from, not two equal bars. Horizontal: the steps' names read in full at 900 px."""
+    shares = [(n, c) for n, c in (breakdown or {}).items() if c.get("included") and c.get("contribution")]
+    labels = [plot_text(factor_words(n)) for n, _ in shares]
+    values = [float(c["contribution"]) for _, c in shares]
+    text = [f"{float(c['contribution']):+.3f}" for _, c in shares]
+    hover = [
+        f"{factor_words(n)} {float(c['value']):.2f} × weight {float(c['weight']):g} → {float(c['contribution']):+.3f}"
+        for n, c in shares
+    ]
+    measures = ["relative"] * len(shares)
+    if not shares:  # no breakdown: the base is where the chart starts
+        labels, values, text, hover, measures = ["base score"], [base], [f"{base:.3f}"], ["base score"], ["absolute"]
+    else:
+        labels, values, measures = labels + ["base score"], values + [base], measures + ["total"]
+        text, hover = text + [f"{base:.3f}"], hover + ["base score: the weighted mean of the counted factors"]
+    labels += [plot_text(p["name"]) for p in penalties] + ["score"]
+    values += [p["after"] - p["before"] for p in penalties] + [final]
+    text += [f"×{p['factor']:.3g}" for p in penalties] + [f"{final:.3f}"]
+    hover += [f"{plot_text(p['name'])}: ×{p['factor']:.3g} → {p['after'] - p['before']:+.3f}" for p in penalties]
+    hover += ["the score (clamped to [0, 1], rounded)"]
+    measures += ["relative"] * len(penalties) + ["total"]
     fig = go.Figure(
         go.Waterfall(
-            x=labels,
-            y=values,
+            y=labels,
+            x=values,
+            orientation="h",
             measure=measures,
             text=text,
-            textposition="outside",
+            textposition="auto",
+            cliponaxis=False,
             decreasing={"marker": {"color": LEVEL_COLORS["ESCALATE"]}},
             increasing={"marker": {"color": LEVEL_COLORS["SILENT"]}},
             totals={"marker": {"color": BASE_COLOR}},
             connector={"line": {"color": MUTED}},
+            hovertext=hover,
+            hoverinfo="text",
         )
     )
-    fig.update_yaxes(range=[0, max(1.05, base * 1.1)])
-    return _layout(fig, "From base score through each penalty")
+    fig.update_xaxes(range=[0, max(1.0, base * 1.05)])
+    fig.update_yaxes(autorange="reversed")
+    title = "How the score is built" + ("" if penalties else " (no penalty)")
+    return _layout(fig, title, 90 + 34 * len(labels)).update_layout(margin={"l": 10, "r": 50, "t": 48, "b": 10})
 
 
 def breakdown_bars(breakdown: Mapping[str, Mapping[str, Any]]) -> go.Figure:
-    """Each factor's value; included factors show their share of the base score."""
+    """Each factor's value (named in words); a counted factor's bar says what it adds to the base score, one
+    that is not counted is grey and says so. The text sits inside the bar, or beyond it when the bar is short
+    (the axis leaves it room), so at 900 px none is cut."""
     names = list(breakdown)
     values = [breakdown[n]["value"] for n in names]
     colors = [BASE_COLOR if breakdown[n]["included"] else MUTED for n in names]
-    labels = [plot_text(n) for n in names]
+    labels = [plot_text(factor_words(n)) for n in names]
     text = [
-        f"{breakdown[n]['value']:.3f} · w {breakdown[n]['weight']:g} · +{breakdown[n]['contribution']:.3f}"
+        f"{breakdown[n]['value']:.2f} → {breakdown[n]['contribution']:+.3f}"
         if breakdown[n]["included"]
-        else f"{breakdown[n]['value']:.3f} · not counted"
+        else f"{breakdown[n]['value']:.2f}, not counted"
         for n in names
     ]
-    fig = go.Figure(go.Bar(x=values, y=labels, orientation="h", marker_color=colors, text=text, textposition="auto"))
-    fig.update_xaxes(range=[0, 1])
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=labels,
+            orientation="h",
+            marker_color=colors,
+            text=text,
+            # short bars (a factor at 0 has none) carry their text beyond them: 'auto' drew none there
+            textposition=["inside" if float(v) >= 0.35 else "outside" for v in values],
+            insidetextanchor="end",
+            cliponaxis=False,
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(range=[0, 1.0])
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Factor breakdown (grey: not counted)")
+    return _layout(fig, "Factor values (grey: not counted)").update_layout(margin={"l": 10, "r": 90, "t": 48, "b": 10})
 
 
 def reliability_diagram(bins: Sequence[Mapping[str, Any]], ece: float) -> go.Figure:
@@ -336,7 +399,7 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
 
 def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
     """Per rule, the share of lines at WARN and at RETRY, stacked."""
-    rules = [plot_text(r) for r in rates]
+    rules = [plot_text(r.replace("_", " ")) for r in rates]  # 'topic loop', not the identifier
     fig = go.Figure(
         [
             go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()], marker_color=HIT_COLORS[status])
@@ -392,28 +455,28 @@ def skip_scope_timeline(
                     mode="lines",
                     showlegend=False,
                     line={"color": MUTED, "width": 8},
-                    hovertext=f"confidence {j['confidence']:.2f} → skip {j['skip_seconds']} s",
+                    hovertext=f"confidence {j['confidence']:.2f} → not judged again for {duration(j['skip_seconds'])}",
                 )
             )
-    fig.add_trace(
-        go.Scatter(
-            x=[j["at"] for j in judged],
-            y=["judgments"] * len(judged),
-            mode="markers",
-            name="judgment",
-            marker={
-                "symbol": "diamond",
-                "size": 12,
-                "color": [RESPOND if j["should_respond"] else SILENT_COLOR for j in judged],
-            },
-            text=[
-                f"{'respond' if j['should_respond'] else 'stay silent'} · confidence {j['confidence']:.2f}"
-                + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "")
-                for j in judged
-            ],
-            hoverinfo="text+x",
+    # One trace per outcome, each with its own colour: one trace coloured point by point drew a legend swatch
+    # of one colour for diamonds of two.
+    for respond, name, color in ((True, "judgment: reply", RESPOND), (False, "judgment: stay silent", SILENT_COLOR)):
+        mine_judged = [j for j in judged if bool(j["should_respond"]) == respond]
+        fig.add_trace(
+            go.Scatter(
+                x=[j["at"] for j in mine_judged],
+                y=["judgments"] * len(mine_judged),
+                mode="markers",
+                name=name,
+                marker={"symbol": "diamond", "size": 12, "color": color},
+                text=[
+                    f"{'reply' if respond else 'stay silent'} · confidence {j['confidence']:.2f}"
+                    + (f" ⚠ {plot_text(', '.join(j['flags']))} (not cached)" if j.get("flags") else "")
+                    for j in mine_judged
+                ],
+                hoverinfo="text+x",
+            )
         )
-    )
     for kind, row, name, marker in (
         ("cache_hit", "cache hits", "cache hit", {"symbol": "line-ns-open", "size": 8, "color": BASE_COLOR}),
         ("reply", "replies", "bot reply", {"symbol": "star", "size": 12, "color": "#E7298A"}),
@@ -429,7 +492,10 @@ def skip_scope_timeline(
             )
         )
     fig.update_layout(yaxis={"categoryorder": "array", "categoryarray": SKIP_ROWS})
-    return _layout(fig, f"Scope {plot_text(scope)}", 340)
+    channel, _, thread = scope.partition(":")
+    title = f"Channel {channel}" if thread in ("", "top") else f"A thread in {channel}"
+    # the legend under the plot: at the right it took a third of a 900 px window's width
+    return _legend_below(_layout(fig, plot_text(title), 400))
 
 
 def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
@@ -440,34 +506,43 @@ def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     for r in rows:
         merged.setdefault((r["judge calls"], r["staleness p95 s"]), []).append(r)
     points = list(merged.items())
+    stale = [float(y) for (_, y), _ in points] or [0.0]
+    unit, per = ("h", 3600.0) if max(stale) >= 3 * 3600 else ("min", 60.0) if max(stale) >= 180 else ("s", 1.0)
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=[x for (x, _), _ in points],
-            y=[y for (_, y), _ in points],
-            mode="markers+text",
-            name="skip settings",
-            marker={
-                "size": [10 + 3 * min(len(group), 6) for _, group in points],
-                "color": [RESPOND if any(r["pareto"] for r in group) else MUTED for _, group in points],
-            },
-            text=[f"×{len(group)}" if len(group) > 1 else "" for _, group in points],
-            textposition="top center",
-            hovertext=[
-                "<br>".join(f"high skip {r['high skip s']} s · default skip {r['default skip s']} s" for r in group)
-                for _, group in points
-            ],
-            hoverinfo="text+x+y",
+    # Two traces, each one colour (on the front / not): one trace coloured point by point drew its legend
+    # swatch in one colour for markers of two.
+    for on_front, name, color in ((True, "on the Pareto front", RESPOND), (False, "other settings", MUTED)):
+        mine = [(xy, group) for xy, group in points if any(r["pareto"] for r in group) == on_front]
+        fig.add_trace(
+            go.Scatter(
+                x=[x for (x, _), _ in mine],
+                y=[float(y) / per for (_, y), _ in mine],
+                mode="markers+text",
+                name=name,
+                showlegend=bool(mine),
+                marker={"size": [10 + 3 * min(len(group), 6) for _, group in mine], "color": color},
+                text=[f"×{len(group)}" if len(group) > 1 else "" for _, group in mine],
+                textposition="top center",
+                hovertext=[
+                    f"{x} judge calls · staleness p95 {duration(float(y))}<br>"
+                    + "<br>".join(
+                        f"high skip {duration(r['high skip s'])} · default skip {duration(r['default skip s'])}"
+                        for r in group
+                    )
+                    for (x, y), group in mine
+                ],
+                hoverinfo="text",
+            )
         )
-    )
     front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
     fig.add_trace(
         go.Scatter(
             x=[r["judge calls"] for r in front],
-            y=[r["staleness p95 s"] for r in front],
+            y=[float(r["staleness p95 s"]) / per for r in front],
             mode="lines",
             name="Pareto front",
             line={"color": RESPOND, "dash": "dot"},
+            hoverinfo="skip",
         )
     )
     calls = [float(r["judge calls"]) for r in rows] or [0.0]
@@ -476,8 +551,12 @@ def skip_tradeoff(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig.update_xaxes(title="judge calls (with cache)", tickformat="d", range=[max(0.0, low - pad), high + pad])
     if high - low < 10:
         fig.update_xaxes(dtick=1)
-    fig.update_yaxes(title="staleness p95 (s)")
-    return _layout(fig, "Calls saved vs. staleness", 360)
+    fig.update_yaxes(title=f"staleness p95 ({unit})", rangemode="tozero")
+    # the legend under the axis title: at the right it took a third of a 900 px window's width
+    return _layout(fig, "Calls saved vs. staleness", 420).update_layout(
+        legend={"orientation": "h", "yanchor": "top", "y": -0.3, "xanchor": "left", "x": 0.0},
+        margin={"l": 10, "r": 10, "t": 48, "b": 90},
+    )
 
 
 # -- conversation (hand raise) -------------------------------------------------------------------------------

@@ -35,6 +35,24 @@ def money(value: float) -> str:
     return f"${value:.4g}" if value >= 0.0001 else f"${value:.2e}"
 
 
+def duration(seconds: float | None) -> str:
+    """A span of time as people read it: '45 s', '6 min', '6 min 5 s', '2 h 2 min', '1 d 3 h' (never '7345.0 s');
+    '—' for none."""
+    if seconds is None:
+        return "—"
+    total = round(float(seconds))
+    if total < 60:
+        return f"{total} s"
+    if total < 3600:
+        minutes, secs = divmod(total, 60)
+        return f"{minutes} min" + (f" {secs} s" if secs else "")
+    if total < 86400:
+        hours, minutes = divmod(round(total / 60), 60)
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days, hours = divmod(round(total / 3600), 24)
+    return f"{days} d" + (f" {hours} h" if hours else "")
+
+
 def md(value: object, *, inline: bool = True) -> str:
     """Untrusted text made literal inside markdown (titles, labels, captions, alerts). `inline` folds
     line breaks into spaces (a label is one line); otherwise they become markdown hard breaks."""

@@ -62,9 +62,12 @@ def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
     return [
         ("Confidence", charts.confidence_gauge(float(score.get("score", 0.0)), thresholds, str(level))),
         (
-            "From base score through each penalty",
+            "How the score is built",
             charts.penalty_waterfall(
-                float(score.get("base", 0.0)), score.get("penalties") or [], float(score.get("score", 0.0))
+                float(score.get("base", 0.0)),
+                score.get("penalties") or [],
+                float(score.get("score", 0.0)),
+                score.get("breakdown") or {},
             ),
         ),
         ("Factor breakdown", charts.breakdown_bars(score.get("breakdown") or {})),

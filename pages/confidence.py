@@ -73,6 +73,22 @@ COUNTS = {
 }
 
 
+WEIGHTS = {  # ConfidenceSettings field → the factor it weighs, in words
+    "weight_search_quality": "search quality",
+    "weight_tool_success": "tool success",
+    "weight_source_agreement": "source agreement",
+    "weight_self_confidence": "self-confidence",
+    "weight_query_coverage": "query coverage",
+}
+LIVE_DEFAULTS: dict[str, Any] = {
+    "query": "What is the capital of France?",
+    "answer": "The capital of France is Paris.",
+    "sources": "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
+    "k": 0,
+    "self_eval": "generate",
+}
+
+
 def _init_state() -> None:
     defaults = ConfidenceFactors()
     for name in FACTOR_FIELDS:
@@ -82,10 +98,16 @@ def _init_state() -> None:
         st.session_state.setdefault(KEY + "t_" + name, getattr(t, name))
     st.session_state.setdefault(KEY + "live_error", None)
     st.session_state.setdefault(KEY + "generating", None)
+    d = ConfidenceSettings()
+    for name in WEIGHTS:
+        st.session_state.setdefault(KEY + name, getattr(d, name))
+    for name, value in LIVE_DEFAULTS.items():  # here, not in the widgets: a reload may put a run's values in
+        st.session_state.setdefault(KEY + "live_" + name, value)
 
 
 def render() -> None:
     _init_state()
+    _restore_forms()
     st.title("🎚️ Confidence lab")
     st.caption(
         "How sure an agent should be before it acts on its own: evidence becomes a score, and the score decides "
@@ -106,6 +128,47 @@ def render() -> None:
 
 
 THRESHOLDS = ("silent", "notify", "confirm")  # highest first: each must be ≥ the next
+
+
+def _restore_forms() -> None:
+    """The runs this page shows come from the URL after a reload: on first sight of each, the form takes its
+    settings (before any widget is drawn), so the page shows the run it re-attached to and the next click runs
+    the same evaluation, not the defaults."""
+    for param, key in ((EVAL_PARAM, EVAL_RUN), (CALIB_PARAM, CALIB_RUN)):
+        run_id = watched_run(param, key)
+        if run_id and st.session_state.get(key + ".form_for") != run_id:
+            st.session_state[key + ".form_for"] = run_id
+            restore_form(run_id)
+
+
+def restore_form(run_id: str) -> None:
+    """Put a stored run's settings into the form: thresholds and weights (an evaluation or a calibration), and
+    an evaluation's model, query, answer, sources, sampling and self-evaluation. A run stored by an older
+    version, or one this page did not make, leaves the form as it is."""
+    run = state.get_store().get_run(run_id)
+    if run is None or not run.kind.startswith("confidence."):
+        return
+    ss = st.session_state
+    try:
+        settings = ConfidenceSettings(**(run.config.get("settings") or {}))
+        evaluation = EvaluationConfig(**run.config) if run.kind == "confidence.evaluate" else None
+    except (TypeError, ValueError):
+        return
+    for name in THRESHOLDS:
+        ss[KEY + "t_" + name] = getattr(settings.thresholds, name)
+    ss[KEY + "t_note"] = None
+    for name in WEIGHTS:
+        ss[KEY + name] = getattr(settings, name)
+    if evaluation is None:
+        return
+    availability = state.get_availability().get(evaluation.model_id)
+    if availability is not None and availability.available:  # else the picker keeps a model that can run
+        ss[KEY + "live_model"] = evaluation.model_id
+    ss[KEY + "live_query"] = evaluation.query
+    ss[KEY + "live_answer"] = evaluation.answer
+    ss[KEY + "live_sources"] = "\n".join(evaluation.sources)
+    ss[KEY + "live_k"] = min(evaluation.sampling_k, 5)  # the slider's range
+    ss[KEY + "live_self_eval"] = evaluation.self_eval
 
 
 def handle_threshold(changed: str) -> None:
@@ -157,17 +220,7 @@ def _render_settings() -> ConfidenceSettings:
         st.error(message)
         st.stop()
     with st.sidebar.expander("Weights"):
-        d = ConfidenceSettings()
-        weights = {
-            name: st.number_input(name.removeprefix("weight_"), 0.0, 5.0, getattr(d, name), 0.05, key=KEY + name)
-            for name in (
-                "weight_search_quality",
-                "weight_tool_success",
-                "weight_source_agreement",
-                "weight_self_confidence",
-                "weight_query_coverage",
-            )
-        }
+        weights = {name: st.number_input(words, 0.0, 5.0, step=0.05, key=KEY + name) for name, words in WEIGHTS.items()}
     return ConfidenceSettings(thresholds=thresholds, **weights)
 
 
@@ -180,7 +233,10 @@ def _factors_from_state() -> ConfidenceFactors:
 
 
 def _render_factors(settings: ConfidenceSettings) -> None:
-    inputs, results = st.columns([1, 2], gap="large")
+    # The inputs and the score side by side at 1440 px; one under the other in a narrow window, where fixed
+    # columns cut the labels ('Searc…', 'Tool executi ons') and the level ('NO…').
+    row = st.container(horizontal=True, wrap=True, gap="medium")  # 300 + 620 + the gap: a 1440 px window's main
+    inputs, results = row.container(width=300), row.container(width=620)
     with inputs:
         st.toggle(
             "Search step",
@@ -237,13 +293,7 @@ def not_counted(name: str, factors: ConfidenceFactors, settings: ConfidenceSetti
 
 
 ANSWER_JUDGES = {"llm_self_confidence": "self-confidence", "query_coverage": "query coverage"}
-FACTOR_WORDS = {
-    "search_quality": "search quality",
-    "tool_success": "tool success",
-    "source_agreement": "source agreement",
-    "llm_self_confidence": "self-confidence",
-    "query_coverage": "query coverage",
-}
+FACTOR_WORDS = charts.FACTOR_WORDS
 
 
 def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged: Sequence[str]) -> tuple[bool, str]:
@@ -256,25 +306,42 @@ def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged
     missing = []
     for name, words in ANSWER_JUDGES.items():
         if name in flagged:
-            missing.append(f"{words} fell back")
+            missing.append(f"its {words} could not be measured")
         elif name not in used:
-            missing.append(f"{words} did not count ({not_counted(name, factors, settings)})")
+            missing.append(f"its {words} did not count ({not_counted(name, factors, settings)})")
 
     def shown(name: str) -> str:
-        note = " (no tool ran)" if name == "tool_success" and not factors.tool_execution_count else ""
-        return f"{FACTOR_WORDS.get(name, name)} {used[name].value:.2f}{note}"
+        if name == "tool_success" and not factors.tool_execution_count:
+            return f"{FACTOR_WORDS[name]} {used[name].value:.2f}, a full mark only because no tool was used"
+        return f"{FACTOR_WORDS.get(name, name)} {used[name].value:.2f}"
 
-    rest = ", ".join(shown(n) for n in used) or "nothing"
+    rest = "; ".join(shown(n) for n in used) or "nothing"
     trusted = any(n in used and n not in flagged for n in ANSWER_JUDGES)
     if not missing:
         return True, f"Every factor counted: the score {score.score:.3f} stands on {rest}."
     said = "; ".join(missing)
     if trusted:
         return True, f"{said[0].upper()}{said[1:]}. The score {score.score:.3f} stands on the rest: {rest}."
+    level = decide_level(score.score, settings.thresholds).value
     return False, (
-        f"Not trustworthy: the model's judgment of the answer is missing — {said}. The score {score.score:.3f} "
-        f"rests only on {rest}, which cannot tell a right answer from a wrong one."
+        f"Not trustworthy, so a person checks it (ESCALATE, not {level}): nothing judged the answer itself — "
+        f"{said}. The score {score.score:.3f} rests only on {rest}. These cannot tell a right answer from a "
+        "wrong one."
     )
+
+
+ACTION_WORDS = {  # the engine's suggested actions ('proceed with status'), as a stakeholder reads them
+    "SILENT": "go ahead without asking",
+    "NOTIFY": "go ahead, and tell the user what it did",
+    "CONFIRM": "ask the user to confirm before acting",
+    "ESCALATE": "stop and ask the user to clarify",
+}
+
+
+def shown_level(trusted: bool, level: str) -> str:
+    """The level the page shows: the score's, unless the result is not trustworthy — then ESCALATE (a person
+    checks it), never a SILENT that reads as "fine, go ahead" next to "not trustworthy"."""
+    return level if trusted else "ESCALATE"
 
 
 def _render_score(
@@ -294,23 +361,44 @@ def _render_score(
     trusted, sentence = live_trust(factors, settings, flagged) if flagged is not None else (True, "")
     if sentence:
         (st.success if trusted and not failed else st.warning)(md(sentence), icon="✅" if trusted else "⚠️")
-    top = st.columns([3, 2])
-    top[0].plotly_chart(charts.confidence_gauge(score.score, thresholds, decision.level.value), key=key + ".gauge")
-    with top[1]:
+    level = shown_level(trusted, decision.level.value)
+    # The gauge and the figures side by side where they fit, one under the other in a narrow window (in fixed
+    # columns the level was cut to 'NO…' at 900 px).
+    row = st.container(horizontal=True, wrap=True, gap="medium")  # 340 + 240 + the gap fit the 620 px results
+    dial, figures = row.container(width=340), row.container(width=240)
+    dial.plotly_chart(
+        charts.confidence_gauge(
+            score.score, thresholds, level, title=None if trusted else f"ESCALATE (score says {decision.level.value})"
+        ),
+        key=key + ".gauge",
+    )
+    with figures:
         st.metric("Score", f"{score.score:.3f}", help="clamped to [0, 1], rounded to 3 decimals")
-        st.metric(
-            "Level",
-            decision.level.value if trusted else f"{decision.level.value} — not trustworthy",
-            help=None if trusted else "The level the score gives, but the score has no judgment of the answer.",
-        )
-        st.markdown(f"**Suggested action:** {decision.suggested_action if trusted else 'check the answer yourself'}")
-        st.caption(decision.reason)
+        if trusted:
+            st.metric("Level", level)
+            st.markdown(f"**Suggested action:** {ACTION_WORDS.get(level, decision.suggested_action)}")
+            st.caption(decision.reason)
+        else:
+            st.metric(
+                "Level",
+                level,
+                delta=f"the score alone: {decision.level.value}",
+                delta_color="off",
+                delta_arrow="off",
+                help="Nothing judged the answer itself, so the score cannot say it is right: a person checks it.",
+            )
+            st.markdown("**Suggested action:** check the answer yourself before the agent acts on it")
     if failed:  # full width: in the gauge's column the sentences wrapped a few words a line
         st.caption("Fallbacks:  \n" + "  \n".join(md(f) for f in failed))
     if st.session_state.get(f"details.{DETAILS}", False):
         st.info(score.reason)
     st.plotly_chart(
-        charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score),
+        charts.penalty_waterfall(
+            score.base,
+            [p.model_dump() for p in score.penalties],
+            score.score,
+            {k: v.model_dump() for k, v in score.breakdown.items()},
+        ),
         key=key + ".penalties",
     )
     st.plotly_chart(
@@ -335,8 +423,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
         format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
     )
     _take_generated()
-    st.text_input("Query", "What is the capital of France?", key=KEY + "live_query")
-    st.text_area("Answer", "The capital of France is Paris.", key=KEY + "live_answer", height=90)
+    st.text_input("Query", key=KEY + "live_query")
+    st.text_area("Answer", key=KEY + "live_answer", height=90)
     generating = st.session_state[KEY + "generating"]
     st.button(
         "Generate the answer with the model",
@@ -347,15 +435,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
     )
     if generating is not None:
         _watch_generation(generating)
-    st.text_area(
-        "Sources (one per line)",
-        "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
-        key=KEY + "live_sources",
-        height=90,
-    )
-    st.slider(
-        "Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, 0, key=KEY + "live_k"
-    )
+    st.text_area("Sources (one per line)", key=KEY + "live_sources", height=90)
+    st.slider("Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, key=KEY + "live_k")
     self_eval = st.selectbox(
         "Self-evaluation by",
         ["generate", "likelihood"],
@@ -472,9 +553,23 @@ def _default_plan() -> pd.DataFrame:
     )
 
 
+PLAN_COLUMNS: dict[str, Any] = {
+    "step": st.column_config.TextColumn("step", pinned=True),
+    "is_search_step": st.column_config.CheckboxColumn("search step"),
+    **{name: st.column_config.NumberColumn(label.lower()) for name, (label, _) in SLIDERS.items()},
+    **{name: st.column_config.NumberColumn(label.lower()) for name, label in COUNTS.items()},
+}
+
+
 def _render_plan(settings: ConfidenceSettings) -> None:
     st.caption("Edit the steps; each row is scored, then the plan is aggregated by every method side by side.")
-    plan = st.data_editor(_default_plan(), num_rows="dynamic", key=KEY + "plan", width="stretch")
+    plan = st.data_editor(
+        _default_plan(),
+        num_rows="dynamic",
+        key=KEY + "plan",
+        width="stretch",
+        column_config=PLAN_COLUMNS,  # the factors' names in words, not their identifiers
+    )
     critical = st.toggle("Critical-step check (any step < 0.3 → mean × 0.7)", key=KEY + "critical")
     if plan.empty:
         st.info("Add a step.")
@@ -511,10 +606,11 @@ def _render_plan(settings: ConfidenceSettings) -> None:
         ]
     )
     st.plotly_chart(charts.step_scores([n for n, _ in rows], [s.score for s in scores], levels, aggregates))
+    details = st.session_state.get(f"details.{DETAILS}", False)  # the formula names the factors' identifiers
     st.dataframe(
         pd.DataFrame(
             [
-                {"step": n, "score": s.score, "level": lv, "reason": s.reason}
+                {"step": n, "score": s.score, "level": lv} | ({"formula": s.reason} if details else {})
                 for (n, _), s, lv in zip(rows, scores, levels, strict=True)
             ]
         ),

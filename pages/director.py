@@ -12,7 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, state
-from dashboard.components import export_buttons, md, metric_row
+from dashboard.components import export_buttons, flow_columns, md, metric_row
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -57,6 +57,8 @@ def render() -> None:
     except ConfigError as exc:
         st.error(md(exc, inline=False))
         return
+    _init_state(profiles)
+    _restore_forms(profiles)
     check_tab, batch_tab, duo_tab = st.tabs(["Check a line", "Batch", "Duo simulator"])
     with check_tab:
         _render_check(profiles)
@@ -70,6 +72,146 @@ def render() -> None:
 
 def _status_badge(status: str) -> str:
     return f":{STATUS_COLORS[status]}-background[**{STATUS_ICONS[status]} {status}**]"
+
+
+# -- the form: its defaults, and the settings of the run a reload re-attaches to ----------------------------------
+DUO_DEFAULTS: dict[str, Any] = {
+    "duo_topic": "夏の思い出",
+    "duo_scene": "海辺の散歩",
+    "duo_turns": 4,
+    "duo_retries": 2,
+    "duo_policy": "mark",
+    "duo_rubric": False,
+}
+
+
+def _init_state(profiles: dict[str, Any]) -> None:
+    """The widgets' first values, here rather than in the widgets, so a reload can put a run's settings in."""
+    names = list(profiles)
+    ss = st.session_state
+    ss.setdefault(KEY + "character", "yana" if "yana" in names else names[0] if names else None)
+    ss.setdefault(KEY + "line", "えー、ほんと？海って気持ちいいわ！")
+    ss.setdefault(KEY + "scene", "海辺の散歩")
+    ss.setdefault(KEY + "duo_first", "yana" if "yana" in names else names[0] if names else None)
+    ss.setdefault(KEY + "duo_second", "ayu" if "ayu" in names else names[0] if names else None)
+    for name, value in DUO_DEFAULTS.items():
+        ss.setdefault(KEY + name, value)
+
+
+def _restore_forms(profiles: dict[str, Any]) -> None:
+    """On first sight of each run in the URL (a reload, a shared link), its tab's form takes its settings
+    before a widget is drawn, so the next click runs the same check, batch or dialogue, not the defaults."""
+    for param, key in ((CHECK_PARAM, CHECK_RUN), (BATCH_PARAM, BATCH_RUN), (DUO_PARAM, DUO_RUN)):
+        run_id = watched_run(param, key)
+        if run_id and st.session_state.get(key + ".form_for") != run_id:
+            st.session_state[key + ".form_for"] = run_id
+            restore_form(run_id, profiles)
+
+
+def _usable(model_id: Any) -> bool:
+    availability = state.get_availability().get(str(model_id))
+    return availability is not None and availability.available
+
+
+def restore_form(run_id: str, profiles: dict[str, Any]) -> None:
+    """Put a stored director run's settings into its tab's form. A character or model this page cannot offer
+    leaves that widget as it is; a batch's uploaded script is not kept (the page shows the shipped one)."""
+    run = state.get_store().get_run(run_id)
+    if run is None or not run.kind.startswith("director."):
+        return
+    config, ss = run.config, st.session_state
+    judge = (config.get("director") or {}).get("rubric_judge")
+    judge = judge if judge in RUBRIC_JUDGES else None
+    model = config.get("model_id")
+    if run.kind == "director.check":
+        if config.get("character") in profiles:
+            ss[KEY + "character"] = config["character"]
+        ss[KEY + "line"] = str(config.get("text") or "")
+        ss[KEY + "scene"] = str(config.get("scene") or "")
+        ss[KEY + "use_rubric"] = model is not None
+        if _usable(model):
+            ss[KEY + "rubric_model"] = model
+        if judge:
+            ss[KEY + "rubric_judge"] = judge
+    elif run.kind == "director.batch":
+        if config.get("character") in profiles:
+            ss[KEY + "batch_character"] = config["character"]
+        if _usable(model):
+            ss[KEY + "batch_model"] = model
+        if judge:
+            ss[KEY + "batch_rubric_judge"] = judge
+    elif run.kind == "director.duo":
+        try:
+            duo = DuoConfig(**config)
+        except (TypeError, ValueError):  # stored by an older version: the form keeps its own settings
+            return
+        if duo.first in profiles and duo.second in profiles:
+            ss[KEY + "duo_first"], ss[KEY + "duo_second"] = duo.first, duo.second
+        ss[KEY + "duo_topic"], ss[KEY + "duo_scene"] = duo.topic, duo.scene
+        ss[KEY + "duo_turns"] = duo.turns
+        if duo.director.max_retries <= 5:  # the widget's range
+            ss[KEY + "duo_retries"] = duo.director.max_retries
+        ss[KEY + "duo_policy"] = duo.director.on_retries_exhausted
+        ss[KEY + "duo_rubric"] = duo.rubric
+        if _usable(duo.model_id):
+            ss[KEY + "duo_model"] = duo.model_id
+        if duo.rubric and judge:
+            ss[KEY + "duo_rubric_judge"] = judge
+
+
+# -- why a line is not a plain PASS, in words ---------------------------------------------------------------------
+TONE_PARTS = {"marker": "sentence endings", "vocab": "typical words", "style": "speaking style"}
+
+
+def rule_words(rule: dict[str, Any], tone: dict[str, Any] | None = None) -> str:
+    """One rule at WARN or RETRY as a stakeholder reads it, from its name, detail and matches (the engine's
+    reasons read 'tone: tone 1 = marker 0 + vocab 1 + style 0')."""
+    name, detail, matches = str(rule.get("rule")), str(rule.get("detail") or ""), list(rule.get("matches") or [])
+    quoted = "、".join(str(m) for m in matches[:3])
+    if name == "tone":
+        missing = [words for part, words in TONE_PARTS.items() if tone is not None and not tone.get(part)]
+        said = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else "".join(missing)
+        return "does not quite sound like the character" + (f": missing its {said}" if said else "")
+    if name == "format":
+        return f"too long ({detail})"
+    if name == "setting":
+        return "breaks the characters' setting" + (f" ({quoted})" if quoted else "")
+    if name == "praise":
+        if rule.get("status") == "RETRY":
+            return "praises the other speaker"
+        return "uses a judging word" + (f" ({quoted})" if quoted else "")
+    if name == "scatter":
+        return f"scattered: {detail.split(' (')[0]}"
+    if name == "logic":
+        return "a double negative turns the meaning around" + (f" ({quoted})" if quoted else "")
+    if name == "script_form":
+        return "written as a script line in 「」 quotes"
+    if name == "topic_loop":
+        return "keeps coming back to the same words" + (f" ({quoted})" if quoted else "")
+    if name == "early_topic_change":
+        return "changes the topic before the current one was explored"
+    return f"{name.replace('_', ' ')}: {detail}"
+
+
+def tone_words(tone: dict[str, Any]) -> str:
+    """The tone rule's detail in words: '2/3: ✓ endings ✗ words ✓ style' (not 'tone 2 = marker 1 + …')."""
+    parts = (("marker", "endings"), ("vocab", "words"), ("style", "style"))
+    return f"{tone.get('score', 0)}/3: " + " ".join(f"{'✓' if tone.get(p) else '✗'} {w}" for p, w in parts)
+
+
+def status_why(review: dict[str, Any]) -> str:
+    """Why a line is WARN or RETRY, in one line of words: each rule that flagged it, and the rubric's average
+    when it decided. Empty for a PASS."""
+    if review.get("status") == "PASS":
+        return ""
+    tone = review.get("tone")
+    parts = [rule_words(r, tone) for r in review.get("rules") or [] if r.get("status") in ("WARN", "RETRY")]
+    rubric = review.get("rubric") or {}
+    if rubric.get("failed"):
+        parts.append("the rubric could not be scored")
+    elif rubric.get("status") in ("WARN", "RETRY") and rubric.get("average") is not None:
+        parts.append(f"the rubric scored it {float(rubric['average']):.1f} of 5")
+    return "; ".join(dict.fromkeys(parts))
 
 
 def highlight(text: str, rules: list[dict[str, Any]]) -> str:
@@ -104,14 +246,10 @@ def _render_check(profiles: dict[str, Any]) -> None:
     with left:
         names = list(profiles)
         character = st.selectbox(
-            "Character",
-            names,
-            index=names.index("yana") if "yana" in names else 0,
-            key=KEY + "character",
-            format_func=lambda c: f"{profiles[c].name} ({c})",
+            "Character", names, key=KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})"
         )
-        st.text_area("Line", "えー、ほんと？海って気持ちいいわ！", key=KEY + "line", height=110)
-        st.text_input("Scene (for the rubric)", "海辺の散歩", key=KEY + "scene")
+        st.text_area("Line", key=KEY + "line", height=110)
+        st.text_input("Scene (for the rubric)", key=KEY + "scene")
         use_model = st.toggle("Also score the LLM rubric", key=KEY + "use_rubric")
         model_id = None
         if use_model:
@@ -141,6 +279,8 @@ def _render_check_view(view: Collected, live: bool) -> None:
 
 def _render_review(review: dict[str, Any]) -> None:
     st.markdown(f"### {_status_badge(review['status'])}")
+    if why := status_why(review):
+        st.markdown(f"**Why {review['status']}:** {md(why)}")
     run_id = st.session_state.get(CHECK_RUN)
     if run_id:
         st.caption(f"recorded as run {md(run_id)}")
@@ -153,18 +293,23 @@ def _render_review(review: dict[str, Any]) -> None:
     st.dataframe(
         pd.DataFrame(
             [
-                {"rule": r["rule"], "status": r["status"], "detail": r["detail"], "matches": ", ".join(r["matches"])}
+                {
+                    "rule": r["rule"].replace("_", " "),  # 'topic loop', not the identifier
+                    "status": r["status"],
+                    "detail": tone_words(review["tone"]) if r["rule"] == "tone" else r["detail"],
+                    "matches": ", ".join(r["matches"]),
+                }
                 for r in review["rules"]
             ]
         ),
         hide_index=True,
         width="stretch",
         column_config={
-            # 420 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
-            "rule": st.column_config.TextColumn("Rule", width=130),
-            "status": st.column_config.TextColumn("Status", width=60),
-            "detail": st.column_config.TextColumn("Detail", width=160),
-            "matches": st.column_config.TextColumn("Matches", width=70),
+            # 430 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
+            "rule": st.column_config.TextColumn("Rule", width=122),
+            "status": st.column_config.TextColumn("Status", width=52),
+            "detail": st.column_config.TextColumn("Detail", width=190),
+            "matches": st.column_config.TextColumn("Matches", width=66),
         },
     )
     tone = review["tone"]
@@ -203,6 +348,11 @@ def _model_picker(key: str) -> str | None:
 
 
 RUBRIC_JUDGES = ["generate", "likelihood"]
+POLICY_WORDS = {  # DirectorConfig.on_retries_exhausted, in words
+    "mark": "show it, marked RETRY",
+    "accept_last": "accept the last draft",
+    "drop": "drop the line",
+}
 
 
 def _rubric_judge_picker(key: str) -> str:
@@ -338,6 +488,8 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     cfg = _retune_controls()
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
+    frame.columns = [str(c).replace("_", " ") for c in frame.columns]  # the rules' names in words
+    frame.insert(int(frame.columns.get_loc("status")) + 1, "why", flagged_rules(frame))
     counts = frame["status"].value_counts()
     metric_row(
         [
@@ -346,8 +498,8 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             ("Changed by retuning", int((frame["status"] != frame["default status"]).sum())),
         ]
     )
-    # Many columns (a line's every rule): wider than a 900 px window. The line's id and its status stay pinned
-    # at the left while the rules scroll past; the text is cut to its column (the whole line on hover).
+    # Many columns (a line's every rule): wider than a 900 px window. The line's id, its status and why stay
+    # pinned at the left while the rules scroll past; the text is cut to its column (the whole line on hover).
     st.dataframe(
         frame,
         hide_index=True,
@@ -357,9 +509,24 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             "id": st.column_config.TextColumn("id", pinned=True, width=70),
             "status": st.column_config.TextColumn("status", pinned=True, width=70),
             "text": st.column_config.TextColumn("text", width=260),
+            "why": st.column_config.TextColumn("why", pinned=True, width=120, help="the rules at WARN or RETRY"),
         },
     )
     st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
+
+
+def flagged_rules(frame: pd.DataFrame) -> pd.Series:
+    """Per line, the rules at WARN or RETRY, named ('tone, praise'): a status in the table says why at once,
+    without reading across a dozen rule columns. Vectorised: a script has up to `PAGE_LINES` lines."""
+    rules = [
+        c
+        for c in frame.columns
+        if c not in ("status", "default status") and len(frame) and frame[c].isin(list(STATUS_COLORS)).all()
+    ]
+    if not rules or frame.empty:
+        return pd.Series("", index=frame.index, dtype=object)
+    hits = frame[rules].isin(["WARN", "RETRY"])
+    return hits.dot(pd.Index(rules) + ", ").str.rstrip(", ")
 
 
 def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> dict[str, float | None]:
@@ -443,22 +610,10 @@ def _is_base_model(model_id: str) -> bool:
 def _render_duo(profiles: dict[str, Any]) -> None:
     names = list(profiles)
     c1, c2 = st.columns(2)
-    first = c1.selectbox(
-        "First speaker",
-        names,
-        index=names.index("yana") if "yana" in names else 0,
-        key=KEY + "duo_first",
-        format_func=lambda c: profiles[c].name,
-    )
-    second = c2.selectbox(
-        "Second speaker",
-        names,
-        index=names.index("ayu") if "ayu" in names else 0,
-        key=KEY + "duo_second",
-        format_func=lambda c: profiles[c].name,
-    )
-    topic = c1.text_input("Topic", "夏の思い出", key=KEY + "duo_topic")
-    scene = c2.text_input("Scene", "海辺の散歩", key=KEY + "duo_scene")
+    first = c1.selectbox("First speaker", names, key=KEY + "duo_first", format_func=lambda c: profiles[c].name)
+    second = c2.selectbox("Second speaker", names, key=KEY + "duo_second", format_func=lambda c: profiles[c].name)
+    topic = c1.text_input("Topic", key=KEY + "duo_topic")
+    scene = c2.text_input("Scene", key=KEY + "duo_scene")
     model_id = _model_picker(KEY + "duo_model")
     if model_id is not None and _is_base_model(model_id):
         st.caption(
@@ -466,11 +621,16 @@ def _render_duo(profiles: dict[str, Any]) -> None:
             "sister's own lines, so their voices hold, but it rarely keeps to the topic. For lines on topic, pick a "
             "larger model (an API model, or a bigger GGUF added to the catalog)."
         )
-    c3, c4, c5 = st.columns(3)
-    turns = c3.number_input("Turns", 1, 20, 4, key=KEY + "duo_turns")
-    retries = c4.number_input("Max retries", 0, 5, 2, key=KEY + "duo_retries")
-    policy = c5.selectbox("When retries run out", ["mark", "accept_last", "drop"], key=KEY + "duo_policy")
-    use_rubric = st.toggle("LLM rubric on every line", value=False, key=KEY + "duo_rubric")
+    c3, c4, c5 = flow_columns(3, width=190)  # side by side where they fit: in thirds the policy was cut at 900 px
+    turns = c3.number_input("Turns", 1, 20, key=KEY + "duo_turns")
+    retries = c4.number_input("Max retries", 0, 5, key=KEY + "duo_retries")
+    policy = c5.selectbox(
+        "When retries run out",
+        list(POLICY_WORDS),
+        key=KEY + "duo_policy",
+        format_func=lambda p: POLICY_WORDS[p],
+    )
+    use_rubric = st.toggle("LLM rubric on every line", key=KEY + "duo_rubric")
     if use_rubric:
         _rubric_judge_picker(KEY + "duo_rubric_judge")
     run_id = watched_run(DUO_PARAM, DUO_RUN)
@@ -499,13 +659,20 @@ def _render_duo(profiles: dict[str, Any]) -> None:
             for turn in turns_done:
                 _render_duo_turn(profiles, speakers, turn)
             return
-        for turn in view.of("director_turn"):  # while it goes (or after a cancel): the turns so far
-            _render_duo_turn(profiles, speakers, turn | {"attempts": None})
+        # While it goes (or after a cancel): the turns so far, each with the review of its last draft (the
+        # drafts' verdicts come in order, `attempts` of them a turn), so a WARN says why at once.
+        verdicts, seen = view.of("director_verdict"), 0
+        for turn in view.of("director_turn"):
+            seen += int(turn.get("attempts") or 1)
+            final = verdicts[seen - 1] if 0 < seen <= len(verdicts) else None
+            _render_duo_turn(profiles, speakers, turn | {"attempts": None}, final)
 
     watch_run(run_id, Collected, render_duo, key=KEY + "duo_watch")
 
 
-def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: dict[str, Any]) -> None:
+def _render_duo_turn(
+    profiles: dict[str, Any], speakers: tuple[Any, Any], turn: dict[str, Any], review: dict[str, Any] | None = None
+) -> None:
     speaker = turn["speaker"]
     profile = profiles.get(speaker)
     name = profile.name if profile is not None else speaker
@@ -519,16 +686,18 @@ def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: 
             "dropped": " (dropped)",
             "marked": " (shown, marked RETRY)",
         }[turn["outcome"]]
-        st.markdown(f"**{md(name)}** {_status_badge(turn['status'])}{label}")
+        final = attempts[-1] if isinstance(attempts, list) and attempts else None
+        review = final["review"] if final is not None else review
+        why = status_why(review) if review is not None and turn["status"] != "PASS" else ""
+        st.markdown(f"**{md(name)}** {_status_badge(turn['status'])}{label}" + (f" — {md(why)}" if why else ""))
         if turn["text"] is None:
             st.markdown("_— line dropped —_")
         else:
             st.text(turn["text"])
-        final = attempts[-1] if isinstance(attempts, list) and attempts else None
         if final is not None and len(attempts) > 1 and final.get("feedback"):
             st.caption("↻ Written after the director sent the last draft back with: " + md(final["feedback"]))
         if turn.get("instruction"):
-            with st.expander("Instruction carried from the previous WARN line (§1)"):
+            with st.expander("The director's note, carried from the previous WARN line"):
                 st.text(turn["instruction"])
         if not isinstance(attempts, list):
             return
@@ -539,7 +708,7 @@ def _render_duo_turn(profiles: dict[str, Any], speakers: tuple[Any, Any], turn: 
             with st.expander(f"{len(rejected)} rejected draft(s)"):
                 for attempt in rejected:
                     st.markdown(f"~~{md(attempt['text'])}~~")
-                    st.caption("why: " + md(" · ".join(attempt["review"]["reasons"]) or "—"))
+                    st.caption("why: " + md(status_why(attempt["review"]) or "—"))
 
 
 def handle_duo(

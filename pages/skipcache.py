@@ -15,6 +15,7 @@ from dashboard.components import (
     breakable,
     calibration_note,
     details_on,
+    duration,
     export_buttons,
     flow_columns,
     md,
@@ -53,7 +54,95 @@ def _recording() -> Path:
     return get_settings().data_dir / "recordings" / "skipcache-default.jsonl"
 
 
+# The form's widgets: (min, max) and the default each starts at. Kept here, not in the widgets, so that a reload
+# can put the attached run's settings in (`restore_form`) before they are drawn.
+RANGES: dict[str, tuple[float, float]] = {
+    "channels": (1, 500),
+    "hours": (1.0, 72.0),
+    "rate": (0.01, 5.0),
+    "burst": (1.0, 20.0),
+    "seed": (0, 10_000),
+    "high": (0.5, 1.0),
+    "high_s": (0, 172_800),
+    "mid": (0.0, 1.0),
+    "mid_s": (0, 172_800),
+    "default_s": (0, 86_400),
+    "interval": (10, 3600),
+    "min_wait": (0, 7200),
+}
+
+
+def _defaults() -> dict[str, Any]:
+    d, r = WorkloadSpec(), ResponseConfig()
+    return {
+        "channels": d.channels,
+        "hours": d.hours,
+        "rate": d.bursts_per_hour,
+        "burst": d.mean_burst_messages,
+        "seed": d.seed,
+        "high": 0.9,
+        "high_s": 43200,
+        "mid": 0.7,
+        "mid_s": 3600,
+        "default_s": 600,
+        "interval": r.check_interval_seconds,
+        "min_wait": r.min_wait_seconds,
+    }
+
+
+def _init_state() -> None:
+    for name, value in _defaults().items():
+        st.session_state.setdefault(KEY + name, value)
+
+
+def _restore() -> None:
+    """On first sight of the run in the URL (a reload, a shared link), the form takes its settings."""
+    run_id = watched_run("run", RUN)
+    if run_id and st.session_state.get(KEY + "form_for") != run_id:
+        st.session_state[KEY + "form_for"] = run_id
+        restore_form(run_id)
+
+
+def restore_form(run_id: str) -> None:
+    """Put a stored simulation's settings into the form (before its widgets are drawn): the generated workload,
+    the thresholds, the checker and the judge, so the next Simulate runs the same simulation. A value the
+    form cannot show (out of a widget's range, a model not available here) leaves that widget as it is; an
+    uploaded workload is not kept (the upload box stays empty)."""
+    run = state.get_store().get_run(run_id)
+    if run is None or run.kind != "skip.simulate":
+        return
+    try:
+        sim = SimulationConfig.model_validate(run.config)
+    except ValueError:  # stored by an older version: the form keeps its own settings
+        return
+    response = sim.response
+    values: dict[str, float] = {}
+    if sim.workload is not None:
+        w = sim.workload
+        values |= {"channels": w.channels, "hours": w.hours, "rate": w.bursts_per_hour}
+        values |= {"burst": w.mean_burst_messages, "seed": w.seed}
+    levels = sorted(response.judgment_skip.thresholds, key=lambda t: -t.min_confidence)
+    if len(levels) == 2:
+        values |= {"high": levels[0].min_confidence, "high_s": levels[0].skip_seconds}
+        values |= {"mid": levels[1].min_confidence, "mid_s": levels[1].skip_seconds}
+    values |= {"default_s": response.judgment_skip.default_skip_seconds}
+    values |= {"interval": response.check_interval_seconds, "min_wait": response.min_wait_seconds}
+    for name, value in values.items():
+        low, high = RANGES[name]
+        if low <= value <= high:
+            st.session_state[KEY + name] = value
+    st.session_state[KEY + "policy"] = response.failure_policy.value
+    st.session_state[KEY + "method"] = sim.method
+    availability = state.get_availability().get(sim.model_id or "")
+    if sim.model_id is None and sim.recording is not None:
+        st.session_state[KEY + "judge"] = RECORDED
+    elif availability is not None and availability.available:
+        st.session_state[KEY + "judge"] = sim.model_id
+
+
 def render() -> None:
+    _init_state()
+    _restore()
     st.title("⏱️ Skip cache")
     st.caption(
         "How many “should I reply?” judge calls a bot saves by trusting a confident judgment for a while, and how "
@@ -93,11 +182,11 @@ def render() -> None:
     export_buttons(state.get_store(), run_id, key=KEY + "export")
     if "messages" not in result:
         st.info(
-            "The per-scope timeline and the trade-off sweep need the simulation's detail, which only the "
+            "The per-conversation timeline and the trade-off sweep need the simulation's detail, which only the "
             "dashboard process that ran it holds: simulate again to see them."
         )
         return
-    timeline_tab, tradeoff_tab = st.tabs(["Per-scope timeline", "Calls saved vs. delay"])
+    timeline_tab, tradeoff_tab = st.tabs(["Per-conversation timeline", "Calls saved vs. delay"])
     with timeline_tab:
         _render_timeline(result)
     with tradeoff_tab:
@@ -151,11 +240,11 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             key=KEY + "upload",
         )
         c = flow_columns(5, width=150)
-        channels = c[0].number_input("Channels", 1, 500, d.channels, key=KEY + "channels")
-        hours = c[1].number_input("Hours", 1.0, 72.0, d.hours, 1.0, key=KEY + "hours")
-        rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, d.bursts_per_hour, 0.05, key=KEY + "rate")
-        burst = c[3].number_input("Messages per burst", 1.0, 20.0, d.mean_burst_messages, 0.5, key=KEY + "burst")
-        seed = c[4].number_input("Seed", 0, 10_000, d.seed, key=KEY + "seed")
+        channels = c[0].number_input("Channels", 1, 500, key=KEY + "channels")
+        hours = c[1].number_input("Hours", 1.0, 72.0, step=1.0, key=KEY + "hours")
+        rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, step=0.05, key=KEY + "rate")
+        burst = c[3].number_input("Messages per burst", 1.0, 20.0, step=0.5, key=KEY + "burst")
+        seed = c[4].number_input("Seed", 0, 10_000, key=KEY + "seed")
     try:
         spec: Workload = WorkloadSpec(
             channels=int(channels),
@@ -178,19 +267,20 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             st.error(
                 "Nothing imported — fix these rows:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(exc.problems))
             )
-    defaults = ResponseConfig()
     with st.expander("Thresholds and checker", expanded=True):
         c = flow_columns(5, width=150)
-        high = c[0].slider("High confidence ≥", 0.5, 1.0, 0.9, 0.05, key=KEY + "high")
-        high_s = c[1].number_input("…skip seconds", 0, 172800, 43200, 600, key=KEY + "high_s")
-        mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, 0.7, 0.05, key=KEY + "mid")
-        mid_s = c[3].number_input("…skip seconds ", 0, 172800, 3600, 300, key=KEY + "mid_s")
-        default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, 600, 60, key=KEY + "default_s")
-        c2 = flow_columns(3, width=185)  # the policy's words need the room ('retry_next_c…' at 900 px)
-        interval = c2[0].number_input(
-            "Check interval (s)", 10, 3600, defaults.check_interval_seconds, 10, key=KEY + "interval"
+        high = c[0].slider("High confidence ≥", 0.5, 1.0, step=0.05, key=KEY + "high")
+        high_s = c[1].number_input("…skip seconds", 0, 172800, step=600, key=KEY + "high_s")
+        mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, step=0.05, key=KEY + "mid")
+        mid_s = c[3].number_input("…skip seconds ", 0, 172800, step=300, key=KEY + "mid_s")
+        default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, step=60, key=KEY + "default_s")
+        st.caption(  # the seconds in words: 43200 reads as 12 h
+            f"A judgment at confidence ≥ {high:g} is trusted for {duration(high_s)}, at ≥ {mid:g} for "
+            f"{duration(mid_s)}, otherwise for {duration(default_s)} — unless a new message arrives first."
         )
-        min_wait = c2[1].number_input("Min wait (s)", 0, 7200, defaults.min_wait_seconds, 30, key=KEY + "min_wait")
+        c2 = flow_columns(3, width=185)  # the policy's words need the room ('retry_next_c…' at 900 px)
+        interval = c2[0].number_input("Check interval (s)", 10, 3600, step=10, key=KEY + "interval")
+        min_wait = c2[1].number_input("Min wait (s)", 0, 7200, step=30, key=KEY + "min_wait")
         policy = c2[2].selectbox(
             "On a judge error",
             [p.value for p in FailurePolicy],
@@ -200,7 +290,7 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             "or after a back-off.",
         )
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
-        c3 = flow_columns(2, width=300)  # the judge and its method side by side where they fit, caption below
+        c3 = flow_columns(2, width=390)  # side by side where they fit; 300 px cut the recorded judge's name
         judge_choice = c3[0].selectbox(
             "Judge",
             options,
@@ -281,7 +371,8 @@ def _render_summary(result: dict[str, Any]) -> None:
     comparison = result["comparison"]
     a, b = comparison["without_cache"], comparison["with_cache"]
     bound, met = delay_bound(b, result["config"])
-    st.caption(f"recorded as run `{result['run_id']}` · {a['messages']} messages · {a['checks']} checks")
+    st.caption(f"recorded as run `{result['run_id']}` · {a['messages']} messages")
+    st.caption(md(checks_words(a, b, result["config"])))
     if result["misses"]:
         st.warning(
             f"{result['misses']} judgments failed (states not in the recording, or model errors); "
@@ -312,21 +403,34 @@ def _render_summary(result: dict[str, Any]) -> None:
     )
     metric_row(
         [
-            ("First judgment: median", f"{b['delay_median_s']:.0f} s" if b["delay_median_s"] is not None else "—"),
-            ("p95", f"{b['delay_p95_s']:.0f} s" if b["delay_p95_s"] is not None else "—"),
+            ("First judgment: median", duration(b["delay_median_s"])),
+            ("p95", duration(b["delay_p95_s"])),
             {
                 "label": "max",
-                "value": f"{b['delay_max_s']:.0f} s" if b["delay_max_s"] is not None else "—",
+                "value": duration(b["delay_max_s"]),
                 "delta": bound_text(met),
                 "delta_color": "off",
             },
-            ("Bound (min wait + interval)", f"{bound} s"),
+            ("Bound (min wait + interval)", duration(bound)),
             {
                 "label": "Staleness p95",
-                "value": f"{b['staleness_p95_s']:.0f} s",
+                "value": duration(b["staleness_p95_s"]),
                 "help": "how old the cached judgment was whenever a check skipped a waiting conversation",
             },
         ]
+    )
+
+
+def checks_words(without: dict[str, Any], with_cache: dict[str, Any], config: ResponseConfig) -> str:
+    """Checks and judge calls are counted apart, and look alike ('121 checks' next to '119 calls'): say what
+    each is. A check is one pass of the checker over every conversation, every interval; it calls the judge once
+    for each conversation with a message waiting (none when all are answered, several when several wait)."""
+    every = duration(config.check_interval_seconds)
+    return (
+        f"The checker looked at every conversation every {every}: {without['checks']:,} checks. Each check calls "
+        "the judge once per conversation with a message waiting for an answer (none when nothing waits, several "
+        f"when several do): {without['judge_calls']:,} judge calls without the cache, {with_cache['judge_calls']:,} "
+        "with it, where a recent confident judgment is trusted instead."
     )
 
 
@@ -372,6 +476,12 @@ def workload_words(workload: dict[str, Any]) -> str:
     )
 
 
+def scope_words(scope: str) -> str:
+    """A scope ('C002:top', 'C002:1700000000.5') as people read it: 'channel C002' or 'a thread in C002'."""
+    channel, _, thread = scope.partition(":")
+    return f"channel {channel}" if thread in ("", "top") else f"a thread in {channel} ({thread})"
+
+
 def _render_timeline(result: dict[str, Any]) -> None:
     messages = pd.DataFrame(result["messages"])
     if messages.empty:
@@ -379,7 +489,10 @@ def _render_timeline(result: dict[str, Any]) -> None:
     messages["scope"] = messages["channel_id"] + ":" + messages["thread_ts"].fillna("top")
     counts = messages["scope"].value_counts()
     scope = st.selectbox(
-        "Scope", counts.index.tolist(), key=KEY + "scope", format_func=lambda s: f"{s} ({counts[s]} messages)"
+        "Conversation",
+        counts.index.tolist(),
+        key=KEY + "scope",
+        format_func=lambda s: f"{scope_words(s)} ({counts[s]} messages)",
     )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 

@@ -17,10 +17,10 @@ def test_confidence_figures() -> None:
     assert gauge.data[0].value == score.score
     assert [s["range"] for s in gauge.data[0].gauge.steps] == [(0, 0.4), (0.4, 0.7), (0.7, 0.9), (0.9, 1)]
     waterfall = charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score)
-    assert list(waterfall.data[0].x) == ["base", "tool success rate 0.5", "no sources", "final"]
-    assert waterfall.data[0].y[0] == score.base and waterfall.data[0].y[-1] == score.score
+    assert list(waterfall.data[0].y) == ["base score", "tool success rate 0.5", "no sources", "score"]
+    assert waterfall.data[0].x[0] == score.base and waterfall.data[0].x[-1] == score.score
     bars = charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()})
-    assert list(bars.data[0].y) == list(score.breakdown)
+    assert list(bars.data[0].y) == [charts.factor_words(n) for n in score.breakdown]
 
 
 def test_calibration_figures() -> None:
@@ -72,7 +72,8 @@ def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
     rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
     fig = charts.rule_hit_rates(rates)
     assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "stack"
-    assert list(fig.data[0].x) == list(rates) and fig.layout.yaxis.tickformat == ".0%"
+    assert list(fig.data[0].x) == [r.replace("_", " ") for r in rates] and fig.layout.yaxis.tickformat == ".0%"
+    assert not any("_" in x for x in fig.data[0].x)  # rule names in words
     assert list(fig.data[1].y) == [r["retry"] for r in rates.values()]
     assert dict(zip(fig.data[1].x, fig.data[1].y, strict=True))["logic"] == 0.25  # one double negation in four
     assert charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
@@ -97,8 +98,11 @@ def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
     mine = [m for m in messages if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
     judged = [j for j in judgments if j["scope"] == scope]
     assert list(by_name["message"].x) == [m["at"] for m in mine] and set(by_name["message"].y) == {"messages"}
-    assert list(by_name["judgment"].x) == [j["at"] for j in judged] and judged
-    assert list(by_name["judgment"].marker.color) == ["#D95F02" if j["should_respond"] else "#1B9E77" for j in judged]
+    replied, silent = by_name["judgment: reply"], by_name["judgment: stay silent"]
+    assert sorted([*replied.x, *silent.x]) == sorted(j["at"] for j in judged) and judged
+    assert list(replied.x) == [j["at"] for j in judged if j["should_respond"]]
+    # S2: each trace one colour, so its legend swatch is the colour of every marker it draws
+    assert (replied.marker.color, silent.marker.color) == ("#D95F02", "#1B9E77")
     hits = [e for e in timeline if e["type"] == "cache_hit" and e["scope"] == scope]
     assert len(by_name["cache hit"].x) == len(hits)
     windows = [t for t in fig.data if not t.showlegend and t.mode == "lines"]
@@ -118,9 +122,15 @@ def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
     rows = asyncio.run(sweep([Message(**m) for m in messages], judge.records, ResponseConfig(), hours=2))
     assert len(rows) == 9 and any(r["pareto"] for r in rows)
     fig = charts.skip_tradeoff(rows)
-    points, front = fig.data
-    outcomes = list(dict.fromkeys((r["judge calls"], r["staleness p95 s"]) for r in rows))  # one marker each
-    assert list(zip(points.x, points.y, strict=True)) == outcomes
+    on_front, others, front = fig.data
+    outcomes = set(dict.fromkeys((r["judge calls"], r["staleness p95 s"]) for r in rows))  # one marker each
+    per = {"s": 1, "min": 60, "h": 3600}[fig.layout.yaxis.title.text.split("(")[1].rstrip(")")]
+    drawn = [(x, y * per) for t in (on_front, others) for x, y in zip(t.x, t.y, strict=True)]
+    assert len(drawn) == len(outcomes) and {(x, round(y, 6)) for x, y in drawn} == {
+        (x, round(float(y), 6)) for x, y in outcomes
+    }
+    # S2: one colour per trace, so the legend's swatch matches what is drawn
+    assert isinstance(on_front.marker.color, str) and isinstance(others.marker.color, str)
     on_front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["judge calls"])
     assert list(front.x) == [r["judge calls"] for r in on_front] and front.line.dash == "dot"
     assert fig.layout.xaxis.title.text == "judge calls (with cache)"
@@ -146,6 +156,7 @@ def test_skip_tradeoff_with_few_outcomes_has_whole_call_ticks_and_counts_merged_
     points = fig.data[0]
     assert sorted(points.x) == [7, 8] and fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
     assert sorted(points.text) == ["×3", "×6"]
+    assert not fig.data[1].showlegend  # no settings off the front: no legend entry for an empty trace
     note = few_points_note(rows, 12)
     assert note is not None and "9 skip settings give only 2" in note and "12 messages" in note
     spread = [dict(r, **{"judge calls": i}) for i, r in enumerate(rows)]

@@ -32,6 +32,7 @@ def test_lab_scores_factors_live() -> None:
     assert not at.exception
     metrics = _metrics(at)
     assert (metrics["Score"], metrics["Level"]) == ("0.700", "NOTIFY")
+    assert any("go ahead, and tell the user what it did" in shown(m.value) for m in at.markdown)  # not 'with status'
     at.toggle(key="details.confidence.toggle").set_value(True).run()  # the score's formula is research detail
     at.slider(key="confidence.llm_self_confidence").set_value(0.85)
     at.slider(key="confidence.tool_success_rate").set_value(0.5).run()
@@ -161,28 +162,126 @@ def test_fallback_factors_are_said_in_plain_words() -> None:
     (box,) = [c.value for c in at.caption if c.value.startswith("Fallbacks:")]
     assert "LLM self-confidence (written as JSON by the model) fell back to 0.5 (neutral)" in shown(box)
     (verdict,) = [w.value for w in at.warning if "Not trustworthy" in w.value]
-    assert "self-confidence fell back" in shown(verdict) and "query coverage fell back" in shown(verdict)
+    assert "self-confidence could not be measured" in shown(verdict)
+    assert "query coverage could not be measured" in shown(verdict)
     assert not at.error
     assert "**down**" not in box and "\\*\\*down\\*\\*" in box  # the server's message is text
 
 
 def test_the_recorded_demo_result_is_marked_not_trustworthy_and_says_what_it_stands_on() -> None:
     """Issue 25: the live demo read 0.978 SILENT while self-confidence was a flat 0.5 (the spec counts it only
-    above 0.6) and coverage had failed. The score is the spec's, but the page now says it rests only on source
-    agreement and a tool success of 1 with no tool run, and marks the result not trustworthy."""
+    above 0.6) and coverage had failed. The score is the spec's, but the page says in plain words what it rests
+    on (a tool success of 1 only because no tool was used: no "(no tool ran)" aside), marks the result not
+    trustworthy, and escalates it rather than showing SILENT next to "not trustworthy"."""
     from engine.confidence import ConfidenceFactors, ConfidenceSettings
-    from pages.confidence import live_trust
+    from pages.confidence import live_trust, shown_level
 
     recorded = ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5, query_coverage=0.0)
     trusted, sentence = live_trust(recorded, ConfidenceSettings(), ["query_coverage"])
     assert not trusted
-    assert sentence.startswith("Not trustworthy: the model's judgment of the answer is missing — ")
-    assert "self-confidence did not count (the model's own rating counts only above 0.6)" in sentence
-    assert "query coverage fell back" in sentence
-    assert "rests only on tool success 1.00 (no tool ran), source agreement 0.94" in sentence
+    assert sentence.startswith("Not trustworthy, so a person checks it (ESCALATE, not SILENT): nothing judged the")
+    assert "its self-confidence did not count (the model's own rating counts only above 0.6)" in sentence
+    assert "its query coverage could not be measured" in sentence
+    assert "rests only on tool success 1.00, a full mark only because no tool was used; source agreement 0.94" in (
+        sentence
+    )
+    assert "no tool ran" not in sentence and "_" not in sentence  # words, no identifiers
+    assert shown_level(trusted, "SILENT") == "ESCALATE" and shown_level(True, "SILENT") == "SILENT"
     good = recorded.model_copy(update={"llm_self_confidence": 0.9})
     trusted, sentence = live_trust(good, ConfidenceSettings(), ["query_coverage"])
-    assert trusted and sentence.startswith("Query coverage fell back. The score") and "self-confidence 0.90" in sentence
+    assert trusted and sentence.startswith("Its query coverage could not be measured. The score")
+    assert "self-confidence 0.90" in sentence
+
+
+def test_a_result_that_is_not_trustworthy_shows_escalate_never_silent() -> None:
+    """C1: the page showed "SILENT — not trustworthy". A live result with no judgment of the answer now reads
+    ESCALATE on the gauge and the Level metric, with what the score alone would say beside it."""
+    import asyncio
+
+    from dashboard import state
+    from engine.confidence import evaluate_answer
+    from models.errors import ServerError
+    from tests.fakes.scripted import FnModel
+
+    down = FnModel(lambda r: ServerError("down", model_id="m"))
+    live = asyncio.run(evaluate_answer(state.get_store(), down, "q", "a", sources=["Paris.", "Paris, France."]))
+    state.clear_reads()
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.query_params["eval"] = live.run_id
+    at.run()
+    assert not at.exception
+    levels = [m for m in at.metric if m.label == "Level"]
+    live_level = levels[-1]  # the Factors tab's own score comes first
+    assert live_level.value == "ESCALATE" and "the score alone:" in (live_level.proto.delta or "")
+    assert not any("SILENT" in m.value for m in levels)
+    assert any("check the answer yourself" in m.value for m in at.markdown)
+
+
+def test_the_score_chart_shows_each_factors_share_not_two_equal_bars() -> None:
+    """C4: with no penalty the waterfall drew 'base' and 'final' as two identical bars. Now each counted
+    factor's share (value × weight over the counted weights) builds up the base score, then the penalties,
+    then the score; factor names read as words in both charts."""
+    from dashboard import charts
+    from engine.confidence import ConfidenceFactors, calculate
+
+    score = calculate(ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5))
+    assert not score.penalties
+    breakdown = {k: v.model_dump() for k, v in score.breakdown.items()}
+    fig = charts.penalty_waterfall(score.base, [], score.score, breakdown)
+    bars = fig.data[0]
+    assert list(bars.y) == ["tool success", "source agreement", "base score", "score"]
+    shares = list(bars.x[:2])
+    assert shares[0] != shares[1] and abs(sum(shares) - score.base) < 1e-9
+    assert list(bars.measure) == ["relative", "relative", "total", "total"]
+    assert "no penalty" in fig.layout.title.text
+    names = list(charts.breakdown_bars(breakdown).data[0].y)
+    assert names == ["search quality", "tool success", "source agreement", "self-confidence", "query coverage"]
+    with_penalty = calculate(ConfidenceFactors(tool_success_rate=0.5))
+    fig = charts.penalty_waterfall(
+        with_penalty.base,
+        [p.model_dump() for p in with_penalty.penalties],
+        with_penalty.score,
+        {k: v.model_dump() for k, v in with_penalty.breakdown.items()},
+    )
+    assert list(fig.data[0].y)[-3:] == ["tool success rate 0.5", "no sources", "score"]
+
+
+def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
+    """F1: a page opened on a run's URL shows that run's query, answer, sources, sampling, self-evaluation,
+    thresholds and weights, so the next Evaluate runs the same evaluation; a later change stays the user's."""
+    from dashboard import state
+    from engine.confidence import ConfidenceSettings, EvaluationConfig, LevelThresholds
+    from engine.events import run_context
+
+    settings = ConfidenceSettings(
+        thresholds=LevelThresholds(silent=0.95, notify=0.8, confirm=0.5), weight_tool_success=1.5
+    )
+    config = EvaluationConfig(
+        model_id="gemma3-270m",
+        query="Who wrote Hamlet?",
+        answer="Shakespeare.",
+        sources=["Hamlet is by Shakespeare.", "Shakespeare wrote it."],
+        sampling_k=2,
+        self_eval="likelihood",
+        settings=settings,
+    )
+    with run_context(state.get_store(), "confidence.evaluate", config.model_dump(mode="json")) as run:
+        run.summary = {}
+    state.clear_reads()
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.query_params["eval"] = run.run_id
+    at.run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="confidence.live_query").value == "Who wrote Hamlet?"
+    assert at.text_area(key="confidence.live_answer").value == "Shakespeare."
+    assert at.text_area(key="confidence.live_sources").value == "Hamlet is by Shakespeare.\nShakespeare wrote it."
+    assert at.slider(key="confidence.live_k").value == 2
+    assert at.selectbox(key="confidence.live_self_eval").value == "likelihood"
+    assert [at.slider(key=f"confidence.t_{n}").value for n in ("silent", "notify", "confirm")] == [0.95, 0.8, 0.5]
+    assert at.number_input(key="confidence.weight_tool_success").value == 1.5
+    assert at.number_input(key="confidence.weight_tool_success").label == "tool success"  # words, not identifiers
+    at.text_input(key="confidence.live_query").set_value("Mine").run()  # the user's change stays theirs
+    assert at.text_input(key="confidence.live_query").value == "Mine"
 
 
 def test_a_factor_not_counted_says_why_next_to_its_slider() -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.config import DATA_DIR
-from tests.dashboard.rendered import settle_runs
+from tests.dashboard.rendered import settle_runs, shown
 
 runner = CliRunner()
 
@@ -155,6 +155,11 @@ def test_batch_retunes_instantly() -> None:
     after = {m.label: m.value for m in at.metric}
     assert int(after["Changed by retuning"]) > 0
     assert int(after["RETRY"]) < int(metrics["RETRY"])
+    # D1 in the batch: each line's status says why, next to its text (the rules at WARN or RETRY, in words)
+    table = next(df.value for df in at.dataframe if "why" in df.value.columns)
+    flagged = table[table["status"] != "PASS"]
+    assert len(flagged) and (flagged["why"] != "").all() and (table[table["status"] == "PASS"]["why"] == "").all()
+    assert not any("_" in c for c in table.columns)
 
 
 @pytest.mark.slow
@@ -213,3 +218,103 @@ def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, mon
         if average < 5.0:
             assert strict_status == "RETRY"
         assert relaxed_status != "RETRY" or strict_status == "RETRY"
+
+
+def _stored_duo() -> str:
+    """A duo stored as `run_duo` stores one, its lines written by a script (no model): やな's first line in 「」
+    (WARN, script form), あゆ's without her endings or style (WARN, tone), then plain lines."""
+    import asyncio
+
+    from dashboard import state
+    from engine.director import Director, DuoConfig, duo_dialogue, load_character, turn_json
+    from engine.events import async_run_context
+
+    lines = {
+        "yana": ["「えー、海って気持ちいいわ！」", "えー、ほんと？海って気持ちいいわ！"],
+        "ayu": ["要するに、海は広いです。"] * 2,
+    }
+
+    def writer(pid: str):  # noqa: ANN202 - a LineGenerator
+        async def write(profile, history, feedback, attempt):  # noqa: ANN001, ANN202
+            return lines[pid][min(len([h for h in history if h[0] == profile.name]), 1)]
+
+        return write
+
+    config = DuoConfig(first="yana", second="ayu", model_id="gemma3-270m", topic="海", scene="浜辺", turns=2)
+
+    async def record() -> str:
+        store = state.get_store()
+        async with async_run_context(store, "director.duo", config.model_dump(mode="json")) as run:
+            turns = await duo_dialogue(
+                Director(load_character("yana")),
+                Director(load_character("ayu")),
+                {"yana": writer("yana"), "ayu": writer("ayu")},
+                turns=2,
+                emit=run.emit,
+            )
+            run.summary = {"turns": len(turns), "retries": 0, "result": [turn_json(t) for t in turns]}
+        return run.run_id
+
+    run_id = asyncio.run(record())
+    state.clear_reads()
+    return run_id
+
+
+def test_a_warn_badge_says_why_in_words() -> None:
+    """D1: the duo's WARN badges did not say why. Each one now carries its reasons in words (not 'tone 1 =
+    marker 0 + vocab 1 + style 0'); so does a checked line's verdict."""
+    run_id = _stored_duo()
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.query_params["duo"] = run_id
+    at.run()
+    assert not at.exception and len(at.chat_message) == 2
+    heads = [shown(m.value) for m in at.markdown if "WARN" in m.value]
+    assert len(heads) == 2, heads
+    assert "written as a script line in 「」 quotes" in heads[0]
+    assert "does not quite sound like the character: missing its sentence endings and speaking style" in heads[1]
+    assert not any("marker 0" in h or "tone 1" in h for h in heads)
+
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    at.text_area(key="director.line").set_value("要するに、海は広いです。")
+    at.selectbox(key="director.character").set_value("ayu")
+    at.button(key="director.check").click().run()
+    assert any(shown(m.value).startswith("**Why WARN:** does not quite sound like the") for m in at.markdown)
+    rules = next(df.value for df in at.dataframe if "rule" in df.value.columns).set_index("rule")
+    assert rules.loc["tone", "detail"] == "1/3: ✗ endings ✓ words ✗ style"  # not 'tone 1 = marker 0 + …'
+    assert "script form" in rules.index and not any("_" in r for r in rules.index)  # rule names in words
+
+
+def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
+    """F1: a page opened on a run's URL shows that run's settings in its tab's form — a duo's speakers, topic,
+    scene, turns and policy; a checked line's character, line and scene — and a later change stays the user's."""
+    run_id = _stored_duo()
+    at = AppTest.from_function(_page, default_timeout=60)
+    at.query_params["duo"] = run_id
+    at.run()
+    assert not at.exception and not at.warning
+    assert (at.text_input(key="director.duo_topic").value, at.text_input(key="director.duo_scene").value) == (
+        "海",
+        "浜辺",
+    )
+    assert at.number_input(key="director.duo_turns").value == 2
+    assert at.selectbox(key="director.duo_policy").value == "mark"
+    assert at.selectbox(key="director.duo_policy").format_func("mark") == "show it, marked RETRY"  # words
+    at.text_input(key="director.duo_topic").set_value("山").run()
+    assert at.text_input(key="director.duo_topic").value == "山"
+
+    first = AppTest.from_function(_page, default_timeout=60).run()
+    first.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
+    first.selectbox(key="director.character").set_value("ayu")
+    first.text_input(key="director.scene").set_value("カフェ")
+    first.button(key="director.check").click().run()
+    from dashboard import state
+
+    (check,) = state.get_store().list_runs(kind="director.check")
+    state.clear_reads()
+    again = AppTest.from_function(_page, default_timeout=60)
+    again.query_params["check"] = check.id
+    again.run()
+    assert not again.exception
+    assert again.selectbox(key="director.character").value == "ayu"
+    assert again.text_area(key="director.line").value == "すごい、あなたの考えは正しいです。"
+    assert again.text_input(key="director.scene").value == "カフェ"

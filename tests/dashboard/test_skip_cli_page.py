@@ -219,3 +219,59 @@ def test_page_names_the_judge_and_its_calibration() -> None:
     assert any(shown(c.value).startswith(line) for c in at.caption)
     at.selectbox(key="skip.method").set_value("structured").run()
     assert any(shown(c.value) == "Judged live by gemma3-270m (structured; no fitted map)." for c in at.caption)
+
+
+def test_page_says_what_checks_and_calls_are_in_human_durations_and_a_reload_restores_the_form(
+    recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S1: '121 checks' next to '119 judge calls' read as a discrepancy: the page says what each counts. S3: raw
+    seconds ('6120 s') read as durations ('1 h 42 min'). F1: a reload on the run's URL shows its settings."""
+    from dashboard import state
+    from dashboard.components import duration
+
+    _, recording = recorded
+    data = tmp_path / "data"
+    (data / "recordings").mkdir(parents=True)
+    (data / "recordings" / "skipcache-default.jsonl").write_text(recording.read_text(), encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
+    at = AppTest.from_function(_page, default_timeout=120).run()
+    at.number_input(key="skip.high_s").set_value(7200)
+    at.number_input(key="skip.interval").set_value(120)
+    at.number_input(key="skip.min_wait").set_value(600)
+    _simulate_small(at)
+    assert not at.exception and not at.error
+    (run,) = state.get_store().list_runs(kind="skip.simulate")
+    without = run.summary["result"]["without_cache"]
+    (said,) = [shown(c.value) for c in at.caption if c.value.startswith("The checker")]
+    assert f"every 2 min: {without['checks']:,} checks" in said
+    assert f"{without['judge_calls']:,} judge calls without the cache" in said and "once per conversation" in said
+    assert any("is trusted for 2 h, at ≥ 0.7 for 1 h, otherwise for 10 min" in shown(c.value) for c in at.caption)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Bound (min wait + interval)"] == "12 min"
+    assert metrics["Staleness p95"] == duration(run.summary["result"]["with_cache"]["staleness_p95_s"])
+    assert not any(v.endswith(".0 s") for v in metrics.values())
+    assert [duration(s) for s in (45, 360, 365, 6120, 7345, 90000, None)] == [
+        "45 s",
+        "6 min",
+        "6 min 5 s",
+        "1 h 42 min",
+        "2 h 2 min",
+        "1 d 1 h",
+        "—",
+    ]
+
+    state.clear_reads()
+    reloaded = AppTest.from_function(_page, default_timeout=120)
+    reloaded.query_params["run"] = run.id
+    reloaded.run()
+    assert not reloaded.exception
+    assert reloaded.number_input(key="skip.channels").value == SMALL.channels
+    assert reloaded.number_input(key="skip.seed").value == SMALL.seed
+    assert reloaded.number_input(key="skip.high_s").value == 7200
+    assert (reloaded.number_input(key="skip.interval").value, reloaded.number_input(key="skip.min_wait").value) == (
+        120,
+        600,
+    )
+    assert reloaded.selectbox(key="skip.judge").value == "Recorded Gemma judgments (default workload)"
+    reloaded.number_input(key="skip.seed").set_value(11).run()  # the user's change stays theirs
+    assert reloaded.number_input(key="skip.seed").value == 11
