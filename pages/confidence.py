@@ -46,6 +46,7 @@ from engine.confidence import (
     parse_labels,
 )
 from engine.config import get_settings
+from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
 from engine.runctx import RunControl, controlled
 from models.errors import ModelError, ReplayMiss
@@ -446,6 +447,10 @@ def _render_live(settings: ConfidenceSettings) -> None:
         "p(supported) from the PMI of 'The answer is correct / supported' against 'wrong / made up', "
         "through the fitted map in data/calibration/",
     )
+    if self_eval == "likelihood":
+        diagnosis = diagnosis_for("confidence.likelihood", model_id)
+        if diagnosis is not None:
+            st.caption(md(f"Self-evaluation judge: {diagnosis.label} — {diagnosis.text}"))
     if st.session_state.get(f"details.{DETAILS}", False):
         st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)

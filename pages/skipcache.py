@@ -24,6 +24,7 @@ from dashboard.components import (
 )
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
+from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
 from engine.skipcache import (
     FailurePolicy,
@@ -333,12 +334,23 @@ def _judge_caption(judge_choice: str, method: str) -> str:
     from engine.likelihood import SKIP
 
     if judge_choice == RECORDED:
-        return f"Judged by the recorded judgments in {_recording().name} (no model runs)."
+        return f"Judged by the recorded judgments in {_recording().name} (no model runs)." + _signal(RECORDING_JUDGE)
     if method != "likelihood":
         return f"Judged live by {judge_choice} ({method}; no fitted map)."
     if not st.session_state.get(f"details.{DETAILS}", False):  # the fitted map is research detail
-        return f"Judged live by {judge_choice} (likelihood)."
-    return f"Judged live by {judge_choice} (likelihood) · {calibration_note(SKIP, judge_choice)}"
+        return f"Judged live by {judge_choice} (likelihood)." + _signal(judge_choice)
+    return f"Judged live by {judge_choice} (likelihood) · {calibration_note(SKIP, judge_choice)}" + _signal(
+        judge_choice
+    )
+
+
+RECORDING_JUDGE = "gemma3-270m"  # who made data/recordings/skipcache-default.jsonl, by likelihood
+
+
+def _signal(model_id: str) -> str:
+    """' Judge: ✅ measurable signal — AUC 0.91 (0.86–0.96) on 160 items, above 0.5': the fitted map's diagnosis."""
+    diagnosis = diagnosis_for("skip.likelihood", model_id)
+    return "" if diagnosis is None else f" Judge: {diagnosis.label} — {diagnosis.text}."
 
 
 def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> str | None:

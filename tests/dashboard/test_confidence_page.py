@@ -119,6 +119,10 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     assert any(
         shown(c.value).startswith(f"Self-evaluation by likelihood · calibration {cal.label}") for c in at.caption
     )
+    # the judge offered says, outside Details too, that its map carries no measurable signal
+    at.toggle(key="details.confidence.toggle").set_value(False).run()
+    warning = "Self-evaluation judge: ⚠️ no measurable signal — a fitted coefficient has the wrong sign"
+    assert any(shown(c.value).startswith(warning) for c in at.caption)
 
 
 def test_fallback_factors_are_said_in_plain_words() -> None:
