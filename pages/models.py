@@ -94,22 +94,45 @@ ROLE_NAMES = {
 }
 
 
-def scorecard_rows(scorecard: dict[str, Any]) -> list[dict[str, Any]]:
-    """One line per role × model × method: its metrics, latency, tokens and links to its runs."""
+def metrics_text(metrics: dict[str, Any]) -> str:
+    """'f1 0.74 (0.61–0.85) · top1 0.88 (0.75–0.95)': each figure with its 95 % interval beside it; the
+    intervals themselves and nested diagnoses are not figures of their own."""
+    parts = []
+    for key, value in metrics.items():
+        if key.endswith("_ci") or isinstance(value, dict):
+            continue
+        ci = metrics.get(f"{key}_ci")
+        if isinstance(value, float) and isinstance(ci, list) and len(ci) == 2:
+            parts.append(f"{key} {value:.2f} ({ci[0]:.2f}–{ci[1]:.2f})")
+        else:
+            parts.append(f"{key} {value}")
+    return " · ".join(parts)
+
+
+def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[str, Any]]:
+    """One line per role × model × method: whether it is good enough for the role (its interval against the
+    role's target), its metrics with their intervals, latency, tokens and links to its runs."""
     out = []
     for row in scorecard["rows"]:
         metrics = row.get("metrics") or {}
         runs = row.get("runs") or []
+        target = row.get("target") or {}
+        scale = metrics.get("scale") if isinstance(metrics.get("scale"), dict) else {}
         out.append(
             {
                 "role": ROLE_NAMES.get(row["role"], str(row["role"])),
                 "model": row.get("model") or "—",
                 "method": row.get("method") or "—",
-                "metrics": "" if row.get("error") else " · ".join(f"{k} {v}" for k, v in metrics.items()),
+                "good enough?": "" if row.get("error") else str(target.get("label") or ""),
+                "target": str(target.get("target") or ""),
+                "metrics": "" if row.get("error") else metrics_text(metrics),
+                "diagnosis": f"{scale.get('label', '')}: {scale.get('text', '')}"
+                if scale.get("mark") == "flat_scale"
+                else "",
                 "latency s (median call)": row.get("latency_s"),
                 "tokens": row.get("tokens"),
                 "calls": row.get("calls"),
-                "run": f"/runs?run={runs[-1]}" if runs else None,
+                "run": f"/runs?run={runs[-1]}" if runs and linked else None,
                 "error": row.get("error") or "",
             }
         )
@@ -117,7 +140,7 @@ def scorecard_rows(scorecard: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _render_scorecard(availability: dict[str, Any]) -> None:
-    from engine.experiments.scorecard import latest_scorecard
+    from engine.experiments.scorecard import latest_scorecard, shipped_scorecard
 
     st.subheader("Scorecard")
     st.caption(
@@ -125,16 +148,26 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
         "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
     )
     scorecard = latest_scorecard(state.get_store())
-    if scorecard is None:
+    shipped = shipped_scorecard() if scorecard is None else None
+    if scorecard is None and shipped is None:
         st.info("No scorecard yet: run `judgelab scorecard`, or a quick one here.")
-    else:
+    elif shipped is not None:
+        scorecard = shipped
         st.caption(
-            f"Scorecard run `{scorecard['run_id']}` of {md(scorecard['started_at'][:19])} — "
-            f"[open in Runs](/runs?run={scorecard['run_id']})"
-            + (f" · first {scorecard['limit']} cases of each benchmark" if scorecard.get("limit") else "")
+            f"The scorecard shipped with judgelab: the bundled models measured on {md(str(shipped.get('machine')))} "
+            f"on {md(str(shipped.get('measured_at', ''))[:10])} (`judgelab scorecard --output "
+            "data/scorecard/bundled.json`; its runs are in that machine's store). Run one here to measure yours. "
+            "Good enough means the whole 95 % interval clears the role's target; undecided, that it straddles it."
         )
+    if scorecard is not None:
+        if shipped is None:
+            st.caption(
+                f"Scorecard run `{scorecard['run_id']}` of {md(scorecard['started_at'][:19])} — "
+                f"[open in Runs](/runs?run={scorecard['run_id']})"
+                + (f" · first {scorecard['limit']} cases of each benchmark" if scorecard.get("limit") else "")
+            )
         st.dataframe(
-            pd.DataFrame(scorecard_rows(scorecard)),
+            pd.DataFrame(scorecard_rows(scorecard, linked=shipped is None)),
             hide_index=True,
             width="stretch",
             key=KEY + "scorecard",

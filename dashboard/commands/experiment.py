@@ -167,10 +167,19 @@ def scorecard_cmd(
     calls: Annotated[
         str, typer.Option("--calls", help="replay_fallthrough (default: a request made before is free) | replay | live")
     ] = "replay_fallthrough",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            help="Also write the scorecard (rows, targets, marks) as JSON here — data/scorecard/bundled.json is "
+            "the one the Models page shows before any scorecard is run.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """The model scorecard: every available model and judge method through each mechanism's shipped
-    benchmark (hand raise, skip judge, jury, director rubric, confidence), every run stored."""
+    benchmark (hand raise, skip judge, jury, director rubric, confidence), every run stored; each row marked
+    against its role's target by its interval."""
     import asyncio
 
     from dashboard.commands import require_models
@@ -202,6 +211,13 @@ def scorecard_cmd(
     )
     store = _store()
     result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
+    if output is not None:
+        from engine.experiments.scorecard import save_scorecard
+
+        try:
+            save_scorecard(result, output)
+        except OSError as exc:
+            raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
     if as_json:
         _print(result)
         return

@@ -18,9 +18,11 @@ those runs. The scorecard itself is a run of kind `scorecard` whose summary hold
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine import stats
@@ -30,7 +32,7 @@ from engine.events import async_run_context
 from engine.experiments.definition import Experiment
 from engine.experiments.mechanisms import Models
 from engine.experiments.runner import HubModels, run_experiment
-from engine.inputs import read_text
+from engine.inputs import InputError, read_text
 from engine.runctx import progress
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
@@ -345,6 +347,38 @@ async def run_scorecard(
             progress(advance=1, step=f"{role} {model_id or ''} {method or ''}".strip())
         run.summary = {"rows": rows}
     return {"run_id": run.run_id, "rows": rows, **config}
+
+
+SHIPPED = DATA_DIR / "scorecard" / "bundled.json"
+
+
+def save_scorecard(result: dict[str, Any], path: Path) -> None:
+    """A scorecard as JSON (rows with their targets and marks), with when and where it was measured."""
+    import json
+    import platform
+    from datetime import UTC, datetime
+
+    shipped = {
+        **result,
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+    }
+    path.write_text(json.dumps(shipped, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
+    """The scorecard measured on the bundled models and shipped in data/ (None when absent or unreadable:
+    the page then says no scorecard has been run)."""
+    import json
+
+    path = path or SHIPPED
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(read_text(path))
+    except (InputError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("rows"), list) else None
 
 
 def latest_scorecard(store: Store) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ options are clear errors. Models scripted here (in process); the bundled model i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,9 +71,14 @@ def _models_page() -> None:
     models.render()
 
 
-def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_hub: None) -> None:
+def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(
+    scripted_hub: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from streamlit.testing.v1 import AppTest
 
+    import engine.experiments.scorecard
+
+    monkeypatch.setattr(engine.experiments.scorecard, "SHIPPED", tmp_path / "none.json")
     at = AppTest.from_function(_models_page, default_timeout=60).run()
     assert any("No scorecard yet" in i.value for i in at.info)
     code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
@@ -86,6 +92,38 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_
     assert list(table["run"]) == [f"/runs?run={runs[r][-1]}" for r in runs]
     assert "f1" in table["metrics"][0] and "auc" in table["metrics"][3]
     assert any(result["run_id"] in c.value for c in at.caption)
+    # one case: the limited roles cannot clear a target; the skip judge is measured on its whole recorded
+    # workload (thousands of judged states), where its AUC interval clears 0.75
+    marks = dict(zip(table["role"], table["good enough?"], strict=True))
+    assert marks.pop("Skip judge") == "✅ good enough"
+    assert set(marks.values()) <= {"❔ undecided", "– not measured", "❌ not good enough"}
+    assert table["target"][0] == "f1 ≥ 0.7"
+
+
+def test_the_scorecard_is_written_for_shipping_and_the_page_shows_it_before_any_run(
+    scripted_hub: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    import engine.experiments.scorecard
+
+    target = tmp_path / "bundled.json"
+    code, out = invoke(
+        "scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--output", str(target)
+    )
+    assert code == 0, out
+    shipped = json.loads(target.read_text(encoding="utf-8"))
+    assert shipped["measured_at"] and "cores" in shipped["machine"] and len(shipped["rows"]) == 5
+    assert all("target" in row for row in shipped["rows"])
+    monkeypatch.setattr(engine.experiments.scorecard, "SHIPPED", target)
+    monkeypatch.setattr(engine.experiments.scorecard, "latest_scorecard", lambda store: None)
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert not at.exception
+    assert any("The scorecard shipped with judgelab" in c.value for c in at.caption)
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    assert table["run"].isna().all()  # its runs are in the measuring machine's store, not linked here
+    target.write_text("{not json", encoding="utf-8")
+    assert engine.experiments.scorecard.shipped_scorecard() is None  # a broken file: as if none shipped
 
 
 def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
