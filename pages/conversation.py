@@ -990,13 +990,12 @@ def stored_evals() -> pd.DataFrame:
                 "repeat": cfg.get("repeat"),
                 "items": cfg.get("items"),
                 **{
+                    k: with_interval(totals.get(k), totals.get(f"{k}_ci"))
+                    for k in ("accuracy", "precision", "recall", "f1", "top1", "consistency")
+                },
+                **{
                     k: totals.get(k)
                     for k in (
-                        "accuracy",
-                        "precision",
-                        "recall",
-                        "f1",
-                        "consistency",
                         "median_latency_s",
                         "tokens_per_decision",
                         "cost_per_decision",
@@ -1007,6 +1006,15 @@ def stored_evals() -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def with_interval(value: Any, interval: Any) -> str:
+    """'0.74 (0.61–0.85)': a rate with its 95 % interval (dialogues resampled), as every page shows one."""
+    if not isinstance(value, int | float):
+        return "–"
+    if isinstance(interval, list) and len(interval) == 2:
+        return f"{value:.2f} ({interval[0]:.2f}–{interval[1]:.2f})"
+    return f"{value:.2f}"
 
 
 def _by_language(split: Any) -> str:

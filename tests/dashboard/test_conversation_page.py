@@ -212,3 +212,32 @@ def _settings_only() -> None:
     conversation._init_state()
     _, config = conversation._render_settings()
     st.session_state["captured"] = config.model_dump(mode="json")
+
+
+def test_stored_benchmark_runs_show_each_rate_with_its_interval() -> None:
+    from engine.events import run_context
+    from engine.handraise import benchmark_totals
+    from pages.conversation import stored_evals, with_interval
+
+    lines = [
+        {
+            "id": f"d{n}",
+            "labels": {"a": n % 2 == 0, "b": n % 2 == 1},
+            "runs": [
+                {
+                    "predictions": {"a": {"will": 0.7, "speak": n % 3 != 0}, "b": {"will": 0.2, "speak": False}},
+                    "latency_s": 0.1,
+                    "tokens": 3,
+                }
+            ],
+        }
+        for n in range(12)
+    ]
+    totals = benchmark_totals(lines)
+    with run_context(state.get_store(), "handraise.eval", {"method": "likelihood", "items": 12}) as run:
+        run.summary = totals
+    table = stored_evals()
+    row = table.set_index("run").loc[run.run_id]
+    low, high = totals["f1_ci"]
+    assert row["f1"] == f"{totals['f1']:.2f} ({low:.2f}–{high:.2f})"
+    assert with_interval(None, None) == "–" and with_interval(0.5, None) == "0.50"
