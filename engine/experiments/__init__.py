@@ -14,7 +14,7 @@ from engine.experiments.definition import (
     load_definition,
     parse_definition,
 )
-from engine.experiments.mechanisms import derive_jury, mechanism
+from engine.experiments.mechanisms import mechanism
 from engine.experiments.runner import (
     ExperimentResult,
     HubModels,
@@ -24,6 +24,7 @@ from engine.experiments.runner import (
     run_experiment,
     show_experiment,
 )
+from engine.jury.redecide import redecide as derive_jury
 
 __all__ = [
     "Cell",

@@ -195,8 +195,9 @@ def jury_cases(
     """Each case of a jury cell, re-decided from its group's recording (the `experiment_recording` event's
     payload) with no call: the phase-1 majority, the final verdict, whether the discussion changed the
     outcome, how many positions moved, the rounds and why the discussion stopped."""
-    from engine.experiments.mechanisms import JuryMechanism, derive_jury
+    from engine.experiments.mechanisms import JuryMechanism
     from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
+    from engine.jury.redecide import redecide as derive_jury
 
     config = JuryMechanism().config(base, params)
     out: list[dict[str, Any]] = []

@@ -26,6 +26,8 @@ from pydantic import ValidationError
 from engine.experiments.definition import Experiment, Range
 from engine.experiments.evidence import OUTCOMES, binary_outcomes, correct_outcomes, score_outcomes
 from engine.inputs import iter_lines, read_text
+from engine.jury.redecide import call_ids
+from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
 from engine.runctx import checkpoint
 
 Loc = tuple[str | int, ...]
@@ -477,97 +479,6 @@ class JuryRecording:
     judge: str = "generate"
 
 
-def derive_jury(
-    result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None
-) -> Any:
-    """The result a jury with `config` reaches on the calls of `result` (recorded at the widest setting):
-    the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
-    ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
-    import engine.jury as jury  # the jury's own stop rules and final vote, looked up at call time
-    from engine.jury import CollaborativeJuryResult, DiscussionRound, panel_consensus
-
-    if config.final_judgment_method == "final_judge":
-        raise ValueError("final_judge needs a model call: not derivable from a recording")
-    recorded = result.discussion_rounds
-    if config.max_discussion_rounds > len(recorded) and result.termination_reason not in (
-        "max_rounds",
-        "no_discussion",
-    ):
-        raise ValueError("the recording stopped early: record at threshold 2.0 with no stagnation stop")
-    if config.max_discussion_rounds > len(recorded):
-        raise ValueError(f"{config.max_discussion_rounds} rounds asked, {len(recorded)} recorded")
-    phase1 = result.phase1_evaluations
-    order = [e.juror_id for e in phase1]
-    phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
-    latest = {e.juror_id: e for e in phase1}
-    rounds: list[Any] = []
-    reason = jury.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
-    if reason == "max_rounds":
-        still = 0
-        for number in range(1, config.max_discussion_rounds + 1):
-            statements = recorded[number - 1].statements
-            for st in statements:
-                latest[st.juror_id] = st.updated_evaluation
-            consensus = panel_consensus([latest[j] for j in order], config.consensus_threshold)
-            rounds.append(
-                DiscussionRound(
-                    round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
-                )
-            )
-            still = jury.stagnant_rounds(still, jury.positions_moved(statements))
-            stop = jury.round_stop(
-                consensus,
-                still,
-                number,
-                max_discussion_rounds=config.max_discussion_rounds,
-                stagnation_rounds=config.stagnation_rounds,
-            )
-            if stop:
-                reason = stop
-                break
-    judgment = jury.decide_final(
-        [latest[j] for j in order],
-        config.final_judgment_method,
-        tie_policy=config.tie_policy,
-        pass_at=rubric.pass_at,
-        review_at=rubric.review_at,
-        verdicts=rubric.verdicts,
-    )
-    prompt = completion = 0
-    cost = 0.0
-    for call_id in _call_ids(phase1, rounds):
-        p, c, d = (usage or {}).get(call_id, (0, 0, 0.0))
-        prompt, completion, cost = prompt + p, completion + c, cost + d
-    return CollaborativeJuryResult(
-        phase1_evaluations=phase1,
-        phase1_consensus=phase1_consensus,
-        discussion_rounds=rounds,
-        total_rounds=len(rounds),
-        phase3_judgment=judgment,
-        final_verdict=judgment.verdict,
-        final_score=judgment.score,
-        early_termination=jury.early_termination(reason),
-        termination_reason=reason,
-        case_id=result.case_id,
-        jurors=result.jurors,
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        cost=cost,
-        wall_s=result.wall_s,
-        identical_seats=result.identical_seats,
-    )
-
-
-def _call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
-    ids = [e.call_id for e in phase1 if e.call_id is not None]
-    for rnd in rounds:
-        for st in rnd.statements:
-            ev = st.updated_evaluation
-            if ev is not None and ev.call_id is not None:
-                ids.append(ev.call_id)
-    return ids
-
-
 class JuryMechanism(Mechanism):
     name: str = "jury"
     decision: frozenset[str] = frozenset(
@@ -698,7 +609,7 @@ class JuryMechanism(Mechanism):
         for rec in recording.cases:
             rubric = rec.case.rubric or Rubric.model_validate({})
             derived = derive_jury(rec.result, config, rubric, rec.usage)
-            calls += len(_call_ids(derived.phase1_evaluations, derived.discussion_rounds))
+            calls += len(call_ids(derived.phase1_evaluations, derived.discussion_rounds))
             items.append(evaluation_item(rec.case, derived, tie_policy=config.tie_policy))
         totals = evaluation_totals(items, intervals=False)  # per cell: intervals come with the comparison
         return {

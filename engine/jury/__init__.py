@@ -82,6 +82,7 @@ from engine.jury.prompts import (
     output_schemas,
     statement_messages,
 )
+from engine.jury.redecide import redecide
 from engine.jury.runner import (
     Jury,
     auto_judge,
@@ -94,6 +95,7 @@ from engine.jury.view import (
 )
 
 __all__ = [
+    "redecide",
     "auto_judge",
     "CaseError",
     "CollaborativeJuryResult",

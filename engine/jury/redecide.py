@@ -1,0 +1,99 @@
+"""A stored jury result re-decided under other settings with no model call: the consensus checks and stop rules
+replayed on a prefix of its recorded rounds, then the final judgment (majority vote or weighted average; the
+final judge needs a call, so it cannot be re-decided)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None) -> Any:
+    """The result a jury with `config` reaches on the calls of `result` (recorded at the widest setting), with
+    no model call — what the Jury page's and Replay's "what if" and every experiment cell decide:
+    the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
+    ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
+    import engine.jury as jury  # the jury's own stop rules and final vote, looked up at call time
+    from engine.jury import CollaborativeJuryResult, DiscussionRound, panel_consensus
+
+    if config.final_judgment_method == "final_judge":
+        raise ValueError("final_judge needs a model call: not derivable from a recording")
+    recorded = result.discussion_rounds
+    if config.max_discussion_rounds > len(recorded) and result.termination_reason not in (
+        "max_rounds",
+        "no_discussion",
+    ):
+        raise ValueError("the recording stopped early: record at threshold 2.0 with no stagnation stop")
+    if config.max_discussion_rounds > len(recorded):
+        raise ValueError(f"{config.max_discussion_rounds} rounds asked, {len(recorded)} recorded")
+    phase1 = result.phase1_evaluations
+    order = [e.juror_id for e in phase1]
+    phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
+    latest = {e.juror_id: e for e in phase1}
+    rounds: list[Any] = []
+    reason = jury.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
+    if reason == "max_rounds":
+        still = 0
+        for number in range(1, config.max_discussion_rounds + 1):
+            statements = recorded[number - 1].statements
+            for st in statements:
+                latest[st.juror_id] = st.updated_evaluation
+            consensus = panel_consensus([latest[j] for j in order], config.consensus_threshold)
+            rounds.append(
+                DiscussionRound(
+                    round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
+                )
+            )
+            still = jury.stagnant_rounds(still, jury.positions_moved(statements))
+            stop = jury.round_stop(
+                consensus,
+                still,
+                number,
+                max_discussion_rounds=config.max_discussion_rounds,
+                stagnation_rounds=config.stagnation_rounds,
+            )
+            if stop:
+                reason = stop
+                break
+    judgment = jury.decide_final(
+        [latest[j] for j in order],
+        config.final_judgment_method,
+        tie_policy=config.tie_policy,
+        pass_at=rubric.pass_at,
+        review_at=rubric.review_at,
+        verdicts=rubric.verdicts,
+    )
+    prompt = completion = 0
+    cost = 0.0
+    for call_id in call_ids(phase1, rounds):
+        p, c, d = (usage or {}).get(call_id, (0, 0, 0.0))
+        prompt, completion, cost = prompt + p, completion + c, cost + d
+    return CollaborativeJuryResult(
+        phase1_evaluations=phase1,
+        phase1_consensus=phase1_consensus,
+        discussion_rounds=rounds,
+        total_rounds=len(rounds),
+        phase3_judgment=judgment,
+        final_verdict=judgment.verdict,
+        final_score=judgment.score,
+        early_termination=jury.early_termination(reason),
+        termination_reason=reason,
+        case_id=result.case_id,
+        jurors=result.jurors,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        wall_s=result.wall_s,
+        identical_seats=result.identical_seats,
+    )
+
+
+def call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
+    """The recorded calls a (re-decided) result rests on: phase 1's and each kept round's."""
+    ids = [e.call_id for e in phase1 if e.call_id is not None]
+    for rnd in rounds:
+        for st in rnd.statements:
+            ev = st.updated_evaluation
+            if ev is not None and ev.call_id is not None:
+                ids.append(ev.call_id)
+    return ids
