@@ -12,7 +12,6 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import (
-    METHOD_WORDS,
     breakable,
     details_on,
     export_buttons,
@@ -39,11 +38,17 @@ from engine.jury import (
 
 KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
-TIE_WORDS = {  # how a tied vote is broken, in words
-    "severe": "the more severe verdict",
-    "lenient": "the more lenient verdict",
-    "higher_score": "the higher mean score",
-    "first": "the first juror's verdict",
+# The final methods and tie policies in words (short: they fit a 185 px select box)
+METHOD_CHOICES = {
+    "majority_vote": "Majority vote",
+    "weighted_average": "Weighted average",
+    "final_judge": "Final judge",
+}
+TIE_WORDS = {
+    "severe": "More severe",
+    "lenient": "More lenient",
+    "higher_score": "Higher mean score",
+    "first": "First juror",
 }
 THRESHOLDS = {
     "2.0 — always discuss to the end": 2.0,
@@ -230,7 +235,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             ["majority_vote", "weighted_average", "final_judge"],
             index=2,
             key=KEY + "method",
-            format_func=lambda m: in_words(m, METHOD_WORDS),
+            format_func=METHOD_CHOICES.__getitem__,
         )
         judge_model = c1.selectbox(
             "Final judge model", catalog.ids, key=KEY + "judge_model", disabled=method != "final_judge"
@@ -250,7 +255,8 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             list(TIE_WORDS),
             key=KEY + "tie",
             format_func=TIE_WORDS.__getitem__,
-            help="How a tied vote is broken (default: the more severe verdict).",
+            help="How a tied vote is broken: the more severe verdict (the default), the more lenient one, the "
+            "verdict whose jurors gave the higher mean score, or the first juror's.",
         )
         parallel = c4.toggle(
             "Parallel jurors",
