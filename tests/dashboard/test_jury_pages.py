@@ -486,3 +486,19 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
     assert any(c.value.endswith(": the jury finished") for c in player.caption)
     assert not [w for w in _page_words(player) if any(raw in w for raw in RAW_IDS)]
     assert [m.value for m in player.markdown if "seats, one judgment" in m.value]
+
+
+def test_the_demo_jury_note_is_in_words() -> None:
+    """The sidebar's note on the recorded jury run read "Verdict unsafe_fail (gold unsafe_fail); 0 position
+    change(s) in the discussion" for a run with no discussion (J5): verdicts in words, and no round said so."""
+    from dashboard.demo_record import jury_note
+    from engine.demo import load_manifest
+    from tests.engine.test_demo import DEMO
+
+    note = load_manifest(DEMO).pages["jury"].note
+    assert not any(raw in note for raw in RAW_IDS) and "No discussion round was run" in note
+    assert note == jury_note({"verdict": "unsafe_fail", "gold": "unsafe_fail", "rounds": 0, "changes": 0})
+    moved = jury_note({"verdict": "needs_review", "gold": "unsafe_fail", "rounds": 2, "changes": 1})
+    assert moved == (
+        "Verdict: needs review; the gold label is unsafe (fail). 1 position change(s) in 2 discussion round(s)."
+    )
