@@ -50,6 +50,7 @@ TIE_WORDS = {
     "higher_score": "Higher mean score",
     "first": "First juror",
 }
+THRESHOLD_SHORT = {2.0: "all rounds", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
 THRESHOLDS = {
     "2.0 — always discuss to the end": 2.0,
     "1.0 — only unanimity stops": 1.0,
@@ -249,7 +250,15 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             key=KEY + "stagnation",
             help="End the discussion when no juror changed position for this many rounds.",
         )
-        threshold = THRESHOLDS[c3.selectbox("Consensus threshold", list(THRESHOLDS), key=KEY + "threshold")]
+        threshold = THRESHOLDS[
+            c3.selectbox(
+                "Consensus threshold",
+                list(THRESHOLDS),
+                key=KEY + "threshold",
+                format_func=lambda label: label.split(" — ")[0] + " · " + THRESHOLD_SHORT[THRESHOLDS[label]],
+                help="The share of jurors that must agree to end the discussion early: " + "; ".join(THRESHOLDS) + ".",
+            )
+        ]
         tie = c3.selectbox(
             "Tie policy",
             list(TIE_WORDS),
