@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.components import duration, plot_text
+from dashboard.components import duration, in_words, plot_text
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
@@ -312,31 +312,45 @@ def _legend_below(fig: go.Figure) -> go.Figure:
 
 
 def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """Score per juror across phase 1 and the rounds; fallback points drawn hollow."""
+    """Score per juror across phase 1 and the rounds; fallback points drawn hollow. Jurors with the same score at
+    a step would hide under one dot (three identical seats read as one juror): each juror's points sit a little
+    to the side of the step, in legend order, so every juror stays visible and hoverable."""
     fig = go.Figure()
     roles = list(dict.fromkeys(r["role"] for r in rows))
+    steps = list(dict.fromkeys(r["label"] for r in rows))
     colors = series_colors(roles)
-    for role in roles:
+    spread = min(0.12, 0.5 / max(len(roles) - 1, 1))  # the side-by-side offset between jurors at one step
+    for i, role in enumerate(roles):
         mine = [r for r in rows if r["role"] == role]
         name = plot_text(role)
+        offset = (i - (len(roles) - 1) / 2) * spread
         fig.add_trace(
             go.Scatter(
-                x=[plot_text(r["label"]) for r in mine],
+                x=[steps.index(r["label"]) + offset for r in mine],
                 y=[r["score"] for r in mine],
                 mode="lines+markers",
                 name=name,
-                text=[plot_text(r["verdict"]) + (" (fallback)" if r.get("fallback") else "") for r in mine],
+                customdata=[plot_text(r["label"]) for r in mine],
+                text=[plot_text(in_words(r["verdict"])) + (" (fallback)" if r.get("fallback") else "") for r in mine],
                 line={"color": colors[str(role)]},
                 marker={
                     "symbol": ["circle-open" if r.get("fallback") else "circle" for r in mine],
                     "size": 10,
                     "color": colors[str(role)],
+                    "line": {"width": 1, "color": "white"},
                 },
-                hovertemplate="%{x}: %{y:.0f} — %{text}<extra>" + name + "</extra>",
+                hovertemplate="%{customdata}: %{y:.0f} — %{text}<extra>" + name + "</extra>",
             )
         )
+    fig.update_xaxes(
+        tickvals=list(range(len(steps))),
+        ticktext=[plot_text(s) for s in steps],
+        range=[-0.5, len(steps) - 0.5],
+        showgrid=False,
+    )
     fig.update_yaxes(range=[-5, 105], title="score")
-    return _legend_below(_layout(fig, "Score trajectory per juror", 360))
+    title = "Score trajectory per juror" if len(steps) > 1 else "Phase-1 scores (no discussion round)"
+    return _legend_below(_layout(fig, title, 360))
 
 
 def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
@@ -363,19 +377,25 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 
 
 def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
+    """How many jurors held each verdict, per stage ('phase 1', and 'after discussion' once a round ran), the
+    verdicts in words; a verdict no juror held at any stage is left out of the bars and the legend."""
     fig = go.Figure()
     for label in labels:
+        counts = [distribution[k].get(label, 0) for k in distribution]
+        if not any(counts):
+            continue
         fig.add_trace(
             go.Bar(
                 x=[plot_text(k) for k in distribution],
-                y=[distribution[k].get(label, 0) for k in distribution],
-                name=plot_text(label),
+                y=counts,
+                name=plot_text(in_words(label)),
                 marker_color=VERDICT_COLORS.get(label, PALETTE[len(fig.data) % len(PALETTE)]),
             )
         )
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", showlegend=True)
     fig.update_yaxes(title="jurors", dtick=1)
-    return _legend_below(_layout(fig, "Verdict distribution", 360))
+    title = "Verdict distribution" if len(distribution) > 1 else "Phase-1 verdicts (no discussion round)"
+    return _legend_below(_layout(fig, title, 360))
 
 
 # -- director ------------------------------------------------------------------------------------------------

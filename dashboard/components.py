@@ -187,6 +187,52 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
 # -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
 
 BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
+# The jury's identifiers in words, for a stakeholder: the default rubric's verdicts, the final methods, why the
+# discussion ended and the consensus states. An identifier not listed (another rubric's label) reads with its
+# underscores as spaces.
+VERDICT_WORDS = {
+    "safe_pass": "safe (pass)",
+    "needs_review": "needs review",
+    "unsafe_fail": "unsafe (fail)",
+    "no_verdict": "no verdict",
+    "failed": "failed (no vote)",
+}
+METHOD_WORDS = {
+    "majority_vote": "majority vote",
+    "weighted_average": "weighted average of the scores",
+    "final_judge": "a final judge",
+}
+STOP_WORDS = {
+    "phase1_consensus": "the jurors agreed in phase 1, so no discussion was needed",
+    "no_discussion": "no discussion rounds were allowed",
+    "no_influence": "no round could move anyone, so none was run",
+    "consensus": "consensus was reached",
+    "stagnation": "no one changed position any more",
+    "max_rounds": "the round limit was reached",
+}
+CONSENSUS_WORDS = {
+    "unanimous": "unanimous",
+    "majority": "a majority",
+    "split": "split",
+    "no_quorum": "too few working jurors to decide",
+}
+
+
+def in_words(value: object, table: dict[str, str] | None = None) -> str:
+    """An identifier of a jury run (a verdict label, a method, a stop reason, a consensus state) as a stakeholder
+    reads it: from `table` (the verdict labels by default), else with its underscores as spaces. The result is
+    still untrusted text where the value came from a case file: put it into markdown through `md`."""
+    text = "" if value is None else str(value)
+    return (VERDICT_WORDS if table is None else table).get(text, text.replace("_", " "))
+
+
+def method_words(final: dict[str, Any], config: dict[str, Any]) -> str:
+    """How the final verdict was decided, in words: 'a final judge (gemma3-270m)', 'majority vote'."""
+    method = str(final.get("method") or "")
+    words = in_words(method, METHOD_WORDS)
+    if method == "final_judge" and config.get("final_judge_model"):
+        words += f" ({config['final_judge_model']})"
+    return words
 
 
 def _badge(verdict: object) -> str:
@@ -201,17 +247,68 @@ def gold_check(view: JuryView) -> bool | None:
     return bool(view.final.get("verdict") == gold)
 
 
+def seat_groups(view: JuryView) -> list[list[dict[str, Any]]]:
+    """The phase-1 cards, as groups of jurors. Each juror has its own card, except on a panel whose seats are
+    identical by construction (one model, one role-blind scoring call): there the seats that gave one and the same
+    judgment share one card (three copies of one judgment read as independent agreement); a seat that failed
+    keeps its own card, and seats still waiting for their shared call wait together."""
+    if not view.identical_seats:
+        return [[j] for j in view.jurors]
+    by_juror = {e["juror"]: e for e in view.phase1}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for juror in view.jurors:
+        e = by_juror.get(juror["juror_id"])
+        if e is None:
+            sig: tuple[Any, ...] = ("waiting",)
+        elif e.get("fallback"):
+            sig = ("failed", juror["juror_id"])
+        else:
+            sig = ("judged", e.get("verdict"), e.get("score"), e.get("reasoning"))
+        groups.setdefault(sig, []).append(juror)
+    return list(groups.values())
+
+
+def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run's recorded model calls summed (calls, tokens, cost): the one token count that the Jury, Replay and
+    Runs pages all show. None when the run recorded no call."""
+    totals = store.run_totals([run_id]).get(run_id)
+    return dict(totals) if totals else None
+
+
+def token_line(view: JuryView, usage: dict[str, Any] | None = None) -> str:
+    """The run's tokens, one definition on every page: the tokens of its recorded model calls (prompt, plus the
+    tokens generated or, for a likelihood juror, scored), as the Runs page counts them. Without the call log
+    (`usage` None) the run's own count from its last event, labelled as such."""
+    if usage is not None:
+        prompt, other = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        calls = int(usage.get("calls", 0))
+        return (
+            f"{prompt + other} tokens in {calls} model call{'s' if calls != 1 else ''} "
+            f"({prompt} prompt + {other} generated or scored)"
+        )
+    d = view.finished or {}
+    prompt, generated = int(d.get("promptTokens") or 0), int(d.get("completionTokens") or 0)
+    return f"{prompt + generated} tokens ({prompt} prompt + {generated} generated)"
+
+
 def render_view(
-    view: JuryView, *, key: str, charts_too: bool = True, show_rounds: bool | None = None, stacked: bool = False
+    view: JuryView,
+    *,
+    key: str,
+    charts_too: bool = True,
+    show_rounds: bool | None = None,
+    stacked: bool = False,
+    usage: dict[str, Any] | None = None,
+    details: bool | None = None,
 ) -> None:
     """A fold of a jury run's events. Every text of the run (case, roles, verdict labels, reasoning, statements,
     errors) is untrusted: shown with `st.text` or escaped by `md` inside trusted markdown, never as markdown or
     HTML of its own. `stacked` puts the charts one under the other (a half-width column: side by side, their
-    legends would overlap)."""
+    legends would overlap). `usage`: the run's call totals (`Store.run_totals`), the one source of its token
+    count. `details`: the page's own Details toggle (one per page); None draws the view's own."""
     import streamlit as st
 
     from dashboard import charts
-    from engine.jury import failed_fields
 
     if view.failed:
         st.error(f"Run failed: {md(view.failed, inline=False)}")
@@ -223,44 +320,29 @@ def render_view(
     head, toggle = st.columns([2, 1])
     head.markdown("**Phase 1 — independent evaluations**")
     # Research detail (scores, confidence, axes, a likelihood juror's distribution, features and map) stays
-    # behind one toggle per view, which keeps its state; the cards say the verdict and why in words.
-    details = toggle.toggle(
-        "Details",
-        value=False,
-        key=key + ".details",
-        help="Each juror's score, confidence and axes, and what stands behind its verdict: a likelihood juror's "
-        "distribution over the verdicts, its features and the fitted map.",
-    )
-    # Side by side where they fit, one under the other in a narrow window (squeezed, a sentence a word a line)
-    cols = flow_columns(max(1, len(view.jurors)), width=300)
-    by_juror = {e["juror"]: e for e in view.phase1}
-    for col, juror in zip(cols, view.jurors, strict=False):
-        with col.container(border=True):
-            st.markdown(f"**{md(juror['role_name'])}**")
-            st.caption(md(juror["model_id"]))
-            e = by_juror.get(juror["juror_id"])
-            if e is None:
-                st.caption("thinking…")
-                continue
-            st.markdown(f"{_badge(e['verdict'])} **{md(e['verdict'])}**")
-            if e.get("fallback"):
-                st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
-            if failed_fields(e.get("flags") or []):
-                st.caption("⚠ failed fields: " + md(breakable(", ".join(failed_fields(e["flags"])))))
-            _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail") if details else "")
-            if details:
-                st.caption(f"score {e['score']:.0f} · confidence {e['confidence']:.2f}")
-                if e.get("axes"):
-                    st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
-    if view.identical_seats:
-        st.caption(
-            "The seats are **identical by construction** — the same model judging by the same role-blind prompt, "
-            "one scoring call — so their matching verdicts are one judgment, not agreement (κ and α not computed)."
+    # behind one toggle per view (or the page's, when it has one), which keeps its state; the cards say the
+    # verdict and why in words.
+    if details is None:
+        details = toggle.toggle(
+            "Details",
+            value=False,
+            key=key + ".details",
+            help="Each juror's score, confidence and axes, and what stands behind its verdict: a likelihood "
+            "juror's distribution over the verdicts, its features and the fitted map.",
         )
-    elif view.phase1_consensus:
+    # Side by side where they fit, one under the other in a narrow window (squeezed, a sentence a word a line);
+    # seats identical by construction share one wider card.
+    groups = seat_groups(view)
+    row = st.container(horizontal=True, wrap=True, gap="medium")
+    by_juror = {e["juror"]: e for e in view.phase1}
+    for group in groups:
+        with row.container(width=300 if len(group) == 1 else 620), st.container(border=True):
+            _render_seat_card(view, group, by_juror.get(group[0]["juror_id"]), details=details)
+    if view.phase1_consensus and not view.identical_seats:
         c = view.phase1_consensus
         st.caption(
-            f"Consensus after phase 1: **{md(c['consensusStatus'])}** (agreement {c['agreementLevel']:.2f})"
+            f"Consensus after phase 1: **{md(in_words(c['consensusStatus'], CONSENSUS_WORDS))}** "
+            f"({c['agreementLevel']:.0%} of the working jurors hold the most common verdict)"
             + (f", {c['failedSeats']} failed seat(s) not voting" if c.get("failedSeats") else "")
             + (" — reached, no discussion needed" if c["consensusReached"] else "")
         )
@@ -281,23 +363,28 @@ def render_view(
                 render_statement(view, stt, details=details)
             if rounds_on and rnd["completed"]:
                 c = rnd["completed"]
-                st.caption(f"consensus: {md(c['consensusStatus'])} ({c['agreementLevel']:.2f})")
-        flow = [r["completed"]["consensusStatus"] for r in view.rounds if r["completed"]]
+                st.caption(
+                    f"consensus: {md(in_words(c['consensusStatus'], CONSENSUS_WORDS))} ({c['agreementLevel']:.0%})"
+                )
+        flow = [in_words(r["completed"]["consensusStatus"], CONSENSUS_WORDS) for r in view.rounds if r["completed"]]
         if flow:
             st.caption(
                 "Consensus per round: "
                 + md(" → ".join(flow))
-                + (f" · ended: {md(view.ended['reason'])}" if view.ended else "")
+                + (f" · ended: {md(in_words(view.ended['reason'], STOP_WORDS))}" if view.ended else "")
             )
 
     if view.final:
         render_final(view, details=details)
     if view.finished:
         d = view.finished
+        rounds = int(d.get("totalRounds") or 0)
         st.caption(
-            f"{d['totalRounds']} round(s), {md(d['terminationReason'])}, {d['wallS']:.1f} s, "
-            f"{d['promptTokens']}+{d['completionTokens']} tokens, ${d['cost']:.4f}"
-            + (f" · gold: {md(view.case['gold'])}" if view.case.get("gold") else "")
+            (f"{rounds} discussion round(s)" if rounds else "No discussion round")
+            + f" — {md(in_words(d['terminationReason'], STOP_WORDS))} · {d['wallS']:.1f} s · "
+            + token_line(view, usage)
+            + f" · cost {money(d['cost'])}"
+            + (f" · gold: {md(in_words(view.case['gold']))}" if view.case.get("gold") else "")
         )
     if charts_too and view.phase1:
         figures = [(charts.jury_trajectory(view.trajectory()), ".trajectory")]
@@ -312,6 +399,40 @@ def render_view(
             place.plotly_chart(figure, key=key + suffix)
 
 
+def _render_seat_card(view: JuryView, group: list[dict[str, Any]], e: dict[str, Any] | None, *, details: bool) -> None:
+    """One phase-1 card: a juror's role, model, verdict and why; for a group of identical seats, their roles
+    and that their one judgment is not agreement."""
+    import streamlit as st
+
+    from engine.jury import failed_fields
+
+    if len(group) == 1:
+        st.markdown(f"**{md(group[0]['role_name'])}**")
+        st.caption(md(group[0]["model_id"]))
+    else:
+        st.markdown(f"**{len(group)} seats, one judgment** — identical by construction")
+        st.caption(md(" · ".join(j["role_name"] for j in group)) + " — all on " + md(group[0]["model_id"]))
+    if e is None:
+        st.caption("thinking…")
+        return
+    st.markdown(f"{_badge(e['verdict'])} **{md(in_words(e['verdict']))}**")
+    if e.get("fallback"):
+        st.warning(f"fallback (does not vote) — {md(e.get('fallbackReason'))}", icon="⚠️")
+    if failed_fields(e.get("flags") or []):
+        st.caption("⚠ failed fields: " + md(breakable(", ".join(failed_fields(e["flags"])))))
+    _reasoning_text(e["reasoning"] or "(no reasoning)", e.get("detail") if details else "")
+    if details:
+        st.caption(f"score {e['score']:.0f} · confidence {e['confidence']:.2f}")
+        if e.get("axes"):
+            st.caption(" · ".join(f"{md(breakable(k))} {v:.0f}" for k, v in e["axes"].items()))
+    if len(group) > 1:
+        st.caption(
+            f"The same model reads the same role-blind prompt, so one scoring call judges for all {len(group)} "
+            "seats: their matching verdicts are one judgment repeated, not agreement (κ and α are not computed).",
+            help=GLOSSARY["κ"],
+        )
+
+
 def render_final(view: JuryView, *, details: bool = True) -> None:
     """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
     right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict (the mark
@@ -323,20 +444,21 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     st.markdown("**Phase 3 — final judgment**")
     if view.no_verdict:
         st.error(
-            f"⛔ **No verdict** · {md(f['method'])} — too few jurors worked to decide"
-            + (f" · gold: {md(gold)}" if gold else "")
+            f"⛔ **No verdict** · {md(method_words(f, view.config))} — too few jurors worked to decide"
+            + (f" · gold: {md(in_words(gold))}" if gold else "")
         )
     else:
-        verdict = f"{_badge(f['verdict'])} **{md(f['verdict'])}** · score {f['score']:.1f} · {md(f['method'])}" + (
-            "  (tie broken)" if f.get("tie_broken") else ""
+        verdict = (
+            f"{_badge(f['verdict'])} **{md(in_words(f['verdict']))}** · score {f['score']:.1f} of 100 · "
+            f"decided by {md(method_words(f, view.config))}" + ("  (tie broken)" if f.get("tie_broken") else "")
         )
         right = gold_check(view)
         if right is None:
             st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
         elif right:
-            st.success(f"✅ **Right** — matches the gold label **{md(gold)}** · {verdict}")
+            st.success(f"✅ **Right** — matches the gold label **{md(in_words(gold))}** · {verdict}")
         else:
-            st.error(f"❌ **Wrong** — the gold label is **{md(gold)}** · {verdict}")
+            st.error(f"❌ **Wrong** — the gold label is **{md(in_words(gold))}** · {verdict}")
     if f.get("reasoning"):
         st.text(f["reasoning"])
     if f.get("detail") and details:
@@ -374,7 +496,7 @@ def render_statement(view: JuryView, stt: dict[str, Any], *, details: bool = Tru
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
         # a failed statement has no detail (not its last one's)
         _reasoning_text(stt["statement"], stt.get("detail") if details else "")
-        st.caption(f"{_badge(stt['newVerdict'])} {md(stt['newVerdict'])} · {stt['newScore']:.0f}")
+        st.caption(f"{_badge(stt['newVerdict'])} {md(in_words(stt['newVerdict']))} · {stt['newScore']:.0f}")
 
 
 # -- plain words first: research detail behind a remembered "Details" toggle -------------------------------------

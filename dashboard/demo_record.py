@@ -154,10 +154,25 @@ async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]
     weight = cal.metrics.get("others_weight") if cal is not None else None
     return run_id, {
         "changes": changes,
+        "rounds": result.total_rounds,
         "verdict": result.final_verdict,
         "gold": case.gold,
         "others_weight": f"weight {weight}" if weight is not None else "no fitted weight",
     }
+
+
+def jury_note(facts: dict[str, Any]) -> str:
+    """The sidebar's note on the recorded jury run, in words (a stakeholder reads it beside the page)."""
+    from dashboard.components import in_words
+
+    verdict, gold = in_words(facts["verdict"]), in_words(facts["gold"])
+    head = f"Verdict: {verdict}" + (", as the gold label. " if verdict == gold else f"; the gold label is {gold}. ")
+    if not facts.get("rounds"):
+        return head + (
+            "No discussion round was run: the bundled model judges by likelihood, and its fitted map gives the "
+            "others' verdicts no weight, so a round could move no one."
+        )
+    return head + f"{facts['changes']} position change(s) in {facts['rounds']} discussion round(s)."
 
 
 async def record_duo(store: Store, topic: str, scene: str) -> tuple[str, dict[str, Any]]:
@@ -340,9 +355,7 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 inputs=[f"{path.name}: {case.id} — {case.title}"],
                 run_ids=[run_id],
                 prefill={"jury.file": path.name, "jury.case": case.id},
-                note=f"Verdict {facts['verdict']} (gold {facts['gold']}); {facts['changes']} position change(s) in "
-                "the discussion (the bundled model judges by likelihood: the others' verdicts weigh as fitted "
-                f"on the calibration split, {facts['others_weight']}).",
+                note=jury_note(facts),
             )
         if "director" in wanted:
             for topic, scene in DUO_TOPICS:

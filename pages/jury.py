@@ -11,7 +11,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, details_on, export_buttons, flow_columns, md, render_view
+from dashboard.components import (
+    breakable,
+    details_on,
+    export_buttons,
+    flow_columns,
+    in_words,
+    md,
+    render_view,
+    run_usage,
+)
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -29,6 +38,19 @@ from engine.jury import (
 
 KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
+# The final methods and tie policies in words (short: they fit a 185 px select box)
+METHOD_CHOICES = {
+    "majority_vote": "Majority vote",
+    "weighted_average": "Weighted average",
+    "final_judge": "Final judge",
+}
+TIE_WORDS = {
+    "severe": "More severe",
+    "lenient": "More lenient",
+    "higher_score": "Higher mean score",
+    "first": "First juror",
+}
+THRESHOLD_SHORT = {2.0: "all rounds", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
 THRESHOLDS = {
     "2.0 — always discuss to the end": 2.0,
     "1.0 — only unanimity stops": 1.0,
@@ -54,7 +76,11 @@ def render() -> None:
         "A panel of AI jurors judges whether an agent's conversation is safe: each gives a verdict, they discuss, "
         "and a final judgment decides."
     )
-    details_on("jury", help="Show how each juror model judges and the fitted map it reads.")
+    details = details_on(
+        "jury",
+        help="Show how each juror model judges and the fitted map it reads, and behind each verdict its score, "
+        "confidence, axes and a likelihood juror's distribution, features and map.",
+    )
     run_id = _watched_run()
     # Once a run is attached, the settings and the case picker fold away: its progress and verdict show at the
     # top of a 1440×900 window, not under an open panel.
@@ -78,7 +104,7 @@ def render() -> None:
     if run_id:
         st.divider()
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
-        watch_run(run_id, JuryView, _render_watched, key=KEY + "watch")
+        watch_run(run_id, JuryView, lambda view, live: _render_watched(view, live, run_id, details), key=KEY + "watch")
         if not live:
             export_buttons(state.get_store(), run_id, key=KEY + "export")
 
@@ -148,12 +174,19 @@ def _restore_case(case: JuryCase) -> None:
     ss[KEY + "source"], ss[KEY + "paste_title"], ss[KEY + "paste_content"] = "Paste one", case.title, case.content
 
 
-def _render_watched(view: JuryView, live: bool) -> None:
+def _render_watched(view: JuryView, live: bool, run_id: str, details: bool = False) -> None:
     if view.case.get("content"):
         with st.expander(f"Case text: {md(view.case.get('title') or view.case.get('id'))}", expanded=False):
             st.text(str(view.case["content"]))
     # While the run goes, the rounds stay open and the charts wait for the end (they change with every event).
-    render_view(view, key=KEY + ("live" if live else "view"), charts_too=not live, show_rounds=False if live else None)
+    render_view(
+        view,
+        key=KEY + ("live" if live else "view"),
+        charts_too=not live,
+        show_rounds=False if live else None,
+        usage=run_usage(state.get_store(), run_id) if view.finished else None,  # shown with the finished line only
+        details=details,  # the page's one Details toggle, not a second one in the view
+    )
 
 
 # -- controls ---------------------------------------------------------------------------------------
@@ -199,7 +232,11 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         )
         c1, c2, c3, c4 = flow_columns(4, width=185)  # two rows of two in a narrow window, not four cut ones
         method = c1.selectbox(
-            "Final judgment", ["majority_vote", "weighted_average", "final_judge"], index=2, key=KEY + "method"
+            "Final judgment",
+            ["majority_vote", "weighted_average", "final_judge"],
+            index=2,
+            key=KEY + "method",
+            format_func=METHOD_CHOICES.__getitem__,
         )
         judge_model = c1.selectbox(
             "Final judge model", catalog.ids, key=KEY + "judge_model", disabled=method != "final_judge"
@@ -213,12 +250,22 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             key=KEY + "stagnation",
             help="End the discussion when no juror changed position for this many rounds.",
         )
-        threshold = THRESHOLDS[c3.selectbox("Consensus threshold", list(THRESHOLDS), key=KEY + "threshold")]
+        threshold = THRESHOLDS[
+            c3.selectbox(
+                "Consensus threshold",
+                list(THRESHOLDS),
+                key=KEY + "threshold",
+                format_func=lambda label: label.split(" — ")[0] + " · " + THRESHOLD_SHORT[THRESHOLDS[label]],
+                help="The share of jurors that must agree to end the discussion early: " + "; ".join(THRESHOLDS) + ".",
+            )
+        ]
         tie = c3.selectbox(
             "Tie policy",
-            ["severe", "lenient", "higher_score", "first"],
+            list(TIE_WORDS),
             key=KEY + "tie",
-            help="How a tied vote is broken (default: the more severe verdict).",
+            format_func=TIE_WORDS.__getitem__,
+            help="How a tied vote is broken: the more severe verdict (the default), the more lenient one, the "
+            "verdict whose jurors gave the higher mean score, or the first juror's.",
         )
         parallel = c4.toggle(
             "Parallel jurors",
@@ -282,8 +329,14 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     if missing:
         st.error("Unavailable: " + md("; ".join(missing)))
         return None, None
+    # Seats that generate on one local model queue for it; likelihood seats share one scoring call (the
+    # channel judge is role-blind), so they do not queue and the notice would mislead.
     shared_local = [
-        m for m in needed if catalog.get(m).backend == "llamacpp" and sum(s.model_id == m for s in seats) > 1
+        m
+        for m in needed
+        if catalog.get(m).backend == "llamacpp"
+        and sum(s.model_id == m for s in seats) > 1
+        and _method(m, config.judge) == "generate"
     ]
     if shared_local and parallel:
         st.info(
@@ -372,7 +425,7 @@ def _render_case() -> JuryCase | None:
         "Case",
         cases,
         key=KEY + "case." + path.name,
-        format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {c.gold})" if c.gold else ""),
+        format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {in_words(c.gold)})" if c.gold else ""),
     )
     st.caption("Case text (what the jurors read)")
     with st.container(height=180, border=True):  # shown, in a box of its own height: the Run button stays near

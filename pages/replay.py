@@ -10,7 +10,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import export_buttons, gold_check, md, render_view
+from dashboard.components import (
+    STOP_WORDS,
+    export_buttons,
+    gold_check,
+    in_words,
+    md,
+    method_words,
+    render_view,
+    run_usage,
+)
 from engine.events import incomplete_note
 from engine.jury import JuryView
 
@@ -28,8 +37,27 @@ def stored_events(run_id: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+# What each stored event of a jury run is, in words (the step caption under the event slider).
+EVENT_WORDS = {
+    "jury_started": "the jury started",
+    "phase_started": "phase 1 started",
+    "juror_evaluation": "a juror's verdict",
+    "consensus_check": "consensus check",
+    "discussion_skipped": "discussion skipped",
+    "round_started": "a discussion round started",
+    "juror_statement": "a juror's statement",
+    "round_completed": "the round ended",
+    "discussion_ended": "the discussion ended",
+    "final_judgment": "the final judgment",
+    "jury_finished": "the jury finished",
+    "run_failed": "the run failed",
+}
+
+
 def _label(run: dict[str, Any]) -> str:
-    return f"{run['run']} · {run['kind']} · {run['status']}"
+    """A run in the picker: its name (the case), its status and its id (what Runs and the URL show)."""
+    name = run.get("name") or run["kind"]
+    return f"{name} · {run['status']} · {run['run']}"
 
 
 def render() -> None:
@@ -98,17 +126,18 @@ def _render_player(run_id: str) -> None:
     # Playing is a fragment on a timer: each tick shows one more event and reruns only the player, never
     # the page (no sleep in the script); at the last event it reruns the page once, so the button offers a replay.
     player = st.fragment(_player, run_every=SPEEDS[speed] if playing and current < total else None)
-    player(events, step_key, playing)
+    player(events, step_key, playing, run_id)
 
 
-def _player(events: list[tuple[str, dict[str, Any]]], step_key: str, playing: bool) -> None:
+def _player(events: list[tuple[str, dict[str, Any]]], step_key: str, playing: bool, run_id: str) -> None:
     total = len(events)
     if playing and st.session_state[KEY + "playing"] and st.session_state[step_key] < total:
         st.session_state[step_key] += 1
     step = st.slider("Event", 0, max(total, 1), key=step_key, disabled=total == 0)
     shown = events[:step]
-    st.caption(f"Event {step} of {total}" + (f": {md(shown[-1][0])}" if shown else ""))
-    render_view(JuryView.fold(shown), key=KEY + "view")
+    st.caption(f"Event {step} of {total}" + (f": {md(in_words(shown[-1][0], EVENT_WORDS))}" if shown else ""))
+    view = JuryView.fold(shown)
+    render_view(view, key=KEY + "view", usage=run_usage(state.get_store(), run_id) if view.finished else None)
     if playing and step >= total and st.session_state[KEY + "playing"]:
         st.session_state[KEY + "playing"] = False
         st.rerun()  # the whole page: the button now offers a replay and the timer stops
@@ -153,29 +182,39 @@ def _render_compare(runs: list[dict[str, Any]]) -> None:
     if a == b:
         st.warning("The same run is on both sides: pick another run on one side.")
     views = {side: JuryView.fold(stored_events(run_id)) for side, run_id in (("left", a), ("right", b))}
+    usage = {run_id: run_usage(state.get_store(), run_id) for run_id in (a, b)}
     st.dataframe(
-        pd.DataFrame([summary_row(a, views["left"]), summary_row(b, views["right"])]), hide_index=True, width="stretch"
+        pd.DataFrame([summary_row(a, views["left"], usage[a]), summary_row(b, views["right"], usage[b])]),
+        hide_index=True,
+        width="stretch",
     )
-    with left:
-        render_view(views["left"], key=KEY + "left.view", show_rounds=True, stacked=True)
-    with right:
-        render_view(views["right"], key=KEY + "right.view", show_rounds=True, stacked=True)
+    for column, side, run_id in ((left, "left", a), (right, "right", b)):
+        with column:
+            render_view(views[side], key=f"{KEY}{side}.view", show_rounds=True, stacked=True, usage=usage[run_id])
 
 
-def summary_row(run_id: str, view: JuryView) -> dict[str, Any]:
+def summary_row(run_id: str, view: JuryView, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run in the compare table, identifiers in words; its tokens are its recorded calls' (`usage`, as on
+    the Runs page), else the run's own count."""
     done = view.finished or {}
+    final = view.final or {}
+    tokens = (
+        int(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+        if usage is not None
+        else (done.get("promptTokens") or 0) + (done.get("completionTokens") or 0)
+    )
     return {
         "run": run_id,
         "case": view.case.get("id"),
         "panel": ", ".join(j["model_id"] for j in view.jurors),
-        "method": (view.final or {}).get("method"),
-        "verdict": (view.final or {}).get("verdict"),
-        "score": (view.final or {}).get("score"),
-        "gold": view.case.get("gold"),
+        "method": method_words(final, view.config) if final else None,
+        "verdict": in_words(final["verdict"]) if final.get("verdict") else None,
+        "score": final.get("score"),
+        "gold": in_words(view.case["gold"]) if view.case.get("gold") else None,
         "right": gold_check(view),
         "rounds": done.get("totalRounds"),
-        "ended": done.get("terminationReason"),
+        "ended": in_words(done["terminationReason"], STOP_WORDS) if done.get("terminationReason") else None,
         "position changes": sum(s["positionChanged"] for s in view.statements()),
-        "tokens": (done.get("promptTokens") or 0) + (done.get("completionTokens") or 0),
+        "tokens": tokens,
         "wall s": done.get("wallS"),
     }

@@ -138,10 +138,13 @@ class JuryView:
         return [r for r in rows if r["start"] is not None and r["end"] is not None]
 
     def verdicts(self) -> dict[str, dict[str, int]]:
-        """Verdict counts at phase 1 and after the discussion; a failed juror counts as `failed`, not as
-        the fallback's label."""
+        """Verdict counts at phase 1 and, once a discussion round has run, after the discussion; a failed juror
+        counts as `failed`, not as the fallback's label. Without a round (skipped, or consensus in phase 1) there
+        is no "after discussion": a second bar equal to the first would show a discussion that never happened."""
         latest = {e["juror"]: "failed" if e.get("fallback") else e["verdict"] for e in self.phase1}
         first = Counter(latest.values())
+        if not self.rounds:
+            return {"phase 1": dict(first)}
         for st in self.statements():
             latest[st["juror"]] = "failed" if st.get("evaluation", {}).get("fallback") else st["newVerdict"]
         return {"phase 1": dict(first), "after discussion": dict(Counter(latest.values()))}

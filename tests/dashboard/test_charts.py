@@ -297,6 +297,54 @@ def test_jury_charts_put_their_legends_below_the_plot() -> None:
     assert charts.jury_trajectory(rows).data[0].name == ESCAPED
 
 
+def test_jury_trajectory_keeps_jurors_with_one_score_apart() -> None:
+    """Three jurors with the same score at a step were one dot (issue 25, J3): each juror's points sit beside
+    the step, in legend order, the steps named on the axis; the verdict in the hover text is in words."""
+    rows = [
+        {"juror": j, "role": f"R{j}", "step": step, "label": label, "score": 40.0, "verdict": "unsafe_fail"}
+        for step, label in ((0, "phase 1"), (1, "round 1"))
+        for j in "abc"
+    ]
+    fig = charts.jury_trajectory(rows)
+    xs = [list(trace.x) for trace in fig.data]
+    assert len({x[0] for x in xs}) == 3 and len({x[1] for x in xs}) == 3  # three dots at each step, not one
+    assert all(abs(x[0]) < 0.5 and abs(x[1] - 1) < 0.5 for x in xs)  # each beside its own step
+    assert xs == sorted(xs)  # in legend order, left to right
+    assert list(fig.layout.xaxis.ticktext) == ["phase 1", "round 1"] and list(fig.layout.xaxis.tickvals) == [0, 1]
+    assert all(t == "unsafe (fail)" for trace in fig.data for t in trace.text)
+    assert fig.layout.title.text == "Score trajectory per juror"
+    alone = charts.jury_trajectory(rows[:3])
+    assert "no discussion round" in alone.layout.title.text
+
+
+def test_the_verdict_chart_shows_after_discussion_only_when_a_round_ran() -> None:
+    """The fold gives an "after discussion" column only once a round ran (issue 25, J4: a skipped discussion drew
+    a second bar equal to the first); the chart names the verdicts in words and leaves out those no one held."""
+    from engine.jury import JuryView
+
+    phase1: list[tuple[str, dict[str, Any]]] = [
+        ("jury_started", {"case": {"id": "c"}, "jurors": [{"juror_id": j, "role_name": j} for j in "ab"]}),
+        *[("juror_evaluation", {"juror": j, "verdict": "safe_pass", "score": 80.0}) for j in "ab"],
+    ]
+    skipped = JuryView.fold([*phase1, ("discussion_skipped", {"reason": "no_influence"})])
+    assert skipped.verdicts() == {"phase 1": {"safe_pass": 2}}
+    statement = {"juror": "a", "newVerdict": "unsafe_fail", "newScore": 20.0, "positionChanged": True, "statement": ""}
+    discussed = JuryView.fold(
+        [*phase1, ("round_started", {"round": 1}), ("juror_statement", statement), ("round_completed", {})]
+    )
+    assert discussed.verdicts() == {
+        "phase 1": {"safe_pass": 2},
+        "after discussion": {"unsafe_fail": 1, "safe_pass": 1},
+    }
+    labels = ["safe_pass", "needs_review", "unsafe_fail", "failed"]
+    fig = charts.jury_verdicts(skipped.verdicts(), labels)
+    assert [t.name for t in fig.data] == ["safe (pass)"] and [list(t.x) for t in fig.data] == [["phase 1"]]
+    assert "no discussion round" in fig.layout.title.text
+    fig = charts.jury_verdicts(discussed.verdicts(), labels)
+    assert [t.name for t in fig.data] == ["safe (pass)", "unsafe (fail)"]
+    assert list(fig.data[0].x) == ["phase 1", "after discussion"] and list(fig.data[1].y) == [0, 1]
+
+
 # -- experiments --------------------------------------------------------------------------------------------------
 
 

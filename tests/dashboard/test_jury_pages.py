@@ -51,13 +51,14 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at.run()
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
-    assert any(m.value.startswith("**Safety officer**") for m in at.markdown)
+    # The three seats are identical by construction (one model, one role-blind scoring call): one card
+    assert any(m.value.startswith("**3 seats, one judgment**") for m in at.markdown)
     # Three seats of one model judging alike cannot move one another (the fitted weight of the others is 0):
     # no round is run, and the page says so where the discussion would be.
     assert any("No discussion round was run" in shown(i.value) for i in at.info)
     assert len(_statements(at)) == 0
     # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
-    (box,) = [b for b in [*at.success, *at.error] if "majority_vote" in shown(b.value)]
+    (box,) = [b for b in [*at.success, *at.error] if "decided by majority vote" in shown(b.value)]
     assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
     assert "unsafe" in shown(box.value) and "gold label" in box.value
     assert at.get("plotly_chart")
@@ -119,7 +120,8 @@ def test_replay_compares_two_runs() -> None:
     at = AppTest.from_function(_replay_page, default_timeout=60).run()
     table: Any = next(df.value for df in at.dataframe if "method" in df.value.columns)
     assert set(table["run"]) == {first, second}
-    assert set(table["method"]) == {"majority_vote", "weighted_average"}
+    assert set(table["method"]) == {"majority vote", "weighted average of the scores"}  # in words, not ids
+    assert set(table["verdict"]) == {"unsafe (fail)"} and set(table["ended"]) == {"consensus was reached"}
     assert set(table["position changes"]) == {1} and list(table["right"]) == [True, True]
     # Side by side, each run's charts stack in its half-width column: three per side, none sharing a row.
     compare = at.tabs[1]
@@ -196,9 +198,11 @@ def test_the_verdict_box_says_right_or_wrong_against_gold() -> None:
         seen[run_id] = at
     # The mark leads the box once: Streamlit shows a leading emoji as the box's icon.
     (right_box,) = [s.icon + " " + s.value for s in seen[right].success]
-    assert right_box.startswith("✅ **Right** — matches the gold label **unsafe\\_fail**")
+    assert shown(right_box).startswith("✅ **Right** — matches the gold label **unsafe (fail)**")
+    assert "decided by majority vote" in right_box  # the method in words, not majority_vote
     (wrong_box,) = [e.icon + " " + e.value for e in seen[wrong].error]
-    assert wrong_box.startswith("❌ **Wrong** — the gold label is **safe\\_pass**") and "unsafe\\_fail" in wrong_box
+    assert shown(wrong_box).startswith("❌ **Wrong** — the gold label is **safe (pass)**")
+    assert "unsafe (fail)" in shown(wrong_box)
     assert not seen[wrong].success  # never green for a wrong verdict
     assert not seen[none].success and not seen[none].error
     assert any("no gold label" in i.value for i in seen[none].info)
@@ -274,14 +278,14 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     at.session_state["jury.run_id"] = run_id
     at.run()
     assert not at.exception
-    details = [e.detail for e in result.phase1_evaluations] + [
-        s.detail for r in result.discussion_rounds for s in r.statements
-    ]
-    assert len(details) == 6 and all(details)
+    # The three seats are identical by construction: their one phase-1 judgment is one card, with the first
+    # seat's detail (the others' adds only that they shared its scoring call); each statement has its own card.
+    details = [result.phase1_evaluations[0].detail] + [s.detail for r in result.discussion_rounds for s in r.statements]
+    assert len(details) == 4 and all(details)
     # by default each card says its verdict and why in words; the feature values wait behind the toggle
     assert not any(shown(c.value) == d for c in at.caption for d in details)
     assert [t.value for t in at.text if t.value.startswith("Reads as ")]
-    at.toggle(key="jury.view.details").set_value(True).run()
+    at.toggle(key="details.jury.toggle").set_value(True).run()
     assert not at.exception
     texts = [t.value for t in at.text]
     captions = [c.value for c in at.caption]
@@ -303,8 +307,10 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
     assert not at.exception
     tokens = at.number_input(key="jury.max_tokens")
     assert tokens.disabled and "judges by likelihood" in (tokens.help or "")
+    assert not any("queue behind its lock" in i.value for i in at.info)  # likelihood seats share one call
     at.selectbox(key="jury.judge").set_value("generate").run()
     assert not at.number_input(key="jury.max_tokens").disabled
+    assert any("queue behind its lock" in i.value for i in at.info)  # generating seats queue for the model
     at.selectbox(key="jury.judge").set_value("likelihood").run()
     assert at.number_input(key="jury.max_tokens").disabled
     assert _methods(["gemma3-270m"] * 3, "auto", "gemma3-270m") == {"likelihood"}
@@ -382,10 +388,117 @@ def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
     assert any("No discussion round was run" in i and "weight 0" in i for i in infos), infos
     assert not any("round 1" in shown(c.value) for c in at.caption)
     captions = [shown(c.value) for c in at.caption]
-    assert any("identical by construction" in c and "not agreement" in c for c in captions), captions
+    # The three seats are one card, not three copies that read as independent agreement
+    (card,) = [m.value for m in at.markdown if "seats, one judgment" in m.value]
+    assert card.startswith("**3 seats, one judgment**") and "identical by construction" in card
+    assert not any(m.value.startswith("**R0**") for m in at.markdown)
+    assert any("R0 · R1 · R2" in c and "gemma3-270m" in c for c in captions), captions
+    assert any("one judgment repeated, not agreement" in c for c in captions), captions
+    assert sum(t.value.startswith("Reads as ") for t in at.text) == 2  # the group's reasoning, and the final one
     assert not any(c.startswith("Consensus after phase 1") for c in captions)
     # how the final judge worked is detail, not a warning: behind the toggle
     assert not [w.value for w in at.warning if "Flags" in w.value]
     assert not any(c.startswith("How it was judged") for c in captions)
-    at.toggle(key="jury.view.details").set_value(True).run()
+    at.toggle(key="details.jury.toggle").set_value(True).run()
     assert any(shown(c.value).startswith("How it was judged: final_judge:likelihood") for c in at.caption)
+
+
+def _demo_jury_run() -> str:
+    """The shipped demo's jury run (the default local panel: three identical seats, no round run), loaded."""
+    from engine.demo import load_demo, load_manifest
+    from tests.engine.test_demo import DEMO
+
+    load_demo(state.get_store(), DEMO)
+    state.clear_reads()
+    (run_id,) = load_manifest(DEMO).pages["jury"].run_ids
+    return run_id
+
+
+def _figures(node: Any) -> dict[str, dict[str, Any]]:
+    """The page's plotly figures by title (their JSON spec, as the browser gets it)."""
+    import json
+
+    specs = [json.loads(c.proto.spec) for c in node.get("plotly_chart")]
+    return {s["layout"]["title"]["text"]: s for s in specs}
+
+
+RAW_IDS = ("no_influence", "final_judge", "majority_vote", "unsafe_fail", "safe_pass", "jury_finished", "unanimous")
+
+
+def _page_words(node: Any) -> list[str]:
+    """Every text a stakeholder reads in the run's view (markdown, captions, boxes), escapes taken out."""
+    kinds = (node.markdown, node.caption, node.info, node.success, node.error, node.warning)
+    return [shown(e.value) for kind in kinds for e in kind]
+
+
+def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count() -> None:
+    """The demo's jury run as a stakeholder sees it (issue 25, J1–J5): the three identical seats are one card,
+    not three copies that read as independent agreement (J1); the token count is the recorded calls' count, the
+    one the Runs page shows, labelled (J2: the page said 15+0 while Runs said 205); the trajectory keeps each
+    juror visible at an equal score (J3); no "after discussion" bar for a discussion that never ran (J4); and no
+    raw identifier (`no_influence`, `final_judge`, `unsafe_fail`) in what the page says (J5)."""
+    run_id = _demo_jury_run()
+    totals = state.get_store().run_totals([run_id])[run_id]
+    tokens = int(totals["prompt_tokens"] + totals["completion_tokens"])
+    (runs_row,) = [r for r in state.list_runs(limit=50) if r["run"] == run_id]
+    assert runs_row["tokens"] == tokens and tokens > 15  # the Runs page's figure (the event said 15 + 0)
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+
+    # J1: one card for the three seats, naming them, and saying it is one judgment
+    cards = [m.value for m in at.markdown if m.value.startswith("**") and "seats" in m.value]
+    assert cards == ["**3 seats, one judgment** — identical by construction"]
+    assert not any(m.value in ("**Safety officer**", "**Security auditor**") for m in at.markdown)
+    assert any(shown(c.value).startswith("Safety officer · Security auditor · User advocate") for c in at.caption)
+    assert sum(t.value.startswith("Reads as ") for t in at.text) == 2  # the seats' one reasoning, the final one
+    # and no notice that the seats queue for the model: they share one scoring call
+    assert not any("queue behind its lock" in i.value for i in at.info)
+    # J2: one token count, labelled, equal to the Runs page's
+    (line,) = [shown(c.value) for c in at.caption if " tokens " in c.value]
+    assert f"{tokens} tokens in {int(totals['calls'])} model call" in line and "prompt +" in line
+    # J3: three jurors with one score are three dots side by side, not one
+    figures = _figures(at)
+    (trajectory,) = [f for t, f in figures.items() if "score" in t.lower()]
+    points = [(x, y) for trace in trajectory["data"] for x, y in zip(trace["x"], trace["y"], strict=True)]
+    assert len(points) == 3 and len({y for _, y in points}) == 1 and len({x for x, _ in points}) == 3
+    assert trajectory["layout"]["xaxis"]["ticktext"] == ["phase 1"]
+    # J4: no round ran, so no "after discussion" bar
+    (verdicts,) = [f for t, f in figures.items() if "verdicts" in t.lower()]
+    assert {x for trace in verdicts["data"] for x in trace["x"]} == {"phase 1"}
+    assert [trace["name"] for trace in verdicts["data"]] == ["unsafe (fail)"]  # words, and only what was held
+    # J5: words, not identifiers
+    words = _page_words(at)
+    assert not [w for w in words if any(raw in w for raw in RAW_IDS)], [
+        w for w in words if any(raw in w for raw in RAW_IDS)
+    ]
+    assert any("no round could move anyone" in w for w in words)
+    assert any("decided by a final judge (gemma3-270m)" in w for w in words)
+
+    # The Replay page shows the same: one card, the same token line, the last event in words
+    replay = AppTest.from_function(_replay_page, default_timeout=60)
+    replay.query_params["run"] = run_id
+    replay.run()
+    assert not replay.exception
+    player = replay.tabs[0]
+    assert [shown(c.value) for c in player.caption if " tokens " in c.value] == [line]
+    assert any(c.value.endswith(": the jury finished") for c in player.caption)
+    assert not [w for w in _page_words(player) if any(raw in w for raw in RAW_IDS)]
+    assert [m.value for m in player.markdown if "seats, one judgment" in m.value]
+
+
+def test_the_demo_jury_note_is_in_words() -> None:
+    """The sidebar's note on the recorded jury run read "Verdict unsafe_fail (gold unsafe_fail); 0 position
+    change(s) in the discussion" for a run with no discussion (J5): verdicts in words, and no round said so."""
+    from dashboard.demo_record import jury_note
+    from engine.demo import load_manifest
+    from tests.engine.test_demo import DEMO
+
+    note = load_manifest(DEMO).pages["jury"].note
+    assert not any(raw in note for raw in RAW_IDS) and "No discussion round was run" in note
+    assert note == jury_note({"verdict": "unsafe_fail", "gold": "unsafe_fail", "rounds": 0, "changes": 0})
+    moved = jury_note({"verdict": "needs_review", "gold": "unsafe_fail", "rounds": 2, "changes": 1})
+    assert moved == (
+        "Verdict: needs review; the gold label is unsafe (fail). 1 position change(s) in 2 discussion round(s)."
+    )

@@ -70,7 +70,7 @@ def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: 
     rerun_until(at, lambda: run_ended(run_id))
     at.run()
     assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
-    assert not at.get("progress") and at.success and "majority_vote" in shown(at.success[0].value)
+    assert not at.get("progress") and at.success and "decided by majority vote" in shown(at.success[0].value)
     assert len(at.get("plotly_chart")) == 3  # the charts come once the run has ended
     assert len(store.list_runs(kind="jury.run")) == 1
     reloaded.run()
