@@ -117,7 +117,7 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
         metrics = row.get("metrics") or {}
         runs = row.get("runs") or []
         target = row.get("target") or {}
-        scale = metrics.get("scale") if isinstance(metrics.get("scale"), dict) else {}
+        scale: dict[str, Any] = metrics["scale"] if isinstance(metrics.get("scale"), dict) else {}
         out.append(
             {
                 "role": ROLE_NAMES.get(row["role"], str(row["role"])),

@@ -422,7 +422,7 @@ def test_case_set_agreement_carries_a_bootstrap_interval_over_cases() -> None:
     from engine.jury import evaluation_totals
 
     patterns = [("safe_pass",) * 3, ("unsafe_fail",) * 3, ("safe_pass", "safe_pass", "unsafe_fail")]
-    items = []
+    items: list[dict[str, Any]] = []
     for n in range(12):
         verdicts = dict(zip("abc", patterns[n % 3], strict=True))
         items.append(

@@ -120,7 +120,7 @@ def test_looped_statistics_for_kappa() -> None:
     kappa = stats.looped(lambda idx: fleiss_kappa([units[i] for i in idx]), len(units))
     value, interval = stats.bootstrap(kappa, resamples=300)
     assert value == pytest.approx(fleiss_kappa(units))
-    assert interval is not None and interval.low < value < interval.high
+    assert value is not None and interval is not None and interval.low < value < interval.high
 
 
 def test_mcnemar_exact_against_the_binomial() -> None:
