@@ -102,7 +102,10 @@ def test_scores_give_ece_intervals() -> None:
     honest = rng.random(200)
     correct = rng.random(200) < honest
     overconfident = np.full(200, 0.99)
-    outcomes = [score_outcomes(honest.tolist(), correct.tolist()), score_outcomes(overconfident.tolist(), correct.tolist())]
+    outcomes = [
+        score_outcomes(honest.tolist(), correct.tolist()),
+        score_outcomes(overconfident.tolist(), correct.tolist()),
+    ]
     ones = np.ones((1, 200))
     eces = [float(stats.w_ece(honest, correct)(ones)[0]), float(stats.w_ece(overconfident, correct)(ones)[0])]
     evidence = table_evidence(outcomes, eces, "ece", minimize=True)
