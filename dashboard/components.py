@@ -537,3 +537,127 @@ def details_on(key: str, *, label: str = "Details", help: str | None = None) -> 
             help=help or "Research detail: fitted maps, flags, feature values and identifiers.",
         )
     )
+
+
+# -- the jury's what-if: a stored run decided again with other settings, no model call ----------------------------
+
+TIE_WORDS = {
+    "severe": "the more severe verdict",
+    "lenient": "the more lenient verdict",
+    "higher_score": "the verdict with the higher score",
+    "first": "the first juror's verdict",
+}
+
+
+def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    """The verdict the stored jury run `run` reaches under `settings` (consensus threshold, stagnation rounds,
+    rounds, final method, tie policy) on its recorded calls — `engine.jury.redecide`, no model call. Returns
+    {"verdict", "score", "rounds", "stop", "changed"} or {"error": why it cannot be re-decided}."""
+    from pydantic import ValidationError
+
+    from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, redecide
+
+    summary = run.summary if isinstance(run.summary, dict) else {}
+    stored = summary.get("result")
+    if not isinstance(stored, dict):
+        return {"error": "this run stored no final result (it did not finish)"}
+    try:
+        result = CollaborativeJuryResult.model_validate(stored)
+        base = dict(run.config.get("jury") or {})
+        # the recorded rounds are all there is to replay: by default, at most those
+        base["max_discussion_rounds"] = min(int(base.get("max_discussion_rounds", 3)), len(result.discussion_rounds))
+        config = JuryConfig.model_validate({**base, **settings})
+        case = run.config.get("case") or {}
+        rubric = Rubric.model_validate(case.get("rubric") or {})
+    except ValidationError as exc:
+        return {"error": f"the stored run cannot be read as a jury result ({exc.errors()[0]['msg']})"}
+    recorded = len(result.discussion_rounds)
+    if config.max_discussion_rounds > recorded:
+        return {
+            "error": f"{config.max_discussion_rounds} rounds asked, {recorded} recorded: a what-if can stop "
+            "earlier than the run did, never discuss longer"
+        }
+    try:
+        derived = redecide(result, config, rubric)
+    except ValueError as exc:
+        return {"error": str(exc)}
+    return {
+        "verdict": derived.final_verdict,
+        "score": derived.final_score,
+        "rounds": derived.total_rounds,
+        "stop": derived.termination_reason,
+        "changed": derived.final_verdict != result.final_verdict,
+        "recorded_rounds": len(result.discussion_rounds),
+    }
+
+
+def render_jury_whatif(run: Any, key: str) -> None:
+    """An expander under a finished jury run: other settings, the verdict they give on the same recorded calls."""
+    import streamlit as st
+
+    stored = (run.summary or {}).get("result") if isinstance(run.summary, dict) else None
+    if not isinstance(stored, dict):
+        return
+    recorded = len(stored.get("discussion_rounds") or [])
+    base = run.config.get("jury") or {}
+    with st.expander("What if — decide this run again with other settings (no model call)", expanded=False):
+        st.caption(
+            f"The jurors' recorded answers are kept; only the stop rules and the final vote change. This run "
+            f"recorded {recorded} discussion round{'s' if recorded != 1 else ''}: a what-if can stop earlier, never "
+            "discuss longer; the final judge needs a model call, so only the vote and the average are offered."
+        )
+        c1, c2 = st.columns(2)
+        thresholds = [0.34, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0, 2.0]
+        current = float(base.get("consensus_threshold", 2.0))
+        threshold = c1.select_slider(
+            "Consensus threshold",
+            thresholds,
+            value=current if current in thresholds else 2.0,
+            key=key + ".threshold",
+            help="The share of jurors holding one position that stops the discussion (2.0: never stops on agreement).",
+        )
+        stagnation = c1.number_input(
+            "Stop after this many rounds nobody moved", 1, 20, int(base.get("stagnation_rounds", 2)), key=key + ".still"
+        )
+        rounds = c1.number_input("Rounds at most", 0, max(recorded, 0), recorded, key=key + ".rounds")
+        methods: list[str] = ["majority_vote", "weighted_average"]
+        stored_method = str(base.get("final_judgment_method"))
+        method = c2.selectbox(
+            "Final decision",
+            methods,
+            index=methods.index(stored_method) if stored_method in methods else 0,
+            format_func=lambda m: METHOD_WORDS.get(m, m),
+            key=key + ".method",
+        )
+        ties: list[str] = list(TIE_WORDS)
+        stored_tie = str(base.get("tie_policy"))
+        tie = c2.selectbox(
+            "A tie goes to",
+            ties,
+            index=ties.index(stored_tie) if stored_tie in ties else 0,
+            format_func=lambda t: TIE_WORDS[t],
+            key=key + ".tie",
+        )
+        outcome = jury_whatif(
+            run,
+            {
+                "consensus_threshold": threshold,
+                "stagnation_rounds": int(stagnation),
+                "max_discussion_rounds": int(rounds),
+                "final_judgment_method": method,
+                "tie_policy": tie,
+            },
+        )
+        if "error" in outcome:
+            st.info(f"Cannot be decided again this way: {md(outcome['error'])}")
+            return
+        stored_verdict = stored.get("final_verdict")
+        verdict = md(in_words(outcome["verdict"]))
+        line = (
+            f"**{verdict}**, after {outcome['rounds']} round{'s' if outcome['rounds'] != 1 else ''} "
+            f"({md(in_words(outcome['stop'], STOP_WORDS))})"
+        )
+        if outcome["changed"]:
+            st.warning(f"{line} — the run itself said {md(in_words(stored_verdict))}.")
+        else:
+            st.success(f"{line} — the same verdict as the run.")

@@ -18,12 +18,14 @@ from dashboard.components import (
     flow_columns,
     in_words,
     md,
+    render_jury_whatif,
     render_view,
     run_usage,
 )
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
+from engine.diagnostics import diagnosis_for, identical_seats
 from engine.jury import (
     CaseError,
     JurorSeat,
@@ -107,6 +109,9 @@ def render() -> None:
         watch_run(run_id, JuryView, lambda view, live: _render_watched(view, live, run_id, details), key=KEY + "watch")
         if not live:
             export_buttons(state.get_store(), run_id, key=KEY + "export")
+            stored = state.get_store().get_run(run_id)
+            if stored is not None and stored.status == "finished":
+                render_jury_whatif(stored, key=KEY + "whatif")
 
 
 def _watched_run() -> str | None:
@@ -320,6 +325,9 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     if not seats:
         st.warning("Add at least one juror.")
         return None, None
+    signal = _signal(seats, config)
+    if signal:
+        st.caption(md(signal))
     if st.session_state.get("details.jury", False):  # the fitted maps and their figures: research detail
         st.caption(md(breakable(_judging(seats, config))))
     needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
@@ -365,6 +373,25 @@ def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = Non
     """The judge methods the panel uses: its seats' models and the final judge's (when one is used). Without
     a 'generate' in it no call writes text, so the answers' token limit does not apply."""
     return {_method(m, judge) for m in [*model_ids, *([final_judge] if final_judge else [])]}
+
+
+def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
+    """Whether the jurors offered carry measurable signal: each likelihood juror model's map diagnosis, and a
+    panel of seats identical by construction (one model, role-blind, one input) said as such."""
+    parts = []
+    for m in dict.fromkeys(s.model_id for s in seats):
+        if _method(m, config.judge) != "likelihood":
+            continue
+        diagnosis = diagnosis_for("jury.likelihood", m)
+        if diagnosis is not None:
+            parts.append(f"{m} by likelihood: {diagnosis.label} — {diagnosis.text}")
+    if (
+        len(seats) > 1
+        and len({s.model_id for s in seats}) == 1
+        and _method(seats[0].model_id, config.judge) == ("likelihood")
+    ):
+        parts.append(identical_seats("jury", len(seats)).label + ": the seats read one map, so they agree by design")
+    return "Jurors: " + "; ".join(parts) if parts else ""
 
 
 def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:

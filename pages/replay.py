@@ -17,6 +17,7 @@ from dashboard.components import (
     in_words,
     md,
     method_words,
+    render_jury_whatif,
     render_view,
     run_usage,
 )
@@ -76,6 +77,9 @@ def render() -> None:
         _render_incomplete(run)
         export_buttons(state.get_store(), run["run"], key=KEY + "export")
         _render_player(run["run"])
+        stored = state.get_store().get_run(run["run"])
+        if stored is not None and stored.status == "finished":
+            render_jury_whatif(stored, key=KEY + "whatif")
     with compare:
         _render_compare(runs)
 

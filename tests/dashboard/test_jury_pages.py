@@ -502,3 +502,49 @@ def test_the_demo_jury_note_is_in_words() -> None:
     assert moved == (
         "Verdict: needs review; the gold label is unsafe (fail). 1 position change(s) in 2 discussion round(s)."
     )
+
+
+def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -> None:
+    """The what-if under a finished run (Jury page and Replay): other stop rules and final votes on the recorded
+    answers — the engine's `redecide`, checked here by hand on a run whose juror a moved in round 1."""
+    from dashboard.components import jury_whatif
+    from tests.fakes.runs import stored_jury
+
+    store = state.get_store()
+    run_id, result = stored_jury(store)
+    run = store.get_run(run_id)
+    assert run is not None and result.total_rounds == 1 and result.final_verdict == "unsafe_fail"
+    calls = store.call_count()
+    same = jury_whatif(run, {})
+    assert same == {
+        "verdict": "unsafe_fail",
+        "score": result.final_score,
+        "rounds": 1,
+        "stop": result.termination_reason,
+        "changed": False,
+        "recorded_rounds": 1,
+    }
+    # no discussion: phase 1's majority (b and c say unsafe), decided on the spot
+    first = jury_whatif(run, {"max_discussion_rounds": 0})
+    assert (first["verdict"], first["rounds"], first["stop"]) == ("unsafe_fail", 0, "no_discussion")
+    assert "2 rounds asked, 1 recorded" in jury_whatif(run, {"max_discussion_rounds": 2})["error"]
+    assert "final_judge needs a model call" in jury_whatif(run, {"final_judgment_method": "final_judge"})["error"]
+    assert store.call_count() == calls  # nothing was called
+    for page, url in ((_jury_page, {"run": run_id}), (_replay_page, {"run": run_id})):
+        at = AppTest.from_function(page, default_timeout=60)
+        at.query_params.update(url)
+        at.run()
+        assert not at.exception
+        assert any("What if" in e.label for e in at.expander)
+        assert any("the same verdict as the run" in shown(s.value) for s in at.success)
+    assert store.call_count() == calls
+
+
+def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
+    """The default local panel (three seats of the bundled model by likelihood) is offered with its map's
+    diagnosis and said to be identical by construction."""
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert not at.exception
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "Jurors: gemma3-270m by likelihood: ✅ measurable signal — accuracy 0.47 (0.35–0.59) on 60 items" in captions
+    assert "ℹ️ identical by construction: the seats read one map" in captions
