@@ -657,7 +657,8 @@ def render_jury_whatif(run: Any, key: str) -> None:
             f"**{verdict}**, after {outcome['rounds']} round{'s' if outcome['rounds'] != 1 else ''} "
             f"({md(in_words(outcome['stop'], STOP_WORDS))})"
         )
+        # Plain text, not a coloured box: the run's own verdict box is the one that says right or wrong.
         if outcome["changed"]:
-            st.warning(f"{line} — the run itself said {md(in_words(stored_verdict))}.")
+            st.markdown(f"What-if verdict: {line} — **changed**: the run itself said {md(in_words(stored_verdict))}.")
         else:
-            st.success(f"{line} — the same verdict as the run.")
+            st.markdown(f"What-if verdict: {line} — the same verdict as the run.")

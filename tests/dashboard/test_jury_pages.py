@@ -536,7 +536,9 @@ def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -
         at.run()
         assert not at.exception
         assert any("What if" in e.label for e in at.expander)
-        assert any("the same verdict as the run" in shown(s.value) for s in at.success)
+        assert any(
+            "What-if verdict" in shown(m.value) and "the same verdict as the run" in shown(m.value) for m in at.markdown
+        )
     assert store.call_count() == calls
 
 
