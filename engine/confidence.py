@@ -925,14 +925,11 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], proceeded: i
     and the Brier score (the score read as P(right)). Wilson for the accuracy and the proceed rate (the share
     acted on without asking: SILENT or NOTIFY, as the experiments count it), a seeded bootstrap over items
     for ECE, AURC, AUC and Brier (engine/stats.py)."""
-    from engine.calibration import area_under_risk_coverage, rank_auc, risk_coverage
+    from engine.calibration import rank_auc
 
     n = len(scores)
     s, c = np.asarray(scores, float), np.asarray(correct, bool)
     auc = rank_auc(s[c].tolist(), s[~c].tolist())
-
-    def aurc(idx: np.ndarray) -> float:
-        return area_under_risk_coverage(risk_coverage(s[idx].tolist(), c[idx].tolist()))
 
     def boot(statistic: stats.Stat) -> list[float] | None:
         interval = stats.bootstrap(statistic)[1]
@@ -942,7 +939,7 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], proceeded: i
     return {
         "accuracy_ci": accuracy_ci.as_list() if accuracy_ci else None,
         "ece_ci": boot(stats.w_ece(s, c)),
-        "aurc_ci": boot(stats.looped(aurc, n)),
+        "aurc_ci": boot(stats.w_aurc(s, c)),
         "auc": None if auc is None else round(auc, 4),
         "auc_ci": boot(stats.w_auc(s, c)),
         "brier": round(float(np.mean((s - c) ** 2)), 4),

@@ -325,6 +325,37 @@ def w_brier(probabilities: Values, actual: Flags) -> Stat:
     return w_mean((q - a) ** 2)
 
 
+def _aurc(s: np.ndarray, c: np.ndarray) -> Callable[[Weights], np.ndarray]:
+    """Area under risk(coverage), as engine/calibration.py draws it: keep the units scoring ≥ t for each distinct
+    score t, highest first; coverage is the weight kept, risk the weight of wrong answers among it; the trapezoid
+    area from coverage 0 (at the first risk). Cumulative sums over the sorted scores: no loop over resamples."""
+    order = np.argsort(-s, kind="stable")
+    s_sorted, wrong = s[order], (1.0 - c[order])
+    starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
+
+    def run(w: Weights) -> np.ndarray:
+        ws = w[:, order]
+        kept = np.cumsum(np.add.reduceat(ws, starts, axis=1), axis=1)
+        bad = np.cumsum(np.add.reduceat(ws * wrong, starts, axis=1), axis=1)
+        total = kept[:, -1:]
+        coverage = safe_div(kept, np.broadcast_to(total, kept.shape))
+        risk = safe_div(bad, kept)
+        first = np.argmax(kept > 0, axis=1)  # the first threshold that keeps anything: its risk starts the curve
+        start = risk[np.arange(risk.shape[0]), first][:, None]
+        risk = np.where(kept > 0, risk, start)
+        xs = np.concatenate([np.zeros((w.shape[0], 1)), coverage], axis=1)
+        ys = np.concatenate([start, risk], axis=1)
+        area = (np.diff(xs, axis=1) * (ys[:, 1:] + ys[:, :-1]) / 2).sum(axis=1)
+        return np.where(total[:, 0] > 0, area, np.nan)
+
+    return run
+
+
+def w_aurc(confidences: Values, correct: Flags) -> Stat:
+    """The area under the risk–coverage curve (lower is better)."""
+    return Stat(_aurc, (np.asarray(confidences, float), np.asarray(correct, float)))
+
+
 def _ece(s: np.ndarray, c: np.ndarray, n_bins: np.ndarray) -> Callable[[Weights], np.ndarray]:
     bins = int(n_bins[0])
     edges = np.linspace(0.0, 1.0, bins + 1)

@@ -662,17 +662,39 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
         st.info("No labelled items.")
         return
     report = calibration_report(items, settings)
+
+    def spread(key: str) -> str:
+        ci = report.get(f"{key}_ci")
+        return f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) else ""
+
     metric_row(
         [
             ("Items", report["n"]),
-            ("Accuracy", f"{report['accuracy']:.3f}"),
-            {"label": "ECE", "value": f"{report['ece']:.3f}", "help": "expected calibration error over 10 bins"},
+            {
+                "label": "Accuracy",
+                "value": f"{report['accuracy']:.2f}{spread('accuracy')}",
+                "help": "the share of right answers, with its 95 % interval",
+            },
+            {
+                "label": "ECE",
+                "value": f"{report['ece']:.3f}{spread('ece')}",
+                "help": "expected calibration error over 10 bins (lower is better), with its 95 % bootstrap interval",
+            },
+            {
+                "label": "AUC",
+                "value": "—" if report.get("auc") is None else f"{report['auc']:.2f}{spread('auc')}",
+                "help": "do right answers score higher than wrong ones? 0.5 is a coin flip",
+            },
             {
                 "label": "AURC",
-                "value": f"{report['aurc']:.3f}",
-                "help": "area under the risk–coverage curve (lower is better)",
+                "value": f"{report['aurc']:.3f}{spread('aurc')}",
+                "help": "area under the risk–coverage curve (lower is better), with its 95 % bootstrap interval",
             },
         ]
+    )
+    st.caption(
+        f"{report['n']} labelled items: one item moves a rate by {100 / max(report['n'], 1):.0f} points — the "
+        "intervals say how far the figures could move on another set of this size."
     )
     st.caption(f"Source: {md(source)}. Move the thresholds in the sidebar: shares and markers move at once.")
     run_id = watched_run(CALIB_PARAM, CALIB_RUN)

@@ -328,6 +328,20 @@ POLICY_WORDS = {
 }
 
 
+def saved_interval_text(comparison: dict[str, Any]) -> str:
+    """The calls saved with its 95 % interval over conversations (they are resampled: a conversation's calls
+    hang together through its cache window), or why it has none."""
+    ci = comparison.get("calls_saved_pct_ci")
+    if "calls_saved_pct_ci" not in comparison:
+        return f"{comparison['calls_saved_pct']}% of the judge calls saved (a run stored before intervals were kept)"
+    if not isinstance(ci, list):
+        return f"{comparison['calls_saved_pct']}% of the judge calls saved (one conversation: no interval)"
+    return (
+        f"{comparison['calls_saved_pct']}% of the judge calls saved, 95 % interval {ci[0]}–{ci[1]}% "
+        "(conversations resampled)"
+    )
+
+
 def _judge_caption(judge_choice: str, method: str) -> str:
     """What judges the simulation: the recording, or the live model with its method and, for likelihood,
     the fitted map in use."""
@@ -403,6 +417,7 @@ def _render_summary(result: dict[str, Any]) -> None:
                 "value": f"{b['judge_calls']:,}",
                 "delta": f"-{comparison['calls_saved_pct']}%",
                 "delta_color": "inverse",
+                "help": saved_interval_text(comparison),
             },
             ("Tokens saved", f"{comparison['tokens_saved']:,}"),
             *cost_metrics(comparison),
@@ -413,6 +428,7 @@ def _render_summary(result: dict[str, Any]) -> None:
             },
         ]
     )
+    st.caption(md(saved_interval_text(comparison)) + ".")
     metric_row(
         [
             ("First judgment: median", duration(b["delay_median_s"])),

@@ -3,6 +3,8 @@ set instantly, the plan aggregates, and a live evaluation with the bundled model
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -52,6 +54,10 @@ def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     metrics = _metrics(at)
     assert int(metrics["Items"]) >= 30 and metrics["ECE"] != ""
+    # every figure of the labelled set with its 95 % interval: "0.176 (0.11–0.30)"
+    for label in ("Accuracy", "ECE", "AUC", "AURC"):
+        assert re.fullmatch(r"[0-9.]+ \([0-9.]+–[0-9.]+\)", metrics[label]), (label, metrics[label])
+    assert any("one item moves a rate by" in c.value for c in at.caption)
     before = _level_counts(at)
     at.slider(key="confidence.t_silent").set_value(0.99).run()
     after = _level_counts(at)

@@ -187,6 +187,10 @@ def test_page_simulates_with_recorded_judgments(
 
     runs = state.get_store().list_runs(kind="skip.simulate")
     assert len(runs) == 1 and runs[0].summary["calls_saved_pct"] > 0
+    low, high = runs[0].summary["result"]["calls_saved_pct_ci"]
+    saved = runs[0].summary["calls_saved_pct"]
+    line = f"{saved}% of the judge calls saved, 95 % interval {low}–{high}% (conversations resampled)."
+    assert any(shown(c.value) == line for c in at.caption)
 
 
 def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -159,3 +159,20 @@ def test_holm_adjustment_and_ties_with_the_best() -> None:
     assert tied["worse"][0] is False
     assert tied["close"][0] is True
     assert tied["marginal"][0] is True and tied["marginal"][1] == pytest.approx(0.06)
+
+
+def test_weighted_aurc_equals_the_risk_coverage_area_of_each_resample() -> None:
+    """Scores with ties (rounded to 0.1), resampled: the vectorised area equals engine/calibration.py's on the
+    expanded sample, including resamples that drop the top-scoring items."""
+    from engine.calibration import area_under_risk_coverage, risk_coverage
+
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(3, 30))
+        scores, correct = np.round(rng.random(n), 1), rng.random(n) < 0.6
+        weights = stats.resample_weights(n, 5, seed=trial)
+        areas = stats.w_aurc(scores, correct)(weights)
+        for row, w in enumerate(weights):
+            idx = np.repeat(np.arange(n), w.astype(int))
+            expected = area_under_risk_coverage(risk_coverage(scores[idx].tolist(), correct[idx].tolist()))
+            assert areas[row] == pytest.approx(expected, abs=1e-12)
