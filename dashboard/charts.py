@@ -720,6 +720,7 @@ def context_ablation(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 # -- experiments ------------------------------------------------------------------------------------------------
 
 BEST = "#D95F02"
+TIED = "#7570B3"  # cells tied with the best: Dark2's purple, apart from the base green and the best's orange
 
 
 def _axis_values(values: Sequence[Any]) -> list[Any]:
@@ -748,16 +749,41 @@ def experiment_metric_vs(
 
     scored = [r for r in rows if number(r.get(metric)) is not None and r.get(parameter) is not None]
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=_axis_values([r[parameter] for r in scored]),
-            y=[r[metric] for r in scored],
-            mode="markers",
-            name="cell",
-            marker={"size": 8, "color": BASE_COLOR, "opacity": 0.55},
-            text=_cell_hover(scored, parameters),
+    ci_key = f"{metric}_ci"
+    has_ci = any(isinstance(r.get(ci_key), list) for r in scored)
+    tied = [r for r in scored if r.get("tied_with_best") and r.get("cell") != best_cell]
+    rest = [r for r in scored if not (r.get("tied_with_best") and r.get("cell") != best_cell)]
+    for group, name, color in (
+        (rest, "cell", BASE_COLOR),
+        (tied, "cell tied with the best (not significantly worse)", TIED),
+    ):
+        if not group:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=_axis_values([r[parameter] for r in group]),
+                y=[r[metric] for r in group],
+                mode="markers",
+                name=name,
+                marker={"size": 8, "color": color, "opacity": 0.7},
+                text=_cell_hover(group, parameters),
+                error_y=_error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
+            )
         )
-    )
+    best_row = next((r for r in scored if best_cell is not None and r.get("cell") == best_cell), None)
+    band = best_row.get(ci_key) if best_row is not None else None
+    if isinstance(band, list) and len(band) == 2:
+        # the tie band: cells inside the best cell's 95 % interval are within its noise
+        fig.add_hrect(y0=band[0], y1=band[1], fillcolor=BEST, opacity=0.12, line_width=0, layer="below")
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="best cell's 95 % interval",
+                marker={"size": 12, "color": BEST, "opacity": 0.3, "symbol": "square"},
+            )
+        )
     pick = max if maximize else min
     by_value: dict[Any, float] = {}
     for r in scored:
@@ -787,6 +813,20 @@ def experiment_metric_vs(
     fig.update_xaxes(title=plot_text(parameter))
     fig.update_yaxes(title=plot_text(metric))
     return _legend_below(_layout(fig, f"{plot_text(metric)} against {plot_text(parameter)}", 340))
+
+
+ERROR_BAR_CELLS = 100  # above this, one bar per cell hides the cells: the tie band and colours say it instead
+
+
+def _error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
+    """Each cell's 95 % interval as asymmetric error bars (none where a cell has no interval)."""
+    plus, minus = [], []
+    for r in rows:
+        ci, value = r.get(f"{metric}_ci"), float(r[metric])
+        low, high = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else (value, value)
+        plus.append(high - value)
+        minus.append(value - low)
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": color, "thickness": 1}
 
 
 def experiment_heatmap(

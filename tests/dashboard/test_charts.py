@@ -6,6 +6,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from dashboard import charts
 from engine.calibration import calibrate, risk_at
 from engine.confidence import ConfidenceFactors, calculate
@@ -428,3 +430,24 @@ def test_jury_discussion_effect_pairs_before_and_after() -> None:
     before, after = fig.data
     assert list(before.y) == [0.6, 0.2, -0.1] and list(after.y) == [0.8, 0.5, None]
     assert fig.layout.yaxis.range[0] == -0.1
+
+
+def test_experiment_chart_draws_intervals_and_the_tie_band() -> None:
+    """Cells tied with the best in their own colour, each cell's interval as an error bar (few cells), the best
+    cell's interval as a band across the chart."""
+    from dashboard.charts import BEST, TIED, experiment_metric_vs
+
+    rows = [
+        {"cell": 0, "threshold": 0.3, "f1": 0.8, "f1_ci": [0.7, 0.9], "tied_with_best": True},
+        {"cell": 1, "threshold": 0.5, "f1": 0.75, "f1_ci": [0.6, 0.85], "tied_with_best": True},
+        {"cell": 2, "threshold": 0.7, "f1": 0.4, "f1_ci": [0.3, 0.5], "tied_with_best": False},
+    ]
+    fig = experiment_metric_vs(rows, "threshold", "f1", parameters=["threshold"], best_cell=0)
+    by_name = {t.name: t for t in fig.data}
+    tied = by_name["cell tied with the best (not significantly worse)"]
+    assert list(tied.y) == [0.75] and tied.marker.color == TIED
+    assert list(tied.error_y.array) == pytest.approx([0.1]) and list(tied.error_y.arrayminus) == pytest.approx([0.15])
+    assert list(by_name["cell"].y) == [0.8, 0.4]  # the best and the cell significantly worse
+    (band,) = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert (band.y0, band.y1, band.fillcolor) == (0.7, 0.9, BEST)
+    assert "best cell's 95 % interval" in by_name
