@@ -51,13 +51,19 @@ def correct_outcomes(right: Sequence[bool | None]) -> dict[str, Any]:
     return {"kind": "correct", "right": "".join("-" if r is None else "1" if r else "0" for r in right)}
 
 
-def score_outcomes(scores: Sequence[float], correct: Sequence[bool]) -> dict[str, Any]:
-    """A score per item and whether the answer was right (the confidence lab)."""
-    return {
+def score_outcomes(
+    scores: Sequence[float], correct: Sequence[bool], proceed: Sequence[bool] | None = None
+) -> dict[str, Any]:
+    """A score per item, whether the answer was right, and whether the agent went ahead without asking (the
+    confidence lab)."""
+    out: dict[str, Any] = {
         "kind": "scores",
         "score": [round(float(s), 6) for s in scores],
         "correct": "".join("1" if c else "0" for c in correct),
     }
+    if proceed is not None:
+        out["proceed"] = "".join("1" if p else "0" for p in proceed)
+    return out
 
 
 def _bits(text: str) -> np.ndarray:
@@ -102,7 +108,11 @@ def _score_stats(o: Mapping[str, Any]) -> np.ndarray:
     edges = np.linspace(0.0, 1.0, ECE_BINS + 1)
     index = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, ECE_BINS - 1)
     onehot = np.eye(ECE_BINS)[index]
-    return np.concatenate([onehot * s[:, None], onehot * c[:, None], ((s - c) ** 2)[:, None], np.ones((s.size, 1))], 1)
+    p = _bits(str(o["proceed"])).astype(float) if o.get("proceed") else np.full(s.size, np.nan)
+    extra = np.stack([p, p * c, (1 - p) * (1 - c), 1 - c], axis=1)  # proceed, right & proceed, wrong & stopped, wrong
+    return np.concatenate(
+        [onehot * s[:, None], onehot * c[:, None], extra, ((s - c) ** 2)[:, None], np.ones((s.size, 1))], 1
+    )
 
 
 SCORES: dict[str, Family] = {
@@ -111,6 +121,9 @@ SCORES: dict[str, Family] = {
         lambda s: _div(np.abs(s[..., :ECE_BINS] - s[..., ECE_BINS : 2 * ECE_BINS]).sum(-1), s[..., -1]),
     ),
     "brier": (_score_stats, lambda s: _div(s[..., -2], s[..., -1])),
+    "proceed_rate": (_score_stats, lambda s: _div(s[..., 2 * ECE_BINS], s[..., -1])),
+    "proceed_precision": (_score_stats, lambda s: _div(s[..., 2 * ECE_BINS + 1], s[..., 2 * ECE_BINS])),
+    "wrong_stopped": (_score_stats, lambda s: _div(s[..., 2 * ECE_BINS + 2], s[..., 2 * ECE_BINS + 3])),
 }
 FAMILIES: dict[str, dict[str, Family]] = {"binary": BINARY, "correct": CORRECT, "scores": SCORES}
 

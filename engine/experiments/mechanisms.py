@@ -761,7 +761,7 @@ class ConfidenceMechanism(Mechanism):
             "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
             "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None,
             "calls": 0,
-            OUTCOMES: score_outcomes(scores, recording.correct),
+            OUTCOMES: score_outcomes(scores, recording.correct, proceed),
         }
 
     def recording_json(self, recording: ConfidenceRecording) -> dict[str, Any]:

@@ -127,6 +127,15 @@ def test_a_real_sweep_stores_outcomes_and_marks_its_ties(tmp_path: Path) -> None
     assert 1 <= run.summary["ties"]["tied_with_best"] <= 72 and run.summary["ties"]["text"]
     shown = show_experiment(store, result.experiment_id)
     assert shown["ties"] == run.summary["ties"]
+    # the confidence lab's other rates come from the same outcomes (proceed per item): each row's figure sits
+    # inside its own interval
+    for metric in ("wrong_stopped", "proceed_rate", "proceed_precision", "brier"):
+        rows = [dict(r) for r in shown["rows"]]
+        other = table_evidence([shown["outcomes"][r["cell"]] for r in rows], [r[metric] for r in rows], metric)
+        assert len(other.intervals) == 72, metric
+        for i, row in enumerate(rows):
+            low, high = other.intervals[i]
+            assert low - 1e-4 <= row[metric] <= high + 1e-4, (metric, row["cell"])
     assert [r["tied_with_best"] for r in shown["rows"]] == [r["tied_with_best"] for r in result.rows]
     store.dispose()
 
