@@ -109,6 +109,21 @@ def metrics_text(metrics: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def versus_text(versus: Any) -> str:
+    """'−0.12 (−0.30 to +0.05), p 0.21 vs gemma3-270m · likelihood': the row against the role's best on the same
+    items, with its paired interval and p-value."""
+    if not isinstance(versus, dict):
+        return ""
+    if versus.get("best"):
+        return "the best of its role"
+    diff, ci, p = versus.get("difference"), versus.get("difference_ci"), versus.get("p_value")
+    if not isinstance(diff, int | float):
+        return ""
+    spread = f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+    shown_p = f", p {p:.2g}" if isinstance(p, int | float) else ""
+    return f"{diff:+.2f}{spread}{shown_p} vs {versus.get('best_model')} · {versus.get('best_method')}"
+
+
 def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[str, Any]]:
     """One line per role × model × method: whether it is good enough for the role (its interval against the
     role's target), its metrics with their intervals, latency, tokens and links to its runs."""
@@ -126,6 +141,7 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
                 "good enough?": "" if row.get("error") else str(target.get("label") or ""),
                 "target": str(target.get("target") or ""),
                 "metrics": "" if row.get("error") else metrics_text(metrics),
+                "vs the role's best": versus_text(row.get("versus_best")),
                 "diagnosis": f"{scale.get('label', '')}: {scale.get('text', '')}"
                 if scale.get("mark") == "flat_scale"
                 else "",

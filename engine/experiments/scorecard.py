@@ -345,6 +345,7 @@ async def run_scorecard(
             rows.append(row)
             run.emit("scorecard_row", **row)
             progress(advance=1, step=f"{role} {model_id or ''} {method or ''}".strip())
+        compare_with_best(store, rows)
         run.summary = {"rows": rows}
     return {"run_id": run.run_id, "rows": rows, **config}
 
@@ -379,6 +380,52 @@ def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
     except (InputError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("rows"), list) else None
+
+
+def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    """Row against the role's best row on the same items: hand-raise F1 by a paired bootstrap over dialogues
+    (their evaluation runs), jury accuracy by exact McNemar (the cells' stored right/wrong per case)."""
+    from engine.outcomes import diff_runs
+
+    if role == "handraise":
+        a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])
+        if a is None or b is None:
+            return None
+        return diff_runs(store, a, b).comparisons.get("f1")
+    if role == "jury":
+        cells = [store.get_run(r["runs"][-1]) for r in (best, row)]
+        rights = [str((c.summary.get("outcomes") or {}).get("right", "")) if c else "" for c in cells]
+        if not all(rights) or len(rights[0]) != len(rights[1]):
+            return None
+        pairs = [(x, y) for x, y in zip(rights[0], rights[1], strict=True) if "-" not in (x, y)]
+        return stats.compare_correct([x == "1" for x, _ in pairs], [y == "1" for _, y in pairs])
+    return None
+
+
+def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
+    """For the roles where models compete on the same items (hand raise, jury), each row's difference from the
+    role's best row, its paired interval and p-value (`versus_best`), in place."""
+    for role in ("handraise", "jury"):
+        target = TARGETS[role]
+        scored = [
+            r
+            for r in rows
+            if r["role"] == role and not r.get("error") and isinstance(r["metrics"].get(target.metric), int | float)
+        ]
+        if len(scored) < 2:
+            continue
+        best = max(scored, key=lambda r: r["metrics"][target.metric])
+        for row in scored:
+            if row is best:
+                row["versus_best"] = {"best": True}
+                continue
+            comparison = _paired(store, role, best, row)
+            if comparison is not None:
+                row["versus_best"] = {
+                    "best_model": best["model"],
+                    "best_method": best["method"],
+                    **comparison.to_dict(),
+                }
 
 
 def latest_scorecard(store: Store) -> dict[str, Any] | None:

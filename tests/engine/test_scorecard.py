@@ -163,3 +163,23 @@ def test_target_marks_follow_the_interval() -> None:
     assert target_mark("confidence", {"ece": 0.05, "ece_ci": [0.02, 0.09]})["mark"] == "good"
     assert target_mark("confidence", {"ece": 0.2, "ece_ci": [0.12, 0.3]})["mark"] == "not_good"
     assert target_mark("skip", {"auc": 0.9})["mark"] == "unmeasured"  # no interval, no verdict
+
+
+def test_models_of_one_role_are_compared_with_the_best_on_the_same_items(store: Store) -> None:
+    """Two models through the hand-raise and jury benchmarks: every row but the role's best carries B − A with
+    its paired test (F1 by dialogue, accuracy by exact McNemar). The scripted models answer alike, so the
+    difference is 0 and nothing is significant."""
+    plan = ScorecardPlan(
+        models=["gemma3-270m", "smollm2-135m"],
+        roles=("handraise", "jury"),
+        limit=2,
+        repeats=1,
+        can_score=lambda m: False,
+    )
+    out = asyncio.run(run_scorecard(store, plan, scripted(store)))
+    for role, metric_test in (("handraise", "paired bootstrap"), ("jury", "exact McNemar")):
+        rows = [r for r in out["rows"] if r["role"] == role]
+        assert len(rows) == 2 and rows[0]["versus_best"] == {"best": True}
+        other = rows[1]["versus_best"]
+        assert other["best_model"] == "gemma3-270m" and other["test"] == metric_test
+        assert other["difference"] == 0 and (other["p_value"] is None or other["p_value"] == 1.0)
