@@ -239,6 +239,27 @@ def _badge(verdict: object) -> str:
     return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"
 
 
+def judge_quality_note(view: JuryView) -> str:
+    """One case is one draw: what the jurors' judge scores over many cases (its map's stored diagnosis), so a
+    single "right" is not read as a good judge."""
+    from engine.diagnostics import diagnosis_for
+
+    likelihood = any(
+        "likelihood" in (e.get("flags") or []) or any(str(f).startswith("likelihood") for f in e.get("flags") or [])
+        for e in view.phase1
+    )
+    if not likelihood:
+        return ""
+    notes = []
+    for model_id in dict.fromkeys(str(j.get("model_id")) for j in view.jurors):
+        diagnosis = diagnosis_for("jury.likelihood", model_id)
+        if diagnosis is not None:
+            notes.append(f"{model_id} by likelihood: {diagnosis.text} ({diagnosis.label})")
+    if not notes:
+        return ""
+    return "One case says little about the jury — over many cases, " + "; ".join(notes) + "."
+
+
 def gold_check(view: JuryView) -> bool | None:
     """Whether the final verdict matches the case's gold label; None without a gold label or a verdict."""
     gold = view.case.get("gold")
@@ -317,6 +338,13 @@ def render_view(
         return
     labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
     st.subheader(f"Case {md(view.case.get('id'))}: {md(view.case.get('title', ''))}")
+    if view.final and not view.no_verdict:  # the outcome first: above the fold, before the cards that explain it
+        right = gold_check(view)
+        mark = "" if right is None else " — ✅ right" if right else " — ❌ wrong"
+        st.markdown(
+            f"**Verdict:** {_badge(view.final['verdict'])} **{md(in_words(view.final['verdict']))}**{mark}"
+            " (phase 3 below says how it was reached)"
+        )
     head, toggle = st.columns([2, 1])
     head.markdown("**Phase 1 — independent evaluations**")
     # Research detail (scores, confidence, axes, a likelihood juror's distribution, features and map) stays
@@ -459,6 +487,9 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
             st.success(f"✅ **Right** — matches the gold label **{md(in_words(gold))}** · {verdict}")
         else:
             st.error(f"❌ **Wrong** — the gold label is **{md(in_words(gold))}** · {verdict}")
+        quality = judge_quality_note(view)
+        if right is not None and quality:
+            st.caption(md(quality))
     if f.get("reasoning"):
         st.text(f["reasoning"])
     if f.get("detail") and details:

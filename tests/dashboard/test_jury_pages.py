@@ -550,3 +550,20 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
     captions = " ".join(shown(c.value) for c in at.caption)
     assert "Jurors: gemma3-270m by likelihood: ✅ measurable signal — accuracy 0.47 (0.35–0.59) on 60 items" in captions
     assert "ℹ️ identical by construction: the seats read one map" in captions
+
+
+def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_good_judge() -> None:
+    """Issue 28: the demo's one case is right ("✅ Right"), yet the local jury is right on 0.47 of its calibration
+    cases: under the verdict the page says what one case is worth, with the judge's measured accuracy and its
+    interval; and the verdict is said at the top, above the cards."""
+    run_id = _demo_jury_run()
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    texts = [shown(m.value) for m in at.markdown]
+    first = next(i for i, t in enumerate(texts) if t.startswith("**Verdict:**"))
+    cards = next(i for i, t in enumerate(texts) if "seats, one judgment" in t)
+    assert first < cards and "✅ right" in texts[first]
+    note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
+    assert "accuracy 0.47 (0.35–0.59) on 60 items" in note and "gemma3-270m by likelihood" in note
