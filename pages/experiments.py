@@ -32,7 +32,7 @@ from engine.experiments.analysis import (
     shared_costs,
     traded_costs,
 )
-from engine.experiments.evidence import table_evidence
+from engine.experiments.evidence import cell_diff, table_evidence
 from engine.experiments.runner import list_experiments, show_experiment
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from models import safe_yaml
@@ -347,7 +347,7 @@ def _render_results(run_id: str, live: bool) -> None:
     with tabs[1]:
         _render_pareto(rows, parameters, metric, best_cell, maximize)
     with tabs[2]:
-        _render_compare(rows, parameters, metrics, best_cell)
+        _render_compare(rows, parameters, metrics, best_cell, shown.get("outcomes"))
     with tabs[3]:
         _render_jury(shown, rows, best_cell)
     with tabs[4]:
@@ -504,7 +504,11 @@ def _render_pareto(
 
 
 def _render_compare(
-    rows: list[dict[str, Any]], parameters: list[str], metrics: list[str], best_cell: int | None
+    rows: list[dict[str, Any]],
+    parameters: list[str],
+    metrics: list[str],
+    best_cell: int | None,
+    outcomes: dict[int, Any] | None = None,
 ) -> None:
     cells = [r["cell"] for r in rows]
     if len(cells) < 2:
@@ -521,6 +525,35 @@ def _render_compare(
     st.dataframe(_as_text(shown["config"]), hide_index=True, width="stretch", key=KEY + "cmp.config")
     st.markdown("**Headline metrics**")
     st.dataframe(pd.DataFrame(shown["metrics"]), hide_index=True, width="stretch", key=KEY + "cmp.metrics")
+    _render_cell_items((outcomes or {}).get(a), (outcomes or {}).get(b))
+
+
+def _render_cell_items(a: Any, b: Any) -> None:
+    """The items whose outcome differs between the two cells, with both outputs, and B − A on correctness with
+    its exact McNemar p (from the cells' stored per-item outcomes)."""
+    if not a or not b:
+        st.caption("No per-item outcomes stored for these cells: no item-by-item comparison.")
+        return
+    diff = cell_diff(a, b)
+    if diff.get("error"):
+        st.caption(md(diff["error"]))
+        return
+    changes = diff["changes"]
+    counts = {c: sum(x["change"] == c for x in changes) for c in ("right→wrong", "wrong→right", "label changed")}
+    st.markdown(
+        f"**Items** — {diff['items']} in both: {counts['right→wrong']} right→wrong, {counts['wrong→right']} "
+        f"wrong→right, {counts['label changed']} label change(s)"
+    )
+    comparison = diff.get("comparison")
+    if comparison and comparison.get("difference") is not None:
+        ci = comparison.get("difference_ci")
+        spread = f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if isinstance(ci, list) else ""
+        st.caption(
+            f"Right on {comparison['a']:.2f} (A) and {comparison['b']:.2f} (B) of the items: B − A "
+            f"{comparison['difference']:+.2f}{spread}, exact McNemar p = {comparison['p_value']:.3g}."
+        )
+    if changes:
+        st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch", key=KEY + "cmp.items")
 
 
 def _as_text(rows: list[dict[str, Any]]) -> pd.DataFrame:

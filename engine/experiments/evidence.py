@@ -36,23 +36,31 @@ def split_outcomes(values: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[s
     return metrics, outcomes if isinstance(outcomes, Mapping) else None
 
 
-def binary_outcomes(predicted: Sequence[bool], gold: Sequence[bool], clusters: Sequence[int]) -> dict[str, Any]:
-    """Decisions against labels (the hand raise): compact, one character per decision."""
+def binary_outcomes(
+    predicted: Sequence[bool], gold: Sequence[bool], clusters: Sequence[int], keys: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Decisions against labels (the hand raise): compact, one character per decision; `keys` name the items
+    (dialogue/participant) for a per-item diff of two cells."""
     return {
         "kind": "binary",
         "pred": "".join("1" if p else "0" for p in predicted),
         "gold": "".join("1" if g else "0" for g in gold),
         "cluster": list(clusters),
+        **({"keys": list(keys)} if keys else {}),
     }
 
 
-def correct_outcomes(right: Sequence[bool | None]) -> dict[str, Any]:
+def correct_outcomes(right: Sequence[bool | None], keys: Sequence[str] = ()) -> dict[str, Any]:
     """Right or wrong per item (the jury); '-' for an item without gold."""
-    return {"kind": "correct", "right": "".join("-" if r is None else "1" if r else "0" for r in right)}
+    return {
+        "kind": "correct",
+        "right": "".join("-" if r is None else "1" if r else "0" for r in right),
+        **({"keys": list(keys)} if keys else {}),
+    }
 
 
 def score_outcomes(
-    scores: Sequence[float], correct: Sequence[bool], proceed: Sequence[bool] | None = None
+    scores: Sequence[float], correct: Sequence[bool], proceed: Sequence[bool] | None = None, keys: Sequence[str] = ()
 ) -> dict[str, Any]:
     """A score per item, whether the answer was right, and whether the agent went ahead without asking (the
     confidence lab)."""
@@ -63,7 +71,58 @@ def score_outcomes(
     }
     if proceed is not None:
         out["proceed"] = "".join("1" if p else "0" for p in proceed)
+    if keys:
+        out["keys"] = list(keys)
     return out
+
+
+def _item_labels(o: Mapping[str, Any]) -> tuple[list[str], list[str], list[bool | None], list[str]]:
+    """(keys, what the cell said per item, right or wrong per item (None: no gold), the gold per item)."""
+    kind = str(o.get("kind"))
+    if kind == "binary":
+        pred, gold = str(o["pred"]), str(o["gold"])
+        said = ["speaks" if c == "1" else "stays quiet" for c in pred]
+        golds = ["speaks" if c == "1" else "stays quiet" for c in gold]
+        right: list[bool | None] = [p == g for p, g in zip(pred, gold, strict=True)]
+    elif kind == "correct":
+        text = str(o["right"])
+        said = ["right" if c == "1" else "wrong" if c == "0" else "no gold" for c in text]
+        golds = ["" for _ in text]
+        right = [None if c == "-" else c == "1" for c in text]
+    else:
+        proceed = str(o.get("proceed") or "")
+        scores = list(o.get("score") or [])
+        said = [
+            f"score {s:.2f}" + ("" if not proceed else ", goes ahead" if proceed[i] == "1" else ", asks first")
+            for i, s in enumerate(scores)
+        ]
+        golds = ["right answer" if c == "1" else "wrong answer" for c in str(o["correct"])]
+        right = [None] * len(scores)
+    keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(len(said))]
+    return keys, said, right, golds
+
+
+def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Cell A against cell B on the same items: the items whose outcome differs (right→wrong, wrong→right, or a
+    changed label) with both outputs, and B − A on correctness with its exact McNemar p where both have it."""
+    ka, sa, ra, gold = _item_labels(a)
+    kb, sb, rb, _ = _item_labels(b)
+    if ka != kb:
+        return {"error": "the cells judged different items: not compared item by item", "changes": []}
+    changes = []
+    for key, x, y, rx, ry, g in zip(ka, sa, sb, ra, rb, gold, strict=True):
+        if rx is not None and ry is not None and rx != ry:
+            change = "right→wrong" if rx else "wrong→right"
+        elif x != y:
+            change = "label changed"
+        else:
+            continue
+        changes.append({"item": key, "change": change, "gold": g, "cell A": x, "cell B": y})
+    graded = [(x, y) for x, y in zip(ra, rb, strict=True) if x is not None and y is not None]
+    comparison = (
+        stats.compare_correct([bool(x) for x, _ in graded], [bool(y) for _, y in graded]).to_dict() if graded else None
+    )
+    return {"changes": changes, "comparison": comparison, "items": len(ka)}
 
 
 def _bits(text: str) -> np.ndarray:

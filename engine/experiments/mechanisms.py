@@ -389,6 +389,7 @@ class HandRaise(Mechanism):
         said: list[bool] = []
         gold: list[bool] = []
         of_item: list[int] = []
+        keys: list[str] = []
         for index, item in enumerate(recording.items):
             speak = decide_handraise_item(item, config)
             spoke += sum(speak.values())
@@ -398,6 +399,7 @@ class HandRaise(Mechanism):
                     said.append(bool(speak[pid]))
                     gold.append(bool(label))
                     of_item.append(index)
+                    keys.append(f"{item.id}/{pid}")
             lines.append(
                 {
                     "labels": item.labels,
@@ -425,7 +427,7 @@ class HandRaise(Mechanism):
             "tokens": sum(i.tokens for i in recording.items),
             "latency_s": round(statistics.median(latencies), 4) if latencies else None,
             "cost": round(sum(i.cost for i in recording.items), 8),
-            OUTCOMES: binary_outcomes(said, gold, of_item),  # by dialogue: its decisions move together
+            OUTCOMES: binary_outcomes(said, gold, of_item, keys),  # by dialogue: its decisions move together
         }
 
     def recording_json(self, recording: HandRaiseRecording) -> dict[str, Any]:
@@ -626,7 +628,7 @@ class JuryMechanism(Mechanism):
             "calls": calls,
             "tokens": totals["prompt_tokens"] + totals["completion_tokens"],
             "cost": totals["cost"],
-            OUTCOMES: correct_outcomes([i["correct"] for i in items]),
+            OUTCOMES: correct_outcomes([i["correct"] for i in items], [str(i["id"]) for i in items]),
         }
 
     def recording_json(self, recording: JuryRecording) -> dict[str, Any]:
@@ -761,7 +763,7 @@ class ConfidenceMechanism(Mechanism):
             "proceed_precision": round(sum(proceeded) / len(proceeded), 4) if proceeded else None,
             "wrong_stopped": round(sum(not p for p in wrong) / len(wrong), 4) if wrong else None,
             "calls": 0,
-            OUTCOMES: score_outcomes(scores, recording.correct, proceed),
+            OUTCOMES: score_outcomes(scores, recording.correct, proceed, recording.ids),
         }
 
     def recording_json(self, recording: ConfidenceRecording) -> dict[str, Any]:

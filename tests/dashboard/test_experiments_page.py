@@ -117,6 +117,8 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     metrics = _frame(at, "experiments.cmp.metrics")
     pass_row = metrics[metrics["metric"] == "pass_rate"].iloc[0]
     assert pass_row["B − A"] == pytest.approx(pass_row["cell B"] - pass_row["cell A"])
+    # the director's cells store no per-item outcomes: the page says so rather than showing an empty diff
+    assert any("No per-item outcomes stored for these cells" in c.value for c in at.caption)
 
     # exports: built from the store, the same table
     table = list(csv.DictReader(io.StringIO(export_bytes(eid, "csv").decode())))

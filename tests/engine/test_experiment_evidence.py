@@ -157,3 +157,26 @@ def test_the_cli_and_the_html_export_show_the_ties(tmp_path: Path, monkeypatch: 
     assert "cells are not significantly worse than the best" in shown.output and "≈ best" in shown.output
     page = CliRunner().invoke(app, ["experiment", "export", result.experiment_id, "--format", "html"])
     assert page.exit_code == 0 and "<b>ties</b>" in page.output and 'class="tied"' in page.output
+
+
+def test_two_cells_compared_item_by_item() -> None:
+    """Jury cells: the cases that flipped, named, and B − A by exact McNemar; hand-raise cells: decisions named
+    dialogue/participant; items that differ in keys are not compared."""
+    from engine.experiments.evidence import cell_diff
+
+    a = correct_outcomes([True, True, False, None], ["c1", "c2", "c3", "c4"])
+    b = correct_outcomes([True, False, True, None], ["c1", "c2", "c3", "c4"])
+    diff = cell_diff(a, b)
+    assert [(c["item"], c["change"]) for c in diff["changes"]] == [("c2", "right→wrong"), ("c3", "wrong→right")]
+    assert diff["comparison"]["discordant"] == [1, 1] and diff["comparison"]["p_value"] == 1.0
+    hand_a = binary_outcomes([True, False], [True, True], [0, 0], ["d1/coder", "d1/designer"])
+    hand_b = binary_outcomes([True, True], [True, True], [0, 0], ["d1/coder", "d1/designer"])
+    (change,) = cell_diff(hand_a, hand_b)["changes"]
+    assert change == {
+        "item": "d1/designer",
+        "change": "wrong→right",
+        "gold": "speaks",
+        "cell A": "stays quiet",
+        "cell B": "speaks",
+    }
+    assert "different items" in cell_diff(a, correct_outcomes([True], ["x"]))["error"]
