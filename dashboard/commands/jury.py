@@ -224,44 +224,36 @@ def eval_cmd(
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
     total. The totals are computed from the per-case lines only."""
-    from engine.events import async_run_context
-    from engine.jury import evaluation_item, evaluation_totals, run_case
+    from engine.jury import evaluate_cases
     from models.errors import ReplayMiss
 
     cases = _cases(cases_file)[:limit]
     store, jury = _setup(opts)
     current: list[str] = []
 
-    async def go() -> tuple[str, list[dict[str, Any]]]:
-        items: list[dict[str, Any]] = []
-        config = {
-            "cases": str(cases_file),
-            "jury": jury.config.model_dump(),
-            "jurors": [s.model_dump() for s in jury.seats],
-        }
-        async with async_run_context(store, "jury.eval", config, name=f"jury eval {cases_file.name}") as parent:
-            for case in cases:
-                current[:] = [case.id]
-                run_id, result = await run_case(store, jury, case, kind="jury.eval.case")
-                item = evaluation_item(case, result, run_id, jury.config.tie_policy)
-                items.append(item)
-                parent.emit("jury_eval_item", **item)
-                if not opts.as_json:
-                    mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
-                    final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
-                    say(
-                        f"{mark} {case.id:<20} gold {str(case.gold):<14} final {final:<14} "
-                        f"rounds {item['rounds']}  changed {item['outcome_changed']}",
-                        err=True,
-                    )
-            parent.summary = evaluation_totals(items)
-        return parent.run_id, items
+    def line(item: dict[str, Any]) -> None:
+        if not opts.as_json:
+            mark = {True: "✓", False: "✗", None: "-"}[item["correct"]]
+            final = "NO VERDICT" if item["no_verdict"] else item["final_verdict"]
+            say(
+                f"{mark} {item['id']:<20} gold {str(item['gold']):<14} final {final:<14} "
+                f"rounds {item['rounds']}  changed {item['outcome_changed']}",
+                err=True,
+            )
 
     try:
-        eval_id, items = asyncio.run(go())
+        eval_id, items, totals = asyncio.run(
+            evaluate_cases(
+                store,
+                jury,
+                cases,
+                source=str(cases_file),
+                on_case=lambda case: current.__setitem__(slice(None), [case.id]),
+                on_item=line,
+            )
+        )
     except ReplayMiss as exc:
         raise _replay_miss(current[0] if current else "?", exc) from None
-    totals = evaluation_totals(items)
     if opts.as_json:
         say(
             json.dumps(

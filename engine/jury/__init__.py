@@ -73,6 +73,7 @@ from engine.jury.decisions import (
     working,
 )
 from engine.jury.evaluation import (
+    evaluate_cases,
     evaluation_item,
     evaluation_totals,
 )
@@ -95,6 +96,7 @@ from engine.jury.view import (
 )
 
 __all__ = [
+    "evaluate_cases",
     "redecide",
     "auto_judge",
     "CaseError",

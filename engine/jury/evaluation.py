@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine import stats
+from engine.events import async_run_context
 from engine.jury.config import JuryCase, Rubric
 from engine.jury.decisions import IDENTICAL_SEATS_TEXT, NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
+from engine.jury.runner import run_case
 
 
 def evaluation_item(
@@ -138,3 +140,38 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
         "cost": round(sum(float(i["cost"]) for i in items), 6),
         **cis,
     }
+
+
+async def evaluate_cases(
+    store: Any,
+    jury: Any,
+    cases: Sequence[JuryCase],
+    *,
+    source: str,
+    on_item: Callable[[dict[str, Any]], object] | None = None,
+    on_case: Callable[[JuryCase], object] | None = None,
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """The jury case-set evaluation as one stored run of kind `jury.eval` (the entry point the CLI and any page
+    call): each case is its own `jury.eval.case` run, its line an event of the parent, the totals (with their
+    intervals) its summary. `on_case` hears each case before it runs (a replay miss names it), `on_item` each
+    line after. Returns (run id, lines, totals)."""
+    config = {
+        "cases": source,
+        "jury": jury.config.model_dump(),
+        "jurors": [s.model_dump() for s in jury.seats],
+    }
+    items: list[dict[str, Any]] = []
+    name = f"jury eval {source.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    async with async_run_context(store, "jury.eval", config, name=name) as parent:
+        for case in cases:
+            if on_case is not None:
+                on_case(case)
+            run_id, result = await run_case(store, jury, case, kind="jury.eval.case")
+            item = evaluation_item(case, result, run_id, jury.config.tie_policy)
+            items.append(item)
+            parent.emit("jury_eval_item", **item)
+            if on_item is not None:
+                on_item(item)
+        totals = evaluation_totals(items)
+        parent.summary = totals
+    return parent.run_id, items, totals
