@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import inspect
 import re
 import typing
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from engine.judgemaps import Calibration
-    from engine.store import Store
+    from engine.refit import RefitJob
     from models.catalog import Catalog
 
 
@@ -113,65 +111,17 @@ def require_models(catalog: Catalog, model_ids: set[str] | list[str]) -> None:
         raise fail("; ".join(problems), code=2)
 
 
-@dataclasses.dataclass
-class CalibrationJob:
-    """One judge map's refit: the mechanism's raw features on its calibration split (`rows`, every call
-    recorded), then the fitted maps (`fit`). Each mechanism's module builds its own (`calibration_job`)."""
+def run_calibration(job: RefitJob, output_dir: Path | None) -> dict[str, Any]:
+    """What every calibrate command does: the engine's refit (`engine.refit.refit`), its error said as one."""
+    from engine.refit import RefitError, refit  # the store and the models: CLI start-up time
 
-    store: Store
-    mechanism: str
-    model_id: str
-    data: Path
-    rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]]
-    fit: Callable[[list[dict[str, float]]], list[Calibration]]
-    limit: int | None = None  # fitted on the split's first N items only (said in each map's `fitted_on`)
-
-
-def run_calibration(job: CalibrationJob, output_dir: Path | None) -> dict[str, Any]:
-    """What every calibrate command does: compute the judge's raw features on the calibration split as a
-    run of kind `calibration` (every call recorded), fit the maps, write them to data/calibration/ (or
-    `output_dir`); returns what was written."""
-    from engine.diagnostics import calibration_diagnosis
-    from engine.judgemaps import save_calibration
-    from models.recording import call_context
-
-    run_id = job.store.create_run(
-        "calibration", {"mechanism": job.mechanism, "model": job.model_id, "data": str(job.data)}
-    ).id
     try:
-        with call_context(run_id=run_id, purpose=f"calibration.{job.mechanism}"):
-            features = asyncio.run(job.rows())
-        calibrations = job.fit(features)
-        if job.limit is not None:
-            calibrations = [
-                c.model_copy(update={"fitted_on": f"{c.fitted_on} (first {job.limit} items)"}) for c in calibrations
-            ]
-        # Each map is stored with its diagnosis (measurable signal, or not), read wherever the judge is offered.
-        calibrations = [
-            c.model_copy(update={"metrics": {**c.metrics, "diagnosis": calibration_diagnosis(c).to_dict()}})
-            for c in calibrations
-        ]
-        paths = [str(save_calibration(c, output_dir)) for c in calibrations]
-    except BaseException as exc:
-        from engine.store import StoreError
-        from models.errors import ModelError
-
-        with contextlib.suppress(StoreError):  # the refit's own error is the one to report
-            job.store.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, ModelError | ValueError):  # a model that cannot score, a split that cannot be fitted
-            raise fail(f"{job.mechanism} refit on {job.data} failed (run {run_id}): {exc}") from exc
-        raise
-    job.store.finish_run(run_id, summary={"files": paths, "rows": len(features)})
-    return {
-        "mechanism": job.mechanism,
-        "run_id": run_id,
-        "rows": len(features),
-        "files": paths,
-        "calibrations": [c.model_dump() for c in calibrations],
-    }
+        return refit(job, output_dir)
+    except RefitError as exc:
+        raise fail(str(exc)) from exc
 
 
-def calibrate_and_save(job: CalibrationJob, output_dir: Path | None, as_json: bool) -> None:
+def calibrate_and_save(job: RefitJob, output_dir: Path | None, as_json: bool) -> None:
     """A mechanism's `calibrate` command: the refit, printed as JSON."""
     import json
 

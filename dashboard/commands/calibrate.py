@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, run_calibration, say
+from dashboard.commands import fail, run_calibration, say
+
+if TYPE_CHECKING:
+    from engine.refit import RefitJob
 
 # In the order they run; each refits from its own calibration split under data/calibration/.
 MECHANISMS = ("handraise", "skip", "jury", "confidence")
@@ -20,13 +23,13 @@ SPLITS = {
 }
 
 
-def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> CalibrationJob:
+def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> RefitJob:
     from dashboard.commands import confidence, handraise, jury, skip
 
     if mechanism == "handraise":  # the judge model with its default likelihood partners
         return handraise.calibration_job(data, model_id, None, limit)
     module = {"skip": skip, "jury": jury, "confidence": confidence}[mechanism]
-    job: CalibrationJob = module.calibration_job(data, model_id, limit)
+    job: RefitJob = module.calibration_job(data, model_id, limit)
     return job
 
 

@@ -11,8 +11,9 @@ import typer
 
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
+    from engine.refit import RefitJob
 
-from dashboard.commands import CalibrationJob, fail, say, usable_model
+from dashboard.commands import fail, say, usable_model
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -207,7 +208,7 @@ def calibrate_judge_cmd(
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
-def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import CONFIDENCE, confidence_features
@@ -223,7 +224,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
             (await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0] for it in items
         ]
 
-    return CalibrationJob(
+    from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    return RefitJob(
         store,
         "confidence",
         model_id,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, require_models, say
+from dashboard.commands import fail, require_models, say
+
+if TYPE_CHECKING:
+    from engine.refit import RefitJob
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -293,7 +296,7 @@ def calibrate_cmd(
 
 def calibration_job(
     data: Path, judge_model: str = "gemma3-270m", ensemble: str | None = None, limit: int | None = None
-) -> CalibrationJob:
+) -> RefitJob:
     """The hand-raise refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
     from engine.handraise.judge import ensemble_id
@@ -310,7 +313,9 @@ def calibration_job(
     if partners is None:  # the default ensemble: the partners that cannot run here are left out
         scorers = [m for m in scorers if m == judge_model or _available(m)]
     map_id = ensemble_id(judge_model, scorers[1:])
-    return CalibrationJob(
+    from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    return RefitJob(
         store,
         "handraise",
         map_id,

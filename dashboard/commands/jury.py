@@ -12,9 +12,10 @@ import typer
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
+    from engine.refit import RefitJob
     from engine.store import Run, Store
 
-from dashboard.commands import CalibrationJob, fail, require_models, say, usable_model, with_options
+from dashboard.commands import fail, require_models, say, usable_model, with_options
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
@@ -296,7 +297,7 @@ def calibrate_cmd(
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
-def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The jury map's refit (`limit`: the split's first N cases only, for a quick check)."""
     from engine.jury import DEFAULT_VERDICTS
     from engine.likelihood import fit_jury_calibration, jury_calibration_rows
@@ -312,7 +313,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     groups = [c.id for c in cases]
     panel = next(iter(load_catalog().panels.values()), [])
     others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
-    return CalibrationJob(
+    from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    return RefitJob(
         store,
         "jury",
         model_id,

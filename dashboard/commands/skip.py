@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import CalibrationJob, fail, say, usable_model
+from dashboard.commands import fail, say, usable_model
+
+if TYPE_CHECKING:
+    from engine.refit import RefitJob
 
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -254,7 +257,7 @@ def calibrate_cmd(
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
-def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> CalibrationJob:
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The skip judge's refit (`limit`: the split's first N items only, for a quick check)."""
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import SKIP, SKIP_FEATURES, skip_features
@@ -269,7 +272,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     async def rows() -> list[dict[str, float]]:
         return [(await skip_features(model, h))[0] for h in history]
 
-    return CalibrationJob(
+    from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    return RefitJob(
         store,
         "skip",
         model_id,

@@ -85,8 +85,8 @@ def test_errors_are_clear_and_nothing_shipped_is_overwritten(tmp_path: Path) -> 
 
 
 def _job(store, split: Path, fit_error: BaseException | None = None, rows_error: BaseException | None = None):  # noqa: ANN202
-    from dashboard.commands import CalibrationJob
     from engine.judgemaps import fit_single_map
+    from engine.refit import RefitJob as CalibrationJob
 
     async def rows() -> list[dict[str, float]]:
         if rows_error is not None:

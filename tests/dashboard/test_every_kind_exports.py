@@ -150,7 +150,8 @@ def _scorecard(monkeypatch: pytest.MonkeyPatch) -> None:
 def _calibration(tmp: Path) -> None:
     """A judge map's refit (`run_calibration`, what every `calibrate-judge` runs) with a scripted feature
     job: the bundled model's likelihoods are not the point here."""
-    from dashboard.commands import CalibrationJob, run_calibration
+    from dashboard.commands import run_calibration
+    from engine.refit import RefitJob as CalibrationJob
 
     async def rows() -> list[dict[str, float]]:
         return [{"pmi": 0.2}, {"pmi": 1.4}]
