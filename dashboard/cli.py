@@ -185,48 +185,29 @@ def models_check(
 ) -> None:
     """Send one structured test judgment through MODEL_ID; print the parsed JSON, tokens, latency."""
     from dashboard.commands import require_models
-    from engine.events import run_context
+    from engine.modelruns import check_model
     from models.errors import ModelError
-    from models.probe import PROBE_MESSAGES, ProbeJudgment
     from models.registry import ModelHub
 
     catalog = _catalog()
     require_models(catalog, [model_id])
     store = _store()
     hub = ModelHub(catalog, call_log=store)
-
-    async def probe() -> Any:
-        return await hub.get(model_id).complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128)
-
     try:
-        with run_context(store, "models.check", {"model_id": model_id}) as run:
-            completion = asyncio.run(probe())
-            run.summary = {"call_id": completion.call_id}
+        result = asyncio.run(check_model(store, hub.get(model_id), model_id))
     except ModelError as exc:
         raise fail(str(exc), code=3) from None
-    result = {
-        "model_id": model_id,
-        "run_id": run.run_id,
-        "call_id": completion.call_id,
-        "parsed": completion.parsed,
-        "flags": completion.flags,
-        "prompt_tokens": completion.usage.prompt_tokens,
-        "completion_tokens": completion.usage.completion_tokens,
-        "latency_s": round(completion.latency_s, 3),
-        "tokens_per_s": round(completion.tokens_per_s, 1),
-        "cost": completion.cost,
-    }
     if as_json:
         emit_json(result)
         return
-    say(json.dumps(completion.parsed, ensure_ascii=False, indent=2))
+    say(json.dumps(result["parsed"], ensure_ascii=False, indent=2))
     say(
         f"tokens: {result['prompt_tokens']} in / {result['completion_tokens']} out · "
         f"latency {result['latency_s']} s · {result['tokens_per_s']} tok/s · cost ${result['cost']:.6f}"
     )
-    if completion.flags:
-        say(f"flags: {', '.join(completion.flags)}")
-    say(f"recorded as run {run.run_id}, call {completion.call_id}")
+    if result["flags"]:
+        say(f"flags: {', '.join(result['flags'])}")
+    say(f"recorded as run {result['run_id']}, call {result['call_id']}")
 
 
 # -- runs ---------------------------------------------------------------------------------------

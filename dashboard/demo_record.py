@@ -240,8 +240,8 @@ def models_prefill() -> dict[str, Any]:
 
 async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
     """The Models page's Send with its defaults: one `models.prompt` run streaming the default prompt, the request
-    the page makes (`pages.models._stream_in_run`)."""
-    from engine.events import run_context
+    the page makes (`engine.modelruns.stream_prompt`, the entry point the page calls)."""
+    from engine.modelruns import stream_prompt
     from models.types import Message
 
     values = models_prefill()
@@ -249,16 +249,16 @@ async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
         Message(role="system", content=values["models.system"]),
         Message(role="user", content=values["models.prompt"]),
     ]
-    config = {"model_id": MODEL, "output": values["models.output"], "temperature": 0.0, "max_tokens": MODELS_MAX_TOKENS}
-    text = ""
-    with run_context(store, "models.prompt", config) as run:
-        async for chunk in _hub(store)(MODEL).stream(
-            messages, schema=None, temperature=0.0, max_tokens=MODELS_MAX_TOKENS
-        ):
-            text += chunk.text or ""
-            if chunk.completion is not None:
-                run.summary = {"call_id": chunk.completion.call_id, "tokens": chunk.completion.usage.total_tokens}
-    return run.run_id, {"chars": len(text)}
+    text, run_id = "", ""
+    streamed = stream_prompt(
+        store, _hub(store)(MODEL), MODEL, messages, values["models.output"], 0.0, MODELS_MAX_TOKENS
+    )
+    async for kind, value in streamed:
+        if kind == "run":
+            run_id = value
+        else:
+            text += value.text or ""
+    return run_id, {"chars": len(text)}
 
 
 def page_response_config() -> Any:

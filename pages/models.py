@@ -13,8 +13,8 @@ from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
-from engine.events import run_context
 from engine.handraise.answers import readable_text
+from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
@@ -330,16 +330,8 @@ async def _stream_in_run(
     model_id: str, messages: list[Message], output: str, temperature: float, max_tokens: int
 ) -> AsyncIterator[tuple[str, Any]]:
     store, hub = state.get_store(), state.get_hub()
-    schema = STRUCTURED_SCHEMAS.get(output)
-    config = {"model_id": model_id, "output": output, "temperature": temperature, "max_tokens": max_tokens}
-    with run_context(store, "models.prompt", config) as run:
-        yield "run", run.run_id
-        async for chunk in hub.get(model_id).stream(
-            messages, schema=schema, temperature=temperature, max_tokens=max_tokens
-        ):
-            yield "chunk", chunk
-            if chunk.completion is not None:
-                run.summary = {"call_id": chunk.completion.call_id, "tokens": chunk.completion.usage.total_tokens}
+    async for item in stream_prompt(store, hub.get(model_id), model_id, messages, output, temperature, max_tokens):
+        yield item
 
 
 # What a prompt run has streamed so far, by run id: process-wide like the registry, so a reload or a second
