@@ -201,8 +201,7 @@ def judge_cmd(
     import yaml
     from pydantic import ValidationError
 
-    from engine.events import async_run_context
-    from engine.handraise import BenchItem, WillJudge, decide_hands, failure_flags
+    from engine.handraise import BenchItem, failure_flags, judge_scenario
     from engine.inputs import InputError, read_text
     from models import safe_yaml
 
@@ -222,17 +221,7 @@ def judge_cmd(
     store, resolver, config = _setup(
         method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
     )
-    turns = item.turns("5" if len(item.context) > 3 else "3")
-
-    async def go() -> tuple[str, list[Any], Any]:
-        async with async_run_context(store, "handraise.judge", {"scenario": str(scenario), "method": method}) as run:
-            comps, facts = await WillJudge(cast, resolver, config).judge(turns)
-            hands = decide_hands(comps, config)
-            run.emit("hands", hands=[h.payload() for h in hands], latencyS=facts.latency_s, calls=facts.calls)
-            run.summary = {"raised": [h.model for h in hands if h.status.value == "raised"]}
-        return run.run_id, hands, facts
-
-    run_id, hands, facts = asyncio.run(go())
+    run_id, hands, facts = asyncio.run(judge_scenario(store, item, resolver, config, source=str(scenario)))
     rows = [
         {
             "model": h.model,

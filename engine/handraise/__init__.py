@@ -21,6 +21,7 @@ from engine.handraise.benchmark import (
     ContextMode,
     benchmark_totals,
     evaluate_item,
+    judge_scenario,
     parse_benchmark,
     run_benchmark,
 )
@@ -108,6 +109,7 @@ from engine.handraise.judge import (
 )
 
 __all__ = [
+    "judge_scenario",
     "BatchDecision",
     "ConversationConfig",
     "ConversationSession",

@@ -319,3 +319,22 @@ async def run_benchmark(
         totals = benchmark_totals(lines)
         run.summary = totals
     return run.run_id, lines, totals
+
+
+async def judge_scenario(
+    store: Store, item: BenchItem, models: ModelLookup, config: HandRaiseConfig, *, source: str = ""
+) -> tuple[str, list[Any], Any]:
+    """One conversation judged as a stored run of kind `handraise.judge` (what `judgelab handraise judge` runs):
+    each participant's components, will and hand; the context is the last 5 turns of a longer scenario, else 3.
+    Returns (run id, hands, the judgment's facts: calls, tokens, latency)."""
+    from engine.events import async_run_context
+
+    cast = item.cast()
+    turns = item.turns("5" if len(item.context) > 3 else "3")
+    settings = {"scenario": source or item.id, "method": config.judge_method}
+    async with async_run_context(store, "handraise.judge", settings) as run:
+        comps, facts = await WillJudge(cast, models, config).judge(turns)
+        hands = decide_hands(comps, config)
+        run.emit("hands", hands=[h.payload() for h in hands], latencyS=facts.latency_s, calls=facts.calls)
+        run.summary = {"raised": [h.model for h in hands if h.status == HandStatus.RAISED]}
+    return run.run_id, hands, facts
