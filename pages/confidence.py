@@ -857,15 +857,10 @@ def _self_eval_caption(model_id: str, self_eval: str) -> str:
 
     if self_eval != "likelihood":
         return f"Self-evaluation: {model_id} writes it (JSON, validated field by field)."
-    from engine.judgemaps import load_calibration
-
-    cal = load_calibration(CONFIDENCE, model_id)
-    supported = cal.maps.get("supported") if cal is not None else None
-    backwards = supported is not None and supported.kind == "logistic" and all(c <= 0 for c in supported.coef)
+    diagnosis = diagnosis_for(CONFIDENCE, model_id)  # the engine decides whether the map carries signal
     return f"Self-evaluation by likelihood · {calibration_note(CONFIDENCE, model_id)}" + (
-        " — no usable signal on this model: its fitted slope is not positive, so p(supported) barely moves "
-        "(generate is the default)"
-        if backwards
+        f" — {diagnosis.label}: {diagnosis.text} (generate is the default)"
+        if diagnosis is not None and diagnosis.mark == "no_signal"
         else ""
     )
 
