@@ -57,12 +57,9 @@ def demo_hub(catalog: Catalog, store: Store, folder: Path | None = None) -> Demo
 
 def availability(catalog: Catalog, manifest: DemoManifest) -> dict[str, Availability]:
     """In demo mode a model can be picked when its answers were recorded."""
+    recorded = manifest.recorded_models
     return {
-        m: Availability(
-            m,
-            m == manifest.model_id,
-            "recorded for the demo" if m == manifest.model_id else "not in the demo recording",
-        )
+        m: Availability(m, m in recorded, "recorded for the demo" if m in recorded else "not recorded for the demo")
         for m in catalog.ids
     }
 
@@ -165,7 +162,16 @@ def use_recorded(url_path: str) -> None:
         st.session_state[key] = value
 
 
-def miss_notice(url_path: str | None, *, key: str, on_use: Callable[[], None] | None = None) -> None:
+OFF_PATH = (
+    "🎬 This message is in the demo recording, but the conversation took another path before it (the recording "
+    "approved every raised hand, and its answers are part of what the next judgment reads). Demo mode answers "
+    "only the recorded path: start again and approve every raised hand."
+)
+
+
+def miss_notice(
+    url_path: str | None, *, key: str, on_use: Callable[[], None] | None = None, sent: str | None = None
+) -> None:
     """The friendly notice for a request outside the recording (demo mode only; live, a miss stays an error):
     what demo mode can answer, the recorded inputs, and a button that puts them back (`on_use`, else the page's
     recorded widget values)."""
@@ -173,7 +179,8 @@ def miss_notice(url_path: str | None, *, key: str, on_use: Callable[[], None] | 
 
     demo = page_demo(url_path) if url_path else None
     with st.container(border=True):
-        st.info(NOTICE, icon="🎬")
+        recorded_input = demo is not None and sent is not None and sent in demo.inputs
+        st.info(OFF_PATH if recorded_input else NOTICE, icon="🎬")
         if demo is not None and demo.inputs:
             st.caption("Recorded: " + " · ".join(f"“{md(i)}”" for i in demo.inputs))
         if demo is not None and (demo.prefill or on_use is not None):

@@ -221,6 +221,7 @@ async def record_confidence(store: Store) -> tuple[str, dict[str, Any]]:
 
 
 MODELS_MAX_TOKENS = 256  # the Models page's default token budget
+MODELS_MODEL = "smollm2-135m"  # the Models page opens on the instruction-tuned model (the base model continues text)
 
 
 def models_prefill() -> dict[str, Any]:
@@ -229,7 +230,7 @@ def models_prefill() -> dict[str, Any]:
     from pages.models import DEFAULT_PROMPT, DEFAULT_SYSTEM, FREE_TEXT
 
     return {
-        "models.model": MODEL,
+        "models.model": MODELS_MODEL,
         "models.system": DEFAULT_SYSTEM,
         "models.prompt": DEFAULT_PROMPT,
         "models.output": FREE_TEXT,
@@ -251,7 +252,7 @@ async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
     ]
     text, run_id = "", ""
     streamed = stream_prompt(
-        store, _hub(store)(MODEL), MODEL, messages, values["models.output"], 0.0, MODELS_MAX_TOKENS
+        store, _hub(store)(MODELS_MODEL), MODELS_MODEL, messages, values["models.output"], 0.0, MODELS_MAX_TOKENS
     )
     async for kind, value in streamed:
         if kind == "run":
@@ -328,7 +329,8 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 inputs=[models_prefill()["models.prompt"]],
                 run_ids=[run_id],
                 prefill=models_prefill(),
-                note=f"Send the prefilled prompt to {MODEL} ({facts['chars']} characters answered when recorded).",
+                note=f"Send the prefilled prompt to {MODELS_MODEL} ({facts['chars']} characters answered when "
+                "recorded).",
             )
         if "conversation" in wanted:
             for messages in CONVERSATION_MESSAGES:
@@ -407,7 +409,12 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
         fresh = {d["run"]["id"]: d for d in export_runs(store, sorted(kept - set(documents)))}
         store.dispose()
     documents.update(fresh)
-    manifest = DemoManifest(model_id=MODEL, recorded_at=datetime.now(UTC).isoformat(timespec="seconds"), pages=pages)
+    manifest = DemoManifest(
+        model_id=MODEL,
+        models=[MODEL, MODELS_MODEL],
+        recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        pages=pages,
+    )
     write_runs([documents[r] for p in pages.values() for r in p.run_ids], folder / RUNS_FILE)
     (folder / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return manifest

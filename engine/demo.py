@@ -70,6 +70,11 @@ class DemoManifest(BaseModel):
     model_id: str
     recorded_at: str
     pages: dict[str, PageDemo]
+    models: list[str] = []  # every model whose calls were recorded (the judge model, the answering model, …)
+
+    @property
+    def recorded_models(self) -> list[str]:
+        return list(dict.fromkeys([self.model_id, *self.models]))
 
 
 def demo_dir() -> Path:

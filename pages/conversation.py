@@ -552,7 +552,8 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     if st.session_state[KEY + "error"]:
         st.error(md(st.session_state[KEY + "error"], inline=False))
     if st.session_state[KEY + "miss"]:
-        demo.miss_notice(DEMO_PAGE, key=KEY + "use_recorded", on_use=_use_recorded)
+        sent = [i["text"] for i in st.session_state[KEY + "log"] if i["kind"] == "user"]
+        demo.miss_notice(DEMO_PAGE, key=KEY + "use_recorded", on_use=_use_recorded, sent=sent[-1] if sent else None)
     if (text := st.session_state.pop(KEY + "send", None)) is not None:
         handle_message(text, cast, config)
         st.rerun()

@@ -13,7 +13,7 @@ from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
-from engine.handraise.answers import readable_text
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
@@ -231,9 +231,12 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
         st.warning("No model is available. Run `make install` to get the bundled local model.")
         return
     catalog = state.get_catalog()
+    # The instruction-tuned bundled model answers first: the base model continues the prompt instead (the page
+    # says so when it is picked), which is not what a first look should show.
     model_id = st.selectbox(  # full width: a model's name is never cut in a narrow window
         "Model",
         usable,
+        index=usable.index(DEFAULT_ANSWER_MODEL) if DEFAULT_ANSWER_MODEL in usable else 0,
         key=KEY + "model",
         format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
     )

@@ -122,7 +122,8 @@ def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: 
     assert at.sidebar.toggle(key="demo.on").value is True
     assert len(Store().list_runs(limit=100)) == 6  # loaded on first use
     at = open_page("director", "director")
-    assert len(at.selectbox(key="director.duo_model").options) == 1  # the recorded model only
+    # the recorded models only: the judge model and the answering model, none of the catalog's others
+    assert at.selectbox(key="director.duo_model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
 
 
 @pytest.mark.slow  # the packaged embedder
@@ -156,6 +157,32 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     settle(at)
     message = missed(at)
     assert messages[0] in message
+
+
+def test_the_recorded_script_plays_through_its_button_and_another_path_says_so(demo_env: None) -> None:
+    """The sidebar's script as a presenter plays it: the first message, Speak on the raised card, then the "Send
+    the recorded message" button — every judgment and answer replays (the tour found the second refused when
+    the answers' tidy step had changed since the recording). Skipping the card instead leads the conversation
+    off the recorded path: the notice says the message is recorded and the path is not."""
+    from dashboard.demo import OFF_PATH
+
+    messages = load_manifest(DEMO).pages["conversation"].inputs
+    for speak in (True, False):
+        at = open_page("conversation", "conversation")
+        at.chat_input(key="conv.input").set_value(messages[0]).run()
+        settle(at)
+        ok(at)
+        prefix = "conv.approve." if speak else "conv.skip."
+        for button in [b for b in at.button if b.key and b.key.startswith(prefix)]:
+            button.click().run()
+        rerun_until(at, lambda at=at: any(b.key == "conv.send_recorded" for b in at.button), 60, "no next message")
+        at.button(key="conv.send_recorded").click().run()
+        settle(at)
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        off_path = any(OFF_PATH in i.value for i in at.info)
+        assert off_path is not speak, [i.value for i in at.info]
+        if speak:
+            assert any(b.label == "Approve all" for b in at.button)  # the second turn's cards, replayed
 
 
 def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
