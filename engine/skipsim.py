@@ -576,6 +576,7 @@ def compare_results(
         "with_cache": b,
         "calls_saved_pct": round(100 * saved, 2),
         "calls_saved_pct_ci": calls_saved_interval(without, with_),
+        "conversations": len({j.scope for j in without.judgments}),
         "tokens_saved": a["tokens"] - b["tokens"],
         "cost_saved": a["cost"] - b["cost"],
         "delay_bound_s": bound,

@@ -49,6 +49,7 @@ from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
 from engine.runctx import RunControl, controlled
+from engine.stats import fmt, wilson
 from models.errors import ModelError, ReplayMiss
 
 KEY = "confidence."
@@ -713,7 +714,10 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
             {
                 "level": list(LEVEL_NAMES),
                 "count": [report["level_counts"][lv] for lv in LEVEL_NAMES],
-                "accuracy": [report["accuracy_by_level"][lv] for lv in LEVEL_NAMES],
+                "answers right (95 % interval)": [
+                    level_accuracy_text(report["accuracy_by_level"][lv], report["level_counts"][lv])
+                    for lv in LEVEL_NAMES
+                ],
             }
         ).set_index("level"),
         width="stretch",
@@ -724,6 +728,15 @@ def _render_calibration(settings: ConfidenceSettings) -> None:
             hide_index=True,
             width="stretch",
         )
+
+
+def level_accuracy_text(accuracy: float | None, count: int) -> str:
+    """'0.80 (0.49–0.94)': the share of right answers at a level with its Wilson interval — at 7–13 items a
+    level, one item moves it by 8–14 points."""
+    if accuracy is None or not count:
+        return "—"
+    interval = wilson(round(accuracy * count), count)
+    return fmt(accuracy, interval)
 
 
 def _render_calibrated(view: Collected, live: bool) -> None:

@@ -336,9 +336,16 @@ def saved_interval_text(comparison: dict[str, Any]) -> str:
         return f"{comparison['calls_saved_pct']}% of the judge calls saved (a run stored before intervals were kept)"
     if not isinstance(ci, list):
         return f"{comparison['calls_saved_pct']}% of the judge calls saved (one conversation: no interval)"
+    conversations = comparison.get("conversations")
+    over = f"{conversations} conversations" if isinstance(conversations, int) else "the conversations"
+    wide = (
+        " — few conversations, so a wide interval: simulate more channels or hours to narrow it"
+        if (ci[1] - ci[0] > 20)
+        else ""
+    )
     return (
-        f"{comparison['calls_saved_pct']}% of the judge calls saved, 95 % interval {ci[0]}–{ci[1]}% "
-        "(conversations resampled)"
+        f"{comparison['calls_saved_pct']:.0f}% of the judge calls saved, 95 % interval {ci[0]:.0f}–{ci[1]:.0f}% "
+        f"(resampling the {over}){wide}"
     )
 
 
@@ -415,10 +422,9 @@ def _render_summary(result: dict[str, Any]) -> None:
             {
                 "label": "With cache",
                 "value": f"{b['judge_calls']:,}",
-                "delta": f"-{comparison['calls_saved_pct']}%",
-                "delta_color": "inverse",
                 "help": saved_interval_text(comparison),
             },
+            ("Calls saved", f"{comparison['calls_saved_pct']:.0f}%"),
             ("Tokens saved", f"{comparison['tokens_saved']:,}"),
             *cost_metrics(comparison),
             {
