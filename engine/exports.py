@@ -388,8 +388,9 @@ def _simulation(record: RunRecord) -> list[dict[str, Any]]:
     if not record.run.kind.startswith("skip."):
         return []
     summary = record.run.summary
-    comparison = summary.get("comparison")
-    source: Mapping[str, Any] = comparison if isinstance(comparison, Mapping) else summary
+    # `run_simulation` keeps the comparison under "result" (older runs: "comparison", or the summary itself)
+    nested = next((summary[k] for k in ("result", "comparison") if isinstance(summary.get(k), Mapping)), None)
+    source: Mapping[str, Any] = nested if nested is not None else summary
     rows = [
         {"setting": name.replace("_", " "), **_flat(source[name])}
         for name in ("without_cache", "with_cache")
