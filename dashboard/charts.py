@@ -810,9 +810,14 @@ def experiment_metric_vs(
                 marker={"size": 15, "color": BEST, "symbol": "star"},
             )
         )
-    fig.update_xaxes(title=plot_text(parameter))
-    fig.update_yaxes(title=plot_text(metric))
-    return _legend_below(_layout(fig, f"{plot_text(metric)} against {plot_text(parameter)}", 340))
+    fig.update_xaxes(title=plot_text(words(parameter)))
+    fig.update_yaxes(title=plot_text(words(metric)))
+    return _legend_below(_layout(fig, f"{plot_text(words(metric))} against {plot_text(words(parameter))}", 340))
+
+
+def words(name: str) -> str:
+    """A parameter or metric identifier as words on a chart: "thresholds.notify" → "thresholds notify"."""
+    return str(name).replace("_", " ").replace(".", " ").strip()
 
 
 ERROR_BAR_CELLS = 100  # above this, one bar per cell hides the cells: the tie band and colours say it instead
@@ -834,13 +839,20 @@ def experiment_heatmap(
 ) -> go.Figure:
     """The best `metric` for each pair of two parameters' values (`engine.experiments.analysis.heatmap_grid`);
     `best` (the best cell's row) is starred on its square."""
+    values = [v for row in grid["z"] for v in row if isinstance(v, int | float)]
+    # A rate is coloured on its whole 0–1 scale: a scale stretched over 0.82–0.87 paints one item's difference
+    # as purple against yellow. Each square also says its value.
+    rate = bool(values) and all(0.0 <= v <= 1.0 for v in values)
     fig = go.Figure(
         go.Heatmap(
             x=[plot_text(v) for v in grid["x"]],
             y=[plot_text(v) for v in grid["y"]],
             z=grid["z"],
             colorscale="Viridis",
-            colorbar={"title": {"text": plot_text(metric)}},
+            zmin=0.0 if rate else None,
+            zmax=1.0 if rate else None,
+            texttemplate="%{z:.2f}",
+            colorbar={"title": {"text": plot_text(words(metric))}},
             hovertemplate="%{x} × %{y}: %{z}<extra></extra>",
         )
     )
@@ -856,9 +868,9 @@ def experiment_heatmap(
                 showlegend=False,
             )
         )
-    fig.update_xaxes(title=plot_text(x), type="category")
-    fig.update_yaxes(title=plot_text(y), type="category")
-    return _layout(fig, f"best {plot_text(metric)} by {plot_text(x)} × {plot_text(y)}", 380)
+    fig.update_xaxes(title=plot_text(words(x)), type="category")
+    fig.update_yaxes(title=plot_text(words(y)), type="category")
+    return _layout(fig, f"best {plot_text(words(metric))} by {plot_text(words(x))} × {plot_text(words(y))}", 380)
 
 
 def experiment_pareto(

@@ -318,7 +318,9 @@ def _render_results(run_id: str, live: bool) -> None:
         _render_table(rows, parameters, None)
         return
     c1, c2 = st.columns(2)
-    metric = c1.selectbox("Metric", metrics, index=metrics.index(default), key=KEY + "metric")
+    metric = c1.selectbox(
+        "Metric", metrics, index=metrics.index(default), key=KEY + "metric", format_func=readable_name
+    )
     maximize = (
         c2.radio(
             "Better is",
@@ -338,7 +340,8 @@ def _render_results(run_id: str, live: bool) -> None:
         params = ", ".join(f"{p}={best.get(p)}" for p in parameters)
         interval = next((r.get(f"{metric}_ci") for r in rows if r.get("cell") == best_cell), None)
         figure = f"{best[metric]}" + (f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
-        st.success(f"Best cell {best_cell}: {md(metric)} = {figure} ({md(params)})")
+        params = ", ".join(f"{readable_name(p)} {best.get(p)}" for p in parameters)
+        st.success(f"Best cell {best_cell}: {md(readable_name(metric))} = {figure} ({md(params)})")
         st.caption(md(evidence["text"]) + f" · [Open the best cell's run](/runs?run={best['run_id']})")
     _render_table(rows, parameters, best_cell)
     tabs = st.tabs(["Charts", "Pareto front", "Compare two cells", "Jury evaluation", "Export"])

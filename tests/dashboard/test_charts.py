@@ -451,3 +451,16 @@ def test_experiment_chart_draws_intervals_and_the_tie_band() -> None:
     (band,) = [s for s in fig.layout.shapes if s.type == "rect"]
     assert (band.y0, band.y1, band.fillcolor) == (0.7, 0.9, BEST)
     assert "best cell's 95 % interval" in by_name
+
+
+def test_a_rate_heatmap_is_coloured_on_its_whole_scale_and_says_its_values() -> None:
+    """0.82 against 0.87 is one item on 36: coloured on 0–1 it reads as the small difference it is."""
+    from dashboard.charts import experiment_heatmap
+
+    grid = {"x": [0.1, 0.3], "y": [0.2, 0.4], "z": [[0.82, 0.87], [0.84, 0.85]]}
+    heat = experiment_heatmap(grid, "weight_self_confidence", "thresholds.notify", "wrong_stopped").data[0]
+    assert (heat.zmin, heat.zmax, heat.texttemplate) == (0.0, 1.0, "%{z:.2f}")
+    fig = experiment_heatmap({"x": [1], "y": [2], "z": [[340.0]]}, "a", "b", "tokens")
+    assert fig.data[0].zmin is None  # not a rate: its own range
+    assert fig.layout.title.text.startswith("best tokens by a × b")
+    assert "wrong stopped" in experiment_heatmap(grid, "a", "b", "wrong_stopped").layout.title.text
