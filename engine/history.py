@@ -175,6 +175,12 @@ def _derived_name(run: Run, first_message: str | None) -> str:
         return f"{w.get('channels', '?')} channels × {w.get('hours', '?')} h"
     if kind in ("models.prompt", "models.check") and cfg.get("model_id"):
         return f"model {cfg['model_id']}"
+    if kind == "confidence.evaluate" and cfg.get("query"):
+        return f"“{_short(str(cfg['query']), NAME_CHARS - 2)}”"
+    if kind == "director.check" and cfg.get("text"):
+        return f"{cfg.get('character', '')}: “{_short(str(cfg['text']), NAME_CHARS - 12)}”".lstrip(": ")
+    if kind == "confidence.calibrate" and cfg.get("labels"):
+        return f"labelled set {cfg['labels']}"
     return ""
 
 

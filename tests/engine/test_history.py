@@ -317,3 +317,15 @@ def test_a_name_someone_gave_is_kept_and_a_conversation_without_a_message_says_s
     empty = store.create_run("handraise.conversation", {}, name="conversation")
     assert display_name(empty) == "conversation, no message yet"
     assert display_name(store.create_run("demo.page", {"x": 1})) == ""
+
+
+def test_checks_and_evaluations_are_named_by_what_they_judged(store: Store) -> None:
+    """The tour found confidence and director-check runs with empty names: they say their query, their line."""
+    from engine.history import display_name
+
+    asked = store.create_run("confidence.evaluate", {"query": "What is the capital of France?", "answer": "Paris"})
+    assert display_name(asked) == "“What is the capital of France?”"
+    line = store.create_run("director.check", {"character": "yana", "text": "今夜は星がきれいだね。"})
+    assert display_name(line) == "yana: “今夜は星がきれいだね。”"
+    labelled = store.create_run("confidence.calibrate", {"labels": "confidence.jsonl"})
+    assert display_name(labelled) == "labelled set confidence.jsonl"
