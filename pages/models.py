@@ -21,6 +21,7 @@ from models.registry import scoring_support
 from models.types import Message
 
 KEY = "models."
+OUTPUT_WORDS = {"ProbeJudgment": "JSON: should the assistant reply?"}
 FREE_TEXT = "Free text"
 DEFAULT_PROMPT = PROBE_MESSAGES[1].content
 DEFAULT_SYSTEM = PROBE_MESSAGES[0].content
@@ -163,10 +164,14 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
         "Which model and judge method fit which role: each mechanism's shipped benchmark, run by "
         "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
     )
+    _render_judges()
     scorecard = latest_scorecard(state.get_store())
     shipped = shipped_scorecard() if scorecard is None else None
     if scorecard is None and shipped is None:
-        st.info("No scorecard yet: run `judgelab scorecard`, or a quick one here.")
+        st.info(
+            "No scorecard of whole benchmarks yet (the judges above were measured when their maps were fitted): "
+            "run `judgelab scorecard`, or a quick one here."
+        )
     elif shipped is not None:
         scorecard = shipped
         st.caption(
@@ -199,6 +204,20 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
     if st.session_state.get(KEY + "scorecard.run_id"):
         run_id = st.session_state[KEY + "scorecard.run_id"]
         st.caption(f"Scorecard running as `{run_id}` — [watch it in Runs](/runs?run={run_id})")
+
+
+def _render_judges() -> None:
+    """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
+    at once, with no run (`judgelab models judges` prints the same)."""
+    from engine.diagnostics import shipped_diagnoses
+
+    rows = [
+        {"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in shipped_diagnoses()
+    ]
+    if not rows:
+        return
+    st.markdown("**The shipped judges** — cross-validated on their calibration splits, with 95 % intervals")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEY + "judges")
 
 
 def handle_scorecard(model_ids: list[str]) -> None:
@@ -242,7 +261,13 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
     )
     left, right = st.columns([2, 1])
     with right:
-        output = st.radio("Output", [FREE_TEXT, *STRUCTURED_SCHEMAS], key=KEY + "output", horizontal=True)
+        output = st.radio(
+            "Output",
+            [FREE_TEXT, *STRUCTURED_SCHEMAS],
+            key=KEY + "output",
+            horizontal=True,
+            format_func=lambda o: OUTPUT_WORDS.get(o, o),
+        )
         temperature = st.slider("Temperature", 0.0, 1.5, 0.0, 0.1, key=KEY + "temperature")
         max_tokens = st.number_input("Max tokens", 16, 4096, 256, 16, key=KEY + "max_tokens")
     with left:

@@ -80,7 +80,12 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(
 
     monkeypatch.setattr(engine.experiments.scorecard, "SHIPPED", tmp_path / "none.json")
     at = AppTest.from_function(_models_page, default_timeout=60).run()
-    assert any("No scorecard yet" in i.value for i in at.info)
+    assert any("No scorecard of whole benchmarks yet" in i.value for i in at.info)
+    # the shipped judges are shown at once, each with whether it carries measurable signal
+    judges = next(d.value for d in at.dataframe if "signal" in d.value.columns)
+    marks = dict(zip(judges["judge"], judges["signal"], strict=True))
+    assert marks["confidence.likelihood on gemma3-270m"] == "⚠️ no measurable signal"
+    assert marks["skip.likelihood on gemma3-270m"] == "✅ measurable signal"
     code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
     assert code == 0, out
     result = json.loads(out)
