@@ -414,7 +414,13 @@ def render_view(
             + f" · cost {money(d['cost'])}"
             + (f" · gold: {md(in_words(view.case['gold']))}" if view.case.get("gold") else "")
         )
-    if charts_too and view.phase1:
+    if charts_too and view.phase1 and view.identical_seats and not view.rounds:
+        # One judgment repeated: per-juror charts would draw it three times, as if three jurors had agreed.
+        st.caption(
+            "No per-juror charts: the seats are identical by construction and gave one judgment (the card above); "
+            "charts of scores and votes are drawn for panels whose seats judge apart."
+        )
+    elif charts_too and view.phase1:
         figures = [(charts.jury_trajectory(view.trajectory()), ".trajectory")]
         timeline = view.timeline()
         if timeline:

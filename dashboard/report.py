@@ -38,8 +38,8 @@ def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
     from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
-    if not view.phase1:
-        return []
+    if not view.phase1 or (view.identical_seats and not view.rounds):
+        return []  # one judgment repeated: per-juror charts would draw it as three jurors agreeing (as on the page)
     labels = view.rubric.get("verdicts") or ["safe_pass", "needs_review", "unsafe_fail"]
     out = [("Score trajectory per juror", charts.jury_trajectory(view.trajectory()))]
     timeline = view.timeline()

@@ -458,16 +458,10 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
     # J2: one token count, labelled, equal to the Runs page's
     (line,) = [shown(c.value) for c in at.caption if " tokens " in c.value]
     assert f"{tokens} tokens in {int(totals['calls'])} model call" in line and "prompt +" in line
-    # J3: three jurors with one score are three dots side by side, not one
-    figures = _figures(at)
-    (trajectory,) = [f for t, f in figures.items() if "score" in t.lower()]
-    points = [(x, y) for trace in trajectory["data"] for x, y in zip(trace["x"], trace["y"], strict=True)]
-    assert len(points) == 3 and len({y for _, y in points}) == 1 and len({x for x, _ in points}) == 3
-    assert trajectory["layout"]["xaxis"]["ticktext"] == ["phase 1"]
-    # J4: no round ran, so no "after discussion" bar
-    (verdicts,) = [f for t, f in figures.items() if "verdicts" in t.lower()]
-    assert {x for trace in verdicts["data"] for x in trace["x"]} == {"phase 1"}
-    assert [trace["name"] for trace in verdicts["data"]] == ["unsafe (fail)"]  # words, and only what was held
+    # J3/J4 and the tour after them: one judgment repeated gets no per-juror charts (three dots and three votes
+    # read as three jurors agreeing), and the page says why; charts of seats that judge apart are tested below
+    assert not _figures(at)
+    assert any("No per-juror charts" in c.value for c in at.caption)
     # J5: words, not identifiers
     words = _page_words(at)
     assert not [w for w in words if any(raw in w for raw in RAW_IDS)], [
