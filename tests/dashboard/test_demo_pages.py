@@ -175,7 +175,12 @@ def test_the_recorded_script_plays_through_its_button_and_another_path_says_so(d
         prefix = "conv.approve." if speak else "conv.skip."
         for button in [b for b in at.button if b.key and b.key.startswith(prefix)]:
             button.click().run()
-        rerun_until(at, lambda at=at: any(b.key == "conv.send_recorded" for b in at.button), 60, "no next message")
+        page = at
+
+        def offered(page: AppTest = page) -> bool:
+            return any(b.key == "conv.send_recorded" for b in page.button)
+
+        rerun_until(at, offered, 60, "no next message")
         at.button(key="conv.send_recorded").click().run()
         settle(at)
         assert not at.exception and not at.error, [e.value for e in at.error]
