@@ -56,7 +56,7 @@ def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[st
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url, timeout=60_000)
         expect(page.get_by_role("heading", name="🧠 Models")).to_be_visible(timeout=60_000)
-        expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("Gemma 3 270M"), timeout=30_000)
+        expect(page.get_by_role("combobox", name="Model")).to_have_value(re.compile("SmolLM2 135M"), timeout=30_000)
         prompt = page.get_by_label("Prompt", exact=True)
         prompt.fill("Explain what a jury does.")
         page.get_by_label("Max tokens").fill("64")
