@@ -774,13 +774,30 @@ async def evaluate(
         live = LiveEvaluation(
             run_id=run.run_id, factors=factors, results=results, score=score, decision=decision, samples=samples
         )
+        flagged = [r.name for r in results if r.flagged]
+        trusted = answer_judged(factors, settings, flagged)
         run.summary = {
             "score": score.score,
             "level": decision.level.value,
-            "flagged": [r.name for r in results if r.flagged],
+            # what the agent does: the score's level, unless nothing judged the answer itself — then a person
+            # checks it (ESCALATE), never a SILENT that reads as "fine" on a result that cannot be trusted
+            "trusted": trusted,
+            "acted_level": decision.level.value if trusted else InterventionLevel.ESCALATE.value,
+            "flagged": flagged,
             "result": live.model_dump(mode="json", exclude={"run_id"}),
         }
     return live
+
+
+ANSWER_JUDGES = ("llm_self_confidence", "query_coverage")  # the factors that judge the answer itself
+
+
+def answer_judged(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged: Sequence[str]) -> bool:
+    """Whether a live result can be trusted: at least one factor that judges the answer itself (self-confidence,
+    query coverage) counted and did not fall back. Without one, the score rests on evidence that cannot tell a
+    right answer from a wrong one (source agreement, a tool success of 1 when no tool ran)."""
+    used = {n for n, c in calculate(factors, settings).breakdown.items() if c.included}
+    return any(n in used and n not in flagged for n in ANSWER_JUDGES)
 
 
 async def evaluate_answer(

@@ -35,6 +35,7 @@ from engine.confidence import (
     LabelError,
     LabelledItem,
     LevelThresholds,
+    answer_judged,
     calculate,
     calibrate_labels,
     calibration_report,
@@ -294,7 +295,7 @@ def not_counted(name: str, factors: ConfidenceFactors, settings: ConfidenceSetti
     return None
 
 
-ANSWER_JUDGES = {"llm_self_confidence": "self-confidence", "query_coverage": "query coverage"}
+ANSWER_JUDGES = {"llm_self_confidence": "self-confidence", "query_coverage": "query coverage"}  # in words
 FACTOR_WORDS = charts.FACTOR_WORDS
 
 
@@ -318,7 +319,7 @@ def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged
         return f"{FACTOR_WORDS.get(name, name)} {used[name].value:.2f}"
 
     rest = "; ".join(shown(n) for n in used) or "nothing"
-    trusted = any(n in used and n not in flagged for n in ANSWER_JUDGES)
+    trusted = answer_judged(factors, settings, flagged)  # the engine's rule: the run stores the same
     if not missing:
         return True, f"Every factor counted: the score {score.score:.3f} stands on {rest}."
     said = "; ".join(missing)

@@ -417,3 +417,26 @@ def test_rank_auc_counts_wins_and_half_ties_whatever_the_scale() -> None:
     assert rank_auc([2.0, 1.0], [2.0]) == 0.25  # one tie (0.5) and one loss, over 2 pairs
     assert rank_auc([40.0, 10.0], [20.0]) == rank_auc([0.4, 0.1], [0.2]) == 0.5
     assert rank_auc([], [1.0]) is None and rank_auc([1.0], []) is None
+
+
+def test_a_result_nothing_judged_is_acted_on_as_escalate() -> None:
+    """The engine decides what the agent does (the page and the stored run agree): when neither self-confidence
+    nor query coverage counted, the score's SILENT is not acted on — ESCALATE."""
+    from engine.confidence import answer_judged
+
+    settings = ConfidenceSettings()
+    evidence_only = F(source_agreement=0.95, source_count=3, llm_self_confidence=0.5, query_coverage=0.0)
+    assert answer_judged(evidence_only, settings, []) is False
+    judged = F(source_agreement=0.95, source_count=3, llm_self_confidence=0.9, query_coverage=0.8)
+    assert answer_judged(judged, settings, []) is True
+    assert answer_judged(judged, settings, ["llm_self_confidence", "query_coverage"]) is False
+
+
+def test_the_recorded_demo_evaluation_stores_the_level_acted_on() -> None:
+    import json
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[2] / "data" / "demo" / "runs.jsonl"
+    lines = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines() if line.strip()]
+    (summary,) = [r["summary"] for r in lines if r["run"]["kind"] == "confidence.evaluate"]
+    assert summary["level"] == "SILENT" and summary["trusted"] is False and summary["acted_level"] == "ESCALATE"
