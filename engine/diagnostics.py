@@ -225,7 +225,9 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
         return Diagnosis(
             judge,
             "no_signal",
-            "a fitted coefficient has the wrong sign (" + ", ".join(backwards) + "): the map runs backwards",
+            "the fitted map runs backwards — more evidence for the label lowers its score (coefficient "
+            + ", ".join(backwards)
+            + ")",
             {"wrong_signs": backwards},
         )
     m = calibration.metrics

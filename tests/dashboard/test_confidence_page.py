@@ -127,7 +127,7 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     )
     # the judge offered says, outside Details too, that its map carries no measurable signal
     at.toggle(key="details.confidence.toggle").set_value(False).run()
-    warning = "Self-evaluation judge: ⚠️ no measurable signal — a fitted coefficient has the wrong sign"
+    warning = "Self-evaluation judge: ⚠️ no measurable signal — the fitted map runs backwards"
     assert any(shown(c.value).startswith(warning) for c in at.caption)
 
 

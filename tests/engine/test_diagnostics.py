@@ -78,6 +78,6 @@ def test_models_judges_cli(tmp_path: Path) -> None:
     rows = json.loads(result.output)
     assert {r["mark"] for r in rows} <= set(dx.MARK_TEXT)
     backwards = next(r for r in rows if r["judge"].startswith("confidence.likelihood"))
-    assert backwards["label"] == "⚠️ no measurable signal" and "wrong sign" in backwards["text"]
+    assert backwards["label"] == "⚠️ no measurable signal" and "runs backwards" in backwards["text"]
     text = CliRunner().invoke(app, ["models", "judges"]).output
     assert "no measurable signal" in text and "skip.likelihood" in text
