@@ -25,6 +25,22 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     yield
 
 
+# What makes a test costly, one marker each (registered in pyproject.toml); `slow` is their union (plus a few long
+# CPU-only tests marked `slow` by hand), `e2e` the old name of `browser`. Both are added here, so `-m "not slow"`
+# (make test-fast) and `-m "not e2e"` keep meaning what they meant.
+COSTS = frozenset({"model", "server", "browser", "postgres"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()}
+        if "browser" in names and "e2e" not in names:
+            item.add_marker("e2e")
+        if names & COSTS and "slow" not in names:
+            item.add_marker("slow")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cli_built_once() -> Iterator[None]:
     """typer's CliRunner rebuilds the click command tree of the app (40 commands, their signatures and type
@@ -65,8 +81,8 @@ def postgres_server() -> Iterator[object]:
     server.stop()
 
 
-# The PostgreSQL variant runs on a real server: `slow` (make test-fast keeps the SQLite one).
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+# The PostgreSQL variant runs on a real server: `postgres`, hence `slow` (make test-fast keeps the SQLite one).
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each kind: a SQLite file, and a new database on the real PostgreSQL server."""
     if request.param == "sqlite":

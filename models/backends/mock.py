@@ -16,13 +16,16 @@ A script is YAML (see README "The mock backend"):
     rules:
       - contains: KeyError          # a substring of the request's text (all messages, or the scoring prompt)
         matches: "(?i)traceback"    # a regular expression searched in the same text
-        schema: JurorVerdict        # the structured output asked for (its class name)
+        schema: JurorEvaluation     # the structured output asked for (its class name)
         purpose: "jury.*"           # the call's purpose (a glob)
-        reply: {verdict: unsafe_fail, score: 2, reasoning: the key is printed}   # a mapping is sent as JSON
+        reply: {juror_id: j1, verdict: unsafe_fail, score: 20}   # a mapping is sent as JSON
       - contains: "tell me a joke"
         error: timeout              # a scripted failure: timeout, rate_limited, server, unavailable, bad_request
       - scores: {"Yes": -0.2, "No": -1.9}   # a scoring request's option log-probabilities (others: by hash)
     delay_s: 0.05                   # latency of every call (the catalog option `delay_s` overrides it)
+
+A rule answers only the kind of request it has an answer for: `reply` a generation, `scores` a scoring request
+(`error` both).
 
 Replies stream in pieces of a few words (`supports_streaming`), like a served model.
 """
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from models import files, safe_yaml
 from models.base import ChatModel, Requires
@@ -90,6 +93,12 @@ class MockRule(BaseModel):
                 raise ValueError(f"not a regular expression: {exc}") from None
         return value
 
+    @model_validator(mode="after")
+    def _answers(self) -> MockRule:
+        if self.reply is None and self.scores is None and self.error is None:
+            raise ValueError("a rule needs what it answers: reply, scores or error")
+        return self
+
     def holds(self, request: Request, purpose: str) -> bool:
         text = request_text(request)
         return (
@@ -107,8 +116,19 @@ class MockScript(BaseModel):
     delay_s: float = Field(default=0.0, ge=0, le=600)
 
     def rule_for(self, request: Request) -> MockRule | None:
+        """The first rule that holds and answers this kind of request (`scores` a scoring one, `reply` the others;
+        `error` both)."""
         purpose = current_context().purpose
-        return next((rule for rule in self.rules if rule.holds(request, purpose)), None)
+        scoring = request.options is not None
+        return next(
+            (
+                rule
+                for rule in self.rules
+                if (rule.error is not None or (rule.scores if scoring else rule.reply) is not None)
+                and rule.holds(request, purpose)
+            ),
+            None,
+        )
 
 
 def load_script(path: str | Path) -> MockScript:

@@ -31,7 +31,7 @@ def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow  # real judgelab processes
+@pytest.mark.server  # real judgelab processes
 def test_runs_list_and_show(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"id": "c1"}}, name="demo") as run:
@@ -68,7 +68,8 @@ def test_runs_list_and_show(db_url: str) -> None:
     assert run.run_id in text.stdout and "finished" in text.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.server  # the bundled model in real judgelab processes
 def test_a_jury_run_recorded_live_replays_identically(db_url: str) -> None:
     args = [
         "jury",

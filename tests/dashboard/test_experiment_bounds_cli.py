@@ -142,7 +142,8 @@ def test_a_ray_address_that_cannot_serve_is_a_clear_error_at_once(tmp_path: Path
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.slow  # a local Ray instance starts (~10-20 s) each time
+@pytest.mark.server  # a local Ray instance starts (~10-20 s) each time
+@pytest.mark.xdist_group("ray")  # one local Ray at a time (make test: --dist loadgroup)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_and_sigint_under_ray_exit_143_130_and_cancel(tmp_path: Path, signum: int) -> None:
     pytest.importorskip("ray")

@@ -28,7 +28,7 @@ def two_cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) -> None:
     code, out = invoke(
         "jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote", "--json"

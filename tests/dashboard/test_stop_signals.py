@@ -100,7 +100,7 @@ def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any], label: st
     assert seqs == list(range(len(seqs))), f"event numbers with a gap: {seqs}"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server: slow
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])  # a real server
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         value = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -110,7 +110,8 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return value
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.server
 def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url: str, tmp_path: Path) -> None:
     store = Store(url, reap=False)
     proc = start(url, JURY_RUN, tmp_path / "kill.log")
@@ -140,7 +141,8 @@ def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url:
     store.dispose()
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.server
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_and_sigint_close_the_run_as_cancelled_with_its_events(signum: int, url: str, tmp_path: Path) -> None:
     name = signal.Signals(signum).name
@@ -170,7 +172,8 @@ def test_sigterm_and_sigint_close_the_run_as_cancelled_with_its_events(signum: i
     store.dispose()
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.server
 def test_sigterm_during_an_eval_cancels_the_eval_and_its_case(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'eval.db'}"
     Store(url).dispose()

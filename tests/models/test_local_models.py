@@ -22,7 +22,7 @@ from models.errors import ReplayMiss, StructuredOutputError
 from models.probe import PROBE_MESSAGES, ProbeJudgment
 from models.registry import ModelHub, build_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.server]  # the bundled model, and llama_cpp.server
 
 
 def run(coro: Any) -> Any:

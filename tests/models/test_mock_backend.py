@@ -145,7 +145,8 @@ def test_a_delay_is_waited_for_every_call(tmp_path: Path) -> None:
     ("script", "where", "field"),
     [
         ("rules:\n  - contains: x\n    reply: y\n    colour: red\n", ":4:", "rules[0].colour"),
-        ("rules:\n  - contains: x\n  - error: explode\n", ":3:", "rules[1].error"),
+        ("rules:\n  - {contains: x, reply: y}\n  - error: explode\n", ":3:", "rules[1].error"),
+        ("rules:\n  - {contains: x, reply: y}\n  - contains: z\n", ":3:", "rules[1]"),
         ("delay_s: -1\n", ":1:", "delay_s"),
         ("rules:\n  - matches: '(unclosed'\n", ":2:", "rules[0].matches"),
     ],
