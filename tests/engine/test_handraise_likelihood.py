@@ -233,6 +233,7 @@ def test_an_ensemble_averages_each_items_pmi_over_its_models(monkeypatch) -> Non
             assert both[p.id][f] == pytest.approx((fa[p.id][f] + fb[p.id][f]) / 2, abs=1e-9)
 
 
+@pytest.mark.model  # the packaged embedder (its novelty feature)
 def test_the_ensemble_is_used_with_its_own_map_and_falls_back_to_the_judge_alone_flagged(monkeypatch) -> None:
     from engine.handraise.judge import ensemble_id
     from models.errors import CannotScore, ModelUnavailable
