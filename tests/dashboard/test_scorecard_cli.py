@@ -30,6 +30,7 @@ def scripted_hub(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(models.registry, "scoring_support", lambda spec: "none")
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
     code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
     assert code == 0, out
@@ -88,6 +89,7 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(scripted_
     assert any(result["run_id"] in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
