@@ -29,11 +29,16 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 # CPU-only tests marked `slow` by hand), `e2e` the old name of `browser`. Both are added here, so `-m "not slow"`
 # (make test-fast) and `-m "not e2e"` keep meaning what they meant.
 COSTS = frozenset({"model", "server", "browser", "postgres"})
+# Module-scoped fixtures that start a server (llama_cpp.server, a dashboard): the tests that share one run on one
+# worker (an xdist group, honoured by make test's `--dist loadgroup`), so it starts once, not once per worker.
+SHARED_SERVERS = frozenset({"llama_server", "world", "demo_world", "served"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the markers
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m selection and xdist's groups read the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         names = {mark.name for mark in item.iter_markers()}
         if "browser" in names and "e2e" not in names:
             item.add_marker("e2e")
