@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.config import DATA_DIR
 from tests.dashboard.rendered import settle_runs
+from tests.fakes.mock_catalog import mock_hub
 
 runner = CliRunner()
 
@@ -178,9 +179,10 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     assert sum(s in ("PASS", "WARN") for s in statuses) >= 1, statuses
 
 
-@pytest.mark.model
 def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dashboard import state
+
+    mock_hub(monkeypatch, tmp_path)  # the mock backend scores the rubric: retuning, not the model, is the point
 
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "beach.jsonl").write_text(

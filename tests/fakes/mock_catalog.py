@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from models.catalog import DEFAULT_CATALOG
+from models.catalog import DEFAULT_CATALOG, load_catalog
+from models.registry import ModelHub
 
 
 def mock_catalog(folder: Path, *, delay_s: float = 0.0, script: Path | None = None) -> Path:
@@ -25,3 +27,12 @@ def mock_catalog(folder: Path, *, delay_s: float = 0.0, script: Path | None = No
     path = folder / "mock-catalog.yaml"
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path
+
+
+def mock_hub(monkeypatch: pytest.MonkeyPatch, folder: Path, *, delay_s: float = 0.0) -> ModelHub:
+    """The pages' model hub (`state.get_hub`) over the mocked catalog, recording into the page's store."""
+    from dashboard import state
+
+    hub = ModelHub(load_catalog(mock_catalog(folder, delay_s=delay_s)), call_log=state.get_store())
+    monkeypatch.setattr(state, "get_hub", lambda: hub)
+    return hub
