@@ -109,3 +109,17 @@ def bundled_path() -> str:
     from models.backends.llamacpp import bundled_model_path
 
     return bundled_model_path()
+
+
+@pytest.fixture
+def mock_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every catalog model served by the built-in mock backend (tests/fakes/mock_catalog.py), in this process and in
+    the judgelab processes it starts: for the tests where the model is not the point."""
+    from models.catalog import cached_catalog
+    from tests.fakes.mock_catalog import mock_catalog
+
+    path = mock_catalog(tmp_path)
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(path))
+    cached_catalog.cache_clear()
+    yield path
+    cached_catalog.cache_clear()  # before monkeypatch restores the variable: the next test reads the shipped one
