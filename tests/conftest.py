@@ -10,6 +10,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under pytest-xdist each worker's llama.cpp (in process, in judgelab subprocesses, behind llama_cpp.server) gets its
+# share of the cores: llama.cpp's threads wait for each other at every step, so two workers each running a model on
+# every core starved each other (a llama_cpp.server test ran past its 600 s timeout on 2 cores).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("JUDGELAB_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
