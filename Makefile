@@ -15,17 +15,20 @@ export TRANSFORMERS_OFFLINE := 1
 run: $(STAMP)
 	$(BIN)/judgelab dashboard
 
+# Every test on two workers (pytest-xdist). `--dist loadgroup` hands out one test at a time, and keeps the tests of
+# one `xdist_group` (the local Ray instances) on one worker. Each worker loads a bundled model once, when a `model`
+# test first needs it; tests/conftest.py adds `slow` to every `model`/`server`/`browser`/`postgres` test. Compiled
+# bytecode is kept even where the environment sets PYTHONDONTWRITEBYTECODE: without it every worker compiles the
+# project and rewrites the tests on every run (~3 s of CPU each).
 test: $(STAMP)
-	$(BIN)/python -m pytest --durations=25
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=25
 
-# The inner loop: everything but `slow` (real models, servers, processes) and `e2e`, on four workers (the tests
-# wait on loopback servers and timers a third of the time: four overlap that on two cores) that steal work from each
-# other (`--dist load` hands out fixed chunks: the worker left holding the page tests ran 5-8 s past the others), with a
-# quick fuzz (100 outputs per parser; `make test` runs 400, CI 10 000). Compiled bytecode is kept even where the
-# environment sets PYTHONDONTWRITEBYTECODE: without it every worker compiles the project and rewrites the tests
-# on every run (~3 s of CPU each).
+# The inner loop: everything but `slow`, on four workers (the tests wait on loopback servers and timers a third of
+# the time: four overlap that on two cores) that steal work from each other (`--dist load` hands out fixed chunks:
+# the worker left holding the page tests ran 5-8 s past the others), with a quick fuzz (100 outputs per parser;
+# `make test` runs 400, CI 10 000).
 test-fast: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not slow and not e2e"
+	env -u PYTHONDONTWRITEBYTECODE JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not slow"
 
 install: $(STAMP)
 

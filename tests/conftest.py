@@ -10,6 +10,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under pytest-xdist each worker's llama.cpp (in process, in judgelab subprocesses, behind llama_cpp.server) gets its
+# share of the cores: llama.cpp's threads wait for each other at every step, so two workers each running a model on
+# every core starved each other (a llama_cpp.server test ran past its 600 s timeout on 2 cores).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("JUDGELAB_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -23,6 +29,27 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("JUDGELAB_SECRETS", str(tmp_path / "no-secrets.toml"))
     monkeypatch.setenv("JUDGELAB_DATABASE_URL", f"sqlite:///{tmp_path / 'test.db'}")
     yield
+
+
+# What makes a test costly, one marker each (registered in pyproject.toml); `slow` is their union (plus a few long
+# CPU-only tests marked `slow` by hand), `e2e` the old name of `browser`. Both are added here, so `-m "not slow"`
+# (make test-fast) and `-m "not e2e"` keep meaning what they meant.
+COSTS = frozenset({"model", "server", "browser", "postgres"})
+# Module-scoped fixtures that start a server (llama_cpp.server, a dashboard): the tests that share one run on one
+# worker (an xdist group, honoured by make test's `--dist loadgroup`), so it starts once, not once per worker.
+SHARED_SERVERS = frozenset({"llama_server", "world", "demo_world", "served"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m selection and xdist's groups read the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        names = {mark.name for mark in item.iter_markers()}
+        if "browser" in names and "e2e" not in names:
+            item.add_marker("e2e")
+        if names & COSTS and "slow" not in names:
+            item.add_marker("slow")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -65,8 +92,8 @@ def postgres_server() -> Iterator[object]:
     server.stop()
 
 
-# The PostgreSQL variant runs on a real server: `slow` (make test-fast keeps the SQLite one).
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+# The PostgreSQL variant runs on a real server: `postgres`, hence `slow` (make test-fast keeps the SQLite one).
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each kind: a SQLite file, and a new database on the real PostgreSQL server."""
     if request.param == "sqlite":
@@ -88,3 +115,17 @@ def bundled_path() -> str:
     from models.backends.llamacpp import bundled_model_path
 
     return bundled_model_path()
+
+
+@pytest.fixture
+def mock_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every catalog model served by the built-in mock backend (tests/fakes/mock_catalog.py), in this process and in
+    the judgelab processes it starts: for the tests where the model is not the point."""
+    from models.catalog import cached_catalog
+    from tests.fakes.mock_catalog import mock_catalog
+
+    path = mock_catalog(tmp_path)
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(path))
+    cached_catalog.cache_clear()
+    yield path
+    cached_catalog.cache_clear()  # before monkeypatch restores the variable: the next test reads the shipped one

@@ -540,7 +540,7 @@ def recorded_db(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # a real judgelab process per case
+@pytest.mark.server  # a real judgelab process per case
 @pytest.mark.parametrize("attempt", TRIES, ids=[t.name for t in TRIES])
 def test_bad_input_is_one_clear_error(attempt: Try, files: dict[str, str], recorded_db: Path) -> None:
     before = db_rows(recorded_db)
@@ -594,7 +594,7 @@ def damaged_db(tmp_path: Path) -> tuple[Path, str]:
     return path, run.run_id
 
 
-@pytest.mark.slow  # a real judgelab process per case
+@pytest.mark.server  # a real judgelab process per case
 @pytest.mark.parametrize("attempt", DAMAGED, ids=[t.name for t in DAMAGED])
 def test_a_damaged_database_is_refused_and_left_as_it_was(attempt: Try, damaged_db: tuple[Path, str]) -> None:
     path, run_id = damaged_db

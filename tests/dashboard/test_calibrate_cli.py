@@ -26,7 +26,7 @@ def _shipped() -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(CALIBRATION_DIR.glob("*.json"))}
 
 
-@pytest.mark.slow  # the bundled Gemma, SmolLM2 and the embedder, on the first items of every split
+@pytest.mark.model  # the bundled Gemma, SmolLM2 and the embedder, on the first items of every split
 def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> None:
     from engine.store import Store
 

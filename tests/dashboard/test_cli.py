@@ -35,7 +35,7 @@ def test_models_list_text() -> None:
     assert code == 0 and "gemma3-270m" in out and "no API key" in out
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_models_check_bundled_prints_a_valid_judgment_and_records_it() -> None:
     code, out = invoke("models", "check", "gemma3-270m", "--json")
     assert code == 0, out
@@ -118,7 +118,7 @@ def test_bench_only_takes_a_glob(monkeypatch: pytest.MonkeyPatch) -> None:
     assert code == 1 and "unknown benchmark experiment.x*" in out and not ran[2:]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_bench_reports_median_min_max(tmp_path: Path) -> None:
     out_file = tmp_path / "bench.json"
     code, out = invoke("bench", "--only", "llm.judgment", "--repeat", "2", "--json", "--output", str(out_file))
@@ -132,7 +132,7 @@ def test_bench_reports_median_min_max(tmp_path: Path) -> None:
     assert result["metrics"]["tokens_per_s_median"] > 0
 
 
-@pytest.mark.slow  # a real judgelab process
+@pytest.mark.server  # a real judgelab process
 def test_cli_start_does_not_import_heavy_modules() -> None:
     script = (
         "import sys\n"

@@ -1,5 +1,6 @@
 """The CLI on both databases — a SQLite file and a real PostgreSQL server (plain postgresql:// URL):
-runs list/show, and a jury run recorded live on the bundled Gemma then replayed from the database."""
+runs list/show, and a jury run recorded live then replayed from the database (on the mock backend: the model is not
+the point here)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,14 @@ from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
 from tests.engine.test_store import stored_run
+from tests.fakes.mock_catalog import mock_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _mocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(mock_catalog(tmp_path)))  # read by the judgelab processes
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +38,7 @@ def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.slow  # real judgelab processes
+@pytest.mark.server  # real judgelab processes
 def test_runs_list_and_show(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"id": "c1"}}, name="demo") as run:
@@ -68,7 +75,7 @@ def test_runs_list_and_show(db_url: str) -> None:
     assert run.run_id in text.stdout and "finished" in text.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.server  # real judgelab processes
 def test_a_jury_run_recorded_live_replays_identically(db_url: str) -> None:
     args = [
         "jury",

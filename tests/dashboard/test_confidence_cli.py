@@ -100,7 +100,7 @@ def test_evaluate_with_unavailable_model() -> None:
     assert code == 2 and "OPENAI_API_KEY" in out
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_evaluate_with_the_bundled_model_records_a_run() -> None:
     code, out = invoke(
         "confidence",

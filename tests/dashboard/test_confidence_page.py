@@ -94,7 +94,7 @@ def test_plan_aggregates_every_method() -> None:
     assert float(metrics["min"]) <= float(metrics["mean"])
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     from dashboard import state
 

@@ -58,7 +58,7 @@ def _order(at: AppTest) -> list[str]:
     return out
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_an_approved_answer_streams_at_once_apart_from_the_cards(slow_answers: AnsweringHub) -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding")

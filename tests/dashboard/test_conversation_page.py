@@ -44,7 +44,7 @@ def settle(at: AppTest, timeout: float = 300.0) -> AppTest:
     return at.run()
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_cards_approve_skip_answer_and_what_if() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     assert not at.exception
@@ -75,7 +75,7 @@ def test_cards_approve_skip_answer_and_what_if() -> None:
     assert metrics["Hands raised"] == "0" and int(metrics["Hands that change"]) >= 1
 
 
-@pytest.mark.slow  # the bundled Gemma (the likelihood judge) and the packaged embedder (its novelty)
+@pytest.mark.model  # the bundled Gemma (the likelihood judge) and the packaged embedder (its novelty)
 def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None:
     """Issue 11, item 4: a new user who touches nothing — judge method likelihood on the bundled model, the
     seed's threshold 0.6 and weights, focus mode, the default cast — asks a code question: the Coder's hand
@@ -120,7 +120,7 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
         assert lines[name].endswith(f"hand down (will {raw[pid]:.2f} < threshold 0.6)"), lines
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.mode").set_value("mention_only").run()
@@ -139,7 +139,7 @@ def test_f1_by_language_cell_survives_odd_stored_summaries() -> None:
     assert _by_language({"en": {"f1": "0.7"}, "ja": "broken"}) == "en – · ja –"
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_a_message_the_embedder_cannot_read_says_so_once() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding")
@@ -154,7 +154,7 @@ def test_a_message_the_embedder_cannot_read_says_so_once() -> None:
     assert len([c.value for c in at.caption if "could not read" in c.value]) == 1  # not for the English turn
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
     at.selectbox(key="conv.method").set_value("embedding").run()

@@ -163,7 +163,7 @@ def test_handraise_eval_reports_cost_per_decision_from_the_recorded_calls(priced
     assert code == 0 and f"cost: ${per_call:.6f} total" in out
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_a_local_judge_costs_nothing_and_says_so() -> None:
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "embedding", "--limit", "2", "--json")
     assert code == 0, out

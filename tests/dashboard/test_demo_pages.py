@@ -126,7 +126,7 @@ def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: 
     assert at.selectbox(key="director.duo_model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     messages = load_manifest(DEMO).pages["conversation"].inputs
     at = open_page("conversation", "conversation")
@@ -223,7 +223,7 @@ def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     assert "topic" in missed(at)
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("confidence", "confidence")
     at.button(key="confidence.live_run").click().run()
@@ -275,7 +275,7 @@ def test_the_app_starts_in_demo_mode_with_the_switch_on(demo_env: None) -> None:
     assert at.sidebar.toggle(key="demo.on").value is True
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> None:
     """`judgelab demo record --only confidence` with the bundled model: a new live run for that page, the other
     pages' runs kept as they were, and the result loads and replays."""

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.config import DATA_DIR
 from tests.dashboard.rendered import settle_runs, shown
+from tests.fakes.mock_catalog import mock_hub
 
 runner = CliRunner()
 
@@ -49,7 +50,7 @@ def test_a_bad_rubric_judge_names_its_option() -> None:
     assert code == 1 and "--rubric-judge" in out
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_check_by_likelihood_scores_each_criterion_from_the_digits() -> None:
     code, out = invoke(
         "director",
@@ -73,7 +74,7 @@ def test_check_by_likelihood_scores_each_criterion_from_the_digits() -> None:
     assert json.loads(shown_run)["config"]["director"]["rubric_judge"] == "likelihood"
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_check_with_the_bundled_model_records_the_rubric_call() -> None:
     code, out = invoke("director", "check", "--character", "yana", "--json", "えー、ほんと？楽しそうだわ！")
     assert code == 0, out
@@ -162,7 +163,7 @@ def test_batch_retunes_instantly() -> None:
     assert not any("_" in c for c in table.columns)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_duo_simulator_with_the_bundled_model() -> None:
     from dashboard import state
 
@@ -183,9 +184,10 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     assert sum(s in ("PASS", "WARN") for s in statuses) >= 1, statuses
 
 
-@pytest.mark.slow
 def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dashboard import state
+
+    mock_hub(monkeypatch, tmp_path)  # the mock backend scores the rubric: retuning, not the model, is the point
 
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "beach.jsonl").write_text(

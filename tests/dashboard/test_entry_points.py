@@ -568,7 +568,7 @@ def test_jury_run(fake_world: Path) -> None:
 # -- with the real bundled model --------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_director_check_with_the_bundled_model() -> None:
     """The bundled model gets the very same request from page and CLI (one request, byte for byte) and decides
     the same: scores, status, rules, stored config and events are compared. Its free-text rubric `comment` (and

@@ -274,6 +274,7 @@ MADE = {
 }
 
 
+@pytest.mark.slow  # every run kind, exported and opened on the Runs page: the longest test on the CPU
 def test_every_run_kind_stores_exports_and_opens(
     fake_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

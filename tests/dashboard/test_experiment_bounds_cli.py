@@ -32,6 +32,7 @@ def _limit_memory(mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mb * 2**20, mb * 2**20))
 
 
+@pytest.mark.server  # a judgelab process
 def test_a_billion_cell_grid_is_refused_quickly_within_a_memory_limit(tmp_path: Path) -> None:
     path = tmp_path / "huge.yaml"
     path.write_text(huge_grid_yaml(), encoding="utf-8")
@@ -102,6 +103,7 @@ def _assert_cancelled(store: Store, log: Path) -> None:
     assert "Traceback" not in stderr and "cancelled:" in stderr
 
 
+@pytest.mark.server  # a judgelab process
 def test_sigterm_during_a_large_decision_experiment_is_honoured_within_seconds(tmp_path: Path) -> None:
     code, took, store, log = _signal_mid_run(tmp_path, signal.SIGTERM, "local", 60)
     assert code == 143, log.read_text()[-2000:]
@@ -124,6 +126,7 @@ def _closed_port() -> int:
     ],
     ids=["nothing-listening", "ray-client"],
 )
+@pytest.mark.server  # a judgelab process
 def test_a_ray_address_that_cannot_serve_is_a_clear_error_at_once(tmp_path: Path, address: str, said: str) -> None:
     pytest.importorskip("ray")
     path = tmp_path / "small.yaml"
@@ -142,7 +145,8 @@ def test_a_ray_address_that_cannot_serve_is_a_clear_error_at_once(tmp_path: Path
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.slow  # a local Ray instance starts (~10-20 s) each time
+@pytest.mark.server  # a local Ray instance starts (~10-20 s) each time
+@pytest.mark.xdist_group("ray")  # one local Ray at a time (make test: --dist loadgroup)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_and_sigint_under_ray_exit_143_130_and_cancel(tmp_path: Path, signum: int) -> None:
     pytest.importorskip("ray")

@@ -19,7 +19,7 @@ from engine.experiments import load_definition, run_experiment
 from engine.store import Store
 from tests.engine.test_experiments import JURY_CASES, scripted_models
 
-pytestmark = pytest.mark.slow  # real judgelab processes
+pytestmark = pytest.mark.server  # real judgelab processes
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"

@@ -65,7 +65,7 @@ def _websocket(port: int, host: str) -> int:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.server
 def test_dashboard_refuses_foreign_hosts(dashboard_port: int) -> None:
     port = dashboard_port
     for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", f"localhost.:{port}x"):

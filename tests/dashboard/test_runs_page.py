@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 from sqlmodel import col
 from streamlit.testing.v1 import AppTest
@@ -271,6 +272,7 @@ def test_export_buttons_on_the_runs_page_and_the_mechanism_pages() -> None:
         assert {f"{page}.export.{fmt}.{run_id}" for fmt in ("csv", "json", "html")} <= set(_downloads(mechanism))
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_an_experiment_is_one_row_its_cells_open_under_it_and_every_run_has_a_name(tmp_path: Any) -> None:
     """A 264-cell experiment used to fill 278 rows and push the jury and chat runs to page 6: it is one row
     (its cells and best figure), the others stay on page 1 with names, and picking it lists its cells."""

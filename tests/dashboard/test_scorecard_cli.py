@@ -31,6 +31,7 @@ def scripted_hub(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(models.registry, "scoring_support", lambda spec: "none")
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
     code, out = invoke("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--json")
     assert code == 0, out
@@ -131,6 +132,7 @@ def test_the_scorecard_is_written_for_shipping_and_the_page_shows_it_before_any_
     assert engine.experiments.scorecard.shipped_scorecard() is None  # a broken file: as if none shipped
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
@@ -161,8 +163,8 @@ def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pyte
     assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
     at.run()
     table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
-    # per local model that runs here (the bundled Gemma and the packaged SmolLM2): hand raise, jury, director;
-    # then the skip judge and confidence once
-    assert sorted(table["model"]) == sorted(["gemma3-270m"] * 4 + ["smollm2-135m"] * 3 + ["—"])
-    assert len(table) == 8 and all(link.startswith("/runs?run=") for link in table["run"])
+    # per local model that runs here (the bundled Gemma, the packaged SmolLM2 and the built-in mock): hand raise,
+    # jury, director; then the skip judge and confidence once
+    assert sorted(table["model"]) == sorted(["gemma3-270m"] * 4 + ["smollm2-135m"] * 3 + ["mock"] * 3 + ["—"])
+    assert len(table) == 11 and all(link.startswith("/runs?run=") for link in table["run"])
     assert store.get_run(run_id).config["limit"] == 2  # type: ignore[union-attr]

@@ -110,7 +110,7 @@ def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> Non
     assert code == 2 and "OPENAI_API_KEY" in out
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.likelihood import SKIP_CUES
     from models.base import ChatModel

@@ -1,4 +1,5 @@
-"""No run is stuck or phantom: real `judgelab jury run` / `jury eval` processes on the bundled Gemma, stopped
+"""No run is stuck or phantom: real `judgelab jury run` / `jury eval` processes (on the mock backend, each call
+0.5 s: the model is not the point here), stopped
 mid-run with SIGKILL, SIGTERM or SIGINT, on SQLite and on a real PostgreSQL server.
 
 - SIGTERM / SIGINT: the process closes its run(s) as `cancelled`, with every event so far and the reason,
@@ -24,10 +25,16 @@ import pytest
 
 from engine.store import Store
 from tests.engine.test_store import stored_run
+from tests.fakes.mock_catalog import mock_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "data/scenarios/jury/agent-safety.yaml"
 JURY_RUN = ["jury", "run", "--case", CASE, "--rounds", "1", "--method", "majority_vote"]
+
+
+@pytest.fixture(autouse=True)
+def _mocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(mock_catalog(tmp_path, delay_s=0.5)))  # read by the processes
 
 
 def _env(url: str) -> dict[str, str]:
@@ -100,7 +107,7 @@ def assert_nothing_lost(before: dict[str, Any], after: dict[str, Any], label: st
     assert seqs == list(range(len(seqs))), f"event numbers with a gap: {seqs}"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server: slow
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])  # a real server
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         value = f"sqlite:///{tmp_path / 'runs.db'}"
@@ -110,7 +117,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return value
 
 
-@pytest.mark.slow
+@pytest.mark.server
 def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url: str, tmp_path: Path) -> None:
     store = Store(url, reap=False)
     proc = start(url, JURY_RUN, tmp_path / "kill.log")
@@ -140,7 +147,7 @@ def test_sigkill_leaves_a_running_run_that_the_next_start_marks_interrupted(url:
     store.dispose()
 
 
-@pytest.mark.slow
+@pytest.mark.server
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_sigterm_and_sigint_close_the_run_as_cancelled_with_its_events(signum: int, url: str, tmp_path: Path) -> None:
     name = signal.Signals(signum).name
@@ -170,7 +177,7 @@ def test_sigterm_and_sigint_close_the_run_as_cancelled_with_its_events(signum: i
     store.dispose()
 
 
-@pytest.mark.slow
+@pytest.mark.server
 def test_sigterm_during_an_eval_cancels_the_eval_and_its_case(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'eval.db'}"
     Store(url).dispose()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
@@ -126,6 +127,7 @@ def test_no_command_prints_around_the_helper() -> None:
     assert found == ["dashboard/commands/__init__.py:" + found[0].split(":")[1] + ": typer.secho"], found
 
 
+@pytest.mark.server  # a judgelab process
 def test_a_megabyte_of_escape_sequences_as_a_process(tmp_path: Path) -> None:
     """A call whose reply is 1 MB of escape sequences, shown by a real `judgelab runs show --json` under a
     60 s timeout and a 3 GiB address-space limit: every one made visible, the JSON still valid."""

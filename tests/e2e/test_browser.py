@@ -16,7 +16,7 @@ import pytest
 from dashboard.bench import BROWSER_ARGS
 from tests.fakes.dashboard import running_dashboard
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -29,7 +29,7 @@ import pytest
 from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
 from tests.fakes.servers import SchemaServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Start with the config loader: print the keys it read before the lookup."

@@ -26,7 +26,7 @@ from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
 from tests.fakes.hostile import hostile, store_hostile_runs
 from tests.fakes.servers import SchemaServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 KEY = "sk-e2e-custom-Hh7Jj6Kk5Ll4Zz3X"  # MY_CUSTOM_KEY of the dashboard process
 
 CHECK_DOM = """(leak) => {

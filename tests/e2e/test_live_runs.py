@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
 from tests.fakes.servers import Reply, SchemaServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.server]
 
 DELAY_S = 1.2
 

@@ -16,7 +16,7 @@ from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, _require_browser
 from tests.e2e.test_hostile_text import CHECK_DOM, Listener
 from tests.fakes.hostile import store_hostile_runs
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 
 def test_reports_open_offline_and_inject_nothing(tmp_path: Path) -> None:

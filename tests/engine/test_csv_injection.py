@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from engine.events import run_context
 from engine.experiments.report import to_csv
 from engine.exports import csv_cell, is_formula, load_run, table_csv
@@ -91,6 +93,7 @@ def test_a_header_made_of_hostile_text_is_neutralised_too() -> None:
     assert header == ["'=cmd", "'\u200b@x"]
 
 
+@pytest.mark.server  # a process with a memory limit
 def test_a_large_hostile_table_is_bounded(tmp_path: Path) -> None:
     """50 000 hostile cells through the experiment writer, in a process limited to 1 GiB of address space
     and 60 s: the rule is linear (it stops at the first visible character)."""

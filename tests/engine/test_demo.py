@@ -190,7 +190,7 @@ def test_assert_close_allows_cpu_noise_only() -> None:
             assert_close(got, want)
 
 
-EMBEDDER = pytest.mark.slow  # the packaged embedder
+EMBEDDER = pytest.mark.model  # the packaged embedder
 
 
 @pytest.mark.parametrize(

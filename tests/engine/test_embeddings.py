@@ -8,7 +8,7 @@ import pytest
 from engine.embeddings import get_embedder
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_cached_vectors_equal_fresh_ones_and_only_new_texts_are_encoded(monkeypatch) -> None:
     embedder = get_embedder()
     texts = ["Python debugging", "My script raises a KeyError.", "Python debugging", "colour theory"]
@@ -38,7 +38,7 @@ def test_cached_vectors_equal_fresh_ones_and_only_new_texts_are_encoded(monkeypa
     assert list(embedder._cache) == ["x two", "x three"]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_unknown_share_measures_what_the_english_embedder_cannot_read() -> None:
     embedder = get_embedder()
     assert embedder.unknown_share("My Python script crashes with a KeyError.") == 0.0

@@ -117,7 +117,7 @@ def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: P
     assert report.detail.timeline and store.get_run(report.run_id).summary["result"] == report.comparison
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_confidence_entry_points_report_progress(store: Any) -> None:
     from engine.confidence import (
         CalibrationConfig,

@@ -325,7 +325,8 @@ def ray_instance() -> Any:
         ray.shutdown()
 
 
-@pytest.mark.slow
+@pytest.mark.server  # a local Ray instance
+@pytest.mark.xdist_group("ray")  # one local Ray at a time (make test: --dist loadgroup)
 def test_local_and_ray_give_the_same_table_on_replayed_calls(tmp_path: Path, store: Store, ray_instance: Any) -> None:
     definition = load(
         jury_yaml(
@@ -458,7 +459,7 @@ def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: 
     assert checked >= 30
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path, store: Store) -> None:
     path = tmp_path / "models.yaml"
     path.write_text(

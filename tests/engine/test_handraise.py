@@ -325,7 +325,7 @@ def test_hybrid_self_judges_only_the_judges_survivors() -> None:
     assert "hybrid:filtered_by_judge" in comps["designer"].flags
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_embedding_judge_ranks_the_relevant_profile_first() -> None:
     comps, facts, _ = _judge(lambda r: AssertionError("no model call"), "embedding")
     assert facts.calls == 0

@@ -108,7 +108,7 @@ def test_cross_validation_holds_out_whole_casts() -> None:
     assert cross_validate(flipped, ["x"], ["x"])["cv_f1"] < 1.0  # a fold it cannot learn from the others
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
     from engine.handraise.judge import embedding_features
 
@@ -127,7 +127,7 @@ def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
     assert all(f["unread"] == 0.0 for f in feats)
 
 
-@pytest.mark.slow  # the packaged embedder
+@pytest.mark.model  # the packaged embedder
 def test_the_embedding_judge_flags_a_message_its_embedder_cannot_read() -> None:
     judge = WillJudge(DEFAULT_CAST, {}, HandRaiseConfig(judge_method="embedding"))  # no model is called
     english, _ = asyncio.run(judge.judge([Turn("user", "My Python test fails with a KeyError.")]))
@@ -137,7 +137,7 @@ def test_the_embedding_judge_flags_a_message_its_embedder_cannot_read() -> None:
     assert len(shares) == 1 and float(next(iter(shares)).split(":")[1]) >= 0.2
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -> None:
     from models.catalog import load_catalog
     from models.registry import ModelHub
@@ -161,7 +161,7 @@ def test_likelihood_judge_live_on_gemma_raises_the_coders_hand_for_code(store) -
     assert facts.calls == 3
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_last_message_features_score_the_message_to_answer_alone(store) -> None:
     # An unanswered design question, then a code question: the last-message features are the window features
     # of the code question on its own (the same prompts, so the same scores), and they put the coder first;
@@ -233,6 +233,7 @@ def test_an_ensemble_averages_each_items_pmi_over_its_models(monkeypatch) -> Non
             assert both[p.id][f] == pytest.approx((fa[p.id][f] + fb[p.id][f]) / 2, abs=1e-9)
 
 
+@pytest.mark.model  # the packaged embedder (its novelty feature)
 def test_the_ensemble_is_used_with_its_own_map_and_falls_back_to_the_judge_alone_flagged(monkeypatch) -> None:
     from engine.handraise.judge import ensemble_id
     from models.errors import CannotScore, ModelUnavailable

@@ -14,7 +14,7 @@ from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, dec
 from models.recording import call_context
 from models.registry import ModelHub
 
-pytestmark = pytest.mark.slow  # the bundled model, live
+pytestmark = pytest.mark.model  # the bundled model, live
 
 TURNS = [Turn("user", "My Python script crashes with a KeyError when it reads the config. How do I fix it?")]
 

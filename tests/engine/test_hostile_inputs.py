@@ -97,6 +97,7 @@ def refusal(text: str) -> dict[str, object]:
         ),
     ],
 )
+@pytest.mark.server  # a process with a memory limit
 def test_a_hostile_definition_is_refused_in_bounded_time_and_memory(name: str, text: str, expected: str) -> None:
     out = refusal(text)
     assert out["error"] is not None and expected in str(out["error"]), (name, out["error"])
@@ -131,6 +132,7 @@ def db(tmp_path: Path) -> dict[str, str]:
     return {"JUDGELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
 
 
+@pytest.mark.server  # a judgelab process
 def test_the_cli_refuses_an_alias_bomb_at_once(tmp_path: Path, db: dict[str, str]) -> None:
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(EXPERIMENT + ALIAS_BOMB)
@@ -142,6 +144,7 @@ def test_the_cli_refuses_an_alias_bomb_at_once(tmp_path: Path, db: dict[str, str
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "50 MB", "directory"])
+@pytest.mark.server  # a judgelab process
 def test_an_experiment_file_that_is_not_a_small_regular_file_is_refused_without_reading_it(
     kind: str, tmp_path: Path, db: dict[str, str]
 ) -> None:
@@ -200,6 +203,7 @@ def test_the_checked_reader_and_its_users(tmp_path: Path, monkeypatch: pytest.Mo
         load_yaml(character, CharacterProfile)
 
 
+@pytest.mark.server  # a process with a memory limit
 def test_a_million_bad_rows_keep_a_bounded_list_of_problems() -> None:
     out = bounded(
         """
@@ -233,6 +237,7 @@ def test_a_long_parse_stops_when_its_run_is_cancelled() -> None:
         parse_script('{"text": "hi"}\n' * 100_000, "jsonl", "s.jsonl")
 
 
+@pytest.mark.server  # a process with a memory limit
 def test_script_memory_per_line_is_compact() -> None:
     out = bounded(
         """
@@ -245,6 +250,7 @@ def test_script_memory_per_line_is_compact() -> None:
     assert float(str(out["extra_mb"])) < 120, out  # ~70 MB measured: the text, the lines and compact rows
 
 
+@pytest.mark.server  # a judgelab process
 def test_sigterm_during_a_long_batch_ends_it_within_seconds(tmp_path: Path, db: dict[str, str]) -> None:
     script = tmp_path / "long.jsonl"
     script.write_text('{"text": "hey"}\n' * 200_000)

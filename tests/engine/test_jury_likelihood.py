@@ -181,6 +181,7 @@ def _rows_with_others(n: int, informative: bool, seed: int = 3) -> tuple[list[di
     return rows, labels
 
 
+@pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
 def test_the_weight_of_the_others_evidence_is_fitted_and_read_with_the_phase1_coefficients(tmp_path: Path) -> None:
     source = tmp_path / "split.jsonl"
     source.write_text("{}\n")

@@ -11,7 +11,7 @@ from engine.events import ListSink
 from engine.jury import Jury, JuryCase, JuryConfig, JuryView, comparable, panel_seats, run_case
 from models.registry import ModelHub
 
-pytestmark = pytest.mark.slow  # the bundled model, live
+pytestmark = pytest.mark.model  # the bundled model, live
 
 CASE = JuryCase(
     id="leak",

@@ -9,7 +9,7 @@ import pytest
 
 from engine.likelihood import jury_prompt, label_scores, quote
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture

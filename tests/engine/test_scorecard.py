@@ -133,7 +133,7 @@ def test_a_role_that_fails_is_a_row_with_its_error(store: Store) -> None:
     assert row["error"] and "no-such-model" in row["error"] and row["runs"] == []
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_scorecard_on_the_bundled_model(store: Store) -> None:
     from engine.experiments import HubModels
 

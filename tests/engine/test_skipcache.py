@@ -442,7 +442,7 @@ def test_cleanup_is_scheduled() -> None:
     assert report.expired_deleted == 1
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_probability_judge_with_the_bundled_model(store) -> None:
     from engine.skipcache import ProbabilityJudge
     from models.catalog import load_catalog

@@ -420,7 +420,7 @@ def test_a_damaged_sqlite_file_is_refused_before_anything_is_written(tmp_path: P
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-@pytest.mark.slow  # six real processes
+@pytest.mark.server  # six real processes
 def test_processes_opening_a_new_database_at_once_all_succeed(db_url: str) -> None:
     # Each process imports first, then all open the database at the same instant.
     script = (

@@ -1,22 +1,25 @@
 """A ChatModel whose transport is a Python function of the request: tests script what a model says
-while parsing, validation, errors and recording stay the production code."""
+while parsing, validation, errors and recording stay the production code. It is the built-in `mock`
+backend (models/backends/mock.py) with a responder, under its own backend name."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
+from models.backends.mock import MockModel
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
 from models.types import RawResult, Request
 
 
-class FnModel(ChatModel):
-    backend = "scripted"
+class FnModel(MockModel):
+    backend = "scripted"  # no `requires` of its own: a test double, not a registered backend
+    supports_streaming = False  # answered whole, as the tests that use it expect
+    can_score = False  # no option scores unless a test's subclass gives them
+    _score = ChatModel._score
 
     def __init__(
         self,
@@ -35,27 +38,13 @@ class FnModel(ChatModel):
             needs_key=False,
             profile=Profile(name=model_id),
         )
-        super().__init__(spec, call_log=call_log)
+        super().__init__(spec, call_log=call_log, responder=fn, delay_s=delay_s)
         self.fn = fn
-        self.delay_s = delay_s
         self.requests: list[Request] = []
 
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
         self.requests.append(request)
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        reply = self.fn(request)
-        if isinstance(reply, Exception):
-            raise reply
-        if isinstance(reply, RawResult):  # a finish reason or token counts scripted too
-            return reply
-        text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
-        return RawResult(
-            text=text,
-            prompt_tokens=sum(len(m.content) for m in request.messages) // 4,
-            completion_tokens=len(text) // 4,
-            finish_reason="stop",  # a scripted reply is whole: the model ended it, as a real one does
-        )
+        return await super()._generate(request, schema)
 
 
 class ScriptedHub:

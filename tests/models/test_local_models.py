@@ -22,7 +22,7 @@ from models.errors import ReplayMiss, StructuredOutputError
 from models.probe import PROBE_MESSAGES, ProbeJudgment
 from models.registry import ModelHub, build_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.server]  # the bundled model, and llama_cpp.server
 
 
 def run(coro: Any) -> Any:
@@ -130,7 +130,7 @@ def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) ->
             "--n_ctx",
             "2048",
             "--n_threads",
-            str(os.cpu_count() or 2),
+            os.environ.get("JUDGELAB_THREADS") or str(os.cpu_count() or 2),  # a worker's share (tests/conftest.py)
             "--model_alias",
             "gemma3-270m",
             "--chat_format",

@@ -25,7 +25,7 @@ def test_a_miss_is_not_a_model_error_and_is_recorded(store) -> None:
     assert (call.backend, call.error_type) == ("replay", "ReplayMiss")
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_fallthrough_calls_the_live_model_once_then_replays_it(store) -> None:
     hub = ModelHub(load_catalog(), call_log=store)
     through = hub.get(BUNDLED_MODEL_ID, replay=True, fallthrough=True)

@@ -21,7 +21,7 @@ def test_normalise_and_calibrate_arithmetic() -> None:
     assert split_trailing_space("Answer: ", "Yes") == ("Answer:", " Yes")
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path: str) -> None:
     from models.backends.llamacpp import load_llama, score_continuations
 
@@ -41,7 +41,7 @@ def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path:
             assert reused.prompt_tokens == fresh.prompt_tokens
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_score_options_is_recorded_and_replays_exactly(store) -> None:
     from models.catalog import load_catalog
     from models.errors import ReplayMiss
