@@ -194,7 +194,9 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
             key=KEY + "scorecard",
             column_config={"run": st.column_config.LinkColumn("run", display_text="open")},
         )
-    usable = [mid for mid, a in availability.items() if a.available]
+    # the built-in mock answers by rule, not by judgment: a dry-run backend, never a model to score
+    catalog = state.get_catalog()
+    usable = [mid for mid, a in availability.items() if a.available and catalog.get(mid).backend != "mock"]
     if st.button(
         "Run a quick scorecard (first 2 cases of each benchmark)",
         key=KEY + "scorecard.run",

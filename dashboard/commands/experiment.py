@@ -200,7 +200,11 @@ def scorecard_cmd(
         chosen = list(dict.fromkeys(m for given in models for m in given.split(",") if m.strip()))
         require_models(catalog, chosen)
     else:
-        chosen = [m for m in catalog.ids if asyncio.run(check_availability(catalog.get(m))).available]
+        chosen = [  # every available model but the built-in mock (a dry-run backend: named, it is scored too)
+            m
+            for m in catalog.ids
+            if catalog.get(m).backend != "mock" and asyncio.run(check_availability(catalog.get(m))).available
+        ]
         if not chosen:
             raise fail("no model is available (see `judgelab models list`)", code=2)
     plan = ScorecardPlan(
