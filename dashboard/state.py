@@ -79,11 +79,13 @@ def get_availability() -> dict[str, Availability]:
 
         get_hub()  # the demo runs are loaded before a page offers them
         return availability(get_catalog(), load_manifest())
-    return _live_availability()
+    return _live_availability(tuple(get_catalog().ids))
 
 
 @st.cache_data(ttl=15, show_spinner=False)
-def _live_availability() -> dict[str, Availability]:
+def _live_availability(model_ids: tuple[str, ...] = ()) -> dict[str, Availability]:
+    """Keyed by the catalog's ids: a catalog that changed (another file, an added model) is checked anew, never
+    answered from the last one's cache."""
     results = get_loop().run(check_all(get_catalog()), timeout=10)
     return {a.model_id: a for a in results}
 

@@ -61,7 +61,9 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     (box,) = [b for b in [*at.success, *at.error] if "decided by majority vote" in shown(b.value)]
     assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
     assert "unsafe" in shown(box.value) and "gold label" in box.value
-    assert at.get("plotly_chart")
+    # one judgment repeated: no per-juror charts (three dots would read as three jurors agreeing), said so
+    assert not at.get("plotly_chart")
+    assert any("No per-juror charts" in c.value for c in at.caption)
 
 
 def test_jury_page_says_which_models_are_unavailable() -> None:

@@ -470,6 +470,7 @@ def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path,
                 f"cases: {HANDRAISE_CASES}",
                 "limit: 2",
                 "models: [gemma3-270m]",
+                "base: {judge_method: judge}",  # the JSON judge, as written: the likelihood pair is tested elsewhere
                 "space:",
                 "  context: ['1', '3']",
                 "  threshold: [0.4, 0.6]",
