@@ -25,6 +25,7 @@ ENV_NAMES = {  # the seed's environment variables
     "tie_policy": "JURY_TIE_POLICY",
     "judge": "JURY_JUDGE",
     "skip_idle_rounds": "JURY_SKIP_IDLE_ROUNDS",
+    "role_maps": "JURY_ROLE_MAPS",
 }
 
 
@@ -52,6 +53,12 @@ class JuryConfig(BaseModel):
         True,
         description="stop after phase 1 when no round can move anyone: every seat's fitted map gives the others' "
         "verdicts weight 0 (False: run the rounds anyway, e.g. to record them)",
+    )
+    role_maps: bool = Field(
+        True,
+        description="a likelihood seat whose role has a fitted role map (data/calibration/jury.role.<role>.<model>"
+        ".json) judges from its own checklist of cues, and the final judge reads the panel map over every seat's "
+        "features (engine/jury/roles.py); False: every seat reads the role-blind channel map",
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)

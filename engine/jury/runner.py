@@ -103,6 +103,8 @@ class Jury:
         # The same key's phase-1 scoring (under way or done): seats on one model with one prompt (the channel
         # judge is role-blind) share one call rather than repeat it.
         self._phase1_calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]] = {}
+        # The same key's role cues (`engine.jury.roles`): one more call a case, shared by every role seat.
+        self._cue_calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]] = {}
 
     def by_likelihood(self, seat: JurorSeat) -> bool:
         """Whether this seat judges by likelihood: as configured, or under `auto` when its model is a base
@@ -132,7 +134,30 @@ class Jury:
         except KeyError:
             return False
         cal = load_calibration(JURY, model_id)
-        return cal is not None and all(v in cal.maps for v in rubric.verdicts)
+        if cal is None or not all(v in cal.maps for v in rubric.verdicts):
+            return False
+        roles = [self.role_map(s, rubric) for s in self.seats]
+        return not any(roles) or len({None if r is None else r[0] for r in roles}) == 1
+
+    def role_map(self, seat: JurorSeat, rubric: Rubric) -> tuple[str, Any] | None:
+        """(role, fitted role map) when this seat judges from its own role (`engine.jury.roles`): role maps on,
+        a likelihood seat on the default labels, whose role name has a checklist and a map fitted for its
+        model. None otherwise (the seat reads the role-blind channel map)."""
+        from engine.judgemaps import load_calibration
+        from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
+        from engine.likelihood import JURY_HEADINGS
+
+        role = role_slug(seat.role_name)
+        if not self.config.role_maps or role not in JURY_ROLES or list(rubric.verdicts) != list(JURY_HEADINGS):
+            return None
+        if not self.by_likelihood(seat):
+            return None
+        try:
+            model_id = self.model(seat.model_id).model_id
+        except KeyError:
+            return None
+        cal = load_calibration(f"{JURY_ROLE}.{role}", model_id)
+        return None if cal is None or not all(v in cal.maps for v in rubric.verdicts) else (role, cal)
 
     def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
         """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
@@ -144,6 +169,8 @@ class Jury:
 
         if not self.by_likelihood(seat):
             return None
+        if self.role_map(seat, rubric) is not None:
+            return 0.0  # a role map reads its phase-1 cues only: hearing the others cannot move it
         try:
             model_id = self.model(seat.model_id).model_id
         except KeyError:
@@ -224,6 +251,9 @@ class Jury:
         from models.errors import ModelError
         from models.recording import call_context
 
+        role = await self._role_score(seat, case, rubric, others, t0, stage)
+        if role is not None:
+            return role
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
         features: dict[str, float] | None = None
         scores: Any = None
@@ -303,6 +333,107 @@ class Jury:
             None,
             facts,
         )
+
+    async def _role_score(
+        self, seat: JurorSeat, case: JuryCase, rubric: Rubric, others: list[tuple[str, str]], t0: float, stage: str
+    ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]] | None:
+        """A seat judging from its own role (`engine.jury.roles`), or the final judge of such a panel: the
+        channel features and the six role cues (two shared calls a case, whoever asks first makes them), read
+        through the seat's role map, or for the final judge through the panel map over every seat's features
+        (no call of its own). None when neither applies (the role-blind judge then decides). A round cannot
+        move a role seat (its map reads phase-1 features only): its card keeps its phase-1 reading."""
+        import math
+
+        from engine.judgemaps import load_calibration
+        from engine.jury.roles import JURY_PANEL, PANEL_FEATURES, cue_features, panel_rationale, role_rationale
+        from engine.likelihood import label_scores
+        from models.errors import ModelError
+        from models.recording import call_context
+
+        judged = self.role_map(seat, rubric)
+        panel = None
+        if judged is None:
+            if stage != "final" or not self.config.role_maps:
+                return None
+            try:
+                model = self.model(seat.model_id)
+            except KeyError:
+                return None
+            key = (case.id, case.content, model.model_id)
+            panel = load_calibration(JURY_PANEL, model.model_id)
+            seated = [self.role_map(s, rubric) for s in self.seats]
+            if panel is None or key not in self._cue_calls or not any(seated) or not self.by_likelihood(seat):
+                return None
+            if not all(v in panel.maps for v in rubric.verdicts):
+                return None
+        facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
+        try:
+            model = self.model(seat.model_id)
+            key = (case.id, case.content, model.model_id)
+            with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
+                channel, scores, shared = await self._phase1_scoring(key, model, case)
+                cues, cue_scores, cue_shared = await self._shared(self._cue_calls, key, cue_features(model, case))
+        except ModelError as exc:
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"{type(exc).__name__}: {exc.message}", facts
+        for s, was_shared in ((scores, shared), (cue_scores, cue_shared)):
+            if not was_shared:
+                self.usage["prompt_tokens"] += s.prompt_tokens
+        features = {**channel, **cues}
+        cal = panel if judged is None else judged[1]
+        assert cal is not None
+        read = PANEL_FEATURES if judged is None else list(cal.maps[rubric.verdicts[0]].features)
+        shown = " · ".join(f"{k} {features[k]:+.2f}" for k in read)
+        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=None if cue_shared else cue_scores.call_id)
+        if not all(math.isfinite(features[k]) for k in read):
+            facts["flags"] = ["likelihood", "invalid:likelihood_features"]
+            return None, f"invalid likelihood features: {shown}", facts
+        probs = cal.distribution(rubric.verdicts, features)
+        best = max(range(len(probs)), key=lambda i: probs[i])
+        score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
+        if judged is None:
+            text = panel_rationale(rubric.verdicts, probs, features)
+            how = "the panel map over every seat's features; no call of its own"
+        else:
+            text = role_rationale(judged[0], rubric.verdicts, probs, features)
+            how = f"the {seat.role_name} role map"
+            if others:
+                text = text[:-1] + "; its map does not read the others' verdicts, so hearing them cannot move it."
+        distribution = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        facts.update(
+            flags=["likelihood", f"calibration:{cal.version}", "role_map" if judged else "panel_map"],
+            detail=f"{distribution}; features: {shown}; {how}, map {cal.version}",
+        )
+        parsed = {
+            "verdict": rubric.verdicts[best],
+            "score": score,
+            "axes": dict.fromkeys(rubric.axes, score),
+            "confidence": round(probs[best], 4),
+            "reasoning": text,
+            "statement": text,
+        }
+        return parsed, None, facts
+
+    async def _shared(
+        self,
+        calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]],
+        key: tuple[str, str, str],
+        coro: Any,
+    ) -> tuple[dict[str, float], Any, bool]:
+        """(features, scores, shared): one call per key however many seats ask at once."""
+        known = calls.get(key)
+        if known is not None:
+            coro.close()
+            features, scores = await asyncio.shield(known)
+            return dict(features), scores, True
+        task = asyncio.ensure_future(coro)
+        calls[key] = task
+        try:
+            features, scores = await task
+        except BaseException:
+            calls.pop(key, None)  # a failure is not kept: the next seat tries again
+            raise
+        return dict(features), scores, False
 
     async def _phase1_scoring(
         self, key: tuple[str, str, str], model: Any, case: JuryCase
