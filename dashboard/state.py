@@ -104,11 +104,13 @@ def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
-    from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of
+    from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of, left_open, status_words
 
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
-    firsts = store.first_events([r.id for r in runs if r.kind == "handraise.conversation"], "user_message")
+    talks = [r.id for r in runs if r.kind == "handraise.conversation"]
+    firsts = store.first_events(talks, "user_message")
+    turns = store.count_events(talks, "user_message")
     rows = []
     for r in runs:
         t = totals.get(r.id, {})
@@ -120,7 +122,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
                 "experiment": experiment_of(r),
                 "cells": experiment_line(r) if r.kind == EXPERIMENT_KIND else "",
                 "kind": r.kind,
-                "status": r.status,
+                "status": status_words(r, turns.get(r.id, 0)),
                 "tags": tags.get(r.id, []),
                 "started": r.started_at,
                 "duration_s": r.duration_s,
@@ -129,7 +131,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
                 "cost_usd": float(t.get("cost", 0.0)),
                 "would_cost_usd": t.get("would_cost"),
-                "error": r.error,
+                "error": None if left_open(r) else r.error,  # closing an open conversation is no error
                 "config_hash": r.config_hash,
             }
         )

@@ -862,6 +862,19 @@ class Store:
             ).all()
         return {row.run_id: row.payload for row in rows}
 
+    def count_events(self, run_ids: Sequence[str], type_: str) -> dict[str, int]:
+        """How many events of one type each run has (runs with none are left out): e.g. the turns of each
+        conversation on a page of the history, in one query."""
+        if not run_ids:
+            return {}
+        with _db_errors(f"cannot read {self.display_url}"), Session(self.engine) as session:
+            rows = session.exec(
+                select(EventRow.run_id, func.count())
+                .where(col(EventRow.run_id).in_(list(run_ids)), EventRow.type == type_)
+                .group_by(col(EventRow.run_id))
+            ).all()
+        return {run_id: int(n) for run_id, n in rows}
+
     def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
         """Replace the run's progress (the run registry calls this, throttled)."""
         with (

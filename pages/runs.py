@@ -24,6 +24,9 @@ from engine.history import (
     display_name,
     experiment_line,
     experiment_of,
+    left_open,
+    left_open_reason,
+    status_words,
 )
 from engine.outcomes import NoItems, comparison_text, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
@@ -271,11 +274,12 @@ def _render_run(run_id: str) -> None:
     totals = store.run_totals([run_id]).get(run_id, {})
     first = store.first_events([run.id], "user_message").get(run.id) if run.kind == "handraise.conversation" else None
     title = display_name(run, str((first or {}).get("text") or "") or None)
+    turns = store.count_events([run.id], "user_message").get(run.id, 0)
     st.subheader(md(title) if title else md(run.id))
     st.caption(f"{md(run.kind)} · {md(run.id)}")
     would = totals.get("would_cost")
     with st.container(horizontal=True, wrap=True):  # six figures that wrap in a narrow window, none cut off
-        st.metric("Status", run.status, width="content")
+        st.metric("Status", status_words(run, turns), width="content")
         st.metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running", width="content")
         st.metric("LLM calls", int(totals.get("calls", 0)), width="content")
         st.metric("Errors", int(totals.get("errors", 0)), width="content")
@@ -287,7 +291,12 @@ def _render_run(run_id: str) -> None:
             delta_color="off",
             width="content",
         )
-    if run.error:
+    if left_open(run):
+        st.info(
+            f"This conversation was left open and closed when {md(left_open_reason(run))}: "
+            f"{turns} turn{'s' if turns != 1 else ''}, each kept with its hands, answers and charts."
+        )
+    elif run.error:
         st.error(md(run.error, inline=False))
     if run.kind == EXPERIMENT_KIND:
         _render_members(run)

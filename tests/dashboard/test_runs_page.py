@@ -346,3 +346,36 @@ def test_compare_lists_the_items_that_flipped_with_the_paired_test() -> None:
     assert flipped[a] == "safe_pass" and flipped[b] == "unsafe_fail" and flipped["open A"] == "/runs?run=case-run-6"
     captions = " ".join(shown(c.value) for c in at.caption)
     assert "p = 0.125 (exact McNemar, 14 items)" in captions
+
+
+def test_a_conversation_left_open_reads_as_left_open_with_its_turns_not_as_an_error() -> None:
+    """A conversation closed because its page went away (the registry's reaper, or the dashboard's process
+    gone: `Store.reap_orphans`) is listed as "left open" with its turns, with no error; its page says why in
+    words. Other interrupted runs keep their status and error."""
+    from tests.dashboard.rendered import shown as text_of
+
+    store = _store()
+    talk, _ = stored_conversation(store)  # three user turns, the last one left waiting
+    store.finish_run(
+        talk,
+        status="interrupted",
+        error="interrupted after event 9: the conversation was left (its browser session ended)",
+    )
+    orphan = store.create_run("handraise.conversation", {"a": 1}, name="conversation")
+    store.finish_run(
+        orphan.id, status="interrupted", error="interrupted before its first event: its process h:1 is gone"
+    )
+    with run_context(store, "demo.cut", {}) as cut:
+        pass
+    store.finish_run(cut.run_id, status="interrupted", error="interrupted after event 1: its process h:2 is gone")
+    table = _page().dataframe[0].value.set_index("run")
+    assert table.loc[talk, "status"] == "left open after 3 turns" and table.loc[talk, "error"] == ""
+    assert table.loc[orphan.id, "status"] == "left open, no turn" and table.loc[orphan.id, "error"] == ""
+    assert table.loc[cut.run_id, "status"] == "interrupted" and "is gone" in table.loc[cut.run_id, "error"]
+    at = _page(run=talk)
+    assert [m.value for m in at.metric if m.label == "Status"] == ["left open after 3 turns"]
+    assert not at.error
+    info = " ".join(text_of(i.value) for i in at.info)
+    assert "left open and closed when its browser session ended: 3 turns" in info
+    at = _page(run=orphan.id)
+    assert "closed when the dashboard that held it stopped: 0 turns" in " ".join(text_of(i.value) for i in at.info)
