@@ -601,6 +601,10 @@ def calls_saved_interval(without: SimulationResult, with_: SimulationResult) -> 
 
 SWEEP_HIGH_SKIP = (3600, 21600, 43200)
 SWEEP_DEFAULT_SKIP = (120, 600, 1800)
+# The grid a simulation run sweeps for its trade-off chart: wider than the default above, down to short windows,
+# so a small workload (the demo's 3 channels over 2 hours) shows more than the two outcomes long windows give.
+TRADEOFF_HIGH_SKIP = (600, 3600, 21600, 43200)
+TRADEOFF_DEFAULT_SKIP = (0, 60, 600, 1800)
 
 
 def sweep_configs(
@@ -777,6 +781,7 @@ class SimulationReport:
     messages: list[Message]
     records: dict[str, JudgeOutcome]
     live_calls: int
+    sweep: list[dict[str, Any]] = field(default_factory=list)  # the trade-off grid (`sweep`)
 
 
 def _check_count(messages: Sequence[Message], config: ResponseConfig, hours: float | None) -> int:
@@ -797,7 +802,9 @@ async def run_simulation(
     sinks: list[EventSink] | None = None,
 ) -> SimulationReport:
     """Simulate without and then with the cache as a stored run of kind `skip.simulate`; progress counts
-    the checks of both. A broken recording is a WorkloadError before the run opens."""
+    the checks of both. Then the trade-off grid (`TRADEOFF_*_SKIP`) re-simulated with the judgments just made
+    (no model call), kept in the run's summary under "sweep" so a page shows it without computing anything.
+    A broken recording is a WorkloadError before the run opens."""
     from engine import runctx
     from engine.events import async_run_context
     from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
@@ -836,12 +843,15 @@ async def run_simulation(
             keep_timeline=True,
             progress=follow(checks, "with cache"),
         )
-        runctx.progress(done=2 * checks, step="compared")
+        runctx.progress(done=2 * checks, step="trade-off sweep over the recorded judgments")
         comparison = compare_results(without, detail, config.response)
+        grid = await sweep(messages, judge.records, config.response, hours, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP)
+        runctx.progress(done=2 * checks, step="compared")
         run.summary = {
             "calls_saved_pct": comparison["calls_saved_pct"],
             "live_calls": judge.live_calls,
             "result": comparison,
+            "sweep": grid,
         }
     return SimulationReport(
         run_id=run.run_id,
@@ -850,4 +860,5 @@ async def run_simulation(
         messages=list(messages),
         records=judge.records,
         live_calls=judge.live_calls,
+        sweep=grid,
     )

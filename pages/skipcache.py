@@ -3,7 +3,6 @@ timeline; and the calls-saved vs. delay trade-off across thresholds, recomputed 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from engine.skipsim import (
     delay_bound,
     parse_workload,
     run_simulation,
-    sweep,
 )
 
 KEY = "skip."
@@ -212,6 +210,7 @@ def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
         return {
             "run_id": run_id,
             "comparison": comparison,
+            "sweep": (run.summary or {}).get("sweep") or [],
             "config": response,
             "misses": comparison["with_cache"]["failures"],
         }
@@ -223,6 +222,7 @@ def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
         "judgments": [j.__dict__ for j in report.detail.judgments],
         "messages": [m.__dict__ for m in report.messages],
         "records": report.records,
+        "sweep": report.sweep,
         "config": response,
         "hours": run.config.get("hours") or (workload or {}).get("hours"),
         "misses": report.comparison["with_cache"]["failures"],
@@ -531,22 +531,6 @@ def _render_timeline(result: dict[str, Any]) -> None:
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
 
 
-# The page's sweep grid: wider than the engine's default (3 × 3), down to short windows, so a small workload
-# (the demo's 3 channels over 2 hours) shows more than the two outcomes that long windows all give there.
-SWEEP_HIGH = (600, 3600, 21600, 43200)
-SWEEP_DEFAULT = (0, 60, 600, 1800)
-
-
-@st.cache_data(show_spinner="Sweeping thresholds over the recorded judgments…", max_entries=8)
-def _sweep(run_id: str, _result: dict[str, Any]) -> pd.DataFrame:
-    """`skipsim.sweep` over the judgments the run recorded (no model call), cached per run."""
-    messages = [Message(**m) for m in _result["messages"]]
-    rows = asyncio.run(
-        sweep(messages, _result["records"], _result["config"], _result["hours"], SWEEP_HIGH, SWEEP_DEFAULT)
-    )
-    return pd.DataFrame(rows)
-
-
 def few_points_note(rows: list[dict[str, Any]], messages: int) -> str | None:
     """Why the trade-off chart has few points, when the swept settings give fewer than three outcomes."""
     outcomes = {(r["judge calls"], r["staleness p95 s"]) for r in rows}
@@ -567,8 +551,11 @@ def _render_tradeoff(result: dict[str, Any]) -> None:
         "was whenever a waiting conversation was skipped. Fewer calls and less staleness are both better: "
         "the line is the Pareto front."
     )
-    frame = _sweep(result["run_id"], result)
-    rows = frame.to_dict("records")
+    rows = result.get("sweep") or []
+    if not rows:  # a run stored before the simulation swept its own grid: the page computes nothing itself
+        st.info("This run was stored without its trade-off sweep: simulate again to see it.")
+        return
+    frame = pd.DataFrame(rows)
     if (note := few_points_note(rows, len(result["messages"]))) is not None:
         st.info(note)
     st.plotly_chart(charts.skip_tradeoff(rows))

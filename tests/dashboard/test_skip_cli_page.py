@@ -187,6 +187,8 @@ def test_page_simulates_with_recorded_judgments(
 
     runs = state.get_store().list_runs(kind="skip.simulate")
     assert len(runs) == 1 and runs[0].summary["calls_saved_pct"] > 0
+    # the sweep is the engine run's, stored with it: the page shows it and computes nothing itself
+    assert runs[0].summary["sweep"] == sweep.to_dict("records")
     low, high = runs[0].summary["result"]["calls_saved_pct_ci"]
     saved = runs[0].summary["calls_saved_pct"]
     conversations = runs[0].summary["result"]["conversations"]
