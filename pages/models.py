@@ -65,7 +65,9 @@ def _render_catalog(availability: dict[str, Any]) -> None:
         for s in catalog.models
     ]
     st.subheader("Catalog")
-    details = details_on(DETAILS, help="Show each model's id, backend, file or API name, tuning and judge method.")
+    details = details_on(
+        DETAILS, help="Show each model's role, prices, id, backend, file or API name, tuning and judge method."
+    )
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
@@ -82,8 +84,8 @@ def _render_catalog(availability: dict[str, Any]) -> None:
 
 
 DETAILS = "models"  # the page's Details toggle (dashboard.components.details_on)
-CATALOG_COLUMNS = ("", "name", "available", "status", "role", "$ in / 1k", "$ out / 1k")
-CATALOG_DETAILS = ("id", "backend", "model", "tuning", "scores options", "judge by")
+CATALOG_COLUMNS = ("", "name", "available", "status")  # four fit a 900 px window without scrolling sideways
+CATALOG_DETAILS = ("role", "$ in / 1k", "$ out / 1k", "id", "backend", "model", "tuning", "scores options", "judge by")
 
 
 ROLE_NAMES = {

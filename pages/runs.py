@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, md, money
+from dashboard.components import breakable, details_on, export_buttons, md, money
 from engine.exports import ExportError, load_run, tables
 from engine.history import (
     EXPERIMENT_KIND,
@@ -32,6 +32,7 @@ from engine.outcomes import NoItems, comparison_text, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
+DETAILS = "runs"  # the table's "All columns" toggle (dashboard.components.details_on)
 PAGE_SIZES = (25, 50, 100, 200)
 FILTER_PX = 210  # a filter's width: two fit side by side in a 900 px window, four in a 1440 px one
 ROW_PX = 35  # st.dataframe's row height: the table is as tall as its page, up to MAX_TABLE_PX
@@ -196,18 +197,31 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
+# What a reader needs first, so a 900 px window shows it without scrolling sideways; every column on Details.
+TABLE_COLUMNS = ("name", "status", "started", "cost")
+
+
 def _render_table(rows: list[dict[str, Any]]) -> None:
     frame = table_frame(rows)
+    details = details_on(
+        DETAILS,
+        label="All columns",
+        help="Show every column: run id, kind, experiment, tags, duration, calls, errors, tokens, what a replay "
+        "would have cost, the error and the config hash.",
+    )
     event = st.dataframe(
         frame,
         hide_index=True,
         width="stretch",
+        column_order=list(frame.columns) if details else list(TABLE_COLUMNS),
         height=min(ROW_PX * (len(frame) + 1) + 3, MAX_TABLE_PX),
         key=KEY + "table",
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+            "started": st.column_config.DatetimeColumn("started (UTC)", format="MMM D, HH:mm", width="small"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "cost": st.column_config.TextColumn("cost", width="small"),
             "would have cost": st.column_config.TextColumn(
                 "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"
             ),

@@ -379,3 +379,18 @@ def test_a_conversation_left_open_reads_as_left_open_with_its_turns_not_as_an_er
     assert "left open and closed when its browser session ended: 3 turns" in info
     at = _page(run=orphan.id)
     assert "closed when the dashboard that held it stopped: 0 turns" in " ".join(text_of(i.value) for i in at.info)
+
+
+def test_the_history_table_fits_a_narrow_window_and_shows_every_column_on_request() -> None:
+    """Four columns a reader needs first (a 900 px window shows them without scrolling sideways); "All columns"
+    shows the rest. The Models catalog does the same with its four."""
+    from pages import models, runs
+
+    _demo_runs(_store(), 1)
+    at = _page()
+    assert list(at.dataframe[0].proto.column_order) == list(runs.TABLE_COLUMNS) == ["name", "status", "started", "cost"]
+    at.toggle(key="details.runs.toggle").set_value(True).run()
+    assert list(at.dataframe[0].proto.column_order) == list(at.dataframe[0].value.columns)
+    assert len(models.CATALOG_COLUMNS) == 4 and "role" in models.CATALOG_DETAILS
+    shown_models = AppTest.from_function(_any_page, args=("models",), default_timeout=60).run()
+    assert list(shown_models.dataframe[0].proto.column_order) == list(models.CATALOG_COLUMNS)
