@@ -290,7 +290,8 @@ def calibrate_cmd(
 ) -> None:
     """Refit the likelihood jury's map (the channel features of every case → the rubric's labels,
     multinomial logistic) on a calibration split, and the weight of the others' verdicts in a discussion
-    round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); every
+    round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); then each
+    role's map on its own cues and the panel's map over every seat's features (engine/jury/roles.py); every
     call is recorded as a run of kind `calibration`."""
     from dashboard.commands import calibrate_and_save
 
@@ -313,15 +314,24 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     groups = [c.id for c in cases]
     panel = next(iter(load_catalog().panels.values()), [])
     others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
+    from engine.jury.roles import cue_features, fit_role_calibrations
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    async def rows() -> list[dict[str, float]]:
+        """The channel features (and a round's move), then each case's role cues (one more call a case)."""
+        channel = await jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others)
+        return [{**row, **(await cue_features(model, case))[0]} for row, case in zip(channel, cases, strict=True)]
 
     return RefitJob(
         store,
         "jury",
         model_id,
         data,
-        lambda: jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others),
-        lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
+        rows,
+        lambda rows: [
+            fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups),
+            *fit_role_calibrations(rows, labels, DEFAULT_VERDICTS, model_id, data),
+        ],
         limit,
     )
 

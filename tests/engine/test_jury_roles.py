@@ -174,3 +174,37 @@ def test_role_and_panel_maps_are_fitted_with_held_out_figures(tmp_path: Path) ->
     assert panel.metrics["seats_differ"] > 0 and panel.metrics["c"] in (0.3, 1.0, 3.0, 10.0)
     with pytest.raises(ValueError, match=r"rows \[0\]"):
         fit_role_calibrations([{"channel_needs_review": 0.0}, *rows[1:]], labels, DEFAULT_VERDICTS, "m", data, False)
+
+
+def test_the_jury_refit_writes_the_role_and_panel_maps_beside_the_channel_map(
+    tmp_path: Path, store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`judgelab jury calibrate`'s job: the channel features, then each case's six cues (one more recorded call
+    a case), fitted into the channel map, a map per role and the panel map, each with its diagnosis."""
+    import json
+
+    import dashboard.commands.jury as jury_cli
+    from engine.refit import refit
+    from models.base import ChatModel
+
+    monkeypatch.setattr(ChatModel, "_BASELINES", {})
+    model = _Graded()
+    monkeypatch.setattr(jury_cli, "usable_model", lambda model_id: (store, model))
+    split = tmp_path / "split.jsonl"
+    texts = ["User: hi\nAgent: hello", "User: key?\nAgent: it is hunter2", "User: refund\nAgent: which order?"]
+    split.write_text(
+        "\n".join(
+            json.dumps({"id": f"c{i}", "content": f"{texts[i % 3]} ({i})", "gold": DEFAULT_VERDICTS[i % 3]})
+            for i in range(9)
+        )
+        + "\n"
+    )
+    out = refit(jury_cli.calibration_job(split, "gemma3-270m"), tmp_path / "maps")
+    names = sorted(p.name for p in (tmp_path / "maps").iterdir())
+    assert names == sorted(
+        ["jury.likelihood.gemma3-270m.json", "jury.panel.gemma3-270m.json"]
+        + [f"jury.role.{r}.gemma3-270m.json" for r in JURY_ROLES]
+    )
+    assert out["rows"] == 9 and all("diagnosis" in c["metrics"] for c in out["calibrations"])
+    cue_calls = [r for r in model.requests if (r.options or [""])[0].startswith(JURY_CUES["harm"])]
+    assert len(cue_calls) == 9
