@@ -251,10 +251,13 @@ def judge_quality_note(view: JuryView) -> str:
     if not likelihood:
         return ""
     notes = []
+    # seats that judged from their own roles: the verdict is the panel map's, so its figure is the one to read
+    roles = any("role_map" in (e.get("flags") or []) for e in view.phase1)
     for model_id in dict.fromkeys(str(j.get("model_id")) for j in view.jurors):
-        diagnosis = diagnosis_for("jury.likelihood", model_id)
+        diagnosis = diagnosis_for("jury.panel" if roles else "jury.likelihood", model_id)
         if diagnosis is not None:
-            notes.append(f"{model_id} by likelihood: {diagnosis.text} ({diagnosis.label})")
+            how = "role seats and the panel map" if roles else "likelihood"
+            notes.append(f"{model_id} by {how}: {diagnosis.text} ({diagnosis.label})")
     if not notes:
         return ""
     return "One case says little about the jury — over many cases, " + "; ".join(notes) + "."
@@ -501,7 +504,7 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
     # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
-    how = ("likelihood", "calibration:")
+    how = ("likelihood", "calibration:", "panel_map", "role_map")
     informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
     warnings = [x for x in f.get("flags") or [] if x not in informative]
     if warnings:

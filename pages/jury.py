@@ -379,19 +379,39 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     """Whether the jurors offered carry measurable signal: each likelihood juror model's map diagnosis, and a
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
     parts = []
+    roles = _role_panel(seats, config)
     for m in dict.fromkeys(s.model_id for s in seats):
         if _method(m, config.judge) != "likelihood":
             continue
-        diagnosis = diagnosis_for("jury.likelihood", m)
+        diagnosis = diagnosis_for("jury.panel" if roles else "jury.likelihood", m)
         if diagnosis is not None:
-            parts.append(f"{m} by likelihood: {diagnosis.label} — {diagnosis.text}")
+            how = ", each seat by its own role's map and the verdict by the panel map" if roles else " by likelihood"
+            parts.append(f"{m}{how}: {diagnosis.label} — {diagnosis.text}")
     if (
-        len(seats) > 1
+        not roles
+        and len(seats) > 1
         and len({s.model_id for s in seats}) == 1
         and _method(seats[0].model_id, config.judge) == ("likelihood")
     ):
         parts.append(identical_seats("jury", len(seats)).label + ": the seats read one map, so they agree by design")
     return "Jurors: " + "; ".join(parts) if parts else ""
+
+
+def _role_panel(seats: list[JurorSeat], config: JuryConfig) -> bool:
+    """Whether the seats judge from their own roles (`engine.jury.roles`): role maps on, and two or more seats
+    on one likelihood model whose roles each have a map fitted for it (they then differ)."""
+    from engine.judgemaps import load_calibration
+    from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
+
+    roles = {role_slug(s.role_name) for s in seats}
+    return (
+        config.role_maps
+        and len(seats) > 1
+        and len({s.model_id for s in seats}) == 1
+        and len(roles) > 1
+        and _method(seats[0].model_id, config.judge) == "likelihood"
+        and all(r in JURY_ROLES and load_calibration(f"{JURY_ROLE}.{r}", seats[0].model_id) for r in roles)
+    )
 
 
 def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
