@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     auto_labels: bool = Field(
         default=True, description="Hand-raise Speak/Skip and @mentions become labels (engine/labels)."
     )
+    refit_every: int = Field(
+        default=20, ge=1, le=10_000, description="The Conversation page offers a refit after this many new approvals."
+    )
     maps_dir: Path | None = Field(
         default=None,
         description="Where maps refitted from labels are versioned, with the pointer to the one in use; "

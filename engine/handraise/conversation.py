@@ -567,6 +567,7 @@ def hand_context(state: TurnState, hand: Hand, config: HandRaiseConfig) -> dict[
         "judge_model": config.judge_model,
         "map_id": ensemble or (config.judge_model if version else None),
         "map_version": version,
+        "participant": hand.model,
         "text": state.text[:240],
     }
 
