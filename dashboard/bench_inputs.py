@@ -165,7 +165,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "experiment YAML": (
         "  - {i}",
-        "from engine.experiments import DefinitionError\nfrom engine.experiments.definition import load_definition\n"
+        "from engine.experiments import DefinitionError\nfrom engine.experiments.loading import load_definition\n"
         "try:\n    load_definition(path)\nexcept DefinitionError:\n    pass  # refused past the node limit",
     ),
 }

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import ConfigError
 from engine.experiments.definition import ROOT, Experiment
-from engine.experiments.runner import HubModels, InProcess, Recorded
+from engine.experiments.execution import HubModels, InProcess, Recorded
 
 if TYPE_CHECKING:
     from engine.experiments.mechanisms import Models
