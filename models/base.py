@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from models.catalog import ModelSpec, api_key_for
+from models.discovery import REGISTERED
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, ReplayMiss, StructuredOutputError
 from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
@@ -92,11 +93,6 @@ def package_missing(package: str) -> bool:
         return importlib.util.find_spec(package) is None
     except ModuleNotFoundError:  # a parent package is missing too
         return True
-
-
-# Every backend class by its `backend` name; filled by the classes themselves (ChatModel.__init_subclass__).
-# Read it through models.registry.backends(), which imports every backend module first.
-REGISTERED: dict[str, type[ChatModel]] = {}
 
 
 def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
