@@ -1,7 +1,8 @@
 """`judgelab bench`: the project's benchmarks. Each reports median / min / max over repeated runs and
 the figures it exists to show; speed targets are checked here, never by timed assertions in tests.
 
-Mechanism modules add their benchmarks with `@benchmark(...)`.
+Mechanism modules add their benchmarks with `@benchmark(...)` from `dashboard.bench_harness`, and one import
+line here registers them.
 """
 
 from __future__ import annotations
@@ -17,67 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+# Benchmarks that live beside what they measure register themselves on import.
+import dashboard.bench_answers  # noqa: F401  # handraise.answers
+import dashboard.bench_experiments_bounds  # noqa: F401  # experiment.cancel, experiment.refuse_huge
+import dashboard.bench_inputs  # noqa: F401  # inputs.refusals, inputs.director_script
+import dashboard.bench_jury_local  # noqa: F401  # jury.default_case
+import dashboard.bench_stats  # noqa: F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties
+from dashboard.bench_harness import BENCHMARKS, BenchFn, BenchResult, Progress, _temp_store, benchmark
 from dashboard.net import running_dashboard
 
-Progress = Callable[[str], None] | None
-
-
-class BenchResult(BaseModel):
-    name: str
-    description: str
-    unit: str = "s"
-    samples: list[float] = Field(default_factory=list)
-    median: float | None = None
-    min: float | None = None
-    max: float | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    target: str | None = None
-    met: bool | None = None
-    skipped: str | None = None
-
-    @classmethod
-    def from_samples(cls, name: str, description: str, samples: list[float], **kw: Any) -> BenchResult:
-        return cls(
-            name=name,
-            description=description,
-            samples=[round(s, 6) for s in samples],
-            median=round(statistics.median(samples), 6),
-            min=round(min(samples), 6),
-            max=round(max(samples), 6),
-            **kw,
-        )
-
-    def describe(self) -> str:
-        lines = [f"## {self.name} — {self.description}"]
-        if self.skipped:
-            lines.append(f"   skipped: {self.skipped}")
-            return "\n".join(lines)
-        if self.median is not None:
-            lines.append(
-                f"   median {self.median:.4g} {self.unit} · min {self.min:.4g} · max {self.max:.4g} "
-                f"(n={len(self.samples)})"
-            )
-        for key, value in self.metrics.items():
-            shown = f"{value:.4g}" if isinstance(value, float) else value
-            lines.append(f"   {key}: {shown}")
-        if self.target:
-            verdict = {True: "MET", False: "NOT MET", None: "n/a"}[self.met]
-            lines.append(f"   target: {self.target} → {verdict}")
-        return "\n".join(lines)
-
-
-BenchFn = Callable[[int, Progress], BenchResult]
-BENCHMARKS: dict[str, BenchFn] = {}
-
-
-def benchmark(name: str) -> Callable[[BenchFn], BenchFn]:
-    def register(fn: BenchFn) -> BenchFn:
-        BENCHMARKS[name] = fn
-        return fn
-
-    return register
+# The harness (dashboard.bench_harness) under the names it had here.
+__all__ = ["BENCHMARKS", "BenchFn", "BenchResult", "Progress", "benchmark"]
 
 
 class UnknownBenchmark(ValueError):
@@ -105,13 +56,6 @@ def run_benchmarks(names: list[str], *, repeat: int = 5, progress: Progress = No
         except Exception as exc:  # one broken benchmark must not hide the others' figures
             results.append(BenchResult(name=name, description="failed", skipped=f"{type(exc).__name__}: {exc}"))
     return results
-
-
-def _temp_store() -> Any:
-    from engine.store import Store
-
-    folder = tempfile.mkdtemp(prefix="judgelab-bench-")
-    return Store(f"sqlite:///{folder}/bench.db"), folder
 
 
 # -- the foundation's benchmarks ----------------------------------------------------------------
@@ -1154,11 +1098,3 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
     finally:
         store.dispose()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-# Benchmarks that live beside what they measure register themselves on import.
-import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
-import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge
-import dashboard.bench_inputs  # noqa: E402,F401  # inputs.refusals, inputs.director_script
-import dashboard.bench_jury_local  # noqa: E402,F401  # jury.default_case
-import dashboard.bench_stats  # noqa: E402,F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
 
 LEGACY_SYSTEM = (
     "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add "

@@ -21,7 +21,7 @@ import tracemalloc
 from functools import partial
 from pathlib import Path
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "data" / "scripts" / "beach.jsonl"

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, benchmark
+from dashboard.bench_harness import BenchResult, Progress, benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(

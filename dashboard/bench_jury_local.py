@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
 
 TARGET_S = 25.0
 

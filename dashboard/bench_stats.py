@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from dashboard.bench import BenchResult, Progress, benchmark
+from dashboard.bench_harness import BenchResult, Progress, benchmark
 
 
 def _samples(repeat: int, fn: object) -> list[float]:

@@ -135,10 +135,10 @@ def page_jury() -> tuple[list[Any], Any]:
 
 
 def jury_cases() -> list[tuple[Path, Any]]:
-    from engine.jury import load_cases
-    from pages.jury import case_files
+    from engine.config import get_settings
+    from engine.jury.config import case_files, load_cases
 
-    return [(path, case) for path in case_files() for case in load_cases(path)]
+    return [(path, case) for path in case_files(get_settings().data_dir) for case in load_cases(path)]
 
 
 async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]]:
@@ -163,7 +163,7 @@ async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]
 
 def jury_note(facts: dict[str, Any]) -> str:
     """The sidebar's note on the recorded jury run, in words (a stakeholder reads it beside the page)."""
-    from dashboard.components import in_words
+    from dashboard.text import in_words
 
     verdict, gold = in_words(facts["verdict"]), in_words(facts["gold"])
     head = f"Verdict: {verdict}" + (", as the gold label. " if verdict == gold else f"; the gold label is {gold}. ")

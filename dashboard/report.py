@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard import charts
-from dashboard.components import plot_text
+from dashboard.text import plot_text
 from engine.exports import Figure, RunRecord, html_report, load_run, tables
 from engine.store import Store
 

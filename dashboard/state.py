@@ -6,9 +6,11 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import demo_hub
 from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.config import get_settings
+from engine.demo import load_manifest
 from engine.store import Run, RunFilter, Store
 from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
@@ -46,9 +48,7 @@ def get_catalog(path: str | None = None) -> Catalog:
 
 def demo_mode() -> bool:
     """Demo mode (sidebar switch or JUDGELAB_DEMO=1): every model answers from the recorded demo runs."""
-    from dashboard import demo
-
-    return demo.enabled()
+    return demo_hub.enabled()
 
 
 def get_hub() -> ModelHub:
@@ -59,9 +59,7 @@ def get_hub() -> ModelHub:
 
 @st.cache_resource(show_spinner="Loading the demo recording…")
 def _demo_hub_for(url: str) -> ModelHub:
-    from dashboard.demo import demo_hub
-
-    hub = demo_hub(get_catalog(), _store_for(url))
+    hub = demo_hub.demo_hub(get_catalog(), _store_for(url))
     clear_reads()
     return hub
 
@@ -74,11 +72,8 @@ def _hub_for(url: str) -> ModelHub:
 def get_availability() -> dict[str, Availability]:
     """Which models can be used now; in demo mode, the model whose answers were recorded."""
     if demo_mode():
-        from dashboard.demo import availability
-        from engine.demo import load_manifest
-
         get_hub()  # the demo runs are loaded before a page offers them
-        return availability(get_catalog(), load_manifest())
+        return demo_hub.availability(get_catalog(), load_manifest())
     return _live_availability(tuple(get_catalog().ids))
 
 

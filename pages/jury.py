@@ -37,6 +37,7 @@ from engine.jury import (
     panel_seats,
     run_case,
 )
+from engine.jury.config import case_files as jury_case_files
 
 KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
@@ -62,8 +63,7 @@ THRESHOLDS = {
 
 
 def case_files() -> list[Path]:
-    data = get_settings().data_dir
-    return sorted((data / "scenarios" / "jury").glob("*.y*ml")) + sorted((data / "benchmarks").glob("jury*.jsonl"))
+    return jury_case_files(get_settings().data_dir)
 
 
 def _init_state() -> None:

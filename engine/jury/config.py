@@ -228,6 +228,12 @@ def load_cases(path: str | Path) -> list[JuryCase]:
     return parse_cases(text, str(path))
 
 
+def case_files(data_dir: Path) -> list[Path]:
+    """The jury case files of a data folder: the scenarios (YAML) and the benchmark case sets (JSONL)."""
+    scenarios = sorted((data_dir / "scenarios" / "jury").glob("*.y*ml"))
+    return scenarios + sorted((data_dir / "benchmarks").glob("jury*.jsonl"))
+
+
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     return f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}"
