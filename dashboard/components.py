@@ -6,8 +6,14 @@ reaches markdown only through `md` and figures only through `plot_text` (see the
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import streamlit as st
+from pydantic import ValidationError
+
+from dashboard import charts
+from dashboard.report import report_of
 from dashboard.text import (
     BADGE,
     CONSENSUS_WORDS,
@@ -25,6 +31,9 @@ from dashboard.text import (
     plot_text,
     safe_avatar,
 )
+from engine import exports, judgemaps
+from engine.diagnostics import diagnosis_for
+from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
@@ -72,9 +81,7 @@ __all__ = [
 def calibration_note(name: str, model_id: str) -> str:
     """Which fitted map a likelihood judge uses: "calibration <name · model · version> (cross-validated AUC x
     on its split)", or that the model has none and the judge runs uncalibrated."""
-    from engine.judgemaps import load_calibration
-
-    cal = load_calibration(name, model_id)
+    cal = judgemaps.load_calibration(name, model_id)
     if cal is None:
         return "no fitted map for this model — uncalibrated"
     auc = cal.metrics.get("cv_auc")
@@ -86,7 +93,6 @@ def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str 
     into a fixed column until its label and value are cut ('Judge calls witho…'). Each metric is a (label,
     value) pair or the keyword arguments of `st.metric`; each takes the width of its content. Labels are
     trusted text (a value is shown as written)."""
-    import streamlit as st
 
     with st.container(horizontal=True, wrap=True, gap="medium", key=key):
         for metric in metrics:
@@ -97,7 +103,6 @@ def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str 
 def flow_columns(count: int, width: int = 200) -> list[Any]:
     """`count` columns of `width` pixels side by side that wrap onto the next line when the page is narrow,
     where `st.columns` would squeeze them until their labels and values are cut ('final_ju…', 'P…')."""
-    import streamlit as st
 
     row = st.container(horizontal=True, wrap=True, gap="medium")
     return [row.container(width=width) for _ in range(count)]
@@ -116,14 +121,11 @@ def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌")
 def export_file(store: Store, run_id: str, fmt: str) -> bytes:
     """One export of a stored run, built from the store when asked: `csv` (every table, zipped), `json`,
     `html` (the self-contained report) or `csv:TABLE` (one table)."""
-    from engine import exports
 
     record = exports.load_run(store, run_id)
     if fmt == "json":
         return exports.run_json(record).encode("utf-8")
     if fmt == "html":
-        from dashboard.report import report_of
-
         return report_of(record).encode("utf-8")
     if fmt.startswith("csv:"):
         return exports.table_csv(record, fmt.removeprefix("csv:"))
@@ -134,9 +136,6 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
     """Download buttons for a run the page shows: CSV of its tables (zip), the whole run as JSON, and the
     self-contained HTML report. Files are built only when a button is clicked, from the stored run, and the
     click does not rerun the page. Given several runs (a page with several results), a picker chooses one."""
-    from functools import partial
-
-    import streamlit as st
 
     ids = [run_ids] if isinstance(run_ids, str) else [r for r in (run_ids or []) if r]
     if not ids:
@@ -171,7 +170,6 @@ def _badge(verdict: object) -> str:
 def judge_quality_note(view: JuryView) -> str:
     """One case is one draw: what the jurors' judge scores over many cases (its map's stored diagnosis), so a
     single "right" is not read as a good judge."""
-    from engine.diagnostics import diagnosis_for
 
     likelihood = any(
         "likelihood" in (e.get("flags") or []) or any(str(f).startswith("likelihood") for f in e.get("flags") or [])
@@ -256,9 +254,6 @@ def render_view(
     HTML of its own. `stacked` puts the charts one under the other (a half-width column: side by side, their
     legends would overlap). `usage`: the run's call totals (`Store.run_totals`), the one source of its token
     count. `details`: the page's own Details toggle (one per page); None draws the view's own."""
-    import streamlit as st
-
-    from dashboard import charts
 
     if view.failed:
         st.error(f"Run failed: {md(view.failed, inline=False)}")
@@ -365,9 +360,6 @@ def render_view(
 def _render_seat_card(view: JuryView, group: list[dict[str, Any]], e: dict[str, Any] | None, *, details: bool) -> None:
     """One phase-1 card: a juror's role, model, verdict and why; for a group of identical seats, their roles
     and that their one judgment is not agreement."""
-    import streamlit as st
-
-    from engine.jury import failed_fields
 
     if len(group) == 1:
         st.markdown(f"**{md(group[0]['role_name'])}**")
@@ -400,7 +392,6 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
     right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict (the mark
     is in the text: no box icon beside it, which would show it twice)."""
-    import streamlit as st
 
     f = view.final or {}
     gold = view.case.get("gold")
@@ -443,7 +434,6 @@ def _reasoning_text(text: str, detail: object = "") -> None:
     """A juror's reasoning or statement as plain text, and its machine detail (a likelihood juror's features,
     map and what it heard: the event's `detail`) below it, small and escaped, with break points after the
     identifiers' underscores: in a narrow card the feature names otherwise break mid-word."""
-    import streamlit as st
 
     st.text(text)
     if detail:
@@ -453,7 +443,6 @@ def _reasoning_text(text: str, detail: object = "") -> None:
 def render_statement(view: JuryView, stt: dict[str, Any], *, details: bool = True) -> None:
     """One juror statement as a card: trusted badges around the statement, which is shown as plain text; its
     machine detail only with `details`."""
-    import streamlit as st
 
     badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
         " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else ""
@@ -486,7 +475,6 @@ def details_on(key: str, *, label: str = "Details", help: str | None = None) -> 
     versions, feature values, parameter identifiers, raw dicts) shows only while it is on. The state is kept
     under a key of its own (`details.<key>`), since Streamlit forgets a widget's value once a script run has not
     drawn it (another page was open)."""
-    import streamlit as st
 
     kept, widget = f"details.{key}", f"details.{key}.toggle"
 
@@ -519,9 +507,6 @@ def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
     """The verdict the stored jury run `run` reaches under `settings` (consensus threshold, stagnation rounds,
     rounds, final method, tie policy) on its recorded calls — `engine.jury.redecide`, no model call. Returns
     {"verdict", "score", "rounds", "stop", "changed"} or {"error": why it cannot be re-decided}."""
-    from pydantic import ValidationError
-
-    from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, redecide
 
     summary = run.summary if isinstance(run.summary, dict) else {}
     stored = summary.get("result")
@@ -559,7 +544,6 @@ def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
 
 def render_jury_whatif(run: Any, key: str) -> None:
     """An expander under a finished jury run: other settings, the verdict they give on the same recorded calls."""
-    import streamlit as st
 
     stored = (run.summary or {}).get("result") if isinstance(run.summary, dict) else None
     if not isinstance(stored, dict):

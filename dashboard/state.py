@@ -11,7 +11,10 @@ from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.config import get_settings
 from engine.demo import load_manifest
+from engine.embeddings import get_embedder
+from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of
 from engine.store import Run, RunFilter, Store
+from models.backends import llamacpp
 from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
 
@@ -99,7 +102,6 @@ def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
-    from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of
 
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
@@ -163,9 +165,6 @@ def clear_reads() -> None:
 @st.cache_resource(show_spinner="Loading the local model and the embedder…")
 def preload() -> str:
     """Load the bundled Gemma and the MiniLM embedder (JUDGELAB_PRELOAD=1, used by the memory bench)."""
-    from engine.embeddings import get_embedder
-    from models.backends.llamacpp import bundled_model_path, load_llama
-
-    load_llama(bundled_model_path())
+    llamacpp.load_llama(llamacpp.bundled_model_path())
     get_embedder().embed(["warm up"])
     return "Local model and embedder loaded"

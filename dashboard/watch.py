@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 import streamlit as st
 
 from dashboard import demo, state
+from dashboard.registry import RegistryError
 from dashboard.text import md
 from engine.store import CANCELLED, FINISHED, RUNNING
 
@@ -215,7 +216,6 @@ def start_watched(kind: str, config: Any, entry: Callable[[], Any], *, param: st
     """Start `entry` in the registry (or attach to the identical run still going) and return its id at once,
     kept in the session under `key` and in the URL under `param`. A run that cannot start leaves its reason
     under ``key + ".error"`` (shown by `start_error`). Nothing here waits on a model."""
-    from dashboard.registry import RegistryError
 
     st.session_state[key + ".error"] = None
     try:

@@ -10,7 +10,9 @@ validation (a number out of its range is a failed field, never clamped), cost, a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
+import json as _json
 import logging
 import random
 import time
@@ -381,8 +383,6 @@ class ChatModel(ABC):
         self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
     ) -> Request:
         """The recorded request of a `fill_template` call: its parts are part of the hash."""
-        import hashlib
-        import json as _json
 
         digest = hashlib.sha256(_json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
         return self.build_request(

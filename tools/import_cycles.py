@@ -1,4 +1,5 @@
-"""Import cycles between the project's modules, counting the imports inside functions.
+"""Import cycles between the project's modules, counting the imports inside functions; and every import inside a
+function says why it is there.
 
 Python only notices a cycle when both halves run at import time; one half deferred into a function hides it, and the
 module graph stays tangled (issue 27). This script parses every module of ``engine``, ``models``, ``dashboard`` and
@@ -12,18 +13,24 @@ module graph stays tangled (issue 27). This script parses every module of ``engi
 - imports under ``if TYPE_CHECKING:`` never run and are left out.
 
 It prints each strongly connected component (a set of modules that reach each other) with the imports that close
-it, and exits 1 when there is one. ``make lint`` runs it.
+it. An import is deferred into a function only for an optional or heavy third-party package or for the command
+line's start-up time, and says which in a comment on its line or on a comment line just above its group of imports
+(naming "heavy", "optional" or "CLI start-up"); ruff's PLC0415 allows them only in the files pyproject.toml lists,
+and this script checks each one carries its reason. It exits 1 on a cycle or an import without a reason.
+``make lint`` runs it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOTS = ("engine", "models", "dashboard", "pages")
+REASON = re.compile(r"CLI start-up|heavy|optional", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -167,12 +174,42 @@ def find_cycles(base: Path) -> tuple[list[list[str]], list[Edge]]:
     return strongly_connected(sorted(modules), graph), edges
 
 
+def _comment(line: str) -> str:
+    return line.split("#", 1)[1] if "#" in line else ""
+
+
+def unexplained(base: Path) -> list[str]:
+    """Imports inside functions with no reason: none on their lines, none on the comment line above their group
+    (the imports written one after another, with no blank line between)."""
+    found = []
+    for path in module_files(base).values():
+        lines = path.read_text(encoding="utf-8").split("\n")
+        statements = list(_imports(ast.parse("\n".join(lines), filename=str(path))))
+        ending_at = {node.end_lineno: node for node, _ in statements}
+        for node, deferred in statements:
+            if not deferred or any(REASON.search(_comment(line)) for line in lines[node.lineno - 1 : node.end_lineno]):
+                continue
+            first = node
+            while first.lineno - 1 in ending_at:  # the import just above, in the same group
+                first = ending_at[first.lineno - 1]
+            above = lines[first.lineno - 2].strip() if first.lineno > 1 else ""
+            if not (above.startswith("#") and REASON.search(above)):
+                found.append(f"{path.relative_to(base)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return found
+
+
 def main(argv: list[str]) -> int:
     base = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
     components, edges = find_cycles(base)
+    missing = unexplained(base)
+    if missing:
+        print(f"imports inside functions without a reason (heavy, optional or CLI start-up): {len(missing)}")
+        print("\n".join(f"   {line}" for line in missing))
+    else:
+        print("imports inside functions: each says why (heavy, optional or CLI start-up)")
     if not components:
         print(f"import cycles: none in {', '.join(ROOTS)} (imports inside functions counted)")
-        return 0
+        return 1 if missing else 0
     print(f"import cycles: {len(components)} (imports inside functions counted)")
     for number, component in enumerate(components, 1):
         members = set(component)

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from engine.config import get_settings
 from models import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,6 @@ CallMode = Literal["replay_fallthrough", "replay", "live"]
 
 def max_cells() -> int:
     """The cell cap (JUDGELAB_MAX_CELLS)."""
-    from engine.config import get_settings
 
     return get_settings().max_cells
 

@@ -22,6 +22,7 @@ from engine.experiments.evidence import table_evidence
 from engine.experiments.mechanisms import Mechanism, Models, mechanism
 from engine.runctx import RunCancelled, checkpoint
 from engine.store import FINISHED, Store
+from models.registry import ModelHub
 
 EXPERIMENT, CELL, RECORD = "experiment", "experiment.cell", "experiment.record"
 ROW_META = ("cell", "repeat", "trial", "new_calls", "run_id", "recording_run")
@@ -37,7 +38,6 @@ class HubModels:
     delay_s: float = 0.0
 
     def build(self, store: Store) -> Models:
-        from models.registry import ModelHub
 
         hub = ModelHub(call_log=store)
         replay = self.mode != "live"

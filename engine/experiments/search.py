@@ -50,7 +50,7 @@ async def run_search(
     resume: str | None = None,
     source: str = "",
 ) -> ExperimentResult:
-    import optuna
+    import optuna  # heavy: optuna
 
     assert definition.search is not None
     search = definition.search
