@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.config import get_settings
 from engine.store import LabelRow, Store, aware
 
 MECHANISMS = ("handraise", "jury", "director", "confidence", "skip")
@@ -194,8 +195,6 @@ def check_label(
 
 def default_user() -> str:
     """Settings' local user name (JUDGELAB_USER, else the OS user name)."""
-    from engine.config import get_settings
-
     return get_settings().resolved_user[:MAX_USER]
 
 
