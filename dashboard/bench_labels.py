@@ -1,7 +1,7 @@
 """`judgelab bench --only 'labels.*'`: the labels' targets (issue 29), on the hand features the real judge
 recorded (data/recordings/labels-designer-perf.jsonl): no model call.
 
-- `labels.refit`: a hand-raise map fitted from 500 labels — 10-fold cross-validation on them, the comparison
+- `labels.refit`: a hand-raise map fitted from 500 labels — 5-fold cross-validation on them, the comparison
   with the shipped map and the final fit (target ≤ 5 s). The 500 labels are the recording's 120 hands, repeated
   with a small jitter on their features, each copy its own message.
 - `labels.agreement`: the agreement figures of 10,000 labels read from the store — confusion matrix, Wilson
@@ -82,7 +82,7 @@ def bench_refit(repeat: int, progress: Progress) -> BenchResult:
         store.dispose()
     result = BenchResult.from_samples(
         "labels.refit",
-        "a hand-raise map from 500 labels: 10-fold CV, the comparison with the shipped map, the final fit",
+        "a hand-raise map from 500 labels: 5-fold CV, the comparison with the shipped map, the final fit",
         samples,
         target="≤ 5 s",
         met=max(samples) <= 5.0,

@@ -6,7 +6,7 @@ Speak / Skip), so the refit makes no model call. The candidate is the shipped fi
 relevance, confidence and novelty maps learnt jointly through the will formula, at the seed's threshold) on the
 labels — optionally with the shipped split — with one more relevance feature per participant (`is:<id>`): whom
 this user wants to hear. It is cross-validated on the labels (folds by message, so a message's hands are never
-split between fitting and testing: one message a fold up to 50 messages, 10 folds beyond), and the map in use
+split between fitting and testing: one message a fold up to 50 messages, 5 folds beyond), and the map in use
 decides the same held-out labels: the paired comparison is exact McNemar (engine/stats.py `compare_correct`).
 Saved as a new version whose provenance names the labels, it is used only once adopted (`adopt_map`); any
 earlier version, or the shipped map, can be restored."""
@@ -56,8 +56,8 @@ MAP_NAMES = {
     "confidence": "confidence.likelihood",
 }
 # Folds of the cross-validation on the labels, by message: every message its own fold up to `FOLDS_ALL`
-# messages (few labels: each held-out prediction comes from a fit on all the others), 10 beyond.
-FOLDS = 10
+# messages (few labels: each held-out prediction comes from a fit on all the others), 5 beyond.
+FOLDS = 5
 FOLDS_ALL = 50
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
