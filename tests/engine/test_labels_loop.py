@@ -119,3 +119,18 @@ def test_the_labeller_gives_front_end_performance_to_the_designer() -> None:
     text = "Our JavaScript bundle is 2 MB. How do we shrink it with tree shaking and code splitting?"
     assert preference(text, "designer") == "speak" and preference(text, "coder") == "skip"
     assert preference(text, "researcher") == "skip"
+
+
+def test_a_refit_that_cannot_be_made_says_why(store: Store) -> None:
+    from engine.labels import LabelError
+
+    with pytest.raises(LabelError, match="at least 10 are needed"):
+        refit_from_labels(store, user=USER)
+    run_id = load_recording(store)
+    label_items(store, label_queue(store, mechanism="handraise", rule="random", n=20, user=USER, run_ids=[run_id]))
+    with pytest.raises(LabelError, match="with_split: the shipped split's features need the judge model"):
+        refit_from_labels(store, user=USER, with_split=True)
+    with pytest.raises(LabelError, match="mechanism"):
+        refit_from_labels(store, mechanism="jury")
+    with pytest.raises(LabelError, match="no version"):
+        adopt_map(store, "handraise", "gemma3-270m+smollm2-135m", "20000101T000000Z")
