@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.judgemaps import Calibration, fit_multinomial
 from engine.likelihood import (
     CONTENT_FREE,
     JURY_FEATURES,
@@ -29,7 +30,6 @@ from engine.likelihood import (
 )
 
 if TYPE_CHECKING:
-    from engine.judgemaps import Calibration
     from engine.jury import JuryCase
     from models.base import ChatModel
     from models.types import OptionScores
@@ -149,8 +149,6 @@ def loco_predictions(
 ) -> dict[int, str]:
     """Leave-one-case-out: each row of `keep` (default: all) predicted by a map fitted on the other rows of
     `keep` (one row per case). A fold whose training rows miss a class is left out."""
-    from engine.judgemaps import Calibration, fit_multinomial
-
     index = list(range(len(rows))) if keep is None else list(keep)
     out: dict[int, str] = {}
     for i in index:
@@ -189,8 +187,6 @@ def fit_role_calibrations(
     the labels, C chosen on the split), one row per case. Metrics: each map's leave-one-case-out accuracy; the
     panel's also with C chosen again inside each fold (`nested`: the honest figure, as the choice of C is not
     then tuned on the case it predicts), and on how many cases the role maps' held-out verdicts differ."""
-    from engine.judgemaps import Calibration, fit_multinomial
-
     rows = [with_relative(r) for r in rows]
     needed = sorted({f for role in JURY_ROLES for f in role_features(role)} | set(PANEL_FEATURES))
     bad = [i for i, r in enumerate(rows) if not all(math.isfinite(r.get(f, math.nan)) for f in needed)]
