@@ -375,6 +375,8 @@ def _render_members(run: Any) -> None:
         key=f"{KEY}members.{run.id}",
         on_select="rerun",
         selection_mode="single-row",
+        # a cell's settings (its name), status and calls fit a 900 px window; ids and durations on "All columns"
+        column_order=list(frame.columns) if st.session_state.get(f"details.{DETAILS}") else ["name", "status", "calls"],
         column_config={"name": st.column_config.TextColumn("name", width="large")},
     )
     picked = getattr(getattr(event, "selection", None), "rows", None) or []

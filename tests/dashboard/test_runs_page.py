@@ -296,6 +296,7 @@ def test_an_experiment_is_one_row_its_cells_open_under_it_and_every_run_has_a_na
     members = at.dataframe[1].value
     assert len(members) == 265 and members["name"].iloc[0] == "recording of the cases"
     assert members["name"].iloc[1].startswith("cell 0: threshold=0.3")
+    assert list(at.dataframe[1].proto.column_order) == ["name", "status", "calls"]  # fits 900 px; ids on request
     assert any("264 cells · best f1" in shown(m.value) for m in at.markdown)
 
     at.toggle(key="runs.members").set_value(True).run()  # the cells as rows of the history, on request
