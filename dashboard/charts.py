@@ -944,3 +944,29 @@ def jury_discussion_effect(effect: Mapping[str, Any]) -> go.Figure:
         range=[min(0.0, *(p[s] or 0 for p in pairs for s in ("before discussion", "after discussion"))), 1]
     )
     return _legend_below(_layout(fig, "Before and after the discussion", 320))
+
+
+def agreement_over_time(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """A judge's agreement with your labels per period (a day, or ten labels): the share matched, its 95 %
+    interval as error bars, the number of labels in the hover. `date` is a day or a label such as 'labels 1–10'."""
+    shown = [
+        {**r, "accuracy_ci": list(r["accuracy_ci"]) if r.get("accuracy_ci") is not None else None}
+        for r in rows
+        if r.get("accuracy") is not None
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=[plot_text(r.get("date")) for r in shown],
+            y=[float(r["accuracy"]) for r in shown],
+            mode="lines+markers",
+            name="agreement",
+            line={"color": BASE_COLOR},
+            marker={"color": BASE_COLOR, "size": 8},
+            error_y=_error_bars(shown, "accuracy", BASE_COLOR),
+            customdata=[int(r.get("n") or 0) for r in shown],
+            hovertemplate="%{x}<br>agreement %{y:.0%} on %{customdata} labels<extra></extra>",
+        )
+    )
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%", title="agreement with you")
+    fig.update_xaxes(type="category", title=None)
+    return _layout(fig, "Agreement over time (95 % interval)")

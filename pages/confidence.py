@@ -484,10 +484,33 @@ def _render_live(settings: ConfidenceSettings) -> None:
     failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
     flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
+    _render_answer_label(run_id, run.config if run is not None else {}, result)
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
                 st.text(sample)
+
+
+def _render_answer_label(run_id: str, config: dict[str, Any], result: dict[str, Any]) -> None:
+    """Under the Live result, "the answer was right / wrong": your label of the evaluated answer, which the
+    Labels page compares with the level the score gave (a silent or notify level trusts the answer)."""
+    from engine.labels import item_key
+
+    from dashboard.labelling import label_buttons
+
+    query = str(config.get("query") or "")
+    if not query:
+        return
+    level = str(result.get("level") or "")
+    st.markdown("**Was the answer right?**")
+    label_buttons(
+        "confidence",
+        item_key("confidence", query=query),
+        run_id=run_id,
+        key=KEY + "live_label",
+        context={"level": level, "score": result.get("score")},
+        prompt="Your judgment of the answer",
+    )
 
 
 def _render_factor_rows(view: Collected, live: bool) -> None:

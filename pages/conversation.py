@@ -25,6 +25,7 @@ from dashboard.components import (
     metric_row,
     safe_avatar,
 )
+from dashboard.labelling import refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.diagnostics import Diagnosis
@@ -526,6 +527,7 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         )
     if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
         st.caption(md(breakable(_judged_by(conv))))
+    _render_your_labels(config)
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -850,6 +852,95 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
     st.session_state[KEY + "answering"] = {}
     st.session_state[KEY + "streams"] = {}
     state.clear_reads()
+
+
+# -- your labels: what your Speak / Skip taught, and the refit they offer ----------------------------------------
+
+
+def map_line(judge_method: str, judge_model: str) -> str:
+    """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals', or the shipped one's
+    provenance; '' for a judge method without a map."""
+    from engine.labels import map_in_use
+
+    if judge_method != "likelihood":
+        return ""
+    try:
+        used = map_in_use("handraise", judge_model)
+    except ValueError:
+        return ""
+    if used is None:
+        return "no fitted map for this model (the judge runs uncalibrated)"
+    return str(used.provenance or f"version {used.version}")
+
+
+def approvals_since_map(judge_model: str) -> int:
+    """Your Speak / Skip labels recorded since the map in use was made (all of them when it has no date)."""
+    from engine.labels import list_labels, map_in_use
+
+    from dashboard.labelling import current_user
+
+    try:
+        used = map_in_use("handraise", judge_model)
+    except ValueError:
+        used = None
+    since = getattr(used, "created", None)
+    labels = list_labels(state.get_store(), mechanism="handraise", user=current_user())
+    return sum(
+        1
+        for lab in labels
+        if lab.source == "approval" and (since is None or not hasattr(since, "tzinfo") or lab.created_at > since)
+    )
+
+
+def refit_every() -> int:
+    """After every K new approvals the page offers a refit (settings: JUDGELAB_REFIT_EVERY)."""
+    from engine.config import get_settings
+
+    return max(1, int(getattr(get_settings(), "refit_every", 20) or 20))
+
+
+def _render_your_labels(config: HandRaiseConfig) -> None:
+    """One caption: the map in use and the labels your Speak / Skip recorded; after every K new approvals, an offer
+    to refit the judge from them (the candidate shows in the What-if tab before it is used)."""
+    from engine.labels import count_labels
+
+    store = state.get_store()
+    run_id = st.session_state[KEY + "run_id"]
+    total = count_labels(store, mechanism="handraise")
+    here = count_labels(store, mechanism="handraise", run_id=run_id) if run_id else 0
+    parts = []
+    used = map_line(config.judge_method, config.judge_model)
+    if used:
+        parts.append(f"Map in use: {md(used)}")
+    parts.append(
+        f"🏷️ {here} label{'s' if here != 1 else ''} from your Speak / Skip in this conversation, {total} in all "
+        "([Labels page](/labels))"
+    )
+    st.caption(" · ".join(parts), help="Each Speak or Skip you give is kept as a label of who should speak.")
+    notice = st.session_state.pop(KEY + "label_notice", None)
+    if notice:
+        (st.error if notice[0] == "error" else st.success)(md(notice[1]))
+    if config.judge_method != "likelihood":
+        return
+    candidate = st.session_state.get(KEY + "candidate")
+    if candidate is not None and candidate.get("model_id") == config.judge_model:
+        with st.expander("A map refitted from your labels is ready (the What-if tab shows how it would decide)"):
+            render_candidate(candidate, key=KEY + "cand", notice_key=KEY + "label_notice", refit_key=KEY + "candidate")
+        return
+    fresh, every = approvals_since_map(config.judge_model), refit_every()
+    if fresh >= every:
+        row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
+        row.caption(f"{fresh} new Speak / Skip labels since this map was made: refit the judge to your choices?")
+        row.button("Refit from my labels", key=KEY + "refit", on_click=handle_refit_offer)
+
+
+def handle_refit_offer() -> None:
+    """Fit a candidate map on your labels (saved as a version, not in use) and keep it for the What-if."""
+    result = refit_candidate("handraise")
+    if "error" in result:
+        st.session_state[KEY + "label_notice"] = ("error", result["error"])
+        return
+    st.session_state[KEY + "candidate"] = result
 
 
 # -- charts, what-if, tokens ----------------------------------------------------------------------------------

@@ -9,10 +9,12 @@ from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
+from engine.labels import item_key
 from pydantic import ValidationError
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, flow_columns, md, metric_row
+from dashboard.labelling import label_buttons
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -273,6 +275,17 @@ def _render_check_view(view: Collected, live: bool) -> None:
     verdicts = view.of("director_verdict")
     if verdicts:
         _render_review(verdicts[-1])
+        run_id = st.session_state.get(CHECK_RUN)
+        if not live and run_id:
+            st.markdown("**Your mark:** was the director right to say this?")
+            label_buttons(
+                "director",
+                item_key("director", line=0),
+                run_id=run_id,
+                key=KEY + "check_label",
+                context={"status": verdicts[-1]["status"]},
+                prompt="OK: the line is fine to say; RETRY: it should be rewritten",
+            )
     elif live:
         st.caption("Scoring the rubric…")
 
@@ -512,7 +525,39 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             "why": st.column_config.TextColumn("why", pinned=True, width=120, help="the rules at WARN or RETRY"),
         },
     )
+    _render_row_marks(frame)
     st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
+
+
+def _render_row_marks(frame: pd.DataFrame) -> None:
+    """OK / RETRY marks on the batch's rows: pick a row, mark it. Kept with the recorded batch run when there is
+    one (so the Labels page links it), else as labels of this script's rows."""
+    run_id = watched_run(BATCH_PARAM, BATCH_RUN)
+    if frame.empty:
+        return
+    with st.expander("Mark rows OK or RETRY (your labels)", expanded=False):
+        if not run_id:
+            st.caption(
+                "Record the batch (below) first to keep your marks with its run; until then they are kept with no run."
+            )
+        index = st.selectbox(
+            "Row",
+            range(len(frame)),
+            key=KEY + "mark_row",
+            format_func=lambda i: (
+                f"{frame.iloc[i]['id']} · {frame.iloc[i]['status']} · {str(frame.iloc[i]['text'])[:70]}"
+            ),
+        )
+        row = frame.iloc[index]
+        st.text(str(row["text"]))
+        label_buttons(
+            "director",
+            item_key("director", row=index),
+            run_id=run_id if run_id and not is_live(run_id) else None,
+            key=KEY + "row_label",
+            context={"status": str(row["status"]), "line_id": str(row["id"])},
+            prompt=f"Row {index + 1}: OK or RETRY?",
+        )
 
 
 def flagged_rules(frame: pd.DataFrame) -> pd.Series:

@@ -22,6 +22,7 @@ from dashboard.components import (
     render_view,
     run_usage,
 )
+from dashboard.labelling import jury_label
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import ConfigError, get_settings
@@ -108,8 +109,10 @@ def render() -> None:
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
         watch_run(run_id, JuryView, lambda view, live: _render_watched(view, live, run_id, details), key=KEY + "watch")
         if not live:
-            export_buttons(state.get_store(), run_id, key=KEY + "export")
             stored = state.get_store().get_run(run_id)
+            if stored is not None and stored.status == "finished":
+                jury_label(stored, key=KEY + "label")
+            export_buttons(state.get_store(), run_id, key=KEY + "export")
             if stored is not None and stored.status == "finished":
                 render_jury_whatif(stored, key=KEY + "whatif")
 

@@ -529,6 +529,40 @@ def _render_timeline(result: dict[str, Any]) -> None:
         format_func=lambda s: f"{scope_words(s)} ({counts[s]} messages)",
     )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
+    _render_reply_label(result, scope)
+
+
+def _render_reply_label(result: dict[str, Any], scope: str) -> None:
+    """For one message, "should have replied / should not" of the conversation shown: your label, which the Labels
+    page compares with what the judge decided for it."""
+    from engine.labels import item_key
+
+    from dashboard.labelling import label_buttons
+
+    messages = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
+    if not messages:
+        return
+    with st.expander("Your label: should the bot have replied?", expanded=False):
+        index = st.selectbox(
+            "Message",
+            range(len(messages)),
+            key=KEY + "label_message." + scope,
+            format_func=lambda i: f"{i + 1}. {messages[i]['author']}: {str(messages[i]['text'])[:80]}",
+        )
+        message = messages[index]
+        st.text(str(message["text"]))
+        label_buttons(
+            "skip",
+            item_key(
+                "skip",
+                scope=message.get("channel_id", "") + ":" + (message.get("thread_ts") or "top"),
+                message=message["id"],
+            ),
+            run_id=result["run_id"],
+            key=KEY + "label." + scope,
+            context={"author": message.get("author")},
+            prompt="Should the bot have replied to this message?",
+        )
 
 
 # The page's sweep grid: wider than the engine's default (3 × 3), down to short windows, so a small workload

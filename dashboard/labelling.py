@@ -1,0 +1,317 @@
+"""Your labels on the pages: the buttons that record what the right answer was for an item a page shows (a jury
+case's verdict, a director line's OK / RETRY, a confidence answer right / wrong, a skip-cache message that should
+have been replied to or not), and the one line that says what you said.
+
+Every label goes through `engine.labels.add_label` (the engine owns the table and the item keys); a label's text
+and note are untrusted wherever they come back (another user's import, a CSV), so they are shown with `md` or
+`st.text`, never as markdown of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from dashboard import state
+from dashboard.components import breakable, md, metric_row
+
+# Each mechanism's label values in the words a stakeholder reads on a button (the engine's VALUES, in order).
+VALUE_WORDS: dict[str, dict[str, str]] = {
+    "handraise": {"speak": "Should speak", "skip": "Should stay quiet"},
+    "director": {"ok": "OK", "retry": "RETRY"},
+    "confidence": {"right": "The answer was right", "wrong": "The answer was wrong"},
+    "skip": {"reply": "Should have replied", "no_reply": "Should not have replied"},
+}
+MECHANISM_WORDS = {
+    "handraise": "Conversation (who should speak)",
+    "jury": "Jury (the right verdict)",
+    "director": "Director (OK / RETRY)",
+    "confidence": "Confidence (right / wrong answer)",
+    "skip": "Skip cache (reply or not)",
+}
+SOURCE_WORDS = {
+    "approval": "your Speak / Skip",
+    "override": "a verdict you set",
+    "manual": "a mark you gave",
+    "import": "an import",
+}
+JURY_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")
+
+
+def value_words(mechanism: str, value: object) -> str:
+    """A label value in words ('Should have replied'); a jury verdict as the Jury page says it; anything else as
+    written, underscores as spaces. Untrusted: put it into markdown through `md`."""
+    from dashboard.components import in_words
+
+    text = "" if value is None else str(value)
+    if mechanism == "jury":
+        return in_words(text)
+    return VALUE_WORDS.get(mechanism, {}).get(text, text.replace("_", " "))
+
+
+def choices_for(mechanism: str, verdicts: Sequence[str] | None = None) -> list[str]:
+    """The values a label of `mechanism` may take, in button order: the engine's, or a jury case's verdicts."""
+    if mechanism == "jury":
+        return [str(v) for v in (verdicts or JURY_VERDICTS)]
+    return list(VALUE_WORDS[mechanism])
+
+
+def mine(mechanism: str, item_key: str, run_id: str | None) -> Any | None:
+    """Your latest label of one item (None when you gave none)."""
+    from engine.labels import list_labels
+
+    for label in list_labels(state.get_store(), mechanism=mechanism, run_id=run_id, user=current_user()):
+        if label.item_key == item_key:
+            return label
+    return None
+
+
+def current_user() -> str:
+    """Who labels: settings' local user name (JUDGELAB_USER, else the OS user), as the engine stores it."""
+    from engine.labels import default_user
+
+    return default_user()
+
+
+def record(
+    mechanism: str,
+    item_key: str,
+    value: str,
+    *,
+    run_id: str | None,
+    source: str = "manual",
+    note: str = "",
+    context: Mapping[str, Any] | None = None,
+) -> str | None:
+    """Store one label; the error's words when the engine refused it (a bad value), else None."""
+    from engine.labels import LabelError, add_label
+
+    try:
+        add_label(
+            state.get_store(),
+            mechanism=mechanism,
+            item_key=item_key,
+            label=value,
+            run_id=run_id,
+            note=note,
+            source=source,
+            context=dict(context or {}),
+        )
+    except LabelError as exc:
+        return str(exc)
+    return None
+
+
+def said_line(mechanism: str, label: Any) -> str:
+    """'You said: **Should have replied** — "note"' (trusted markdown, the value and note escaped)."""
+    line = f"🏷️ You said: **{md(value_words(mechanism, label.label))}**"
+    if label.note:
+        line += f" — “{md(label.note)}”"
+    return line
+
+
+def label_buttons(
+    mechanism: str,
+    item_key: str,
+    *,
+    run_id: str | None,
+    key: str,
+    choices: Sequence[str] | None = None,
+    source: str = "manual",
+    context: Mapping[str, Any] | None = None,
+    predicted: object = None,
+    note: bool = True,
+    prompt: str = "Your label",
+) -> None:
+    """One row under a result: what you said of it (if anything), a note box and one button per value. A click
+    stores the label at once (a later click supersedes it; both are kept) and the line above says so."""
+    values = list(choices or choices_for(mechanism))
+    done = mine(mechanism, item_key, run_id)
+    with st.container(border=True, key=f"{key}.box"):
+        if done is not None:
+            st.markdown(said_line(mechanism, done))
+        else:
+            st.caption(md(prompt) + " — recorded as a label of yours (Labels page), to measure and refit the judge.")
+        row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+        if note:  # read in the callback, from the session: the box's value at the click
+            row.text_input("Note (optional)", key=f"{key}.note", width=260)
+        for value in values:
+            row.button(
+                value_words(mechanism, value),
+                key=f"{key}.{value}",
+                type="primary" if done is not None and done.label == value else "secondary",
+                on_click=_handle_label,
+                args=(mechanism, item_key, value, run_id, source, context, predicted, f"{key}.note", f"{key}.error"),
+            )
+        error = st.session_state.pop(f"{key}.error", None)
+        if error:
+            st.error(f"Not recorded: {md(error)}")
+
+
+def _handle_label(
+    mechanism: str,
+    item_key: str,
+    value: str,
+    run_id: str | None,
+    source: str,
+    context: Mapping[str, Any] | None,
+    predicted: object,
+    note_key: str,
+    error_key: str,
+) -> None:
+    note = str(st.session_state.get(note_key) or "").strip()
+    ctx = dict(context or {})
+    if predicted is not None:
+        ctx.setdefault("predicted", predicted)
+    error = record(mechanism, item_key, value, run_id=run_id, source=source, note=note, context=ctx)
+    if error:
+        st.session_state[error_key] = error
+    else:
+        st.session_state[note_key] = ""
+    state.clear_reads()
+
+
+def count_line(mechanism: str, run_id: str | None = None) -> str:
+    """'3 labels of yours for this run · 41 in all' (trusted text)."""
+    from engine.labels import count_labels
+
+    store = state.get_store()
+    total = count_labels(store, mechanism=mechanism)
+    if run_id is None:
+        return f"{total} label{'s' if total != 1 else ''} in all"
+    here = count_labels(store, mechanism=mechanism, run_id=run_id)
+    return f"{here} label{'s' if here != 1 else ''} for this run · {total} in all"
+
+
+def jury_label(run: Any, *, key: str) -> None:
+    """Under a finished jury run (Jury page, Replay): set the right verdict for its case, with a note. Stored as
+    an override of the run's final verdict; the case's own rubric gives the choices."""
+    from engine.labels import item_key
+
+    config = run.config if isinstance(run.config, dict) else {}
+    case = config.get("case") or {}
+    case_id = case.get("id") if isinstance(case, dict) else None
+    if not case_id:
+        return
+    rubric = case.get("rubric") or {}
+    verdicts = rubric.get("verdicts") if isinstance(rubric, dict) else None
+    result = (run.summary or {}).get("result") if isinstance(run.summary, dict) else None
+    final = result.get("final_verdict") if isinstance(result, dict) else None
+    st.markdown("**Was the verdict right?** Set the right verdict for this case.")
+    label_buttons(
+        "jury",
+        item_key("jury", case=case_id),
+        run_id=run.id,
+        key=key,
+        choices=choices_for("jury", verdicts if isinstance(verdicts, list) and verdicts else None),
+        source="override",
+        context={"predicted": final, "case_title": case.get("title")},
+        prompt="The right verdict",
+    )
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def interval_text(ci: Any, percent: bool = True) -> str:
+    """'62 %–81 %' (or '0.41–0.70') from a (low, high) pair; '' without one."""
+    if not isinstance(ci, list | tuple) or len(ci) != 2 or ci[0] is None:
+        return ""
+    low, high = float(ci[0]), float(ci[1])
+    return f"{low:.0%}–{high:.0%}" if percent else f"{low:.2f}–{high:.2f}"
+
+
+# -- refit from your labels: shared by the Labels page and the Conversation page ---------------------------------
+
+
+def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
+    """`refit_from_labels` then `save_candidate`, as a plain dict the page keeps in the session:
+    {mechanism, model_id, version, provenance, n_labels, folds, candidate/current score and interval, comparison}
+    or {"error": why} (too few labels, one class only…)."""
+    from engine.labels import refit_from_labels, save_candidate
+
+    try:
+        refit = refit_from_labels(state.get_store(), mechanism=mechanism, user=current_user(), with_split=with_split)
+        save_candidate(refit)
+    except ValueError as exc:  # LabelError and the fit's own refusals
+        return {"error": f"No refit: {exc}"}
+    comparison = refit.comparison
+    return {
+        "mechanism": mechanism,
+        "model_id": refit.candidate.model_id,
+        "version": refit.candidate.version,
+        "provenance": refit.provenance,
+        "n_labels": refit.n_labels,
+        "folds": refit.folds,
+        "candidate": refit.candidate_score,
+        "candidate_ci": list(getattr(refit, "candidate_ci", None) or []),
+        "current": refit.current_score,
+        "current_ci": list(getattr(refit, "current_ci", None) or []),
+        "has_current": refit.current is not None,
+        "comparison": comparison.to_dict() if comparison is not None else None,
+    }
+
+
+def comparison_words(c: dict[str, Any] | None) -> str:
+    """The paired comparison in one sentence a stakeholder reads: better / worse / no clear difference."""
+    if not c or c.get("difference") is None:
+        return "No paired comparison: there is no map in use to compare with."
+    diff, p = float(c["difference"]), c.get("p_value")
+    n = c.get("n")
+    verdict = (
+        "no clear difference"
+        if p is None or p >= 0.05
+        else ("the new map is better" if diff > 0 else "the new map is worse")
+    )
+    pp = f"{diff * 100:+.0f} points"
+    tail = f" (p = {p:.3g}, {c.get('test')}, {n} labels)" if p is not None else ""
+    return f"On the same held-out labels: {pp}, {verdict}{tail}."
+
+
+def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_key: str) -> None:
+    """The refitted map beside the one in use (same held-out labels, the paired comparison in words) and the
+    button that adopts it. `notice_key` receives what happened; `refit_key` (the page's kept refit) is cleared."""
+    with st.container(border=True, key=key + ".box"):
+        st.markdown(f"**New map: {md(refit['provenance'])}** — saved as version {md(breakable(refit['version']))}")
+        metric_row(
+            [
+                ("New map", pct(refit["candidate"])),
+                ("Map in use", pct(refit["current"]) if refit["has_current"] else "none"),
+            ],
+            key=key + ".metrics",
+        )
+        st.caption(
+            f"Agreement with you on labels each map did not learn from ({refit['folds']}-fold cross-validation"
+            + (
+                f"; new {interval_text(refit['candidate_ci'])}, in use {interval_text(refit['current_ci'])}"
+                if refit["candidate_ci"]
+                else ""
+            )
+            + "). "
+            + comparison_words(refit["comparison"])
+        )
+        st.button(
+            "Use this map",
+            type="primary",
+            key=key + ".adopt",
+            on_click=handle_adopt,
+            args=(refit["mechanism"], refit["model_id"], refit["version"], notice_key, refit_key),
+        )
+
+
+def handle_adopt(mechanism: str, model_id: str, version: str, notice_key: str, refit_key: str | None = None) -> None:
+    """Use this map, or restore a version: it becomes the map the judge reads."""
+    from engine.labels import adopt_map
+
+    try:
+        adopt_map(state.get_store(), mechanism, model_id, version)
+    except (ValueError, OSError) as exc:
+        st.session_state[notice_key] = ("error", f"The map was not changed: {exc}")
+        return
+    st.session_state[notice_key] = ("success", f"Now in use for {model_id}: version {version}.")
+    if refit_key:
+        st.session_state[refit_key] = None
+    state.clear_reads()
