@@ -1,0 +1,141 @@
+"""Labels on the pages (issue 29), in AppTest on a real SQLite store: the right verdict set on Replay (an override
+with its note), the Labels page's queue (one click per item, "N of M done"), its agreement view (the figures the
+engine computes, the confusion matrix both ways) and a label's text shown as text wherever it comes back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from dashboard.components import md
+from tests.dashboard.rendered import shown
+from tests.dashboard.test_jury_pages import _stored_run
+
+HOSTILE = "**bold** [x](https://evil.example) <img src=x onerror=alert(1)> # heading"
+
+
+def _replay_page() -> None:
+    from pages import replay
+
+    replay.render()
+
+
+def _labels_page() -> None:
+    from pages import labels
+
+    labels.render()
+
+
+def _labels(mechanism: str) -> list[Any]:
+    from engine.labels import list_labels
+
+    return list_labels(state.get_store(), mechanism=mechanism)
+
+
+def test_replay_sets_the_right_verdict_with_a_note_shown_as_text() -> None:
+    run_id = _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    assert not at.exception
+    key = f"replay.label.{run_id}"
+    at.text_input(key=f"{key}.note").set_value(HOSTILE)
+    at.button(key=f"{key}.needs_review").click().run()
+    assert not at.exception
+    (label,) = _labels("jury")
+    assert (label.run_id, label.item_key, label.label, label.source) == (run_id, "leak", "needs_review", "override")
+    assert label.note == HOSTILE
+    assert label.context.get("predicted") == "unsafe_fail"  # what the jury said, kept with the label
+    # The line above the buttons says what you said; the note reads as written (no link, image or heading forms).
+    (said,) = [m.value for m in at.markdown if m.value.startswith("🏷️ You said")]
+    assert "needs review" in said and HOSTILE in shown(said)
+    assert md(HOSTILE) in said  # every markdown character of it escaped
+    # A second click supersedes the first (both kept, the latest shown).
+    at.button(key=f"{key}.unsafe_fail").click().run()
+    assert [lab.label for lab in _labels("jury")] == ["unsafe_fail"]
+    assert any("unsafe (fail)" in shown(m.value) for m in at.markdown if m.value.startswith("🏷️ You said"))
+
+
+def test_the_queue_labels_one_item_per_click_and_counts_them() -> None:
+    runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case", "third-case")]
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    assert not at.exception
+    at.selectbox(key="labels.q.mechanism").set_value("jury")
+    at.selectbox(key="labels.q.rule").set_value("random")
+    at.button(key="labels.q.draw").click().run()
+    assert not at.exception
+    queue = at.session_state["labels.queue"]
+    assert {item.run_id for item in queue} == set(runs)
+    assert at.get("progress")[0].proto.text == f"0 of {len(queue)} done"
+    # Key 1 is the first value (safe pass): the buttons carry their shortcuts.
+    first = at.button(key="labels.q.value.0")
+    assert first.proto.shortcut == "1" and at.button(key="labels.q.skip").proto.shortcut == "S"
+    first.click().run()
+    at.button(key="labels.q.skip").click().run()
+    at.button(key="labels.q.value.2").click().run()
+    assert at.get("progress")[0].proto.text == f"2 of {len(queue)} done"
+    stored = {(lab.run_id, lab.label, lab.source) for lab in _labels("jury")}
+    assert stored == {(queue[0].run_id, "safe_pass", "manual"), (queue[2].run_id, "unsafe_fail", "manual")}
+    assert any("Queue finished: 2 of 3 labelled" in s.value for s in at.success)
+    # A new draw leaves out what you labelled.
+    at.button(key="labels.q.draw").click().run()
+    assert [item.run_id for item in at.session_state["labels.queue"]] == [queue[1].run_id]
+
+
+def test_the_agreement_view_shows_the_engine_figures() -> None:
+    from engine.labels import add_label, agreement, item_key
+
+    runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case", "third-case")]
+    store = state.get_store()
+    cases, values = ("leak", "other-case", "third-case"), ("unsafe_fail", "safe_pass", HOSTILE)
+    for run_id, case, value in zip(runs, cases, values, strict=True):
+        add_label(store, mechanism="jury", item_key=item_key("jury", case=case), label=value, run_id=run_id)
+    (expected,) = agreement(store, mechanism="jury")
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    at.selectbox(key="labels.a.mechanism").set_value("jury").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Your labels"] == str(expected.n) == "3"
+    assert metrics["Agreement"] == f"{expected.accuracy:.0%}"
+    confusion = next(df.value for df in at.dataframe if any(str(c).startswith("Judge: ") for c in df.value.columns))
+    for truth, row in expected.confusion.items():
+        for predicted, count in row.items():
+            if count:
+                cell = confusion.loc[[i for i in confusion.index if i.endswith(_words(truth))][0]]
+                assert cell[[c for c in confusion.columns if c.endswith(_words(predicted))][0]] == count
+    wrong = next(df.value for df in at.dataframe if "judge said" in df.value.columns)
+    assert len(wrong) == len(expected.confidently_wrong) >= 2
+    assert all(str(link).startswith("/runs?run=") for link in wrong["run"])
+    # A label's value is untrusted text: it reaches the page only inside table cells, never as markdown.
+    assert not any(HOSTILE in m.value for m in at.markdown)
+
+
+def _words(value: str) -> str:
+    from dashboard.labelling import value_words
+
+    return value_words("jury", value)
+
+
+def _director_page() -> None:
+    from pages import director
+
+    director.render()
+
+
+def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
+    at = AppTest.from_function(_director_page, default_timeout=60).run()
+    at.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
+    at.selectbox(key="director.character").set_value("ayu")
+    at.button(key="director.check").click().run()
+    assert not at.exception
+    check_run = at.session_state["director.check_run"]
+    at.button(key="director.check_label.ok").click().run()  # the director said RETRY; you say the line is fine
+    (mark,) = _labels("director")
+    assert (mark.run_id, mark.item_key, mark.label, mark.context["status"]) == (check_run, "line0", "ok", "RETRY")
+    assert any(shown(m.value).startswith("🏷️ You said: **OK**") for m in at.markdown)
+    # A batch row: picked by its id and status, marked; with no recorded batch run it is kept with no run.
+    at.selectbox(key="director.mark_row").set_value(2).run()
+    at.button(key="director.row_label.retry").click().run()
+    assert not at.exception
+    rows = [lab for lab in _labels("director") if lab.item_key.startswith("row")]
+    assert [(lab.item_key, lab.label, lab.run_id) for lab in rows] == [("row2", "retry", None)]
