@@ -252,6 +252,7 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
         "current_ci": list(getattr(refit, "current_ci", None) or []),
         "has_current": refit.current is not None,
         "comparison": comparison.to_dict() if comparison is not None else None,
+        "calibration": refit.candidate,  # for the Conversation page's what-if (the map object, not in use)
     }
 
 

@@ -875,9 +875,8 @@ def map_line(judge_method: str, judge_model: str) -> str:
 
 def approvals_since_map(judge_model: str) -> int:
     """Your Speak / Skip labels recorded since the map in use was made (all of them when it has no date)."""
-    from engine.labels import list_labels, map_in_use
-
     from dashboard.labelling import current_user
+    from engine.labels import list_labels, map_in_use
 
     try:
         used = map_in_use("handraise", judge_model)
@@ -1036,6 +1035,38 @@ def render_whatif(conv: Conversation) -> None:
     st.caption(f"Re-decided {sum(len(o.hands) for o in after)} hands in {elapsed:.1f} ms.")
     if changes:
         st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
+    candidate = st.session_state.get(KEY + "candidate")
+    if candidate is not None and candidate.get("model_id") == conv.config.judge_model:
+        render_candidate_whatif(conv, candidate, before)
+
+
+def render_candidate_whatif(conv: Conversation, candidate: Mapping[str, Any], before: Sequence[Any]) -> None:
+    """How the map refitted from your labels (not in use yet) would have decided the turns already played: each
+    recorded hand's features read through it, at this conversation's own settings, no model call."""
+    from engine.labels import whatif_with_map
+
+    st.divider()
+    st.markdown(f"**With the map refitted from your labels** — {md(candidate['provenance'])}, not in use yet")
+    try:
+        after = whatif_with_map(conv, conv.config, candidate["calibration"])
+    except ValueError as exc:
+        st.info(f"This conversation cannot be re-decided with the new map: {md(exc)}")
+        return
+    changes = changed_hands(before, after)
+    raised = [sum(h.status == HandStatus.RAISED for o in outs for h in o.hands) for outs in (before, after)]
+    spoke = [sum(len(o.speakers) for o in outs) for outs in (before, after)]
+    metric_row(
+        [
+            {"label": "Hands raised", "value": raised[1], "delta": raised[1] - raised[0]},
+            {"label": "Answers", "value": spoke[1], "delta": spoke[1] - spoke[0]},
+            ("Hands that change", len(changes)),
+        ],
+        key=KEY + "cand_metrics",
+    )
+    if changes:
+        st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
+    else:
+        st.caption("The new map would have raised the same hands in this conversation.")
 
 
 def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
