@@ -860,10 +860,10 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
 def map_line(judge_method: str, judge_model: str) -> str:
     """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals', or the shipped one's
     provenance; '' for a judge method without a map."""
-    from engine.labels import map_in_use
-
     if judge_method != "likelihood":
         return ""
+    from engine.labels import map_in_use
+
     try:
         used = map_in_use("handraise", judge_model)
     except ValueError:

@@ -256,7 +256,7 @@ def _render_one(a: Any, mechanism: str) -> None:
         st.markdown("**Base rates**")
         st.dataframe(base_rates_frame(a.base_rates, mechanism), hide_index=True, width="stretch")
     wrong = list(a.confidently_wrong or [])
-    st.markdown("**Most confidently wrong**")
+    st.markdown("**Where the judge was surest, and wrong**")
     if not wrong:
         st.caption("The judge matched every one of your labels.")
     else:
@@ -267,7 +267,12 @@ def _render_one(a: Any, mechanism: str) -> None:
             column_config={
                 "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=180),
                 "text": st.column_config.TextColumn("item", width="large"),
-                "probability": st.column_config.NumberColumn("judge's probability", format="%.2f", width=90),
+                "probability": st.column_config.NumberColumn(
+                    "judge's probability",
+                    format="%.2f",
+                    width=90,
+                    help=f"The judge's probability of “{positive_words(mechanism)}”: near 0 or 1, it was sure.",
+                ),
             },
         )
     over = list(a.over_time or [])
@@ -275,6 +280,13 @@ def _render_one(a: Any, mechanism: str) -> None:
         st.plotly_chart(charts.agreement_over_time(over), key=KEY + "a.time")
     else:
         st.caption("Agreement over time appears once your labels span more than one day (or ten labels).")
+
+
+def positive_words(mechanism: str) -> str:
+    """The value a judge's probability is for ('Should speak'), in words."""
+    from engine.labels import POSITIVE
+
+    return value_words(mechanism, POSITIVE.get(mechanism, ""))
 
 
 def confusion_frame(confusion: dict[str, dict[str, int]], labels: list[str], mechanism: str) -> pd.DataFrame:

@@ -4,8 +4,10 @@ engine computes, the confusion matrix both ways) and a label's text shown as tex
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
@@ -139,3 +141,36 @@ def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
     assert not at.exception
     rows = [lab for lab in _labels("director") if lab.item_key.startswith("row")]
     assert [(lab.item_key, lab.label, lab.run_id) for lab in rows] == [("row2", "retry", None)]
+
+
+def _conversation_page() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.dashboard.test_conversation_page import settle
+    from tests.fakes.mock_catalog import mock_hub
+
+    mock_hub(monkeypatch, tmp_path)  # every model is the mock backend: the judge answers from its schema at once
+    at = AppTest.from_function(_conversation_page, default_timeout=120).run()
+    at.selectbox(key="conv.method").set_value("judge")
+    at.slider(key="conv.threshold").set_value(0.0).run()  # every hand is a card
+    at.chat_input(key="conv.input").set_value("The checkout page is slow on mobile: where do we start?").run()
+    settle(at, timeout=120)
+    assert not at.exception
+    speak = sorted(b.key for b in at.button if b.key and b.key.startswith("conv.approve."))
+    assert len(speak) == 3
+    at.button(key=speak[0]).click().run()
+    for key in sorted(b.key for b in at.button if b.key and b.key.startswith("conv.skip.")):
+        at.button(key=key).click().run()
+    settle(at, timeout=120)
+    assert not at.exception
+    stored = _labels("handraise")
+    assert sorted((lab.label, lab.source) for lab in stored) == [
+        ("skip", "approval"),
+        ("skip", "approval"),
+        ("speak", "approval"),
+    ]
+    assert any("3 labels from your Speak / Skip in this conversation, 3 in all" in c.value for c in at.caption)
