@@ -1161,4 +1161,5 @@ import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
 import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge
 import dashboard.bench_inputs  # noqa: E402,F401  # inputs.refusals, inputs.director_script
 import dashboard.bench_jury_local  # noqa: E402,F401  # jury.default_case
+import dashboard.bench_labels  # noqa: E402,F401  # labels.refit, labels.agreement, labels.learning
 import dashboard.bench_stats  # noqa: E402,F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties

@@ -237,6 +237,20 @@ class LabelRow(SQLModel, table=True):
         return _loads_object(self.context_json)
 
 
+LABEL_COLUMNS = (
+    "id",
+    "mechanism",
+    "run_id",
+    "item_key",
+    "label",
+    "note",
+    "user_name",
+    "source",
+    "created_at",
+    "context_json",
+)
+
+
 class SchemaMigration(SQLModel, table=True):
     __tablename__ = "schema_migrations"
 
@@ -975,7 +989,26 @@ class Store:
         run_ids: Sequence[str] | None = None,
     ) -> list[LabelRow]:
         """Labels in the order they were given (oldest first)."""
-        query = select(LabelRow)
+        with Session(self.engine) as session:
+            return list(session.exec(self._label_query(select(LabelRow), mechanism, run_id, user, run_ids)).all())
+
+    def label_tuples(
+        self,
+        *,
+        mechanism: str | None = None,
+        run_id: str | None = None,
+        user: str | None = None,
+        run_ids: Sequence[str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """The same rows as plain tuples in `LABEL_COLUMNS` order (no ORM objects: 10,000 labels read in a
+        fraction of the time)."""
+        table = table_of(LabelRow)
+        query = select(*(table.c[name] for name in LABEL_COLUMNS))
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(self._label_query(query, mechanism, run_id, user, run_ids))]
+
+    @staticmethod
+    def _label_query(query: Any, mechanism: str | None, run_id: str | None, user: str | None, run_ids: Any) -> Any:
         if mechanism is not None:
             query = query.where(col(LabelRow.mechanism) == mechanism)
         if run_id is not None:
@@ -984,8 +1017,7 @@ class Store:
             query = query.where(col(LabelRow.run_id).in_(list(run_ids)))
         if user is not None:
             query = query.where(col(LabelRow.user_name) == user)
-        with Session(self.engine) as session:
-            return list(session.exec(query.order_by(col(LabelRow.id))).all())
+        return query.order_by(col(LabelRow.id))
 
     def delete_label(self, label_id: int) -> None:
         with self._write_lock, self._write_errors(), self.engine.begin() as conn:

@@ -430,7 +430,8 @@ class WillJudge:
                 rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
                 flags = ["likelihood", "uncalibrated", *notes]
             else:
-                rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
+                who_is = f | {f"is:{p.id}": 1.0}  # a map refitted from labels may weigh who speaks
+                rel, conf = cal.apply("relevance", who_is), cal.apply("confidence", who_is)
                 flags = ["likelihood", f"calibration:{cal.version}", *notes]
                 if partners:
                     flags.append("ensemble:" + cal.model_id)

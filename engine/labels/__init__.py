@@ -2,6 +2,7 @@
 queue that draws them (items), the judges' agreement with the labels (agreement), export/import (io), and
 a hand-raise map refitted from them (refit). Everything is re-exported here."""
 
+from engine.labels.agreement import Agreement, agreement, agreement_from, cohen_kappa, judge_of
 from engine.labels.core import (
     MECHANISMS,
     POSITIVE,
@@ -18,8 +19,52 @@ from engine.labels.core import (
     latest_only,
     list_labels,
 )
+from engine.labels.io import (
+    FORMATS,
+    ImportReport,
+    LabelImportError,
+    export_labels,
+    import_labels,
+    import_text,
+    parse_labels,
+)
+from engine.labels.items import RULES, LabelItem, label_queue, labelable_items
+from engine.labels.refit import (
+    LabelRefit,
+    MapVersion,
+    adopt_map,
+    label_rows,
+    map_in_use,
+    map_versions,
+    refit_from_labels,
+    save_candidate,
+)
 
 __all__ = [
+    "FORMATS",
+    "RULES",
+    "Agreement",
+    "ImportReport",
+    "LabelImportError",
+    "LabelItem",
+    "LabelRefit",
+    "MapVersion",
+    "adopt_map",
+    "agreement",
+    "agreement_from",
+    "cohen_kappa",
+    "export_labels",
+    "import_labels",
+    "import_text",
+    "judge_of",
+    "label_queue",
+    "label_rows",
+    "labelable_items",
+    "map_in_use",
+    "map_versions",
+    "parse_labels",
+    "refit_from_labels",
+    "save_candidate",
     "MECHANISMS",
     "POSITIVE",
     "SOURCES",

@@ -92,6 +92,33 @@ def _from_row(row: LabelRow) -> Label:
     )
 
 
+def _from_tuple(
+    id_: int,
+    mechanism: str,
+    run_id: str | None,
+    key: str,
+    label: str,
+    note: str,
+    user: str,
+    source: str,
+    created_at: datetime,
+    *,
+    context: dict[str, Any],
+) -> Label:
+    return Label(
+        id=int(id_),
+        mechanism=mechanism,
+        run_id=run_id,
+        item_key=key,
+        label=label,
+        note=note,
+        user=user,
+        source=source,
+        created_at=aware(created_at),
+        context=context if isinstance(context, dict) else {},
+    )
+
+
 def _text(name: str, value: object, limit: int, *, empty: bool = False) -> str:
     if not isinstance(value, str):
         raise LabelError(f"{name}: must be text, got {type(value).__name__}")
@@ -221,7 +248,10 @@ def list_labels(
     run_ids: list[str] | None = None,
 ) -> list[Label]:
     """Labels, oldest first; `latest` keeps the newest of each item and user; `limit` the last N."""
-    found = [_from_row(r) for r in store.labels(mechanism=mechanism, run_id=run_id, user=user, run_ids=run_ids)]
+    rows = store.label_tuples(mechanism=mechanism, run_id=run_id, user=user, run_ids=run_ids)
+    # One parse of every context at once: 10,000 small json.loads calls cost more than the figures themselves.
+    contexts = json.loads("[" + ",".join(t[-1] or "{}" for t in rows) + "]")
+    found = [_from_tuple(*t[:-1], context=c) for t, c in zip(rows, contexts, strict=True)]
     if latest:
         found = latest_only(found)
     return found[-limit:] if limit else found
