@@ -104,6 +104,20 @@ def record(
     return None
 
 
+def run_item(run_id: str | None, key: str | None = None) -> Any | None:
+    """The labelable item of a stored run (`engine.labels.labelable_items`): the one with `key`, else its first.
+    Its key and context (what the judge predicted) go with the label, so the agreement view counts it."""
+    from engine.labels import labelable_items
+
+    if not run_id:
+        return None
+    run = state.get_store().get_run(run_id)
+    if run is None:
+        return None
+    items = labelable_items(state.get_store(), run)
+    return next((i for i in items if key is None or i.key == key), None)
+
+
 def said_line(mechanism: str, label: Any) -> str:
     """'You said: **Should have replied** — "note"' (trusted markdown, the value and note escaped)."""
     line = f"🏷️ You said: **{md(value_words(mechanism, label.label))}**"
@@ -133,10 +147,10 @@ def label_buttons(
         if done is not None:
             st.markdown(said_line(mechanism, done))
         else:
-            st.caption(md(prompt) + " — recorded as a label of yours (Labels page), to measure and refit the judge.")
-        row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+            st.caption(md(prompt) + " — kept as your label (Labels page): it measures the judge and can refit it.")
         if note:  # read in the callback, from the session: the box's value at the click
-            row.text_input("Note (optional)", key=f"{key}.note", width=260)
+            st.text_input("Note (optional)", key=f"{key}.note", width=420, placeholder="why, in a few words")
+        row = st.container(horizontal=True, wrap=True)
         for value in values:
             row.button(
                 value_words(mechanism, value),
@@ -173,41 +187,25 @@ def _handle_label(
     state.clear_reads()
 
 
-def count_line(mechanism: str, run_id: str | None = None) -> str:
-    """'3 labels of yours for this run · 41 in all' (trusted text)."""
-    from engine.labels import count_labels
-
-    store = state.get_store()
-    total = count_labels(store, mechanism=mechanism)
-    if run_id is None:
-        return f"{total} label{'s' if total != 1 else ''} in all"
-    here = count_labels(store, mechanism=mechanism, run_id=run_id)
-    return f"{here} label{'s' if here != 1 else ''} for this run · {total} in all"
-
-
 def jury_label(run: Any, *, key: str) -> None:
     """Under a finished jury run (Jury page, Replay): set the right verdict for its case, with a note. Stored as
     an override of the run's final verdict; the case's own rubric gives the choices."""
-    from engine.labels import item_key
-
     config = run.config if isinstance(run.config, dict) else {}
     case = config.get("case") or {}
-    case_id = case.get("id") if isinstance(case, dict) else None
-    if not case_id:
+    item = run_item(run.id)
+    if item is None or not isinstance(case, dict):
         return
     rubric = case.get("rubric") or {}
     verdicts = rubric.get("verdicts") if isinstance(rubric, dict) else None
-    result = (run.summary or {}).get("result") if isinstance(run.summary, dict) else None
-    final = result.get("final_verdict") if isinstance(result, dict) else None
     st.markdown("**Was the verdict right?** Set the right verdict for this case.")
     label_buttons(
         "jury",
-        item_key("jury", case=case_id),
+        item.key,
         run_id=run.id,
         key=key,
         choices=choices_for("jury", verdicts if isinstance(verdicts, list) and verdicts else None),
         source="override",
-        context={"predicted": final, "case_title": case.get("title")},
+        context=item.context,
         prompt="The right verdict",
     )
 
@@ -241,15 +239,15 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
     comparison = refit.comparison
     return {
         "mechanism": mechanism,
-        "model_id": refit.candidate.model_id,
+        "model_id": refit.model_id,  # the map id: the judge model, or its ensemble's id
         "version": refit.candidate.version,
         "provenance": refit.provenance,
         "n_labels": refit.n_labels,
         "folds": refit.folds,
         "candidate": refit.candidate_score,
-        "candidate_ci": list(getattr(refit, "candidate_ci", None) or []),
+        "candidate_ci": refit.candidate_score_ci.as_list() if refit.candidate_score_ci else [],
         "current": refit.current_score,
-        "current_ci": list(getattr(refit, "current_ci", None) or []),
+        "current_ci": refit.current_score_ci.as_list() if refit.current_score_ci else [],
         "has_current": refit.current is not None,
         "comparison": comparison.to_dict() if comparison is not None else None,
         "calibration": refit.candidate,  # for the Conversation page's what-if (the map object, not in use)

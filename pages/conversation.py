@@ -25,7 +25,7 @@ from dashboard.components import (
     metric_row,
     safe_avatar,
 )
-from dashboard.labelling import refit_candidate, render_candidate
+from dashboard.labelling import current_user, refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.diagnostics import Diagnosis
@@ -857,38 +857,50 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
 # -- your labels: what your Speak / Skip taught, and the refit they offer ----------------------------------------
 
 
-def map_line(judge_method: str, judge_model: str) -> str:
-    """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals', or the shipped one's
-    provenance; '' for a judge method without a map."""
-    if judge_method != "likelihood":
-        return ""
+def map_id(config: HandRaiseConfig) -> str | None:
+    """The id of the map the likelihood judge reads under `config` (the judge model, or its ensemble's); None for
+    a judge method without a map."""
+    from engine.handraise.judge import map_choice
+
+    if config.judge_method != "likelihood":
+        return None
+    try:
+        return map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).map_id
+    except ValueError:
+        return None
+
+
+def map_line(config: HandRaiseConfig) -> str:
+    """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals (you)', or the shipped
+    one; '' for a judge method without a map."""
     from engine.labels import map_in_use
 
-    try:
-        used = map_in_use("handraise", judge_model)
-    except ValueError:
+    mid = map_id(config)
+    if mid is None:
         return ""
+    used = map_in_use("handraise", mid)
     if used is None:
-        return "no fitted map for this model (the judge runs uncalibrated)"
+        return "none fitted for this model (the judge runs uncalibrated)"
+    if used.version == "shipped":
+        return "the shipped one, fitted on the project's labelled chats"
     return str(used.provenance or f"version {used.version}")
 
 
-def approvals_since_map(judge_model: str) -> int:
-    """Your Speak / Skip labels recorded since the map in use was made (all of them when it has no date)."""
-    from dashboard.labelling import current_user
+def approvals_since_map(config: HandRaiseConfig) -> int:
+    """Your Speak / Skip labels recorded since the map in use was made (all of them for the shipped map)."""
     from engine.labels import list_labels, map_in_use
+    from engine.labels.refit import created_at
 
-    try:
-        used = map_in_use("handraise", judge_model)
-    except ValueError:
-        used = None
-    since = getattr(used, "created", None)
+    mid = map_id(config)
+    used = map_in_use("handraise", mid) if mid else None
+    since = created_at(used) if used is not None and used.version != "shipped" else None
     labels = list_labels(state.get_store(), mechanism="handraise", user=current_user())
-    return sum(
-        1
-        for lab in labels
-        if lab.source == "approval" and (since is None or not hasattr(since, "tzinfo") or lab.created_at > since)
-    )
+    return sum(1 for lab in labels if lab.source == "approval" and (since is None or _naive(lab.created_at) > since))
+
+
+def _naive(moment: Any) -> Any:
+    """A UTC datetime without its zone (a map version's date has none)."""
+    return moment.replace(tzinfo=None) if getattr(moment, "tzinfo", None) is not None else moment
 
 
 def refit_every() -> int:
@@ -908,7 +920,7 @@ def _render_your_labels(config: HandRaiseConfig) -> None:
     total = count_labels(store, mechanism="handraise")
     here = count_labels(store, mechanism="handraise", run_id=run_id) if run_id else 0
     parts = []
-    used = map_line(config.judge_method, config.judge_model)
+    used = map_line(config)
     if used:
         parts.append(f"Map in use: {md(used)}")
     parts.append(
@@ -922,11 +934,11 @@ def _render_your_labels(config: HandRaiseConfig) -> None:
     if config.judge_method != "likelihood":
         return
     candidate = st.session_state.get(KEY + "candidate")
-    if candidate is not None and candidate.get("model_id") == config.judge_model:
+    if candidate is not None and candidate.get("model_id") == map_id(config):
         with st.expander("A map refitted from your labels is ready (the What-if tab shows how it would decide)"):
             render_candidate(candidate, key=KEY + "cand", notice_key=KEY + "label_notice", refit_key=KEY + "candidate")
         return
-    fresh, every = approvals_since_map(config.judge_model), refit_every()
+    fresh, every = approvals_since_map(config), refit_every()
     if fresh >= every:
         row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
         row.caption(f"{fresh} new Speak / Skip labels since this map was made: refit the judge to your choices?")
@@ -1036,37 +1048,57 @@ def render_whatif(conv: Conversation) -> None:
     if changes:
         st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
     candidate = st.session_state.get(KEY + "candidate")
-    if candidate is not None and candidate.get("model_id") == conv.config.judge_model:
-        render_candidate_whatif(conv, candidate, before)
+    run_id = st.session_state[KEY + "run_id"]
+    if candidate is not None and run_id and candidate.get("model_id") == map_id(conv.config):
+        render_candidate_whatif(conv, run_id, candidate)
 
 
-def render_candidate_whatif(conv: Conversation, candidate: Mapping[str, Any], before: Sequence[Any]) -> None:
-    """How the map refitted from your labels (not in use yet) would have decided the turns already played: each
-    recorded hand's features read through it, at this conversation's own settings, no model call."""
-    from engine.labels import whatif_with_map
+def render_candidate_whatif(conv: Conversation, run_id: str, candidate: Mapping[str, Any]) -> None:
+    """How the map refitted from your labels (not in use yet) would have decided the hands already played: each
+    recorded hand's features read through it, at this conversation's threshold, no model call."""
+    from engine.labels import whatif_map
 
     st.divider()
     st.markdown(f"**With the map refitted from your labels** — {md(candidate['provenance'])}, not in use yet")
     try:
-        after = whatif_with_map(conv, conv.config, candidate["calibration"])
+        rows = whatif_map(state.get_store(), run_id, candidate["calibration"])
     except ValueError as exc:
         st.info(f"This conversation cannot be re-decided with the new map: {md(exc)}")
         return
-    changes = changed_hands(before, after)
-    raised = [sum(h.status == HandStatus.RAISED for o in outs for h in o.hands) for outs in (before, after)]
-    spoke = [sum(len(o.speakers) for o in outs) for outs in (before, after)]
+    if not rows:
+        st.caption("No hand of this conversation recorded the judge's features, so the new map cannot read it.")
+        return
+    names = {p.id: f"{p.icon} {p.name}" for p in conv.participants.values()}
+    changed = [r for r in rows if r["then"] != r["candidate"]]
     metric_row(
         [
-            {"label": "Hands raised", "value": raised[1], "delta": raised[1] - raised[0]},
-            {"label": "Answers", "value": spoke[1], "delta": spoke[1] - spoke[0]},
-            ("Hands that change", len(changes)),
+            ("Hands read again", len(rows)),
+            {
+                "label": "Would speak",
+                "value": sum(r["candidate"] == "speak" for r in rows),
+                "delta": sum(r["candidate"] == "speak" for r in rows) - sum(r["then"] == "speak" for r in rows),
+            },
+            ("Hands that change", len(changed)),
         ],
         key=KEY + "cand_metrics",
     )
-    if changes:
-        st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
-    else:
-        st.caption("The new map would have raised the same hands in this conversation.")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "turn": str(r["key"]).split("/", 1)[0],
+                    "participant": names.get(str(r["participant"]), str(r["participant"])),
+                    "then": r["then"],
+                    "with the new map": r["candidate"],
+                    "will then": r["will_then"],
+                    "will with the new map": r["will_candidate"],
+                }
+                for r in rows
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 
 def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -9,12 +9,11 @@ from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
-from engine.labels import item_key
 from pydantic import ValidationError
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, flow_columns, md, metric_row
-from dashboard.labelling import label_buttons
+from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -38,12 +37,14 @@ from engine.director import (
     script_verdicts,
 )
 from engine.inputs import InputError, read_text, read_upload, shown_problems
+from engine.labels import item_key
 
 KEY = "director."
 # The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
 CHECK_PARAM, BATCH_PARAM, DUO_PARAM = "check", "batch", "duo"
 CHECK_RUN, BATCH_RUN, DUO_RUN = KEY + "check_run", KEY + "batch_run", KEY + "duo_run_id"
 STATUS_COLORS = {"PASS": "green", "WARN": "orange", "MODIFY": "violet", "RETRY": "red"}
+DIRECTOR_LABEL = {"PASS": "ok", "WARN": "ok", "RETRY": "retry"}  # what a status predicts, as a label value
 STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "🔁"}
 
 
@@ -275,16 +276,16 @@ def _render_check_view(view: Collected, live: bool) -> None:
     verdicts = view.of("director_verdict")
     if verdicts:
         _render_review(verdicts[-1])
-        run_id = st.session_state.get(CHECK_RUN)
-        if not live and run_id:
-            st.markdown("**Your mark:** was the director right to say this?")
+        item = run_item(st.session_state.get(CHECK_RUN)) if not live else None
+        if item is not None:
+            st.markdown("**Your mark:** is the line fine to say (OK), or should it be rewritten (RETRY)?")
             label_buttons(
                 "director",
-                item_key("director", line=0),
-                run_id=run_id,
+                item.key,
+                run_id=item.run_id,
                 key=KEY + "check_label",
-                context={"status": verdicts[-1]["status"]},
-                prompt="OK: the line is fine to say; RETRY: it should be rewritten",
+                context=item.context,
+                prompt="Your mark of this line",
             )
     elif live:
         st.caption("Scoring the rubric…")
@@ -550,13 +551,19 @@ def _render_row_marks(frame: pd.DataFrame) -> None:
         )
         row = frame.iloc[index]
         st.text(str(row["text"]))
+        key = item_key("director", row=row["id"])
+        recorded = run_id if run_id and not is_live(run_id) else None
+        item = run_item(recorded, key) if recorded else None
+        status = str(row["status"])
         label_buttons(
             "director",
-            item_key("director", row=index),
-            run_id=run_id if run_id and not is_live(run_id) else None,
+            key,
+            run_id=item.run_id if item is not None else None,
             key=KEY + "row_label",
-            context={"status": str(row["status"]), "line_id": str(row["id"])},
-            prompt=f"Row {index + 1}: OK or RETRY?",
+            context=item.context
+            if item is not None
+            else {"predicted": DIRECTOR_LABEL.get(status), "status": status, "judge": "director.rules"},
+            prompt=f"Your mark of line {row['id']}",
         )
 
 

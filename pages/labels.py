@@ -92,10 +92,10 @@ def _render_queue() -> None:
         f"1, 2, 3… (the buttons say which) and {SKIP_KEY} to skip one. Items you labelled before are left out."
     )
     row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
-    mechanism = row.selectbox(
+    row.selectbox(
         "Mechanism", list(MECHANISM_WORDS), format_func=MECHANISM_WORDS.__getitem__, key=KEY + "q.mechanism", width=280
     )
-    rule = row.selectbox(
+    row.selectbox(
         "Which items",
         list(RULES),
         format_func=RULES.__getitem__,
@@ -104,8 +104,8 @@ def _render_queue() -> None:
         help="Where the judge was least sure: its probability nearest its cut, where your labels teach it most. "
         "Evenly: the same number of items for each answer the judge gave. At random: a fair sample for agreement.",
     )
-    size = row.number_input("How many", 5, 200, 20, step=5, key=KEY + "q.n", width=120)
-    row.button("Draw a queue", type="primary", key=KEY + "q.draw", on_click=handle_draw, args=(mechanism, rule, size))
+    row.number_input("How many", 5, 200, 20, step=5, key=KEY + "q.n", width=120)
+    row.button("Draw a queue", type="primary", key=KEY + "q.draw", on_click=handle_draw)
     queue: list[Any] = st.session_state[KEY + "queue"]
     if not queue:
         if st.session_state.get(KEY + "q.drawn"):
@@ -123,16 +123,20 @@ def _render_queue() -> None:
     _render_item(queue[pos], pos, len(queue))
 
 
-def handle_draw(mechanism: str, rule: str, size: int) -> None:
-    """A new queue of items you have not labelled, drawn by `rule` from the stored runs."""
+def handle_draw() -> None:
+    """A new queue of items you have not labelled, drawn from the stored runs by the rule chosen above (read from
+    the session: the widgets' values at the click)."""
     import random
 
     from engine.labels import label_queue
 
+    ss = st.session_state
+    mechanism, rule, size = ss[KEY + "q.mechanism"], ss[KEY + "q.rule"], ss[KEY + "q.n"]
+
     items = label_queue(
         state.get_store(),
         mechanism=mechanism,
-        rule=rule,  # type: ignore[arg-type]
+        rule=rule,
         n=int(size),
         seed=random.SystemRandom().randrange(1 << 30),  # a new draw each time; the engine's draw is seeded by it
         user=current_user(),
@@ -335,22 +339,21 @@ def _render_refit(mechanism: str) -> None:
         "new version. Nothing changes until you press “Use this map”; any earlier version can be restored."
     )
     row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
-    with_split = row.toggle(
+    row.toggle(
         "Also learn from the shipped examples",
         key=KEY + "r.split",
         help="Off: your labels only. On: your labels plus the split the shipped map was fitted on.",
     )
-    row.button(
-        "Refit from my labels", type="primary", key=KEY + "r.go", on_click=handle_refit, args=(mechanism, with_split)
-    )
+    row.button("Refit from my labels", type="primary", key=KEY + "r.go", on_click=handle_refit, args=(mechanism,))
     refit = st.session_state[KEY + "refit"]
     if refit is not None and refit.get("mechanism") == mechanism:
         render_candidate(refit, key=KEY + "r", notice_key=KEY + "notice", refit_key=KEY + "refit")
     render_versions(mechanism, key=KEY + "v")
 
 
-def handle_refit(mechanism: str, with_split: bool = False) -> None:
+def handle_refit(mechanism: str) -> None:
     """Fit a candidate on your labels and save it as a version not in use; the page shows it beside the current."""
+    with_split = bool(st.session_state.get(KEY + "r.split"))
     st.session_state[KEY + "refit"] = refit_candidate(mechanism, with_split)
     if "error" in st.session_state[KEY + "refit"]:
         st.session_state[KEY + "notice"] = ("error", st.session_state[KEY + "refit"]["error"])
@@ -364,7 +367,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
     model_id = _refit_model(mechanism)
     if model_id is None:
         return
-    versions = list(map_versions(mechanism, model_id))
+    versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
     if not versions:
         return
     with st.expander(f"Map versions for {md(model_id)} ({len(versions)})", expanded=False):
@@ -396,15 +399,25 @@ def render_versions(mechanism: str, *, key: str) -> None:
 
 
 def _refit_model(mechanism: str) -> str | None:
-    """The model whose map a refit of `mechanism` replaces: the refit's own, else the Conversation page's judge."""
+    """The map a refit of `mechanism` replaces: the refit's own, else the map your latest Speak / Skip was judged
+    through, else the Conversation page's default judge (with its default partners)."""
+    from engine.handraise import default_ensemble
+    from engine.handraise.judge import map_choice
+    from engine.labels import list_labels
+
     refit = st.session_state.get(KEY + "refit")
     if refit and refit.get("mechanism") == mechanism:
         return str(refit["model_id"])
-    chosen = st.session_state.get("conv.judge_model")
-    if chosen:
-        return str(chosen)
+    for label in reversed(list_labels(state.get_store(), mechanism=mechanism, user=current_user())):
+        if label.context.get("map_id"):
+            return str(label.context["map_id"])
     ids = state.get_catalog().ids
-    return ids[0] if ids else None
+    if not ids:
+        return None
+    try:
+        return map_choice("likelihood", ids[0], default_ensemble(ids, ids[0])).map_id
+    except ValueError:
+        return ids[0]
 
 
 # -- the list -----------------------------------------------------------------------------------------------------

@@ -533,11 +533,10 @@ def _render_timeline(result: dict[str, Any]) -> None:
 
 
 def _render_reply_label(result: dict[str, Any], scope: str) -> None:
-    """For one message, "should have replied / should not" of the conversation shown: your label, which the Labels
-    page compares with what the judge decided for it."""
-    from engine.labels import item_key
-
+    """Your label of one message of the conversation shown, "should have replied / should not", which the Labels
+    page compares with what the judge decided for it (when it judged that message)."""
     from dashboard.labelling import label_buttons
+    from engine.labels import item_key
 
     messages = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
     if not messages:
@@ -551,16 +550,19 @@ def _render_reply_label(result: dict[str, Any], scope: str) -> None:
         )
         message = messages[index]
         st.text(str(message["text"]))
+        judged = next((j for j in result.get("judgments") or [] if j.get("target") == message["id"]), None)
+        context: dict[str, Any] = {"judge": "skip.simulate", "author": message.get("author")}
+        if judged is not None:  # the judge looked at this message: what it decided, so the agreement view counts it
+            context |= {
+                "predicted": "reply" if judged.get("should_respond") else "no_reply",
+                "confidence": judged.get("confidence"),
+            }
         label_buttons(
             "skip",
-            item_key(
-                "skip",
-                scope=message.get("channel_id", "") + ":" + (message.get("thread_ts") or "top"),
-                message=message["id"],
-            ),
+            item_key("skip", scope=scope, message=message["id"]),
             run_id=result["run_id"],
             key=KEY + "label." + scope,
-            context={"author": message.get("author")},
+            context=context,
             prompt="Should the bot have replied to this message?",
         )
 

@@ -15,7 +15,7 @@ from dashboard.components import md
 from tests.dashboard.rendered import shown
 from tests.dashboard.test_jury_pages import _stored_run
 
-HOSTILE = "**bold** [x](https://evil.example) <img src=x onerror=alert(1)> # heading"
+HOSTILE = "**b** [x](https://e.vil) <img src=x onerror=alert(1)> # h"  # a label is ≤ 64 characters
 
 
 def _replay_page() -> None:
@@ -71,7 +71,7 @@ def test_the_queue_labels_one_item_per_click_and_counts_them() -> None:
     assert at.get("progress")[0].proto.text == f"0 of {len(queue)} done"
     # Key 1 is the first value (safe pass): the buttons carry their shortcuts.
     first = at.button(key="labels.q.value.0")
-    assert first.proto.shortcut == "1" and at.button(key="labels.q.skip").proto.shortcut == "S"
+    assert first.proto.shortcut == "1" and at.button(key="labels.q.skip").proto.shortcut.upper() == "S"
     first.click().run()
     at.button(key="labels.q.skip").click().run()
     at.button(key="labels.q.value.2").click().run()
@@ -85,13 +85,17 @@ def test_the_queue_labels_one_item_per_click_and_counts_them() -> None:
 
 
 def test_the_agreement_view_shows_the_engine_figures() -> None:
-    from engine.labels import add_label, agreement, item_key
+    from engine.labels import add_label, agreement, labelable_items
 
     runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case", "third-case")]
     store = state.get_store()
     cases, values = ("leak", "other-case", "third-case"), ("unsafe_fail", "safe_pass", HOSTILE)
     for run_id, case, value in zip(runs, cases, values, strict=True):
-        add_label(store, mechanism="jury", item_key=item_key("jury", case=case), label=value, run_id=run_id)
+        run = store.get_run(run_id)
+        assert run is not None
+        (item,) = labelable_items(store, run)  # what the jury said, kept with the label
+        assert item.key == case
+        add_label(store, mechanism="jury", item_key=item.key, label=value, run_id=run_id, context=item.context)
     (expected,) = agreement(store, mechanism="jury")
     at = AppTest.from_function(_labels_page, default_timeout=60).run()
     at.selectbox(key="labels.a.mechanism").set_value("jury").run()
@@ -133,14 +137,15 @@ def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
     check_run = at.session_state["director.check_run"]
     at.button(key="director.check_label.ok").click().run()  # the director said RETRY; you say the line is fine
     (mark,) = _labels("director")
-    assert (mark.run_id, mark.item_key, mark.label, mark.context["status"]) == (check_run, "line0", "ok", "RETRY")
+    assert (mark.run_id, mark.item_key, mark.label, mark.context["status"]) == (check_run, "line1", "ok", "RETRY")
     assert any(shown(m.value).startswith("🏷️ You said: **OK**") for m in at.markdown)
     # A batch row: picked by its id and status, marked; with no recorded batch run it is kept with no run.
     at.selectbox(key="director.mark_row").set_value(2).run()
     at.button(key="director.row_label.retry").click().run()
     assert not at.exception
     rows = [lab for lab in _labels("director") if lab.item_key.startswith("row")]
-    assert [(lab.item_key, lab.label, lab.run_id) for lab in rows] == [("row2", "retry", None)]
+    assert [(lab.item_key, lab.label, lab.run_id) for lab in rows] == [("rowb03", "retry", None)]  # line b03
+    assert rows[0].context["predicted"] in ("ok", "retry")  # what the rules said, so the agreement view counts it
 
 
 def _conversation_page() -> None:
