@@ -24,6 +24,13 @@ VALUE_WORDS: dict[str, dict[str, str]] = {
     "confidence": {"right": "The answer was right", "wrong": "The answer was wrong"},
     "skip": {"reply": "Should have replied", "no_reply": "Should not have replied"},
 }
+# The same values as short answers, for tables and "the judge said …" (a button asks; a table states).
+ANSWER_WORDS: dict[str, dict[str, str]] = {
+    "handraise": {"speak": "speak", "skip": "stay quiet"},
+    "director": {"ok": "OK", "retry": "RETRY"},
+    "confidence": {"right": "right", "wrong": "wrong"},
+    "skip": {"reply": "reply", "no_reply": "no reply"},
+}
 MECHANISM_WORDS = {
     "handraise": "Conversation (who should speak)",
     "jury": "Jury (the right verdict)",
@@ -49,6 +56,14 @@ def value_words(mechanism: str, value: object) -> str:
     if mechanism == "jury":
         return in_words(text)
     return VALUE_WORDS.get(mechanism, {}).get(text, text.replace("_", " "))
+
+
+def answer_words(mechanism: str, value: object) -> str:
+    """A label value as a short answer ('stay quiet', 'no reply'); a jury verdict in words. Untrusted text."""
+    text = "" if value is None else str(value)
+    if mechanism == "jury":
+        return value_words(mechanism, text)
+    return ANSWER_WORDS.get(mechanism, {}).get(text, text.replace("_", " "))
 
 
 def choices_for(mechanism: str, verdicts: Sequence[str] | None = None) -> list[str]:

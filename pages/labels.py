@@ -22,6 +22,7 @@ from dashboard.components import breakable, details_on, md, metric_row
 from dashboard.labelling import (
     MECHANISM_WORDS,
     SOURCE_WORDS,
+    answer_words,
     choices_for,
     current_user,
     handle_adopt,
@@ -150,9 +151,12 @@ def handle_draw() -> None:
 def _render_item(item: Any, pos: int, total: int) -> None:
     with st.container(border=True, key=KEY + "item"):
         st.markdown(f"**Item {pos + 1} of {total}** · {md(MECHANISM_WORDS.get(item.mechanism, item.mechanism))}")
+        participant = (item.context or {}).get("participant") if isinstance(item.context, dict) else None
+        if item.mechanism == "handraise" and participant:
+            st.markdown(f"Should **{md(participant)}** speak after this message?")
         st.text(str(item.text or item.key))
         judged = (
-            f"The judge said **{md(value_words(item.mechanism, item.predicted))}**"
+            f"The judge's answer: **{md(answer_words(item.mechanism, item.predicted))}**"
             if item.predicted is not None
             else "The judge gave no answer for this item"
         )
@@ -296,7 +300,7 @@ def positive_words(mechanism: str) -> str:
 def confusion_frame(confusion: dict[str, dict[str, int]], labels: list[str], mechanism: str) -> pd.DataFrame:
     """Rows: what you said; columns: what the judge said; cells: counts (every value both ways, zeros too)."""
     values = [str(v) for v in labels]
-    words = {v: value_words(mechanism, v) for v in values}
+    words = {v: answer_words(mechanism, v) for v in values}
     rows = {
         f"You: {words[t]}": {f"Judge: {words[p]}": int((confusion.get(t) or {}).get(p, 0)) for p in values}
         for t in values
@@ -307,7 +311,7 @@ def confusion_frame(confusion: dict[str, dict[str, int]], labels: list[str], mec
 def base_rates_frame(base_rates: dict[str, Any], mechanism: str) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"answer": value_words(mechanism, v), "you": pct(pair[0]), "judge": pct(pair[1])}
+            {"answer": answer_words(mechanism, v), "you": pct(pair[0]), "judge": pct(pair[1])}
             for v, pair in base_rates.items()
         ]
     )
@@ -318,8 +322,8 @@ def wrong_frame(rows: list[dict[str, Any]], mechanism: str) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "you said": value_words(mechanism, r.get("label")),
-                "judge said": value_words(mechanism, r.get("predicted")),
+                "you said": answer_words(mechanism, r.get("label")),
+                "judge said": answer_words(mechanism, r.get("predicted")),
                 "probability": r.get("probability"),
                 "text": str(r.get("text") or r.get("key") or ""),
                 "run": f"/runs?run={quote(str(r['run_id']), safe='')}" if r.get("run_id") else None,
@@ -448,7 +452,7 @@ def _render_list() -> None:
                     "when": lab.created_at,
                     "mechanism": lab.mechanism,
                     "item": lab.item_key,
-                    "label": value_words(lab.mechanism, lab.label),
+                    "label": answer_words(lab.mechanism, lab.label),
                     "note": lab.note,
                     "from": SOURCE_WORDS.get(lab.source, lab.source),
                     "who": lab.user,

@@ -117,9 +117,9 @@ def test_the_agreement_view_shows_the_engine_figures() -> None:
 
 
 def _words(value: str) -> str:
-    from dashboard.labelling import value_words
+    from dashboard.labelling import answer_words
 
-    return value_words("jury", value)
+    return answer_words("jury", value)
 
 
 def _director_page() -> None:
@@ -179,3 +179,52 @@ def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monke
         ("speak", "approval"),
     ]
     assert any("3 labels from your Speak / Skip in this conversation, 3 in all" in c.value for c in at.caption)
+
+
+def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripted labeller's recorded conversation (real judge features, no model call): its Speak / Skip labels
+    given as this user's, the agreement view shows the map against them, a refit beats it, "Use this map" adopts
+    it, and the Conversation page's caption names the map learnt from the approvals."""
+    from engine.labels import labelable_items, map_in_use
+    from engine.labels.scripted import label_items, load_recording
+
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    monkeypatch.setenv("JUDGELAB_USER", "page-tester")
+    store = state.get_store()
+    run_id = load_recording(store)
+    run = store.get_run(run_id)
+    assert run is not None
+    items = labelable_items(store, run)
+    labels = label_items(store, items[:48], user="page-tester")
+    map_id = str(labels[0].context["map_id"])
+    at = AppTest.from_function(_labels_page, default_timeout=120).run()
+    at.selectbox(key="labels.a.mechanism").set_value("handraise").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Your labels"] == "48"
+    at.button(key="labels.r.go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    refit = at.session_state["labels.refit"]
+    assert refit["model_id"] == map_id and refit["n_labels"] == 48
+    assert any(shown(m.value).startswith("**New map: learnt from 48 of your approvals") for m in at.markdown)
+    caption = next(shown(c.value) for c in at.caption if "cross-validation" in c.value)
+    assert "On the same held-out labels" in caption
+    assert map_in_use("handraise", map_id).version == "shipped"  # saved, not in use until adopted
+    at.button(key="labels.r.adopt").click().run()
+    assert not at.exception
+    assert map_in_use("handraise", map_id).version == refit["version"]
+    assert any("Now in use for" in s.value for s in at.success)
+    # The versions list marks it in use; the shipped map can be restored.
+    at.selectbox(key="labels.v.pick").set_value("shipped")
+    conversation = AppTest.from_function(_conversation_page, default_timeout=120)
+    judge, *partners = map_id.split("+")
+    conversation.session_state["conv.judge_model"] = judge
+    conversation.run()
+    if partners:
+        conversation.multiselect(key="conv.ensemble").set_value(partners).run()
+    assert not conversation.exception
+    assert any("Map in use: learnt from 48 of your approvals" in shown(c.value) for c in conversation.caption)
+    at.button(key="labels.v.restore").click().run()
+    assert map_in_use("handraise", map_id).version == "shipped"
