@@ -14,6 +14,7 @@ from dashboard import state
 from dashboard.components import md
 from tests.dashboard.rendered import shown
 from tests.dashboard.test_jury_pages import _stored_run
+from tests.dashboard.test_skip_cli_page import recorded  # noqa: F401  (a fixture)
 
 HOSTILE = "**b** [x](https://e.vil) <img src=x onerror=alert(1)> # h"  # a label is ≤ 64 characters
 
@@ -228,3 +229,31 @@ def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the
     assert any("Map in use: learnt from 48 of your approvals" in shown(c.value) for c in conversation.caption)
     at.button(key="labels.v.restore").click().run()
     assert map_in_use("handraise", map_id).version == "shipped"
+
+
+def test_the_skip_timeline_takes_should_have_replied_or_not(
+    recorded: tuple[Path, Path],  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.dashboard.test_skip_cli_page import _page as skip_page
+    from tests.dashboard.test_skip_cli_page import _simulate_small
+
+    _, recording = recorded
+    data = tmp_path / "data"
+    (data / "recordings").mkdir(parents=True)
+    (data / "recordings" / "skipcache-default.jsonl").write_text(recording.read_text(), encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
+    at = AppTest.from_function(skip_page, default_timeout=120).run()
+    _simulate_small(at)
+    assert not at.exception
+    scope = at.selectbox(key="skip.scope").value
+    box = at.selectbox(key=f"skip.label_message.{scope}")
+    box.set_value(len(box.options) - 1).run()  # the conversation's last message: the one the judge looked at
+    at.button(key=f"skip.label.{scope}.no_reply").click().run()
+    assert not at.exception
+    (label,) = _labels("skip")
+    run_id = state.get_store().list_runs(kind="skip.simulate")[0].id
+    assert label.run_id == run_id and label.item_key.startswith(f"{scope}#") and label.label == "no_reply"
+    assert label.context["judge"] == "skip.simulate"
+    assert any(shown(m.value).startswith("🏷️ You said: **Should not have replied**") for m in at.markdown)
