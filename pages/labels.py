@@ -11,7 +11,7 @@ that the other pages' "your labels" lines link to. Each queue item links back to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import pandas as pd
@@ -381,7 +381,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
                     {
                         "in use": bool(v.in_use),
                         "version": str(v.version),
-                        "made": str(getattr(v, "created", "") or ""),
+                        "made": made(v),
                         "what it learnt from": str(v.provenance or ""),
                     }
                     for v in versions
@@ -400,6 +400,14 @@ def render_versions(mechanism: str, *, key: str) -> None:
                 on_click=handle_adopt,
                 args=(mechanism, model_id, chosen, KEY + "notice"),
             )
+
+
+def made(version: Any) -> str:
+    """When a map version was made, as people read it ('2026-11-26 03:40 UTC'); as stored when unreadable."""
+    from engine.labels.refit import created_at
+
+    moment = created_at(version)
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else str(version.created or "")
 
 
 def _refit_model(mechanism: str) -> str | None:
@@ -438,11 +446,13 @@ def _render_list() -> None:
         key=KEY + "l.mechanism",
         width=320,
     )
-    labels = list_labels(store, mechanism=mechanism or None, limit=500)
+    labels = list_labels(store, mechanism=mechanism or None)
     st.caption(
         f"{count_labels(store, mechanism=mechanism or None)} labels in all (the latest per item and person); "
-        "the newest 500 below. `judgelab labels export` writes them all to JSONL or CSV."
+        "the newest 500 below. Download them all, or add labels from a file (JSONL or CSV, as exported)."
     )
+    _render_files(labels, mechanism)
+    labels = labels[-500:][::-1]  # newest first
     if not labels:
         return
     st.dataframe(
@@ -465,3 +475,50 @@ def _render_list() -> None:
         width="stretch",
         column_config={"run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$")},
     )
+
+
+def _render_files(labels: list[Any], mechanism: str) -> None:
+    """Download every label shown (JSONL, CSV), and import a file: every row checked first, all or nothing."""
+    from functools import partial
+
+    from engine.labels import export_labels
+
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    name = f"labels-{mechanism or 'all'}"
+    formats: tuple[tuple[Literal["jsonl", "csv"], str], ...] = (("jsonl", "application/jsonl"), ("csv", "text/csv"))
+    for fmt, mime in formats:
+        row.download_button(
+            f"⬇ {fmt.upper()}",
+            partial(export_labels, labels, fmt),
+            file_name=f"{name}.{fmt}",
+            mime=mime,
+            key=f"{KEY}l.export.{fmt}",
+            on_click="ignore",
+            disabled=not labels,
+        )
+    upload = st.file_uploader("Import labels (JSONL or CSV)", type=["jsonl", "csv"], key=KEY + "l.upload")
+    if upload is not None and st.button("Import", key=KEY + "l.import"):
+        handle_import(upload.name, upload.getvalue())
+
+
+def handle_import(name: str, data: bytes) -> None:
+    """Import an uploaded file of labels: nothing is written unless every row is good; the bad lines are named."""
+    from engine.inputs import shown_problems
+    from engine.labels import LabelImportError, import_text
+
+    fmt: Literal["jsonl", "csv"] = "csv" if name.lower().endswith(".csv") else "jsonl"
+    try:
+        report = import_text(state.get_store(), data.decode("utf-8"), fmt, source=name)
+    except UnicodeDecodeError:
+        st.error(f"Nothing imported: {md(name)} is not UTF-8 text.")
+        return
+    except LabelImportError as exc:
+        problems = str(exc).splitlines()
+        st.error("Nothing imported — fix these lines:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(problems)))
+        return
+    st.success(
+        f"Imported {report.imported} label{'s' if report.imported != 1 else ''} from {md(name)}"
+        + (f"; {report.already_present} were already here" if report.already_present else "")
+        + "."
+    )
+    state.clear_reads()

@@ -257,3 +257,29 @@ def test_the_skip_timeline_takes_should_have_replied_or_not(
     assert label.run_id == run_id and label.item_key.startswith(f"{scope}#") and label.label == "no_reply"
     assert label.context["judge"] == "skip.simulate"
     assert any(shown(m.value).startswith("🏷️ You said: **Should not have replied**") for m in at.markdown)
+
+
+def _import_bad() -> None:
+    from pages.labels import handle_import
+
+    good = '{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a", "source": "manual"}'
+    handle_import(
+        "marks.jsonl", (good + '\n{"mechanism": "director", "item_key": "line2", "label": "maybe"}\n').encode()
+    )
+
+
+def _import_good() -> None:
+    from pages.labels import handle_import
+
+    handle_import("marks.jsonl", b'{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a"}\n')
+
+
+def test_an_import_with_a_bad_line_names_it_and_writes_nothing() -> None:
+    at = AppTest.from_function(_import_bad, default_timeout=60).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "Nothing imported" in error.value and "2" in shown(error.value) and "maybe" in shown(error.value)
+    assert _labels("director") == []
+    at = AppTest.from_function(_import_good, default_timeout=60).run()
+    assert [s.value for s in at.success] == ["Imported 1 label from marks\\.jsonl."]
+    assert [(lab.item_key, lab.label, lab.source) for lab in _labels("director")] == [("line1", "ok", "import")]
