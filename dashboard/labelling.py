@@ -230,10 +230,14 @@ def pct(value: float | None) -> str:
 
 
 def interval_text(ci: Any, percent: bool = True) -> str:
-    """'62 %–81 %' (or '0.41–0.70') from a (low, high) pair; '' without one."""
-    if not isinstance(ci, list | tuple) or len(ci) != 2 or ci[0] is None:
+    """'62%–81%' (or '0.41–0.70') from an interval (`engine.stats.Interval`, or a (low, high) pair); '' without
+    one."""
+    if hasattr(ci, "low") and hasattr(ci, "high"):
+        low, high = float(ci.low), float(ci.high)
+    elif isinstance(ci, list | tuple) and len(ci) == 2 and ci[0] is not None:
+        low, high = float(ci[0]), float(ci[1])
+    else:
         return ""
-    low, high = float(ci[0]), float(ci[1])
     return f"{low:.0%}–{high:.0%}" if percent else f"{low:.2f}–{high:.2f}"
 
 

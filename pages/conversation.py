@@ -923,10 +923,12 @@ def _render_your_labels(config: HandRaiseConfig) -> None:
     used = map_line(config)
     if used:
         parts.append(f"Map in use: {md(used)}")
-    parts.append(
-        f"🏷️ {here} label{'s' if here != 1 else ''} from your Speak / Skip in this conversation, {total} in all "
-        "([Labels page](/labels))"
+    counted = (
+        f"{here} label{'s' if here != 1 else ''} from your Speak / Skip in this conversation, {total} in all"
+        if run_id
+        else f"{total} label{'s' if total != 1 else ''} from your Speak / Skip so far"
     )
+    parts.append(f"🏷️ {counted} ([Labels page](/labels))")
     st.caption(" · ".join(parts), help="Each Speak or Skip you give is kept as a label of who should speak.")
     notice = st.session_state.pop(KEY + "label_notice", None)
     if notice:

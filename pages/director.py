@@ -539,7 +539,8 @@ def _render_row_marks(frame: pd.DataFrame) -> None:
     with st.expander("Mark rows OK or RETRY (your labels)", expanded=False):
         if not run_id:
             st.caption(
-                "Record the batch (below) first to keep your marks with its run; until then they are kept with no run."
+                "Record the batch (“Record the rules only” under “LLM rubric for every line”, above) to keep your "
+                "marks with its run; until then they are kept with no run."
             )
         index = st.selectbox(
             "Row",

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
-from dashboard.components import breakable, details_on, md, metric_row
+from dashboard.components import breakable, details_on, flow_columns, md, metric_row
 from dashboard.labelling import (
     MECHANISM_WORDS,
     SOURCE_WORDS,
@@ -154,7 +154,8 @@ def _render_item(item: Any, pos: int, total: int) -> None:
         participant = (item.context or {}).get("participant") if isinstance(item.context, dict) else None
         if item.mechanism == "handraise" and participant:
             st.markdown(f"Should **{md(participant)}** speak after this message?")
-        st.text(str(item.text or item.key))
+        message = (item.context or {}).get("text") if item.mechanism == "handraise" else None
+        st.text(str(message or item.text or item.key))
         judged = (
             f"The judge's answer: **{md(answer_words(item.mechanism, item.predicted))}**"
             if item.predicted is not None
@@ -231,7 +232,7 @@ def _render_agreement() -> None:
 
 
 def _render_one(a: Any, mechanism: str) -> None:
-    st.markdown(f"Judge: **{md(breakable(a.judge))}**")
+    st.caption(f"Judge or map: {md(breakable(a.judge))}")
     metric_row(
         [
             ("Your labels", a.n),
@@ -250,13 +251,13 @@ def _render_one(a: Any, mechanism: str) -> None:
         key=KEY + "a.metrics",
     )
     parts = []
-    if a.accuracy_ci:
-        parts.append(f"agreement 95 % interval {interval_text(a.accuracy_ci)}")
-    if a.kappa_ci:
-        parts.append(f"κ interval {interval_text(a.kappa_ci, percent=False)}")
+    if interval_text(a.accuracy_ci):
+        parts.append(f"agreement between {interval_text(a.accuracy_ci).replace('–', ' and ')}")
+    if interval_text(a.kappa_ci):
+        parts.append(f"κ between {interval_text(a.kappa_ci, percent=False).replace('–', ' and ')}")
     if parts:
-        st.caption(f"On {a.n} labels: " + "; ".join(parts) + ".")
-    left, right = st.columns(2)
+        st.caption(f"With 95 % confidence, on {a.n} labels: " + "; ".join(parts) + ".")
+    left, right = flow_columns(2, width=440)  # side by side at 1440 px, one under the other at 900 px
     with left:
         st.markdown("**What you said, against what the judge said**")
         st.dataframe(confusion_frame(a.confusion, a.labels, mechanism), width="stretch")
@@ -273,8 +274,8 @@ def _render_one(a: Any, mechanism: str) -> None:
             hide_index=True,
             width="stretch",
             column_config={
-                "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=180),
-                "text": st.column_config.TextColumn("item", width="large"),
+                "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=250),
+                "text": st.column_config.TextColumn("item", width="medium"),
                 "probability": st.column_config.NumberColumn(
                     "judge's probability",
                     format="%.2f",

@@ -557,6 +557,10 @@ def _render_reply_label(result: dict[str, Any], scope: str) -> None:
                 "predicted": "reply" if judged.get("should_respond") else "no_reply",
                 "confidence": judged.get("confidence"),
             }
+            said = "reply" if judged.get("should_respond") else "stay silent"
+            st.caption(f"The judge decided: {said} (confidence {float(judged.get('confidence') or 0):.2f}).")
+        else:
+            st.caption("The judge did not judge this message itself (it judged a later one of the conversation).")
         label_buttons(
             "skip",
             item_key("skip", scope=scope, message=message["id"]),
