@@ -460,8 +460,8 @@ def _render_list() -> None:
         pd.DataFrame(
             [
                 {
-                    "when": lab.created_at,
-                    "mechanism": lab.mechanism,
+                    "when": lab.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                    "mechanism": MECHANISM_WORDS.get(lab.mechanism, lab.mechanism).split(" (")[0],
                     "item": lab.item_key,
                     "label": answer_words(lab.mechanism, lab.label),
                     "note": lab.note,

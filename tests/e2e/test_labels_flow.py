@@ -68,9 +68,9 @@ def _labels(db: Path) -> list[tuple[str, str, str]]:
         return [tuple(r) for r in con.execute("SELECT mechanism, label, source FROM labels ORDER BY id")]
 
 
-def _play_turn(page: Any, text: str) -> int:
-    """Send `text`; Speak on the first card, Skip on each other one by one (each click is a label). Returns the
-    number of cards."""
+def _play_turn(page: Any, text: str, skip_all: bool = False) -> int:
+    """Send `text`; Speak on the first card, Skip on each other one by one (each click is a label), or "Skip all"
+    (a batch: no label). Returns the number of cards labelled."""
     from playwright.sync_api import expect
 
     chat_input = page.get_by_test_id("stChatInputTextArea")
@@ -83,6 +83,11 @@ def _play_turn(page: Any, text: str) -> int:
     cards = speak.count()
     speak.first.click()
     expect(speak).to_have_count(cards - 1, timeout=30_000)
+    if skip_all:
+        page.get_by_role("button", name="Skip all").click()
+        expect(page.get_by_role("button", name="Approve all")).to_have_count(0, timeout=60_000)
+        settle(page)
+        return 1
     skip = page.get_by_role("button", name="Skip", exact=True)
     for left in range(cards - 1, 0, -1):
         skip.first.click()
@@ -101,8 +106,9 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     open_page(page, url, "conversation", "🙋 Conversation")
     page.get_by_role("slider", name="Threshold").first.press("Home")  # threshold 0: every hand is a card
     settle(page)
-    cards = sum(_play_turn(page, text) for text in MESSAGES)
-    assert cards >= 2 * len(MESSAGES), cards
+    # Three turns labelled card by card; in the last one the other cards go by "Skip all", which labels nothing.
+    cards = sum(_play_turn(page, text, skip_all=i == len(MESSAGES) - 1) for i, text in enumerate(MESSAGES))
+    assert cards >= 2 * (len(MESSAGES) - 1) + 1, cards
     stored = _labels(db)
     assert len(stored) == cards and {s for _, _, s in stored} == {"approval"}, stored
     assert sum(v == "speak" for _, v, _ in stored) == len(MESSAGES)
@@ -113,12 +119,13 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     open_page(page, url, "labels", "🏷️ Labels")
     page.get_by_role("button", name="Draw a queue").click()
     settle(page)
-    progress = page.get_by_text(re.compile(r"^0 of \d+ done$"))
-    if progress.count():  # stored hands not yet labelled (every card was labelled above: maybe none)
-        page.locator("body").press("1")
-        expect(page.get_by_text(re.compile(r"^1 of \d+ done$"))).to_be_visible(timeout=30_000)
-        assert len(_labels(db)) == cards + 1
-        shots(page, "labels-queue-keyboard")
+    # The hands "Skip all" passed over are not labelled yet: the queue offers them.
+    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=30_000)
+    page.locator("body").press("1")  # key 1: the first answer, "Should speak"
+    expect(page.get_by_text(re.compile(r"^1 of \d+ done$"))).to_be_visible(timeout=30_000)
+    assert _labels(db)[-1] == ("handraise", "speak", "manual")
+    shots(page, "labels-queue-keyboard")
+    cards += 1
 
     page.get_by_role("tab", name="Agreement with you").click()
     panel = visible_panel(page)
