@@ -115,6 +115,16 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     expect(page.get_by_text(f"{cards} labels from your Speak / Skip in this conversation", exact=False)).to_be_visible()
     shots(page, "conversation-labels-counted")
 
+    # Past JUDGELAB_REFIT_EVERY new approvals the page offers a refit; the What-if shows the candidate's decisions.
+    page.get_by_role("button", name="Refit from my labels").click()
+    expect(page.get_by_text("A map refitted from your labels is ready", exact=False)).to_be_visible(timeout=120_000)
+    page.get_by_role("tab", name="What-if").click()
+    panel = visible_panel(page)
+    expect(panel.get_by_text("With the map refitted from your labels", exact=False)).to_be_visible(timeout=60_000)
+    assert int(metric(page, "Hands read again", panel)) == 3 * len(MESSAGES)
+    shots(page, "conversation-what-if-candidate")
+    page.get_by_role("tab", name="Chat").click()
+
     # The queue: one item more, labelled from the keyboard (key 1 = its first answer).
     open_page(page, url, "labels", "🏷️ Labels")
     page.get_by_role("button", name="Draw a queue").click()
