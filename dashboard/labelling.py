@@ -15,7 +15,17 @@ from typing import Any
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, md, metric_row
+from dashboard.components import breakable, in_words, md, metric_row
+from engine.labels import (
+    LabelError,
+    add_label,
+    adopt_map,
+    default_user,
+    labelable_items,
+    list_labels,
+    refit_from_labels,
+    save_candidate,
+)
 
 # Each mechanism's label values in the words a stakeholder reads on a button (the engine's VALUES, in order).
 VALUE_WORDS: dict[str, dict[str, str]] = {
@@ -50,8 +60,6 @@ JURY_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")
 def value_words(mechanism: str, value: object) -> str:
     """A label value in words ('Should have replied'); a jury verdict as the Jury page says it; anything else as
     written, underscores as spaces. Untrusted: put it into markdown through `md`."""
-    from dashboard.components import in_words
-
     text = "" if value is None else str(value)
     if mechanism == "jury":
         return in_words(text)
@@ -75,8 +83,6 @@ def choices_for(mechanism: str, verdicts: Sequence[str] | None = None) -> list[s
 
 def mine(mechanism: str, item_key: str, run_id: str | None) -> Any | None:
     """Your latest label of one item (None when you gave none)."""
-    from engine.labels import list_labels
-
     for label in list_labels(state.get_store(), mechanism=mechanism, run_id=run_id, user=current_user()):
         if label.item_key == item_key:
             return label
@@ -85,8 +91,6 @@ def mine(mechanism: str, item_key: str, run_id: str | None) -> Any | None:
 
 def current_user() -> str:
     """Who labels: settings' local user name (JUDGELAB_USER, else the OS user), as the engine stores it."""
-    from engine.labels import default_user
-
     return default_user()
 
 
@@ -101,8 +105,6 @@ def record(
     context: Mapping[str, Any] | None = None,
 ) -> str | None:
     """Store one label; the error's words when the engine refused it (a bad value), else None."""
-    from engine.labels import LabelError, add_label
-
     try:
         add_label(
             state.get_store(),
@@ -122,8 +124,6 @@ def record(
 def run_item(run_id: str | None, key: str | None = None) -> Any | None:
     """The labelable item of a stored run (`engine.labels.labelable_items`): the one with `key`, else its first.
     Its key and context (what the judge predicted) go with the label, so the agreement view counts it."""
-    from engine.labels import labelable_items
-
     if not run_id:
         return None
     run = state.get_store().get_run(run_id)
@@ -248,8 +248,6 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
     """`refit_from_labels` then `save_candidate`, as a plain dict the page keeps in the session:
     {mechanism, model_id, version, provenance, n_labels, folds, candidate/current score and interval, comparison}
     or {"error": why} (too few labels, one class only…)."""
-    from engine.labels import refit_from_labels, save_candidate
-
     try:
         refit = refit_from_labels(state.get_store(), mechanism=mechanism, user=current_user(), with_split=with_split)
         save_candidate(refit)
@@ -322,8 +320,6 @@ def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_
 
 def handle_adopt(mechanism: str, model_id: str, version: str, notice_key: str, refit_key: str | None = None) -> None:
     """Use this map, or restore a version: it becomes the map the judge reads."""
-    from engine.labels import adopt_map
-
     try:
         adopt_map(state.get_store(), mechanism, model_id, version)
     except (ValueError, OSError) as exc:

@@ -494,9 +494,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
 def _render_answer_label(run_id: str, config: dict[str, Any], result: dict[str, Any]) -> None:
     """Under the Live result, "the answer was right / wrong": your label of the evaluated answer, which the
     Labels page compares with the level the score gave (a silent or notify level trusts the answer)."""
-    from engine.labels import item_key
-
     from dashboard.labelling import label_buttons
+    from engine.labels import item_key
 
     query = str(config.get("query") or "")
     if not query:

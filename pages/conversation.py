@@ -28,6 +28,7 @@ from dashboard.components import (
 from dashboard.labelling import current_user, refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine.config import get_settings
 from engine.diagnostics import Diagnosis
 from engine.handraise import (
     Action,
@@ -55,8 +56,11 @@ from engine.handraise import (
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
+from engine.handraise.judge import map_choice
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
+from engine.labels import count_labels, list_labels, map_in_use
+from engine.labels.refit import created_at
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
@@ -860,8 +864,6 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
 def map_id(config: HandRaiseConfig) -> str | None:
     """The id of the map the likelihood judge reads under `config` (the judge model, or its ensemble's); None for
     a judge method without a map."""
-    from engine.handraise.judge import map_choice
-
     if config.judge_method != "likelihood":
         return None
     try:
@@ -873,8 +875,6 @@ def map_id(config: HandRaiseConfig) -> str | None:
 def map_line(config: HandRaiseConfig) -> str:
     """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals (you)', or the shipped
     one; '' for a judge method without a map."""
-    from engine.labels import map_in_use
-
     mid = map_id(config)
     if mid is None:
         return ""
@@ -888,9 +888,6 @@ def map_line(config: HandRaiseConfig) -> str:
 
 def approvals_since_map(config: HandRaiseConfig) -> int:
     """Your Speak / Skip labels recorded since the map in use was made (all of them for the shipped map)."""
-    from engine.labels import list_labels, map_in_use
-    from engine.labels.refit import created_at
-
     mid = map_id(config)
     used = map_in_use("handraise", mid) if mid else None
     since = created_at(used) if used is not None and used.version != "shipped" else None
@@ -905,16 +902,12 @@ def _naive(moment: Any) -> Any:
 
 def refit_every() -> int:
     """After every K new approvals the page offers a refit (settings: JUDGELAB_REFIT_EVERY)."""
-    from engine.config import get_settings
-
     return max(1, int(getattr(get_settings(), "refit_every", 20) or 20))
 
 
 def _render_your_labels(config: HandRaiseConfig) -> None:
     """One caption: the map in use and the labels your Speak / Skip recorded; after every K new approvals, an offer
     to refit the judge from them (the candidate shows in the What-if tab before it is used)."""
-    from engine.labels import count_labels
-
     store = state.get_store()
     run_id = st.session_state[KEY + "run_id"]
     total = count_labels(store, mechanism="handraise")

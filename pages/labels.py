@@ -11,6 +11,8 @@ that the other pages' "your labels" lines link to. Each queue item links back to
 
 from __future__ import annotations
 
+import random
+from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -33,6 +35,21 @@ from dashboard.labelling import (
     render_candidate,
     value_words,
 )
+from engine.handraise import default_ensemble
+from engine.handraise.judge import map_choice
+from engine.inputs import shown_problems
+from engine.labels import (
+    POSITIVE,
+    LabelImportError,
+    agreement,
+    count_labels,
+    export_labels,
+    import_text,
+    label_queue,
+    list_labels,
+    map_versions,
+)
+from engine.labels.refit import created_at
 
 KEY = "labels."
 DETAILS = "labels"
@@ -127,10 +144,6 @@ def _render_queue() -> None:
 def handle_draw() -> None:
     """A new queue of items you have not labelled, drawn from the stored runs by the rule chosen above (read from
     the session: the widgets' values at the click)."""
-    import random
-
-    from engine.labels import label_queue
-
     ss = st.session_state
     mechanism, rule, size = ss[KEY + "q.mechanism"], ss[KEY + "q.rule"], ss[KEY + "q.n"]
 
@@ -206,8 +219,6 @@ def handle_queue_skip() -> None:
 
 
 def _render_agreement() -> None:
-    from engine.labels import agreement
-
     st.caption(
         "How often each judge said what you said, on the items you labelled. Chance agreement is taken out in κ: "
         "1 is full agreement, 0 is what guessing with the same base rates would give."
@@ -293,8 +304,6 @@ def _render_one(a: Any, mechanism: str) -> None:
 
 def positive_words(mechanism: str) -> str:
     """The value a judge's probability is for ('Should speak'), in words."""
-    from engine.labels import POSITIVE
-
     return value_words(mechanism, POSITIVE.get(mechanism, ""))
 
 
@@ -367,8 +376,6 @@ def handle_refit(mechanism: str) -> None:
 
 def render_versions(mechanism: str, *, key: str) -> None:
     """The judge's map versions, newest first, the one in use marked; one can be restored."""
-    from engine.labels import map_versions
-
     model_id = _refit_model(mechanism)
     if model_id is None:
         return
@@ -405,8 +412,6 @@ def render_versions(mechanism: str, *, key: str) -> None:
 
 def made(version: Any) -> str:
     """When a map version was made, as people read it ('2026-11-26 03:40 UTC'); as stored when unreadable."""
-    from engine.labels.refit import created_at
-
     moment = created_at(version)
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else str(version.created or "")
 
@@ -414,10 +419,6 @@ def made(version: Any) -> str:
 def _refit_model(mechanism: str) -> str | None:
     """The map a refit of `mechanism` replaces: the refit's own, else the map your latest Speak / Skip was judged
     through, else the Conversation page's default judge (with its default partners)."""
-    from engine.handraise import default_ensemble
-    from engine.handraise.judge import map_choice
-    from engine.labels import list_labels
-
     refit = st.session_state.get(KEY + "refit")
     if refit and refit.get("mechanism") == mechanism:
         return str(refit["model_id"])
@@ -437,8 +438,6 @@ def _refit_model(mechanism: str) -> str | None:
 
 
 def _render_list() -> None:
-    from engine.labels import count_labels, list_labels
-
     store = state.get_store()
     mechanism = st.selectbox(
         "Mechanism",
@@ -480,10 +479,6 @@ def _render_list() -> None:
 
 def _render_files(labels: list[Any], mechanism: str) -> None:
     """Download every label shown (JSONL, CSV), and import a file: every row checked first, all or nothing."""
-    from functools import partial
-
-    from engine.labels import export_labels
-
     row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
     name = f"labels-{mechanism or 'all'}"
     formats: tuple[tuple[Literal["jsonl", "csv"], str], ...] = (("jsonl", "application/jsonl"), ("csv", "text/csv"))
@@ -504,9 +499,6 @@ def _render_files(labels: list[Any], mechanism: str) -> None:
 
 def handle_import(name: str, data: bytes) -> None:
     """Import an uploaded file of labels: nothing is written unless every row is good; the bad lines are named."""
-    from engine.inputs import shown_problems
-    from engine.labels import LabelImportError, import_text
-
     fmt: Literal["jsonl", "csv"] = "csv" if name.lower().endswith(".csv") else "jsonl"
     try:
         report = import_text(state.get_store(), data.decode("utf-8"), fmt, source=name)

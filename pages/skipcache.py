@@ -22,10 +22,12 @@ from dashboard.components import (
     metric_row,
     money,
 )
+from dashboard.labelling import label_buttons
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
+from engine.labels import item_key
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -535,9 +537,6 @@ def _render_timeline(result: dict[str, Any]) -> None:
 def _render_reply_label(result: dict[str, Any], scope: str) -> None:
     """Your label of one message of the conversation shown, "should have replied / should not", which the Labels
     page compares with what the judge decided for it (when it judged that message)."""
-    from dashboard.labelling import label_buttons
-    from engine.labels import item_key
-
     messages = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
     if not messages:
         return
