@@ -1,12 +1,12 @@
 """`judgelab bench --only 'labels.*'`: the labels' targets (issue 29), on the hand features the real judge
 recorded (data/recordings/labels-designer-perf.jsonl): no model call.
 
-- `labels.refit`: a hand-raise map fitted from 500 labels — 5-fold cross-validation on them, the comparison
+- `labels.refit`: a hand-raise map fitted from 500 labels — 10-fold cross-validation on them, the comparison
   with the shipped map and the final fit (target ≤ 5 s). The 500 labels are the recording's 120 hands, repeated
   with a small jitter on their features, each copy its own message.
 - `labels.agreement`: the agreement figures of 10,000 labels read from the store — confusion matrix, Wilson
   interval, κ with its bootstrap interval, the most confidently wrong items, agreement by day (target ≤ 0.2 s).
-- `labels.learning`: the scripted labeller (the Designer should also take front-end performance questions)
+- `labels.learning`: the scripted labeller (front-end performance questions are the Designer's, not the Coder's)
   labels 40 random hands; agreement with it on the cast's other 80 hands, candidate against the shipped map
   (target: ≥ 10 points better, the mean over 5 draws).
 """
@@ -84,7 +84,7 @@ def bench_refit(repeat: int, progress: Progress) -> BenchResult:
         store.dispose()
     result = BenchResult.from_samples(
         "labels.refit",
-        "a hand-raise map from 500 labels: 5-fold CV, the comparison with the shipped map, the final fit",
+        "a hand-raise map from 500 labels: 10-fold CV, the comparison with the shipped map, the final fit",
         samples,
         target="≤ 5 s",
         met=max(samples) <= 5.0,

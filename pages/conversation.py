@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dashboard import charts, demo, state
 from dashboard.components import (
@@ -28,10 +30,12 @@ from dashboard.components import (
 from dashboard.labelling import current_user, refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine import runctx
 from engine.config import get_settings
 from engine.diagnostics import Diagnosis
 from engine.handraise import (
     Action,
+    ContextMode,
     Conversation,
     ConversationConfig,
     ConversationSession,
@@ -50,8 +54,10 @@ from engine.handraise import (
     default_ensemble,
     failure_flags,
     open_conversation,
+    parse_benchmark,
     redecide,
     restore_conversation,
+    run_benchmark,
     skip_line,
     token_figures,
 )
@@ -59,7 +65,7 @@ from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
 from engine.handraise.judge import map_choice
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
-from engine.labels import count_labels, list_labels, map_in_use
+from engine.labels import count_labels, list_labels, map_in_use, whatif_map
 from engine.labels.refit import created_at
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
@@ -405,7 +411,6 @@ def _details() -> bool:
 def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
     """Which models score and which fitted map turns their raw scores into will components: the engine's
     own choice (`map_choice`), described."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).describe()
@@ -416,7 +421,6 @@ def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] 
 def _judge_diagnosis(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> Diagnosis | None:
     """The diagnosis stored with the map the judge would read (measurable signal or not), None for a method
     without a map."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).diagnosis
@@ -464,9 +468,6 @@ def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conve
 def _session_alive() -> Any:
     """A check that this browser session still exists (None outside a Streamlit server, e.g. AppTest)."""
     try:
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
         ctx = get_script_run_ctx()
         runtime = Runtime.instance()
     except RuntimeError:
@@ -1051,8 +1052,6 @@ def render_whatif(conv: Conversation) -> None:
 def render_candidate_whatif(conv: Conversation, run_id: str, candidate: Mapping[str, Any]) -> None:
     """How the map refitted from your labels (not in use yet) would have decided the hands already played: each
     recorded hand's features read through it, at this conversation's threshold, no model call."""
-    from engine.labels import whatif_map
-
     st.divider()
     st.markdown(f"**With the map refitted from your labels** — {md(candidate['provenance'])}, not in use yet")
     try:
@@ -1119,7 +1118,6 @@ def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> lis
 
 
 def benchmark_path() -> Any:
-    from engine.config import get_settings
 
     return get_settings().data_dir / "benchmarks" / "handraise.jsonl"
 
@@ -1217,8 +1215,6 @@ def start_benchmark(
     items: list[Any], config: HandRaiseConfig, context: str, repeat: int, model_ids: list[str]
 ) -> str | None:
     """One context of the ablation as a registry run (an identical one still running is attached to)."""
-    from engine import runctx
-    from engine.handraise import run_benchmark
 
     store, hub = state.get_store(), state.get_hub()
     settings = {
@@ -1252,7 +1248,6 @@ def start_benchmark(
 
 
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
-    from engine.handraise import ContextMode, parse_benchmark
 
     st.caption(
         "The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "

@@ -18,22 +18,31 @@ those runs. The scorecard itself is a run of kind `scorecard` whose summary hold
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engine import stats
+from engine.calibration import rank_auc
+from engine.confidence import calculate
 from engine.config import DATA_DIR
 from engine.diagnostics import flat_scale
+from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 from engine.events import async_run_context
 from engine.experiments.definition import Experiment
-from engine.experiments.mechanisms import Models
+from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.runner import HubModels, run_experiment
+from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, read_text
+from engine.outcomes import diff_runs
 from engine.runctx import progress
+from engine.skipsim import RecordedJudge, generated_labels, judge_quality
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
 
@@ -122,7 +131,6 @@ def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
 
 
 async def _handraise(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-    from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(read_text(path), str(path))[: plan.limit]
@@ -157,7 +165,6 @@ async def _jury(
     result = await run_experiment(definition, store, models, executor=executor)
     row = result.rows[0]
     keys = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final")
-    from engine.experiments.mechanisms import mechanism
 
     graded = sum(case.gold is not None for case in mechanism("jury").load_cases(definition))
     cis = {f"{k}_ci": _wilson_list(row.get(k), graded) for k in ("accuracy", "phase1_accuracy", "outcome_changed_rate")}
@@ -181,8 +188,6 @@ def _wilson_list(rate: object, n: int) -> list[float] | None:
 
 
 async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-    from engine.calibration import rank_auc
-    from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
@@ -223,14 +228,11 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
 
 
 async def _skip(store: Store, plan: ScorecardPlan, executor: str) -> dict[str, Any]:
-    from engine.skipsim import RecordedJudge, generated_labels
 
     path = DATA_DIR / "recordings" / "skipcache-default.jsonl"
     definition = Experiment.model_validate({"name": "scorecard skip", "mechanism": "skip", "cases": str(path)})
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
-    from engine.experiments.mechanisms import mechanism
-    from engine.skipsim import judge_quality
 
     messages = mechanism("skip").load_cases(definition)[0][0]
     quality = judge_quality(RecordedJudge.load(path), generated_labels(messages))
@@ -258,8 +260,6 @@ async def _confidence(store: Store, plan: ScorecardPlan, executor: str) -> dict[
     )
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
-    from engine.confidence import calculate
-    from engine.experiments.mechanisms import mechanism
 
     cases = mechanism("confidence").load_cases(definition)
     scores = [calculate(factors).score for _, factors, _ in cases]
@@ -355,9 +355,6 @@ SHIPPED = DATA_DIR / "scorecard" / "bundled.json"
 
 def save_scorecard(result: dict[str, Any], path: Path) -> None:
     """A scorecard as JSON (rows with their targets and marks), with when and where it was measured."""
-    import json
-    import platform
-    from datetime import UTC, datetime
 
     shipped = {
         **result,
@@ -370,7 +367,6 @@ def save_scorecard(result: dict[str, Any], path: Path) -> None:
 def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
     """The scorecard measured on the bundled models and shipped in data/ (None when absent or unreadable:
     the page then says no scorecard has been run)."""
-    import json
 
     path = path or SHIPPED
     if not path.is_file():
@@ -385,7 +381,6 @@ def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
 def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
     """Row against the role's best row on the same items: hand-raise F1 by a paired bootstrap over dialogues
     (their evaluation runs), jury accuracy by exact McNemar (the cells' stored right/wrong per case)."""
-    from engine.outcomes import diff_runs
 
     if role == "handraise":
         a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])

@@ -38,6 +38,7 @@ from engine.labels.refit import (
     map_versions,
     refit_from_labels,
     save_candidate,
+    whatif_map,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "parse_labels",
     "refit_from_labels",
     "save_candidate",
+    "whatif_map",
     "MECHANISMS",
     "POSITIVE",
     "SOURCES",

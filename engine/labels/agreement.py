@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import numpy as np
@@ -131,12 +132,12 @@ def _values(mechanism: str, seen: Sequence[str]) -> list[str]:
 
 def _over_time(rows: Sequence[tuple[Label, str]]) -> list[dict[str, Any]]:
     """Agreement by day; when every label is of one day, by tens of labels (in the order given)."""
-    by_day: dict[str, list[tuple[Label, str]]] = {}
+    by_day: dict[date, list[tuple[Label, str]]] = {}
     for lab, p in rows:
-        by_day.setdefault(lab.created_at.date().isoformat(), []).append((lab, p))
-    days = sorted(by_day)
+        by_day.setdefault(lab.created_at.date(), []).append((lab, p))
+    days = [d.isoformat() for d in sorted(by_day)]
     if len(days) >= 2:
-        groups = [(day, by_day[day]) for day in days]
+        groups = [(day.isoformat(), by_day[day]) for day in sorted(by_day)]
     else:
         groups = [
             (f"{days[0]} #{i + 1}–{min(i + 10, len(rows))}", list(rows[i : i + 10])) for i in range(0, len(rows), 10)

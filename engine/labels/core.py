@@ -47,7 +47,7 @@ class LabelError(ValueError):
     """A bad label: the message names the field."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Label:
     """One stored label (the read side of a `labels` row)."""
 

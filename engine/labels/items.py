@@ -70,6 +70,8 @@ def _conversation(store: Store, run: Run) -> list[LabelItem]:
                 ensemble = next((f.split(":", 1)[1] for f in flags if f.startswith("ensemble:")), None)
                 predicted = None if will is None else ("speak" if will >= config.threshold else "skip")
                 text = texts.get(turn, "")
+                method = p.get("method") or config.judge_method
+                map_id = ensemble or (config.judge_model if version else None)
                 out.append(
                     LabelItem(
                         key=item_key("handraise", turn=turn, participant=h.get("model")),
@@ -88,9 +90,11 @@ def _conversation(store: Store, run: Run) -> list[LabelItem]:
                             "will": will,
                             "threshold": config.threshold,
                             "predicted": predicted,
-                            "judge_method": p.get("method") or config.judge_method,
+                            # the same judge/map name as a label from use (`agreement.judge_of`)
+                            "judge": f"{method}:{map_id or config.judge_model}@{version or 'uncalibrated'}",
+                            "judge_method": method,
                             "judge_model": config.judge_model,
-                            "map_id": ensemble or (config.judge_model if version else None),
+                            "map_id": map_id,
                             "map_version": version,
                             "participant": h.get("model"),
                             "text": text[:TEXT_CHARS],

@@ -6,9 +6,10 @@ Speak / Skip), so the refit makes no model call. The candidate is the shipped fi
 relevance, confidence and novelty maps learnt jointly through the will formula, at the seed's threshold) on the
 labels — optionally with the shipped split — with one more relevance feature per participant (`is:<id>`): whom
 this user wants to hear. It is cross-validated on the labels (folds by message, so a message's hands are never
-split between fitting and testing), and the map in use decides the same held-out labels: the paired comparison
-is exact McNemar (engine/stats.py `compare_correct`). Saved as a new version whose provenance names the labels,
-it is used only once adopted (`adopt_map`); any earlier version, or the shipped map, can be restored."""
+split between fitting and testing: one message a fold up to 50 messages, 10 folds beyond), and the map in use
+decides the same held-out labels: the paired comparison is exact McNemar (engine/stats.py `compare_correct`).
+Saved as a new version whose provenance names the labels, it is used only once adopted (`adopt_map`); any
+earlier version, or the shipped map, can be restored."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ MAP_NAMES = {
     "skip": "skip.likelihood",
     "confidence": "confidence.likelihood",
 }
-FOLDS = 5
+# Folds of the cross-validation on the labels, by message: every message its own fold up to `FOLDS_ALL`
+# messages (few labels: each held-out prediction comes from a fit on all the others), 10 beyond.
+FOLDS = 10
+FOLDS_ALL = 50
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
 NEEDED = (*REL, *CONF, *NOVELTY_FEATURES)
@@ -146,7 +150,15 @@ def label_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
 
 
 def _indicators(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    return sorted({f"is:{r['participant']}" for r in rows if r.get("participant")})
+    """One `is:<participant>` feature per participant of the user's labels (the shipped split's are not this
+    user's cast: they get none)."""
+    return sorted(
+        {
+            f"is:{r['participant']}"
+            for r in rows
+            if r.get("participant") and not str(r["participant"]).startswith("split:")
+        }
+    )
 
 
 def _with_indicators(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
@@ -263,7 +275,8 @@ def refit_from_labels(
     model_id = _map_id(rows, labels)
     rows = [r for r in rows if r.get("map_id") in (None, model_id)]
     extra = _split_rows(store, model_id, models, config) if with_split else []
-    folds = min(FOLDS, len({str(r["item"]) for r in rows}))
+    messages = len({str(r["item"]) for r in rows})
+    folds = messages if messages <= FOLDS_ALL else FOLDS
     candidate_right_flags = cross_validated(rows, config, folds=folds, seed=seed, extra=extra)
     current = load_calibration(MAP_NAMES["handraise"], model_id)
     truth = [bool(r["label"]) for r in rows]
@@ -284,7 +297,7 @@ def refit_from_labels(
     candidate.metrics |= {
         "labels": len(rows),
         "label_users": users,
-        "cv_folds": f"{folds} by message",
+        "cv_folds": f"{folds} by message" if folds < messages else "leave one message out",
         "cv_accuracy": _r(cand_score),
         "current_accuracy": _r(cur_score),
         "current_version": None if current is None else current.version,
@@ -342,6 +355,37 @@ def _split_rows(
             calibration_rows(items, source(judge), config.context_turns, None, [source(p) for p in partners])
         )
     return [r | {"item": f"split:{r['item']}", "participant": f"split:{r['participant']}"} for r in rows]
+
+
+def whatif_map(store: Store, run_id: str, cal: Calibration) -> list[dict[str, Any]]:
+    """How `cal` (a candidate) would have decided the hands already played in a stored conversation: per hand
+    with recorded features, the will then and under the candidate (raw will, no cooldown), and both decisions
+    at the conversation's threshold. Hands without features (a judge that writes numbers) are left out."""
+    from engine.labels.items import labelable_items
+
+    run = store.get_run(run_id)
+    if run is None:
+        raise LabelError(f"run_id: no run {run_id}")
+    config = HandRaiseConfig()
+    out = []
+    for item in labelable_items(store, run):
+        features = item.context.get("features") or {}
+        if item.mechanism != "handraise" or not all(isinstance(features.get(f), int | float) for f in NEEDED):
+            continue
+        threshold = float(item.cut if item.cut is not None else config.threshold)
+        row = {**features, "participant": item.context.get("participant")}
+        will = will_under(cal, row, config)
+        out.append(
+            {
+                "key": item.key,
+                "participant": item.context.get("participant"),
+                "will_then": item.probability,
+                "will_candidate": round(will, 4),
+                "then": item.predicted,
+                "candidate": "speak" if will >= threshold else "skip",
+            }
+        )
+    return out
 
 
 # -- versions ---------------------------------------------------------------------------------------------------

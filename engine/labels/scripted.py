@@ -1,6 +1,7 @@
-"""A scripted labeller whose preference differs from the shipped hand-raise map: the Designer should also take
-front-end performance questions (page weight, rendering, layout shifts), which the shipped map gives to the
-Coder alone. Its cast's messages were judged once by the real likelihood judge on the bundled models (Gemma 3
+"""A scripted labeller whose preference differs from the shipped hand-raise map: front-end performance questions
+(bundles, rendering, main-thread work, web vitals) are the Designer's — the Designer should take them, and the
+Coder should leave them to it — where the shipped map mostly gives them to the Coder, and to the Designer about
+half the time. Its cast's messages were judged once by the real likelihood judge on the bundled models (Gemma 3
 270M with SmolLM2-135M), recorded as a stored conversation run with every call: data/recordings/
 labels-designer-perf.jsonl. The loop test and the bench's learning target read that run (no model call);
 `python -m engine.labels.scripted --record` records it again (load the models: run it under the model lock)."""
@@ -73,10 +74,10 @@ MESSAGES: list[tuple[Topic, str]] = [
     ("research", "What sample size do we need to detect a 2 % lift in conversion?"),
 ]
 
-# Who the labeller wants to hear on each topic: the shipped split's owners, plus the Designer on front-end
-# performance.
+# Who the labeller wants to hear on each topic: the shipped split's owners, and on front-end performance the
+# Designer alone.
 WANTED: dict[Topic, frozenset[str]] = {
-    "frontend_perf": frozenset({"coder", "designer"}),
+    "frontend_perf": frozenset({"designer"}),
     "design": frozenset({"designer"}),
     "backend": frozenset({"coder"}),
     "research": frozenset({"researcher"}),

@@ -170,3 +170,13 @@ def test_the_setting_turns_labels_from_use_off(store: Store, monkeypatch: pytest
     state = asyncio.run(conversation_turn(session, "KeyError, @researcher?", answer=False))
     session.conversation.act(state, "coder", "approve")
     assert count_labels(store) == 0
+
+
+def test_labels_outlive_their_run(store: Store) -> None:
+    from engine.events import run_context
+
+    with run_context(store, "director.check", {"text": "hi"}) as run:
+        pass
+    add_label(store, mechanism="director", run_id=run.run_id, item_key="line1", label="retry", user="ann")
+    store.delete_run(run.run_id)
+    assert [lab.run_id for lab in list_labels(store)] == [run.run_id]

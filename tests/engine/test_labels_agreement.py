@@ -245,6 +245,7 @@ def test_labelable_items_and_the_queue_rules(store: Store) -> None:
     first = next(i for i in items if i.key == "t1/coder")
     assert first.predicted == "speak" and first.probability == 0.9 and first.cut == 0.6
     assert first.context["features"] == {"pmi_mean": 0.9} and first.context["predicted"] == "speak"
+    assert first.context["judge"] == "likelihood:gemma3-270m@v1"  # the name a label from use gets too
     nearest = label_queue(store, mechanism="handraise", rule="uncertainty", n=3, user="ann")
     assert [i.probability for i in nearest] == [0.59, 0.61, 0.58]
     strat = label_queue(store, mechanism="handraise", rule="stratified", n=4, user="ann")
