@@ -84,7 +84,7 @@ def choices_for(mechanism: str, verdicts: Sequence[str] | None = None) -> list[s
 def mine(mechanism: str, item_key: str, run_id: str | None) -> Any | None:
     """Your latest label of one item (None when you gave none)."""
     for label in list_labels(state.get_store(), mechanism=mechanism, run_id=run_id, user=current_user()):
-        if label.item_key == item_key:
+        if label.item_key == item_key and label.run_id == run_id:  # run_id None lists every run's labels
             return label
     return None
 
@@ -150,7 +150,6 @@ def label_buttons(
     choices: Sequence[str] | None = None,
     source: str = "manual",
     context: Mapping[str, Any] | None = None,
-    predicted: object = None,
     note: bool = True,
     prompt: str = "Your label",
 ) -> None:
@@ -172,7 +171,7 @@ def label_buttons(
                 key=f"{key}.{value}",
                 type="primary" if done is not None and done.label == value else "secondary",
                 on_click=_handle_label,
-                args=(mechanism, item_key, value, run_id, source, context, predicted, f"{key}.note", f"{key}.error"),
+                args=(mechanism, item_key, value, run_id, source, context, f"{key}.note", f"{key}.error"),
             )
         error = st.session_state.pop(f"{key}.error", None)
         if error:
@@ -186,15 +185,13 @@ def _handle_label(
     run_id: str | None,
     source: str,
     context: Mapping[str, Any] | None,
-    predicted: object,
     note_key: str,
     error_key: str,
 ) -> None:
+    """A label button's click: store the label with the note typed beside it (what the judge said is in
+    `context`, from the run's labelable item), then clear the note box."""
     note = str(st.session_state.get(note_key) or "").strip()
-    ctx = dict(context or {})
-    if predicted is not None:
-        ctx.setdefault("predicted", predicted)
-    error = record(mechanism, item_key, value, run_id=run_id, source=source, note=note, context=ctx)
+    error = record(mechanism, item_key, value, run_id=run_id, source=source, note=note, context=context)
     if error:
         st.session_state[error_key] = error
     else:
