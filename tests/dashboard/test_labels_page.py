@@ -290,3 +290,30 @@ def _in_use(map_id: str) -> str | None:
 
     used = map_in_use("handraise", map_id)
     return None if used is None else used.version
+
+
+def _jury_page() -> None:
+    from pages import jury
+
+    jury.render()
+
+
+def test_the_jury_page_sets_the_right_verdict_under_a_finished_run() -> None:
+    run_id = _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    assert [b.label for b in at.button if (b.key or "").startswith("jury.label.")] == [
+        "safe (pass)",
+        "needs review",
+        "unsafe (fail)",
+    ]
+    at.button(key="jury.label.safe_pass").click().run()
+    (label,) = _labels("jury")
+    assert (label.run_id, label.label, label.source, label.context["predicted"]) == (
+        run_id,
+        "safe_pass",
+        "override",
+        "unsafe_fail",
+    )
