@@ -1,7 +1,7 @@
 """`judgelab bench --only 'labels.*'`: the labels' targets (issue 29), on the hand features the real judge
 recorded (data/recordings/labels-designer-perf.jsonl): no model call.
 
-- `labels.refit`: a hand-raise map fitted from 500 labels — 10-fold cross-validation on them, the comparison
+- `labels.refit`: a hand-raise map fitted from 500 labels — 5-fold cross-validation on them, the comparison
   with the shipped map and the final fit (target ≤ 5 s). The 500 labels are the recording's 120 hands, repeated
   with a small jitter on their features, each copy its own message.
 - `labels.agreement`: the agreement figures of 10,000 labels read from the store — confusion matrix, Wilson
@@ -21,7 +21,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, benchmark
+from dashboard.bench_harness import BenchResult, Progress, benchmark
+from engine.labels import Label, agreement, labelable_items, refit_from_labels
+from engine.labels.scripted import learning, load_recording, preference
+from engine.labelstore import check_label
+from engine.store import Store
 
 
 def _samples(repeat: int, fn: Callable[[], object]) -> list[float]:
@@ -35,9 +39,6 @@ def _samples(repeat: int, fn: Callable[[], object]) -> list[float]:
 
 
 def _recorded_items(folder: Path) -> list[Any]:
-    from engine.labels import labelable_items
-    from engine.labels.scripted import load_recording
-    from engine.store import Store
 
     store = Store(f"sqlite:///{folder / 'recording.db'}")
     run = store.get_run(load_recording(store))
@@ -49,9 +50,6 @@ def _recorded_items(folder: Path) -> list[Any]:
 
 @benchmark("labels.refit")
 def bench_refit(repeat: int, progress: Progress) -> BenchResult:
-    from engine.labels import Label, refit_from_labels
-    from engine.labels.scripted import preference
-    from engine.store import Store
 
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
@@ -84,7 +82,7 @@ def bench_refit(repeat: int, progress: Progress) -> BenchResult:
         store.dispose()
     result = BenchResult.from_samples(
         "labels.refit",
-        "a hand-raise map from 500 labels: 10-fold CV, the comparison with the shipped map, the final fit",
+        "a hand-raise map from 500 labels: 5-fold CV, the comparison with the shipped map, the final fit",
         samples,
         target="≤ 5 s",
         met=max(samples) <= 5.0,
@@ -100,9 +98,6 @@ def bench_refit(repeat: int, progress: Progress) -> BenchResult:
 
 @benchmark("labels.agreement")
 def bench_agreement(repeat: int, progress: Progress) -> BenchResult:
-    from engine.labels import agreement
-    from engine.labels.core import check_label
-    from engine.store import Store
 
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as folder:
@@ -152,8 +147,6 @@ def bench_agreement(repeat: int, progress: Progress) -> BenchResult:
 
 @benchmark("labels.learning")
 def bench_learning(repeat: int, progress: Progress) -> BenchResult:
-    from engine.labels.scripted import learning, load_recording
-    from engine.store import Store
 
     gains, shipped, candidate = [], [], []
     with tempfile.TemporaryDirectory() as folder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 from pathlib import Path
 from typing import TypeVar
@@ -85,8 +86,6 @@ class Settings(BaseSettings):
     def resolved_user(self) -> str:
         if self.user:
             return self.user
-        import getpass
-
         try:
             return getpass.getuser()
         except (KeyError, OSError):

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.config import get_settings
 from engine.inputs import max_input_bytes, read_text
 from models.files import read_bytes
 
@@ -247,8 +248,6 @@ POINTER = "in_use.json"
 
 
 def maps_dir() -> Path:
-    from engine.config import get_settings
-
     return get_settings().resolved_maps_dir
 
 

@@ -13,6 +13,7 @@ import typer
 from dashboard.commands import fail, say
 
 if TYPE_CHECKING:
+    # CLI start-up
     from engine.store import Store
 
 app = typer.Typer(help="Your labels: list, export, import, and the judges' agreement with them.", no_args_is_help=True)
@@ -26,6 +27,7 @@ User = Annotated[str | None, typer.Option("--user", help="Only this user's label
 
 
 def _store() -> Store:
+    # CLI start-up
     from engine.store import Store, StoreError
 
     try:
@@ -35,6 +37,7 @@ def _store() -> Store:
 
 
 def _mechanism(value: str | None, *, required: bool = False) -> str | None:
+    # CLI start-up
     from engine.labels import MECHANISMS
 
     if value is None:
@@ -62,6 +65,7 @@ def list_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """The labels, oldest first (the newest of each item and user, unless --all)."""
+    # CLI start-up
     from engine.labels import list_labels
 
     labels = list_labels(
@@ -89,6 +93,7 @@ def export_cmd(
     user: User = None,
 ) -> None:
     """Every label (the newest of each item and user is not enough to restore history: all are exported)."""
+    # CLI start-up
     from engine.labels import export_labels, list_labels
 
     if fmt not in ("jsonl", "csv"):
@@ -109,6 +114,7 @@ def import_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Import labels: every row is checked first, then all are written in one go — or none, with the bad lines."""
+    # CLI start-up
     from engine.inputs import InputError
     from engine.labels import LabelError, LabelImportError, import_labels
     from engine.labels.io import format_of
@@ -140,6 +146,7 @@ def agreement_cmd(
 ) -> None:
     """The judges' agreement with the labels: confusion matrix, accuracy (Wilson interval), κ (bootstrap
     interval) with the base rates, the most confidently wrong items, agreement over time."""
+    # CLI start-up
     from engine import stats
     from engine.labels import MECHANISMS, agreement
 
@@ -168,6 +175,7 @@ def agreement_cmd(
 def labels_refit(only: str, with_split: bool, adopt: bool, as_json: bool, user: str | None = None) -> None:
     """`judgelab calibrate-judge --labels`: a candidate hand-raise map fitted on your labels, cross-validated on
     them beside the map in use, saved as a new version; adopted only with --adopt."""
+    # CLI start-up
     from engine import stats
     from engine.labels import LabelError, adopt_map, refit_from_labels, save_candidate
     from engine.store import StoreError
@@ -180,6 +188,7 @@ def labels_refit(only: str, with_split: bool, adopt: bool, as_json: bool, user: 
     store = _store()
     models: Any = None
     if with_split:
+        # CLI start-up
         from models.registry import ModelHub
 
         models = ModelHub(call_log=store).get
@@ -216,6 +225,7 @@ def maps_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """The hand-raise map's versions: the shipped one and every refit from labels; which is in use."""
+    # CLI start-up
     from engine.labels import map_versions
 
     versions = map_versions("handraise", model_id)
@@ -234,6 +244,7 @@ def adopt_cmd(
     ] = "gemma3-270m+smollm2-135m",
 ) -> None:
     """Use this version of the hand-raise map from now on (`shipped` restores the shipped map)."""
+    # CLI start-up
     from engine.labels import LabelError, adopt_map
 
     try:

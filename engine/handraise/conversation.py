@@ -4,6 +4,7 @@ participants' answers, each step an event."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine import runctx
+from engine.config import get_settings
 from engine.events import RUN_FINISHED, RUN_STARTED, EventBus, StoreSink
 from engine.handraise.answers import ANSWER_MAX_TOKENS, speaker_names, write_answer
 from engine.handraise.cast import Participant, Turn
@@ -36,6 +38,8 @@ from engine.handraise.decisions import (
     user_action,
 )
 from engine.handraise.judge import JudgeCall, WillJudge
+from engine.labelstore import LabelError, add_label, item_key
+from engine.store import StoreError
 from models.recording import RunCancelled, call_context
 from models.source import ModelLookup
 
@@ -541,8 +545,6 @@ def open_conversation(
     bus.emit(RUN_STARTED, kind="handraise.conversation", name=name, config=stored)
     conversation = Conversation(config.participants, models, config.config, emit=bus.emit, embedder=embedder)
     session = ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
-    from engine.config import get_settings
-
     if get_settings().auto_labels:
         conversation.labeller = _labeller(session)
     return session
@@ -574,10 +576,6 @@ def hand_context(state: TurnState, hand: Hand, config: HandRaiseConfig) -> dict[
 def _labeller(session: ConversationSession) -> Callable[[TurnState, Hand, bool, str], None]:
     """Records the user's decisions on hands as `handraise` labels (source `approval`): a failure to record is
     logged and never stops the conversation."""
-    import logging
-
-    from engine.labels import LabelError, add_label, item_key
-    from engine.store import StoreError
 
     def label(state: TurnState, hand: Hand, speak: bool, by: str) -> None:
         conv = session.conversation

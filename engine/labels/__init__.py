@@ -3,22 +3,6 @@ queue that draws them (items), the judges' agreement with the labels (agreement)
 a hand-raise map refitted from them (refit). Everything is re-exported here."""
 
 from engine.labels.agreement import Agreement, agreement, agreement_from, cohen_kappa, judge_of
-from engine.labels.core import (
-    MECHANISMS,
-    POSITIVE,
-    SOURCES,
-    VALUES,
-    Label,
-    LabelError,
-    add_label,
-    check_label,
-    count_labels,
-    default_user,
-    delete_label,
-    item_key,
-    latest_only,
-    list_labels,
-)
 from engine.labels.io import (
     FORMATS,
     ImportReport,
@@ -39,6 +23,22 @@ from engine.labels.refit import (
     refit_from_labels,
     save_candidate,
     whatif_map,
+)
+from engine.labelstore import (
+    MECHANISMS,
+    POSITIVE,
+    SOURCES,
+    VALUES,
+    Label,
+    LabelError,
+    add_label,
+    check_label,
+    count_labels,
+    default_user,
+    delete_label,
+    item_key,
+    latest_only,
+    list_labels,
 )
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine import stats
-from engine.labels.core import VALUES, Label, list_labels
+from engine.labelstore import VALUES, Label, list_labels
 from engine.store import Store
 
 WRONG_SHOWN = 10

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from engine.exports import is_formula
 from engine.inputs import Problems, iter_lines, problem_lines, read_text
-from engine.labels.core import Label, LabelError, check_label
+from engine.labelstore import Label, LabelError, check_label
 from engine.store import LabelRow, Store, aware
 
 Format = Literal["jsonl", "csv"]

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.labels.core import MECHANISMS, LabelError, item_key, list_labels
+from engine.handraise.decisions import HandRaiseConfig
+from engine.labelstore import MECHANISMS, LabelError, default_user, item_key, list_labels
+from engine.outcomes import EXTRACTORS
 from engine.store import Run, RunFilter, Store
 
 TEXT_CHARS = 240
@@ -47,8 +49,6 @@ def _num(value: object) -> float | None:
 
 def _conversation(store: Store, run: Run) -> list[LabelItem]:
     """Every judged hand of every turn, with the judge's raw features (what a refit reads)."""
-    from engine.handraise.decisions import HandRaiseConfig
-
     try:
         config = HandRaiseConfig.model_validate(run.config.get("config", {}))
     except ValueError:
@@ -113,8 +113,6 @@ def _from_outcomes(
     """Items from engine/outcomes.py's extractor of the run's kind: its label mapped to a label value."""
 
     def read(store: Store, run: Run) -> list[LabelItem]:
-        from engine.outcomes import EXTRACTORS
-
         out = []
         for o in EXTRACTORS[run.kind](store, run):
             predicted = values.get(o.label, o.label if not values else None)
@@ -271,8 +269,6 @@ def label_queue(
     """Up to `n` items of `mechanism` not yet labelled by `user` (default: settings' user), drawn from stored
     runs by `rule`: `random`; `stratified` (the same number of each predicted label, in turn); `uncertainty`
     (the judge's probability nearest its cut first; items without one last). The same seed draws the same items."""
-    from engine.labels.core import default_user
-
     if mechanism not in MECHANISMS:
         raise LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(MECHANISMS)}")
     if rule not in RULES:

@@ -6,13 +6,14 @@ Speak / Skip), so the refit makes no model call. The candidate is the shipped fi
 relevance, confidence and novelty maps learnt jointly through the will formula, at the seed's threshold) on the
 labels — optionally with the shipped split — with one more relevance feature per participant (`is:<id>`): whom
 this user wants to hear. It is cross-validated on the labels (folds by message, so a message's hands are never
-split between fitting and testing: one message a fold up to 50 messages, 10 folds beyond), and the map in use
+split between fitting and testing: one message a fold up to 50 messages, 5 folds beyond), and the map in use
 decides the same held-out labels: the paired comparison is exact McNemar (engine/stats.py `compare_correct`).
 Saved as a new version whose provenance names the labels, it is used only once adopted (`adopt_map`); any
 earlier version, or the shipped map, can be restored."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import stats
-from engine.handraise.calibration import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps
+from engine.events import run_context
+from engine.handraise.benchmark import parse_benchmark
+from engine.handraise.calibration import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.handraise.decisions import HandRaiseConfig, will_from
+from engine.handraise.judge import novelty_of
+from engine.inputs import read_text
 from engine.judgemaps import (
+    CALIBRATION_DIR,
     SHIPPED,
     Calibration,
     adopt_version,
@@ -34,8 +40,10 @@ from engine.judgemaps import (
     save_version,
     saved_versions,
 )
-from engine.labels.core import Label, LabelError, list_labels
+from engine.labels.items import labelable_items
+from engine.labelstore import Label, LabelError, list_labels
 from engine.store import Store
+from models.source import model_source
 
 if TYPE_CHECKING:
     from models.source import ModelLookup
@@ -48,8 +56,8 @@ MAP_NAMES = {
     "confidence": "confidence.likelihood",
 }
 # Folds of the cross-validation on the labels, by message: every message its own fold up to `FOLDS_ALL`
-# messages (few labels: each held-out prediction comes from a fit on all the others), 10 beyond.
-FOLDS = 10
+# messages (few labels: each held-out prediction comes from a fit on all the others), 5 beyond.
+FOLDS = 5
 FOLDS_ALL = 50
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
@@ -167,8 +175,6 @@ def _with_indicators(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) ->
 
 def will_under(cal: Calibration, row: Mapping[str, Any], config: HandRaiseConfig) -> float:
     """The raw will (no cooldown, no over-raise: a label judges the hand itself) of a row under a map."""
-    from engine.handraise.judge import novelty_of
-
     values = {k: float(v) for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     values[f"is:{row.get('participant')}"] = 1.0
     rel, conf = cal.apply("relevance", values), cal.apply("confidence", values)
@@ -334,18 +340,8 @@ def _split_rows(
     store: Store, model_id: str, models: ModelLookup | None, config: HandRaiseConfig
 ) -> list[dict[str, Any]]:
     """The shipped calibration split's features for the map's models (a `calibration` run, every call recorded)."""
-    import asyncio
-
-    from engine.events import run_context
-    from engine.handraise.benchmark import parse_benchmark
-    from engine.handraise.calibration import calibration_rows
-    from engine.inputs import read_text
-    from engine.judgemaps import CALIBRATION_DIR
-
     if models is None:
         raise LabelError("with_split: the shipped split's features need the judge model (no model source given)")
-    from models.source import model_source
-
     source = model_source(models)
     judge, *partners = model_id.split("+")
     path = CALIBRATION_DIR / "handraise-calib.jsonl"
@@ -361,8 +357,6 @@ def whatif_map(store: Store, run_id: str, cal: Calibration) -> list[dict[str, An
     """How `cal` (a candidate) would have decided the hands already played in a stored conversation: per hand
     with recorded features, the will then and under the candidate (raw will, no cooldown), and both decisions
     at the conversation's threshold. Hands without features (a judge that writes numbers) are left out."""
-    from engine.labels.items import labelable_items
-
     run = store.get_run(run_id)
     if run is None:
         raise LabelError(f"run_id: no run {run_id}")

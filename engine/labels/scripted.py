@@ -8,18 +8,31 @@ labels-designer-perf.jsonl. The loop test and the bench's learning target read t
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from engine.config import DATA_DIR
-
-if TYPE_CHECKING:
-    from engine.labels.core import Label
-    from engine.labels.items import LabelItem
-    from engine.store import Store
-    from models.source import ModelLookup
+from engine.demo import export_runs, import_runs, parse_runs, write_runs
+from engine.handraise import (
+    DEFAULT_CAST,
+    ConversationConfig,
+    HandRaiseConfig,
+    close_conversation,
+    conversation_turn,
+    open_conversation,
+)
+from engine.judgemaps import Calibration, load_calibration
+from engine.labels.items import LabelItem, label_queue, labelable_items
+from engine.labels.refit import MAP_NAMES, fit_candidate, label_rows, will_under
+from engine.labelstore import Label, add_label
+from engine.store import Store
+from models.registry import ModelHub
+from models.source import ModelLookup
 
 Topic = Literal["frontend_perf", "design", "backend", "research"]
 USER = "scripted-labeller"
@@ -98,8 +111,6 @@ def preference(text: str, participant: str) -> str:
 
 def load_recording(store: Store, path: Path = RECORDING) -> str:
     """Load the recorded conversation run into `store` (idempotent); returns its run id."""
-    from engine.demo import import_runs, parse_runs
-
     documents = parse_runs(path)
     import_runs(store, documents)
     return documents[0].run.id
@@ -107,8 +118,6 @@ def load_recording(store: Store, path: Path = RECORDING) -> str:
 
 def label_items(store: Store, items: Sequence[LabelItem], user: str = USER) -> list[Label]:
     """The scripted labeller labels `items` (source `approval`, the item's context stored with each label)."""
-    from engine.labels.core import add_label
-
     return [
         add_label(
             store,
@@ -142,11 +151,6 @@ class Learning:
 def learning(store: Store, run_id: str, n: int, seed: int = 0) -> Learning:
     """Label `n` random items of the recorded cast (as the labeller would, one by one from the queue), fit a
     candidate on them alone, and measure both maps on every other item of the cast against the labeller."""
-    from engine.handraise.decisions import HandRaiseConfig
-    from engine.judgemaps import Calibration, load_calibration
-    from engine.labels.items import label_queue, labelable_items
-    from engine.labels.refit import MAP_NAMES, fit_candidate, label_rows, will_under
-
     user = f"{USER}-{seed}-{n}"
     run = store.get_run(run_id)
     assert run is not None
@@ -173,18 +177,6 @@ def learning(store: Store, run_id: str, n: int, seed: int = 0) -> Learning:
 def record(store: Store, models: ModelLookup, path: Path = RECORDING) -> str:
     """Judge every message once (likelihood judge with its default ensemble, the last message alone), store it
     as a `handraise.conversation` run with every call, and write that run to `path`."""
-    import asyncio
-
-    from engine.demo import export_runs, write_runs
-    from engine.handraise import (
-        DEFAULT_CAST,
-        ConversationConfig,
-        HandRaiseConfig,
-        close_conversation,
-        conversation_turn,
-        open_conversation,
-    )
-
     config = ConversationConfig(participants=DEFAULT_CAST, config=HandRaiseConfig(context_turns=1))
     session = open_conversation(config, models, store, name="scripted labeller: designer on front-end performance")
     session.conversation.labeller = None  # the recording is the judge's; the labeller labels later
@@ -196,12 +188,6 @@ def record(store: Store, models: ModelLookup, path: Path = RECORDING) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - a recording, run by hand under the model lock
-    import sys
-    import tempfile
-
-    from engine.store import Store
-    from models.registry import ModelHub
-
     if "--record" not in sys.argv:
         raise SystemExit("usage: python -m engine.labels.scripted --record")
     with tempfile.TemporaryDirectory() as folder:

@@ -119,3 +119,56 @@ def test_the_labeller_gives_front_end_performance_to_the_designer() -> None:
     text = "Our JavaScript bundle is 2 MB. How do we shrink it with tree shaking and code splitting?"
     assert preference(text, "designer") == "speak" and preference(text, "coder") == "skip"
     assert preference(text, "researcher") == "skip"
+
+
+def test_a_refit_that_cannot_be_made_says_why(store: Store) -> None:
+    from engine.labels import LabelError
+
+    with pytest.raises(LabelError, match="at least 10 are needed"):
+        refit_from_labels(store, user=USER)
+    run_id = load_recording(store)
+    label_items(store, label_queue(store, mechanism="handraise", rule="random", n=20, user=USER, run_ids=[run_id]))
+    with pytest.raises(LabelError, match="with_split: the shipped split's features need the judge model"):
+        refit_from_labels(store, user=USER, with_split=True)
+    with pytest.raises(LabelError, match="mechanism"):
+        refit_from_labels(store, mechanism="jury")
+    with pytest.raises(LabelError, match="no version"):
+        adopt_map(store, "handraise", "gemma3-270m+smollm2-135m", "20000101T000000Z")
+
+
+@pytest.mark.model  # the packaged embedder (MiniLM, for novelty); the Gemma and SmolLM2 calls are replayed
+def test_the_hand_raise_judge_decides_with_the_adopted_map(store: Store) -> None:
+    import asyncio
+
+    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, decide_hands
+    from models.registry import ModelHub
+
+    run_id = load_recording(store)
+    label_items(store, label_queue(store, mechanism="handraise", rule="random", n=60, user=USER, run_ids=[run_id]))
+    refit = refit_from_labels(store, user=USER)
+    save_candidate(refit)
+    adopt_map(store, "handraise", refit.model_id, refit.candidate.version)
+    # A front-end performance message the shipped map gave to the Coder and the candidate gives to the Designer.
+    whatif = {w["key"]: w for w in whatif_map(store, run_id, refit.candidate)}
+    items = {i.key: i for i in labelable_items(store, store.get_run(run_id))}  # type: ignore[arg-type]
+    turn = next(
+        k.partition("/")[0]
+        for k, w in whatif.items()
+        if k.endswith("/coder")
+        and w["then"] == "speak"
+        and w["candidate"] == "skip"
+        and whatif[k.replace("/coder", "/designer")]["candidate"] == "speak"
+    )
+    text = str(items[f"{turn}/coder"].context["text"])
+    hub = ModelHub(call_log=store)
+    config = HandRaiseConfig(context_turns=1)
+    judge = WillJudge(DEFAULT_CAST, lambda m: hub.get(m, replay=True), config)
+    components, facts = asyncio.run(judge.judge([Turn("user", text)]))
+    assert facts.calls == 3 and all(f"calibration:{refit.candidate.version}" in c.flags for c in components)
+    hands = {h.model: h for h in decide_hands(components, config)}
+    assert hands["designer"].status == "raised" and hands["coder"].status == "lowered"
+    assert preference(text, "designer") == "speak" and preference(text, "coder") == "skip"
+    adopt_map(store, "handraise", refit.model_id, "shipped")
+    shipped_components, _ = asyncio.run(judge.judge([Turn("user", text)]))
+    assert all(f"calibration:{refit.current.version}" in c.flags for c in shipped_components)  # type: ignore[union-attr]
+    assert {h.model: h.status for h in decide_hands(shipped_components, config)}["coder"] == "raised"

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.config import get_settings
 from engine.store import LabelRow, Store, aware
 
 MECHANISMS = ("handraise", "jury", "director", "confidence", "skip")
@@ -89,33 +90,6 @@ def _from_row(row: LabelRow) -> Label:
         source=row.source,
         created_at=aware(row.created_at),
         context=row.context,
-    )
-
-
-def _from_tuple(
-    id_: int,
-    mechanism: str,
-    run_id: str | None,
-    key: str,
-    label: str,
-    note: str,
-    user: str,
-    source: str,
-    created_at: datetime,
-    *,
-    context: dict[str, Any],
-) -> Label:
-    return Label(
-        id=int(id_),
-        mechanism=mechanism,
-        run_id=run_id,
-        item_key=key,
-        label=label,
-        note=note,
-        user=user,
-        source=source,
-        created_at=aware(created_at),
-        context=context if isinstance(context, dict) else {},
     )
 
 
@@ -194,8 +168,6 @@ def check_label(
 
 def default_user() -> str:
     """Settings' local user name (JUDGELAB_USER, else the OS user name)."""
-    from engine.config import get_settings
-
     return get_settings().resolved_user[:MAX_USER]
 
 
@@ -251,9 +223,25 @@ def list_labels(
     rows = store.label_tuples(mechanism=mechanism, run_id=run_id, user=user, run_ids=run_ids)
     # One parse of every context at once: 10,000 small json.loads calls cost more than the figures themselves.
     contexts = json.loads("[" + ",".join(t[-1] or "{}" for t in rows) + "]")
-    found = [_from_tuple(*t[:-1], context=c) for t, c in zip(rows, contexts, strict=True)]
-    if latest:
-        found = latest_only(found)
+    if latest:  # the newest row of each (mechanism, run, item, user), before any Label is built
+        newest = {(t[1], t[2], t[3], t[6]): i for i, t in enumerate(rows)}
+        keep = sorted(newest.values())
+        rows, contexts = [rows[i] for i in keep], [contexts[i] for i in keep]
+    found = [
+        Label(
+            id=int(t[0]),
+            mechanism=t[1],
+            run_id=t[2],
+            item_key=t[3],
+            label=t[4],
+            note=t[5],
+            user=t[6],
+            source=t[7],
+            created_at=t[8] if t[8].tzinfo else t[8].replace(tzinfo=UTC),
+            context=c if isinstance(c, dict) else {},
+        )
+        for t, c in zip(rows, contexts, strict=True)
+    ]
     return found[-limit:] if limit else found
 
 
