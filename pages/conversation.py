@@ -27,7 +27,7 @@ from dashboard.components import (
     metric_row,
     safe_avatar,
 )
-from dashboard.labelling import current_user, refit_candidate, render_candidate
+from dashboard.labelling import answer_words, current_user, refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import runctx
@@ -1082,8 +1082,8 @@ def render_candidate_whatif(conv: Conversation, run_id: str, candidate: Mapping[
                 {
                     "turn": str(r["key"]).split("/", 1)[0],
                     "participant": names.get(str(r["participant"]), str(r["participant"])),
-                    "then": r["then"],
-                    "with the new map": r["candidate"],
+                    "then": answer_words("handraise", r["then"]),
+                    "with the new map": answer_words("handraise", r["candidate"]),
                     "will then": r["will_then"],
                     "will with the new map": r["will_candidate"],
                 }
@@ -1092,6 +1092,10 @@ def render_candidate_whatif(conv: Conversation, run_id: str, candidate: Mapping[
         ),
         hide_index=True,
         width="stretch",
+        column_config={
+            "will then": st.column_config.NumberColumn(format="%.2f"),
+            "will with the new map": st.column_config.NumberColumn(format="%.2f"),
+        },
     )
 
 

@@ -78,9 +78,12 @@ def render() -> None:
         DETAILS,
         help="Show the judges' probabilities and cuts, map versions and the figures behind each comparison.",
     )
+    # Always drawn, empty or not: a notice that appeared above the tabs would shift them, and Streamlit would
+    # then open the first tab again (the user pressed "Use this map" on the second).
+    slot = st.container()
     notice = st.session_state[KEY + "notice"]
     if notice:
-        (st.error if notice[0] == "error" else st.success)(md(notice[1]))
+        (slot.error if notice[0] == "error" else slot.success)(md(notice[1]))
         st.session_state[KEY + "notice"] = None
     queue_tab, agreement_tab, list_tab = st.tabs(["Label a queue", "Agreement with you", "Your labels"])
     with queue_tab:

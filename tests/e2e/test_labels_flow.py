@@ -153,6 +153,8 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     shots(page, "labels-refit-candidate")
     panel.get_by_role("button", name="Use this map").click()
     expect(page.get_by_text("Now in use for", exact=False)).to_be_visible(timeout=30_000)
+    # The notice does not move the tabs: the agreement view stays open where the button was pressed.
+    expect(page.get_by_role("tab", name="Agreement with you")).to_have_attribute("aria-selected", "true")
     assert any(labels_world["maps"].rglob("*.json")), "the adopted map is a file in the test's maps folder"
     shots(page, "labels-adopted")
 
