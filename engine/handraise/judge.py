@@ -269,7 +269,12 @@ class WillJudge:
         """The embedder given, else one that goes with the judge model (`RecordedEmbedder.for_model`): its
         embeddings are calls of the run, replayed where the judge model replays."""
         if self._embedder is None:
-            self._embedder = RecordedEmbedder.for_model(self.model(self.config.judge_model))
+            try:
+                model = self.model(self.config.judge_model)
+            except (KeyError, ModelError):  # no judge model to go with (an embedding judge needs none): unrecorded
+                self._embedder = RecordedEmbedder(None)
+            else:
+                self._embedder = RecordedEmbedder.for_model(model)
         return self._embedder
 
     async def judge(
