@@ -681,6 +681,19 @@ def generated_labels(messages: Sequence[Message]) -> dict[str, bool]:
     return labels
 
 
+def judged_states(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, tuple[float, bool]]:
+    """Each recorded state whose message has a label: p(respond) (= confidence when it responds, 1 − confidence
+    when it declines) and the label; what two judges are compared on, state by state."""
+    out = {}
+    for key, outcome in judge.records.items():
+        mid = key.rsplit("|", 1)[-1]
+        if outcome.result is None or mid not in labels:
+            continue
+        r = outcome.result
+        out[key] = (r.confidence if r.should_respond else 1 - r.confidence, labels[mid])
+    return out
+
+
 def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, Any]:
     """How recorded judgments rank and decide against labels: AUC of p(respond) (= confidence when it
     responds, 1 − confidence when it declines), accuracy, and the share of judgments with confidence

@@ -154,12 +154,56 @@ def export_cmd(
         say(f"wrote {output}")
 
 
+ROLE_NAMES = ("handraise", "skip", "jury", "director", "confidence")
+METHOD_CHOICES = {"handraise": ("judge", "likelihood"), "jury": ("generate", "likelihood")}
+METHOD_CHOICES["director"] = METHOD_CHOICES["jury"]
+
+
+def _scorecard_roles(given: list[str] | None) -> tuple[str, ...]:
+    """--roles as a tuple in the scorecard's order; an unknown role is named with the known ones."""
+    if not given:
+        return ROLE_NAMES
+    chosen = {r.strip() for value in given for r in value.split(",") if r.strip()}
+    unknown = sorted(chosen - set(ROLE_NAMES))
+    if unknown:
+        raise fail(f"--roles: unknown role {', '.join(unknown)}: {', '.join(ROLE_NAMES)}")
+    return tuple(r for r in ROLE_NAMES if r in chosen)
+
+
+def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
+    """--methods ROLE=M1,M2 as ScorecardPlan fields (`jury_methods`, …); a bad role or method is named."""
+    out: dict[str, tuple[str, ...]] = {}
+    for value in given or []:
+        role, sep, listed = value.partition("=")
+        role = role.strip()
+        if not sep or role not in METHOD_CHOICES:
+            raise fail(f"--methods {value!r}: ROLE=M1,M2 with ROLE one of {', '.join(METHOD_CHOICES)}")
+        picked = tuple(dict.fromkeys(m.strip() for m in listed.split(",") if m.strip()))
+        bad = [m for m in picked if m not in METHOD_CHOICES[role]]
+        if bad or not picked:
+            raise fail(f"--methods {value!r}: {role} takes {', '.join(METHOD_CHOICES[role])}")
+        out[f"{role}_methods"] = picked
+    return out
+
+
 def scorecard_cmd(
     models: Annotated[
         list[str] | None,
         typer.Option("--models", help="A model to score (repeatable; default: every available model)."),
     ] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")] = "local",
+    roles: Annotated[
+        list[str] | None,
+        typer.Option("--roles", help="Only these roles (repeatable or comma-separated): " + ", ".join(ROLE_NAMES)),
+    ] = None,
+    methods: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--methods",
+            help="ROLE=M1,M2: the judge methods of a role (handraise: judge, likelihood; jury and director: "
+            "generate, likelihood), e.g. --methods jury=likelihood.",
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N cases of each benchmark (a quick look).")
     ] = None,
@@ -172,7 +216,8 @@ def scorecard_cmd(
         typer.Option(
             "--output",
             help="Also write the scorecard (rows, targets, marks) as JSON here — data/scorecard/bundled.json is "
-            "the one the Models page shows before any scorecard is run.",
+            "the one the Models page shows before any scorecard is run. An existing file keeps its other rows: "
+            "the rows measured now replace those of the same role, model and method.",
         ),
     ] = None,
     as_json: JsonFlag = False,
@@ -209,17 +254,26 @@ def scorecard_cmd(
             raise fail("no model is available (see `judgelab models list`)", code=2)
     plan = ScorecardPlan(
         models=chosen,
+        roles=_scorecard_roles(roles),
         repeats=repeats,
         limit=limit,
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
+        **_scorecard_methods(methods),
     )
     store = _store()
+    previous = None
+    if output is not None and output.is_file():
+        from engine.experiments.scorecard import shipped_scorecard
+
+        previous = shipped_scorecard(output)
+        if previous is None:
+            raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
     if output is not None:
-        from engine.experiments.scorecard import save_scorecard
+        from engine.experiments.scorecard import merge_scorecards, save_scorecard
 
         try:
-            save_scorecard(result, output)
+            save_scorecard(merge_scorecards(previous, result, store), output)
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
     if as_json:
