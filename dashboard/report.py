@@ -152,6 +152,11 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
         )
         fig.update_yaxes(range=[0, 5.2], title="rubric average")
         out.append(("Rubric average per line", _small(fig, "Rubric average per line")))
+    result = record.run.summary.get("result")
+    rates = result.get("hit_rates") if isinstance(result, dict) else None
+    if record.run.kind == "director.batch" and isinstance(rates, dict) and rates:
+        title = "Rule hit rates with 95 % intervals"
+        out.append((title, _small(charts.rule_hit_rates(rates), title)))
     turns = [p for _, p in record.pairs("director_turn")]
     if turns:
         colors = {"PASS": "#1B9E77", "WARN": "#E6AB02", "RETRY": "#D95F02"}

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine import stats
 from engine.config import DATA_DIR
-from engine.diagnostics import flat_scale
+from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
 from engine.events import async_run_context
 from engine.experiments.definition import Experiment
 from engine.experiments.mechanisms import Models
@@ -211,13 +211,16 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
     scale = flat_scale(
         f"director rubric · {model_id} · {method}", [a for a, _ in averages], cutoffs=(cfg.rubric_warn, cfg.rubric_pass)
     )
+    auc_value = None if auc is None else round(auc, 3)
+    signal = auc_vs_chance(f"director rubric · {model_id} · {method}", auc_value, auc_ci, len(averages))
     return {
         "metrics": {
             "agreement": round(agree / len(averages), 4) if averages else None,
             "agreement_ci": agreement_ci.as_list() if agreement_ci else None,
-            "auc_rules_pass": None if auc is None else round(auc, 3),
+            "auc_rules_pass": auc_value,
             "auc_rules_pass_ci": auc_ci.as_list(3) if auc_ci else None,
             "scale": scale.to_dict(),
+            "signal": signal.to_dict(),  # does the rubric rank the lines the rules pass above those they flag?
             "lines_scored": len(scored),
             "rubric_failed": sum(r.rubric_failed for r in result.rows),
         },
@@ -583,3 +586,27 @@ def latest_scorecard(store: Store) -> dict[str, Any] | None:
         if r.kind == SCORECARD and r.status == "finished" and "rows" in r.summary:
             return {"run_id": r.id, "started_at": r.started_at.isoformat(), "rows": r.summary["rows"], **r.config}
     return None
+
+
+def rubric_diagnoses(store: Store | None, model_id: str, method: str) -> list[Diagnosis]:
+    """What the scorecard found about the director rubric judged by `model_id` with `method`: whether it ranks
+    the lines the rules pass above those they flag (no measurable signal when its AUC interval contains 0.5) and
+    whether its scale moves (flat scale), from the newest scorecard in `store` that measured it, else the shipped
+    one. Empty when none did: the Director page then says nothing it has not measured."""
+    sources = [latest_scorecard(store) if store is not None else None, shipped_scorecard()]
+    for scorecard in sources:
+        for row in (scorecard or {}).get("rows", []):
+            if row.get("role") != "director" or row.get("model") != model_id or row.get("method") != method:
+                continue
+            if row.get("error"):
+                continue
+            metrics = row.get("metrics") or {}
+            found = [Diagnosis.from_dict(metrics[k]) for k in ("signal", "scale") if isinstance(metrics.get(k), dict)]
+            if "signal" not in metrics and isinstance(metrics.get("auc_rules_pass"), int | float):
+                ci = metrics.get("auc_rules_pass_ci")  # a row stored before the signal was: from its figures
+                interval = stats.Interval(ci[0], ci[1], "stored", 0) if isinstance(ci, list) and len(ci) == 2 else None
+                judge = f"director rubric · {model_id} · {method}"
+                lines = int(metrics.get("lines_scored") or 0)
+                found.insert(0, auc_vs_chance(judge, float(metrics["auc_rules_pass"]), interval, lines))
+            return found
+    return []
