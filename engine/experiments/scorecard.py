@@ -228,17 +228,25 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
     }
 
 
+SKIP_RECORDINGS = {  # the shipped recordings of the default workload: model → (file, how it judged)
+    SKIP_RECORDING_MODEL[0]: ("skipcache-default.jsonl", SKIP_RECORDING_MODEL[1]),
+    "smollm2-135m": ("skipcache-smollm2-135m.jsonl", "likelihood"),  # `judgelab skip record`, the same states
+}
+
+
 def skip_recording(model_id: str) -> Path:
-    """The skip judge's recording made with `model_id` on the default workload: the shipped one for the bundled
-    Gemma, `skipcache-<model>.jsonl` beside it for another model."""
-    name = "skipcache-default.jsonl" if model_id == SKIP_RECORDING_MODEL[0] else f"skipcache-{model_id}.jsonl"
+    """The skip judge's recording made with `model_id` on the default workload: a shipped one, else
+    `skipcache-<model>.jsonl` beside them."""
+    name = SKIP_RECORDINGS.get(model_id, (f"skipcache-{model_id}.jsonl", ""))[0]
     return DATA_DIR / "recordings" / name
 
 
 def skip_method(model_id: str, can_score: bool) -> str:
-    """How the model's recording judges: the shipped one by likelihood; another by likelihood where it can
-    score, by structured JSON otherwise (what `judgelab skip simulate --mode` is told to record it with)."""
-    return SKIP_RECORDING_MODEL[1] if model_id == SKIP_RECORDING_MODEL[0] or can_score else "structured"
+    """How the model's recording judges: as it was shipped; another by likelihood where the model can score, by
+    structured JSON otherwise (what `judgelab skip record --mode` is told to record it with)."""
+    if model_id in SKIP_RECORDINGS:
+        return SKIP_RECORDINGS[model_id][1]
+    return "likelihood" if can_score else "structured"
 
 
 def _shown_path(path: Path) -> str:
@@ -263,8 +271,8 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
     path = skip_recording(model_id)
     if not path.is_file():
         raise LookupError(
-            f"no skip recording made with {model_id}: make one with `judgelab skip simulate --model {model_id} "
-            f"--mode {method} --record {_shown_path(path)}`"
+            f"no skip recording made with {model_id}: make one with `judgelab skip record --model {model_id} "
+            f"--mode {method} --output {_shown_path(path)}`"
         )
     definition = Experiment.model_validate(
         {"name": f"scorecard skip {model_id}", "mechanism": "skip", "cases": str(path)}

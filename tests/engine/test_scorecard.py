@@ -252,8 +252,8 @@ def test_a_model_without_a_skip_recording_says_how_to_make_one(store: Store) -> 
     plan = ScorecardPlan(models=["no-recording-model"], roles=("skip",), can_score=lambda m: True)
     (row,) = asyncio.run(run_scorecard(store, plan, scripted(store)))["rows"]
     assert row["error"] == (
-        "no skip recording made with no-recording-model: make one with `judgelab skip simulate --model "
-        "no-recording-model --mode likelihood --record data/recordings/skipcache-no-recording-model.jsonl`"
+        "no skip recording made with no-recording-model: make one with `judgelab skip record --model "
+        "no-recording-model --mode likelihood --output data/recordings/skipcache-no-recording-model.jsonl`"
     )
     assert row["target"]["mark"] == "unmeasured"
 
