@@ -270,10 +270,14 @@ def scorecard_cmd(
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
     if output is not None:
+        import shlex
+        import sys
+
         from engine.experiments.scorecard import merge_scorecards, save_scorecard
 
         try:
-            save_scorecard(merge_scorecards(previous, result, store), output)
+            command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
+            save_scorecard(merge_scorecards(previous, result, store), output, command)
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
     if as_json:

@@ -454,8 +454,9 @@ async def run_scorecard(
 SHIPPED = DATA_DIR / "scorecard" / "bundled.json"
 
 
-def save_scorecard(result: dict[str, Any], path: Path) -> None:
-    """A scorecard as JSON (rows with their targets and marks), with when and where it was measured."""
+def save_scorecard(result: dict[str, Any], path: Path, command: str | None = None) -> None:
+    """A scorecard as JSON (rows with their targets and marks), with when and where it was measured and the
+    commands that measured it (`commands`: this one added to those of the rows it was merged with)."""
     import json
     import platform
     from datetime import UTC, datetime
@@ -464,6 +465,7 @@ def save_scorecard(result: dict[str, Any], path: Path) -> None:
         **result,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "commands": [*result.get("commands", []), *([command] if command else [])],
     }
     path.write_text(json.dumps(shipped, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
 

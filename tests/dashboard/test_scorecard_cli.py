@@ -200,3 +200,36 @@ def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pyte
     assert sorted(table["model"]) == sorted(["gemma3-270m"] * 5 + ["smollm2-135m"] * 5 + ["—"])
     assert len(table) == 11 and all(link.startswith("/runs?run=") for link in table["run"])
     assert store.get_run(run_id).config["limit"] == 2  # type: ignore[union-attr]
+
+
+def test_the_shipped_scorecard_shows_at_once_without_a_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """data/scorecard/bundled.json as shipped: the Models page shows every one of its rows, marks and
+    comparisons on a fresh store, before any run and without a model (the hub is not even built)."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+    from engine.config import DATA_DIR
+    from engine.experiments.scorecard import TARGETS, shipped_scorecard
+    from pages.models import scorecard_rows
+
+    shipped = shipped_scorecard()
+    assert shipped is not None, "data/scorecard/bundled.json is missing or unreadable"
+    assert shipped == json.loads((DATA_DIR / "scorecard" / "bundled.json").read_text(encoding="utf-8"))
+    assert shipped["commands"] and all(c.startswith("judgelab scorecard") for c in shipped["commands"])
+    rows = shipped["rows"]
+    assert {r["role"] for r in rows} == set(TARGETS) and {"gemma3-270m", "smollm2-135m"} <= {r["model"] for r in rows}
+    for row in rows:
+        if not row["error"]:  # every measured row: its target metric with an interval, marked by it
+            metric = TARGETS[row["role"]].metric
+            assert isinstance(row["metrics"][metric], float) and len(row["metrics"][f"{metric}_ci"]) == 2
+            assert row["target"]["mark"] in {"good", "not_good", "undecided"}
+    monkeypatch.setattr(state, "get_hub", lambda: pytest.fail("the shipped scorecard needs no model"))
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert not at.exception
+    assert any("The scorecard shipped with judgelab" in c.value for c in at.caption)
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    expected = scorecard_rows(shipped, linked=False)
+    assert len(table) == len(rows) and list(table["good enough?"]) == [r["good enough?"] for r in expected]
+    assert list(table["metrics"]) == [r["metrics"] for r in expected]
+    assert list(table["vs the role's best"]) == [r["vs the role's best"] for r in expected]
+    assert state.get_store().calls(limit=10) == []  # nothing was called to show it
