@@ -294,6 +294,15 @@ def scorecard_cmd(
         target = row.get("target") or {}
         if target and not row["error"]:
             say(f"  {'':<10} {target['label']}: {target.get('text') or target['target']}")
-        scale = row["metrics"].get("scale")
-        if isinstance(scale, dict) and scale.get("mark") == "flat_scale":
-            say(f"  {'':<10} ⚠️ flat scale: {scale['text']}")
+        for key, mark in (("signal", "no_signal"), ("scale", "flat_scale")):
+            diagnosis = row["metrics"].get(key)
+            if isinstance(diagnosis, dict) and diagnosis.get("mark") == mark:
+                say(f"  {'':<10} {diagnosis['label']}: {diagnosis['text']}")
+        versus = row.get("versus_best") or {}
+        if isinstance(versus.get("difference"), int | float):
+            ci, p = versus.get("difference_ci"), versus.get("p_value")
+            spread = f" ({ci[0]:+.3f} to {ci[1]:+.3f})" if isinstance(ci, list) else ""
+            say(
+                f"  {'':<10} vs the role's best ({versus['best_model']} · {versus['best_method']}): "
+                f"{versus['difference']:+.3f}{spread}, p {p} ({versus['test']})"
+            )

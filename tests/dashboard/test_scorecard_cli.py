@@ -158,6 +158,8 @@ def test_roles_measured_one_command_at_a_time_merge_into_one_shipped_scorecard(
     assert merged["roles"] == ["jury", "confidence"] and len(merged["run_ids"]) == 2
     ranked = [r.get("versus_best") for r in merged["rows"][1:]]
     assert {"best": True} in ranked and any(v and "difference" in v for v in ranked)  # compared again
+    code, text = invoke(*common[:-2], "--roles", "confidence")  # the terminal says each row against the best
+    assert code == 0 and "vs the role's best (" in text and "(paired bootstrap)" in text
     target.write_text('{"rows": "not a list"}', encoding="utf-8")
     code, out = invoke(*common, "--roles", "confidence")
     assert code == 1 and "not a scorecard this command wrote" in out  # nothing run, nothing overwritten
