@@ -426,7 +426,7 @@ def rule_hit_rates(rates: Mapping[str, Mapping[str, Any]]) -> go.Figure:
         name = status.lower()
         rows = list(rates.values())
         shown = any(isinstance(r.get(f"{name}_ci"), list) for r in rows)
-        error = _error_bars(rows, name, "#555555") if shown else None
+        error = error_bars(rows, name, "#555555") if shown else None
         values = [float(r[name]) for r in rows]
         bars.append(go.Bar(name=status, x=rules, y=values, marker_color=HIT_COLORS[status], error_y=error))
     fig = go.Figure(bars)
@@ -772,7 +772,7 @@ def experiment_metric_vs(
                 name=name,
                 marker={"size": 8, "color": color, "opacity": 0.7},
                 text=_cell_hover(group, parameters),
-                error_y=_error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
+                error_y=error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
             )
         )
     best_row = next((r for r in scored if best_cell is not None and r.get("cell") == best_cell), None)
@@ -828,7 +828,7 @@ def words(name: str) -> str:
 ERROR_BAR_CELLS = 100  # above this, one bar per cell hides the cells: the tie band and colours say it instead
 
 
-def _error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
+def error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
     """Each cell's 95 % interval as asymmetric error bars (none where a cell has no interval)."""
     plus, minus = [], []
     for r in rows:

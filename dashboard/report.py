@@ -87,17 +87,27 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
+    """The run's headline rates as bars, each with its stored 95 % interval (`<metric>_ci`) as an error bar and
+    in its label, "0.50 (0.27–0.73)"."""
     summary = record.run.summary
     present = [n for n in names if isinstance(summary.get(n), int | float)]
     if not present:
         return []
+
+    def label(name: str) -> str:
+        ci = summary.get(f"{name}_ci")
+        spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+        return f"{summary[name]:.2f}{spread}"
+
+    rows = [{"value": summary[n], "value_ci": summary.get(f"{n}_ci")} for n in present]
     fig = go.Figure(
         go.Bar(
             x=list(present),
             y=[summary[n] for n in present],
             marker_color=charts.BASE_COLOR,
-            text=[f"{summary[n]:.3f}" for n in present],
+            text=[label(n) for n in present],
             textposition="outside",
+            error_y=charts.error_bars(rows, "value", "#555555"),
         )
     )
     fig.update_yaxes(range=[0, 1.1])
