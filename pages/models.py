@@ -222,13 +222,16 @@ def _render_judges() -> None:
     """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
     at once, with no run (`judgelab models judges` prints the same)."""
     from engine.diagnostics import shipped_diagnoses
+    from engine.experiments.scorecard import scorecard_judge_diagnoses
 
-    rows = [
-        {"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in shipped_diagnoses()
-    ]
+    found = [*shipped_diagnoses(), *scorecard_judge_diagnoses()]  # the maps, then the rubric the scorecard measured
+    rows = [{"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in found]
     if not rows:
         return
-    st.markdown("**The shipped judges** — cross-validated on their calibration splits, with 95 % intervals")
+    st.markdown(
+        "**The shipped judges** — cross-validated on their calibration splits (the director rubric: on the shipped "
+        "scorecard's script), with 95 % intervals"
+    )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEY + "judges")
 
 

@@ -598,12 +598,18 @@ def latest_scorecard(store: Store) -> dict[str, Any] | None:
     return None
 
 
-def rubric_diagnoses(store: Store | None, model_id: str, method: str) -> list[Diagnosis]:
+def rubric_diagnoses(
+    store: Store | None, model_id: str, method: str, scorecard: dict[str, Any] | None = None
+) -> list[Diagnosis]:
     """What the scorecard found about the director rubric judged by `model_id` with `method`: whether it ranks
     the lines the rules pass above those they flag (no measurable signal when its AUC interval contains 0.5) and
     whether its scale moves (flat scale), from the newest scorecard in `store` that measured it, else the shipped
     one. Empty when none did: the Director page then says nothing it has not measured."""
-    sources = [latest_scorecard(store) if store is not None else None, shipped_scorecard()]
+    sources: list[dict[str, Any] | None]
+    if scorecard is not None:
+        sources = [scorecard]
+    else:
+        sources = [latest_scorecard(store) if store is not None else None, shipped_scorecard()]
     for scorecard in sources:
         for row in (scorecard or {}).get("rows", []):
             if row.get("role") != "director" or row.get("model") != model_id or row.get("method") != method:
@@ -620,3 +626,15 @@ def rubric_diagnoses(store: Store | None, model_id: str, method: str) -> list[Di
                 found.insert(0, auc_vs_chance(judge, float(metrics["auc_rules_pass"]), interval, lines))
             return found
     return []
+
+
+def scorecard_judge_diagnoses(scorecard: dict[str, Any] | None = None) -> list[Diagnosis]:
+    """The judges the scorecard diagnosed that have no shipped map (the director rubric, per model and method):
+    listed with the shipped maps' diagnoses (`judgelab models judges`, the Models page). From the shipped
+    scorecard unless another is given."""
+    scorecard = scorecard if scorecard is not None else shipped_scorecard()
+    out: list[Diagnosis] = []
+    for row in (scorecard or {}).get("rows", []):
+        if row.get("role") == "director" and not row.get("error") and row.get("model"):
+            out += rubric_diagnoses(None, str(row["model"]), str(row["method"]), scorecard)
+    return out
