@@ -280,10 +280,15 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
     from engine.experiments.mechanisms import mechanism
-    from engine.skipsim import RecordedJudge, generated_labels
+    from engine.skipsim import RecordedJudge, WorkloadSpec, calls_saved_interval, generated_labels, simulate
 
     messages = mechanism("skip").load_cases(definition)[0][0]
     quality = judge_quality(RecordedJudge.load(path), generated_labels(messages))
+    # the saving's interval over conversation scopes: both simulations again on the recording (no model)
+    hours = WorkloadSpec().hours
+    without, with_ = [
+        await simulate(messages, RecordedJudge.load(path), with_cache=cached, hours=hours) for cached in (False, True)
+    ]
     return {
         "metrics": {
             "auc": quality["auc"],
@@ -291,7 +296,9 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
             "accuracy": quality["accuracy"],
             "accuracy_ci": quality["accuracy_ci"],
             "calls_saved_pct": row.get("calls_saved_pct"),
+            "calls_saved_pct_ci": calls_saved_interval(without, with_),
             "states": quality["judged_states"],
+            "replay_misses": row.get("replay_misses"),  # states the recording lacks (a failed judgment each)
         },
         "runs": [row["recording_run"], row["run_id"]],
         "tokens": row.get("tokens"),

@@ -110,6 +110,8 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     recorded = RecordedJudge.load(Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl")
     expected = judge_quality(recorded, generated_labels(generate_workload(WorkloadSpec())))
     assert skip["metrics"]["auc"] == expected["auc"] and 0 < skip["metrics"]["calls_saved_pct"] < 100
+    low, high = skip["metrics"]["calls_saved_pct_ci"]  # over conversation scopes, around the experiment's figure
+    assert low <= skip["metrics"]["calls_saved_pct"] <= high and skip["metrics"]["replay_misses"] == 0
     assert 0.0 <= by_role[("confidence", "factors")]["metrics"]["ece"] <= 1.0
     own = by_role[("confidence", "generate")]  # the model's own self-evaluation in place of the recorded one
     assert own["model"] == "gemma3-270m" and own["calls"] == own["metrics"]["items"] == 2
