@@ -306,3 +306,24 @@ def test_scorecards_merge_by_role_model_and_method(store: Store) -> None:
     handraise = merged["rows"][:2]
     assert sum(r.get("versus_best") == {"best": True} for r in handraise) == 1  # compared again after the merge
     assert all("versus_best" in r for r in handraise)
+
+
+def test_the_director_rubrics_diagnoses_come_from_the_stored_scorecard(store: Store) -> None:
+    """What the Director page and `models judges` say of a rubric: the stored diagnoses of its scorecard row (no
+    measurable signal when its AUC interval holds 0.5; flat scale), or, for a row stored before the signal was,
+    the same diagnosis from its AUC figures; nothing for a model and method never measured."""
+    from engine.experiments.scorecard import rubric_diagnoses, scorecard_judge_diagnoses
+
+    plan = ScorecardPlan(models=["gemma3-270m"], roles=("director",), director_methods=("generate",))
+    out = asyncio.run(run_scorecard(store, plan, scripted(store)))
+    (row,) = out["rows"]
+    found = rubric_diagnoses(store, "gemma3-270m", "generate")
+    assert [d.to_dict() for d in found] == [row["metrics"]["signal"], row["metrics"]["scale"]]
+    auc, (low, high) = row["metrics"]["auc_rules_pass"], row["metrics"]["auc_rules_pass_ci"]
+    assert found[0].mark == ("no_signal" if low <= 0.5 <= high or high < 0.5 else "signal") and auc is not None
+    assert rubric_diagnoses(store, "gemma3-270m", "likelihood", out) == []  # not measured: nothing said
+    older = {"rows": [{**row, "metrics": {k: v for k, v in row["metrics"].items() if k != "signal"}}]}
+    (signal, scale) = rubric_diagnoses(None, "gemma3-270m", "generate", older)
+    assert signal.to_dict() == row["metrics"]["signal"] | {"evidence": signal.evidence} and scale.mark == found[1].mark
+    listed = scorecard_judge_diagnoses(out)
+    assert [d.judge for d in listed] == ["director rubric · gemma3-270m · generate"] * 2
