@@ -8,12 +8,15 @@ every string that comes from data (roles, verdict labels, step names, factor nam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.components import duration, in_words, plot_text
+from dashboard.text import duration, in_words, plot_text
+from engine.experiments.analysis import number
+from engine.skipsim import EPOCH
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
@@ -453,9 +456,6 @@ def skip_scope_timeline(
 ) -> go.Figure:
     """One scope over simulated time: its messages, judgments (colour: respond or not; flagged ones say they
     were not cached), skip windows, cache hits and replies, one row each."""
-    from datetime import timedelta
-
-    from engine.skipsim import EPOCH
 
     fig = go.Figure()
     mine = [m for m in messages if _scope(m) == scope]
@@ -750,7 +750,6 @@ def experiment_metric_vs(
 ) -> go.Figure:
     """Every cell's `metric` against one parameter (the others spread as points), the best value per
     parameter value as a line, the best cell marked."""
-    from engine.experiments.analysis import number
 
     scored = [r for r in rows if number(r.get(metric)) is not None and r.get(parameter) is not None]
     fig = go.Figure()
@@ -889,7 +888,6 @@ def experiment_pareto(
 ) -> go.Figure:
     """Quality against a cost for every cell; the Pareto front (`analysis.pareto_front`) as a line, the best
     cell marked."""
-    from engine.experiments.analysis import number
 
     on_front = {r.get("cell") for r in front}
     points = [r for r in rows if number(r.get(cost)) is not None and number(r.get(quality)) is not None]

@@ -10,17 +10,22 @@ from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
 
 from dashboard import charts
-from dashboard.components import plot_text
+from dashboard.text import plot_text
+from engine.confidence import LevelThresholds
+from engine.director import RUBRIC_CRITERIA
+from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
+from engine.experiments.report import to_csv, to_html, to_json
 from engine.exports import Figure, RunRecord, html_report, load_run, tables
+from engine.jury import JuryView
 from engine.store import Store
 
 
 @lru_cache(maxsize=1)
 def plotly_js() -> str:
     """The plotly.js bundle that ships with the plotly package (no download: the report opens offline)."""
-    from plotly.offline import get_plotlyjs
 
     return str(get_plotlyjs())
 
@@ -35,7 +40,6 @@ def _small(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
 
 
 def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
     if not view.phase1 or (view.identical_seats and not view.rounds):
@@ -50,7 +54,6 @@ def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.confidence import LevelThresholds
 
     scored = record.pairs("confidence_scored")
     if not scored:
@@ -127,7 +130,6 @@ def _jury_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.director import RUBRIC_CRITERIA
 
     out: list[tuple[str, go.Figure]] = []
     rubrics = [p.get("rubric") for _, p in record.pairs("director_verdict")]
@@ -307,7 +309,6 @@ def experiment_figures(shown: Mapping[str, Any]) -> list[Figure]:
     """The Experiments page's charts of a result, as it opens (the experiment's metric, its usual direction):
     the metric against every swept parameter, the heatmap of the first two, and the Pareto front against the
     first cost the cells differ in — each with the best cell starred, every colour explicit."""
-    from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
 
     rows = list(shown.get("rows") or [])
     metric = str(shown.get("metric") or "")
@@ -338,7 +339,6 @@ def experiment_figures(shown: Mapping[str, Any]) -> list[Figure]:
 
 def experiment_report(shown: Mapping[str, Any]) -> str:
     """The self-contained HTML report of an experiment: the page's charts, the cells, the definition."""
-    from engine.experiments.report import to_html
 
     figures = experiment_figures(shown)
     return to_html(shown, figures, plotly_js() if figures else "")
@@ -346,7 +346,6 @@ def experiment_report(shown: Mapping[str, Any]) -> str:
 
 def experiment_export(shown: Mapping[str, Any], fmt: str) -> str:
     """An experiment's export in `fmt` (csv, json or html), for the page's buttons and the CLI alike."""
-    from engine.experiments.report import to_csv, to_json
 
     if fmt == "csv":
         return to_csv(shown["rows"])

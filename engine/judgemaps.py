@@ -19,6 +19,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.inputs import max_input_bytes, read_text
+from models.files import read_bytes
+
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
 
 
@@ -130,7 +133,7 @@ def fit_logistic(
     balanced: bool = False,
 ) -> FittedMap:
     """Platt scaling; `balanced` weighs the classes equally, so 0.5 sits between them, not at the base rate."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
 
     x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
     model = LogisticRegression(C=c, class_weight="balanced" if balanced else None)
@@ -153,7 +156,7 @@ def fit_multinomial(
     """Multinomial logistic regression (L2, strength 1/c, on standardised features), written as one logistic
     map per class whose linear scores `Calibration.distribution` softmaxes. The standardisation is folded
     into the coefficients, so a map reads the raw features. Every class must occur in `labels`."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
 
     missing = [k for k in classes if k not in set(labels)]
     if missing:
@@ -182,7 +185,7 @@ def fit_multinomial(
 
 
 def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], feature: str) -> FittedMap:
-    from sklearn.isotonic import IsotonicRegression
+    from sklearn.isotonic import IsotonicRegression  # heavy: scikit-learn, ~1 s
 
     model = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
     model.fit(np.asarray([float(r[feature]) for r in rows]), np.asarray(labels, dtype=float))
@@ -195,8 +198,6 @@ def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], featu
 
 
 def file_sha256(path: Path) -> str:
-    from engine.inputs import max_input_bytes
-    from models.files import read_bytes
 
     return hashlib.sha256(read_bytes(path, max_input_bytes())).hexdigest()
 
@@ -218,7 +219,6 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
     path = calibration_path(name, model_id, directory)
     if not path.is_file():
         return None
-    from engine.inputs import read_text
 
     try:
         return Calibration.model_validate_json(read_text(path))
@@ -235,9 +235,9 @@ def cross_validated_auc(
 ) -> float | None:
     """The rank AUC of held-out p(component) from class-balanced logistic maps fitted on the other folds
     (stratified, fixed seed); None when a class has fewer items than folds."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
+    from sklearn.metrics import roc_auc_score  # heavy: scikit-learn, ~1 s
+    from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s
 
     y = np.asarray(labels, dtype=int)
     if min(int(y.sum()), int(len(y) - y.sum())) < folds:
@@ -275,7 +275,6 @@ def fit_single_map(
 def read_jsonl_items(path: Path, required: dict[str, type]) -> list[dict[str, Any]]:
     """A labelled calibration split: one JSON object a line with the required typed fields; a bad line is an
     error naming the file and line, and nothing is returned."""
-    from engine.inputs import read_text
 
     text = read_text(path)  # InputError (a ValueError) for a missing, binary or oversized file
     items = []

@@ -9,6 +9,7 @@ re-runs a workload under other thresholds with no model call (the Pareto sweep).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -23,20 +24,26 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine import stats
+from engine import runctx, stats
 from engine.calibration import rank_auc
+from engine.events import async_run_context
+from engine.inputs import InputError, Problems, iter_lines, problem_lines, read_text
 from engine.skipcache import (
     Judge,
     JudgeOutcome,
     JudgmentResult,
     JudgmentSkipConfig,
     JudgmentSkipThreshold,
+    LikelihoodJudge,
     ListSource,
     MemoryJudgmentCacheRepository,
     Message,
+    ModelJudge,
     PeriodicChecker,
+    ProbabilityJudge,
     ResponseConfig,
 )
+from models.secrets import redact
 
 if TYPE_CHECKING:
     from engine.events import EventSink, ModelSource
@@ -158,7 +165,6 @@ def _poisson(rng: random.Random, lam: float) -> int:
 
 class WorkloadError(ValueError):
     def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
-        from engine.inputs import problem_lines
 
         self.problems = problems
         super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
@@ -166,7 +172,6 @@ class WorkloadError(ValueError):
 
 def load_workload(path: Path) -> list[Message]:
     """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
-    from engine.inputs import InputError, read_text
 
     try:
         content = read_text(path)
@@ -179,7 +184,6 @@ MAX_T_S = 366 * 24 * 3600.0  # a workload spans at most a year of simulated time
 
 
 def parse_workload(content: str, source: str = "workload") -> list[Message]:
-    from engine.inputs import Problems, iter_lines
 
     messages, problems, seen = [], Problems(), set()
     for number, line in iter_lines(content):
@@ -299,7 +303,6 @@ class RecordedJudge:
 
     def dump(self, path: Path) -> None:
         """Write the recording (an export: keys a reason may echo are redacted)."""
-        from models.secrets import redact
 
         with path.open("w", encoding="utf-8") as fh:
             for key, o in sorted(self.records.items()):
@@ -324,7 +327,6 @@ class RecordedJudge:
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
         """Recorded judgments, one JSON object a line; any bad line is a WorkloadError naming it."""
-        from engine.inputs import InputError, Problems, iter_lines, read_text
 
         try:
             content = read_text(path)
@@ -805,7 +807,6 @@ class FileRef(BaseModel):
 
     @classmethod
     def of(cls, name: str, content: str, messages: int) -> FileRef:
-        import hashlib
 
         return cls(name=Path(name).name, sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(), messages=messages)
 
@@ -877,9 +878,6 @@ async def run_simulation(
 ) -> SimulationReport:
     """Simulate without and then with the cache as a stored run of kind `skip.simulate`; progress counts
     the checks of both. A broken recording is a WorkloadError before the run opens."""
-    from engine import runctx
-    from engine.events import async_run_context
-    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
 
     if config.workload is not None:
         messages = generate_workload(config.workload)

@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import quote
 from uuid import uuid4
 
+import psutil
 from sqlalchemy import (
     ColumnElement,
     Engine,
@@ -376,7 +377,6 @@ def _db_errors(what: str) -> Iterator[None]:
 
 def _owner() -> tuple[str, int, float]:
     """(host, pid, process start time) of this process."""
-    import psutil
 
     pid = os.getpid()
     return socket.gethostname(), pid, psutil.Process(pid).create_time()
@@ -384,7 +384,6 @@ def _owner() -> tuple[str, int, float]:
 
 def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | None:
     """Why the run's owner is gone, or None while it may still be alive."""
-    import psutil
 
     if run.owner_host == host and run.owner_pid is not None:
         try:

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dashboard import charts, demo, state
 from dashboard.components import (
@@ -27,9 +29,12 @@ from dashboard.components import (
 )
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine import runctx
+from engine.config import get_settings
 from engine.diagnostics import Diagnosis
 from engine.handraise import (
     Action,
+    ContextMode,
     Conversation,
     ConversationConfig,
     ConversationSession,
@@ -48,12 +53,15 @@ from engine.handraise import (
     default_ensemble,
     failure_flags,
     open_conversation,
+    parse_benchmark,
     redecide,
     restore_conversation,
+    run_benchmark,
     skip_line,
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
+from engine.handraise.judge import map_choice
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
 from engine.runctx import RunControl, controlled
@@ -400,7 +408,6 @@ def _details() -> bool:
 def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
     """Which models score and which fitted map turns their raw scores into will components: the engine's
     own choice (`map_choice`), described."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).describe()
@@ -411,7 +418,6 @@ def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] 
 def _judge_diagnosis(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> Diagnosis | None:
     """The diagnosis stored with the map the judge would read (measurable signal or not), None for a method
     without a map."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).diagnosis
@@ -459,9 +465,6 @@ def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conve
 def _session_alive() -> Any:
     """A check that this browser session still exists (None outside a Streamlit server, e.g. AppTest)."""
     try:
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
         ctx = get_script_run_ctx()
         runtime = Runtime.instance()
     except RuntimeError:
@@ -970,7 +973,6 @@ def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> lis
 
 
 def benchmark_path() -> Any:
-    from engine.config import get_settings
 
     return get_settings().data_dir / "benchmarks" / "handraise.jsonl"
 
@@ -1068,8 +1070,6 @@ def start_benchmark(
     items: list[Any], config: HandRaiseConfig, context: str, repeat: int, model_ids: list[str]
 ) -> str | None:
     """One context of the ablation as a registry run (an identical one still running is attached to)."""
-    from engine import runctx
-    from engine.handraise import run_benchmark
 
     store, hub = state.get_store(), state.get_hub()
     settings = {
@@ -1103,7 +1103,6 @@ def start_benchmark(
 
 
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
-    from engine.handraise import ContextMode, parse_benchmark
 
     st.caption(
         "The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "

@@ -24,6 +24,7 @@ from dashboard.components import (
 )
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine import judgemaps
 from engine.config import ConfigError, get_settings
 from engine.diagnostics import diagnosis_for, identical_seats
 from engine.jury import (
@@ -33,10 +34,14 @@ from engine.jury import (
     JuryCase,
     JuryConfig,
     JuryView,
+    auto_judge,
     load_cases,
     panel_seats,
     run_case,
 )
+from engine.jury.config import case_files as jury_case_files
+from engine.likelihood import JURY
+from models import registry as model_registry
 
 KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
@@ -62,8 +67,7 @@ THRESHOLDS = {
 
 
 def case_files() -> list[Path]:
-    data = get_settings().data_dir
-    return sorted((data / "scenarios" / "jury").glob("*.y*ml")) + sorted((data / "benchmarks").glob("jury*.jsonl"))
+    return jury_case_files(get_settings().data_dir)
 
 
 def _init_state() -> None:
@@ -357,16 +361,13 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
 def _method(model_id: str, judge: str) -> str:
     """How a model judges under the `judge` setting: 'likelihood' or 'generate' (`auto`: the catalog's
     preferred method where its backend scores exactly; a model not in the catalog generates, and fails there)."""
-    from engine.jury import auto_judge
-    from models.registry import scoring_support
-
     if judge != "auto":
         return judge
     try:
         spec = state.get_catalog().get(model_id)
     except KeyError:
         return "generate"
-    return auto_judge(spec, scoring_support(spec))
+    return auto_judge(spec, model_registry.scoring_support(spec))
 
 
 def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = None) -> set[str]:
@@ -397,9 +398,6 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
 def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
     """One line: how each model of the panel (and the final judge) judges under the chosen setting, and
     for likelihood which fitted map is in use (its held-out accuracy and the others' fitted weight)."""
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
-
     catalog = state.get_catalog()
     models = dict.fromkeys(s.model_id for s in seats)
     if config.final_judgment_method == "final_judge":
@@ -412,7 +410,7 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
         if _method(m, config.judge) == "generate":
             parts.append(f"{m}: generate (JSON)")
             continue
-        cal = load_calibration(JURY, m)
+        cal = judgemaps.load_calibration(JURY, m)
         if cal is None:
             parts.append(f"{m}: likelihood of the label words, uncalibrated (no jury map for this model)")
             continue

@@ -13,6 +13,9 @@ from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
+from engine.diagnostics import shipped_diagnoses
+from engine.experiments import scorecard as scorecards
+from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
@@ -164,16 +167,14 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
 
 
 def _render_scorecard(availability: dict[str, Any]) -> None:
-    from engine.experiments.scorecard import latest_scorecard, shipped_scorecard
-
     st.subheader("Scorecard")
     st.caption(
         "Which model and judge method fit which role: each mechanism's shipped benchmark, run by "
         "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
     )
     _render_judges()
-    scorecard = latest_scorecard(state.get_store())
-    shipped = shipped_scorecard() if scorecard is None else None
+    scorecard = scorecards.latest_scorecard(state.get_store())
+    shipped = scorecards.shipped_scorecard() if scorecard is None else None
     if scorecard is None and shipped is None:
         st.info(
             "No scorecard of whole benchmarks yet (the judges above were measured when their maps were fitted): "
@@ -221,10 +222,9 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
 def _render_judges() -> None:
     """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
     at once, with no run (`judgelab models judges` prints the same)."""
-    from engine.diagnostics import shipped_diagnoses
-    from engine.experiments.scorecard import scorecard_judge_diagnoses
 
-    found = [*shipped_diagnoses(), *scorecard_judge_diagnoses()]  # the maps, then the rubric the scorecard measured
+    # the shipped maps, then the director rubric the shipped scorecard measured
+    found = [*shipped_diagnoses(), *scorecards.scorecard_judge_diagnoses()]
     rows = [{"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in found]
     if not rows:
         return
@@ -237,7 +237,6 @@ def _render_judges() -> None:
 
 def handle_scorecard(model_ids: list[str]) -> None:
     """Start a quick scorecard in the run registry (the page does not wait for it)."""
-    from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 
     catalog = state.get_catalog()
     hub = state.get_hub()

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, md, money
+from dashboard.components import breakable, export_buttons, export_file, md, money
 from engine.exports import ExportError, load_run, tables
 from engine.history import (
     EXPERIMENT_KIND,
@@ -429,10 +430,6 @@ def _render_export(run_id: str) -> None:
         format_func=lambda n: f"{n} — {found[n].description} ({len(found[n].rows)} rows)",
     )
     if name:
-        from functools import partial
-
-        from dashboard.components import export_file
-
         c2.download_button(
             "⬇ CSV",
             partial(export_file, store, run_id, f"csv:{name}"),

@@ -26,6 +26,7 @@ from dashboard.watch import Collected, is_live, live_result, start_error, start_
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
+from engine.likelihood import SKIP
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -352,7 +353,6 @@ def saved_interval_text(comparison: dict[str, Any]) -> str:
 def _judge_caption(judge_choice: str, method: str) -> str:
     """What judges the simulation: the recording, or the live model with its method and, for likelihood,
     the fitted map in use."""
-    from engine.likelihood import SKIP
 
     if judge_choice == RECORDED:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)." + _signal(RECORDING_JUDGE)

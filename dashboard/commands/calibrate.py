@@ -24,7 +24,7 @@ SPLITS = {
 
 
 def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> RefitJob:
-    from dashboard.commands import confidence, handraise, jury, skip
+    from dashboard.commands import confidence, handraise, jury, skip  # CLI start-up
 
     if mechanism == "handraise":  # the judge model with its default likelihood partners
         return handraise.calibration_job(data, model_id, None, limit)
@@ -83,7 +83,7 @@ def calibrate_judge_cmd(
     confidence self-evaluation — each on its calibration split, each a run of kind `calibration` with every
     call recorded, and print the files written with their held-out figures. Run it after changing the
     model or llama.cpp: the maps read the model's raw log-probabilities, and a new kernel shifts them."""
-    from engine.judgemaps import CALIBRATION_DIR
+    from engine.judgemaps import CALIBRATION_DIR  # CLI start-up
 
     chosen = [m.strip() for m in only.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in MECHANISMS]

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, say
+
 if TYPE_CHECKING:
     from engine.store import Store
 
-from dashboard.commands import fail, say
 
 app = typer.Typer(
     help="Experiments: sweeps and searches over case sets (decision parameters cost no call).", no_args_is_help=True
@@ -21,7 +24,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 
 def _store() -> Any:
-    from engine.store import Store, StoreError
+    from engine.store import Store, StoreError  # CLI start-up
 
     try:
         return Store()
@@ -30,13 +33,13 @@ def _store() -> Any:
 
 
 def _print(value: object) -> None:
-    from models.secrets import redact
+    from models.secrets import redact  # CLI start-up
 
     say(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
-    from engine.experiments import show_experiment
+    from engine.experiments import show_experiment  # CLI start-up
 
     try:
         shown = show_experiment(store, experiment_id)
@@ -55,6 +58,7 @@ def run_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Run an experiment definition; every cell is a stored run tagged with the experiment id."""
+    # CLI start-up: loaded when the command runs
     from engine.experiments import DefinitionError, load_definition, mechanism, run_experiment
     from models.errors import ReplayMiss
 
@@ -96,7 +100,7 @@ def run_cmd(
 @app.command("list")
 def list_cmd(as_json: JsonFlag = False) -> None:
     """Every experiment in the store (its latest run)."""
-    from engine.experiments import list_experiments
+    from engine.experiments import list_experiments  # CLI start-up
 
     rows = list_experiments(_store())
     if as_json:
@@ -141,7 +145,7 @@ def export_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Export an experiment's table."""
-    from dashboard.report import experiment_export
+    from dashboard.report import experiment_export  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
@@ -225,8 +229,8 @@ def scorecard_cmd(
     """The model scorecard: every available model and judge method through each mechanism's shipped
     benchmark (hand raise, skip judge, jury, director rubric, confidence), every run stored; each row marked
     against its role's target by its interval."""
-    import asyncio
 
+    # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
     from engine.experiments.runner import HubModels
     from engine.experiments.scorecard import ScorecardPlan, run_scorecard
@@ -263,17 +267,14 @@ def scorecard_cmd(
     store = _store()
     previous = None
     if output is not None and output.is_file():
-        from engine.experiments.scorecard import shipped_scorecard
+        from engine.experiments.scorecard import shipped_scorecard  # CLI start-up
 
         previous = shipped_scorecard(output)
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
     if output is not None:
-        import shlex
-        import sys
-
-        from engine.experiments.scorecard import merge_scorecards, save_scorecard
+        from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
 
         try:
             command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])

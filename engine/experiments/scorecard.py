@@ -21,22 +21,46 @@ those runs. The scorecard itself is a run of kind `scorecard` whose summary hold
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engine import stats
+from engine.calibration import rank_auc
+from engine.confidence import (
+    CalibrationConfig,
+    LabelledItem,
+    LikelihoodSelfEvaluator,
+    LLMSelfEvaluator,
+    calibration_report,
+    parse_factors,
+)
 from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
+from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 from engine.events import async_run_context
 from engine.experiments.definition import Experiment
-from engine.experiments.mechanisms import Models
+from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.runner import HubModels, run_experiment
-from engine.inputs import InputError, read_text
+from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
+from engine.inputs import InputError, iter_lines, read_text
+from engine.outcomes import diff_runs
 from engine.runctx import progress
+from engine.skipsim import (
+    RecordedJudge,
+    WorkloadSpec,
+    calls_saved_interval,
+    generated_labels,
+    judge_quality,
+    judged_states,
+    simulate,
+)
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
 
@@ -125,7 +149,6 @@ def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
 
 
 async def _handraise(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-    from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(read_text(path), str(path))[: plan.limit]
@@ -160,7 +183,6 @@ async def _jury(
     result = await run_experiment(definition, store, models, executor=executor)
     row = result.rows[0]
     keys = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final")
-    from engine.experiments.mechanisms import mechanism
 
     graded = sum(case.gold is not None for case in mechanism("jury").load_cases(definition))
     cis = {f"{k}_ci": _wilson_list(row.get(k), graded) for k in ("accuracy", "phase1_accuracy", "outcome_changed_rate")}
@@ -184,8 +206,6 @@ def _wilson_list(rate: object, n: int) -> list[float] | None:
 
 
 async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-    from engine.calibration import rank_auc
-    from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
@@ -257,8 +277,6 @@ def _shown_path(path: Path) -> str:
 
 def _skip_scored(path: Path) -> dict[str, tuple[float, bool]]:
     """Each judged state of the default workload in a recording: p(respond) and the generator's label."""
-    from engine.experiments.mechanisms import mechanism
-    from engine.skipsim import RecordedJudge, generated_labels, judged_states
 
     definition = Experiment.model_validate({"name": "scorecard skip", "mechanism": "skip", "cases": str(path)})
     messages = mechanism("skip").load_cases(definition)[0][0]
@@ -266,7 +284,6 @@ def _skip_scored(path: Path) -> dict[str, tuple[float, bool]]:
 
 
 async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict[str, Any]:
-    from engine.skipsim import judge_quality
 
     path = skip_recording(model_id)
     if not path.is_file():
@@ -279,8 +296,6 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
     )
     result = await run_experiment(definition, store, executor=executor)
     row = result.rows[0]
-    from engine.experiments.mechanisms import mechanism
-    from engine.skipsim import RecordedJudge, WorkloadSpec, calls_saved_interval, generated_labels, simulate
 
     messages = mechanism("skip").load_cases(definition)[0][0]
     quality = judge_quality(RecordedJudge.load(path), generated_labels(messages))
@@ -308,10 +323,6 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
 
 def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
     """The labelled set as calibration items, each with its answer (what a self-evaluation reads)."""
-    import json
-
-    from engine.confidence import LabelledItem, parse_factors
-    from engine.inputs import iter_lines
 
     path = DATA_DIR / "benchmarks" / "confidence.jsonl"
     out = []
@@ -338,8 +349,6 @@ async def _confidence(
     """ECE (and AUC, AURC, Brier) of the default score on the labelled set, as a stored `confidence.calibrate`
     run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
     in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
-    from engine.confidence import CalibrationConfig, LikelihoodSelfEvaluator, LLMSelfEvaluator, calibration_report
-    from engine.events import async_run_context
 
     pairs = _confidence_items(plan)
     items = [item for item, _ in pairs]
@@ -464,9 +473,6 @@ SHIPPED = DATA_DIR / "scorecard" / "bundled.json"
 def save_scorecard(result: dict[str, Any], path: Path, command: str | None = None) -> None:
     """A scorecard as JSON (rows with their targets and marks), with when and where it was measured and the
     commands that measured it (`commands`: this one added to those of the rows it was merged with)."""
-    import json
-    import platform
-    from datetime import UTC, datetime
 
     shipped = {
         **result,
@@ -480,7 +486,6 @@ def save_scorecard(result: dict[str, Any], path: Path, command: str | None = Non
 def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
     """The scorecard measured on the bundled models and shipped in data/ (None when absent or unreadable:
     the page then says no scorecard has been run)."""
-    import json
 
     path = path or SHIPPED
     if not path.is_file():
@@ -497,7 +502,6 @@ def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) 
     (their evaluation runs), jury accuracy by exact McNemar (the cells' stored right/wrong per case), skip AUC by
     a paired bootstrap over the conversation states both recordings judged, confidence ECE by a paired bootstrap
     over the labelled items (their calibration runs' scores)."""
-    from engine.outcomes import diff_runs
 
     if role == "handraise":
         a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])

@@ -3,12 +3,15 @@ participants' answers, each step an event."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine import runctx
+from engine.events import RUN_FINISHED, RUN_STARTED, EventBus, StoreSink
 from engine.handraise.answers import ANSWER_MAX_TOKENS, speaker_names, write_answer
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
@@ -33,6 +36,7 @@ from engine.handraise.decisions import (
     user_action,
 )
 from engine.handraise.judge import JudgeCall, WillJudge
+from models.recording import RunCancelled, call_context
 from models.source import ModelLookup
 
 if TYPE_CHECKING:
@@ -118,8 +122,6 @@ class Conversation:
         facts = JudgeCall()
         components: list[Components] = []
         if self.config.mode != Mode.MENTION_ONLY:
-            from models.recording import RunCancelled
-
             try:
                 components, facts = await self.judge.judge(self.turns)
             except RunCancelled as exc:  # the turn ends here, stored as cancelled; the conversation goes on
@@ -223,7 +225,6 @@ class Conversation:
         """The approved participants answer in parallel (streamed through `on_chunk(participant, text)`);
         cards still waiting count as skipped by the user's silence only after `timeout()`, so call it or
         decide them first."""
-        import asyncio
 
         if state.answered:
             raise ValueError(f"turn {state.turn_id} was already answered")
@@ -383,7 +384,6 @@ def restore_conversation(
     decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
     whose cards were never all decided, or never answered, is left open. `models` is only needed to go on
     talking. Raises ValueError when the config or an event is not a conversation's."""
-    from pydantic import ValidationError
 
     try:
         participants = [Participant.model_validate(p) for p in run_config.get("participants", [])]
@@ -521,7 +521,6 @@ def open_conversation(
     """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
     `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so
     `close_conversation` finishes it."""
-    from engine.events import RUN_STARTED, EventBus, StoreSink
 
     stored = config.model_dump(mode="json")
     run = store.create_run("handraise.conversation", stored, name=name)
@@ -558,8 +557,6 @@ async def conversation_turn(
     Without `decide` (or when cards still wait after it), or with `answer=False` (a page that streams the
     answers itself), the turn comes back unanswered: `answer_turn` ends it once every card is decided. Every
     model call is attributed to the conversation's run."""
-    from engine import runctx
-    from models.recording import call_context
 
     conv = session.conversation
     with call_context(run_id=session.run_id, purpose=f"handraise.judge:{conv.config.judge_method}"):
@@ -577,8 +574,6 @@ async def answer_turn(
     session: ConversationSession, state: TurnState, *, on_chunk: Callable[[str, str], None] | None = None
 ) -> TurnState:
     """The approved participants of a decided turn answer (in parallel, streamed); the turn closes."""
-    from engine import runctx
-    from models.recording import call_context
 
     approved = [m for m, r in state.resolved.items() if r.approved]
     with call_context(run_id=session.run_id, purpose="handraise.answer"):
@@ -636,7 +631,6 @@ def conversation_summary(conv: Conversation) -> dict[str, Any]:
 
 def close_conversation(session: ConversationSession) -> dict[str, Any]:
     """Finish the conversation's run with its summary (once; closing again changes nothing)."""
-    from engine.events import RUN_FINISHED
 
     summary = conversation_summary(session.conversation)
     if not session.closed:

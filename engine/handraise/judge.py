@@ -4,21 +4,29 @@ the prompts and the parsing of the answers into flagged components."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, create_model
 
+from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
+from engine.embeddings import get_embedder
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.handraise.reasons import expertise_reason
+from engine.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.quoting import DATA_NOTE, quote
+from models.errors import ModelError, StructuredOutputError
 from models.source import ModelLookup, ModelSource, model_source
-from models.structured import FLOAT_LIKE
+from models.structured import FLOAT_LIKE, ExtractionError, extract_json
 
 if TYPE_CHECKING:
     from engine.embeddings import Embedder
@@ -135,7 +143,6 @@ def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = 
 def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
     """The filled skeleton of the local batched judgment (see `template_parts`) → components; scores are
     the digits 0–9 read as n/9. Anything else is a fallback, flagged — never raises."""
-    import json
 
     try:
         data = json.loads(text)
@@ -271,8 +278,6 @@ class WillJudge:
         if method == "self":
             return await self._self(who, turns, facts), facts
         if method == "embedding":
-            import time
-
             started = time.perf_counter()
             out = self._embedding(who, turns)
             facts.latency_s = time.perf_counter() - started
@@ -306,8 +311,6 @@ class WillJudge:
         return out, facts
 
     async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
-        from models.errors import ModelError, StructuredOutputError
-        from models.structured import ExtractionError, extract_json
 
         model = self.model(self.config.judge_model)
         if getattr(model, "template_capable", False):
@@ -345,7 +348,6 @@ class WillJudge:
         """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
         digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
         the grammar-constrained output's steps."""
-        from models.errors import ModelError
 
         messages = judge_messages(who, turns, self.config.context_turns)
         messages[0]["content"] = messages[0]["content"].replace("rate from 0 to 1", "rate from 0 to 9")
@@ -357,9 +359,6 @@ class WillJudge:
         return parse_template_fill(completion.text, [p.id for p in who])
 
     async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
-        import asyncio
-
-        from models.errors import ModelError
 
         async def one(p: Participant) -> Components:
             try:
@@ -390,11 +389,6 @@ class WillJudge:
         novelty is the embedding novelty, through this calibration's own fitted novelty map (a likelihood
         novelty, "can X add something new?", scored lower in cross-validation on the calibration split). A
         model that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
-        import math
-        import time
-
-        from engine.likelihood import best_expertise, handraise_features
-        from models.errors import ModelError
 
         model = self.model(self.config.judge_model)
         started = time.perf_counter()
@@ -563,11 +557,8 @@ def map_choice(
       (`ensemble_unavailable:<id>`). Alone, the judge model's own map, else a `default` one, else none.
     - `embedding`: the embedder's map, whatever the judge model.
     - any other method writes its own numbers: no scorers, no map."""
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import HANDRAISE
-
     if method == "embedding":
-        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, load_calibration(EMBEDDING, EMBEDDER_ID))
+        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, judgemaps.load_calibration(EMBEDDING, EMBEDDER_ID))
     if method != "likelihood":
         return MapChoice(method, (), "", None)
     partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
@@ -576,12 +567,12 @@ def map_choice(
         flags = (f"ensemble_unavailable:{unavailable}",)
     elif partners:
         combined = ensemble_id(judge_id, partners)
-        cal = load_calibration(HANDRAISE, combined)
+        cal = judgemaps.load_calibration(HANDRAISE, combined)
         if cal is not None:
             return MapChoice(method, (judge_id, *partners), combined, cal, (), partners)
         flags = ("ensemble_unmapped",)
     for map_id in (judge_id, "default"):
-        cal = load_calibration(HANDRAISE, map_id)
+        cal = judgemaps.load_calibration(HANDRAISE, map_id)
         if cal is not None:
             return MapChoice(method, (judge_id,), map_id, cal, flags, partners)
     return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
@@ -616,9 +607,6 @@ def embedding_features(
       map feature: the judge flags it).
     The fitted maps (data/calibration/) read the last-message features for relevance and confidence and
     the answer features for novelty (cross-validated on the calibration split)."""
-    import numpy as np
-
-    from engine.embeddings import get_embedder
 
     embedder = embedder or get_embedder()
     recent = list(turns)[-context_turns:]

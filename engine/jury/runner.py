@@ -5,12 +5,15 @@ never a raise."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from engine import judgemaps, runctx
+from engine.events import async_run_context
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import (
     NO_VERDICT,
@@ -34,13 +37,24 @@ from engine.jury.decisions import (
     stagnant_rounds,
 )
 from engine.jury.prompts import evaluation_messages, final_messages, output_schemas, statement_messages
+from engine.likelihood import (
+    JURY,
+    JURY_OTHERS_FEATURES,
+    jury_features,
+    jury_others_weight,
+    jury_rationale,
+    jury_round_features,
+    jury_scores,
+    label_scores,
+)
+from models.errors import ModelError
+from models.recording import call_context
 from models.source import ModelLookup, ModelSource, model_source
 
 if TYPE_CHECKING:
     from engine.events import Emit, EventSink
     from engine.store import Store
     from models.catalog import ModelSpec
-
 
 IDLE_DISCUSSION_TEXT = (
     "No discussion round was run: every juror's fitted map gives the others' verdicts weight 0, so a round "
@@ -121,9 +135,6 @@ class Jury:
         """Whether the seats are identical by construction: two or more, every one on the same model judging by
         likelihood through the model's fitted jury map (the channel judge is role-blind: the role never reaches
         the prompt), so every seat gives the same verdict from the same call."""
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import JURY
-
         models = {s.model_id for s in self.seats}
         if len(self.seats) < 2 or len(models) != 1 or not all(self.by_likelihood(s) for s in self.seats):
             return False
@@ -131,7 +142,7 @@ class Jury:
             model_id = self.model(next(iter(models))).model_id
         except KeyError:
             return False
-        cal = load_calibration(JURY, model_id)
+        cal = judgemaps.load_calibration(JURY, model_id)
         return cal is not None and all(v in cal.maps for v in rubric.verdicts)
 
     def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
@@ -139,16 +150,13 @@ class Jury:
         the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
         where a round can move it or nothing says it cannot: a generating seat, a model without a jury map for
         the rubric's labels (the label words then hear the others), a map that does not read their features."""
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import JURY, jury_others_weight
-
         if not self.by_likelihood(seat):
             return None
         try:
             model_id = self.model(seat.model_id).model_id
         except KeyError:
             return None
-        cal = load_calibration(JURY, model_id)
+        cal = judgemaps.load_calibration(JURY, model_id)
         if cal is None or not all(v in cal.maps for v in rubric.verdicts):
             return None
         return jury_others_weight(cal, rubric.verdicts)
@@ -169,8 +177,6 @@ class Jury:
         self, seat: JurorSeat, messages: list[dict[str, str]], schema: type[BaseModel], t0: float, stage: str
     ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
         """(parsed answer, failure reason, call facts). Any model failure becomes a reason, never a raise."""
-        from models.errors import ModelError
-        from models.recording import call_context
 
         started = time.perf_counter() - t0
         facts: dict[str, Any] = {"started_s": round(started, 4)}
@@ -208,21 +214,6 @@ class Jury:
         'reasoning' states the distribution, the 'detail' the features and map (or the label words) and, in a
         round, what the juror heard. A non-finite feature is a failed field (a
         non-voting fallback). Same contract as `_ask`."""
-        import math
-
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import (
-            JURY,
-            JURY_OTHERS_FEATURES,
-            jury_features,
-            jury_others_weight,
-            jury_rationale,
-            jury_round_features,
-            jury_scores,
-            label_scores,
-        )
-        from models.errors import ModelError
-        from models.recording import call_context
 
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
         features: dict[str, float] | None = None
@@ -230,7 +221,7 @@ class Jury:
         shared = unheard = False
         try:
             model = self.model(seat.model_id)
-            cal = load_calibration(JURY, model.model_id)
+            cal = judgemaps.load_calibration(JURY, model.model_id)
             mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
                 if mapped:
@@ -309,7 +300,6 @@ class Jury:
     ) -> tuple[dict[str, float], Any, bool]:
         """(channel features, scores, shared) of a case's phase-1 scoring on a model: one call however many
         seats ask for it at once (`shared`: this seat joined a call another seat started)."""
-        from engine.likelihood import jury_features
 
         known = self._phase1_calls.get(key)
         if known is not None:  # under way or done (a done task answers at once, in any event loop)
@@ -620,7 +610,6 @@ async def run_case(
 ) -> tuple[str, CollaborativeJuryResult]:
     """Run one case as a stored run: every event and model call is attributed to it; the result is its
     summary. Returns (run id, result)."""
-    from engine.events import async_run_context
 
     config = {
         "case": case.model_dump(),
@@ -642,7 +631,6 @@ async def run_case(
 def progress_emit(emit: Emit, jury: Jury) -> Emit:
     """`emit`, reporting progress on the way (``engine.runctx``): one unit per juror answer and one for
     the final judgment; the total shrinks to what is left once the discussion ends early."""
-    from engine import runctx
 
     n = len(jury.seats)
     runctx.progress(total=n * (1 + jury.config.max_discussion_rounds) + 1, step="phase 1")

@@ -206,7 +206,7 @@ EMBEDDER = pytest.mark.model  # the packaged embedder
 def test_each_recorded_flow_replays_through_its_entry_point(
     store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.demo import DemoHub
+    from dashboard.demo_hub import DemoHub
     from models.base import ChatModel
     from models.catalog import load_catalog
 
