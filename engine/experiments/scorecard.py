@@ -138,11 +138,15 @@ def _models(models: Models | HubModels, store: Store) -> Models:
 
 
 def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
-    """Calls, tokens and the median latency per call of the calls these runs recorded."""
+    """Calls, tokens and the median latency per call of the calls these runs recorded. The latency is the live
+    calls' (a replayed call takes no time: a scorecard measured in several sittings replays what it made before),
+    and `replayed` says how many were replayed."""
     rows = [c for r in run_ids for c in store.calls(run_id=r, limit=1_000_000)]
-    latencies = [float(c.latency_s) for c in rows if c.latency_s is not None]
+    live = [c for c in rows if c.would_cost is None]
+    latencies = [float(c.latency_s) for c in live if c.latency_s is not None]
     return {
         "calls": len(rows),
+        "replayed": len(rows) - len(live),
         "tokens": sum(int(c.prompt_tokens or 0) + int(c.completion_tokens or 0) for c in rows),
         "latency_s": round(statistics.median(latencies), 4) if latencies else None,
     }
@@ -454,7 +458,7 @@ async def run_scorecard(
             else:
                 spent = usage(store, out["runs"])
                 if role == "skip":  # its calls were made when the recording was, not in this run
-                    spent = {"calls": 0, "tokens": out.get("tokens"), "latency_s": None}
+                    spent = {"calls": 0, "replayed": 0, "tokens": out.get("tokens"), "latency_s": None}
                 row.update({"metrics": out["metrics"], **spent, "runs": out["runs"], "error": None})
                 if "recording" in out:
                     row["recording"] = out["recording"]

@@ -327,3 +327,28 @@ def test_the_director_rubrics_diagnoses_come_from_the_stored_scorecard(store: St
     assert signal.to_dict() == row["metrics"]["signal"] | {"evidence": signal.evidence} and scale.mark == found[1].mark
     listed = scorecard_judge_diagnoses(out)
     assert [d.judge for d in listed] == ["director rubric · gemma3-270m · generate"] * 2
+
+
+def test_a_rows_latency_is_its_live_calls_not_the_replayed_ones(store: Store) -> None:
+    """A scorecard measured in several sittings replays what it made before: those calls count, but their
+    latency (none) does not pull down the median per call."""
+    from engine.events import run_context
+    from engine.experiments.scorecard import usage
+    from models.recording import CallRecord
+
+    with run_context(store, "handraise.eval", {}, name="bench") as run:
+        for i, (latency, would_cost) in enumerate([(2.0, None), (4.0, None), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)]):
+            store.record_call(
+                CallRecord(
+                    run_id=run.run_id,
+                    model_id="gemma3-270m",
+                    backend="llamacpp",
+                    request_hash=f"h{i}",
+                    request={},
+                    prompt_tokens=10,
+                    completion_tokens=5,
+                    latency_s=latency,
+                    would_cost=would_cost,
+                )
+            )
+    assert usage(store, [run.run_id]) == {"calls": 5, "replayed": 3, "tokens": 75, "latency_s": 3.0}
