@@ -272,15 +272,21 @@ def scorecard_cmd(
         previous = shipped_scorecard(output)
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
-    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
-    if output is not None:
-        from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
+    from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
 
+    command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
+
+    def write(result: dict[str, Any]) -> None:
+        """The rows so far merged into --output: after each row, so a sitting cut short keeps what it measured."""
+        if output is None:
+            return
         try:
-            command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
             save_scorecard(merge_scorecards(previous, result, store), output, command)
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+
+    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=write))  # type: ignore[arg-type]
+    write(result)
     if as_json:
         _print(result)
         return

@@ -417,11 +417,17 @@ def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
 
 
 async def run_scorecard(
-    store: Store, plan: ScorecardPlan, models: Models | HubModels | None = None, *, executor: str = "local"
+    store: Store,
+    plan: ScorecardPlan,
+    models: Models | HubModels | None = None,
+    *,
+    executor: str = "local",
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the scorecard as a stored run of kind `scorecard`; each row is one role × model × method with its
     metrics, latency and tokens, and the runs that hold its calls. A role that fails for a model is a row
-    with its error (the others still run)."""
+    with its error (the others still run). `on_row` gets the scorecard so far after each row (the CLI writes
+    it out, so a sitting cut short keeps every row it finished)."""
     models = models if models is not None else HubModels()
     steps = _steps(plan)
     config = {
@@ -466,6 +472,8 @@ async def run_scorecard(
             rows.append(row)
             run.emit("scorecard_row", **row)
             progress(advance=1, step=f"{role} {model_id or ''} {method or ''}".strip())
+            if on_row is not None:
+                on_row({"run_id": run.run_id, "rows": list(rows), **config})
         compare_with_best(store, rows)
         run.summary = {"rows": rows}
     return {"run_id": run.run_id, "rows": rows, **config}
@@ -482,7 +490,7 @@ def save_scorecard(result: dict[str, Any], path: Path, command: str | None = Non
         **result,
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "commands": [*result.get("commands", []), *([command] if command else [])],
+        "commands": list(dict.fromkeys([*result.get("commands", []), *([command] if command else [])])),
     }
     path.write_text(json.dumps(shipped, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
 

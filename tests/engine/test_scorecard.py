@@ -352,3 +352,20 @@ def test_a_rows_latency_is_its_live_calls_not_the_replayed_ones(store: Store) ->
                 )
             )
     assert usage(store, [run.run_id]) == {"calls": 5, "replayed": 3, "tokens": 75, "latency_s": 3.0}
+
+
+def test_each_row_is_handed_on_as_soon_as_it_is_measured(store: Store) -> None:
+    """`on_row` gets the scorecard so far after every row (the CLI writes it, so a sitting cut short keeps what
+    it finished): one call a row, each with the rows before it."""
+    seen: list[list[tuple[str, str | None]]] = []
+    plan = ScorecardPlan(models=["gemma3-270m"], roles=("skip", "confidence"), limit=2, can_score=lambda m: False)
+    out = asyncio.run(
+        run_scorecard(
+            store,
+            plan,
+            scripted(store),
+            on_row=lambda so_far: seen.append([(r["role"], r["method"]) for r in so_far["rows"]]),
+        )
+    )
+    final = [(r["role"], r["method"]) for r in out["rows"]]
+    assert seen == [final[: i + 1] for i in range(len(final))] and len(final) == 3
