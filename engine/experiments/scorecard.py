@@ -511,7 +511,8 @@ def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
 
 def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
     """Row against the role's best row on the same items: hand-raise F1 by a paired bootstrap over dialogues
-    (their evaluation runs), jury accuracy by exact McNemar (the cells' stored right/wrong per case), skip AUC by
+    (their evaluation runs), jury accuracy and director agreement by exact McNemar (the cells' stored right/wrong
+    per case; each line's rubric level against the rules'), skip AUC by
     a paired bootstrap over the conversation states both recordings judged, confidence ECE by a paired bootstrap
     over the labelled items (their calibration runs' scores)."""
 
@@ -537,6 +538,12 @@ def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) 
         return stats.paired_bootstrap(
             stats.w_auc([judged_a[k][0] for k in shared], labels), stats.w_auc([judged_b[k][0] for k in shared], labels)
         )
+    if role == "director":
+        agreed = [_director_agreement(store, r["runs"][-1]) for r in (best, row)]
+        shared = sorted(set(agreed[0]) & set(agreed[1]))
+        if not shared:
+            return None
+        return stats.compare_correct([agreed[0][k] for k in shared], [agreed[1][k] for k in shared])
     if role == "confidence":
         scored = [_calibration_scores(store, r["runs"][-1]) for r in (best, row)]
         if not all(scored):
@@ -548,6 +555,16 @@ def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) 
             stats.w_ece([scored[1][k][0] for k in shared], correct),
         )
     return None
+
+
+def _director_agreement(store: Store, run_id: str) -> dict[str, bool]:
+    """Each line the rubric scored in a `director.batch` run: whether its level agrees with the hard rules'."""
+    out = {}
+    for event in store.events(run_id):
+        p = event.payload
+        if event.type == "director_line" and isinstance(p.get("rubric"), int | float) and not p.get("rubric_failed"):
+            out[str(p["id"])] = rubric_status(float(p["rubric"])).name == p.get("rules_status")
+    return out
 
 
 def _calibration_scores(store: Store, run_id: str) -> dict[str, tuple[float, bool]]:

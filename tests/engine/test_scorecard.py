@@ -173,18 +173,24 @@ def test_target_marks_follow_the_interval() -> None:
 
 
 def test_models_of_one_role_are_compared_with_the_best_on_the_same_items(store: Store) -> None:
-    """Two models through the hand-raise and jury benchmarks: every row but the role's best carries B − A with
-    its paired test (F1 by dialogue, accuracy by exact McNemar). The scripted models answer alike, so the
-    difference is 0 and nothing is significant."""
+    """Two models through the hand-raise, jury and director benchmarks: every row but the role's best carries B − A
+    with its paired test (F1 by dialogue, accuracy and the rubric's agreement with the rules by exact McNemar).
+    The scripted models answer alike, so the difference is 0 and nothing is significant."""
     plan = ScorecardPlan(
         models=["gemma3-270m", "smollm2-135m"],
-        roles=("handraise", "jury"),
-        limit=2,
+        roles=("handraise", "jury", "director"),
+        limit=8,
         repeats=1,
         can_score=lambda m: False,
     )
     out = asyncio.run(run_scorecard(store, plan, scripted(store)))
-    for role, metric_test in (("handraise", "paired bootstrap"), ("jury", "exact McNemar")):
+    director = [r for r in out["rows"] if r["role"] == "director"]
+    assert director[1]["versus_best"]["n"] == director[1]["metrics"]["lines_scored"]  # line by line, both scored
+    for role, metric_test in (
+        ("handraise", "paired bootstrap"),
+        ("jury", "exact McNemar"),
+        ("director", "exact McNemar"),
+    ):
         rows = [r for r in out["rows"] if r["role"] == role]
         assert len(rows) == 2 and rows[0]["versus_best"] == {"best": True}
         other = rows[1]["versus_best"]
