@@ -30,6 +30,7 @@ import dashboard.bench_answers  # noqa: F401  # handraise.answers
 import dashboard.bench_experiments_bounds  # noqa: F401  # experiment.cancel, experiment.refuse_huge
 import dashboard.bench_inputs  # noqa: F401  # inputs.refusals, inputs.director_script
 import dashboard.bench_jury_local  # noqa: F401  # jury.default_case
+import dashboard.bench_labels  # noqa: F401  # labels.refit, labels.agreement, labels.learning
 import dashboard.bench_stats  # noqa: F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties
 from dashboard import demo
 from dashboard.bench_harness import BENCHMARKS, BenchFn, BenchResult, Progress, _temp_store, benchmark

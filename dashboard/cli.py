@@ -38,7 +38,7 @@ app.add_typer(runs_app, name="runs")
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
     # CLI start-up
-    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, skip
+    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, labels, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
@@ -49,6 +49,7 @@ def _register_mechanisms() -> None:
     app.command("scorecard")(experiment.scorecard_cmd)
     app.command("calibrate-judge")(calibrate.calibrate_judge_cmd)
     app.add_typer(demo.app, name="demo")
+    app.add_typer(labels.app, name="labels")
 
 
 _register_mechanisms()

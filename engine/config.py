@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 from pathlib import Path
 from typing import TypeVar
@@ -61,6 +62,34 @@ class Settings(BaseSettings):
         description="A dashboard conversation with no turn "
         "for this long (or whose browser session is gone) is closed as interrupted.",
     )
+
+    user: str | None = Field(
+        default=None, description="The local user name labels are recorded under; default the OS user name."
+    )
+    auto_labels: bool = Field(
+        default=True, description="Hand-raise Speak/Skip and @mentions become labels (engine/labels)."
+    )
+    refit_every: int = Field(
+        default=20, ge=1, le=10_000, description="The Conversation page offers a refit after this many new approvals."
+    )
+    maps_dir: Path | None = Field(
+        default=None,
+        description="Where maps refitted from labels are versioned, with the pointer to the one in use; "
+        "default <data_dir>/maps.",
+    )
+
+    @property
+    def resolved_maps_dir(self) -> Path:
+        return self.maps_dir or self.data_dir / "maps"
+
+    @property
+    def resolved_user(self) -> str:
+        if self.user:
+            return self.user
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "local"
 
     @property
     def resolved_database_url(self) -> str:

@@ -4,6 +4,7 @@ participants' answers, each step an event."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine import runctx
+from engine.config import get_settings
 from engine.events import RUN_FINISHED, RUN_STARTED, EventBus, StoreSink
 from engine.handraise.answers import ANSWER_MAX_TOKENS, speaker_names, write_answer
 from engine.handraise.cast import Participant, Turn
@@ -36,6 +38,8 @@ from engine.handraise.decisions import (
     user_action,
 )
 from engine.handraise.judge import JudgeCall, WillJudge
+from engine.labelstore import LabelError, add_label, item_key
+from engine.store import StoreError
 from models.recording import RunCancelled, call_context
 from models.source import ModelLookup
 
@@ -101,6 +105,9 @@ class Conversation:
         self.records: list[TurnRecord] = []
         self.telemetry: list[dict[str, Any]] = []
         self.states: list[TurnState] = []
+        # Called with each decision the *user* made on a hand (a Speak/Skip on its card, an @mention): the
+        # session records it as a label (engine/labels); None records nothing (a restored conversation).
+        self.labeller: Callable[[TurnState, Hand, bool, str], None] | None = None
 
     def names(self) -> dict[str, list[str]]:
         return {p.id: [p.name] for p in self.participants.values()}
@@ -161,7 +168,14 @@ class Conversation:
         )
         for r in resolved.values():
             self._emit_decision(state, r)
+        for h in hands:
+            if h.status == HandStatus.MENTIONED and h.model in mentions.models:
+                self._label(state, h, True, "mention")
         return state
+
+    def _label(self, state: TurnState, hand: Hand, speak: bool, by: str) -> None:
+        if self.labeller is not None:
+            self.labeller(state, hand, speak, by)
 
     def _emit_decision(self, state: TurnState, r: Resolution) -> None:
         self.emit("hand_decision", turn=state.turn_id, participant=r.model, approved=r.approved, by=r.by, rule=r.rule)
@@ -169,6 +183,8 @@ class Conversation:
     def act(self, state: TurnState, participant: str, action: Action) -> None:
         state.resolved = user_action(state.hands, state.resolved, participant, action)
         self._emit_decision(state, state.resolved[participant])
+        hand = next(h for h in state.hands if h.model == participant)
+        self._label(state, hand, action == "approve", "user")
 
     def batch(self, state: TurnState, kind: str, at: float | None = None) -> None:
         before = set(state.resolved)
@@ -441,6 +457,7 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
                 over_raise_factor=h.get("over_raise_factor", 1.0),
                 reason=h.get("reason", ""),
                 flags=list(h.get("flags", [])),
+                features={str(k): float(v) for k, v in (h.get("features") or {}).items()},
             )
             for h in p["hands"]
         ]
@@ -527,7 +544,55 @@ def open_conversation(
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
     bus.emit(RUN_STARTED, kind="handraise.conversation", name=name, config=stored)
     conversation = Conversation(config.participants, models, config.config, emit=bus.emit, embedder=embedder)
-    return ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+    session = ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+    if get_settings().auto_labels:
+        conversation.labeller = _labeller(session)
+    return session
+
+
+def hand_context(state: TurnState, hand: Hand, config: HandRaiseConfig) -> dict[str, Any]:
+    """What the judge saw and predicted for a hand, stored with its label: the raw features (a refit reads them
+    with no model call), the components and will, the cut, and the map they went through."""
+    version = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("calibration:")), None)
+    ensemble = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("ensemble:")), None)
+    return {
+        "features": dict(hand.features),
+        "relevance": hand.relevance,
+        "novelty": hand.novelty,
+        "confidence": hand.confidence,
+        "raw_will": hand.raw_will,
+        "will": hand.will,
+        "threshold": config.threshold,
+        "predicted": "speak" if hand.will >= config.threshold else "skip",
+        "judge_method": config.judge_method,
+        "judge_model": config.judge_model,
+        "map_id": ensemble or (config.judge_model if version else None),
+        "map_version": version,
+        "participant": hand.model,
+        "text": state.text[:240],
+    }
+
+
+def _labeller(session: ConversationSession) -> Callable[[TurnState, Hand, bool, str], None]:
+    """Records the user's decisions on hands as `handraise` labels (source `approval`): a failure to record is
+    logged and never stops the conversation."""
+
+    def label(state: TurnState, hand: Hand, speak: bool, by: str) -> None:
+        conv = session.conversation
+        try:
+            add_label(
+                session.store,
+                mechanism="handraise",
+                run_id=session.run_id,
+                item_key=item_key("handraise", turn=state.turn_id, participant=hand.model),
+                label="speak" if speak else "skip",
+                source="approval",
+                context=hand_context(state, hand, conv.config) | {"by": by},
+            )
+        except (LabelError, StoreError) as exc:
+            logging.getLogger(__name__).warning("label of %s/%s not recorded: %s", state.turn_id, hand.model, exc)
+
+    return label
 
 
 Decider = Callable[[TurnState], Awaitable[None]]

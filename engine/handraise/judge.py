@@ -412,6 +412,7 @@ class WillJudge:
         cal, notes = choice.calibration, list(choice.flags)
         emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
+        emb_of = {p.id: e for p, e in zip(who, emb, strict=True)}
         facts.latency_s += time.perf_counter() - started
         out = []
         for p in who:
@@ -423,7 +424,8 @@ class WillJudge:
                 rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
                 flags = ["likelihood", "uncalibrated", *notes]
             else:
-                rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
+                who_is = f | {f"is:{p.id}": 1.0}  # a map refitted from labels may weigh who speaks
+                rel, conf = cal.apply("relevance", who_is), cal.apply("confidence", who_is)
                 flags = ["likelihood", f"calibration:{cal.version}", *notes]
                 if partners:
                     flags.append("ensemble:" + cal.model_id)
@@ -435,6 +437,7 @@ class WillJudge:
                     confidence=round(conf, 4),
                     flags=flags,
                     reason=expertise_reason(best[p.id], f["pmi_mean"], f["pmi_max"]),
+                    features=recorded_features(f, emb_of[p.id]),
                 )
             )
         return out
@@ -475,9 +478,21 @@ class WillJudge:
                     confidence=round(confidence, 4),
                     reason=expertise_reason(f["expertise"]),
                     flags=["embedding", *flags],
+                    features=recorded_features({}, f),
                 )
             )
         return out
+
+
+def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, Any]) -> dict[str, float]:
+    """The raw features a hand keeps (`Components.features`): every finite number of the likelihood and
+    embedding features, rounded to 6 places — what a refit from labels reads instead of calling the model."""
+    out: dict[str, float] = {}
+    for source in (likelihood, embedding):
+        for k, v in source.items():
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v)):
+                out[k] = round(float(v), 6)
+    return out
 
 
 EMBEDDING = "handraise.embedding"

@@ -191,6 +191,8 @@ def test_assert_close_allows_cpu_noise_only() -> None:
 
 
 EMBEDDER = pytest.mark.model  # the packaged embedder
+# Fields added after the demo was recorded: a hand's raw judge features (issue 29, kept for refits from labels).
+LATER = frozenset({"features"})
 
 
 @pytest.mark.parametrize(
@@ -221,14 +223,14 @@ def test_each_recorded_flow_replays_through_its_entry_point(
     again = store.get_run(run_id)
     assert again is not None and again.status == "finished", again and again.error
     assert again.config == recorded.config and again.config_hash == recorded.config_hash
-    assert_close(normal(again.summary), normal(recorded.summary))
+    assert_close(normal(again.summary, LATER), normal(recorded.summary, LATER))
     calls, live = store.calls(run_id, limit=None), store.calls(recorded.id, limit=None)
     assert len(calls) == len(live) and all(c.backend == "replay" for c in calls)
     assert sorted(map(str, [c.error_type for c in calls])) == sorted(map(str, [c.error_type for c in live]))
     assert sum(c.cost for c in calls) == 0
 
     def events(rid: str) -> list[Any]:  # parallel calls may finish in either order: compare as a multiset
-        payloads = [[e.type, normal(e.payload)] for e in store.events(rid)]
+        payloads = [[e.type, normal(e.payload, LATER)] for e in store.events(rid)]
         return sorted(payloads, key=lambda p: json.dumps(rounded(p), ensure_ascii=False, sort_keys=True, default=str))
 
     assert_close(events(run_id), events(recorded.id))
