@@ -420,17 +420,22 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
     return _layout(fig, "Rubric (1–5 per criterion)", 320)
 
 
-def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
-    """Per rule, the share of lines at WARN and at RETRY, stacked."""
+def rule_hit_rates(rates: Mapping[str, Mapping[str, Any]]) -> go.Figure:
+    """Per rule, the share of lines at WARN and at RETRY side by side, each with its 95 % Wilson interval as an
+    error bar where the rates carry one (`warn_ci`, `retry_ci`)."""
     rules = [plot_text(r.replace("_", " ")) for r in rates]  # 'topic loop', not the identifier
-    fig = go.Figure(
-        [
-            go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()], marker_color=HIT_COLORS[status])
-            for status in ("WARN", "RETRY")
-        ]
-    )
-    fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
-    return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
+    bars = []
+    for status in ("WARN", "RETRY"):
+        name = status.lower()
+        rows = list(rates.values())
+        shown = any(isinstance(r.get(f"{name}_ci"), list) for r in rows)
+        error = error_bars(rows, name, "#555555") if shown else None
+        values = [float(r[name]) for r in rows]
+        bars.append(go.Bar(name=status, x=rules, y=values, marker_color=HIT_COLORS[status], error_y=error))
+    fig = go.Figure(bars)
+    fig.update_layout(barmode="group", yaxis_tickformat=".0%")
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, "Rule hit rates with 95 % intervals (the spec's cut-offs)", 300)
 
 
 # -- skip cache ----------------------------------------------------------------------------------------------
@@ -766,7 +771,7 @@ def experiment_metric_vs(
                 name=name,
                 marker={"size": 8, "color": color, "opacity": 0.7},
                 text=_cell_hover(group, parameters),
-                error_y=_error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
+                error_y=error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
             )
         )
     best_row = next((r for r in scored if best_cell is not None and r.get("cell") == best_cell), None)
@@ -822,7 +827,7 @@ def words(name: str) -> str:
 ERROR_BAR_CELLS = 100  # above this, one bar per cell hides the cells: the tie band and colours say it instead
 
 
-def _error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
+def error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
     """Each cell's 95 % interval as asymmetric error bars (none where a cell has no interval)."""
     plus, minus = [], []
     for r in rows:

@@ -35,7 +35,9 @@ from engine.director import (
     run_duo,
     run_script,
     script_verdicts,
+    share_text,
 )
+from engine.experiments.scorecard import rubric_diagnoses
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.labels import item_key
 
@@ -257,7 +259,7 @@ def _render_check(profiles: dict[str, Any]) -> None:
         model_id = None
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
-            _rubric_judge_picker(KEY + "rubric_judge")
+            _rubric_judge_picker(KEY + "rubric_judge", model_id)
         run_id = watched_run(CHECK_PARAM, CHECK_RUN)
         live = is_live(run_id)
         if st.button("Check", type="primary", key=KEY + "check", disabled=live):
@@ -369,9 +371,11 @@ POLICY_WORDS = {  # DirectorConfig.on_retries_exhausted, in words
 }
 
 
-def _rubric_judge_picker(key: str) -> str:
-    """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked."""
-    return str(
+def _rubric_judge_picker(key: str, model_id: str | None) -> str:
+    """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked; under
+    it, what the scorecard measured of that model and method (no measurable signal, flat scale), so nobody
+    picks a rubric that cannot tell lines apart without being told."""
+    method = str(
         st.selectbox(
             "Rubric judged by",
             RUBRIC_JUDGES,
@@ -380,6 +384,11 @@ def _rubric_judge_picker(key: str) -> str:
             "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
         )
     )
+    if model_id is not None:
+        for diagnosis in rubric_diagnoses(state.get_store(), model_id, method):
+            if diagnosis.mark in ("no_signal", "flat_scale", "signal"):
+                st.caption(md(f"Rubric on {model_id} by {method}: {diagnosis.label} — {diagnosis.text}"))
+    return method
 
 
 def handle_check(profile: Any, model_id: str | None) -> str | None:
@@ -526,8 +535,16 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             "why": st.column_config.TextColumn("why", pinned=True, width=120, help="the rules at WARN or RETRY"),
         },
     )
+    rates = hit_rates([v.verdict for v in verdicts])
+    st.plotly_chart(charts.rule_hit_rates(rates))
+    fired = [
+        f"{rule.replace('_', ' ')}: warn {share_text(rate, 'warn')}, retry {share_text(rate, 'retry')}"
+        for rule, rate in rates.items()
+        if rate["warn"] or rate["retry"]
+    ]
+    if fired:  # the figures the bars show, with their 95 % Wilson intervals over this script's lines
+        st.caption("Hit rates (95 % interval over these lines) — " + " · ".join(md(f) for f in fired))
     _render_row_marks(frame)
-    st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
 
 
 def _render_row_marks(frame: pd.DataFrame) -> None:
@@ -591,7 +608,7 @@ def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> 
     averages: dict[str, float | None] = {}
     with st.expander("LLM rubric for every line (optional)", expanded=bool(run_id)):
         model_id = _model_picker(KEY + "batch_model")
-        _rubric_judge_picker(KEY + "batch_rubric_judge")
+        _rubric_judge_picker(KEY + "batch_rubric_judge", model_id)
         st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
         score, record = st.columns(2)
         busy = "A batch is going: watch it below, or cancel it" if live else None
@@ -685,7 +702,7 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     )
     use_rubric = st.toggle("LLM rubric on every line", key=KEY + "duo_rubric")
     if use_rubric:
-        _rubric_judge_picker(KEY + "duo_rubric_judge")
+        _rubric_judge_picker(KEY + "duo_rubric_judge", model_id)
     run_id = watched_run(DUO_PARAM, DUO_RUN)
     live = is_live(run_id)
     if st.button(

@@ -58,9 +58,9 @@ TIE_WORDS = {
     "higher_score": "Higher mean score",
     "first": "First juror",
 }
-THRESHOLD_SHORT = {2.0: "all rounds", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
+THRESHOLD_SHORT = {2.0: "no agreement stop", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
 THRESHOLDS = {
-    "2.0 — always discuss to the end": 2.0,
+    "2.0 — agreement never stops (the stagnation stop still can)": 2.0,
     "1.0 — only unanimity stops": 1.0,
     "0.67 — a 2-of-3 majority stops": 0.67,
     "0.5 — any strict majority stops": 0.5,
