@@ -276,7 +276,7 @@ def scorecard_cmd(
 
     command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
 
-    def write(result: dict[str, Any]) -> None:
+    def save_rows(result: dict[str, Any]) -> None:
         """The rows so far merged into --output: after each row, so a sitting cut short keeps what it measured."""
         if output is None:
             return
@@ -285,8 +285,8 @@ def scorecard_cmd(
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
-    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=write))  # type: ignore[arg-type]
-    write(result)
+    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=save_rows))  # type: ignore[arg-type]
+    save_rows(result)
     if as_json:
         _print(result)
         return
