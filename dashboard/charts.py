@@ -965,7 +965,7 @@ def agreement_over_time(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             name="agreement",
             line={"color": BASE_COLOR},
             marker={"color": BASE_COLOR, "size": 8},
-            error_y=_error_bars(shown, "accuracy", BASE_COLOR),
+            error_y=error_bars(shown, "accuracy", BASE_COLOR),
             customdata=[int(r.get("n") or 0) for r in shown],
             hovertemplate="%{x}<br>agreement %{y:.0%} on %{customdata} labels<extra></extra>",
         )
