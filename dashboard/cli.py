@@ -171,10 +171,12 @@ def models_list(as_json: JsonFlag = False) -> None:
 @models_app.command("judges")
 def models_judges(as_json: JsonFlag = False) -> None:
     """Every shipped judge map and its diagnosis: measurable signal, or not (and why), from its stored
-    cross-validated figures — shown wherever the judge is offered."""
+    cross-validated figures, then the director rubric's from the shipped scorecard — shown wherever the judge
+    is offered."""
     from engine.diagnostics import shipped_diagnoses  # CLI start-up
+    from engine.experiments.scorecard import scorecard_judge_diagnoses  # CLI start-up
 
-    rows = [d.to_dict() for d in shipped_diagnoses()]
+    rows = [d.to_dict() for d in [*shipped_diagnoses(), *scorecard_judge_diagnoses()]]
     if as_json:
         emit_json(rows)
         return

@@ -90,17 +90,27 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
+    """The run's headline rates as bars, each with its stored 95 % interval (`<metric>_ci`) as an error bar and
+    in its label, "0.50 (0.27–0.73)"."""
     summary = record.run.summary
     present = [n for n in names if isinstance(summary.get(n), int | float)]
     if not present:
         return []
+
+    def label(name: str) -> str:
+        ci = summary.get(f"{name}_ci")
+        spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+        return f"{summary[name]:.2f}{spread}"
+
+    rows = [{"value": summary[n], "value_ci": summary.get(f"{n}_ci")} for n in present]
     fig = go.Figure(
         go.Bar(
             x=list(present),
             y=[summary[n] for n in present],
             marker_color=charts.BASE_COLOR,
-            text=[f"{summary[n]:.3f}" for n in present],
+            text=[label(n) for n in present],
             textposition="outside",
+            error_y=charts.error_bars(rows, "value", "#555555"),
         )
     )
     fig.update_yaxes(range=[0, 1.1])
@@ -154,6 +164,11 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
         )
         fig.update_yaxes(range=[0, 5.2], title="rubric average")
         out.append(("Rubric average per line", _small(fig, "Rubric average per line")))
+    result = record.run.summary.get("result")
+    rates = result.get("hit_rates") if isinstance(result, dict) else None
+    if record.run.kind == "director.batch" and isinstance(rates, dict) and rates:
+        title = "Rule hit rates with 95 % intervals"
+        out.append((title, _small(charts.rule_hit_rates(rates), title)))
     turns = [p for _, p in record.pairs("director_turn")]
     if turns:
         colors = {"PASS": "#1B9E77", "WARN": "#E6AB02", "RETRY": "#D95F02"}

@@ -23,14 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from engine import judgemaps, runctx, stats
 from engine.calibration import calibrate, rank_auc, risk_at
-from engine.embeddings import cosine_matrix, get_embedder
+from engine.embeddings import RecordedEmbedder, TextEmbedder, cosine_matrix, get_embedder
 from engine.events import async_run_context
 from engine.inputs import Problems, iter_lines, problem_lines
 from engine.likelihood import CONFIDENCE, confidence_features
 from models.errors import ModelError
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
     from engine.events import EventSink, ModelSource
     from engine.store import Store
     from models.base import ChatModel
@@ -626,11 +625,11 @@ class QueryCoverageCalculator:
 class SourceAgreementCalculator:
     """Mean pairwise cosine similarity of the texts' embeddings (packaged MiniLM, batched); < 2 texts → 1.0."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: TextEmbedder | None = None) -> None:
         self._embedder = embedder
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> TextEmbedder:
         if self._embedder is None:
             self._embedder = get_embedder()
         return self._embedder
@@ -721,7 +720,8 @@ async def evaluate(
 
     model = models(config.model_id)
     sources = config.sources
-    agreement = agreement or SourceAgreementCalculator()
+    # the embeddings are calls of the run: replayed where the model replays (a demo, a replay: exact on any CPU)
+    agreement = agreement or SourceAgreementCalculator(RecordedEmbedder.for_model(model))
     settings = config.settings
     with_agreement = len(sources) >= 2
     with_sampling = config.sampling_k >= 2 and not sources

@@ -20,7 +20,7 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as compact_row
 
-from engine import runctx
+from engine import runctx, stats
 from engine.config import ConfigError, load_yaml
 from engine.events import async_run_context
 from engine.inputs import CHECK_EVERY, InputError, Problems, iter_lines, problem_lines, read_text
@@ -1212,17 +1212,39 @@ def load_script(path: Path) -> list[ScriptLine]:
     return parse_script(content, "jsonl" if suffix == ".jsonl" else "csv", str(path))
 
 
-def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, float]]:
-    """Per rule: the share of lines at WARN and at RETRY."""
+def hit_rate(warn: int, retry: int, total: int) -> dict[str, Any]:
+    """One rule's shares of lines at WARN and at RETRY, each with its 95 % Wilson interval (`warn_ci`,
+    `retry_ci`: a rule that fired on 2 of 40 lines may fire on 1 % or 17 % of the next script's)."""
+    out: dict[str, Any] = {}
+    for name, hits in (("warn", warn), ("retry", retry)):
+        interval = stats.wilson(hits, total)
+        out[name] = hits / total if total else 0.0
+        out[f"{name}_ci"] = interval.as_list() if interval else None
+    return out
+
+
+def share_text(rate: Mapping[str, Any], name: str) -> str:
+    """'5% (1–17%)': a hit rate with its interval, as the page, the CLI and the export say it."""
+    value, interval = rate.get(name), rate.get(f"{name}_ci")
+    if not isinstance(value, int | float):
+        return "–"
+    if isinstance(interval, list | tuple) and len(interval) == 2:
+        return f"{value:.0%} ({interval[0]:.0%}–{interval[1]:.0%})"
+    return f"{value:.0%}"
+
+
+def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, Any]]:
+    """Per rule: the share of lines at WARN and at RETRY, with their Wilson intervals (`hit_rate`)."""
     if not verdicts:
         return {}
     names = [r.rule for r in verdicts[0].rules]
     total = len(verdicts)
     return {
-        name: {
-            "warn": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.WARN) / total,
-            "retry": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.RETRY) / total,
-        }
+        name: hit_rate(
+            sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.WARN),
+            sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.RETRY),
+            total,
+        )
         for name in names
     }
 
@@ -1441,7 +1463,9 @@ class ScriptResult(BaseModel):
     run_id: str
     rows: list[ScriptRow]
     status_counts: dict[str, int]
-    hit_rates: dict[str, dict[str, float]]
+    hit_rates: dict[str, dict[str, Any]] = Field(
+        description="rule → warn, retry (shares of lines) and warn_ci, retry_ci (95 % Wilson intervals)"
+    )
     averages: dict[str, float | None] = Field(
         default_factory=dict, description="line id → rubric average (None: the rubric failed), for the lines scored"
     )
@@ -1512,7 +1536,7 @@ async def run_script(
             rows=rows,
             averages=averages,
             status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
-            hit_rates={rule: {"warn": w / len(rows), "retry": r / len(rows)} for rule, (w, r) in hits.items()},
+            hit_rates={rule: hit_rate(w, r, len(rows)) for rule, (w, r) in hits.items()},
         )
         run.summary = {
             "lines": len(rows),

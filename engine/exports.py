@@ -365,6 +365,27 @@ def _rule_columns(rules: object) -> dict[str, Any]:
     return {} if rules is None else {"rules": rules}
 
 
+def _director_hit_rates(record: RunRecord) -> list[dict[str, Any]]:
+    """A script's rule hit rates with their 95 % Wilson intervals (a `director.batch` run's stored result)."""
+    if not record.run.kind.startswith("director.batch"):
+        return []
+    result = record.run.summary.get("result")
+    rates = result.get("hit_rates") if isinstance(result, Mapping) else None
+    if not isinstance(rates, Mapping):
+        return []
+    rows = []
+    for rule, rate in rates.items():
+        if not isinstance(rate, Mapping):
+            continue
+        row: dict[str, Any] = {"rule": rule}
+        for name in ("warn", "retry"):
+            ci = rate.get(f"{name}_ci")
+            low, high = (ci[0], ci[1]) if isinstance(ci, list) and len(ci) == 2 else (None, None)
+            row |= {name: rate.get(name), f"{name}_ci_low": low, f"{name}_ci_high": high}
+        rows.append(row)
+    return rows
+
+
 def _director_batch(record: RunRecord) -> list[dict[str, Any]]:
     """A script scored line by line: the rubric average per line (and whatever else each line's event holds)."""
     if not record.run.kind.startswith("director.batch"):
@@ -413,6 +434,7 @@ TABLES: list[tuple[str, str, TableBuilder]] = [
     ("director_lines", "each reviewed line or draft with every rule's status", _director_lines),
     ("director_turns", "each turn of a dialogue", _event_rows("director_turn")),
     ("director_batch", "a script's lines scored by the rubric", _director_batch),
+    ("director_hit_rates", "a script's rule hit rates with 95 % Wilson intervals", _director_hit_rates),
     ("confidence_factors", "each computed confidence factor", _event_rows("confidence_factor")),
     ("confidence_scores", "the score, breakdown and level", _event_rows("confidence_scored")),
     ("calibration_items", "each labelled item with its score and level", _calibration_items),

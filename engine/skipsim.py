@@ -362,6 +362,72 @@ class RecordedJudge:
 # -- running --------------------------------------------------------------------------------------
 
 
+class ShadowJudge:
+    """A second judge beside a recording: the recorded judgments drive the simulation (so it reaches the same
+    conversation states, with the same replies before them), while `shadow` judges each state it reaches once.
+    What `shadow` said is kept in `records`; `on_new` hears of each new one (to write it out as it goes)."""
+
+    def __init__(
+        self,
+        driver: RecordedJudge,
+        shadow: Judge,
+        records: dict[str, JudgeOutcome] | None = None,
+        on_new: Callable[[], None] | None = None,
+    ) -> None:
+        self.driver = driver
+        self.shadow = shadow
+        self.records: dict[str, JudgeOutcome] = records if records is not None else {}
+        self.on_new = on_new
+        self.live_calls = 0
+
+    async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
+        key = state_key(history)
+        if key not in self.records:
+            outcome = await self.shadow.judge(history, now)
+            self.live_calls += 1
+            if outcome.result is not None:
+                self.records[key] = outcome
+                if self.on_new is not None:
+                    self.on_new()
+        return await self.driver.judge(history, now)
+
+
+async def record_alongside(
+    messages: Sequence[Message],
+    recording: Path,
+    shadow: Judge,
+    output: Path,
+    config: ResponseConfig | None = None,
+    *,
+    hours: float | None = None,
+    write_every: int = 25,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[int, int]:
+    """Another judge's recording of the very states `recording` holds: both simulations (without and with the
+    cache) driven by `recording`, `shadow` judging every state they reach. `output` is written every
+    `write_every` new judgments and at the end, and a partial `output` is resumed, so a long recording can be
+    made a few minutes at a time. Returns (judgments now in `output`, live calls made)."""
+    driver = RecordedJudge.load(recording)
+    records = RecordedJudge.load(output).records if output.is_file() else {}
+    pending = 0
+
+    def written() -> None:
+        nonlocal pending
+        pending += 1
+        if pending >= write_every:
+            RecordedJudge(records).dump(output)
+            pending = 0
+
+    judge = ShadowJudge(driver, shadow, records, on_new=written)
+    try:
+        for share, with_cache in ((0.0, False), (0.5, True)):
+            step = None if progress is None else (lambda done, at=share: progress(at + done / 2))
+            await simulate(messages, judge, config, with_cache=with_cache, hours=hours, progress=step)
+    finally:
+        RecordedJudge(records).dump(output)
+    return len(records), judge.live_calls
+
+
 @dataclass
 class Judgment:
     scope: str
@@ -685,6 +751,19 @@ def generated_labels(messages: Sequence[Message]) -> dict[str, bool]:
         if opener is not None and opener.text in kind_of:
             labels[m.id] = kind_of[opener.text] in SHOULD_ANSWER
     return labels
+
+
+def judged_states(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, tuple[float, bool]]:
+    """Each recorded state whose message has a label: p(respond) (= confidence when it responds, 1 − confidence
+    when it declines) and the label; what two judges are compared on, state by state."""
+    out = {}
+    for key, outcome in judge.records.items():
+        mid = key.rsplit("|", 1)[-1]
+        if outcome.result is None or mid not in labels:
+            continue
+        r = outcome.result
+        out[key] = (r.confidence if r.should_respond else 1 - r.confidence, labels[mid])
+    return out
 
 
 def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, Any]:

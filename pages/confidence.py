@@ -23,6 +23,7 @@ from dashboard.components import (
     metric_row,
 )
 from dashboard.demo_record import CONFIDENCE_INPUT
+from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -486,10 +487,28 @@ def _render_live(settings: ConfidenceSettings) -> None:
     failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
     flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
+    _render_answer_label(run_id)
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
                 st.text(sample)
+
+
+def _render_answer_label(run_id: str) -> None:
+    """Under the Live result, "the answer was right / wrong": your label of the evaluated answer, which the Labels
+    page compares with what the score decided (a silent level trusts the answer: "right")."""
+    item = run_item(run_id)
+    if item is None:
+        return
+    st.markdown("**Was the answer right?**")
+    label_buttons(
+        "confidence",
+        item.key,
+        run_id=run_id,
+        key=KEY + "live_label",
+        context=item.context,
+        prompt="Your judgment of the answer",
+    )
 
 
 def _render_factor_rows(view: Collected, live: bool) -> None:

@@ -22,6 +22,7 @@ from dashboard.components import (
     render_view,
     run_usage,
 )
+from dashboard.labelling import jury_label
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
@@ -58,9 +59,9 @@ TIE_WORDS = {
     "higher_score": "Higher mean score",
     "first": "First juror",
 }
-THRESHOLD_SHORT = {2.0: "all rounds", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
+THRESHOLD_SHORT = {2.0: "no agreement stop", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
 THRESHOLDS = {
-    "2.0 — always discuss to the end": 2.0,
+    "2.0 — agreement never stops (the stagnation stop still can)": 2.0,
     "1.0 — only unanimity stops": 1.0,
     "0.67 — a 2-of-3 majority stops": 0.67,
     "0.5 — any strict majority stops": 0.5,
@@ -113,8 +114,10 @@ def render() -> None:
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
         watch_run(run_id, JuryView, lambda view, live: _render_watched(view, live, run_id, details), key=KEY + "watch")
         if not live:
-            export_buttons(state.get_store(), run_id, key=KEY + "export")
             stored = state.get_store().get_run(run_id)
+            if stored is not None and stored.status == "finished":
+                jury_label(stored, key=KEY + "label")
+            export_buttons(state.get_store(), run_id, key=KEY + "export")
             if stored is not None and stored.status == "finished":
                 render_jury_whatif(stored, key=KEY + "whatif")
 

@@ -130,6 +130,16 @@ def versus_text(versus: Any) -> str:
     return f"{diff:+.2f}{spread}{shown_p} vs {versus.get('best_model')} · {versus.get('best_method')}"
 
 
+def diagnosis_text(metrics: dict[str, Any]) -> str:
+    """A row's warnings, from its stored diagnoses: no measurable signal, a flat scale ('' when it has none)."""
+    found = []
+    for key, mark in (("signal", "no_signal"), ("scale", "flat_scale")):
+        diagnosis = metrics.get(key)
+        if isinstance(diagnosis, dict) and diagnosis.get("mark") == mark:
+            found.append(f"{diagnosis.get('label', '')}: {diagnosis.get('text', '')}")
+    return " · ".join(found)
+
+
 def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[str, Any]]:
     """One line per role × model × method: whether it is good enough for the role (its interval against the
     role's target), its metrics with their intervals, latency, tokens and links to its runs."""
@@ -138,7 +148,6 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
         metrics = row.get("metrics") or {}
         runs = row.get("runs") or []
         target = row.get("target") or {}
-        scale: dict[str, Any] = metrics["scale"] if isinstance(metrics.get("scale"), dict) else {}
         out.append(
             {
                 "role": ROLE_NAMES.get(row["role"], str(row["role"])),
@@ -148,9 +157,7 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
                 "target": str(target.get("target") or ""),
                 "metrics": "" if row.get("error") else metrics_text(metrics),
                 "vs the role's best": versus_text(row.get("versus_best")),
-                "diagnosis": f"{scale.get('label', '')}: {scale.get('text', '')}"
-                if scale.get("mark") == "flat_scale"
-                else "",
+                "diagnosis": diagnosis_text(metrics),
                 "latency s (median call)": row.get("latency_s"),
                 "tokens": row.get("tokens"),
                 "calls": row.get("calls"),
@@ -183,6 +190,9 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
             "data/scorecard/bundled.json`; its runs are in that machine's store). Run one here to measure yours. "
             "Good enough means the whole 95 % interval clears the role's target; undecided, that it straddles it."
         )
+        if shipped.get("commands"):
+            with st.expander("The commands that measured it"):
+                st.code("\n".join(str(c) for c in shipped["commands"]), language="bash")
     if scorecard is not None:
         if shipped is None:
             st.caption(
@@ -215,12 +225,15 @@ def _render_judges() -> None:
     """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
     at once, with no run (`judgelab models judges` prints the same)."""
 
-    rows = [
-        {"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in shipped_diagnoses()
-    ]
+    # the shipped maps, then the director rubric the shipped scorecard measured
+    found = [*shipped_diagnoses(), *scorecards.scorecard_judge_diagnoses()]
+    rows = [{"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in found]
     if not rows:
         return
-    st.markdown("**The shipped judges** — cross-validated on their calibration splits, with 95 % intervals")
+    st.markdown(
+        "**The shipped judges** — cross-validated on their calibration splits (the director rubric: on the shipped "
+        "scorecard's script), with 95 % intervals"
+    )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEY + "judges")
 
 

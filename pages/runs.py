@@ -58,7 +58,8 @@ def render() -> None:
     st.caption(
         "Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
         "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another. "
-        "An experiment is one row: pick it to see its cells."
+        "An experiment is one row: pick it to see its cells. To say what the right answers were, label items of "
+        "these runs on the [Labels](/labels) page."
     )
     notice = st.session_state[KEY + "notice"]
     if notice:

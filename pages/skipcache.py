@@ -21,10 +21,12 @@ from dashboard.components import (
     metric_row,
     money,
 )
+from dashboard.labelling import label_buttons
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
+from engine.labels import item_key
 from engine.likelihood import SKIP
 from engine.skipcache import (
     FailurePolicy,
@@ -529,6 +531,43 @@ def _render_timeline(result: dict[str, Any]) -> None:
         format_func=lambda s: f"{scope_words(s)} ({counts[s]} messages)",
     )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
+    _render_reply_label(result, scope)
+
+
+def _render_reply_label(result: dict[str, Any], scope: str) -> None:
+    """Your label of one message of the conversation shown, "should have replied / should not", which the Labels
+    page compares with what the judge decided for it (when it judged that message)."""
+    messages = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
+    if not messages:
+        return
+    with st.expander("Your label: should the bot have replied?", expanded=False):
+        index = st.selectbox(
+            "Message",
+            range(len(messages)),
+            key=KEY + "label_message." + scope,
+            format_func=lambda i: f"{i + 1}. {messages[i]['author']}: {str(messages[i]['text'])[:80]}",
+        )
+        message = messages[index]
+        st.text(str(message["text"]))
+        judged = next((j for j in result.get("judgments") or [] if j.get("target") == message["id"]), None)
+        context: dict[str, Any] = {"judge": "skip.simulate", "author": message.get("author")}
+        if judged is not None:  # the judge looked at this message: what it decided, so the agreement view counts it
+            context |= {
+                "predicted": "reply" if judged.get("should_respond") else "no_reply",
+                "confidence": judged.get("confidence"),
+            }
+            said = "reply" if judged.get("should_respond") else "stay silent"
+            st.caption(f"The judge decided: {said} (confidence {float(judged.get('confidence') or 0):.2f}).")
+        else:
+            st.caption("The judge did not judge this message itself (it judged a later one of the conversation).")
+        label_buttons(
+            "skip",
+            item_key("skip", scope=scope, message=message["id"]),
+            run_id=result["run_id"],
+            key=KEY + "label." + scope,
+            context=context,
+            prompt="Should the bot have replied to this message?",
+        )
 
 
 def few_points_note(rows: list[dict[str, Any]], messages: int) -> str | None:

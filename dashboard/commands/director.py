@@ -143,7 +143,7 @@ def batch_cmd(
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
     rules fire as in a live dialogue — one line per utterance, then rule hit rates; a run of kind
     `director.batch`."""
-    from engine.director import ScriptConfig, ScriptError, load_script, run_script  # CLI start-up
+    from engine.director import ScriptConfig, ScriptError, load_script, run_script, share_text  # CLI start-up
 
     try:
         lines = load_script(file)
@@ -188,7 +188,7 @@ def batch_cmd(
         say(f"{row['status']:<5} {row['id']:<10} {row['text']}")
     say(f"{len(result.rows)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
-        say(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
+        say(f"  {rule:<18} warn {share_text(rate, 'warn')}  retry {share_text(rate, 'retry')}")
     say(f"run {result.run_id}")
 
 

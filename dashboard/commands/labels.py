@@ -4,7 +4,6 @@ refit of the hand-raise map from them (`judgelab calibrate-judge --labels`, `lab
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -100,8 +99,8 @@ def export_cmd(
         raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
     labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
     text = export_labels(labels, fmt)  # type: ignore[arg-type]
-    if output is None:
-        sys.stdout.write(text)
+    if output is None:  # a terminal is shown control characters as escapes; --output writes the labels exactly
+        say(text, nl=False)
         return
     output.write_text(text, encoding="utf-8", newline="")
     say(f"{len(labels)} label(s) written to {output}", err=True)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -238,6 +239,62 @@ def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
             return await run_simulation(config, models, store, messages=messages)
 
     return asyncio.run(go())
+
+
+@app.command("record")
+def record_cmd(
+    model_id: Annotated[str, typer.Option("--model", help="The model whose judgments to record.")],
+    output: Annotated[
+        Path, typer.Option("--output", help="The recording to write (a partial one is resumed, not started over).")
+    ],
+    alongside: Annotated[
+        Path | None,
+        typer.Option("--alongside", help="The recording whose states to judge (default: the shipped one)."),
+    ] = None,
+    mode: Annotated[str, typer.Option("--mode", help="likelihood | structured | probability")] = "likelihood",
+) -> None:
+    """Record another model's skip judgments of the very conversation states a recording holds (the default
+    workload, driven by that recording so the same replies come before each state): what the scorecard compares
+    models on. Written every 25 judgments, so an interrupted recording resumes where it stopped."""
+    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge  # CLI start-up
+    from engine.skipsim import (  # CLI start-up
+        RecordedJudge,
+        WorkloadError,
+        WorkloadSpec,
+        generate_workload,
+        record_alongside,
+    )
+
+    source = alongside or default_recording()
+    if mode not in ("likelihood", "structured", "probability"):
+        raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
+    if output.is_dir() or not output.parent.is_dir():
+        raise _fail(f"--output {output}: not a file in an existing folder")
+    try:
+        RecordedJudge.load(source)
+        if output.is_file():
+            RecordedJudge.load(output)
+    except WorkloadError as exc:
+        raise _fail(str(exc)) from None
+    _, model = usable_model(model_id)
+    kinds = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
+    spec = WorkloadSpec()
+
+    async def go() -> tuple[int, int]:
+        shown = _progress_printer()
+
+        def progress(share: float) -> None:
+            shown(SimpleNamespace(step="recording", fraction=share))
+
+        return await record_alongside(
+            generate_workload(spec), source, kinds[mode](model), output, hours=spec.hours, progress=progress
+        )
+
+    try:
+        judged, calls = asyncio.run(go())
+    except OSError as exc:
+        raise _fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+    say(f"{judged} states judged by {model_id} in {output} ({calls} calls now)")
 
 
 @app.command("calibrate")

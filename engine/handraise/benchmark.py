@@ -19,7 +19,7 @@ from engine.inputs import Problems, iter_lines, problem_lines
 from models.source import ModelLookup
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.store import Store
 
 ContextMode = Literal["1", "3", "5", "summary"]
@@ -97,7 +97,7 @@ async def evaluate_item(
     config: HandRaiseConfig,
     context: ContextMode,
     repeat: int = 1,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     model_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,

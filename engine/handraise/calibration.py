@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.embeddings import EMBEDDER_ID
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
-from engine.handraise.judge import EMBEDDER_ID, EMBEDDING, cos_scale, embedding_features
+from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
 from engine.judgemaps import Calibration, FittedMap, new_version
 from engine.likelihood import handraise_features
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.judgemaps import Calibration
     from models.base import ChatModel
 
@@ -39,7 +40,7 @@ async def calibration_rows(
     items: Sequence[BenchItem],
     model: ChatModel | None,
     context_turns: int = 3,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     partners: Sequence[ChatModel] = (),
 ) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split (with `partners`:

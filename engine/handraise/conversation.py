@@ -44,7 +44,7 @@ from models.recording import RunCancelled, call_context
 from models.source import ModelLookup
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.events import Emit, EventSink
     from engine.store import Store
 
@@ -91,7 +91,7 @@ class Conversation:
         config: HandRaiseConfig | None = None,
         *,
         emit: Emit | None = None,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
         answer_max_tokens: int = ANSWER_MAX_TOKENS,
     ) -> None:
         self.participants = {p.id: p for p in participants}
@@ -533,7 +533,7 @@ def open_conversation(
     *,
     sinks: list[EventSink] | None = None,
     name: str = "conversation",
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
 ) -> ConversationSession:
     """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
     `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
-from engine.embeddings import get_embedder
+from engine.embeddings import EMBEDDER_ID, RecordedEmbedder, dot, get_embedder, unit_rows
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.handraise.reasons import expertise_reason
@@ -29,7 +28,7 @@ from models.source import ModelLookup, ModelSource, model_source
 from models.structured import FLOAT_LIKE, ExtractionError, extract_json
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.judgemaps import Calibration
     from models.base import ChatModel
 
@@ -258,12 +257,25 @@ class WillJudge:
         participants: Sequence[Participant],
         models: ModelLookup,
         config: HandRaiseConfig,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> None:
         self.participants = list(participants)
         self.model: ModelSource = model_source(models)
         self.config = config
         self._embedder = embedder
+
+    @property
+    def embedder(self) -> TextEmbedder:
+        """The embedder given, else one that goes with the judge model (`RecordedEmbedder.for_model`): its
+        embeddings are calls of the run, replayed where the judge model replays."""
+        if self._embedder is None:
+            try:
+                model = self.model(self.config.judge_model)
+            except (KeyError, ModelError):  # no judge model to go with (an embedding judge needs none): unrecorded
+                self._embedder = RecordedEmbedder(None)
+            else:
+                self._embedder = RecordedEmbedder.for_model(model)
+        return self._embedder
 
     async def judge(
         self, turns: Sequence[Turn], method: JudgeMethod | None = None, candidates: Sequence[str] | None = None
@@ -410,7 +422,7 @@ class WillJudge:
                 facts.call_ids.append(c.call_id)
         best = best_expertise(who, calls)
         cal, notes = choice.calibration, list(choice.flags)
-        emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
+        emb = embedding_features(who, turns, self.config.context_turns, self.embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
         emb_of = {p.id: e for p, e in zip(who, emb, strict=True)}
         facts.latency_s += time.perf_counter() - started
@@ -462,7 +474,7 @@ class WillJudge:
         calibration's fitted map of the answers already given (`novelty_of`)."""
         cal = map_choice("embedding", self.config.judge_model).calibration
         out = []
-        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self._embedder), strict=True):
+        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self.embedder), strict=True):
             if cal is None:
                 relevance, confidence, flags = cos_scale(f["rel_cos"]), cos_scale(f["conf_cos"]), ["uncalibrated"]
             else:
@@ -496,7 +508,6 @@ def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, A
 
 
 EMBEDDING = "handraise.embedding"
-EMBEDDER_ID = "minilm"
 # The share of unknown word pieces in the message from which the embedding judge flags its wills
 # (`embedder_unread:<share>`): on the calibration split the judge's F1 is 0.80 on English items and 0.45 on
 # Japanese ones, whose kanji often reach MiniLM as unknown tokens.
@@ -609,7 +620,7 @@ def novelty_of(cal: Calibration | None, features: Mapping[str, Any]) -> float:
 
 
 def embedding_features(
-    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Embedder | None = None
+    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: TextEmbedder | None = None
 ) -> list[dict[str, Any]]:
     """Per participant (MiniLM cosines):
     - `rel_cos` = the recent context to the profile; `conf_cos` = the best expertise item to the context;
@@ -631,7 +642,7 @@ def embedding_features(
     texts = [context, last] + [p.profile_text() for p in who] + [a.text for a in answers]
     expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
     vectors = embedder.embed(texts + [e for _, e in expertise])
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = unit_rows(vectors)  # float64, and `dot` below: the same figures on any CPU
     ctx, last_vec = vectors[0], vectors[1]
     unread = round(embedder.unknown_share(last), 4)
     profiles = vectors[2 : 2 + len(who)]
@@ -640,19 +651,19 @@ def embedding_features(
     out: list[dict[str, Any]] = []
     for i, p in enumerate(who):
         mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
-        best = max(mine, key=lambda k: float(exp_vecs[k] @ last_vec))
+        best = max(mine, key=lambda k: dot(exp_vecs[k], last_vec))
         out.append(
             {
-                "rel_cos": float(profiles[i] @ ctx),
-                "conf_cos": max(float(exp_vecs[k] @ ctx) for k in mine),
-                "last_cos": float(profiles[i] @ last_vec),
-                "last_exp_cos": float(exp_vecs[best] @ last_vec),
+                "rel_cos": dot(profiles[i], ctx),
+                "conf_cos": max(dot(exp_vecs[k], ctx) for k in mine),
+                "last_cos": dot(profiles[i], last_vec),
+                "last_exp_cos": dot(exp_vecs[best], last_vec),
                 "answer_cos": max(
-                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
+                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
                     default=-1.0,
                 ),
                 "own_cos": max(
-                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
+                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
                     default=-1.0,
                 ),
                 "expertise": expertise[best][1],

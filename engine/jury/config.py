@@ -44,7 +44,9 @@ class JuryConfig(BaseModel):
         2.0,
         ge=0.0,
         le=2.0,
-        description="2.0: always discuss to the end; 1.0: only unanimity stops; 0.67: a 2-of-3 majority stops",
+        description="2.0: agreement never stops the discussion (the stagnation stop still does, after "
+        "`stagnation_rounds` rounds nobody moved in; set it to the round limit to discuss to the end); 1.0: only "
+        "unanimity stops; 0.67: a 2-of-3 majority stops",
     )
     final_judgment_method: FinalMethod = "final_judge"
     final_judge_model: str = Field(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import stats
+from engine.diagnostics import accuracy_vs_chance
 from engine.events import run_context
 from engine.handraise.benchmark import parse_benchmark
 from engine.handraise.calibration import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
@@ -309,6 +310,15 @@ def refit_from_labels(
         "current_version": None if current is None else current.version,
         "comparison": comparison.to_dict(),
     }
+    # What the refit measured, stored as the map's diagnosis: pages that offer the map read it (not "no figure").
+    speak_share = sum(truth) / len(truth)
+    candidate.metrics["diagnosis"] = accuracy_vs_chance(
+        f"{candidate.name} · {model_id} (from your labels)",
+        sum(cand_right),
+        len(cand_right),
+        max(speak_share, 1 - speak_share),
+        "agreement with your labels",
+    ).to_dict()
     return LabelRefit(
         mechanism=mechanism,
         model_id=model_id,

@@ -73,6 +73,10 @@ def test_a_map_refitted_from_60_labels_beats_the_shipped_one_and_is_adopted_only
     assert comparison.p_value is not None and comparison.p_value < 0.05, comparison
     assert comparison.discordant is not None and comparison.discordant[1] > comparison.discordant[0]
     assert refit.provenance.startswith("learnt from 60 of your approvals")
+    # The map carries what the refit measured, so a page that offers it says so (not "no figure stored").
+    diagnosis = refit.candidate.metrics["diagnosis"]
+    assert diagnosis["mark"] == "signal", diagnosis
+    assert diagnosis["evidence"]["agreement with your labels"] == round(refit.candidate_score, 4)
     # The held-out predictions agree with the figures.
     assert sum(h["candidate"] == h["label"] for h in refit.held_out) == round(refit.candidate_score * 60)
 
