@@ -319,7 +319,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     groups = [c.id for c in cases]
     panel = next(iter(load_catalog().panels.values()), [])
     others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
-    from engine.jury.roles import cue_features, fit_role_calibrations
+    from engine.jury.roles import cue_features, fit_role_calibrations  # CLI start-up
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
 
     async def rows() -> list[dict[str, float]]:
