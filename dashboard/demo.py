@@ -99,8 +99,8 @@ def render_hints(url_path: str) -> None:
 
 
 RERUN = "demo.rerun"
-NOTICE = (
-    "🎬 This input is not in the demo recording. Demo mode replays what was recorded and loads no model, so it "
+NOTICE = (  # shown with the 🎬 icon of `st.info`: the text carries none of its own
+    "This input is not in the demo recording. Demo mode replays what was recorded and loads no model, so it "
     "answers the recorded inputs only."
 )
 
@@ -128,7 +128,7 @@ def use_recorded(url_path: str) -> None:
 
 
 OFF_PATH = (
-    "🎬 This message is in the demo recording, but the conversation took another path before it (the recording "
+    "This message is in the demo recording, but the conversation took another path before it (the recording "
     "approved every raised hand, and its answers are part of what the next judgment reads). Demo mode answers "
     "only the recorded path: start again and approve every raised hand."
 )

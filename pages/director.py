@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import charts, state
+from dashboard import charts, demo, state
 from dashboard.components import export_buttons, flow_columns, md, metric_row
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
@@ -40,11 +40,14 @@ from engine.director import (
 from engine.experiments.scorecard import rubric_diagnoses
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.labels import item_key
+from engine.store import FINISHED
 
 KEY = "director."
 # The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
 CHECK_PARAM, BATCH_PARAM, DUO_PARAM = "check", "batch", "duo"
 CHECK_RUN, BATCH_RUN, DUO_RUN = KEY + "check_run", KEY + "batch_run", KEY + "duo_run_id"
+RULES_ONLY = KEY + "rules_only"  # the rules-only check run that stands in for a demo-missed rubric check
+RULES_ONLY_NOTE = "The rubric score of this line is not in the demo recording — rules only."
 STATUS_COLORS = {"PASS": "green", "WARN": "orange", "MODIFY": "violet", "RETRY": "red"}
 DIRECTOR_LABEL = {"PASS": "ok", "WARN": "ok", "RETRY": "retry"}  # what a status predicts, as a label value
 STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "🔁"}
@@ -67,12 +70,21 @@ def render() -> None:
     check_tab, batch_tab, duo_tab = st.tabs(["Check a line", "Batch", "Duo simulator"])
     with check_tab:
         _render_check(profiles)
+        _export_tab(CHECK_RUN, "check")
     with batch_tab:
         _render_batch(profiles)
+        _export_tab(BATCH_RUN, "batch")
     with duo_tab:
         _render_duo(profiles)
-    shown = [st.session_state.get(k) for k in (CHECK_RUN, BATCH_RUN, DUO_RUN)]  # the runs shown above, once ended
-    export_buttons(state.get_store(), [r for r in shown if r and not is_live(r)], key=KEY + "export")
+        _export_tab(DUO_RUN, "duo")
+
+
+def _export_tab(run_key: str, name: str) -> None:
+    """A tab's export box names that tab's own run (once ended): the Check tab exports its check, never the
+    batch another tab recorded."""
+    run_id = st.session_state.get(run_key)
+    if run_id and not is_live(run_id):
+        export_buttons(state.get_store(), run_id, key=f"{KEY}export.{name}")
 
 
 def _status_badge(status: str) -> str:
@@ -260,7 +272,7 @@ def _render_check(profiles: dict[str, Any]) -> None:
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
             _rubric_judge_picker(KEY + "rubric_judge", model_id)
-        run_id = watched_run(CHECK_PARAM, CHECK_RUN)
+        run_id = _rules_only_on_demo_miss(watched_run(CHECK_PARAM, CHECK_RUN))
         live = is_live(run_id)
         if st.button("Check", type="primary", key=KEY + "check", disabled=live):
             run_id = handle_check(profiles[character], model_id) or run_id
@@ -272,6 +284,25 @@ def _render_check(profiles: dict[str, Any]) -> None:
             st.info("Rules update as you press Check; with the rubric on, the model's scores join them.")
             return
         watch_run(run_id, Collected, _render_check_view, key=KEY + "check_watch")
+
+
+def _rules_only_on_demo_miss(run_id: str | None) -> str | None:
+    """Demo mode: a check whose rubric call the recording lacks ends on a ReplayMiss, yet its rules need no model.
+    The same line is then checked by the rules alone (a run of its own, so it is marked and exported as what it
+    is) and shown with one line saying so, rather than a notice with no verdict at all."""
+    if not run_id or not demo.enabled() or is_live(run_id):
+        return run_id
+    run = state.get_store().get_run(run_id)
+    if run is None or run.status == FINISHED or not demo.is_miss(run.error) or not run.config.get("model_id"):
+        return run_id
+    try:
+        config = CheckConfig.model_validate(run.config | {"model_id": None})
+    except ValidationError:
+        return run_id
+    rules_id = _start("director.check", config, review_line, CHECK_PARAM, CHECK_RUN, settle=True)
+    if rules_id:
+        st.session_state[RULES_ONLY] = rules_id
+    return rules_id or run_id
 
 
 def _render_check_view(view: Collected, live: bool) -> None:
@@ -300,6 +331,8 @@ def _render_review(review: dict[str, Any]) -> None:
     run_id = st.session_state.get(CHECK_RUN)
     if run_id:
         st.caption(f"recorded as run {md(run_id)}")
+        if run_id == st.session_state.get(RULES_ONLY):
+            st.caption(RULES_ONLY_NOTE)
     marked = highlight(review["normalized"], review["rules"])
     if marked != md(review["normalized"], inline=False):
         st.markdown("**Normalised** (what the rules flagged, on their colour)")

@@ -12,9 +12,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
+from dashboard import demo
 from dashboard.cli import app
 from engine.demo import load_manifest
 from engine.store import Store
+from pages.director import RULES_ONLY_NOTE
 from tests.dashboard.rendered import rerun_until
 from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
 
@@ -221,6 +223,31 @@ def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     at.button(key="director.duo_run").click().run()
     watch_to_end(at, "director.duo")
     assert "topic" in missed(at)
+
+
+def test_director_check_with_an_unrecorded_rubric_still_shows_the_rules_verdict(demo_env: None) -> None:
+    """The prefilled line with the rubric on: its rubric call is not in the recording, yet the rules need no model.
+    The page shows the rules' verdict with one line saying the rubric is missing (no error, no notice, no doubled
+    icon), and the Check tab's export names that check run, not another tab's."""
+    at = open_page("director", "director")
+    at.toggle(key="director.use_rubric").set_value(True).run()
+    at.button(key="director.check").click().run()
+    rerun_until(at, lambda: any(RULES_ONLY_NOTE in c.value for c in at.caption), 60, "no rules-only verdict")
+    ok(at)
+    assert not any(NOTICE in i.value for i in at.info), [i.value for i in at.info]
+    assert any(m.value.startswith("### ") and any(s in m.value for s in ("PASS", "WARN", "RETRY")) for m in at.markdown)
+    store = Store()
+    checks = store.list_runs(kind="director.check")
+    rules = [r for r in checks if r.status == "finished" and r.config.get("model_id") is None]
+    missed_rubric = [r for r in checks if r.config.get("model_id") is not None]
+    assert len(rules) == 1 and len(missed_rubric) == 1 and missed_rubric[0].status != "finished"
+    assert rules[0].config["text"] == missed_rubric[0].config["text"] == at.text_area(key="director.line").value
+    exports = [c.value for c in at.caption if c.value.startswith("Export run")]
+    assert len(exports) == 1 and rules[0].id.replace("-", "") in exports[0].replace("\\", "").replace("-", "")
+
+
+def test_the_miss_notice_carries_one_icon() -> None:
+    assert "🎬" not in demo.NOTICE and "🎬" not in demo.OFF_PATH  # st.info(icon="🎬") draws the one icon
 
 
 @pytest.mark.model  # the packaged embedder
