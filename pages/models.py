@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -168,45 +169,66 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
     return out
 
 
+# What a reader needs first, so a 900 px window shows the figures without scrolling sideways; the rest
+# (target, comparison, diagnosis, latency, tokens, calls, error) behind the Details toggle, as on the Runs page.
+SCORECARD_COLUMNS = ("role", "model", "method", "good enough?", "metrics", "run")
+JUDGE_COLUMNS = ("judge", "signal", "figure")
+SCORECARD_CONFIG = {
+    "role": st.column_config.TextColumn("role", width=110),
+    "model": st.column_config.TextColumn("model", width=110),
+    "method": st.column_config.TextColumn("method", width=85),
+    "good enough?": st.column_config.TextColumn("good enough?", width=140),
+    "metrics": st.column_config.TextColumn("metrics", width="large"),
+    "run": st.column_config.LinkColumn("run", display_text="open", width=50),
+}
+FIGURE = re.compile(r"[A-Za-z][\w-]* \d+(?:\.\d+)? \(\d[^)]*\)")  # 'top-1 0.81 (0.72–0.88)' in the measured text
+FIGURE_CHARS = 48  # a measurement with no such figure: its start, as much as the column shows
+
+
 def _render_scorecard(availability: dict[str, Any]) -> None:
     st.subheader("Scorecard")
     st.caption(
         "Which model and judge method fit which role: each mechanism's shipped benchmark, run by "
         "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
     )
-    _render_judges()
+    details = details_on(
+        KEY + "scorecard",
+        label="All columns",
+        help="Show every column: each judge's whole measurement, and each scorecard row's target, comparison "
+        "with the role's best, diagnosis, latency, tokens, calls and error.",
+    )
+    _render_judges(details)
+    # Your latest run first, and the shipped figures always: a 2-case quick run never hides the full measurement.
     scorecard = scorecards.latest_scorecard(state.get_store())
-    shipped = scorecards.shipped_scorecard() if scorecard is None else None
+    shipped = scorecards.shipped_scorecard()
     if scorecard is None and shipped is None:
         st.info(
             "No scorecard of whole benchmarks yet (the judges above were measured when their maps were fitted): "
             "run `judgelab scorecard`, or a quick one here."
         )
-    elif shipped is not None:
-        scorecard = shipped
+    if scorecard is not None:
+        st.markdown("**Your latest run**")
         st.caption(
-            f"The scorecard shipped with judgelab: the bundled models measured on {md(str(shipped.get('machine')))} "
-            f"on {md(str(shipped.get('measured_at', ''))[:10])} (`judgelab scorecard --output "
-            "data/scorecard/bundled.json`; its runs are in that machine's store). Run one here to measure yours. "
-            "Good enough means the whole 95 % interval clears the role's target; undecided, that it straddles it."
+            f"Scorecard run `{scorecard['run_id']}` of {md(scorecard['started_at'][:19])} — "
+            f"[open in Runs](/runs?run={scorecard['run_id']})"
+            + (f" · first {scorecard['limit']} cases of each benchmark" if scorecard.get("limit") else "")
+        )
+        _scorecard_table(scorecard, details, linked=True, key=KEY + "scorecard")
+    if shipped is not None:
+        st.markdown(
+            f"**Shipped: measured on {md(str(shipped.get('machine')))} "
+            f"on {md(str(shipped.get('measured_at', ''))[:10])}**"
+        )
+        st.caption(
+            "The scorecard shipped with judgelab: the bundled models on the whole benchmarks (`judgelab scorecard "
+            "--output data/scorecard/bundled.json`; its runs are in that machine's store). Run one here to measure "
+            "yours. Good enough means the whole 95 % interval clears the role's target; undecided, that it "
+            "straddles it."
         )
         if shipped.get("commands"):
             with st.expander("The commands that measured it"):
                 st.code("\n".join(str(c) for c in shipped["commands"]), language="bash")
-    if scorecard is not None:
-        if shipped is None:
-            st.caption(
-                f"Scorecard run `{scorecard['run_id']}` of {md(scorecard['started_at'][:19])} — "
-                f"[open in Runs](/runs?run={scorecard['run_id']})"
-                + (f" · first {scorecard['limit']} cases of each benchmark" if scorecard.get("limit") else "")
-            )
-        st.dataframe(
-            pd.DataFrame(scorecard_rows(scorecard, linked=shipped is None)),
-            hide_index=True,
-            width="stretch",
-            key=KEY + "scorecard",
-            column_config={"run": st.column_config.LinkColumn("run", display_text="open")},
-        )
+        _scorecard_table(shipped, details, linked=False, key=KEY + "scorecard.shipped")
     # the built-in mock answers by rule, not by judgment: a dry-run backend, never a model to score
     catalog = state.get_catalog()
     usable = [mid for mid, a in availability.items() if a.available and catalog.get(mid).backend != "mock"]
@@ -221,20 +243,61 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
         st.caption(f"Scorecard running as `{run_id}` — [watch it in Runs](/runs?run={run_id})")
 
 
-def _render_judges() -> None:
+def _scorecard_table(scorecard: dict[str, Any], details: bool, *, linked: bool, key: str) -> None:
+    frame = pd.DataFrame(scorecard_rows(scorecard, linked=linked))
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        key=key,
+        column_order=list(frame.columns) if details else [c for c in SCORECARD_COLUMNS if linked or c != "run"],
+        column_config=SCORECARD_CONFIG,
+    )
+
+
+def judge_rows(found: list[Any]) -> list[dict[str, str]]:
+    """A row per shipped judge: its name, whether it carries signal, its headline figure (the first figure of the
+    measurement with its interval, else the measurement's start) and the whole measurement (behind Details)."""
+    rows = []
+    for d in found:
+        figure = FIGURE.search(d.text)
+        start = d.text if len(d.text) <= FIGURE_CHARS else d.text[: FIGURE_CHARS - 1] + "…"
+        rows.append(
+            {
+                "judge": d.judge.replace(" · ", " on "),
+                "signal": d.label,
+                "figure": figure.group(0) if figure else start,
+                "measured": d.text,
+            }
+        )
+    return rows
+
+
+def _render_judges(details: bool) -> None:
     """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
     at once, with no run (`judgelab models judges` prints the same)."""
 
     # the shipped maps, then the director rubric the shipped scorecard measured
-    found = [*shipped_diagnoses(), *scorecards.scorecard_judge_diagnoses()]
-    rows = [{"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in found]
+    rows = judge_rows([*shipped_diagnoses(), *scorecards.scorecard_judge_diagnoses()])
     if not rows:
         return
     st.markdown(
         "**The shipped judges** — cross-validated on their calibration splits (the director rubric: on the shipped "
         "scorecard's script), with 95 % intervals"
     )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEY + "judges")
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        key=KEY + "judges",
+        column_order=["judge", "signal", "figure", "measured"] if details else list(JUDGE_COLUMNS),
+        column_config={
+            "judge": st.column_config.TextColumn("judge", width=260),
+            "signal": st.column_config.TextColumn("signal", width=170),
+            "figure": st.column_config.TextColumn("figure (95 % interval)", width=190),
+            "measured": st.column_config.TextColumn("measured", width="large"),
+        },
+    )
 
 
 def handle_scorecard(model_ids: list[str]) -> None:

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.experiments.runner import HubModels
+from engine.experiments.scorecard import shipped_scorecard
 from engine.store import Store
+from pages.models import JUDGE_COLUMNS, SCORECARD_COLUMNS, scorecard_rows
 from tests.engine.test_scorecard import scripted
 
 runner = CliRunner()
@@ -235,3 +238,32 @@ def test_the_shipped_scorecard_shows_at_once_without_a_model_call(monkeypatch: p
     assert list(table["metrics"]) == [r["metrics"] for r in expected]
     assert list(table["vs the role's best"]) == [r["vs the role's best"] for r in expected]
     assert state.get_store().calls(limit=10) == []  # nothing was called to show it
+
+
+def test_a_quick_run_shows_above_the_shipped_scorecard_and_the_key_columns_fit(scripted_hub: None) -> None:
+    """A stored scorecard (here one case of the confidence role) never replaces the shipped figures: it shows first,
+    as "your latest run", and data/scorecard/bundled.json under it, labelled shipped. Both tables and the judges'
+    show their key columns only (a 900 px window), the rest behind "All columns"."""
+    shipped = shipped_scorecard()
+    assert shipped is not None
+    code, out = invoke(
+        "scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--roles", "confidence", "--json"
+    )
+    assert code == 0, out
+    latest = json.loads(out)
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert not at.exception and not at.error
+    heads = [m.value for m in at.markdown]
+    mine = heads.index("**Your latest run**")
+    theirs = next(i for i, h in enumerate(heads) if "Shipped: measured on" in h)
+    assert mine < theirs and str(shipped["measured_at"])[:10] in heads[theirs].replace("\\", "")
+    tables = [d for d in at.dataframe if "metrics" in d.value.columns]
+    assert [len(t.value) for t in tables] == [len(latest["rows"]), len(shipped["rows"])]
+    assert list(tables[1].value["metrics"]) == [r["metrics"] for r in scorecard_rows(shipped, linked=False)]
+    judges = next(d for d in at.dataframe if "signal" in d.value.columns)
+    shown = [list(t.proto.column_order) for t in (*tables, judges)]
+    assert shown == [list(SCORECARD_COLUMNS), [c for c in SCORECARD_COLUMNS if c != "run"], list(JUDGE_COLUMNS)]
+    assert all(judges.value["figure"])  # every judge has its figure in view
+    at.toggle(key="details.models.scorecard.toggle").set_value(True).run()
+    tables = [d for d in at.dataframe if "metrics" in d.value.columns]
+    assert list(tables[0].proto.column_order) == list(tables[0].value.columns)  # every column, on Details
