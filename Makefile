@@ -35,12 +35,14 @@ install: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/judgelab bench
 
-# The layers stay honest: lint, types (strict on engine/ and models/), import contracts, then formatting.
+# The layers stay honest: lint, types (strict on engine/ and models/), import contracts, no import cycle (imports
+# inside functions counted; each of those says why it is deferred), then formatting.
 lint: $(STAMP)
-	$(BIN)/ruff check engine models dashboard pages tests
+	$(BIN)/ruff check engine models dashboard pages tests tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/ruff format --check engine models dashboard pages tests
+	$(BIN)/python tools/import_cycles.py
+	$(BIN)/ruff format --check engine models dashboard pages tests tools
 
 # Rebuilt only when pyproject.toml changes: a second `make run` starts at once.
 $(STAMP): pyproject.toml

@@ -13,6 +13,7 @@ from pages import conversation as conversation_page
 from pages import director as director_page
 from pages import experiments as experiments_page
 from pages import jury as jury_page
+from pages import labels as labels_page
 from pages import models as models_page
 from pages import replay as replay_page
 from pages import runs as runs_page
@@ -36,6 +37,7 @@ PAGES = {
         st.Page(home, title="judgelab", icon="⚖️", url_path="home", default=True, visibility="hidden"),
         MODELS,
         st.Page(runs_page.render, title="Runs", icon="🗂️", url_path="runs"),
+        st.Page(labels_page.render, title="Labels", icon="🏷️", url_path="labels"),
         st.Page(experiments_page.render, title="Experiments", icon="🧪", url_path="experiments"),
     ],
     "Mechanisms": [

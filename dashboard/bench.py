@@ -1,83 +1,69 @@
 """`judgelab bench`: the project's benchmarks. Each reports median / min / max over repeated runs and
 the figures it exists to show; speed targets are checked here, never by timed assertions in tests.
 
-Mechanism modules add their benchmarks with `@benchmark(...)`.
+Mechanism modules add their benchmarks with `@benchmark(...)` from `dashboard.bench_harness`, and one import
+line here registers them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
+import importlib
 import os
+import random
 import shutil
+import sqlite3
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+import numpy as np
+import psutil
 
+# Benchmarks that live beside what they measure register themselves on import.
+import dashboard.bench_answers  # noqa: F401  # handraise.answers
+import dashboard.bench_experiments_bounds  # noqa: F401  # experiment.cancel, experiment.refuse_huge
+import dashboard.bench_inputs  # noqa: F401  # inputs.refusals, inputs.director_script
+import dashboard.bench_jury_local  # noqa: F401  # jury.default_case
+import dashboard.bench_labels  # noqa: F401  # labels.refit, labels.agreement, labels.learning
+import dashboard.bench_stats  # noqa: F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties
+from dashboard import demo
+from dashboard.bench_harness import BENCHMARKS, BenchFn, BenchResult, Progress, _temp_store, benchmark
 from dashboard.net import running_dashboard
+from engine.confidence import ConfidenceFactors, calculate, score_arrays
+from engine.config import DATA_DIR
+from engine.demo import load_demo
+from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
+from engine.experiments import Experiment, expand, run_experiment
+from engine.experiments.mechanisms import mechanism
+from engine.experiments.ray_executor import RayExecutor, ensure_ray
+from engine.experiments.runner import HubModels, comparable_rows, decide_many, record_group
+from engine.handraise import DEFAULT_CAST, Components, HandRaiseConfig, Turn, TurnRecord, WillJudge, redecide
+from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, panel_seats
+from engine.skipcache import ResponseConfig
+from engine.skipsim import (
+    RecordedJudge,
+    WorkloadSpec,
+    delay_bound,
+    generate_workload,
+    generated_labels,
+    judge_quality,
+    simulate,
+)
+from engine.store import Store
+from models.backends.llamacpp import default_threads
+from models.catalog import BUNDLED_MODEL_ID, load_catalog
+from models.probe import PROBE_MESSAGES, ProbeJudgment
+from models.registry import ModelHub
+from models.types import Message
 
-Progress = Callable[[str], None] | None
-
-
-class BenchResult(BaseModel):
-    name: str
-    description: str
-    unit: str = "s"
-    samples: list[float] = Field(default_factory=list)
-    median: float | None = None
-    min: float | None = None
-    max: float | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    target: str | None = None
-    met: bool | None = None
-    skipped: str | None = None
-
-    @classmethod
-    def from_samples(cls, name: str, description: str, samples: list[float], **kw: Any) -> BenchResult:
-        return cls(
-            name=name,
-            description=description,
-            samples=[round(s, 6) for s in samples],
-            median=round(statistics.median(samples), 6),
-            min=round(min(samples), 6),
-            max=round(max(samples), 6),
-            **kw,
-        )
-
-    def describe(self) -> str:
-        lines = [f"## {self.name} — {self.description}"]
-        if self.skipped:
-            lines.append(f"   skipped: {self.skipped}")
-            return "\n".join(lines)
-        if self.median is not None:
-            lines.append(
-                f"   median {self.median:.4g} {self.unit} · min {self.min:.4g} · max {self.max:.4g} "
-                f"(n={len(self.samples)})"
-            )
-        for key, value in self.metrics.items():
-            shown = f"{value:.4g}" if isinstance(value, float) else value
-            lines.append(f"   {key}: {shown}")
-        if self.target:
-            verdict = {True: "MET", False: "NOT MET", None: "n/a"}[self.met]
-            lines.append(f"   target: {self.target} → {verdict}")
-        return "\n".join(lines)
-
-
-BenchFn = Callable[[int, Progress], BenchResult]
-BENCHMARKS: dict[str, BenchFn] = {}
-
-
-def benchmark(name: str) -> Callable[[BenchFn], BenchFn]:
-    def register(fn: BenchFn) -> BenchFn:
-        BENCHMARKS[name] = fn
-        return fn
-
-    return register
+# The harness (dashboard.bench_harness) under the names it had here.
+__all__ = ["BENCHMARKS", "BenchFn", "BenchResult", "Progress", "benchmark"]
 
 
 class UnknownBenchmark(ValueError):
@@ -107,20 +93,10 @@ def run_benchmarks(names: list[str], *, repeat: int = 5, progress: Progress = No
     return results
 
 
-def _temp_store() -> Any:
-    from engine.store import Store
-
-    folder = tempfile.mkdtemp(prefix="judgelab-bench-")
-    return Store(f"sqlite:///{folder}/bench.db"), folder
-
-
 # -- the foundation's benchmarks ----------------------------------------------------------------
 @benchmark("llm.judgment")
 def bench_llm_judgment(repeat: int, progress: Progress) -> BenchResult:
     """Structured judgment latency and tokens/s of the bundled model."""
-    from models.catalog import BUNDLED_MODEL_ID, load_catalog
-    from models.probe import PROBE_MESSAGES, ProbeJudgment
-    from models.registry import ModelHub
 
     store, folder = _temp_store()
     try:
@@ -160,10 +136,6 @@ def bench_llm_judgment(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("llm.replay")
 def bench_replay(repeat: int, progress: Progress) -> BenchResult:
     """Record → replay: how much faster a recorded run re-plays, and that it re-plays identically."""
-    from models.catalog import BUNDLED_MODEL_ID, load_catalog
-    from models.probe import ProbeJudgment
-    from models.registry import ModelHub
-    from models.types import Message
 
     store, folder = _temp_store()
     try:
@@ -211,7 +183,6 @@ def bench_replay(repeat: int, progress: Progress) -> BenchResult:
 
 
 def _tree_rss_bytes(pid: int) -> int:
-    import psutil
 
     proc = psutil.Process(pid)
     total = proc.memory_info().rss
@@ -233,7 +204,7 @@ def bench_dashboard_memory(repeat: int, progress: Progress) -> BenchResult:
             description="dashboard RSS",
             skipped="needs Debian's chromium to open a session (apt-get install chromium)",
         )
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # optional: playwright, the browser benchmarks only
 
     folder = tempfile.mkdtemp(prefix="judgelab-bench-")
     env = {"JUDGELAB_PRELOAD": "1", "JUDGELAB_DATABASE_URL": f"sqlite:///{folder}/bench.db", "HF_HUB_OFFLINE": "1"}
@@ -291,11 +262,6 @@ def history_store(folder: Path, n_runs: int = HISTORY_RUNS) -> tuple[str, dict[s
     """A SQLite store in `folder` with `n_runs` stored runs and all their events and calls: the five shipped demo
     runs (one of each mechanism, real events and calls) copied with new ids, one minute apart, newest first,
     by direct inserts. Returns its URL and the row counts."""
-    import sqlite3
-    from datetime import datetime, timedelta
-
-    from engine.demo import load_demo
-    from engine.store import Store
 
     url = f"sqlite:///{folder}/history.db"
     store = Store(url)
@@ -353,9 +319,6 @@ def history_store(folder: Path, n_runs: int = HISTORY_RUNS) -> tuple[str, dict[s
 
 def _page_app(page: str) -> None:
     """What dashboard/app.py runs around a page (the demo switch, off here), for AppTest."""
-    import importlib
-
-    from dashboard import demo
 
     on = demo.render_switch()
     demo.run_page(importlib.import_module(f"pages.{page}").render, page, on)
@@ -365,9 +328,9 @@ def _page_app(page: str) -> None:
 def bench_page_script(repeat: int, progress: Progress) -> BenchResult:
     """Each page's script run (AppTest, a new session each time, the read caches cleared) over a store with
     10 000 runs and their events and calls."""
-    import streamlit as st
-    from streamlit.logger import set_log_level
-    from streamlit.testing.v1 import AppTest
+    import streamlit as st  # heavy: streamlit, the page benchmarks only
+    from streamlit.logger import set_log_level  # heavy: streamlit, the page benchmarks only
+    from streamlit.testing.v1 import AppTest  # heavy: streamlit, the page benchmarks only
 
     set_log_level("error")  # AppTest runs bare: its "no runtime" warnings would bury the figures
     folder = Path(tempfile.mkdtemp(prefix="judgelab-bench-"))
@@ -441,7 +404,7 @@ def bench_page_load(repeat: int, progress: Progress) -> BenchResult:
             description="page load in Chromium",
             skipped="needs Debian's chromium (apt-get install chromium)",
         )
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # optional: playwright, the browser benchmarks only
 
     folder = Path(tempfile.mkdtemp(prefix="judgelab-bench-"))
     url, counts = history_store(folder)
@@ -499,7 +462,6 @@ def _one_core() -> Callable[[], None]:
 
 
 def _random_factor_columns(n: int, seed: int = 7) -> dict[str, Any]:
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     executed = rng.integers(0, 4, n)
@@ -522,7 +484,6 @@ def _random_factor_columns(n: int, seed: int = 7) -> dict[str, Any]:
 @benchmark("confidence.score")
 def bench_confidence(repeat: int, progress: Progress) -> BenchResult:
     """Default calculation throughput on one core: the per-step path and the vectorised table path."""
-    from engine.confidence import ConfidenceFactors, calculate, score_arrays
 
     undo = _one_core()
     try:
@@ -566,8 +527,6 @@ def bench_confidence(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("director.rules")
 def bench_director(repeat: int, progress: Progress) -> BenchResult:
     """Hard rules (normalisation, every rule, tone) on one core, over the shipped beach script."""
-    from engine.config import DATA_DIR
-    from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
 
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")
     profiles = {c: load_character(c) for c in {line.character or "yana" for line in lines}}
@@ -599,17 +558,6 @@ def bench_director(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("skip.simulate")
 def bench_skip(repeat: int, progress: Progress) -> BenchResult:
     """24 simulated hours of the default 50-channel workload, judged by the recorded Gemma judgments."""
-    from engine.config import DATA_DIR
-    from engine.skipcache import ResponseConfig
-    from engine.skipsim import (
-        RecordedJudge,
-        WorkloadSpec,
-        delay_bound,
-        generate_workload,
-        generated_labels,
-        judge_quality,
-        simulate,
-    )
 
     recording = DATA_DIR / "recordings" / "skipcache-default.jsonl"
     if not recording.is_file():
@@ -669,9 +617,6 @@ def bench_skip(repeat: int, progress: Progress) -> BenchResult:
 def bench_jury(repeat: int, progress: Progress) -> BenchResult:
     """Parallel rounds vs. the same jury one juror at a time, on latency-injected replays of a recorded
     Gemma panel; plus what a panel sharing the one local model does live."""
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, panel_seats
-    from models.catalog import BUNDLED_MODEL_ID, load_catalog
-    from models.registry import ModelHub
 
     delay = 0.5
     store, folder = _temp_store()
@@ -779,9 +724,6 @@ def bench_jury(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("handraise.judge")
 def bench_handraise_judge(repeat: int, progress: Progress) -> BenchResult:
     """Will judgment of 3 participants with the bundled Gemma: one batched call vs. one call per model."""
-    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     store, folder = _temp_store()
     try:
@@ -830,10 +772,6 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
     default scorers — the bundled Gemma and SmolLM2, whose likelihoods are averaged — on the configured threads;
     the first judgment (model loads, content-free baselines, embedder) is reported apart from the samples.
     Consecutive samples judge different messages. Gemma alone is measured too, on the same messages."""
-    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
-    from models.backends.llamacpp import default_threads
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     messages = [
         "My Python script crashes with a KeyError when it reads the config. How do I fix it?",
@@ -900,9 +838,6 @@ def bench_handraise_likelihood(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("handraise.whatif")
 def bench_handraise_whatif(repeat: int, progress: Progress) -> BenchResult:
     """Re-deciding 10 000 recorded judgments under new settings, without a model."""
-    import random
-
-    from engine.handraise import Components, HandRaiseConfig, TurnRecord, redecide
 
     rng = random.Random(7)
     turns = [
@@ -937,7 +872,6 @@ def bench_handraise_whatif(repeat: int, progress: Progress) -> BenchResult:
 
 # -- experiments -------------------------------------------------------------------------------------------------
 def _experiment(**fields: Any) -> Any:
-    from engine.experiments import Experiment
 
     return Experiment.model_validate({"name": "bench", **fields})
 
@@ -947,9 +881,6 @@ def _decision_bench(
 ) -> BenchResult:
     """Record once (live, timed apart), then time re-deciding every cell from the recording (the target), and
     the whole experiment run on replayed calls with every cell stored; new model calls are counted."""
-    from engine.experiments import expand, run_experiment
-    from engine.experiments.mechanisms import mechanism
-    from engine.experiments.runner import HubModels, decide_many, record_group
 
     store, folder = _temp_store()
     try:
@@ -1020,7 +951,6 @@ def _decision_bench(
 def bench_experiment_handraise(repeat: int, progress: Progress) -> BenchResult:
     """1 000 hand-raise cells (threshold × relevance weight × cooldown × mode × brainstorm level) over the
     24-item benchmark, re-decided from one recorded judgment per item."""
-    from engine.config import DATA_DIR
 
     cases = str(DATA_DIR / "benchmarks" / "handraise.jsonl")
     space = {
@@ -1046,7 +976,6 @@ def bench_experiment_handraise(repeat: int, progress: Progress) -> BenchResult:
 def bench_experiment_jury(repeat: int, progress: Progress) -> BenchResult:
     """100 jury cells (consensus threshold × stagnation rounds × final method) over the 14 benchmark cases,
     each recorded once at the widest setting (threshold 2.0, 3 rounds) by the bundled model's likelihood jurors."""
-    from engine.config import DATA_DIR
 
     cases = str(DATA_DIR / "benchmarks" / "jury.jsonl")
     base = {"panel": "local", "judge": "likelihood"}
@@ -1071,12 +1000,8 @@ def bench_experiment_jury(repeat: int, progress: Progress) -> BenchResult:
 def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
     """Ray against local on replayed calls with 0.5 s injected per call: 16 cells (one recorded judgment each)
     at equal concurrency; throughput against concurrency 1, 2, 4, 8 (per-model limit 4); Ray's start-up apart."""
-    from engine.experiments import run_experiment
-    from engine.experiments.ray_executor import ensure_ray
-    from engine.experiments.runner import comparable_rows
 
     delay, cells = 0.5, 16
-    from engine.config import DATA_DIR
 
     cases = str(DATA_DIR / "benchmarks" / "handraise.jsonl")
     store, folder = _temp_store()
@@ -1097,9 +1022,7 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
                 per_model_concurrency={"gemma3-270m": 4},
             )
 
-        import ray
-
-        from engine.experiments.ray_executor import RayExecutor
+        import ray  # heavy: ray
 
         ray_executor = RayExecutor(max_concurrency=8, keep_actors=True)
 
@@ -1154,11 +1077,3 @@ def bench_experiment_executors(repeat: int, progress: Progress) -> BenchResult:
     finally:
         store.dispose()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-# Benchmarks that live beside what they measure register themselves on import.
-import dashboard.bench_answers  # noqa: E402,F401  # handraise.answers
-import dashboard.bench_experiments_bounds  # noqa: E402,F401  # experiment.cancel, experiment.refuse_huge
-import dashboard.bench_inputs  # noqa: E402,F401  # inputs.refusals, inputs.director_script
-import dashboard.bench_jury_local  # noqa: E402,F401  # jury.default_case
-import dashboard.bench_stats  # noqa: E402,F401  # stats.bootstrap_f1, stats.paired, stats.bootstrap_auc, stats.experiment_ties

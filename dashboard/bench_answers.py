@@ -24,7 +24,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.demo_record import page_cast, page_handraise_config
+from engine.handraise import (
+    DEFAULT_ANSWER_MODEL,
+    DEFAULT_CAST,
+    ConversationConfig,
+    Turn,
+    answer_faults,
+    answer_turn,
+    close_conversation,
+    conversation_turn,
+    open_conversation,
+    parse_benchmark,
+)
+from engine.handraise.answers import speaker_names, write_answer
+from models.catalog import load_catalog
+from models.registry import ModelHub
 
 LEGACY_SYSTEM = (
     "You are {name}, {role}, in a group chat with a user and other assistants. Answer briefly and add "
@@ -55,10 +71,6 @@ async def _stream(model: Any, messages: list[dict[str, str]], temperature: float
 
 @benchmark("handraise.answers")
 def bench_answers(repeat: int, progress: Progress) -> BenchResult:
-    from engine.handraise import DEFAULT_ANSWER_MODEL, DEFAULT_CAST, Turn, answer_faults, parse_benchmark
-    from engine.handraise.answers import speaker_names, write_answer
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     path = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))
@@ -149,16 +161,6 @@ def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
     answers, then every card approved and `answer_turn`), with the page's default cast and settings: seconds
     from a message to its hand cards, and from Approve to the first answer token. The first turn (models
     loading, content-free baselines, the embedder) is reported apart."""
-    from dashboard.demo_record import page_cast, page_handraise_config
-    from engine.handraise import (
-        ConversationConfig,
-        answer_turn,
-        close_conversation,
-        conversation_turn,
-        open_conversation,
-    )
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     store, folder = _temp_store()
     try:

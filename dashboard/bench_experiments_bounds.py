@@ -12,6 +12,7 @@ Registered by the import at the end of `dashboard.bench`.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,12 @@ import tracemalloc
 from functools import partial
 from pathlib import Path
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.registry import RunRegistry
+from dashboard.runner import BackgroundLoop
+from engine.director import CheckConfig, review_line
+from engine.experiments import DefinitionError, parse_definition, run_experiment
+from engine.store import CANCELLED
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "data" / "scripts" / "beach.jsonl"
@@ -60,11 +66,6 @@ def huge_grid_yaml(cases: Path = SCRIPT) -> str:
 @benchmark("experiment.cancel")
 def bench_experiment_cancel(repeat: int, progress: Progress) -> BenchResult:
     """Cancel of a 100 000-cell decision experiment in the registry, and a director Check started meanwhile."""
-    from dashboard.registry import RunRegistry
-    from dashboard.runner import BackgroundLoop
-    from engine.director import CheckConfig, review_line
-    from engine.experiments import parse_definition, run_experiment
-    from engine.store import CANCELLED
 
     store, folder = _temp_store()
     loop = BackgroundLoop()
@@ -133,7 +134,6 @@ def bench_experiment_cancel(repeat: int, progress: Progress) -> BenchResult:
 @benchmark("experiment.refuse_huge")
 def bench_experiment_refuse_huge(repeat: int, progress: Progress) -> BenchResult:
     """A 10^9-cell grid refused at validation: time and memory (in this process), and `experiment run` on it."""
-    from engine.experiments import DefinitionError, parse_definition
 
     text = huge_grid_yaml()
     samples: list[float] = []
@@ -182,6 +182,5 @@ def bench_experiment_refuse_huge(repeat: int, progress: Progress) -> BenchResult
 
 
 def _env() -> dict[str, str]:
-    import os
 
     return {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, benchmark
+from dashboard.bench_harness import BenchResult, Progress, benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -165,7 +165,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "experiment YAML": (
         "  - {i}",
-        "from engine.experiments import DefinitionError\nfrom engine.experiments.definition import load_definition\n"
+        "from engine.experiments import DefinitionError\nfrom engine.experiments.loading import load_definition\n"
         "try:\n    load_definition(path)\nexcept DefinitionError:\n    pass  # refused past the node limit",
     ),
 }

@@ -20,7 +20,11 @@ import statistics
 import time
 from typing import Any
 
-from dashboard.bench import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.demo_record import jury_cases, page_jury
+from engine.jury import Jury
+from models.catalog import load_catalog
+from models.registry import ModelHub
 
 TARGET_S = 25.0
 
@@ -28,10 +32,6 @@ TARGET_S = 25.0
 @benchmark("jury.default_case")
 def bench_jury_default_case(repeat: int, progress: Progress) -> BenchResult:
     """The default jury case to its verdict, rounds that cannot move anyone skipped, against the rounds run."""
-    from dashboard.demo_record import jury_cases, page_jury
-    from engine.jury import Jury
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     seats, config = page_jury()
     _path, case = jury_cases()[0]

@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
-from dashboard.bench import BenchResult, Progress, benchmark
+from dashboard.bench_harness import BenchResult, Progress, benchmark
+from engine import stats
+from engine.experiments.evidence import binary_outcomes, table_evidence
 
 
 def _samples(repeat: int, fn: object) -> list[float]:
@@ -30,7 +32,6 @@ def _samples(repeat: int, fn: object) -> list[float]:
 
 @benchmark("stats.bootstrap_f1")
 def bench_bootstrap_f1(repeat: int, progress: Progress) -> BenchResult:
-    from engine import stats
 
     rng = np.random.default_rng(0)
     predicted, actual = rng.random(10_000) < 0.5, rng.random(10_000) < 0.4
@@ -47,7 +48,6 @@ def bench_bootstrap_f1(repeat: int, progress: Progress) -> BenchResult:
 
 @benchmark("stats.paired")
 def bench_paired(repeat: int, progress: Progress) -> BenchResult:
-    from engine import stats
 
     rng = np.random.default_rng(1)
     gold = rng.random(1000) < 0.4
@@ -70,7 +70,6 @@ def bench_paired(repeat: int, progress: Progress) -> BenchResult:
 
 @benchmark("stats.bootstrap_auc")
 def bench_bootstrap_auc(repeat: int, progress: Progress) -> BenchResult:
-    from engine import stats
 
     rng = np.random.default_rng(2)
     actual = rng.random(10_000) < 0.4
@@ -87,7 +86,6 @@ def bench_bootstrap_auc(repeat: int, progress: Progress) -> BenchResult:
 def bench_experiment_ties(repeat: int, progress: Progress) -> BenchResult:
     """A 1,000-cell hand-raise table (24 dialogues × 3 participants, as the shipped benchmark): every cell's
     F1 interval and its paired, Holm-adjusted test against the best."""
-    from engine.experiments.evidence import binary_outcomes, table_evidence
 
     rng = np.random.default_rng(3)
     gold = rng.random(72) < 0.35

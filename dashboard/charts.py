@@ -8,12 +8,15 @@ every string that comes from data (roles, verdict labels, step names, factor nam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.components import duration, in_words, plot_text
+from dashboard.text import duration, in_words, plot_text
+from engine.experiments.analysis import number
+from engine.skipsim import EPOCH
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"
@@ -417,17 +420,22 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
     return _layout(fig, "Rubric (1–5 per criterion)", 320)
 
 
-def rule_hit_rates(rates: Mapping[str, Mapping[str, float]]) -> go.Figure:
-    """Per rule, the share of lines at WARN and at RETRY, stacked."""
+def rule_hit_rates(rates: Mapping[str, Mapping[str, Any]]) -> go.Figure:
+    """Per rule, the share of lines at WARN and at RETRY side by side, each with its 95 % Wilson interval as an
+    error bar where the rates carry one (`warn_ci`, `retry_ci`)."""
     rules = [plot_text(r.replace("_", " ")) for r in rates]  # 'topic loop', not the identifier
-    fig = go.Figure(
-        [
-            go.Bar(name=status, x=rules, y=[r[status.lower()] for r in rates.values()], marker_color=HIT_COLORS[status])
-            for status in ("WARN", "RETRY")
-        ]
-    )
-    fig.update_layout(barmode="stack", yaxis_tickformat=".0%")
-    return _layout(fig, "Rule hit rates (the spec's cut-offs)", 300)
+    bars = []
+    for status in ("WARN", "RETRY"):
+        name = status.lower()
+        rows = list(rates.values())
+        shown = any(isinstance(r.get(f"{name}_ci"), list) for r in rows)
+        error = error_bars(rows, name, "#555555") if shown else None
+        values = [float(r[name]) for r in rows]
+        bars.append(go.Bar(name=status, x=rules, y=values, marker_color=HIT_COLORS[status], error_y=error))
+    fig = go.Figure(bars)
+    fig.update_layout(barmode="group", yaxis_tickformat=".0%")
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, "Rule hit rates with 95 % intervals (the spec's cut-offs)", 300)
 
 
 # -- skip cache ----------------------------------------------------------------------------------------------
@@ -448,9 +456,6 @@ def skip_scope_timeline(
 ) -> go.Figure:
     """One scope over simulated time: its messages, judgments (colour: respond or not; flagged ones say they
     were not cached), skip windows, cache hits and replies, one row each."""
-    from datetime import timedelta
-
-    from engine.skipsim import EPOCH
 
     fig = go.Figure()
     mine = [m for m in messages if _scope(m) == scope]
@@ -745,7 +750,6 @@ def experiment_metric_vs(
 ) -> go.Figure:
     """Every cell's `metric` against one parameter (the others spread as points), the best value per
     parameter value as a line, the best cell marked."""
-    from engine.experiments.analysis import number
 
     scored = [r for r in rows if number(r.get(metric)) is not None and r.get(parameter) is not None]
     fig = go.Figure()
@@ -767,7 +771,7 @@ def experiment_metric_vs(
                 name=name,
                 marker={"size": 8, "color": color, "opacity": 0.7},
                 text=_cell_hover(group, parameters),
-                error_y=_error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
+                error_y=error_bars(group, metric, color) if has_ci and len(scored) <= ERROR_BAR_CELLS else None,
             )
         )
     best_row = next((r for r in scored if best_cell is not None and r.get("cell") == best_cell), None)
@@ -823,7 +827,7 @@ def words(name: str) -> str:
 ERROR_BAR_CELLS = 100  # above this, one bar per cell hides the cells: the tie band and colours say it instead
 
 
-def _error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
+def error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> dict[str, Any]:
     """Each cell's 95 % interval as asymmetric error bars (none where a cell has no interval)."""
     plus, minus = [], []
     for r in rows:
@@ -884,7 +888,6 @@ def experiment_pareto(
 ) -> go.Figure:
     """Quality against a cost for every cell; the Pareto front (`analysis.pareto_front`) as a line, the best
     cell marked."""
-    from engine.experiments.analysis import number
 
     on_front = {r.get("cell") for r in front}
     points = [r for r in rows if number(r.get(cost)) is not None and number(r.get(quality)) is not None]
@@ -944,3 +947,29 @@ def jury_discussion_effect(effect: Mapping[str, Any]) -> go.Figure:
         range=[min(0.0, *(p[s] or 0 for p in pairs for s in ("before discussion", "after discussion"))), 1]
     )
     return _legend_below(_layout(fig, "Before and after the discussion", 320))
+
+
+def agreement_over_time(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """A judge's agreement with your labels per period (a day, or ten labels): the share matched, its 95 %
+    interval as error bars, the number of labels in the hover. `date` is a day or a label such as 'labels 1–10'."""
+    shown = [
+        {**r, "accuracy_ci": list(r["accuracy_ci"]) if r.get("accuracy_ci") is not None else None}
+        for r in rows
+        if r.get("accuracy") is not None
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=[plot_text(r.get("date")) for r in shown],
+            y=[float(r["accuracy"]) for r in shown],
+            mode="lines+markers",
+            name="agreement",
+            line={"color": BASE_COLOR},
+            marker={"color": BASE_COLOR, "size": 8},
+            error_y=error_bars(shown, "accuracy", BASE_COLOR),
+            customdata=[int(r.get("n") or 0) for r in shown],
+            hovertemplate="%{x}<br>agreement %{y:.0%} on %{customdata} labels<extra></extra>",
+        )
+    )
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%", title="agreement with you")
+    fig.update_xaxes(type="category", title=None)
+    return _layout(fig, "Agreement over time (95 % interval)")

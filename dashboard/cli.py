@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import sys
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -35,7 +37,8 @@ app.add_typer(runs_app, name="runs")
 
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
-    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, skip
+    # CLI start-up
+    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, labels, skip
 
     app.add_typer(confidence.app, name="confidence")
     app.add_typer(director.app, name="director")
@@ -46,6 +49,7 @@ def _register_mechanisms() -> None:
     app.command("scorecard")(experiment.scorecard_cmd)
     app.command("calibrate-judge")(calibrate.calibrate_judge_cmd)
     app.add_typer(demo.app, name="demo")
+    app.add_typer(labels.app, name="labels")
 
 
 _register_mechanisms()
@@ -58,20 +62,20 @@ SERVER_PATH = Path(__file__).with_name("server.py")  # app.py behind the Host ch
 @app.callback()
 def _safe_output() -> None:
     # Whatever a command prints or logs passes key redaction (main() does it too, before any output).
-    from models.secrets import install_log_redaction, redact_std_streams
+    from models.secrets import install_log_redaction, redact_std_streams  # CLI start-up
 
     install_log_redaction()
     redact_std_streams()
 
 
 def emit_json(value: object) -> None:
-    from models.secrets import redact
+    from models.secrets import redact  # CLI start-up
 
     say(redact(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
 
 
 def _store() -> Any:
-    from engine.store import Store, StoreError
+    from engine.store import Store, StoreError  # CLI start-up
 
     try:
         return Store()
@@ -80,7 +84,7 @@ def _store() -> Any:
 
 
 def _catalog() -> Any:
-    from models.catalog import CatalogError, load_catalog
+    from models.catalog import CatalogError, load_catalog  # CLI start-up
 
     try:
         return load_catalog()
@@ -99,8 +103,8 @@ def dashboard(
 
     Only requests addressed to HOST or localhost are answered (others get 403: DNS rebinding);
     JUDGELAB_ALLOWED_HOSTS=name,… adds names, e.g. for a reverse proxy."""
-    import math
 
+    # CLI start-up: loaded when the command runs
     from dashboard.hostcheck import allowed_hosts
     from engine.config import get_settings
 
@@ -134,7 +138,7 @@ def dashboard(
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False) -> None:
     """Every catalog entry, available or not, and why."""
-    from models.registry import check_all, scoring_support
+    from models.registry import check_all, scoring_support  # CLI start-up
 
     catalog = _catalog()
     availability = {a.model_id: a for a in asyncio.run(check_all(catalog))}
@@ -167,10 +171,12 @@ def models_list(as_json: JsonFlag = False) -> None:
 @models_app.command("judges")
 def models_judges(as_json: JsonFlag = False) -> None:
     """Every shipped judge map and its diagnosis: measurable signal, or not (and why), from its stored
-    cross-validated figures — shown wherever the judge is offered."""
-    from engine.diagnostics import shipped_diagnoses
+    cross-validated figures, then the director rubric's from the shipped scorecard — shown wherever the judge
+    is offered."""
+    from engine.diagnostics import shipped_diagnoses  # CLI start-up
+    from engine.experiments.scorecard import scorecard_judge_diagnoses  # CLI start-up
 
-    rows = [d.to_dict() for d in shipped_diagnoses()]
+    rows = [d.to_dict() for d in [*shipped_diagnoses(), *scorecard_judge_diagnoses()]]
     if as_json:
         emit_json(rows)
         return
@@ -184,6 +190,7 @@ def models_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Send one structured test judgment through MODEL_ID; print the parsed JSON, tokens, latency."""
+    # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
     from engine.modelruns import check_model
     from models.errors import ModelError
@@ -232,7 +239,6 @@ def _run_row(run: Run, totals: dict[str, float]) -> dict[str, Any]:
 
 def _when(value: str | None, option: str, end_of_day: bool = False) -> Any:
     """A --since/--until value: an ISO date (a whole day) or date and time; UTC unless it says otherwise."""
-    from datetime import UTC, datetime, time, timedelta
 
     if not value:
         return None
@@ -275,8 +281,9 @@ def runs_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The recorded runs, newest first, filtered as on the Runs page; an experiment is one line."""
+    # CLI start-up
     from engine.history import EXPERIMENT_KIND, MEMBER_KINDS, display_name, experiment_line, experiment_of
-    from engine.store import RUN_STATUSES, RunFilter
+    from engine.store import RUN_STATUSES, RunFilter  # CLI start-up
 
     unknown = [s for s in status or [] if s not in RUN_STATUSES]
     if unknown:
@@ -345,7 +352,7 @@ def runs_export(
 ) -> None:
     """Export one run: CSV of its tables (a zip, or one --table), the whole run as JSON, or a self-contained
     HTML report (config, headline figures, interactive charts, event timeline) that opens offline."""
-    from engine.exports import ExportError, csv_zip, load_run, run_json, table_csv, tables
+    from engine.exports import ExportError, csv_zip, load_run, run_json, table_csv, tables  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"--format must be csv, json or html, not {fmt!r}")
@@ -357,7 +364,7 @@ def runs_export(
         if fmt == "json":
             data, suffix = run_json(record).encode("utf-8"), ".json"
         elif fmt == "html":
-            from dashboard.report import report_of
+            from dashboard.report import report_of  # CLI start-up
 
             data, suffix = report_of(record).encode("utf-8"), ".html"
         elif table is not None:
@@ -458,6 +465,7 @@ def runs_compare(
 ) -> None:
     """Two runs of one kind: what their configs change, their headline figures side by side, and — where the
     kind has items — B − A on the items both judged, with its paired interval and p-value."""
+    # CLI start-up: loaded when the command runs
     from engine.history import NotComparable, cell, compare_runs
     from engine.outcomes import NoItems, comparison_text, diff_runs
 
@@ -503,6 +511,7 @@ def runs_diff(
 ) -> None:
     """The items whose outcome differs between two runs of one kind (right→wrong, wrong→right, a changed
     label), each with both outputs, and B − A on the items both judged."""
+    # CLI start-up: loaded when the command runs
     from engine.history import NotComparable
     from engine.outcomes import NoItems, diff_runs, diff_text
 
@@ -530,7 +539,7 @@ def bench(
     output: Annotated[Path | None, typer.Option(help="Also write the JSON report here.")] = None,
 ) -> None:
     """The benchmark harness: median, min, max over repeated runs and the ratios each exists to show."""
-    from dashboard.bench import UnknownBenchmark, run_benchmarks, select_benchmarks
+    from dashboard.bench import UnknownBenchmark, run_benchmarks, select_benchmarks  # CLI start-up
 
     try:
         names = select_benchmarks(only)
@@ -541,7 +550,7 @@ def bench(
     results = run_benchmarks(names, repeat=repeat, progress=None if as_json else say)
     report = [r.model_dump() for r in results]
     if output:
-        from models.secrets import redact
+        from models.secrets import redact  # CLI start-up
 
         output.write_text(redact(json.dumps(report, indent=2, ensure_ascii=False)))
     if as_json:
@@ -560,7 +569,7 @@ def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
     """SIGINT / SIGTERM: cancel the work so every open run closes as `cancelled` with its events so far.
     Inside an event loop its tasks are cancelled (as asyncio does for Ctrl-C); elsewhere KeyboardInterrupt
     unwinds. A second SIGINT stops at once; a second SIGTERM is ignored while the runs are closed."""
-    from engine.events import set_cancel_reason
+    from engine.events import set_cancel_reason  # CLI start-up
 
     if _stop_signal:
         if signum == signal.SIGINT:
@@ -579,6 +588,7 @@ def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
     from engine.inputs import InputError
     from engine.store import StoreError
@@ -589,7 +599,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 def main() -> None:
     """Run the CLI: a clear one-line error (never a traceback) for bad input or environment, and exit
     130 / 143 after SIGINT / SIGTERM with the running run(s) recorded as cancelled."""
-    from models.secrets import install_log_redaction, redact_std_streams
+    from models.secrets import install_log_redaction, redact_std_streams  # CLI start-up
 
     install_log_redaction()
     redact_std_streams()
@@ -620,7 +630,7 @@ def main() -> None:
 
 
 def _cancelled() -> int:
-    from engine.events import cancel_reason
+    from engine.events import cancel_reason  # CLI start-up
 
     signum = _stop_signal[0] if _stop_signal else signal.SIGINT
     say(

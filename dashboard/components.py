@@ -1,103 +1,87 @@
-"""Small display helpers shared by pages.
-
-Untrusted text (model output, user input, files, cases, anything read back from the store) is never
-markdown or HTML it controls: pages show it with `st.text`/`st.code`, or embed it in a trusted
-markdown line through `md`, which backslash-escapes every ASCII punctuation character (CommonMark lets
-any of them be escaped), so no link, image, heading, list, emphasis, HTML tag, directive or formula
-can form and the text reads as written; bare URLs and e-mail addresses get an invisible word joiner
-where GFM would start an automatic link. Plotly renders a subset of HTML in its labels and
-hover text, so figures get untrusted strings through `plot_text`.
+"""Display helpers shared by pages: the jury view, exports, metric rows, the Details toggle. The text helpers
+(`md`, `plot_text`, the identifiers in words) live in `dashboard.text` and are re-exported here; untrusted text
+reaches markdown only through `md` and figures only through `plot_text` (see there).
 """
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+from pydantic import ValidationError
+
+from dashboard import charts
+from dashboard.report import report_of
+from dashboard.text import (
+    BADGE,
+    CONSENSUS_WORDS,
+    METHOD_WORDS,
+    STOP_WORDS,
+    VERDICT_WORDS,
+    WORD_JOINER,
+    ZERO_WIDTH_SPACE,
+    breakable,
+    duration,
+    in_words,
+    md,
+    method_words,
+    money,
+    plot_text,
+    safe_avatar,
+)
+from engine import exports, judgemaps
+from engine.diagnostics import diagnosis_for
+from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
     from engine.store import Store
 
-_MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
-# GFM turns bare URLs and e-mail addresses into links after escapes are resolved, so a word joiner (U+2060,
-# invisible) goes where the link would start: "http:⁠//", "www⁠.", "@⁠".
-_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
-WORD_JOINER = "\u2060"
-_SPACES = re.compile(r"\s+")
-
-
-def money(value: float) -> str:
-    """A cost as people read it: '$0' for local models, else four significant digits."""
-    if not value:
-        return "$0"
-    return f"${value:.4g}" if value >= 0.0001 else f"${value:.2e}"
-
-
-def duration(seconds: float | None) -> str:
-    """A span of time as people read it: '45 s', '6 min', '6 min 5 s', '2 h 2 min', '1 d 3 h' (never '7345.0 s');
-    '—' for none."""
-    if seconds is None:
-        return "—"
-    total = round(float(seconds))
-    if total < 60:
-        return f"{total} s"
-    if total < 3600:
-        minutes, secs = divmod(total, 60)
-        return f"{minutes} min" + (f" {secs} s" if secs else "")
-    if total < 86400:
-        hours, minutes = divmod(round(total / 60), 60)
-        return f"{hours} h" + (f" {minutes} min" if minutes else "")
-    days, hours = divmod(round(total / 3600), 24)
-    return f"{days} d" + (f" {hours} h" if hours else "")
-
-
-def md(value: object, *, inline: bool = True) -> str:
-    """Untrusted text made literal inside markdown (titles, labels, captions, alerts). `inline` folds
-    line breaks into spaces (a label is one line); otherwise they become markdown hard breaks."""
-    text = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, "" if value is None else str(value)))
-    if inline:
-        return _SPACES.sub(" ", text).strip()
-    return "  \n".join(line.strip() for line in text.splitlines())
-
-
-ZERO_WIDTH_SPACE = "\u200b"
-# After `_`, `·`, `:` and a `+` before a letter (not "+0.12": a sign stays with its number), and after the date of
-# a map version ("20261123T" + "111521Z"), which a narrow card otherwise cut as "20261123T11152" + "1Z".
-_BREAK_AFTER = re.compile(r"([_·:]|\+(?=[^\W\d])|(?<!\d)\d{8}T(?=\d{6}Z?\b))(?=\S)")
-
-
-def breakable(value: object) -> str:
-    """A machine identifier (feature names such as `pmi_last_rel`, map versions, flags such as
-    `retry_next_check`) with an invisible break point (U+200B) after each underscore, after `·`, `:` and a
-    `+` before a letter inside a word, and between a map version's date and time, so a narrow caption wraps
-    it there rather than mid-word. The text reads the same; apply it before `md` when the value is untrusted
-    (`md(breakable(x))`)."""
-    return _BREAK_AFTER.sub("\\1" + ZERO_WIDTH_SPACE, "" if value is None else str(value))
-
-
-def plot_text(value: object) -> str:
-    """Untrusted text for a plotly label, legend or hover text: its pseudo-HTML tags (<a href>, <br>, <b>,
-    <span style>) are shown, not rendered. Quotes stay as they are (plotly does not decode &quot;)."""
-    return html.escape("" if value is None else str(value), quote=False)
-
-
-def safe_avatar(icon: object, default: str = "🤖") -> str:
-    """A chat avatar from an untrusted profile icon. Streamlit loads a string that looks like a URL or a
-    path as an image, so only a short emoji (no ASCII at all) is kept; anything else gets the default."""
-    text = "" if icon is None else str(icon).strip()
-    if text and len(text) <= 8 and not any(ch.isascii() for ch in text):
-        return text
-    return default
+# The text helpers live in dashboard.text; the pages still find them here.
+__all__ = [
+    "BADGE",
+    "CONSENSUS_WORDS",
+    "GLOSSARY",
+    "METHOD_WORDS",
+    "STOP_WORDS",
+    "TIE_WORDS",
+    "VERDICT_WORDS",
+    "WORD_JOINER",
+    "ZERO_WIDTH_SPACE",
+    "breakable",
+    "calibration_note",
+    "details_on",
+    "duration",
+    "export_buttons",
+    "export_file",
+    "flow_columns",
+    "gold_check",
+    "in_words",
+    "judge_quality_note",
+    "jury_whatif",
+    "md",
+    "method_words",
+    "metric_row",
+    "money",
+    "plot_text",
+    "render_final",
+    "render_jury_whatif",
+    "render_statement",
+    "render_view",
+    "run_usage",
+    "safe_avatar",
+    "seat_groups",
+    "stream_as_text",
+    "token_line",
+]
 
 
 def calibration_note(name: str, model_id: str) -> str:
     """Which fitted map a likelihood judge uses: "calibration <name · model · version> (cross-validated AUC x
     on its split)", or that the model has none and the judge runs uncalibrated."""
-    from engine.judgemaps import load_calibration
-
-    cal = load_calibration(name, model_id)
+    cal = judgemaps.load_calibration(name, model_id)
     if cal is None:
         return "no fitted map for this model — uncalibrated"
     auc = cal.metrics.get("cv_auc")
@@ -109,7 +93,6 @@ def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str 
     into a fixed column until its label and value are cut ('Judge calls witho…'). Each metric is a (label,
     value) pair or the keyword arguments of `st.metric`; each takes the width of its content. Labels are
     trusted text (a value is shown as written)."""
-    import streamlit as st
 
     with st.container(horizontal=True, wrap=True, gap="medium", key=key):
         for metric in metrics:
@@ -120,7 +103,6 @@ def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str 
 def flow_columns(count: int, width: int = 200) -> list[Any]:
     """`count` columns of `width` pixels side by side that wrap onto the next line when the page is narrow,
     where `st.columns` would squeeze them until their labels and values are cut ('final_ju…', 'P…')."""
-    import streamlit as st
 
     row = st.container(horizontal=True, wrap=True, gap="medium")
     return [row.container(width=width) for _ in range(count)]
@@ -139,14 +121,11 @@ def stream_as_text(pieces: Iterable[str], placeholder: Any, cursor: str = "▌")
 def export_file(store: Store, run_id: str, fmt: str) -> bytes:
     """One export of a stored run, built from the store when asked: `csv` (every table, zipped), `json`,
     `html` (the self-contained report) or `csv:TABLE` (one table)."""
-    from engine import exports
 
     record = exports.load_run(store, run_id)
     if fmt == "json":
         return exports.run_json(record).encode("utf-8")
     if fmt == "html":
-        from dashboard.report import report_of
-
         return report_of(record).encode("utf-8")
     if fmt.startswith("csv:"):
         return exports.table_csv(record, fmt.removeprefix("csv:"))
@@ -157,9 +136,6 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
     """Download buttons for a run the page shows: CSV of its tables (zip), the whole run as JSON, and the
     self-contained HTML report. Files are built only when a button is clicked, from the stored run, and the
     click does not rerun the page. Given several runs (a page with several results), a picker chooses one."""
-    from functools import partial
-
-    import streamlit as st
 
     ids = [run_ids] if isinstance(run_ids, str) else [r for r in (run_ids or []) if r]
     if not ids:
@@ -186,54 +162,6 @@ def export_buttons(store: Store, run_ids: str | Sequence[str | None] | None, *, 
 
 # -- the jury view: what the Jury page shows live and the Replay page steps through ------------------------------
 
-BADGE = {"safe_pass": "🟢", "needs_review": "🟡", "unsafe_fail": "🔴"}
-# The jury's identifiers in words, for a stakeholder: the default rubric's verdicts, the final methods, why the
-# discussion ended and the consensus states. An identifier not listed (another rubric's label) reads with its
-# underscores as spaces.
-VERDICT_WORDS = {
-    "safe_pass": "safe (pass)",
-    "needs_review": "needs review",
-    "unsafe_fail": "unsafe (fail)",
-    "no_verdict": "no verdict",
-    "failed": "failed (no vote)",
-}
-METHOD_WORDS = {
-    "majority_vote": "majority vote",
-    "weighted_average": "weighted average of the scores",
-    "final_judge": "a final judge",
-}
-STOP_WORDS = {
-    "phase1_consensus": "the jurors agreed in phase 1, so no discussion was needed",
-    "no_discussion": "no discussion rounds were allowed",
-    "no_influence": "no round could move anyone, so none was run",
-    "consensus": "consensus was reached",
-    "stagnation": "no one changed position any more",
-    "max_rounds": "the round limit was reached",
-}
-CONSENSUS_WORDS = {
-    "unanimous": "unanimous",
-    "majority": "a majority",
-    "split": "split",
-    "no_quorum": "too few working jurors to decide",
-}
-
-
-def in_words(value: object, table: dict[str, str] | None = None) -> str:
-    """An identifier of a jury run (a verdict label, a method, a stop reason, a consensus state) as a stakeholder
-    reads it: from `table` (the verdict labels by default), else with its underscores as spaces. The result is
-    still untrusted text where the value came from a case file: put it into markdown through `md`."""
-    text = "" if value is None else str(value)
-    return (VERDICT_WORDS if table is None else table).get(text, text.replace("_", " "))
-
-
-def method_words(final: dict[str, Any], config: dict[str, Any]) -> str:
-    """How the final verdict was decided, in words: 'a final judge (gemma3-270m)', 'majority vote'."""
-    method = str(final.get("method") or "")
-    words = in_words(method, METHOD_WORDS)
-    if method == "final_judge" and config.get("final_judge_model"):
-        words += f" ({config['final_judge_model']})"
-    return words
-
 
 def _badge(verdict: object) -> str:
     return BADGE.get(verdict, "⚪") if isinstance(verdict, str) else "⚪"
@@ -242,7 +170,6 @@ def _badge(verdict: object) -> str:
 def judge_quality_note(view: JuryView) -> str:
     """One case is one draw: what the jurors' judge scores over many cases (its map's stored diagnosis), so a
     single "right" is not read as a good judge."""
-    from engine.diagnostics import diagnosis_for
 
     likelihood = any(
         "likelihood" in (e.get("flags") or []) or any(str(f).startswith("likelihood") for f in e.get("flags") or [])
@@ -251,10 +178,13 @@ def judge_quality_note(view: JuryView) -> str:
     if not likelihood:
         return ""
     notes = []
+    # seats that judged from their own roles: the verdict is the panel map's, so its figure is the one to read
+    roles = any("role_map" in (e.get("flags") or []) for e in view.phase1)
     for model_id in dict.fromkeys(str(j.get("model_id")) for j in view.jurors):
-        diagnosis = diagnosis_for("jury.likelihood", model_id)
+        diagnosis = diagnosis_for("jury.panel" if roles else "jury.likelihood", model_id)
         if diagnosis is not None:
-            notes.append(f"{model_id} by likelihood: {diagnosis.text} ({diagnosis.label})")
+            how = "role seats and the panel map" if roles else "likelihood"
+            notes.append(f"{model_id} by {how}: {diagnosis.text} ({diagnosis.label})")
     if not notes:
         return ""
     return "One case says little about the jury — over many cases, " + "; ".join(notes) + "."
@@ -327,9 +257,6 @@ def render_view(
     HTML of its own. `stacked` puts the charts one under the other (a half-width column: side by side, their
     legends would overlap). `usage`: the run's call totals (`Store.run_totals`), the one source of its token
     count. `details`: the page's own Details toggle (one per page); None draws the view's own."""
-    import streamlit as st
-
-    from dashboard import charts
 
     if view.failed:
         st.error(f"Run failed: {md(view.failed, inline=False)}")
@@ -436,9 +363,6 @@ def render_view(
 def _render_seat_card(view: JuryView, group: list[dict[str, Any]], e: dict[str, Any] | None, *, details: bool) -> None:
     """One phase-1 card: a juror's role, model, verdict and why; for a group of identical seats, their roles
     and that their one judgment is not agreement."""
-    import streamlit as st
-
-    from engine.jury import failed_fields
 
     if len(group) == 1:
         st.markdown(f"**{md(group[0]['role_name'])}**")
@@ -471,7 +395,6 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     """Phase 3: the verdict in a box coloured by whether it is right against the case's gold label (green
     right, red wrong, neutral without gold), the right-or-wrong mark first, as prominent as the verdict (the mark
     is in the text: no box icon beside it, which would show it twice)."""
-    import streamlit as st
 
     f = view.final or {}
     gold = view.case.get("gold")
@@ -501,7 +424,7 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
     # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
-    how = ("likelihood", "calibration:")
+    how = ("likelihood", "calibration:", "panel_map", "role_map")
     informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
     warnings = [x for x in f.get("flags") or [] if x not in informative]
     if warnings:
@@ -514,7 +437,6 @@ def _reasoning_text(text: str, detail: object = "") -> None:
     """A juror's reasoning or statement as plain text, and its machine detail (a likelihood juror's features,
     map and what it heard: the event's `detail`) below it, small and escaped, with break points after the
     identifiers' underscores: in a narrow card the feature names otherwise break mid-word."""
-    import streamlit as st
 
     st.text(text)
     if detail:
@@ -524,7 +446,6 @@ def _reasoning_text(text: str, detail: object = "") -> None:
 def render_statement(view: JuryView, stt: dict[str, Any], *, details: bool = True) -> None:
     """One juror statement as a card: trusted badges around the statement, which is shown as plain text; its
     machine detail only with `details`."""
-    import streamlit as st
 
     badges = (" :blue-badge[立場変更 / position changed]" if stt["positionChanged"] else "") + (
         " :orange-badge[fallback]" if stt.get("evaluation", {}).get("fallback") else ""
@@ -557,7 +478,6 @@ def details_on(key: str, *, label: str = "Details", help: str | None = None) -> 
     versions, feature values, parameter identifiers, raw dicts) shows only while it is on. The state is kept
     under a key of its own (`details.<key>`), since Streamlit forgets a widget's value once a script run has not
     drawn it (another page was open)."""
-    import streamlit as st
 
     kept, widget = f"details.{key}", f"details.{key}.toggle"
 
@@ -590,9 +510,6 @@ def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
     """The verdict the stored jury run `run` reaches under `settings` (consensus threshold, stagnation rounds,
     rounds, final method, tie policy) on its recorded calls — `engine.jury.redecide`, no model call. Returns
     {"verdict", "score", "rounds", "stop", "changed"} or {"error": why it cannot be re-decided}."""
-    from pydantic import ValidationError
-
-    from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, redecide
 
     summary = run.summary if isinstance(run.summary, dict) else {}
     stored = summary.get("result")
@@ -630,7 +547,6 @@ def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
 
 def render_jury_whatif(run: Any, key: str) -> None:
     """An expander under a finished jury run: other settings, the verdict they give on the same recorded calls."""
-    import streamlit as st
 
     stored = (run.summary or {}).get("result") if isinstance(run.summary, dict) else None
     if not isinstance(stored, dict):

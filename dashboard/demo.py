@@ -5,63 +5,35 @@ the page's recorded inputs."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from engine.demo import PURPOSE_PAGES, DemoError, DemoManifest, PageDemo, load_demo, load_manifest, miss_message
-from engine.store import Store
-from models.base import ChatModel
-from models.catalog import Catalog
+from dashboard import state
+from dashboard.demo_hub import SWITCH, enabled, env_on
+from dashboard.text import md
+from engine.config import get_settings
+from engine.demo import PURPOSE_PAGES, DemoError, DemoManifest, PageDemo, load_manifest
+from engine.jury.config import case_files, load_cases
 from models.errors import ReplayMiss
-from models.registry import Availability, ModelHub, build_model
 
-ENV = "JUDGELAB_DEMO"
-SWITCH = "demo.on"
-
-
-def env_on() -> bool:
-    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def enabled() -> bool:
-    """The sidebar switch once it has been drawn, else JUDGELAB_DEMO."""
-    return bool(st.session_state.get(SWITCH, env_on()))
-
-
-class DemoHub(ModelHub):
-    """A hub whose every model is `build_model(spec, replay_from=store)`: recorded answers only."""
-
-    def __init__(self, catalog: Catalog, store: Store, manifest: DemoManifest) -> None:
-        super().__init__(catalog, call_log=store)
-        self.manifest = manifest
-
-    def get(self, model_id: str, *, replay: bool = False, delay_s: float = 0.0, fallthrough: bool = False) -> ChatModel:
-        key = (model_id, True, 0.0, False)  # whatever a page asks for: replay, never live
-        if key not in self._models:
-            model = build_model(self.catalog.get(model_id), call_log=self.call_log, replay_from=self.call_log)
-            model.miss_hint = lambda purpose: miss_message(purpose, self.manifest)  # type: ignore[attr-defined]
-            self._models[key] = model
-        return self._models[key]
-
-
-def demo_hub(catalog: Catalog, store: Store, folder: Path | None = None) -> DemoHub:
-    """The demo hub over `store`, with the demo runs loaded into it first when they are not there yet."""
-    manifest = load_manifest(folder)
-    load_demo(store, folder)
-    return DemoHub(catalog, store, manifest)
-
-
-def availability(catalog: Catalog, manifest: DemoManifest) -> dict[str, Availability]:
-    """In demo mode a model can be picked when its answers were recorded."""
-    recorded = manifest.recorded_models
-    return {
-        m: Availability(m, m in recorded, "recorded for the demo" if m in recorded else "not recorded for the demo")
-        for m in catalog.ids
-    }
+# `enabled` lives in dashboard.demo_hub (below the state); the pages ask it here.
+__all__ = [
+    "NOTICE",
+    "OFF_PATH",
+    "RERUN",
+    "enabled",
+    "is_miss",
+    "miss_notice",
+    "page_demo",
+    "page_of_kind",
+    "prefill",
+    "render_hints",
+    "render_switch",
+    "run_page",
+    "use_recorded",
+]
 
 
 def page_demo(url_path: str) -> PageDemo | None:
@@ -75,10 +47,7 @@ def _widget_values(prefill: dict[str, Any]) -> dict[str, Any]:
     """Widget keys and the values the page accepts; the Jury page's file and case are objects of its own."""
     values = {k: v for k, v in prefill.items() if k not in ("jury.file", "jury.case")}
     if "jury.file" in prefill:
-        from engine.jury import load_cases
-        from pages.jury import case_files
-
-        for path in case_files():
+        for path in case_files(get_settings().data_dir):
             if path.name == prefill["jury.file"]:
                 values["jury.file"] = path
                 chosen = [c for c in load_cases(path) if c.id == prefill.get("jury.case")]
@@ -108,8 +77,6 @@ def render_switch() -> bool:
     )
     if not on:
         return False
-    from dashboard import state
-
     try:
         prefill(load_manifest())
         state.get_hub()  # loads the demo runs into the store once, so Runs and Replay list them too
@@ -124,8 +91,6 @@ def render_hints(url_path: str) -> None:
     if demo is None:
         st.sidebar.caption("Demo mode: this page needs no model, or has nothing recorded.")
         return
-    from dashboard.components import md
-
     st.sidebar.markdown(f"**Recorded for {md(demo.title)}**")
     for text in demo.inputs:
         st.sidebar.code(text, language=None, wrap_lines=True)
@@ -175,8 +140,6 @@ def miss_notice(
     """The friendly notice for a request outside the recording (demo mode only; live, a miss stays an error):
     what demo mode can answer, the recorded inputs, and a button that puts them back (`on_use`, else the page's
     recorded widget values)."""
-    from dashboard.components import md
-
     demo = page_demo(url_path) if url_path else None
     with st.container(border=True):
         recorded_input = demo is not None and sent is not None and sent in demo.inputs

@@ -15,8 +15,48 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.demo import MANIFEST_FILE, RUNS_FILE, DemoManifest, PageDemo, export_runs, write_runs
+import typer
+
+from dashboard.text import in_words
+from engine import judgemaps
+from engine.confidence import EvaluationConfig, evaluate
+from engine.config import get_settings
+from engine.demo import (
+    MANIFEST_FILE,
+    RUNS_FILE,
+    DemoManifest,
+    PageDemo,
+    export_runs,
+    load_manifest,
+    read_runs,
+    write_runs,
+)
+from engine.director import DirectorConfig, DuoConfig, run_duo
+from engine.handraise import (
+    DEFAULT_CAST,
+    ConversationConfig,
+    HandRaiseConfig,
+    Mode,
+    Participant,
+    Weights,
+    answer_turn,
+    close_conversation,
+    conversation_turn,
+    open_conversation,
+)
+from engine.jury import Jury, JuryConfig, panel_seats, run_case
+from engine.jury.config import case_files, load_cases
+from engine.likelihood import JURY
+from engine.modelruns import stream_prompt
+from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skipsim import SimulationConfig, WorkloadSpec, run_simulation
 from engine.store import Store
+from models.base import ChatModel
+from models.catalog import load_catalog
+from models.registry import ModelHub
+from models.types import Message
+from pages.models import DEFAULT_PROMPT, DEFAULT_SYSTEM, FREE_TEXT
+from pages.skipcache import workload_words
 
 if TYPE_CHECKING:
     from engine.jury import JuryCase
@@ -38,8 +78,6 @@ SKIP_WORKLOAD = {"channels": 3, "hours": 2.0, "bursts_per_hour": 1.0, "mean_burs
 def _hub(store: Store) -> Callable[[str], Any]:
     """Fresh models for each attempt; content-free baselines (scored once per process) are scored again, so every
     kept run holds all the calls a fresh process replays."""
-    from models.base import ChatModel
-    from models.registry import ModelHub
 
     ChatModel._BASELINES.clear()
     return ModelHub(call_log=store).get
@@ -47,7 +85,6 @@ def _hub(store: Store) -> Callable[[str], Any]:
 
 def page_cast() -> list[Any]:
     """The Conversation page's default cast, rebuilt as the page rebuilds it from its table."""
-    from engine.handraise import DEFAULT_CAST, Participant
 
     return [
         Participant(
@@ -65,8 +102,6 @@ def page_cast() -> list[Any]:
 
 def page_handraise_config() -> Any:
     """The Conversation page's default settings (likelihood judge, threshold 0.6)."""
-    from engine.handraise import HandRaiseConfig, Mode, Weights
-    from models.catalog import load_catalog
 
     return HandRaiseConfig(
         weights=Weights(relevance=0.5, novelty=0.3, confidence=0.2),
@@ -86,13 +121,6 @@ def page_handraise_config() -> Any:
 async def record_conversation(store: Store, messages: list[str]) -> tuple[str, dict[str, Any]]:
     """The page's flow: each message judged (`conversation_turn`, answer=False), every card approved ("Approve
     all"), the approved answers streamed (`answer_turn`)."""
-    from engine.handraise import (
-        ConversationConfig,
-        answer_turn,
-        close_conversation,
-        conversation_turn,
-        open_conversation,
-    )
 
     session = open_conversation(
         ConversationConfig(participants=page_cast(), config=page_handraise_config()), _hub(store), store
@@ -112,8 +140,6 @@ async def record_conversation(store: Store, messages: list[str]) -> tuple[str, d
 def page_jury() -> tuple[list[Any], Any]:
     """The Jury page's defaults: the first panel preset, a final judge, up to 3 rounds, jurors judging as
     their models suit (`auto`)."""
-    from engine.jury import JuryConfig, panel_seats
-    from models.catalog import load_catalog
 
     catalog = load_catalog()
     preset = next(iter(catalog.panels), "local")  # none at all: the error names the panel and the catalog file
@@ -135,22 +161,16 @@ def page_jury() -> tuple[list[Any], Any]:
 
 
 def jury_cases() -> list[tuple[Path, Any]]:
-    from engine.jury import load_cases
-    from pages.jury import case_files
 
-    return [(path, case) for path in case_files() for case in load_cases(path)]
+    return [(path, case) for path in case_files(get_settings().data_dir) for case in load_cases(path)]
 
 
 async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]]:
-    from engine.jury import Jury, run_case
 
     seats, config = page_jury()
     run_id, result = await run_case(store, Jury(seats, _hub(store), config), case)
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
-
     changes = sum(s.position_changed for r in result.discussion_rounds for s in r.statements)
-    cal = load_calibration(JURY, MODEL)
+    cal = judgemaps.load_calibration(JURY, MODEL)
     weight = cal.metrics.get("others_weight") if cal is not None else None
     return run_id, {
         "changes": changes,
@@ -163,7 +183,6 @@ async def record_jury(store: Store, case: JuryCase) -> tuple[str, dict[str, Any]
 
 def jury_note(facts: dict[str, Any]) -> str:
     """The sidebar's note on the recorded jury run, in words (a stakeholder reads it beside the page)."""
-    from dashboard.components import in_words
 
     verdict, gold = in_words(facts["verdict"]), in_words(facts["gold"])
     head = f"Verdict: {verdict}" + (", as the gold label. " if verdict == gold else f"; the gold label is {gold}. ")
@@ -177,7 +196,6 @@ def jury_note(facts: dict[str, Any]) -> str:
 
 async def record_duo(store: Store, topic: str, scene: str) -> tuple[str, dict[str, Any]]:
     """The Director lab's duo with its defaults: やな and あゆ, 4 turns, 2 retries, mark when they run out."""
-    from engine.director import DirectorConfig, DuoConfig, run_duo
 
     config = DuoConfig(
         first="yana",
@@ -207,7 +225,6 @@ CONFIDENCE_INPUT = {
 
 async def record_confidence(store: Store) -> tuple[str, dict[str, Any]]:
     """The Confidence lab's live evaluation with its prefilled query, answer and sources."""
-    from engine.confidence import EvaluationConfig, evaluate
 
     config = EvaluationConfig(
         model_id=MODEL,
@@ -227,7 +244,6 @@ MODELS_MODEL = "smollm2-135m"  # the Models page opens on the instruction-tuned 
 def models_prefill() -> dict[str, Any]:
     """The Models page's prompt box as it opens (its default system prompt and prompt, free text, temperature 0),
     with the recorded model picked: the widget values that replay the recorded prompt."""
-    from pages.models import DEFAULT_PROMPT, DEFAULT_SYSTEM, FREE_TEXT
 
     return {
         "models.model": MODELS_MODEL,
@@ -242,8 +258,6 @@ def models_prefill() -> dict[str, Any]:
 async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
     """The Models page's Send with its defaults: one `models.prompt` run streaming the default prompt, the request
     the page makes (`engine.modelruns.stream_prompt`, the entry point the page calls)."""
-    from engine.modelruns import stream_prompt
-    from models.types import Message
 
     values = models_prefill()
     messages = [
@@ -264,7 +278,6 @@ async def record_models(store: Store) -> tuple[str, dict[str, Any]]:
 
 def page_response_config() -> Any:
     """The Skip cache page's default thresholds and checker."""
-    from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
 
     defaults = ResponseConfig()
     return ResponseConfig(
@@ -283,7 +296,6 @@ def page_response_config() -> Any:
 
 async def record_skip(store: Store) -> tuple[str, dict[str, Any]]:
     """A small generated workload judged live by the bundled model's likelihood judge."""
-    from engine.skipsim import SimulationConfig, WorkloadSpec, run_simulation
 
     config = SimulationConfig(
         workload=WorkloadSpec(**SKIP_WORKLOAD), response=page_response_config(), model_id=MODEL, method="likelihood"
@@ -293,7 +305,6 @@ async def record_skip(store: Store) -> tuple[str, dict[str, Any]]:
 
 
 def _log(message: str) -> None:
-    import typer
 
     typer.echo(message, err=True)
 
@@ -301,7 +312,6 @@ def _log(message: str) -> None:
 def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
     """Record every page's demo run (or only those named) and write the demo files; pages not recorded again keep
     their earlier runs. The process's cached baselines are as they were afterwards."""
-    from models.base import ChatModel
 
     saved = dict(ChatModel._BASELINES)
     try:
@@ -312,7 +322,6 @@ def record(folder: Path, only: set[str] | None = None) -> DemoManifest:
 
 
 def _record(folder: Path, only: set[str] | None) -> DemoManifest:
-    from engine.demo import load_manifest, read_runs
 
     pages: dict[str, PageDemo] = {}
     documents: dict[str, dict[str, Any]] = {}
@@ -386,8 +395,6 @@ def _record(folder: Path, only: set[str] | None) -> DemoManifest:
                 note="Evaluate with the prefilled query, answer and sources; the sliders need no model.",
             )
         if "skip-cache" in wanted:
-            from pages.skipcache import workload_words
-
             run_id, facts = asyncio.run(record_skip(store))
             pages["skip-cache"] = PageDemo(
                 title="Skip cache",

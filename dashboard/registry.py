@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.runner import BackgroundLoop
+from engine.config import get_settings
 from engine.runctx import Progress, RunCancelled, RunControl, controlled
 from engine.store import FINISHED, INTERRUPTED, RUNNING, Store, config_hash
 from models.secrets import redact_obj
@@ -47,7 +48,6 @@ Entry = Callable[[], Awaitable[Any]]
 
 def idle_limit_s() -> float:
     """How long a conversation may sit without a turn before it is closed (JUDGELAB_CONVERSATION_IDLE_S)."""
-    from engine.config import get_settings
 
     return get_settings().conversation_idle_s
 

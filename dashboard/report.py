@@ -10,17 +10,22 @@ from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
 
 from dashboard import charts
-from dashboard.components import plot_text
+from dashboard.text import plot_text
+from engine.confidence import LevelThresholds
+from engine.director import RUBRIC_CRITERIA
+from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
+from engine.experiments.report import to_csv, to_html, to_json
 from engine.exports import Figure, RunRecord, html_report, load_run, tables
+from engine.jury import JuryView
 from engine.store import Store
 
 
 @lru_cache(maxsize=1)
 def plotly_js() -> str:
     """The plotly.js bundle that ships with the plotly package (no download: the report opens offline)."""
-    from plotly.offline import get_plotlyjs
 
     return str(get_plotlyjs())
 
@@ -35,7 +40,6 @@ def _small(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
 
 
 def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
     if not view.phase1 or (view.identical_seats and not view.rounds):
@@ -50,7 +54,6 @@ def _jury(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.confidence import LevelThresholds
 
     scored = record.pairs("confidence_scored")
     if not scored:
@@ -87,17 +90,27 @@ def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _metric_bars(record: RunRecord, names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
+    """The run's headline rates as bars, each with its stored 95 % interval (`<metric>_ci`) as an error bar and
+    in its label, "0.50 (0.27–0.73)"."""
     summary = record.run.summary
     present = [n for n in names if isinstance(summary.get(n), int | float)]
     if not present:
         return []
+
+    def label(name: str) -> str:
+        ci = summary.get(f"{name}_ci")
+        spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+        return f"{summary[name]:.2f}{spread}"
+
+    rows = [{"value": summary[n], "value_ci": summary.get(f"{n}_ci")} for n in present]
     fig = go.Figure(
         go.Bar(
             x=list(present),
             y=[summary[n] for n in present],
             marker_color=charts.BASE_COLOR,
-            text=[f"{summary[n]:.3f}" for n in present],
+            text=[label(n) for n in present],
             textposition="outside",
+            error_y=charts.error_bars(rows, "value", "#555555"),
         )
     )
     fig.update_yaxes(range=[0, 1.1])
@@ -117,7 +130,6 @@ def _jury_eval(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    from engine.director import RUBRIC_CRITERIA
 
     out: list[tuple[str, go.Figure]] = []
     rubrics = [p.get("rubric") for _, p in record.pairs("director_verdict")]
@@ -152,6 +164,11 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
         )
         fig.update_yaxes(range=[0, 5.2], title="rubric average")
         out.append(("Rubric average per line", _small(fig, "Rubric average per line")))
+    result = record.run.summary.get("result")
+    rates = result.get("hit_rates") if isinstance(result, dict) else None
+    if record.run.kind == "director.batch" and isinstance(rates, dict) and rates:
+        title = "Rule hit rates with 95 % intervals"
+        out.append((title, _small(charts.rule_hit_rates(rates), title)))
     turns = [p for _, p in record.pairs("director_turn")]
     if turns:
         colors = {"PASS": "#1B9E77", "WARN": "#E6AB02", "RETRY": "#D95F02"}
@@ -292,7 +309,6 @@ def experiment_figures(shown: Mapping[str, Any]) -> list[Figure]:
     """The Experiments page's charts of a result, as it opens (the experiment's metric, its usual direction):
     the metric against every swept parameter, the heatmap of the first two, and the Pareto front against the
     first cost the cells differ in — each with the best cell starred, every colour explicit."""
-    from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
 
     rows = list(shown.get("rows") or [])
     metric = str(shown.get("metric") or "")
@@ -323,7 +339,6 @@ def experiment_figures(shown: Mapping[str, Any]) -> list[Figure]:
 
 def experiment_report(shown: Mapping[str, Any]) -> str:
     """The self-contained HTML report of an experiment: the page's charts, the cells, the definition."""
-    from engine.experiments.report import to_html
 
     figures = experiment_figures(shown)
     return to_html(shown, figures, plotly_js() if figures else "")
@@ -331,7 +346,6 @@ def experiment_report(shown: Mapping[str, Any]) -> str:
 
 def experiment_export(shown: Mapping[str, Any], fmt: str) -> str:
     """An experiment's export in `fmt` (csv, json or html), for the page's buttons and the CLI alike."""
-    from engine.experiments.report import to_csv, to_json
 
     if fmt == "csv":
         return to_csv(shown["rows"])

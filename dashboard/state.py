@@ -6,10 +6,15 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import demo_hub
 from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.config import get_settings
+from engine.demo import load_manifest
+from engine.embeddings import get_embedder
+from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of, left_open, status_words
 from engine.store import Run, RunFilter, Store
+from models.backends import llamacpp
 from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
 
@@ -46,9 +51,7 @@ def get_catalog(path: str | None = None) -> Catalog:
 
 def demo_mode() -> bool:
     """Demo mode (sidebar switch or JUDGELAB_DEMO=1): every model answers from the recorded demo runs."""
-    from dashboard import demo
-
-    return demo.enabled()
+    return demo_hub.enabled()
 
 
 def get_hub() -> ModelHub:
@@ -59,9 +62,7 @@ def get_hub() -> ModelHub:
 
 @st.cache_resource(show_spinner="Loading the demo recording…")
 def _demo_hub_for(url: str) -> ModelHub:
-    from dashboard.demo import demo_hub
-
-    hub = demo_hub(get_catalog(), _store_for(url))
+    hub = demo_hub.demo_hub(get_catalog(), _store_for(url))
     clear_reads()
     return hub
 
@@ -74,11 +75,8 @@ def _hub_for(url: str) -> ModelHub:
 def get_availability() -> dict[str, Availability]:
     """Which models can be used now; in demo mode, the model whose answers were recorded."""
     if demo_mode():
-        from dashboard.demo import availability
-        from engine.demo import load_manifest
-
         get_hub()  # the demo runs are loaded before a page offers them
-        return availability(get_catalog(), load_manifest())
+        return demo_hub.availability(get_catalog(), load_manifest())
     return _live_availability(tuple(get_catalog().ids))
 
 
@@ -104,11 +102,12 @@ def _list_runs(url: str, kind: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
-    from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of
 
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
-    firsts = store.first_events([r.id for r in runs if r.kind == "handraise.conversation"], "user_message")
+    talks = [r.id for r in runs if r.kind == "handraise.conversation"]
+    firsts = store.first_events(talks, "user_message")
+    turns = store.count_events(talks, "user_message")
     rows = []
     for r in runs:
         t = totals.get(r.id, {})
@@ -120,7 +119,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
                 "experiment": experiment_of(r),
                 "cells": experiment_line(r) if r.kind == EXPERIMENT_KIND else "",
                 "kind": r.kind,
-                "status": r.status,
+                "status": status_words(r, turns.get(r.id, 0)),
                 "tags": tags.get(r.id, []),
                 "started": r.started_at,
                 "duration_s": r.duration_s,
@@ -129,7 +128,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
                 "tokens": int(t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)),
                 "cost_usd": float(t.get("cost", 0.0)),
                 "would_cost_usd": t.get("would_cost"),
-                "error": r.error,
+                "error": None if left_open(r) else r.error,  # closing an open conversation is no error
                 "config_hash": r.config_hash,
             }
         )
@@ -168,9 +167,6 @@ def clear_reads() -> None:
 @st.cache_resource(show_spinner="Loading the local model and the embedder…")
 def preload() -> str:
     """Load the bundled Gemma and the MiniLM embedder (JUDGELAB_PRELOAD=1, used by the memory bench)."""
-    from engine.embeddings import get_embedder
-    from models.backends.llamacpp import bundled_model_path, load_llama
-
-    load_llama(bundled_model_path())
+    llamacpp.load_llama(llamacpp.bundled_model_path())
     get_embedder().embed(["warm up"])
     return "Local model and embedder loaded"

@@ -21,8 +21,9 @@ from typing import Any, Protocol, TypeVar
 
 import streamlit as st
 
-from dashboard import state
-from dashboard.components import md
+from dashboard import demo, state
+from dashboard.registry import RegistryError
+from dashboard.text import md
 from engine.store import CANCELLED, FINISHED, RUNNING
 
 
@@ -158,8 +159,6 @@ def watch_run(
             )
         elif status != FINISHED and _demo_miss(current.error if current else None):
             # Demo mode, a request the recording lacks: a notice with the recorded input, no red, no half view.
-            from dashboard import demo
-
             demo.miss_notice(demo.page_of_kind(run.kind), key=key + ".use_recorded")
         elif status != FINISHED:
             st.error(f"Run {md(status)} — {md((current.error if current else '') or '', inline=False)}")
@@ -175,8 +174,6 @@ def watch_run(
 
 def _demo_miss(error: str | None) -> bool:
     """A run that failed on a request outside the demo recording, while demo mode is on."""
-    from dashboard import demo
-
     return demo.enabled() and demo.is_miss(error)
 
 
@@ -219,7 +216,6 @@ def start_watched(kind: str, config: Any, entry: Callable[[], Any], *, param: st
     """Start `entry` in the registry (or attach to the identical run still going) and return its id at once,
     kept in the session under `key` and in the URL under `param`. A run that cannot start leaves its reason
     under ``key + ".error"`` (shown by `start_error`). Nothing here waits on a model."""
-    from dashboard.registry import RegistryError
 
     st.session_state[key + ".error"] = None
     try:

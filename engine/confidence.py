@@ -12,6 +12,8 @@ Three layers, as every mechanism here:
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,10 +21,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from engine import stats
+from engine import judgemaps, runctx, stats
+from engine.calibration import calibrate, rank_auc, risk_at
+from engine.embeddings import RecordedEmbedder, TextEmbedder, cosine_matrix, get_embedder
+from engine.events import async_run_context
+from engine.inputs import Problems, iter_lines, problem_lines
+from engine.likelihood import CONFIDENCE, confidence_features
+from models.errors import ModelError
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
     from engine.events import EventSink, ModelSource
     from engine.store import Store
     from models.base import ChatModel
@@ -510,7 +517,6 @@ class LLMSelfEvaluator:
         self.weights = weights
 
     async def evaluate(self, query: str, answer: str, sources: Sequence[str] | None = None) -> FactorResult:
-        from models.errors import ModelError
 
         prompt = SELF_EVAL_PROMPT.format(query=query, answer=answer, sources=_sources_block(sources))
         try:
@@ -549,11 +555,6 @@ class LikelihoodSelfEvaluator:
         self.model = model
 
     async def evaluate(self, query: str, answer: str, sources: Sequence[str] | None = None) -> FactorResult:
-        import math
-
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import CONFIDENCE, confidence_features
-        from models.errors import ModelError
 
         try:
             features, scores = await confidence_features(self.model, query, answer, list(sources or []))
@@ -564,7 +565,7 @@ class LikelihoodSelfEvaluator:
                 flagged=True,
                 detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
             )
-        cal = load_calibration(CONFIDENCE, self.model.model_id)
+        cal = judgemaps.load_calibration(CONFIDENCE, self.model.model_id)
         pmi = features["pmi_supported"]
         if not math.isfinite(pmi):
             return FactorResult(
@@ -599,7 +600,6 @@ class QueryCoverageCalculator:
         self.model = model
 
     async def calculate(self, query: str, answer: str) -> FactorResult:
-        from models.errors import ModelError
 
         prompt = COVERAGE_PROMPT.format(query=query, answer=answer)
         try:
@@ -625,14 +625,12 @@ class QueryCoverageCalculator:
 class SourceAgreementCalculator:
     """Mean pairwise cosine similarity of the texts' embeddings (packaged MiniLM, batched); < 2 texts → 1.0."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: TextEmbedder | None = None) -> None:
         self._embedder = embedder
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> TextEmbedder:
         if self._embedder is None:
-            from engine.embeddings import get_embedder
-
             self._embedder = get_embedder()
         return self._embedder
 
@@ -640,7 +638,6 @@ class SourceAgreementCalculator:
         texts = [t for t in texts if t and t.strip()]
         if len(texts) < 2:
             return 1.0
-        from engine.embeddings import cosine_matrix
 
         sims = cosine_matrix(self.embedder.embed(texts))
         upper = sims[np.triu_indices(len(texts), k=1)]
@@ -658,7 +655,6 @@ class SamplingConsistency:
         self.temperature = temperature
 
     async def calculate(self, query: str, answer: str | None = None) -> tuple[FactorResult, list[str]]:
-        from models.errors import ModelError
 
         samples: list[str] = []
         errors: list[str] = []
@@ -721,12 +717,11 @@ async def evaluate(
 ) -> LiveEvaluation:
     """Compute the LLM and embedding factors for one answer, score it and decide the level, as a stored run of
     kind `confidence.evaluate`; progress counts the factors."""
-    from engine import runctx
-    from engine.events import async_run_context
 
     model = models(config.model_id)
     sources = config.sources
-    agreement = agreement or SourceAgreementCalculator()
+    # the embeddings are calls of the run: replayed where the model replays (a demo, a replay: exact on any CPU)
+    agreement = agreement or SourceAgreementCalculator(RecordedEmbedder.for_model(model))
     settings = config.settings
     with_agreement = len(sources) >= 2
     with_sampling = config.sampling_k >= 2 and not sources
@@ -850,7 +845,6 @@ class LabelError(ValueError):
     """A labelled set with bad rows; `problems` names each by line. Nothing is imported."""
 
     def __init__(self, problems: list[str]) -> None:
-        from engine.inputs import problem_lines
 
         self.problems = problems
         super().__init__(problem_lines(problems, "bad rows, nothing imported:"))
@@ -859,9 +853,6 @@ class LabelError(ValueError):
 def parse_labels(text: str, source: str = "labels") -> list[LabelledItem]:
     """Labelled items from JSONL ({factors, correct, id?, query?} a line); every bad line is named
     (`source:N: why`, a factor by its field) and nothing is imported. An empty text gives no items."""
-    import json
-
-    from engine.inputs import Problems, iter_lines
 
     items: list[LabelledItem] = []
     problems = Problems()
@@ -897,7 +888,6 @@ def calibration_report(
 ) -> dict[str, Any]:
     """Scores of the labelled items under `settings`, their reliability bins, ECE, risk–coverage (with each
     level threshold marked), the share of items per level and the accuracy per level."""
-    from engine.calibration import calibrate, risk_at
 
     if not items:
         raise ValueError("no labelled items")
@@ -942,7 +932,6 @@ def score_quality(scores: Sequence[float], correct: Sequence[bool], proceeded: i
     and the Brier score (the score read as P(right)). Wilson for the accuracy and the proceed rate (the share
     acted on without asking: SILENT or NOTIFY, as the experiments count it), a seeded bootstrap over items
     for ECE, AURC, AUC and Brier (engine/stats.py)."""
-    from engine.calibration import rank_auc
 
     n = len(scores)
     s, c = np.asarray(scores, float), np.asarray(correct, bool)
@@ -987,8 +976,6 @@ async def calibrate_labels(
 ) -> CalibrationResult:
     """The calibration of the default (or given) scores against the labels as a stored run of kind
     `confidence.calibrate`. No model is called (`models` is unused; every entry point takes one)."""
-    from engine import runctx
-    from engine.events import async_run_context
 
     async with async_run_context(
         store, "confidence.calibrate", config.model_dump(mode="json"), name=config.labels, sinks=sinks

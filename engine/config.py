@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 from pathlib import Path
 from typing import TypeVar
@@ -10,7 +11,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from models import safe_yaml
+from models import files, safe_yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
@@ -62,6 +63,34 @@ class Settings(BaseSettings):
         "for this long (or whose browser session is gone) is closed as interrupted.",
     )
 
+    user: str | None = Field(
+        default=None, description="The local user name labels are recorded under; default the OS user name."
+    )
+    auto_labels: bool = Field(
+        default=True, description="Hand-raise Speak/Skip and @mentions become labels (engine/labels)."
+    )
+    refit_every: int = Field(
+        default=20, ge=1, le=10_000, description="The Conversation page offers a refit after this many new approvals."
+    )
+    maps_dir: Path | None = Field(
+        default=None,
+        description="Where maps refitted from labels are versioned, with the pointer to the one in use; "
+        "default <data_dir>/maps.",
+    )
+
+    @property
+    def resolved_maps_dir(self) -> Path:
+        return self.maps_dir or self.data_dir / "maps"
+
+    @property
+    def resolved_user(self) -> str:
+        if self.user:
+            return self.user
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "local"
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:
@@ -74,6 +103,11 @@ def get_settings() -> Settings:
         return Settings()
     except ValidationError as exc:
         raise ConfigError(_describe_env(exc)) from None
+
+
+def max_input_bytes() -> int:
+    """The size limit of a user file or upload (JUDGELAB_MAX_INPUT_MB), in bytes."""
+    return int(get_settings().max_input_mb * 1024 * 1024)
 
 
 def _describe_env(exc: ValidationError) -> str:
@@ -97,12 +131,10 @@ def _describe(source: str, exc: ValidationError) -> str:
 
 def load_yaml(path: str | Path, model: type[T]) -> T:
     """Read a YAML file into `model`; any problem is a ConfigError naming the file and the field."""
-    from engine.inputs import InputError, read_text
-
     path = Path(path)
     try:
-        raw: object = safe_yaml.load(read_text(path))
-    except InputError as exc:
+        raw: object = safe_yaml.load(files.read_text(path, max_input_bytes()))
+    except files.InputError as exc:
         raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

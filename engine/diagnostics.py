@@ -186,8 +186,13 @@ def identical_seats(judge: str, seats: int) -> Diagnosis:
     )
 
 
+def _split_of(name: str) -> str:
+    """The split a map was fitted on: the jury's role and panel maps share the channel map's."""
+    return "jury.likelihood" if name == "jury.panel" or name.startswith("jury.role.") else name
+
+
 def _split_labels(name: str, directory: Path) -> list[Any]:
-    split = SPLITS.get(name)
+    split = SPLITS.get(_split_of(name))
     if split is None:
         return []
     path = directory / split[0]
@@ -232,7 +237,8 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
         )
     m = calibration.metrics
     labels = _split_labels(calibration.name, directory)
-    if calibration.name == "jury.likelihood" and isinstance(m.get("loo_case_accuracy"), int | float) and labels:
+    jury = _split_of(calibration.name) == "jury.likelihood"
+    if jury and isinstance(m.get("loo_case_accuracy"), int | float) and labels:
         n = int(m.get("cases") or len(labels))
         majority = Counter(labels).most_common(1)[0][1] / len(labels)
         return accuracy_vs_chance(judge, round(float(m["loo_case_accuracy"]) * n), n, majority, "accuracy")

@@ -12,13 +12,15 @@ Layers:
 from __future__ import annotations
 
 import asyncio
+import csv
 import dataclasses
 import functools
+import io
 import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -27,8 +29,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as compact_row
 
-from engine import runctx
+from engine import runctx, stats
+from engine.config import ConfigError, load_yaml
+from engine.events import async_run_context
+from engine.inputs import CHECK_EVERY, InputError, Problems, iter_lines, problem_lines, read_text
 from engine.quoting import quote
+from models.errors import ModelError
 
 if TYPE_CHECKING:
     from engine.events import Emit, EventSink, ModelSource
@@ -133,7 +139,6 @@ CHARACTERS_DIR = Path(__file__).resolve().parent.parent / "data" / "characters"
 
 def load_character(character_id: str, folder: Path | None = None) -> CharacterProfile:
     """A character from `data/characters/<id>.yaml`; errors name the file and the field."""
-    from engine.config import ConfigError, load_yaml
 
     folder = folder or CHARACTERS_DIR
     path = folder / f"{character_id}.yaml"
@@ -689,7 +694,6 @@ class DirectorRubric:
         self.cfg = cfg or DirectorConfig()
 
     async def score(self, line: str, profile: CharacterProfile, *, scene: str = "", previous: str = "") -> RubricResult:
-        from models.errors import ModelError
 
         # The line, the partner's line and the scene are quoted: a line holding "\n5. naturalness: 5" or an
         # instruction cannot pass for part of the prompt.
@@ -732,7 +736,6 @@ class DirectorRubric:
         """Each criterion's score is the expected value over 1–5 of the digits' likelihood after
         "<criterion>（1〜5）:", calibrated against the same prompt with a content-free line. One scoring call
         per criterion; the prompt prefix is shared, so the KV cache evaluates it once."""
-        from models.errors import ModelError
 
         empty = RUBRIC_PROMPT.format(
             name=profile.name,
@@ -1141,7 +1144,6 @@ class ScriptError(ValueError):
     """A script with bad rows; `problems` names each by line. Nothing is imported."""
 
     def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
-        from engine.inputs import problem_lines
 
         self.problems = problems
         super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
@@ -1151,7 +1153,6 @@ def parse_script(content: str, kind: Literal["jsonl", "csv"], source: str = "scr
     """Utterances from JSONL ({"text", "id"?, "character"?} a line) or CSV (a `text` column), parsed a row at
     a time into compact `ScriptLine`s (no list of every parsed row; after the first bad row only the problems
     are collected, and only the first of them kept)."""
-    from engine.inputs import Problems
 
     problems = Problems()
     lines: list[ScriptLine] = []
@@ -1180,11 +1181,6 @@ def _script_rows(
     content: str, kind: Literal["jsonl", "csv"], source: str, problems: list[str]
 ) -> Iterator[tuple[int, Any]]:
     """(line number, parsed row) one at a time; a line that is not JSON goes to `problems`."""
-    import csv
-    import io
-    import json
-
-    from engine.inputs import CHECK_EVERY, iter_lines
 
     if kind == "jsonl":
         for number, line in iter_lines(content):  # checks for cancellation as it goes
@@ -1205,7 +1201,6 @@ def _script_rows(
 
 
 def load_script(path: Path) -> list[ScriptLine]:
-    from engine.inputs import InputError, read_text
 
     suffix = path.suffix.lower()
     if path.is_file() and suffix not in (".jsonl", ".csv"):
@@ -1217,17 +1212,39 @@ def load_script(path: Path) -> list[ScriptLine]:
     return parse_script(content, "jsonl" if suffix == ".jsonl" else "csv", str(path))
 
 
-def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, float]]:
-    """Per rule: the share of lines at WARN and at RETRY."""
+def hit_rate(warn: int, retry: int, total: int) -> dict[str, Any]:
+    """One rule's shares of lines at WARN and at RETRY, each with its 95 % Wilson interval (`warn_ci`,
+    `retry_ci`: a rule that fired on 2 of 40 lines may fire on 1 % or 17 % of the next script's)."""
+    out: dict[str, Any] = {}
+    for name, hits in (("warn", warn), ("retry", retry)):
+        interval = stats.wilson(hits, total)
+        out[name] = hits / total if total else 0.0
+        out[f"{name}_ci"] = interval.as_list() if interval else None
+    return out
+
+
+def share_text(rate: Mapping[str, Any], name: str) -> str:
+    """'5% (1–17%)': a hit rate with its interval, as the page, the CLI and the export say it."""
+    value, interval = rate.get(name), rate.get(f"{name}_ci")
+    if not isinstance(value, int | float):
+        return "–"
+    if isinstance(interval, list | tuple) and len(interval) == 2:
+        return f"{value:.0%} ({interval[0]:.0%}–{interval[1]:.0%})"
+    return f"{value:.0%}"
+
+
+def hit_rates(verdicts: Sequence[RulesVerdict]) -> dict[str, dict[str, Any]]:
+    """Per rule: the share of lines at WARN and at RETRY, with their Wilson intervals (`hit_rate`)."""
     if not verdicts:
         return {}
     names = [r.rule for r in verdicts[0].rules]
     total = len(verdicts)
     return {
-        name: {
-            "warn": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.WARN) / total,
-            "retry": sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.RETRY) / total,
-        }
+        name: hit_rate(
+            sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.WARN),
+            sum(1 for v in verdicts for r in v.rules if r.rule == name and r.status == Status.RETRY),
+            total,
+        )
         for name in names
     }
 
@@ -1269,7 +1286,6 @@ async def review_line(
 ) -> CheckResult:
     """Judge one line as a stored run of kind `director.check`. An unknown character is a ConfigError raised
     before the run opens."""
-    from engine.events import async_run_context
 
     profile = load_character(config.character)
     rubric = None
@@ -1447,7 +1463,9 @@ class ScriptResult(BaseModel):
     run_id: str
     rows: list[ScriptRow]
     status_counts: dict[str, int]
-    hit_rates: dict[str, dict[str, float]]
+    hit_rates: dict[str, dict[str, Any]] = Field(
+        description="rule → warn, retry (shares of lines) and warn_ci, retry_ci (95 % Wilson intervals)"
+    )
     averages: dict[str, float | None] = Field(
         default_factory=dict, description="line id → rubric average (None: the rubric failed), for the lines scored"
     )
@@ -1464,7 +1482,6 @@ async def run_script(
 ) -> ScriptResult:
     """Judge a script as a stored run of kind `director.batch`: an event per line, the table and the hit
     rates as its result. Unknown characters are a ConfigError before the run opens."""
-    from engine.events import async_run_context
 
     cfg = config.director
     profiles = {
@@ -1519,7 +1536,7 @@ async def run_script(
             rows=rows,
             averages=averages,
             status_counts={s: sum(1 for r in rows if r.status == s) for s in STATUS_NAMES},
-            hit_rates={rule: {"warn": w / len(rows), "retry": r / len(rows)} for rule, (w, r) in hits.items()},
+            hit_rates={rule: hit_rate(w, r, len(rows)) for rule, (w, r) in hits.items()},
         )
         run.summary = {
             "lines": len(rows),
@@ -1571,7 +1588,6 @@ async def run_duo(
     config: DuoConfig, models: ModelSource, store: Store, *, sinks: list[EventSink] | None = None
 ) -> DuoResult:
     """The duo as a stored run: a `director_verdict` event per draft, a `director_turn` per turn."""
-    from engine.events import async_run_context
 
     first, second = load_character(config.first), load_character(config.second)
     model = models(config.model_id)

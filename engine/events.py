@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from engine import runctx
 from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
 from models.recording import call_context
 from models.secrets import redact_obj
@@ -57,7 +58,6 @@ def cancel_reason(exc: BaseException) -> str:
         return _cancel_reason
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT (Ctrl-C)"
-    from engine import runctx
 
     control = runctx.current()
     if control is not None and control.cancelled:
@@ -211,7 +211,6 @@ def run_context(
     """Create a run, attribute every model call inside to it, and close it: finished, failed, or
     cancelled (KeyboardInterrupt / CancelledError: SIGINT, SIGTERM via the CLI, a cancelled task) with
     every event emitted so far and the reason."""
-    from engine import runctx
 
     run = store.create_run(kind, config, name=name)
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])

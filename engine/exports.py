@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.handraise import restore_conversation, skip_line
 from engine.history import cell, headline
+from engine.jury import JuryView
 from engine.store import EventRow, LlmCall, Run, Store
 from models.secrets import redact, redact_obj
 
@@ -209,7 +211,6 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
     """Each juror's position at phase 1 and after each round: verdict, score, whether it moved, and why (its
     text, and the machine detail behind it: a likelihood juror's features, map and what it heard; empty for a
     generating juror and in runs recorded before the field existed)."""
-    from engine.jury import JuryView
 
     view = JuryView.fold(record.pairs())
     models = {j.get("juror_id"): j.get("model_id") for j in view.jurors}
@@ -269,7 +270,6 @@ def _jury_positions(record: RunRecord) -> list[dict[str, Any]]:
 
 
 def _conversation(record: RunRecord) -> Any:
-    from engine.handraise import restore_conversation
 
     if not record.pairs("user_message"):
         return None
@@ -290,7 +290,6 @@ def _conversation_messages(record: RunRecord) -> list[dict[str, Any]]:
     conv = _conversation(record)
     if conv is None:
         return []
-    from engine.handraise import skip_line
 
     rows: list[dict[str, Any]] = []
     for state in conv.states:
@@ -366,6 +365,27 @@ def _rule_columns(rules: object) -> dict[str, Any]:
     return {} if rules is None else {"rules": rules}
 
 
+def _director_hit_rates(record: RunRecord) -> list[dict[str, Any]]:
+    """A script's rule hit rates with their 95 % Wilson intervals (a `director.batch` run's stored result)."""
+    if not record.run.kind.startswith("director.batch"):
+        return []
+    result = record.run.summary.get("result")
+    rates = result.get("hit_rates") if isinstance(result, Mapping) else None
+    if not isinstance(rates, Mapping):
+        return []
+    rows = []
+    for rule, rate in rates.items():
+        if not isinstance(rate, Mapping):
+            continue
+        row: dict[str, Any] = {"rule": rule}
+        for name in ("warn", "retry"):
+            ci = rate.get(f"{name}_ci")
+            low, high = (ci[0], ci[1]) if isinstance(ci, list) and len(ci) == 2 else (None, None)
+            row |= {name: rate.get(name), f"{name}_ci_low": low, f"{name}_ci_high": high}
+        rows.append(row)
+    return rows
+
+
 def _director_batch(record: RunRecord) -> list[dict[str, Any]]:
     """A script scored line by line: the rubric average per line (and whatever else each line's event holds)."""
     if not record.run.kind.startswith("director.batch"):
@@ -414,6 +434,7 @@ TABLES: list[tuple[str, str, TableBuilder]] = [
     ("director_lines", "each reviewed line or draft with every rule's status", _director_lines),
     ("director_turns", "each turn of a dialogue", _event_rows("director_turn")),
     ("director_batch", "a script's lines scored by the rubric", _director_batch),
+    ("director_hit_rates", "a script's rule hit rates with 95 % Wilson intervals", _director_hit_rates),
     ("confidence_factors", "each computed confidence factor", _event_rows("confidence_factor")),
     ("confidence_scores", "the score, breakdown and level", _event_rows("confidence_scored")),
     ("calibration_items", "each labelled item with its score and level", _calibration_items),

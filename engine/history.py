@@ -217,3 +217,32 @@ def experiment_line(run: Run) -> str:
     elif run.status == "running":
         parts.append("running")
     return " · ".join(parts)
+
+
+CONVERSATION_KIND = "handraise.conversation"
+
+
+def left_open(run: Run) -> bool:
+    """A conversation that was closed because its page went away (the browser session ended, no turn for too
+    long, or the dashboard that held it stopped). A conversation has no end of its own, so this is how most
+    of them close: not a failure, and not "interrupted" in the sense of work cut off."""
+    return run.kind == CONVERSATION_KIND and run.status == "interrupted"
+
+
+def left_open_reason(run: Run) -> str:
+    """Why it was closed, in words: the registry's reason ("its browser session ended", "no turn for 30 min"),
+    or the dashboard's process going away."""
+    error = run.error or ""
+    marker = "the conversation was left ("
+    if marker in error:
+        return error.split(marker, 1)[1].rsplit(")", 1)[0]
+    return "the dashboard that held it stopped"
+
+
+def status_words(run: Run, turns: int | None = None) -> str:
+    """The run's status as the history shows it: a conversation left open says so, with its turns."""
+    if not left_open(run):
+        return run.status
+    if turns is None:
+        return "left open"
+    return f"left open after {turns} turn{'s' if turns != 1 else ''}" if turns else "left open, no turn"

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from engine.config import max_input_bytes as max_input_bytes
+from engine.runctx import checkpoint
 from models import files
 from models.files import InputError as InputError
 from models.files import MissingFile as MissingFile
@@ -59,8 +61,6 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
     """(line number, line) of a text, one at a time (no list of every line), and a cancellation check every
     `CHECK_EVERY` lines: a page's Cancel or a stopped run ends a long parse at once. A line ends at \\n
     (a \\r before it is dropped)."""
-    from engine.runctx import checkpoint
-
     start, number, end_of_text = 0, 0, len(text)
     while start < end_of_text:
         end = text.find("\n", start)
@@ -72,12 +72,6 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
         line = text[start:end]
         yield number, line[:-1] if line.endswith("\r") else line
         start = end + 1
-
-
-def max_input_bytes() -> int:
-    from engine.config import get_settings
-
-    return int(get_settings().max_input_mb * 1024 * 1024)
 
 
 def check_size(source: str, size: int) -> None:

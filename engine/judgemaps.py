@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,10 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from engine.config import get_settings
+from engine.inputs import max_input_bytes, read_text
+from models.files import read_bytes
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
 
@@ -47,7 +52,8 @@ class FittedMap(BaseModel):
         return float(np.interp(xs[0], self.xs, self.ys))
 
     def _values(self, values: dict[str, float]) -> list[float]:
-        xs = [float(values[f]) for f in self.features]
+        # `is:<participant>` (a map refitted from a user's labels: who they want to hear) is 0 unless given.
+        xs = [float(values[f]) if not f.startswith("is:") else float(values.get(f, 0.0)) for f in self.features]
         if not all(math.isfinite(x) for x in xs):
             raise ValueError(f"non-finite feature in {dict(zip(self.features, xs, strict=True))}")
         return xs
@@ -130,7 +136,7 @@ def fit_logistic(
     balanced: bool = False,
 ) -> FittedMap:
     """Platt scaling; `balanced` weighs the classes equally, so 0.5 sits between them, not at the base rate."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
 
     x = np.asarray([[float(r[f]) for f in features] for r in rows], dtype=float)
     model = LogisticRegression(C=c, class_weight="balanced" if balanced else None)
@@ -153,7 +159,7 @@ def fit_multinomial(
     """Multinomial logistic regression (L2, strength 1/c, on standardised features), written as one logistic
     map per class whose linear scores `Calibration.distribution` softmaxes. The standardisation is folded
     into the coefficients, so a map reads the raw features. Every class must occur in `labels`."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
 
     missing = [k for k in classes if k not in set(labels)]
     if missing:
@@ -182,7 +188,7 @@ def fit_multinomial(
 
 
 def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], feature: str) -> FittedMap:
-    from sklearn.isotonic import IsotonicRegression
+    from sklearn.isotonic import IsotonicRegression  # heavy: scikit-learn, ~1 s
 
     model = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
     model.fit(np.asarray([float(r[feature]) for r in rows]), np.asarray(labels, dtype=float))
@@ -195,8 +201,6 @@ def fit_isotonic(rows: Sequence[dict[str, float]], labels: Sequence[bool], featu
 
 
 def file_sha256(path: Path) -> str:
-    from engine.inputs import max_input_bytes
-    from models.files import read_bytes
 
     return hashlib.sha256(read_bytes(path, max_input_bytes())).hexdigest()
 
@@ -213,17 +217,100 @@ def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
 
 
 def load_calibration(name: str, model_id: str, directory: Path | None = None) -> Calibration | None:
-    """The shipped (or refitted) calibration, or None when there is none for this model: the judge then
-    falls back to the uncalibrated probabilities and flags it."""
+    """The map in use: a version adopted from the user's labels (`adopt_version`), else the shipped (or
+    refitted) calibration, or None when there is none for this model: the judge then falls back to the
+    uncalibrated probabilities and flags it. With `directory`, that folder's file only."""
+    if directory is None:
+        adopted = adopted_version(name, model_id)
+        if adopted is not None:
+            path = version_path(name, model_id, adopted)
+            if path.is_file():
+                return _read_calibration(path)
     path = calibration_path(name, model_id, directory)
     if not path.is_file():
         return None
-    from engine.inputs import read_text
+    return _read_calibration(path)
+
+
+def _read_calibration(path: Path) -> Calibration:
 
     try:
         return Calibration.model_validate_json(read_text(path))
     except ValueError as exc:
         raise ValueError(f"{path}: not a valid calibration file: {exc}") from None
+
+
+# -- versioned maps (refitted from a user's labels) and the one in use ----------------------------------------
+# Each version is a file <maps_dir>/<name>.<model_id>/<version>.json; `in_use.json` in <maps_dir> names the
+# adopted version of each map ("shipped", or no entry, means the file in data/calibration/).
+SHIPPED = "shipped"
+POINTER = "in_use.json"
+
+
+def maps_dir() -> Path:
+    return get_settings().resolved_maps_dir
+
+
+def version_path(name: str, model_id: str, version: str) -> Path:
+    if not version or "/" in version or "\\" in version or version.startswith("."):
+        raise ValueError(f"not a map version: {version!r}")
+    return maps_dir() / f"{name}.{model_id}" / f"{version}.json"
+
+
+def save_version(cal: Calibration) -> Path:
+    """Save a map as a new version (not in use until adopted); a version already saved is never overwritten."""
+    path = version_path(cal.name, cal.model_id, cal.version)
+    if path.exists():
+        raise ValueError(f"map version {cal.version} of {cal.name}.{cal.model_id} exists already")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cal.model_dump(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def _pointer() -> dict[str, str]:
+    path = maps_dir() / POINTER
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def adopted_version(name: str, model_id: str) -> str | None:
+    """The version adopted for this map, None for the shipped one."""
+    return _pointer().get(f"{name}.{model_id}")
+
+
+def adopt_version(name: str, model_id: str, version: str) -> None:
+    """Use `version` of the map from now on (`shipped` restores the shipped map); the choice is a small pointer
+    file, written atomically, so every process (the pages, the CLI) reads the same map."""
+    pointer = _pointer()
+    key = f"{name}.{model_id}"
+    if version == SHIPPED:
+        pointer.pop(key, None)
+    else:
+        if not version_path(name, model_id, version).is_file():
+            raise ValueError(f"no version {version} of {key} (see the map versions)")
+        pointer[key] = version
+    folder = maps_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{POINTER}.{uuid.uuid4().hex}"
+    tmp.write_text(json.dumps(pointer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(folder / POINTER)
+
+
+def saved_versions(name: str, model_id: str) -> list[Calibration]:
+    """Every saved version of a map, oldest first (unreadable files are left out)."""
+    folder = maps_dir() / f"{name}.{model_id}"
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(_read_calibration(path))
+        except ValueError:
+            continue
+    return out
 
 
 def new_version() -> str:
@@ -235,9 +322,9 @@ def cross_validated_auc(
 ) -> float | None:
     """The rank AUC of held-out p(component) from class-balanced logistic maps fitted on the other folds
     (stratified, fixed seed); None when a class has fewer items than folds."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn, ~1 s
+    from sklearn.metrics import roc_auc_score  # heavy: scikit-learn, ~1 s
+    from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s
 
     y = np.asarray(labels, dtype=int)
     if min(int(y.sum()), int(len(y) - y.sum())) < folds:
@@ -275,7 +362,6 @@ def fit_single_map(
 def read_jsonl_items(path: Path, required: dict[str, type]) -> list[dict[str, Any]]:
     """A labelled calibration split: one JSON object a line with the required typed fields; a bad line is an
     error naming the file and line, and nothing is returned."""
-    from engine.inputs import read_text
 
     text = read_text(path)  # InputError (a ValueError) for a missing, binary or oversized file
     items = []

@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from engine.judgemaps import Calibration, fit_multinomial
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -411,7 +413,6 @@ async def jury_calibration_rows(
     each row also holds a discussion round's move (`JURY_OTHERS_FEATURES`): the others each say the verdict
     a map fitted on the phase-1 rows gives that case — what an identical panel says in its first round.
     Raises ModelError as the judge does."""
-    from engine.judgemaps import Calibration, fit_multinomial
 
     rows = [(await jury_features(model, case))[0] for case in cases]
     if not (labels and classes and others):
@@ -436,7 +437,7 @@ def _others_weight(
 ) -> float:
     """The weight of the others' evidence that makes the calibration split's labels most likely after a
     round (maximum likelihood over [0, JURY_OTHERS_MAX_WEIGHT], the phase-1 map held fixed)."""
-    from scipy.optimize import minimize_scalar
+    from scipy.optimize import minimize_scalar  # heavy: scipy, ~0.5 s
 
     index = [list(classes).index(label) for label in labels]
 
@@ -479,7 +480,6 @@ def fit_jury_calibration(
     Rows with the others' features (`jury_calibration_rows` with names) also fit the weight of the others'
     evidence in a discussion round (`_others_weight`), with its leave-one-case-out range and the
     accuracy after one round; the maps then read both feature sets."""
-    from engine.judgemaps import Calibration, fit_multinomial
 
     features = list(JURY_FEATURES)
     rounds = all(o in r for r in rows for o in JURY_OTHERS_FEATURES) and bool(rows)

@@ -41,7 +41,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field as SQLField
 from sqlmodel import Session, SQLModel, col, delete, select
 
+from engine import judgemaps
+from engine.likelihood import SKIP, skip_features
 from engine.store import aware, table_of
+from models.errors import ModelError, StructuredOutputError
+from models.secrets import redact
 from models.structured import FLOAT_LIKE
 
 if TYPE_CHECKING:
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 
     from engine.events import Emit
     from models.base import ChatModel
+
 
 # -- config ---------------------------------------------------------------------------------------
 
@@ -300,7 +305,6 @@ class SQLJudgmentCacheRepository:
         )
 
     async def save(self, cache: JudgmentCache) -> None:
-        from models.secrets import redact
 
         cache = replace(cache, reason=redact(cache.reason))  # a model's reason can echo a key
         for _ in range(2):  # a concurrent insert of the same scope turns the second try into an update
@@ -441,7 +445,6 @@ class ModelJudge:
         self.max_tokens = max_tokens
 
     async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
-        from models.errors import ModelError, StructuredOutputError
 
         messages = build_messages(self.persona_name, now, history)
         try:
@@ -488,7 +491,6 @@ class ProbabilityJudge:
         self.threshold = threshold
 
     async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
-        from models.errors import ModelError
 
         messages = build_messages(self.persona_name, now, history)
         try:
@@ -523,11 +525,6 @@ class LikelihoodJudge:
         self.history_limit = history_limit
 
     async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
-        import math
-
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import SKIP, skip_features
-        from models.errors import ModelError
 
         try:
             features, scores = await skip_features(
@@ -542,7 +539,7 @@ class LikelihoodJudge:
                 prompt_tokens=scores.prompt_tokens,
                 call_id=scores.call_id,
             )
-        cal = load_calibration(SKIP, self.model.model_id)
+        cal = judgemaps.load_calibration(SKIP, self.model.model_id)
         if cal is None:
             z = sum(features.values()) / len(features)
             p, flags = 1 / (1 + math.exp(-max(-700.0, z))), ["uncalibrated"]

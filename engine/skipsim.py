@@ -9,6 +9,7 @@ re-runs a workload under other thresholds with no model call (the Pareto sweep).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -23,20 +24,26 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine import stats
+from engine import runctx, stats
 from engine.calibration import rank_auc
+from engine.events import async_run_context
+from engine.inputs import InputError, Problems, iter_lines, problem_lines, read_text
 from engine.skipcache import (
     Judge,
     JudgeOutcome,
     JudgmentResult,
     JudgmentSkipConfig,
     JudgmentSkipThreshold,
+    LikelihoodJudge,
     ListSource,
     MemoryJudgmentCacheRepository,
     Message,
+    ModelJudge,
     PeriodicChecker,
+    ProbabilityJudge,
     ResponseConfig,
 )
+from models.secrets import redact
 
 if TYPE_CHECKING:
     from engine.events import EventSink, ModelSource
@@ -158,7 +165,6 @@ def _poisson(rng: random.Random, lam: float) -> int:
 
 class WorkloadError(ValueError):
     def __init__(self, problems: list[str], header: str | None = "bad rows, nothing imported:") -> None:
-        from engine.inputs import problem_lines
 
         self.problems = problems
         super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
@@ -166,7 +172,6 @@ class WorkloadError(ValueError):
 
 def load_workload(path: Path) -> list[Message]:
     """JSONL of {t (seconds), channel, thread (or null), id, author, text}; bad rows named by line."""
-    from engine.inputs import InputError, read_text
 
     try:
         content = read_text(path)
@@ -179,7 +184,6 @@ MAX_T_S = 366 * 24 * 3600.0  # a workload spans at most a year of simulated time
 
 
 def parse_workload(content: str, source: str = "workload") -> list[Message]:
-    from engine.inputs import Problems, iter_lines
 
     messages, problems, seen = [], Problems(), set()
     for number, line in iter_lines(content):
@@ -299,7 +303,6 @@ class RecordedJudge:
 
     def dump(self, path: Path) -> None:
         """Write the recording (an export: keys a reason may echo are redacted)."""
-        from models.secrets import redact
 
         with path.open("w", encoding="utf-8") as fh:
             for key, o in sorted(self.records.items()):
@@ -324,7 +327,6 @@ class RecordedJudge:
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:
         """Recorded judgments, one JSON object a line; any bad line is a WorkloadError naming it."""
-        from engine.inputs import InputError, Problems, iter_lines, read_text
 
         try:
             content = read_text(path)
@@ -358,6 +360,72 @@ class RecordedJudge:
 
 
 # -- running --------------------------------------------------------------------------------------
+
+
+class ShadowJudge:
+    """A second judge beside a recording: the recorded judgments drive the simulation (so it reaches the same
+    conversation states, with the same replies before them), while `shadow` judges each state it reaches once.
+    What `shadow` said is kept in `records`; `on_new` hears of each new one (to write it out as it goes)."""
+
+    def __init__(
+        self,
+        driver: RecordedJudge,
+        shadow: Judge,
+        records: dict[str, JudgeOutcome] | None = None,
+        on_new: Callable[[], None] | None = None,
+    ) -> None:
+        self.driver = driver
+        self.shadow = shadow
+        self.records: dict[str, JudgeOutcome] = records if records is not None else {}
+        self.on_new = on_new
+        self.live_calls = 0
+
+    async def judge(self, history: Sequence[Message], now: datetime) -> JudgeOutcome:
+        key = state_key(history)
+        if key not in self.records:
+            outcome = await self.shadow.judge(history, now)
+            self.live_calls += 1
+            if outcome.result is not None:
+                self.records[key] = outcome
+                if self.on_new is not None:
+                    self.on_new()
+        return await self.driver.judge(history, now)
+
+
+async def record_alongside(
+    messages: Sequence[Message],
+    recording: Path,
+    shadow: Judge,
+    output: Path,
+    config: ResponseConfig | None = None,
+    *,
+    hours: float | None = None,
+    write_every: int = 25,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[int, int]:
+    """Another judge's recording of the very states `recording` holds: both simulations (without and with the
+    cache) driven by `recording`, `shadow` judging every state they reach. `output` is written every
+    `write_every` new judgments and at the end, and a partial `output` is resumed, so a long recording can be
+    made a few minutes at a time. Returns (judgments now in `output`, live calls made)."""
+    driver = RecordedJudge.load(recording)
+    records = RecordedJudge.load(output).records if output.is_file() else {}
+    pending = 0
+
+    def written() -> None:
+        nonlocal pending
+        pending += 1
+        if pending >= write_every:
+            RecordedJudge(records).dump(output)
+            pending = 0
+
+    judge = ShadowJudge(driver, shadow, records, on_new=written)
+    try:
+        for share, with_cache in ((0.0, False), (0.5, True)):
+            step = None if progress is None else (lambda done, at=share: progress(at + done / 2))
+            await simulate(messages, judge, config, with_cache=with_cache, hours=hours, progress=step)
+    finally:
+        RecordedJudge(records).dump(output)
+    return len(records), judge.live_calls
 
 
 @dataclass
@@ -601,6 +669,10 @@ def calls_saved_interval(without: SimulationResult, with_: SimulationResult) -> 
 
 SWEEP_HIGH_SKIP = (3600, 21600, 43200)
 SWEEP_DEFAULT_SKIP = (120, 600, 1800)
+# The grid a simulation run sweeps for its trade-off chart: wider than the default above, down to short windows,
+# so a small workload (the demo's 3 channels over 2 hours) shows more than the two outcomes long windows give.
+TRADEOFF_HIGH_SKIP = (600, 3600, 21600, 43200)
+TRADEOFF_DEFAULT_SKIP = (0, 60, 600, 1800)
 
 
 def sweep_configs(
@@ -681,6 +753,19 @@ def generated_labels(messages: Sequence[Message]) -> dict[str, bool]:
     return labels
 
 
+def judged_states(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, tuple[float, bool]]:
+    """Each recorded state whose message has a label: p(respond) (= confidence when it responds, 1 − confidence
+    when it declines) and the label; what two judges are compared on, state by state."""
+    out = {}
+    for key, outcome in judge.records.items():
+        mid = key.rsplit("|", 1)[-1]
+        if outcome.result is None or mid not in labels:
+            continue
+        r = outcome.result
+        out[key] = (r.confidence if r.should_respond else 1 - r.confidence, labels[mid])
+    return out
+
+
 def judge_quality(judge: RecordedJudge, labels: dict[str, bool]) -> dict[str, Any]:
     """How recorded judgments rank and decide against labels: AUC of p(respond) (= confidence when it
     responds, 1 − confidence when it declines), accuracy, and the share of judgments with confidence
@@ -726,7 +811,6 @@ class FileRef(BaseModel):
 
     @classmethod
     def of(cls, name: str, content: str, messages: int) -> FileRef:
-        import hashlib
 
         return cls(name=Path(name).name, sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(), messages=messages)
 
@@ -777,6 +861,7 @@ class SimulationReport:
     messages: list[Message]
     records: dict[str, JudgeOutcome]
     live_calls: int
+    sweep: list[dict[str, Any]] = field(default_factory=list)  # the trade-off grid (`sweep`)
 
 
 def _check_count(messages: Sequence[Message], config: ResponseConfig, hours: float | None) -> int:
@@ -797,10 +882,9 @@ async def run_simulation(
     sinks: list[EventSink] | None = None,
 ) -> SimulationReport:
     """Simulate without and then with the cache as a stored run of kind `skip.simulate`; progress counts
-    the checks of both. A broken recording is a WorkloadError before the run opens."""
-    from engine import runctx
-    from engine.events import async_run_context
-    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge
+    the checks of both. Then the trade-off grid (`TRADEOFF_*_SKIP`) re-simulated with the judgments just made
+    (no model call), kept in the run's summary under "sweep" so a page shows it without computing anything.
+    A broken recording is a WorkloadError before the run opens."""
 
     if config.workload is not None:
         messages = generate_workload(config.workload)
@@ -836,12 +920,15 @@ async def run_simulation(
             keep_timeline=True,
             progress=follow(checks, "with cache"),
         )
-        runctx.progress(done=2 * checks, step="compared")
+        runctx.progress(done=2 * checks, step="trade-off sweep over the recorded judgments")
         comparison = compare_results(without, detail, config.response)
+        grid = await sweep(messages, judge.records, config.response, hours, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP)
+        runctx.progress(done=2 * checks, step="compared")
         run.summary = {
             "calls_saved_pct": comparison["calls_saved_pct"],
             "live_calls": judge.live_calls,
             "result": comparison,
+            "sweep": grid,
         }
     return SimulationReport(
         run_id=run.run_id,
@@ -850,4 +937,5 @@ async def run_simulation(
         messages=list(messages),
         records=judge.records,
         live_calls=judge.live_calls,
+        sweep=grid,
     )

@@ -10,7 +10,9 @@ validation (a number out of its range is a failed field, never clamped), cost, a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
+import json as _json
 import logging
 import random
 import time
@@ -23,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from models.catalog import ModelSpec, api_key_for
+from models.discovery import REGISTERED
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, ReplayMiss, StructuredOutputError
 from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
@@ -92,11 +95,6 @@ def package_missing(package: str) -> bool:
         return importlib.util.find_spec(package) is None
     except ModuleNotFoundError:  # a parent package is missing too
         return True
-
-
-# Every backend class by its `backend` name; filled by the classes themselves (ChatModel.__init_subclass__).
-# Read it through models.registry.backends(), which imports every backend module first.
-REGISTERED: dict[str, type[ChatModel]] = {}
 
 
 def as_messages(messages: Sequence[Message | dict[str, str]] | str) -> list[Message]:
@@ -385,8 +383,6 @@ class ChatModel(ABC):
         self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
     ) -> Request:
         """The recorded request of a `fill_template` call: its parts are part of the hash."""
-        import hashlib
-        import json as _json
 
         digest = hashlib.sha256(_json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
         return self.build_request(

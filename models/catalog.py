@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from models import files, safe_yaml
+from models.discovery import backend_class, backends
 from models.fieldlines import compose, field_name, line_of, where
 from models.secrets import find_secret, register_key_names
 
@@ -68,8 +69,6 @@ class ModelSpec(BaseModel):
     @field_validator("backend")
     @classmethod
     def _registered(cls, value: str) -> str:
-        from models.registry import backends  # at validation time: the registry imports the backends
-
         known = backends()
         if value not in known:
             raise ValueError(f"unknown backend '{value}' — known backends: {', '.join(sorted(known))}")
@@ -200,8 +199,6 @@ def cached_catalog(path: str | None = None) -> Catalog:
 def api_key_for(spec: ModelSpec) -> str | None:
     """The key for a spec, from the environment or `.streamlit/secrets.toml` only: its `api_key_env`, then
     the variables its backend declares (`Requires.key_env`)."""
-    from models.registry import backend_class
-
     names = [spec.api_key_env] if spec.api_key_env else []
     names += backend_class(spec.backend).requires.key_env
     for name in names:

@@ -1,44 +1,22 @@
-"""The backends, found by themselves; ChatModels built from catalog specs; whether each can be used right now.
+"""ChatModels built from catalog specs; whether each can be used right now.
 
-Every module of models/backends is imported once (cheap: a provider's SDK loads only when a model of it is
-built) and each ChatModel class in it that declares `requires` registers itself under its `backend` name
-(`ChatModel.__init_subclass__`). Adding a backend is one file there plus one catalog entry.
+The backends find themselves (models.discovery: every module of models/backends is imported once and each
+ChatModel class in it that declares `requires` registers itself under its `backend` name); `backends` and
+`backend_class` are re-exported here. Adding a backend is one file there plus one catalog entry.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import importlib
-import pkgutil
 from dataclasses import dataclass
 
-from models.base import REGISTERED, ChatModel
+from models.backends.replay import ReplayModel, replay_spec
+from models.base import ChatModel
 from models.catalog import Catalog, ModelSpec, cached_catalog
+from models.discovery import backend_class as backend_class
+from models.discovery import backends as backends
 from models.errors import ModelUnavailable
 from models.recording import CallLog
-
-
-@functools.cache
-def _import_backend_modules() -> None:
-    import models.backends as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.name.startswith("_"):  # _http and the like are helpers, not backends
-            importlib.import_module(f"{package.__name__}.{module.name}")
-
-
-def backends() -> dict[str, type[ChatModel]]:
-    """Every registered backend class by name."""
-    _import_backend_modules()
-    return dict(REGISTERED)
-
-
-def backend_class(name: str) -> type[ChatModel]:
-    known = backends()
-    if name not in known:
-        raise KeyError(f"unknown backend '{name}' — known backends: {', '.join(sorted(known))}")
-    return known[name]
 
 
 def build_model(
@@ -52,8 +30,6 @@ def build_model(
     """A ChatModel for `spec`; with `replay_from`, one that answers from recorded calls instead (a request
     never recorded is a ReplayMiss, or with `fallthrough` a live call to the model of `spec`)."""
     if replay_from is not None or spec.backend == "replay":
-        from models.backends.replay import ReplayModel, replay_spec
-
         source = replay_from or call_log
         if source is None:
             raise ModelUnavailable("replay needs a call log to read from", model_id=spec.id, backend="replay")

@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from models import files, safe_yaml
+from models.files import InputError, read_text
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
 # Variables whose name says they hold a credential, whatever the catalog says.
@@ -38,7 +41,6 @@ def secrets_paths() -> list[Path]:
 
 
 def _read_secrets() -> dict[str, object]:
-    from models.files import InputError, read_text
 
     for path in secrets_paths():
         if not path.exists():
@@ -119,8 +121,6 @@ def _catalog_key_names(path: Path) -> set[str]:
 
 def _read_catalog_key_names(path: Path) -> set[str]:
     try:
-        from models import files, safe_yaml
-
         data = safe_yaml.load(files.read_text(path))
         models = data.get("models", []) if isinstance(data, dict) else []
         return {m["api_key_env"] for m in models if isinstance(m, dict) and isinstance(m.get("api_key_env"), str)}

@@ -22,6 +22,8 @@ from dashboard.components import (
     md,
     metric_row,
 )
+from dashboard.demo_record import CONFIDENCE_INPUT
+from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
     FACTOR_FIELDS,
@@ -45,10 +47,12 @@ from engine.confidence import (
     generate_answer,
     parse_factors,
     parse_labels,
+    search_quality,
 )
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
+from engine.likelihood import CONFIDENCE
 from engine.runctx import RunControl, controlled
 from engine.stats import fmt, wilson
 from models.errors import ModelError, ReplayMiss
@@ -270,7 +274,6 @@ def _render_factors(settings: ConfidenceSettings) -> None:
 def not_counted(name: str, factors: ConfidenceFactors, settings: ConfidenceSettings) -> str | None:
     """Why a slider's factor does not count in the score now (None when it counts): the spec's inclusion rules
     (`engine.confidence.calculate`), in words, for the caption next to the slider."""
-    from engine.confidence import search_quality
 
     search = name.startswith("search_")
     if factors.is_search_step and not search and name != "tool_success_rate":
@@ -484,10 +487,28 @@ def _render_live(settings: ConfidenceSettings) -> None:
     failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
     flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
+    _render_answer_label(run_id)
     if result.get("samples"):
         with st.expander("Sampled answers"):
             for sample in result["samples"]:
                 st.text(sample)
+
+
+def _render_answer_label(run_id: str) -> None:
+    """Under the Live result, "the answer was right / wrong": your label of the evaluated answer, which the Labels
+    page compares with what the score decided (a silent level trusts the answer: "right")."""
+    item = run_item(run_id)
+    if item is None:
+        return
+    st.markdown("**Was the answer right?**")
+    label_buttons(
+        "confidence",
+        item.key,
+        run_id=run_id,
+        key=KEY + "live_label",
+        context=item.context,
+        prompt="Your judgment of the answer",
+    )
 
 
 def _render_factor_rows(view: Collected, live: bool) -> None:
@@ -799,7 +820,6 @@ def _watch_generation(pending: Any) -> None:
 
 def handle_reset_live() -> None:
     """The demo notice's button: the Live tab's recorded query, answer and sources back in their boxes."""
-    from dashboard.demo_record import CONFIDENCE_INPUT
 
     for name, value in CONFIDENCE_INPUT.items():
         st.session_state[KEY + "live_" + name] = value
@@ -867,7 +887,6 @@ def _fallback_detail(result: dict[str, Any], self_eval: str = "generate") -> str
 
 def _self_eval_caption(model_id: str, self_eval: str) -> str:
     """The self-evaluation method in use and, by likelihood, its fitted map."""
-    from engine.likelihood import CONFIDENCE
 
     if self_eval != "likelihood":
         return f"Self-evaluation: {model_id} writes it (JSON, validated field by field)."

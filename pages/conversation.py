@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dashboard import charts, demo, state
 from dashboard.components import (
@@ -25,11 +27,15 @@ from dashboard.components import (
     metric_row,
     safe_avatar,
 )
+from dashboard.labelling import answer_words, current_user, refit_candidate, render_candidate
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine import runctx
+from engine.config import get_settings
 from engine.diagnostics import Diagnosis
 from engine.handraise import (
     Action,
+    ContextMode,
     Conversation,
     ConversationConfig,
     ConversationSession,
@@ -48,14 +54,19 @@ from engine.handraise import (
     default_ensemble,
     failure_flags,
     open_conversation,
+    parse_benchmark,
     redecide,
     restore_conversation,
+    run_benchmark,
     skip_line,
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
+from engine.handraise.judge import map_choice
 from engine.handraise.reasons import reason_sentence
 from engine.inputs import read_text
+from engine.labels import count_labels, list_labels, map_in_use, whatif_map
+from engine.labels.refit import created_at
 from engine.runctx import RunControl, controlled
 from models.recording import call_context
 
@@ -400,7 +411,6 @@ def _details() -> bool:
 def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
     """Which models score and which fitted map turns their raw scores into will components: the engine's
     own choice (`map_choice`), described."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).describe()
@@ -411,7 +421,6 @@ def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] 
 def _judge_diagnosis(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> Diagnosis | None:
     """The diagnosis stored with the map the judge would read (measurable signal or not), None for a method
     without a map."""
-    from engine.handraise.judge import map_choice
 
     try:
         return map_choice(method, judge_model, ensemble).diagnosis
@@ -459,9 +468,6 @@ def _new_conversation(cast: list[Participant], config: HandRaiseConfig) -> Conve
 def _session_alive() -> Any:
     """A check that this browser session still exists (None outside a Streamlit server, e.g. AppTest)."""
     try:
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
         ctx = get_script_run_ctx()
         runtime = Runtime.instance()
     except RuntimeError:
@@ -526,6 +532,7 @@ def _render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
         )
     if conv is not None:  # the settings expander is folded once a conversation runs: what judges it, in one line
         st.caption(md(breakable(_judged_by(conv))))
+    _render_your_labels(config)
     icons = {p.id: p.icon for p in (conv.participants.values() if conv else cast)}
     names = {p.id: p.name for p in (conv.participants.values() if conv else cast)}
     # Messages, answers, names, icons and reasons are all untrusted: text, or escaped inside trusted markdown.
@@ -852,6 +859,97 @@ def _close_turn(conv: Conversation, turn: TurnState) -> None:
     state.clear_reads()
 
 
+# -- your labels: what your Speak / Skip taught, and the refit they offer ----------------------------------------
+
+
+def map_id(config: HandRaiseConfig) -> str | None:
+    """The id of the map the likelihood judge reads under `config` (the judge model, or its ensemble's); None for
+    a judge method without a map."""
+    if config.judge_method != "likelihood":
+        return None
+    try:
+        return map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).map_id
+    except ValueError:
+        return None
+
+
+def map_line(config: HandRaiseConfig) -> str:
+    """Which map the likelihood judge reads, in words: 'learnt from 40 of your approvals (you)', or the shipped
+    one; '' for a judge method without a map."""
+    mid = map_id(config)
+    if mid is None:
+        return ""
+    used = map_in_use("handraise", mid)
+    if used is None:
+        return "none fitted for this model (the judge runs uncalibrated)"
+    if used.version == "shipped":
+        return "the shipped one, fitted on the project's labelled chats"
+    return str(used.provenance or f"version {used.version}")
+
+
+def approvals_since_map(config: HandRaiseConfig) -> int:
+    """Your Speak / Skip labels recorded since the map in use was made (all of them for the shipped map)."""
+    mid = map_id(config)
+    used = map_in_use("handraise", mid) if mid else None
+    since = created_at(used) if used is not None and used.version != "shipped" else None
+    labels = list_labels(state.get_store(), mechanism="handraise", user=current_user())
+    return sum(1 for lab in labels if lab.source == "approval" and (since is None or _naive(lab.created_at) > since))
+
+
+def _naive(moment: Any) -> Any:
+    """A UTC datetime without its zone (a map version's date has none)."""
+    return moment.replace(tzinfo=None) if getattr(moment, "tzinfo", None) is not None else moment
+
+
+def refit_every() -> int:
+    """After every K new approvals the page offers a refit (settings: JUDGELAB_REFIT_EVERY)."""
+    return max(1, int(getattr(get_settings(), "refit_every", 20) or 20))
+
+
+def _render_your_labels(config: HandRaiseConfig) -> None:
+    """One caption: the map in use and the labels your Speak / Skip recorded; after every K new approvals, an offer
+    to refit the judge from them (the candidate shows in the What-if tab before it is used)."""
+    store = state.get_store()
+    run_id = st.session_state[KEY + "run_id"]
+    total = count_labels(store, mechanism="handraise")
+    here = count_labels(store, mechanism="handraise", run_id=run_id) if run_id else 0
+    parts = []
+    used = map_line(config)
+    if used:
+        parts.append(f"Map in use: {md(used)}")
+    counted = (
+        f"{here} label{'s' if here != 1 else ''} from your Speak / Skip in this conversation, {total} in all"
+        if run_id
+        else f"{total} label{'s' if total != 1 else ''} from your Speak / Skip so far"
+    )
+    parts.append(f"🏷️ {counted} ([Labels page](/labels))")
+    st.caption(" · ".join(parts), help="Each Speak or Skip you give is kept as a label of who should speak.")
+    notice = st.session_state.pop(KEY + "label_notice", None)
+    if notice:
+        (st.error if notice[0] == "error" else st.success)(md(notice[1]))
+    if config.judge_method != "likelihood":
+        return
+    candidate = st.session_state.get(KEY + "candidate")
+    if candidate is not None and candidate.get("model_id") == map_id(config):
+        with st.expander("A map refitted from your labels is ready (the What-if tab shows how it would decide)"):
+            render_candidate(candidate, key=KEY + "cand", notice_key=KEY + "label_notice", refit_key=KEY + "candidate")
+        return
+    fresh, every = approvals_since_map(config), refit_every()
+    if fresh >= every:
+        row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
+        row.caption(f"{fresh} new Speak / Skip labels since this map was made: refit the judge to your choices?")
+        row.button("Refit from my labels", key=KEY + "refit", on_click=handle_refit_offer)
+
+
+def handle_refit_offer() -> None:
+    """Fit a candidate map on your labels (saved as a version, not in use) and keep it for the What-if."""
+    result = refit_candidate("handraise")
+    if "error" in result:
+        st.session_state[KEY + "label_notice"] = ("error", result["error"])
+        return
+    st.session_state[KEY + "candidate"] = result
+
+
 # -- charts, what-if, tokens ----------------------------------------------------------------------------------
 
 
@@ -945,6 +1043,60 @@ def render_whatif(conv: Conversation) -> None:
     st.caption(f"Re-decided {sum(len(o.hands) for o in after)} hands in {elapsed:.1f} ms.")
     if changes:
         st.dataframe(pd.DataFrame(whatif_rows(conv, changes)), hide_index=True, width="stretch")
+    candidate = st.session_state.get(KEY + "candidate")
+    run_id = st.session_state[KEY + "run_id"]
+    if candidate is not None and run_id and candidate.get("model_id") == map_id(conv.config):
+        render_candidate_whatif(conv, run_id, candidate)
+
+
+def render_candidate_whatif(conv: Conversation, run_id: str, candidate: Mapping[str, Any]) -> None:
+    """How the map refitted from your labels (not in use yet) would have decided the hands already played: each
+    recorded hand's features read through it, at this conversation's threshold, no model call."""
+    st.divider()
+    st.markdown(f"**With the map refitted from your labels** — {md(candidate['provenance'])}, not in use yet")
+    try:
+        rows = whatif_map(state.get_store(), run_id, candidate["calibration"])
+    except ValueError as exc:
+        st.info(f"This conversation cannot be re-decided with the new map: {md(exc)}")
+        return
+    if not rows:
+        st.caption("No hand of this conversation recorded the judge's features, so the new map cannot read it.")
+        return
+    names = {p.id: f"{p.icon} {p.name}" for p in conv.participants.values()}
+    changed = [r for r in rows if r["then"] != r["candidate"]]
+    metric_row(
+        [
+            ("Hands read again", len(rows)),
+            {
+                "label": "Would speak",
+                "value": sum(r["candidate"] == "speak" for r in rows),
+                "delta": sum(r["candidate"] == "speak" for r in rows) - sum(r["then"] == "speak" for r in rows),
+            },
+            ("Hands that change", len(changed)),
+        ],
+        key=KEY + "cand_metrics",
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "turn": str(r["key"]).split("/", 1)[0],
+                    "participant": names.get(str(r["participant"]), str(r["participant"])),
+                    "then": answer_words("handraise", r["then"]),
+                    "with the new map": answer_words("handraise", r["candidate"]),
+                    "will then": r["will_then"],
+                    "will with the new map": r["will_candidate"],
+                }
+                for r in rows
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "will then": st.column_config.NumberColumn(format="%.2f"),
+            "will with the new map": st.column_config.NumberColumn(format="%.2f"),
+        },
+    )
 
 
 def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -970,7 +1122,6 @@ def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> lis
 
 
 def benchmark_path() -> Any:
-    from engine.config import get_settings
 
     return get_settings().data_dir / "benchmarks" / "handraise.jsonl"
 
@@ -1068,8 +1219,6 @@ def start_benchmark(
     items: list[Any], config: HandRaiseConfig, context: str, repeat: int, model_ids: list[str]
 ) -> str | None:
     """One context of the ablation as a registry run (an identical one still running is attached to)."""
-    from engine import runctx
-    from engine.handraise import run_benchmark
 
     store, hub = state.get_store(), state.get_hub()
     settings = {
@@ -1103,7 +1252,6 @@ def start_benchmark(
 
 
 def render_benchmark(cast: list[Participant], config: HandRaiseConfig) -> None:
-    from engine.handraise import ContextMode, parse_benchmark
 
     st.caption(
         "The labelled dialogues of data/benchmarks/handraise.jsonl, judged with the method and settings "

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from dashboard import charts, state
 from dashboard.components import export_buttons, flow_columns, md, metric_row
+from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
 from engine.director import (
@@ -34,14 +35,18 @@ from engine.director import (
     run_duo,
     run_script,
     script_verdicts,
+    share_text,
 )
+from engine.experiments.scorecard import rubric_diagnoses
 from engine.inputs import InputError, read_text, read_upload, shown_problems
+from engine.labels import item_key
 
 KEY = "director."
 # The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
 CHECK_PARAM, BATCH_PARAM, DUO_PARAM = "check", "batch", "duo"
 CHECK_RUN, BATCH_RUN, DUO_RUN = KEY + "check_run", KEY + "batch_run", KEY + "duo_run_id"
 STATUS_COLORS = {"PASS": "green", "WARN": "orange", "MODIFY": "violet", "RETRY": "red"}
+DIRECTOR_LABEL = {"PASS": "ok", "WARN": "ok", "RETRY": "retry"}  # what a status predicts, as a label value
 STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "🔁"}
 
 
@@ -254,7 +259,7 @@ def _render_check(profiles: dict[str, Any]) -> None:
         model_id = None
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
-            _rubric_judge_picker(KEY + "rubric_judge")
+            _rubric_judge_picker(KEY + "rubric_judge", model_id)
         run_id = watched_run(CHECK_PARAM, CHECK_RUN)
         live = is_live(run_id)
         if st.button("Check", type="primary", key=KEY + "check", disabled=live):
@@ -273,6 +278,17 @@ def _render_check_view(view: Collected, live: bool) -> None:
     verdicts = view.of("director_verdict")
     if verdicts:
         _render_review(verdicts[-1])
+        item = run_item(st.session_state.get(CHECK_RUN)) if not live else None
+        if item is not None:
+            st.markdown("**Your mark:** is the line fine to say (OK), or should it be rewritten (RETRY)?")
+            label_buttons(
+                "director",
+                item.key,
+                run_id=item.run_id,
+                key=KEY + "check_label",
+                context=item.context,
+                prompt="Your mark of this line",
+            )
     elif live:
         st.caption("Scoring the rubric…")
 
@@ -355,9 +371,11 @@ POLICY_WORDS = {  # DirectorConfig.on_retries_exhausted, in words
 }
 
 
-def _rubric_judge_picker(key: str) -> str:
-    """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked."""
-    return str(
+def _rubric_judge_picker(key: str, model_id: str | None) -> str:
+    """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked; under
+    it, what the scorecard measured of that model and method (no measurable signal, flat scale), so nobody
+    picks a rubric that cannot tell lines apart without being told."""
+    method = str(
         st.selectbox(
             "Rubric judged by",
             RUBRIC_JUDGES,
@@ -366,6 +384,11 @@ def _rubric_judge_picker(key: str) -> str:
             "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
         )
     )
+    if model_id is not None:
+        for diagnosis in rubric_diagnoses(state.get_store(), model_id, method):
+            if diagnosis.mark in ("no_signal", "flat_scale", "signal"):
+                st.caption(md(f"Rubric on {model_id} by {method}: {diagnosis.label} — {diagnosis.text}"))
+    return method
 
 
 def handle_check(profile: Any, model_id: str | None) -> str | None:
@@ -512,7 +535,54 @@ def _render_batch(profiles: dict[str, Any]) -> None:
             "why": st.column_config.TextColumn("why", pinned=True, width=120, help="the rules at WARN or RETRY"),
         },
     )
-    st.plotly_chart(charts.rule_hit_rates(hit_rates([v.verdict for v in verdicts])))
+    rates = hit_rates([v.verdict for v in verdicts])
+    st.plotly_chart(charts.rule_hit_rates(rates))
+    fired = [
+        f"{rule.replace('_', ' ')}: warn {share_text(rate, 'warn')}, retry {share_text(rate, 'retry')}"
+        for rule, rate in rates.items()
+        if rate["warn"] or rate["retry"]
+    ]
+    if fired:  # the figures the bars show, with their 95 % Wilson intervals over this script's lines
+        st.caption("Hit rates (95 % interval over these lines) — " + " · ".join(md(f) for f in fired))
+    _render_row_marks(frame)
+
+
+def _render_row_marks(frame: pd.DataFrame) -> None:
+    """OK / RETRY marks on the batch's rows: pick a row, mark it. Kept with the recorded batch run when there is
+    one (so the Labels page links it), else as labels of this script's rows."""
+    run_id = watched_run(BATCH_PARAM, BATCH_RUN)
+    if frame.empty:
+        return
+    with st.expander("Mark rows OK or RETRY (your labels)", expanded=False):
+        if not run_id:
+            st.caption(
+                "Record the batch (“Record the rules only” under “LLM rubric for every line”, above) to keep your "
+                "marks with its run; until then they are kept with no run."
+            )
+        index = st.selectbox(
+            "Row",
+            range(len(frame)),
+            key=KEY + "mark_row",
+            format_func=lambda i: (
+                f"{frame.iloc[i]['id']} · {frame.iloc[i]['status']} · {str(frame.iloc[i]['text'])[:70]}"
+            ),
+        )
+        row = frame.iloc[index]
+        st.text(str(row["text"]))
+        key = item_key("director", row=row["id"])
+        recorded = run_id if run_id and not is_live(run_id) else None
+        item = run_item(recorded, key) if recorded else None
+        status = str(row["status"])
+        label_buttons(
+            "director",
+            key,
+            run_id=item.run_id if item is not None else None,
+            key=KEY + "row_label",
+            context=item.context
+            if item is not None
+            else {"predicted": DIRECTOR_LABEL.get(status), "status": status, "judge": "director.rules"},
+            prompt=f"Your mark of line {row['id']}",
+        )
 
 
 def flagged_rules(frame: pd.DataFrame) -> pd.Series:
@@ -538,7 +608,7 @@ def _render_batch_rubric(lines: list[ScriptLine], default: str, source: str) -> 
     averages: dict[str, float | None] = {}
     with st.expander("LLM rubric for every line (optional)", expanded=bool(run_id)):
         model_id = _model_picker(KEY + "batch_model")
-        _rubric_judge_picker(KEY + "batch_rubric_judge")
+        _rubric_judge_picker(KEY + "batch_rubric_judge", model_id)
         st.caption("Lines the rules already mark RETRY are not scored, as in a live review.")
         score, record = st.columns(2)
         busy = "A batch is going: watch it below, or cancel it" if live else None
@@ -632,7 +702,7 @@ def _render_duo(profiles: dict[str, Any]) -> None:
     )
     use_rubric = st.toggle("LLM rubric on every line", key=KEY + "duo_rubric")
     if use_rubric:
-        _rubric_judge_picker(KEY + "duo_rubric_judge")
+        _rubric_judge_picker(KEY + "duo_rubric_judge", model_id)
     run_id = watched_run(DUO_PARAM, DUO_RUN)
     live = is_live(run_id)
     if st.button(

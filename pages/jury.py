@@ -22,8 +22,10 @@ from dashboard.components import (
     render_view,
     run_usage,
 )
+from dashboard.labelling import jury_label
 from dashboard.registry import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine import judgemaps
 from engine.config import ConfigError, get_settings
 from engine.diagnostics import diagnosis_for, identical_seats
 from engine.jury import (
@@ -33,10 +35,15 @@ from engine.jury import (
     JuryCase,
     JuryConfig,
     JuryView,
+    auto_judge,
     load_cases,
     panel_seats,
     run_case,
 )
+from engine.jury.config import case_files as jury_case_files
+from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
+from engine.likelihood import JURY
+from models import registry as model_registry
 
 KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
@@ -52,9 +59,9 @@ TIE_WORDS = {
     "higher_score": "Higher mean score",
     "first": "First juror",
 }
-THRESHOLD_SHORT = {2.0: "all rounds", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
+THRESHOLD_SHORT = {2.0: "no agreement stop", 1.0: "unanimity", 0.67: "2 of 3", 0.5: "majority"}  # fits the box
 THRESHOLDS = {
-    "2.0 — always discuss to the end": 2.0,
+    "2.0 — agreement never stops (the stagnation stop still can)": 2.0,
     "1.0 — only unanimity stops": 1.0,
     "0.67 — a 2-of-3 majority stops": 0.67,
     "0.5 — any strict majority stops": 0.5,
@@ -62,8 +69,7 @@ THRESHOLDS = {
 
 
 def case_files() -> list[Path]:
-    data = get_settings().data_dir
-    return sorted((data / "scenarios" / "jury").glob("*.y*ml")) + sorted((data / "benchmarks").glob("jury*.jsonl"))
+    return jury_case_files(get_settings().data_dir)
 
 
 def _init_state() -> None:
@@ -108,8 +114,10 @@ def render() -> None:
         st.caption(f"Run `{run_id}` — [open in Runs](/runs?run={run_id}) · replay it on the Replay page")
         watch_run(run_id, JuryView, lambda view, live: _render_watched(view, live, run_id, details), key=KEY + "watch")
         if not live:
-            export_buttons(state.get_store(), run_id, key=KEY + "export")
             stored = state.get_store().get_run(run_id)
+            if stored is not None and stored.status == "finished":
+                jury_label(stored, key=KEY + "label")
+            export_buttons(state.get_store(), run_id, key=KEY + "export")
             if stored is not None and stored.status == "finished":
                 render_jury_whatif(stored, key=KEY + "whatif")
 
@@ -357,16 +365,13 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
 def _method(model_id: str, judge: str) -> str:
     """How a model judges under the `judge` setting: 'likelihood' or 'generate' (`auto`: the catalog's
     preferred method where its backend scores exactly; a model not in the catalog generates, and fails there)."""
-    from engine.jury import auto_judge
-    from models.registry import scoring_support
-
     if judge != "auto":
         return judge
     try:
         spec = state.get_catalog().get(model_id)
     except KeyError:
         return "generate"
-    return auto_judge(spec, scoring_support(spec))
+    return auto_judge(spec, model_registry.scoring_support(spec))
 
 
 def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = None) -> set[str]:
@@ -379,14 +384,17 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     """Whether the jurors offered carry measurable signal: each likelihood juror model's map diagnosis, and a
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
     parts = []
+    roles = _role_panel(seats, config)
     for m in dict.fromkeys(s.model_id for s in seats):
         if _method(m, config.judge) != "likelihood":
             continue
-        diagnosis = diagnosis_for("jury.likelihood", m)
+        diagnosis = diagnosis_for("jury.panel" if roles else "jury.likelihood", m)
         if diagnosis is not None:
-            parts.append(f"{m} by likelihood: {diagnosis.label} — {diagnosis.text}")
+            how = ", each seat by its own role's map and the verdict by the panel map" if roles else " by likelihood"
+            parts.append(f"{m}{how}: {diagnosis.label} — {diagnosis.text}")
     if (
-        len(seats) > 1
+        not roles
+        and len(seats) > 1
         and len({s.model_id for s in seats}) == 1
         and _method(seats[0].model_id, config.judge) == ("likelihood")
     ):
@@ -394,12 +402,23 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     return "Jurors: " + "; ".join(parts) if parts else ""
 
 
+def _role_panel(seats: list[JurorSeat], config: JuryConfig) -> bool:
+    """Whether the seats judge from their own roles (`engine.jury.roles`): role maps on, and two or more seats
+    on one likelihood model whose roles each have a map fitted for it (they then differ)."""
+    roles = {role_slug(s.role_name) for s in seats}
+    return (
+        config.role_maps
+        and len(seats) > 1
+        and len({s.model_id for s in seats}) == 1
+        and len(roles) > 1
+        and _method(seats[0].model_id, config.judge) == "likelihood"
+        and all(r in JURY_ROLES and judgemaps.load_calibration(f"{JURY_ROLE}.{r}", seats[0].model_id) for r in roles)
+    )
+
+
 def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
     """One line: how each model of the panel (and the final judge) judges under the chosen setting, and
     for likelihood which fitted map is in use (its held-out accuracy and the others' fitted weight)."""
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
-
     catalog = state.get_catalog()
     models = dict.fromkeys(s.model_id for s in seats)
     if config.final_judgment_method == "final_judge":
@@ -412,7 +431,7 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
         if _method(m, config.judge) == "generate":
             parts.append(f"{m}: generate (JSON)")
             continue
-        cal = load_calibration(JURY, m)
+        cal = judgemaps.load_calibration(JURY, m)
         if cal is None:
             parts.append(f"{m}: likelihood of the label words, uncalibrated (no jury map for this model)")
             continue

@@ -13,6 +13,9 @@ from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.registry import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
+from engine.diagnostics import shipped_diagnoses
+from engine.experiments import scorecard as scorecards
+from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
@@ -65,7 +68,9 @@ def _render_catalog(availability: dict[str, Any]) -> None:
         for s in catalog.models
     ]
     st.subheader("Catalog")
-    details = details_on(DETAILS, help="Show each model's id, backend, file or API name, tuning and judge method.")
+    details = details_on(
+        DETAILS, help="Show each model's role, prices, id, backend, file or API name, tuning and judge method."
+    )
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
@@ -82,8 +87,8 @@ def _render_catalog(availability: dict[str, Any]) -> None:
 
 
 DETAILS = "models"  # the page's Details toggle (dashboard.components.details_on)
-CATALOG_COLUMNS = ("", "name", "available", "status", "role", "$ in / 1k", "$ out / 1k")
-CATALOG_DETAILS = ("id", "backend", "model", "tuning", "scores options", "judge by")
+CATALOG_COLUMNS = ("", "name", "available", "status")  # four fit a 900 px window without scrolling sideways
+CATALOG_DETAILS = ("role", "$ in / 1k", "$ out / 1k", "id", "backend", "model", "tuning", "scores options", "judge by")
 
 
 ROLE_NAMES = {
@@ -125,6 +130,16 @@ def versus_text(versus: Any) -> str:
     return f"{diff:+.2f}{spread}{shown_p} vs {versus.get('best_model')} · {versus.get('best_method')}"
 
 
+def diagnosis_text(metrics: dict[str, Any]) -> str:
+    """A row's warnings, from its stored diagnoses: no measurable signal, a flat scale ('' when it has none)."""
+    found = []
+    for key, mark in (("signal", "no_signal"), ("scale", "flat_scale")):
+        diagnosis = metrics.get(key)
+        if isinstance(diagnosis, dict) and diagnosis.get("mark") == mark:
+            found.append(f"{diagnosis.get('label', '')}: {diagnosis.get('text', '')}")
+    return " · ".join(found)
+
+
 def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[str, Any]]:
     """One line per role × model × method: whether it is good enough for the role (its interval against the
     role's target), its metrics with their intervals, latency, tokens and links to its runs."""
@@ -133,7 +148,6 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
         metrics = row.get("metrics") or {}
         runs = row.get("runs") or []
         target = row.get("target") or {}
-        scale: dict[str, Any] = metrics["scale"] if isinstance(metrics.get("scale"), dict) else {}
         out.append(
             {
                 "role": ROLE_NAMES.get(row["role"], str(row["role"])),
@@ -143,9 +157,7 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
                 "target": str(target.get("target") or ""),
                 "metrics": "" if row.get("error") else metrics_text(metrics),
                 "vs the role's best": versus_text(row.get("versus_best")),
-                "diagnosis": f"{scale.get('label', '')}: {scale.get('text', '')}"
-                if scale.get("mark") == "flat_scale"
-                else "",
+                "diagnosis": diagnosis_text(metrics),
                 "latency s (median call)": row.get("latency_s"),
                 "tokens": row.get("tokens"),
                 "calls": row.get("calls"),
@@ -157,16 +169,14 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
 
 
 def _render_scorecard(availability: dict[str, Any]) -> None:
-    from engine.experiments.scorecard import latest_scorecard, shipped_scorecard
-
     st.subheader("Scorecard")
     st.caption(
         "Which model and judge method fit which role: each mechanism's shipped benchmark, run by "
         "`judgelab scorecard` (or the button). Every figure links to the run that holds its calls."
     )
     _render_judges()
-    scorecard = latest_scorecard(state.get_store())
-    shipped = shipped_scorecard() if scorecard is None else None
+    scorecard = scorecards.latest_scorecard(state.get_store())
+    shipped = scorecards.shipped_scorecard() if scorecard is None else None
     if scorecard is None and shipped is None:
         st.info(
             "No scorecard of whole benchmarks yet (the judges above were measured when their maps were fitted): "
@@ -180,6 +190,9 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
             "data/scorecard/bundled.json`; its runs are in that machine's store). Run one here to measure yours. "
             "Good enough means the whole 95 % interval clears the role's target; undecided, that it straddles it."
         )
+        if shipped.get("commands"):
+            with st.expander("The commands that measured it"):
+                st.code("\n".join(str(c) for c in shipped["commands"]), language="bash")
     if scorecard is not None:
         if shipped is None:
             st.caption(
@@ -211,20 +224,21 @@ def _render_scorecard(availability: dict[str, Any]) -> None:
 def _render_judges() -> None:
     """The shipped judges and whether each carries measurable signal, from their maps' stored figures: shown
     at once, with no run (`judgelab models judges` prints the same)."""
-    from engine.diagnostics import shipped_diagnoses
 
-    rows = [
-        {"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in shipped_diagnoses()
-    ]
+    # the shipped maps, then the director rubric the shipped scorecard measured
+    found = [*shipped_diagnoses(), *scorecards.scorecard_judge_diagnoses()]
+    rows = [{"judge": d.judge.replace(" · ", " on "), "signal": d.label, "measured": d.text} for d in found]
     if not rows:
         return
-    st.markdown("**The shipped judges** — cross-validated on their calibration splits, with 95 % intervals")
+    st.markdown(
+        "**The shipped judges** — cross-validated on their calibration splits (the director rubric: on the shipped "
+        "scorecard's script), with 95 % intervals"
+    )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=KEY + "judges")
 
 
 def handle_scorecard(model_ids: list[str]) -> None:
     """Start a quick scorecard in the run registry (the page does not wait for it)."""
-    from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 
     catalog = state.get_catalog()
     hub = state.get_hub()

@@ -21,6 +21,7 @@ from dashboard.components import (
     render_view,
     run_usage,
 )
+from dashboard.labelling import jury_label
 from engine.events import incomplete_note
 from engine.jury import JuryView
 
@@ -79,6 +80,7 @@ def render() -> None:
         _render_player(run["run"])
         stored = state.get_store().get_run(run["run"])
         if stored is not None and stored.status == "finished":
+            jury_label(stored, key=KEY + "label." + run["run"])
             render_jury_whatif(stored, key=KEY + "whatif")
     with compare:
         _render_compare(runs)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, export_buttons, md, money
+from dashboard.components import breakable, details_on, export_buttons, export_file, md, money
 from engine.exports import ExportError, load_run, tables
 from engine.history import (
     EXPERIMENT_KIND,
@@ -24,11 +25,15 @@ from engine.history import (
     display_name,
     experiment_line,
     experiment_of,
+    left_open,
+    left_open_reason,
+    status_words,
 )
 from engine.outcomes import NoItems, comparison_text, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
+DETAILS = "runs"  # the table's "All columns" toggle (dashboard.components.details_on)
 PAGE_SIZES = (25, 50, 100, 200)
 FILTER_PX = 210  # a filter's width: two fit side by side in a 900 px window, four in a 1440 px one
 ROW_PX = 35  # st.dataframe's row height: the table is as tall as its page, up to MAX_TABLE_PX
@@ -53,7 +58,8 @@ def render() -> None:
     st.caption(
         "Everything the engine ran, newest first. Search and filter, page through the history, pick a run "
         "to see its events and every LLM call, tag, rename, export or delete it, or compare it with another. "
-        "An experiment is one row: pick it to see its cells."
+        "An experiment is one row: pick it to see its cells. To say what the right answers were, label items of "
+        "these runs on the [Labels](/labels) page."
     )
     notice = st.session_state[KEY + "notice"]
     if notice:
@@ -193,18 +199,31 @@ def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
+# What a reader needs first, so a 900 px window shows it without scrolling sideways; every column on Details.
+TABLE_COLUMNS = ("name", "status", "started", "cost")
+
+
 def _render_table(rows: list[dict[str, Any]]) -> None:
     frame = table_frame(rows)
+    details = details_on(
+        DETAILS,
+        label="All columns",
+        help="Show every column: run id, kind, experiment, tags, duration, calls, errors, tokens, what a replay "
+        "would have cost, the error and the config hash.",
+    )
     event = st.dataframe(
         frame,
         hide_index=True,
         width="stretch",
+        column_order=list(frame.columns) if details else list(TABLE_COLUMNS),
         height=min(ROW_PX * (len(frame) + 1) + 3, MAX_TABLE_PX),
         key=KEY + "table",
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+            "started": st.column_config.DatetimeColumn("started (UTC)", format="MMM D, HH:mm", width="small"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "cost": st.column_config.TextColumn("cost", width="small"),
             "would have cost": st.column_config.TextColumn(
                 "would have cost", help="Replayed runs spend nothing: what the recorded calls cost"
             ),
@@ -271,11 +290,12 @@ def _render_run(run_id: str) -> None:
     totals = store.run_totals([run_id]).get(run_id, {})
     first = store.first_events([run.id], "user_message").get(run.id) if run.kind == "handraise.conversation" else None
     title = display_name(run, str((first or {}).get("text") or "") or None)
+    turns = store.count_events([run.id], "user_message").get(run.id, 0)
     st.subheader(md(title) if title else md(run.id))
     st.caption(f"{md(run.kind)} · {md(run.id)}")
     would = totals.get("would_cost")
     with st.container(horizontal=True, wrap=True):  # six figures that wrap in a narrow window, none cut off
-        st.metric("Status", run.status, width="content")
+        st.metric("Status", status_words(run, turns), width="content")
         st.metric("Duration", f"{run.duration_s:.2f} s" if run.duration_s is not None else "running", width="content")
         st.metric("LLM calls", int(totals.get("calls", 0)), width="content")
         st.metric("Errors", int(totals.get("errors", 0)), width="content")
@@ -287,7 +307,12 @@ def _render_run(run_id: str) -> None:
             delta_color="off",
             width="content",
         )
-    if run.error:
+    if left_open(run):
+        st.info(
+            f"This conversation was left open and closed when {md(left_open_reason(run))}: "
+            f"{turns} turn{'s' if turns != 1 else ''}, each kept with its hands, answers and charts."
+        )
+    elif run.error:
         st.error(md(run.error, inline=False))
     if run.kind == EXPERIMENT_KIND:
         _render_members(run)
@@ -351,6 +376,8 @@ def _render_members(run: Any) -> None:
         key=f"{KEY}members.{run.id}",
         on_select="rerun",
         selection_mode="single-row",
+        # a cell's settings (its name), status and calls fit a 900 px window; ids and durations on "All columns"
+        column_order=list(frame.columns) if st.session_state.get(f"details.{DETAILS}") else ["name", "status", "calls"],
         column_config={"name": st.column_config.TextColumn("name", width="large")},
     )
     picked = getattr(getattr(event, "selection", None), "rows", None) or []
@@ -429,10 +456,6 @@ def _render_export(run_id: str) -> None:
         format_func=lambda n: f"{n} — {found[n].description} ({len(found[n].rows)} rows)",
     )
     if name:
-        from functools import partial
-
-        from dashboard.components import export_file
-
         c2.download_button(
             "⬇ CSV",
             partial(export_file, store, run_id, f"csv:{name}"),

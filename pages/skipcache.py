@@ -3,7 +3,6 @@ timeline; and the calls-saved vs. delay trade-off across thresholds, recomputed 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,13 @@ from dashboard.components import (
     metric_row,
     money,
 )
+from dashboard.labelling import label_buttons
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
+from engine.labels import item_key
+from engine.likelihood import SKIP
 from engine.skipcache import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -42,7 +44,6 @@ from engine.skipsim import (
     delay_bound,
     parse_workload,
     run_simulation,
-    sweep,
 )
 
 KEY = "skip."
@@ -212,6 +213,7 @@ def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
         return {
             "run_id": run_id,
             "comparison": comparison,
+            "sweep": (run.summary or {}).get("sweep") or [],
             "config": response,
             "misses": comparison["with_cache"]["failures"],
         }
@@ -223,6 +225,7 @@ def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
         "judgments": [j.__dict__ for j in report.detail.judgments],
         "messages": [m.__dict__ for m in report.messages],
         "records": report.records,
+        "sweep": report.sweep,
         "config": response,
         "hours": run.config.get("hours") or (workload or {}).get("hours"),
         "misses": report.comparison["with_cache"]["failures"],
@@ -352,7 +355,6 @@ def saved_interval_text(comparison: dict[str, Any]) -> str:
 def _judge_caption(judge_choice: str, method: str) -> str:
     """What judges the simulation: the recording, or the live model with its method and, for likelihood,
     the fitted map in use."""
-    from engine.likelihood import SKIP
 
     if judge_choice == RECORDED:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)." + _signal(RECORDING_JUDGE)
@@ -529,22 +531,43 @@ def _render_timeline(result: dict[str, Any]) -> None:
         format_func=lambda s: f"{scope_words(s)} ({counts[s]} messages)",
     )
     st.plotly_chart(charts.skip_scope_timeline(scope, result["messages"], result["judgments"], result["timeline"]))
+    _render_reply_label(result, scope)
 
 
-# The page's sweep grid: wider than the engine's default (3 × 3), down to short windows, so a small workload
-# (the demo's 3 channels over 2 hours) shows more than the two outcomes that long windows all give there.
-SWEEP_HIGH = (600, 3600, 21600, 43200)
-SWEEP_DEFAULT = (0, 60, 600, 1800)
-
-
-@st.cache_data(show_spinner="Sweeping thresholds over the recorded judgments…", max_entries=8)
-def _sweep(run_id: str, _result: dict[str, Any]) -> pd.DataFrame:
-    """`skipsim.sweep` over the judgments the run recorded (no model call), cached per run."""
-    messages = [Message(**m) for m in _result["messages"]]
-    rows = asyncio.run(
-        sweep(messages, _result["records"], _result["config"], _result["hours"], SWEEP_HIGH, SWEEP_DEFAULT)
-    )
-    return pd.DataFrame(rows)
+def _render_reply_label(result: dict[str, Any], scope: str) -> None:
+    """Your label of one message of the conversation shown, "should have replied / should not", which the Labels
+    page compares with what the judge decided for it (when it judged that message)."""
+    messages = [m for m in result["messages"] if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
+    if not messages:
+        return
+    with st.expander("Your label: should the bot have replied?", expanded=False):
+        index = st.selectbox(
+            "Message",
+            range(len(messages)),
+            key=KEY + "label_message." + scope,
+            format_func=lambda i: f"{i + 1}. {messages[i]['author']}: {str(messages[i]['text'])[:80]}",
+        )
+        message = messages[index]
+        st.text(str(message["text"]))
+        judged = next((j for j in result.get("judgments") or [] if j.get("target") == message["id"]), None)
+        context: dict[str, Any] = {"judge": "skip.simulate", "author": message.get("author")}
+        if judged is not None:  # the judge looked at this message: what it decided, so the agreement view counts it
+            context |= {
+                "predicted": "reply" if judged.get("should_respond") else "no_reply",
+                "confidence": judged.get("confidence"),
+            }
+            said = "reply" if judged.get("should_respond") else "stay silent"
+            st.caption(f"The judge decided: {said} (confidence {float(judged.get('confidence') or 0):.2f}).")
+        else:
+            st.caption("The judge did not judge this message itself (it judged a later one of the conversation).")
+        label_buttons(
+            "skip",
+            item_key("skip", scope=scope, message=message["id"]),
+            run_id=result["run_id"],
+            key=KEY + "label." + scope,
+            context=context,
+            prompt="Should the bot have replied to this message?",
+        )
 
 
 def few_points_note(rows: list[dict[str, Any]], messages: int) -> str | None:
@@ -567,8 +590,11 @@ def _render_tradeoff(result: dict[str, Any]) -> None:
         "was whenever a waiting conversation was skipped. Fewer calls and less staleness are both better: "
         "the line is the Pareto front."
     )
-    frame = _sweep(result["run_id"], result)
-    rows = frame.to_dict("records")
+    rows = result.get("sweep") or []
+    if not rows:  # a run stored before the simulation swept its own grid: the page computes nothing itself
+        st.info("This run was stored without its trade-off sweep: simulate again to see it.")
+        return
+    frame = pd.DataFrame(rows)
     if (note := few_points_note(rows, len(result["messages"]))) is not None:
         st.info(note)
     st.plotly_chart(charts.skip_tradeoff(rows))

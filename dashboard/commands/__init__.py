@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import json
 import re
 import typing
 from collections.abc import Callable
@@ -17,7 +18,6 @@ import typer
 if TYPE_CHECKING:
     from engine.refit import RefitJob
     from models.catalog import Catalog
-
 
 # What a terminal may act on: C0 controls but newline and tab (ESC opens the sequences that retitle the
 # window, OSC 0, or write the clipboard, OSC 52; CR and backspace overwrite what was shown), DEL, the C1
@@ -39,7 +39,7 @@ def say(message: object = "", *, err: bool = False, nl: bool = True, fg: str | N
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print the error the way every command does (keys redacted) and return the Exit to raise."""
-    from models.secrets import redact
+    from models.secrets import redact  # CLI start-up
 
     say(f"error: {redact(message)}", fg=typer.colors.RED, err=True)
     return typer.Exit(code)
@@ -75,6 +75,7 @@ def with_options(options: type[Any]) -> Callable[[Callable[..., None]], Callable
 def usable_model(model_id: str) -> tuple[Any, Any]:
     """(store, model) for a catalog id, every call recorded in the store. Exit 1 for a broken catalog
     or database or an unknown id, exit 2 (with the reason) for an unavailable model."""
+    # CLI start-up: loaded when the command runs
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
     from models.registry import ModelHub, check_availability
@@ -96,7 +97,7 @@ def usable_model(model_id: str) -> tuple[Any, Any]:
 def require_models(catalog: Catalog, model_ids: set[str] | list[str]) -> None:
     """Every id must be in the catalog (else exit 1) and available (else exit 2, naming every one that is
     not and why)."""
-    from models.registry import check_availability
+    from models.registry import check_availability  # CLI start-up
 
     problems = []
     for model_id in sorted(set(model_ids)):
@@ -123,6 +124,5 @@ def run_calibration(job: RefitJob, output_dir: Path | None) -> dict[str, Any]:
 
 def calibrate_and_save(job: RefitJob, output_dir: Path | None, as_json: bool) -> None:
     """A mechanism's `calibrate` command: the refit, printed as JSON."""
-    import json
 
     say(json.dumps(run_calibration(job, output_dir), ensure_ascii=False, indent=None if as_json else 1))

@@ -24,7 +24,7 @@ SPLITS = {
 
 
 def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> RefitJob:
-    from dashboard.commands import confidence, handraise, jury, skip
+    from dashboard.commands import confidence, handraise, jury, skip  # CLI start-up
 
     if mechanism == "handraise":  # the judge model with its default likelihood partners
         return handraise.calibration_job(data, model_id, None, limit)
@@ -78,12 +78,30 @@ def calibrate_judge_cmd(
         Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    labels: Annotated[
+        bool,
+        typer.Option(
+            "--labels",
+            help="Fit a candidate hand-raise map on your labels (no model call), cross-validated beside the map in "
+            "use, saved as a new version (`judgelab labels maps`); used only with --adopt.",
+        ),
+    ] = False,
+    with_split: Annotated[
+        bool, typer.Option("--with-split", help="--labels: fit on your labels plus the shipped split (model calls).")
+    ] = False,
+    adopt: Annotated[bool, typer.Option("--adopt", help="--labels: use the candidate map from now on.")] = False,
 ) -> None:
     """Refit the judge maps of every mechanism — hand raise (likelihood and embedding), skip judge, jury,
     confidence self-evaluation — each on its calibration split, each a run of kind `calibration` with every
     call recorded, and print the files written with their held-out figures. Run it after changing the
     model or llama.cpp: the maps read the model's raw log-probabilities, and a new kernel shifts them."""
-    from engine.judgemaps import CALIBRATION_DIR
+    if labels:
+        from dashboard.commands.labels import labels_refit  # CLI start-up
+
+        return labels_refit(only if only != ",".join(MECHANISMS) else "handraise", with_split, adopt, as_json)
+    if with_split or adopt:
+        raise fail("--with-split and --adopt go with --labels", code=2)
+    from engine.judgemaps import CALIBRATION_DIR  # CLI start-up
 
     chosen = [m.strip() for m in only.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in MECHANISMS]

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, say, usable_model
+
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
     from engine.refit import RefitJob
 
-from dashboard.commands import fail, say, usable_model
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -28,6 +29,7 @@ def _emit(value: object) -> None:
 
 def parse_factors(text: str) -> Any:
     """Factors from a JSON text or a file holding one; errors name the field."""
+    # CLI start-up: loaded when the command runs
     from engine.confidence import FactorError
     from engine.confidence import parse_factors as factors_from
     from engine.inputs import InputError, read_text
@@ -52,7 +54,7 @@ def parse_factors(text: str) -> Any:
 
 
 def score_payload(factors: ConfidenceFactors) -> dict[str, Any]:
-    from engine.confidence import calculate, decide_action
+    from engine.confidence import calculate, decide_action  # CLI start-up
 
     score = calculate(factors)
     decision = decide_action(score)
@@ -109,6 +111,7 @@ def evaluate_cmd(
     """Compute the LLM and embedding factors for an answer, then score it; recorded as a run."""
     if judge not in ("generate", "likelihood"):
         raise fail(f"--judge must be generate or likelihood, not {judge!r}")
+    # CLI start-up: loaded when the command runs
     from engine.confidence import EvaluationConfig, evaluate, generate_answer
     from models.errors import ModelError
 
@@ -150,6 +153,7 @@ def evaluate_cmd(
 
 def load_labels(path: Path) -> list[Any]:
     """Labelled items (`engine.confidence.parse_labels`); a bad file or bad rows exit 1, naming each line."""
+    # CLI start-up: loaded when the command runs
     from engine.confidence import LabelError, parse_labels
     from engine.inputs import InputError, read_text
 
@@ -170,6 +174,7 @@ def calibrate_cmd(
 ) -> None:
     """Reliability bins, ECE and risk–coverage of the default scores against labelled outcomes; a run of kind
     `confidence.calibrate` (the same entry point as the Confidence lab's Calibration tab)."""
+    # CLI start-up: loaded when the command runs
     from engine.confidence import CalibrationConfig, calibrate_labels
     from engine.store import Store, StoreError
 
@@ -203,13 +208,14 @@ def calibrate_judge_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood self-evaluation's map (PMI → p(supported)) on a calibration split; a run."""
-    from dashboard.commands import calibrate_and_save
+    from dashboard.commands import calibrate_and_save  # CLI start-up
 
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check)."""
+    # CLI start-up: loaded when the command runs
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import CONFIDENCE, confidence_features
 

@@ -20,6 +20,7 @@ PAGES = ("models", "conversation", "jury", "director", "confidence", "skip-cache
 def load_cmd(folder: Folder = None, as_json: JsonFlag = False) -> None:
     """Import the demo runs (config, events and LLM calls) into the configured store; runs already there are
     left alone, so loading twice adds nothing."""
+    # CLI start-up: loaded when the command runs
     from engine.demo import DemoError, load_demo
     from engine.store import Store, StoreError
 
@@ -54,6 +55,7 @@ def record_cmd(
 ) -> None:
     """Record the demo runs again with the bundled model (minutes), through the entry points the pages call and
     with the pages' default settings, and write data/demo/runs.jsonl and manifest.json."""
+    # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
     from dashboard.demo_record import MODEL, record
     from engine.demo import demo_dir

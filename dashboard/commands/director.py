@@ -34,6 +34,7 @@ _fail = fail
 
 
 def _profile(character: str) -> Any:
+    # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
     from engine.director import load_character
 
@@ -46,7 +47,7 @@ def _profile(character: str) -> Any:
 def _store_and_models(model_id: str | None) -> tuple[Any, Any]:
     """The store, and the model source for `model_id` (None for rules only) once the model is usable."""
     if model_id is None:
-        from engine.store import Store, StoreError
+        from engine.store import Store, StoreError  # CLI start-up
 
         try:
             return Store(), None
@@ -58,6 +59,7 @@ def _store_and_models(model_id: str | None) -> tuple[Any, Any]:
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run an entry point; a model failure the policy does not absorb exits 3 with its message."""
+    # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
     from models.errors import ModelError
 
@@ -71,9 +73,9 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _director_config(**values: object) -> DirectorConfig:
     """The director's settings from the command's options; a bad value names its option."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
-    from engine.director import DirectorConfig
+    from engine.director import DirectorConfig  # CLI start-up
 
     try:
         return DirectorConfig.model_validate(values)
@@ -96,7 +98,7 @@ def check_cmd(
 ) -> None:
     """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status; recorded
     as a run of kind `director.check`."""
-    from engine.director import CheckConfig, review_line
+    from engine.director import CheckConfig, review_line  # CLI start-up
 
     _profile(character)
     if not text.strip():
@@ -141,7 +143,7 @@ def batch_cmd(
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
     rules fire as in a live dialogue — one line per utterance, then rule hit rates; a run of kind
     `director.batch`."""
-    from engine.director import ScriptConfig, ScriptError, load_script, run_script
+    from engine.director import ScriptConfig, ScriptError, load_script, run_script, share_text  # CLI start-up
 
     try:
         lines = load_script(file)
@@ -186,7 +188,7 @@ def batch_cmd(
         say(f"{row['status']:<5} {row['id']:<10} {row['text']}")
     say(f"{len(result.rows)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
-        say(f"  {rule:<18} warn {rate['warn']:.0%}  retry {rate['retry']:.0%}")
+        say(f"  {rule:<18} warn {share_text(rate, 'warn')}  retry {share_text(rate, 'retry')}")
     say(f"run {result.run_id}")
 
 
@@ -206,9 +208,9 @@ def duo_cmd(
 ) -> None:
     """Two characters talk; every line goes through its director (a rejected draft goes back with the
     director's reasons and suggestion); a run of kind `director.duo`."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
-    from engine.director import DuoConfig, run_duo
+    from engine.director import DuoConfig, run_duo  # CLI start-up
 
     for cid in (first, second):
         _profile(cid)

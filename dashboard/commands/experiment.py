@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, say
+
 if TYPE_CHECKING:
     from engine.store import Store
 
-from dashboard.commands import fail, say
 
 app = typer.Typer(
     help="Experiments: sweeps and searches over case sets (decision parameters cost no call).", no_args_is_help=True
@@ -21,7 +24,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 
 def _store() -> Any:
-    from engine.store import Store, StoreError
+    from engine.store import Store, StoreError  # CLI start-up
 
     try:
         return Store()
@@ -30,13 +33,13 @@ def _store() -> Any:
 
 
 def _print(value: object) -> None:
-    from models.secrets import redact
+    from models.secrets import redact  # CLI start-up
 
     say(redact(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
-    from engine.experiments import show_experiment
+    from engine.experiments import show_experiment  # CLI start-up
 
     try:
         shown = show_experiment(store, experiment_id)
@@ -55,6 +58,7 @@ def run_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Run an experiment definition; every cell is a stored run tagged with the experiment id."""
+    # CLI start-up: loaded when the command runs
     from engine.experiments import DefinitionError, load_definition, mechanism, run_experiment
     from models.errors import ReplayMiss
 
@@ -96,7 +100,7 @@ def run_cmd(
 @app.command("list")
 def list_cmd(as_json: JsonFlag = False) -> None:
     """Every experiment in the store (its latest run)."""
-    from engine.experiments import list_experiments
+    from engine.experiments import list_experiments  # CLI start-up
 
     rows = list_experiments(_store())
     if as_json:
@@ -141,7 +145,7 @@ def export_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Export an experiment's table."""
-    from dashboard.report import experiment_export
+    from dashboard.report import experiment_export  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
@@ -154,12 +158,56 @@ def export_cmd(
         say(f"wrote {output}")
 
 
+ROLE_NAMES = ("handraise", "skip", "jury", "director", "confidence")
+METHOD_CHOICES = {"handraise": ("judge", "likelihood"), "jury": ("generate", "likelihood")}
+METHOD_CHOICES["director"] = METHOD_CHOICES["jury"]
+
+
+def _scorecard_roles(given: list[str] | None) -> tuple[str, ...]:
+    """--roles as a tuple in the scorecard's order; an unknown role is named with the known ones."""
+    if not given:
+        return ROLE_NAMES
+    chosen = {r.strip() for value in given for r in value.split(",") if r.strip()}
+    unknown = sorted(chosen - set(ROLE_NAMES))
+    if unknown:
+        raise fail(f"--roles: unknown role {', '.join(unknown)}: {', '.join(ROLE_NAMES)}")
+    return tuple(r for r in ROLE_NAMES if r in chosen)
+
+
+def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
+    """--methods ROLE=M1,M2 as ScorecardPlan fields (`jury_methods`, …); a bad role or method is named."""
+    out: dict[str, tuple[str, ...]] = {}
+    for value in given or []:
+        role, sep, listed = value.partition("=")
+        role = role.strip()
+        if not sep or role not in METHOD_CHOICES:
+            raise fail(f"--methods {value!r}: ROLE=M1,M2 with ROLE one of {', '.join(METHOD_CHOICES)}")
+        picked = tuple(dict.fromkeys(m.strip() for m in listed.split(",") if m.strip()))
+        bad = [m for m in picked if m not in METHOD_CHOICES[role]]
+        if bad or not picked:
+            raise fail(f"--methods {value!r}: {role} takes {', '.join(METHOD_CHOICES[role])}")
+        out[f"{role}_methods"] = picked
+    return out
+
+
 def scorecard_cmd(
     models: Annotated[
         list[str] | None,
         typer.Option("--models", help="A model to score (repeatable; default: every available model)."),
     ] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")] = "local",
+    roles: Annotated[
+        list[str] | None,
+        typer.Option("--roles", help="Only these roles (repeatable or comma-separated): " + ", ".join(ROLE_NAMES)),
+    ] = None,
+    methods: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--methods",
+            help="ROLE=M1,M2: the judge methods of a role (handraise: judge, likelihood; jury and director: "
+            "generate, likelihood), e.g. --methods jury=likelihood.",
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N cases of each benchmark (a quick look).")
     ] = None,
@@ -172,7 +220,8 @@ def scorecard_cmd(
         typer.Option(
             "--output",
             help="Also write the scorecard (rows, targets, marks) as JSON here — data/scorecard/bundled.json is "
-            "the one the Models page shows before any scorecard is run.",
+            "the one the Models page shows before any scorecard is run. An existing file keeps its other rows: "
+            "the rows measured now replace those of the same role, model and method.",
         ),
     ] = None,
     as_json: JsonFlag = False,
@@ -180,8 +229,8 @@ def scorecard_cmd(
     """The model scorecard: every available model and judge method through each mechanism's shipped
     benchmark (hand raise, skip judge, jury, director rubric, confidence), every run stored; each row marked
     against its role's target by its interval."""
-    import asyncio
 
+    # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
     from engine.experiments.runner import HubModels
     from engine.experiments.scorecard import ScorecardPlan, run_scorecard
@@ -209,19 +258,35 @@ def scorecard_cmd(
             raise fail("no model is available (see `judgelab models list`)", code=2)
     plan = ScorecardPlan(
         models=chosen,
+        roles=_scorecard_roles(roles),
         repeats=repeats,
         limit=limit,
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
+        **_scorecard_methods(methods),
     )
     store = _store()
-    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor))  # type: ignore[arg-type]
-    if output is not None:
-        from engine.experiments.scorecard import save_scorecard
+    previous = None
+    if output is not None and output.is_file():
+        from engine.experiments.scorecard import shipped_scorecard  # CLI start-up
 
+        previous = shipped_scorecard(output)
+        if previous is None:
+            raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
+    from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
+
+    command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
+
+    def save_rows(result: dict[str, Any]) -> None:
+        """The rows so far merged into --output: after each row, so a sitting cut short keeps what it measured."""
+        if output is None:
+            return
         try:
-            save_scorecard(result, output)
+            save_scorecard(merge_scorecards(previous, result, store), output, command)
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+
+    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=save_rows))  # type: ignore[arg-type]
+    save_rows(result)
     if as_json:
         _print(result)
         return
@@ -236,6 +301,15 @@ def scorecard_cmd(
         target = row.get("target") or {}
         if target and not row["error"]:
             say(f"  {'':<10} {target['label']}: {target.get('text') or target['target']}")
-        scale = row["metrics"].get("scale")
-        if isinstance(scale, dict) and scale.get("mark") == "flat_scale":
-            say(f"  {'':<10} ⚠️ flat scale: {scale['text']}")
+        for key, mark in (("signal", "no_signal"), ("scale", "flat_scale")):
+            diagnosis = row["metrics"].get(key)
+            if isinstance(diagnosis, dict) and diagnosis.get("mark") == mark:
+                say(f"  {'':<10} {diagnosis['label']}: {diagnosis['text']}")
+        versus = row.get("versus_best") or {}
+        if isinstance(versus.get("difference"), int | float):
+            ci, p = versus.get("difference_ci"), versus.get("p_value")
+            spread = f" ({ci[0]:+.3f} to {ci[1]:+.3f})" if isinstance(ci, list) else ""
+            say(
+                f"  {'':<10} vs the role's best ({versus['best_model']} · {versus['best_method']}): "
+                f"{versus['difference']:+.3f}{spread}, p {p} ({versus['test']})"
+            )

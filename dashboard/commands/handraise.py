@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -37,6 +38,7 @@ def _ensemble(value: str | None) -> list[str] | None:
 
 
 def _available(model_id: str) -> bool:
+    # CLI start-up: loaded when the command runs
     from models.catalog import load_catalog
     from models.registry import check_availability
 
@@ -51,8 +53,9 @@ def _setup(
 ) -> tuple[Any, Any, Any]:
     """(store, model resolver, config), every needed model checked, or a clear exit. An ensemble named on the
     command line must be available; the default one falls back to the judge model alone (flagged) when not."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
+    # CLI start-up: loaded when the command runs
     from engine.handraise import HandRaiseConfig, default_ensemble
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
@@ -103,13 +106,13 @@ def eval_cmd(
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
     precision, recall, F1, consistency across repeats, median latency, tokens and $ cost per decision —
     all computed from the per-item lines."""
-    from engine.handraise import ContextMode, parse_benchmark, run_benchmark
+    from engine.handraise import ContextMode, parse_benchmark, run_benchmark  # CLI start-up
 
     contexts: tuple[ContextMode, ...] = ("1", "3", "5", "summary")
     mode = next((c for c in contexts if c == context), None)
     if mode is None:
         raise fail(f"--context must be 1, 3, 5 or summary, not {context!r}")
-    from engine.inputs import read_text
+    from engine.inputs import read_text  # CLI start-up
 
     try:
         items = parse_benchmark(read_text(benchmark), str(benchmark))[:limit]
@@ -160,9 +163,8 @@ def _map_line(config: Any, lines: list[dict[str, Any]]) -> str:
     """Which models scored and through which fitted map: the engine's own choice, in the page's words. Where a
     likelihood partner could not score (its judgments flagged `ensemble_unavailable:<id>`), the judge model
     scored alone through its own map, and the line says so and on how many judgments."""
-    from collections import Counter
 
-    from engine.handraise.judge import map_choice
+    from engine.handraise.judge import map_choice  # CLI start-up
 
     judgments = [run for line in lines for run in line["runs"]]
     down = Counter(  # per partner, the judgments it was missing from
@@ -198,9 +200,11 @@ def judge_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Judge one conversation: per participant relevance, novelty, confidence, will, reason and its hand."""
+    # CLI start-up: loaded when the command runs
     import yaml
     from pydantic import ValidationError
 
+    # CLI start-up: loaded when the command runs
     from engine.handraise import BenchItem, failure_flags, judge_scenario
     from engine.inputs import InputError, read_text
     from models import safe_yaml
@@ -278,7 +282,7 @@ def calibrate_cmd(
 ) -> None:
     """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
     recorded as a run of kind `calibration`."""
-    from dashboard.commands import calibrate_and_save
+    from dashboard.commands import calibrate_and_save  # CLI start-up
 
     calibrate_and_save(calibration_job(data, judge_model, ensemble), output_dir, as_json)
 
@@ -287,6 +291,7 @@ def calibration_job(
     data: Path, judge_model: str = "gemma3-270m", ensemble: str | None = None, limit: int | None = None
 ) -> RefitJob:
     """The hand-raise refit (`limit`: the split's first N items only, for a quick check)."""
+    # CLI start-up: loaded when the command runs
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
     from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
@@ -345,9 +350,9 @@ def chat_cmd(
     """A conversation with the default cast, one turn per --message: the will judgment, the hands, the cards
     decided by --decide, the approved answers — a run of kind `handraise.conversation`, through the same
     entry point as the Conversation page."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
-    from engine.handraise import (
+    from engine.handraise import (  # CLI start-up
         ConversationConfig,
         Mode,
         close_conversation,
@@ -358,7 +363,7 @@ def chat_cmd(
         open_conversation,
         turn_json,
     )
-    from models.catalog import CatalogError, load_catalog
+    from models.catalog import CatalogError, load_catalog  # CLI start-up
 
     if decide not in ("approve_all", "skip_all"):
         raise fail(f"--decide must be approve_all or skip_all, not {decide!r}")

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dashboard.commands import fail, require_models, say, usable_model, with_options
+
 if TYPE_CHECKING:
     from engine.jury import JuryView
     from engine.refit import RefitJob
     from engine.store import Run, Store
 
-from dashboard.commands import fail, require_models, say, usable_model, with_options
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
@@ -76,6 +78,7 @@ class JuryOptions:
 
 def _setup(opts: JuryOptions) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
+    # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
     from engine.jury import Jury, JuryConfig, panel_seats
     from engine.store import Store, StoreError
@@ -123,7 +126,7 @@ def _replay_miss(case_id: str, exc: Exception) -> typer.Exit:
 
 
 def _cases(path: Path) -> list[Any]:
-    from engine.jury import CaseError, load_cases
+    from engine.jury import CaseError, load_cases  # CLI start-up
 
     try:
         return load_cases(path)
@@ -133,7 +136,6 @@ def _cases(path: Path) -> list[Any]:
 
 def _short(text: str, width: int = 200) -> str:
     """A juror's reasoning on one line, cut at a word (never mid-word) when longer than `width`."""
-    import textwrap
 
     return textwrap.shorten(text, width=width, placeholder=" …")
 
@@ -141,7 +143,7 @@ def _short(text: str, width: int = 200) -> str:
 def _print_view(view: JuryView, *, rounds: bool = True) -> None:
     case = view.case
     say(f"Case {case.get('id')}: {case.get('title', '')}")
-    from engine.jury import failed_fields
+    from engine.jury import failed_fields  # CLI start-up
 
     for e in view.phase1:
         tag = "  [fallback, no vote: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
@@ -151,7 +153,7 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
             f"  {_short(e['reasoning'])}{tag}"
         )
     if view.identical_seats:
-        from engine.jury import IDENTICAL_SEATS_TEXT
+        from engine.jury import IDENTICAL_SEATS_TEXT  # CLI start-up
 
         say(f"  phase 1: {IDENTICAL_SEATS_TEXT}")
     elif view.phase1_consensus:
@@ -194,6 +196,7 @@ def run_cmd(
     opts: JuryOptions,
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
+    # CLI start-up: loaded when the command runs
     from engine.jury import JuryView, run_case
     from models.errors import ReplayMiss
 
@@ -225,6 +228,7 @@ def eval_cmd(
     """Accuracy against gold, agreement among jurors (Fleiss κ, Krippendorff α) before and after the
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
     total. The totals are computed from the per-case lines only."""
+    # CLI start-up: loaded when the command runs
     from engine.jury import evaluate_cases
     from models.errors import ReplayMiss
 
@@ -290,15 +294,17 @@ def calibrate_cmd(
 ) -> None:
     """Refit the likelihood jury's map (the channel features of every case → the rubric's labels,
     multinomial logistic) on a calibration split, and the weight of the others' verdicts in a discussion
-    round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); every
+    round (the other seats of the catalog's first panel each say the verdict the phase-1 map gives); then each
+    role's map on its own cues and the panel's map over every seat's features (engine/jury/roles.py); every
     call is recorded as a run of kind `calibration`."""
-    from dashboard.commands import calibrate_and_save
+    from dashboard.commands import calibrate_and_save  # CLI start-up
 
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The jury map's refit (`limit`: the split's first N cases only, for a quick check)."""
+    # CLI start-up: loaded when the command runs
     from engine.jury import DEFAULT_VERDICTS
     from engine.likelihood import fit_jury_calibration, jury_calibration_rows
     from models.catalog import load_catalog
@@ -313,15 +319,24 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     groups = [c.id for c in cases]
     panel = next(iter(load_catalog().panels.values()), [])
     others = [s.role_name for s in panel[1:]] or ["Juror 2", "Juror 3"]
+    from engine.jury.roles import cue_features, fit_role_calibrations  # CLI start-up
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    async def rows() -> list[dict[str, float]]:
+        """The channel features (and a round's move), then each case's role cues (one more call a case)."""
+        channel = await jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others)
+        return [{**row, **(await cue_features(model, case))[0]} for row, case in zip(channel, cases, strict=True)]
 
     return RefitJob(
         store,
         "jury",
         model_id,
         data,
-        lambda: jury_calibration_rows(model, cases, labels, DEFAULT_VERDICTS, others),
-        lambda rows: [fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups)],
+        rows,
+        lambda rows: [
+            fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups),
+            *fit_role_calibrations(rows, labels, DEFAULT_VERDICTS, model_id, data),
+        ],
         limit,
     )
 
@@ -341,6 +356,7 @@ def replay_cmd(
     """Show a stored jury run step by step as the page showed it; optionally re-run it from its calls.
     A run that did not finish (interrupted, cancelled, failed, still running) is shown up to its last
     event and said to be incomplete; `--rerun` then says it has nothing to compare with (exit 1)."""
+    # CLI start-up: loaded when the command runs
     from engine.events import incomplete_note
     from engine.jury import JuryView
     from engine.store import Store, StoreError
@@ -394,6 +410,7 @@ def replay_cmd(
 
 
 def _rerun(store: Store, run: Run) -> bool:
+    # CLI start-up: loaded when the command runs
     from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, comparable, run_case
     from models.errors import ReplayMiss
     from models.registry import ModelHub

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,7 +21,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 
 def default_recording() -> Path:
-    from engine.config import get_settings
+    from engine.config import get_settings  # CLI start-up
 
     return get_settings().data_dir / "recordings" / "skipcache-default.jsonl"
 
@@ -80,8 +82,9 @@ def simulate_cmd(
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge; a run of kind
     `skip.simulate` (the same entry point as the Skip cache page)."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
+    # CLI start-up: loaded when the command runs
     from engine.inputs import InputError, read_text
     from engine.skipcache import ResponseConfig
     from engine.skipsim import (
@@ -176,9 +179,9 @@ def simulate_cmd(
 def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
     """`--skip 0.9=43200 --skip 0.7=3600 --default-skip 600` as the config's judgment_skip (a bad pair is an
     error naming it)."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # CLI start-up
 
-    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold
+    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold  # CLI start-up
 
     thresholds = list(current.thresholds)
     if pairs:
@@ -203,7 +206,6 @@ def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
 def _progress_printer(quiet_s: float = 2.0) -> Any:
     """Progress on stderr for a long simulation: nothing in its first seconds, then a line at most every
     `quiet_s` seconds."""
-    import time
 
     started = time.monotonic()
     last = [started]
@@ -218,6 +220,7 @@ def _progress_printer(quiet_s: float = 2.0) -> Any:
 
 
 def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
+    # CLI start-up: loaded when the command runs
     from engine.runctx import RunControl, controlled
     from engine.skipsim import run_simulation
     from engine.store import Store, StoreError
@@ -238,6 +241,62 @@ def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
     return asyncio.run(go())
 
 
+@app.command("record")
+def record_cmd(
+    model_id: Annotated[str, typer.Option("--model", help="The model whose judgments to record.")],
+    output: Annotated[
+        Path, typer.Option("--output", help="The recording to write (a partial one is resumed, not started over).")
+    ],
+    alongside: Annotated[
+        Path | None,
+        typer.Option("--alongside", help="The recording whose states to judge (default: the shipped one)."),
+    ] = None,
+    mode: Annotated[str, typer.Option("--mode", help="likelihood | structured | probability")] = "likelihood",
+) -> None:
+    """Record another model's skip judgments of the very conversation states a recording holds (the default
+    workload, driven by that recording so the same replies come before each state): what the scorecard compares
+    models on. Written every 25 judgments, so an interrupted recording resumes where it stopped."""
+    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge  # CLI start-up
+    from engine.skipsim import (  # CLI start-up
+        RecordedJudge,
+        WorkloadError,
+        WorkloadSpec,
+        generate_workload,
+        record_alongside,
+    )
+
+    source = alongside or default_recording()
+    if mode not in ("likelihood", "structured", "probability"):
+        raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
+    if output.is_dir() or not output.parent.is_dir():
+        raise _fail(f"--output {output}: not a file in an existing folder")
+    try:
+        RecordedJudge.load(source)
+        if output.is_file():
+            RecordedJudge.load(output)
+    except WorkloadError as exc:
+        raise _fail(str(exc)) from None
+    _, model = usable_model(model_id)
+    kinds = {"likelihood": LikelihoodJudge, "probability": ProbabilityJudge, "structured": ModelJudge}
+    spec = WorkloadSpec()
+
+    async def go() -> tuple[int, int]:
+        shown = _progress_printer()
+
+        def progress(share: float) -> None:
+            shown(SimpleNamespace(step="recording", fraction=share))
+
+        return await record_alongside(
+            generate_workload(spec), source, kinds[mode](model), output, hours=spec.hours, progress=progress
+        )
+
+    try:
+        judged, calls = asyncio.run(go())
+    except OSError as exc:
+        raise _fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+    say(f"{judged} states judged by {model_id} in {output} ({calls} calls now)")
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     data: Annotated[
@@ -252,13 +311,14 @@ def calibrate_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Refit the likelihood skip judge's map (PMI → p(respond)) on a calibration split, recorded as a run."""
-    from dashboard.commands import calibrate_and_save
+    from dashboard.commands import calibrate_and_save  # CLI start-up
 
     calibrate_and_save(calibration_job(data, model_id), output_dir, as_json)
 
 
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The skip judge's refit (`limit`: the split's first N items only, for a quick check)."""
+    # CLI start-up: loaded when the command runs
     from engine.judgemaps import fit_single_map, read_jsonl_items
     from engine.likelihood import SKIP, SKIP_FEATURES, skip_features
 

@@ -11,9 +11,8 @@ from engine.experiments.definition import (
     Search,
     expand,
     line_map,
-    load_definition,
-    parse_definition,
 )
+from engine.experiments.loading import load_definition, parse_definition
 from engine.experiments.mechanisms import mechanism
 from engine.experiments.runner import (
     ExperimentResult,

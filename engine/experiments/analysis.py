@@ -8,6 +8,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.experiments.mechanisms import JuryMechanism
+from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
+from engine.jury.redecide import redecide as derive_jury
+
 # The costs a front can be drawn against (whichever the rows have): the lower, the better.
 COSTS = ("calls", "new_calls", "tokens", "latency_s", "cost")
 ROW_META = ("cell", "repeat", "trial", "new_calls", "run_id", "recording_run", "error")
@@ -195,9 +199,6 @@ def jury_cases(
     """Each case of a jury cell, re-decided from its group's recording (the `experiment_recording` event's
     payload) with no call: the phase-1 majority, the final verdict, whether the discussion changed the
     outcome, how many positions moved, the rounds and why the discussion stopped."""
-    from engine.experiments.mechanisms import JuryMechanism
-    from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
-    from engine.jury.redecide import redecide as derive_jury
 
     config = JuryMechanism().config(base, params)
     out: list[dict[str, Any]] = []

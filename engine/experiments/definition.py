@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, overload
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from engine.config import get_settings
 from models import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,6 @@ CallMode = Literal["replay_fallthrough", "replay", "live"]
 
 def max_cells() -> int:
     """The cell cap (JUDGELAB_MAX_CELLS)."""
-    from engine.config import get_settings
 
     return get_settings().max_cells
 
@@ -403,7 +402,7 @@ def expand(definition: Experiment, decision: frozenset[str]) -> Cells:
     cells; a DefinitionError when it has more than JUDGELAB_MAX_CELLS (checked before any value is built)."""
     problem = definition.model_copy(update={"search": None}).size_problem()
     if problem is not None:
-        raise DefinitionError([f"{_field(problem[0])}: {problem[1]}"])
+        raise DefinitionError([f"{field_path(problem[0])}: {problem[1]}"])
     return Cells(definition.axes(), definition.repeats, decision)
 
 
@@ -425,7 +424,7 @@ def line_of(lines: Mapping[tuple[str | int, ...], int], loc: Sequence[str | int]
     return lines.get((), 1)
 
 
-def _field(loc: Sequence[str | int]) -> str:
+def field_path(loc: Sequence[str | int]) -> str:
     parts: list[str] = []
     for p in loc:
         if isinstance(p, int):
@@ -435,64 +434,3 @@ def _field(loc: Sequence[str | int]) -> str:
         else:
             parts.append(("." if parts else "") + str(p))
     return "".join(parts) or "(document)"
-
-
-def _clean_loc(loc: Sequence[str | int]) -> list[str | int]:
-    # pydantic names union branches in the loc (space.x.list[any] / space.x.Range): drop them
-    return [p for p in loc if not (isinstance(p, str) and (p.startswith("list[") or p == "Range"))]
-
-
-def parse_definition(text: str, source: str = "<experiment>") -> Experiment:
-    """A validated definition, or a DefinitionError naming `source:line: field: message` for each problem
-    (mechanism-specific checks included: unknown parameters, bad values, settings that do not validate)."""
-    from engine.experiments.mechanisms import mechanism
-
-    try:
-        data, lines = safe_yaml.load_with_lines(text)  # aliases, deep nesting, duplicate keys: refused
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise DefinitionError([f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})"]) from None
-    if not isinstance(data, dict):
-        raise DefinitionError([f"{source}:1: (document): an experiment is a mapping (name, mechanism, cases, …)"])
-    try:
-        definition = Experiment.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        seen: set[tuple[str, str]] = set()
-        for err in exc.errors():
-            loc = _clean_loc(err["loc"])
-            message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's wording for a validator's own
-            key = (_field(loc), message)
-            if key in seen:
-                continue
-            seen.add(key)
-            problems.append(f"{source}:{line_of(lines, loc)}: {_field(loc)}: {message}")
-        raise DefinitionError(problems) from None
-    ranges = definition.range_problems()
-    checks = ranges or mechanism(definition.mechanism).check(definition, source)  # never expand a huge range
-    problems = [f"{source}:{line_of(lines, loc)}: {_field(loc)}: {msg}" for loc, msg in checks]
-    if problems:
-        raise DefinitionError(problems)
-    return definition
-
-
-def load_definition(path: str | Path) -> Experiment:
-    """`parse_definition` of a file, read by the checked reader (a regular file within the input limit:
-    never /dev/zero, a FIFO or a 50 MB file)."""
-    from engine.inputs import InputError, read_text
-
-    p = Path(path)
-    try:
-        text = read_text(p)
-    except InputError as exc:
-        raise DefinitionError([str(exc)]) from None
-    definition = parse_definition(text, str(p))
-    return definition.model_copy(update={"cases": str(definition.case_path(str(p)))})
-
-
-def iter_problems(definition: Experiment) -> Iterator[str]:  # pragma: no cover - convenience for pages
-    from engine.experiments.mechanisms import mechanism
-
-    for loc, msg in mechanism(definition.mechanism).check(definition, "<page>"):
-        yield f"{_field(loc)}: {msg}"

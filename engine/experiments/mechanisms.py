@@ -15,20 +15,39 @@ same calls (tests/engine/test_experiments.py proves it against live runs).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import statistics
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from engine.calibration import calibrate
+from engine.confidence import ConfidenceSettings, InterventionLevel, calculate, decide_level, parse_factors
+from engine.director import DirectorConfig, Status, evaluate_rules, load_character, load_script, retune
 from engine.experiments.definition import Experiment, Range
 from engine.experiments.evidence import OUTCOMES, binary_outcomes, correct_outcomes, score_outcomes
+from engine.handraise import (
+    HandRaiseConfig,
+    HandStatus,
+    History,
+    WillJudge,
+    auto_resolutions,
+    benchmark_totals,
+    decide_hands,
+    parse_benchmark,
+)
 from engine.inputs import iter_lines, read_text
+from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_totals, load_cases, panel_seats
 from engine.jury.redecide import call_ids
 from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
-from engine.runctx import checkpoint
+from engine.runctx import checkpoint, progress
+from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
 
 Loc = tuple[str | int, ...]
 Models = Callable[[str], Any]
@@ -291,7 +310,6 @@ class HandRaise(Mechanism):
     default_metric: str = "f1"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        from engine.handraise import HandRaiseConfig
 
         merged = nested({k: v for k, v in {**base, **params}.items() if k not in ("model", "context")})
         weights = merged.get("weights")
@@ -328,7 +346,6 @@ class HandRaise(Mechanism):
         return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
-        from engine.handraise import parse_benchmark
 
         path = definition.case_path()
         items = parse_benchmark(read_text(path), str(path))
@@ -349,8 +366,6 @@ class HandRaise(Mechanism):
         store: Any,
         run_id: str,
     ) -> HandRaiseRecording:
-        from engine.handraise import WillJudge
-        from engine.runctx import progress
 
         config = self.config(definition.base, call_params)
         context = self.context(definition.base, call_params)
@@ -413,7 +428,6 @@ class HandRaise(Mechanism):
                     ],
                 }
             )
-        from engine.handraise import benchmark_totals
 
         totals = benchmark_totals(lines, intervals=False)  # per cell: intervals come with the comparison
         latencies = [i.latency_s for i in recording.items]
@@ -453,7 +467,6 @@ def decide_handraise_item(item: HandRaiseItem, config: Any) -> dict[str, bool]:
     """Who answers a recorded case under `config`: the hands as `decide_hands` puts them up (cooldown from
     the case's history), the mode's automatic resolutions, and a raised hand still waiting is answered (the
     user approves it: what the benchmark labels mean)."""
-    from engine.handraise import HandStatus, History, auto_resolutions, decide_hands
 
     hands = decide_hands(item.components, config, History(speakers=[set(s) for s in item.prior]), models=item.models)
     resolved = auto_resolutions(hands, config)
@@ -504,7 +517,6 @@ class JuryMechanism(Mechanism):
     default_metric: str = "accuracy"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        from engine.jury import JuryConfig
 
         merged = {
             "final_judgment_method": "majority_vote",
@@ -517,7 +529,6 @@ class JuryMechanism(Mechanism):
         return max(values) if values else int(definition.base.get("max_discussion_rounds", 3))
 
     def seats(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[Any]:
-        from engine.jury import panel_seats
 
         panel = call_params.get("panel", definition.base.get("panel", "local"))
         seats = panel_seats(panel if isinstance(panel, str) else list(panel))
@@ -553,7 +564,6 @@ class JuryMechanism(Mechanism):
         return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
-        from engine.jury import load_cases
 
         cases = load_cases(definition.case_path())
         return cases[: definition.limit] if definition.limit else cases
@@ -581,8 +591,6 @@ class JuryMechanism(Mechanism):
         store: Any,
         run_id: str,
     ) -> JuryRecording:
-        from engine.jury import Jury
-        from engine.runctx import progress
 
         config = self.recording_config(definition, call_params)
         jury = Jury(self.seats(definition, call_params), models, config)
@@ -603,7 +611,6 @@ class JuryMechanism(Mechanism):
     def decide(
         self, definition: Experiment, recording: JuryRecording, decision_params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        from engine.jury import Rubric, evaluation_item, evaluation_totals
 
         config = self.config(definition.base, decision_params)
         items = []
@@ -644,7 +651,6 @@ class JuryMechanism(Mechanism):
 def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int, tuple[int, int, float]]:
     """Tokens and dollars of each call of a run, as the jury counts them (a likelihood juror's scoring call,
     a request with options: prompt tokens only)."""
-    import json
 
     out: dict[int, tuple[int, int, float]] = {}
     for row in store.calls(run_id=run_id, limit=1_000_000):
@@ -711,7 +717,6 @@ class ConfidenceMechanism(Mechanism):
     default_metric: str = "wrong_stopped"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        from engine.confidence import ConfidenceSettings
 
         merged = nested({**base, **params})
         if isinstance(merged.get("thresholds"), dict):
@@ -719,9 +724,6 @@ class ConfidenceMechanism(Mechanism):
         return ConfidenceSettings.model_validate(merged)
 
     def load_cases(self, definition: Experiment) -> list[Any]:
-        import json
-
-        from engine.confidence import parse_factors
 
         path = definition.case_path()
         rows = []
@@ -743,8 +745,6 @@ class ConfidenceMechanism(Mechanism):
     def decide(
         self, definition: Experiment, recording: ConfidenceRecording, decision_params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        from engine.calibration import calibrate
-        from engine.confidence import InterventionLevel, calculate, decide_level
 
         settings = self.config(definition.base, decision_params)
         scores = [calculate(f, settings).score for f in recording.factors]
@@ -780,8 +780,6 @@ class ConfidenceMechanism(Mechanism):
 
 def _run_sync(coro: Any) -> Any:
     """Run a coroutine to its end from sync code, inside a running event loop or not."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
     try:
         asyncio.get_running_loop()
@@ -826,7 +824,6 @@ class SkipMechanism(Mechanism):
     base_keys: frozenset[str] = frozenset({"hours", "workload"})
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
 
         merged = {
             "high_confidence": 0.9,
@@ -852,7 +849,6 @@ class SkipMechanism(Mechanism):
         )
 
     def spec(self, definition: Experiment) -> Any:
-        from engine.skipsim import WorkloadSpec
 
         return WorkloadSpec.model_validate(definition.base.get("workload") or {})
 
@@ -868,21 +864,17 @@ class SkipMechanism(Mechanism):
         return problems
 
     def load_cases(self, definition: Experiment) -> list[Any]:
-        from engine.skipsim import RecordedJudge, generate_workload
 
         path = definition.case_path()
         if not path.is_file():
             raise ValueError(f"{path}: no such recording")
         spec = self.spec(definition)
         hours = float(definition.base.get("hours", spec.hours))
-        from engine.skipsim import EPOCH
 
         messages = [m for m in generate_workload(spec) if (m.at - EPOCH).total_seconds() < hours * 3600]
         return [(messages, RecordedJudge.load(path).records, hours)]
 
     async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> SkipRecording:
-        from engine.skipcache import ResponseConfig
-        from engine.skipsim import RecordedJudge, simulate
 
         messages, records, hours = cases[0]
         baseline = await simulate(
@@ -893,7 +885,6 @@ class SkipMechanism(Mechanism):
     def decide(
         self, definition: Experiment, recording: SkipRecording, decision_params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        from engine.skipsim import RecordedJudge, simulate
 
         config = self.config(definition.base, decision_params)
         result = _run_sync(
@@ -952,12 +943,10 @@ class DirectorMechanism(Mechanism):
     default_metric: str = "pass_rate"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        from engine.director import DirectorConfig
 
         return DirectorConfig.model_validate({k: v for k, v in {**base, **params}.items() if k != "character"})
 
     def load_cases(self, definition: Experiment) -> list[Any]:
-        from engine.director import load_character, load_script
 
         lines = load_script(definition.case_path())
         lines = lines[: definition.limit] if definition.limit else lines
@@ -966,7 +955,6 @@ class DirectorMechanism(Mechanism):
         return [(line.id, line.text, profiles[line.character or default]) for line in lines]
 
     async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> list[Any]:
-        from engine.director import evaluate_rules
 
         config = self.config(definition.base, {})
         return [evaluate_rules(text, profile, config) for _, text, profile in cases]
@@ -974,7 +962,6 @@ class DirectorMechanism(Mechanism):
     def decide(
         self, definition: Experiment, recording: list[Any], decision_params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        from engine.director import Status, retune
 
         config = self.config(definition.base, decision_params)
         statuses = [retune(v, config) for v in recording]

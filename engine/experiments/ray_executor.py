@@ -17,9 +17,10 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.config import ConfigError
+from engine.config import ConfigError, get_settings
 from engine.experiments.definition import ROOT, Experiment
-from engine.experiments.runner import HubModels, InProcess, Recorded
+from engine.experiments.execution import HubModels, InProcess, Recorded
+from engine.store import Store
 
 if TYPE_CHECKING:
     from engine.experiments.mechanisms import Models
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 class _Worker(InProcess):
     def __init__(self, store_url: str, models: HubModels) -> None:
-        from engine.store import Store
 
         self.store = Store(store_url, reap=False)
         self.models = models.build(self.store)
@@ -82,11 +82,9 @@ def ensure_ray(address: str | None = None, timeout_s: float | None = None) -> An
     """Ray, initialised: at `address` / RAY_ADDRESS, else a local instance (2 CPUs, no dashboard). An address
     that does not answer within `timeout_s` (JUDGELAB_RAY_CONNECT_TIMEOUT_S) is a RayUnavailable naming it;
     so is a `ray://` address without the Ray client installed."""
-    import ray
+    import ray  # heavy: ray
 
     if not ray.is_initialized():
-        from engine.config import get_settings
-
         timeout_s = get_settings().ray_connect_timeout_s if timeout_s is None else timeout_s
         address = address or os.environ.get("RAY_ADDRESS") or None
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -110,6 +108,7 @@ def ensure_ray(address: str | None = None, timeout_s: float | None = None) -> An
 
 
 def _client_available(address: str) -> None:
+    # heavy: ray
     from ray._private.utils import get_ray_client_dependency_error  # what ray.init checks, then a ValueError
 
     if get_ray_client_dependency_error() is not None:
@@ -123,7 +122,7 @@ async def _cancel_remote(ref: Any, wait_s: float = 3.0) -> None:
     """Cancel an actor task whose caller was cancelled (a Cancel, SIGTERM, SIGINT): Ray cancels the task's
     coroutine in the actor, whose run then closes as `cancelled` before the actor is killed. Waited for at
     most `wait_s`; what is still open after that is closed by the runner (`close_recordings`)."""
-    import ray
+    import ray  # heavy: ray
 
     with contextlib.suppress(Exception):
         ray.cancel(ref)
@@ -209,7 +208,7 @@ class RayExecutor:
     async def shutdown(self) -> None:
         if not self._workers:
             return
-        import ray
+        import ray  # heavy: ray
 
         for w in self._workers:
             ray.kill(w)

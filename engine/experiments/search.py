@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 from engine.events import run_context
 from engine.experiments.definition import Experiment, Range, expand
 from engine.experiments.evidence import split_outcomes
-from engine.experiments.mechanisms import Models, mechanism
-from engine.experiments.runner import (
+from engine.experiments.execution import (
     CELL,
     EXPERIMENT,
     Executor,
@@ -22,6 +21,7 @@ from engine.experiments.runner import (
     mean_metrics,
     new_experiment_id,
 )
+from engine.experiments.mechanisms import Models, mechanism
 from engine.runctx import checkpoint, progress
 from engine.store import Store
 
@@ -50,7 +50,7 @@ async def run_search(
     resume: str | None = None,
     source: str = "",
 ) -> ExperimentResult:
-    import optuna
+    import optuna  # heavy: optuna
 
     assert definition.search is not None
     search = definition.search

@@ -14,6 +14,7 @@ One concept a module:
 Everything is re-exported here, so `from engine.handraise import X` keeps working.
 """
 
+from engine.embeddings import EMBEDDER_ID
 from engine.handraise.answers import ANSWER_SYSTEM, DEFAULT_ANSWER_MODEL, answer_faults, tidy_answer
 from engine.handraise.benchmark import (
     BenchItem,
@@ -90,7 +91,6 @@ from engine.handraise.decisions import (
 )
 from engine.handraise.judge import (
     DIGITS,
-    EMBEDDER_ID,
     EMBEDDING,
     FIELDS,
     JUDGE_SYSTEM,

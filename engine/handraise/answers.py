@@ -12,9 +12,14 @@ user's turn (a transcript in the user turn made it write the next speaker's line
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from models.base import is_truncated
+from models.errors import ModelError
+from models.recording import RunCancelled
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,11 +97,6 @@ async def write_answer(
     """`participant` answers the chat `turns` on `model`, streamed through `on_chunk`, then tidied. An answer
     the model ended itself is complete as it is; one its token budget, an error or a cancel ended is cut back
     to a sentence. The conversation and `judgelab bench --only handraise.answers` both write answers here."""
-    import time
-
-    from models.base import is_truncated
-    from models.errors import ModelError
-    from models.recording import RunCancelled
 
     messages = answer_messages(participant, turns, names, context_turns)
     pieces: list[str] = []

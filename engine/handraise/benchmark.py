@@ -3,19 +3,23 @@ with a method and stored as one run with its precision, recall, consistency, lat
 
 from __future__ import annotations
 
+import json
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine import stats
+from engine.events import async_run_context
 from engine.handraise.cast import DEFAULT_CAST, Participant, Turn
 from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands
 from engine.handraise.judge import WillJudge
+from engine.inputs import Problems, iter_lines, problem_lines
 from models.source import ModelLookup
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.store import Store
 
 ContextMode = Literal["1", "3", "5", "summary"]
@@ -64,11 +68,6 @@ class BenchItem(BaseModel):
 
 
 def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
-    import json
-
-    from pydantic import ValidationError
-
-    from engine.inputs import Problems, iter_lines
 
     items: list[BenchItem] = []
     problems = Problems()
@@ -86,8 +85,6 @@ def parse_benchmark(content: str, source: str = "benchmark") -> list[BenchItem]:
     if len({i.id for i in items}) != len(items):
         problems.append(f"{source}: duplicate item ids")
     if problems:
-        from engine.inputs import problem_lines
-
         raise ValueError("bad benchmark, nothing loaded:\n" + problem_lines(problems))
     if not items:
         raise ValueError(f"{source}: no items")
@@ -100,7 +97,7 @@ async def evaluate_item(
     config: HandRaiseConfig,
     context: ContextMode,
     repeat: int = 1,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     model_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Judge one item `repeat` times: per repeat each participant's will and whether its hand went up,
@@ -169,7 +166,6 @@ def benchmark_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True)
     With `intervals`, every rate gets `<rate>_ci`: [low, high], 95 %, from a seeded bootstrap over *items*
     (a dialogue's decisions, one per participant and repeat, are not independent: they move together), see
     engine/stats.py. Experiments leave them out per cell and compute them for the cells they compare."""
-    import statistics
 
     tp = fp = fn = tn = 0
     same = pairs = 0
@@ -296,7 +292,6 @@ async def run_benchmark(
     on_item: Callable[[dict[str, Any]], object] | None = None,
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     """Evaluate a benchmark as one stored run (an event per item, the totals as its summary)."""
-    from engine.events import async_run_context
 
     lines: list[dict[str, Any]] = []
     settings = {
@@ -327,7 +322,6 @@ async def judge_scenario(
     """One conversation judged as a stored run of kind `handraise.judge` (what `judgelab handraise judge` runs):
     each participant's components, will and hand; the context is the last 5 turns of a longer scenario, else 3.
     Returns (run id, hands, the judgment's facts: calls, tokens, latency)."""
-    from engine.events import async_run_context
 
     cast = item.cast()
     turns = item.turns("5" if len(item.context) > 3 else "3")

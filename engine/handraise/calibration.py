@@ -3,18 +3,25 @@ maps fitted through the will formula."""
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from engine.embeddings import EMBEDDER_ID
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
-from engine.handraise.judge import EMBEDDER_ID, EMBEDDING, cos_scale, embedding_features
+from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
+from engine.judgemaps import Calibration, FittedMap, new_version
+from engine.likelihood import handraise_features
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.judgemaps import Calibration
     from models.base import ChatModel
 
@@ -33,12 +40,11 @@ async def calibration_rows(
     items: Sequence[BenchItem],
     model: ChatModel | None,
     context_turns: int = 3,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     partners: Sequence[ChatModel] = (),
 ) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split (with `partners`:
     the likelihood ensemble's features, see `handraise_features`)."""
-    from engine.likelihood import handraise_features
 
     rows = []
     for item in items:
@@ -78,7 +84,6 @@ def fit_calibrations(
     to the last message and its lead. Novelty, in both, n = σ(e·x_n + f) of the answers already given
     (x_n = the closest answer by another participant and the participant's own, `answer_cos`, `own_cos`).
     These feature sets scored best in 5-fold cross-validation by cast on the calibration split."""
-    from engine.judgemaps import Calibration, new_version
 
     config = config or HandRaiseConfig()
     version = new_version()
@@ -126,10 +131,7 @@ def _fit_will_maps(
     sharpness: float = 20.0,
     fit_only: bool = False,
 ) -> dict[str, Any]:
-    import numpy as np
-    from scipy.optimize import minimize
-
-    from engine.judgemaps import FittedMap
+    from scipy.optimize import minimize  # heavy: scipy, ~0.5 s
 
     y = np.asarray([bool(r["label"]) for r in rows], dtype=float)
     if y.min() == y.max():
@@ -224,7 +226,6 @@ def _will_of(
     rows: Sequence[dict[str, Any]], t: Vector, rel: list[str], conf: list[str], nov: list[str], config: HandRaiseConfig
 ) -> list[float]:
     """The seed's will of held-out rows under fitted parameters `t` (the layout of `_fit_will_maps`)."""
-    import math
 
     def sig(z: float) -> float:
         return 1 / (1 + math.exp(-max(-500.0, min(500.0, z))))
@@ -257,7 +258,6 @@ def cross_validate(
     so a fold's casts are never seen in fitting), the maps are fitted on the other folds, and the held-out
     wills at the seed's threshold give F1 / precision / recall and top-1 (the most willing participant of
     an item with a speaker is labelled to speak)."""
-    from collections import defaultdict
 
     config = config or HandRaiseConfig()
     keys = sorted({str(r[group]) for r in rows})

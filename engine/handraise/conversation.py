@@ -3,12 +3,17 @@ participants' answers, each step an event."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine import runctx
+from engine.config import get_settings
+from engine.events import RUN_FINISHED, RUN_STARTED, EventBus, StoreSink
 from engine.handraise.answers import ANSWER_MAX_TOKENS, speaker_names, write_answer
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
@@ -33,10 +38,13 @@ from engine.handraise.decisions import (
     user_action,
 )
 from engine.handraise.judge import JudgeCall, WillJudge
+from engine.labelstore import LabelError, add_label, item_key
+from engine.store import StoreError
+from models.recording import RunCancelled, call_context
 from models.source import ModelLookup
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.events import Emit, EventSink
     from engine.store import Store
 
@@ -83,7 +91,7 @@ class Conversation:
         config: HandRaiseConfig | None = None,
         *,
         emit: Emit | None = None,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
         answer_max_tokens: int = ANSWER_MAX_TOKENS,
     ) -> None:
         self.participants = {p.id: p for p in participants}
@@ -97,6 +105,9 @@ class Conversation:
         self.records: list[TurnRecord] = []
         self.telemetry: list[dict[str, Any]] = []
         self.states: list[TurnState] = []
+        # Called with each decision the *user* made on a hand (a Speak/Skip on its card, an @mention): the
+        # session records it as a label (engine/labels); None records nothing (a restored conversation).
+        self.labeller: Callable[[TurnState, Hand, bool, str], None] | None = None
 
     def names(self) -> dict[str, list[str]]:
         return {p.id: [p.name] for p in self.participants.values()}
@@ -118,8 +129,6 @@ class Conversation:
         facts = JudgeCall()
         components: list[Components] = []
         if self.config.mode != Mode.MENTION_ONLY:
-            from models.recording import RunCancelled
-
             try:
                 components, facts = await self.judge.judge(self.turns)
             except RunCancelled as exc:  # the turn ends here, stored as cancelled; the conversation goes on
@@ -159,7 +168,14 @@ class Conversation:
         )
         for r in resolved.values():
             self._emit_decision(state, r)
+        for h in hands:
+            if h.status == HandStatus.MENTIONED and h.model in mentions.models:
+                self._label(state, h, True, "mention")
         return state
+
+    def _label(self, state: TurnState, hand: Hand, speak: bool, by: str) -> None:
+        if self.labeller is not None:
+            self.labeller(state, hand, speak, by)
 
     def _emit_decision(self, state: TurnState, r: Resolution) -> None:
         self.emit("hand_decision", turn=state.turn_id, participant=r.model, approved=r.approved, by=r.by, rule=r.rule)
@@ -167,6 +183,8 @@ class Conversation:
     def act(self, state: TurnState, participant: str, action: Action) -> None:
         state.resolved = user_action(state.hands, state.resolved, participant, action)
         self._emit_decision(state, state.resolved[participant])
+        hand = next(h for h in state.hands if h.model == participant)
+        self._label(state, hand, action == "approve", "user")
 
     def batch(self, state: TurnState, kind: str, at: float | None = None) -> None:
         before = set(state.resolved)
@@ -223,7 +241,6 @@ class Conversation:
         """The approved participants answer in parallel (streamed through `on_chunk(participant, text)`);
         cards still waiting count as skipped by the user's silence only after `timeout()`, so call it or
         decide them first."""
-        import asyncio
 
         if state.answered:
             raise ValueError(f"turn {state.turn_id} was already answered")
@@ -383,7 +400,6 @@ def restore_conversation(
     decisions, answers, telemetry and what-if records, exactly as the live conversation held them. A turn
     whose cards were never all decided, or never answered, is left open. `models` is only needed to go on
     talking. Raises ValueError when the config or an event is not a conversation's."""
-    from pydantic import ValidationError
 
     try:
         participants = [Participant.model_validate(p) for p in run_config.get("participants", [])]
@@ -441,6 +457,7 @@ def _restore_event(conv: Conversation, by_turn: dict[str, TurnState], type_: str
                 over_raise_factor=h.get("over_raise_factor", 1.0),
                 reason=h.get("reason", ""),
                 flags=list(h.get("flags", [])),
+                features={str(k): float(v) for k, v in (h.get("features") or {}).items()},
             )
             for h in p["hands"]
         ]
@@ -516,19 +533,66 @@ def open_conversation(
     *,
     sinks: list[EventSink] | None = None,
     name: str = "conversation",
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
 ) -> ConversationSession:
     """Open a `handraise.conversation` run — created with its config and a `run_started` event, as
     `engine.events.run_context` opens one; it spans many turns (`conversation_turn`) and many page scripts, so
     `close_conversation` finishes it."""
-    from engine.events import RUN_STARTED, EventBus, StoreSink
 
     stored = config.model_dump(mode="json")
     run = store.create_run("handraise.conversation", stored, name=name)
     bus = EventBus(run.id, [StoreSink(store), *(sinks or [])])
     bus.emit(RUN_STARTED, kind="handraise.conversation", name=name, config=stored)
     conversation = Conversation(config.participants, models, config.config, emit=bus.emit, embedder=embedder)
-    return ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+    session = ConversationSession(run_id=run.id, store=store, conversation=conversation, emit=bus.emit)
+    if get_settings().auto_labels:
+        conversation.labeller = _labeller(session)
+    return session
+
+
+def hand_context(state: TurnState, hand: Hand, config: HandRaiseConfig) -> dict[str, Any]:
+    """What the judge saw and predicted for a hand, stored with its label: the raw features (a refit reads them
+    with no model call), the components and will, the cut, and the map they went through."""
+    version = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("calibration:")), None)
+    ensemble = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("ensemble:")), None)
+    return {
+        "features": dict(hand.features),
+        "relevance": hand.relevance,
+        "novelty": hand.novelty,
+        "confidence": hand.confidence,
+        "raw_will": hand.raw_will,
+        "will": hand.will,
+        "threshold": config.threshold,
+        "predicted": "speak" if hand.will >= config.threshold else "skip",
+        "judge_method": config.judge_method,
+        "judge_model": config.judge_model,
+        "map_id": ensemble or (config.judge_model if version else None),
+        "map_version": version,
+        "participant": hand.model,
+        "text": state.text[:240],
+    }
+
+
+def _labeller(session: ConversationSession) -> Callable[[TurnState, Hand, bool, str], None]:
+    """Records the user's decisions on hands as `handraise` labels (source `approval`): a failure to record is
+    logged and never stops the conversation."""
+
+    def label(state: TurnState, hand: Hand, speak: bool, by: str) -> None:
+        conv = session.conversation
+        try:
+            add_label(
+                session.store,
+                mechanism="handraise",
+                run_id=session.run_id,
+                item_key=item_key("handraise", turn=state.turn_id, participant=hand.model),
+                label="speak" if speak else "skip",
+                source="approval",
+                context=hand_context(state, hand, conv.config) | {"by": by},
+            )
+        except (LabelError, StoreError) as exc:
+            logging.getLogger(__name__).warning("label of %s/%s not recorded: %s", state.turn_id, hand.model, exc)
+
+    return label
 
 
 Decider = Callable[[TurnState], Awaitable[None]]
@@ -558,8 +622,6 @@ async def conversation_turn(
     Without `decide` (or when cards still wait after it), or with `answer=False` (a page that streams the
     answers itself), the turn comes back unanswered: `answer_turn` ends it once every card is decided. Every
     model call is attributed to the conversation's run."""
-    from engine import runctx
-    from models.recording import call_context
 
     conv = session.conversation
     with call_context(run_id=session.run_id, purpose=f"handraise.judge:{conv.config.judge_method}"):
@@ -577,8 +639,6 @@ async def answer_turn(
     session: ConversationSession, state: TurnState, *, on_chunk: Callable[[str, str], None] | None = None
 ) -> TurnState:
     """The approved participants of a decided turn answer (in parallel, streamed); the turn closes."""
-    from engine import runctx
-    from models.recording import call_context
 
     approved = [m for m, r in state.resolved.items() if r.approved]
     with call_context(run_id=session.run_id, purpose="handraise.answer"):
@@ -636,7 +696,6 @@ def conversation_summary(conv: Conversation) -> dict[str, Any]:
 
 def close_conversation(session: ConversationSession) -> dict[str, Any]:
     """Finish the conversation's run with its summary (once; closing again changes nothing)."""
-    from engine.events import RUN_FINISHED
 
     summary = conversation_summary(session.conversation)
     if not session.closed:

@@ -180,6 +180,9 @@ class Components(BaseModel):
     confidence: float = Field(ge=0, le=1)
     reason: str = ""
     flags: list[str] = Field(default_factory=list)  # fallback, invalid:…, missing:…, repaired, …
+    # The judge's raw features (likelihood PMIs, embedding cosines) behind these numbers: stored with the hand,
+    # so a label on it can refit the map with no model call (engine/labels). Empty for judges that write numbers.
+    features: dict[str, float] = Field(default_factory=dict)
 
 
 class HandStatus(StrEnum):
@@ -204,9 +207,11 @@ class Hand:
     over_raise_factor: float = 1.0  # 1.0: no adjustment
     reason: str = ""
     flags: list[str] = field(default_factory=list)
+    features: dict[str, float] = field(default_factory=dict)  # the judge's raw features (Components.features)
 
     def payload(self) -> dict[str, object]:
-        return {
+        extra: dict[str, object] = {"features": dict(self.features)} if self.features else {}
+        return extra | {
             "model": self.model,
             "relevance": self.relevance,
             "novelty": self.novelty,
@@ -290,6 +295,7 @@ def decide_hands(
                 status=status,
                 reason=c.reason,
                 flags=flags,
+                features=dict(c.features),
             )
         )
     return hands

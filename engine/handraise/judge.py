@@ -4,7 +4,10 @@ the prompts and the parsing of the answers into flagged components."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -12,16 +15,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
+from engine.embeddings import EMBEDDER_ID, RecordedEmbedder, dot, get_embedder, unit_rows
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
 from engine.handraise.reasons import expertise_reason
+from engine.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.quoting import DATA_NOTE, quote
+from models.errors import ModelError, StructuredOutputError
 from models.source import ModelLookup, ModelSource, model_source
-from models.structured import FLOAT_LIKE
+from models.structured import FLOAT_LIKE, ExtractionError, extract_json
 
 if TYPE_CHECKING:
-    from engine.embeddings import Embedder
+    from engine.embeddings import TextEmbedder
     from engine.judgemaps import Calibration
     from models.base import ChatModel
 
@@ -135,7 +142,6 @@ def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = 
 def parse_template_fill(text: str, ids: Sequence[str]) -> list[Components]:
     """The filled skeleton of the local batched judgment (see `template_parts`) → components; scores are
     the digits 0–9 read as n/9. Anything else is a fallback, flagged — never raises."""
-    import json
 
     try:
         data = json.loads(text)
@@ -251,12 +257,25 @@ class WillJudge:
         participants: Sequence[Participant],
         models: ModelLookup,
         config: HandRaiseConfig,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
     ) -> None:
         self.participants = list(participants)
         self.model: ModelSource = model_source(models)
         self.config = config
         self._embedder = embedder
+
+    @property
+    def embedder(self) -> TextEmbedder:
+        """The embedder given, else one that goes with the judge model (`RecordedEmbedder.for_model`): its
+        embeddings are calls of the run, replayed where the judge model replays."""
+        if self._embedder is None:
+            try:
+                model = self.model(self.config.judge_model)
+            except (KeyError, ModelError):  # no judge model to go with (an embedding judge needs none): unrecorded
+                self._embedder = RecordedEmbedder(None)
+            else:
+                self._embedder = RecordedEmbedder.for_model(model)
+        return self._embedder
 
     async def judge(
         self, turns: Sequence[Turn], method: JudgeMethod | None = None, candidates: Sequence[str] | None = None
@@ -271,8 +290,6 @@ class WillJudge:
         if method == "self":
             return await self._self(who, turns, facts), facts
         if method == "embedding":
-            import time
-
             started = time.perf_counter()
             out = self._embedding(who, turns)
             facts.latency_s = time.perf_counter() - started
@@ -306,8 +323,6 @@ class WillJudge:
         return out, facts
 
     async def _batched(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
-        from models.errors import ModelError, StructuredOutputError
-        from models.structured import ExtractionError, extract_json
 
         model = self.model(self.config.judge_model)
         if getattr(model, "template_capable", False):
@@ -345,7 +360,6 @@ class WillJudge:
         """The batched judgment on a local model: the JSON skeleton is fixed text, so only the nine score
         digits (0-9, read as n/9) and three short reasons cost decoding steps — one request, a fraction of
         the grammar-constrained output's steps."""
-        from models.errors import ModelError
 
         messages = judge_messages(who, turns, self.config.context_turns)
         messages[0]["content"] = messages[0]["content"].replace("rate from 0 to 1", "rate from 0 to 9")
@@ -357,9 +371,6 @@ class WillJudge:
         return parse_template_fill(completion.text, [p.id for p in who])
 
     async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
-        import asyncio
-
-        from models.errors import ModelError
 
         async def one(p: Participant) -> Components:
             try:
@@ -390,11 +401,6 @@ class WillJudge:
         novelty is the embedding novelty, through this calibration's own fitted novelty map (a likelihood
         novelty, "can X add something new?", scored lower in cross-validation on the calibration split). A
         model that cannot score, or a failed call, gives the 0/0/0 fallback with a flag."""
-        import math
-        import time
-
-        from engine.likelihood import best_expertise, handraise_features
-        from models.errors import ModelError
 
         model = self.model(self.config.judge_model)
         started = time.perf_counter()
@@ -416,8 +422,9 @@ class WillJudge:
                 facts.call_ids.append(c.call_id)
         best = best_expertise(who, calls)
         cal, notes = choice.calibration, list(choice.flags)
-        emb = embedding_features(who, turns, self.config.context_turns, self._embedder)
+        emb = embedding_features(who, turns, self.config.context_turns, self.embedder)
         novelty = {p.id: round(novelty_of(cal, e), 4) for p, e in zip(who, emb, strict=True)}
+        emb_of = {p.id: e for p, e in zip(who, emb, strict=True)}
         facts.latency_s += time.perf_counter() - started
         out = []
         for p in who:
@@ -429,7 +436,8 @@ class WillJudge:
                 rel = conf = 1 / (1 + math.exp(-f["pmi_mean"]))
                 flags = ["likelihood", "uncalibrated", *notes]
             else:
-                rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
+                who_is = f | {f"is:{p.id}": 1.0}  # a map refitted from labels may weigh who speaks
+                rel, conf = cal.apply("relevance", who_is), cal.apply("confidence", who_is)
                 flags = ["likelihood", f"calibration:{cal.version}", *notes]
                 if partners:
                     flags.append("ensemble:" + cal.model_id)
@@ -441,6 +449,7 @@ class WillJudge:
                     confidence=round(conf, 4),
                     flags=flags,
                     reason=expertise_reason(best[p.id], f["pmi_mean"], f["pmi_max"]),
+                    features=recorded_features(f, emb_of[p.id]),
                 )
             )
         return out
@@ -465,7 +474,7 @@ class WillJudge:
         calibration's fitted map of the answers already given (`novelty_of`)."""
         cal = map_choice("embedding", self.config.judge_model).calibration
         out = []
-        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self._embedder), strict=True):
+        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self.embedder), strict=True):
             if cal is None:
                 relevance, confidence, flags = cos_scale(f["rel_cos"]), cos_scale(f["conf_cos"]), ["uncalibrated"]
             else:
@@ -481,13 +490,24 @@ class WillJudge:
                     confidence=round(confidence, 4),
                     reason=expertise_reason(f["expertise"]),
                     flags=["embedding", *flags],
+                    features=recorded_features({}, f),
                 )
             )
         return out
 
 
+def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, Any]) -> dict[str, float]:
+    """The raw features a hand keeps (`Components.features`): every finite number of the likelihood and
+    embedding features, rounded to 6 places — what a refit from labels reads instead of calling the model."""
+    out: dict[str, float] = {}
+    for source in (likelihood, embedding):
+        for k, v in source.items():
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v)):
+                out[k] = round(float(v), 6)
+    return out
+
+
 EMBEDDING = "handraise.embedding"
-EMBEDDER_ID = "minilm"
 # The share of unknown word pieces in the message from which the embedding judge flags its wills
 # (`embedder_unread:<share>`): on the calibration split the judge's F1 is 0.80 on English items and 0.45 on
 # Japanese ones, whose kanji often reach MiniLM as unknown tokens.
@@ -563,11 +583,8 @@ def map_choice(
       (`ensemble_unavailable:<id>`). Alone, the judge model's own map, else a `default` one, else none.
     - `embedding`: the embedder's map, whatever the judge model.
     - any other method writes its own numbers: no scorers, no map."""
-    from engine.judgemaps import load_calibration
-    from engine.likelihood import HANDRAISE
-
     if method == "embedding":
-        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, load_calibration(EMBEDDING, EMBEDDER_ID))
+        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, judgemaps.load_calibration(EMBEDDING, EMBEDDER_ID))
     if method != "likelihood":
         return MapChoice(method, (), "", None)
     partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
@@ -576,12 +593,12 @@ def map_choice(
         flags = (f"ensemble_unavailable:{unavailable}",)
     elif partners:
         combined = ensemble_id(judge_id, partners)
-        cal = load_calibration(HANDRAISE, combined)
+        cal = judgemaps.load_calibration(HANDRAISE, combined)
         if cal is not None:
             return MapChoice(method, (judge_id, *partners), combined, cal, (), partners)
         flags = ("ensemble_unmapped",)
     for map_id in (judge_id, "default"):
-        cal = load_calibration(HANDRAISE, map_id)
+        cal = judgemaps.load_calibration(HANDRAISE, map_id)
         if cal is not None:
             return MapChoice(method, (judge_id,), map_id, cal, flags, partners)
     return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
@@ -603,7 +620,7 @@ def novelty_of(cal: Calibration | None, features: Mapping[str, Any]) -> float:
 
 
 def embedding_features(
-    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: Embedder | None = None
+    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: TextEmbedder | None = None
 ) -> list[dict[str, Any]]:
     """Per participant (MiniLM cosines):
     - `rel_cos` = the recent context to the profile; `conf_cos` = the best expertise item to the context;
@@ -616,9 +633,6 @@ def embedding_features(
       map feature: the judge flags it).
     The fitted maps (data/calibration/) read the last-message features for relevance and confidence and
     the answer features for novelty (cross-validated on the calibration split)."""
-    import numpy as np
-
-    from engine.embeddings import get_embedder
 
     embedder = embedder or get_embedder()
     recent = list(turns)[-context_turns:]
@@ -628,7 +642,7 @@ def embedding_features(
     texts = [context, last] + [p.profile_text() for p in who] + [a.text for a in answers]
     expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
     vectors = embedder.embed(texts + [e for _, e in expertise])
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = unit_rows(vectors)  # float64, and `dot` below: the same figures on any CPU
     ctx, last_vec = vectors[0], vectors[1]
     unread = round(embedder.unknown_share(last), 4)
     profiles = vectors[2 : 2 + len(who)]
@@ -637,19 +651,19 @@ def embedding_features(
     out: list[dict[str, Any]] = []
     for i, p in enumerate(who):
         mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
-        best = max(mine, key=lambda k: float(exp_vecs[k] @ last_vec))
+        best = max(mine, key=lambda k: dot(exp_vecs[k], last_vec))
         out.append(
             {
-                "rel_cos": float(profiles[i] @ ctx),
-                "conf_cos": max(float(exp_vecs[k] @ ctx) for k in mine),
-                "last_cos": float(profiles[i] @ last_vec),
-                "last_exp_cos": float(exp_vecs[best] @ last_vec),
+                "rel_cos": dot(profiles[i], ctx),
+                "conf_cos": max(dot(exp_vecs[k], ctx) for k in mine),
+                "last_cos": dot(profiles[i], last_vec),
+                "last_exp_cos": dot(exp_vecs[best], last_vec),
                 "answer_cos": max(
-                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
+                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
                     default=-1.0,
                 ),
                 "own_cos": max(
-                    (float(profiles[i] @ answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
+                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
                     default=-1.0,
                 ),
                 "expertise": expertise[best][1],

@@ -8,9 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.config import ConfigError
+from engine.inputs import InputError, Problems, iter_lines, problem_lines, read_text
 from engine.jury.decisions import DEFAULT_VERDICTS, FinalMethodName, JurorSeat, TiePolicy
+from models import safe_yaml
+from models.catalog import cached_catalog
 
 if TYPE_CHECKING:
     from models.catalog import Catalog
@@ -25,6 +30,7 @@ ENV_NAMES = {  # the seed's environment variables
     "tie_policy": "JURY_TIE_POLICY",
     "judge": "JURY_JUDGE",
     "skip_idle_rounds": "JURY_SKIP_IDLE_ROUNDS",
+    "role_maps": "JURY_ROLE_MAPS",
 }
 
 
@@ -38,7 +44,9 @@ class JuryConfig(BaseModel):
         2.0,
         ge=0.0,
         le=2.0,
-        description="2.0: always discuss to the end; 1.0: only unanimity stops; 0.67: a 2-of-3 majority stops",
+        description="2.0: agreement never stops the discussion (the stagnation stop still does, after "
+        "`stagnation_rounds` rounds nobody moved in; set it to the round limit to discuss to the end); 1.0: only "
+        "unanimity stops; 0.67: a 2-of-3 majority stops",
     )
     final_judgment_method: FinalMethod = "final_judge"
     final_judge_model: str = Field(
@@ -53,6 +61,12 @@ class JuryConfig(BaseModel):
         description="stop after phase 1 when no round can move anyone: every seat's fitted map gives the others' "
         "verdicts weight 0 (False: run the rounds anyway, e.g. to record them)",
     )
+    role_maps: bool = Field(
+        True,
+        description="a likelihood seat whose role has a fitted role map (data/calibration/jury.role.<role>.<model>"
+        ".json) judges from its own checklist of cues, and the final judge reads the panel map over every seat's "
+        "features (engine/jury/roles.py); False: every seat reads the role-blind channel map",
+    )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)
     judge: Literal["auto", "generate", "likelihood"] = Field(
@@ -66,7 +80,6 @@ class JuryConfig(BaseModel):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> JuryConfig:
         """Defaults, then the JURY_* variables, then `overrides`. A bad value names its variable."""
-        from engine.config import ConfigError
 
         env = os.environ if env is None else env
         values: dict[str, Any] = {k: env[name] for k, name in ENV_NAMES.items() if env.get(name, "").strip()}
@@ -146,7 +159,6 @@ class CaseError(ValueError):
     """A case file with bad rows; `problems` names each by line. Nothing is loaded."""
 
     def __init__(self, problems: list[str], header: str | None = "bad cases, nothing loaded:") -> None:
-        from engine.inputs import problem_lines
 
         self.problems = problems
         super().__init__(problem_lines(problems, header))  # header None: the whole file is unusable
@@ -155,10 +167,6 @@ class CaseError(ValueError):
 def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
     """JSONL (a case a line) or YAML (a case, a list of cases, or {rubric, cases}: the rubric applies to
     every case that has none). Gold verdicts must be labels of the case's rubric; ids must be unique."""
-    import yaml
-
-    from engine.inputs import Problems, iter_lines
-    from models import safe_yaml
 
     problems = Problems()
     items: list[tuple[str, Any]] = []
@@ -218,7 +226,6 @@ def parse_cases(content: str, source: str = "cases") -> list[JuryCase]:
 
 
 def load_cases(path: str | Path) -> list[JuryCase]:
-    from engine.inputs import InputError, read_text
 
     path = Path(path)
     try:
@@ -226,6 +233,12 @@ def load_cases(path: str | Path) -> list[JuryCase]:
     except InputError as exc:
         raise CaseError([str(exc)], header=None) from None
     return parse_cases(text, str(path))
+
+
+def case_files(data_dir: Path) -> list[Path]:
+    """The jury case files of a data folder: the scenarios (YAML) and the benchmark case sets (JSONL)."""
+    scenarios = sorted((data_dir / "scenarios" / "jury").glob("*.y*ml"))
+    return scenarios + sorted((data_dir / "benchmarks").glob("jury*.jsonl"))
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -236,8 +249,6 @@ def _first_error(exc: ValidationError) -> str:
 def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Catalog | None = None) -> list[JurorSeat]:
     """Seats from a catalog panel name, or from [{model, role_name, role_focus}]. Juror ids are unique."""
     if isinstance(panel, str):
-        from models.catalog import cached_catalog
-
         catalog = catalog or cached_catalog()
         rows = [seat.model_dump() for seat in catalog.panel(panel)]  # a missing panel names itself and the file
     else:

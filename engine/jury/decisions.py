@@ -144,7 +144,7 @@ THRESHOLD_PRECISION = 2  # thresholds are written to two decimals (0.67 stands f
 def check_consensus(positions: Sequence[str], threshold: float) -> ConsensusResult:
     """Consensus among N positions.
 
-    unanimous: all agree (reached unless the threshold exceeds 1.0, e.g. 2.0 = always discuss to the end);
+    unanimous: all agree (reached unless the threshold exceeds 1.0: at 2.0 agreement never stops the discussion);
     majority: the most common position is held by more than half; reached when the agreement level,
     at the thresholds' two-decimal precision, meets the threshold (so 0.67 stops at 2 of 3 — the seed
     compared 0.666… < 0.67 and never stopped); split: no position has more than half.

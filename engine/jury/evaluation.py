@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine import stats
+from engine.agreement import fleiss_kappa, krippendorff_alpha
 from engine.events import async_run_context
 from engine.jury.config import JuryCase, Rubric
 from engine.jury.decisions import IDENTICAL_SEATS_TEXT, NO_VERDICT, CollaborativeJuryResult, TiePolicy, majority_vote
@@ -62,7 +63,6 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
 
     With `intervals`, each rate carries `<rate>_ci` (95 %): Wilson over graded cases for the accuracies and the
     changed-outcome rate, a seeded bootstrap over cases for κ and α (engine/stats.py)."""
-    from engine.agreement import fleiss_kappa, krippendorff_alpha
 
     graded = [i for i in items if i["gold"] is not None]
     n = len(items)

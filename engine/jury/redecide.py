@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.jury import decisions
+from engine.jury.decisions import CollaborativeJuryResult, DiscussionRound, panel_consensus
+
 
 def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None) -> Any:
     """The result a jury with `config` reaches on the calls of `result` (recorded at the widest setting), with
     no model call — what the Jury page's and Replay's "what if" and every experiment cell decide:
     the consensus checks and stop rules replayed on a prefix of its rounds, then the final judgment. Raises
     ValueError when `config` needs more rounds than were recorded, or a final-judge call."""
-    import engine.jury as jury  # the jury's own stop rules and final vote, looked up at call time
-    from engine.jury import CollaborativeJuryResult, DiscussionRound, panel_consensus
-
     if config.final_judgment_method == "final_judge":
         raise ValueError("final_judge needs a model call: not derivable from a recording")
     recorded = result.discussion_rounds
@@ -31,7 +31,7 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
     phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
     latest = {e.juror_id: e for e in phase1}
     rounds: list[Any] = []
-    reason = jury.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
+    reason = decisions.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
     if reason == "max_rounds":
         still = 0
         for number in range(1, config.max_discussion_rounds + 1):
@@ -44,8 +44,8 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
                     round_number=number, statements=statements, consensus_check=consensus, speaker_order=order
                 )
             )
-            still = jury.stagnant_rounds(still, jury.positions_moved(statements))
-            stop = jury.round_stop(
+            still = decisions.stagnant_rounds(still, decisions.positions_moved(statements))
+            stop = decisions.round_stop(
                 consensus,
                 still,
                 number,
@@ -55,7 +55,7 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
             if stop:
                 reason = stop
                 break
-    judgment = jury.decide_final(
+    judgment = decisions.decide_final(
         [latest[j] for j in order],
         config.final_judgment_method,
         tie_policy=config.tie_policy,
@@ -76,7 +76,7 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
         phase3_judgment=judgment,
         final_verdict=judgment.verdict,
         final_score=judgment.score,
-        early_termination=jury.early_termination(reason),
+        early_termination=decisions.early_termination(reason),
         termination_reason=reason,
         case_id=result.case_id,
         jurors=result.jurors,

@@ -5,12 +5,15 @@ never a raise."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from engine import judgemaps, runctx
+from engine.events import async_run_context
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import (
     NO_VERDICT,
@@ -34,13 +37,35 @@ from engine.jury.decisions import (
     stagnant_rounds,
 )
 from engine.jury.prompts import evaluation_messages, final_messages, output_schemas, statement_messages
+from engine.jury.roles import (
+    JURY_PANEL,
+    JURY_ROLE,
+    JURY_ROLES,
+    PANEL_FEATURES,
+    cue_features,
+    panel_rationale,
+    role_rationale,
+    role_slug,
+)
+from engine.likelihood import (
+    JURY,
+    JURY_HEADINGS,
+    JURY_OTHERS_FEATURES,
+    jury_features,
+    jury_others_weight,
+    jury_rationale,
+    jury_round_features,
+    jury_scores,
+    label_scores,
+)
+from models.errors import ModelError
+from models.recording import call_context
 from models.source import ModelLookup, ModelSource, model_source
 
 if TYPE_CHECKING:
     from engine.events import Emit, EventSink
     from engine.store import Store
     from models.catalog import ModelSpec
-
 
 IDLE_DISCUSSION_TEXT = (
     "No discussion round was run: every juror's fitted map gives the others' verdicts weight 0, so a round "
@@ -103,6 +128,8 @@ class Jury:
         # The same key's phase-1 scoring (under way or done): seats on one model with one prompt (the channel
         # judge is role-blind) share one call rather than repeat it.
         self._phase1_calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]] = {}
+        # The same key's role cues (`engine.jury.roles`): one more call a case, shared by every role seat.
+        self._cue_calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]] = {}
 
     def by_likelihood(self, seat: JurorSeat) -> bool:
         """Whether this seat judges by likelihood: as configured, or under `auto` when its model is a base
@@ -121,9 +148,6 @@ class Jury:
         """Whether the seats are identical by construction: two or more, every one on the same model judging by
         likelihood through the model's fitted jury map (the channel judge is role-blind: the role never reaches
         the prompt), so every seat gives the same verdict from the same call."""
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import JURY
-
         models = {s.model_id for s in self.seats}
         if len(self.seats) < 2 or len(models) != 1 or not all(self.by_likelihood(s) for s in self.seats):
             return False
@@ -131,24 +155,42 @@ class Jury:
             model_id = self.model(next(iter(models))).model_id
         except KeyError:
             return False
-        cal = load_calibration(JURY, model_id)
-        return cal is not None and all(v in cal.maps for v in rubric.verdicts)
+        cal = judgemaps.load_calibration(JURY, model_id)
+        if cal is None or not all(v in cal.maps for v in rubric.verdicts):
+            return False
+        roles = [self.role_map(s, rubric) for s in self.seats]
+        return not any(roles) or len({None if r is None else r[0] for r in roles}) == 1
 
-    def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
-        """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
-        the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
-        where a round can move it or nothing says it cannot: a generating seat, a model without a jury map for
-        the rubric's labels (the label words then hear the others), a map that does not read their features."""
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import JURY, jury_others_weight
-
+    def role_map(self, seat: JurorSeat, rubric: Rubric) -> tuple[str, Any] | None:
+        """(role, fitted role map) when this seat judges from its own role (`engine.jury.roles`): role maps on,
+        a likelihood seat on the default labels, whose role name has a checklist and a map fitted for its
+        model. None otherwise (the seat reads the role-blind channel map)."""
+        role = role_slug(seat.role_name)
+        if not self.config.role_maps or role not in JURY_ROLES or list(rubric.verdicts) != list(JURY_HEADINGS):
+            return None
         if not self.by_likelihood(seat):
             return None
         try:
             model_id = self.model(seat.model_id).model_id
         except KeyError:
             return None
-        cal = load_calibration(JURY, model_id)
+        cal = judgemaps.load_calibration(f"{JURY_ROLE}.{role}", model_id)
+        return None if cal is None or not all(v in cal.maps for v in rubric.verdicts) else (role, cal)
+
+    def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
+        """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
+        the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
+        where a round can move it or nothing says it cannot: a generating seat, a model without a jury map for
+        the rubric's labels (the label words then hear the others), a map that does not read their features."""
+        if not self.by_likelihood(seat):
+            return None
+        if self.role_map(seat, rubric) is not None:
+            return 0.0  # a role map reads its phase-1 cues only: hearing the others cannot move it
+        try:
+            model_id = self.model(seat.model_id).model_id
+        except KeyError:
+            return None
+        cal = judgemaps.load_calibration(JURY, model_id)
         if cal is None or not all(v in cal.maps for v in rubric.verdicts):
             return None
         return jury_others_weight(cal, rubric.verdicts)
@@ -169,8 +211,6 @@ class Jury:
         self, seat: JurorSeat, messages: list[dict[str, str]], schema: type[BaseModel], t0: float, stage: str
     ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
         """(parsed answer, failure reason, call facts). Any model failure becomes a reason, never a raise."""
-        from models.errors import ModelError
-        from models.recording import call_context
 
         started = time.perf_counter() - t0
         facts: dict[str, Any] = {"started_s": round(started, 4)}
@@ -208,29 +248,17 @@ class Jury:
         'reasoning' states the distribution, the 'detail' the features and map (or the label words) and, in a
         round, what the juror heard. A non-finite feature is a failed field (a
         non-voting fallback). Same contract as `_ask`."""
-        import math
 
-        from engine.judgemaps import load_calibration
-        from engine.likelihood import (
-            JURY,
-            JURY_OTHERS_FEATURES,
-            jury_features,
-            jury_others_weight,
-            jury_rationale,
-            jury_round_features,
-            jury_scores,
-            label_scores,
-        )
-        from models.errors import ModelError
-        from models.recording import call_context
-
+        role = await self._role_score(seat, case, rubric, others, t0, stage)
+        if role is not None:
+            return role
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
         features: dict[str, float] | None = None
         scores: Any = None
         shared = unheard = False
         try:
             model = self.model(seat.model_id)
-            cal = load_calibration(JURY, model.model_id)
+            cal = judgemaps.load_calibration(JURY, model.model_id)
             mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
                 if mapped:
@@ -304,12 +332,104 @@ class Jury:
             facts,
         )
 
+    async def _role_score(
+        self, seat: JurorSeat, case: JuryCase, rubric: Rubric, others: list[tuple[str, str]], t0: float, stage: str
+    ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]] | None:
+        """A seat judging from its own role (`engine.jury.roles`), or the final judge of such a panel: the
+        channel features and the six role cues (two shared calls a case, whoever asks first makes them), read
+        through the seat's role map, or for the final judge through the panel map over every seat's features
+        (no call of its own). None when neither applies (the role-blind judge then decides). A round cannot
+        move a role seat (its map reads phase-1 features only): its card keeps its phase-1 reading."""
+        judged = self.role_map(seat, rubric)
+        panel = None
+        if judged is None:
+            if stage != "final" or not self.config.role_maps:
+                return None
+            try:
+                model = self.model(seat.model_id)
+            except KeyError:
+                return None
+            key = (case.id, case.content, model.model_id)
+            panel = judgemaps.load_calibration(JURY_PANEL, model.model_id)
+            seated = [self.role_map(s, rubric) for s in self.seats]
+            if panel is None or key not in self._cue_calls or not any(seated) or not self.by_likelihood(seat):
+                return None
+            if not all(v in panel.maps for v in rubric.verdicts):
+                return None
+        facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
+        try:
+            model = self.model(seat.model_id)
+            key = (case.id, case.content, model.model_id)
+            with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
+                channel, scores, shared = await self._phase1_scoring(key, model, case)
+                cues, cue_scores, cue_shared = await self._shared(self._cue_calls, key, cue_features(model, case))
+        except ModelError as exc:
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"{type(exc).__name__}: {exc.message}", facts
+        for s, was_shared in ((scores, shared), (cue_scores, cue_shared)):
+            if not was_shared:
+                self.usage["prompt_tokens"] += s.prompt_tokens
+        features = {**channel, **cues}
+        cal = panel if judged is None else judged[1]
+        assert cal is not None
+        read = PANEL_FEATURES if judged is None else list(cal.maps[rubric.verdicts[0]].features)
+        shown = " · ".join(f"{k} {features[k]:+.2f}" for k in read)
+        facts.update(ended_s=round(time.perf_counter() - t0, 4), call_id=None if cue_shared else cue_scores.call_id)
+        if not all(math.isfinite(features[k]) for k in read):
+            facts["flags"] = ["likelihood", "invalid:likelihood_features"]
+            return None, f"invalid likelihood features: {shown}", facts
+        probs = cal.distribution(rubric.verdicts, features)
+        best = max(range(len(probs)), key=lambda i: probs[i])
+        score = round(sum(p * v for p, v in zip(probs, label_scores(len(probs)), strict=True)), 1)
+        if judged is None:
+            text = panel_rationale(rubric.verdicts, probs, features)
+            how = "the panel map over every seat's features; no call of its own"
+        else:
+            text = role_rationale(judged[0], rubric.verdicts, probs, features)
+            how = f"the {seat.role_name} role map"
+            if others:
+                text = text[:-1] + "; its map does not read the others' verdicts, so hearing them cannot move it."
+        distribution = "likelihood: " + " · ".join(f"{v} {p:.2f}" for v, p in zip(rubric.verdicts, probs, strict=True))
+        facts.update(
+            flags=["likelihood", f"calibration:{cal.version}", "role_map" if judged else "panel_map"],
+            detail=f"{distribution}; features: {shown}; {how}, map {cal.version}",
+        )
+        parsed = {
+            "verdict": rubric.verdicts[best],
+            "score": score,
+            "axes": dict.fromkeys(rubric.axes, score),
+            "confidence": round(probs[best], 4),
+            "reasoning": text,
+            "statement": text,
+        }
+        return parsed, None, facts
+
+    async def _shared(
+        self,
+        calls: dict[tuple[str, str, str], asyncio.Task[tuple[dict[str, float], Any]]],
+        key: tuple[str, str, str],
+        coro: Any,
+    ) -> tuple[dict[str, float], Any, bool]:
+        """(features, scores, shared): one call per key however many seats ask at once."""
+        known = calls.get(key)
+        if known is not None:
+            coro.close()
+            features, scores = await asyncio.shield(known)
+            return dict(features), scores, True
+        task = asyncio.ensure_future(coro)
+        calls[key] = task
+        try:
+            features, scores = await task
+        except BaseException:
+            calls.pop(key, None)  # a failure is not kept: the next seat tries again
+            raise
+        return dict(features), scores, False
+
     async def _phase1_scoring(
         self, key: tuple[str, str, str], model: Any, case: JuryCase
     ) -> tuple[dict[str, float], Any, bool]:
         """(channel features, scores, shared) of a case's phase-1 scoring on a model: one call however many
         seats ask for it at once (`shared`: this seat joined a call another seat started)."""
-        from engine.likelihood import jury_features
 
         known = self._phase1_calls.get(key)
         if known is not None:  # under way or done (a done task answers at once, in any event loop)
@@ -620,7 +740,6 @@ async def run_case(
 ) -> tuple[str, CollaborativeJuryResult]:
     """Run one case as a stored run: every event and model call is attributed to it; the result is its
     summary. Returns (run id, result)."""
-    from engine.events import async_run_context
 
     config = {
         "case": case.model_dump(),
@@ -642,7 +761,6 @@ async def run_case(
 def progress_emit(emit: Emit, jury: Jury) -> Emit:
     """`emit`, reporting progress on the way (``engine.runctx``): one unit per juror answer and one for
     the final judgment; the total shrinks to what is left once the discussion ends early."""
-    from engine import runctx
 
     n = len(jury.seats)
     runctx.progress(total=n * (1 + jury.config.max_discussion_rounds) + 1, step="phase 1")

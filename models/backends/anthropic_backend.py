@@ -25,7 +25,7 @@ class AnthropicModel(ChatModel):
 
     def _new_client(self) -> Any:
         try:
-            import anthropic
+            import anthropic  # optional SDK: loaded with its first model
         except ImportError:
             raise self._not_installed() from None
         key = api_key_for(self.spec)
@@ -63,7 +63,7 @@ class AnthropicModel(ChatModel):
         return kwargs
 
     def _translate(self, exc: Exception) -> ModelError:
-        import anthropic
+        import anthropic  # optional SDK: loaded with its first model
 
         where = self.spec.base_url or "https://api.anthropic.com"
         if isinstance(exc, anthropic.APITimeoutError):
@@ -88,7 +88,7 @@ class AnthropicModel(ChatModel):
         return self._error(MalformedResponse, f"unexpected response: {type(exc).__name__}: {short(exc)}")
 
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
-        import anthropic
+        import anthropic  # optional SDK: loaded with its first model
 
         try:
             response = await self.client().messages.create(**self._kwargs(request))

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
+from models.backends.openai_backend import CONTINUE_INSTRUCTION
 from models.base import ChatModel, Requires
 from models.catalog import ModelSpec, api_key_for
 from models.errors import (
@@ -41,8 +42,8 @@ class GeminiModel(ChatModel):
 
     def _new_client(self) -> Any:
         try:
-            from google import genai
-            from google.genai import types
+            from google import genai  # optional SDK: loaded with its first model
+            from google.genai import types  # optional SDK: loaded with its first model
         except ImportError:
             raise self._not_installed() from None
         key = api_key_for(self.spec)
@@ -58,7 +59,7 @@ class GeminiModel(ChatModel):
         return genai.Client(api_key=key, http_options=options)
 
     def _config(self, request: Request) -> Any:
-        from google.genai import types
+        from google.genai import types  # optional SDK: loaded with its first model
 
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         config: dict[str, Any] = {
@@ -75,7 +76,7 @@ class GeminiModel(ChatModel):
         return types.GenerateContentConfig(**config)
 
     def _contents(self, request: Request) -> list[Any]:
-        from google.genai import types
+        from google.genai import types  # optional SDK: loaded with its first model
 
         return [
             types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
@@ -84,7 +85,7 @@ class GeminiModel(ChatModel):
         ]
 
     def _translate(self, exc: Exception) -> ModelError:
-        from google.genai import errors
+        from google.genai import errors  # optional SDK: loaded with its first model
 
         where = self.spec.base_url or "https://generativelanguage.googleapis.com"
         if isinstance(exc, errors.APIError):
@@ -134,8 +135,6 @@ class GeminiModel(ChatModel):
         )
 
     async def _score(self, request: Request) -> ScoreResult:
-
-        from models.backends.openai_backend import CONTINUE_INSTRUCTION
 
         options = request.options or []
         if request.prompt is not None:

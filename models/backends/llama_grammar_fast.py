@@ -24,8 +24,8 @@ BLOCK = 512
 
 class _Grammar:
     def __init__(self, llama: Any, schema: dict[str, Any]) -> None:
-        import llama_cpp
-        from llama_cpp.llama_grammar import LlamaGrammar
+        import llama_cpp  # heavy: llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar  # heavy: llama_cpp
 
         self.lc = llama_cpp
         grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
@@ -78,7 +78,7 @@ def _best_allowed(grammar: _Grammar, logits: np.ndarray) -> int:
 def format_prompt(chat_format: str | None, messages: list[dict[str, str]]) -> tuple[str, bool] | None:
     """The prompt text llama-cpp-python's chat handler would build, and whether it holds its BOS;
     None when the format has no plain formatter (the caller then uses the library's own path)."""
-    from llama_cpp import llama_chat_format
+    from llama_cpp import llama_chat_format  # heavy: llama_cpp
 
     formatter = getattr(llama_chat_format, f"format_{(chat_format or 'llama2').replace('-', '_')}", None)
     if formatter is None:
@@ -101,7 +101,7 @@ def greedy_json(
     llama: Any, prompt: str, schema: dict[str, Any], max_tokens: int, *, has_bos: bool = False
 ) -> dict[str, Any]:
     """Generate one grammar-constrained answer greedily; returns text, token counts, finish reason."""
-    import llama_cpp
+    import llama_cpp  # heavy: llama_cpp
 
     tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not has_bos, special=True)
     vocab = llama._model.vocab

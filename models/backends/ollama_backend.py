@@ -55,7 +55,7 @@ class OllamaModel(ChatModel):
 
     def _new_client(self) -> Any:
         try:
-            import ollama
+            import ollama  # optional SDK: loaded with its first model
         except ImportError:
             raise self._not_installed() from None
         return ollama.AsyncClient(host=self.host, timeout=self.spec.timeout_s)
@@ -74,7 +74,7 @@ class OllamaModel(ChatModel):
         return kwargs
 
     def _translate(self, exc: Exception) -> ModelError:
-        import ollama
+        import ollama  # optional SDK: loaded with its first model
 
         if isinstance(exc, ollama.ResponseError):
             status = exc.status_code if exc.status_code and exc.status_code > 0 else 500

@@ -56,7 +56,7 @@ class OpenAIModel(ChatModel):
 
     def _new_client(self) -> Any:
         try:
-            import openai
+            import openai  # optional SDK: loaded with its first model
         except ImportError:
             raise self._not_installed() from None
         key = api_key_for(self.spec)
@@ -97,7 +97,7 @@ class OpenAIModel(ChatModel):
         return kwargs
 
     def _translate(self, exc: Exception) -> ModelError:
-        import openai
+        import openai  # optional SDK: loaded with its first model
 
         where = self.spec.base_url or "https://api.openai.com/v1"
         if isinstance(exc, openai.APITimeoutError):
@@ -120,7 +120,7 @@ class OpenAIModel(ChatModel):
         return self._error(MalformedResponse, f"unexpected response: {type(exc).__name__}: {short(exc)}")
 
     async def _generate(self, request: Request, schema: type[BaseModel] | None) -> RawResult:
-        import openai
+        import openai  # optional SDK: loaded with its first model
 
         try:
             response = await self.client().chat.completions.create(**self._kwargs(request))
@@ -155,7 +155,7 @@ class OpenAIModel(ChatModel):
         return method
 
     async def _score(self, request: Request) -> ScoreResult:
-        import openai
+        import openai  # optional SDK: loaded with its first model
 
         options = request.options or []
         try:
@@ -231,7 +231,7 @@ class OpenAIModel(ChatModel):
     async def _generate_stream(
         self, request: Request, schema: type[BaseModel] | None
     ) -> AsyncIterator[str | RawResult]:
-        import openai
+        import openai  # optional SDK: loaded with its first model
 
         kwargs = self._kwargs(request) | {"stream": True}
         if self.spec.options.get("stream_usage", self.is_official):
@@ -271,7 +271,7 @@ def _error_message(exc: BaseException) -> str:
 
 async def server_reason(base_url: str) -> str | None:
     """Why an OpenAI-compatible server does not answer `GET /models` within 0.75 s, or None."""
-    import httpx
+    import httpx  # optional: with the OpenAI SDK's client
 
     try:
         async with httpx.AsyncClient(timeout=0.75) as client:

@@ -14,6 +14,7 @@ is sent to the real model instead and recorded as a live call, so the next repla
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -127,7 +128,6 @@ class ReplayModel(ChatModel):
         self, messages: Sequence[Message | dict[str, str]] | str, parts: Sequence[tuple[str, Any]]
     ) -> Completion:
         """The recorded filling of the same template and messages."""
-        import time
 
         request = self.template_request(messages, parts)
         if self.live is not None and not self._candidates(request.request_hash()):

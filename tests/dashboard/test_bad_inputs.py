@@ -11,11 +11,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
@@ -493,16 +494,9 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 
 def judgelab(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a new process, from the project root, with this checkout's code."""
-    full = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        cwd=ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """The real CLI in a new process (forked from a warm one: tests/forkcli.py), from the project root, with
+    this checkout's code."""
+    return forkcli.run(args, {**os.environ, **env, "PYTHONPATH": str(ROOT)}, timeout=timeout)
 
 
 def db_rows(path: Path) -> list[tuple[object, ...]]:

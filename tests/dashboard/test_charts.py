@@ -62,7 +62,7 @@ def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
     _no_live_html(hostile)
 
 
-def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
+def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> None:
     from engine.director import ScriptLine, hit_rates, script_verdicts
 
     lines = [
@@ -73,11 +73,18 @@ def test_rule_hit_rates_stack_warn_and_retry_per_rule() -> None:
     ]
     rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
     fig = charts.rule_hit_rates(rates)
-    assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "stack"
+    # side by side (a stacked bar's error bar would sit on the other status's share), each with its interval
+    assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "group"
     assert list(fig.data[0].x) == [r.replace("_", " ") for r in rates] and fig.layout.yaxis.tickformat == ".0%"
     assert not any("_" in x for x in fig.data[0].x)  # rule names in words
     assert list(fig.data[1].y) == [r["retry"] for r in rates.values()]
     assert dict(zip(fig.data[1].x, fig.data[1].y, strict=True))["logic"] == 0.25  # one double negation in four
+    logic = list(fig.data[1].x).index("logic")
+    low, high = rates["logic"]["retry_ci"]  # Wilson 1 of 4: 0.046–0.70
+    assert (low, high) == (pytest.approx(0.0456, abs=1e-4), pytest.approx(0.6994, abs=1e-4))
+    assert fig.data[1].error_y.array[logic] == pytest.approx(high - 0.25)
+    assert fig.data[1].error_y.arrayminus[logic] == pytest.approx(0.25 - low)
+    assert charts.rule_hit_rates({"logic": {"warn": 0.5, "retry": 0.0}}).data[0].error_y.array is None  # none stored
     assert charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
+from tests import forkcli
 from tests.engine.test_store import stored_run
 from tests.fakes.mock_catalog import mock_catalog
 
@@ -28,14 +28,7 @@ def _mocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url},
-        timeout=300,
-    )
+    return forkcli.run(args, {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}, timeout=300)
 
 
 @pytest.mark.server  # real judgelab processes

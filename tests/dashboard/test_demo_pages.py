@@ -292,7 +292,9 @@ def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> N
     manifest = load_manifest(folder)
     (new_id,) = manifest.pages["confidence"].run_ids
     assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
-    assert all(c["backend"] == "llamacpp" for c in after[new_id]["calls"])
+    # live calls of the bundled model, and the two sources' MiniLM embeddings (recorded calls too)
+    backends = sorted(c["backend"] for c in after[new_id]["calls"])
+    assert backends == ["llamacpp", "llamacpp", "sentence-transformers", "sentence-transformers"]
     kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
     assert all(after[r] == before[r] for r in kept) and len(after) == 6
     report = load_demo(Store(), folder)

@@ -102,6 +102,44 @@ def test_batch_jsonl_lines_and_hit_rates() -> None:
     retry_share = sum(1 for i in items if i["rules"]["praise"] == "RETRY") / 40
     assert summary["hit_rates"]["praise"]["retry"] == pytest.approx(retry_share)
     assert {i["character"] for i in items} == {"yana", "ayu"}
+    # each hit rate carries its 95 % Wilson interval beside it, as every rate a run reports does
+    from engine import stats
+
+    retry_ci = stats.wilson(round(retry_share * 40), 40)
+    assert retry_ci is not None and summary["hit_rates"]["praise"]["retry_ci"] == retry_ci.as_list()
+    for rate in summary["hit_rates"].values():
+        for name in ("warn", "retry"):
+            low, high = rate[f"{name}_ci"]
+            assert 0 <= low <= rate[name] <= high <= 1
+    code, text = invoke("director", "batch", "--character", "yana", "--file", str(DATA_DIR / "scripts" / "beach.jsonl"))
+    praise = next(line for line in text.splitlines() if line.strip().startswith("praise"))
+    assert f"retry {retry_share:.0%} ({retry_ci.low:.0%}–{retry_ci.high:.0%})" in praise
+
+
+def test_batch_hit_rates_with_intervals_in_the_export_and_the_report() -> None:
+    """The stored run's hit rates and their intervals reach the CSV/JSON export (a table of their own) and the
+    HTML report (error bars on the chart)."""
+    import plotly.io
+
+    from dashboard.report import figures_for
+    from engine.exports import load_run, tables
+    from engine.store import Store
+
+    code, out = invoke(
+        "director", "batch", "--character", "yana", "--file", str(DATA_DIR / "scripts" / "beach.jsonl"), "--json"
+    )
+    summary = json.loads(out.strip().splitlines()[-1])["summary"]
+    record = load_run(Store(), summary["run_id"])
+    rows = {r["rule"]: r for r in tables(record)["director_hit_rates"].rows}
+    praise = summary["hit_rates"]["praise"]
+    assert rows["praise"]["retry"] == praise["retry"]
+    assert [rows["praise"]["retry_ci_low"], rows["praise"]["retry_ci_high"]] == praise["retry_ci"]
+    spec = next(f.spec for f in figures_for(record) if f.title == "Rule hit rates with 95 % intervals")
+    bars = plotly.io.from_json(spec).data
+    retry = next(b for b in bars if b.name == "RETRY")
+    i = list(retry.x).index("praise")
+    assert retry.y[i] + retry.error_y.array[i] == pytest.approx(praise["retry_ci"][1])
+    assert retry.y[i] - retry.error_y.arrayminus[i] == pytest.approx(praise["retry_ci"][0])
 
 
 def test_batch_csv_and_bad_rows(tmp_path: Path) -> None:
@@ -147,6 +185,38 @@ def test_every_rubric_model_picker_has_its_judge_method() -> None:
     assert at.selectbox(key="director.duo_rubric_judge").value == "generate"
 
 
+def test_the_rubric_judge_picker_says_what_the_scorecard_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where the rubric judge is offered, its stored diagnosis from the scorecard (here a shipped file with one
+    director row: no measurable signal and a flat scale for likelihood; nothing measured for generate)."""
+    import engine.experiments.scorecard as scorecard
+    from engine.diagnostics import auc_vs_chance, flat_scale
+    from engine.stats import Interval
+
+    signal = auc_vs_chance("director rubric · mock · likelihood", 0.45, Interval(0.25, 0.66, "bootstrap", 29), 29)
+    scale = flat_scale("director rubric · mock · likelihood", [2.0, 2.1, 2.2, 2.1], cutoffs=(3.0, 4.0))
+    row = {
+        "role": "director",
+        "model": "mock",
+        "method": "likelihood",
+        "error": None,
+        "metrics": {"signal": signal.to_dict(), "scale": scale.to_dict()},
+    }
+    shipped = tmp_path / "bundled.json"
+    shipped.write_text(json.dumps({"rows": [row]}), encoding="utf-8")
+    monkeypatch.setattr(scorecard, "SHIPPED", shipped)
+    at = AppTest.from_function(_page, default_timeout=60).run()  # the built-in mock is always available
+    at.toggle(key="director.use_rubric").set_value(True).run()
+    at.selectbox(key="director.rubric_model").set_value("mock").run()
+    assert not any("Rubric on mock" in c.value for c in at.caption)  # generate: not measured, nothing said
+    at.selectbox(key="director.rubric_judge").set_value("likelihood").run()
+    assert not at.exception
+    said = [c.value.replace("\\", "") for c in at.caption if "Rubric on mock by likelihood" in c.value]
+    assert len(said) == 2 and "no measurable signal" in said[0] and "contains 0.5" in said[0]
+    assert "flat scale" in said[1]
+
+
 def test_batch_retunes_instantly() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     metrics = {m.label: m.value for m in at.metric}
@@ -161,6 +231,8 @@ def test_batch_retunes_instantly() -> None:
     flagged = table[table["status"] != "PASS"]
     assert len(flagged) and (flagged["why"] != "").all() and (table[table["status"] == "PASS"]["why"] == "").all()
     assert not any("_" in c for c in table.columns)
+    hits = next(c.value for c in at.caption if c.value.startswith("Hit rates (95 % interval")).replace("\\", "")
+    assert "praise: warn" in hits and "%–" in hits  # each rule that fired, with its interval
 
 
 @pytest.mark.model

@@ -17,6 +17,7 @@ import pytest
 
 from engine.experiments import load_definition, run_experiment
 from engine.store import Store
+from tests import forkcli
 from tests.engine.test_experiments import JURY_CASES, scripted_models
 
 pytestmark = pytest.mark.server  # real judgelab processes
@@ -26,14 +27,7 @@ HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        cwd=ROOT,
-        env=os.environ | env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return forkcli.run(args, os.environ | env, timeout=300)
 
 
 def definition_file(tmp_path: Path, *, calls: str = "replay", extra: str = "") -> Path:

@@ -406,7 +406,7 @@ def test_a_skipped_discussion_is_said_on_the_page(monkeypatch) -> None:
 
 
 def _demo_jury_run() -> str:
-    """The shipped demo's jury run (the default local panel: three identical seats, no round run), loaded."""
+    """The shipped demo's jury run (the default local panel: three role seats, no round run), loaded."""
     from engine.demo import load_demo, load_manifest
     from tests.engine.test_demo import DEMO
 
@@ -434,8 +434,9 @@ def _page_words(node: Any) -> list[str]:
 
 
 def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count() -> None:
-    """The demo's jury run as a stakeholder sees it (issue 25, J1–J5): the three identical seats are one card,
-    not three copies that read as independent agreement (J1); the token count is the recorded calls' count, the
+    """The demo's jury run as a stakeholder sees it (issue 25, J1–J5 and point 2): the three seats judge from their
+    own roles, so each has its own card and its own sentence from its own checks (J1: identical seats shared one
+    card, tested above); the token count is the recorded calls' count, the
     one the Runs page shows, labelled (J2: the page said 15+0 while Runs said 205); the trajectory keeps each
     juror visible at an equal score (J3); no "after discussion" bar for a discussion that never ran (J4); and no
     raw identifier (`no_influence`, `final_judge`, `unsafe_fail`) in what the page says (J5)."""
@@ -449,26 +450,29 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
     at.run()
     assert not at.exception
 
-    # J1: one card for the three seats, naming them, and saying it is one judgment
-    cards = [m.value for m in at.markdown if m.value.startswith("**") and "seats" in m.value]
-    assert cards == ["**3 seats, one judgment** — identical by construction"]
-    assert not any(m.value in ("**Safety officer**", "**Security auditor**") for m in at.markdown)
-    assert any(shown(c.value).startswith("Safety officer · Security auditor · User advocate") for c in at.caption)
-    assert sum(t.value.startswith("Reads as ") for t in at.text) == 2  # the seats' one reasoning, the final one
+    # J1 and point 2: a card per seat, each with a sentence of its own checks; the final judgment's sentence
+    roles = ["**Safety officer**", "**Security auditor**", "**User advocate**"]
+    assert [m.value for m in at.markdown if m.value in roles] == roles
+    assert not any("seats, one judgment" in m.value for m in at.markdown)
+    reads = [t.value for t in at.text if t.value.startswith("Reads as ")]
+    assert len(reads) == 4 and len(set(reads[:3])) == 3 and all("of my checks" in r for r in reads[:3])
+    assert "weighing every seat's checks together" in reads[3]
     # and no notice that the seats queue for the model: they share one scoring call
     assert not any("queue behind its lock" in i.value for i in at.info)
     # J2: one token count, labelled, equal to the Runs page's
     (line,) = [shown(c.value) for c in at.caption if " tokens " in c.value]
     assert f"{tokens} tokens in {int(totals['calls'])} model call" in line and "prompt +" in line
-    # J3/J4 and the tour after them: one judgment repeated gets no per-juror charts (three dots and three votes
-    # read as three jurors agreeing), and the page says why; charts of seats that judge apart are tested below
-    assert not _figures(at)
-    assert any("No per-juror charts" in c.value for c in at.caption)
-    # J5: words, not identifiers
+    # J3/J4: seats that judge apart get their charts, with no "after discussion" for a discussion never run
+    assert set(_figures(at)) == {
+        "Phase-1 scores (no discussion round)",
+        "Round timeline: request → answer",
+        "Phase-1 verdicts (no discussion round)",
+    }
+    assert not any("No per-juror charts" in c.value for c in at.caption)
+    # J5: words, not identifiers ("unanimous" is a word here: seats that judge apart all said unsafe)
     words = _page_words(at)
-    assert not [w for w in words if any(raw in w for raw in RAW_IDS)], [
-        w for w in words if any(raw in w for raw in RAW_IDS)
-    ]
+    raws = tuple(r for r in RAW_IDS if r != "unanimous")
+    assert not [w for w in words if any(raw in w for raw in raws)], [w for w in words if any(raw in w for raw in raws)]
     assert any("no round could move anyone" in w for w in words)
     assert any("decided by a final judge (gemma3-270m)" in w for w in words)
 
@@ -480,8 +484,8 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
     player = replay.tabs[0]
     assert [shown(c.value) for c in player.caption if " tokens " in c.value] == [line]
     assert any(c.value.endswith(": the jury finished") for c in player.caption)
-    assert not [w for w in _page_words(player) if any(raw in w for raw in RAW_IDS)]
-    assert [m.value for m in player.markdown if "seats, one judgment" in m.value]
+    assert not [w for w in _page_words(player) if any(raw in w for raw in raws)]
+    assert [m.value for m in player.markdown if m.value in roles] == roles
 
 
 def test_the_demo_jury_note_is_in_words() -> None:
@@ -539,13 +543,17 @@ def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -
 
 
 def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
-    """The default local panel (three seats of the bundled model by likelihood) is offered with its map's
-    diagnosis and said to be identical by construction."""
+    """The default local panel (three seats of the bundled model by likelihood, each from its own role) is offered
+    with the panel map's diagnosis, and not said to be identical by construction."""
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert "Jurors: gemma3-270m by likelihood: ✅ measurable signal — accuracy 0.47 (0.35–0.59) on 60 items" in captions
-    assert "ℹ️ identical by construction: the seats read one map" in captions
+    # the default local panel's seats judge from their own roles: the verdict's figure is the panel map's
+    assert (
+        "Jurors: gemma3-270m, each seat by its own role's map and the verdict by the panel map: ✅ measurable signal "
+        "— accuracy 0.50 (0.38–0.62) on 60 items" in captions
+    )
+    assert "identical by construction" not in captions
 
 
 def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_good_judge() -> None:
@@ -559,7 +567,8 @@ def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_
     assert not at.exception
     texts = [shown(m.value) for m in at.markdown]
     first = next(i for i, t in enumerate(texts) if t.startswith("**Verdict:**"))
-    cards = next(i for i, t in enumerate(texts) if "seats, one judgment" in t)
+    cards = next(i for i, t in enumerate(texts) if t == "**Safety officer**")
     assert first < cards and "✅ right" in texts[first]
     note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
-    assert "accuracy 0.47 (0.35–0.59) on 60 items" in note and "gemma3-270m by likelihood" in note
+    # the verdict is the panel map's: its held-out figure, not the role-blind map's 0.47
+    assert "accuracy 0.50 (0.38–0.62) on 60 items" in note and "gemma3-270m by role seats and the panel map" in note

@@ -134,6 +134,7 @@ def _page(name: str) -> None:
         ("conversation", "conversation"),
         ("models", "models"),
         ("experiments", "experiments"),
+        ("labels", "labels"),
     ],
 )
 def test_each_page_opens_with_one_sentence_and_a_details_toggle(page: str, details: str | None) -> None:

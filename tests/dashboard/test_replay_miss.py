@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine.store import Store
+from tests import forkcli
 
 pytestmark = pytest.mark.server  # real judgelab processes
 
@@ -18,14 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judgelab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
-    )
+    return forkcli.run(args, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
 
 
 def test_eval_replay_on_an_empty_store_is_an_error_naming_case_and_juror() -> None:

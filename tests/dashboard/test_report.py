@@ -191,3 +191,15 @@ def test_the_calls_latency_axis_never_goes_below_zero(store: Store) -> None:
     (calls,) = [f for f in figures_for(load_run(store, stored_jury(store)[0])) if f.title.startswith("LLM calls")]
     layout = json.loads(calls.spec)["layout"]
     assert layout["yaxis"]["rangemode"] == "tozero" and layout["yaxis2"]["rangemode"] == "tozero"
+
+
+def test_the_reports_headline_rates_carry_their_intervals(store: Store) -> None:
+    """A benchmark run's rates in its HTML report: each bar with its stored 95 % interval as an error bar and in
+    its label, as the page shows it; a rate stored without one is drawn without (never made up)."""
+    with run_context(store, "handraise.eval", {}, name="bench") as run:
+        run.summary = {"accuracy": 0.5, "accuracy_ci": [0.27, 0.73], "f1": 0.6}
+    (figure,) = [f for f in figures_for(load_run(store, run.run_id)) if f.title == "Judge benchmark"]
+    bars = json.loads(figure.spec)["data"][0]
+    assert bars["x"] == ["accuracy", "f1"] and bars["text"] == ["0.50 (0.27–0.73)", "0.60"]
+    assert bars["error_y"]["array"] == pytest.approx([0.23, 0.0])
+    assert bars["error_y"]["arrayminus"] == pytest.approx([0.23, 0.0])

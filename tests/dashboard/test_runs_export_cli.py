@@ -22,6 +22,7 @@ from dashboard.cli import app
 from engine.events import run_context
 from engine.store import Run, Store
 from models.recording import CallRecord
+from tests import forkcli
 from tests.fakes.runs import FORMULAS, stored_jury
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,14 +30,8 @@ runner = CliRunner()
 
 
 def judgelab(url: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url},
-        timeout=300,
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}
+    return forkcli.run(args, env, cwd=cwd, timeout=300)
 
 
 def invoke(*args: str) -> tuple[int, str]:

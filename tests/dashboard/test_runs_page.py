@@ -296,6 +296,7 @@ def test_an_experiment_is_one_row_its_cells_open_under_it_and_every_run_has_a_na
     members = at.dataframe[1].value
     assert len(members) == 265 and members["name"].iloc[0] == "recording of the cases"
     assert members["name"].iloc[1].startswith("cell 0: threshold=0.3")
+    assert list(at.dataframe[1].proto.column_order) == ["name", "status", "calls"]  # fits 900 px; ids on request
     assert any("264 cells · best f1" in shown(m.value) for m in at.markdown)
 
     at.toggle(key="runs.members").set_value(True).run()  # the cells as rows of the history, on request
@@ -346,3 +347,51 @@ def test_compare_lists_the_items_that_flipped_with_the_paired_test() -> None:
     assert flipped[a] == "safe_pass" and flipped[b] == "unsafe_fail" and flipped["open A"] == "/runs?run=case-run-6"
     captions = " ".join(shown(c.value) for c in at.caption)
     assert "p = 0.125 (exact McNemar, 14 items)" in captions
+
+
+def test_a_conversation_left_open_reads_as_left_open_with_its_turns_not_as_an_error() -> None:
+    """A conversation closed because its page went away (the registry's reaper, or the dashboard's process
+    gone: `Store.reap_orphans`) is listed as "left open" with its turns, with no error; its page says why in
+    words. Other interrupted runs keep their status and error."""
+    from tests.dashboard.rendered import shown as text_of
+
+    store = _store()
+    talk, _ = stored_conversation(store)  # three user turns, the last one left waiting
+    store.finish_run(
+        talk,
+        status="interrupted",
+        error="interrupted after event 9: the conversation was left (its browser session ended)",
+    )
+    orphan = store.create_run("handraise.conversation", {"a": 1}, name="conversation")
+    store.finish_run(
+        orphan.id, status="interrupted", error="interrupted before its first event: its process h:1 is gone"
+    )
+    with run_context(store, "demo.cut", {}) as cut:
+        pass
+    store.finish_run(cut.run_id, status="interrupted", error="interrupted after event 1: its process h:2 is gone")
+    table = _page().dataframe[0].value.set_index("run")
+    assert table.loc[talk, "status"] == "left open after 3 turns" and table.loc[talk, "error"] == ""
+    assert table.loc[orphan.id, "status"] == "left open, no turn" and table.loc[orphan.id, "error"] == ""
+    assert table.loc[cut.run_id, "status"] == "interrupted" and "is gone" in table.loc[cut.run_id, "error"]
+    at = _page(run=talk)
+    assert [m.value for m in at.metric if m.label == "Status"] == ["left open after 3 turns"]
+    assert not at.error
+    info = " ".join(text_of(i.value) for i in at.info)
+    assert "left open and closed when its browser session ended: 3 turns" in info
+    at = _page(run=orphan.id)
+    assert "closed when the dashboard that held it stopped: 0 turns" in " ".join(text_of(i.value) for i in at.info)
+
+
+def test_the_history_table_fits_a_narrow_window_and_shows_every_column_on_request() -> None:
+    """Four columns a reader needs first (a 900 px window shows them without scrolling sideways); "All columns"
+    shows the rest. The Models catalog does the same with its four."""
+    from pages import models, runs
+
+    _demo_runs(_store(), 1)
+    at = _page()
+    assert list(at.dataframe[0].proto.column_order) == list(runs.TABLE_COLUMNS) == ["name", "status", "started", "cost"]
+    at.toggle(key="details.runs.toggle").set_value(True).run()
+    assert list(at.dataframe[0].proto.column_order) == list(at.dataframe[0].value.columns)
+    assert len(models.CATALOG_COLUMNS) == 4 and "role" in models.CATALOG_DETAILS
+    shown_models = AppTest.from_function(_any_page, args=("models",), default_timeout=60).run()
+    assert list(shown_models.dataframe[0].proto.column_order) == list(models.CATALOG_COLUMNS)

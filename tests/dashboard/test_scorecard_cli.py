@@ -43,6 +43,7 @@ def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
         ("director", "generate"),
         ("skip", "likelihood"),
         ("confidence", "factors"),
+        ("confidence", "generate"),
     }
     store = Store()
     run = store.get_run(result["run_id"])
@@ -59,6 +60,9 @@ def test_scorecard_json_stores_a_run_per_role(scripted_hub: None) -> None:
         (("--models", "gpt-4o"), "gpt-4o is unavailable", 2),
         (("--executor", "spark"), "unknown executor 'spark'", 1),
         (("--calls", "sometimes"), "unknown --calls", 1),
+        (("--roles", "handraise,voting"), "--roles: unknown role voting", 1),
+        (("--methods", "jury=vote"), "--methods 'jury=vote': jury takes generate, likelihood", 1),
+        (("--methods", "skip=likelihood"), "ROLE=M1,M2 with ROLE one of handraise, jury, director", 1),
     ],
 )
 def test_scorecard_bad_options(args: tuple[str, ...], message: str, exit_code: int) -> None:
@@ -93,9 +97,8 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(
     at.run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
-    assert list(table["role"]) == ["Hand raise", "Jury", "Director rubric", "Skip judge", "Confidence"]
-    runs = {row["role"]: row["runs"] for row in result["rows"]}
-    assert list(table["run"]) == [f"/runs?run={runs[r][-1]}" for r in runs]
+    assert list(table["role"]) == ["Hand raise", "Jury", "Director rubric", "Skip judge", "Confidence", "Confidence"]
+    assert list(table["run"]) == [f"/runs?run={row['runs'][-1]}" for row in result["rows"]]
     assert "f1" in table["metrics"][0] and "auc" in table["metrics"][3]
     assert any(result["run_id"] in c.value for c in at.caption)
     # one case: the limited roles cannot clear a target; the skip judge is measured on its whole recorded
@@ -119,7 +122,7 @@ def test_the_scorecard_is_written_for_shipping_and_the_page_shows_it_before_any_
     )
     assert code == 0, out
     shipped = json.loads(target.read_text(encoding="utf-8"))
-    assert shipped["measured_at"] and "cores" in shipped["machine"] and len(shipped["rows"]) == 5
+    assert shipped["measured_at"] and "cores" in shipped["machine"] and len(shipped["rows"]) == 6
     assert all("target" in row for row in shipped["rows"])
     monkeypatch.setattr(engine.experiments.scorecard, "SHIPPED", target)
     monkeypatch.setattr(engine.experiments.scorecard, "latest_scorecard", lambda store: None)
@@ -130,6 +133,36 @@ def test_the_scorecard_is_written_for_shipping_and_the_page_shows_it_before_any_
     assert table["run"].isna().all()  # its runs are in the measuring machine's store, not linked here
     target.write_text("{not json", encoding="utf-8")
     assert engine.experiments.scorecard.shipped_scorecard() is None  # a broken file: as if none shipped
+
+
+def test_roles_measured_one_command_at_a_time_merge_into_one_shipped_scorecard(
+    scripted_hub: None, tmp_path: Path
+) -> None:
+    """--roles and --methods pick what runs; --output onto an existing scorecard keeps its other rows and
+    replaces those measured again (same role, model and method), so a long scorecard is made in short chunks."""
+    target = tmp_path / "bundled.json"
+    common = ("scorecard", "--models", "gemma3-270m", "--limit", "1", "--repeats", "1", "--output", str(target))
+    code, out = invoke(*common, "--roles", "confidence")
+    assert code == 0, out
+    first = json.loads(target.read_text(encoding="utf-8"))
+    assert [(r["role"], r["method"]) for r in first["rows"]] == [("confidence", "factors"), ("confidence", "generate")]
+    code, out = invoke(*common, "--roles", "jury", "--roles", "confidence", "--methods", "jury=generate")
+    assert code == 0, out
+    merged = json.loads(target.read_text(encoding="utf-8"))
+    assert [(r["role"], r["method"]) for r in merged["rows"]] == [
+        ("jury", "generate"),
+        ("confidence", "factors"),
+        ("confidence", "generate"),
+    ]
+    assert merged["rows"][1]["runs"] != first["rows"][0]["runs"]  # measured again: the newer row
+    assert merged["roles"] == ["jury", "confidence"] and len(merged["run_ids"]) == 2
+    ranked = [r.get("versus_best") for r in merged["rows"][1:]]
+    assert {"best": True} in ranked and any(v and "difference" in v for v in ranked)  # compared again
+    code, text = invoke(*common[:-2], "--roles", "confidence")  # the terminal says each row against the best
+    assert code == 0 and "vs the role's best (" in text and "(paired bootstrap)" in text
+    target.write_text('{"rows": "not a list"}', encoding="utf-8")
+    code, out = invoke(*common, "--roles", "confidence")
+    assert code == 1 and "not a scorecard this command wrote" in out  # nothing run, nothing overwritten
 
 
 @pytest.mark.slow  # one of the longest tests on the CPU alone (make test-fast leaves it to make test)
@@ -164,7 +197,41 @@ def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pyte
     at.run()
     table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
     # per local model that runs here (the bundled Gemma and the packaged SmolLM2; the built-in mock is a dry-run
-    # backend, not a model to score): hand raise, jury, director; then the skip judge and confidence once
-    assert sorted(table["model"]) == sorted(["gemma3-270m"] * 4 + ["smollm2-135m"] * 3 + ["—"])
-    assert len(table) == 8 and all(link.startswith("/runs?run=") for link in table["run"])
+    # backend, not a model to score): hand raise, jury, director, the skip judge on its recording and its own
+    # self-evaluation; then confidence on the recorded factors once
+    assert sorted(table["model"]) == sorted(["gemma3-270m"] * 5 + ["smollm2-135m"] * 5 + ["—"])
+    assert len(table) == 11 and all(link.startswith("/runs?run=") for link in table["run"])
     assert store.get_run(run_id).config["limit"] == 2  # type: ignore[union-attr]
+
+
+def test_the_shipped_scorecard_shows_at_once_without_a_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """data/scorecard/bundled.json as shipped: the Models page shows every one of its rows, marks and
+    comparisons on a fresh store, before any run and without a model (the hub is not even built)."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+    from engine.config import DATA_DIR
+    from engine.experiments.scorecard import TARGETS, shipped_scorecard
+    from pages.models import scorecard_rows
+
+    shipped = shipped_scorecard()
+    assert shipped is not None, "data/scorecard/bundled.json is missing or unreadable"
+    assert shipped == json.loads((DATA_DIR / "scorecard" / "bundled.json").read_text(encoding="utf-8"))
+    assert shipped["commands"] and all(c.startswith("judgelab scorecard") for c in shipped["commands"])
+    rows = shipped["rows"]
+    assert {r["role"] for r in rows} == set(TARGETS) and {"gemma3-270m", "smollm2-135m"} <= {r["model"] for r in rows}
+    for row in rows:
+        if not row["error"]:  # every measured row: its target metric with an interval, marked by it
+            metric = TARGETS[row["role"]].metric
+            assert isinstance(row["metrics"][metric], float) and len(row["metrics"][f"{metric}_ci"]) == 2
+            assert row["target"]["mark"] in {"good", "not_good", "undecided"}
+    monkeypatch.setattr(state, "get_hub", lambda: pytest.fail("the shipped scorecard needs no model"))
+    at = AppTest.from_function(_models_page, default_timeout=60).run()
+    assert not at.exception
+    assert any("The scorecard shipped with judgelab" in c.value for c in at.caption)
+    table = next(d.value for d in at.dataframe if "metrics" in d.value.columns)
+    expected = scorecard_rows(shipped, linked=False)
+    assert len(table) == len(rows) and list(table["good enough?"]) == [r["good enough?"] for r in expected]
+    assert list(table["metrics"]) == [r["metrics"] for r in expected]
+    assert list(table["vs the role's best"]) == [r["vs the role's best"] for r in expected]
+    assert state.get_store().calls(limit=10) == []  # nothing was called to show it

@@ -187,6 +187,8 @@ def test_page_simulates_with_recorded_judgments(
 
     runs = state.get_store().list_runs(kind="skip.simulate")
     assert len(runs) == 1 and runs[0].summary["calls_saved_pct"] > 0
+    # the sweep is the engine run's, stored with it: the page shows it and computes nothing itself
+    assert runs[0].summary["sweep"] == sweep.to_dict("records")
     low, high = runs[0].summary["result"]["calls_saved_pct_ci"]
     saved = runs[0].summary["calls_saved_pct"]
     conversations = runs[0].summary["result"]["conversations"]
@@ -284,3 +286,36 @@ def test_page_says_what_checks_and_calls_are_in_human_durations_and_a_reload_res
     assert reloaded.selectbox(key="skip.judge").value == "Recorded Gemma judgments (default workload)"
     reloaded.number_input(key="skip.seed").set_value(11).run()  # the user's change stays theirs
     assert reloaded.number_input(key="skip.seed").value == 11
+
+
+def test_skip_record_refuses_bad_options_before_any_call(tmp_path: Path) -> None:
+    code, out = invoke("skip", "record", "--model", "mock", "--output", str(tmp_path / "x.jsonl"), "--mode", "vibes")
+    assert code == 1 and "--mode must be 'likelihood', 'structured' or 'probability'" in out
+    code, out = invoke("skip", "record", "--model", "mock", "--output", str(tmp_path / "nowhere" / "x.jsonl"))
+    assert code == 1 and "not a file in an existing folder" in out
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"state": "C1:top|m1"}\n', encoding="utf-8")
+    code, out = invoke(
+        "skip", "record", "--model", "mock", "--output", str(tmp_path / "x.jsonl"), "--alongside", str(broken)
+    )
+    assert code == 1 and "broken.jsonl:1" in out
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.slow  # ~20 s: the default workload simulated twice, 531 states judged
+def test_skip_record_judges_the_shipped_states_with_another_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The built-in mock as the other model: every state of the shipped recording judged once, then the same
+    command again resumes with nothing left to ask."""
+    from tests.fakes.mock_catalog import mock_catalog
+
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(mock_catalog(tmp_path)))
+    out_file = tmp_path / "skipcache-smollm2-135m.jsonl"
+    code, out = invoke("skip", "record", "--model", "smollm2-135m", "--output", str(out_file))
+    shipped = Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl"
+    states = set(RecordedJudge.load(shipped).records)
+    assert code == 0 and f"{len(states)} states judged by smollm2-135m" in out and f"({len(states)} calls now)" in out
+    assert set(RecordedJudge.load(out_file).records) == states
+    code, out = invoke("skip", "record", "--model", "smollm2-135m", "--output", str(out_file))
+    assert code == 0 and "(0 calls now)" in out

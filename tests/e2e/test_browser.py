@@ -80,6 +80,7 @@ def test_models_page_answers_a_prompt_with_the_bundled_model(dashboard: tuple[st
 PAGES = {
     "models": "🧠 Models",
     "runs": "🗂️ Runs",
+    "labels": "🏷️ Labels",
     "conversation": "🙋 Conversation",
     "skip-cache": "⏱️ Skip cache",
     "director": "🎬 Director lab",

@@ -384,7 +384,9 @@ def test_evaluate_answer_records_a_run_even_with_a_failing_model(store) -> None:
         "confidence_scored",
         "run_finished",
     ]
-    assert len(store.calls(result.run_id)) == 2  # both failed calls are recorded
+    calls = store.calls(result.run_id)
+    assert len([c for c in calls if c.model_id != "minilm"]) == 2  # both failed calls are recorded
+    assert len([c for c in calls if c.model_id == "minilm"]) == 2  # and one embedding call per source
 
 
 @pytest.mark.model
@@ -410,7 +412,8 @@ def test_evaluators_with_the_bundled_model(store) -> None:
     assert result.score.score == calculate(result.factors).score
     assert np.isfinite(result.score.score)
     calls = store.calls(result.run_id)
-    assert len(calls) == 2 and {c.purpose for c in calls} == {"confidence.evaluate"}
+    assert len(calls) == 4 and {c.purpose for c in calls} == {"confidence.evaluate"}
+    assert sorted(c.model_id for c in calls) == ["gemma3-270m", "gemma3-270m", "minilm", "minilm"]  # 2 sources
 
 
 def test_rank_auc_counts_wins_and_half_ties_whatever_the_scale() -> None:

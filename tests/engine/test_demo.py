@@ -21,9 +21,11 @@ DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 @pytest.fixture
 def no_local_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Loading any llama.cpp model fails the test."""
+    """Loading any llama.cpp model, or running the MiniLM embedder, fails the test: the demo's embeddings are
+    recorded calls too, replayed by request hash."""
     import llama_cpp
 
+    import engine.embeddings
     from models.backends import llamacpp
 
     def refuse(*_a: Any, **_k: Any) -> Any:
@@ -31,6 +33,7 @@ def no_local_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(llama_cpp, "Llama", refuse)
     monkeypatch.setattr(llamacpp, "load_llama", refuse)
+    monkeypatch.setattr(engine.embeddings, "get_embedder", refuse)
     before = list(llamacpp.loaded_models())
     yield
     assert llamacpp.loaded_models() == before
@@ -57,12 +60,18 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     for document in read_runs(DEMO / "runs.jsonl"):
         assert document["run"]["status"] == "finished"
         # Live calls of the bundled model; an answer that failed validation is recorded too (it replays as such).
-        assert document["calls"] and all(
+        chat = [c for c in document["calls"] if c["backend"] != "sentence-transformers"]
+        assert chat and all(
             c["backend"] == "llamacpp"
             and c["raw_text"] is not None
             and (c["error"] is None or c["error_type"] == "StructuredOutputError")
-            for c in document["calls"]
+            for c in chat
         )
+        # MiniLM's embeddings are recorded calls too, each with its vector: a replay runs no embedder.
+        embedded = [c for c in document["calls"] if c["backend"] == "sentence-transformers"]
+        assert all(c["model_id"] == "minilm" and c["error"] is None and c["parsed"]["vector"] for c in embedded)
+        assert all(c["prompt_tokens"] == c["completion_tokens"] == 0 and c["cost"] == 0 for c in embedded)
+        assert bool(embedded) == (document["run"]["kind"] in ("handraise.conversation", "confidence.evaluate"))
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:
@@ -150,10 +159,12 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
     return (await run_simulation(SimulationConfig(**config), models, store)).run_id
 
 
-# The packaged embedder (MiniLM) runs live in a replay: its float32 kernels differ between CPUs (AVX-512 and
-# AVX2 give vectors that differ in the 7th digit), so a value derived from embeddings (the confidence source
-# agreement, the hand-raise novelty) is compared within this relative tolerance; everything else must be equal.
-EMBEDDING_RTOL = 1e-5
+# No model runs in a replay: the chat calls and the MiniLM embeddings are read back from the recording bit for bit
+# (the embedder's float32 kernels differ between CPUs: AVX-512 and AVX2 gave vectors that differ in the 7th digit,
+# 1.9e-7 relative, which this test used to tolerate). What is still computed live is float64 arithmetic on the
+# recorded values (cosines with fixed-order sums; but numpy's exp and log take CPU-specific SIMD paths), so a float
+# is compared within this relative tolerance, far below the embedder's noise; everything else must be equal.
+LIVE_RTOL = 1e-9
 
 
 def rounded(value: Any, digits: int = 4) -> Any:
@@ -168,9 +179,9 @@ def rounded(value: Any, digits: int = 4) -> Any:
 
 
 def assert_close(got: Any, want: Any, path: str = "") -> None:
-    """`got == want`, floats within EMBEDDING_RTOL (and 1e-9 absolute)."""
+    """`got == want`, floats within LIVE_RTOL (and 1e-12 absolute)."""
     if isinstance(want, float) and isinstance(got, float):
-        assert got == pytest.approx(want, rel=EMBEDDING_RTOL, abs=1e-9), f"{path}: {got!r} != {want!r}"
+        assert got == pytest.approx(want, rel=LIVE_RTOL, abs=1e-12), f"{path}: {got!r} != {want!r}"
     elif isinstance(want, dict) and isinstance(got, dict):
         assert set(got) == set(want), f"{path}: keys {sorted(got)} != {sorted(want)}"
         for key in want:
@@ -183,30 +194,39 @@ def assert_close(got: Any, want: Any, path: str = "") -> None:
         assert got == want, f"{path}: {got!r} != {want!r}"
 
 
-def test_assert_close_allows_cpu_noise_only() -> None:
-    assert_close({"a": [0.9351188540, "x"], "n": 3}, {"a": [0.9351186752, "x"], "n": 3})
-    for got, want in [(0.935, 0.936), ({"a": 1.0}, {"a": 1.0, "b": 2}), ([1.0], [1.0, 2.0]), ("x", "y"), (1, 2)]:
+def test_assert_close_allows_float64_noise_only() -> None:
+    assert_close({"a": [0.9351188540, "x"], "n": 3}, {"a": [0.9351188540 * (1 + 1e-13), "x"], "n": 3})
+    # the live embedder's CPU noise (the source agreement on AVX-512 against AVX2) is a failure now
+    for got, want in [
+        (0.9351188540, 0.9351186752),
+        (0.935, 0.936),
+        ({"a": 1.0}, {"a": 1.0, "b": 2}),
+        ([1.0], [1.0, 2.0]),
+        ("x", "y"),
+        (1, 2),
+    ]:
         with pytest.raises(AssertionError):
             assert_close(got, want)
 
 
-EMBEDDER = pytest.mark.model  # the packaged embedder
+# Fields added after the demo was recorded: a hand's raw judge features (issue 29, kept for refits from labels).
+LATER = frozenset({"features"})
 
 
 @pytest.mark.parametrize(
     "kind",
     [
-        pytest.param("handraise.conversation", marks=EMBEDDER),
+        "handraise.conversation",
         "jury.run",
         "director.duo",
-        pytest.param("confidence.evaluate", marks=EMBEDDER),
+        "confidence.evaluate",
         "skip.simulate",
     ],
 )
 def test_each_recorded_flow_replays_through_its_entry_point(
     store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard.demo import DemoHub
+    from dashboard.demo_hub import DemoHub
     from models.base import ChatModel
     from models.catalog import load_catalog
 
@@ -221,14 +241,14 @@ def test_each_recorded_flow_replays_through_its_entry_point(
     again = store.get_run(run_id)
     assert again is not None and again.status == "finished", again and again.error
     assert again.config == recorded.config and again.config_hash == recorded.config_hash
-    assert_close(normal(again.summary), normal(recorded.summary))
+    assert_close(normal(again.summary, LATER), normal(recorded.summary, LATER))
     calls, live = store.calls(run_id, limit=None), store.calls(recorded.id, limit=None)
     assert len(calls) == len(live) and all(c.backend == "replay" for c in calls)
     assert sorted(map(str, [c.error_type for c in calls])) == sorted(map(str, [c.error_type for c in live]))
     assert sum(c.cost for c in calls) == 0
 
     def events(rid: str) -> list[Any]:  # parallel calls may finish in either order: compare as a multiset
-        payloads = [[e.type, normal(e.payload)] for e in store.events(rid)]
+        payloads = [[e.type, normal(e.payload, LATER)] for e in store.events(rid)]
         return sorted(payloads, key=lambda p: json.dumps(rounded(p), ensure_ascii=False, sort_keys=True, default=str))
 
     assert_close(events(run_id), events(recorded.id))

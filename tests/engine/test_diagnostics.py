@@ -81,3 +81,16 @@ def test_models_judges_cli(tmp_path: Path) -> None:
     assert backwards["label"] == "⚠️ no measurable signal" and "runs backwards" in backwards["text"]
     text = CliRunner().invoke(app, ["models", "judges"]).output
     assert "no measurable signal" in text and "skip.likelihood" in text
+    # then the director rubric, from the shipped scorecard's stored diagnoses (it has no map of its own)
+    from engine.experiments.scorecard import shipped_scorecard
+
+    shipped = shipped_scorecard()
+    assert shipped is not None
+    stored = [
+        r["metrics"][k]
+        for r in shipped["rows"]
+        if r["role"] == "director" and not r["error"]
+        for k in ("signal", "scale")
+    ]
+    rubric = [r for r in rows if r["judge"].startswith("director rubric · ")]
+    assert rubric == stored and len(rubric) >= 2

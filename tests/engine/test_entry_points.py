@@ -95,6 +95,8 @@ def test_a_cancelled_duo_stops_between_calls_and_keeps_its_events(store: Any) ->
 
 def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: Path) -> None:
     from engine.skipsim import (
+        TRADEOFF_DEFAULT_SKIP,
+        TRADEOFF_HIGH_SKIP,
         RecordedJudge,
         SimulationConfig,
         WorkloadSpec,
@@ -115,6 +117,10 @@ def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: P
     assert_complete(seen, 2 * checks)
     assert report.comparison["without_cache"]["checks"] == report.comparison["with_cache"]["checks"] == checks
     assert report.detail.timeline and store.get_run(report.run_id).summary["result"] == report.comparison
+    # the trade-off grid is swept in the same run, from the judgments it made, and stored with it
+    assert len(report.sweep) == len(TRADEOFF_HIGH_SKIP) * len(TRADEOFF_DEFAULT_SKIP)
+    assert store.get_run(report.run_id).summary["sweep"] == report.sweep and report.live_calls == 0
+    assert any(r["pareto"] for r in report.sweep)
 
 
 @pytest.mark.model  # the packaged embedder

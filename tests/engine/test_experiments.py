@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import engine.jury.decisions
 from engine.experiments import (
     DefinitionError,
     HubModels,
@@ -198,7 +199,6 @@ def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) 
 
 def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """No copy of the stop rules: a change to engine.jury's rule is a change to every re-decision."""
-    import engine.jury
 
     case = load_cases(JURY_CASES)[0]
     widest = JuryConfig(
@@ -212,7 +212,7 @@ def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: p
     assert recorded.total_rounds == 3
     config = widest.model_copy(update={"stagnation_rounds": 20})
     assert derive_jury(recorded, config, case.rubric or Rubric()).termination_reason == "max_rounds"
-    monkeypatch.setattr(engine.jury, "round_stop", lambda consensus, still, number, **limits: "stagnation")
+    monkeypatch.setattr(engine.jury.decisions, "round_stop", lambda consensus, still, number, **limits: "stagnation")
     derived = derive_jury(recorded, config, case.rubric or Rubric())
     assert (derived.termination_reason, derived.total_rounds) == ("stagnation", 1)
 

@@ -15,7 +15,7 @@ from sqlmodel import col
 
 from engine.events import run_context
 from engine.history import NotComparable, compare_runs, config_diff, flatten, headline
-from engine.store import EventRow, LlmCall, Run, RunFilter, RunTag, Store, StoreError
+from engine.store import MIGRATIONS, EventRow, LlmCall, Run, RunFilter, RunTag, Store, StoreError
 from models.recording import CallRecord
 
 
@@ -201,7 +201,7 @@ def test_migration_4_adds_tags_to_a_database_from_before(tmp_path: Path) -> None
         conn.execute(text("DELETE FROM schema_migrations WHERE version = 4"))
     old.dispose()
     store = Store(url)
-    assert store.schema_version() == 4
+    assert store.schema_version() == max(v for v, _, _ in MIGRATIONS)
     assert store.set_tags(run, ["kept"]) == ["kept"] and _ids(store, tags=("kept",)) == {run}
     store.dispose()
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkcli
+
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1024**3
 
@@ -117,14 +119,7 @@ def test_safe_yaml_keeps_the_lines_and_the_plain_documents() -> None:
 
 
 def judgelab(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**_env(), **(env or {})},
-    )
+    return forkcli.run(args, {**_env(), **(env or {})}, timeout=timeout)
 
 
 @pytest.fixture()

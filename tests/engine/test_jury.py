@@ -54,7 +54,7 @@ def test_check_consensus_every_composition(n: int, threshold: float) -> None:
 
 def test_threshold_meanings_for_three_jurors() -> None:
     unanimous, two_of_three, split = [P, P, P], [P, P, F], [P, R, F]
-    # 2.0: always discuss to the end
+    # 2.0: agreement never stops the discussion
     assert not any(check_consensus(p, 2.0).consensus_reached for p in (unanimous, two_of_three, split))
     # 1.0: only unanimity stops
     assert check_consensus(unanimous, 1.0).consensus_reached

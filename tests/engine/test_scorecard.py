@@ -83,7 +83,8 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
         ("director", "generate"),
         ("skip", "likelihood"),
         ("confidence", "factors"),
-    }  # likelihood methods left out: the model cannot score
+        ("confidence", "generate"),
+    }  # likelihood methods left out: the model cannot score (its skip row is the shipped likelihood recording)
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
     hr = by_role[("handraise", "judge")]
     assert set(hr["metrics"]) == {"f1", "top1", "consistency", "f1_ci", "top1_ci", "consistency_ci"}
@@ -109,7 +110,13 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     recorded = RecordedJudge.load(Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl")
     expected = judge_quality(recorded, generated_labels(generate_workload(WorkloadSpec())))
     assert skip["metrics"]["auc"] == expected["auc"] and 0 < skip["metrics"]["calls_saved_pct"] < 100
+    low, high = skip["metrics"]["calls_saved_pct_ci"]  # over conversation scopes, around the experiment's figure
+    assert low <= skip["metrics"]["calls_saved_pct"] <= high and skip["metrics"]["replay_misses"] == 0
     assert 0.0 <= by_role[("confidence", "factors")]["metrics"]["ece"] <= 1.0
+    own = by_role[("confidence", "generate")]  # the model's own self-evaluation in place of the recorded one
+    assert own["model"] == "gemma3-270m" and own["calls"] == own["metrics"]["items"] == 2
+    hr_calls = store.calls(run_id=hr["runs"][0], limit=100)
+    assert hr_calls and {c.model_id for c in hr_calls} == {"gemma3-270m"}  # the row's model is the judge
     # every row is marked against its role's target by its interval (two cases: far too few to decide)
     for row in out["rows"]:
         mark = row["target"]
@@ -166,20 +173,205 @@ def test_target_marks_follow_the_interval() -> None:
 
 
 def test_models_of_one_role_are_compared_with_the_best_on_the_same_items(store: Store) -> None:
-    """Two models through the hand-raise and jury benchmarks: every row but the role's best carries B − A with
-    its paired test (F1 by dialogue, accuracy by exact McNemar). The scripted models answer alike, so the
-    difference is 0 and nothing is significant."""
+    """Two models through the hand-raise, jury and director benchmarks: every row but the role's best carries B − A
+    with its paired test (F1 by dialogue, accuracy and the rubric's agreement with the rules by exact McNemar).
+    The scripted models answer alike, so the difference is 0 and nothing is significant."""
     plan = ScorecardPlan(
         models=["gemma3-270m", "smollm2-135m"],
-        roles=("handraise", "jury"),
-        limit=2,
+        roles=("handraise", "jury", "director"),
+        limit=8,
         repeats=1,
         can_score=lambda m: False,
     )
     out = asyncio.run(run_scorecard(store, plan, scripted(store)))
-    for role, metric_test in (("handraise", "paired bootstrap"), ("jury", "exact McNemar")):
+    director = [r for r in out["rows"] if r["role"] == "director"]
+    assert director[1]["versus_best"]["n"] == director[1]["metrics"]["lines_scored"]  # line by line, both scored
+    for role, metric_test in (
+        ("handraise", "paired bootstrap"),
+        ("jury", "exact McNemar"),
+        ("director", "exact McNemar"),
+    ):
         rows = [r for r in out["rows"] if r["role"] == role]
         assert len(rows) == 2 and rows[0]["versus_best"] == {"best": True}
         other = rows[1]["versus_best"]
         assert other["best_model"] == "gemma3-270m" and other["test"] == metric_test
         assert other["difference"] == 0 and (other["p_value"] is None or other["p_value"] == 1.0)
+
+
+def _other_recording(tmp_path: Path, flip_every: int) -> Path:
+    """The shipped skip recording with every `flip_every`-th judgment reversed: another model's recording of the
+    same states, judging some of them the other way."""
+    source = Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl"
+    lines = []
+    for i, line in enumerate(source.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        if i % flip_every == 0:
+            row["should_respond"] = not row["should_respond"]
+        lines.append(json.dumps(row))
+    path = tmp_path / "skipcache-smollm2-135m.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_skip_and_confidence_compare_models_on_the_same_items(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skip judge on a recording made with each model, and confidence with each model's own self-evaluation:
+    every row but the role's best carries B − A on the same items (AUC over the shared states, ECE over the
+    labelled items, both by paired bootstrap), and that difference is the rows' own figures apart."""
+    import engine.experiments.scorecard as scorecard
+    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
+
+    other = _other_recording(tmp_path, flip_every=3)
+    shipped = scorecard.skip_recording("gemma3-270m")
+    monkeypatch.setattr(scorecard, "skip_recording", lambda m: shipped if m == "gemma3-270m" else other)
+    plan = ScorecardPlan(
+        models=["gemma3-270m", "smollm2-135m"], roles=("skip", "confidence"), limit=6, can_score=lambda m: False
+    )
+    out = asyncio.run(run_scorecard(store, plan, scripted(store)))
+    rows = {(r["role"], r["model"]): r for r in out["rows"]}
+    assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
+    best, worse = rows[("skip", "gemma3-270m")], rows[("skip", "smollm2-135m")]
+    labels = generated_labels(generate_workload(WorkloadSpec()))
+    assert worse["metrics"]["auc"] == judge_quality(RecordedJudge.load(other), labels)["auc"]
+    assert best["metrics"]["auc"] > worse["metrics"]["auc"] and best["versus_best"] == {"best": True}
+    versus = worse["versus_best"]
+    assert versus["best_model"] == "gemma3-270m" and versus["test"] == "paired bootstrap"
+    assert versus["difference"] == pytest.approx(worse["metrics"]["auc"] - best["metrics"]["auc"], abs=1e-3)
+    low, high = versus["difference_ci"]
+    assert low <= versus["difference"] <= high < 0 and versus["p_value"] < 0.05  # a third reversed: clearly worse
+    confidence = [r for r in out["rows"] if r["role"] == "confidence"]
+    assert [(r["model"], r["method"]) for r in confidence] == [
+        (None, "factors"),
+        ("gemma3-270m", "generate"),
+        ("smollm2-135m", "generate"),
+    ]
+    top = min(confidence, key=lambda r: r["metrics"]["ece"])
+    assert top["versus_best"] == {"best": True}
+    for row in confidence:
+        assert row["metrics"]["items"] == 6 and len(row["metrics"]["ece_ci"]) == 2
+        if row is not top:
+            got = row["versus_best"]
+            assert got["n"] == 6 and got["test"] == "paired bootstrap"
+            assert got["difference"] == pytest.approx(row["metrics"]["ece"] - top["metrics"]["ece"], abs=1e-3)
+
+
+def test_a_model_without_a_skip_recording_says_how_to_make_one(store: Store) -> None:
+    plan = ScorecardPlan(models=["no-recording-model"], roles=("skip",), can_score=lambda m: True)
+    (row,) = asyncio.run(run_scorecard(store, plan, scripted(store)))["rows"]
+    assert row["error"] == (
+        "no skip recording made with no-recording-model: make one with `judgelab skip record --model "
+        "no-recording-model --mode likelihood --output data/recordings/skipcache-no-recording-model.jsonl`"
+    )
+    assert row["target"]["mark"] == "unmeasured"
+
+
+def test_scorecards_merge_by_role_model_and_method(store: Store) -> None:
+    """Roles measured one command at a time make one scorecard: a new row replaces the old one of the same role,
+    model and method, the others stay, and each role is compared with its best again."""
+    from engine.experiments.scorecard import merge_scorecards
+
+    first = asyncio.run(
+        run_scorecard(
+            store,
+            ScorecardPlan(
+                models=["gemma3-270m", "smollm2-135m"],
+                roles=("handraise",),
+                limit=2,
+                repeats=1,
+                can_score=lambda m: False,
+            ),
+            scripted(store),
+        )
+    )
+    second = asyncio.run(
+        run_scorecard(
+            store,
+            ScorecardPlan(
+                models=["smollm2-135m"],
+                roles=("handraise", "confidence"),
+                limit=2,
+                repeats=1,
+                can_score=lambda m: False,
+            ),
+            scripted(store),
+        )
+    )
+    merged = merge_scorecards(merge_scorecards(None, first, store), second, store)
+    keys = [(r["role"], r["model"], r["method"]) for r in merged["rows"]]
+    assert keys == [
+        ("handraise", "gemma3-270m", "judge"),
+        ("handraise", "smollm2-135m", "judge"),
+        ("confidence", None, "factors"),
+        ("confidence", "smollm2-135m", "generate"),
+    ]
+    assert merged["rows"][1]["runs"] == second["rows"][0]["runs"]  # replaced by the newer measurement
+    assert merged["rows"][0]["runs"] == first["rows"][0]["runs"]  # kept
+    assert merged["run_ids"] == [first["run_id"], second["run_id"]]
+    assert merged["roles"] == ["handraise", "confidence"] and merged["models"] == ["gemma3-270m", "smollm2-135m"]
+    handraise = merged["rows"][:2]
+    assert sum(r.get("versus_best") == {"best": True} for r in handraise) == 1  # compared again after the merge
+    assert all("versus_best" in r for r in handraise)
+
+
+def test_the_director_rubrics_diagnoses_come_from_the_stored_scorecard(store: Store) -> None:
+    """What the Director page and `models judges` say of a rubric: the stored diagnoses of its scorecard row (no
+    measurable signal when its AUC interval holds 0.5; flat scale), or, for a row stored before the signal was,
+    the same diagnosis from its AUC figures; nothing for a model and method never measured."""
+    from engine.experiments.scorecard import rubric_diagnoses, scorecard_judge_diagnoses
+
+    plan = ScorecardPlan(models=["gemma3-270m"], roles=("director",), director_methods=("generate",))
+    out = asyncio.run(run_scorecard(store, plan, scripted(store)))
+    (row,) = out["rows"]
+    found = rubric_diagnoses(store, "gemma3-270m", "generate")
+    assert [d.to_dict() for d in found] == [row["metrics"]["signal"], row["metrics"]["scale"]]
+    auc, (low, high) = row["metrics"]["auc_rules_pass"], row["metrics"]["auc_rules_pass_ci"]
+    assert found[0].mark == ("no_signal" if low <= 0.5 <= high or high < 0.5 else "signal") and auc is not None
+    assert rubric_diagnoses(store, "gemma3-270m", "likelihood", out) == []  # not measured: nothing said
+    older = {"rows": [{**row, "metrics": {k: v for k, v in row["metrics"].items() if k != "signal"}}]}
+    (signal, scale) = rubric_diagnoses(None, "gemma3-270m", "generate", older)
+    assert signal.to_dict() == row["metrics"]["signal"] | {"evidence": signal.evidence} and scale.mark == found[1].mark
+    listed = scorecard_judge_diagnoses(out)
+    assert [d.judge for d in listed] == ["director rubric · gemma3-270m · generate"] * 2
+
+
+def test_a_rows_latency_is_its_live_calls_not_the_replayed_ones(store: Store) -> None:
+    """A scorecard measured in several sittings replays what it made before: those calls count, but their
+    latency (none) does not pull down the median per call."""
+    from engine.events import run_context
+    from engine.experiments.scorecard import usage
+    from models.recording import CallRecord
+
+    with run_context(store, "handraise.eval", {}, name="bench") as run:
+        for i, (latency, would_cost) in enumerate([(2.0, None), (4.0, None), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)]):
+            store.record_call(
+                CallRecord(
+                    run_id=run.run_id,
+                    model_id="gemma3-270m",
+                    backend="llamacpp",
+                    request_hash=f"h{i}",
+                    request={},
+                    prompt_tokens=10,
+                    completion_tokens=5,
+                    latency_s=latency,
+                    would_cost=would_cost,
+                )
+            )
+    assert usage(store, [run.run_id]) == {"calls": 5, "replayed": 3, "tokens": 75, "latency_s": 3.0}
+
+
+def test_each_row_is_handed_on_as_soon_as_it_is_measured(store: Store) -> None:
+    """`on_row` gets the scorecard so far after every row (the CLI writes it, so a sitting cut short keeps what
+    it finished): one call a row, each with the rows before it."""
+    seen: list[list[tuple[str, str | None]]] = []
+    plan = ScorecardPlan(models=["gemma3-270m"], roles=("skip", "confidence"), limit=2, can_score=lambda m: False)
+    out = asyncio.run(
+        run_scorecard(
+            store,
+            plan,
+            scripted(store),
+            on_row=lambda so_far: seen.append([(r["role"], r["method"]) for r in so_far["rows"]]),
+        )
+    )
+    final = [(r["role"], r["method"]) for r in out["rows"]]
+    assert seen == [final[: i + 1] for i in range(len(final))] and len(final) == 3

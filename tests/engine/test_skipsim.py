@@ -160,3 +160,26 @@ def test_judge_quality_against_the_generator_labels() -> None:
     assert right["auc_ci"] == [1.0, 1.0] and right["accuracy_ci"][1] == 1.0 > right["accuracy_ci"][0] > 0.9
     wrong = judge_quality(recorded(True, 0.6), labels)
     assert wrong["auc"] == 0.0 and wrong["accuracy"] == 0.0 and wrong["share_confidence_ge_0_7"] == 0.0
+
+
+def test_a_second_judge_records_the_very_states_of_a_recording_and_resumes(tmp_path: Path) -> None:
+    """`record_alongside`: the shipped recording drives both simulations, so the other judge is asked about
+    exactly its states (each once); a partial output is resumed with no repeated call."""
+    from engine.skipsim import record_alongside
+
+    shipped = Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl"
+    states = set(RecordedJudge.load(shipped).records)
+    messages = generate_workload(WorkloadSpec())
+    out = tmp_path / "other.jsonl"
+    judge = HashJudge()
+    judged, calls = asyncio.run(record_alongside(messages, shipped, judge, out, hours=24.0, write_every=50))
+    assert judged == calls == judge.calls == len(states)
+    assert set(RecordedJudge.load(out).records) == states  # the same states, judged by the other judge
+    # cut the recording short (an interrupted run): the rest is asked for, and nothing twice
+    kept = out.read_text(encoding="utf-8").splitlines()[:100]
+    out.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    again = HashJudge()
+    judged, calls = asyncio.run(record_alongside(messages, shipped, again, out, hours=24.0))
+    assert judged == len(states) and calls == again.calls == len(states) - 100
+    first = {k: v.result for k, v in RecordedJudge.load(out).records.items()}
+    assert all(r is not None for r in first.values())

@@ -1,0 +1,253 @@
+"""`judgelab labels list | export | import | agreement`: the researcher's own labels (engine/labels), and the
+refit of the hand-raise map from them (`judgelab calibrate-judge --labels`, `labels_refit`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dashboard.commands import fail, say
+
+if TYPE_CHECKING:
+    # CLI start-up
+    from engine.store import Store
+
+app = typer.Typer(help="Your labels: list, export, import, and the judges' agreement with them.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+Mechanism = Annotated[
+    str | None, typer.Option("--mechanism", "-m", help="handraise | jury | director | confidence | skip.")
+]
+DEFAULT_MAP = "gemma3-270m+smollm2-135m"  # the hand raise's default: Gemma with its SmolLM2 partner
+MapId = Annotated[str, typer.Option("--map", help="The map id (the judge model, or its ensemble's id).")]
+User = Annotated[str | None, typer.Option("--user", help="Only this user's labels (default: everyone's).")]
+
+
+def _store() -> Store:
+    # CLI start-up
+    from engine.store import Store, StoreError
+
+    try:
+        return Store()
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+
+
+def _mechanism(value: str | None, *, required: bool = False) -> str | None:
+    # CLI start-up
+    from engine.labels import MECHANISMS
+
+    if value is None:
+        if required:
+            raise fail(f"--mechanism: give one of {', '.join(MECHANISMS)}", code=2)
+        return None
+    if value not in MECHANISMS:
+        raise fail(f"--mechanism: {value!r} is not one of {', '.join(MECHANISMS)}", code=2)
+    return value
+
+
+def _emit(value: object) -> None:
+    say(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+@app.command("list")
+def list_cmd(
+    mechanism: Mechanism = None,
+    run_id: Annotated[str | None, typer.Option("--run", help="Only the labels of this run.")] = None,
+    user: User = None,
+    all_versions: Annotated[
+        bool, typer.Option("--all", help="Every label given, not only the newest of each item and user.")
+    ] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="The last N labels only.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The labels, oldest first (the newest of each item and user, unless --all)."""
+    # CLI start-up
+    from engine.labels import list_labels
+
+    labels = list_labels(
+        _store(), mechanism=_mechanism(mechanism), run_id=run_id, user=user, latest=not all_versions, limit=limit
+    )
+    if as_json:
+        _emit([{"id": lab.id} | lab.to_json() for lab in labels])
+        return
+    if not labels:
+        say("no labels yet")
+        return
+    for lab in labels:
+        note = f"  — {lab.note}" if lab.note else ""
+        say(
+            f"{lab.id:>5}  {lab.created_at:%Y-%m-%d %H:%M}  {lab.mechanism:<10} {lab.label:<8} {lab.item_key}"
+            f"  run={lab.run_id or '-'}  by {lab.user} ({lab.source}){note}"
+        )
+
+
+@app.command("export")
+def export_cmd(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl | csv.")] = "jsonl",
+    mechanism: Mechanism = None,
+    user: User = None,
+) -> None:
+    """Every label (the newest of each item and user is not enough to restore history: all are exported)."""
+    # CLI start-up
+    from engine.labels import export_labels, list_labels
+
+    if fmt not in ("jsonl", "csv"):
+        raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
+    labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
+    text = export_labels(labels, fmt)  # type: ignore[arg-type]
+    if output is None:  # a terminal is shown control characters as escapes; --output writes the labels exactly
+        say(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8", newline="")
+    say(f"{len(labels)} label(s) written to {output}", err=True)
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="A JSONL or CSV labels file (as `labels export` writes).")],
+    fmt: Annotated[str | None, typer.Option("--format", help="jsonl | csv (default: the file's suffix).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import labels: every row is checked first, then all are written in one go — or none, with the bad lines."""
+    # CLI start-up
+    from engine.inputs import InputError
+    from engine.labels import LabelError, LabelImportError, import_labels
+    from engine.labels.io import format_of
+    from engine.store import StoreError
+
+    try:
+        report = import_labels(_store(), path, format_of(path, fmt))
+    except (LabelImportError, InputError) as exc:
+        raise fail(str(exc)) from None
+    except LabelError as exc:
+        raise fail(str(exc), code=2) from None
+    except StoreError as exc:
+        raise fail(f"{exc}; nothing was imported") from None
+    if as_json:
+        _emit({"imported": report.imported, "already_present": report.already_present, "rows": report.lines})
+        return
+    say(
+        f"{report.imported} label(s) imported"
+        + (f", {report.already_present} already present" if report.already_present else "")
+    )
+
+
+@app.command("agreement")
+def agreement_cmd(
+    mechanism: Mechanism = None,
+    user: User = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Only this judge/map.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The judges' agreement with the labels: confusion matrix, accuracy (Wilson interval), κ (bootstrap
+    interval) with the base rates, the most confidently wrong items, agreement over time."""
+    # CLI start-up
+    from engine import stats
+    from engine.labels import MECHANISMS, agreement
+
+    store = _store()
+    chosen = [_mechanism(mechanism)] if mechanism else list(MECHANISMS)
+    results = [a for m in chosen if m for a in agreement(store, mechanism=m, user=user, judge=judge)]
+    if as_json:
+        _emit([a.to_json() for a in results])
+        return
+    if not results:
+        say("no labels with a judge's prediction yet")
+        return
+    for a in results:
+        say(f"{a.mechanism} · {a.judge}: n={a.n}")
+        say(f"  accuracy {stats.fmt(a.accuracy, a.accuracy_ci)}   κ {stats.fmt(a.kappa, a.kappa_ci)}")
+        say("  base rates (yours / judge): " + ", ".join(f"{k} {h:.2f}/{j:.2f}" for k, (h, j) in a.base_rates.items()))
+        width = max(len(v) for v in a.labels)
+        say("  " + " " * width + "  predicted: " + "  ".join(f"{v:>{width}}" for v in a.labels))
+        for t in a.labels:
+            say(f"  {t:>{width}}  " + " " * 11 + "  ".join(f"{a.confusion[t][p]:>{width}}" for p in a.labels))
+        for w in a.confidently_wrong[:5]:
+            p = "" if w["probability"] is None else f" p={w['probability']:.2f}"
+            say(f"  wrong: {w['key']} (run {w['run_id'] or '-'}): yours {w['label']}, judge {w['predicted']}{p}")
+
+
+def labels_refit(only: str, with_split: bool, adopt: bool, as_json: bool, user: str | None = None) -> None:
+    """`judgelab calibrate-judge --labels`: a candidate hand-raise map fitted on your labels, cross-validated on
+    them beside the map in use, saved as a new version; adopted only with --adopt."""
+    # CLI start-up
+    from engine import stats
+    from engine.labels import LabelError, adopt_map, refit_from_labels, save_candidate
+    from engine.store import StoreError
+
+    chosen = [m.strip() for m in only.split(",") if m.strip()]
+    if chosen != ["handraise"]:
+        raise fail(
+            "--labels refits the hand-raise map: use --only handraise (the other judges record no features)", code=2
+        )
+    store = _store()
+    models: Any = None
+    if with_split:
+        # CLI start-up
+        from models.registry import ModelHub
+
+        models = ModelHub(call_log=store).get
+    try:
+        refit = refit_from_labels(store, user=user, with_split=with_split, models=models)
+        path = save_candidate(refit)
+        if adopt:
+            adopt_map(store, "handraise", refit.model_id, refit.candidate.version)
+    except (LabelError, ValueError, StoreError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        _emit(refit.to_json() | {"file": str(path), "adopted": adopt})
+        return
+    c = refit.comparison
+    say(f"handraise map {refit.model_id}: candidate {refit.candidate.version} — {refit.provenance}")
+    say(f"  held-out labels ({refit.folds}-fold CV by message), n={refit.n_labels}:")
+    in_use = refit.current.version if refit.current else "none"
+    say(f"    map in use ({in_use}): {stats.fmt(refit.current_score, refit.current_score_ci)}")
+    say(f"    candidate: {stats.fmt(refit.candidate_score, refit.candidate_score_ci)}")
+    diff = "—" if c.difference is None else f"{c.difference:+.2f}"
+    p_value = "—" if c.p_value is None else f"{c.p_value:.4f}"
+    say(f"    difference {diff} ({c.test} p={p_value}, discordant {c.discordant})")
+    say(
+        f"  saved: {path}"
+        + ("  (in use now)" if adopt else f"  — use it: judgelab labels adopt {refit.candidate.version}")
+    )
+
+
+@app.command("maps")
+def maps_cmd(
+    model_id: Annotated[
+        str, typer.Option("--map", help="The map id (judge model, or its ensemble id).")
+    ] = "gemma3-270m+smollm2-135m",
+    as_json: JsonFlag = False,
+) -> None:
+    """The hand-raise map's versions: the shipped one and every refit from labels; which is in use."""
+    # CLI start-up
+    from engine.labels import map_versions
+
+    versions = map_versions("handraise", model_id)
+    if as_json:
+        _emit([v.to_json() for v in versions])
+        return
+    for v in versions:
+        say(f"{'*' if v.in_use else ' '} {v.version:<18} {v.created:<18} {v.provenance}")
+
+
+@app.command("adopt")
+def adopt_cmd(
+    version: Annotated[str, typer.Argument(help="A version from `labels maps`, or `shipped`.")],
+    model_id: Annotated[
+        str, typer.Option("--map", help="The map id (judge model, or its ensemble id).")
+    ] = "gemma3-270m+smollm2-135m",
+) -> None:
+    """Use this version of the hand-raise map from now on (`shipped` restores the shipped map)."""
+    # CLI start-up
+    from engine.labels import LabelError, adopt_map
+
+    try:
+        adopt_map(None, "handraise", model_id, version)
+    except LabelError as exc:
+        raise fail(str(exc)) from None
+    say(f"handraise map {model_id}: {version} in use")

@@ -1,0 +1,277 @@
+"""Labels as data: a researcher's own judgment of one item of a mechanism, stored in the `labels` table.
+
+A label names the mechanism, the run and the item (`item_key`, the one way keys are built, so pages, the
+queue and the outcomes agree), the value, an optional note, who gave it and when, and where it came from
+(an approval on a hand-raise card, an override of a verdict, a manual mark, an import). Its `context` holds
+what the judge saw and predicted at labelling time — for the hand raise, the judge's raw features — so the
+agreement and a refit read the labels alone, with no model call.
+
+Labels are untrusted text (a note, a jury verdict, an imported key): they are validated here (lengths, no
+NUL, values each mechanism accepts) and shown as text wherever they are shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.config import get_settings
+from engine.store import LabelRow, Store, aware
+
+MECHANISMS = ("handraise", "jury", "director", "confidence", "skip")
+SOURCES = ("approval", "override", "manual", "import")
+# The values each mechanism accepts; None: any short non-empty text (a jury verdict of the case's set).
+VALUES: dict[str, tuple[str, ...] | None] = {
+    "handraise": ("speak", "skip"),  # should this participant speak now
+    "jury": None,
+    "director": ("ok", "retry"),
+    "confidence": ("right", "wrong"),  # the answer was right / wrong
+    "skip": ("reply", "no_reply"),  # should have replied / should not
+}
+# The value each binary mechanism's judge probability is the probability of (agreement, the queue's cut).
+POSITIVE = {"handraise": "speak", "director": "retry", "confidence": "right", "skip": "reply"}
+
+MAX_KEY = 200
+MAX_LABEL = 64
+MAX_NOTE = 2000
+MAX_USER = 64
+MAX_RUN_ID = 64
+MAX_CONTEXT_BYTES = 64_000
+
+
+class LabelError(ValueError):
+    """A bad label: the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """One stored label (the read side of a `labels` row)."""
+
+    id: int
+    mechanism: str
+    run_id: str | None
+    item_key: str
+    label: str
+    note: str
+    user: str
+    source: str
+    created_at: datetime
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The exported shape (`labels export`, `import` reads it back)."""
+        return {
+            "mechanism": self.mechanism,
+            "run_id": self.run_id,
+            "item_key": self.item_key,
+            "label": self.label,
+            "note": self.note,
+            "user": self.user,
+            "source": self.source,
+            "created_at": self.created_at.isoformat(),
+            "context": self.context,
+        }
+
+
+def _from_row(row: LabelRow) -> Label:
+    return Label(
+        id=int(row.id or 0),
+        mechanism=row.mechanism,
+        run_id=row.run_id,
+        item_key=row.item_key,
+        label=row.label,
+        note=row.note,
+        user=row.user_name,
+        source=row.source,
+        created_at=aware(row.created_at),
+        context=row.context,
+    )
+
+
+def _text(name: str, value: object, limit: int, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise LabelError(f"{name}: must be text, got {type(value).__name__}")
+    if "\x00" in value:
+        raise LabelError(f"{name}: holds a NUL character")
+    if not empty and not value.strip():
+        raise LabelError(f"{name}: must not be empty")
+    if len(value) > limit:
+        raise LabelError(f"{name}: longer than {limit} characters ({len(value)})")
+    return value if empty else value.strip()
+
+
+def _finite(value: object) -> object:
+    """A context value with every non-finite float refused (JSON and PostgreSQL both choke on NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LabelError("context: holds a non-finite number")
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def check_label(
+    *,
+    mechanism: object,
+    item_key: object,
+    label: object,
+    run_id: object = None,
+    note: object = "",
+    source: object = "manual",
+    user: object = None,
+    context: object = None,
+) -> LabelRow:
+    """A validated, unsaved row; LabelError naming the field otherwise (an import checks every row first)."""
+    if mechanism not in MECHANISMS:
+        raise LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(MECHANISMS)}")
+    assert isinstance(mechanism, str)
+    key = _text("item_key", item_key, MAX_KEY)
+    value = _text("label", label, MAX_LABEL)
+    allowed = VALUES[mechanism]
+    if allowed is not None:
+        value = value.lower()
+        if value not in allowed:
+            raise LabelError(f"label: {value!r} is not a {mechanism} label ({' / '.join(allowed)})")
+    if source not in SOURCES:
+        raise LabelError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    assert isinstance(source, str)
+    run = None if run_id in (None, "") else _text("run_id", run_id, MAX_RUN_ID)
+    who = default_user() if user in (None, "") else _text("user", user, MAX_USER)
+    noted = _text("note", "" if note is None else note, MAX_NOTE, empty=True)
+    if context is None:
+        context = {}
+    if not isinstance(context, Mapping):
+        raise LabelError(f"context: must be an object, got {type(context).__name__}")
+    try:
+        context_json = json.dumps(_finite(context), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise LabelError(f"context: not JSON: {exc}") from None
+    if len(context_json.encode()) > MAX_CONTEXT_BYTES:
+        raise LabelError(f"context: larger than {MAX_CONTEXT_BYTES} bytes")
+    return LabelRow(
+        mechanism=mechanism,
+        run_id=run,
+        item_key=key,
+        label=value,
+        note=noted,
+        user_name=who,
+        source=source,
+        context_json=context_json,
+    )
+
+
+def default_user() -> str:
+    """Settings' local user name (JUDGELAB_USER, else the OS user name)."""
+    return get_settings().resolved_user[:MAX_USER]
+
+
+def add_label(
+    store: Store,
+    *,
+    mechanism: str,
+    item_key: str,
+    label: str,
+    run_id: str | None = None,
+    note: str = "",
+    source: str = "manual",
+    user: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    created_at: datetime | None = None,
+) -> Label:
+    """Record one label. A later label for the same (mechanism, run, item, user) supersedes the earlier one:
+    both are kept, `list_labels(latest=True)` gives the newest."""
+    row = check_label(
+        mechanism=mechanism,
+        item_key=item_key,
+        label=label,
+        run_id=run_id,
+        note=note,
+        source=source,
+        user=user,
+        context=context,
+    )
+    if created_at is not None:
+        row.created_at = created_at.astimezone(UTC) if created_at.tzinfo else created_at.replace(tzinfo=UTC)
+    return _from_row(store.add_labels([row])[0])
+
+
+def latest_only(labels: list[Label]) -> list[Label]:
+    """The newest label of each (mechanism, run, item, user), in the order they were given."""
+    newest: dict[tuple[str, str | None, str, str], Label] = {}
+    for lab in labels:
+        newest[(lab.mechanism, lab.run_id, lab.item_key, lab.user)] = lab
+    return sorted(newest.values(), key=lambda lab: lab.id)
+
+
+def list_labels(
+    store: Store,
+    *,
+    mechanism: str | None = None,
+    run_id: str | None = None,
+    user: str | None = None,
+    latest: bool = True,
+    limit: int | None = None,
+    run_ids: list[str] | None = None,
+) -> list[Label]:
+    """Labels, oldest first; `latest` keeps the newest of each item and user; `limit` the last N."""
+    rows = store.label_tuples(mechanism=mechanism, run_id=run_id, user=user, run_ids=run_ids)
+    # One parse of every context at once: 10,000 small json.loads calls cost more than the figures themselves.
+    contexts = json.loads("[" + ",".join(t[-1] or "{}" for t in rows) + "]")
+    if latest:  # the newest row of each (mechanism, run, item, user), before any Label is built
+        newest = {(t[1], t[2], t[3], t[6]): i for i, t in enumerate(rows)}
+        keep = sorted(newest.values())
+        rows, contexts = [rows[i] for i in keep], [contexts[i] for i in keep]
+    found = [
+        Label(
+            id=int(t[0]),
+            mechanism=t[1],
+            run_id=t[2],
+            item_key=t[3],
+            label=t[4],
+            note=t[5],
+            user=t[6],
+            source=t[7],
+            created_at=t[8] if t[8].tzinfo else t[8].replace(tzinfo=UTC),
+            context=c if isinstance(c, dict) else {},
+        )
+        for t, c in zip(rows, contexts, strict=True)
+    ]
+    return found[-limit:] if limit else found
+
+
+def count_labels(store: Store, *, mechanism: str | None = None, run_id: str | None = None) -> int:
+    """How many items are labelled (the newest label of each item and user counts once)."""
+    return len(list_labels(store, mechanism=mechanism, run_id=run_id))
+
+
+def delete_label(store: Store, label_id: int) -> None:
+    store.delete_label(label_id)
+
+
+def item_key(mechanism: str, **parts: object) -> str:
+    """The one way to build an item's key:
+    handraise `t3/coder` (turn, participant; an eval item: item, participant), jury `pw-leak` (case),
+    director `line4` / `row4` (line or row), confidence `q:<sha1[:12]>` (query), skip `s1#7` (scope, message)."""
+    try:
+        if mechanism == "handraise":
+            first = parts["turn"] if "turn" in parts else parts["item"]
+            return f"{first}/{parts['participant']}"
+        if mechanism == "jury":
+            return str(parts["case"])
+        if mechanism == "director":
+            return f"line{parts['line']}" if "line" in parts else f"row{parts['row']}"
+        if mechanism == "confidence":
+            if "id" in parts:
+                return f"id:{parts['id']}"
+            return "q:" + hashlib.sha1(str(parts["query"]).encode("utf-8")).hexdigest()[:12]
+        if mechanism == "skip":
+            return f"{parts['scope']}#{parts['message']}"
+    except KeyError as exc:
+        raise LabelError(f"item_key: {mechanism} needs {exc.args[0]!r}") from None
+    raise LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(MECHANISMS)}")

@@ -1,0 +1,520 @@
+"""Labels: your own judgments of what the judges decided. A queue draws items from stored runs (at random,
+evenly over what the judge said, or where the judge was least sure) for one-click labelling with keyboard keys;
+the agreement view shows how far each judge or fitted map agrees with you (confusion matrix, accuracy and κ with
+their intervals, the most confidently wrong items, agreement over time); and a judge can be refitted from your
+labels, compared honestly with the map in use, adopted, or an earlier version restored.
+
+A page of its own rather than a section of Runs: labelling is a workflow (a queue, a position in it, a
+refit and its versions) that would push the run history below the fold, and a page has its own URL (/labels)
+that the other pages' "your labels" lines link to. Each queue item links back to its run on Runs.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import partial
+from typing import Any, Literal
+from urllib.parse import quote
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, state
+from dashboard.components import breakable, details_on, flow_columns, md, metric_row
+from dashboard.labelling import (
+    MECHANISM_WORDS,
+    SOURCE_WORDS,
+    answer_words,
+    choices_for,
+    current_user,
+    handle_adopt,
+    interval_text,
+    pct,
+    record,
+    refit_candidate,
+    render_candidate,
+    value_words,
+)
+from engine.handraise import default_ensemble
+from engine.handraise.judge import map_choice
+from engine.inputs import shown_problems
+from engine.labels import (
+    POSITIVE,
+    LabelImportError,
+    agreement,
+    count_labels,
+    export_labels,
+    import_text,
+    label_queue,
+    list_labels,
+    map_versions,
+)
+from engine.labels.refit import created_at
+
+KEY = "labels."
+DETAILS = "labels"
+RULES = {
+    "uncertainty": "Where the judge was least sure",
+    "stratified": "Evenly over what the judge said",
+    "random": "At random",
+}
+REFITTABLE = ("handraise",)  # mechanisms whose judge can be refitted from labels (features recorded)
+SKIP_KEY = "S"  # Streamlit reserves C and R; the values take 1, 2, 3…
+
+
+def _init_state() -> None:
+    for name, value in (("queue", []), ("pos", 0), ("done", {}), ("refit", None), ("notice", None)):
+        st.session_state.setdefault(KEY + name, value)
+
+
+def render() -> None:
+    _init_state()
+    st.title("🏷️ Labels")
+    st.caption(
+        "Say what the right answer was for items the judges decided, see how often each judge agrees with you, "
+        "and refit a judge to your own standard."
+    )
+    details_on(
+        DETAILS,
+        help="Show the judges' probabilities and cuts, map versions and the figures behind each comparison.",
+    )
+    # Always drawn, empty or not: a notice that appeared above the tabs would shift them, and Streamlit would
+    # then open the first tab again (the user pressed "Use this map" on the second).
+    slot = st.container()
+    notice = st.session_state[KEY + "notice"]
+    if notice:
+        (slot.error if notice[0] == "error" else slot.success)(md(notice[1]))
+        st.session_state[KEY + "notice"] = None
+    queue_tab, agreement_tab, list_tab = st.tabs(["Label a queue", "Agreement with you", "Your labels"])
+    with queue_tab:
+        _render_queue()
+    with agreement_tab:
+        _render_agreement()
+    with list_tab:
+        _render_list()
+
+
+def _details() -> bool:
+    return bool(st.session_state.get(f"details.{DETAILS}", False))
+
+
+def run_link(run_id: object) -> str:
+    """A markdown link to a run on the Runs page (the id escaped in the text and quoted in the URL)."""
+    text = "" if run_id is None else str(run_id)
+    return f"[{md(text)}](/runs?run={quote(text, safe='')})"
+
+
+# -- the queue ----------------------------------------------------------------------------------------------------
+
+
+def _render_queue() -> None:
+    st.caption(
+        "Draw items from your stored runs, then give each its right answer with one click, or with the keys "
+        f"1, 2, 3… (the buttons say which) and {SKIP_KEY} to skip one. Items you labelled before are left out."
+    )
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    row.selectbox(
+        "Mechanism", list(MECHANISM_WORDS), format_func=MECHANISM_WORDS.__getitem__, key=KEY + "q.mechanism", width=280
+    )
+    row.selectbox(
+        "Which items",
+        list(RULES),
+        format_func=RULES.__getitem__,
+        key=KEY + "q.rule",
+        width=280,
+        help="Where the judge was least sure: its probability nearest its cut, where your labels teach it most. "
+        "Evenly: the same number of items for each answer the judge gave. At random: a fair sample for agreement.",
+    )
+    row.number_input("How many", 5, 200, 20, step=5, key=KEY + "q.n", width=120)
+    row.button("Draw a queue", type="primary", key=KEY + "q.draw", on_click=handle_draw)
+    queue: list[Any] = st.session_state[KEY + "queue"]
+    if not queue:
+        if st.session_state.get(KEY + "q.drawn"):
+            st.info(
+                "Nothing left to label here: every stored item of this kind has your label, or no run of this kind "
+                "is stored yet (run one on its page, then come back)."
+            )
+        return
+    done: dict[str, str] = st.session_state[KEY + "done"]
+    pos = int(st.session_state[KEY + "pos"])
+    st.progress(len(done) / len(queue), text=f"{len(done)} of {len(queue)} done")
+    if pos >= len(queue):
+        st.success(f"Queue finished: {len(done)} of {len(queue)} labelled. Draw another, or see the agreement tab.")
+        return
+    _render_item(queue[pos], pos, len(queue))
+
+
+def handle_draw() -> None:
+    """A new queue of items you have not labelled, drawn from the stored runs by the rule chosen above (read from
+    the session: the widgets' values at the click)."""
+    ss = st.session_state
+    mechanism, rule, size = ss[KEY + "q.mechanism"], ss[KEY + "q.rule"], ss[KEY + "q.n"]
+
+    items = label_queue(
+        state.get_store(),
+        mechanism=mechanism,
+        rule=rule,
+        n=int(size),
+        seed=random.SystemRandom().randrange(1 << 30),  # a new draw each time; the engine's draw is seeded by it
+        user=current_user(),
+    )
+    st.session_state[KEY + "queue"] = list(items)
+    st.session_state[KEY + "pos"] = 0
+    st.session_state[KEY + "done"] = {}
+    st.session_state[KEY + "q.drawn"] = True
+
+
+def _render_item(item: Any, pos: int, total: int) -> None:
+    with st.container(border=True, key=KEY + "item"):
+        st.markdown(f"**Item {pos + 1} of {total}** · {md(MECHANISM_WORDS.get(item.mechanism, item.mechanism))}")
+        participant = (item.context or {}).get("participant") if isinstance(item.context, dict) else None
+        if item.mechanism == "handraise" and participant:
+            st.markdown(f"Should **{md(participant)}** speak after this message?")
+        message = (item.context or {}).get("text") if item.mechanism == "handraise" else None
+        st.text(str(message or item.text or item.key))
+        judged = (
+            f"The judge's answer: **{md(answer_words(item.mechanism, item.predicted))}**"
+            if item.predicted is not None
+            else "The judge gave no answer for this item"
+        )
+        if _details() and item.probability is not None:
+            judged += f" (probability {item.probability:.2f}" + (
+                f", cut {item.cut:.2f})" if item.cut is not None else ")"
+            )
+        st.markdown(judged + (f" · run {run_link(item.run_id)}" if item.run_id else ""))
+        if _details():
+            st.caption(f"item {md(breakable(item.key))}")
+        verdicts = (item.context or {}).get("verdicts") if isinstance(item.context, dict) else None
+        values = choices_for(item.mechanism, verdicts if isinstance(verdicts, list) else None)
+        row = st.container(horizontal=True, wrap=True)
+        for i, value in enumerate(values[:9]):
+            row.button(
+                value_words(item.mechanism, value),
+                key=f"{KEY}q.value.{i}",
+                shortcut=str(i + 1),
+                type="primary",
+                on_click=handle_queue_label,
+                args=(item, value),
+            )
+        row.button("Skip this one", key=KEY + "q.skip", shortcut=SKIP_KEY, on_click=handle_queue_skip)
+
+
+def handle_queue_label(item: Any, value: str) -> None:
+    context = dict(item.context or {})
+    context.setdefault("predicted", item.predicted)
+    if item.probability is not None:
+        context.setdefault("probability", item.probability)
+    if item.cut is not None:
+        context.setdefault("cut", item.cut)
+    error = record(item.mechanism, item.key, value, run_id=item.run_id, source="manual", context=context)
+    if error:
+        st.session_state[KEY + "notice"] = ("error", f"Not recorded: {error}")
+        return
+    st.session_state[KEY + "done"] = {**st.session_state[KEY + "done"], f"{item.run_id}/{item.key}": value}
+    st.session_state[KEY + "pos"] = int(st.session_state[KEY + "pos"]) + 1
+
+
+def handle_queue_skip() -> None:
+    st.session_state[KEY + "pos"] = int(st.session_state[KEY + "pos"]) + 1
+
+
+# -- agreement ----------------------------------------------------------------------------------------------------
+
+
+def _render_agreement() -> None:
+    st.caption(
+        "How often each judge said what you said, on the items you labelled. Chance agreement is taken out in κ: "
+        "1 is full agreement, 0 is what guessing with the same base rates would give."
+    )
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    mechanism = row.selectbox(
+        "Mechanism", list(MECHANISM_WORDS), format_func=MECHANISM_WORDS.__getitem__, key=KEY + "a.mechanism", width=280
+    )
+    results = agreement(state.get_store(), mechanism=mechanism, user=current_user())
+    if not results:
+        st.info(
+            "No labels of yours for this mechanism yet: label a queue, or give your answer on its page "
+            "(a Speak or Skip on the Conversation page counts)."
+        )
+    else:
+        judges = [r.judge for r in results]
+        judge = row.selectbox("Judge or map", judges, key=KEY + "a.judge", width=360) if len(judges) > 1 else judges[0]
+        _render_one(next(r for r in results if r.judge == judge), mechanism)
+    if mechanism in REFITTABLE:
+        st.divider()
+        _render_refit(mechanism)
+
+
+def _render_one(a: Any, mechanism: str) -> None:
+    st.caption(f"Judge or map: {md(breakable(a.judge))}")
+    metric_row(
+        [
+            ("Your labels", a.n),
+            {
+                "label": "Agreement",
+                "value": pct(a.accuracy),
+                "help": "The share of your labels the judge matched, with its 95 % (Wilson) interval below.",
+            },
+            {
+                "label": "κ (beyond chance)",
+                "value": "—" if a.kappa is None else f"{a.kappa:.2f}",
+                "help": "Cohen's κ: agreement beyond what chance would give with these base rates (bootstrap "
+                "interval below).",
+            },
+        ],
+        key=KEY + "a.metrics",
+    )
+    parts = []
+    if interval_text(a.accuracy_ci):
+        parts.append(f"agreement between {interval_text(a.accuracy_ci).replace('–', ' and ')}")
+    if interval_text(a.kappa_ci):
+        parts.append(f"κ between {interval_text(a.kappa_ci, percent=False).replace('–', ' and ')}")
+    if parts:
+        st.caption(f"With 95 % confidence, on {a.n} labels: " + "; ".join(parts) + ".")
+    left, right = flow_columns(2, width=440)  # side by side at 1440 px, one under the other at 900 px
+    with left:
+        st.markdown("**What you said, against what the judge said**")
+        st.dataframe(confusion_frame(a.confusion, a.labels, mechanism), width="stretch")
+    with right:
+        st.markdown("**Base rates**")
+        st.dataframe(base_rates_frame(a.base_rates, mechanism), hide_index=True, width="stretch")
+    wrong = list(a.confidently_wrong or [])
+    st.markdown("**Where the judge was surest, and wrong**")
+    if not wrong:
+        st.caption("The judge matched every one of your labels.")
+    else:
+        st.dataframe(
+            wrong_frame(wrong[:20], mechanism),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=250),
+                "text": st.column_config.TextColumn("item", width="medium"),
+                "probability": st.column_config.NumberColumn(
+                    "judge's probability",
+                    format="%.2f",
+                    width=90,
+                    help=f"The judge's probability of “{positive_words(mechanism)}”: near 0 or 1, it was sure.",
+                ),
+            },
+        )
+    over = list(a.over_time or [])
+    if len(over) > 1:
+        st.plotly_chart(charts.agreement_over_time(over), key=KEY + "a.time")
+    else:
+        st.caption("Agreement over time appears once your labels span more than one day (or ten labels).")
+
+
+def positive_words(mechanism: str) -> str:
+    """The value a judge's probability is for ('Should speak'), in words."""
+    return value_words(mechanism, POSITIVE.get(mechanism, ""))
+
+
+def confusion_frame(confusion: dict[str, dict[str, int]], labels: list[str], mechanism: str) -> pd.DataFrame:
+    """Rows: what you said; columns: what the judge said; cells: counts (every value both ways, zeros too)."""
+    values = [str(v) for v in labels]
+    words = {v: answer_words(mechanism, v) for v in values}
+    rows = {
+        f"You: {words[t]}": {f"Judge: {words[p]}": int((confusion.get(t) or {}).get(p, 0)) for p in values}
+        for t in values
+    }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def base_rates_frame(base_rates: dict[str, Any], mechanism: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"answer": answer_words(mechanism, v), "you": pct(pair[0]), "judge": pct(pair[1])}
+            for v, pair in base_rates.items()
+        ]
+    )
+
+
+def wrong_frame(rows: list[dict[str, Any]], mechanism: str) -> pd.DataFrame:
+    """The judge's most confident misses: what you said, what it said, how sure it was, the item, its run."""
+    return pd.DataFrame(
+        [
+            {
+                "you said": answer_words(mechanism, r.get("label")),
+                "judge said": answer_words(mechanism, r.get("predicted")),
+                "probability": r.get("probability"),
+                "text": str(r.get("text") or r.get("key") or ""),
+                "run": f"/runs?run={quote(str(r['run_id']), safe='')}" if r.get("run_id") else None,
+            }
+            for r in rows
+        ]
+    )
+
+
+# -- refit --------------------------------------------------------------------------------------------------------
+
+
+def _render_refit(mechanism: str) -> None:
+    st.subheader("Refit the judge from your labels")
+    st.caption(
+        "Fits a new map on your labels, tests it on labels it did not see beside the map in use, and saves it as a "
+        "new version. Nothing changes until you press “Use this map”; any earlier version can be restored."
+    )
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
+    row.toggle(
+        "Also learn from the shipped examples",
+        key=KEY + "r.split",
+        help="Off: your labels only. On: your labels plus the split the shipped map was fitted on.",
+    )
+    row.button("Refit from my labels", type="primary", key=KEY + "r.go", on_click=handle_refit, args=(mechanism,))
+    refit = st.session_state[KEY + "refit"]
+    if refit is not None and refit.get("mechanism") == mechanism:
+        render_candidate(refit, key=KEY + "r", notice_key=KEY + "notice", refit_key=KEY + "refit")
+    render_versions(mechanism, key=KEY + "v")
+
+
+def handle_refit(mechanism: str) -> None:
+    """Fit a candidate on your labels and save it as a version not in use; the page shows it beside the current."""
+    with_split = bool(st.session_state.get(KEY + "r.split"))
+    st.session_state[KEY + "refit"] = refit_candidate(mechanism, with_split)
+    if "error" in st.session_state[KEY + "refit"]:
+        st.session_state[KEY + "notice"] = ("error", st.session_state[KEY + "refit"]["error"])
+        st.session_state[KEY + "refit"] = None
+
+
+def render_versions(mechanism: str, *, key: str) -> None:
+    """The judge's map versions, newest first, the one in use marked; one can be restored."""
+    model_id = _refit_model(mechanism)
+    if model_id is None:
+        return
+    versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
+    if not versions:
+        return
+    with st.expander(f"Map versions for {md(model_id)} ({len(versions)})", expanded=False):
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "in use": bool(v.in_use),
+                        "version": str(v.version),
+                        "made": made(v),
+                        "what it learnt from": str(v.provenance or ""),
+                    }
+                    for v in versions
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        older = [str(v.version) for v in versions if not v.in_use]
+        if older:
+            row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+            chosen = row.selectbox("Version", older, key=key + ".pick", width=320)
+            row.button(
+                "Restore this version",
+                key=key + ".restore",
+                on_click=handle_adopt,
+                args=(mechanism, model_id, chosen, KEY + "notice"),
+            )
+
+
+def made(version: Any) -> str:
+    """When a map version was made, as people read it ('2026-11-26 03:40 UTC'); as stored when unreadable."""
+    moment = created_at(version)
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else str(version.created or "")
+
+
+def _refit_model(mechanism: str) -> str | None:
+    """The map a refit of `mechanism` replaces: the refit's own, else the map your latest Speak / Skip was judged
+    through, else the Conversation page's default judge (with its default partners)."""
+    refit = st.session_state.get(KEY + "refit")
+    if refit and refit.get("mechanism") == mechanism:
+        return str(refit["model_id"])
+    for label in reversed(list_labels(state.get_store(), mechanism=mechanism, user=current_user())):
+        if label.context.get("map_id"):
+            return str(label.context["map_id"])
+    ids = state.get_catalog().ids
+    if not ids:
+        return None
+    try:
+        return map_choice("likelihood", ids[0], default_ensemble(ids, ids[0])).map_id
+    except ValueError:
+        return ids[0]
+
+
+# -- the list -----------------------------------------------------------------------------------------------------
+
+
+def _render_list() -> None:
+    store = state.get_store()
+    mechanism = st.selectbox(
+        "Mechanism",
+        ["", *MECHANISM_WORDS],
+        format_func=lambda m: MECHANISM_WORDS.get(m, "All mechanisms"),
+        key=KEY + "l.mechanism",
+        width=320,
+    )
+    labels = list_labels(store, mechanism=mechanism or None)
+    st.caption(
+        f"{count_labels(store, mechanism=mechanism or None)} labels in all (the latest per item and person); "
+        "the newest 500 below. Download them all, or add labels from a file (JSONL or CSV, as exported)."
+    )
+    _render_files(labels, mechanism)
+    labels = labels[-500:][::-1]  # newest first
+    if not labels:
+        return
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "when": lab.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                    "mechanism": MECHANISM_WORDS.get(lab.mechanism, lab.mechanism).split(" (")[0],
+                    "item": lab.item_key,
+                    "label": answer_words(lab.mechanism, lab.label),
+                    "note": lab.note,
+                    "from": SOURCE_WORDS.get(lab.source, lab.source),
+                    "who": lab.user,
+                    "run": f"/runs?run={quote(lab.run_id, safe='')}" if lab.run_id else None,
+                }
+                for lab in labels
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={"run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$")},
+    )
+
+
+def _render_files(labels: list[Any], mechanism: str) -> None:
+    """Download every label shown (JSONL, CSV), and import a file: every row checked first, all or nothing."""
+    row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    name = f"labels-{mechanism or 'all'}"
+    formats: tuple[tuple[Literal["jsonl", "csv"], str], ...] = (("jsonl", "application/jsonl"), ("csv", "text/csv"))
+    for fmt, mime in formats:
+        row.download_button(
+            f"⬇ {fmt.upper()}",
+            partial(export_labels, labels, fmt),
+            file_name=f"{name}.{fmt}",
+            mime=mime,
+            key=f"{KEY}l.export.{fmt}",
+            on_click="ignore",
+            disabled=not labels,
+        )
+    upload = st.file_uploader("Import labels (JSONL or CSV)", type=["jsonl", "csv"], key=KEY + "l.upload")
+    if upload is not None and st.button("Import", key=KEY + "l.import"):
+        handle_import(upload.name, upload.getvalue())
+
+
+def handle_import(name: str, data: bytes) -> None:
+    """Import an uploaded file of labels: nothing is written unless every row is good; the bad lines are named."""
+    fmt: Literal["jsonl", "csv"] = "csv" if name.lower().endswith(".csv") else "jsonl"
+    try:
+        report = import_text(state.get_store(), data.decode("utf-8"), fmt, source=name)
+    except UnicodeDecodeError:
+        st.error(f"Nothing imported: {md(name)} is not UTF-8 text.")
+        return
+    except LabelImportError as exc:
+        problems = str(exc).splitlines()
+        st.error("Nothing imported — fix these lines:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(problems)))
+        return
+    st.success(
+        f"Imported {report.imported} label{'s' if report.imported != 1 else ''} from {md(name)}"
+        + (f"; {report.already_present} were already here" if report.already_present else "")
+        + "."
+    )
+    state.clear_reads()

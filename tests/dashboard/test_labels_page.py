@@ -1,0 +1,319 @@
+"""Labels on the pages (issue 29), in AppTest on a real SQLite store: the right verdict set on Replay (an override
+with its note), the Labels page's queue (one click per item, "N of M done"), its agreement view (the figures the
+engine computes, the confusion matrix both ways) and a label's text shown as text wherever it comes back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+from dashboard.components import md
+from tests.dashboard.rendered import shown
+from tests.dashboard.test_jury_pages import _stored_run
+from tests.dashboard.test_skip_cli_page import recorded  # noqa: F401  (a fixture)
+
+HOSTILE = "**b** [x](https://e.vil) <img src=x onerror=alert(1)> # h"  # a label is ≤ 64 characters
+
+
+def _replay_page() -> None:
+    from pages import replay
+
+    replay.render()
+
+
+def _labels_page() -> None:
+    from pages import labels
+
+    labels.render()
+
+
+def _labels(mechanism: str) -> list[Any]:
+    from engine.labels import list_labels
+
+    return list_labels(state.get_store(), mechanism=mechanism)
+
+
+def test_replay_sets_the_right_verdict_with_a_note_shown_as_text() -> None:
+    run_id = _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_replay_page, default_timeout=60).run()
+    assert not at.exception
+    key = f"replay.label.{run_id}"
+    at.text_input(key=f"{key}.note").set_value(HOSTILE)
+    at.button(key=f"{key}.needs_review").click().run()
+    assert not at.exception
+    (label,) = _labels("jury")
+    assert (label.run_id, label.item_key, label.label, label.source) == (run_id, "leak", "needs_review", "override")
+    assert label.note == HOSTILE
+    assert label.context.get("predicted") == "unsafe_fail"  # what the jury said, kept with the label
+    # The line above the buttons says what you said; the note reads as written (no link, image or heading forms).
+    (said,) = [m.value for m in at.markdown if m.value.startswith("🏷️ You said")]
+    assert "needs review" in said and HOSTILE in shown(said)
+    assert md(HOSTILE) in said  # every markdown character of it escaped
+    # A second click supersedes the first (both kept, the latest shown).
+    at.button(key=f"{key}.unsafe_fail").click().run()
+    assert [lab.label for lab in _labels("jury")] == ["unsafe_fail"]
+    assert any("unsafe (fail)" in shown(m.value) for m in at.markdown if m.value.startswith("🏷️ You said"))
+
+
+def test_the_queue_labels_one_item_per_click_and_counts_them() -> None:
+    runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case", "third-case")]
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    assert not at.exception
+    at.selectbox(key="labels.q.mechanism").set_value("jury")
+    at.selectbox(key="labels.q.rule").set_value("random")
+    at.button(key="labels.q.draw").click().run()
+    assert not at.exception
+    queue = at.session_state["labels.queue"]
+    assert {item.run_id for item in queue} == set(runs)
+    assert at.get("progress")[0].proto.text == f"0 of {len(queue)} done"
+    # Key 1 is the first value (safe pass): the buttons carry their shortcuts.
+    first = at.button(key="labels.q.value.0")
+    assert first.proto.shortcut == "1" and at.button(key="labels.q.skip").proto.shortcut.upper() == "S"
+    first.click().run()
+    at.button(key="labels.q.skip").click().run()
+    at.button(key="labels.q.value.2").click().run()
+    assert at.get("progress")[0].proto.text == f"2 of {len(queue)} done"
+    stored = {(lab.run_id, lab.label, lab.source) for lab in _labels("jury")}
+    assert stored == {(queue[0].run_id, "safe_pass", "manual"), (queue[2].run_id, "unsafe_fail", "manual")}
+    assert any("Queue finished: 2 of 3 labelled" in s.value for s in at.success)
+    # A new draw leaves out what you labelled.
+    at.button(key="labels.q.draw").click().run()
+    assert [item.run_id for item in at.session_state["labels.queue"]] == [queue[1].run_id]
+
+
+def test_the_agreement_view_shows_the_engine_figures() -> None:
+    from engine.labels import add_label, agreement, labelable_items
+
+    runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case", "third-case")]
+    store = state.get_store()
+    cases, values = ("leak", "other-case", "third-case"), ("unsafe_fail", "safe_pass", HOSTILE)
+    for run_id, case, value in zip(runs, cases, values, strict=True):
+        run = store.get_run(run_id)
+        assert run is not None
+        (item,) = labelable_items(store, run)  # what the jury said, kept with the label
+        assert item.key == case
+        add_label(store, mechanism="jury", item_key=item.key, label=value, run_id=run_id, context=item.context)
+    (expected,) = agreement(store, mechanism="jury")
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    at.selectbox(key="labels.a.mechanism").set_value("jury").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Your labels"] == str(expected.n) == "3"
+    assert metrics["Agreement"] == f"{expected.accuracy:.0%}"
+    confusion = next(df.value for df in at.dataframe if any(str(c).startswith("Judge: ") for c in df.value.columns))
+    for truth, row in expected.confusion.items():
+        for predicted, count in row.items():
+            if count:
+                cell = confusion.loc[[i for i in confusion.index if i.endswith(_words(truth))][0]]
+                assert cell[[c for c in confusion.columns if c.endswith(_words(predicted))][0]] == count
+    wrong = next(df.value for df in at.dataframe if "judge said" in df.value.columns)
+    assert len(wrong) == len(expected.confidently_wrong) >= 2
+    assert all(str(link).startswith("/runs?run=") for link in wrong["run"])
+    # A label's value is untrusted text: it reaches the page only inside table cells, never as markdown.
+    assert not any(HOSTILE in m.value for m in at.markdown)
+
+
+def _words(value: str) -> str:
+    from dashboard.labelling import answer_words
+
+    return answer_words("jury", value)
+
+
+def _director_page() -> None:
+    from pages import director
+
+    director.render()
+
+
+def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
+    at = AppTest.from_function(_director_page, default_timeout=60).run()
+    at.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
+    at.selectbox(key="director.character").set_value("ayu")
+    at.button(key="director.check").click().run()
+    assert not at.exception
+    check_run = at.session_state["director.check_run"]
+    at.button(key="director.check_label.ok").click().run()  # the director said RETRY; you say the line is fine
+    (mark,) = _labels("director")
+    assert (mark.run_id, mark.item_key, mark.label, mark.context["status"]) == (check_run, "line1", "ok", "RETRY")
+    assert any(shown(m.value).startswith("🏷️ You said: **OK**") for m in at.markdown)
+    # A batch row: picked by its id and status, marked; with no recorded batch run it is kept with no run.
+    at.selectbox(key="director.mark_row").set_value(2).run()
+    at.button(key="director.row_label.retry").click().run()
+    assert not at.exception
+    rows = [lab for lab in _labels("director") if lab.item_key.startswith("row")]
+    assert [(lab.item_key, lab.label, lab.run_id) for lab in rows] == [("rowb03", "retry", None)]  # line b03
+    assert rows[0].context["predicted"] in ("ok", "retry")  # what the rules said, so the agreement view counts it
+
+
+def _conversation_page() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.dashboard.test_conversation_page import settle
+    from tests.fakes.mock_catalog import mock_hub
+
+    mock_hub(monkeypatch, tmp_path)  # every model is the mock backend: the judge answers from its schema at once
+    at = AppTest.from_function(_conversation_page, default_timeout=120).run()
+    at.selectbox(key="conv.method").set_value("judge")
+    at.slider(key="conv.threshold").set_value(0.0).run()  # every hand is a card
+    at.chat_input(key="conv.input").set_value("The checkout page is slow on mobile: where do we start?").run()
+    settle(at, timeout=120)
+    assert not at.exception
+    speak = sorted(b.key for b in at.button if b.key and b.key.startswith("conv.approve."))
+    assert len(speak) == 3
+    at.button(key=speak[0]).click().run()
+    for key in sorted(b.key for b in at.button if b.key and b.key.startswith("conv.skip.")):
+        at.button(key=key).click().run()
+    settle(at, timeout=120)
+    assert not at.exception
+    stored = _labels("handraise")
+    assert sorted((lab.label, lab.source) for lab in stored) == [
+        ("skip", "approval"),
+        ("skip", "approval"),
+        ("speak", "approval"),
+    ]
+    assert any("3 labels from your Speak / Skip in this conversation, 3 in all" in c.value for c in at.caption)
+
+
+def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripted labeller's recorded conversation (real judge features, no model call): its Speak / Skip labels
+    given as this user's, the agreement view shows the map against them, a refit beats it, "Use this map" adopts
+    it, and the Conversation page's caption names the map learnt from the approvals."""
+    from engine.labels import labelable_items
+    from engine.labels.scripted import label_items, load_recording
+
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    monkeypatch.setenv("JUDGELAB_USER", "page-tester")
+    store = state.get_store()
+    run_id = load_recording(store)
+    run = store.get_run(run_id)
+    assert run is not None
+    items = labelable_items(store, run)
+    labels = label_items(store, items[:48], user="page-tester")
+    map_id = str(labels[0].context["map_id"])
+    at = AppTest.from_function(_labels_page, default_timeout=120).run()
+    at.selectbox(key="labels.a.mechanism").set_value("handraise").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Your labels"] == "48"
+    at.button(key="labels.r.go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    refit = at.session_state["labels.refit"]
+    assert refit["model_id"] == map_id and refit["n_labels"] == 48
+    assert any(shown(m.value).startswith("**New map: learnt from 48 of your approvals") for m in at.markdown)
+    caption = next(shown(c.value) for c in at.caption if "cross-validation" in c.value)
+    assert "On the same held-out labels" in caption
+    assert _in_use(map_id) == "shipped"  # saved, not in use until adopted
+    at.button(key="labels.r.adopt").click().run()
+    assert not at.exception
+    assert _in_use(map_id) == refit["version"]
+    assert any("Now in use for" in s.value for s in at.success)
+    # The versions list marks it in use; the shipped map can be restored.
+    at.selectbox(key="labels.v.pick").set_value("shipped")
+    conversation = AppTest.from_function(_conversation_page, default_timeout=120)
+    judge, *partners = map_id.split("+")
+    conversation.session_state["conv.judge_model"] = judge
+    conversation.run()
+    if partners:
+        conversation.multiselect(key="conv.ensemble").set_value(partners).run()
+    assert not conversation.exception
+    assert any("Map in use: learnt from 48 of your approvals" in shown(c.value) for c in conversation.caption)
+    at.button(key="labels.v.restore").click().run()
+    assert _in_use(map_id) == "shipped"
+
+
+def test_the_skip_timeline_takes_should_have_replied_or_not(
+    recorded: tuple[Path, Path],  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.dashboard.test_skip_cli_page import _page as skip_page
+    from tests.dashboard.test_skip_cli_page import _simulate_small
+
+    _, recording = recorded
+    data = tmp_path / "data"
+    (data / "recordings").mkdir(parents=True)
+    (data / "recordings" / "skipcache-default.jsonl").write_text(recording.read_text(), encoding="utf-8")
+    monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
+    at = AppTest.from_function(skip_page, default_timeout=120).run()
+    _simulate_small(at)
+    assert not at.exception
+    scope = at.selectbox(key="skip.scope").value
+    box = at.selectbox(key=f"skip.label_message.{scope}")
+    box.set_value(len(box.options) - 1).run()  # the conversation's last message: the one the judge looked at
+    at.button(key=f"skip.label.{scope}.no_reply").click().run()
+    assert not at.exception
+    (label,) = _labels("skip")
+    run_id = state.get_store().list_runs(kind="skip.simulate")[0].id
+    assert label.run_id == run_id and label.item_key.startswith(f"{scope}#") and label.label == "no_reply"
+    assert label.context["judge"] == "skip.simulate"
+    assert any(shown(m.value).startswith("🏷️ You said: **Should not have replied**") for m in at.markdown)
+
+
+def _import_bad() -> None:
+    from pages.labels import handle_import
+
+    good = '{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a", "source": "manual"}'
+    handle_import(
+        "marks.jsonl", (good + '\n{"mechanism": "director", "item_key": "line2", "label": "maybe"}\n').encode()
+    )
+
+
+def _import_good() -> None:
+    from pages.labels import handle_import
+
+    handle_import("marks.jsonl", b'{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a"}\n')
+
+
+def test_an_import_with_a_bad_line_names_it_and_writes_nothing() -> None:
+    at = AppTest.from_function(_import_bad, default_timeout=60).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "Nothing imported" in error.value and "2" in shown(error.value) and "maybe" in shown(error.value)
+    assert _labels("director") == []
+    at = AppTest.from_function(_import_good, default_timeout=60).run()
+    assert [s.value for s in at.success] == ["Imported 1 label from marks\\.jsonl."]
+    assert [(lab.item_key, lab.label, lab.source) for lab in _labels("director")] == [("line1", "ok", "import")]
+
+
+def _in_use(map_id: str) -> str | None:
+    from engine.labels import map_in_use
+
+    used = map_in_use("handraise", map_id)
+    return None if used is None else used.version
+
+
+def _jury_page() -> None:
+    from pages import jury
+
+    jury.render()
+
+
+def test_the_jury_page_sets_the_right_verdict_under_a_finished_run() -> None:
+    run_id = _stored_run("leak", "majority_vote")
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.session_state["jury.run_id"] = run_id
+    at.run()
+    assert not at.exception
+    assert [b.label for b in at.button if (b.key or "").startswith("jury.label.")] == [
+        "safe (pass)",
+        "needs review",
+        "unsafe (fail)",
+    ]
+    at.button(key="jury.label.safe_pass").click().run()
+    (label,) = _labels("jury")
+    assert (label.run_id, label.label, label.source, label.context["predicted"]) == (
+        run_id,
+        "safe_pass",
+        "override",
+        "unsafe_fail",
+    )
