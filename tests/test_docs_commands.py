@@ -188,3 +188,30 @@ def test_the_check_catches_a_stale_command_or_option() -> None:
     assert path == ["runs", "list"] and "--nope" not in _options(cmd) and "--json" in _options(cmd)
     assert _resolve(["no-such-command"])[1] == []
     assert "no-such-target" not in _make_targets() and "test" in _make_targets()
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    out = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(slug)
+    return out
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    broken = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text(encoding="utf-8")):
+                broken.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
