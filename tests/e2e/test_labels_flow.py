@@ -112,7 +112,8 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     stored = _labels(db)
     assert len(stored) == cards and {s for _, _, s in stored} == {"approval"}, stored
     assert sum(v == "speak" for _, v, _ in stored) == len(MESSAGES)
-    expect(page.get_by_text(f"{cards} hand labels (Speak/Skip and the Labels queue) in this conversation", exact=False)).to_be_visible()
+    counted = f"{cards} hand labels (Speak/Skip and the Labels queue) in this conversation"
+    expect(page.get_by_text(counted, exact=False)).to_be_visible()
     shots(page, "conversation-labels-counted")
 
     # Past JUDGELAB_REFIT_EVERY new approvals the page offers a refit; the What-if shows the candidate's decisions.
