@@ -16,6 +16,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import breakable, in_words, md, metric_row
+from engine.diagnostics import Diagnosis
 from engine.labels import (
     LabelError,
     add_label,
@@ -55,6 +56,8 @@ SOURCE_WORDS = {
     "import": "an import",
 }
 JURY_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")
+REFITTABLE = ("handraise",)  # mechanisms whose judge can be refitted from labels (features recorded)
+SIGNIFICANT = 0.05  # a paired comparison's p below this, in the new map's favour, is "clearly better"
 
 
 def value_words(mechanism: str, value: object) -> str:
@@ -141,6 +144,13 @@ def said_line(mechanism: str, label: Any) -> str:
     return line
 
 
+def kept_words(mechanism: str) -> str:
+    """What a label is for, said truly: every label measures its judge; only a mechanism whose judge records its
+    features (the hand raise) can also be refitted from it."""
+    refit = " and can refit it" if mechanism in REFITTABLE else ""
+    return f"kept as your label (Labels page): it measures the judge{refit}."
+
+
 def label_buttons(
     mechanism: str,
     item_key: str,
@@ -161,7 +171,7 @@ def label_buttons(
         if done is not None:
             st.markdown(said_line(mechanism, done))
         else:
-            st.caption(md(prompt) + " — kept as your label (Labels page): it measures the judge and can refit it.")
+            st.caption(md(prompt) + " — " + kept_words(mechanism))
         if note:  # read in the callback, from the session: the box's value at the click
             st.text_input("Note (optional)", key=f"{key}.note", width=420, placeholder="why, in a few words")
         row = st.container(horizontal=True, wrap=True)
@@ -264,6 +274,7 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
         "current_ci": refit.current_score_ci.as_list() if refit.current_score_ci else [],
         "has_current": refit.current is not None,
         "comparison": comparison.to_dict() if comparison is not None else None,
+        "diagnosis": refit.candidate.metrics.get("diagnosis"),  # what the refit measured, shown before adopting
         "calibration": refit.candidate,  # for the Conversation page's what-if (the map object, not in use)
     }
 
@@ -282,6 +293,24 @@ def comparison_words(c: dict[str, Any] | None) -> str:
     pp = f"{diff * 100:+.0f} points"
     tail = f" (p = {p:.3g}, {c.get('test')}, {n} labels)" if p is not None else ""
     return f"On the same held-out labels: {pp}, {verdict}{tail}."
+
+
+def clearly_better(refit: dict[str, Any]) -> bool:
+    """Whether the new map beats the map in use on the same held-out labels, significantly (p < 0.05 and a
+    positive difference); True when there is no map in use to beat."""
+    c = refit.get("comparison")
+    if not refit.get("has_current") or not c or c.get("difference") is None:
+        return True
+    p = c.get("p_value")
+    return p is not None and float(p) < SIGNIFICANT and float(c["difference"]) > 0
+
+
+def diagnosis_line(data: object) -> str:
+    """The new map's diagnosis in one line ('✅ Beats chance — …'), from its stored dict; '' without one."""
+    if not isinstance(data, dict):
+        return ""
+    diagnosis = Diagnosis.from_dict(data)
+    return f"{diagnosis.label} — {md(diagnosis.text)}" if diagnosis.text else diagnosis.label
 
 
 def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_key: str) -> None:
@@ -306,13 +335,32 @@ def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_
             + "). "
             + comparison_words(refit["comparison"])
         )
+        diagnosis = diagnosis_line(refit.get("diagnosis"))
+        if diagnosis:
+            st.markdown(f"Diagnosis of the new map: {diagnosis}")
+        better = clearly_better(refit)
+        if not better:  # still allowed: the researcher chooses, but not with the page's primary button
+            st.warning(
+                "Not clearly better than the map in use: "
+                + comparison_words(refit["comparison"]).removeprefix("On the same held-out labels: ")
+            )
         st.button(
             "Use this map",
-            type="primary",
+            type="primary" if better else "secondary",
             key=key + ".adopt",
             on_click=handle_adopt,
             args=(refit["mechanism"], refit["model_id"], refit["version"], notice_key, refit_key),
         )
+
+
+def show_notice(notice_key: str) -> None:
+    """What a refit / adopt / restore button did, beside that button (and as a toast); shown once."""
+    notice = st.session_state.pop(notice_key, None)
+    if not notice:
+        return
+    kind, text = notice
+    st.toast(md(text), icon="⚠️" if kind == "error" else "✅")
+    (st.error if kind == "error" else st.success)(md(text))
 
 
 def handle_adopt(mechanism: str, model_id: str, version: str, notice_key: str, refit_key: str | None = None) -> None:

@@ -5,7 +5,7 @@ descriptor, the size checked before a byte is read, never blocking); this module
 settings.
 
 The limit is `JUDGELAB_MAX_INPUT_MB` (default 10 MB). Line-based files (scripts, workloads, recordings,
-labels, cases) are parsed a line at a time into compact rows; README ("Input files") gives the measured peak
+labels, cases) are parsed a line at a time into compact rows; docs/bad-input.md ("Input files") gives the measured peak
 memory per MB of each kind, all well under 1 GB for a 10 MB file.
 """
 

@@ -918,9 +918,10 @@ def _render_your_labels(config: HandRaiseConfig) -> None:
     if used:
         parts.append(f"Map in use: {md(used)}")
     counted = (
-        f"{here} label{'s' if here != 1 else ''} from your Speak / Skip in this conversation, {total} in all"
+        f"{here} hand label{'s' if here != 1 else ''} (Speak/Skip and the Labels queue) in this conversation, "
+        f"{total} in all"
         if run_id
-        else f"{total} label{'s' if total != 1 else ''} from your Speak / Skip so far"
+        else f"{total} hand label{'s' if total != 1 else ''} (Speak/Skip and the Labels queue) so far"
     )
     parts.append(f"🏷️ {counted} ([Labels page](/labels))")
     st.caption(" · ".join(parts), help="Each Speak or Skip you give is kept as a label of who should speak.")

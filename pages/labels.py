@@ -23,6 +23,7 @@ from dashboard import charts, state
 from dashboard.components import breakable, details_on, flow_columns, md, metric_row
 from dashboard.labelling import (
     MECHANISM_WORDS,
+    REFITTABLE,
     SOURCE_WORDS,
     answer_words,
     choices_for,
@@ -33,6 +34,7 @@ from dashboard.labelling import (
     record,
     refit_candidate,
     render_candidate,
+    show_notice,
     value_words,
 )
 from engine.handraise import default_ensemble
@@ -49,7 +51,7 @@ from engine.labels import (
     list_labels,
     map_versions,
 )
-from engine.labels.refit import created_at
+from engine.labels.refit import MIN_LABELS, created_at, label_rows
 
 KEY = "labels."
 DETAILS = "labels"
@@ -58,12 +60,13 @@ RULES = {
     "stratified": "Evenly over what the judge said",
     "random": "At random",
 }
-REFITTABLE = ("handraise",)  # mechanisms whose judge can be refitted from labels (features recorded)
+FEW = 10  # below this many labels, agreement figures are shown in grey as "too few to tell"
+SURE = 0.2  # a miss this far (or farther) from the judge's cut was a confident one
 SKIP_KEY = "S"  # Streamlit reserves C and R; the values take 1, 2, 3…
 
 
 def _init_state() -> None:
-    for name, value in (("queue", []), ("pos", 0), ("done", {}), ("refit", None), ("notice", None)):
+    for name, value in (("queue", []), ("pos", 0), ("done", {}), ("refit", None)):
         st.session_state.setdefault(KEY + name, value)
 
 
@@ -78,13 +81,8 @@ def render() -> None:
         DETAILS,
         help="Show the judges' probabilities and cuts, map versions and the figures behind each comparison.",
     )
-    # Always drawn, empty or not: a notice that appeared above the tabs would shift them, and Streamlit would
-    # then open the first tab again (the user pressed "Use this map" on the second).
-    slot = st.container()
-    notice = st.session_state[KEY + "notice"]
-    if notice:
-        (slot.error if notice[0] == "error" else slot.success)(md(notice[1]))
-        st.session_state[KEY + "notice"] = None
+    # Each notice shows beside the button that caused it (never above the tabs: that would shift them, and
+    # Streamlit would open the first tab again).
     queue_tab, agreement_tab, list_tab = st.tabs(["Label a queue", "Agreement with you", "Your labels"])
     with queue_tab:
         _render_queue()
@@ -138,10 +136,20 @@ def _render_queue() -> None:
     done: dict[str, str] = st.session_state[KEY + "done"]
     pos = int(st.session_state[KEY + "pos"])
     st.progress(len(done) / len(queue), text=f"{len(done)} of {len(queue)} done")
+    asked = int(st.session_state.get(KEY + "q.asked") or 0)
+    if asked > len(queue):
+        st.caption(short_queue_words(len(queue), asked))
     if pos >= len(queue):
         st.success(f"Queue finished: {len(done)} of {len(queue)} labelled. Draw another, or see the agreement tab.")
         return
     _render_item(queue[pos], pos, len(queue))
+    show_notice(KEY + "q.notice")
+
+
+def short_queue_words(drawn: int, asked: int) -> str:
+    """Why the queue is shorter than asked: only so many items you have not labelled are stored."""
+    items = f"{drawn} unlabelled item{'s' if drawn != 1 else ''}"
+    return f"Only {items} of this kind in the stored runs (you asked for {asked}): run more, then draw again."
 
 
 def handle_draw() -> None:
@@ -162,6 +170,7 @@ def handle_draw() -> None:
     st.session_state[KEY + "pos"] = 0
     st.session_state[KEY + "done"] = {}
     st.session_state[KEY + "q.drawn"] = True
+    st.session_state[KEY + "q.asked"] = int(size)
 
 
 def _render_item(item: Any, pos: int, total: int) -> None:
@@ -208,7 +217,7 @@ def handle_queue_label(item: Any, value: str) -> None:
         context.setdefault("cut", item.cut)
     error = record(item.mechanism, item.key, value, run_id=item.run_id, source="manual", context=context)
     if error:
-        st.session_state[KEY + "notice"] = ("error", f"Not recorded: {error}")
+        st.session_state[KEY + "q.notice"] = ("error", f"Not recorded: {error}")
         return
     st.session_state[KEY + "done"] = {**st.session_state[KEY + "done"], f"{item.run_id}/{item.key}": value}
     st.session_state[KEY + "pos"] = int(st.session_state[KEY + "pos"]) + 1
@@ -247,6 +256,85 @@ def _render_agreement() -> None:
 
 def _render_one(a: Any, mechanism: str) -> None:
     st.caption(f"Judge or map: {md(breakable(a.judge))}")
+    if a.n < FEW:  # a bold "100 % · κ 1.00" on three labels says more than they can
+        metric_row([("Your labels", a.n)], key=KEY + "a.metrics")
+        st.caption(tiny_sample_words(a))
+    else:
+        _agreement_metrics(a)
+    parts = []
+    if interval_text(a.accuracy_ci):
+        parts.append(f"agreement between {interval_text(a.accuracy_ci).replace('–', ' and ')}")
+    if interval_text(a.kappa_ci):
+        parts.append(f"κ between {interval_text(a.kappa_ci, percent=False).replace('–', ' and ')}")
+    if parts:
+        st.caption(f"With 95 % confidence, on {plural(a.n, 'label')}: " + "; ".join(parts) + ".")
+    left, right = flow_columns(2, width=440)  # side by side at 1440 px, one under the other at 900 px
+    with left:
+        st.markdown("**What you said, against what the judge said**")
+        st.dataframe(confusion_frame(a.confusion, a.labels, mechanism), width="stretch")
+    with right:
+        st.markdown("**Base rates**")
+        st.dataframe(base_rates_frame(a.base_rates, mechanism), hide_index=True, width="stretch")
+    _render_wrong(list(a.confidently_wrong or []), mechanism)
+    over = list(a.over_time or [])
+    if len(over) > 1:
+        st.plotly_chart(charts.agreement_over_time(over), key=KEY + "a.time")
+    else:
+        st.caption("Agreement over time appears once your labels span more than one day (or ten labels).")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def tiny_sample_words(a: Any) -> str:
+    """Below FEW labels: the figures in grey, with why they are not a verdict."""
+    kappa = "—" if a.kappa is None else f"{a.kappa:.2f}"
+    return f":gray[Agreement {pct(a.accuracy)} · κ {kappa}] — too few to tell ({plural(a.n, 'label')})"
+
+
+def wrong_title(wrong: list[dict[str, Any]]) -> str:
+    """'Surest, and wrong' only when every miss shown was far from the judge's cut; else said as it is."""
+    margins = [r.get("margin") for r in wrong]
+    if not wrong or any(m is None for m in margins):
+        return "Where the judge was wrong"
+    if all(float(m) >= SURE for m in margins if m is not None):
+        return "Where the judge was surest, and wrong"
+    return "Where the judge was wrong, farthest from its cut first"
+
+
+def _render_wrong(wrong: list[dict[str, Any]], mechanism: str) -> None:
+    st.markdown(f"**{wrong_title(wrong)}**")
+    if not wrong:
+        st.caption("The judge matched every one of your labels.")
+        return
+    near = sum(1 for r in wrong if r.get("margin") is not None and float(r["margin"]) < SURE)
+    if near:
+        st.caption(f"{plural(near, 'item')} within {SURE:.2f} of the judge's cut: close calls, not confident mistakes.")
+    st.dataframe(
+        wrong_frame(wrong[:20], mechanism),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=250),
+            "text": st.column_config.TextColumn("item", width="medium"),
+            "probability": st.column_config.NumberColumn(
+                "judge's probability",
+                format="%.2f",
+                width=90,
+                help=f"The judge's probability of “{positive_words(mechanism)}”: near 0 or 1, it was sure.",
+            ),
+            "from cut": st.column_config.NumberColumn(
+                "distance from cut",
+                format="%.2f",
+                width=90,
+                help="How far the probability was from the judge's cut: near 0, a close call.",
+            ),
+        },
+    )
+
+
+def _agreement_metrics(a: Any) -> None:
     metric_row(
         [
             ("Your labels", a.n),
@@ -264,45 +352,6 @@ def _render_one(a: Any, mechanism: str) -> None:
         ],
         key=KEY + "a.metrics",
     )
-    parts = []
-    if interval_text(a.accuracy_ci):
-        parts.append(f"agreement between {interval_text(a.accuracy_ci).replace('–', ' and ')}")
-    if interval_text(a.kappa_ci):
-        parts.append(f"κ between {interval_text(a.kappa_ci, percent=False).replace('–', ' and ')}")
-    if parts:
-        st.caption(f"With 95 % confidence, on {a.n} labels: " + "; ".join(parts) + ".")
-    left, right = flow_columns(2, width=440)  # side by side at 1440 px, one under the other at 900 px
-    with left:
-        st.markdown("**What you said, against what the judge said**")
-        st.dataframe(confusion_frame(a.confusion, a.labels, mechanism), width="stretch")
-    with right:
-        st.markdown("**Base rates**")
-        st.dataframe(base_rates_frame(a.base_rates, mechanism), hide_index=True, width="stretch")
-    wrong = list(a.confidently_wrong or [])
-    st.markdown("**Where the judge was surest, and wrong**")
-    if not wrong:
-        st.caption("The judge matched every one of your labels.")
-    else:
-        st.dataframe(
-            wrong_frame(wrong[:20], mechanism),
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "run": st.column_config.LinkColumn("run", display_text=r"run=(.*)$", width=250),
-                "text": st.column_config.TextColumn("item", width="medium"),
-                "probability": st.column_config.NumberColumn(
-                    "judge's probability",
-                    format="%.2f",
-                    width=90,
-                    help=f"The judge's probability of “{positive_words(mechanism)}”: near 0 or 1, it was sure.",
-                ),
-            },
-        )
-    over = list(a.over_time or [])
-    if len(over) > 1:
-        st.plotly_chart(charts.agreement_over_time(over), key=KEY + "a.time")
-    else:
-        st.caption("Agreement over time appears once your labels span more than one day (or ten labels).")
 
 
 def positive_words(mechanism: str) -> str:
@@ -338,6 +387,7 @@ def wrong_frame(rows: list[dict[str, Any]], mechanism: str) -> pd.DataFrame:
                 "you said": answer_words(mechanism, r.get("label")),
                 "judge said": answer_words(mechanism, r.get("predicted")),
                 "probability": r.get("probability"),
+                "from cut": r.get("margin"),
                 "text": str(r.get("text") or r.get("key") or ""),
                 "run": f"/runs?run={quote(str(r['run_id']), safe='')}" if r.get("run_id") else None,
             }
@@ -361,11 +411,35 @@ def _render_refit(mechanism: str) -> None:
         key=KEY + "r.split",
         help="Off: your labels only. On: your labels plus the split the shipped map was fitted on.",
     )
-    row.button("Refit from my labels", type="primary", key=KEY + "r.go", on_click=handle_refit, args=(mechanism,))
+    usable = usable_labels(mechanism)
+    row.button(
+        "Refit from my labels",
+        type="primary",
+        key=KEY + "r.go",
+        on_click=handle_refit,
+        args=(mechanism,),
+        disabled=usable < MIN_LABELS,
+    )
+    row.caption(usable_words(usable))
+    show_notice(KEY + "r.notice")
     refit = st.session_state[KEY + "refit"]
     if refit is not None and refit.get("mechanism") == mechanism:
-        render_candidate(refit, key=KEY + "r", notice_key=KEY + "notice", refit_key=KEY + "refit")
+        render_candidate(refit, key=KEY + "r", notice_key=KEY + "r.notice", refit_key=KEY + "refit")
     render_versions(mechanism, key=KEY + "v")
+
+
+def usable_labels(mechanism: str) -> int:
+    """Your labels a refit can learn from, counted by the engine's own row builder (a hand judged by the
+    likelihood judge carries the features; other hands do not)."""
+    return len(label_rows(list_labels(state.get_store(), mechanism=mechanism, user=current_user())))
+
+
+def usable_words(usable: int) -> str:
+    """Beside the refit button: how many of your labels it can use, against the number it needs."""
+    why = "only hands judged by the likelihood judge carry the features a refit needs"
+    if usable < MIN_LABELS:
+        return f"{usable} of {MIN_LABELS} usable hand labels ({why})"
+    return f"{usable} usable hand labels (at least {MIN_LABELS} needed; {why})"
 
 
 def handle_refit(mechanism: str) -> None:
@@ -373,7 +447,7 @@ def handle_refit(mechanism: str) -> None:
     with_split = bool(st.session_state.get(KEY + "r.split"))
     st.session_state[KEY + "refit"] = refit_candidate(mechanism, with_split)
     if "error" in st.session_state[KEY + "refit"]:
-        st.session_state[KEY + "notice"] = ("error", st.session_state[KEY + "refit"]["error"])
+        st.session_state[KEY + "r.notice"] = ("error", st.session_state[KEY + "refit"]["error"])
         st.session_state[KEY + "refit"] = None
 
 
@@ -409,8 +483,9 @@ def render_versions(mechanism: str, *, key: str) -> None:
                 "Restore this version",
                 key=key + ".restore",
                 on_click=handle_adopt,
-                args=(mechanism, model_id, chosen, KEY + "notice"),
+                args=(mechanism, model_id, chosen, KEY + "v.notice"),
             )
+    show_notice(KEY + "v.notice")  # below the versions, open or closed
 
 
 def made(version: Any) -> str:

@@ -1,4 +1,4 @@
-"""`judgelab demo load|record`: the recorded demo runs in `data/demo/` (see README "Presenting with demo mode")."""
+"""`judgelab demo load|record`: the recorded demo runs in `data/demo/` (see docs/demo.md)."""
 
 from __future__ import annotations
 

@@ -163,8 +163,9 @@ def _confidently_wrong(rows: Sequence[tuple[Label, str]]) -> list[dict[str, Any]
         if lab.label == predicted:
             continue
         p, cut = probability_of(lab)
-        margin = abs(p - (cut if cut is not None else 0.5)) if p is not None else -1.0
-        wrong.append((margin, lab, predicted, p))
+        cut = cut if cut is not None else 0.5
+        margin = abs(p - cut) if p is not None else -1.0
+        wrong.append((margin, lab, predicted, p, cut))
     wrong.sort(key=lambda t: (-t[0], t[1].id))
     return [
         {
@@ -173,9 +174,11 @@ def _confidently_wrong(rows: Sequence[tuple[Label, str]]) -> list[dict[str, Any]
             "label": lab.label,
             "predicted": predicted,
             "probability": None if p is None else round(p, 4),
+            "cut": None if p is None else round(cut, 4),
+            "margin": None if p is None else round(margin, 4),  # how far the probability was from the cut
             "text": str(lab.context.get("text") or ""),
         }
-        for _, lab, predicted, p in wrong[:WRONG_SHOWN]
+        for margin, lab, predicted, p, cut in wrong[:WRONG_SHOWN]
     ]
 
 

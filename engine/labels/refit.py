@@ -60,6 +60,7 @@ MAP_NAMES = {
 # messages (few labels: each held-out prediction comes from a fit on all the others), 5 beyond.
 FOLDS = 5
 FOLDS_ALL = 50
+MIN_LABELS = 10  # usable hand labels (rows from `label_rows`) a refit needs; the Labels page counts against it
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
 NEEDED = (*REL, *CONF, *NOVELTY_FEATURES)
@@ -272,9 +273,10 @@ def refit_from_labels(
     config = config or HandRaiseConfig()
     labels = list(labels) if labels is not None else list_labels(store, mechanism="handraise", user=user)
     rows = label_rows(labels)
-    if len(rows) < 10:
+    if len(rows) < MIN_LABELS:
         raise LabelError(
-            f"labels: {len(rows)} hand label(s) with the judge's features — at least 10 are needed to refit "
+            f"labels: {len(rows)} hand label(s) with the judge's features — at least {MIN_LABELS} are needed "
+            "to refit "
             "(labels of the likelihood judge's hands carry them)"
         )
     if len({bool(r["label"]) for r in rows}) < 2:

@@ -11,7 +11,7 @@ What it answers, first match wins:
    from the request's hash (so the same request gets the same object, and different requests differ); for free
    text, a short reply that quotes the request; for option scoring, log-probabilities from the hash.
 
-A script is YAML (see README "The mock backend"):
+A script is YAML (see docs/models.md, "The mock backend"):
 
     rules:
       - contains: KeyError          # a substring of the request's text (all messages, or the scoring prompt)

@@ -103,13 +103,17 @@ def test_the_agreement_view_shows_the_engine_figures() -> None:
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Your labels"] == str(expected.n) == "3"
-    assert metrics["Agreement"] == f"{expected.accuracy:.0%}"
+    # Three labels are too few to tell: the figures are shown in grey with why, not as bold metrics.
+    assert "Agreement" not in metrics
+    tiny = next(c.value for c in at.caption if "too few to tell" in c.value)
+    assert f"Agreement {expected.accuracy:.0%}" in tiny and "(3 labels)" in tiny and tiny.startswith(":gray[")
     confusion = next(df.value for df in at.dataframe if any(str(c).startswith("Judge: ") for c in df.value.columns))
     for truth, row in expected.confusion.items():
         for predicted, count in row.items():
             if count:
                 cell = confusion.loc[[i for i in confusion.index if i.endswith(_words(truth))][0]]
                 assert cell[[c for c in confusion.columns if c.endswith(_words(predicted))][0]] == count
+    assert not any("surest" in m.value for m in at.markdown)  # a jury has no probability: no "surest" claim
     wrong = next(df.value for df in at.dataframe if "judge said" in df.value.columns)
     assert len(wrong) == len(expected.confidently_wrong) >= 2
     assert all(str(link).startswith("/runs?run=") for link in wrong["run"])
@@ -179,7 +183,8 @@ def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monke
         ("skip", "approval"),
         ("speak", "approval"),
     ]
-    assert any("3 labels from your Speak / Skip in this conversation, 3 in all" in c.value for c in at.caption)
+    counted = "3 hand labels (Speak/Skip and the Labels queue) in this conversation, 3 in all"
+    assert any(counted in c.value for c in at.caption)
 
 
 def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the_map(
@@ -317,3 +322,81 @@ def test_the_jury_page_sets_the_right_verdict_under_a_finished_run() -> None:
         "override",
         "unsafe_fail",
     )
+
+
+def test_the_queue_says_why_it_is_shorter_than_asked() -> None:
+    runs = [_stored_run(case, "majority_vote") for case in ("leak", "other-case")]
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    at.selectbox(key="labels.q.mechanism").set_value("jury")
+    at.button(key="labels.q.draw").click().run()  # asks for 20
+    assert not at.exception
+    assert len(at.session_state["labels.queue"]) == len(runs)
+    assert any(
+        "Only 2 unlabelled items of this kind in the stored runs (you asked for 20)" in c.value for c in at.caption
+    )
+
+
+def test_refit_is_disabled_below_ten_usable_labels_and_says_how_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five hand labels with the judge's features: the button is disabled and says "5 of 10" beside itself."""
+    from engine.labels import labelable_items
+    from engine.labels.scripted import label_items, load_recording
+
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    monkeypatch.setenv("JUDGELAB_USER", "page-tester")
+    store = state.get_store()
+    run = store.get_run(load_recording(store))
+    assert run is not None
+    label_items(store, labelable_items(store, run)[:5], user="page-tester")
+    at = AppTest.from_function(_labels_page, default_timeout=120).run()
+    at.selectbox(key="labels.a.mechanism").set_value("handraise").run()
+    assert not at.exception
+    assert at.button(key="labels.r.go").disabled
+    assert any(c.value.startswith("5 of 10 usable hand labels") for c in at.caption)
+    assert not at.error  # nothing above the tabs
+
+
+def test_label_boxes_promise_a_refit_only_where_there_is_one() -> None:
+    from dashboard.labelling import kept_words
+
+    assert kept_words("handraise").endswith("it measures the judge and can refit it.")
+    for mechanism in ("jury", "director", "confidence", "skip"):
+        assert kept_words(mechanism).endswith("it measures the judge.")
+
+
+def _candidate_page() -> None:
+    import streamlit as st
+
+    from dashboard.labelling import render_candidate
+
+    render_candidate(st.session_state["refit"], key="t", notice_key="t.notice", refit_key="t.refit")
+
+
+def test_a_new_map_not_clearly_better_is_offered_as_a_secondary_choice_with_its_diagnosis() -> None:
+    base = {
+        "mechanism": "handraise",
+        "model_id": "m",
+        "version": "v2",
+        "provenance": "learnt from 12 of your approvals (you)",
+        "n_labels": 12,
+        "folds": 12,
+        "candidate": 0.5,
+        "candidate_ci": [],
+        "current": 0.75,
+        "current_ci": [],
+        "has_current": True,
+        "diagnosis": {"judge": "m", "mark": "no_signal", "text": "agreement 50% is below chance 58%"},
+    }
+    worse = {**base, "comparison": {"difference": -0.25, "p_value": 0.2, "test": "exact McNemar", "n": 12}}
+    at = AppTest.from_function(_candidate_page, default_timeout=30)
+    at.session_state["refit"] = worse
+    at.run()
+    assert not at.exception
+    assert at.button(key="t.adopt").proto.type == "secondary"
+    assert any(w.value.startswith("Not clearly better than the map in use: -25 points") for w in at.warning)
+    assert any("agreement 50% is below chance 58%" in shown(m.value) for m in at.markdown)
+    better = {**base, "comparison": {"difference": 0.3, "p_value": 0.01, "test": "exact McNemar", "n": 12}}
+    at.session_state["refit"] = better
+    at.run()
+    assert at.button(key="t.adopt").proto.type == "primary" and not at.warning

@@ -112,7 +112,8 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     stored = _labels(db)
     assert len(stored) == cards and {s for _, _, s in stored} == {"approval"}, stored
     assert sum(v == "speak" for _, v, _ in stored) == len(MESSAGES)
-    expect(page.get_by_text(f"{cards} labels from your Speak / Skip in this conversation", exact=False)).to_be_visible()
+    counted = f"{cards} hand labels (Speak/Skip and the Labels queue) in this conversation"
+    expect(page.get_by_text(counted, exact=False)).to_be_visible()
     shots(page, "conversation-labels-counted")
 
     # Past JUDGELAB_REFIT_EVERY new approvals the page offers a refit; the What-if shows the candidate's decisions.
@@ -152,7 +153,7 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     expect(panel.get_by_text(re.compile(r"New map: learnt from \d+ of your approvals"))).to_be_visible()
     shots(page, "labels-refit-candidate")
     panel.get_by_role("button", name="Use this map").click()
-    expect(page.get_by_text("Now in use for", exact=False)).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Now in use for", exact=False).first).to_be_visible(timeout=30_000)  # a toast too
     # The notice does not move the tabs: the agreement view stays open where the button was pressed.
     expect(page.get_by_role("tab", name="Agreement with you")).to_have_attribute("aria-selected", "true")
     assert any(labels_world["maps"].rglob("*.json")), "the adopted map is a file in the test's maps folder"

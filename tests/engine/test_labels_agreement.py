@@ -102,6 +102,8 @@ def test_agreement_equals_a_hand_computation(store: Store) -> None:
         "label": "speak",
         "predicted": "skip",
         "probability": 0.2,
+        "cut": 0.6,
+        "margin": 0.4,  # |0.2 − 0.6|: how far from the cut the judge was
         "text": "message 5",
     }
     day1, day2 = a.over_time
