@@ -42,6 +42,10 @@ def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> 
         ("handraise.likelihood", "gemma3-270m+smollm2-135m"),
         ("skip.likelihood", "gemma3-270m"),
         ("jury.likelihood", "gemma3-270m"),
+        ("jury.role.safety-officer", "gemma3-270m"),
+        ("jury.role.security-auditor", "gemma3-270m"),
+        ("jury.role.user-advocate", "gemma3-270m"),
+        ("jury.panel", "gemma3-270m"),
         ("confidence.likelihood", "gemma3-270m"),
     }
     for (name, model_id), m in maps.items():

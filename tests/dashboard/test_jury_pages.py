@@ -51,19 +51,22 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at.run()
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
-    # The three seats are identical by construction (one model, one role-blind scoring call): one card
-    assert any(m.value.startswith("**3 seats, one judgment**") for m in at.markdown)
-    # Three seats of one model judging alike cannot move one another (the fitted weight of the others is 0):
-    # no round is run, and the page says so where the discussion would be.
+    # The default local panel: each seat judges from its own role's checks, a card and a sentence each
+    roles = ["**Safety officer**", "**Security auditor**", "**User advocate**"]
+    assert [m.value for m in at.markdown if m.value in roles] == roles
+    assert not any("seats, one judgment" in m.value for m in at.markdown)
+    reads = [t.value for t in at.text if t.value.startswith("Reads as ")]
+    assert len(reads) >= 3 and all("of my checks" in r for r in reads[:3])
+    # Role maps do not read the others' verdicts: no round can move anyone, none is run, and the page says so.
     assert any("No discussion round was run" in shown(i.value) for i in at.info)
     assert len(_statements(at)) == 0
     # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
     (box,) = [b for b in [*at.success, *at.error] if "decided by majority vote" in shown(b.value)]
     assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
-    assert "unsafe" in shown(box.value) and "gold label" in box.value
-    # one judgment repeated: no per-juror charts (three dots would read as three jurors agreeing), said so
-    assert not at.get("plotly_chart")
-    assert any("No per-juror charts" in c.value for c in at.caption)
+    assert "gold label" in box.value
+    # seats that judge apart get their per-juror charts
+    assert at.get("plotly_chart")
+    assert not any("No per-juror charts" in c.value for c in at.caption)
 
 
 def test_jury_page_says_which_models_are_unavailable() -> None:

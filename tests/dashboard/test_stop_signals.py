@@ -40,7 +40,13 @@ def _mocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _env(url: str) -> dict[str, str]:
     # The jury's discussion rounds are run even though the local panel's map gives the others weight 0 (by default
     # they are skipped, and the run ends right after phase 1): the signals must land in a run that is still going.
-    return {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url, "JURY_SKIP_IDLE_ROUNDS": "false"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "JUDGELAB_DATABASE_URL": url,
+        "JURY_SKIP_IDLE_ROUNDS": "false",
+        "JURY_ROLE_MAPS": "false",
+    }
 
 
 def judgelab(url: str, *args: str) -> subprocess.CompletedProcess[str]:
