@@ -535,8 +535,15 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         open_page(page, url, "confidence", "🎚️ Confidence lab")
         panel = visible_panel(page)
         score = metric(page, "Score", panel)
-        panel.get_by_role("slider", name="Tool success rate").press("Home")
-        settle(page, quiet_s=0.5)
+        slider = panel.get_by_role("slider", name="Tool success rate")
+        slider.press("Home")
+        # the rerun that redraws the score can land after the page looks settled: wait for it (a loaded CI machine)
+        deadline = time.monotonic() + 60
+        while float(metric(page, "Score", panel)) >= float(score) and time.monotonic() < deadline:
+            settle(page, quiet_s=0.5)
+            if float(metric(page, "Score", panel)) >= float(score):
+                slider.focus()
+                slider.press("Home")
         assert float(metric(page, "Score", panel)) < float(score)
         page.get_by_role("tab", name="Live").click()
         visible_panel(page).get_by_role("button", name="Evaluate", exact=True).click()
