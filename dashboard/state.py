@@ -80,15 +80,34 @@ def get_availability() -> dict[str, Availability]:
     return _live_availability(tuple(get_catalog().ids))
 
 
-@st.cache_data(ttl=15, show_spinner=False)
+@st.cache_resource(show_spinner=False)
+def _probe_loop() -> BackgroundLoop:
+    """The availability probes' own loop: a run that keeps the run loop busy never makes a page wait on them."""
+    return BackgroundLoop()
+
+
+PROBE_TIMEOUT_S = 10.0
+
+
 def _live_availability(model_ids: tuple[str, ...] = ()) -> dict[str, Availability]:
+    """Which models can run now. A check that does not answer within `PROBE_TIMEOUT_S` (a machine too busy, a
+    server that hangs) makes every model "not checked" for this rerun, never an error on the page."""
+    try:
+        return _checked_availability(model_ids)
+    except TimeoutError:
+        reason = f"the availability check gave no answer within {PROBE_TIMEOUT_S:.0f} s: reload the page to check again"
+        return {model_id: Availability(model_id, False, reason) for model_id in model_ids}
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def _checked_availability(model_ids: tuple[str, ...] = ()) -> dict[str, Availability]:
     """Keyed by the catalog's ids: a catalog that changed (another file, an added model) is checked anew, never
-    answered from the last one's cache."""
-    results = get_loop().run(check_all(get_catalog()), timeout=10)
+    answered from the last one's cache. A timeout raises, so it is never cached."""
+    results = _probe_loop().run(check_all(get_catalog()), timeout=PROBE_TIMEOUT_S)
     return {a.model_id: a for a in results}
 
 
-get_availability.clear = _live_availability.clear  # type: ignore[attr-defined]  # callers refresh it so
+get_availability.clear = _checked_availability.clear  # type: ignore[attr-defined]  # callers refresh it so
 
 
 def list_runs(kind: str | None = None, limit: int = 200) -> list[dict[str, Any]]:

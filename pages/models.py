@@ -561,4 +561,4 @@ def _item(run_id: str, spec: Any, buffer: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle_recheck() -> None:
-    state._live_availability.clear()
+    state._checked_availability.clear()

@@ -393,13 +393,16 @@ def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: st
         recording=str(_recording()) if recorded else None,
     )
     hub, store = state.get_hub(), state.get_store()
-    return start_watched(
+    run_id = start_watched(
         "skip.simulate",
         sim.model_dump(mode="json"),
         lambda: run_simulation(sim, hub.get, store, messages=messages),
         param="run",
         key=RUN,
     )
+    if run_id:  # the form already holds this run's settings: nothing to restore on the next rerun
+        st.session_state[KEY + "form_for"] = run_id
+    return run_id
 
 
 def _render_summary(result: dict[str, Any]) -> None:

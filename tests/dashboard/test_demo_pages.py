@@ -30,7 +30,7 @@ def demo_env(monkeypatch: pytest.MonkeyPatch, no_local_model: None) -> Iterator[
     monkeypatch.setenv("JUDGELAB_DEMO", "1")
 
     def clear() -> None:
-        for cached in (state._demo_hub_for, state._hub_for, state._live_availability, state._list_runs):
+        for cached in (state._demo_hub_for, state._hub_for, state._checked_availability, state._list_runs):
             cached.clear()
 
     clear()

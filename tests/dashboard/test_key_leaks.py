@@ -81,7 +81,7 @@ def echo_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
 
     def clear() -> None:
         cached_catalog.cache_clear()
-        for cached in (state.get_catalog, state._hub_for, state._live_availability, state._list_runs):
+        for cached in (state.get_catalog, state._hub_for, state._checked_availability, state._list_runs):
             cached.clear()
 
     clear()

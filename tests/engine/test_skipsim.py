@@ -183,3 +183,25 @@ def test_a_second_judge_records_the_very_states_of_a_recording_and_resumes(tmp_p
     assert judged == len(states) and calls == again.calls == len(states) - 100
     first = {k: v.result for k, v in RecordedJudge.load(out).records.items()}
     assert all(r is not None for r in first.values())
+
+
+def test_a_simulation_that_never_awaits_a_model_still_lets_the_loop_serve_others() -> None:
+    """The dashboard runs simulations on its one background loop: a judge that never awaits (a recording, a
+    stand-in) must not hold the loop for the whole simulation, or every other coroutine waits behind it."""
+    messages = generate_workload(WorkloadSpec(channels=6, hours=6, seed=2))
+    ticks: list[int] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0)
+
+    async def both() -> None:
+        other = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        ticks.clear()
+        await simulate(messages, HashJudge(), ResponseConfig(), hours=6)
+        other.cancel()
+
+    asyncio.run(both())
+    assert len(ticks) >= 40  # the other coroutine ran between checks, about once per 2 % of them
