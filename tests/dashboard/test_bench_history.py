@@ -1,11 +1,11 @@
-"""The page benchmarks' long history (`dashboard.bench.history_store`): as many runs as asked, each a copy of a
+"""The page benchmarks' long history (`dashboard.bench.harness.history_store`): as many runs as asked, each a copy of a
 shipped demo run with its events and calls, readable by the store and the Runs page's queries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard.bench import history_store
+from dashboard.bench.harness import history_store
 from engine.store import RunFilter, Store
 
 

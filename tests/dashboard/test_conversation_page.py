@@ -132,7 +132,7 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
 
 
 def test_f1_by_language_cell_survives_odd_stored_summaries() -> None:
-    from pages.conversation import _by_language
+    from pages.conversation_benchmark import _by_language
 
     assert _by_language({"en": {"f1": 0.7692}, "ja": {"f1": None}}) == "en 0.77 · ja –"
     assert _by_language(None) == "" and _by_language(["en"]) == ""
@@ -217,7 +217,7 @@ def _settings_only() -> None:
 def test_stored_benchmark_runs_show_each_rate_with_its_interval() -> None:
     from engine.events import run_context
     from engine.handraise import benchmark_totals
-    from pages.conversation import stored_evals, with_interval
+    from pages.conversation_benchmark import stored_evals, with_interval
 
     lines = [
         {

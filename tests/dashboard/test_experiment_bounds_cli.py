@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.bench_experiments_bounds import decision_experiment_yaml, huge_grid_yaml
+from dashboard.bench.experiment_bounds import decision_experiment_yaml, huge_grid_yaml
 from engine.store import CANCELLED, FINISHED, RUNNING, RunFilter, Store
 
 ROOT = Path(__file__).resolve().parents[2]

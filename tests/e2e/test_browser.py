@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.bench import BROWSER_ARGS
+from dashboard.bench.pages import BROWSER_ARGS
 from tests.fakes.dashboard import running_dashboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]

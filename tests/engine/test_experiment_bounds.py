@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.bench_experiments_bounds import decision_experiment_yaml, huge_grid_yaml
+from dashboard.bench.experiment_bounds import decision_experiment_yaml, huge_grid_yaml
 from engine.experiments import DefinitionError, Range, expand, parse_definition
 from engine.experiments.definition import group_key
 from engine.experiments.mechanisms import DirectorMechanism, JuryMechanism

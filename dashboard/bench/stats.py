@@ -10,24 +10,11 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from dashboard.bench_harness import BenchResult, Progress, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark, timed_samples
 from engine import stats
 from engine.experiments.evidence import binary_outcomes, table_evidence
-
-
-def _samples(repeat: int, fn: object) -> list[float]:
-    assert callable(fn)
-    fn()  # warm: scipy's import and numpy's first allocations are not the figure
-    out = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - started)
-    return out
 
 
 @benchmark("stats.bootstrap_f1")
@@ -35,7 +22,7 @@ def bench_bootstrap_f1(repeat: int, progress: Progress) -> BenchResult:
 
     rng = np.random.default_rng(0)
     predicted, actual = rng.random(10_000) < 0.5, rng.random(10_000) < 0.4
-    samples = _samples(repeat, lambda: stats.bootstrap(stats.w_f1(predicted, actual), resamples=1000))
+    samples = timed_samples(repeat, lambda: stats.bootstrap(stats.w_f1(predicted, actual), resamples=1000))
     median = float(np.median(samples))
     return BenchResult.from_samples(
         "stats.bootstrap_f1",
@@ -57,7 +44,7 @@ def bench_paired(repeat: int, progress: Progress) -> BenchResult:
         stats.compare_correct(a == gold, b == gold)
         stats.paired_bootstrap(stats.w_f1(a, gold), stats.w_f1(b, gold))
 
-    samples = _samples(repeat, both)
+    samples = timed_samples(repeat, both)
     median = float(np.median(samples))
     return BenchResult.from_samples(
         "stats.paired",
@@ -74,7 +61,7 @@ def bench_bootstrap_auc(repeat: int, progress: Progress) -> BenchResult:
     rng = np.random.default_rng(2)
     actual = rng.random(10_000) < 0.4
     scores = rng.random(10_000) + 0.2 * actual
-    samples = _samples(max(1, repeat // 2), lambda: stats.bootstrap(stats.w_auc(scores, actual), resamples=1000))
+    samples = timed_samples(max(1, repeat // 2), lambda: stats.bootstrap(stats.w_auc(scores, actual), resamples=1000))
     return BenchResult.from_samples(
         "stats.bootstrap_auc",
         "AUC of 10,000 distinct scores, 1,000 resamples (the worst case: no two items merge)",
@@ -97,7 +84,7 @@ def bench_experiment_ties(repeat: int, progress: Progress) -> BenchResult:
         outcomes.append(binary_outcomes(predicted.tolist(), gold.tolist(), clusters))
         tp, fp, fn = (predicted & gold).sum(), (predicted & ~gold).sum(), (~predicted & gold).sum()
         f1s.append(float(2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else None)
-    samples = _samples(repeat, lambda: table_evidence(outcomes, f1s, "f1"))
+    samples = timed_samples(repeat, lambda: table_evidence(outcomes, f1s, "f1"))
     evidence = table_evidence(outcomes, f1s, "f1")
     median = float(np.median(samples))
     return BenchResult.from_samples(

@@ -16,26 +16,15 @@ from __future__ import annotations
 import random
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench_harness import BenchResult, Progress, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark, timed_samples
 from engine.labels import Label, agreement, labelable_items, refit_from_labels
 from engine.labels.scripted import learning, load_recording, preference
 from engine.labelstore import check_label
 from engine.store import Store
-
-
-def _samples(repeat: int, fn: Callable[[], object]) -> list[float]:
-    fn()  # warm: imports and first allocations are not the figure
-    out = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - started)
-    return out
 
 
 def _recorded_items(folder: Path) -> list[Any]:
@@ -77,7 +66,7 @@ def bench_refit(repeat: int, progress: Progress) -> BenchResult:
                     context=context,
                 )
             )
-        samples = _samples(repeat, lambda: refit_from_labels(store, user="bench", labels=labels))
+        samples = timed_samples(repeat, lambda: refit_from_labels(store, user="bench", labels=labels))
         refit = refit_from_labels(store, user="bench", labels=labels)
         store.dispose()
     result = BenchResult.from_samples(
@@ -127,7 +116,7 @@ def bench_agreement(repeat: int, progress: Progress) -> BenchResult:
             row.created_at = start + timedelta(minutes=5 * i)
             rows.append(row)
         store.add_labels(rows)
-        samples = _samples(repeat, lambda: agreement(store, mechanism="handraise"))
+        samples = timed_samples(repeat, lambda: agreement(store, mechanism="handraise"))
         (figures,) = agreement(store, mechanism="handraise")
         store.dispose()
     result = BenchResult.from_samples(

@@ -15,12 +15,11 @@ The seconds saved are the difference; the verdicts must be the same (the rounds 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import statistics
 import time
 from typing import Any
 
-from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.demo_record import jury_cases, page_jury
 from engine.jury import Jury
 from models.catalog import load_catalog
@@ -35,8 +34,7 @@ def bench_jury_default_case(repeat: int, progress: Progress) -> BenchResult:
 
     seats, config = page_jury()
     _path, case = jury_cases()[0]
-    store, folder = _temp_store()
-    try:
+    with temp_store() as store:
         hub = ModelHub(load_catalog(), call_log=store)
         if progress:
             progress(f"  loading {seats[0].model_id} (not timed)")
@@ -81,6 +79,3 @@ def bench_jury_default_case(repeat: int, progress: Progress) -> BenchResult:
                 "identical_seats": result.identical_seats,
             },
         )
-    finally:
-        store.dispose()
-        shutil.rmtree(folder, ignore_errors=True)

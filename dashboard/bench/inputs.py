@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench_harness import BenchResult, Progress, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)
 )

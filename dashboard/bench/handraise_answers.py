@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.demo_record import page_cast, page_handraise_config
 from engine.handraise import (
     DEFAULT_ANSWER_MODEL,
@@ -48,6 +47,7 @@ LEGACY_SYSTEM = (
 )
 FAULTS = ("repeated_line", "invented_speaker", "cut_off", "empty")
 OUT = Path(".bench") / "answers.json"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _legacy_messages(participant: Any, turns: list[Any], names: dict[str, str]) -> list[dict[str, str]]:
@@ -69,56 +69,43 @@ async def _stream(model: Any, messages: list[dict[str, str]], temperature: float
     return "".join(pieces).strip(), first if first is not None else time.perf_counter() - started
 
 
-@benchmark("handraise.answers")
-def bench_answers(repeat: int, progress: Progress) -> BenchResult:
-
-    path = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "handraise.jsonl"
-    items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))
-    store, folder = _temp_store()
+async def _answer_item(hub: ModelHub, item: Any, progress: Progress) -> list[dict[str, Any]]:
+    """Each labelled speaker of one benchmark item (the first participant where none is) answers twice: as
+    before, and through `write_answer`; one row per speaker."""
+    cast = list(item.participants or DEFAULT_CAST)
+    speakers = [p for p in cast if item.labels.get(p.id)] or cast[:1]
+    names = {p.id: p.name for p in cast} | {"user": "User"}
+    turns = [Turn(t.speaker, t.text) for t in item.context]
+    who = speaker_names(cast)
     rows: list[dict[str, Any]] = []
-    try:
-        hub = ModelHub(load_catalog(), call_log=store)
+    for p in speakers:
+        before, before_first = await _stream(hub.get(p.model_id), _legacy_messages(p, turns, names), 0.7, 160)
+        written = await write_answer(hub.get(DEFAULT_ANSWER_MODEL), p, turns, names, who, context_turns=3)
+        after, raw, after_first = written.tidy, written.raw, written.first_piece_s or 0.0
+        rows.append(
+            {
+                "item": item.id,
+                "language": item.language,
+                "participant": p.id,
+                "question": turns[-1].text if turns else "",
+                "before": before,
+                "before_faults": sorted(answer_faults(before, p.id, who)),
+                "before_first_token_s": round(before_first, 3),
+                "after": after.text,
+                "after_raw": raw,
+                "after_cuts": after.cuts,
+                "after_faults": sorted(answer_faults(after.text, p.id, who)),
+                "after_first_token_s": round(after_first, 3),
+            }
+        )
+        if progress:
+            row = rows[-1]
+            progress(f"   {item.id} {p.id}: before {row['before_faults']} after {row['after_faults']}")
+    return rows
 
-        async def one(item: Any) -> None:
-            cast = list(item.participants or DEFAULT_CAST)
-            speakers = [p for p in cast if item.labels.get(p.id)] or cast[:1]
-            names = {p.id: p.name for p in cast} | {"user": "User"}
-            turns = [Turn(t.speaker, t.text) for t in item.context]
-            who = speaker_names(cast)
-            for p in speakers:
-                before, before_first = await _stream(hub.get(p.model_id), _legacy_messages(p, turns, names), 0.7, 160)
-                written = await write_answer(hub.get(DEFAULT_ANSWER_MODEL), p, turns, names, who, context_turns=3)
-                after, raw, after_first = written.tidy, written.raw, written.first_piece_s or 0.0
-                rows.append(
-                    {
-                        "item": item.id,
-                        "language": item.language,
-                        "participant": p.id,
-                        "question": turns[-1].text if turns else "",
-                        "before": before,
-                        "before_faults": sorted(answer_faults(before, p.id, who)),
-                        "before_first_token_s": round(before_first, 3),
-                        "after": after.text,
-                        "after_raw": raw,
-                        "after_cuts": after.cuts,
-                        "after_faults": sorted(answer_faults(after.text, p.id, who)),
-                        "after_first_token_s": round(after_first, 3),
-                    }
-                )
-                if progress:
-                    row = rows[-1]
-                    progress(f"   {item.id} {p.id}: before {row['before_faults']} after {row['after_faults']}")
 
-        async def all_items() -> None:
-            for item in items:
-                await one(item)
-
-        asyncio.run(all_items())
-    finally:
-        store.dispose()
-        shutil.rmtree(folder, ignore_errors=True)
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+def _fault_shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each fault's share of the answers, before and after."""
     n = len(rows)
 
     def share(side: str, fault: str) -> str:
@@ -130,6 +117,26 @@ def bench_answers(repeat: int, progress: Progress) -> BenchResult:
         for fault in FAULTS:
             metrics[f"{side}.{fault}"] = share(side, fault)
     metrics["after.cut_by_tidy"] = f"{sum(bool(r['after_cuts']) for r in rows)}/{n}"
+    return metrics
+
+
+@benchmark("handraise.answers")
+def bench_answers(repeat: int, progress: Progress) -> BenchResult:
+
+    path = ROOT / "data" / "benchmarks" / "handraise.jsonl"
+    items = parse_benchmark(path.read_text(encoding="utf-8"), str(path))
+    rows: list[dict[str, Any]] = []
+    with temp_store() as store:
+        hub = ModelHub(load_catalog(), call_log=store)
+
+        async def all_items() -> None:
+            for item in items:
+                rows.extend(await _answer_item(hub, item, progress))
+
+        asyncio.run(all_items())
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+    metrics = _fault_shares(rows)
     firsts = [r["after_first_token_s"] for r in rows]
     result = BenchResult.from_samples(
         "handraise.answers",
@@ -162,8 +169,7 @@ def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
     from a message to its hand cards, and from Approve to the first answer token. The first turn (models
     loading, content-free baselines, the embedder) is reported apart."""
 
-    store, folder = _temp_store()
-    try:
+    with temp_store() as store:
         hub = ModelHub(load_catalog(), call_log=store)
         session = open_conversation(
             ConversationConfig(participants=page_cast(), config=page_handraise_config()), hub.get, store
@@ -199,9 +205,6 @@ def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
             if progress:
                 progress(f"   turn {i}: cards {hands:.2f} s, first answer token {first if first is not None else '—'}")
         close_conversation(session)
-    finally:
-        store.dispose()
-        shutil.rmtree(folder, ignore_errors=True)
     result = BenchResult.from_samples(
         "handraise.conversation_turn",
         "Conversation page flow on warm models: message → hand cards (samples); Approve → first answer token",

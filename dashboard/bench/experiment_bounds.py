@@ -1,12 +1,11 @@
-"""Benchmarks: experiments are bounded and always cancellable (issue 26).
+"""`judgelab bench --only experiment.cancel --only experiment.refuse_huge`: experiments are bounded and always
+cancellable (issue 26).
 
 - `experiment.cancel`: a 100 000-cell decision experiment started in the run registry on the dashboard's
   background loop (what the Experiments page does), a rules-only director Check started from "another page"
   while it decides (what the Director page does), then Cancel: how long until the Check has started and
   until the experiment has ended `cancelled`.
 - `experiment.refuse_huge`: a 10^9-cell grid refused at validation: the time and the memory it costs.
-
-Registered by the import at the end of `dashboard.bench`.
 """
 
 from __future__ import annotations
@@ -22,14 +21,14 @@ import tracemalloc
 from functools import partial
 from pathlib import Path
 
-from dashboard.bench_harness import BenchResult, Progress, _temp_store, benchmark
+from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.registry import RunRegistry
 from dashboard.runner import BackgroundLoop
 from engine.director import CheckConfig, review_line
 from engine.experiments import DefinitionError, parse_definition, run_experiment
 from engine.store import CANCELLED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "data" / "scripts" / "beach.jsonl"
 
 
@@ -67,68 +66,66 @@ def huge_grid_yaml(cases: Path = SCRIPT) -> str:
 def bench_experiment_cancel(repeat: int, progress: Progress) -> BenchResult:
     """Cancel of a 100 000-cell decision experiment in the registry, and a director Check started meanwhile."""
 
-    store, folder = _temp_store()
-    loop = BackgroundLoop()
-    registry = RunRegistry(loop, store, reap_every_s=None, hard_cancel_after_s=0)
-    try:
-        definition = parse_definition(decision_experiment_yaml(), "<bench>")
-        cancel_s: list[float] = []
-        check_start_s: list[float] = []
-        check_done_s: list[float] = []
-        statuses: list[str] = []
-        cells_at_cancel: list[int] = []
-        for i in range(max(1, min(repeat, 3))):
-            if progress:
-                progress(f"  run {i + 1}: 100 000-cell director sweep in the registry")
-            run_id = registry.start(
-                "experiment",
-                {"definition": definition.model_dump(mode="json", by_alias=True), "n": i},
-                lambda: run_experiment(definition, store, source="<bench>"),
+    with temp_store() as store:
+        loop = BackgroundLoop()
+        registry = RunRegistry(loop, store, reap_every_s=None, hard_cancel_after_s=0)
+        try:
+            definition = parse_definition(decision_experiment_yaml(), "<bench>")
+            cancel_s: list[float] = []
+            check_start_s: list[float] = []
+            check_done_s: list[float] = []
+            statuses: list[str] = []
+            cells_at_cancel: list[int] = []
+            for i in range(max(1, min(repeat, 3))):
+                if progress:
+                    progress(f"  run {i + 1}: 100 000-cell director sweep in the registry")
+                run_id = registry.start(
+                    "experiment",
+                    {"definition": definition.model_dump(mode="json", by_alias=True), "n": i},
+                    lambda: run_experiment(definition, store, source="<bench>"),
+                )
+                live = registry.get(run_id)
+                assert live is not None
+                deadline = time.monotonic() + 60
+                while live.control.progress.done < 200 and time.monotonic() < deadline and not live.done:
+                    time.sleep(0.02)  # deciding and storing cells
+                config = CheckConfig(character="yana", text=f"えー、ほんと？ {i}")
+                started = time.perf_counter()
+                check_id = registry.start(
+                    "director.check", config.model_dump(mode="json"), partial(review_line, config, None, store)
+                )
+                check_start_s.append(time.perf_counter() - started)
+                registry.wait(check_id, timeout=30)
+                check_done_s.append(time.perf_counter() - started)
+                cells_at_cancel.append(live.control.progress.done)
+                started = time.perf_counter()
+                registry.cancel(run_id)
+                try:
+                    registry.wait(run_id, timeout=60)
+                except asyncio.CancelledError:
+                    pass
+                cancel_s.append(time.perf_counter() - started)
+                stored = store.get_run(run_id)
+                statuses.append(stored.status if stored else "missing")
+            result = BenchResult.from_samples(
+                "experiment.cancel",
+                "Cancel of a 100 000-cell decision experiment in the run registry, while a rules-only director "
+                "Check starts on the same loop",
+                cancel_s,
+                target="cancel ≤ 2 s, the Check started ≤ 1 s, status cancelled",
+                metrics={
+                    "cells": definition.cell_count(),
+                    "cells_stored_at_cancel": cells_at_cancel,
+                    "check_started_s": [round(s, 3) for s in check_start_s],
+                    "check_done_s": [round(s, 3) for s in check_done_s],
+                    "statuses": statuses,
+                },
             )
-            live = registry.get(run_id)
-            assert live is not None
-            deadline = time.monotonic() + 60
-            while live.control.progress.done < 200 and time.monotonic() < deadline and not live.done:
-                time.sleep(0.02)  # deciding and storing cells
-            config = CheckConfig(character="yana", text=f"えー、ほんと？ {i}")
-            started = time.perf_counter()
-            check_id = registry.start(
-                "director.check", config.model_dump(mode="json"), partial(review_line, config, None, store)
-            )
-            check_start_s.append(time.perf_counter() - started)
-            registry.wait(check_id, timeout=30)
-            check_done_s.append(time.perf_counter() - started)
-            cells_at_cancel.append(live.control.progress.done)
-            started = time.perf_counter()
-            registry.cancel(run_id)
-            try:
-                registry.wait(run_id, timeout=60)
-            except asyncio.CancelledError:
-                pass
-            cancel_s.append(time.perf_counter() - started)
-            stored = store.get_run(run_id)
-            statuses.append(stored.status if stored else "missing")
-        result = BenchResult.from_samples(
-            "experiment.cancel",
-            "Cancel of a 100 000-cell decision experiment in the run registry, while a rules-only director "
-            "Check starts on the same loop",
-            cancel_s,
-            target="cancel ≤ 2 s, the Check started ≤ 1 s, status cancelled",
-            metrics={
-                "cells": definition.cell_count(),
-                "cells_stored_at_cancel": cells_at_cancel,
-                "check_started_s": [round(s, 3) for s in check_start_s],
-                "check_done_s": [round(s, 3) for s in check_done_s],
-                "statuses": statuses,
-            },
-        )
-        result.met = max(cancel_s) <= 2.0 and max(check_start_s) <= 1.0 and all(s == CANCELLED for s in statuses)
-        return result
-    finally:
-        registry.close()
-        loop.stop()
-        store.dispose()
-        shutil.rmtree(folder, ignore_errors=True)
+            result.met = max(cancel_s) <= 2.0 and max(check_start_s) <= 1.0 and all(s == CANCELLED for s in statuses)
+            return result
+        finally:
+            registry.close()
+            loop.stop()
 
 
 @benchmark("experiment.refuse_huge")
