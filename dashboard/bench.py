@@ -40,8 +40,8 @@ from engine.config import DATA_DIR
 from engine.demo import load_demo
 from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
 from engine.experiments import Experiment, expand, run_experiment
+from engine.experiments.adapters import mechanism
 from engine.experiments.execution import HubModels, decide_many, record_group
-from engine.experiments.mechanisms import mechanism
 from engine.experiments.ray_executor import RayExecutor, ensure_ray
 from engine.experiments.results import comparable_rows
 from engine.handraise import DEFAULT_CAST, Components, HandRaiseConfig, Turn, TurnRecord, WillJudge, redecide

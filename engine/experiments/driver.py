@@ -23,10 +23,11 @@ from typing import Any, Protocol
 from uuid import uuid4
 
 from engine.events import run_context
+from engine.experiments.adapters import mechanism
+from engine.experiments.adapters.base import Models
 from engine.experiments.definition import DefinitionError, Experiment
 from engine.experiments.evidence import split_outcomes
 from engine.experiments.execution import DECIDE_CHUNK, RECORD, Executor, GroupJob, HubModels, Recorded
-from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.results import (
     CELL,
     EXPERIMENT,

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engine.events import async_run_context
+from engine.experiments.adapters import mechanism
+from engine.experiments.adapters.base import Mechanism, Models
 from engine.experiments.definition import CallMode, Experiment
-from engine.experiments.mechanisms import Mechanism, Models, mechanism
 from engine.runctx import RunCancelled, checkpoint
 from engine.store import Store
 from models.registry import ModelHub

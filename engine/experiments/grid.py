@@ -14,9 +14,9 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+from engine.experiments.adapters.base import Mechanism
 from engine.experiments.definition import Cell, Experiment, Group, expand
 from engine.experiments.driver import Driver
-from engine.experiments.mechanisms import Mechanism
 from engine.runctx import progress
 
 

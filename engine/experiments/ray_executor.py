@@ -23,7 +23,7 @@ from engine.experiments.execution import GroupJob, HubModels, InProcess, Recorde
 from engine.store import Store
 
 if TYPE_CHECKING:
-    from engine.experiments.mechanisms import Models
+    from engine.experiments.adapters.base import Models
 
 
 class _Worker(InProcess):

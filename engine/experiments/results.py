@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.experiments.adapters import mechanism
 from engine.experiments.analysis import LOWER_IS_BETTER
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import table_evidence
-from engine.experiments.mechanisms import mechanism
 from engine.store import FINISHED, Store
 
 EXPERIMENT, CELL = "experiment", "experiment.cell"  # the run kinds of an experiment and of each of its cells

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.experiments.adapters import mechanism
+from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
 from engine.experiments.driver import Driver, Finished, Plan, new_experiment_id, resumed_cells
 from engine.experiments.execution import Executor, HubModels, LocalExecutor
 from engine.experiments.grid import Grid
-from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.ray_executor import RayExecutor
 from engine.experiments.results import ExperimentResult
 from engine.experiments.search import OptunaSearch

@@ -45,9 +45,10 @@ from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
 from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 from engine.events import async_run_context
+from engine.experiments.adapters import mechanism
+from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
 from engine.experiments.execution import HubModels
-from engine.experiments.mechanisms import Models, mechanism
 from engine.experiments.run import run_experiment
 from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, iter_lines, read_text

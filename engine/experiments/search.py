@@ -8,9 +8,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.experiments.adapters.base import Mechanism
 from engine.experiments.definition import Experiment, Range, expand
 from engine.experiments.driver import Driver
-from engine.experiments.mechanisms import Mechanism
 from engine.runctx import checkpoint, progress
 
 if TYPE_CHECKING:
