@@ -75,7 +75,9 @@ def stored_experiments() -> dict[str, list[Any]]:
         keep(s, "jury_grid_and_resume")
 
         s = fresh("search")
-        grid = "  consensus_threshold: [0.5, 0.67, 1.0, 2.0]\n  final_judgment_method: [majority_vote, weighted_average]\n"
+        grid = (
+            "  consensus_threshold: [0.5, 0.67, 1.0, 2.0]\n  final_judgment_method: [majority_vote, weighted_average]\n"
+        )
         d = load_definition(jury_yaml(tmp, grid, "repeats: 2\n"))
         asyncio.run(run_experiment(d, s, scripted_models(s)))
         searched = d.model_copy(update={"search": Search(metric="accuracy", n_trials=6)})
