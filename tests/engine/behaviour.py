@@ -99,7 +99,7 @@ def stored_experiments() -> dict[str, list[Any]]:
 
 def golden() -> dict[str, list[Any]]:
     with gzip.open(GOLDEN, "rt", encoding="utf-8") as f:
-        return json.load(f)  # type: ignore[no-any-return]
+        return json.load(f)
 
 
 def write(dump: dict[str, list[Any]]) -> None:
