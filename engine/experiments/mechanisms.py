@@ -46,8 +46,16 @@ from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_to
 from engine.jury.redecide import call_ids
 from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
 from engine.runctx import checkpoint, progress
-from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
-from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
+from engine.skip import (
+    EPOCH,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
+    RecordedJudge,
+    ResponseConfig,
+    WorkloadSpec,
+    generate_workload,
+    simulate,
+)
 
 Loc = tuple[str | int, ...]
 Models = Callable[[str], Any]

@@ -299,7 +299,7 @@ def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(llama_
     """The OpenAI-compatible path scores a raw prompt through `/v1/completions` with echo + logprobs: the
     same summed log-probabilities as the bundled model scored in process (one model, two transports), so a
     likelihood judge gives the same answer served either way, and the scores are recorded and replayed."""
-    from engine.likelihood import SKIP_CUES, skip_features
+    from engine.skip import SKIP_CUES, skip_features
 
     local = ModelHub(load_catalog()).get(BUNDLED_MODEL_ID)
     served = build_model(_server_spec(llama_server), call_log=store)
