@@ -14,12 +14,12 @@ self-evaluation in `engine.confidence.likelihood`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.judgemaps import Calibration, fit_multinomial
+from engine.quoting import quote
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from models.types import OptionScores
 
 CONTENT_FREE = "N/A"
-
-
-def quote(text: str) -> str:
-    """Untrusted text as one JSON string: newlines and quotes are escaped, so it stays on its line."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
