@@ -1,13 +1,14 @@
 """The confidence self-evaluation by likelihood: the prompt that ends at "The answer is", its verdict words, and
 the PMI feature a fitted map (`data/calibration/confidence.likelihood.<model>.json`) turns into p(supported).
-The shared core (quoting, log-sum-exp, the content-free input) is `engine.likelihood`."""
+The shared core (log-sum-exp, the content-free input) is `engine.likelihood`, the quoting `engine.quoting`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.likelihood import CONTENT_FREE, log_sum_exp, quote
+from engine.likelihood import CONTENT_FREE, log_sum_exp
+from engine.quoting import quote
 
 if TYPE_CHECKING:
     from models.base import ChatModel
