@@ -54,7 +54,7 @@ from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, iter_lines, read_text
 from engine.outcomes import diff_runs
 from engine.runctx import progress
-from engine.skipsim import (
+from engine.skip import (
     RecordedJudge,
     WorkloadSpec,
     calls_saved_interval,

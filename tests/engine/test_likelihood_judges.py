@@ -38,7 +38,7 @@ def test_untrusted_text_cannot_forge_a_line_of_a_likelihood_prompt() -> None:
 
 
 def test_skip_judge_by_likelihood(hub) -> None:
-    from engine.skipcache import LikelihoodJudge, Message
+    from engine.skip import LikelihoodJudge, Message
 
     now = datetime(2026, 1, 5, 12, tzinfo=UTC)
     judge = LikelihoodJudge(hub.get("gemma3-270m"))
