@@ -45,7 +45,9 @@ def main(root: Path = ROOT) -> int:
         print(f"module of {lines} lines (at most {MAX_MODULE}): {where}")
     if functions or modules:
         return 1
-    print(f"code size: every function in {', '.join(FUNCTION_ROOTS)} ≤ {MAX_FUNCTION} lines, every module ≤ {MAX_MODULE}")
+    print(
+        f"code size: every function in {', '.join(FUNCTION_ROOTS)} ≤ {MAX_FUNCTION} lines, every module ≤ {MAX_MODULE}"
+    )
     return 0
 
 
