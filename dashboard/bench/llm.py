@@ -11,6 +11,7 @@ from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from models.catalog import BUNDLED_MODEL_ID, load_catalog
+from models.errors import ModelError
 from models.probe import PROBE_MESSAGES, ProbeJudgment
 from models.registry import ModelHub
 from models.types import Message
@@ -63,24 +64,28 @@ def bench_replay(repeat: int, progress: Progress) -> BenchResult:
             for text in ("Anyone up for lunch?", "The build is broken again, help!", "lol")
         ]
 
-        async def record() -> list[Any]:
-            return [await live.complete(p, schema=ProbeJudgment, max_tokens=96) for p in prompts]
+        async def outcome(model: Any, prompt: list[Message]) -> tuple[Any, ...]:
+            """What a call gave: its answer, or its typed failure (the bundled base model writes invalid JSON
+            now and then, e.g. `confidence: 1e15`; a failed call is recorded and replays as the same failure)."""
+            started = time.perf_counter()
+            try:
+                c = await model.complete(prompt, schema=ProbeJudgment, max_tokens=96)
+            except ModelError as exc:
+                return ("failed", type(exc).__name__, exc.message), time.perf_counter() - started
+            return ("answered", c.text, c.parsed, c.usage), c.latency_s
 
-        async def play() -> list[Any]:
-            return [await replay.complete(p, schema=ProbeJudgment, max_tokens=96) for p in prompts]
+        async def calls(model: Any) -> list[tuple[Any, ...]]:
+            return [await outcome(model, p) for p in prompts]
 
-        recorded = asyncio.run(record())
-        live_latency = statistics.median(c.latency_s for c in recorded)
+        recorded = asyncio.run(calls(live))
+        live_latency = statistics.median(latency for _, latency in recorded)
         samples = []
         identical = True
         for _ in range(max(repeat, 20)):
             started = time.perf_counter()
-            replayed = asyncio.run(play())
+            replayed = asyncio.run(calls(replay))
             samples.append((time.perf_counter() - started) / len(prompts))
-            identical &= all(
-                (a.text, a.parsed, a.usage) == (b.text, b.parsed, b.usage)
-                for a, b in zip(recorded, replayed, strict=True)
-            )
+            identical &= [a for a, _ in recorded] == [b for b, _ in replayed]
         speedup = live_latency / statistics.median(samples)
         return BenchResult.from_samples(
             "llm.replay",
@@ -90,6 +95,7 @@ def bench_replay(repeat: int, progress: Progress) -> BenchResult:
                 "live_call_median_s": round(live_latency, 4),
                 "replay_speedup_x": round(speedup, 1),
                 "replays_identical": identical,
+                "recorded_failures": sum(a[0] == "failed" for a, _ in recorded),
             },
             target="replays identical to the recorded calls",
             met=identical,
