@@ -32,6 +32,9 @@ def _config() -> JuryConfig:
         final_judgment_method="majority_vote",
         max_tokens=96,
         skip_idle_rounds=False,  # the rounds are what is timed here
+        # Every seat makes its own call: likelihood seats on one model share one scoring call a case (and a role
+        # map never rescores in a round), which leaves nothing for parallel rounds to overlap.
+        judge="generate",
     )
 
 
