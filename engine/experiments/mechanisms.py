@@ -45,6 +45,7 @@ from engine.inputs import iter_lines, read_text
 from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_totals, load_cases, panel_seats
 from engine.jury.redecide import call_ids
 from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
+from engine.mechanism import mechanism_spec, resolve_callable
 from engine.runctx import checkpoint, progress
 from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
 from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
@@ -985,17 +986,15 @@ class DirectorMechanism(Mechanism):
         }
 
 
-_MECHANISMS: dict[str, Mechanism] = {
-    "handraise": HandRaise(),
-    "jury": JuryMechanism(),
-    "confidence": ConfidenceMechanism(),
-    "skip": SkipMechanism(),
-    "director": DirectorMechanism(),
-}
+_ADAPTERS: dict[str, Mechanism] = {}  # one adapter per mechanism, made on first use
 
 
 def mechanism(name: str) -> Mechanism:
-    try:
-        return _MECHANISMS[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; one of {', '.join(_MECHANISMS)}") from None
+    """The experiment adapter of `name`, as its `MechanismSpec.experiment` names it."""
+    spec = mechanism_spec(name)
+    if not spec.experiment:
+        raise ValueError(f"mechanism {name!r} has no experiment adapter")
+    if name not in _ADAPTERS:
+        adapter: Mechanism = resolve_callable(spec.experiment)()
+        _ADAPTERS[name] = adapter
+    return _ADAPTERS[name]
