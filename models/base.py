@@ -130,8 +130,12 @@ class ChatModel(ABC):
         if cls.requires.package and package_missing(cls.requires.package):
             return not_installed(cls.requires.pip)
         if spec.needs_key and cls.requires.key_env and api_key_for(spec) is None:
-            return f"no API key — set {cls.key_name(spec)} or add it to .streamlit/secrets.toml"
+            return cls.missing_key(spec)
         return None
+
+    @classmethod
+    def missing_key(cls, spec: ModelSpec) -> str:
+        return f"no API key — set {cls.key_name(spec)} or add it to .streamlit/secrets.toml"
 
     @classmethod
     def key_name(cls, spec: ModelSpec) -> str:
@@ -158,6 +162,25 @@ class ChatModel(ABC):
             client = factory()
             self._clients[loop] = client
         return client
+
+    def sdk_client(self, build: Callable[[str | None], Any], *, key_required: bool = True) -> Any:
+        """Every SDK backend's client, set up one way: the SDK's package first (not installed: said so), then
+        this model's API key (missing where one is needed: said so), then `build(key)` once per event loop.
+        `build` imports its SDK and leaves retries to `complete` (so Retry-After is honoured the same
+        everywhere) and the timeout to the spec."""
+
+        def factory() -> Any:
+            if self.requires.package and package_missing(self.requires.package):
+                raise self._not_installed()
+            key = api_key_for(self.spec)
+            if key is None and key_required:
+                raise self._error(ModelUnavailable, self.missing_key(self.spec))
+            try:
+                return build(key)
+            except ImportError:  # found but broken (a missing dependency of the SDK)
+                raise self._not_installed() from None
+
+        return self.loop_client(factory)
 
     @property
     def model_id(self) -> str:

@@ -33,7 +33,7 @@ from engine.experiments.analysis import (
     traded_costs,
 )
 from engine.experiments.evidence import cell_diff, table_evidence
-from engine.experiments.runner import list_experiments, show_experiment
+from engine.experiments.results import list_experiments, show_experiment
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.mechanism import mechanisms
 from models import safe_yaml

@@ -37,7 +37,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 COSTS = frozenset({"model", "server", "browser", "postgres"})
 # Module-scoped fixtures that start a server (llama_cpp.server, a dashboard): the tests that share one run on one
 # worker (an xdist group, honoured by make test's `--dist loadgroup`), so it starts once, not once per worker.
-SHARED_SERVERS = frozenset({"llama_server", "world", "demo_world", "served"})
+SHARED_SERVERS = frozenset({"llama_server", "scoring_server", "world", "demo_world", "served"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's -m selection and xdist's groups read the markers

@@ -11,9 +11,10 @@ from typing import Any
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from engine.config import DATA_DIR
 from engine.experiments import Experiment, expand, run_experiment
-from engine.experiments.mechanisms import mechanism
+from engine.experiments.adapters import mechanism
+from engine.experiments.execution import HubModels, decide_many, record_group
 from engine.experiments.ray_executor import RayExecutor, ensure_ray
-from engine.experiments.runner import HubModels, comparable_rows, decide_many, record_group
+from engine.experiments.results import comparable_rows
 
 
 def _experiment(**fields: Any) -> Any:

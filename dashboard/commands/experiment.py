@@ -240,7 +240,7 @@ def scorecard_cmd(
 
     # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
-    from engine.experiments.runner import HubModels
+    from engine.experiments.execution import HubModels
     from engine.experiments.scorecard import ScorecardPlan, run_scorecard
     from models.catalog import CatalogError, load_catalog
     from models.registry import check_availability, scoring_support

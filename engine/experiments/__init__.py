@@ -2,6 +2,7 @@
 recorded raw judgments with no model call, call parameters answered through the call store; run here or
 on a Ray cluster. One entry point: `run_experiment(definition, store, models, executor=...)`."""
 
+from engine.experiments.adapters import mechanism
 from engine.experiments.definition import (
     Cell,
     Cells,
@@ -12,17 +13,10 @@ from engine.experiments.definition import (
     expand,
     line_map,
 )
+from engine.experiments.execution import HubModels, LocalExecutor
 from engine.experiments.loading import load_definition, parse_definition
-from engine.experiments.mechanisms import mechanism
-from engine.experiments.runner import (
-    ExperimentResult,
-    HubModels,
-    LocalExecutor,
-    comparable_rows,
-    list_experiments,
-    run_experiment,
-    show_experiment,
-)
+from engine.experiments.results import ExperimentResult, comparable_rows, list_experiments, show_experiment
+from engine.experiments.run import run_experiment
 from engine.jury.redecide import redecide as derive_jury
 
 __all__ = [

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.experiments.mechanisms import JuryMechanism
+from engine.experiments.adapters.jury import JuryMechanism
 from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
 from engine.jury.redecide import redecide as derive_jury
 

@@ -3,7 +3,7 @@ search), the models or panels, repeats and a seed — written as YAML and valida
 the file, the line and the field.
 
 The space is expanded into cells (the grid × repeats). Every parameter belongs to one of two cost classes
-(`engine.experiments.mechanisms`): decision parameters are re-decided from recorded raw judgments with no
+(`engine.experiments.adapters`): decision parameters are re-decided from recorded raw judgments with no
 model call; call parameters need model calls, which the call store answers when the same request was made
 before.
 """

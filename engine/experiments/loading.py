@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from engine.experiments.adapters import mechanism
 from engine.experiments.definition import DefinitionError, Experiment, field_path, line_of
-from engine.experiments.mechanisms import mechanism
 from engine.inputs import InputError, read_text
 from models import safe_yaml
 

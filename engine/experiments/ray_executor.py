@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import ConfigError, get_settings
 from engine.experiments.definition import ROOT, Experiment
-from engine.experiments.execution import HubModels, InProcess, Recorded
+from engine.experiments.execution import GroupJob, HubModels, InProcess, Recorded
 from engine.store import Store
 
 if TYPE_CHECKING:
-    from engine.experiments.mechanisms import Models
-    from engine.store import Store
+    from engine.experiments.adapters.base import Models
 
 
 class _Worker(InProcess):
@@ -121,13 +120,22 @@ def _client_available(address: str) -> None:
 async def _cancel_remote(ref: Any, wait_s: float = 3.0) -> None:
     """Cancel an actor task whose caller was cancelled (a Cancel, SIGTERM, SIGINT): Ray cancels the task's
     coroutine in the actor, whose run then closes as `cancelled` before the actor is killed. Waited for at
-    most `wait_s`; what is still open after that is closed by the runner (`close_recordings`)."""
+    most `wait_s`; what is still open after that is closed by the driver (`close_recordings`)."""
     import ray  # heavy: ray
 
     with contextlib.suppress(Exception):
         ray.cancel(ref)
     with contextlib.suppress(Exception, asyncio.CancelledError):
         await asyncio.wait_for(asyncio.wrap_future(ref.future()), wait_s)
+
+
+async def _remote(ref: Any) -> Any:
+    """The result of an actor task; the task is cancelled on the actor when its caller is."""
+    try:
+        return await ref
+    except asyncio.CancelledError:
+        await _cancel_remote(ref)
+        raise
 
 
 class RayExecutor:
@@ -174,32 +182,17 @@ class RayExecutor:
         self._next += 1
         return w
 
-    async def record(
-        self,
-        definition: Experiment,
-        cases: Sequence[Any],
-        call_params: Mapping[str, Any],
-        experiment_id: str,
-        group: str,
-    ) -> Recorded:
-        ref = self._worker().record.remote(definition, list(cases), dict(call_params), experiment_id, group)
-        try:
-            result: Recorded = await ref
-        except asyncio.CancelledError:
-            await _cancel_remote(ref)
-            raise
-        return result
+    async def record(self, job: GroupJob) -> Recorded:
+        recorded: Recorded = await _remote(self._worker().record.remote(job))
+        return recorded
 
     async def decide(
         self, definition: Experiment, recording: Any, decisions: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
-        ref = self._worker().decide.remote(definition, recording, [dict(d) for d in decisions])
-        try:
-            result: list[dict[str, Any]] = await ref
-        except asyncio.CancelledError:
-            await _cancel_remote(ref)
-            raise
-        return result
+        decided: list[dict[str, Any]] = await _remote(
+            self._worker().decide.remote(definition, recording, [dict(d) for d in decisions])
+        )
+        return decided
 
     async def close(self) -> None:
         if not self.keep_actors:

@@ -45,9 +45,11 @@ from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
 from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
 from engine.events import async_run_context
+from engine.experiments.adapters import mechanism
+from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
-from engine.experiments.mechanisms import Models, mechanism
-from engine.experiments.runner import HubModels, run_experiment
+from engine.experiments.execution import HubModels
+from engine.experiments.run import run_experiment
 from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, iter_lines, read_text
 from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, scorecard_roles

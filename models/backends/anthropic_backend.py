@@ -9,7 +9,6 @@ from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
 from models.base import ChatModel, Requires
-from models.catalog import api_key_for
 from models.errors import MalformedResponse, ModelError, ModelTimeout, ModelUnavailable, SafetyBlocked
 from models.types import RawResult, Request
 
@@ -21,18 +20,11 @@ class AnthropicModel(ChatModel):
     requires = Requires(package="anthropic", key_env=("ANTHROPIC_API_KEY",))
 
     def client(self) -> Any:
-        return self.loop_client(self._new_client)
+        return self.sdk_client(self._new_client)
 
-    def _new_client(self) -> Any:
-        try:
-            import anthropic  # optional SDK: loaded with its first model
-        except ImportError:
-            raise self._not_installed() from None
-        key = api_key_for(self.spec)
-        if key is None:
-            raise self._error(
-                ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
-            )
+    def _new_client(self, key: str | None) -> Any:
+        import anthropic  # optional SDK: loaded with its first model
+
         return anthropic.AsyncAnthropic(
             api_key=key, base_url=self.spec.base_url, max_retries=0, timeout=self.spec.timeout_s
         )

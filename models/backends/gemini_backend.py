@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from models.backends._http import error_for_status, short
 from models.backends.openai_backend import CONTINUE_INSTRUCTION
 from models.base import ChatModel, Requires
-from models.catalog import ModelSpec, api_key_for
+from models.catalog import ModelSpec
 from models.errors import (
     BadRequest,
     CannotScore,
@@ -38,19 +38,12 @@ class GeminiModel(ChatModel):
         return "first token"
 
     def client(self) -> Any:
-        return self.loop_client(self._new_client)
+        return self.sdk_client(self._new_client)
 
-    def _new_client(self) -> Any:
-        try:
-            from google import genai  # optional SDK: loaded with its first model
-            from google.genai import types  # optional SDK: loaded with its first model
-        except ImportError:
-            raise self._not_installed() from None
-        key = api_key_for(self.spec)
-        if key is None:
-            raise self._error(
-                ModelUnavailable, f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml"
-            )
+    def _new_client(self, key: str | None) -> Any:
+        from google import genai  # optional SDK: loaded with its first model
+        from google.genai import types  # optional SDK: loaded with its first model
+
         options = types.HttpOptions(
             base_url=self.spec.base_url,
             timeout=int(self.spec.timeout_s * 1000),

@@ -51,13 +51,11 @@ class OllamaModel(ChatModel):
         return self.spec.base_url or DEFAULT_HOST
 
     def client(self) -> Any:
-        return self.loop_client(self._new_client)
+        return self.sdk_client(self._new_client, key_required=False)
 
-    def _new_client(self) -> Any:
-        try:
-            import ollama  # optional SDK: loaded with its first model
-        except ImportError:
-            raise self._not_installed() from None
+    def _new_client(self, key: str | None) -> Any:
+        import ollama  # optional SDK: loaded with its first model
+
         return ollama.AsyncClient(host=self.host, timeout=self.spec.timeout_s)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from models.backends._http import error_for_status, short
 from models.base import ChatModel, Requires
-from models.catalog import ModelSpec, api_key_for
+from models.catalog import ModelSpec
 from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
 from models.scoring import ScoringUnsupported, echo_option_logprob, first_token_scores, split_trailing_space
 from models.structured import strict_schema
@@ -52,19 +52,11 @@ class OpenAIModel(ChatModel):
         return not self.spec.base_url or "api.openai.com" in self.spec.base_url
 
     def client(self) -> Any:
-        return self.loop_client(self._new_client)
+        return self.sdk_client(self._new_client, key_required=self.spec.needs_key)
 
-    def _new_client(self) -> Any:
-        try:
-            import openai  # optional SDK: loaded with its first model
-        except ImportError:
-            raise self._not_installed() from None
-        key = api_key_for(self.spec)
-        if key is None and self.spec.needs_key:
-            raise self._error(
-                ModelUnavailable,
-                f"no API key — set {self._key_hint()} or add it to .streamlit/secrets.toml",
-            )
+    def _new_client(self, key: str | None) -> Any:
+        import openai  # optional SDK: loaded with its first model
+
         return openai.AsyncOpenAI(
             api_key=key or "not-needed",
             base_url=self.spec.base_url,

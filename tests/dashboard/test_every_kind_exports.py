@@ -138,7 +138,7 @@ def _experiment(tmp: Path) -> None:
 
 def _scorecard(monkeypatch: pytest.MonkeyPatch) -> None:
     import models.registry
-    from engine.experiments.runner import HubModels
+    from engine.experiments.execution import HubModels
     from tests.engine.test_scorecard import scripted
 
     with monkeypatch.context() as patch:

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
-from engine.experiments.runner import HubModels
+from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import shipped_scorecard
 from engine.store import Store
 from pages.models import JUDGE_COLUMNS, SCORECARD_COLUMNS, scorecard_rows

@@ -16,8 +16,9 @@ import pytest
 
 from dashboard.bench.experiment_bounds import decision_experiment_yaml, huge_grid_yaml
 from engine.experiments import DefinitionError, Range, expand, parse_definition
+from engine.experiments.adapters.director import DirectorMechanism
+from engine.experiments.adapters.jury import JuryMechanism
 from engine.experiments.definition import group_key
-from engine.experiments.mechanisms import DirectorMechanism, JuryMechanism
 from engine.store import CANCELLED, FINISHED, RUNNING, RunFilter, Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,23 +4,18 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-from dashboard.net import free_port, stop_process
 from engine.events import run_context
 from models.catalog import BUNDLED_MODEL_ID, ModelSpec, Profile, load_catalog
 from models.errors import ReplayMiss, StructuredOutputError
 from models.probe import PROBE_MESSAGES, ProbeJudgment
 from models.registry import ModelHub, build_model
+from tests.models.servers import serve_llama, server_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.server]  # the bundled model, and llama_cpp.server
 
@@ -113,70 +108,14 @@ def test_record_then_replay_gives_identical_completions(store) -> None:
 @pytest.fixture(scope="module")
 def llama_server(bundled_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real llama-cpp-python OpenAI-compatible server serving the bundled Gemma on 127.0.0.1."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    log_file = log_path.open("w")  # a pipe would fill with llama.cpp's load log and block the server
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            bundled_path,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--n_threads",
-            os.environ.get("JUDGELAB_THREADS") or str(os.cpu_count() or 2),  # a worker's share (tests/conftest.py)
-            "--model_alias",
-            "gemma3-270m",
-            "--chat_format",
-            "alpaca",
-        ],
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("llama_cpp.server did not start within 120 s")
+    with serve_llama(bundled_path, "gemma3-270m", tmp_path_factory.mktemp("llama-server")) as url:
         yield url
-    finally:
-        stop_process(proc, timeout=20)
-        log_file.close()
-
-
-def _server_spec(url: str) -> ModelSpec:
-    return ModelSpec(
-        id="local-openai-server",
-        backend="openai",
-        model="gemma3-270m",
-        base_url=url,
-        needs_key=False,
-        timeout_s=300,  # a real server on two cores shared with the suite: each scoring call is many requests
-        max_retries=1,
-        options={"structured": "json_object_schema"},
-        profile=Profile(name="llama.cpp server"),
-    )
 
 
 def test_openai_backend_against_real_llama_cpp_server(llama_server: str, store) -> None:
     from models.registry import check_availability
 
-    spec = _server_spec(llama_server)
+    spec = server_spec(llama_server)
     assert run(check_availability(spec)).available
     model = build_model(spec, call_log=store)
     completion = run(model.complete(PROBE_MESSAGES, schema=ProbeJudgment, max_tokens=128))
@@ -293,38 +232,3 @@ def test_backends_without_token_access_say_so() -> None:
     )
     with pytest.raises(ModelUnavailable, match="no token probabilities"):
         run(build_model(spec).choice_probabilities("q", "", ["a", "b"]))
-
-
-def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(llama_server: str, store) -> None:
-    """The OpenAI-compatible path scores a raw prompt through `/v1/completions` with echo + logprobs: the
-    same summed log-probabilities as the bundled model scored in process (one model, two transports), so a
-    likelihood judge gives the same answer served either way, and the scores are recorded and replayed."""
-    from engine.likelihood import SKIP_CUES, skip_features
-
-    local = ModelHub(load_catalog()).get(BUNDLED_MODEL_ID)
-    served = build_model(_server_spec(llama_server), call_log=store)
-    assert served.can_score
-    cases = [
-        ("The capital of France is ", ["Paris", "London", "the city of Paris"]),
-        ("Question: Is fire hot?\nAnswer:", [" Yes", " No"]),
-        ('Message: "パスワードを忘れました"\nThis message is about', [" passwords", " cooking", " the weather"]),
-    ]
-    for prompt, options in cases:
-        a = run(local.score_options(prompt, options))
-        b = run(served.score_options(prompt, options))
-        assert b.token_counts == a.token_counts, prompt
-        # llama.cpp's quantised kernels round differently for different batch shapes (the server evaluates
-        # prompt and option in one batch; the local scorer decodes the option on top of a cached prompt):
-        # measured up to 0.21 nats (1.2 %) on these items, the same ranking.
-        assert b.logprobs == pytest.approx(a.logprobs, abs=0.2, rel=0.03), prompt
-        assert b.best(calibrated=False) == a.best(calibrated=False)
-    conversation = [("alice", "Does anyone know how to reset a router?"), ("bob", "I do, hold the button.")]
-    # the first cue (each cue is one scoring call: one echoed completion per option and baseline on the server)
-    need = SKIP_CUES[:1]
-    need_served = run(skip_features(served, conversation, need))[0]["pmi_need"]
-    assert need_served == pytest.approx(run(skip_features(local, conversation, need))[0]["pmi_need"], abs=0.3)
-    calls = [c for c in store.calls() if c.backend == "openai" and c.purpose != "probe"]
-    assert calls and all(c.error is None for c in calls)
-    replayed = build_model(_server_spec(llama_server), call_log=store, replay_from=store)
-    again = run(replayed.score_options(*cases[0]))
-    assert again.logprobs == pytest.approx(run(served.score_options(*cases[0])).logprobs) and again.replayed

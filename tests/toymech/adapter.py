@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.events import run_context
+from engine.experiments.adapters import Mechanism
 from engine.experiments.definition import Experiment
-from engine.experiments.mechanisms import Mechanism
 from engine.exports import RunRecord
 from engine.store import Store
 
