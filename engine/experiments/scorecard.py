@@ -168,13 +168,13 @@ def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
 async def run_handraise(
     store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
 ) -> dict[str, Any]:
-
+    built = _models(models, store)
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(read_text(path), str(path))[: plan.limit]
     run_id, lines, totals = await run_benchmark(
         store,
         items,
-        _models(models, store),
+        built,
         HandRaiseConfig(judge_method=method, judge_model=model_id),  # the row's model judges (not only the cast)
         "3",
         repeat=plan.repeats,
@@ -227,7 +227,7 @@ def _wilson_list(rate: object, n: int) -> list[float] | None:
 async def run_director(
     store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
 ) -> dict[str, Any]:
-
+    built = _models(models, store)
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
         ScriptConfig(
@@ -237,7 +237,7 @@ async def run_director(
             model_id=model_id,
             director=DirectorConfig.model_validate({"rubric_judge": method}),
         ),
-        _models(models, store),
+        built,
         store,
     )
     scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
@@ -374,6 +374,7 @@ async def run_confidence(
     run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
     in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
 
+    source = None if model_id is None else _models(models, store)
     pairs = _confidence_items(plan)
     items = [item for item, _ in pairs]
     name = "confidence.jsonl" if model_id is None else f"confidence.jsonl · self-evaluation by {model_id} ({method})"
@@ -384,7 +385,8 @@ async def run_confidence(
         config["self_evaluation"] = {"model": model_id, "method": method}
     async with async_run_context(store, "confidence.calibrate", config, name=name) as run:
         if model_id is not None:
-            model = _models(models, store)(model_id)
+            assert source is not None
+            model = source(model_id)
             evaluator = LikelihoodSelfEvaluator(model) if method == "likelihood" else LLMSelfEvaluator(model)
             progress(total=len(pairs), step=f"self-evaluation by {model_id}")
             derived = []
