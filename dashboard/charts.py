@@ -16,7 +16,7 @@ import plotly.io as pio
 
 from dashboard.text import duration, in_words, plot_text
 from engine.experiments.analysis import number
-from engine.skipsim import EPOCH
+from engine.skip import EPOCH
 
 LEVEL_COLORS = {"SILENT": "#1B9E77", "NOTIFY": "#66A61E", "CONFIRM": "#E6AB02", "ESCALATE": "#D95F02"}
 BASE_COLOR = "#1B6E5A"

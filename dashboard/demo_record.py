@@ -48,8 +48,15 @@ from engine.jury import Jury, JuryConfig, panel_seats, run_case
 from engine.jury.config import case_files, load_cases
 from engine.likelihood import JURY
 from engine.modelruns import stream_prompt
-from engine.skipcache import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
-from engine.skipsim import SimulationConfig, WorkloadSpec, run_simulation
+from engine.skip import (
+    FailurePolicy,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
+    ResponseConfig,
+    SimulationConfig,
+    WorkloadSpec,
+    run_simulation,
+)
 from engine.store import Store
 from models.base import ChatModel
 from models.catalog import load_catalog

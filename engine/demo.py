@@ -33,7 +33,7 @@ from engine.store import (
     RunTag,
     Store,
     StoreError,
-    _dumps,
+    stored_json,
 )
 from models.fieldlines import compose, validation_problems
 from models.recording import CallRecord
@@ -262,15 +262,15 @@ def _rows(document: RunDocument) -> list[SQLModel]:
         kind=meta.kind,
         name=redact(meta.name),
         status=meta.status,
-        config_json=_dumps(document.config),
+        config_json=stored_json(document.config),
         config_hash=meta.config_hash,
-        summary_json=_dumps(document.summary),
+        summary_json=stored_json(document.summary),
         error=redact(meta.error) if meta.error else meta.error,
         started_at=meta.started_at,
         finished_at=meta.finished_at,
     )
     events = [
-        EventRow(run_id=meta.id, seq=e.seq, type=e.type, payload_json=_dumps(e.payload), ts=e.ts)
+        EventRow(run_id=meta.id, seq=e.seq, type=e.type, payload_json=stored_json(e.payload), ts=e.ts)
         for e in document.events
     ]
     calls = [LlmCall.from_record(CallRecord(run_id=meta.id, **c.model_dump())) for c in document.calls]

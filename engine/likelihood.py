@@ -6,16 +6,20 @@ scores a few option words with `ChatModel.score_options` (contextual calibration
 with a content-free input), and returns raw features; a fitted map (`engine.judgemaps`) turns them into
 the mechanism's numbers. Untrusted text (messages, cases, lines) enters every prompt as a JSON-escaped
 string, so it cannot forge a line of the prompt.
+
+This module is the shared core (the content-free input, quoting, log-sum-exp, an item's PMI over cues and models)
+and the hand-raise and jury judges; the skip cues live in `engine.skip.likelihood`, the confidence
+self-evaluation in `engine.confidence.likelihood`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.judgemaps import Calibration, fit_multinomial
+from engine.quoting import quote
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,13 +33,16 @@ if TYPE_CHECKING:
 CONTENT_FREE = "N/A"
 
 
-def quote(text: str) -> str:
-    """Untrusted text as one JSON string: newlines and quotes are escaped, so it stays on its line."""
-    return json.dumps(text, ensure_ascii=False)
-
-
 def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"{who}: {quote(text)}" for who, text in speakers_texts) or "(empty)"
+
+
+def log_sum_exp(xs: Sequence[float]) -> float:
+    """log Σ exp(x), computed stably; −inf when every x is −inf (options the model gives no probability)."""
+    top = max(xs)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(x - top) for x in xs))
 
 
 # -- hand raise -------------------------------------------------------------------------------------------------
@@ -165,84 +172,6 @@ def best_expertise(who: Sequence[Participant], calls: Sequence[OptionScores]) ->
         if pid not in best or value > best[pid][0]:
             best[pid] = (value, item)
     return {pid: item if len(item) <= 60 else item[:59] + "…" for pid, (_, item) in best.items()}
-
-
-# -- skip cache ---------------------------------------------------------------------------------------------------
-
-SKIP = "skip.likelihood"
-# Cues after the quoted chat, each with the continuations that say it wants an answer (first tuple) and those
-# that say it does not (second). Each cue gives one feature, the PMI of its first side against its second
-# (log-sum-exp per side); a fitted logistic map combines them. The sides are written from what the words
-# mean, not picked from data; the four cues together ranked the calibration split's snippets better in 5-fold
-# cross-validation (AUC 0.89) than the first alone (0.83; its former two-against-two version 0.80).
-SKIP_CUES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
-    (
-        "pmi_need",
-        "This chat needs",
-        (" an answer", " a reply", " help", " a response"),
-        (" no reply", " nothing", " no response", " no action"),
-    ),
-    (
-        "pmi_last",
-        "The last message is",
-        (" a question", " a request for help", " asking for help", " a problem"),
-        (" small talk", " a statement", " an announcement", " a thank-you", " a joke", " an update"),
-    ),
-    (
-        "pmi_should",
-        "Someone should now",
-        (" answer", " reply", " help", " respond"),
-        (" wait", " do nothing", " stay quiet", " ignore it"),
-    ),
-    (
-        "pmi_status",
-        "Status of this chat:",
-        (" unanswered question", " waiting for an answer", " needs help"),
-        (" resolved", " just chatting", " no action needed", " done"),
-    ),
-)
-SKIP_FEATURES = [name for name, *_ in SKIP_CUES]
-NEEDS = SKIP_CUES[0][2] + SKIP_CUES[0][3]
-
-
-def needs_prompt(conversation: str, cue: str = SKIP_CUES[0][1]) -> str:
-    return f"{conversation}\n\n{cue}"
-
-
-def _lse(xs: Sequence[float]) -> float:
-    top = max(xs)
-    if top == -math.inf:
-        return top
-    return top + math.log(sum(math.exp(x - top) for x in xs))
-
-
-async def skip_features(
-    model: ChatModel,
-    history: Sequence[tuple[str, str]],
-    cues: Sequence[tuple[str, str, Sequence[str], Sequence[str]]] = SKIP_CUES,
-) -> tuple[dict[str, float], OptionScores]:
-    """One feature per cue of `SKIP_CUES` (`pmi_need`, `pmi_last`, `pmi_should`, `pmi_status`): how much more
-    the conversation makes the cue's "wants an answer" continuations likely than its "does not" ones, beyond
-    what a content-free chat does (log-sum-exp over each side's PMIs). The cues share the quoted chat, so
-    llama.cpp evaluates it once and each further cue costs only its own tokens. A Yes/No question ("does this
-    need an answer?") carried no signal on the calibration split (AUC 0.49): the base model answers Yes or No
-    by habit, while the PMI of descriptive phrases moves with the text. Returns the features and the last
-    cue's scores (prompt tokens and call ids of all cues summed into it). `cues`: a part of `SKIP_CUES` gives
-    only its features (the fitted map needs all of them)."""
-    conversation = "Chat channel (each message quoted, latest last):\n" + lines(list(history))
-    empty = "Chat channel (each message quoted, latest last):\n" + lines([("user", CONTENT_FREE)])
-    features: dict[str, float] = {}
-    prompt_tokens = 0
-    scores = None
-    for name, cue, yes, no in cues:
-        scores = await model.score_options(
-            needs_prompt(conversation, cue), [*yes, *no], calibration=needs_prompt(empty, cue)
-        )
-        pmi = scores.pmi
-        features[name] = _lse(pmi[: len(yes)]) - _lse(pmi[len(yes) :])
-        prompt_tokens += scores.prompt_tokens
-    assert scores is not None
-    return features, scores.model_copy(update={"prompt_tokens": prompt_tokens})
 
 
 # -- jury -------------------------------------------------------------------------------------------------------
@@ -549,28 +478,3 @@ def fit_jury_calibration(
 def label_scores(n: int) -> list[float]:
     """Labels least to most severe get 100 … 0, evenly spaced (the score a distribution's mean is taken of)."""
     return [100.0 * (1 - i / (n - 1)) for i in range(n)] if n > 1 else [100.0]
-
-
-# -- confidence -------------------------------------------------------------------------------------------------
-
-CONFIDENCE = "confidence.likelihood"
-VERDICT_WORDS = (" correct", " supported", " wrong", " made up")
-
-
-def answer_prompt(query: str, answer: str, sources: Sequence[str] = ()) -> str:
-    src = ("\nSources (quoted):\n" + "\n".join(f"- {quote(s)}" for s in sources)) if sources else ""
-    return f"Question (quoted): {quote(query)}\nAnswer (quoted): {quote(answer)}{src}\n\nThe answer is"
-
-
-async def confidence_features(
-    model: ChatModel, query: str, answer: str, sources: Sequence[str] = ()
-) -> tuple[dict[str, float], OptionScores]:
-    """`pmi_supported`: how much more the question, answer and sources make "The answer is correct /
-    supported" likely than "… wrong / made up", beyond the same prompt with a content-free answer."""
-    scores = await model.score_options(
-        answer_prompt(query, answer, sources),
-        list(VERDICT_WORDS),
-        calibration=answer_prompt(query, CONTENT_FREE, sources),
-    )
-    pmi = scores.pmi
-    return {"pmi_supported": _lse(pmi[:2]) - _lse(pmi[2:])}, scores

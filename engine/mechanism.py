@@ -24,7 +24,7 @@ BUILTIN = (
     "engine.skip.spec",
     "engine.jury.spec",
     "engine.director.spec",
-    "engine.confidence_spec",
+    "engine.confidence.spec",
 )
 
 

@@ -26,6 +26,7 @@ from dashboard.demo_record import CONFIDENCE_INPUT
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
+    CONFIDENCE,
     FACTOR_FIELDS,
     LEVEL_NAMES,
     CalibrationConfig,
@@ -52,7 +53,6 @@ from engine.confidence import (
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
-from engine.likelihood import CONFIDENCE
 from engine.runctx import RunControl, controlled
 from engine.stats import fmt, wilson
 from models.errors import ModelError, ReplayMiss

@@ -27,16 +27,14 @@ from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
 from engine.labels import item_key
-from engine.likelihood import SKIP
-from engine.skipcache import (
+from engine.skip import (
+    SKIP,
     FailurePolicy,
+    FileRef,
     JudgmentSkipConfig,
     JudgmentSkipThreshold,
     Message,
     ResponseConfig,
-)
-from engine.skipsim import (
-    FileRef,
     SimulationConfig,
     WorkloadError,
     WorkloadSpec,
@@ -377,7 +375,7 @@ def _signal(model_id: str) -> str:
 
 
 def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: str) -> str | None:
-    """One `skip.simulate` run through `skipsim.run_simulation`, the entry point the CLI calls too, started
+    """One `skip.simulate` run through `engine.skip.run_simulation`, the entry point the CLI calls too, started
     in the registry (an identical simulation still going is attached to); the page watches it."""
     recorded = judge_choice == RECORDED
     if recorded and not _recording().is_file():

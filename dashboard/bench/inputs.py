@@ -144,7 +144,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "skip workload": (
         '{{"t": 1, "id": "m{i}", "channel": "c"}}',
-        "from engine.skipsim import load_workload, WorkloadError\ntry:\n    load_workload(path)\n"
+        "from engine.skip import load_workload, WorkloadError\ntry:\n    load_workload(path)\n"
         "except WorkloadError:\n    pass  # refused past the message cap",
     ),
     "jury cases": ('{{"id": "c{i}", "content": "hi"}}', "from engine.jury import load_cases\nload_cases(path)"),

@@ -8,9 +8,9 @@ import time
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark
 from engine.config import DATA_DIR
-from engine.skipcache import ResponseConfig
-from engine.skipsim import (
+from engine.skip import (
     RecordedJudge,
+    ResponseConfig,
     WorkloadSpec,
     delay_bound,
     generate_workload,

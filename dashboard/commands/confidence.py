@@ -232,8 +232,8 @@ def calibrate_judge_cmd(
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check)."""
     # CLI start-up: loaded when the command runs
+    from engine.confidence import CONFIDENCE, confidence_features
     from engine.judgemaps import fit_single_map, read_jsonl_items
-    from engine.likelihood import CONFIDENCE, confidence_features
 
     try:
         items = read_jsonl_items(data, {"query": str, "answer": str, "supported": bool})[:limit]

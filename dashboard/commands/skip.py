@@ -102,10 +102,10 @@ def simulate_cmd(
 
     # CLI start-up: loaded when the command runs
     from engine.inputs import InputError, read_text
-    from engine.skipcache import ResponseConfig
-    from engine.skipsim import (
+    from engine.skip import (
         FileRef,
         RecordedJudge,
+        ResponseConfig,
         SimulationConfig,
         WorkloadError,
         WorkloadSpec,
@@ -197,7 +197,7 @@ def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
     error naming it)."""
     from pydantic import ValidationError  # CLI start-up
 
-    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold  # CLI start-up
+    from engine.skip import JudgmentSkipConfig, JudgmentSkipThreshold  # CLI start-up
 
     thresholds = list(current.thresholds)
     if pairs:
@@ -238,7 +238,7 @@ def _progress_printer(quiet_s: float = 2.0) -> Any:
 def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
     # CLI start-up: loaded when the command runs
     from engine.runctx import RunControl, controlled
-    from engine.skipsim import run_simulation
+    from engine.skip import run_simulation
     from engine.store import Store, StoreError
 
     if model_id is not None:
@@ -272,8 +272,10 @@ def record_cmd(
     """Record another model's skip judgments of the very conversation states a recording holds (the default
     workload, driven by that recording so the same replies come before each state): what the scorecard compares
     models on. Written every 25 judgments, so an interrupted recording resumes where it stopped."""
-    from engine.skipcache import LikelihoodJudge, ModelJudge, ProbabilityJudge  # CLI start-up
-    from engine.skipsim import (  # CLI start-up
+    from engine.skip import (  # CLI start-up
+        LikelihoodJudge,
+        ModelJudge,
+        ProbabilityJudge,
         RecordedJudge,
         WorkloadError,
         WorkloadSpec,
@@ -336,7 +338,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     """The skip judge's refit (`limit`: the split's first N items only, for a quick check)."""
     # CLI start-up: loaded when the command runs
     from engine.judgemaps import fit_single_map, read_jsonl_items
-    from engine.likelihood import SKIP, SKIP_FEATURES, skip_features
+    from engine.skip import SKIP, SKIP_FEATURES, skip_features
 
     try:
         items = read_jsonl_items(data, {"messages": list, "should_respond": bool})[:limit]

@@ -55,7 +55,7 @@ from engine.inputs import InputError, iter_lines, read_text
 from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, scorecard_roles
 from engine.outcomes import diff_runs
 from engine.runctx import progress
-from engine.skipsim import (
+from engine.skip import (
     RecordedJudge,
     WorkloadSpec,
     calls_saved_interval,

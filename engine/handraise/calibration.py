@@ -169,7 +169,16 @@ def _fit_will_maps(
 
     t_std = minimize(loss, np.zeros(nr + nc + 2 + (nn + 1 if nn else 0)), method="L-BFGS-B").x
     predicted_std = will(t_std) >= config.threshold
-    # Back to raw units: σ(Σ a·(x − μ)/s + b) = σ(Σ (a/s)·x + b − Σ a·μ/s).
+    t = _raw_units(t_std, mu, sd, (nr, nc, nn))
+    if fit_only:
+        return {"predict": lambda test: _will_of(test, t, rel, conf, nov, config)}
+    return _will_maps_result(t, (rel, conf, nov), predicted_std, y, sharpness, config)
+
+
+def _raw_units(t_std: Vector, mu: Vector, sd: Vector, sizes: tuple[int, int, int]) -> Vector:
+    """Coefficients fitted on standardised features, back in the features' own units:
+    σ(Σ a·(x − μ)/s + b) = σ(Σ (a/s)·x + b − Σ a·μ/s)."""
+    nr, nc, nn = sizes
     t = t_std.copy()
     offset = 0
     for n_features, start in ((nr, 0), (nc, nr), (nn, nr + nc)):
@@ -181,9 +190,20 @@ def _fit_will_maps(
             np.sum(a * mu[start : start + n_features] / sd[start : start + n_features])
         )
         offset += n_features + 1
-    if fit_only:
-        return {"predict": lambda test: _will_of(test, t, rel, conf, nov, config)}
-    predicted = predicted_std
+    return t
+
+
+def _will_maps_result(
+    t: Vector,
+    features: tuple[list[str], list[str], list[str]],
+    predicted: Any,  # bool per row
+    y: Vector,
+    sharpness: float,
+    config: HandRaiseConfig,
+) -> dict[str, Any]:
+    """The fitted maps (relevance, confidence, and novelty when it has features) and the fit's own figures."""
+    rel, conf, nov = features
+    nr, nc, nn = len(rel), len(conf), len(nov)
     tp = int((predicted & (y == 1)).sum())
     precision = tp / max(1, int(predicted.sum()))
     recall = tp / max(1, int(y.sum()))

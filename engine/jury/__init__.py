@@ -77,6 +77,7 @@ from engine.jury.evaluation import (
     evaluation_item,
     evaluation_totals,
 )
+from engine.jury.likelihood_seats import auto_judge
 from engine.jury.prompts import (
     evaluation_messages,
     final_messages,
@@ -86,7 +87,6 @@ from engine.jury.prompts import (
 from engine.jury.redecide import redecide
 from engine.jury.runner import (
     Jury,
-    auto_judge,
     comparable,
     progress_emit,
     run_case,

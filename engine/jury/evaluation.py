@@ -58,6 +58,45 @@ def evaluation_item(
     }
 
 
+def _agreement(
+    items: Sequence[Mapping[str, Any]], key: str, intervals: bool
+) -> dict[str, float | int | str | list[float] | None]:
+    """α over every rating (a failed juror's is missing); κ, which needs complete ratings, over the
+    cases where every juror worked (how many is reported). Cases whose seats are identical by construction
+    (the same model and role-blind prompt: one judgment repeated) are left out and counted: their matching
+    verdicts are no agreement; with only such cases κ and α are None and `note` says why."""
+    identical = sum(bool(i.get("identical_seats")) for i in items)
+    units = [list(i[key].values()) for i in items if not i.get("identical_seats")]
+    complete = [u for u in units if None not in u]
+    sizes = {len(u) for u in complete}
+    kappa = fleiss_kappa(complete) if len(sizes) == 1 and sizes != {1} and complete else None
+    alpha = krippendorff_alpha(units) if units else None
+    spread: dict[str, list[float] | None] = {}
+    if intervals:
+        kappa_ci = (
+            stats.bootstrap(stats.looped(lambda idx: fleiss_kappa([complete[i] for i in idx]), len(complete)))[1]
+            if kappa is not None
+            else None
+        )
+        alpha_ci = (
+            stats.bootstrap(stats.looped(lambda idx: krippendorff_alpha([units[i] for i in idx]), len(units)))[1]
+            if alpha is not None
+            else None
+        )
+        spread = {
+            "fleiss_kappa_ci": kappa_ci.as_list() if kappa_ci else None,
+            "krippendorff_alpha_ci": alpha_ci.as_list() if alpha_ci else None,
+        }
+    return {
+        "fleiss_kappa": None if kappa is None else round(kappa, 4),
+        **spread,
+        "fleiss_kappa_cases": len(complete),
+        "krippendorff_alpha": None if alpha is None else round(alpha, 4),
+        "identical_by_construction_cases": identical,
+        "note": IDENTICAL_SEATS_TEXT if identical and not units else "",
+    }
+
+
 def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True) -> dict[str, Any]:
     """Totals of a case-set report, computed only from its items (so anyone can recompute them).
 
@@ -66,42 +105,6 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
 
     graded = [i for i in items if i["gold"] is not None]
     n = len(items)
-
-    def agreement(key: str) -> dict[str, float | int | str | list[float] | None]:
-        """α over every rating (a failed juror's is missing); κ, which needs complete ratings, over the
-        cases where every juror worked (how many is reported). Cases whose seats are identical by construction
-        (the same model and role-blind prompt: one judgment repeated) are left out and counted: their matching
-        verdicts are no agreement; with only such cases κ and α are None and `note` says why."""
-        identical = sum(bool(i.get("identical_seats")) for i in items)
-        units = [list(i[key].values()) for i in items if not i.get("identical_seats")]
-        complete = [u for u in units if None not in u]
-        sizes = {len(u) for u in complete}
-        kappa = fleiss_kappa(complete) if len(sizes) == 1 and sizes != {1} and complete else None
-        alpha = krippendorff_alpha(units) if units else None
-        spread: dict[str, list[float] | None] = {}
-        if intervals:
-            kappa_ci = (
-                stats.bootstrap(stats.looped(lambda idx: fleiss_kappa([complete[i] for i in idx]), len(complete)))[1]
-                if kappa is not None
-                else None
-            )
-            alpha_ci = (
-                stats.bootstrap(stats.looped(lambda idx: krippendorff_alpha([units[i] for i in idx]), len(units)))[1]
-                if alpha is not None
-                else None
-            )
-            spread = {
-                "fleiss_kappa_ci": kappa_ci.as_list() if kappa_ci else None,
-                "krippendorff_alpha_ci": alpha_ci.as_list() if alpha_ci else None,
-            }
-        return {
-            "fleiss_kappa": None if kappa is None else round(kappa, 4),
-            **spread,
-            "fleiss_kappa_cases": len(complete),
-            "krippendorff_alpha": None if alpha is None else round(alpha, 4),
-            "identical_by_construction_cases": identical,
-            "note": IDENTICAL_SEATS_TEXT if identical and not units else "",
-        }
 
     rounds = Counter(int(i["rounds"]) for i in items)
 
@@ -126,8 +129,8 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
         "graded": len(graded),
         "accuracy": round(sum(i["correct"] for i in graded) / len(graded), 4) if graded else None,
         "phase1_accuracy": round(sum(i["phase1_correct"] for i in graded) / len(graded), 4) if graded else None,
-        "agreement_phase1": agreement("phase1_verdicts"),
-        "agreement_final": agreement("final_positions"),
+        "agreement_phase1": _agreement(items, "phase1_verdicts", intervals),
+        "agreement_final": _agreement(items, "final_positions", intervals),
         "outcome_changed": sum(bool(i["outcome_changed"]) for i in items),
         "outcome_changed_rate": round(sum(bool(i["outcome_changed"]) for i in items) / n, 4) if n else None,
         "positions_changed": sum(int(i["positions_changed"]) for i in items),

@@ -25,9 +25,9 @@ from engine.likelihood import (
     JURY_FEATURES,
     JURY_MAP_C,
     VERDICT_READS,
-    quote,
     transcript_lines,
 )
+from engine.quoting import quote
 
 if TYPE_CHECKING:
     from engine.jury import JuryCase

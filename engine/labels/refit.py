@@ -251,6 +251,37 @@ def _map_id(rows: Sequence[Mapping[str, Any]], labels: Sequence[Label]) -> str:
     return max(sorted(set(models)), key=models.count) if models else HandRaiseConfig().judge_model
 
 
+def _fittable_rows(mechanism: str, labels: Sequence[Label]) -> list[dict[str, Any]]:
+    """The labels' rows with the judge's features, or LabelError saying why they cannot be fitted."""
+    if mechanism != "handraise":
+        raise LabelError(
+            f"mechanism: refitting from labels covers the hand raise; {mechanism!r} has no recorded features"
+        )
+    rows = label_rows(labels)
+    if len(rows) < MIN_LABELS:
+        raise LabelError(
+            f"labels: {len(rows)} hand label(s) with the judge's features — at least {MIN_LABELS} are needed "
+            "to refit "
+            "(labels of the likelihood judge's hands carry them)"
+        )
+    if len({bool(r["label"]) for r in rows}) < 2:
+        raise LabelError("labels: every hand label has one value — label both Speak and Skip")
+    return rows
+
+
+def _diagnosis(name: str, model_id: str, right: Sequence[bool], truth: Sequence[bool]) -> dict[str, Any]:
+    """What the refit measured, stored as the map's diagnosis: pages that offer the map read it (not "no
+    figure")."""
+    speak_share = sum(truth) / len(truth)
+    return accuracy_vs_chance(
+        f"{name} · {model_id} (from your labels)",
+        sum(right),
+        len(right),
+        max(speak_share, 1 - speak_share),
+        "agreement with your labels",
+    ).to_dict()
+
+
 def refit_from_labels(
     store: Store,
     *,
@@ -266,21 +297,9 @@ def refit_from_labels(
     features need the judge model, `models`, and are recorded as a `calibration` run), cross-validate it on the
     labels and compare it with the map in use on the same held-out labels. Raises LabelError when the labels
     cannot be fitted (too few, one value only, no recorded features)."""
-    if mechanism != "handraise":
-        raise LabelError(
-            f"mechanism: refitting from labels covers the hand raise; {mechanism!r} has no recorded features"
-        )
     config = config or HandRaiseConfig()
     labels = list(labels) if labels is not None else list_labels(store, mechanism="handraise", user=user)
-    rows = label_rows(labels)
-    if len(rows) < MIN_LABELS:
-        raise LabelError(
-            f"labels: {len(rows)} hand label(s) with the judge's features — at least {MIN_LABELS} are needed "
-            "to refit "
-            "(labels of the likelihood judge's hands carry them)"
-        )
-    if len({bool(r["label"]) for r in rows}) < 2:
-        raise LabelError("labels: every hand label has one value — label both Speak and Skip")
+    rows = _fittable_rows(mechanism, labels)
     model_id = _map_id(rows, labels)
     rows = [r for r in rows if r.get("map_id") in (None, model_id)]
     extra = _split_rows(store, model_id, models, config) if with_split else []
@@ -312,15 +331,7 @@ def refit_from_labels(
         "current_version": None if current is None else current.version,
         "comparison": comparison.to_dict(),
     }
-    # What the refit measured, stored as the map's diagnosis: pages that offer the map read it (not "no figure").
-    speak_share = sum(truth) / len(truth)
-    candidate.metrics["diagnosis"] = accuracy_vs_chance(
-        f"{candidate.name} · {model_id} (from your labels)",
-        sum(cand_right),
-        len(cand_right),
-        max(speak_share, 1 - speak_share),
-        "agreement with your labels",
-    ).to_dict()
+    candidate.metrics["diagnosis"] = _diagnosis(candidate.name, model_id, cand_right, truth)
     return LabelRefit(
         mechanism=mechanism,
         model_id=model_id,

@@ -89,8 +89,7 @@ def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> N
 
 
 def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], Any]:
-    from engine.skipcache import ResponseConfig
-    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from engine.skip import RecordedJudge, ResponseConfig, WorkloadSpec, generate_workload, simulate
     from tests.engine.test_skipsim import HashJudge
 
     messages = generate_workload(WorkloadSpec(channels=2, hours=2, bursts_per_hour=2.0, seed=3))
@@ -124,8 +123,7 @@ def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
 
 
 def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
-    from engine.skipcache import Message, ResponseConfig
-    from engine.skipsim import sweep
+    from engine.skip import Message, ResponseConfig, sweep
 
     messages, _, _, judge = _simulated()
     rows = asyncio.run(sweep([Message(**m) for m in messages], judge.records, ResponseConfig(), hours=2))

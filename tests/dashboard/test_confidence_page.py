@@ -111,8 +111,8 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
 
 
 def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
+    from engine.confidence import CONFIDENCE
     from engine.judgemaps import load_calibration
-    from engine.likelihood import CONFIDENCE
 
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "generate"

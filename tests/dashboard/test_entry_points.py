@@ -67,7 +67,7 @@ def fake_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     """The fake model as `gemma3-270m` (and a jury panel of it), a data folder with this test's script,
     recording, labels, benchmark and cases, and the dashboard's cached accessors cleared around the test."""
     from dashboard import state
-    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, simulate
     from models.catalog import cached_catalog
     from tests.engine.test_skipsim import HashJudge
 

@@ -72,7 +72,8 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
 def test_jury_page_says_which_models_are_unavailable() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     at.selectbox(key="jury.preset").set_value("seed-api").run()
-    assert any("Unavailable" in e.value and "OPENAI_API_KEY" in shown(e.value) for e in at.error)
+    errors = [shown(e.value) for e in at.error]
+    assert any("Unavailable" in e and "OPENAI_API_KEY" in e for e in errors), errors
     assert at.button(key="jury.run").disabled
 
 

@@ -10,7 +10,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests import forkcli
 from tests.fakes.servers import Reply, SchemaServer, openai_error
 
 pytestmark = pytest.mark.server  # judgelab processes, a loopback model server
@@ -93,14 +93,8 @@ def echo_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *args],
-        env=dict(os.environ),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`judgelab ARGS` as its own process (forked from a warm one: tests/forkcli.py), with this environment."""
+    return forkcli.run(args, dict(os.environ), cwd=ROOT, timeout=300)
 
 
 def _page_text(at: AppTest) -> str:

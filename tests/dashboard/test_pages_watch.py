@@ -255,7 +255,7 @@ def _small_skip(at: AppTest, judge: str) -> None:
 
 
 def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:
-    from engine.skipsim import SimulationConfig, run_simulation
+    from engine.skip import SimulationConfig, run_simulation
 
     hub.delay_s = 0.3
     at = page("skipcache")

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
-from engine.skipsim import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
+from engine.skip import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
 from tests.dashboard.rendered import settle_runs, shown
 from tests.engine.test_skipsim import HashJudge
 
@@ -112,7 +112,7 @@ def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> Non
 
 @pytest.mark.model
 def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.likelihood import SKIP_CUES
+    from engine.skip import SKIP_CUES
     from models.base import ChatModel
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})  # the baselines this run scores are counted below
@@ -214,7 +214,7 @@ def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, mo
 
 def test_page_names_the_judge_and_its_calibration() -> None:
     from engine.judgemaps import load_calibration
-    from engine.likelihood import SKIP
+    from engine.skip import SKIP
 
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception

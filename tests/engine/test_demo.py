@@ -154,7 +154,7 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
 
         return (await evaluate(EvaluationConfig(**config), models, store)).run_id
     assert kind == "skip.simulate"
-    from engine.skipsim import SimulationConfig, run_simulation
+    from engine.skip import SimulationConfig, run_simulation
 
     return (await run_simulation(SimulationConfig(**config), models, store)).run_id
 

@@ -94,13 +94,13 @@ def test_a_cancelled_duo_stops_between_calls_and_keeps_its_events(store: Any) ->
 
 
 def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: Path) -> None:
-    from engine.skipsim import (
+    from engine.skip import (
         TRADEOFF_DEFAULT_SKIP,
         TRADEOFF_HIGH_SKIP,
         RecordedJudge,
         SimulationConfig,
         WorkloadSpec,
-        _check_count,
+        check_count,
         generate_workload,
         run_simulation,
         simulate,
@@ -113,7 +113,7 @@ def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: P
     judge.dump(tmp_path / "rec.jsonl")
     config = SimulationConfig(workload=spec, recording=str(tmp_path / "rec.jsonl"))
     report, seen = controlled_run(lambda: run_simulation(config, None, store))
-    checks = _check_count(report.messages, config.response, spec.hours)
+    checks = check_count(report.messages, config.response, spec.hours)
     assert_complete(seen, 2 * checks)
     assert report.comparison["without_cache"]["checks"] == report.comparison["with_cache"]["checks"] == checks
     assert report.detail.timeline and store.get_run(report.run_id).summary["result"] == report.comparison

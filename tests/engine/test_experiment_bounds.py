@@ -164,7 +164,7 @@ def test_a_hundred_thousand_cells_cost_no_memory_until_walked() -> None:
 def test_a_run_id_drawn_twice_is_drawn_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uuid
 
-    import engine.store as store_module
+    import engine.store.database as store_module
 
     store = Store(f"sqlite:///{tmp_path / 'ids.db'}")
     fixed = uuid.UUID("12345678123456781234567812345678")

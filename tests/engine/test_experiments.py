@@ -524,8 +524,16 @@ def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Pa
 
 def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None:
     from engine.experiments import load_definition
-    from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
-    from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from engine.skip import (
+        EPOCH,
+        JudgmentSkipConfig,
+        JudgmentSkipThreshold,
+        RecordedJudge,
+        ResponseConfig,
+        WorkloadSpec,
+        generate_workload,
+        simulate,
+    )
 
     definition = load_definition(ROOT / "data" / "experiments" / "skip-windows.yaml")
     result = asyncio.run(run_experiment(definition, store))

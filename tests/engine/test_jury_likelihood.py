@@ -20,9 +20,9 @@ from engine.likelihood import (
     JURY_OTHERS_FEATURES,
     fit_jury_calibration,
     jury_channel_prompt,
-    quote,
     transcript_lines,
 )
+from engine.quoting import quote
 from models.types import Request, ScoreResult
 from tests.fakes.scripted import FnModel
 

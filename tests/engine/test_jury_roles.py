@@ -25,7 +25,8 @@ from engine.jury.roles import (
     role_features,
     role_rationale,
 )
-from engine.likelihood import CONTENT_FREE, JURY_FEATURES, JURY_HEADINGS, quote
+from engine.likelihood import CONTENT_FREE, JURY_FEATURES, JURY_HEADINGS
+from engine.quoting import quote
 from models.types import Request, ScoreResult
 from tests.fakes.scripted import FnModel
 

@@ -105,7 +105,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     skip = by_role[("skip", "likelihood")]
     assert skip["model"] == "gemma3-270m" and skip["calls"] == 0
     # The skip benchmark's own workload (the default 24 h), not a part of it: the same AUC as `bench skip.simulate`.
-    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
+    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
 
     recorded = RecordedJudge.load(Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl")
     expected = judge_quality(recorded, generated_labels(generate_workload(WorkloadSpec())))
@@ -220,7 +220,7 @@ def test_skip_and_confidence_compare_models_on_the_same_items(
     every row but the role's best carries B − A on the same items (AUC over the shared states, ECE over the
     labelled items, both by paired bootstrap), and that difference is the rows' own figures apart."""
     import engine.experiments.scorecard as scorecard
-    from engine.skipsim import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
+    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
 
     other = _other_recording(tmp_path, flip_every=3)
     shipped = scorecard.skip_recording("gemma3-270m")

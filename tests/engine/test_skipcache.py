@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.skipcache import (
+from engine.skip import (
     FailurePolicy,
     JudgeOutcome,
     JudgmentCache,
@@ -118,7 +118,7 @@ def test_top_level_rows_do_not_duplicate(repo: SQLJudgmentCacheRepository) -> No
     from sqlalchemy.exc import IntegrityError
     from sqlmodel import Session
 
-    from engine.skipcache import JudgmentCacheModel
+    from engine.skip import JudgmentCacheModel
 
     with Session(repo.engine) as session, pytest.raises(IntegrityError):
         session.add(
@@ -444,7 +444,7 @@ def test_cleanup_is_scheduled() -> None:
 
 @pytest.mark.model
 def test_probability_judge_with_the_bundled_model(store) -> None:
-    from engine.skipcache import ProbabilityJudge
+    from engine.skip import ProbabilityJudge
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
@@ -477,7 +477,7 @@ def test_probability_judge_with_the_bundled_model(store) -> None:
 
 
 def test_probability_judge_failure_is_an_error_outcome() -> None:
-    from engine.skipcache import ProbabilityJudge
+    from engine.skip import ProbabilityJudge
     from models.catalog import ModelSpec, Profile
     from models.registry import build_model
 

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.skipcache import JudgeOutcome, JudgmentResult, ResponseConfig
-from engine.skipsim import (
+from engine.skip import (
+    JudgeOutcome,
+    JudgmentResult,
     RecordedJudge,
+    ResponseConfig,
     WorkloadError,
     WorkloadSpec,
     bound_text,
@@ -138,7 +140,7 @@ def test_pareto_front() -> None:
 
 
 def test_judge_quality_against_the_generator_labels() -> None:
-    from engine.skipsim import generated_labels, judge_quality
+    from engine.skip import generated_labels, judge_quality
 
     messages = generate_workload(WorkloadSpec(channels=6, hours=6, bursts_per_hour=1.0, seed=3))
     labels = generated_labels(messages)
@@ -165,7 +167,7 @@ def test_judge_quality_against_the_generator_labels() -> None:
 def test_a_second_judge_records_the_very_states_of_a_recording_and_resumes(tmp_path: Path) -> None:
     """`record_alongside`: the shipped recording drives both simulations, so the other judge is asked about
     exactly its states (each once); a partial output is resumed with no repeated call."""
-    from engine.skipsim import record_alongside
+    from engine.skip import record_alongside
 
     shipped = Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl"
     states = set(RecordedJudge.load(shipped).records)

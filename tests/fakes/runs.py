@@ -170,8 +170,7 @@ def stored_calibration(store: Store) -> str:
 def stored_skip(store: Store) -> str:
     """A skip simulation (the periodic checker in simulated time, with and without the cache) stored with its
     comparison in the summary."""
-    from engine.skipcache import JudgeOutcome, JudgmentResult, ResponseConfig
-    from engine.skipsim import WorkloadSpec, compare, generate_workload
+    from engine.skip import JudgeOutcome, JudgmentResult, ResponseConfig, WorkloadSpec, compare, generate_workload
 
     class Confident:
         async def judge(self, history: Any, now: Any) -> JudgeOutcome:
@@ -184,7 +183,7 @@ def stored_skip(store: Store) -> str:
     messages = generate_workload(WorkloadSpec(channels=3, hours=6.0, bursts_per_hour=1.0, seed=3))
     with run_context(store, "skip.simulate", {"workload": {"channels": 3, "hours": 6.0}, "judge": "scripted"}) as run:
         comparison = asyncio.run(compare(messages, Confident(), ResponseConfig(), hours=6.0))
-        # the shape `skipsim.run_simulation` stores (its comparison under "result")
+        # the shape `engine.skip.run_simulation` stores (its comparison under "result")
         run.summary = {"calls_saved_pct": comparison["calls_saved_pct"], "live_calls": 0, "result": comparison}
     return run.run_id
 

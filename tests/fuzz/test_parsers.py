@@ -286,7 +286,7 @@ SKIP = Obj({"should_respond": Bool(), "reason": Text(200), "confidence": Num(0, 
 @FUZZ
 @given(answers(SKIP))
 def test_fuzz_skip_judge(a: Answer) -> None:
-    from engine.skipcache import JudgmentSkipConfig, Message, ModelJudge, calculate_skip_seconds
+    from engine.skip import JudgmentSkipConfig, Message, ModelJudge, calculate_skip_seconds
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     history = [Message(id="m1", channel_id="C", thread_ts=None, author="aki", text="誰か助けて", at=now)]

@@ -13,8 +13,16 @@ from pydantic import ValidationError
 
 from engine.experiments.adapters.base import Loc, Mechanism, error_location, error_message
 from engine.experiments.definition import Experiment
-from engine.skipcache import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
-from engine.skipsim import EPOCH, RecordedJudge, WorkloadSpec, generate_workload, simulate
+from engine.skip import (
+    EPOCH,
+    JudgmentSkipConfig,
+    JudgmentSkipThreshold,
+    RecordedJudge,
+    ResponseConfig,
+    WorkloadSpec,
+    generate_workload,
+    simulate,
+)
 
 
 def _run_sync(coro: Any) -> Any:

@@ -1,26 +1,9 @@
-"""The run store: runs, their events and every LLM call, in SQLite (WAL) or PostgreSQL (psycopg 3).
-
-One class, `Store`, owns every read and write. It implements `models.recording.CallLog`, so model
-calls are recorded here and replay reads them back. Schema changes are an ordered list of small
-migration functions, applied once each and tracked in `schema_migrations`.
-
-A run is `running`, then `finished`, `failed`, `cancelled` (SIGINT/SIGTERM: closed by its own process
-with every event so far) or `interrupted` (its process died without closing it: found and marked by
-the next process that opens the store). Each run records its owner — host, pid and the process's start
-time, so a reused pid is not mistaken for it — and a heartbeat, which is what tells a dead owner on
-another host (no heartbeat for `JUDGELAB_RUN_STALE_AFTER_S`).
-
-Opening a SQLite file first runs `PRAGMA quick_check` on a read-only connection: a damaged file is
-refused with a clear error before anything is written to it, and never deleted. "Damaged" is said only
-when the check (or SQLite's own corruption codes) says so; a file that cannot be opened gets the reason.
-A file in a folder that is not writable (SQLite makes its -wal, -shm and journal files next to it) is
-opened read-only: runs can be listed, shown and exported, and every write is refused naming the folder.
-"""
+"""`Store`: every read and write of runs, events, LLM calls, tags, progress and labels, each in its own short
+session; runs owned by a process (host, pid, start time) with a heartbeat, so a dead owner's runs are found."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -28,384 +11,57 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 from uuid import uuid4
 
 import psutil
 from sqlalchemy import (
-    ColumnElement,
     Engine,
-    Index,
-    Table,
-    UniqueConstraint,
     and_,
     delete,
     event,
-    exists,
     func,
-    inspect,
-    or_,
     text,
     update,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
-from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from models.recording import CallFacts, CallRecord
+from engine.store.connection import driver_url, folder_writable, safe_url, sqlite_check
+from engine.store.filters import RunFilter, _conditions
+from engine.store.migrations import MIGRATIONS
+from engine.store.tables import (
+    FINISHED,
+    HEARTBEAT_S,
+    INTERRUPTED,
+    LABEL_COLUMNS,
+    MAX_TAG_LENGTH,
+    PG_MIGRATION_LOCK,
+    RUN_STATUSES,
+    RUNNING,
+    EventRow,
+    LabelRow,
+    LlmCall,
+    Run,
+    RunProgress,
+    RunTag,
+    SchemaMigration,
+    StoreError,
+    aware,
+    config_hash,
+    stored_json,
+    table_of,
+    utcnow,
+)
+from models.recording import CallRecord
 from models.secrets import redact, redact_obj
 
 log = logging.getLogger(__name__)
-
-# Run statuses. Every status but `running` is final; all but `finished` mean the run is incomplete.
-RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = "running", "finished", "failed", "cancelled", "interrupted"
-RUN_STATUSES = (RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED)
-HEARTBEAT_S = 15.0  # how often a process touches its running runs (at most a quarter of the staleness)
-PG_MIGRATION_LOCK = 7_242_011  # pg_advisory_lock key: one process migrates at a time
-
-
-class StoreError(RuntimeError):
-    """The database cannot be opened or written; the message says which and what to do."""
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _loads_object(text: str) -> dict[str, Any]:
-    """A stored JSON object (an empty text reads as {})."""
-    value: dict[str, Any] = json.loads(text or "{}")
-    return value
-
-
-def table_of(model: type[SQLModel]) -> Table:
-    """A table model's Table: SQLModel sets `__table__` when the class is created; its stubs do not declare it."""
-    table = model.__dict__.get("__table__")
-    if not isinstance(table, Table):
-        raise TypeError(f"{model.__name__} is not a table model")
-    return table
-
-
-def aware(value: datetime) -> datetime:
-    """A stored time as UTC-aware (SQLite gives naive datetimes back)."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-class Run(SQLModel, table=True):
-    __tablename__ = "runs"
-
-    id: str = Field(primary_key=True)
-    kind: str = Field(index=True)
-    name: str = ""
-    status: str = Field(default=RUNNING, index=True)  # one of RUN_STATUSES
-    config_json: str = "{}"
-    config_hash: str = ""
-    summary_json: str = "{}"
-    error: str | None = None
-    started_at: datetime = Field(default_factory=utcnow, index=True)
-    finished_at: datetime | None = None
-    # Who runs it (migration 2): a dead owner's run is marked interrupted by the next process.
-    owner_host: str | None = None
-    owner_pid: int | None = None
-    owner_started: float | None = None  # the owner process's start time (epoch s): a reused pid differs
-    heartbeat_at: datetime | None = None
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return _loads_object(self.config_json)
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return _loads_object(self.summary_json)
-
-    @property
-    def duration_s(self) -> float | None:
-        if self.finished_at is None:
-            return None
-        return (aware(self.finished_at) - aware(self.started_at)).total_seconds()
-
-
-class EventRow(SQLModel, table=True):
-    __tablename__ = "events"
-    __table_args__ = (UniqueConstraint("run_id", "seq", name="uq_event_run_seq"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True, foreign_key="runs.id")
-    seq: int
-    type: str = Field(index=True)
-    payload_json: str = "{}"
-    ts: datetime = Field(default_factory=utcnow)
-
-    @property
-    def payload(self) -> dict[str, Any]:
-        return _loads_object(self.payload_json)
-
-
-class LlmCall(SQLModel, CallFacts, table=True):
-    """A row of `llm_calls`: the call's facts as they are (`models.recording.CallFacts`, the columns written
-    once), its id, and the request, parsed answer and flags as redacted JSON."""
-
-    __tablename__ = "llm_calls"
-    __table_args__ = (
-        Index("ix_llm_calls_hash_created", "request_hash", "created_at"),
-        Index("ix_llm_calls_run_id", "run_id"),
-        Index("ix_llm_calls_model_id", "model_id"),
-        Index("ix_llm_calls_created_at", "created_at"),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    request_json: str
-    parsed_json: str | None = None
-    flags_json: str = "[]"
-
-    @classmethod
-    def from_record(cls, record: CallRecord) -> LlmCall:
-        """The row of a call: every key value in the texts and the JSON redacted."""
-        facts = {name: getattr(record, name) for name in CallFacts.model_fields}
-        return cls(
-            **facts
-            | {
-                "raw_text": redact(record.raw_text) if record.raw_text else record.raw_text,
-                "error": redact(record.error) if record.error else record.error,
-            },
-            request_json=_dumps(record.request),
-            parsed_json=_dumps(record.parsed) if record.parsed is not None else None,
-            flags_json=_dumps(record.flags),
-        )
-
-    def to_record(self) -> CallRecord:
-        return CallRecord(
-            **{name: getattr(self, name) for name in CallFacts.model_fields},
-            request=json.loads(self.request_json),
-            parsed=json.loads(self.parsed_json) if self.parsed_json else None,
-            flags=json.loads(self.flags_json or "[]"),
-        )
-
-
-class RunTag(SQLModel, table=True):
-    """A label a researcher put on a run (migration 4); a run has any number, each once."""
-
-    __tablename__ = "run_tags"
-    __table_args__ = (UniqueConstraint("run_id", "tag", name="uq_run_tag"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True, foreign_key="runs.id")
-    tag: str = Field(index=True)
-
-
-class RunProgress(SQLModel, table=True):
-    """A live run's last progress (done / total / step / ETA), written throttled by the process running it,
-    so any tab or process can show it by run id. One row per run; kept after the run ends."""
-
-    __tablename__ = "run_progress"
-
-    run_id: str = Field(primary_key=True)
-    progress_json: str = "{}"
-    updated_at: datetime = Field(default_factory=utcnow)
-
-    @property
-    def progress(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.progress_json or "{}")
-        return value
-
-
-class LabelRow(SQLModel, table=True):
-    """A researcher's label for one item of a mechanism (migration 5; engine/labels reads and writes it). Labels
-    outlive their runs: `run_id` is not a foreign key, so deleting a run keeps what the user taught."""
-
-    __tablename__ = "labels"
-    __table_args__ = (Index("ix_labels_mechanism_user", "mechanism", "user_name"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    mechanism: str
-    run_id: str | None = Field(default=None, index=True)
-    item_key: str
-    label: str
-    note: str = ""
-    user_name: str  # `user` is a reserved word in PostgreSQL
-    source: str
-    created_at: datetime = Field(default_factory=utcnow, index=True)
-    context_json: str = "{}"
-
-    @property
-    def context(self) -> dict[str, Any]:
-        return _loads_object(self.context_json)
-
-
-LABEL_COLUMNS = (
-    "id",
-    "mechanism",
-    "run_id",
-    "item_key",
-    "label",
-    "note",
-    "user_name",
-    "source",
-    "created_at",
-    "context_json",
-)
-
-
-class SchemaMigration(SQLModel, table=True):
-    __tablename__ = "schema_migrations"
-
-    version: int = Field(primary_key=True)
-    name: str
-    applied_at: datetime = Field(default_factory=utcnow)
-
-
-MAX_TAG_LENGTH = 64
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """What the history searches by; every field left empty matches every run. `text` matches, case
-    insensitively, each of its words in the run's id, name, kind, error or config text; `model` a run
-    that called that model or names it in its config; dates are inclusive, compared in UTC."""
-
-    text: str = ""
-    kinds: tuple[str, ...] = ()
-    kind_prefix: str = ""
-    exclude_kinds: tuple[str, ...] = ()  # e.g. an experiment's cells, which the history lists under it
-    statuses: tuple[str, ...] = ()
-    model: str = ""
-    config_hash: str = ""  # a prefix of the hash
-    tags: tuple[str, ...] = ()  # runs carrying every one of these
-    started_from: datetime | None = None
-    started_to: datetime | None = None
-
-
-def _utc(value: datetime) -> datetime:
-    """A bound for a time column: in UTC (a value without a zone is taken as UTC already)."""
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _conditions(where: RunFilter) -> list[ColumnElement[bool]]:
-    found: list[ColumnElement[bool]] = []
-    for word in where.text.split():
-        found.append(
-            or_(
-                *(
-                    c.icontains(word, autoescape=True)
-                    for c in (col(Run.id), col(Run.name), col(Run.kind), col(Run.error), col(Run.config_json))
-                )
-            )
-        )
-    if where.kinds:
-        found.append(col(Run.kind).in_(where.kinds))
-    if where.kind_prefix:
-        found.append(col(Run.kind).startswith(where.kind_prefix, autoescape=True))
-    if where.exclude_kinds:
-        found.append(col(Run.kind).not_in(where.exclude_kinds))
-    if where.statuses:
-        found.append(col(Run.status).in_(where.statuses))
-    if where.model:
-        called = exists().where(and_(col(LlmCall.run_id) == col(Run.id), col(LlmCall.model_id) == where.model))
-        named = col(Run.config_json).contains(json.dumps(where.model, ensure_ascii=False), autoescape=True)
-        found.append(or_(called, named))
-    if where.config_hash:
-        found.append(col(Run.config_hash).startswith(where.config_hash.strip().lower(), autoescape=True))
-    for tag in where.tags:
-        found.append(exists().where(and_(col(RunTag.run_id) == col(Run.id), col(RunTag.tag) == tag)))
-    if where.started_from is not None:
-        found.append(col(Run.started_at) >= _utc(where.started_from))
-    if where.started_to is not None:
-        found.append(col(Run.started_at) <= _utc(where.started_to))
-    return found
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    canonical = json.dumps(config, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-def _dumps(value: object) -> str:
-    """JSON of a stored value, with every key value redacted (replies, errors and configs can hold one)."""
-    return redact(json.dumps(redact_obj(value), ensure_ascii=False, default=str))
-
-
-# Ordered migrations: (version, name, function). Append only; never edit an applied one.
-# Mechanism modules register their tables on SQLModel.metadata before the store is opened,
-# so migration 1 creates every table known at that time; later ones add what appears later.
-def _create_all(engine: Engine) -> None:
-    SQLModel.metadata.create_all(engine)
-
-
-def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], None]:
-    """A migration adding one nullable column; a no-op where migration 1 already created it."""
-
-    def apply(engine: Engine) -> None:
-        found = inspect(engine)
-        if not found.has_table(table) or column in {c["name"] for c in found.get_columns(table)}:
-            return  # a missing table is created whole, with the column, after the migrations
-        with engine.begin() as conn:
-            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}"))
-
-    return apply
-
-
-# Migration 1 creates tables from today's models, so on a new database the columns below already
-# exist; each migration is written to be a no-op for what is already there.
-OWNER_COLUMNS = (
-    ("owner_host", "VARCHAR"),
-    ("owner_pid", "INTEGER"),
-    ("owner_started", "FLOAT"),
-    ("heartbeat_at", "TIMESTAMP"),
-)
-
-
-def _add_run_owner(engine: Engine) -> None:
-    present = {c["name"] for c in inspect(engine).get_columns("runs")}
-    for name, sql_type in OWNER_COLUMNS:
-        if name in present:
-            continue
-        try:
-            with engine.begin() as conn:
-                conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}"))
-        except DBAPIError:
-            # Another process added it in the meantime; anything else shows on the check below.
-            if name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
-                raise
-
-
-def _create_run_tags(engine: Engine) -> None:
-    table_of(RunTag).create(engine, checkfirst=True)
-
-
-def _create_labels(engine: Engine) -> None:
-    table_of(LabelRow).create(engine, checkfirst=True)
-
-
-MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
-    (1, "create tables", _create_all),
-    (2, "run owner and heartbeat", _add_run_owner),
-    # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
-    (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
-    (4, "run tags", _create_run_tags),
-    (5, "labels", _create_labels),
-]
-
-
-def driver_url(url: str) -> str:
-    """The SQLAlchemy URL to connect with: plain postgresql:// (and postgres://) use psycopg 3."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-def safe_url(url: str) -> str:
-    """The URL with its password hidden, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
 
 
 @contextlib.contextmanager
@@ -623,7 +279,7 @@ class Store:
                 id=f"{kind.split('.')[0]}-{now:%Y%m%d-%H%M%S}-{uuid4().hex[:6]}",
                 kind=kind,
                 name=redact(name),
-                config_json=_dumps(config),
+                config_json=stored_json(config),
                 config_hash=config_hash(config),
                 started_at=now,
                 owner_host=host,
@@ -674,7 +330,7 @@ class Store:
             run.error = redact(error) if error else error
             run.finished_at = utcnow()
             if summary is not None:
-                run.summary_json = _dumps(summary)
+                run.summary_json = stored_json(summary)
             session.add(run)
             session.commit()
 
@@ -861,7 +517,7 @@ class Store:
 
     # -- events ---------------------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, type_: str, payload: dict[str, Any], ts: datetime) -> None:
-        self._add(EventRow(run_id=run_id, seq=seq, type=type_, payload_json=_dumps(payload), ts=ts))
+        self._add(EventRow(run_id=run_id, seq=seq, type=type_, payload_json=stored_json(payload), ts=ts))
 
     def append_events(self, events: Sequence[tuple[str, int, str, dict[str, Any], datetime]]) -> None:
         """Many events (run id, seq, type, payload, time) in one transaction: a batch run's thousand lines cost
@@ -869,7 +525,7 @@ class Store:
         if not events:
             return
         rows = [
-            EventRow(run_id=run_id, seq=seq, type=type_, payload_json=_dumps(payload), ts=ts)
+            EventRow(run_id=run_id, seq=seq, type=type_, payload_json=stored_json(payload), ts=ts)
             for run_id, seq, type_, payload, ts in events
         ]
         with self._write_lock, self._write_errors(), Session(self.engine) as session:
@@ -924,7 +580,7 @@ class Store:
             Session(self.engine, expire_on_commit=False) as session,
         ):
             row = session.get(RunProgress, run_id) or RunProgress(run_id=run_id)
-            row.progress_json = _dumps(progress)
+            row.progress_json = stored_json(progress)
             row.updated_at = utcnow()
             session.add(row)
             session.commit()
@@ -980,7 +636,7 @@ class Store:
         key never reaches the database); returns the rows with their ids."""
         for row in rows:
             row.note = redact(row.note)
-            row.context_json = _dumps(json.loads(row.context_json or "{}"))
+            row.context_json = stored_json(json.loads(row.context_json or "{}"))
         with (
             self._write_lock,
             self._write_errors(),
@@ -1053,42 +709,3 @@ class Store:
     def dispose(self) -> None:
         self._beat_stop.set()
         self.engine.dispose()
-
-
-def folder_writable(folder: Path) -> bool:
-    """Whether files can be made in the folder. access() answers for an immutable folder (chattr +i) and a
-    read-only mount as well, for root too."""
-    return os.access(folder, os.W_OK | os.X_OK)
-
-
-# SQLite's own words for a file that is not a sound database (the other errors say it could not be read)
-DAMAGE_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-
-
-def sqlite_check(path: Path, timeout_s: float = 10.0, *, read_only_folder: bool = False) -> tuple[str | None, str]:
-    """(what `PRAGMA quick_check` finds wrong, or None when sound; the read-only URI that opened the file).
-    Read through a read-only connection, so checking never writes. In a folder that is not writable a WAL
-    file may not open read-only (SQLite would make its -shm file): it is then read as `immutable`. Raises
-    sqlite3.Error when the file cannot be read at all (permissions, I/O) — that is not damage."""
-    base = f"file:{quote(str(path.resolve()))}?mode=ro"
-    uris = [base, base + "&immutable=1"] if read_only_folder else [base]
-    for uri in uris:
-        try:
-            return _quick_check(uri, timeout_s), uri
-        except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorname", "") in DAMAGE_ERRORS:
-                return str(exc), uri
-            if uri == uris[-1]:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _quick_check(uri: str, timeout_s: float) -> str | None:
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout_s)
-    try:
-        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-    finally:
-        conn.close()
-    if rows == ["ok"]:
-        return None
-    return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")

@@ -1,5 +1,4 @@
-"""The confidence score in the mechanism registry (`engine.mechanism`). It moves into the confidence package
-as `spec.py` once that is a package."""
+"""The confidence score in the mechanism registry (`engine.mechanism`)."""
 
 from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
 

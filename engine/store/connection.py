@@ -1,0 +1,67 @@
+"""Which database a URL names (psycopg 3 for PostgreSQL, the password hidden in messages), and the SQLite file's
+own checks: a folder that cannot be written, `PRAGMA quick_check` through a read-only connection."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+
+def driver_url(url: str) -> str:
+    """The SQLAlchemy URL to connect with: plain postgresql:// (and postgres://) use psycopg 3."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def folder_writable(folder: Path) -> bool:
+    """Whether files can be made in the folder. access() answers for an immutable folder (chattr +i) and a
+    read-only mount as well, for root too."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+# SQLite's own words for a file that is not a sound database (the other errors say it could not be read)
+DAMAGE_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def sqlite_check(path: Path, timeout_s: float = 10.0, *, read_only_folder: bool = False) -> tuple[str | None, str]:
+    """(what `PRAGMA quick_check` finds wrong, or None when sound; the read-only URI that opened the file).
+    Read through a read-only connection, so checking never writes. In a folder that is not writable a WAL
+    file may not open read-only (SQLite would make its -shm file): it is then read as `immutable`. Raises
+    sqlite3.Error when the file cannot be read at all (permissions, I/O) — that is not damage."""
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    uris = [base, base + "&immutable=1"] if read_only_folder else [base]
+    for uri in uris:
+        try:
+            return _quick_check(uri, timeout_s), uri
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorname", "") in DAMAGE_ERRORS:
+                return str(exc), uri
+            if uri == uris[-1]:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _quick_check(uri: str, timeout_s: float) -> str | None:
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout_s)
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    finally:
+        conn.close()
+    if rows == ["ok"]:
+        return None
+    return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")

@@ -1,0 +1,78 @@
+"""Schema changes: an ordered list of small migration functions, applied once each and tracked in
+`schema_migrations`. Append only; never edit an applied one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Engine,
+    inspect,
+    text,
+)
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import SQLModel
+
+from engine.store.tables import LabelRow, RunTag, table_of
+
+
+# Ordered migrations: (version, name, function). Append only; never edit an applied one.
+# Mechanism modules register their tables on SQLModel.metadata before the store is opened,
+# so migration 1 creates every table known at that time; later ones add what appears later.
+def _create_all(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine)
+
+
+def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], None]:
+    """A migration adding one nullable column; a no-op where migration 1 already created it."""
+
+    def apply(engine: Engine) -> None:
+        found = inspect(engine)
+        if not found.has_table(table) or column in {c["name"] for c in found.get_columns(table)}:
+            return  # a missing table is created whole, with the column, after the migrations
+        with engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}"))
+
+    return apply
+
+
+# Migration 1 creates tables from today's models, so on a new database the columns below already
+# exist; each migration is written to be a no-op for what is already there.
+OWNER_COLUMNS = (
+    ("owner_host", "VARCHAR"),
+    ("owner_pid", "INTEGER"),
+    ("owner_started", "FLOAT"),
+    ("heartbeat_at", "TIMESTAMP"),
+)
+
+
+def _add_run_owner(engine: Engine) -> None:
+    present = {c["name"] for c in inspect(engine).get_columns("runs")}
+    for name, sql_type in OWNER_COLUMNS:
+        if name in present:
+            continue
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}"))
+        except DBAPIError:
+            # Another process added it in the meantime; anything else shows on the check below.
+            if name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
+                raise
+
+
+def _create_run_tags(engine: Engine) -> None:
+    table_of(RunTag).create(engine, checkfirst=True)
+
+
+def _create_labels(engine: Engine) -> None:
+    table_of(LabelRow).create(engine, checkfirst=True)
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
+    (1, "create tables", _create_all),
+    (2, "run owner and heartbeat", _add_run_owner),
+    # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
+    (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
+    (4, "run tags", _create_run_tags),
+    (5, "labels", _create_labels),
+]

@@ -1,0 +1,40 @@
+"""Behaviour unchanged across the renovation of issue #27 (one driver for grid, search and Ray; the adapters
+split; the mechanism packages): experiments of every mechanism, run on scripted models, store exactly what the
+code stored before it (tests/golden/experiments.json.gz, made by main at 9dca4cc). The jury, conversation,
+director, confidence and skip runs of the demo are replayed against their recordings in test_demo.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.engine.behaviour import golden, stored_experiments
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} {json.dumps(a, default=str)[:200]} ≠ {json.dumps(b, default=str)[:200]}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only in {'before' if k in a else 'now'}"
+            found = _first_difference(a[k], b[k], f"{path}.{k}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items before, {len(b)} now"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{path}: {a!r} before, {b!r} now"
+
+
+def test_experiments_store_what_they_stored_before_the_renovation() -> None:
+    before, now = golden(), json.loads(json.dumps(stored_experiments(), default=str))
+    assert sorted(now) == sorted(before)
+    for name in before:
+        assert _first_difference(before[name], now[name], name) is None
