@@ -5,19 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import demo, state
+from dashboard.mechanism_ui import uis
 from engine.config import get_settings
+from engine.mechanism import resolve
 from engine.store import StoreError
 from models.secrets import install_log_redaction
-from pages import confidence as confidence_page
-from pages import conversation as conversation_page
-from pages import director as director_page
 from pages import experiments as experiments_page
-from pages import jury as jury_page
 from pages import labels as labels_page
 from pages import models as models_page
 from pages import replay as replay_page
 from pages import runs as runs_page
-from pages import skipcache as skipcache_page
 
 st.set_page_config(page_title="judgelab", page_icon="⚖️", layout="wide")
 install_log_redaction()  # idempotent; dashboard/server.py has done it already when the CLI started the app
@@ -41,11 +38,9 @@ PAGES = {
         st.Page(experiments_page.render, title="Experiments", icon="🧪", url_path="experiments"),
     ],
     "Mechanisms": [
-        st.Page(conversation_page.render, title="Conversation", icon="🙋", url_path="conversation"),
-        st.Page(skipcache_page.render, title="Skip cache", icon="⏱️", url_path="skip-cache"),
-        st.Page(director_page.render, title="Director lab", icon="🎬", url_path="director"),
-        st.Page(confidence_page.render, title="Confidence lab", icon="🎚️", url_path="confidence"),
-        st.Page(jury_page.render, title="Jury", icon="⚖️", url_path="jury"),
+        *(  # each mechanism's page (`dashboard.mechanism_ui`)
+            st.Page(resolve(u.page), title=u.title, icon=u.icon, url_path=u.url_path) for u in uis("nav")
+        ),
         st.Page(replay_page.render, title="Replay", icon="⏯️", url_path="replay"),
     ],
 }

@@ -38,13 +38,13 @@ app.add_typer(runs_app, name="runs")
 def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
     # CLI start-up
-    from dashboard.commands import calibrate, confidence, demo, director, experiment, handraise, jury, labels, skip
+    from dashboard.commands import calibrate, demo, experiment, labels
+    from dashboard.mechanism_ui import uis
+    from engine.mechanism import resolve
 
-    app.add_typer(confidence.app, name="confidence")
-    app.add_typer(director.app, name="director")
-    app.add_typer(skip.app, name="skip")
-    app.add_typer(jury.app, name="jury")
-    app.add_typer(handraise.app, name="handraise")
+    for ui in uis("cli"):  # each mechanism's sub-app (`dashboard.mechanism_ui`)
+        if ui.cli:
+            app.add_typer(resolve(ui.cli), name=ui.name)
     app.add_typer(experiment.app, name="experiment")
     app.command("scorecard")(experiment.scorecard_cmd)
     app.command("calibrate-judge")(calibrate.calibrate_judge_cmd)

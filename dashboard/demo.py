@@ -14,7 +14,7 @@ from dashboard import state
 from dashboard.demo_hub import SWITCH, enabled, env_on
 from dashboard.text import md
 from engine.config import get_settings
-from engine.demo import PURPOSE_PAGES, DemoError, DemoManifest, PageDemo, load_manifest
+from engine.demo import DemoError, DemoManifest, PageDemo, load_manifest, purpose_page
 from engine.jury.config import case_files, load_cases
 from models.errors import ReplayMiss
 
@@ -115,7 +115,7 @@ def is_miss(error: object) -> bool:
 
 def page_of_kind(kind: str) -> str | None:
     """The page a run kind belongs to (`jury.run` → jury)."""
-    return PURPOSE_PAGES.get(kind.split(".")[0])
+    return purpose_page(kind.split(".")[0])
 
 
 def use_recorded(url_path: str) -> None:

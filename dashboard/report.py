@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from dashboard import charts
+from dashboard.mechanism_ui import uis
 from dashboard.text import plot_text
 from engine.confidence import LevelThresholds
 from engine.director import RUBRIC_CRITERIA
@@ -20,6 +21,7 @@ from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatma
 from engine.experiments.report import to_csv, to_html, to_json
 from engine.exports import Figure, RunRecord, html_report, load_run, tables
 from engine.jury import JuryView
+from engine.mechanism import resolve_callable
 from engine.store import Store
 
 
@@ -268,24 +270,20 @@ def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
     return [("LLM calls: tokens and latency", _small(fig, "LLM calls: tokens and latency"))]
 
 
-FIGURES: list[Callable[[RunRecord], list[tuple[str, go.Figure]]]] = [
-    _jury,
-    _jury_eval,
-    _confidence,
-    _conversation,
-    _handraise_eval,
-    _director,
-    _simulation,
-    _calibration,
-    _calls,
-]
+FigureBuilder = Callable[[RunRecord], list[tuple[str, go.Figure]]]
+COMMON_FIGURES: list[FigureBuilder] = [_calibration, _calls]  # after each mechanism's (`MechanismUI.figures`)
+
+
+def figure_builders() -> list[FigureBuilder]:
+    """Every chart builder in its fixed order: each registered mechanism's, then the common ones."""
+    return [resolve_callable(ref) for u in uis("figures") for ref in u.figures] + COMMON_FIGURES
 
 
 def figures_for(record: RunRecord) -> list[Figure]:
     """The charts of this run's page, then its calls' tokens and latency; a chart that cannot be drawn from
     what the run stored is left out, never made up."""
     found: list[Figure] = []
-    for build in FIGURES:
+    for build in figure_builders():
         for title, fig in build(record):
             found.append(Figure(title=title, spec=charts.for_export(fig).to_json()))
     return found

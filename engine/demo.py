@@ -22,6 +22,7 @@ from sqlmodel import Session, SQLModel, col, select
 from engine.config import get_settings
 from engine.exports import load_run, run_document
 from engine.inputs import MAX_PROBLEMS_SHOWN, InputError, MissingFile, iter_lines, problem_lines, read_text
+from engine.mechanism import mechanisms
 from engine.store import (
     MAX_TAG_LENGTH,
     RUN_STATUSES,
@@ -41,15 +42,15 @@ from models.secrets import redact
 DEMO_TAG = "demo"
 RUNS_FILE = "runs.jsonl"
 MANIFEST_FILE = "manifest.json"
-# Which page a call's purpose (its run kind, or a mechanism's own purpose) belongs to.
-PURPOSE_PAGES = {
-    "handraise": "conversation",
-    "jury": "jury",
-    "director": "director",
-    "confidence": "confidence",
-    "skip": "skip-cache",
-    "models": "models",
-}
+
+
+def purpose_page(purpose: str) -> str | None:
+    """Which page a call's purpose (its run kind, or a mechanism's own purpose: `jury.run`, `skip:judge`) belongs
+    to: its mechanism's `demo_page`, or the Models page's."""
+    head = purpose.split(".")[0].split(":")[0]
+    if head == "models":
+        return "models"
+    return next((s.demo_page for s in mechanisms() if s.name == head), None)
 
 
 class DemoError(ValueError):
@@ -100,7 +101,7 @@ def load_manifest(folder: Path | None = None) -> DemoManifest:
 
 def miss_message(purpose: str, manifest: DemoManifest | None) -> str:
     """What a presenter reads when an input was not recorded: the recorded inputs of that page."""
-    page = PURPOSE_PAGES.get(purpose.split(".")[0].split(":")[0])
+    page = purpose_page(purpose)
     if manifest is None:
         return "not in the demo recording (and the demo manifest is missing) — run `judgelab demo record`"
     pages = [manifest.pages[page]] if page in manifest.pages else list(manifest.pages.values())

@@ -35,6 +35,7 @@ from typing import Any
 from engine.handraise import restore_conversation, skip_line
 from engine.history import cell, headline
 from engine.jury import JuryView
+from engine.mechanism import mechanisms, resolve_callable
 from engine.store import EventRow, LlmCall, Run, Store
 from models.secrets import redact, redact_obj
 
@@ -422,36 +423,29 @@ def _simulation(record: RunRecord) -> list[dict[str, Any]]:
 
 
 TableBuilder = Callable[[RunRecord], list[dict[str, Any]]]
-TABLES: list[tuple[str, str, TableBuilder]] = [
+# Every run's tables; then each mechanism's (its `MechanismSpec.tables`, in the registry's export order).
+COMMON_TABLES: list[tuple[str, str, TableBuilder]] = [
     ("headline", "the run and its headline figures", _headline),
     ("calls", "telemetry: every LLM call (model, tokens, latency, cost, error, prompt, reply)", _calls),
     ("events", "every event in order, its payload as JSON", _events),
-    ("jury_positions", "each juror's verdict and score at phase 1 and after each round", _jury_positions),
-    ("jury_eval_items", "one line per case of a case-set evaluation", _event_rows("jury_eval_item")),
-    ("conversation_hands", "one row per hand per turn: will, components, decision", _conversation_hands),
-    ("conversation_messages", "the chat: messages, answers and skip lines", _conversation_messages),
-    ("handraise_eval_items", "one line per benchmark item", _event_rows("handraise_eval_item")),
-    ("director_lines", "each reviewed line or draft with every rule's status", _director_lines),
-    ("director_turns", "each turn of a dialogue", _event_rows("director_turn")),
-    ("director_batch", "a script's lines scored by the rubric", _director_batch),
-    ("director_hit_rates", "a script's rule hit rates with 95 % Wilson intervals", _director_hit_rates),
-    ("confidence_factors", "each computed confidence factor", _event_rows("confidence_factor")),
-    ("confidence_scores", "the score, breakdown and level", _event_rows("confidence_scored")),
-    ("calibration_items", "each labelled item with its score and level", _calibration_items),
-    ("simulation", "a skip simulation with and without the cache", _simulation),
-    (
-        "simulation_events",
-        "judgments, cache hits and replies of a simulation",
-        _event_rows("judgment", "judgment_failed", "cache_hit", "reply"),
-    ),
 ]
+
+
+def table_builders() -> list[tuple[str, str, TableBuilder]]:
+    """Every export table in its fixed order: the common ones, then each registered mechanism's."""
+    found = list(COMMON_TABLES)
+    for spec in mechanisms("exports"):
+        for table in spec.tables:
+            build = _event_rows(*table.events) if table.events else resolve_callable(table.build)
+            found.append((table.name, table.description, build))
+    return found
 
 
 def tables(record: RunRecord) -> dict[str, Table]:
     """Every table this run has rows for, in a fixed order (`headline`, `calls` and `events` always)."""
     fixed = {"calls": CALL_COLUMNS, "events": EVENT_COLUMNS}
     found: dict[str, Table] = {}
-    for name, description, build in TABLES:
+    for name, description, build in table_builders():
         rows = build(record)
         if rows or name in ("headline", "calls", "events"):
             found[name] = Table(name, description, rows, fixed.get(name, ()))

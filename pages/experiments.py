@@ -35,18 +35,12 @@ from engine.experiments.analysis import (
 from engine.experiments.evidence import cell_diff, table_evidence
 from engine.experiments.results import list_experiments, show_experiment
 from engine.inputs import InputError, read_text, read_upload, shown_problems
+from engine.mechanism import mechanisms
 from models import safe_yaml
 
 KEY = "experiments."
 DETAILS = "experiments"  # the page's Details toggle (dashboard.components.details_on)
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
-DEFAULT_CASES = {
-    "handraise": "data/benchmarks/handraise.jsonl",
-    "jury": "data/benchmarks/jury.jsonl",
-    "confidence": "data/benchmarks/confidence.jsonl",
-    "skip": "data/recordings/skipcache-default.jsonl",
-    "director": "data/scripts/beach.jsonl",
-}
 
 
 def shipped_files() -> list[Path]:
@@ -154,8 +148,9 @@ def _render_form() -> str:
     """The form's fields as the YAML they stand for (so one validator, with lines, covers both)."""
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("Name", "my sweep", key=KEY + "f.name")
-    mech = c1.selectbox("Mechanism", list(DEFAULT_CASES), key=KEY + "f.mechanism")
-    cases = c2.text_input("Case set", DEFAULT_CASES[mech], key=KEY + "f.cases." + mech)
+    specs = {s.name: s for s in mechanisms("experiments") if s.experiment}  # every mechanism an experiment sweeps
+    mech = c1.selectbox("Mechanism", list(specs), key=KEY + "f.mechanism")
+    cases = c2.text_input("Case set", specs[mech].experiment_cases, key=KEY + "f.cases." + mech)
     limit = c2.number_input("Only the first N cases (0: all)", 0, 100_000, 0, key=KEY + "f.limit")
     repeats = c3.number_input("Repeats", 1, 1000, 1, key=KEY + "f.repeats")
     seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "f.seed")
@@ -167,7 +162,7 @@ def _render_form() -> str:
     base = st.text_area("Base settings (YAML mapping)", "{}", key=KEY + "f.base." + mech, height=80)
     space = st.text_area(
         "Parameter space (YAML: parameter → list, or {from, to, step})",
-        _default_space(mech),
+        specs[mech].experiment_space,
         key=KEY + "f.space." + mech,
         height=120,
     )
@@ -190,16 +185,6 @@ def _yaml_or_text(text: str) -> Any:
         return safe_yaml.load(text) or {}
     except yaml.YAMLError:
         return text  # shown and refused by the validator ("base: a mapping"), never half-parsed
-
-
-def _default_space(mech: str) -> str:
-    return {
-        "handraise": "threshold: {from: 0.4, to: 0.7, step: 0.1}\nmode: [focus, brainstorm]\n",
-        "jury": "consensus_threshold: [0.5, 0.67, 1.0]\nstagnation_rounds: [1, 2]\n",
-        "confidence": "thresholds.notify: [0.6, 0.7, 0.8]\nweight_self_confidence: [0.1, 0.3]\n",
-        "skip": "high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
-        "director": "format_warn_lines: [2, 4]\ntone_pass: [1, 2]\n",
-    }[mech]
 
 
 def validated(text: str, source: str, *, beside: bool = False) -> Experiment | None:

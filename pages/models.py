@@ -18,6 +18,7 @@ from engine.diagnostics import shipped_diagnoses
 from engine.experiments import scorecard as scorecards
 from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
+from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
 from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
@@ -92,15 +93,6 @@ CATALOG_COLUMNS = ("", "name", "available", "status")  # four fit a 900 px windo
 CATALOG_DETAILS = ("role", "$ in / 1k", "$ out / 1k", "id", "backend", "model", "tuning", "scores options", "judge by")
 
 
-ROLE_NAMES = {
-    "handraise": "Hand raise",
-    "skip": "Skip judge",
-    "jury": "Jury",
-    "director": "Director rubric",
-    "confidence": "Confidence",
-}
-
-
 def metrics_text(metrics: dict[str, Any]) -> str:
     """'f1 0.74 (0.61–0.85) · top1 0.88 (0.75–0.95)': each figure with its 95 % interval beside it; the
     intervals themselves and nested diagnoses are not figures of their own."""
@@ -144,6 +136,7 @@ def diagnosis_text(metrics: dict[str, Any]) -> str:
 def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[str, Any]]:
     """One line per role × model × method: whether it is good enough for the role (its interval against the
     role's target), its metrics with their intervals, latency, tokens and links to its runs."""
+    role_labels = {s.name: s.label for s in mechanisms()}
     out = []
     for row in scorecard["rows"]:
         metrics = row.get("metrics") or {}
@@ -151,7 +144,7 @@ def scorecard_rows(scorecard: dict[str, Any], linked: bool = True) -> list[dict[
         target = row.get("target") or {}
         out.append(
             {
-                "role": ROLE_NAMES.get(row["role"], str(row["role"])),
+                "role": role_labels.get(row["role"], str(row["role"])),
                 "model": row.get("model") or "—",
                 "method": row.get("method") or "—",
                 "good enough?": "" if row.get("error") else str(target.get("label") or ""),

@@ -15,6 +15,7 @@ import psutil
 
 from dashboard import demo
 from dashboard.bench.harness import BenchResult, Progress, benchmark, history_store
+from dashboard.mechanism_ui import uis
 from dashboard.net import running_dashboard
 
 
@@ -81,14 +82,10 @@ BROWSER_ARGS = [
 
 
 # -- the dashboard's pages with a long history --------------------------------------------------------
-PAGE_PATHS = {  # module under pages/ → its URL path
+PAGE_PATHS = {  # module under pages/ → its URL path: the workbench's, each mechanism's (in the app's order), replay
     "models": "models",
     "runs": "runs",
-    "conversation": "conversation",
-    "skipcache": "skip-cache",
-    "director": "director",
-    "confidence": "confidence",
-    "jury": "jury",
+    **{u.page.partition(":")[0].removeprefix("pages."): u.url_path for u in uis("nav") if u.page.startswith("pages.")},
     "replay": "replay",
 }
 

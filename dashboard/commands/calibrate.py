@@ -9,27 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, run_calibration, say
+from dashboard.mechanism_ui import ui, uis
+from engine.mechanism import resolve
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 # In the order they run; each refits from its own calibration split under data/calibration/.
-MECHANISMS = ("handraise", "skip", "jury", "confidence")
-SPLITS = {
-    "handraise": "handraise-calib.jsonl",
-    "skip": "skip-calib.jsonl",
-    "jury": "jury-calib.jsonl",
-    "confidence": "confidence-calib.jsonl",
-}
+SPLITS = {u.name: u.calibration_split for u in uis("calibrate") if u.calibration_job}
+MECHANISMS = tuple(SPLITS)
 
 
 def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> RefitJob:
-    from dashboard.commands import confidence, handraise, jury, skip  # CLI start-up
-
-    if mechanism == "handraise":  # the judge model with its default likelihood partners
-        return handraise.calibration_job(data, model_id, None, limit)
-    module = {"skip": skip, "jury": jury, "confidence": confidence}[mechanism]
-    job: RefitJob = module.calibration_job(data, model_id, limit)
+    job: RefitJob = resolve(ui(mechanism).calibration_job)(data, model_id, limit)
     return job
 
 

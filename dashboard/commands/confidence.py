@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say, usable_model
+from dashboard.mechanism_ui import MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
@@ -17,6 +18,21 @@ if TYPE_CHECKING:
 
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
+# This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
+UI = register_ui(
+    MechanismUI(
+        "confidence",
+        page="pages.confidence:render",
+        title="Confidence lab",
+        icon="🎚️",
+        url_path="confidence",
+        cli="dashboard.commands.confidence:app",
+        figures=("dashboard.report:_confidence",),
+        calibration_split="confidence-calib.jsonl",
+        calibration_job="dashboard.commands.confidence:calibration_job",
+        order={"nav": 3, "cli": 0, "figures": 1, "calibrate": 3},
+    )
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 

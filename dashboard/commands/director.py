@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from dashboard.commands import fail, say, usable_model
+from dashboard.mechanism_ui import MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.director import DirectorConfig
@@ -18,6 +19,19 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 app = typer.Typer(help="Director: hard rules and an LLM rubric for a character's line.", no_args_is_help=True)
+# This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
+UI = register_ui(
+    MechanismUI(
+        "director",
+        page="pages.director:render",
+        title="Director lab",
+        icon="🎬",
+        url_path="director",
+        cli="dashboard.commands.director:app",
+        figures=("dashboard.report:_director",),
+        order={"nav": 2, "cli": 1, "figures": 3},
+    )
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 RubricJudge = Annotated[
     str,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say
+from engine.mechanism import scorecard_roles
 
 if TYPE_CHECKING:
     from engine.store import Store
@@ -158,34 +159,41 @@ def export_cmd(
         say(f"wrote {output}")
 
 
-ROLE_NAMES = ("handraise", "skip", "jury", "director", "confidence")
-METHOD_CHOICES = {"handraise": ("judge", "likelihood"), "jury": ("generate", "likelihood")}
-METHOD_CHOICES["director"] = METHOD_CHOICES["jury"]
+def _role_names() -> tuple[str, ...]:
+    """The scorecard's roles, in its order (every registered mechanism with one)."""
+    return tuple(scorecard_roles())
+
+
+def _method_choices() -> dict[str, tuple[str, ...]]:
+    """The judge methods `--methods` may pick, per role that has a choice."""
+    return {name: role.methods for name, role in scorecard_roles().items() if role.methods}
 
 
 def _scorecard_roles(given: list[str] | None) -> tuple[str, ...]:
     """--roles as a tuple in the scorecard's order; an unknown role is named with the known ones."""
+    known = _role_names()
     if not given:
-        return ROLE_NAMES
+        return known
     chosen = {r.strip() for value in given for r in value.split(",") if r.strip()}
-    unknown = sorted(chosen - set(ROLE_NAMES))
+    unknown = sorted(chosen - set(known))
     if unknown:
-        raise fail(f"--roles: unknown role {', '.join(unknown)}: {', '.join(ROLE_NAMES)}")
-    return tuple(r for r in ROLE_NAMES if r in chosen)
+        raise fail(f"--roles: unknown role {', '.join(unknown)}: {', '.join(known)}")
+    return tuple(r for r in known if r in chosen)
 
 
 def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
     """--methods ROLE=M1,M2 as ScorecardPlan fields (`jury_methods`, …); a bad role or method is named."""
+    choices = _method_choices()
     out: dict[str, tuple[str, ...]] = {}
     for value in given or []:
         role, sep, listed = value.partition("=")
         role = role.strip()
-        if not sep or role not in METHOD_CHOICES:
-            raise fail(f"--methods {value!r}: ROLE=M1,M2 with ROLE one of {', '.join(METHOD_CHOICES)}")
+        if not sep or role not in choices:
+            raise fail(f"--methods {value!r}: ROLE=M1,M2 with ROLE one of {', '.join(choices)}")
         picked = tuple(dict.fromkeys(m.strip() for m in listed.split(",") if m.strip()))
-        bad = [m for m in picked if m not in METHOD_CHOICES[role]]
+        bad = [m for m in picked if m not in choices[role]]
         if bad or not picked:
-            raise fail(f"--methods {value!r}: {role} takes {', '.join(METHOD_CHOICES[role])}")
+            raise fail(f"--methods {value!r}: {role} takes {', '.join(choices[role])}")
         out[f"{role}_methods"] = picked
     return out
 
@@ -198,7 +206,7 @@ def scorecard_cmd(
     executor: Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")] = "local",
     roles: Annotated[
         list[str] | None,
-        typer.Option("--roles", help="Only these roles (repeatable or comma-separated): " + ", ".join(ROLE_NAMES)),
+        typer.Option("--roles", help="Only these roles (repeatable or comma-separated): " + ", ".join(_role_names())),
     ] = None,
     methods: Annotated[
         list[str] | None,

@@ -11,11 +11,27 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, require_models, say
+from dashboard.mechanism_ui import MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
+# This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
+UI = register_ui(
+    MechanismUI(
+        "handraise",
+        page="pages.conversation:render",
+        title="Conversation",
+        icon="🙋",
+        url_path="conversation",
+        cli="dashboard.commands.handraise:app",
+        figures=("dashboard.report:_conversation", "dashboard.report:_handraise_eval"),
+        calibration_split="handraise-calib.jsonl",
+        calibration_job="dashboard.commands.handraise:default_calibration_job",
+        order={"nav": 0, "cli": 4, "figures": 2, "calibrate": 0},
+    )
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Method = Annotated[str, typer.Option("--judge", help="likelihood | judge | self | hybrid | embedding.")]
 JudgeModel = Annotated[str, typer.Option("--judge-model", help="The judge model (judge and hybrid methods).")]
@@ -318,6 +334,11 @@ def calibration_job(
         lambda rows: fit_calibrations(rows, map_id, str(data), file_sha256(data)),
         limit,
     )
+
+
+def default_calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
+    """The hand-raise refit with the judge model's default likelihood partners (`calibrate-judge`)."""
+    return calibration_job(data, model_id, None, limit)
 
 
 @app.command("chat")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, require_models, say, usable_model, with_options
+from dashboard.mechanism_ui import MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
@@ -21,6 +22,21 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
+)
+# This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
+UI = register_ui(
+    MechanismUI(
+        "jury",
+        page="pages.jury:render",
+        title="Jury",
+        icon="⚖️",
+        url_path="jury",
+        cli="dashboard.commands.jury:app",
+        figures=("dashboard.report:_jury", "dashboard.report:_jury_eval"),
+        calibration_split="jury-calib.jsonl",
+        calibration_job="dashboard.commands.jury:calibration_job",
+        order={"nav": 4, "cli": 3, "figures": 0, "calibrate": 2},
+    )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Panel = Annotated[str, typer.Option("--panel", help="A panel of models/catalog.yaml (e.g. local, seed-api).")]

@@ -12,11 +12,27 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say, usable_model
+from dashboard.mechanism_ui import MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
+# This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
+UI = register_ui(
+    MechanismUI(
+        "skip",
+        page="pages.skipcache:render",
+        title="Skip cache",
+        icon="⏱️",
+        url_path="skip-cache",
+        cli="dashboard.commands.skip:app",
+        figures=("dashboard.report:_simulation",),
+        calibration_split="skip-calib.jsonl",
+        calibration_job="dashboard.commands.skip:calibration_job",
+        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1},
+    )
+)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, model_validator
+from pydantic_core import PydanticCustomError
 
 from engine.config import get_settings
+from engine.mechanism import mechanisms
 from models import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,11 +151,21 @@ SpaceValues = Annotated[
 ]
 
 
+def _registered_mechanism(value: object) -> str:
+    """A registered mechanism with an experiment adapter; refused as a `Literal` of their names would be."""
+    names = [s.name for s in mechanisms("experiments") if s.experiment]
+    if isinstance(value, str) and value in names:
+        return value
+    quoted = [repr(n) for n in names]
+    expected = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    mechanism: Literal["handraise", "jury", "confidence", "skip", "director"]
+    mechanism: Annotated[str, PlainValidator(_registered_mechanism)]
     cases: str = Field(
         min_length=1, description="the case set: a path (relative to the YAML file, else to the project root)"
     )

@@ -52,6 +52,7 @@ from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
 from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, iter_lines, read_text
+from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, scorecard_roles
 from engine.outcomes import diff_runs
 from engine.runctx import progress
 from engine.skip import (
@@ -71,7 +72,7 @@ HANDRAISE_METHODS = ("judge", "likelihood")
 JURY_METHODS = ("generate", "likelihood")
 DIRECTOR_METHODS = ("generate", "likelihood")  # DirectorConfig.rubric_judge
 SKIP_RECORDING_MODEL = ("gemma3-270m", "likelihood")  # who recorded data/recordings/skipcache-default.jsonl
-ROLES = ("handraise", "skip", "jury", "director", "confidence")
+Step = tuple[str | None, str | None]  # (model, method) of one row
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,23 @@ class Target:
         return f"{self.metric} {'≥' if self.higher_is_better else '≤'} {self.value:g}"
 
 
-TARGETS: dict[str, Target] = {
-    "handraise": Target("f1", True, 0.7, "README goal for the hand-raise judge"),
-    "skip": Target("auc", True, 0.75, "README goal for the skip judge"),
-    "jury": Target("accuracy", True, 0.6, "README goal for the jury"),
-    "director": Target("agreement", True, 0.6, "README goal for the director rubric"),
-    "confidence": Target("ece", False, 0.1, "seed 004: a calibrated score"),
-}
+def roles() -> tuple[str, ...]:
+    """The scorecard's roles in its order: every registered mechanism with a `ScorecardRole`."""
+    return tuple(scorecard_roles())
+
+
+def _role(name: str) -> ScorecardRole:
+    role = mechanism_spec(name).scorecard
+    if role is None:
+        raise ValueError(f"mechanism {name!r} has no scorecard role")
+    return role
+
+
+def targets() -> dict[str, Target]:
+    """Each role's target, from its mechanism's `ScorecardRole`."""
+    return {name: Target(r.metric, r.higher_is_better, r.target, r.source) for name, r in scorecard_roles().items()}
+
+
 MARKS = {
     "good": "✅ good enough",
     "not_good": "❌ not good enough",
@@ -108,7 +119,7 @@ def target_mark(role: str, metrics: dict[str, Any]) -> dict[str, Any]:
     """The row against its role's target, by its interval: good enough when the whole interval clears the bar,
     not good enough when the whole interval misses it, undecided when the interval straddles it (more items
     would tell), unmeasured without a figure or an interval."""
-    target = TARGETS[role]
+    target = targets()[role]
     value, interval = metrics.get(target.metric), metrics.get(f"{target.metric}_ci")
     out: dict[str, Any] = {"metric": target.metric, "target": target.text, "source": target.source}
     if not isinstance(value, int | float) or not isinstance(interval, list) or len(interval) != 2:
@@ -126,7 +137,7 @@ class ScorecardPlan:
     """What to run: models × methods per role; `limit` cuts every case set (a quick scorecard)."""
 
     models: Sequence[str]
-    roles: Sequence[str] = ROLES
+    roles: Sequence[str] = field(default_factory=roles)
     handraise_methods: Sequence[str] = HANDRAISE_METHODS
     jury_methods: Sequence[str] = JURY_METHODS
     director_methods: Sequence[str] = DIRECTOR_METHODS
@@ -154,14 +165,16 @@ def usage(store: Store, run_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-async def _handraise(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-
+async def run_handraise(
+    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
+    built = _models(models, store)
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(read_text(path), str(path))[: plan.limit]
     run_id, lines, totals = await run_benchmark(
         store,
         items,
-        models,
+        built,
         HandRaiseConfig(judge_method=method, judge_model=model_id),  # the row's model judges (not only the cast)
         "3",
         repeat=plan.repeats,
@@ -174,7 +187,7 @@ async def _handraise(store: Store, models: Models, model_id: str, method: str, p
     }
 
 
-async def _jury(
+async def run_jury(
     store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
 ) -> dict[str, Any]:
     definition = Experiment.model_validate(
@@ -211,8 +224,10 @@ def _wilson_list(rate: object, n: int) -> list[float] | None:
     return interval.as_list() if interval else None
 
 
-async def _director(store: Store, models: Models, model_id: str, method: str, plan: ScorecardPlan) -> dict[str, Any]:
-
+async def run_director(
+    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
+    built = _models(models, store)
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
         ScriptConfig(
@@ -222,7 +237,7 @@ async def _director(store: Store, models: Models, model_id: str, method: str, pl
             model_id=model_id,
             director=DirectorConfig.model_validate({"rubric_judge": method}),
         ),
-        models,
+        built,
         store,
     )
     scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
@@ -289,7 +304,9 @@ def _skip_scored(path: Path) -> dict[str, tuple[float, bool]]:
     return judged_states(RecordedJudge.load(path), generated_labels(messages))
 
 
-async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict[str, Any]:
+async def run_skip(
+    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
 
     path = skip_recording(model_id)
     if not path.is_file():
@@ -322,7 +339,8 @@ async def _skip(store: Store, model_id: str, method: str, executor: str) -> dict
             "replay_misses": row.get("replay_misses"),  # states the recording lacks (a failed judgment each)
         },
         "runs": [row["recording_run"], row["run_id"]],
-        "tokens": row.get("tokens"),
+        # its calls were made when the recording was, not in this run
+        "usage": {"calls": 0, "replayed": 0, "tokens": row.get("tokens"), "latency_s": None},
         "recording": _shown_path(path),
     }
 
@@ -349,13 +367,14 @@ def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
     return out[: plan.limit] if plan.limit else out
 
 
-async def _confidence(
-    store: Store, models: Models | None, model_id: str | None, method: str, plan: ScorecardPlan
+async def run_confidence(
+    store: Store, models: Models | HubModels, model_id: str | None, method: str, plan: ScorecardPlan, executor: str
 ) -> dict[str, Any]:
     """ECE (and AUC, AURC, Brier) of the default score on the labelled set, as a stored `confidence.calibrate`
     run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
     in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
 
+    source = None if model_id is None else _models(models, store)
     pairs = _confidence_items(plan)
     items = [item for item, _ in pairs]
     name = "confidence.jsonl" if model_id is None else f"confidence.jsonl · self-evaluation by {model_id} ({method})"
@@ -366,8 +385,8 @@ async def _confidence(
         config["self_evaluation"] = {"model": model_id, "method": method}
     async with async_run_context(store, "confidence.calibrate", config, name=name) as run:
         if model_id is not None:
-            assert models is not None
-            model = models(model_id)
+            assert source is not None
+            model = source(model_id)
             evaluator = LikelihoodSelfEvaluator(model) if method == "likelihood" else LLMSelfEvaluator(model)
             progress(total=len(pairs), step=f"self-evaluation by {model_id}")
             derived = []
@@ -393,28 +412,43 @@ async def _confidence(
     }
 
 
+def _by_method(plan: ScorecardPlan, model_id: str | None, methods: Sequence[str]) -> list[Step]:
+    assert model_id is not None
+    return [(model_id, m) for m in methods if m != "likelihood" or plan.can_score(model_id)]
+
+
+def handraise_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return _by_method(plan, model_id, plan.handraise_methods)
+
+
+def jury_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return _by_method(plan, model_id, plan.jury_methods)
+
+
+def director_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return _by_method(plan, model_id, plan.director_methods)
+
+
+def skip_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return [(m, skip_method(m, plan.can_score(m))) for m in plan.models]
+
+
+def confidence_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return [(None, "factors"), *((m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models)]
+
+
 def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
+    """Every role × model × method to run: each model through the per-model roles in turn, then the roles that
+    take every model at once (the skip judge's recordings, the confidence set)."""
+    chosen = [(name, role) for name, role in scorecard_roles().items() if name in plan.roles]
     steps: list[tuple[str, str | None, str | None]] = []
     for model_id in plan.models:
-        if "handraise" in plan.roles:
-            steps += [
-                ("handraise", model_id, m)
-                for m in plan.handraise_methods
-                if m != "likelihood" or plan.can_score(model_id)
-            ]
-        if "jury" in plan.roles:
-            steps += [("jury", model_id, m) for m in plan.jury_methods if m != "likelihood" or plan.can_score(model_id)]
-        if "director" in plan.roles:
-            steps += [
-                ("director", model_id, m)
-                for m in plan.director_methods
-                if m != "likelihood" or plan.can_score(model_id)
-            ]
-    if "skip" in plan.roles:
-        steps += [("skip", m, skip_method(m, plan.can_score(m))) for m in plan.models]
-    if "confidence" in plan.roles:
-        steps.append(("confidence", None, "factors"))
-        steps += [("confidence", m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models]
+        for name, role in chosen:
+            if role.per_model:
+                steps += [(name, *step) for step in resolve_callable(role.steps)(plan, model_id)]
+    for name, role in chosen:
+        if not role.per_model:
+            steps += [(name, *step) for step in resolve_callable(role.steps)(plan, None)]
     return steps
 
 
@@ -445,28 +479,11 @@ async def run_scorecard(
         for role, model_id, method in steps:
             row: dict[str, Any] = {"role": role, "model": model_id, "method": method}
             try:
-                if role == "handraise":
-                    assert model_id is not None and method is not None
-                    out = await _handraise(store, _models(models, store), model_id, method, plan)
-                elif role == "jury":
-                    assert model_id is not None and method is not None
-                    out = await _jury(store, models, model_id, method, plan, executor)
-                elif role == "director":
-                    assert model_id is not None and method is not None
-                    out = await _director(store, _models(models, store), model_id, method, plan)
-                elif role == "skip":
-                    assert model_id is not None and method is not None
-                    out = await _skip(store, model_id, method, executor)
-                else:
-                    assert method is not None
-                    source = None if model_id is None else _models(models, store)
-                    out = await _confidence(store, source, model_id, method, plan)
+                out = await resolve_callable(_role(role).run)(store, models, model_id, method, plan, executor)
             except (ValueError, OSError, LookupError, ModelError, ReplayMiss) as exc:  # RunCancelled propagates
                 row.update({"metrics": {}, "runs": [], "error": " ".join(str(exc).split())[:300]})
             else:
-                spent = usage(store, out["runs"])
-                if role == "skip":  # its calls were made when the recording was, not in this run
-                    spent = {"calls": 0, "replayed": 0, "tokens": out.get("tokens"), "latency_s": None}
+                spent = out.get("usage") or usage(store, out["runs"])
                 row.update({"metrics": out["metrics"], **spent, "runs": out["runs"], "error": None})
                 if "recording" in out:
                     row["recording"] = out["recording"]
@@ -511,52 +528,68 @@ def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("rows"), list) else None
 
 
-def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
-    """Row against the role's best row on the same items: hand-raise F1 by a paired bootstrap over dialogues
-    (their evaluation runs), jury accuracy and director agreement by exact McNemar (the cells' stored right/wrong
-    per case; each line's rubric level against the rules'), skip AUC by
-    a paired bootstrap over the conversation states both recordings judged, confidence ECE by a paired bootstrap
-    over the labelled items (their calibration runs' scores)."""
+# Each row against the role's best row on the same items: hand-raise F1 by a paired bootstrap over dialogues
+# (their evaluation runs), jury accuracy and director agreement by exact McNemar (the cells' stored right/wrong
+# per case; each line's rubric level against the rules'), skip AUC by a paired bootstrap over the conversation
+# states both recordings judged, confidence ECE by a paired bootstrap over the labelled items (their calibration
+# runs' scores).
 
-    if role == "handraise":
-        a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])
-        if a is None or b is None:
-            return None
-        return diff_runs(store, a, b).comparisons.get("f1")
-    if role == "jury":
-        cells = [store.get_run(r["runs"][-1]) for r in (best, row)]
-        rights = [str((c.summary.get("outcomes") or {}).get("right", "")) if c else "" for c in cells]
-        if not all(rights) or len(rights[0]) != len(rights[1]):
-            return None
-        pairs = [(x, y) for x, y in zip(rights[0], rights[1], strict=True) if "-" not in (x, y)]
-        return stats.compare_correct([x == "1" for x, _ in pairs], [y == "1" for _, y in pairs])
-    if role == "skip":
-        paths = [DATA_DIR.parent / str(r.get("recording") or "") for r in (best, row)]
-        if not all(path.is_file() for path in paths):
-            return None
-        judged_a, judged_b = (_skip_scored(path) for path in paths)
-        shared = sorted(set(judged_a) & set(judged_b))
-        labels = [judged_a[k][1] for k in shared]
-        return stats.paired_bootstrap(
-            stats.w_auc([judged_a[k][0] for k in shared], labels), stats.w_auc([judged_b[k][0] for k in shared], labels)
-        )
-    if role == "director":
-        agreed = [_director_agreement(store, r["runs"][-1]) for r in (best, row)]
-        shared = sorted(set(agreed[0]) & set(agreed[1]))
-        if not shared:
-            return None
-        return stats.compare_correct([agreed[0][k] for k in shared], [agreed[1][k] for k in shared])
-    if role == "confidence":
-        scored = [_calibration_scores(store, r["runs"][-1]) for r in (best, row)]
-        if not all(scored):
-            return None
-        shared = sorted(set(scored[0]) & set(scored[1]))
-        correct = [scored[0][k][1] for k in shared]
-        return stats.paired_bootstrap(
-            stats.w_ece([scored[0][k][0] for k in shared], correct),
-            stats.w_ece([scored[1][k][0] for k in shared], correct),
-        )
-    return None
+
+def paired_handraise(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])
+    if a is None or b is None:
+        return None
+    return diff_runs(store, a, b).comparisons.get("f1")
+
+
+def paired_jury(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    cells = [store.get_run(r["runs"][-1]) for r in (best, row)]
+    rights = [str((c.summary.get("outcomes") or {}).get("right", "")) if c else "" for c in cells]
+    if not all(rights) or len(rights[0]) != len(rights[1]):
+        return None
+    pairs = [(x, y) for x, y in zip(rights[0], rights[1], strict=True) if "-" not in (x, y)]
+    return stats.compare_correct([x == "1" for x, _ in pairs], [y == "1" for _, y in pairs])
+
+
+def paired_skip(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    paths = [DATA_DIR.parent / str(r.get("recording") or "") for r in (best, row)]
+    if not all(path.is_file() for path in paths):
+        return None
+    judged_a, judged_b = (_skip_scored(path) for path in paths)
+    shared = sorted(set(judged_a) & set(judged_b))
+    labels = [judged_a[k][1] for k in shared]
+    return stats.paired_bootstrap(
+        stats.w_auc([judged_a[k][0] for k in shared], labels), stats.w_auc([judged_b[k][0] for k in shared], labels)
+    )
+
+
+def paired_director(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    agreed = [_director_agreement(store, r["runs"][-1]) for r in (best, row)]
+    shared = sorted(set(agreed[0]) & set(agreed[1]))
+    if not shared:
+        return None
+    return stats.compare_correct([agreed[0][k] for k in shared], [agreed[1][k] for k in shared])
+
+
+def paired_confidence(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    scored = [_calibration_scores(store, r["runs"][-1]) for r in (best, row)]
+    if not all(scored):
+        return None
+    shared = sorted(set(scored[0]) & set(scored[1]))
+    correct = [scored[0][k][1] for k in shared]
+    return stats.paired_bootstrap(
+        stats.w_ece([scored[0][k][0] for k in shared], correct),
+        stats.w_ece([scored[1][k][0] for k in shared], correct),
+    )
+
+
+def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    """Row against the role's best row on the same items, by the role's `ScorecardRole.paired` (None: none)."""
+    paired = _role(role).paired
+    if not paired:
+        return None
+    comparison: stats.Comparison | None = resolve_callable(paired)(store, best, row)
+    return comparison
 
 
 def _director_agreement(store: Store, run_id: str) -> dict[str, bool]:
@@ -580,8 +613,9 @@ def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
     """For every role where more than one row measured the same items, each row's difference from the role's
     best row (by the role's target metric and direction), its paired interval and p-value (`versus_best`), in
     place."""
-    for role in ROLES:
-        target = TARGETS[role]
+    marks = targets()
+    for role in roles():
+        target = marks[role]
         scored = [
             r
             for r in rows
@@ -620,14 +654,15 @@ def merge_scorecards(old: dict[str, Any] | None, new: dict[str, Any], store: Sto
 
     fresh = {key(r): r for r in new["rows"]}
     rows = [fresh.pop(key(r), r) for r in old.get("rows", [])] + list(fresh.values())
-    rows.sort(key=lambda r: ROLES.index(r["role"]) if r["role"] in ROLES else len(ROLES))
+    order = roles()
+    rows.sort(key=lambda r: order.index(r["role"]) if r["role"] in order else len(order))
     compare_with_best(store, rows)
     return {
         **old,
         **new,
         "rows": rows,
         "models": list(dict.fromkeys([*old.get("models", []), *new.get("models", [])])),
-        "roles": [r for r in ROLES if r in {*old.get("roles", []), *new.get("roles", [])}],
+        "roles": [r for r in order if r in {*old.get("roles", []), *new.get("roles", [])}],
         "run_ids": list(dict.fromkeys([*old.get("run_ids", [old.get("run_id")]), new["run_id"]])),
     }
 

@@ -214,7 +214,7 @@ def test_the_shipped_scorecard_shows_at_once_without_a_model_call(monkeypatch: p
 
     from dashboard import state
     from engine.config import DATA_DIR
-    from engine.experiments.scorecard import TARGETS, shipped_scorecard
+    from engine.experiments.scorecard import shipped_scorecard, targets
     from pages.models import scorecard_rows
 
     shipped = shipped_scorecard()
@@ -222,10 +222,10 @@ def test_the_shipped_scorecard_shows_at_once_without_a_model_call(monkeypatch: p
     assert shipped == json.loads((DATA_DIR / "scorecard" / "bundled.json").read_text(encoding="utf-8"))
     assert shipped["commands"] and all(c.startswith("judgelab scorecard") for c in shipped["commands"])
     rows = shipped["rows"]
-    assert {r["role"] for r in rows} == set(TARGETS) and {"gemma3-270m", "smollm2-135m"} <= {r["model"] for r in rows}
+    assert {r["role"] for r in rows} == set(targets()) and {"gemma3-270m", "smollm2-135m"} <= {r["model"] for r in rows}
     for row in rows:
         if not row["error"]:  # every measured row: its target metric with an interval, marked by it
-            metric = TARGETS[row["role"]].metric
+            metric = targets()[row["role"]].metric
             assert isinstance(row["metrics"][metric], float) and len(row["metrics"][f"{metric}_ci"]) == 2
             assert row["target"]["mark"] in {"good", "not_good", "undecided"}
     monkeypatch.setattr(state, "get_hub", lambda: pytest.fail("the shipped scorecard needs no model"))

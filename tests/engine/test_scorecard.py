@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine.calibration import rank_auc
-from engine.experiments.scorecard import TARGETS, ScorecardPlan, latest_scorecard, run_scorecard
+from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard, targets
 from engine.handraise.benchmark import top1
 from engine.store import Store
 from tests.fakes.scripted import FnModel
@@ -120,7 +120,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     # every row is marked against its role's target by its interval (two cases: far too few to decide)
     for row in out["rows"]:
         mark = row["target"]
-        assert mark["metric"] == TARGETS[row["role"]].metric
+        assert mark["metric"] == targets()[row["role"]].metric
         assert mark["mark"] in {"good", "not_good", "undecided", "unmeasured"}
     assert jury["metrics"]["cases"] == 2 and jury["target"]["mark"] in {"undecided", "unmeasured"}
     for row in out["rows"]:  # every figure traces to stored runs

@@ -1,27 +1,21 @@
-"""The mechanisms an experiment can sweep, each an adapter in a module of its own over `base.Mechanism`; this
-table is the one place they are registered by name."""
+"""The mechanisms an experiment can sweep, each an adapter in a module of its own over `base.Mechanism`; each is
+registered by name in its mechanism's `MechanismSpec.experiment` (`engine.mechanism`), and looked up here."""
 
 from engine.experiments.adapters.base import Mechanism
-from engine.experiments.adapters.confidence import ConfidenceMechanism
-from engine.experiments.adapters.director import DirectorMechanism
-from engine.experiments.adapters.handraise import HandRaise
-from engine.experiments.adapters.jury import JuryMechanism
-from engine.experiments.adapters.skip import SkipMechanism
+from engine.mechanism import mechanism_spec, resolve_callable
 
-_MECHANISMS: dict[str, Mechanism] = {
-    "handraise": HandRaise(),
-    "jury": JuryMechanism(),
-    "confidence": ConfidenceMechanism(),
-    "skip": SkipMechanism(),
-    "director": DirectorMechanism(),
-}
+_ADAPTERS: dict[str, Mechanism] = {}  # one adapter per mechanism, made on first use
 
 
 def mechanism(name: str) -> Mechanism:
-    try:
-        return _MECHANISMS[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; one of {', '.join(_MECHANISMS)}") from None
+    """The experiment adapter of `name`, as its `MechanismSpec.experiment` names it."""
+    spec = mechanism_spec(name)
+    if not spec.experiment:
+        raise ValueError(f"mechanism {name!r} has no experiment adapter")
+    if name not in _ADAPTERS:
+        adapter: Mechanism = resolve_callable(spec.experiment)()
+        _ADAPTERS[name] = adapter
+    return _ADAPTERS[name]
 
 
 __all__ = ["Mechanism", "mechanism"]

@@ -1,0 +1,34 @@
+"""The confidence score in the mechanism registry (`engine.mechanism`)."""
+
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+
+SPEC = register_mechanism(
+    MechanismSpec(
+        name="confidence",
+        label="Confidence",
+        demo_page="confidence",
+        experiment="engine.experiments.adapters.confidence:ConfidenceMechanism",
+        experiment_cases="data/benchmarks/confidence.jsonl",
+        experiment_space="thresholds.notify: [0.6, 0.7, 0.8]\nweight_self_confidence: [0.1, 0.3]\n",
+        tables=(
+            ExportTable("confidence_factors", "each computed confidence factor", events=("confidence_factor",)),
+            ExportTable("confidence_scores", "the score, breakdown and level", events=("confidence_scored",)),
+            ExportTable(
+                "calibration_items",
+                "each labelled item with its score and level",
+                "engine.exports:_calibration_items",
+            ),
+        ),
+        scorecard=ScorecardRole(
+            "ece",
+            False,
+            0.1,
+            "seed 004: a calibrated score",
+            steps="engine.experiments.scorecard:confidence_steps",
+            run="engine.experiments.scorecard:run_confidence",
+            paired="engine.experiments.scorecard:paired_confidence",
+            per_model=False,
+        ),
+        order={"experiments": 2, "scorecard": 4, "exports": 3},
+    )
+)

@@ -1,0 +1,39 @@
+"""The director in the mechanism registry (`engine.mechanism`)."""
+
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+
+SPEC = register_mechanism(
+    MechanismSpec(
+        name="director",
+        label="Director rubric",
+        demo_page="director",
+        experiment="engine.experiments.adapters.director:DirectorMechanism",
+        experiment_cases="data/scripts/beach.jsonl",
+        experiment_space="format_warn_lines: [2, 4]\ntone_pass: [1, 2]\n",
+        tables=(
+            ExportTable(
+                "director_lines",
+                "each reviewed line or draft with every rule's status",
+                "engine.exports:_director_lines",
+            ),
+            ExportTable("director_turns", "each turn of a dialogue", events=("director_turn",)),
+            ExportTable("director_batch", "a script's lines scored by the rubric", "engine.exports:_director_batch"),
+            ExportTable(
+                "director_hit_rates",
+                "a script's rule hit rates with 95 % Wilson intervals",
+                "engine.exports:_director_hit_rates",
+            ),
+        ),
+        scorecard=ScorecardRole(
+            "agreement",
+            True,
+            0.6,
+            "README goal for the director rubric",
+            steps="engine.experiments.scorecard:director_steps",
+            run="engine.experiments.scorecard:run_director",
+            paired="engine.experiments.scorecard:paired_director",
+            methods=("generate", "likelihood"),  # DirectorConfig.rubric_judge
+        ),
+        order={"experiments": 4, "scorecard": 3, "exports": 2},
+    )
+)

@@ -1,0 +1,38 @@
+"""The hand raise in the mechanism registry (`engine.mechanism`)."""
+
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+
+SPEC = register_mechanism(
+    MechanismSpec(
+        name="handraise",
+        label="Hand raise",
+        demo_page="conversation",
+        experiment="engine.experiments.adapters.handraise:HandRaise",
+        experiment_cases="data/benchmarks/handraise.jsonl",
+        experiment_space="threshold: {from: 0.4, to: 0.7, step: 0.1}\nmode: [focus, brainstorm]\n",
+        tables=(
+            ExportTable(
+                "conversation_hands",
+                "one row per hand per turn: will, components, decision",
+                "engine.exports:_conversation_hands",
+            ),
+            ExportTable(
+                "conversation_messages",
+                "the chat: messages, answers and skip lines",
+                "engine.exports:_conversation_messages",
+            ),
+            ExportTable("handraise_eval_items", "one line per benchmark item", events=("handraise_eval_item",)),
+        ),
+        scorecard=ScorecardRole(
+            "f1",
+            True,
+            0.7,
+            "README goal for the hand-raise judge",
+            steps="engine.experiments.scorecard:handraise_steps",
+            run="engine.experiments.scorecard:run_handraise",
+            paired="engine.experiments.scorecard:paired_handraise",
+            methods=("judge", "likelihood"),
+        ),
+        order={"experiments": 0, "scorecard": 0, "exports": 1},
+    )
+)

@@ -1,0 +1,33 @@
+"""The jury in the mechanism registry (`engine.mechanism`)."""
+
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+
+SPEC = register_mechanism(
+    MechanismSpec(
+        name="jury",
+        label="Jury",
+        demo_page="jury",
+        experiment="engine.experiments.adapters.jury:JuryMechanism",
+        experiment_cases="data/benchmarks/jury.jsonl",
+        experiment_space="consensus_threshold: [0.5, 0.67, 1.0]\nstagnation_rounds: [1, 2]\n",
+        tables=(
+            ExportTable(
+                "jury_positions",
+                "each juror's verdict and score at phase 1 and after each round",
+                "engine.exports:_jury_positions",
+            ),
+            ExportTable("jury_eval_items", "one line per case of a case-set evaluation", events=("jury_eval_item",)),
+        ),
+        scorecard=ScorecardRole(
+            "accuracy",
+            True,
+            0.6,
+            "README goal for the jury",
+            steps="engine.experiments.scorecard:jury_steps",
+            run="engine.experiments.scorecard:run_jury",
+            paired="engine.experiments.scorecard:paired_jury",
+            methods=("generate", "likelihood"),
+        ),
+        order={"experiments": 1, "scorecard": 2, "exports": 0},
+    )
+)

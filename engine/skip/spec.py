@@ -1,0 +1,33 @@
+"""The judgment skip cache in the mechanism registry (`engine.mechanism`)."""
+
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+
+SPEC = register_mechanism(
+    MechanismSpec(
+        name="skip",
+        label="Skip judge",
+        demo_page="skip-cache",
+        experiment="engine.experiments.adapters.skip:SkipMechanism",
+        experiment_cases="data/recordings/skipcache-default.jsonl",
+        experiment_space="high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
+        tables=(
+            ExportTable("simulation", "a skip simulation with and without the cache", "engine.exports:_simulation"),
+            ExportTable(
+                "simulation_events",
+                "judgments, cache hits and replies of a simulation",
+                events=("judgment", "judgment_failed", "cache_hit", "reply"),
+            ),
+        ),
+        scorecard=ScorecardRole(
+            "auc",
+            True,
+            0.75,
+            "README goal for the skip judge",
+            steps="engine.experiments.scorecard:skip_steps",
+            run="engine.experiments.scorecard:run_skip",
+            paired="engine.experiments.scorecard:paired_skip",
+            per_model=False,
+        ),
+        order={"experiments": 3, "scorecard": 1, "exports": 4},
+    )
+)

@@ -1,0 +1,124 @@
+"""The mechanism registries (`engine.mechanism`, `dashboard.mechanism_ui`): every reference of the five built-in
+mechanisms resolves, every surface keeps its order, and a toy mechanism (tests/toymech, registered for the test
+and removed after) appears in the CLI, the experiment definition, the exports and the scorecard with nothing
+else edited."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashboard.mechanism_ui import uis
+from engine.experiments import Experiment, mechanism, run_experiment
+from engine.experiments.scorecard import ScorecardPlan, roles, run_scorecard, targets
+from engine.exports import load_run, table_builders, tables
+from engine.mechanism import mechanism_names, mechanisms, resolve
+from engine.store import Store
+from tests.toymech import register, unregister
+from tests.toymech.adapter import count
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILTIN = {"handraise", "skip", "jury", "director", "confidence"}
+
+
+def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
+    """A reference that names a moved or renamed function fails here, not in the one command that reads it."""
+    assert set(mechanism_names()) == BUILTIN
+    for spec in mechanisms():
+        assert mechanism(spec.name).name == spec.name  # the experiment adapter
+        assert (ROOT / spec.experiment_cases).is_file()
+        for table in spec.tables:
+            assert table.events or callable(resolve(table.build))
+        assert spec.scorecard is not None
+        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired):
+            assert callable(resolve(ref))
+    assert {u.name for u in uis()} == BUILTIN
+    for ui in uis():
+        assert callable(resolve(ui.page)) and resolve(ui.cli)
+        for ref in ui.figures + ((ui.calibration_job,) if ui.calibration_job else ()):
+            assert callable(resolve(ref))
+
+
+def test_each_surface_keeps_its_order() -> None:
+    """The orders the CLI help, the app, the Experiments form, the scorecard and the exports showed before the
+    registry: each surface's own."""
+    assert mechanism_names("experiments") == ["handraise", "jury", "confidence", "skip", "director"]
+    assert roles() == ("handraise", "skip", "jury", "director", "confidence")
+    assert [u.name for u in uis("nav")] == ["handraise", "skip", "director", "confidence", "jury"]
+    assert [u.name for u in uis("cli")] == ["confidence", "director", "skip", "jury", "handraise"]
+    assert [u.name for u in uis("calibrate") if u.calibration_job] == ["handraise", "skip", "jury", "confidence"]
+    assert [name for name, _, _ in table_builders()] == [
+        *("headline", "calls", "events", "jury_positions", "jury_eval_items", "conversation_hands"),
+        *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
+        *("director_hit_rates", "confidence_factors", "confidence_scores", "calibration_items", "simulation"),
+        "simulation_events",
+    ]
+
+
+@pytest.fixture
+def toy() -> Iterator[None]:
+    register()
+    try:
+        yield
+    finally:
+        unregister()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`judgelab ARGS` in a fresh interpreter that has registered the toy before the command was built."""
+    script = "import sys; from tests.toymech import register; register(); from dashboard.cli import main; main()"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.server  # two judgelab processes
+def test_the_toy_is_a_cli_sub_app(toy: None) -> None:
+    shown = _cli("--help")
+    assert shown.returncode == 0, shown.stderr
+    assert "toy" in shown.stdout and "Toy: counts values over a bar." in shown.stdout
+    counted = _cli("toy", "count", "0.1", "0.6", "0.9", "--threshold", "0.5")
+    assert counted.returncode == 0, counted.stderr
+    assert counted.stdout.strip() == "2 of 3"
+
+
+def test_the_toy_is_swept_by_an_experiment(toy: None, store: Store) -> None:
+    definition = Experiment.model_validate(
+        {
+            "name": "toy sweep",
+            "mechanism": "toy",
+            "cases": "tests/toymech/cases.jsonl",
+            "space": {"threshold": [0.2, 0.5]},
+        }
+    )
+    result = asyncio.run(run_experiment(definition, store))
+    assert sorted((row["threshold"], row["share"]) for row in result.rows) == [(0.2, 0.75), (0.5, 0.5)]
+
+
+def test_an_unregistered_mechanism_is_refused_by_the_definition() -> None:
+    with pytest.raises(ValueError, match="Input should be 'handraise', 'jury', 'confidence', 'skip' or 'director'"):
+        Experiment.model_validate({"name": "toy sweep", "mechanism": "toy", "cases": "x.jsonl"})
+
+
+def test_the_toy_has_its_export_tables(toy: None, store: Store) -> None:
+    run_id = count(store, [0.1, 0.6, 0.9], 0.5)
+    found = tables(load_run(store, run_id))
+    assert list(found) == ["headline", "calls", "events", "toy_values", "toy_total"]
+    assert [r["value"] for r in found["toy_values"].rows] == [0.1, 0.6, 0.9]
+    assert found["toy_total"].rows == [{"values": 3, "cleared": 2}]
+
+
+def test_the_toy_is_a_scorecard_role(toy: None, store: Store) -> None:
+    assert roles()[-1] == "toy" and targets()["toy"].text == "share ≥ 0.5"
+    result = asyncio.run(run_scorecard(store, ScorecardPlan(models=[], roles=("toy",))))
+    (row,) = result["rows"]
+    assert (row["role"], row["model"], row["method"], row["error"]) == ("toy", None, "count", None)
+    assert row["metrics"]["share"] == 0.75 and row["target"]["mark"] == "good"
+    assert [r.name for r in mechanisms("scorecard")][-1] == "toy" and uis("nav")[-1].title == "Toy"

@@ -1,0 +1,79 @@
+"""The toy's engine side: an experiment adapter whose cells make no model call, an export table and a
+scorecard role, over a case set of numbers (one `{"value": x}` a line)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.events import run_context
+from engine.experiments.adapters import Mechanism
+from engine.experiments.definition import Experiment
+from engine.exports import RunRecord
+from engine.store import Store
+
+CASES = Path(__file__).with_name("cases.jsonl")
+
+
+def _share(values: Sequence[float], threshold: float) -> float:
+    return round(sum(v >= threshold for v in values) / len(values), 4) if values else 0.0
+
+
+class ToyMechanism(Mechanism):
+    name = "toy"
+    decision = frozenset({"threshold"})
+    metrics = ("share",)
+    default_metric = "share"
+
+    def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, float]:
+        threshold = float({**base, **params}.get("threshold", 0.5))
+        if not 0 <= threshold <= 1:
+            raise ValueError("threshold: between 0 and 1")
+        return {"threshold": threshold}
+
+    def load_cases(self, definition: Experiment) -> list[float]:
+        path = Path(definition.cases)
+        lines = (path if path.is_absolute() else Path(__file__).parents[2] / path).read_text().splitlines()
+        return [float(json.loads(line)["value"]) for line in lines if line.strip()][: definition.limit]
+
+    async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> list[float]:
+        return list(cases)
+
+    def decide(self, definition: Experiment, recording: Any, decision_params: Mapping[str, Any]) -> dict[str, Any]:
+        threshold = self.config(definition.base, decision_params)["threshold"]
+        return {"share": _share(recording, threshold), "calls": 0}
+
+    def recording_json(self, recording: Any) -> dict[str, Any]:
+        return {"values": list(recording)}
+
+
+def total_table(record: RunRecord) -> list[dict[str, Any]]:
+    """One row: how many of the run's values cleared its bar (a `toy.count` run only)."""
+    if record.run.kind != "toy.count":
+        return []
+    values = [p for _, p in record.pairs("toy_value")]
+    return [{"values": len(values), "cleared": sum(bool(p.get("cleared")) for p in values)}]
+
+
+def count(store: Store, values: Sequence[float], threshold: float) -> str:
+    """A stored `toy.count` run: one `toy_value` event per value."""
+    with run_context(store, "toy.count", {"threshold": threshold}) as run:
+        for value in values:
+            run.emit("toy_value", value=value, cleared=value >= threshold)
+        run.summary = {"share": _share(values, threshold)}
+    return run.run_id
+
+
+def steps(plan: Any, model_id: str | None) -> list[tuple[str | None, str | None]]:
+    return [(None, "count")]
+
+
+async def run_role(
+    store: Store, models: Any, model_id: str | None, method: str, plan: Any, executor: str
+) -> dict[str, Any]:
+    values = [float(json.loads(line)["value"]) for line in CASES.read_text().splitlines() if line.strip()]
+    share = _share(values, 0.3)
+    run_id = count(store, values, 0.3)
+    return {"metrics": {"share": share, "share_ci": [share - 0.05, share + 0.05]}, "runs": [run_id]}

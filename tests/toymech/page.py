@@ -1,0 +1,7 @@
+"""The toy's page."""
+
+import streamlit as st
+
+
+def render() -> None:
+    st.title("Toy")

@@ -1,0 +1,34 @@
+"""The toy's registrations: its `MechanismSpec` (engine) and `MechanismUI` (dashboard)."""
+
+from dashboard.mechanism_ui import MechanismUI
+from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole
+
+SPEC = MechanismSpec(
+    name="toy",
+    label="Toy counter",
+    demo_page="toy",
+    experiment="tests.toymech.adapter:ToyMechanism",
+    experiment_cases="tests/toymech/cases.jsonl",
+    experiment_space="threshold: [0.2, 0.5, 0.8]\n",
+    tables=(
+        ExportTable("toy_values", "each value the toy counted", events=("toy_value",)),
+        ExportTable("toy_total", "how many values cleared the bar", "tests.toymech.adapter:total_table"),
+    ),
+    scorecard=ScorecardRole(
+        "share",
+        True,
+        0.5,
+        "the toy's own bar",
+        steps="tests.toymech.adapter:steps",
+        run="tests.toymech.adapter:run_role",
+        per_model=False,
+    ),
+)
+UI = MechanismUI(
+    "toy",
+    page="tests.toymech.page:render",
+    title="Toy",
+    icon="🧸",
+    url_path="toy",
+    cli="tests.toymech.cli:app",
+)
