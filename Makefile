@@ -36,12 +36,14 @@ bench: $(STAMP)
 	$(BIN)/judgelab bench
 
 # The layers stay honest: lint, types (strict on engine/ and models/), import contracts, no import cycle (imports
-# inside functions counted; each of those says why it is deferred), then formatting.
+# inside functions counted; each of those says why it is deferred), small functions and modules (tools/code_size.py),
+# then formatting.
 lint: $(STAMP)
 	$(BIN)/ruff check engine models dashboard pages tests tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python tools/import_cycles.py
+	$(BIN)/python tools/code_size.py
 	$(BIN)/ruff format --check engine models dashboard pages tests tools
 
 # Rebuilt only when pyproject.toml changes: a second `make run` starts at once.

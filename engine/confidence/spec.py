@@ -16,7 +16,7 @@ SPEC = register_mechanism(
             ExportTable(
                 "calibration_items",
                 "each labelled item with its score and level",
-                "engine.exports:_calibration_items",
+                "engine.confidence.exports:calibration_items",
             ),
         ),
         scorecard=ScorecardRole(

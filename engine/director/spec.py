@@ -14,14 +14,14 @@ SPEC = register_mechanism(
             ExportTable(
                 "director_lines",
                 "each reviewed line or draft with every rule's status",
-                "engine.exports:_director_lines",
+                "engine.director.exports:lines",
             ),
             ExportTable("director_turns", "each turn of a dialogue", events=("director_turn",)),
-            ExportTable("director_batch", "a script's lines scored by the rubric", "engine.exports:_director_batch"),
+            ExportTable("director_batch", "a script's lines scored by the rubric", "engine.director.exports:batch"),
             ExportTable(
                 "director_hit_rates",
                 "a script's rule hit rates with 95 % Wilson intervals",
-                "engine.exports:_director_hit_rates",
+                "engine.director.exports:hit_rates",
             ),
         ),
         scorecard=ScorecardRole(

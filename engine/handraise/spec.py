@@ -14,12 +14,12 @@ SPEC = register_mechanism(
             ExportTable(
                 "conversation_hands",
                 "one row per hand per turn: will, components, decision",
-                "engine.exports:_conversation_hands",
+                "engine.handraise.exports:hands",
             ),
             ExportTable(
                 "conversation_messages",
                 "the chat: messages, answers and skip lines",
-                "engine.exports:_conversation_messages",
+                "engine.handraise.exports:messages",
             ),
             ExportTable("handraise_eval_items", "one line per benchmark item", events=("handraise_eval_item",)),
         ),

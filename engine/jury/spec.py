@@ -14,7 +14,7 @@ SPEC = register_mechanism(
             ExportTable(
                 "jury_positions",
                 "each juror's verdict and score at phase 1 and after each round",
-                "engine.exports:_jury_positions",
+                "engine.jury.exports:positions",
             ),
             ExportTable("jury_eval_items", "one line per case of a case-set evaluation", events=("jury_eval_item",)),
         ),

@@ -11,7 +11,7 @@ SPEC = register_mechanism(
         experiment_cases="data/recordings/skipcache-default.jsonl",
         experiment_space="high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
         tables=(
-            ExportTable("simulation", "a skip simulation with and without the cache", "engine.exports:_simulation"),
+            ExportTable("simulation", "a skip simulation with and without the cache", "engine.skip.exports:simulation"),
             ExportTable(
                 "simulation_events",
                 "judgments, cache hits and replies of a simulation",

@@ -1,0 +1,68 @@
+"""JSON of a whole run: its row, events, calls, totals and tags, keys redacted."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.exports.csvfiles import EXPORT_FORMAT
+from engine.exports.record import RunRecord
+from engine.history import headline
+from models.secrets import redact, redact_obj
+
+
+def run_document(record: RunRecord) -> dict[str, Any]:
+    """The whole run as one JSON-ready value: the run, its config and summary, every event and every call."""
+    run = record.run
+    document = {
+        "format": EXPORT_FORMAT,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "run": {
+            "id": run.id,
+            "kind": run.kind,
+            "name": run.name,
+            "status": run.status,
+            "tags": record.tags,
+            "started_at": run.started_at.isoformat(),
+            "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
+            "duration_s": run.duration_s,
+            "error": run.error,
+            "config_hash": run.config_hash,
+            "headline": headline(run, record.totals),
+            "totals": record.totals,
+        },
+        "config": run.config,
+        "summary": run.summary,
+        "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload} for e in record.events],
+        "calls": [
+            {
+                "id": c.id,
+                "created_at": c.created_at.isoformat(),
+                "purpose": c.purpose,
+                "model_id": c.model_id,
+                "backend": c.backend,
+                "model_name": c.model_name,
+                "request_hash": c.request_hash,
+                "request": json.loads(c.request_json or "{}"),
+                "raw_text": c.raw_text,
+                "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "latency_s": c.latency_s,
+                "cost": c.cost,
+                "would_cost": c.would_cost,
+                "finish_reason": c.finish_reason,
+                "error": c.error,
+                "error_type": c.error_type,
+                "flags": json.loads(c.flags_json or "[]"),
+                "attempts": c.attempts,
+            }
+            for c in record.calls
+        ],
+    }
+    return dict(redact_obj(document))
+
+
+def run_json(record: RunRecord) -> str:
+    return redact(json.dumps(run_document(record), ensure_ascii=False, indent=2, default=str))

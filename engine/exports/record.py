@@ -1,0 +1,73 @@
+"""A stored run with everything recorded for it (`load_run`), and the shape of an export table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.store import EventRow, LlmCall, Run, Store
+
+# Bookkeeping events: the timeline keeps them, no table is made of them.
+RUN_EVENTS = frozenset({"run_started", "run_finished", "run_failed", "run_cancelled"})
+
+
+class ExportError(ValueError):
+    """The run cannot be exported as asked (no such run, no such table); the message says which."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A stored run with everything recorded for it."""
+
+    run: Run
+    events: list[EventRow]
+    calls: list[LlmCall]
+    totals: dict[str, Any]
+    tags: list[str]
+
+    def pairs(self, *types: str) -> list[tuple[str, dict[str, Any]]]:
+        """(type, payload) of its events, of the given types only when any are named."""
+        return [(e.type, e.payload) for e in self.events if not types or e.type in types]
+
+
+def load_run(store: Store, run_id: str) -> RunRecord:
+    run = store.get_run(run_id)
+    if run is None:
+        raise ExportError(f"no run {run_id} — `judgelab runs list` shows the recorded ones")
+    return RunRecord(
+        run=run,
+        events=store.events(run_id),
+        calls=store.calls(run_id, limit=None),
+        totals=dict(store.run_totals([run_id]).get(run_id, {})),
+        tags=store.tags([run_id]).get(run_id, []),
+    )
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    description: str
+    rows: list[dict[str, Any]]
+    fixed: tuple[str, ...] = ()  # columns it has even without rows
+
+    @property
+    def columns(self) -> list[str]:
+        """Its fixed columns, then every other key of its rows in the order they first appear."""
+        return list(dict.fromkeys([*self.fixed, *(k for row in self.rows for k in row)]))
+
+
+def flat(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One row from an event payload: scalars as they are, a dict of scalars as dotted columns, anything
+    deeper as its JSON text."""
+    row: dict[str, Any] = {}
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and not prefix and all(not isinstance(v, Mapping | list) for v in value.values()):
+            row.update(flat(value, f"{name}."))
+        else:
+            row[name] = value
+    return row
+
+
+TableBuilder = Callable[[RunRecord], list[dict[str, Any]]]
