@@ -7,8 +7,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard import demo_hub
-from dashboard.registry import RunRegistry
-from dashboard.runner import BackgroundLoop
+from dashboard.background import BackgroundLoop
+from dashboard.live_runs import RunRegistry
 from engine.config import get_settings
 from engine.demo import load_manifest
 from engine.embeddings import get_embedder

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import streamlit as st
 
 from dashboard import demo, state
-from dashboard.registry import RegistryError
+from dashboard.live_runs import RegistryError
 from dashboard.text import md
 from engine.store import CANCELLED, FINISHED, RUNNING
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard import charts, state
 from dashboard.components import md
-from dashboard.registry import RegistryError
+from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import runctx
 from engine.config import get_settings

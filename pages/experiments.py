@@ -16,7 +16,7 @@ import yaml
 
 from dashboard import charts, state
 from dashboard.components import GLOSSARY, details_on, md
-from dashboard.registry import RegistryError
+from dashboard.live_runs import RegistryError
 from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.config import get_settings

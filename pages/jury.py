@@ -23,7 +23,7 @@ from dashboard.components import (
     run_usage,
 )
 from dashboard.labelling import jury_label
-from dashboard.registry import RegistryError
+from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
 from engine.config import ConfigError, get_settings

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import demo, state
 from dashboard.components import breakable, details_on, md, money, safe_avatar
-from dashboard.registry import RegistryError
+from dashboard.live_runs import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
 from engine.diagnostics import shipped_diagnoses

@@ -21,9 +21,9 @@ import tracemalloc
 from functools import partial
 from pathlib import Path
 
+from dashboard.background import BackgroundLoop
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from dashboard.registry import RunRegistry
-from dashboard.runner import BackgroundLoop
+from dashboard.live_runs import RunRegistry
 from engine.director import CheckConfig, review_line
 from engine.experiments import DefinitionError, parse_definition, run_experiment
 from engine.store import CANCELLED

@@ -179,8 +179,8 @@ def test_a_run_id_drawn_twice_is_drawn_again(tmp_path: Path, monkeypatch: pytest
 
 def test_cancel_of_a_large_decision_experiment_is_prompt_and_other_runs_start_meanwhile(tmp_path: Path) -> None:
     """The dashboard's path: the registry on the background loop every page shares."""
-    from dashboard.registry import RunRegistry
-    from dashboard.runner import BackgroundLoop
+    from dashboard.background import BackgroundLoop
+    from dashboard.live_runs import RunRegistry
     from engine.director import CheckConfig, review_line
     from engine.experiments import run_experiment
     from engine.runctx import RunCancelled

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.registry import RegistryError, RunRegistry
-from dashboard.runner import BackgroundLoop
+from dashboard.background import BackgroundLoop
+from dashboard.live_runs import RegistryError, RunRegistry
 from engine import runctx
 from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
 from engine.runctx import RunCancelled

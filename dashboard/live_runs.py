@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.runner import BackgroundLoop
+from dashboard.background import BackgroundLoop
 from engine.config import get_settings
 from engine.runctx import Progress, RunCancelled, RunControl, controlled
 from engine.store import FINISHED, INTERRUPTED, RUNNING, Store, config_hash
