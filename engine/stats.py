@@ -326,7 +326,7 @@ def w_brier(probabilities: Values, actual: Flags) -> Stat:
 
 
 def _aurc(s: np.ndarray, c: np.ndarray) -> Callable[[Weights], np.ndarray]:
-    """Area under risk(coverage), as engine/calibration.py draws it: keep the units scoring ≥ t for each distinct
+    """Area under risk(coverage), as engine/reliability.py draws it: keep the units scoring ≥ t for each distinct
     score t, highest first; coverage is the weight kept, risk the weight of wrong answers among it; the trapezoid
     area from coverage 0 (at the first risk). Cumulative sums over the sorted scores: no loop over resamples."""
     order = np.argsort(-s, kind="stable")
@@ -370,7 +370,7 @@ def _ece(s: np.ndarray, c: np.ndarray, n_bins: np.ndarray) -> Callable[[Weights]
 
 
 def w_ece(confidences: Values, correct: Flags, n_bins: int = 10) -> Stat:
-    """ECE over equal-width bins (the last includes 1.0), as engine/calibration.py computes it."""
+    """ECE over equal-width bins (the last includes 1.0), as engine/reliability.py computes it."""
     s = np.asarray(confidences, float)
     return Stat(_ece, (s, np.asarray(correct, float), np.full(s.shape[0], n_bins)))
 

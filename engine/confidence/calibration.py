@@ -12,13 +12,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import runctx, stats
-from engine.calibration import calibrate, rank_auc, risk_at
 from engine.confidence.factors import FACTOR_FIELDS, ConfidenceFactors, parse_factors
 from engine.confidence.levels import LEVEL_NAMES, levels_of
 from engine.confidence.settings import DEFAULT_SETTINGS, ConfidenceSettings
 from engine.confidence.tables import score_arrays
 from engine.events import async_run_context
 from engine.inputs import Problems, iter_lines, problem_lines
+from engine.reliability import calibrate, rank_auc, risk_at
 
 if TYPE_CHECKING:
     from engine.events import EventSink, ModelSource

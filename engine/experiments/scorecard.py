@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from engine import stats
-from engine.calibration import rank_auc
 from engine.confidence import (
     CalibrationConfig,
     LabelledItem,
@@ -54,6 +53,7 @@ from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import InputError, iter_lines, read_text
 from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, scorecard_roles
 from engine.outcomes import diff_runs
+from engine.reliability import rank_auc
 from engine.runctx import progress
 from engine.skip import (
     RecordedJudge,

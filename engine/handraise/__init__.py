@@ -26,10 +26,6 @@ from engine.handraise.benchmark import (
     parse_benchmark,
     run_benchmark,
 )
-from engine.handraise.calibration import (
-    calibration_rows,
-    fit_calibrations,
-)
 from engine.handraise.cast import (
     DEFAULT_CAST,
     Participant,
@@ -106,6 +102,10 @@ from engine.handraise.judge import (
     parse_template_fill,
     self_messages,
     template_parts,
+)
+from engine.handraise.maps import (
+    calibration_rows,
+    fit_calibrations,
 )
 
 __all__ = [

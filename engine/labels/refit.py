@@ -25,9 +25,9 @@ from engine import stats
 from engine.diagnostics import accuracy_vs_chance
 from engine.events import run_context
 from engine.handraise.benchmark import parse_benchmark
-from engine.handraise.calibration import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.handraise.decisions import HandRaiseConfig, will_from
 from engine.handraise.judge import novelty_of
+from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.inputs import read_text
 from engine.judgemaps import (
     CALIBRATION_DIR,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import stats
-from engine.calibration import rank_auc
+from engine.reliability import rank_auc
 from engine.skip.messages import Message
 from engine.skip.recording import RecordedJudge
 from engine.skip.workload import TEXTS

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dashboard import charts
-from engine.calibration import calibrate, risk_at
 from engine.confidence import ConfidenceFactors, calculate
+from engine.reliability import calibrate, risk_at
 
 
 def test_confidence_figures() -> None:

@@ -11,14 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.calibration import (
-    calibrate,
-    expected_calibration_error,
-    rank_auc,
-    reliability_bins,
-    risk_at,
-    risk_coverage,
-)
 from engine.confidence import (
     ConfidenceAggregator,
     ConfidenceFactors,
@@ -34,6 +26,14 @@ from engine.confidence import (
     score_arrays,
     search_quality,
     tool_success,
+)
+from engine.reliability import (
+    calibrate,
+    expected_calibration_error,
+    rank_auc,
+    reliability_bins,
+    risk_at,
+    risk_coverage,
 )
 
 F = ConfidenceFactors

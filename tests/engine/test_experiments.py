@@ -489,9 +489,9 @@ def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path,
 def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Path, store: Store) -> None:
     import json
 
-    from engine.calibration import calibrate
     from engine.confidence import ConfidenceSettings, calculate, parse_factors
     from engine.experiments import load_definition
+    from engine.reliability import calibrate
 
     definition = load_definition(ROOT / "data" / "experiments" / "confidence-decisions.yaml")
     result = asyncio.run(run_experiment(definition, store))

@@ -87,7 +87,7 @@ def test_novelty_is_the_fitted_map_of_the_answers_given_or_the_fixed_one_without
 
 
 def test_cross_validation_holds_out_whole_casts() -> None:
-    from engine.handraise.calibration import cross_validate
+    from engine.handraise.maps import cross_validate
 
     rows = [
         {

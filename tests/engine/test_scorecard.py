@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine.calibration import rank_auc
 from engine.experiments.scorecard import ScorecardPlan, latest_scorecard, run_scorecard, targets
 from engine.handraise.benchmark import top1
+from engine.reliability import rank_auc
 from engine.store import Store
 from tests.fakes.scripted import FnModel
 

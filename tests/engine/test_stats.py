@@ -1,5 +1,5 @@
 """engine/stats.py: intervals checked against published values, coverage checked by simulation, determinism,
-and the vectorised metrics against scikit-learn and engine/calibration.py on the observed sample."""
+and the vectorised metrics against scikit-learn and engine/reliability.py on the observed sample."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sklearn.metrics import brier_score_loss, f1_score, precision_score, recall_
 
 from engine import stats
 from engine.agreement import fleiss_kappa
-from engine.calibration import expected_calibration_error, reliability_bins
+from engine.reliability import expected_calibration_error, reliability_bins
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Statistics in Medicine 17,
 # Table I, method 3 (the Wilson score interval without continuity correction), 95 %.
@@ -162,9 +162,9 @@ def test_holm_adjustment_and_ties_with_the_best() -> None:
 
 
 def test_weighted_aurc_equals_the_risk_coverage_area_of_each_resample() -> None:
-    """Scores with ties (rounded to 0.1), resampled: the vectorised area equals engine/calibration.py's on the
+    """Scores with ties (rounded to 0.1), resampled: the vectorised area equals engine/reliability.py's on the
     expanded sample, including resamples that drop the top-scoring items."""
-    from engine.calibration import area_under_risk_coverage, risk_coverage
+    from engine.reliability import area_under_risk_coverage, risk_coverage
 
     rng = np.random.default_rng(0)
     for trial in range(60):

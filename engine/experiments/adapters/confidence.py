@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.calibration import calibrate
 from engine.confidence import ConfidenceSettings, InterventionLevel, calculate, decide_level, parse_factors
 from engine.experiments.adapters.base import Mechanism, nested
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, score_outcomes
 from engine.inputs import iter_lines, read_text
+from engine.reliability import calibrate
 
 
 @dataclass
