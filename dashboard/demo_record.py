@@ -46,7 +46,7 @@ from engine.handraise import (
 )
 from engine.jury import Jury, JuryConfig, panel_seats, run_case
 from engine.jury.config import case_files, load_cases
-from engine.likelihood import JURY
+from engine.jury.likelihood import JURY
 from engine.modelruns import stream_prompt
 from engine.skip import (
     FailurePolicy,

@@ -41,8 +41,8 @@ from engine.jury import (
     run_case,
 )
 from engine.jury.config import case_files as jury_case_files
+from engine.jury.likelihood import JURY
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
-from engine.likelihood import JURY
 from models import registry as model_registry
 
 KEY = "jury."

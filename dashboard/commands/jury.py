@@ -322,7 +322,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     """The jury map's refit (`limit`: the split's first N cases only, for a quick check)."""
     # CLI start-up: loaded when the command runs
     from engine.jury import DEFAULT_VERDICTS
-    from engine.likelihood import fit_jury_calibration, jury_calibration_rows
+    from engine.jury.likelihood import fit_jury_calibration, jury_calibration_rows
     from models.catalog import load_catalog
 
     cases = _cases(data)[:limit]

@@ -20,8 +20,8 @@ from engine.diagnostics import Diagnosis, calibration_diagnosis
 from engine.embeddings import EMBEDDER_ID, RecordedEmbedder, dot, get_embedder, unit_rows
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
+from engine.handraise.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.handraise.reasons import expertise_reason
-from engine.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.quoting import DATA_NOTE, quote
 from models.errors import ModelError, StructuredOutputError
 from models.source import ModelLookup, ModelSource, model_source

@@ -14,8 +14,8 @@ from engine.embeddings import EMBEDDER_ID
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
+from engine.handraise.likelihood import handraise_features
 from engine.judgemaps import Calibration, FittedMap, new_version
-from engine.likelihood import handraise_features
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine import judgemaps
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import JurorSeat
+from engine.jury.likelihood import (
+    JURY,
+    JURY_HEADINGS,
+    JURY_OTHERS_FEATURES,
+    jury_features,
+    jury_others_weight,
+    jury_rationale,
+    jury_round_features,
+    jury_scores,
+)
 from engine.jury.roles import (
     JURY_PANEL,
     JURY_ROLE,
@@ -23,17 +33,7 @@ from engine.jury.roles import (
     role_rationale,
     role_slug,
 )
-from engine.likelihood import (
-    JURY,
-    JURY_HEADINGS,
-    JURY_OTHERS_FEATURES,
-    jury_features,
-    jury_others_weight,
-    jury_rationale,
-    jury_round_features,
-    jury_scores,
-    label_scores,
-)
+from engine.likelihood import label_scores
 from models.errors import ModelError
 from models.recording import call_context
 
@@ -118,7 +118,7 @@ class LikelihoodSeats:
 
     def others_weight(self, seat: JurorSeat, rubric: Rubric) -> float | None:
         """The weight this seat's fitted map gives the other jurors' verdicts in a discussion round, read from
-        the map file (`engine.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
+        the map file (`engine.jury.likelihood.jury_others_weight`): 0.0 when a round cannot move the seat. None
         where a round can move it or nothing says it cannot: a generating seat, a model without a jury map for
         the rubric's labels (the label words then hear the others), a map that does not read their features."""
         if not self.by_likelihood(seat):
@@ -139,11 +139,11 @@ class LikelihoodSeats:
     ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
         """The likelihood juror. With a fitted jury map for the model whose classes are the rubric's labels
         (`data/calibration/jury.likelihood.<model>.json`), the distribution over the labels is that map
-        applied to the juror's channel features (`engine.likelihood.jury_features`);
+        applied to the juror's channel features (`engine.jury.likelihood.jury_features`);
         otherwise it is the calibrated likelihood of the label words themselves, flagged `uncalibrated`.
         In a discussion round a map that reads the others' evidence (`JURY_OTHERS_FEATURES`) gets the
         juror's phase-1 features and how much the others' quoted verdicts moved them, weighted as fitted
-        (`engine.likelihood.fit_jury_calibration`); the phase-1 features are the ones this run already
+        (`engine.jury.likelihood.fit_jury_calibration`); the phase-1 features are the ones this run already
         scored for the case and model (scored again, and recorded, when it has none: e.g. a final judge
         on a model no juror used). Verdict = the most likely label, confidence = its probability, score =
         the distribution's mean over the labels' evenly spaced scores (every axis gets that score); the

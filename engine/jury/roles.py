@@ -1,6 +1,6 @@
 """Seats that judge from their own role, and a final judgment over all of them (the stacked panel).
 
-The channel judge (`engine.likelihood.jury_features`) is role-blind: every seat on one model reads the same
+The channel judge (`engine.jury.likelihood.jury_features`) is role-blind: every seat on one model reads the same
 call through the same map, so a panel of such seats is one judgment copied. Here each role adds its own
 checklist of likelihood cues: how likely the transcript is under headings such as "a harmful example" (safety
 officer), "an example that leaks a secret" (security auditor) or "an honest, helpful example" (user advocate).
@@ -20,13 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.judgemaps import Calibration, fit_multinomial
-from engine.likelihood import (
-    CONTENT_FREE,
-    JURY_FEATURES,
-    JURY_MAP_C,
-    VERDICT_READS,
-    transcript_lines,
-)
+from engine.jury.likelihood import JURY_FEATURES, JURY_MAP_C, VERDICT_READS, transcript_lines
+from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 
 if TYPE_CHECKING:

@@ -244,7 +244,7 @@ def test_a_panel_without_working_jurors_shows_no_verdict_and_the_failed_fields()
 
 def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
+    from engine.jury.likelihood import JURY
 
     cal = load_calibration(JURY, "gemma3-270m")
     assert cal is not None
@@ -264,7 +264,7 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
     the distribution (escaped: a role name in 'after hearing …' is case-file text), with break points after
     the feature names' underscores; the distribution itself is the card's plain text."""
     from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
+    from engine.jury.likelihood import JURY
     from models.base import ChatModel
     from tests.engine.test_jury_likelihood import _Heard
     from tests.fakes.hostile import hostile, live_markers

@@ -166,7 +166,7 @@ def test_last_message_features_score_the_message_to_answer_alone(store) -> None:
     # An unanswered design question, then a code question: the last-message features are the window features
     # of the code question on its own (the same prompts, so the same scores), and they put the coder first;
     # a window of one message costs no extra call.
-    from engine.likelihood import handraise_features
+    from engine.handraise.likelihood import handraise_features
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
@@ -215,7 +215,7 @@ def _judge_with(models: dict, monkeypatch, **config):
 
 
 def test_an_ensemble_averages_each_items_pmi_over_its_models(monkeypatch) -> None:
-    from engine.likelihood import handraise_features
+    from engine.handraise.likelihood import handraise_features
     from models.base import ChatModel
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})

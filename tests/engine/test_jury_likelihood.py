@@ -12,8 +12,7 @@ import pytest
 
 from engine.judgemaps import Calibration, fit_multinomial, load_calibration
 from engine.jury import DEFAULT_VERDICTS, JurorSeat, Jury, JuryCase, JuryConfig, Rubric
-from engine.likelihood import (
-    CONTENT_FREE,
+from engine.jury.likelihood import (
     JURY,
     JURY_FEATURES,
     JURY_HEADINGS,
@@ -22,6 +21,7 @@ from engine.likelihood import (
     jury_channel_prompt,
     transcript_lines,
 )
+from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 from models.types import Request, ScoreResult
 from tests.fakes.scripted import FnModel
@@ -485,7 +485,7 @@ def test_kappa_and_alpha_of_identical_seats_are_not_agreement(monkeypatch) -> No
 def test_a_likelihood_jurors_rationale_is_a_sentence_drawn_from_what_it_scored() -> None:
     """The card's sentence: the verdict it reads, how sure, and which heading the transcript fitted best and
     worst — from the channel features, not written in; equal fits say so; other labels name the likeliest word."""
-    from engine.likelihood import jury_rationale
+    from engine.jury.likelihood import jury_rationale
 
     probs = [0.2, 0.1, 0.7]
     unsafe = {"channel_needs_review": 0.4, "channel_unsafe_fail": 1.3}

@@ -11,6 +11,7 @@ import pytest
 
 from engine.judgemaps import load_calibration
 from engine.jury import DEFAULT_VERDICTS, JurorSeat, Jury, JuryCase, JuryConfig
+from engine.jury.likelihood import JURY_FEATURES, JURY_HEADINGS
 from engine.jury.roles import (
     CUE_FEATURES,
     JURY_CUES,
@@ -25,7 +26,7 @@ from engine.jury.roles import (
     role_features,
     role_rationale,
 )
-from engine.likelihood import CONTENT_FREE, JURY_FEATURES, JURY_HEADINGS
+from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 from models.types import Request, ScoreResult
 from tests.fakes.scripted import FnModel

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.likelihood import jury_prompt, label_scores
+from engine.jury.likelihood import jury_prompt
+from engine.likelihood import label_scores
 from engine.quoting import quote
 
 pytestmark = pytest.mark.model
@@ -74,7 +75,7 @@ def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:
     assert all(0 <= e.score <= 100 and 0 < e.confidence <= 1 for e in live.phase1_evaluations)
     # the shipped channel map decides: its version and the features are in every juror's record
     from engine.judgemaps import load_calibration
-    from engine.likelihood import JURY
+    from engine.jury.likelihood import JURY
 
     cal = load_calibration(JURY, "gemma3-270m")
     assert cal is not None
