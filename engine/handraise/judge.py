@@ -107,9 +107,13 @@ def _scaled(value: object, scale: int) -> object:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
     try:
-        return value / scale
-    except OverflowError:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
         return math.inf
+    # Checked before dividing: −1e-323 / 9 underflows to −0.0, which would pass as a valid 0.
+    if not (math.isfinite(number) and 0 <= number <= scale):
+        return math.nan
+    return number / scale
 
 
 def batched_components(data: object, ids: Sequence[str], flags: Sequence[str] = (), scale: int = 1) -> list[Components]:

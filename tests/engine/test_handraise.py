@@ -488,3 +488,14 @@ def test_benchmark_totals_carry_intervals_that_resample_dialogues() -> None:
     assert high - low > 0.4
     assert benchmark_totals(items)["f1_ci"] == totals["f1_ci"]
     assert "f1_ci" not in benchmark_totals(items, intervals=False)
+
+
+def test_a_template_score_below_zero_fails_even_when_dividing_would_round_it_to_zero() -> None:
+    """Found by the 10 000-output fuzz: −1e-323 / 9 underflows to −0.0, which passed as a valid 0; the skeleton's
+    range is checked before dividing, so the answer is invalid as a whole (every participant falls back)."""
+    from engine.handraise import failure_flags, parse_template_fill
+
+    text = '{"a": {"relevance": 0, "novelty": -1e-323, "confidence": 0, "reason": "x"}, "b": {"relevance": 9}}'
+    comps = parse_template_fill(text, ["a", "b"])
+    assert all(failure_flags(c.flags) and (c.relevance, c.novelty, c.confidence) == (0.0, 0.0, 0.0) for c in comps)
+    assert "invalid:novelty" in comps[0].flags
