@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from models.base import ChatModel
 
 
+def failed_call(
+    name: str, fallback: float, exc: ModelError, *, note: str = "", keep_flags: bool = True
+) -> FactorResult:
+    """A factor whose model call failed: the documented fallback, flagged, with the error in its detail (and the
+    failed fields the error names, `keep_flags`)."""
+    return FactorResult(
+        name=name,
+        value=fallback,
+        flagged=True,
+        detail=f"fallback {fallback}{note}: {exc.kind}: {exc.message}",
+        flags=list(getattr(exc, "flags", [])) if keep_flags else [],
+    )
+
+
 class SelfEvalOutput(BaseModel):
     """What the self-evaluating model returns: three 0–1 ratings and why."""
 
@@ -81,13 +95,7 @@ class LLMSelfEvaluator:
         try:
             completion = await self.model.complete(prompt, schema=SelfEvalOutput, temperature=0.0, max_tokens=160)
         except ModelError as exc:
-            return FactorResult(
-                name="llm_self_confidence",
-                value=self.FALLBACK,
-                flagged=True,
-                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
-                flags=list(getattr(exc, "flags", [])),
-            )
+            return failed_call("llm_self_confidence", self.FALLBACK, exc)
         p = completion.parsed or {}
         wa, wr, ws = self.weights
         value = (wa * p["accuracy"] + wr * p["relevance"] + ws * p["style"]) / (wa + wr + ws)
@@ -118,12 +126,7 @@ class LikelihoodSelfEvaluator:
         try:
             features, scores = await confidence_features(self.model, query, answer, list(sources or []))
         except ModelError as exc:
-            return FactorResult(
-                name="llm_self_confidence",
-                value=self.FALLBACK,
-                flagged=True,
-                detail=f"fallback {self.FALLBACK}: {exc.kind}: {exc.message}",
-            )
+            return failed_call("llm_self_confidence", self.FALLBACK, exc, keep_flags=False)
         cal = judgemaps.load_calibration(CONFIDENCE, self.model.model_id)
         pmi = features["pmi_supported"]
         if not math.isfinite(pmi):
@@ -164,13 +167,7 @@ class QueryCoverageCalculator:
         try:
             completion = await self.model.complete(prompt, schema=CoverageOutput, temperature=0.0, max_tokens=120)
         except ModelError as exc:
-            return FactorResult(
-                name="query_coverage",
-                value=self.FALLBACK,
-                flagged=True,
-                detail=f"fallback {self.FALLBACK} (left out of the mean): {exc.kind}: {exc.message}",
-                flags=list(getattr(exc, "flags", [])),
-            )
+            return failed_call("query_coverage", self.FALLBACK, exc, note=" (left out of the mean)")
         p = completion.parsed or {}
         return FactorResult(
             name="query_coverage",
