@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -65,3 +66,19 @@ def _quick_check(uri: str, timeout_s: float) -> str | None:
     if rows == ["ok"]:
         return None
     return "; ".join(str(r) for r in rows[:3]) + (f" (+{len(rows) - 3} more)" if len(rows) > 3 else "")
+
+
+FRESH_FILE_S = 5.0  # a file modified this recently may still be being created by another process
+FRESH_RECHECKS, FRESH_RECHECK_S = 10, 0.2
+
+
+def settled_check(path: Path, timeout_s: float = 10.0, *, read_only_folder: bool = False) -> tuple[str | None, str]:
+    """`sqlite_check`, looked at again for a moment when the file was written in the last few seconds: it may be
+    a new database another process is making right now (its header not yet complete), not a damaged one."""
+    problem, uri = sqlite_check(path, timeout_s, read_only_folder=read_only_folder)
+    for _ in range(FRESH_RECHECKS):
+        if not problem or time.time() - path.stat().st_mtime > FRESH_FILE_S:
+            break
+        time.sleep(FRESH_RECHECK_S)
+        problem, uri = sqlite_check(path, timeout_s, read_only_folder=read_only_folder)
+    return problem, uri

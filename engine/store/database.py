@@ -32,7 +32,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from engine.store.connection import driver_url, folder_writable, safe_url, sqlite_check
+from engine.store.connection import driver_url, folder_writable, safe_url, settled_check
 from engine.store.filters import RunFilter, _conditions
 from engine.store.migrations import MIGRATIONS
 from engine.store.tables import (
@@ -188,7 +188,7 @@ class Store:
             return
         writable = folder_writable(path.parent)
         try:
-            problem, uri = sqlite_check(
+            problem, uri = settled_check(
                 path, self.settings.sqlite_busy_timeout_ms / 1000, read_only_folder=not writable
             )
         except sqlite3.Error as exc:
