@@ -262,8 +262,10 @@ class Store:
                     session.commit()
             except IntegrityError:
                 pass  # another process recorded it first
-        # Tables registered after the last migration (a new mechanism) are created too.
-        SQLModel.metadata.create_all(self.engine)
+        # Tables registered after the last migration (a new mechanism) are created too, where the store can write
+        # (read-only, a table a mechanism has not made yet is simply not there to read).
+        if self.read_only is None:
+            SQLModel.metadata.create_all(self.engine)
 
     def schema_version(self) -> int:
         with Session(self.engine) as session:
