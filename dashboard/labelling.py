@@ -2,7 +2,8 @@
 case's verdict, a director line's OK / RETRY, a confidence answer right / wrong, a skip-cache message that should
 have been replied to or not), and the one line that says what you said.
 
-Every label goes through `engine.labels.add_label` (the engine owns the table and the item keys); a label's text
+Each mechanism's values are the engine's (`LabelSpec`), their words its `MechanismUI.labels` (`LabelWords`). Every
+label goes through `engine.labels.add_label` (the engine owns the table and the item keys); a label's text
 and note are untrusted wherever they come back (another user's import, a CSV), so they are shown with `md` or
 `st.text`, never as markdown of their own.
 """
@@ -15,73 +16,86 @@ from typing import Any
 import streamlit as st
 
 from dashboard import state
-from dashboard.components import breakable, in_words, md, metric_row
+from dashboard.components import breakable, md, metric_row
+from dashboard.mechanism_ui import LabelWords, uis
 from engine.diagnostics import Diagnosis
 from engine.labels import (
     LabelError,
     add_label,
     adopt_map,
     default_user,
+    label_mechanisms,
+    label_values,
     labelable_items,
     list_labels,
     refit_from_labels,
     save_candidate,
 )
+from engine.labels import refittable as refittable_mechanisms
+from engine.mechanism import resolve_callable
 
-# Each mechanism's label values in the words a stakeholder reads on a button (the engine's VALUES, in order).
-VALUE_WORDS: dict[str, dict[str, str]] = {
-    "handraise": {"speak": "Should speak", "skip": "Should stay quiet"},
-    "director": {"ok": "OK", "retry": "RETRY"},
-    "confidence": {"right": "The answer was right", "wrong": "The answer was wrong"},
-    "skip": {"reply": "Should have replied", "no_reply": "Should not have replied"},
-}
-# The same values as short answers, for tables and "the judge said …" (a button asks; a table states).
-ANSWER_WORDS: dict[str, dict[str, str]] = {
-    "handraise": {"speak": "speak", "skip": "stay quiet"},
-    "director": {"ok": "OK", "retry": "RETRY"},
-    "confidence": {"right": "right", "wrong": "wrong"},
-    "skip": {"reply": "reply", "no_reply": "no reply"},
-}
-MECHANISM_WORDS = {
-    "handraise": "Conversation (who should speak)",
-    "jury": "Jury (the right verdict)",
-    "director": "Director (OK / RETRY)",
-    "confidence": "Confidence (right / wrong answer)",
-    "skip": "Skip cache (reply or not)",
-}
 SOURCE_WORDS = {
     "approval": "your Speak / Skip",
     "override": "a verdict you set",
     "manual": "a mark you gave",
     "import": "an import",
 }
-JURY_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")
-REFITTABLE = ("handraise",)  # mechanisms whose judge can be refitted from labels (features recorded)
 SIGNIFICANT = 0.05  # a paired comparison's p below this, in the new map's favour, is "clearly better"
+
+
+def label_words(mechanism: str) -> LabelWords | None:
+    """The words of `mechanism`'s labels (its `MechanismUI.labels`); None when it registers none."""
+    found = next((u for u in uis() if u.name == mechanism), None)
+    return None if found is None else found.labels
+
+
+def mechanism_titles() -> dict[str, str]:
+    """Every mechanism that takes labels (the engine's, in its order) by its name on the Labels page."""
+    out = {}
+    for name in label_mechanisms():
+        words = label_words(name)
+        out[name] = words.title if words is not None else name
+    return out
+
+
+def mechanism_title(mechanism: str) -> str:
+    """'Jury (the right verdict)'; a mechanism without one by its name. Untrusted (an imported label's)."""
+    words = label_words(mechanism)
+    return words.title if words is not None else mechanism
+
+
+def refittable(mechanism: str) -> bool:
+    """Whether `mechanism`'s judge can be refitted from labels (the engine's `LabelSpec.refit`: the hand raise)."""
+    return mechanism in refittable_mechanisms()
 
 
 def value_words(mechanism: str, value: object) -> str:
     """A label value in words ('Should have replied'); a jury verdict as the Jury page says it; anything else as
     written, underscores as spaces. Untrusted: put it into markdown through `md`."""
     text = "" if value is None else str(value)
-    if mechanism == "jury":
-        return in_words(text)
-    return VALUE_WORDS.get(mechanism, {}).get(text, text.replace("_", " "))
+    words = label_words(mechanism)
+    if words is not None and words.words:
+        return str(resolve_callable(words.words)(text))
+    return (words.buttons if words is not None else {}).get(text, text.replace("_", " "))
 
 
 def answer_words(mechanism: str, value: object) -> str:
     """A label value as a short answer ('stay quiet', 'no reply'); a jury verdict in words. Untrusted text."""
     text = "" if value is None else str(value)
-    if mechanism == "jury":
+    words = label_words(mechanism)
+    if words is not None and words.words:
         return value_words(mechanism, text)
-    return ANSWER_WORDS.get(mechanism, {}).get(text, text.replace("_", " "))
+    return (words.answers if words is not None else {}).get(text, text.replace("_", " "))
 
 
 def choices_for(mechanism: str, verdicts: Sequence[str] | None = None) -> list[str]:
-    """The values a label of `mechanism` may take, in button order: the engine's, or a jury case's verdicts."""
-    if mechanism == "jury":
-        return [str(v) for v in (verdicts or JURY_VERDICTS)]
-    return list(VALUE_WORDS[mechanism])
+    """The values a label of `mechanism` may take, in button order: the engine's, or for an open vocabulary the
+    item's own (a jury case's verdicts), else its default choices (`LabelWords.choices`)."""
+    values = label_values(mechanism)
+    if values is None:
+        words = label_words(mechanism)
+        return [str(v) for v in (verdicts or (words.choices if words is not None else ()))]
+    return list(values)
 
 
 def mine(mechanism: str, item_key: str, run_id: str | None) -> Any | None:
@@ -147,7 +161,7 @@ def said_line(mechanism: str, label: Any) -> str:
 def kept_words(mechanism: str) -> str:
     """What a label is for, said truly: every label measures its judge; only a mechanism whose judge records its
     features (the hand raise) can also be refitted from it."""
-    refit = " and can refit it" if mechanism in REFITTABLE else ""
+    refit = " and can refit it" if refittable(mechanism) else ""
     return f"kept as your label (Labels page): it measures the judge{refit}."
 
 

@@ -1,6 +1,7 @@
 """The dashboard's side of the mechanism registry: one `MechanismUI` per mechanism (its page, CLI sub-app, report
-figures and calibration job), beside the engine's `MechanismSpec` of the same name (`engine.mechanism`). The app's
-navigation, the `judgelab` command, the run report, `calibrate-judge` and the page benchmark loop over it.
+figures, calibration job and the words of its labels), beside the engine's `MechanismSpec` of the same name
+(`engine.mechanism`). The app's navigation, the `judgelab` command, the run report, `calibrate-judge`, the label
+buttons, the Labels page and the page benchmark loop over it.
 
 A mechanism's CLI module, `dashboard/commands/<name>.py`, registers its entry (`register_ui`); this module imports
 it for every mechanism of the engine's registry. Pages and figures are named by ``"module:attribute"`` references,
@@ -19,6 +20,27 @@ from engine.mechanism import mechanism_names
 
 
 @dataclass(frozen=True)
+class LabelWords:
+    """The words of a mechanism's labels on the pages (`dashboard.labelling`, the Labels page); the values are the
+    engine's (`LabelSpec.values`).
+
+    - `title`: the mechanism on the Labels page, "Jury (the right verdict)" (a table shows the part before " (");
+    - `buttons`: value → the words on its button ("Should speak"); `answers`: value → a short answer for tables
+      and "the judge said …" ("speak"); a value without words is shown with its underscores as spaces;
+    - `words` ("module:function", value → words): an open vocabulary's values in words (the jury's verdicts),
+      and `choices` its default buttons where an item names none;
+    - `question`: asked over a queue item whose context names a participant (``{participant}``, markdown); the
+      item is then shown by its context's text."""
+
+    title: str
+    buttons: Mapping[str, str] = field(default_factory=dict)
+    answers: Mapping[str, str] = field(default_factory=dict)
+    words: str = ""
+    choices: tuple[str, ...] = ()
+    question: str = ""
+
+
+@dataclass(frozen=True)
 class MechanismUI:
     """What the dashboard needs to know about one mechanism.
 
@@ -26,7 +48,8 @@ class MechanismUI:
     - `cli` ("module:attribute") is its Typer sub-app, `judgelab <name> …`;
     - `figures`: the run report's chart builders ("module:function" taking a `RunRecord`);
     - `calibration_split` (a file under data/calibration/) and `calibration_job` ("module:function",
-      `(data, model_id, limit)` → `RefitJob`): its judge maps' refit in `judgelab calibrate-judge`."""
+      `(data, model_id, limit)` → `RefitJob`): its judge maps' refit in `judgelab calibrate-judge`;
+    - `labels`: the words of its labels (None: shown as the values are written)."""
 
     name: str
     page: str
@@ -38,6 +61,7 @@ class MechanismUI:
     calibration_split: str = ""
     calibration_job: str = ""
     order: Mapping[str, int] = field(default_factory=dict)
+    labels: LabelWords | None = None
 
 
 _UIS: dict[str, MechanismUI] = {}

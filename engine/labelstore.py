@@ -8,33 +8,27 @@ agreement and a refit read the labels alone, with no model call.
 
 Labels are untrusted text (a note, a jury verdict, an imported key): they are validated here (lengths, no
 NUL, values each mechanism accepts) and shown as text wherever they are shown.
+
+Which mechanisms take labels, the values each accepts, the value its judge's probability is of and how its items'
+keys are built are each mechanism's `LabelSpec` (`engine.mechanism`, the `labels` of its spec), listed in the
+"labels" order of mechanisms.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from engine.config import get_settings
+from engine.mechanism import LabelSpec, mechanisms, resolve_callable
 from engine.store import LabelRow, Store, aware
 
-MECHANISMS = ("handraise", "jury", "director", "confidence", "skip")
 SOURCES = ("approval", "override", "manual", "import")
-# The values each mechanism accepts; None: any short non-empty text (a jury verdict of the case's set).
-VALUES: dict[str, tuple[str, ...] | None] = {
-    "handraise": ("speak", "skip"),  # should this participant speak now
-    "jury": None,
-    "director": ("ok", "retry"),
-    "confidence": ("right", "wrong"),  # the answer was right / wrong
-    "skip": ("reply", "no_reply"),  # should have replied / should not
-}
-# The value each binary mechanism's judge probability is the probability of (agreement, the queue's cut).
-POSITIVE = {"handraise": "speak", "director": "retry", "confidence": "right", "skip": "reply"}
 
 MAX_KEY = 200
 MAX_LABEL = 64
@@ -46,6 +40,44 @@ MAX_CONTEXT_BYTES = 64_000
 
 class LabelError(ValueError):
     """A bad label: the message names the field."""
+
+
+def label_specs() -> dict[str, LabelSpec]:
+    """Every mechanism that takes labels, with its `LabelSpec`, in the labels' order of mechanisms."""
+    return {spec.name: spec.labels for spec in mechanisms("labels") if spec.labels is not None}
+
+
+def label_mechanisms() -> tuple[str, ...]:
+    """The names of the mechanisms that take labels, in the labels' order."""
+    return tuple(label_specs())
+
+
+def _unknown(mechanism: object, known: Mapping[str, LabelSpec]) -> LabelError:
+    return LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(known)}")
+
+
+def label_spec(mechanism: str) -> LabelSpec:
+    """The label section of `mechanism`'s spec; LabelError naming the known ones otherwise."""
+    specs = label_specs()
+    if not isinstance(mechanism, str) or mechanism not in specs:
+        raise _unknown(mechanism, specs)
+    return specs[mechanism]
+
+
+def label_values(mechanism: str) -> tuple[str, ...] | None:
+    """The values a label of `mechanism` accepts; None: any short non-empty text (a jury verdict of the case's
+    set)."""
+    return label_spec(mechanism).values
+
+
+def positive_value(mechanism: str) -> str:
+    """The value `mechanism`'s judge probability is the probability of ("" when it has none)."""
+    return label_spec(mechanism).positive
+
+
+@cache
+def _key_builder(ref: str) -> Callable[..., Any]:
+    return resolve_callable(ref)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +160,12 @@ def check_label(
     context: object = None,
 ) -> LabelRow:
     """A validated, unsaved row; LabelError naming the field otherwise (an import checks every row first)."""
-    if mechanism not in MECHANISMS:
-        raise LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(MECHANISMS)}")
-    assert isinstance(mechanism, str)
+    specs = label_specs()
+    if not isinstance(mechanism, str) or mechanism not in specs:
+        raise _unknown(mechanism, specs)
     key = _text("item_key", item_key, MAX_KEY)
     value = _text("label", label, MAX_LABEL)
-    allowed = VALUES[mechanism]
+    allowed = specs[mechanism].values
     if allowed is not None:
         value = value.lower()
         if value not in allowed:
@@ -255,23 +287,13 @@ def delete_label(store: Store, label_id: int) -> None:
 
 
 def item_key(mechanism: str, **parts: object) -> str:
-    """The one way to build an item's key:
-    handraise `t3/coder` (turn, participant; an eval item: item, participant), jury `pw-leak` (case),
-    director `line4` / `row4` (line or row), confidence `q:<sha1[:12]>` (query), skip `s1#7` (scope, message)."""
+    """The one way to build an item's key, the mechanism's own (`LabelSpec.key`): e.g. handraise `t3/coder`
+    (turn, participant; an eval item: item, participant), jury `pw-leak` (case), director `line4` / `row4` (line or
+    row), confidence `q:<sha1[:12]>` (query), skip `s1#7` (scope, message)."""
+    specs = label_specs()
+    if not isinstance(mechanism, str) or mechanism not in specs:
+        raise _unknown(mechanism, specs)
     try:
-        if mechanism == "handraise":
-            first = parts["turn"] if "turn" in parts else parts["item"]
-            return f"{first}/{parts['participant']}"
-        if mechanism == "jury":
-            return str(parts["case"])
-        if mechanism == "director":
-            return f"line{parts['line']}" if "line" in parts else f"row{parts['row']}"
-        if mechanism == "confidence":
-            if "id" in parts:
-                return f"id:{parts['id']}"
-            return "q:" + hashlib.sha1(str(parts["query"]).encode("utf-8")).hexdigest()[:12]
-        if mechanism == "skip":
-            return f"{parts['scope']}#{parts['message']}"
+        return str(_key_builder(specs[mechanism].key)(**parts))
     except KeyError as exc:
         raise LabelError(f"item_key: {mechanism} needs {exc.args[0]!r}") from None
-    raise LabelError(f"mechanism: {mechanism!r} is not one of {', '.join(MECHANISMS)}")

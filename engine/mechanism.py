@@ -61,6 +61,26 @@ class ScorecardRole:
 
 
 @dataclass(frozen=True)
+class LabelSpec:
+    """What a researcher's label of the mechanism's items may say, and where its items come from (`engine.labels`).
+
+    - `values`: the values a label takes (None: any short non-empty text, e.g. a jury case's verdicts);
+      `positive`: the value the judge's probability is the probability of (agreement, the queue's cut);
+    - `key` ("module:function", keyword parts → str): the one way an item's key is built (`item_key`);
+    - `readers`: run kind → "module:function" (`(store, run)` → [LabelItem]) reading a stored run's items;
+    - `map_name`: the judge map a label-refitted version replaces (engine/judgemaps; "": none);
+    - `refit` ("module:function", as `engine.labels.refit_from_labels`): refits the judge from labels ("": the
+      judge records no features to refit from)."""
+
+    values: tuple[str, ...] | None
+    key: str
+    positive: str = ""
+    readers: Mapping[str, str] = field(default_factory=dict)
+    map_name: str = ""
+    refit: str = ""
+
+
+@dataclass(frozen=True)
 class MechanismSpec:
     """What the engine's consumers need to know about one mechanism.
 
@@ -68,7 +88,9 @@ class MechanismSpec:
       `experiment_cases` its default case set and `experiment_space` an example search space (YAML);
     - `tables`: its export tables; `scorecard`: its scorecard role (None: not scored);
     - `demo_page`: the demo page its calls belong to (`engine.demo`);
-    - `order`: its position on surfaces with an order of their own ("experiments", "scorecard", "exports")."""
+    - `order`: its position on surfaces with an order of their own ("experiments", "scorecard", "exports",
+      "labels");
+    - `labels`: what its labels say and which runs hold its items (None: it takes no labels)."""
 
     name: str
     label: str
@@ -79,6 +101,7 @@ class MechanismSpec:
     tables: tuple[ExportTable, ...] = ()
     scorecard: ScorecardRole | None = None
     order: Mapping[str, int] = field(default_factory=dict)
+    labels: LabelSpec | None = None
 
 
 _SPECS: dict[str, MechanismSpec] = {}

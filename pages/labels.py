@@ -22,17 +22,19 @@ import streamlit as st
 from dashboard import charts, state
 from dashboard.components import breakable, details_on, flow_columns, md, metric_row
 from dashboard.labelling import (
-    MECHANISM_WORDS,
-    REFITTABLE,
     SOURCE_WORDS,
     answer_words,
     choices_for,
     current_user,
     handle_adopt,
     interval_text,
+    label_words,
+    mechanism_title,
+    mechanism_titles,
     pct,
     record,
     refit_candidate,
+    refittable,
     render_candidate,
     show_notice,
     value_words,
@@ -41,7 +43,6 @@ from engine.handraise import default_ensemble
 from engine.handraise.judge import map_choice
 from engine.inputs import shown_problems
 from engine.labels import (
-    POSITIVE,
     LabelImportError,
     agreement,
     count_labels,
@@ -50,6 +51,7 @@ from engine.labels import (
     label_queue,
     list_labels,
     map_versions,
+    positive_value,
 )
 from engine.labels.refit import MIN_LABELS, created_at, label_rows
 
@@ -111,9 +113,8 @@ def _render_queue() -> None:
         f"1, 2, 3… (the buttons say which) and {SKIP_KEY} to skip one. Items you labelled before are left out."
     )
     row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
-    row.selectbox(
-        "Mechanism", list(MECHANISM_WORDS), format_func=MECHANISM_WORDS.__getitem__, key=KEY + "q.mechanism", width=280
-    )
+    titles = mechanism_titles()
+    row.selectbox("Mechanism", list(titles), format_func=titles.__getitem__, key=KEY + "q.mechanism", width=280)
     row.selectbox(
         "Which items",
         list(RULES),
@@ -175,11 +176,13 @@ def handle_draw() -> None:
 
 def _render_item(item: Any, pos: int, total: int) -> None:
     with st.container(border=True, key=KEY + "item"):
-        st.markdown(f"**Item {pos + 1} of {total}** · {md(MECHANISM_WORDS.get(item.mechanism, item.mechanism))}")
-        participant = (item.context or {}).get("participant") if isinstance(item.context, dict) else None
-        if item.mechanism == "handraise" and participant:
-            st.markdown(f"Should **{md(participant)}** speak after this message?")
-        message = (item.context or {}).get("text") if item.mechanism == "handraise" else None
+        st.markdown(f"**Item {pos + 1} of {total}** · {md(mechanism_title(item.mechanism))}")
+        context = item.context if isinstance(item.context, dict) else {}
+        words = label_words(item.mechanism)
+        question = words.question if words is not None else ""  # the hand raise's "Should **coder** speak …?"
+        if question and context.get("participant"):
+            st.markdown(question.format(participant=md(context["participant"])))
+        message = context.get("text") if question else None
         st.text(str(message or item.text or item.key))
         judged = (
             f"The judge's answer: **{md(answer_words(item.mechanism, item.predicted))}**"
@@ -236,8 +239,9 @@ def _render_agreement() -> None:
         "1 is full agreement, 0 is what guessing with the same base rates would give."
     )
     row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
+    titles = mechanism_titles()
     mechanism = row.selectbox(
-        "Mechanism", list(MECHANISM_WORDS), format_func=MECHANISM_WORDS.__getitem__, key=KEY + "a.mechanism", width=280
+        "Mechanism", list(titles), format_func=titles.__getitem__, key=KEY + "a.mechanism", width=280
     )
     results = agreement(state.get_store(), mechanism=mechanism, user=current_user())
     if not results:
@@ -249,7 +253,7 @@ def _render_agreement() -> None:
         judges = [r.judge for r in results]
         judge = row.selectbox("Judge or map", judges, key=KEY + "a.judge", width=360) if len(judges) > 1 else judges[0]
         _render_one(next(r for r in results if r.judge == judge), mechanism)
-    if mechanism in REFITTABLE:
+    if refittable(mechanism):
         st.divider()
         _render_refit(mechanism)
 
@@ -356,7 +360,7 @@ def _agreement_metrics(a: Any) -> None:
 
 def positive_words(mechanism: str) -> str:
     """The value a judge's probability is for ('Should speak'), in words."""
-    return value_words(mechanism, POSITIVE.get(mechanism, ""))
+    return value_words(mechanism, positive_value(mechanism))
 
 
 def confusion_frame(confusion: dict[str, dict[str, int]], labels: list[str], mechanism: str) -> pd.DataFrame:
@@ -517,10 +521,11 @@ def _refit_model(mechanism: str) -> str | None:
 
 def _render_list() -> None:
     store = state.get_store()
+    titles = mechanism_titles()
     mechanism = st.selectbox(
         "Mechanism",
-        ["", *MECHANISM_WORDS],
-        format_func=lambda m: MECHANISM_WORDS.get(m, "All mechanisms"),
+        ["", *titles],
+        format_func=lambda m: titles.get(m, "All mechanisms"),
         key=KEY + "l.mechanism",
         width=320,
     )
@@ -538,7 +543,7 @@ def _render_list() -> None:
             [
                 {
                     "when": lab.created_at.strftime("%Y-%m-%d %H:%M UTC"),
-                    "mechanism": MECHANISM_WORDS.get(lab.mechanism, lab.mechanism).split(" (")[0],
+                    "mechanism": mechanism_title(lab.mechanism).split(" (")[0],
                     "item": lab.item_key,
                     "label": answer_words(lab.mechanism, lab.label),
                     "note": lab.note,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say, usable_model
-from dashboard.mechanism_ui import MechanismUI, register_ui
+from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.confidence import ConfidenceFactors
@@ -31,6 +31,11 @@ UI = register_ui(
         calibration_split="confidence-calib.jsonl",
         calibration_job="dashboard.commands.confidence:calibration_job",
         order={"nav": 3, "cli": 0, "figures": 1, "calibrate": 3},
+        labels=LabelWords(
+            "Confidence (right / wrong answer)",
+            buttons={"right": "The answer was right", "wrong": "The answer was wrong"},
+            answers={"right": "right", "wrong": "wrong"},
+        ),
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

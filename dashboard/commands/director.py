@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from dashboard.commands import fail, say, usable_model
-from dashboard.mechanism_ui import MechanismUI, register_ui
+from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.director import DirectorConfig
@@ -30,6 +30,11 @@ UI = register_ui(
         cli="dashboard.commands.director:app",
         figures=("dashboard.report:_director",),
         order={"nav": 2, "cli": 1, "figures": 3},
+        labels=LabelWords(
+            "Director (OK / RETRY)",
+            buttons={"ok": "OK", "retry": "RETRY"},
+            answers={"ok": "OK", "retry": "RETRY"},
+        ),
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, require_models, say
-from dashboard.mechanism_ui import MechanismUI, register_ui
+from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
@@ -30,6 +30,12 @@ UI = register_ui(
         calibration_split="handraise-calib.jsonl",
         calibration_job="dashboard.commands.handraise:default_calibration_job",
         order={"nav": 0, "cli": 4, "figures": 2, "calibrate": 0},
+        labels=LabelWords(
+            "Conversation (who should speak)",
+            buttons={"speak": "Should speak", "skip": "Should stay quiet"},
+            answers={"speak": "speak", "skip": "stay quiet"},
+            question="Should **{participant}** speak after this message?",
+        ),
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, require_models, say, usable_model, with_options
-from dashboard.mechanism_ui import MechanismUI, register_ui
+from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
@@ -36,6 +36,11 @@ UI = register_ui(
         calibration_split="jury-calib.jsonl",
         calibration_job="dashboard.commands.jury:calibration_job",
         order={"nav": 4, "cli": 3, "figures": 0, "calibrate": 2},
+        labels=LabelWords(
+            "Jury (the right verdict)",
+            words="dashboard.text:in_words",
+            choices=("safe_pass", "needs_review", "unsafe_fail"),
+        ),
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say
+from engine.mechanism import mechanisms
 
 if TYPE_CHECKING:
     # CLI start-up
@@ -17,9 +18,9 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Your labels: list, export, import, and the judges' agreement with them.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-Mechanism = Annotated[
-    str | None, typer.Option("--mechanism", "-m", help="handraise | jury | director | confidence | skip.")
-]
+# The mechanisms that take labels (their `LabelSpec`), in the labels' order.
+LABELLED = [spec.name for spec in mechanisms("labels") if spec.labels is not None]
+Mechanism = Annotated[str | None, typer.Option("--mechanism", "-m", help=" | ".join(LABELLED) + ".")]
 DEFAULT_MAP = "gemma3-270m+smollm2-135m"  # the hand raise's default: Gemma with its SmolLM2 partner
 MapId = Annotated[str, typer.Option("--map", help="The map id (the judge model, or its ensemble's id).")]
 User = Annotated[str | None, typer.Option("--user", help="Only this user's labels (default: everyone's).")]
@@ -37,14 +38,14 @@ def _store() -> Store:
 
 def _mechanism(value: str | None, *, required: bool = False) -> str | None:
     # CLI start-up
-    from engine.labels import MECHANISMS
+    from engine.labels import label_mechanisms
 
     if value is None:
         if required:
-            raise fail(f"--mechanism: give one of {', '.join(MECHANISMS)}", code=2)
+            raise fail(f"--mechanism: give one of {', '.join(label_mechanisms())}", code=2)
         return None
-    if value not in MECHANISMS:
-        raise fail(f"--mechanism: {value!r} is not one of {', '.join(MECHANISMS)}", code=2)
+    if value not in label_mechanisms():
+        raise fail(f"--mechanism: {value!r} is not one of {', '.join(label_mechanisms())}", code=2)
     return value
 
 
@@ -147,10 +148,10 @@ def agreement_cmd(
     interval) with the base rates, the most confidently wrong items, agreement over time."""
     # CLI start-up
     from engine import stats
-    from engine.labels import MECHANISMS, agreement
+    from engine.labels import agreement, label_mechanisms
 
     store = _store()
-    chosen = [_mechanism(mechanism)] if mechanism else list(MECHANISMS)
+    chosen = [_mechanism(mechanism)] if mechanism else list(label_mechanisms())
     results = [a for m in chosen if m for a in agreement(store, mechanism=m, user=user, judge=judge)]
     if as_json:
         _emit([a.to_json() for a in results])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say, usable_model
-from dashboard.mechanism_ui import MechanismUI, register_ui
+from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
@@ -31,6 +31,11 @@ UI = register_ui(
         calibration_split="skip-calib.jsonl",
         calibration_job="dashboard.commands.skip:calibration_job",
         order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1},
+        labels=LabelWords(
+            "Skip cache (reply or not)",
+            buttons={"reply": "Should have replied", "no_reply": "Should not have replied"},
+            answers={"reply": "reply", "no_reply": "no reply"},
+        ),
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -1,6 +1,6 @@
 """The confidence score in the mechanism registry (`engine.mechanism`)."""
 
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
 
 SPEC = register_mechanism(
     MechanismSpec(
@@ -29,6 +29,16 @@ SPEC = register_mechanism(
             paired="engine.experiments.scorecard:paired_confidence",
             per_model=False,
         ),
-        order={"experiments": 2, "scorecard": 4, "exports": 3},
+        order={"experiments": 2, "scorecard": 4, "exports": 3, "labels": 3},
+        labels=LabelSpec(
+            ("right", "wrong"),  # the answer was right / wrong
+            "engine.confidence.labels:item_key",
+            positive="right",
+            readers={
+                "confidence.evaluate": "engine.confidence.labels:evaluate_items",
+                "confidence.calibrate": "engine.confidence.labels:calibrate_items",
+            },
+            map_name="confidence.likelihood",
+        ),
     )
 )

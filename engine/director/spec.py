@@ -1,6 +1,6 @@
 """The director in the mechanism registry (`engine.mechanism`)."""
 
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
 
 SPEC = register_mechanism(
     MechanismSpec(
@@ -34,6 +34,15 @@ SPEC = register_mechanism(
             paired="engine.experiments.scorecard:paired_director",
             methods=("generate", "likelihood"),  # DirectorConfig.rubric_judge
         ),
-        order={"experiments": 4, "scorecard": 3, "exports": 2},
+        order={"experiments": 4, "scorecard": 3, "exports": 2, "labels": 2},
+        labels=LabelSpec(
+            ("ok", "retry"),
+            "engine.director.labels:item_key",
+            positive="retry",
+            readers={
+                "director.check": "engine.director.labels:check_items",
+                "director.batch": "engine.director.labels:batch_items",
+            },
+        ),
     )
 )

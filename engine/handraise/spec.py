@@ -1,6 +1,6 @@
 """The hand raise in the mechanism registry (`engine.mechanism`)."""
 
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
 
 SPEC = register_mechanism(
     MechanismSpec(
@@ -33,6 +33,17 @@ SPEC = register_mechanism(
             paired="engine.experiments.scorecard:paired_handraise",
             methods=("judge", "likelihood"),
         ),
-        order={"experiments": 0, "scorecard": 0, "exports": 1},
+        order={"experiments": 0, "scorecard": 0, "exports": 1, "labels": 0},
+        labels=LabelSpec(
+            ("speak", "skip"),  # should this participant speak now
+            "engine.handraise.labels:item_key",
+            positive="speak",
+            readers={
+                "handraise.conversation": "engine.handraise.labels:conversation_items",
+                "handraise.eval": "engine.handraise.labels:eval_items",
+            },
+            map_name="handraise.likelihood",
+            refit="engine.labels.refit:refit_hand_raise",
+        ),
     )
 )

@@ -1,6 +1,6 @@
 """The jury in the mechanism registry (`engine.mechanism`)."""
 
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
 
 SPEC = register_mechanism(
     MechanismSpec(
@@ -28,6 +28,16 @@ SPEC = register_mechanism(
             paired="engine.experiments.scorecard:paired_jury",
             methods=("generate", "likelihood"),
         ),
-        order={"experiments": 1, "scorecard": 2, "exports": 0},
+        order={"experiments": 1, "scorecard": 2, "exports": 0, "labels": 1},
+        labels=LabelSpec(
+            None,  # any verdict of the case's own set
+            "engine.jury.labels:item_key",
+            readers={
+                "jury.run": "engine.jury.labels:case_items",
+                "jury.eval.case": "engine.jury.labels:case_items",
+                "jury.eval": "engine.jury.labels:eval_items",
+            },
+            map_name="jury.likelihood",
+        ),
     )
 )

@@ -1,6 +1,7 @@
 """Labels: the researcher's own judgments as data (core), the items of stored runs that can be labelled and the
 queue that draws them (items), the judges' agreement with the labels (agreement), export/import (io), and
-a hand-raise map refitted from them (refit). Everything is re-exported here."""
+a hand-raise map refitted from them (refit). Which mechanisms take labels, and how, is each one's `LabelSpec`
+(`engine.mechanism`). Everything is re-exported here."""
 
 from engine.labels.agreement import Agreement, agreement, agreement_from, cohen_kappa, judge_of
 from engine.labels.io import (
@@ -19,16 +20,15 @@ from engine.labels.refit import (
     adopt_map,
     label_rows,
     map_in_use,
+    map_name,
     map_versions,
     refit_from_labels,
+    refittable,
     save_candidate,
     whatif_map,
 )
 from engine.labelstore import (
-    MECHANISMS,
-    POSITIVE,
     SOURCES,
-    VALUES,
     Label,
     LabelError,
     add_label,
@@ -37,8 +37,13 @@ from engine.labelstore import (
     default_user,
     delete_label,
     item_key,
+    label_mechanisms,
+    label_spec,
+    label_specs,
+    label_values,
     latest_only,
     list_labels,
+    positive_value,
 )
 
 __all__ = [
@@ -62,15 +67,14 @@ __all__ = [
     "label_rows",
     "labelable_items",
     "map_in_use",
+    "map_name",
     "map_versions",
     "parse_labels",
     "refit_from_labels",
+    "refittable",
     "save_candidate",
     "whatif_map",
-    "MECHANISMS",
-    "POSITIVE",
     "SOURCES",
-    "VALUES",
     "Label",
     "LabelError",
     "add_label",
@@ -79,6 +83,11 @@ __all__ = [
     "default_user",
     "delete_label",
     "item_key",
+    "label_mechanisms",
+    "label_spec",
+    "label_specs",
+    "label_values",
     "latest_only",
     "list_labels",
+    "positive_value",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine import stats
-from engine.labelstore import VALUES, Label, list_labels
+from engine.labelstore import Label, label_specs, list_labels
 from engine.store import Store
 
 WRONG_SHOWN = 10
@@ -125,7 +125,8 @@ def _kappa_kernel(k: int) -> Callable[[np.ndarray, np.ndarray], Callable[[np.nda
 
 
 def _values(mechanism: str, seen: Sequence[str]) -> list[str]:
-    known = VALUES.get(mechanism)
+    spec = label_specs().get(mechanism)
+    known = spec.values if spec is not None else None
     ordered = list(known) if known else []
     return ordered + sorted({v for v in seen if v not in ordered})
 

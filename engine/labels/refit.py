@@ -9,7 +9,11 @@ this user wants to hear. It is cross-validated on the labels (folds by message, 
 split between fitting and testing: one message a fold up to 50 messages, 5 folds beyond), and the map in use
 decides the same held-out labels: the paired comparison is exact McNemar (engine/stats.py `compare_correct`).
 Saved as a new version whose provenance names the labels, it is used only once adopted (`adopt_map`); any
-earlier version, or the shipped map, can be restored."""
+earlier version, or the shipped map, can be restored.
+
+`refit_from_labels` and the versions are any mechanism's: a mechanism's `LabelSpec` names its refit (`refit`:
+the hand raise's is `refit_hand_raise`, the one mechanism whose judge records features) and its map
+(`map_name`)."""
 
 from __future__ import annotations
 
@@ -42,20 +46,14 @@ from engine.judgemaps import (
     saved_versions,
 )
 from engine.labels.items import labelable_items
-from engine.labelstore import Label, LabelError, list_labels
+from engine.labelstore import Label, LabelError, label_specs, list_labels
+from engine.mechanism import mechanism_spec, resolve_callable
 from engine.store import Store
 from models.source import model_source
 
 if TYPE_CHECKING:
     from models.source import ModelLookup
 
-# The map file each mechanism's judge reads (`<name>.<model_id>.json`).
-MAP_NAMES = {
-    "handraise": "handraise.likelihood",
-    "jury": "jury.likelihood",
-    "skip": "skip.likelihood",
-    "confidence": "confidence.likelihood",
-}
 # Folds of the cross-validation on the labels, by message: every message its own fold up to `FOLDS_ALL`
 # messages (few labels: each held-out prediction comes from a fit on all the others), 5 beyond.
 FOLDS = 5
@@ -196,7 +194,7 @@ def candidate_calibration(
     version = new_version()
     fit = fit_candidate(rows, config)
     return Calibration(
-        name=MAP_NAMES["handraise"],
+        name=map_name("handraise"),
         model_id=model_id,
         version=version,
         maps=fit["maps"],
@@ -251,12 +249,8 @@ def _map_id(rows: Sequence[Mapping[str, Any]], labels: Sequence[Label]) -> str:
     return max(sorted(set(models)), key=models.count) if models else HandRaiseConfig().judge_model
 
 
-def _fittable_rows(mechanism: str, labels: Sequence[Label]) -> list[dict[str, Any]]:
-    """The labels' rows with the judge's features, or LabelError saying why they cannot be fitted."""
-    if mechanism != "handraise":
-        raise LabelError(
-            f"mechanism: refitting from labels covers the hand raise; {mechanism!r} has no recorded features"
-        )
+def _fittable_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
+    """The hand labels' rows with the judge's features, or LabelError saying why they cannot be fitted."""
     rows = label_rows(labels)
     if len(rows) < MIN_LABELS:
         raise LabelError(
@@ -282,6 +276,12 @@ def _diagnosis(name: str, model_id: str, right: Sequence[bool], truth: Sequence[
     ).to_dict()
 
 
+def refittable() -> tuple[str, ...]:
+    """The mechanisms whose judge can be refitted from labels (`LabelSpec.refit`: it records the features a fit
+    reads), in the labels' order."""
+    return tuple(name for name, spec in label_specs().items() if spec.refit)
+
+
 def refit_from_labels(
     store: Store,
     *,
@@ -293,20 +293,42 @@ def refit_from_labels(
     models: ModelLookup | None = None,
     config: HandRaiseConfig | None = None,
 ) -> LabelRefit:
-    """Fit a candidate map on the user's hand labels (with the shipped split's rows when `with_split`: their
-    features need the judge model, `models`, and are recorded as a `calibration` run), cross-validate it on the
-    labels and compare it with the map in use on the same held-out labels. Raises LabelError when the labels
-    cannot be fitted (too few, one value only, no recorded features)."""
+    """Refit `mechanism`'s judge from the user's labels, by its own refit (`LabelSpec.refit`); LabelError when it
+    has none (its judge records no features) or the labels cannot be fitted."""
+    names = refittable()
+    if mechanism not in names:
+        covered = " and ".join(f"the {mechanism_spec(name).label.lower()}" for name in names)
+        raise LabelError(f"mechanism: refitting from labels covers {covered}; {mechanism!r} has no recorded features")
+    refit: LabelRefit = resolve_callable(label_specs()[mechanism].refit)(
+        store, user=user, with_split=with_split, seed=seed, labels=labels, models=models, config=config
+    )
+    return refit
+
+
+def refit_hand_raise(
+    store: Store,
+    *,
+    user: str | None = None,
+    with_split: bool = False,
+    seed: int = 0,
+    labels: Sequence[Label] | None = None,
+    models: ModelLookup | None = None,
+    config: HandRaiseConfig | None = None,
+) -> LabelRefit:
+    """The hand raise's refit (its `LabelSpec.refit`): fit a candidate map on the user's hand labels (with the
+    shipped split's rows when `with_split`: their features need the judge model, `models`, and are recorded as a
+    `calibration` run), cross-validate it on the labels and compare it with the map in use on the same held-out
+    labels. Raises LabelError when the labels cannot be fitted (too few, one value only, no recorded features)."""
     config = config or HandRaiseConfig()
     labels = list(labels) if labels is not None else list_labels(store, mechanism="handraise", user=user)
-    rows = _fittable_rows(mechanism, labels)
+    rows = _fittable_rows(labels)
     model_id = _map_id(rows, labels)
     rows = [r for r in rows if r.get("map_id") in (None, model_id)]
     extra = _split_rows(store, model_id, models, config) if with_split else []
     messages = len({str(r["item"]) for r in rows})
     folds = messages if messages <= FOLDS_ALL else FOLDS
     candidate_right_flags = cross_validated(rows, config, folds=folds, seed=seed, extra=extra)
-    current = load_calibration(MAP_NAMES["handraise"], model_id)
+    current = load_calibration(map_name("handraise"), model_id)
     truth = [bool(r["label"]) for r in rows]
     if current is not None:
         current_said = [will_under(current, r, config) >= config.threshold for r in rows]
@@ -333,7 +355,7 @@ def refit_from_labels(
     }
     candidate.metrics["diagnosis"] = _diagnosis(candidate.name, model_id, cand_right, truth)
     return LabelRefit(
-        mechanism=mechanism,
+        mechanism="handraise",
         model_id=model_id,
         n_labels=len(rows),
         folds=folds,
@@ -413,23 +435,25 @@ def save_candidate(refit: LabelRefit) -> Path:
     return save_version(refit.candidate)
 
 
-def _name(mechanism: str) -> str:
-    if mechanism not in MAP_NAMES:
-        raise LabelError(f"mechanism: {mechanism!r} has no map ({', '.join(MAP_NAMES)})")
-    return MAP_NAMES[mechanism]
+def map_name(mechanism: str) -> str:
+    """The map file `mechanism`'s judge reads (`<name>.<model_id>.json`: its `LabelSpec.map_name`)."""
+    names = {name: spec.map_name for name, spec in label_specs().items() if spec.map_name}
+    if mechanism not in names:
+        raise LabelError(f"mechanism: {mechanism!r} has no map ({', '.join(names)})")
+    return names[mechanism]
 
 
 def adopt_map(store: Store | None, mechanism: str, model_id: str, version: str) -> None:
     """ "Use this map": `version` (or `shipped`) is the map the judge reads from now on, in every process."""
     try:
-        adopt_version(_name(mechanism), model_id, version)
+        adopt_version(map_name(mechanism), model_id, version)
     except ValueError as exc:
         raise LabelError(f"version: {exc}") from None
 
 
 def map_versions(mechanism: str, model_id: str) -> list[MapVersion]:
     """The shipped map (when there is one) and every version refitted from labels, oldest first."""
-    name = _name(mechanism)
+    name = map_name(mechanism)
     in_use = adopted_version(name, model_id)
     out = []
     shipped = calibration_path(name, model_id)

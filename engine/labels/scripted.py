@@ -28,7 +28,7 @@ from engine.handraise import (
 )
 from engine.judgemaps import Calibration, load_calibration
 from engine.labels.items import LabelItem, label_queue, labelable_items
-from engine.labels.refit import MAP_NAMES, fit_candidate, label_rows, will_under
+from engine.labels.refit import fit_candidate, label_rows, map_name, will_under
 from engine.labelstore import Label, add_label
 from engine.store import Store
 from models.registry import ModelHub
@@ -165,7 +165,7 @@ def learning(store: Store, run_id: str, n: int, seed: int = 0) -> Learning:
     truth = [preference(str(i.context["text"]), str(i.context["participant"])) == "speak" for i in rest]
     test_rows = [{**i.context["features"], "participant": i.context["participant"]} for i in rest]
     candidate = Calibration(name="candidate", model_id="-", version="-", maps=fitted["maps"])
-    shipped = load_calibration(MAP_NAMES["handraise"], str(rest[0].context.get("map_id")))
+    shipped = load_calibration(map_name("handraise"), str(rest[0].context.get("map_id")))
     assert shipped is not None
     said_c = [will_under(candidate, r, config) >= config.threshold for r in test_rows]
     said_s = [will_under(shipped, r, config) >= config.threshold for r in test_rows]

@@ -1,6 +1,6 @@
 """The judgment skip cache in the mechanism registry (`engine.mechanism`)."""
 
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole, register_mechanism
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
 
 SPEC = register_mechanism(
     MechanismSpec(
@@ -28,6 +28,12 @@ SPEC = register_mechanism(
             paired="engine.experiments.scorecard:paired_skip",
             per_model=False,
         ),
-        order={"experiments": 3, "scorecard": 1, "exports": 4},
+        order={"experiments": 3, "scorecard": 1, "exports": 4, "labels": 4},
+        labels=LabelSpec(
+            ("reply", "no_reply"),  # should have replied / should not
+            "engine.skip.labels:item_key",
+            positive="reply",
+            map_name="skip.likelihood",
+        ),
     )
 )
