@@ -18,8 +18,10 @@ from dashboard.mechanism_ui import uis
 from engine.experiments import Experiment, mechanism, run_experiment
 from engine.experiments.scorecard import ScorecardPlan, roles, run_scorecard, targets
 from engine.exports import load_run, table_builders, tables
+from engine.labels import LabelError, add_label, agreement, item_key, label_mechanisms, label_queue, list_labels
 from engine.mechanism import mechanism_names, mechanisms, resolve
 from engine.store import Store
+from tests.dashboard.rendered import shown
 from tests.toymech import register, unregister
 from tests.toymech.adapter import count
 
@@ -38,11 +40,15 @@ def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
         assert spec.scorecard is not None
         for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired):
             assert callable(resolve(ref))
+        assert spec.labels is not None
+        for ref in (spec.labels.key, *spec.labels.readers.values(), *filter(None, [spec.labels.refit])):
+            assert callable(resolve(ref))
     assert {u.name for u in uis()} == BUILTIN
     for ui in uis():
         assert callable(resolve(ui.page)) and resolve(ui.cli)
         for ref in ui.figures + ((ui.calibration_job,) if ui.calibration_job else ()):
             assert callable(resolve(ref))
+        assert ui.labels is not None and (not ui.labels.words or callable(resolve(ui.labels.words)))
 
 
 def test_each_surface_keeps_its_order() -> None:
@@ -53,6 +59,7 @@ def test_each_surface_keeps_its_order() -> None:
     assert [u.name for u in uis("nav")] == ["handraise", "skip", "director", "confidence", "jury"]
     assert [u.name for u in uis("cli")] == ["confidence", "director", "skip", "jury", "handraise"]
     assert [u.name for u in uis("calibrate") if u.calibration_job] == ["handraise", "skip", "jury", "confidence"]
+    assert label_mechanisms() == ("handraise", "jury", "director", "confidence", "skip")
     assert [name for name, _, _ in table_builders()] == [
         *("headline", "calls", "events", "jury_positions", "jury_eval_items", "conversation_hands"),
         *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
@@ -122,3 +129,65 @@ def test_the_toy_is_a_scorecard_role(toy: None, store: Store) -> None:
     assert (row["role"], row["model"], row["method"], row["error"]) == ("toy", None, "count", None)
     assert row["metrics"]["share"] == 0.75 and row["target"]["mark"] == "good"
     assert [r.name for r in mechanisms("scorecard")][-1] == "toy" and uis("nav")[-1].title == "Toy"
+
+
+def test_the_toy_takes_labels(toy: None, store: Store) -> None:
+    """The store accepts the toy's values (and refuses others with the usual message), its `toy.count` runs feed
+    the queue in the queue's order, its keys are its own, and the agreement counts its labels."""
+    run_id = count(store, [0.2, 0.6, 0.95], 0.5)
+    assert label_mechanisms()[-1] == "toy"
+    assert item_key("toy", index=2) == "v2"
+    with pytest.raises(LabelError, match="item_key: toy needs 'index'"):
+        item_key("toy")
+    # Where the judge was least sure: the value nearest the bar first.
+    queue = label_queue(store, mechanism="toy", rule="uncertainty", n=5, user="me")
+    assert [(i.key, i.predicted, i.run_id) for i in queue] == [
+        ("v1", "over", run_id),
+        ("v0", "under", run_id),
+        ("v2", "over", run_id),
+    ]
+    context = queue[0].context
+    add_label(store, mechanism="toy", item_key="v1", label=" UNDER ", run_id=run_id, user="me", context=context)
+    with pytest.raises(LabelError, match=r"label: 'sideways' is not a toy label \(over / under\)"):
+        add_label(store, mechanism="toy", item_key="v0", label="sideways", run_id=run_id, user="me")
+    assert [(lab.item_key, lab.label) for lab in list_labels(store, mechanism="toy")] == [("v1", "under")]
+    assert [i.key for i in label_queue(store, mechanism="toy", rule="random", n=5, user="me")] != []
+    assert "v1" not in [i.key for i in label_queue(store, mechanism="toy", rule="random", n=5, user="me")]
+    (found,) = agreement(store, mechanism="toy", user="me")
+    assert (found.judge, found.n, found.labels, found.accuracy) == ("toy.count", 1, ["over", "under"], 0.0)
+    unregister()
+    with pytest.raises(LabelError, match="mechanism: 'toy' is not one of handraise, jury, director, confidence, skip"):
+        add_label(store, mechanism="toy", item_key="v0", label="over", run_id=run_id, user="me")
+
+
+def _labels_page() -> None:
+    from pages import labels
+
+    labels.render()
+
+
+def test_the_toy_is_on_the_labels_page(toy: None) -> None:
+    """The Labels page offers the toy by its title, draws its items and labels one with its own words."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+    from dashboard.labelling import current_user
+
+    run_id = count(state.get_store(), [0.2, 0.6], 0.5)
+    at = AppTest.from_function(_labels_page, default_timeout=60).run()
+    assert not at.exception
+    chooser = at.selectbox(key="labels.q.mechanism")
+    assert chooser.options[-1] == "Toy (over / under the bar)"
+    chooser.set_value("toy")
+    at.selectbox(key="labels.q.rule").set_value("uncertainty")
+    at.button(key="labels.q.draw").click().run()
+    assert not at.exception
+    assert [shown(b.label) for b in at.button if b.key and b.key.startswith("labels.q.value.")] == [
+        "Over the bar",
+        "Under the bar",
+    ]
+    assert any("Toy (over / under the bar)" in shown(m.value) for m in at.markdown)
+    at.button(key="labels.q.value.1").click().run()
+    assert not at.exception
+    (label,) = list_labels(state.get_store(), mechanism="toy", user=current_user())
+    assert (label.run_id, label.item_key, label.label) == (run_id, "v1", "under")

@@ -1,5 +1,5 @@
 """A toy mechanism, the shape a new one takes (docs/adding-a-mechanism.md): an experiment adapter, an export
-table, a scorecard role, a CLI sub-app and a page, registered in both registries by `register()` (the test's
+table, a scorecard role, labels, a CLI sub-app and a page, registered in both registries by `register()` (the test's
 fixture) instead of `engine.mechanism.BUILTIN` and `dashboard/commands/toy.py`."""
 
 from __future__ import annotations

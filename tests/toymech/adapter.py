@@ -1,5 +1,6 @@
-"""The toy's engine side: an experiment adapter whose cells make no model call, an export table and a
-scorecard role, over a case set of numbers (one `{"value": x}` a line)."""
+"""The toy's engine side: an experiment adapter whose cells make no model call, an export table, a scorecard role
+and its labels (each value of a `toy.count` run is an item: was it over the bar?), over a case set of numbers (one
+`{"value": x}` a line)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from engine.events import run_context
 from engine.experiments.adapters import Mechanism
 from engine.experiments.definition import Experiment
 from engine.exports import RunRecord
-from engine.store import Store
+from engine.labels.items import LabelItem
+from engine.store import Run, Store
 
 CASES = Path(__file__).with_name("cases.jsonl")
 
@@ -77,3 +79,27 @@ async def run_role(
     share = _share(values, 0.3)
     run_id = count(store, values, 0.3)
     return {"metrics": {"share": share, "share_ci": [share - 0.05, share + 0.05]}, "runs": [run_id]}
+
+
+def item_key(**parts: object) -> str:
+    """`v2`: the value's position in its run."""
+    return f"v{parts['index']}"
+
+
+def label_items(store: Store, run: Run) -> list[LabelItem]:
+    """A `toy.count` run's values, one item each: "over" predicted where the value cleared the run's bar, the
+    value itself as the probability of "over" and the bar as the cut."""
+    threshold = float(run.config.get("threshold", 0.5))
+    values = [e.payload for e in store.events(run.id) if e.type == "toy_value"]
+    return [
+        LabelItem(
+            key=item_key(index=i),
+            mechanism="toy",
+            run_id=run.id,
+            text=f"value {p.get('value')}",
+            predicted="over" if p.get("cleared") else "under",
+            probability=float(p.get("value", 0.0)),
+            cut=threshold,
+        )
+        for i, p in enumerate(values)
+    ]

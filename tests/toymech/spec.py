@@ -1,7 +1,7 @@
 """The toy's registrations: its `MechanismSpec` (engine) and `MechanismUI` (dashboard)."""
 
-from dashboard.mechanism_ui import MechanismUI
-from engine.mechanism import ExportTable, MechanismSpec, ScorecardRole
+from dashboard.mechanism_ui import LabelWords, MechanismUI
+from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole
 
 SPEC = MechanismSpec(
     name="toy",
@@ -23,6 +23,12 @@ SPEC = MechanismSpec(
         run="tests.toymech.adapter:run_role",
         per_model=False,
     ),
+    labels=LabelSpec(
+        ("over", "under"),
+        "tests.toymech.adapter:item_key",
+        positive="over",
+        readers={"toy.count": "tests.toymech.adapter:label_items"},
+    ),
 )
 UI = MechanismUI(
     "toy",
@@ -31,4 +37,9 @@ UI = MechanismUI(
     icon="🧸",
     url_path="toy",
     cli="tests.toymech.cli:app",
+    labels=LabelWords(
+        "Toy (over / under the bar)",
+        buttons={"over": "Over the bar", "under": "Under the bar"},
+        answers={"over": "over", "under": "under"},
+    ),
 )
