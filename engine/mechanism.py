@@ -134,7 +134,9 @@ def mechanisms(surface: str | None = None) -> list[MechanismSpec]:
     specs = list(_SPECS.values())
     if surface is None:
         return specs
-    return sorted(specs, key=lambda s: s.order.get(surface, len(specs) + specs.index(s)))
+    # by position, not `specs.index`: that compares whole specs, and the label store asks for every label it checks
+    placed = sorted(enumerate(specs), key=lambda pair: pair[1].order.get(surface, len(specs) + pair[0]))
+    return [spec for _, spec in placed]
 
 
 def mechanism_names(surface: str | None = None) -> list[str]:
