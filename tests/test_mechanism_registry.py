@@ -36,8 +36,9 @@ def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
         for table in spec.tables:
             assert table.events or callable(resolve(table.build))
         assert spec.scorecard is not None
-        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired):
-            assert callable(resolve(ref))
+        assert spec.scorecard.steps or spec.scorecard.methods  # its own steps, or each of its methods
+        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired, spec.scorecard.diagnoses):
+            assert not ref or callable(resolve(ref))
     assert {u.name for u in uis()} == BUILTIN
     for ui in uis():
         assert callable(resolve(ui.page)) and resolve(ui.cli)
