@@ -30,7 +30,8 @@ UI = register_ui(
         figures=("dashboard.report:_simulation",),
         calibration_split="skip-calib.jsonl",
         calibration_job="dashboard.commands.skip:calibration_job",
-        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1},
+        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1, "demo": 4},
+        demo="dashboard.demo_flows.skip:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

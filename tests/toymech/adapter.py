@@ -1,5 +1,6 @@
-"""The toy's engine side: an experiment adapter whose cells make no model call, an export table and a
-scorecard role, over a case set of numbers (one `{"value": x}` a line)."""
+"""The toy's engine side: an experiment adapter whose cells make no model call, an export table, a scorecard role
+(its own steps) and a demo flow, over a case set of numbers (one `{"value": x}` a line). The flow imports no
+dashboard code, so it lives here; a flow that reads a page's defaults lives in `dashboard/demo_flows/<name>.py`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.demo import PageDemo
 from engine.events import run_context
 from engine.experiments.adapters import Mechanism
 from engine.experiments.definition import Experiment
@@ -77,3 +79,9 @@ async def run_role(
     share = _share(values, 0.3)
     run_id = count(store, values, 0.3)
     return {"metrics": {"share": share, "share_ci": [share - 0.05, share + 0.05]}, "runs": [run_id]}
+
+
+def demo_flow(store: Store) -> PageDemo:
+    """The toy page's demo: one count of three values, no model."""
+    run_id = count(store, [0.1, 0.6, 0.9], 0.5)
+    return PageDemo(title="Toy", inputs=["0.1 0.6 0.9"], run_ids=[run_id], note="2 of 3 cleared the bar.")

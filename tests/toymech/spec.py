@@ -31,4 +31,5 @@ UI = MechanismUI(
     icon="🧸",
     url_path="toy",
     cli="tests.toymech.cli:app",
+    demo="tests.toymech.adapter:demo_flow",
 )
