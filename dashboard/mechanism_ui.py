@@ -1,12 +1,12 @@
 """The dashboard's side of the mechanism registry: one `MechanismUI` per mechanism (its page, CLI sub-app, report
-figures, calibration job and the words of its labels), beside the engine's `MechanismSpec` of the same name
-(`engine.mechanism`). The app's navigation, the `judgelab` command, the run report, `calibrate-judge`, the label
-buttons, the Labels page and the page benchmark loop over it.
+figures, calibration job, demo flow and the words of its labels), beside the engine's `MechanismSpec` of the same
+name (`engine.mechanism`). The app's navigation, the `judgelab` command, the run report, `calibrate-judge`, `demo
+record`, the label buttons, the Labels page and the page benchmark loop over it.
 
 A mechanism's CLI module, `dashboard/commands/<name>.py`, registers its entry (`register_ui`); this module imports
 it for every mechanism of the engine's registry. Pages and figures are named by ``"module:attribute"`` references,
 resolved when used, so the CLI starts without Streamlit. Surfaces with an order of their own
-sort by `MechanismUI.order[surface]` ("nav", "cli", "figures", "calibrate"), as `engine.mechanism` does.
+sort by `MechanismUI.order[surface]` ("nav", "cli", "figures", "calibrate", "demo"), as `engine.mechanism` does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from engine.mechanism import mechanism_names
+from engine.mechanism import mechanism_names, mechanism_spec
+
+MODELS_PAGE = "models"  # the demo's one page that is no mechanism's: its flow is built in (`dashboard.demo_record`)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class MechanismUI:
     - `figures`: the run report's chart builders ("module:function" taking a `RunRecord`);
     - `calibration_split` (a file under data/calibration/) and `calibration_job` ("module:function",
       `(data, model_id, limit)` → `RefitJob`): its judge maps' refit in `judgelab calibrate-judge`;
-    - `labels`: the words of its labels (None: shown as the values are written)."""
+    - `labels`: the words of its labels (None: shown as the values are written);
+    - `demo` ("module:function", `(store)` → `PageDemo`): records its page's demo run (`judgelab demo record`),
+      kept under its `MechanismSpec.demo_page`; empty, the demo has no run of its page."""
 
     name: str
     page: str
@@ -62,6 +66,7 @@ class MechanismUI:
     calibration_job: str = ""
     order: Mapping[str, int] = field(default_factory=dict)
     labels: LabelWords | None = None
+    demo: str = ""
 
 
 _UIS: dict[str, MechanismUI] = {}
@@ -104,3 +109,14 @@ def ui(name: str) -> MechanismUI:
         return _UIS[name]
     except KeyError:
         raise ValueError(f"unknown mechanism {name!r}; one of {', '.join(_UIS)}") from None
+
+
+def demo_flows() -> dict[str, str]:
+    """Each registered mechanism's demo page (`MechanismSpec.demo_page`) and the flow that records it
+    (`MechanismUI.demo`), in the demo's order."""
+    return {mechanism_spec(u.name).demo_page: u.demo for u in uis("demo") if u.demo}
+
+
+def demo_pages() -> tuple[str, ...]:
+    """Every page `judgelab demo record` records, in its order: the Models page, then each mechanism's."""
+    return (MODELS_PAGE, *demo_flows())

@@ -19,9 +19,11 @@ from engine.confidence import LevelThresholds
 from engine.director import RUBRIC_CRITERIA
 from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
 from engine.experiments.report import to_csv, to_html, to_json
-from engine.exports import Figure, RunRecord, html_report, load_run, tables
+from engine.exports import Figure, RunRecord, html_report, load_run
+from engine.handraise.exports import hands
 from engine.jury import JuryView
 from engine.mechanism import resolve_callable
+from engine.skip.exports import simulation
 from engine.store import Store
 
 
@@ -80,14 +82,14 @@ def _confidence(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _conversation(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    rows = tables(record).get("conversation_hands")
-    if rows is None or not rows.rows:
+    rows = hands(record)  # the `conversation_hands` export table's builder
+    if not rows:
         return []
     threshold = (record.run.config.get("config") or {}).get("threshold")
-    will = charts.will_per_turn(rows.rows, float(threshold) if isinstance(threshold, int | float) else None)
+    will = charts.will_per_turn(rows, float(threshold) if isinstance(threshold, int | float) else None)
     return [
         ("Will per participant per turn", _small(will, "Will per participant per turn")),
-        ("Approval flow", _small(charts.approval_sankey(rows.rows), "Approval flow")),
+        ("Approval flow", _small(charts.approval_sankey(rows), "Approval flow")),
     ]
 
 
@@ -189,8 +191,7 @@ def _director(record: RunRecord) -> list[tuple[str, go.Figure]]:
 
 
 def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
-    table = tables(record).get("simulation")
-    rows = [r for r in (table.rows if table else []) if isinstance(r.get("judge_calls"), int | float)]
+    rows = [r for r in simulation(record) if isinstance(r.get("judge_calls"), int | float)]  # its export table
     if not rows:
         return []
     fig = go.Figure(

@@ -44,20 +44,25 @@ class ScorecardRole:
     """The mechanism's row in the model scorecard (`engine.experiments.scorecard`).
 
     `steps` ("module:function", `(plan, model_id)` → [(model_id, method), …]) says what to run: called once per
-    model when `per_model`, else once with None after every per-model role; `run` (async, `(store, models,
-    model_id, method, plan, executor)` → {"metrics", "runs", …}) runs one step; `paired` (optional,
+    model when `per_model`, else once with None after every per-model role; empty, a per-model role runs the model
+    with each of its `methods` the plan picks (`engine.experiments.scorecard.by_method`). `run` (async, `(store,
+    models, model_id, method, plan, executor)` → {"metrics", "runs", …}) runs one step; `paired` (optional,
     `(store, best_row, row)` → Comparison | None) compares a row with the role's best on the same items. The
-    target is what "good enough for this role" means. `methods`: the judge methods `--methods` may pick."""
+    target is what "good enough for this role" means. `methods`: the judge methods `--methods` may pick.
+    `diagnoses` (optional, `(scorecard | None)` → [Diagnosis]): what the scorecard found about the role's judges
+    that have no shipped map (`judgelab models judges`, the Models page). The runner and its helpers live with
+    the mechanism (`engine/<mechanism>/scorecard.py`)."""
 
     metric: str
     higher_is_better: bool
     target: float
     source: str
-    steps: str
     run: str
+    steps: str = ""
     per_model: bool = True
     paired: str = ""
     methods: tuple[str, ...] = ()
+    diagnoses: str = ""
 
 
 @dataclass(frozen=True)

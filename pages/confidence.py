@@ -22,7 +22,7 @@ from dashboard.components import (
     md,
     metric_row,
 )
-from dashboard.demo_record import CONFIDENCE_INPUT
+from dashboard.demo_flows.confidence import CONFIDENCE_INPUT
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (

@@ -37,7 +37,7 @@ from engine.director import (
     script_verdicts,
     share_text,
 )
-from engine.experiments.scorecard import rubric_diagnoses
+from engine.director.scorecard import rubric_diagnoses
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.labels import item_key
 from engine.store import FINISHED

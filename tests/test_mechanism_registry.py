@@ -1,7 +1,7 @@
 """The mechanism registries (`engine.mechanism`, `dashboard.mechanism_ui`): every reference of the five built-in
 mechanisms resolves, every surface keeps its order, and a toy mechanism (tests/toymech, registered for the test
-and removed after) appears in the CLI, the experiment definition, the exports and the scorecard with nothing
-else edited."""
+and removed after) appears in the CLI, the experiment definition, the exports, the scorecard (its roles, its
+methods) and the demo recording with nothing else edited."""
 
 from __future__ import annotations
 
@@ -10,19 +10,23 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from dashboard.mechanism_ui import uis
+from dashboard.commands.experiment import _methods_help, _scorecard_methods
+from dashboard.demo_record import record
+from dashboard.mechanism_ui import demo_pages, uis
+from engine.demo import load_manifest, read_runs
 from engine.experiments import Experiment, mechanism, run_experiment
-from engine.experiments.scorecard import ScorecardPlan, roles, run_scorecard, targets
+from engine.experiments.scorecard import ScorecardPlan, default_methods, roles, run_scorecard, targets
 from engine.exports import load_run, table_builders, tables
 from engine.labels import LabelError, add_label, agreement, item_key, label_mechanisms, label_queue, list_labels
-from engine.mechanism import mechanism_names, mechanisms, resolve
+from engine.mechanism import mechanism_names, mechanisms, register_mechanism, resolve
 from engine.store import Store
 from tests.dashboard.rendered import shown
-from tests.toymech import register, unregister
+from tests.toymech import SPEC, register, unregister
 from tests.toymech.adapter import count
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +42,16 @@ def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
         for table in spec.tables:
             assert table.events or callable(resolve(table.build))
         assert spec.scorecard is not None
-        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired):
-            assert callable(resolve(ref))
+        assert spec.scorecard.steps or spec.scorecard.methods  # its own steps, or each of its methods
+        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired, spec.scorecard.diagnoses):
+            assert not ref or callable(resolve(ref))
         assert spec.labels is not None
         for ref in (spec.labels.key, *spec.labels.readers.values(), *filter(None, [spec.labels.refit])):
             assert callable(resolve(ref))
     assert {u.name for u in uis()} == BUILTIN
     for ui in uis():
         assert callable(resolve(ui.page)) and resolve(ui.cli)
-        for ref in ui.figures + ((ui.calibration_job,) if ui.calibration_job else ()):
+        for ref in ui.figures + tuple(r for r in (ui.calibration_job, ui.demo) if r):
             assert callable(resolve(ref))
         assert ui.labels is not None and (not ui.labels.words or callable(resolve(ui.labels.words)))
 
@@ -60,6 +65,12 @@ def test_each_surface_keeps_its_order() -> None:
     assert [u.name for u in uis("cli")] == ["confidence", "director", "skip", "jury", "handraise"]
     assert [u.name for u in uis("calibrate") if u.calibration_job] == ["handraise", "skip", "jury", "confidence"]
     assert label_mechanisms() == ("handraise", "jury", "director", "confidence", "skip")
+    assert demo_pages() == ("models", "conversation", "jury", "director", "confidence", "skip-cache")
+    assert default_methods() == {
+        "handraise": ("judge", "likelihood"),
+        "jury": ("generate", "likelihood"),
+        "director": ("generate", "likelihood"),
+    }
     assert [name for name, _, _ in table_builders()] == [
         *("headline", "calls", "events", "jury_positions", "jury_eval_items", "conversation_hands"),
         *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
@@ -94,6 +105,9 @@ def test_the_toy_is_a_cli_sub_app(toy: None) -> None:
     counted = _cli("toy", "count", "0.1", "0.6", "0.9", "--threshold", "0.5")
     assert counted.returncode == 0, counted.stderr
     assert counted.stdout.strip() == "2 of 3"
+    pages = _cli("demo", "record", "--help")  # `--only` names its demo page
+    assert pages.returncode == 0, pages.stderr
+    assert "Record only these pages: models, conversation, jury, director, confidence, skip-cache, toy." in pages.stdout
 
 
 def test_the_toy_is_swept_by_an_experiment(toy: None, store: Store) -> None:
@@ -191,3 +205,33 @@ def test_the_toy_is_on_the_labels_page(toy: None) -> None:
     assert not at.exception
     (label,) = list_labels(state.get_store(), mechanism="toy", user=current_user())
     assert (label.run_id, label.item_key, label.label) == (run_id, "v1", "under")
+
+
+def test_a_per_model_role_runs_each_method_the_plan_picks(toy: None, store: Store) -> None:
+    """A role with methods and no steps of its own: each model with each method of `ScorecardPlan.methods` (all of
+    the role's by default), likelihood only where the model can score; `--methods` and its help know its choice."""
+    assert SPEC.scorecard is not None
+    role = replace(SPEC.scorecard, per_model=True, steps="", methods=("count", "likelihood"))
+    register_mechanism(replace(SPEC, scorecard=role))
+    assert default_methods()["toy"] == ("count", "likelihood")
+
+    def rows(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
+        return [(r["role"], r["model"], r["method"]) for r in asyncio.run(run_scorecard(store, plan))["rows"]]
+
+    plan = ScorecardPlan(models=["m1", "m2"], roles=("toy",), can_score=lambda m: m == "m1")
+    assert rows(plan) == [("toy", "m1", "count"), ("toy", "m1", "likelihood"), ("toy", "m2", "count")]
+    picked = _scorecard_methods(["toy=likelihood"])
+    assert picked["toy"] == ("likelihood",) and picked["jury"] == ("generate", "likelihood")
+    assert rows(replace(plan, methods=picked)) == [("toy", "m1", "likelihood")]
+    assert _methods_help().endswith("; toy: count, likelihood")
+
+
+def test_the_toy_page_is_recorded_by_its_demo_flow(toy: None, tmp_path: Path) -> None:
+    """`judgelab demo record --only toy`: the toy's flow (its `MechanismUI.demo`) records its page, no model."""
+    assert demo_pages()[-1] == "toy"
+    manifest = record(tmp_path, only={"toy"})
+    assert list(manifest.pages) == ["toy"] and load_manifest(tmp_path).pages == manifest.pages
+    (run_id,) = manifest.pages["toy"].run_ids
+    (document,) = read_runs(tmp_path / "runs.jsonl")
+    assert document["run"]["id"] == run_id and document["run"]["kind"] == "toy.count"
+    assert [e["type"] for e in document["events"]].count("toy_value") == 3

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from dashboard.demo_record import page_cast, page_handraise_config
+from dashboard.demo_flows.handraise import page_cast, page_handraise_config
 from engine.handraise import (
     DEFAULT_ANSWER_MODEL,
     DEFAULT_CAST,

@@ -1,6 +1,6 @@
 """`judgelab bench --only jury.default_case`: the Jury page's default case to its verdict, live on the bundled model.
 
-The page's defaults (`dashboard.demo_record.page_jury`: the catalog's first panel — three seats of Gemma 3 270M —
+The page's defaults (`dashboard.demo_flows.jury.page_jury`: the catalog's first panel — three seats of Gemma 3 270M —
 a final judge, up to 3 rounds, still-rounds stop 2) judge the first case of the page's first case file
 (pw-leak). The model is loaded and warmed by one call first, so the figure is the jury's own time, as a user who
 has run anything on the page sees it. Measured twice on the same machine, one after the other:
@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from dashboard.demo_record import jury_cases, page_jury
+from dashboard.demo_flows.jury import jury_cases, page_jury
 from engine.jury import Jury
 from models.catalog import load_catalog
 from models.registry import ModelHub

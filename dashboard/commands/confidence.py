@@ -30,12 +30,13 @@ UI = register_ui(
         figures=("dashboard.report:_confidence",),
         calibration_split="confidence-calib.jsonl",
         calibration_job="dashboard.commands.confidence:calibration_job",
-        order={"nav": 3, "cli": 0, "figures": 1, "calibrate": 3},
+        order={"nav": 3, "cli": 0, "figures": 1, "calibrate": 3, "demo": 3},
         labels=LabelWords(
             "Confidence (right / wrong answer)",
             buttons={"right": "The answer was right", "wrong": "The answer was wrong"},
             answers={"right": "right", "wrong": "wrong"},
         ),
+        demo="dashboard.demo_flows.confidence:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -9,11 +9,12 @@ from typing import Annotated
 import typer
 
 from dashboard.commands import fail, say
+from dashboard.mechanism_ui import demo_pages
 
 app = typer.Typer(help="Demo mode: load the recorded runs, or record them again.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Folder = Annotated[Path | None, typer.Option("--folder", help="Demo folder (default: data/demo).")]
-PAGES = ("models", "conversation", "jury", "director", "confidence", "skip-cache")
+PAGES = demo_pages()  # the Models page, then each registered mechanism's page with a demo flow
 
 
 @app.command("load")
@@ -57,13 +58,15 @@ def record_cmd(
     with the pages' default settings, and write data/demo/runs.jsonl and manifest.json."""
     # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
-    from dashboard.demo_record import MODEL, record
+    from dashboard.demo_flows import MODEL
+    from dashboard.demo_record import record
     from engine.demo import demo_dir
     from models.catalog import load_catalog
 
-    unknown = set(only or []) - set(PAGES)
+    pages = demo_pages()  # as registered now (a mechanism registered after this module was imported too)
+    unknown = set(only or []) - set(pages)
     if unknown:
-        raise fail(f"unknown page(s) {', '.join(sorted(unknown))} — choose from {', '.join(PAGES)}")
+        raise fail(f"unknown page(s) {', '.join(sorted(unknown))} — choose from {', '.join(pages)}")
     require_models(load_catalog(), [MODEL])
     target = folder or demo_dir()
     manifest = record(target, set(only) if only else None)

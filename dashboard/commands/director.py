@@ -29,12 +29,13 @@ UI = register_ui(
         url_path="director",
         cli="dashboard.commands.director:app",
         figures=("dashboard.report:_director",),
-        order={"nav": 2, "cli": 1, "figures": 3},
+        order={"nav": 2, "cli": 1, "figures": 3, "demo": 2},
         labels=LabelWords(
             "Director (OK / RETRY)",
             buttons={"ok": "OK", "retry": "RETRY"},
             answers={"ok": "OK", "retry": "RETRY"},
         ),
+        demo="dashboard.demo_flows.director:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

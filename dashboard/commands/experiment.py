@@ -181,10 +181,24 @@ def _scorecard_roles(given: list[str] | None) -> tuple[str, ...]:
     return tuple(r for r in known if r in chosen)
 
 
+def _methods_help() -> str:
+    """The roles' judge methods in words, roles with the same choice together: 'handraise: judge, likelihood; jury
+    and director: generate, likelihood'."""
+    grouped: dict[tuple[str, ...], list[str]] = {}
+    for name, methods in _method_choices().items():
+        grouped.setdefault(methods, []).append(name)
+    return "; ".join(f"{_and(names)}: {', '.join(methods)}" for methods, names in grouped.items())
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
-    """--methods ROLE=M1,M2 as ScorecardPlan fields (`jury_methods`, …); a bad role or method is named."""
+    """--methods ROLE=M1,M2 as `ScorecardPlan.methods` (each role's choice, its default where not given); a bad role
+    or method is named."""
     choices = _method_choices()
-    out: dict[str, tuple[str, ...]] = {}
+    out = dict(choices)
     for value in given or []:
         role, sep, listed = value.partition("=")
         role = role.strip()
@@ -194,7 +208,7 @@ def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
         bad = [m for m in picked if m not in choices[role]]
         if bad or not picked:
             raise fail(f"--methods {value!r}: {role} takes {', '.join(choices[role])}")
-        out[f"{role}_methods"] = picked
+        out[role] = picked
     return out
 
 
@@ -212,8 +226,7 @@ def scorecard_cmd(
         list[str] | None,
         typer.Option(
             "--methods",
-            help="ROLE=M1,M2: the judge methods of a role (handraise: judge, likelihood; jury and director: "
-            "generate, likelihood), e.g. --methods jury=likelihood.",
+            help=f"ROLE=M1,M2: the judge methods of a role ({_methods_help()}), e.g. --methods jury=likelihood.",
         ),
     ] = None,
     limit: Annotated[
@@ -270,7 +283,7 @@ def scorecard_cmd(
         repeats=repeats,
         limit=limit,
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
-        **_scorecard_methods(methods),
+        methods=_scorecard_methods(methods),
     )
     store = _store()
     previous = None

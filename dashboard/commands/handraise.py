@@ -29,13 +29,14 @@ UI = register_ui(
         figures=("dashboard.report:_conversation", "dashboard.report:_handraise_eval"),
         calibration_split="handraise-calib.jsonl",
         calibration_job="dashboard.commands.handraise:default_calibration_job",
-        order={"nav": 0, "cli": 4, "figures": 2, "calibrate": 0},
+        order={"nav": 0, "cli": 4, "figures": 2, "calibrate": 0, "demo": 0},
         labels=LabelWords(
             "Conversation (who should speak)",
             buttons={"speak": "Should speak", "skip": "Should stay quiet"},
             answers={"speak": "speak", "skip": "stay quiet"},
             question="Should **{participant}** speak after this message?",
         ),
+        demo="dashboard.demo_flows.handraise:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

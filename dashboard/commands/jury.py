@@ -35,12 +35,13 @@ UI = register_ui(
         figures=("dashboard.report:_jury", "dashboard.report:_jury_eval"),
         calibration_split="jury-calib.jsonl",
         calibration_job="dashboard.commands.jury:calibration_job",
-        order={"nav": 4, "cli": 3, "figures": 0, "calibrate": 2},
+        order={"nav": 4, "cli": 3, "figures": 0, "calibrate": 2, "demo": 1},
         labels=LabelWords(
             "Jury (the right verdict)",
             words="dashboard.text:in_words",
             choices=("safe_pass", "needs_review", "unsafe_fail"),
         ),
+        demo="dashboard.demo_flows.jury:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

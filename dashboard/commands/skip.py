@@ -30,12 +30,13 @@ UI = register_ui(
         figures=("dashboard.report:_simulation",),
         calibration_split="skip-calib.jsonl",
         calibration_job="dashboard.commands.skip:calibration_job",
-        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1},
+        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1, "demo": 4},
         labels=LabelWords(
             "Skip cache (reply or not)",
             buttons={"reply": "Should have replied", "no_reply": "Should not have replied"},
             answers={"reply": "reply", "no_reply": "no reply"},
         ),
+        demo="dashboard.demo_flows.skip:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -29,10 +29,10 @@ SPEC = register_mechanism(
             True,
             0.6,
             "README goal for the director rubric",
-            steps="engine.experiments.scorecard:director_steps",
-            run="engine.experiments.scorecard:run_director",
-            paired="engine.experiments.scorecard:paired_director",
+            run="engine.director.scorecard:run_director",
+            paired="engine.director.scorecard:paired_director",
             methods=("generate", "likelihood"),  # DirectorConfig.rubric_judge
+            diagnoses="engine.director.scorecard:judge_diagnoses",
         ),
         order={"experiments": 4, "scorecard": 3, "exports": 2, "labels": 2},
         labels=LabelSpec(

@@ -495,7 +495,7 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
 def test_the_demo_jury_note_is_in_words() -> None:
     """The sidebar's note on the recorded jury run read "Verdict unsafe_fail (gold unsafe_fail); 0 position
     change(s) in the discussion" for a run with no discussion (J5): verdicts in words, and no round said so."""
-    from dashboard.demo_record import jury_note
+    from dashboard.demo_flows.jury import jury_note
     from engine.demo import load_manifest
     from tests.engine.test_demo import DEMO
 

@@ -134,7 +134,7 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
 
 
 def test_a_role_that_fails_is_a_row_with_its_error(store: Store) -> None:
-    plan = ScorecardPlan(models=["no-such-model"], roles=("director",), director_methods=("generate",), limit=1)
+    plan = ScorecardPlan(models=["no-such-model"], roles=("director",), methods={"director": ("generate",)}, limit=1)
     out = asyncio.run(run_scorecard(store, plan, lambda model_id: (_ for _ in ()).throw(KeyError(model_id))))
     (row,) = out["rows"]
     assert row["error"] and "no-such-model" in row["error"] and row["runs"] == []
@@ -148,9 +148,7 @@ def test_scorecard_on_the_bundled_model(store: Store) -> None:
         models=["gemma3-270m"],
         limit=2,
         repeats=1,
-        handraise_methods=("likelihood",),
-        jury_methods=("likelihood",),
-        director_methods=("likelihood",),
+        methods={"handraise": ("likelihood",), "jury": ("likelihood",), "director": ("likelihood",)},
     )
     out = asyncio.run(run_scorecard(store, plan, HubModels("live")))
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
@@ -219,7 +217,7 @@ def test_skip_and_confidence_compare_models_on_the_same_items(
     """The skip judge on a recording made with each model, and confidence with each model's own self-evaluation:
     every row but the role's best carries B − A on the same items (AUC over the shared states, ECE over the
     labelled items, both by paired bootstrap), and that difference is the rows' own figures apart."""
-    import engine.experiments.scorecard as scorecard
+    import engine.skip.scorecard as scorecard
     from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
 
     other = _other_recording(tmp_path, flip_every=3)
@@ -318,9 +316,10 @@ def test_the_director_rubrics_diagnoses_come_from_the_stored_scorecard(store: St
     """What the Director page and `models judges` say of a rubric: the stored diagnoses of its scorecard row (no
     measurable signal when its AUC interval holds 0.5; flat scale), or, for a row stored before the signal was,
     the same diagnosis from its AUC figures; nothing for a model and method never measured."""
-    from engine.experiments.scorecard import rubric_diagnoses, scorecard_judge_diagnoses
+    from engine.director.scorecard import rubric_diagnoses
+    from engine.experiments.scorecard import scorecard_judge_diagnoses
 
-    plan = ScorecardPlan(models=["gemma3-270m"], roles=("director",), director_methods=("generate",))
+    plan = ScorecardPlan(models=["gemma3-270m"], roles=("director",), methods={"director": ("generate",)})
     out = asyncio.run(run_scorecard(store, plan, scripted(store)))
     (row,) = out["rows"]
     found = rubric_diagnoses(store, "gemma3-270m", "generate")

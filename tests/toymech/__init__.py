@@ -1,6 +1,6 @@
 """A toy mechanism, the shape a new one takes (docs/adding-a-mechanism.md): an experiment adapter, an export
-table, a scorecard role, labels, a CLI sub-app and a page, registered in both registries by `register()` (the test's
-fixture) instead of `engine.mechanism.BUILTIN` and `dashboard/commands/toy.py`."""
+table, a scorecard role, labels, a CLI sub-app, a page and a demo flow, registered in both registries by `register()`
+(the test's fixture) instead of `engine.mechanism.BUILTIN` and `dashboard/commands/toy.py`."""
 
 from __future__ import annotations
 

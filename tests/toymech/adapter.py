@@ -1,6 +1,7 @@
 """The toy's engine side: an experiment adapter whose cells make no model call, an export table, a scorecard role
-and its labels (each value of a `toy.count` run is an item: was it over the bar?), over a case set of numbers (one
-`{"value": x}` a line)."""
+(its own steps), its labels (each value of a `toy.count` run is an item: was it over the bar?) and a demo flow, over
+a case set of numbers (one `{"value": x}` a line). The flow imports no dashboard code, so it lives here; a flow that
+reads a page's defaults lives in `dashboard/demo_flows/<name>.py`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.demo import PageDemo
 from engine.events import run_context
 from engine.experiments.adapters import Mechanism
 from engine.experiments.definition import Experiment
@@ -103,3 +105,7 @@ def label_items(store: Store, run: Run) -> list[LabelItem]:
         )
         for i, p in enumerate(values)
     ]
+def demo_flow(store: Store) -> PageDemo:
+    """The toy page's demo: one count of three values, no model."""
+    run_id = count(store, [0.1, 0.6, 0.9], 0.5)
+    return PageDemo(title="Toy", inputs=["0.1 0.6 0.9"], run_ids=[run_id], note="2 of 3 cleared the bar.")

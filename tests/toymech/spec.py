@@ -42,4 +42,5 @@ UI = MechanismUI(
         buttons={"over": "Over the bar", "under": "Under the bar"},
         answers={"over": "over", "under": "under"},
     ),
+    demo="tests.toymech.adapter:demo_flow",
 )

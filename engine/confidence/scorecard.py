@@ -1,0 +1,117 @@
+"""The confidence score's row of the model scorecard (`engine.experiments.scorecard`): ECE on the labelled set, from
+its recorded factors (no model) and with each model's own self-evaluation in place of the recorded one (likelihood
+where the model can score, generated otherwise); compared with the role's best by a paired bootstrap of the ECE over
+the labelled items (their calibration runs' scores)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine import stats
+from engine.confidence import (
+    CalibrationConfig,
+    LabelledItem,
+    LikelihoodSelfEvaluator,
+    LLMSelfEvaluator,
+    calibration_report,
+    parse_factors,
+)
+from engine.config import DATA_DIR
+from engine.events import async_run_context
+from engine.experiments.adapters.base import Models
+from engine.experiments.execution import HubModels
+from engine.experiments.scorecard import ScorecardPlan, Step, built_models
+from engine.inputs import iter_lines, read_text
+from engine.runctx import progress
+from engine.store import Store
+
+
+def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
+    """The labelled set as calibration items, each with its answer (what a self-evaluation reads)."""
+
+    path = DATA_DIR / "benchmarks" / "confidence.jsonl"
+    out = []
+    for number, line in iter_lines(read_text(path)):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            item = LabelledItem(
+                id=str(data["id"]),
+                query=str(data.get("query", "")),
+                correct=bool(data["correct"]),
+                factors=parse_factors(data["factors"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: {exc}") from None
+        out.append((item, str(data.get("answer", ""))))
+    return out[: plan.limit] if plan.limit else out
+
+
+async def run_confidence(
+    store: Store, models: Models | HubModels, model_id: str | None, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
+    """ECE (and AUC, AURC, Brier) of the default score on the labelled set, as a stored `confidence.calibrate`
+    run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
+    in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
+
+    source = None if model_id is None else built_models(models, store)
+    pairs = _confidence_items(plan)
+    items = [item for item, _ in pairs]
+    name = "confidence.jsonl" if model_id is None else f"confidence.jsonl · self-evaluation by {model_id} ({method})"
+    flagged = 0
+    # the input as `confidence.calibrate` stores it, and who derived the self-evaluation (each value an event)
+    config = CalibrationConfig(labels=name, items=items).model_dump(mode="json")
+    if model_id is not None:
+        config["self_evaluation"] = {"model": model_id, "method": method}
+    async with async_run_context(store, "confidence.calibrate", config, name=name) as run:
+        if model_id is not None:
+            assert source is not None
+            model = source(model_id)
+            evaluator = LikelihoodSelfEvaluator(model) if method == "likelihood" else LLMSelfEvaluator(model)
+            progress(total=len(pairs), step=f"self-evaluation by {model_id}")
+            derived = []
+            for item, answer in pairs:
+                factor = await evaluator.evaluate(item.query, answer)
+                flagged += factor.flagged
+                run.emit("self_evaluated", id=item.id, value=factor.value, flagged=factor.flagged, detail=factor.detail)
+                update = {"llm_self_confidence": factor.value}
+                derived.append(item.model_copy(update={"factors": item.factors.model_copy(update=update)}))
+                progress(advance=1)
+            items = derived
+        report = calibration_report(items)
+        run.emit("confidence_calibrated", **{k: v for k, v in report.items() if k != "items"})
+        run.summary = {"n": report["n"], "ece": report["ece"], "aurc": report["aurc"], "result": report}
+    keys = ("ece", "ece_ci", "auc", "auc_ci", "aurc", "aurc_ci", "brier", "brier_ci")
+    return {
+        "metrics": {
+            **{k: round(report[k], 4) if isinstance(report[k], float) else report[k] for k in keys},
+            "items": len(items),
+            **({"self_evaluation_fallbacks": flagged} if model_id is not None else {}),
+        },
+        "runs": [run.run_id],
+    }
+
+
+def confidence_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
+    return [(None, "factors"), *((m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models)]
+
+
+def paired_confidence(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    scored = [_calibration_scores(store, r["runs"][-1]) for r in (best, row)]
+    if not all(scored):
+        return None
+    shared = sorted(set(scored[0]) & set(scored[1]))
+    correct = [scored[0][k][1] for k in shared]
+    return stats.paired_bootstrap(
+        stats.w_ece([scored[0][k][0] for k in shared], correct),
+        stats.w_ece([scored[1][k][0] for k in shared], correct),
+    )
+
+
+def _calibration_scores(store: Store, run_id: str) -> dict[str, tuple[float, bool]]:
+    """Each labelled item's score and correctness, from a `confidence.calibrate` run's stored report."""
+    run = store.get_run(run_id)
+    items = ((run.summary.get("result") or {}).get("items") or []) if run else []
+    return {str(i["id"]): (float(i["score"]), bool(i["correct"])) for i in items}

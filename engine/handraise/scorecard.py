@@ -1,0 +1,47 @@
+"""The hand raise's row of the model scorecard (`engine.experiments.scorecard`): F1, top-1 (the most willing
+participant is one who should speak) and consistency over repeats, on data/benchmarks/handraise.jsonl
+(`engine.handraise.run_benchmark`, one stored run) for each model and judge method; compared with the role's best by
+a paired bootstrap of F1 over dialogues (their evaluation runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import stats
+from engine.config import DATA_DIR
+from engine.experiments.adapters.base import Models
+from engine.experiments.execution import HubModels
+from engine.experiments.scorecard import ScorecardPlan, built_models
+from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
+from engine.inputs import read_text
+from engine.outcomes import diff_runs
+from engine.store import Store
+
+
+async def run_handraise(
+    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+) -> dict[str, Any]:
+    built = built_models(models, store)
+    path = DATA_DIR / "benchmarks" / "handraise.jsonl"
+    items = parse_benchmark(read_text(path), str(path))[: plan.limit]
+    run_id, lines, totals = await run_benchmark(
+        store,
+        items,
+        built,
+        HandRaiseConfig(judge_method=method, judge_model=model_id),  # the row's model judges (not only the cast)
+        "3",
+        repeat=plan.repeats,
+        model_ids=[model_id],
+        name=f"scorecard {model_id} {method}",
+    )
+    return {
+        "metrics": {k: totals.get(k) for k in ("f1", "f1_ci", "top1", "top1_ci", "consistency", "consistency_ci")},
+        "runs": [run_id],
+    }
+
+
+def paired_handraise(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
+    a, b = store.get_run(best["runs"][-1]), store.get_run(row["runs"][-1])
+    if a is None or b is None:
+        return None
+    return diff_runs(store, a, b).comparisons.get("f1")
