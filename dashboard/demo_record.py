@@ -2,7 +2,8 @@
 with the settings the pages start with (so a presenter who clicks through with the defaults replays them).
 
 Each page is recorded by its flow: the Models page's here, each mechanism's the one its `MechanismUI.demo` names
-(`dashboard/demo_flows/<mechanism>.py`), in the demo's order. They record into a throw-away SQLite store; the runs
+(`engine/<mechanism>/demo.py`, or `dashboard/demo_flows/` for one that speaks the dashboard's words), in the
+demo's order. They record into a throw-away SQLite store; the runs
 are written to `data/demo/runs.jsonl` and what was recorded per page to `data/demo/manifest.json`. Inputs are tried
 in order until one shows what the demo is for (raised hands, position changes, retries); the manifest notes when
 none did.
@@ -17,16 +18,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dashboard.demo_flows import MODEL, recording_hub
 from dashboard.mechanism_ui import MODELS_PAGE, demo_flows
 from engine.demo import (
     MANIFEST_FILE,
+    MODEL,
     RUNS_FILE,
     DemoManifest,
     PageDemo,
     export_runs,
     load_manifest,
     read_runs,
+    recording_hub,
     write_runs,
 )
 from engine.mechanism import resolve_callable

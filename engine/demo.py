@@ -9,7 +9,8 @@ idempotent: a run whose id is already stored is left as it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,8 +36,10 @@ from engine.store import (
     StoreError,
     stored_json,
 )
+from models.base import ChatModel
 from models.fieldlines import compose, validation_problems
 from models.recording import CallRecord
+from models.registry import ModelHub
 from models.secrets import redact
 
 DEMO_TAG = "demo"
@@ -119,6 +122,26 @@ def write_runs(documents: Iterable[dict[str, Any]], path: Path) -> int:
     lines = [json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str) for d in documents]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(lines)
+
+
+# -- recording: what every mechanism's demo flow (`engine/<mechanism>/demo.py`, named by its `MechanismUI.demo`)
+# shares with the recorder (`judgelab demo record`, `dashboard.demo_record`)
+
+MODEL = "gemma3-270m"  # the model the demo is recorded with
+
+
+def recording_hub(store: Store) -> Callable[[str], Any]:
+    """Fresh models for each attempt; content-free baselines (scored once per process) are scored again, so every
+    kept run holds all the calls a fresh process replays."""
+
+    ChatModel._BASELINES.clear()
+    return ModelHub(call_log=store).get
+
+
+def log(message: str) -> None:
+    """The recorder's progress, on stderr (stdout is the command's result)."""
+
+    print(message, file=sys.stderr, flush=True)
 
 
 # What a recorded run may hold. Every field is typed strictly (no "3" for 3, no null for a number), so a damaged

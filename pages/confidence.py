@@ -22,7 +22,6 @@ from dashboard.components import (
     md,
     metric_row,
 )
-from dashboard.demo_flows.confidence import CONFIDENCE_INPUT
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.confidence import (
@@ -50,6 +49,7 @@ from engine.confidence import (
     parse_labels,
     search_quality,
 )
+from engine.confidence.demo import CONFIDENCE_INPUT
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems

@@ -503,16 +503,6 @@ def cost_metrics(comparison: dict[str, Any], prices: list[tuple[str, float]] | N
     return out
 
 
-def workload_words(workload: dict[str, Any]) -> str:
-    """A generated workload in words (not its dict): '3 channels · 2 h · 1 burst per channel per hour · 3
-    messages per burst · seed 7'."""
-    return (
-        f"{workload.get('channels')} channels · {float(workload.get('hours', 0)):g} h · "
-        f"{float(workload.get('bursts_per_hour', 0)):g} burst(s) per channel per hour · "
-        f"{float(workload.get('mean_burst_messages', 0)):g} messages per burst · seed {workload.get('seed')}"
-    )
-
-
 def scope_words(scope: str) -> str:
     """A scope ('C002:top', 'C002:1700000000.5') as people read it: 'channel C002' or 'a thread in C002'."""
     channel, _, thread = scope.partition(":")

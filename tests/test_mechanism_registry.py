@@ -56,6 +56,19 @@ def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
         assert ui.labels is not None and (not ui.labels.words or callable(resolve(ui.labels.words)))
 
 
+def test_each_builtin_adapter_and_demo_flow_lives_in_its_package() -> None:
+    """A mechanism is its package plus three registrations (issue 27): its experiment adapter and its demo flow are
+    in `engine/<name>/`, and `engine/experiments/adapters/` keeps only their base and the lookup. The one flow kept
+    in the dashboard (the jury's: its note speaks the Jury page's words) is named here, so no other drifts out."""
+    for spec in mechanisms():
+        assert spec.experiment.startswith(f"engine.{spec.name}.experiment:"), spec.experiment
+        assert type(mechanism(spec.name)).__module__ == f"engine.{spec.name}.experiment"
+    flows = {u.name: u.demo.partition(":")[0] for u in uis() if u.demo}
+    assert flows == {name: f"engine.{name}.demo" for name in BUILTIN - {"jury"}} | {"jury": "dashboard.demo_flows.jury"}
+    assert sorted(p.name for p in (ROOT / "engine/experiments/adapters").glob("*.py")) == ["__init__.py", "base.py"]
+    assert sorted(p.name for p in (ROOT / "dashboard/demo_flows").glob("*.py")) == ["__init__.py", "jury.py"]
+
+
 def test_each_surface_keeps_its_order() -> None:
     """The orders the CLI help, the app, the Experiments form, the scorecard and the exports showed before the
     registry: each surface's own."""

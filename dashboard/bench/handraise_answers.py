@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from dashboard.demo_flows.handraise import page_cast, page_handraise_config
 from engine.handraise import (
     DEFAULT_ANSWER_MODEL,
     DEFAULT_CAST,
@@ -38,6 +37,7 @@ from engine.handraise import (
     parse_benchmark,
 )
 from engine.handraise.answers import speaker_names, write_answer
+from engine.handraise.demo import page_cast, page_handraise_config
 from models.catalog import load_catalog
 from models.registry import ModelHub
 

@@ -36,7 +36,7 @@ UI = register_ui(
             buttons={"right": "The answer was right", "wrong": "The answer was wrong"},
             answers={"right": "right", "wrong": "wrong"},
         ),
-        demo="dashboard.demo_flows.confidence:record_page",
+        demo="engine.confidence.demo:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -58,9 +58,8 @@ def record_cmd(
     with the pages' default settings, and write data/demo/runs.jsonl and manifest.json."""
     # CLI start-up: loaded when the command runs
     from dashboard.commands import require_models
-    from dashboard.demo_flows import MODEL
     from dashboard.demo_record import record
-    from engine.demo import demo_dir
+    from engine.demo import MODEL, demo_dir
     from models.catalog import load_catalog
 
     pages = demo_pages()  # as registered now (a mechanism registered after this module was imported too)

@@ -35,7 +35,7 @@ UI = register_ui(
             buttons={"ok": "OK", "retry": "RETRY"},
             answers={"ok": "OK", "retry": "RETRY"},
         ),
-        demo="dashboard.demo_flows.director:record_page",
+        demo="engine.director.demo:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

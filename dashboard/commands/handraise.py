@@ -36,7 +36,7 @@ UI = register_ui(
             answers={"speak": "speak", "skip": "stay quiet"},
             question="Should **{participant}** speak after this message?",
         ),
-        demo="dashboard.demo_flows.handraise:record_page",
+        demo="engine.handraise.demo:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -36,7 +36,7 @@ UI = register_ui(
             buttons={"reply": "Should have replied", "no_reply": "Should not have replied"},
             answers={"reply": "reply", "no_reply": "no reply"},
         ),
-        demo="dashboard.demo_flows.skip:record_page",
+        demo="engine.skip.demo:record_page",
     )
 )
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

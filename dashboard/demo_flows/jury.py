@@ -6,11 +6,10 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dashboard.demo_flows import MODEL, log, recording_hub
 from dashboard.text import in_words
 from engine import judgemaps
 from engine.config import get_settings
-from engine.demo import PageDemo
+from engine.demo import MODEL, PageDemo, log, recording_hub
 from engine.jury import Jury, JuryConfig, panel_seats, run_case
 from engine.jury.config import case_files, load_cases
 from engine.jury.likelihood import JURY

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.experiments.adapters.jury import JuryMechanism
+from engine.experiments.adapters import mechanism
 from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
 from engine.jury.redecide import redecide as derive_jury
 
@@ -200,7 +200,7 @@ def jury_cases(
     payload) with no call: the phase-1 majority, the final verdict, whether the discussion changed the
     outcome, how many positions moved, the rounds and why the discussion stopped."""
 
-    config = JuryMechanism().config(base, params)
+    config = mechanism("jury").config(base, params)
     out: list[dict[str, Any]] = []
     for entry in recording.get("cases", []):
         case = JuryCase.model_validate(entry["case"])

@@ -141,6 +141,7 @@ from engine.skip.workload import (
     generate_workload,
     load_workload,
     parse_workload,
+    workload_words,
 )
 
 __all__ = [
@@ -221,4 +222,5 @@ __all__ = [
     "unreplied",
     "WorkloadError",
     "WorkloadSpec",
+    "workload_words",
 ]

@@ -9,6 +9,7 @@ import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -124,6 +125,16 @@ def _poisson(rng: random.Random, lam: float) -> int:
         if p <= threshold:
             return k
         k += 1
+
+
+def workload_words(workload: dict[str, Any]) -> str:
+    """A generated workload in words (not its dict): '3 channels · 2 h · 1 burst per channel per hour · 3
+    messages per burst · seed 7'."""
+    return (
+        f"{workload.get('channels')} channels · {float(workload.get('hours', 0)):g} h · "
+        f"{float(workload.get('bursts_per_hour', 0)):g} burst(s) per channel per hour · "
+        f"{float(workload.get('mean_burst_messages', 0)):g} messages per burst · seed {workload.get('seed')}"
+    )
 
 
 class WorkloadError(ValueError):

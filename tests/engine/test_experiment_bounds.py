@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from dashboard.bench.experiment_bounds import decision_experiment_yaml, huge_grid_yaml
+from engine.director.experiment import DirectorMechanism
 from engine.experiments import DefinitionError, Range, expand, parse_definition
-from engine.experiments.adapters.director import DirectorMechanism
-from engine.experiments.adapters.jury import JuryMechanism
 from engine.experiments.definition import group_key
+from engine.jury.experiment import JuryMechanism
 from engine.store import CANCELLED, FINISHED, RUNNING, RunFilter, Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,8 +22,8 @@ from engine.experiments import (
     run_experiment,
     show_experiment,
 )
-from engine.experiments.adapters.jury import JuryMechanism
 from engine.jury import Jury, JuryConfig, Rubric, comparable, load_cases, panel_seats
+from engine.jury.experiment import JuryMechanism
 from engine.runctx import RunCancelled, RunControl, controlled
 from engine.store import CANCELLED, Store
 from models.backends.replay import ReplayModel, replay_spec
@@ -430,8 +430,8 @@ def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp
 
 
 def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: Store) -> None:
-    from engine.experiments.adapters.handraise import HandRaise, decide_handraise_item
     from engine.handraise import HandRaiseConfig, TurnRecord, redecide
+    from engine.handraise.experiment import HandRaise, decide_handraise_item
 
     definition = handraise_definition(tmp_path, "threshold: [0.5]")
     mech = HandRaise()

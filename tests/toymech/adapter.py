@@ -1,7 +1,8 @@
 """The toy's engine side: an experiment adapter whose cells make no model call, an export table, a scorecard role
 (its own steps), its labels (each value of a `toy.count` run is an item: was it over the bar?) and a demo flow, over
-a case set of numbers (one `{"value": x}` a line). The flow imports no dashboard code, so it lives here; a flow that
-reads a page's defaults lives in `dashboard/demo_flows/<name>.py`."""
+a case set of numbers (one `{"value": x}` a line). The flow imports no dashboard code, so it lives here, as the
+built-in mechanisms' flows live in their packages (`engine/<name>/demo.py`); only a flow that needs dashboard code
+(the jury's note, in the Jury page's words) lives in `dashboard/demo_flows/`."""
 
 from __future__ import annotations
 
@@ -105,6 +106,8 @@ def label_items(store: Store, run: Run) -> list[LabelItem]:
         )
         for i, p in enumerate(values)
     ]
+
+
 def demo_flow(store: Store) -> PageDemo:
     """The toy page's demo: one count of three values, no model."""
     run_id = count(store, [0.1, 0.6, 0.9], 0.5)

@@ -1,5 +1,6 @@
-"""The mechanisms an experiment can sweep, each an adapter in a module of its own over `base.Mechanism`; each is
-registered by name in its mechanism's `MechanismSpec.experiment` (`engine.mechanism`), and looked up here."""
+"""The mechanisms an experiment can sweep: each one's adapter over `base.Mechanism` lives in its package
+(`engine/<mechanism>/experiment.py`) and is named by its `MechanismSpec.experiment` (`engine.mechanism`); it is
+looked up here, so the experiments never import a mechanism's adapter themselves."""
 
 from engine.experiments.adapters.base import Mechanism
 from engine.mechanism import mechanism_spec, resolve_callable

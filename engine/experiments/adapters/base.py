@@ -1,7 +1,8 @@
-"""What an experiment knows of a mechanism (`Mechanism`, the base of every adapter in this package): its two cost
-classes (decision parameters, re-decided from a recording with no call; call parameters, which need a recording
-of their own), how one group of cells is recorded and one cell decided, and the checks every definition goes
-through (unknown parameters and metrics, bad values reported at their own line, an empty case set)."""
+"""What an experiment knows of a mechanism (`Mechanism`, the base of every mechanism's adapter, which lives in its
+package as `engine/<mechanism>/experiment.py`): its two cost classes (decision parameters, re-decided from a
+recording with no call; call parameters, which need a recording of their own), how one group of cells is recorded
+and one cell decided, and the checks every definition goes through (unknown parameters and metrics, bad values
+reported at their own line, an empty case set)."""
 
 from __future__ import annotations
 

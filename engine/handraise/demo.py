@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dashboard.demo_flows import log, recording_hub
-from engine.demo import PageDemo
+from engine.demo import PageDemo, log, recording_hub
 from engine.handraise import (
     DEFAULT_CAST,
     ConversationConfig,

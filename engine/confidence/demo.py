@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dashboard.demo_flows import MODEL, recording_hub
 from engine.confidence import EvaluationConfig, evaluate
-from engine.demo import PageDemo
+from engine.demo import MODEL, PageDemo, recording_hub
 from engine.store import Store
 
 CONFIDENCE_INPUT = {

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dashboard.demo_flows import MODEL, log, recording_hub
-from engine.demo import PageDemo
+from engine.demo import MODEL, PageDemo, log, recording_hub
 from engine.director import DirectorConfig, DuoConfig, run_duo
 from engine.store import Store
 

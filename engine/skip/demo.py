@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from dashboard.demo_flows import MODEL, recording_hub
-from engine.demo import PageDemo
+from engine.demo import MODEL, PageDemo, recording_hub
 from engine.skip import (
     FailurePolicy,
     JudgmentSkipConfig,
@@ -15,9 +14,9 @@ from engine.skip import (
     SimulationConfig,
     WorkloadSpec,
     run_simulation,
+    workload_words,
 )
 from engine.store import Store
-from pages.skipcache import workload_words
 
 SKIP_WORKLOAD = {"channels": 3, "hours": 2.0, "bursts_per_hour": 1.0, "mean_burst_messages": 3.0, "seed": 7}
 
