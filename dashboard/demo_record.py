@@ -35,8 +35,8 @@ from engine.mechanism import resolve_callable
 from engine.modelruns import stream_prompt
 from engine.store import Store
 from models.base import ChatModel
+from models.probe import FREE_TEXT, PROBE_MESSAGES
 from models.types import Message
-from pages.models import DEFAULT_PROMPT, DEFAULT_SYSTEM, FREE_TEXT
 
 MODELS_MAX_TOKENS = 256  # the Models page's default token budget
 MODELS_MODEL = "smollm2-135m"  # the Models page opens on the instruction-tuned model (the base model continues text)
@@ -48,8 +48,8 @@ def models_prefill() -> dict[str, Any]:
 
     return {
         "models.model": MODELS_MODEL,
-        "models.system": DEFAULT_SYSTEM,
-        "models.prompt": DEFAULT_PROMPT,
+        "models.system": PROBE_MESSAGES[0].content,  # the page's defaults (pages/models.py)
+        "models.prompt": PROBE_MESSAGES[1].content,
         "models.output": FREE_TEXT,
         "models.temperature": 0.0,
         "models.max_tokens": MODELS_MAX_TOKENS,

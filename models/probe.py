@@ -31,3 +31,4 @@ PROBE_MESSAGES = [
 ]
 
 STRUCTURED_SCHEMAS: dict[str, type[BaseModel]] = {"ProbeJudgment": ProbeJudgment}
+FREE_TEXT = "Free text"  # the output choice beside the schemas: no schema (the Models page, its demo prefill)

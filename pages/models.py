@@ -21,13 +21,12 @@ from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
 from engine.store import CANCELLED
-from models.probe import PROBE_MESSAGES, STRUCTURED_SCHEMAS
+from models.probe import FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
 from models.types import Message
 
 KEY = "models."
 OUTPUT_WORDS = {"ProbeJudgment": "JSON: should the assistant reply?"}
-FREE_TEXT = "Free text"
 DEFAULT_PROMPT = PROBE_MESSAGES[1].content
 DEFAULT_SYSTEM = PROBE_MESSAGES[0].content
 
