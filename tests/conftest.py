@@ -50,18 +50,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("e2e")
         if names & COSTS and "slow" not in names:
             item.add_marker("slow")
-    items.sort(key=_cost_rank)  # stable: the order within a rank is the files'
-
-
-def _cost_rank(item: pytest.Item) -> int:
-    """The longest tests first. `--dist loadgroup` hands a worker its next test when it is nearly idle, in this
-    order: a long test handed out last kept one worker busy for minutes while the other had nothing left to do
-    (the costliest, a browser tour or a quick refit on the real models, take 1-2 minutes here, the median
-    test a tenth of a second). With `JUDGELAB_FUZZ=1` (CI) the parser fuzz, a minute a parser, goes first too."""
-    names = {mark.name for mark in item.iter_markers()}
-    if names & {"browser", "model"} or (os.environ.get("JUDGELAB_FUZZ") == "1" and "/fuzz/" in item.nodeid):
-        return 0
-    return 1 if "slow" in names else 2
 
 
 @pytest.fixture(scope="session", autouse=True)
