@@ -57,8 +57,9 @@ from engine.handraise import (
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
 from engine.handraise.judge import map_choice
+from engine.handraise.label_refit import whatif_map
 from engine.handraise.reasons import reason_sentence
-from engine.labels import count_labels, list_labels, map_in_use, whatif_map
+from engine.labels import count_labels, list_labels, map_in_use
 from engine.labels.refit import created_at
 from engine.runctx import RunControl, controlled
 from models.recording import call_context

@@ -41,6 +41,7 @@ from dashboard.labelling import (
 )
 from engine.handraise import default_ensemble
 from engine.handraise.judge import map_choice
+from engine.handraise.label_refit import MIN_LABELS, label_rows
 from engine.inputs import shown_problems
 from engine.labels import (
     LabelImportError,
@@ -53,7 +54,7 @@ from engine.labels import (
     map_versions,
     positive_value,
 )
-from engine.labels.refit import MIN_LABELS, created_at, label_rows
+from engine.labels.refit import created_at
 
 KEY = "labels."
 DETAILS = "labels"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, timed_samples
+from engine.handraise.scripted_labeller import learning, load_recording, preference
 from engine.labels import Label, agreement, labelable_items, refit_from_labels
-from engine.labels.scripted import learning, load_recording, preference
 from engine.labelstore import check_label
 from engine.store import Store
 

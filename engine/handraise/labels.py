@@ -1,6 +1,6 @@
 """The hand raise's labels (`LabelSpec` in its spec): an item is one judged hand of one turn (`t3/coder`), or one
 hand of a benchmark item; its label says whether that participant should speak now. A conversation's items carry
-the judge's raw features, which is what a refit from labels reads (`engine.labels.refit`)."""
+the judge's raw features, which is what a refit from labels reads (`engine.handraise.label_refit`)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ SPEC = register_mechanism(
                 "handraise.eval": "engine.handraise.labels:eval_items",
             },
             map_name="handraise.likelihood",
-            refit="engine.labels.refit:refit_hand_raise",
+            refit="engine.handraise.label_refit:refit_hand_raise",
         ),
     )
 )

@@ -1,7 +1,8 @@
 """Labels: the researcher's own judgments as data (core), the items of stored runs that can be labelled and the
-queue that draws them (items), the judges' agreement with the labels (agreement), export/import (io), and
-a hand-raise map refitted from them (refit). Which mechanisms take labels, and how, is each one's `LabelSpec`
-(`engine.mechanism`). Everything is re-exported here."""
+queue that draws them (items), the judges' agreement with the labels (agreement), export/import (io), and a
+judge's map refitted from them, versioned and adopted (refit; each mechanism's own refit is its `LabelSpec.refit`,
+the hand raise's in engine/handraise/label_refit.py). Which mechanisms take labels, and how, is each one's
+`LabelSpec` (`engine.mechanism`). Everything is re-exported here."""
 
 from engine.labels.agreement import Agreement, agreement, agreement_from, cohen_kappa, judge_of
 from engine.labels.io import (
@@ -18,14 +19,12 @@ from engine.labels.refit import (
     LabelRefit,
     MapVersion,
     adopt_map,
-    label_rows,
     map_in_use,
     map_name,
     map_versions,
     refit_from_labels,
     refittable,
     save_candidate,
-    whatif_map,
 )
 from engine.labelstore import (
     SOURCES,
@@ -64,7 +63,6 @@ __all__ = [
     "import_text",
     "judge_of",
     "label_queue",
-    "label_rows",
     "labelable_items",
     "map_in_use",
     "map_name",
@@ -73,7 +71,6 @@ __all__ = [
     "refit_from_labels",
     "refittable",
     "save_candidate",
-    "whatif_map",
     "SOURCES",
     "Label",
     "LabelError",

@@ -120,7 +120,7 @@ def test_calibrate_judge_labels_needs_enough_labels(store: Store) -> None:
 
 
 def test_calibrate_judge_labels_refits_saves_and_adopts(store: Store) -> None:
-    from engine.labels.scripted import USER, label_items, load_recording
+    from engine.handraise.scripted_labeller import USER, label_items, load_recording
 
     run_id = load_recording(store)
     from engine.labels import label_queue

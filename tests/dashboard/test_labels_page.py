@@ -193,8 +193,8 @@ def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the
     """The scripted labeller's recorded conversation (real judge features, no model call): its Speak / Skip labels
     given as this user's, the agreement view shows the map against them, a refit beats it, "Use this map" adopts
     it, and the Conversation page's caption names the map learnt from the approvals."""
+    from engine.handraise.scripted_labeller import label_items, load_recording
     from engine.labels import labelable_items
-    from engine.labels.scripted import label_items, load_recording
 
     monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
     monkeypatch.setenv("JUDGELAB_USER", "page-tester")
@@ -340,8 +340,8 @@ def test_refit_is_disabled_below_ten_usable_labels_and_says_how_many(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Five hand labels with the judge's features: the button is disabled and says "5 of 10" beside itself."""
+    from engine.handraise.scripted_labeller import label_items, load_recording
     from engine.labels import labelable_items
-    from engine.labels.scripted import label_items, load_recording
 
     monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
     monkeypatch.setenv("JUDGELAB_USER", "page-tester")

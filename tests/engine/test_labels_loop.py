@@ -1,8 +1,8 @@
 """The loop, on the real judge's features: a scripted labeller whose preference differs from the shipped map
 (front-end performance questions are the Designer's, not the Coder's) labels 60 hands of a cast judged by the
 likelihood judge on the bundled Gemma 3 270M + SmolLM2-135M (recorded once: data/recordings/
-labels-designer-perf.jsonl, `python -m engine.labels.scripted --record`; replayed here with no model call).
-The map refitted from those labels beats the shipped map on the labeller's held-out labels with a significant
+labels-designer-perf.jsonl, `python -m engine.handraise.scripted_labeller --record`; replayed here with no model
+call). The map refitted from those labels beats the shipped map on the labeller's held-out labels with a significant
 paired test; saved, it is used only once adopted, and every version (the shipped one too) can be restored."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from engine.handraise.judge import map_choice
+from engine.handraise.label_refit import whatif_map
+from engine.handraise.scripted_labeller import USER, label_items, learning, load_recording, preference
 from engine.judgemaps import load_calibration
 from engine.labels import (
     adopt_map,
@@ -22,9 +24,7 @@ from engine.labels import (
     map_versions,
     refit_from_labels,
     save_candidate,
-    whatif_map,
 )
-from engine.labels.scripted import USER, label_items, learning, load_recording, preference
 from engine.store import Store
 
 

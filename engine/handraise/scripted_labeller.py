@@ -4,7 +4,8 @@ Coder should leave them to it — where the shipped map mostly gives them to the
 half the time. Its cast's messages were judged once by the real likelihood judge on the bundled models (Gemma 3
 270M with SmolLM2-135M), recorded as a stored conversation run with every call: data/recordings/
 labels-designer-perf.jsonl. The loop test and the bench's learning target read that run (no model call);
-`python -m engine.labels.scripted --record` records it again (load the models: run it under the model lock)."""
+`python -m engine.handraise.scripted_labeller --record` records it again (load the models: run it under the model
+lock)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from engine.handraise import (
     conversation_turn,
     open_conversation,
 )
+from engine.handraise.label_refit import fit_candidate, label_rows, will_under
 from engine.judgemaps import Calibration, load_calibration
 from engine.labels.items import LabelItem, label_queue, labelable_items
-from engine.labels.refit import fit_candidate, label_rows, map_name, will_under
+from engine.labels.refit import map_name
 from engine.labelstore import Label, add_label
 from engine.store import Store
 from models.registry import ModelHub
@@ -189,7 +191,7 @@ def record(store: Store, models: ModelLookup, path: Path = RECORDING) -> str:
 
 if __name__ == "__main__":  # pragma: no cover - a recording, run by hand under the model lock
     if "--record" not in sys.argv:
-        raise SystemExit("usage: python -m engine.labels.scripted --record")
+        raise SystemExit("usage: python -m engine.handraise.scripted_labeller --record")
     with tempfile.TemporaryDirectory() as folder:
         recording_store = Store(f"sqlite:///{folder}/record.db")
         hub = ModelHub(call_log=recording_store)
