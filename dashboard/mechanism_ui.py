@@ -32,7 +32,9 @@ class LabelWords:
     - `words` ("module:function", value → words): an open vocabulary's values in words (the jury's verdicts),
       and `choices` its default buttons where an item names none;
     - `question`: asked over a queue item whose context names a participant (``{participant}``, markdown); the
-      item is then shown by its context's text."""
+      item is then shown by its context's text;
+    - `usable`: its labels a refit can learn from, counted beside the refit button ("usable hand labels"), and
+      `usable_why` why some are not ("only hands judged by the likelihood judge …"; "": nothing said)."""
 
     title: str
     buttons: Mapping[str, str] = field(default_factory=dict)
@@ -40,6 +42,8 @@ class LabelWords:
     words: str = ""
     choices: tuple[str, ...] = ()
     question: str = ""
+    usable: str = "usable labels"
+    usable_why: str = ""
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,11 @@ class LabelSpec:
     - `readers`: run kind → "module:function" (`(store, run)` → [LabelItem]) reading a stored run's items;
     - `map_name`: the judge map a label-refitted version replaces (engine/judgemaps; "": none);
     - `refit` ("module:function", as `engine.labels.refit_from_labels`): refits the judge from labels ("": the
-      judge records no features to refit from)."""
+      judge records no features to refit from);
+    - `usable` ("module:function", labels → int): how many of them a refit can learn from ("": all of them), and
+      `min_labels` the fewest it needs (the Labels page's refit button counts against it);
+    - `default_map` ("module:function", catalog model ids → map id or None): the map a refit replaces when
+      neither the refit nor a label names one ("": the first model's)."""
 
     values: tuple[str, ...] | None
     key: str
@@ -83,6 +87,9 @@ class LabelSpec:
     readers: Mapping[str, str] = field(default_factory=dict)
     map_name: str = ""
     refit: str = ""
+    usable: str = ""
+    min_labels: int = 0
+    default_map: str = ""
 
 
 @dataclass(frozen=True)

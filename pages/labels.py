@@ -39,20 +39,21 @@ from dashboard.labelling import (
     show_notice,
     value_words,
 )
-from engine.handraise import default_ensemble
-from engine.handraise.judge import map_choice
-from engine.handraise.label_refit import MIN_LABELS, label_rows
+from dashboard.mechanism_ui import LabelWords
 from engine.inputs import shown_problems
 from engine.labels import (
     LabelImportError,
     agreement,
     count_labels,
+    default_map_id,
     export_labels,
     import_text,
     label_queue,
+    labels_needed,
     list_labels,
     map_versions,
     positive_value,
+    usable_count,
 )
 from engine.labels.refit import created_at
 
@@ -423,9 +424,9 @@ def _render_refit(mechanism: str) -> None:
         key=KEY + "r.go",
         on_click=handle_refit,
         args=(mechanism,),
-        disabled=usable < MIN_LABELS,
+        disabled=usable < labels_needed(mechanism),
     )
-    row.caption(usable_words(usable))
+    row.caption(usable_words(mechanism, usable))
     show_notice(KEY + "r.notice")
     refit = st.session_state[KEY + "refit"]
     if refit is not None and refit.get("mechanism") == mechanism:
@@ -434,17 +435,21 @@ def _render_refit(mechanism: str) -> None:
 
 
 def usable_labels(mechanism: str) -> int:
-    """Your labels a refit can learn from, counted by the engine's own row builder (a hand judged by the
-    likelihood judge carries the features; other hands do not)."""
-    return len(label_rows(list_labels(state.get_store(), mechanism=mechanism, user=current_user())))
+    """Your labels a refit can learn from, counted by the mechanism's own count (its `LabelSpec.usable`: the hand
+    raise's counts the rows its fit reads)."""
+    return usable_count(mechanism, list_labels(state.get_store(), mechanism=mechanism, user=current_user()))
 
 
-def usable_words(usable: int) -> str:
-    """Beside the refit button: how many of your labels it can use, against the number it needs."""
-    why = "only hands judged by the likelihood judge carry the features a refit needs"
-    if usable < MIN_LABELS:
-        return f"{usable} of {MIN_LABELS} usable hand labels ({why})"
-    return f"{usable} usable hand labels (at least {MIN_LABELS} needed; {why})"
+def usable_words(mechanism: str, usable: int) -> str:
+    """Beside the refit button: how many of your labels it can use, against the number it needs, in the
+    mechanism's words (its `LabelWords.usable` and `usable_why`)."""
+    needed = labels_needed(mechanism)
+    words = label_words(mechanism) or LabelWords(mechanism)
+    why = f" ({words.usable_why})" if words.usable_why else ""
+    if usable < needed:
+        return f"{usable} of {needed} {words.usable}{why}"
+    why = f"; {words.usable_why}" if words.usable_why else ""
+    return f"{usable} {words.usable} (at least {needed} needed{why})"
 
 
 def handle_refit(mechanism: str) -> None:
@@ -500,21 +505,16 @@ def made(version: Any) -> str:
 
 
 def _refit_model(mechanism: str) -> str | None:
-    """The map a refit of `mechanism` replaces: the refit's own, else the map your latest Speak / Skip was judged
-    through, else the Conversation page's default judge (with its default partners)."""
+    """The map a refit of `mechanism` replaces: the refit's own, else the map your latest label was judged
+    through, else the mechanism's default (its `LabelSpec.default_map`: the hand raise's is the Conversation
+    page's default judge, with its default partners)."""
     refit = st.session_state.get(KEY + "refit")
     if refit and refit.get("mechanism") == mechanism:
         return str(refit["model_id"])
     for label in reversed(list_labels(state.get_store(), mechanism=mechanism, user=current_user())):
         if label.context.get("map_id"):
             return str(label.context["map_id"])
-    ids = state.get_catalog().ids
-    if not ids:
-        return None
-    try:
-        return map_choice("likelihood", ids[0], default_ensemble(ids, ids[0])).map_id
-    except ValueError:
-        return ids[0]
+    return default_map_id(mechanism, state.get_catalog().ids)
 
 
 # -- the list -----------------------------------------------------------------------------------------------------

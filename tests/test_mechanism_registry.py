@@ -46,14 +46,30 @@ def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
         for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired, spec.scorecard.diagnoses):
             assert not ref or callable(resolve(ref))
         assert spec.labels is not None
-        for ref in (spec.labels.key, *spec.labels.readers.values(), *filter(None, [spec.labels.refit])):
+        refit_refs = (spec.labels.refit, spec.labels.usable, spec.labels.default_map)
+        for ref in (spec.labels.key, *spec.labels.readers.values(), *filter(None, refit_refs)):
             assert callable(resolve(ref))
+        # a refittable judge says what the Labels page counts and which map it replaces by default
+        assert not spec.labels.refit or (spec.labels.usable and spec.labels.default_map and spec.labels.min_labels)
     assert {u.name for u in uis()} == BUILTIN
     for ui in uis():
         assert callable(resolve(ui.page)) and resolve(ui.cli)
         for ref in ui.figures + tuple(r for r in (ui.calibration_job, ui.demo) if r):
             assert callable(resolve(ref))
         assert ui.labels is not None and (not ui.labels.words or callable(resolve(ui.labels.words)))
+
+
+def test_the_labels_page_reads_a_refits_facts_from_the_registry() -> None:
+    """The refit button's count, floor and default map are each mechanism's (`LabelSpec`), with the generic
+    fallbacks for a mechanism that names none."""
+    from engine.labels import default_map_id, labels_needed, usable_count
+
+    assert labels_needed("handraise") == 10 and usable_count("handraise", []) == 0
+    assert default_map_id("handraise", []) is None
+    assert default_map_id("handraise", ["smollm2-135m"]) == resolve("engine.handraise.label_refit:default_map")(
+        ["smollm2-135m"]
+    )
+    assert (labels_needed("jury"), default_map_id("jury", ["a", "b"]), default_map_id("jury", [])) == (0, "a", None)
 
 
 def test_each_builtin_adapter_and_demo_flow_lives_in_its_package() -> None:

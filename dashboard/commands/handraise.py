@@ -35,6 +35,8 @@ UI = register_ui(
             buttons={"speak": "Should speak", "skip": "Should stay quiet"},
             answers={"speak": "speak", "skip": "stay quiet"},
             question="Should **{participant}** speak after this message?",
+            usable="usable hand labels",
+            usable_why="only hands judged by the likelihood judge carry the features a refit needs",
         ),
         demo="engine.handraise.demo:record_page",
     )

@@ -21,14 +21,14 @@ from engine import stats
 from engine.diagnostics import accuracy_vs_chance
 from engine.events import run_context
 from engine.handraise.benchmark import parse_benchmark
-from engine.handraise.decisions import HandRaiseConfig, will_from
-from engine.handraise.judge import novelty_of
+from engine.handraise.decisions import HandRaiseConfig, default_ensemble, will_from
+from engine.handraise.judge import map_choice, novelty_of
 from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.inputs import read_text
 from engine.judgemaps import CALIBRATION_DIR, Calibration, load_calibration, new_version
 from engine.labels.items import labelable_items
 from engine.labels.refit import LabelRefit, map_name, rounded
-from engine.labelstore import Label, LabelError, list_labels
+from engine.labelstore import Label, LabelError, label_spec, list_labels
 from engine.store import Store
 from models.source import model_source
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 # messages (few labels: each held-out prediction comes from a fit on all the others), 5 beyond.
 FOLDS = 5
 FOLDS_ALL = 50
-MIN_LABELS = 10  # usable hand labels (rows from `label_rows`) a refit needs; the Labels page counts against it
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
 NEEDED = (*REL, *CONF, *NOVELTY_FEATURES)
@@ -75,6 +74,23 @@ def label_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def usable_labels(labels: Sequence[Label]) -> int:
+    """Its `LabelSpec.usable`: the labels a refit can learn from, counted by the rows it fits (a hand judged by
+    the likelihood judge carries the features; other hands do not)."""
+    return len(label_rows(labels))
+
+
+def default_map(ids: Sequence[str]) -> str | None:
+    """Its `LabelSpec.default_map`: the map the Conversation page's default judge reads (the catalog's first
+    model, with its default partners); that model's own id when its map cannot be read, None for no models."""
+    if not ids:
+        return None
+    try:
+        return map_choice("likelihood", ids[0], default_ensemble(ids, ids[0])).map_id
+    except ValueError:
+        return ids[0]
 
 
 def _indicators(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -172,9 +188,10 @@ def _map_id(rows: Sequence[Mapping[str, Any]], labels: Sequence[Label]) -> str:
 def _fittable_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
     """The hand labels' rows with the judge's features, or LabelError saying why they cannot be fitted."""
     rows = label_rows(labels)
-    if len(rows) < MIN_LABELS:
+    needed = label_spec("handraise").min_labels  # its `LabelSpec.min_labels`, which the Labels page counts against
+    if len(rows) < needed:
         raise LabelError(
-            f"labels: {len(rows)} hand label(s) with the judge's features — at least {MIN_LABELS} are needed "
+            f"labels: {len(rows)} hand label(s) with the judge's features — at least {needed} are needed "
             "to refit "
             "(labels of the likelihood judge's hands carry them)"
         )

@@ -43,6 +43,9 @@ SPEC = register_mechanism(
             },
             map_name="handraise.likelihood",
             refit="engine.handraise.label_refit:refit_hand_raise",
+            usable="engine.handraise.label_refit:usable_labels",
+            min_labels=10,
+            default_map="engine.handraise.label_refit:default_map",
         ),
     )
 )

@@ -2,11 +2,12 @@
 only on request: what every mechanism's refit shares.
 
 A mechanism's `LabelSpec` names its refit (`refit`, "module:function": the hand raise's is
-`engine.handraise.label_refit:refit_hand_raise`, the one mechanism whose judge records features) and its map
-(`map_name`). `refit_from_labels` dispatches to that refit, which fits a candidate on the labels, cross-validates it
-and compares it with the map in use on the same held-out labels (a `LabelRefit`). Saved as a new version whose
-provenance names the labels (`save_candidate`), it is used only once adopted (`adopt_map`); any earlier version, or
-the shipped map, can be restored (`map_versions`)."""
+`engine.handraise.label_refit:refit_hand_raise`, the one mechanism whose judge records features), its map
+(`map_name`), the labels a refit can use (`usable`, `min_labels`: `usable_count`, `labels_needed`) and the map it
+replaces by default (`default_map`: `default_map_id`). `refit_from_labels` dispatches to that refit, which fits a
+candidate on the labels, cross-validates it and compares it with the map in use on the same held-out labels (a
+`LabelRefit`). Saved as a new version whose provenance names the labels (`save_candidate`), it is used only once
+adopted (`adopt_map`); any earlier version, or the shipped map, can be restored (`map_versions`)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from engine.judgemaps import (
     save_version,
     saved_versions,
 )
-from engine.labelstore import Label, LabelError, label_specs
+from engine.labelstore import Label, LabelError, label_spec, label_specs
 from engine.mechanism import mechanism_spec, resolve_callable
 from engine.store import Store
 
@@ -101,6 +102,28 @@ def refittable() -> tuple[str, ...]:
     """The mechanisms whose judge can be refitted from labels (`LabelSpec.refit`: it records the features a fit
     reads), in the labels' order."""
     return tuple(name for name, spec in label_specs().items() if spec.refit)
+
+
+def usable_count(mechanism: str, labels: Sequence[Label]) -> int:
+    """How many of `labels` a refit of `mechanism` can learn from (its `LabelSpec.usable`; all of them when it
+    names no count)."""
+    spec = label_spec(mechanism)
+    return int(resolve_callable(spec.usable)(labels)) if spec.usable else len(labels)
+
+
+def labels_needed(mechanism: str) -> int:
+    """The fewest usable labels a refit of `mechanism` needs (its `LabelSpec.min_labels`)."""
+    return label_spec(mechanism).min_labels
+
+
+def default_map_id(mechanism: str, ids: Sequence[str]) -> str | None:
+    """The map a refit of `mechanism` replaces when neither the refit nor a label names one, given the catalog's
+    model ids (its `LabelSpec.default_map`; else the first model's own map; None for no models)."""
+    spec = label_spec(mechanism)
+    if spec.default_map:
+        found = resolve_callable(spec.default_map)(ids)
+        return None if found is None else str(found)
+    return ids[0] if ids else None
 
 
 def refit_from_labels(
