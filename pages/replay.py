@@ -104,25 +104,25 @@ def play_label(playing: bool, step: int, total: int) -> str:
 def _render_player(run_id: str) -> None:
     events = stored_events(run_id)
     total = len(events)
-    step_key = KEY + "step." + run_id
-    st.session_state.setdefault(step_key, total)
+    at_key = KEY + "at." + run_id  # the event shown: the page's own state, never the slider's (see `_show`)
+    st.session_state.setdefault(at_key, total)
     st.session_state.setdefault(KEY + "playing", False)
-    if st.session_state[KEY + "playing"] and st.session_state[step_key] >= total:
+    if st.session_state[KEY + "playing"] and st.session_state[at_key] >= total:
         st.session_state[KEY + "playing"] = False  # the last event is shown: the button offers a replay
     # The buttons keep their labels and wrap in a narrow window (in five columns they were cut to 'S…').
     row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
     c1 = c2 = c3 = c4 = row
 
     def move(to: int | None = None, by: int = 0) -> None:  # `by`: from the step shown now (a tick may have moved it)
-        st.session_state[step_key] = max(0, min(total, st.session_state[step_key] + by if to is None else to))
+        _show(at_key, max(0, min(total, st.session_state[at_key] + by if to is None else to)))
 
     def toggle_play() -> None:
         playing = not st.session_state[KEY + "playing"]
-        if playing and st.session_state[step_key] >= total:
-            st.session_state[step_key] = 0
+        if playing and st.session_state[at_key] >= total:
+            _show(at_key, 0)
         st.session_state[KEY + "playing"] = playing
 
-    current = st.session_state[step_key]
+    current = st.session_state[at_key]
     c1.button("⏮ Start", key=KEY + "first", on_click=move, args=(0,))
     c2.button("◀ Step", key=KEY + "back", on_click=move, kwargs={"by": -1})
     c3.button("Step ▶", key=KEY + "forward", on_click=move, kwargs={"by": 1})
@@ -132,14 +132,35 @@ def _render_player(run_id: str) -> None:
     # Playing is a fragment on a timer: each tick shows one more event and reruns only the player, never
     # the page (no sleep in the script); at the last event it reruns the page once, so the button offers a replay.
     player = st.fragment(_player, run_every=SPEEDS[speed] if playing and current < total else None)
-    player(events, step_key, playing, run_id)
+    player(events, at_key, playing, run_id)
 
 
-def _player(events: list[tuple[str, dict[str, Any]]], step_key: str, playing: bool, run_id: str) -> None:
+def _show(at_key: str, step: int) -> None:
+    """Move the replay to `step`. The slider is then drawn anew under a fresh key, its value taken from the page's
+    state: a value the browser sends late for an older slider (a timer tick that left before the last event
+    arrived, on a loaded machine) can never move the replay back, and the slider and its caption always agree."""
+    st.session_state[at_key] = step
+    st.session_state[at_key + ".moves"] = st.session_state.get(at_key + ".moves", 0) + 1
+
+
+def _player(events: list[tuple[str, dict[str, Any]]], at_key: str, playing: bool, run_id: str) -> None:
     total = len(events)
-    if playing and st.session_state[KEY + "playing"] and st.session_state[step_key] < total:
-        st.session_state[step_key] += 1
-    step = st.slider("Event", 0, max(total, 1), key=step_key, disabled=total == 0)
+    if playing and st.session_state[KEY + "playing"] and st.session_state[at_key] < total:
+        _show(at_key, st.session_state[at_key] + 1)
+    slider_key = f"{at_key}.slider.{st.session_state.get(at_key + '.moves', 0)}"
+
+    def dragged() -> None:  # the reader moved the slider: the page follows it
+        st.session_state[at_key] = st.session_state[slider_key]
+
+    step = st.slider(
+        "Event",
+        0,
+        max(total, 1),
+        value=min(st.session_state[at_key], max(total, 1)),
+        key=slider_key,
+        on_change=dragged,
+        disabled=total == 0,
+    )
     shown = events[:step]
     st.caption(f"Event {step} of {total}" + (f": {md(in_words(shown[-1][0], EVENT_WORDS))}" if shown else ""))
     view = JuryView.fold(shown)
