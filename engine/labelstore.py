@@ -17,7 +17,6 @@ keys are built are each mechanism's `LabelSpec` (`engine.mechanism`, the `labels
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ from typing import Any
 
 from engine.config import get_settings
 from engine.mechanism import LabelSpec, mechanisms, resolve_callable
-from engine.store import LabelRow, Store, aware
+from engine.store import LabelRow, NewLabel, Store, aware, utcnow
 
 SOURCES = ("approval", "override", "manual", "import")
 
@@ -137,15 +136,90 @@ def _text(name: str, value: object, limit: int, *, empty: bool = False) -> str:
     return value if empty else value.strip()
 
 
-def _finite(value: object) -> object:
-    """A context value with every non-finite float refused (JSON and PostgreSQL both choke on NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise LabelError("context: holds a non-finite number")
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+class LabelChecker:
+    """The rules of `check_label`, with what they read looked up once (the mechanisms' label specs, the default
+    user): an import checks a hundred thousand rows with one. Repeated texts (mechanism, value, source, user,
+    run) come back as one shared string each, so a big import holds each once."""
+
+    def __init__(self) -> None:
+        self.specs = label_specs()
+        self._user: str | None = None
+        self._shared: dict[str, str] = {}
+
+    def _share(self, value: str) -> str:
+        if len(self._shared) < 50_000:
+            return self._shared.setdefault(value, value)
+        return self._shared.get(value, value)
+
+    def check(
+        self,
+        *,
+        mechanism: object,
+        item_key: object,
+        label: object,
+        run_id: object = None,
+        note: object = "",
+        source: object = "manual",
+        user: object = None,
+        context: object = None,
+        created_at: datetime | None = None,
+    ) -> NewLabel:
+        """A validated, unsaved label; LabelError naming the field otherwise. Without `created_at` it is stamped
+        now and marked untimed (`NewLabel.timed`: an import's row whose file gave no time)."""
+        spec = self.specs.get(mechanism) if isinstance(mechanism, str) else None
+        if spec is None:
+            raise _unknown(mechanism, self.specs)
+        key = _text("item_key", item_key, MAX_KEY)
+        value = _text("label", label, MAX_LABEL)
+        allowed = spec.values
+        if allowed is not None:
+            lowered = value.lower()
+            value = next((v for v in allowed if v == lowered), "")
+            if not value:
+                raise LabelError(f"label: {lowered!r} is not a {mechanism} label ({' / '.join(allowed)})")
+        if source not in SOURCES:
+            raise LabelError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+        run = None if run_id in (None, "") else _text("run_id", run_id, MAX_RUN_ID)
+        who = self.default_user if user in (None, "") else _text("user", user, MAX_USER)
+        noted = _text("note", "" if note is None else note, MAX_NOTE, empty=True)
+        return NewLabel(
+            mechanism=self._share(mechanism),  # type: ignore[arg-type]  # a key of `specs`, so a str
+            run_id=None if run is None else self._share(run),
+            item_key=key,
+            label=self._share(value) if allowed is None else value,
+            note=noted,
+            user_name=self._share(who),
+            source=SOURCES[SOURCES.index(source)],
+            created_at=created_at or utcnow(),
+            context_json=context_text(context),
+            timed=created_at is not None,
+        )
+
+    @property
+    def default_user(self) -> str:
+        if self._user is None:
+            self._user = default_user()
+        return self._user
+
+
+def context_text(context: object) -> str:
+    """A label's context as stored: a JSON object, keys sorted, every number finite, at most
+    MAX_CONTEXT_BYTES; LabelError naming `context` otherwise."""
+    if context is None:
+        return "{}"
+    if not isinstance(context, Mapping):
+        raise LabelError(f"context: must be an object, got {type(context).__name__}")
+    try:
+        text = json.dumps(context, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except ValueError as exc:
+        if "Out of range float" in str(exc):
+            raise LabelError("context: holds a non-finite number") from None
+        raise LabelError(f"context: not JSON: {exc}") from None
+    except (TypeError, RecursionError) as exc:
+        raise LabelError(f"context: not JSON: {str(exc)[:120] or 'nested too deeply'}") from None
+    if len(text) * 4 > MAX_CONTEXT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_CONTEXT_BYTES:
+        raise LabelError(f"context: larger than {MAX_CONTEXT_BYTES} bytes")
+    return text
 
 
 def check_label(
@@ -159,42 +233,28 @@ def check_label(
     user: object = None,
     context: object = None,
 ) -> LabelRow:
-    """A validated, unsaved row; LabelError naming the field otherwise (an import checks every row first)."""
-    specs = label_specs()
-    if not isinstance(mechanism, str) or mechanism not in specs:
-        raise _unknown(mechanism, specs)
-    key = _text("item_key", item_key, MAX_KEY)
-    value = _text("label", label, MAX_LABEL)
-    allowed = specs[mechanism].values
-    if allowed is not None:
-        value = value.lower()
-        if value not in allowed:
-            raise LabelError(f"label: {value!r} is not a {mechanism} label ({' / '.join(allowed)})")
-    if source not in SOURCES:
-        raise LabelError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
-    assert isinstance(source, str)
-    run = None if run_id in (None, "") else _text("run_id", run_id, MAX_RUN_ID)
-    who = default_user() if user in (None, "") else _text("user", user, MAX_USER)
-    noted = _text("note", "" if note is None else note, MAX_NOTE, empty=True)
-    if context is None:
-        context = {}
-    if not isinstance(context, Mapping):
-        raise LabelError(f"context: must be an object, got {type(context).__name__}")
-    try:
-        context_json = json.dumps(_finite(context), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise LabelError(f"context: not JSON: {exc}") from None
-    if len(context_json.encode()) > MAX_CONTEXT_BYTES:
-        raise LabelError(f"context: larger than {MAX_CONTEXT_BYTES} bytes")
-    return LabelRow(
+    """A validated, unsaved row; LabelError naming the field otherwise (one label: an import checks its rows
+    with one `LabelChecker`)."""
+    new = LabelChecker().check(
         mechanism=mechanism,
-        run_id=run,
-        item_key=key,
-        label=value,
-        note=noted,
-        user_name=who,
+        item_key=item_key,
+        label=label,
+        run_id=run_id,
+        note=note,
         source=source,
-        context_json=context_json,
+        user=user,
+        context=context,
+    )
+    return LabelRow(
+        mechanism=new.mechanism,
+        run_id=new.run_id,
+        item_key=new.item_key,
+        label=new.label,
+        note=new.note,
+        user_name=new.user_name,
+        source=new.source,
+        created_at=new.created_at,
+        context_json=new.context_json,
     )
 
 

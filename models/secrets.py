@@ -10,13 +10,14 @@ the CLI's stdout and stderr.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import re
 import sys
 import threading
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -228,6 +229,21 @@ def _redact_obj_with(known: _Known, value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_redact_obj_with(known, v) for v in value)
     return value
+
+
+def bulk_redactor() -> Callable[[str], str] | None:
+    """`redact` for many texts in a row (an import of 100,000 labels: their notes and context JSON), with the
+    secret values collected once instead of once a text; None when there is nothing to redact. A value is also
+    found as JSON writes it inside a string (its quotes and backslashes escaped), so JSON text is redacted
+    whole."""
+    known = _known()
+    if known.pattern is None:
+        return None
+    names = dict(known.names)
+    for value, name in known.names.items():
+        names.setdefault(json.dumps(value, ensure_ascii=False)[1:-1], name)
+    pattern = re.compile("|".join(re.escape(v) for v in sorted(names, key=len, reverse=True)))
+    return lambda text: pattern.sub(lambda m: f"<{names[m.group(0)]}>", text) if text else text
 
 
 class StreamRedactor:

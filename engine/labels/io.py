@@ -1,39 +1,78 @@
 """Labels to and from files: JSONL (one label a line, lossless) and CSV (one label a row; the context as JSON
-text). An import checks every row first and writes all of them in one transaction, or none: a bad row is
-reported by its line and field. Labels are untrusted text: a cell that a spreadsheet could read as a formula
-is written with a leading apostrophe (as is one that starts with an apostrophe, so reading it back is exact)."""
+text). Labels are untrusted text: a cell that a spreadsheet could read as a formula is written with a leading
+apostrophe (as is one that starts with an apostrophe, so reading it back is exact).
+
+An import checks every row first and writes all of them in one transaction, or none: a bad row is one line
+naming the file, the line and the field (the first 20 are shown, then how many more). Each line or context
+cell goes through the one checked JSON reader (`models.safe_json`: at most `MAX_LINE_BYTES` a line, 64 levels
+of nesting, no key twice); a time must lie between 1970 and 9998 (UTC). Each label is stored once (its unique
+key, `engine.store.labels`): importing a file again, or twice at once, adds only what is not there yet, and the
+report says "N imported, M already present". `run_import` is the import as a stored run (kind
+`labels.import`, the Labels page and `judgelab labels import` alike): progress in rows, and a cancel before the
+commit writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from engine import runctx
+from engine.events import async_run_context
 from engine.exports import is_formula
-from engine.inputs import Problems, iter_lines, problem_lines, read_text
-from engine.labelstore import Label, LabelError, check_label
-from engine.store import LabelRow, Store, aware
+from engine.inputs import Problems, iter_lines, problem_lines, read_text, shown_problems
+from engine.labelstore import Label, LabelChecker, LabelError
+from engine.store import NewLabel, Store
+from models import safe_json
 
 Format = Literal["jsonl", "csv"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv")
 COLUMNS = ("mechanism", "run_id", "item_key", "label", "note", "user", "source", "created_at", "context")
+KIND = "labels.import"
+MAX_LINE_BYTES = 256_000  # a label's context is at most 64 kB stored; the rest of a row is a few kB
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)  # exclusive: a day's margin for any arithmetic on the time
+PROGRESS_EVERY = 1000  # rows between two progress reports (and cancel checks) while a file is checked
+_COLUMN_SET = frozenset(COLUMNS)
+T = TypeVar("T")
 
 
 class LabelImportError(ValueError):
-    """A file whose rows cannot all be imported; the message lists the bad lines. Nothing was written."""
+    """A file whose rows cannot all be imported; the message lists the bad lines (the first 20, then how many
+    more). Nothing was written."""
+
+    def __init__(self, source: str, problems: Problems) -> None:
+        self.source = source
+        self.bad_rows = problems.total
+        self.header = f"{source}: {problems.total} bad row(s); nothing was imported"
+        self.problems = shown_problems(problems)
+        super().__init__(problem_lines(problems, self.header))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "bad_rows": self.bad_rows, "problems": self.problems}
 
 
 @dataclass
 class ImportReport:
     imported: int = 0
     already_present: int = 0
-    lines: int = 0
+    lines: int = 0  # the file's label rows
     problems: list[str] = field(default_factory=list)
+    run_id: str | None = None  # the `labels.import` run, when the import ran as one
+
+    def to_json(self) -> dict[str, Any]:
+        return {"imported": self.imported, "already_present": self.already_present, "rows": self.lines}
+
+    def words(self) -> str:
+        """'5 imported, 2 already present' — what the CLI and the page say."""
+        return f"{self.imported} imported, {self.already_present} already present"
 
 
 def format_of(path: Path, given: str | None = None) -> Format:
@@ -70,23 +109,30 @@ def export_labels(labels: Sequence[Label], fmt: Format) -> str:
     return export_jsonl(labels) if fmt == "jsonl" else export_csv(labels)
 
 
-def _when(value: object) -> datetime:
+def _when(value: object) -> datetime | None:
+    """The row's time in UTC; None when it gives none (it is stamped with the time of the import)."""
     if value in (None, ""):
-        return datetime.now(UTC)
+        return None
     if not isinstance(value, str):
         raise LabelError(f"created_at: must be an ISO date-time text, got {type(value).__name__}")
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise LabelError(f"created_at: {value[:40]!r} is not an ISO date-time") from None
-    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    try:
+        moment = parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+05:00: before year 1 in UTC
+        moment = None
+    if moment is None or not EARLIEST <= moment < LATEST:
+        raise LabelError(f"created_at: {value[:40]!r} is outside the years 1970 to 9998 (UTC)")
+    return moment
 
 
-def _row(record: dict[str, Any]) -> LabelRow:
-    unknown = sorted(set(record) - set(COLUMNS))
-    if unknown:
-        raise LabelError(f"{unknown[0]}: not a label field ({', '.join(COLUMNS)})")
-    row = check_label(
+def _row(checker: LabelChecker, record: dict[str, Any]) -> NewLabel:
+    if not record.keys() <= _COLUMN_SET:
+        unknown = sorted(set(record) - _COLUMN_SET)
+        raise LabelError(f"{unknown[0][:60]}: not a label field ({', '.join(COLUMNS)})")
+    return checker.check(
         mechanism=record.get("mechanism"),
         item_key=record.get("item_key"),
         label=record.get("label"),
@@ -95,32 +141,36 @@ def _row(record: dict[str, Any]) -> LabelRow:
         source=record.get("source") or "import",
         user=record.get("user"),
         context=record.get("context") or {},
+        created_at=_when(record.get("created_at")),
     )
-    row.created_at = _when(record.get("created_at"))
-    return row
 
 
-def _jsonl_rows(text: str, source: str, problems: Problems) -> list[LabelRow]:
-    rows = []
+Step = Callable[[int], None]
+
+
+def _jsonl_rows(text: str, source: str, problems: Problems, step: Step) -> list[NewLabel]:
+    checker, rows = LabelChecker(), []
     for number, line in iter_lines(text):
-        if not line.strip():
+        if number % PROGRESS_EVERY == 0:
+            step(number)
+        if not line or line.isspace():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{source}:{number}: not JSON: {exc.msg}")
+            record = safe_json.loads(line, max_bytes=MAX_LINE_BYTES)
+        except safe_json.JSONInputError as exc:
+            problems.append(f"{source}:{number}: {exc}")
             continue
         if not isinstance(record, dict):
             problems.append(f"{source}:{number}: expected an object")
             continue
         try:
-            rows.append(_row(record))
+            rows.append(_row(checker, record))
         except LabelError as exc:
             problems.append(f"{source}:{number}: {exc}")
     return rows
 
 
-def _csv_rows(text: str, source: str, problems: Problems) -> list[LabelRow]:
+def _csv_rows(text: str, source: str, problems: Problems, step: Step) -> list[NewLabel]:
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
     try:
         header = next(reader)
@@ -131,7 +181,7 @@ def _csv_rows(text: str, source: str, problems: Problems) -> list[LabelRow]:
     if missing:
         problems.append(f"{source}:1: the header has no {', '.join(missing)} column")
         return []
-    rows = []
+    checker, rows, count = LabelChecker(), [], 0
     while True:
         try:
             cells = next(reader)
@@ -140,7 +190,9 @@ def _csv_rows(text: str, source: str, problems: Problems) -> list[LabelRow]:
         except csv.Error as exc:
             problems.append(f"{source}:{reader.line_num}: not CSV: {exc}")
             break
-        number = reader.line_num
+        number, count = reader.line_num, count + 1
+        if count % PROGRESS_EVERY == 0:
+            step(number)
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):
@@ -150,52 +202,93 @@ def _csv_rows(text: str, source: str, problems: Problems) -> list[LabelRow]:
         context = record.get("context")
         if context:
             try:
-                record["context"] = json.loads(context)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{source}:{number}: context: not JSON: {exc.msg}")
+                record["context"] = safe_json.loads(context, max_bytes=MAX_LINE_BYTES)
+            except safe_json.JSONInputError as exc:
+                problems.append(f"{source}:{number}: context: {exc}")
                 continue
         record["run_id"] = record.get("run_id") or None
         try:
-            rows.append(_row(record))
+            rows.append(_row(checker, record))
         except LabelError as exc:
             problems.append(f"{source}:{number}: {exc}")
     return rows
 
 
-def parse_labels(text: str, fmt: Format, source: str = "labels") -> list[LabelRow]:
-    """Every row of a labels file, checked; LabelImportError listing the bad lines (first 20, then a count)."""
+def _lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _no_step(_done: int) -> None:
+    runctx.checkpoint()
+
+
+def parse_labels(text: str, fmt: Format, source: str = "labels", step: Step = _no_step) -> list[NewLabel]:
+    """Every row of a labels file, checked; LabelImportError listing the bad lines (first 20, then a count).
+    `step(line)` is called every PROGRESS_EVERY rows (progress, and a cancel check)."""
     problems = Problems()
-    rows = _jsonl_rows(text, source, problems) if fmt == "jsonl" else _csv_rows(text, source, problems)
+    rows = (_jsonl_rows if fmt == "jsonl" else _csv_rows)(text, source, problems, step)
     if problems:
-        raise LabelImportError(problem_lines(problems, f"{source}: {problems.total} bad row(s); nothing was imported"))
+        raise LabelImportError(source, problems)
     return rows
-
-
-def _identity(row: LabelRow) -> tuple[object, ...]:
-    return (row.mechanism, row.run_id, row.item_key, row.user_name, row.label, aware(row.created_at).isoformat())
 
 
 def import_labels(store: Store, path: Path, fmt: Format | None = None) -> ImportReport:
     """Import a JSONL or CSV labels file: every row checked first, then all written in one transaction (a label
-    already stored — same item, user, value and time — is not written twice)."""
+    already stored — its key: same item, user, value, source and time, or the same content for a row without a
+    time — is not written twice)."""
     fmt = format_of(path, fmt)
-    rows = parse_labels(read_text(path), fmt, str(path))
-    return _store_rows(store, rows)
+    return import_text(store, read_text(path), fmt, str(path))
 
 
-def import_text(store: Store, text: str, fmt: Format, source: str = "upload") -> ImportReport:
-    return _store_rows(store, parse_labels(text, fmt, source))
+def import_text(
+    store: Store, text: str, fmt: Format, source: str = "upload", stop: threading.Event | None = None
+) -> ImportReport:
+    """Import the text of a labels file (see `import_labels`). Progress in rows goes to the current run, if any;
+    its cancel (or `stop`) ends the import before the commit, with nothing written."""
+    total = _lines(text)
+
+    def check() -> None:
+        if stop is not None and stop.is_set():
+            raise runctx.RunCancelled("the import was stopped")
+        runctx.checkpoint()
+
+    def step(done: int) -> None:
+        check()
+        runctx.progress(done=done, total=total, step="checking rows")
+
+    rows = parse_labels(text, fmt, source, step)
+    runctx.progress(done=total, total=total, step=f"writing {len(rows):,} labels")
+    imported = store.insert_labels(rows, check=check) if rows else 0  # no progress inside: it would write
+    return ImportReport(imported=imported, already_present=len(rows) - imported, lines=len(rows))
 
 
-def _store_rows(store: Store, rows: list[LabelRow]) -> ImportReport:
-    present = {_identity(r) for r in store.labels()}
-    fresh, seen = [], set(present)
-    for row in rows:
-        key = _identity(row)
-        if key in seen:
-            continue
-        seen.add(key)
-        fresh.append(row)
-    if fresh:
-        store.add_labels(fresh)
-    return ImportReport(imported=len(fresh), already_present=len(rows) - len(fresh), lines=len(rows))
+async def run_import(store: Store, text: str, fmt: Format, source: str) -> ImportReport:
+    """The import as a stored run of kind `labels.import` (the page and the CLI): its result is the report, or
+    the bad rows (then it fails, with nothing written). The work runs off the event loop; a cancel stops it at
+    its next check, before the commit."""
+    config = {"source": source, "format": fmt, "characters": len(text)}
+    async with async_run_context(store, KIND, config, name=source) as run:
+        try:
+            report = await _off_the_loop(lambda stop: import_text(store, text, fmt, source, stop))
+        except LabelImportError as exc:
+            run.summary = {"imported": 0, "bad_rows": exc.bad_rows, "result": exc.to_json()}
+            raise
+        report.run_id = run.run_id
+        run.summary = report.to_json() | {"result": report.to_json()}
+    return report
+
+
+async def _off_the_loop(work: Callable[[threading.Event], T]) -> T:
+    """`work(stop)` in a thread (the loop serves other runs meanwhile). When this task is cancelled (Ctrl-C, a
+    run's hard cancel) `stop` is set and the work is waited for: it ends at its next check, so a run stored as
+    cancelled has written nothing — unless the work had already committed, which is then its result."""
+    stop = threading.Event()
+    future = asyncio.ensure_future(asyncio.to_thread(work, stop))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        stop.set()
+        await asyncio.wait([future])
+        if not future.cancelled() and future.exception() is None:
+            return future.result()
+        raise

@@ -17,8 +17,8 @@ A file in a folder that is not writable (SQLite makes its -wal, -shm and journal
 opened read-only: runs can be listed, shown and exported, and every write is refused naming the folder.
 
 The package: `tables` (the SQLModel tables and their values), `filters` (what the history searches by),
-`migrations` (the ordered schema changes), `connection` (URLs and the SQLite file's checks) and `database`
-(`Store`).
+`migrations` (the ordered schema changes), `connection` (URLs and the SQLite file's checks), `labels` (labels
+stored once each: their unique keys, bulk inserts) and `database` (`Store`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 from engine.store.connection import driver_url, folder_writable, safe_url, sqlite_check
 from engine.store.database import Store
 from engine.store.filters import RunFilter
+from engine.store.labels import NewLabel
 from engine.store.migrations import MIGRATIONS
 from engine.store.tables import (
     CANCELLED,
@@ -52,6 +53,7 @@ from engine.store.tables import (
 )
 
 __all__ = [
+    "NewLabel",
     "CANCELLED",
     "FAILED",
     "FINISHED",

@@ -4,7 +4,6 @@ session; runs owned by a process (host, pid, start time) with a heartbeat, so a 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -34,18 +33,17 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 from engine.config import get_settings
 from engine.store.connection import driver_url, folder_writable, safe_url, settled_check
 from engine.store.filters import RunFilter, _conditions
+from engine.store.labels import LabelMethods
 from engine.store.migrations import MIGRATIONS
 from engine.store.tables import (
     FINISHED,
     HEARTBEAT_S,
     INTERRUPTED,
-    LABEL_COLUMNS,
     MAX_TAG_LENGTH,
     PG_MIGRATION_LOCK,
     RUN_STATUSES,
     RUNNING,
     EventRow,
-    LabelRow,
     LlmCall,
     Run,
     RunProgress,
@@ -104,7 +102,7 @@ def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | N
     return None
 
 
-class Store:
+class Store(LabelMethods):
     """All database access. Thread-safe: each method opens its own short session."""
 
     def __init__(self, url: str | None = None, *, reap: bool = True) -> None:
@@ -632,68 +630,6 @@ class Store:
             return session.get(LlmCall, call_id)
 
     # -- helpers --------------------------------------------------------------------------------
-    # -- labels (engine/labels validates them; the store only writes and reads rows) ---------------------
-    def add_labels(self, rows: Sequence[LabelRow]) -> list[LabelRow]:
-        """Insert labels in one transaction: all of them or none. Notes and contexts are redacted (a pasted
-        key never reaches the database); returns the rows with their ids."""
-        for row in rows:
-            row.note = redact(row.note)
-            row.context_json = stored_json(json.loads(row.context_json or "{}"))
-        with (
-            self._write_lock,
-            self._write_errors(),
-            Session(self.engine, expire_on_commit=False) as session,
-        ):
-            session.add_all(rows)
-            session.commit()
-            for row in rows:
-                session.refresh(row)
-        return list(rows)
-
-    def labels(
-        self,
-        *,
-        mechanism: str | None = None,
-        run_id: str | None = None,
-        user: str | None = None,
-        run_ids: Sequence[str] | None = None,
-    ) -> list[LabelRow]:
-        """Labels in the order they were given (oldest first)."""
-        with Session(self.engine) as session:
-            return list(session.exec(self._label_query(select(LabelRow), mechanism, run_id, user, run_ids)).all())
-
-    def label_tuples(
-        self,
-        *,
-        mechanism: str | None = None,
-        run_id: str | None = None,
-        user: str | None = None,
-        run_ids: Sequence[str] | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """The same rows as plain tuples in `LABEL_COLUMNS` order (no ORM objects: 10,000 labels read in a
-        fraction of the time)."""
-        table = table_of(LabelRow)
-        query = select(*(table.c[name] for name in LABEL_COLUMNS))
-        with self.engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(self._label_query(query, mechanism, run_id, user, run_ids))]
-
-    @staticmethod
-    def _label_query(query: Any, mechanism: str | None, run_id: str | None, user: str | None, run_ids: Any) -> Any:
-        if mechanism is not None:
-            query = query.where(col(LabelRow.mechanism) == mechanism)
-        if run_id is not None:
-            query = query.where(col(LabelRow.run_id) == run_id)
-        if run_ids is not None:
-            query = query.where(col(LabelRow.run_id).in_(list(run_ids)))
-        if user is not None:
-            query = query.where(col(LabelRow.user_name) == user)
-        return query.order_by(col(LabelRow.id))
-
-    def delete_label(self, label_id: int) -> None:
-        with self._write_lock, self._write_errors(), self.engine.begin() as conn:
-            if conn.execute(delete(LabelRow).where(col(LabelRow.id) == label_id)).rowcount == 0:
-                raise StoreError(f"no label {label_id}")
-
     def _add(self, row: SQLModel) -> None:
         with (
             self._write_lock,

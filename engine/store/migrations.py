@@ -13,6 +13,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import SQLModel
 
+from engine.store.labels import add_label_keys
 from engine.store.tables import LabelRow, RunTag, table_of
 
 
@@ -75,4 +76,6 @@ MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
     (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
     (4, "run tags", _create_run_tags),
     (5, "labels", _create_labels),
+    # Each label stored once: its unique key (engine/store/labels.py says how, and what happens to duplicates).
+    (6, "labels.dedup_key", add_label_keys),
 ]

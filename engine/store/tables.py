@@ -175,10 +175,19 @@ class RunProgress(SQLModel, table=True):
 
 class LabelRow(SQLModel, table=True):
     """A researcher's label for one item of a mechanism (migration 5; engine/labels reads and writes it). Labels
-    outlive their runs: `run_id` is not a foreign key, so deleting a run keeps what the user taught."""
+    outlive their runs: `run_id` is not a foreign key, so deleting a run keeps what the user taught.
+
+    Each label is stored once (migration 6, `engine.store.labels`): `dedup_key` is unique — a hash of the
+    mechanism, run, item, user, value, source and time — and a label imported without a time also has a unique
+    `content_key` (its fields, note and context), so importing the same file again, or twice at once, adds
+    nothing. Both are NULL-able only because SQLite cannot add a NOT NULL column to a table that has rows."""
 
     __tablename__ = "labels"
-    __table_args__ = (Index("ix_labels_mechanism_user", "mechanism", "user_name"),)
+    __table_args__ = (
+        Index("ix_labels_mechanism_user", "mechanism", "user_name"),
+        Index("uq_labels_dedup_key", "dedup_key", unique=True),
+        Index("uq_labels_content_key", "content_key", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     mechanism: str
@@ -190,6 +199,8 @@ class LabelRow(SQLModel, table=True):
     source: str
     created_at: datetime = Field(default_factory=utcnow, index=True)
     context_json: str = "{}"
+    dedup_key: str | None = None
+    content_key: str | None = None
 
     @property
     def context(self) -> dict[str, Any]:
