@@ -133,11 +133,19 @@ def render_progress(run_id: str, key: str) -> None:
 
 
 def watch_run(
-    run_id: str, fold: Callable[[], V], render: Callable[[V, bool], None], *, key: str, every_s: float = 0.5
+    run_id: str,
+    fold: Callable[[], V],
+    render: Callable[[V, bool], None],
+    *,
+    key: str,
+    every_s: float = 0.5,
+    outcome: Callable[[Any], None] | None = None,
 ) -> V | None:
     """Show `run_id` live: fold its events with `fold()` (a fresh view with ``apply(type, payload)``) and
-    `render(view, live)`; progress and Cancel while it runs; stop refreshing once it has ended. Returns
-    the view as of this script run (None when there is no such run)."""
+    `render(view, live)`; progress and Cancel while it runs; stop refreshing once it has ended. `outcome(run)`
+    shows a run that ended unfinished (cancelled, failed, interrupted) in the page's own words instead of the
+    generic lines (an all-or-none import says that nothing was written). Returns the view as of this script run
+    (None when there is no such run)."""
     store = state.get_store()
     run = store.get_run(run_id)
     if run is None:
@@ -152,6 +160,8 @@ def watch_run(
         view = fold_events(run_id, fold, key + ".fold")
         if status == RUNNING:
             render_progress(run_id, key)
+        elif outcome is not None and current is not None and status != FINISHED:
+            outcome(current)
         elif status == CANCELLED:
             st.warning(
                 f"Cancelled — {md((current.error if current else '') or 'stopped', inline=False)}. "

@@ -42,17 +42,30 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 def _check_depth(text: str, max_depth: int) -> None:
+    """Refuse nesting deeper than `max_depth`, naming the top-level field it is under (the last string seen at
+    the top level before it: its key)."""
     if text.count("[") + text.count("{") <= max_depth:  # the usual case: too few brackets to be too deep
         return
-    depth = 0
+    depth, field = 0, ""
     for match in _OPENERS.finditer(text):
         token = match.group()
-        if token in "[{":
+        if token[0] == '"':
+            if depth == 1:
+                field = token
+        elif token in "[{":
             depth += 1
             if depth > max_depth:
-                raise JSONInputError(f"nested more than {max_depth} levels deep (at column {match.start() + 1})")
-        elif token in "]}":
+                raise JSONInputError(f"{_name(field)}nested more than {max_depth} levels deep")
+        else:
             depth -= 1
+
+
+def _name(token: str) -> str:
+    try:
+        name = json.loads(token) if token else ""
+    except ValueError:
+        name = token.strip('"')
+    return f"{name[:60]}: " if isinstance(name, str) and name else ""
 
 
 def _check_size(text: str, max_bytes: int) -> None:
@@ -77,4 +90,6 @@ def loads(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) 
     except RecursionError:  # unreachable past the depth check; kept so no text can raise it
         raise JSONInputError("nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        if "integer string conversion" in str(exc):
+            raise JSONInputError("not JSON: a number of more than 4,300 digits") from None
         raise JSONInputError(f"not JSON: {str(exc).splitlines()[0][:120]}") from None

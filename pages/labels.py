@@ -11,7 +11,9 @@ that the other pages' "your labels" lines link to. Each queue item links back to
 
 from __future__ import annotations
 
+import hashlib
 import random
+import re
 from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
@@ -40,21 +42,22 @@ from dashboard.labelling import (
     value_words,
 )
 from dashboard.mechanism_ui import LabelWords
-from engine.inputs import shown_problems
+from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
+from engine.inputs import InputError, read_upload
 from engine.labels import (
-    LabelImportError,
     agreement,
     count_labels,
     default_map_id,
     export_labels,
-    import_text,
     label_queue,
     labels_needed,
     list_labels,
     map_versions,
     positive_value,
+    run_import,
     usable_count,
 )
+from engine.labels.io import KIND as IMPORT_KIND
 from engine.labels.refit import created_at
 
 KEY = "labels."
@@ -577,25 +580,77 @@ def _render_files(labels: list[Any], mechanism: str) -> None:
             disabled=not labels,
         )
     upload = st.file_uploader("Import labels (JSONL or CSV)", type=["jsonl", "csv"], key=KEY + "l.upload")
-    if upload is not None and st.button("Import", key=KEY + "l.import"):
+    live = is_live(st.session_state.get(IMPORT_RUN))
+    if upload is not None and st.button(
+        "Import",
+        key=KEY + "l.import",
+        disabled=live,
+        help="An import is going: watch it below, or cancel it" if live else None,
+    ):
         handle_import(upload.name, upload.getvalue())
+    render_import()
 
 
-def handle_import(name: str, data: bytes) -> None:
-    """Import an uploaded file of labels: nothing is written unless every row is good; the bad lines are named."""
+IMPORT_RUN = KEY + "l.run"  # the import run this session watches (also in the URL, as ?import=)
+
+
+def upload_name(name: str) -> str:
+    """An uploaded file's own name, never a folder a browser or a test put before it."""
+    return name.replace("\\", "/").rsplit("/", 1)[-1] or "upload"
+
+
+def handle_import(name: str, data: bytes) -> str | None:
+    """Import an uploaded file of labels as a run the page watches (progress in rows, Cancel): nothing is written
+    unless every row is good, and a label already stored is not stored again. Returns the run's id."""
+    name = upload_name(name)
     fmt: Literal["jsonl", "csv"] = "csv" if name.lower().endswith(".csv") else "jsonl"
+    st.session_state[IMPORT_RUN + ".error"] = None
     try:
-        report = import_text(state.get_store(), data.decode("utf-8"), fmt, source=name)
-    except UnicodeDecodeError:
-        st.error(f"Nothing imported: {md(name)} is not UTF-8 text.")
-        return
-    except LabelImportError as exc:
-        problems = str(exc).splitlines()
-        st.error("Nothing imported — fix these lines:\n\n" + "\n".join(f"- {md(p)}" for p in shown_problems(problems)))
-        return
-    st.success(
-        f"Imported {report.imported} label{'s' if report.imported != 1 else ''} from {md(name)}"
-        + (f"; {report.already_present} were already here" if report.already_present else "")
-        + "."
+        text = read_upload(name, data)
+    except InputError as exc:  # too large, not UTF-8: one line naming the file
+        st.session_state[IMPORT_RUN + ".error"] = f"Nothing imported: {exc}"
+        return None
+    config = {"source": name, "format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()[:16]}
+    store = state.get_store()
+    return start_watched(
+        IMPORT_KIND, config, partial(run_import, store, text, fmt, name), param="import", key=IMPORT_RUN
     )
-    state.clear_reads()
+
+
+def render_import() -> None:
+    """The import this session started (or the URL names): its progress and Cancel while it goes, then what it
+    did, or the first bad lines and how many more."""
+    start_error(IMPORT_RUN)
+    run_id = watched_run("import", IMPORT_RUN)
+    if not run_id:
+        return
+    run = state.get_store().get_run(run_id)
+    if run is None or run.kind != IMPORT_KIND:
+        return
+    watch_run(run_id, Collected, _render_import, key=KEY + "l.watch", outcome=_import_outcome)
+
+
+def _render_import(view: Collected, live: bool) -> None:
+    if live:
+        st.caption("Checking every row, then writing them all at once: Cancel before the end writes nothing.")
+        return
+    result = view.result
+    if not isinstance(result, dict) or view.summary is None:
+        return
+    name = str(view.events[0][1].get("name") or "") if view.events else ""
+    st.success(f"{md(name)}: {result.get('imported', 0)} imported, {result.get('already_present', 0)} already present.")
+
+
+def _import_outcome(run: Any) -> None:
+    """An import that did not finish: cancelled (nothing written), or refused with its bad lines."""
+    if run.status == "cancelled":
+        st.warning("Import cancelled: nothing was imported (an import writes all its labels or none).")
+        return
+    result = run.summary.get("result") if isinstance(run.summary, dict) else None
+    problems = result.get("problems") if isinstance(result, dict) else None
+    if problems:
+        lines = "\n".join(f"- {md(str(p))}" for p in problems)
+        st.error(f"Nothing imported — fix these lines:\n\n{lines}")
+        return
+    reason = re.sub(r"^[A-Za-z]+(Error|Exception|Cancelled): ", "", str(run.error or run.status))
+    st.error(f"Nothing imported: {md(reason.splitlines()[0] if reason else run.status)}")

@@ -113,28 +113,33 @@ def import_cmd(
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl | csv (default: the file's suffix).")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Import labels: every row is checked first, then all are written in one go — or none, with the bad lines."""
+    """Import labels: every row is checked first, then all are written in one go — or none, with the bad lines.
+    A label already stored is not stored again: "N imported, M already present"."""
     # CLI start-up
-    from engine.inputs import InputError
-    from engine.labels import LabelError, LabelImportError, import_labels
+    import asyncio
+
+    from engine.inputs import InputError, read_text
+    from engine.labels import LabelError, LabelImportError, run_import
     from engine.labels.io import format_of
     from engine.store import StoreError
 
     try:
-        report = import_labels(_store(), path, format_of(path, fmt))
-    except (LabelImportError, InputError) as exc:
+        chosen = format_of(path, fmt)
+        text = read_text(path)
+    except InputError as exc:
         raise fail(str(exc)) from None
     except LabelError as exc:
         raise fail(str(exc), code=2) from None
+    try:
+        report = asyncio.run(run_import(_store(), text, chosen, str(path)))
+    except LabelImportError as exc:
+        raise fail(str(exc)) from None
     except StoreError as exc:
         raise fail(f"{exc}; nothing was imported") from None
     if as_json:
-        _emit({"imported": report.imported, "already_present": report.already_present, "rows": report.lines})
+        _emit(report.to_json())
         return
-    say(
-        f"{report.imported} label(s) imported"
-        + (f", {report.already_present} already present" if report.already_present else "")
-    )
+    say(f"{report.words()} ({report.lines} label row(s) in {path}; run {report.run_id})")
 
 
 @app.command("agreement")

@@ -13,6 +13,7 @@ from engine.labels.io import (
     import_labels,
     import_text,
     parse_labels,
+    run_import,
 )
 from engine.labels.items import RULES, LabelItem, label_queue, labelable_items
 from engine.labels.refit import (
@@ -73,6 +74,7 @@ __all__ = [
     "map_name",
     "map_versions",
     "parse_labels",
+    "run_import",
     "refit_from_labels",
     "refittable",
     "save_candidate",

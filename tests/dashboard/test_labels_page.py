@@ -264,30 +264,158 @@ def test_the_skip_timeline_takes_should_have_replied_or_not(
     assert any(shown(m.value).startswith("🏷️ You said: **Should not have replied**") for m in at.markdown)
 
 
-def _import_bad() -> None:
-    from pages.labels import handle_import
+def _import_page() -> None:
+    """The Labels page's import section, with the file named by LABELS_UPLOAD imported once (AppTest has no upload:
+    the button's handler is called with the file's name and bytes, as the page does)."""
+    import os
+    from pathlib import Path
 
+    import streamlit as st
+
+    from pages import labels
+
+    path = Path(os.environ["LABELS_UPLOAD"])
+    if not st.session_state.get("test.started"):
+        st.session_state["test.started"] = True
+        labels.handle_import("/tmp/uploads/x9/" + path.name, path.read_bytes())  # a browser's folder: never shown
+    labels.render_import()
+
+
+def _import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, timeout_s: float = 30
+) -> tuple[AppTest, str]:
+    from tests.dashboard.rendered import rerun_until, run_ended
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("LABELS_UPLOAD", str(path))
+    at = AppTest.from_function(_import_page, default_timeout=60).run()
+    assert not at.exception
+    run_id = at.query_params["import"]
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    rerun_until(at, lambda: run_ended(run_id), timeout_s=timeout_s, what="the import never ended")
+    at.run()
+    return at, run_id
+
+
+def test_an_import_with_a_bad_line_names_it_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     good = '{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a", "source": "manual"}'
-    handle_import(
-        "marks.jsonl", (good + '\n{"mechanism": "director", "item_key": "line2", "label": "maybe"}\n').encode()
+    at, _ = _import(
+        tmp_path,
+        monkeypatch,
+        "marks.jsonl",
+        good + '\n{"mechanism": "director", "item_key": "line2", "label": "maybe"}\n',
+    )
+    assert not at.exception
+    (error,) = at.error
+    assert (
+        "Nothing imported" in error.value
+        and "marks.jsonl:2: label" in shown(error.value)
+        and "maybe" in shown(error.value)
+    )
+    assert "/tmp/uploads" not in error.value and "Traceback" not in error.value
+    assert _labels("director") == []
+    at, _ = _import(tmp_path, monkeypatch, "marks.jsonl", good + "\n")
+    assert [shown(s.value) for s in at.success] == ["marks.jsonl: 1 imported, 0 already present."]
+    assert [(lab.item_key, lab.label, lab.source) for lab in _labels("director")] == [("line1", "ok", "manual")]
+
+
+def test_hostile_rows_on_the_page_are_one_line_each_first_20_and_a_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A label nesting 5,000 arrays, times at the calendar's edges, a duplicate key, and 30 more bad rows: each
+    a line naming the file, line and field; the first 20 shown and how many more; no traceback, no path."""
+    import json
+    import time
+
+    row = '{"mechanism": "director", "item_key": "l", "label": "ok"'
+    lines = [
+        row + ', "context": {"deep": ' + "[" * 5000 + "]" * 5000 + "}}",
+        row + ', "created_at": "9999-12-31T23:59:59-23:59"}',
+        row + ', "created_at": "0001-01-01T00:00:00+05:00"}',
+        row + ', "label": "retry"}',
+    ] + [json.dumps({"mechanism": "director", "item_key": f"l{i}", "label": "maybe"}) for i in range(30)]
+    started = time.monotonic()
+    at, _ = _import(tmp_path, monkeypatch, "hostile.jsonl", "\n".join(lines) + "\n")
+    assert time.monotonic() - started < 30
+    (error,) = at.error
+    text = shown(error.value)
+    assert "hostile.jsonl:1: context: nested more than 64 levels deep" in text
+    assert "hostile.jsonl:2: created_at: '9999-12-31T23:59:59-23:59' is outside the years 1970 to 9998" in text
+    assert "hostile.jsonl:3: created_at: '0001-01-01T00:00:00+05:00' is outside" in text
+    assert "hostile.jsonl:4: duplicate key 'label'" in text
+    assert text.count("hostile.jsonl:") == 20 and "… and 14 more" in text
+    assert "Traceback" not in text and "Error:" not in text and "/tmp/" not in text
+    assert _labels("director") == []
+
+
+def _rows(n: int) -> str:
+    import json
+
+    return "".join(
+        json.dumps({"mechanism": "director", "item_key": f"line{i}", "label": "ok", "user": "ann"}) + "\n"
+        for i in range(n)
     )
 
 
-def _import_good() -> None:
-    from pages.labels import handle_import
+def test_5000_labels_import_as_a_watched_run_with_progress_then_again_as_already_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
 
-    handle_import("marks.jsonl", b'{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a"}\n')
+    started = time.monotonic()
+    at, run_id = _import(tmp_path, monkeypatch, "five.jsonl", _rows(5000))
+    assert [shown(s.value) for s in at.success] == ["five.jsonl: 5000 imported, 0 already present."]
+    assert state.get_store().get_run(run_id).kind == "labels.import"  # type: ignore[union-attr]
+    assert state.get_registry().progress(run_id)["done"] == 5000  # type: ignore[index]
+    assert len(_labels("director")) == 5000
+    at, _ = _import(tmp_path, monkeypatch, "five.jsonl", _rows(5000))  # the same file again
+    assert [shown(s.value) for s in at.success] == ["five.jsonl: 0 imported, 5000 already present."]
+    assert len(_labels("director")) == 5000
+    assert time.monotonic() - started < 60
 
 
-def test_an_import_with_a_bad_line_names_it_and_writes_nothing() -> None:
-    at = AppTest.from_function(_import_bad, default_timeout=60).run()
-    assert not at.exception
-    (error,) = at.error
-    assert "Nothing imported" in error.value and "2" in shown(error.value) and "maybe" in shown(error.value)
+def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import is held at row 2,500 (a slow machine, frozen): the page shows its progress in rows and Cancel;
+    Cancel ends it before the commit, and not one label is stored."""
+    import threading
+
+    from engine import runctx
+    from engine.labels import io as label_io
+    from tests.dashboard.rendered import rerun_until, run_ended
+
+    gate, reports = threading.Event(), []
+    report = runctx.progress
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        report(*args, **kwargs)
+        if kwargs.get("step") == "checking rows":
+            reports.append(kwargs.get("advance"))
+            if len(reports) == 5:  # 5 × 500 rows checked
+                gate.wait(30)
+
+    monkeypatch.setattr(runctx, "progress", held)
+    monkeypatch.setattr(label_io, "PROGRESS_EVERY", 500)
+    path = tmp_path / "five.jsonl"
+    path.write_text(_rows(5000), encoding="utf-8")
+    monkeypatch.setenv("LABELS_UPLOAD", str(path))
+    at = AppTest.from_function(_import_page, default_timeout=60).run()
+    run_id = at.query_params["import"]
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    registry = state.get_registry()
+    rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
+    at.run()
+    (bar,) = at.get("progress")
+    assert shown(bar.proto.text).startswith("2500 / 5000 · checking rows · ")
+    at.button(key="labels.l.watch.cancel").click().run()
+    gate.set()
+    rerun_until(at, lambda: run_ended(run_id), timeout_s=30, what="the import never ended")
+    at.run()
+    assert state.get_store().get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
+    assert [shown(w.value) for w in at.warning] == [
+        "Import cancelled: nothing was imported (an import writes all its labels or none)."
+    ]
     assert _labels("director") == []
-    at = AppTest.from_function(_import_good, default_timeout=60).run()
-    assert [s.value for s in at.success] == ["Imported 1 label from marks\\.jsonl."]
-    assert [(lab.item_key, lab.label, lab.source) for lab in _labels("director")] == [("line1", "ok", "import")]
 
 
 def _in_use(map_id: str) -> str | None:
