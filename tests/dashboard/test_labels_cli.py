@@ -169,3 +169,37 @@ def test_100_000_bad_rows_are_refused_in_bounded_time_and_memory(tmp_path: Path)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout.strip()) < 30
+
+
+def test_two_concurrent_cli_imports_of_a_file_without_times_store_each_label_once(store: Store, tmp_path: Path) -> None:
+    """Issue 35: two `judgelab labels import` of one file at once, then a third: each label stored once, and each
+    says how many of its rows were new ("N imported, M already present")."""
+    import re
+    import time
+
+    path = tmp_path / "untimed.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"mechanism": "director", "item_key": f"line{i}", "label": "ok", "note": "n"}) + "\n"
+            for i in range(5000)
+        ),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-c", "from dashboard.cli import main; main()", "labels", "import", str(path)]
+    started = time.monotonic()
+    procs = [subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in "ab"]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    counts = [re.match(r"(\d+) imported, (\d+) already present \(5000 label row", out) for out in outputs]
+    assert all(counts), outputs
+    assert (
+        sorted(int(m.group(1)) for m in counts if m) == [0, 5000] or sum(int(m.group(1)) for m in counts if m) == 5000
+    )
+    assert sum(int(m.group(1)) + int(m.group(2)) for m in counts if m) == 10_000
+    code, out = invoke("labels", "import", str(path))
+    assert code == 0 and out.startswith("0 imported, 5000 already present"), out
+    assert len(list_labels(store, latest=False)) == 5000
+    runs = store.list_runs(kind="labels.import")
+    assert len(runs) == 3 and {r.status for r in runs} == {"finished"}
+    assert time.monotonic() - started < 90
