@@ -14,7 +14,7 @@ from dashboard.bench import handraise_answers  # noqa: F401  # handraise.answers
 from dashboard.bench import experiment_bounds  # noqa: F401  # experiment.cancel, experiment.refuse_huge
 from dashboard.bench import inputs  # noqa: F401  # inputs.refusals, .director_script, .parse_per_kind, .pages
 from dashboard.bench import jury_default_case  # noqa: F401  # jury.default_case
-from dashboard.bench import labels  # noqa: F401  # labels.refit, labels.agreement, labels.learning
+from dashboard.bench import labels  # noqa: F401  # labels.refit, labels.agreement, labels.learning, labels.import
 from dashboard.bench import stats  # noqa: F401  # stats.bootstrap_f1, .paired, .bootstrap_auc, .experiment_ties
 from dashboard.bench import llm  # noqa: F401  # llm.judgment, llm.replay
 from dashboard.bench import pages  # noqa: F401  # dashboard.memory, dashboard.page_script, dashboard.page_load

@@ -7,11 +7,15 @@ such module (`judgelab bench`)."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +29,7 @@ from engine.demo import load_demo
 from engine.store import Store
 
 Progress = Callable[[str], None] | None
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class BenchResult(BaseModel):
@@ -133,6 +138,44 @@ def timed_samples(repeat: int, fn: Callable[[], object]) -> list[float]:
         fn()
         out.append(time.perf_counter() - started)
     return out
+
+
+def measure_in_subprocess(
+    code: str, timeout: float = 600, preload: str = "engine.experiments, engine.director, engine.store"
+) -> dict[str, float]:
+    """Run `code` in a fresh Python process (the modules of `preload` imported first, out of the figure): its
+    seconds, its peak RSS (MB) and the peak above what the imports took, with the figures of every JSON object
+    line `code` prints itself."""
+    script = (
+        textwrap.dedent(
+            f"""
+        import json, resource, sys, time
+        import {preload}  # imports out of the figure
+        def _hwm():  # peak RSS in KiB (ru_maxrss would keep the forking parent's peak across exec)
+            return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+        before = _hwm()
+        t0 = time.perf_counter()
+        """
+        )
+        + textwrap.dedent(code)
+        + textwrap.dedent(
+            """
+        print(json.dumps({"seconds": time.perf_counter() - t0,
+                          "peak_mb": _hwm() / 1024,
+                          "extra_mb": (_hwm() - before) / 1024}))
+        """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-1000:])
+    figures: dict[str, float] = {}
+    for line in done.stdout.strip().splitlines():  # the code's own JSON lines, then the measure's
+        if line.startswith("{"):
+            figures |= json.loads(line)
+    return figures
 
 
 def one_core() -> Callable[[], None]:

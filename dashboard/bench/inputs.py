@@ -4,15 +4,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
-import textwrap
 from pathlib import Path
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark
+from dashboard.bench.harness import measure_in_subprocess as _measure
 
 ROOT = Path(__file__).resolve().parents[2]
 ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -25,35 +22,6 @@ HOSTILE = {
     "deep mapping": HEAD + "base:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 500)),
     "huge range": HEAD + "space:\n  threshold: {from: 0, to: 1e300, step: 1e-300}\n",
 }
-
-
-def _measure(code: str, timeout: float = 600) -> dict[str, float]:
-    script = (
-        textwrap.dedent(
-            """
-        import json, resource, sys, time
-        import engine.experiments, engine.director, engine.store  # imports out of the figure
-        def _hwm():  # peak RSS in KiB (ru_maxrss would keep the forking parent's peak across exec)
-            return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
-        before = _hwm()
-        t0 = time.perf_counter()
-        """
-        )
-        + textwrap.dedent(code)
-        + textwrap.dedent(
-            """
-        print(json.dumps({"seconds": time.perf_counter() - t0,
-                          "peak_mb": _hwm() / 1024,
-                          "extra_mb": (_hwm() - before) / 1024}))
-        """
-        )
-    )
-    done = subprocess.run(
-        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=timeout, cwd=ROOT
-    )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-1000:])
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 @benchmark("inputs.refusals")

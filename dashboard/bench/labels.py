@@ -9,6 +9,9 @@ recorded (data/recordings/labels-designer-perf.jsonl): no model call.
 - `labels.learning`: the scripted labeller (front-end performance questions are the Designer's, not the Coder's)
   labels 40 random hands; agreement with it on the cast's other 80 hands, candidate against the shipped map
   (target: ≥ 10 points better, the mean over 5 draws).
+- `labels.import` (issue 35): `judgelab labels import`'s entry point in a fresh process, into a new SQLite store:
+  20,000 labels (target ≤ 15 s) and a 10 MB file of the shortest rows (~180,000; target ≤ 60 s at ≤ 400 MB peak
+  RSS), each imported a second time too (every row already present).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dashboard.bench.harness import BenchResult, Progress, benchmark, timed_samples
+from dashboard.bench.harness import BenchResult, Progress, benchmark, measure_in_subprocess, timed_samples
 from engine.handraise.scripted_labeller import learning, load_recording, preference
 from engine.labels import Label, agreement, labelable_items, refit_from_labels
 from engine.labelstore import check_label
@@ -167,3 +170,84 @@ def bench_learning(repeat: int, progress: Progress) -> BenchResult:
         target="≥ +10 points (mean of 5 draws)",
         met=mean_gain >= 10,
     )
+
+
+IMPORT_20K_TARGET_S, IMPORT_10MB_TARGET_S, IMPORT_PEAK_TARGET_MB = 15.0, 60.0, 400.0
+IMPORT_CODE = """
+import asyncio
+from pathlib import Path
+from engine.inputs import read_text
+from engine.labels import run_import
+from engine.store import Store
+store = Store("sqlite:///{db}")
+first = asyncio.run(run_import(store, read_text(Path({path!r})), "jsonl", "labels.jsonl"))
+split = time.perf_counter()
+again = asyncio.run(run_import(store, read_text(Path({path!r})), "jsonl", "labels.jsonl"))
+assert first.imported == first.lines and again.already_present == first.lines, (first, again)
+print(json.dumps({{"rows": first.lines, "first_s": split - t0, "again_s": time.perf_counter() - split}}))
+"""
+
+
+def _label_file(path: Path, *, rows: int | None = None, size: int | None = None) -> int:
+    """A labels file: `rows` hand-raise labels with a time and the judge's figures (a realistic export), or up to
+    `size` bytes of the shortest rows a label can be (no time: each gets its content key)."""
+    count, written = 0, 0
+    with path.open("w", encoding="utf-8") as out:
+        while (rows is not None and count < rows) or (size is not None and written < size - 200):
+            if rows is not None:
+                when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=count)
+                line = (
+                    f'{{"mechanism": "handraise", "run_id": "run-{count // 300}", "item_key": "t{count}/coder", '
+                    f'"label": "{"speak" if count % 3 else "skip"}", "user": "bench", "source": "import", '
+                    f'"created_at": "{when.isoformat()}", "context": {{"predicted": "speak", '
+                    f'"will": 0.{count % 9973:04d}, "threshold": 0.6, "map_id": "gemma3-270m+smollm2-135m"}}}}\n'
+                )
+            else:
+                line = f'{{"mechanism":"director","item_key":"l{count}","label":"ok"}}\n'
+            out.write(line)
+            written += len(line.encode())
+            count += 1
+    return count
+
+
+@benchmark("labels.import")
+def bench_import(repeat: int, progress: Progress) -> BenchResult:
+    """`judgelab labels import`'s entry point (a `labels.import` run into a new SQLite store), each in a fresh
+    process: 20,000 labels, and a 10 MB file of the shortest rows (~180,000, under the input limit), each imported
+    twice (the second time every row is already present); seconds and peak RSS."""
+    say = progress or (lambda _: None)
+    samples: list[float] = []
+    metrics: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        small, big = Path(folder) / "20k.jsonl", Path(folder) / "10mb.jsonl"
+        _label_file(small, rows=20_000)
+        big_rows = _label_file(big, size=10 * 1024 * 1024)
+        for i in range(max(1, min(repeat, 3))):
+            say(f"20,000 labels, try {i + 1}")
+            got = measure_in_subprocess(IMPORT_CODE.format(db=f"{folder}/small{i}.db", path=str(small)), preload="json")
+            samples.append(got["first_s"])
+            metrics |= {"20k_again_s": round(got["again_s"], 2), "20k_peak_mb": round(got["peak_mb"])}
+        say(f"10 MB: {big_rows:,} labels")
+        got = measure_in_subprocess(IMPORT_CODE.format(db=f"{folder}/big.db", path=str(big)), preload="json")
+    metrics |= {
+        "10mb_rows": big_rows,
+        "10mb_s": round(got["first_s"], 2),
+        "10mb_again_s": round(got["again_s"], 2),
+        "10mb_peak_mb": round(got["peak_mb"]),
+    }
+    result = BenchResult.from_samples(
+        "labels.import",
+        "labels imported through `labels import`'s run: 20,000 labels (samples), and a 10 MB file (metrics)",
+        samples,
+        metrics=metrics,
+        target=(
+            f"20,000 labels ≤ {IMPORT_20K_TARGET_S:g} s; a 10 MB file ≤ {IMPORT_10MB_TARGET_S:g} s at "
+            f"≤ {IMPORT_PEAK_TARGET_MB:g} MB peak"
+        ),
+    )
+    result.met = (
+        max(samples) <= IMPORT_20K_TARGET_S
+        and got["first_s"] <= IMPORT_10MB_TARGET_S
+        and max(got["peak_mb"], metrics["20k_peak_mb"]) <= IMPORT_PEAK_TARGET_MB
+    )
+    return result
