@@ -3,6 +3,7 @@ refit of the hand-raise map from them (`judgelab calibrate-judge --labels`, `lab
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -116,8 +117,6 @@ def import_cmd(
     """Import labels: every row is checked first, then all are written in one go — or none, with the bad lines.
     A label already stored is not stored again: "N imported, M already present"."""
     # CLI start-up
-    import asyncio
-
     from engine.inputs import InputError, read_text
     from engine.labels import LabelError, LabelImportError, run_import
     from engine.labels.io import format_of

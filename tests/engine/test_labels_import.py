@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from sqlalchemy import inspect, text
@@ -36,7 +37,8 @@ def store(db_url: str) -> Iterator[Store]:
 def _rows(n: int, *, timed: bool, start: int = 0) -> str:
     out = []
     for i in range(start, start + n):
-        row = {"mechanism": "handraise", "run_id": f"r{i // 100}", "item_key": f"t{i}/coder", "label": "speak"}
+        row: dict[str, Any] = {"mechanism": "handraise", "run_id": f"r{i // 100}", "item_key": f"t{i}/coder"}
+        row |= {"label": "speak"}
         row |= {"user": "ann", "context": {"will": 0.5, "i": i}}
         if timed:
             row["created_at"] = (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)).isoformat()
@@ -62,9 +64,10 @@ def test_an_export_of_labels_imported_without_times_imports_back_as_present(stor
     from engine.labels import export_labels
 
     import_text(store, _rows(20, timed=False), "jsonl", "a.jsonl")
-    for fmt in ("jsonl", "csv"):
-        exported = export_labels(list_labels(store, latest=False), fmt)  # type: ignore[arg-type]
-        report = import_text(store, exported, fmt, f"export.{fmt}")  # type: ignore[arg-type]
+    formats: tuple[Literal["jsonl", "csv"], ...] = ("jsonl", "csv")
+    for fmt in formats:
+        exported = export_labels(list_labels(store, latest=False), fmt)
+        report = import_text(store, exported, fmt, f"export.{fmt}")
         assert (report.imported, report.already_present) == (0, 20)
 
 
@@ -157,7 +160,7 @@ def test_migration_6_keys_the_labels_of_a_database_from_before_keeping_duplicate
     again = Store(db_url)
     try:
         assert again.schema_version() == 6
-        keys = [row.dedup_key for row in again.labels()]
+        keys = [str(row.dedup_key or "") for row in again.labels()]
         assert len(keys) == 3 and all(keys) and len(set(keys)) == 3  # kept: the later copy has a key of its own
         assert keys[2].startswith(keys[0] + "-")
         indexes = {i["name"]: i["unique"] for i in inspect(again.engine).get_indexes("labels")}
