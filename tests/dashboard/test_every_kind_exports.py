@@ -187,6 +187,9 @@ def store_every_kind(data: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
     _experiment(tmp)
     _scorecard(monkeypatch)
     _calibration(tmp)
+    labels = tmp / "labels.jsonl"
+    labels.write_text('{"mechanism": "director", "item_key": "line1", "label": "ok"}\n', encoding="utf-8")
+    cli("labels", "import", str(labels), "--json")
 
 
 # -- exporting and opening each ---------------------------------------------------------------------------------
@@ -271,6 +274,7 @@ MADE = {
     "experiment.record",
     "scorecard",
     "calibration",
+    "labels.import",
 }
 
 
