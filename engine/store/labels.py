@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -28,13 +29,14 @@ from sqlalchemy import Engine, delete, inspect, text
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, col, select
 
 from engine.store.tables import LABEL_COLUMNS, LabelRow, StoreError, stored_json, table_of
 from models.secrets import bulk_redactor, redact
 
 CHUNK = 2000  # rows a statement: SQLite's 32,766 variables allow ~2,900 of 11 columns
+KEYING_TRIES = 5  # migration 6 run by several processes at once: each looks again after a busy moment
 UNIQUE_INDEXES = (("uq_labels_dedup_key", "dedup_key"), ("uq_labels_content_key", "content_key"))
 
 
@@ -239,11 +241,20 @@ def add_label_keys(engine: Engine) -> None:
         except DBAPIError:  # another process added it meanwhile; anything else shows on this check
             if name not in {c["name"] for c in inspect(engine).get_columns("labels")}:
                 raise
-    with engine.begin() as conn:
-        _fill_keys(conn)
-        _separate_duplicates(conn)
-        for index, column in UNIQUE_INDEXES:
-            conn.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS {index} ON labels ({column})"))
+    for attempt in range(KEYING_TRIES):
+        try:
+            with engine.begin() as conn:
+                _fill_keys(conn)
+                _separate_duplicates(conn)
+                for index, column in UNIQUE_INDEXES:
+                    conn.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS {index} ON labels ({column})"))
+            return
+        except OperationalError:
+            # Another process keyed the rows meanwhile (SQLite: this snapshot is stale, or the file is busy):
+            # look again — the rows it keyed are skipped, the keys are the same.
+            if attempt == KEYING_TRIES - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def _fill_keys(conn: Connection, batch: int = 5000) -> None:

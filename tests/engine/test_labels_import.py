@@ -269,3 +269,32 @@ def test_a_multi_mb_import_stays_within_its_memory_bound(tmp_path: Path) -> None
     imported, seconds, peak_mb = done.stdout.split()
     assert int(imported) == 30_000
     assert float(seconds) < 20 and int(peak_mb) <= 300, done.stdout
+
+
+def test_three_processes_opening_a_database_from_before_at_once_all_migrate_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = Store(url)
+    import_text(old, _rows(5000, timed=True), "jsonl", "a.jsonl")
+    with old.engine.begin() as conn:  # 5,000 labels as migration 5 left them
+        for index in ("uq_labels_dedup_key", "uq_labels_content_key"):
+            conn.execute(text(f"DROP INDEX {index}"))
+        conn.execute(text("ALTER TABLE labels DROP COLUMN dedup_key"))
+        conn.execute(text("ALTER TABLE labels DROP COLUMN content_key"))
+        conn.execute(text("DELETE FROM schema_migrations WHERE version = 6"))
+    old.dispose()
+    code = f"from engine.store import Store\nprint(Store({url!r}).schema_version())"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [out.strip() for out, _ in outputs] == ["6"] * 3, [err[-1500:] for _, err in outputs]
+    again = Store(url)
+    keys = [row.dedup_key for row in again.labels()]
+    assert len(keys) == 5000 and len(set(keys)) == 5000 and None not in keys
+    report = import_text(again, _rows(5000, timed=True), "jsonl", "a.jsonl")
+    assert (report.imported, report.already_present) == (0, 5000)
+    again.dispose()
