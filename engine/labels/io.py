@@ -14,6 +14,7 @@ commit writes nothing."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import csv
 import io
 import json
@@ -282,16 +283,21 @@ async def run_import(store: Store, text: str, fmt: Format, source: str) -> Impor
 
 
 async def _off_the_loop(work: Callable[[threading.Event], T]) -> T:
-    """`work(stop)` in a thread (the loop serves other runs meanwhile). When this task is cancelled (Ctrl-C, a
-    run's hard cancel) `stop` is set and the work is waited for: it ends at its next check, so a run stored as
-    cancelled has written nothing — unless the work had already committed, which is then its result."""
+    """`work(stop)` in a thread (the loop serves other runs meanwhile), in this task's context (the run's
+    progress and cancel switch). When this task is cancelled (Ctrl-C cancels every task of the loop; a run's hard
+    cancel) `stop` is set and the work is waited for: it ends at its next check, so a run stored as cancelled has
+    written nothing — unless the work had already committed, which is then its result. The thread's future is a
+    plain future, not a task: cancelling the loop's tasks cannot leave it running unseen."""
     stop = threading.Event()
-    future = asyncio.ensure_future(asyncio.to_thread(work, stop))
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        stop.set()
-        await asyncio.wait([future])
-        if not future.cancelled() and future.exception() is None:
-            return future.result()
-        raise
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(None, context.run, work, stop)
+    cancelled: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait([future])
+        except asyncio.CancelledError as exc:
+            stop.set()
+            cancelled = exc
+    if cancelled is not None and future.exception() is not None:
+        raise cancelled
+    return future.result()
