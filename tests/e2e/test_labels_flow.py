@@ -162,3 +162,58 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     open_page(page, url, "conversation", "🙋 Conversation")
     expect(page.get_by_text(re.compile(r"Map in use: learnt from \d+ of your approvals"))).to_be_visible(timeout=30_000)
     shots(page, "conversation-caption-names-the-map")
+
+
+def test_an_upload_imports_as_a_watched_run_and_a_hostile_one_shows_its_first_lines(
+    labels_world: dict[str, Any], browser_page: Any, shots: Shots, tmp_path: Path
+) -> None:
+    """Issue 35 on the Labels page, uploaded through the browser: 5,000 labels import in a run the page watches
+    ("5000 imported, 0 already present"), the same file again adds nothing, and a hostile file (5,000 nested
+    arrays, a time at the calendar's edge, a duplicate key, 30 bad values) shows its first 20 lines and how many
+    more, each naming the file by its own name, with no traceback."""
+    import json
+
+    from playwright.sync_api import expect
+
+    page, url, db = browser_page, labels_world["url"], labels_world["db"]
+    good = tmp_path / "upload" / "five.jsonl"
+    good.parent.mkdir()
+    good.write_text(
+        "".join(json.dumps({"mechanism": "director", "item_key": f"l{i}", "label": "ok"}) + "\n" for i in range(5000)),
+        encoding="utf-8",
+    )
+    row = '{"mechanism": "director", "item_key": "x", "label": "ok"'
+    hostile = tmp_path / "upload" / "hostile.jsonl"
+    hostile.write_text(
+        "\n".join(
+            [
+                row + ', "context": {"deep": ' + "[" * 5000 + "]" * 5000 + "}}",
+                row + ', "created_at": "9999-12-31T23:59:59-23:59"}',
+                row + ', "label": "retry"}',
+            ]
+            + [json.dumps({"mechanism": "director", "item_key": f"b{i}", "label": "maybe"}) for i in range(30)]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    open_page(page, url, "labels", "🏷️ Labels")
+    page.get_by_role("tab", name="Your labels").click()
+    for expected in ("five.jsonl: 5000 imported, 0 already present.", "five.jsonl: 0 imported, 5000 already present."):
+        page.locator("input[type=file]").set_input_files(str(good))
+        page.get_by_role("button", name="Import", exact=True).click()
+        expect(page.get_by_text(expected)).to_be_visible(timeout=60_000)
+        settle(page)
+    assert len(_labels(db)) == 5000
+    shots(page, "labels-import-done")
+    page.locator("input[type=file]").set_input_files(str(hostile))
+    page.get_by_role("button", name="Import", exact=True).click()
+    alert = page.get_by_text("Nothing imported — fix these lines:")
+    expect(alert).to_be_visible(timeout=60_000)
+    box = page.locator("[data-testid=stAlert]").filter(has_text="Nothing imported")
+    text = box.inner_text()
+    assert "hostile.jsonl:1: context: nested more than 64 levels deep" in text, text
+    assert "hostile.jsonl:2: created_at: '9999-12-31T23:59:59-23:59' is outside the years 1970 to 9998" in text
+    assert "hostile.jsonl:3: duplicate key 'label'" in text and "… and 13 more" in text
+    assert "Traceback" not in text and str(tmp_path) not in text and "/tmp/" not in text
+    assert len(_labels(db)) == 5000
+    shots(page, "labels-import-refused")
