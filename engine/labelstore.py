@@ -133,7 +133,19 @@ def _text(name: str, value: object, limit: int, *, empty: bool = False) -> str:
         raise LabelError(f"{name}: must not be empty")
     if len(value) > limit:
         raise LabelError(f"{name}: longer than {limit} characters ({len(value)})")
+    _encodable(name, value)
     return value if empty else value.strip()
+
+
+def _encodable(name: str, value: str) -> None:
+    """Refuse a lone surrogate (a JSON escape such as \\ud800 that is half a character): no database can store
+    it as text."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LabelError(f"{name}: holds {value[exc.start]!r}, half a character (a lone surrogate)") from None
 
 
 class LabelChecker:
@@ -217,7 +229,8 @@ def context_text(context: object) -> str:
         raise LabelError(f"context: not JSON: {exc}") from None
     except (TypeError, RecursionError) as exc:
         raise LabelError(f"context: not JSON: {str(exc)[:120] or 'nested too deeply'}") from None
-    if len(text) * 4 > MAX_CONTEXT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_CONTEXT_BYTES:
+    _encodable("context", text)
+    if len(text) * 4 > MAX_CONTEXT_BYTES and len(text.encode("utf-8")) > MAX_CONTEXT_BYTES:
         raise LabelError(f"context: larger than {MAX_CONTEXT_BYTES} bytes")
     return text
 

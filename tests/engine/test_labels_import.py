@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -204,6 +205,10 @@ BAD = [
         '{"mechanism": "director", "item_key": "a", "label": "ok", "note": "' + "x" * 300_000 + '"}',
         "longer than 256,000 bytes",
     ),
+    (
+        '{"mechanism": "director", "item_key": "a\\ud800", "label": "ok"}',
+        "item_key: holds '\\ud800', half a character (a lone surrogate)",
+    ),
 ]
 
 
@@ -298,3 +303,51 @@ def test_three_processes_opening_a_database_from_before_at_once_all_migrate_it(t
     report = import_text(again, _rows(5000, timed=True), "jsonl", "a.jsonl")
     assert (report.imported, report.already_present) == (0, 5000)
     again.dispose()
+
+
+def _fuzz_lines() -> Any:
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20))
+    values = st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=12,
+    )
+    field = st.sampled_from(
+        ["mechanism", "item_key", "label", "run_id", "note", "user", "source", "created_at", "context", "x"]
+    )
+    good = {"mechanism": "director", "item_key": "l", "label": "ok"}
+    records = st.dictionaries(field, values, max_size=6).map(lambda extra: json.dumps(good | extra))
+    dates = st.datetimes(timezones=st.timezones()).map(lambda d: json.dumps(good | {"created_at": d.isoformat()}))
+    fragments = st.sampled_from(["[" * 200, '{"a": 1, "a": 2}', "9" * 5000, "NaN", "\x00", "\ufeff{}"])
+    surrogates = st.sampled_from(["item_key", "note", "user", "label"]).map(
+        lambda f: json.dumps(good | {f: "x"}).replace('"x"', '"\\ud800x"')
+    )
+    noise = st.lists(st.one_of(records, dates, fragments, surrogates, st.text(max_size=40)), min_size=1, max_size=8)
+    return noise.map(lambda parts: "\n".join(parts))
+
+
+def test_fuzz_any_text_is_rows_or_one_line_problems(tmp_path: Path) -> None:
+    """Whatever the text (records with any values and times in any zone, hostile fragments, noise), parsing gives
+    rows that the store takes, or a LabelImportError whose every problem is one line naming the file and the
+    line — never another exception."""
+    from hypothesis import HealthCheck, given, settings
+
+    from engine.labels import parse_labels
+
+    store = Store(f"sqlite:///{tmp_path / 'fuzz.db'}")
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_fuzz_lines())
+    def check(text_: str) -> None:
+        for fmt in ("jsonl", "csv"):
+            try:
+                store.insert_labels(parse_labels(text_, fmt, "f.txt"))  # type: ignore[arg-type]
+            except LabelImportError as exc:
+                lines = str(exc).splitlines()
+                assert lines[0].startswith("f.txt: ") and len(lines) >= 2
+                assert all(re.match(r"^f\.txt:\d+: \S", line) or line.startswith("… and ") for line in lines[1:]), lines
+
+    check()
+    store.dispose()
