@@ -343,7 +343,7 @@ def test_fuzz_any_text_is_rows_or_one_line_problems(tmp_path: Path) -> None:
     def check(text_: str) -> None:
         for fmt in ("jsonl", "csv"):
             try:
-                store.insert_labels(parse_labels(text_, fmt, "f.txt"))  # type: ignore[arg-type]
+                store.insert_labels(parse_labels(text_, fmt, "f.txt"))
             except LabelImportError as exc:
                 lines = str(exc).splitlines()
                 assert lines[0].startswith("f.txt: ") and len(lines) >= 2
