@@ -59,6 +59,7 @@ from engine.labels import (
 )
 from engine.labels.io import KIND as IMPORT_KIND
 from engine.labels.refit import created_at
+from engine.store import CANCELLED
 
 KEY = "labels."
 DETAILS = "labels"
@@ -643,7 +644,7 @@ def _render_import(view: Collected, live: bool) -> None:
 
 def _import_outcome(run: Any) -> None:
     """An import that did not finish: cancelled (nothing written), or refused with its bad lines."""
-    if run.status == "cancelled":
+    if run.status == CANCELLED:
         st.warning("Import cancelled: nothing was imported (an import writes all its labels or none).")
         return
     result = run.summary.get("result") if isinstance(run.summary, dict) else None
