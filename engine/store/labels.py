@@ -241,6 +241,8 @@ def add_label_keys(engine: Engine) -> None:
         except DBAPIError:  # another process added it meanwhile; anything else shows on this check
             if name not in {c["name"] for c in inspect(engine).get_columns("labels")}:
                 raise
+    if _keyed(engine):
+        return  # a new database: the table was made with its keys (no write, so no lock for the others)
     for attempt in range(KEYING_TRIES):
         try:
             with engine.begin() as conn:
@@ -255,6 +257,15 @@ def add_label_keys(engine: Engine) -> None:
             if attempt == KEYING_TRIES - 1:
                 raise
             time.sleep(0.2 * (attempt + 1))
+
+
+def _keyed(engine: Engine) -> bool:
+    """Every row has its key and both unique indexes exist: nothing to do."""
+    if not {name for name, _ in UNIQUE_INDEXES} <= {i["name"] for i in inspect(engine).get_indexes("labels")}:
+        return False
+    c = table_of(LabelRow).c
+    with engine.connect() as conn:
+        return conn.execute(core_select(c.id).where(c.dedup_key.is_(None)).limit(1)).first() is None
 
 
 def _fill_keys(conn: Connection, batch: int = 5000) -> None:
