@@ -41,6 +41,7 @@ from dashboard.labelling import (
 )
 from dashboard.mechanism_ui import LabelWords
 from engine.inputs import shown_problems
+from engine.judgemaps import is_name
 from engine.labels import (
     LabelImportError,
     agreement,
@@ -466,10 +467,19 @@ def render_versions(mechanism: str, *, key: str) -> None:
     model_id = _refit_model(mechanism)
     if model_id is None:
         return
-    versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
+    try:
+        versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
+    except ValueError as exc:  # a map id that is not one (LabelError, one line)
+        st.error(md(str(exc)))
+        return
     if not versions:
         return
-    with st.expander(f"Map versions for {md(model_id)} ({len(versions)})", expanded=False):
+    fallback = next((v.fallback for v in versions if v.fallback), "")
+    if fallback:
+        st.warning(md(f"The adopted map cannot be used ({fallback}): the judge reads the shipped map."))
+    damaged = sum(1 for v in versions if v.damaged)
+    title = f"Map versions for {md(model_id)} ({len(versions)}" + (f", {damaged} damaged)" if damaged else ")")
+    with st.expander(title, expanded=bool(damaged or fallback)):
         st.dataframe(
             pd.DataFrame(
                 [
@@ -477,7 +487,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
                         "in use": bool(v.in_use),
                         "version": str(v.version),
                         "made": made(v),
-                        "what it learnt from": str(v.provenance or ""),
+                        "what it learnt from": f"damaged: {v.damaged}" if v.damaged else str(v.provenance or ""),
                     }
                     for v in versions
                 ]
@@ -485,7 +495,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
             hide_index=True,
             width="stretch",
         )
-        older = [str(v.version) for v in versions if not v.in_use]
+        older = [str(v.version) for v in versions if not v.in_use and not v.damaged]  # a damaged one: never adopted
         if older:
             row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
             chosen = row.selectbox("Version", older, key=key + ".pick", width=320)
@@ -512,7 +522,7 @@ def _refit_model(mechanism: str) -> str | None:
     if refit and refit.get("mechanism") == mechanism:
         return str(refit["model_id"])
     for label in reversed(list_labels(state.get_store(), mechanism=mechanism, user=current_user())):
-        if label.context.get("map_id"):
+        if is_name(label.context.get("map_id")):  # a label's map id that is not a name is never read as one
             return str(label.context["map_id"])
     return default_map_id(mechanism, state.get_catalog().ids)
 

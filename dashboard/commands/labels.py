@@ -226,14 +226,30 @@ def maps_cmd(
 ) -> None:
     """The hand-raise map's versions: the shipped one and every refit from labels; which is in use."""
     # CLI start-up
-    from engine.labels import map_versions
+    from engine.labels import LabelError, map_versions
 
-    versions = map_versions("handraise", model_id)
+    try:
+        versions = map_versions("handraise", _map_id(model_id))
+    except LabelError as exc:
+        raise fail(str(exc)) from None
     if as_json:
         _emit([v.to_json() for v in versions])
         return
     for v in versions:
-        say(f"{'*' if v.in_use else ' '} {v.version:<18} {v.created:<18} {v.provenance}")
+        what = f"DAMAGED: {v.damaged}" if v.damaged else v.provenance
+        say(f"{'*' if v.in_use else ' '} {v.version:<18} {v.created:<18} {what}")
+        if v.fallback:
+            say(f"  in use because the adopted map cannot be: {v.fallback}")
+
+
+def _map_id(value: str) -> str:
+    """`--map` as a map id (a closed name, never a path), else a one-line usage error."""
+    # CLI start-up
+    from engine.judgemaps import is_name, shown
+
+    if not is_name(value):
+        raise fail(f"--map: {shown(value)} is not a map id", code=2)
+    return value
 
 
 @app.command("adopt")
@@ -248,7 +264,7 @@ def adopt_cmd(
     from engine.labels import LabelError, adopt_map
 
     try:
-        adopt_map(None, "handraise", model_id, version)
+        adopt_map(None, "handraise", _map_id(model_id), version)
     except LabelError as exc:
         raise fail(str(exc)) from None
     say(f"handraise map {model_id}: {version} in use")
