@@ -149,3 +149,10 @@ def test_a_map_or_version_that_is_a_path_is_a_one_line_error(maps: Path, hostile
     code, out = invoke("labels", "adopt", hostile)
     assert code == 1 and out.startswith("error: version: ") and out.count("\n") == 1, out
     assert not maps.exists()
+
+
+@pytest.mark.parametrize("hostile", ["../../x", "a..b", "x/y"])
+def test_calibrate_judge_refuses_a_model_id_that_cannot_name_a_map(tmp_path: Path, hostile: str) -> None:
+    code, out = invoke("calibrate-judge", "--model", hostile, "--only", "skip", "--output-dir", str(tmp_path / "out"))
+    assert code == 2 and out.startswith("error: --model: ") and out.count("\n") == 1, out
+    assert not (tmp_path / "out").exists()
