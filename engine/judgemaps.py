@@ -438,7 +438,8 @@ def version_files(name: str, model_id: str) -> list[SavedVersion]:
         try:
             out.append(SavedVersion(version, check_version(name, model_id, version)))
         except MapError as exc:
-            out.append(SavedVersion(version, None, str(exc).partition(": ")[2]))
+            why = str(exc).partition(": ")[2]  # without the file's name, which the listing shows
+            out.append(SavedVersion(version, None, why.removeprefix("damaged: ")))
     return out
 
 
@@ -490,11 +491,12 @@ def adoption(name: str, model_id: str) -> Adoption:
     if problem or key not in entries:
         return Adoption(problem=problem)
     value = entries[key]
+    if not is_name(value):
+        return Adoption(problem=f"{POINTER}: {key}: {shown(value)} is not a map version")
     try:
-        version = check_name(value, "map version")
-        return Adoption(version, check_version(name, model_id, version))
-    except MapError as exc:
-        return Adoption(problem=f"{POINTER}: {key}: {exc}")
+        return Adoption(str(value), check_version(name, model_id, str(value)))
+    except MapError as exc:  # it names the version file (`<name>.<model_id>/<version>.json`)
+        return Adoption(problem=f"{POINTER}: {exc}")
 
 
 def adopted_version(name: str, model_id: str) -> str | None:

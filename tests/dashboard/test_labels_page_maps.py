@@ -118,3 +118,24 @@ def test_a_refit_blocked_by_a_label_naming_a_path_says_which_in_one_line(page: P
     )
     assert "\n" not in error and str(tmp_path) not in _page_text(at)
     assert not page.exists() or not any(page.rglob("*.json"))
+
+
+def _conversation_page() -> None:
+    from pages import conversation
+
+    conversation.render()
+
+
+def test_the_conversation_caption_says_the_adopted_map_cannot_be_used(page: Path, tmp_path: Path) -> None:
+    damaged = _version("20260101T000000Z")
+    (page / POINTER).write_text(f'{{"{NAME}.{MAP}": "20260101T000000Z"}}')
+    damaged.write_text(damaged.read_text()[:300])  # adopted, then half-written
+    at = AppTest.from_function(_conversation_page, default_timeout=120)
+    judge, *partners = MAP.split("+")
+    at.session_state["conv.judge_model"] = judge
+    at.run()
+    at.multiselect(key="conv.ensemble").set_value(partners).run()
+    assert not at.exception
+    (caption,) = [shown(c.value) for c in at.caption if "Map in use:" in c.value]
+    assert "the shipped one — the adopted map cannot be used (in_use.json: " in caption and "damaged" in caption
+    assert str(tmp_path) not in caption

@@ -262,6 +262,7 @@ def test_a_damaged_version_is_listed_as_damaged_never_starred_never_adopted(
         versions = {v.version: v for v in map_versions("handraise", MAP)}
     damaged = versions["20260102T000000Z"]
     assert damaged.damaged and not damaged.in_use and "\n" not in damaged.damaged
+    assert not damaged.damaged.startswith("damaged")  # the reason alone: the listing says "damaged"
     assert str(maps) not in damaged.damaged
     assert versions["20260101T000000Z"].in_use and not versions["20260101T000000Z"].damaged
     with pytest.raises(LabelError) as caught:
