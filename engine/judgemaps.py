@@ -297,7 +297,9 @@ def one_line(exc: ValidationError) -> str:
     if not errors:
         return "not valid"
     first = errors[0]
-    where = ".".join(str(p) for p in first.get("loc", ()))
+    where = ".".join(
+        str(p) if str(p).isprintable() and len(str(p)) <= 40 else shown(p, 40) for p in first.get("loc", ())
+    )
     msg = " ".join(str(first.get("msg", "not valid")).split())
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {msg}{more}" if where else f"{msg}{more}"

@@ -232,6 +232,7 @@ def test_a_version_is_written_whole_and_never_overwritten(maps: Path) -> None:
         "inconsistent map",
         "non-finite",
         "deep",
+        "hostile key",
     ],
 )
 def test_a_damaged_version_is_listed_as_damaged_never_starred_never_adopted(
@@ -255,6 +256,7 @@ def test_a_damaged_version_is_listed_as_damaged_never_starred_never_adopted(
         ),
         "non-finite": text.replace('"intercept": ', '"intercept": NaN, "x": ', 1),
         "deep": "[" * 5000 + "]" * 5000,
+        "hostile key": json.dumps(data | {"maps": {"a\nb\x1b[2J" + "x" * 500: {"kind": "?", "features": []}}}),
     }[damage]
     good.write_text(bad)
     pointer = (maps / POINTER).read_bytes()
