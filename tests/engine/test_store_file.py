@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,8 +58,13 @@ def test_a_deleted_file_refuses_every_write_with_one_line(tmp_path: Path) -> Non
     run = store.create_run("jury.case")
     os.unlink(path)
     assert store.file_problem() == f"the database {path} was deleted while judgelab was running"
+    tracemalloc.start()
+    started = time.monotonic()
     with pytest.raises(StoreError) as refused:
         import_text(store, _labels_text(3), "jsonl")  # the import does not "succeed into nothing"
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert time.monotonic() - started < 10 and peak < 32 * 2**20  # refused at once, holding nothing
     _one_line_refusal(refused, "was deleted", path)
     for write in (
         lambda: store.add_labels([_label("x")]),

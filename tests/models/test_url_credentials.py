@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib
 import json
 import logging
 import sqlite3
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 FORMS = (PASSWORD, ENCODED, BASIC, BASIC.rstrip("="), base64.b64encode(USERINFO.encode()).decode())
 MODEL = {"openai": "gpt-4o", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash", "ollama": "llama3.2:3b"}
 REPLY = {"openai": openai_ok, "anthropic": anthropic_text, "gemini": gemini_ok, "ollama": ollama_ok}
+SDK = {"openai": "openai", "anthropic": "anthropic", "gemini": "google.genai", "ollama": "ollama"}
 URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
 
 
@@ -161,7 +164,7 @@ def test_no_credentials_are_sent_and_an_echo_of_them_is_stored_nowhere(
     store = Store(f"sqlite:///{path}")
     with Echo(backend) as server:
         url = _with_credentials(server.url + ("/v1" if backend == "openai" else ""))
-        fields: dict[str, Any] = {"id": f"t-{backend}", "backend": backend, "model": MODEL[backend], "timeout_s": 5}
+        fields: dict[str, Any] = {"id": f"t-{backend}", "backend": backend, "model": MODEL[backend], "timeout_s": 60}
         if origin == "environment":  # the SDK's own variable: the credentials are secrets by value at once
             monkeypatch.setenv(URL_ENV[backend], url)
             spec = ModelSpec(**fields, max_retries=0, profile=Profile(name=backend))
@@ -169,6 +172,8 @@ def test_no_credentials_are_sent_and_an_echo_of_them_is_stored_nowhere(
             monkeypatch.setenv("JURY_PROXY_URL", url)  # and known as a URL in the environment, so redacted too
             spec = ModelSpec.model_construct(**fields, base_url=url, max_retries=0, profile=Profile(name=backend))
         refresh_secrets()
+        importlib.import_module(SDK[backend])  # imported before the memory is traced (slow under tracemalloc)
+        tracemalloc.start()
         with caplog.at_level(logging.DEBUG), run_context(store, "jury.case", {"url": url}) as handle:
             model = build_model(spec, call_log=store)
             completion = asyncio.run(model.complete("hi"))
@@ -178,6 +183,9 @@ def test_no_credentials_are_sent_and_an_echo_of_them_is_stored_nowhere(
                 raise ModelError(f"server said {completion.text}", model_id=spec.id, backend=backend)
             except ModelError as exc:
                 handle.emit("error", message=str(exc))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 64 * 2**20
         assert server.seen, "the request reached the server"
         assert _basic_or_forms(server.seen) == []  # no Authorization: Basic, no form of the password in any header
         assert all("@" not in r.headers.get("host", "") for r in server.seen)
