@@ -96,7 +96,7 @@ class FileWatch:
     `problem()` tells that with one `os.stat` (a few microseconds), so every write can look first."""
 
     def __init__(self, path: Path, shown: str) -> None:
-        self.path = path
+        self.path = path.absolute()  # a later change of the working folder does not move it
         self.shown = shown  # the file as the URL names it, for messages
         info = os.stat(path)
         self.identity = (info.st_dev, info.st_ino)
