@@ -1,6 +1,7 @@
 """The database file deleted under a running dashboard (issue 35, point 7): the Labels page's import says so in one
 line and claims nothing, every page says so at its top, and a background run fails with the reason — at its start
-(the registry's one line) or in the middle (its task ends with the reason, and the page watching it says failed)."""
+(the registry's one line) or in the middle (its task ends with the reason, and the page watching it says failed);
+`labels import` at the CLI says so in one line and exits 1."""
 
 from __future__ import annotations
 
@@ -112,3 +113,27 @@ def test_the_page_watching_a_run_says_it_failed_when_its_end_could_not_be_stored
     (error,) = (shown(e.value) for e in at.error)
     assert error.startswith("Run failed — the database") and GONE in error
     assert not at.get("progress")  # no progress bar of a run that is no longer going
+
+
+@pytest.mark.timeout(60)
+def test_the_cli_import_says_so_in_one_line_and_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dashboard.cli import app
+    from dashboard.commands import labels as labels_command
+
+    path = tmp_path / "cli.db"
+    store = Store(f"sqlite:///{path}")
+    monkeypatch.setattr(labels_command, "_store", lambda: store)  # the command's store, its file gone meanwhile
+    os.unlink(path)
+    marks = tmp_path / "marks.jsonl"
+    marks.write_text('{"mechanism": "director", "item_key": "line1", "label": "ok", "user": "a"}\n')
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["labels", "import", str(marks)])
+    assert time.monotonic() - started < 30
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and GONE in lines[0] and "nothing was imported" in lines[0], result.output
+    assert "label(s) imported" not in result.output  # no claim of success
+    assert not path.exists()
+    store.dispose()
