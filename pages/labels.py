@@ -57,6 +57,7 @@ from engine.labels import (
     usable_count,
 )
 from engine.labels.refit import created_at
+from engine.store import StoreError
 
 KEY = "labels."
 DETAILS = "labels"
@@ -598,6 +599,9 @@ def handle_import(name: str, data: bytes) -> None:
         report = import_text(state.get_store(), data.decode("utf-8"), fmt, source=name)
     except UnicodeDecodeError:
         st.error(f"Nothing imported: {md(name)} is not UTF-8 text.")
+        return
+    except StoreError as exc:  # e.g. the database file was deleted or replaced while the dashboard ran
+        st.error(f"Nothing imported: {md(str(exc))}")
         return
     except LabelImportError as exc:
         problems = str(exc).splitlines()
