@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say
+from dashboard.commands import check_output, fail, say, write_output
 from engine.mechanism import scorecard_roles
 
 if TYPE_CHECKING:
@@ -143,7 +143,9 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
 def export_cmd(
     experiment_id: str,
     fmt: Annotated[str, typer.Option("--format", help="csv | json | html (self-contained report)")] = "csv",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write this file (default, or -: stdout).")
+    ] = None,
 ) -> None:
     """Export an experiment's table."""
     from dashboard.report import experiment_export  # CLI start-up
@@ -151,11 +153,7 @@ def export_cmd(
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
-    text = experiment_export(shown, fmt)
-    if output is None:
-        say(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
+    if write_output(output, experiment_export(shown, fmt)):  # stdout piped: the file's bytes exactly
         say(f"wrote {output}")
 
 
@@ -285,6 +283,7 @@ def scorecard_cmd(
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
         methods=_scorecard_methods(methods),
     )
+    check_output(output)
     store = _store()
     previous = None
     if output is not None and output.is_file():
@@ -294,6 +293,7 @@ def scorecard_cmd(
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
+    from models.files import OutputError  # CLI start-up
 
     command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
 
@@ -303,6 +303,8 @@ def scorecard_cmd(
             return
         try:
             save_scorecard(merge_scorecards(previous, result, store), output, command)
+        except OutputError as exc:
+            raise fail(f"--output {exc}") from None
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
