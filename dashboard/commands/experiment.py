@@ -49,6 +49,26 @@ def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
     return shown
 
 
+@app.command("validate")
+def validate_cmd(
+    file: Annotated[Path, typer.Argument(help="The experiment's YAML file.")], as_json: JsonFlag = False
+) -> None:
+    """Check a definition as `run` does (schema, mechanism, every combination of the grid), running nothing."""
+    from engine.experiments import DefinitionError, load_definition  # CLI start-up
+
+    try:
+        definition = load_definition(file)
+    except DefinitionError as exc:
+        raise fail(str(exc)) from None
+    axes = definition.axis_lengths()
+    if as_json:
+        _print({"valid": True, "name": definition.name, "cells": definition.cell_count(), "axes": axes})
+        return
+    shape = " × ".join(f"{name} {n}" for name, n in axes.items()) or "no axes"
+    cells = definition.cell_count()
+    say(f"{file}: valid — {cells} cell{'' if cells == 1 else 's'} ({shape}; repeats {definition.repeats})")
+
+
 @app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="The experiment's YAML file.")],
