@@ -313,6 +313,7 @@ def scorecard_cmd(
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
+    from engine.stats import interval_text  # CLI start-up
     from models.files import OutputError  # CLI start-up
 
     command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
@@ -350,9 +351,10 @@ def scorecard_cmd(
                 say(f"  {'':<10} {diagnosis['label']}: {diagnosis['text']}")
         versus = row.get("versus_best") or {}
         if isinstance(versus.get("difference"), int | float):
-            ci, p = versus.get("difference_ci"), versus.get("p_value")
-            spread = f" ({ci[0]:+.3f} to {ci[1]:+.3f})" if isinstance(ci, list) else ""
+            p = versus.get("p_value")
             say(
                 f"  {'':<10} vs the role's best ({versus['best_model']} · {versus['best_method']}): "
-                f"{versus['difference']:+.3f}{spread}, p {p} ({versus['test']})"
+                f"{versus['difference']:+.3f}{interval_text(versus, 3)}"
+                + (f", p {p}" if p is not None else "")
+                + f" ({versus['test']})"
             )
