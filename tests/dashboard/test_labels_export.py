@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
@@ -175,6 +176,31 @@ def test_every_hostile_label_round_trips_in_process(tmp_path: Path, fmt: str, mo
     assert [lab.to_json() for lab in list_labels(Store(), latest=False)] == before
     notes = sorted(row["note"] for row in before)
     assert notes == sorted(HOSTILE_NOTES)  # stored as given, so the round trip above is not vacuous
+
+
+def _upload(name: str, data: bytes) -> None:
+    from pages.labels import handle_import
+
+    handle_import(name, data)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_the_cli_stdout_imports_on_the_labels_page(tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `labels export` printed, uploaded on the Labels page: every hostile label comes back as it was,
+    no traceback; and the page's own download holds the same bytes as the CLI's file."""
+    store = Store()
+    _hostile_labels(store)
+    before = [lab.to_json() for lab in list_labels(store, latest=False)]
+    done = runner.invoke(app, ["labels", "export", "--format", fmt])
+    assert done.exit_code == 0, done.output
+    page_download = export_labels(list_labels(store, latest=False), fmt)  # type: ignore[arg-type]
+    assert page_download.encode() == done.stdout_bytes
+    monkeypatch.setenv("JUDGELAB_DATABASE_URL", f"sqlite:///{tmp_path / 'page.db'}")
+    started = time.monotonic()
+    at = AppTest.from_function(_upload, args=(f"labels.{fmt}", done.stdout_bytes), default_timeout=60).run()
+    assert time.monotonic() - started < TIME_LIMIT_S
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [lab.to_json() for lab in list_labels(Store(), latest=False)] == before
 
 
 # -- the property: any valid label goes out and comes back the same ------------------------------------------------
