@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say
+from dashboard.commands import fail, say, write_output
 from engine.mechanism import mechanisms
 
 if TYPE_CHECKING:
@@ -87,24 +87,23 @@ def list_cmd(
 
 @app.command("export")
 def export_cmd(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write this file (default, or -: stdout).")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv.")] = "jsonl",
     mechanism: Mechanism = None,
     user: User = None,
 ) -> None:
-    """Every label (the newest of each item and user is not enough to restore history: all are exported)."""
+    """Every label (the newest of each item and user is not enough to restore history: all are exported). The
+    file, or stdout when piped or redirected, holds exactly the bytes `labels import` reads back."""
     # CLI start-up
     from engine.labels import export_labels, list_labels
 
     if fmt not in ("jsonl", "csv"):
         raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
     labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
-    text = export_labels(labels, fmt)  # type: ignore[arg-type]
-    if output is None:  # a terminal is shown control characters as escapes; --output writes the labels exactly
-        say(text, nl=False)
-        return
-    output.write_text(text, encoding="utf-8", newline="")
-    say(f"{len(labels)} label(s) written to {output}", err=True)
+    if write_output(output, export_labels(labels, fmt)):  # type: ignore[arg-type]
+        say(f"{len(labels)} label(s) written to {output}", err=True)
 
 
 @app.command("import")
