@@ -8,7 +8,6 @@ from dashboard import demo, state
 from dashboard.mechanism_ui import uis
 from engine.config import get_settings
 from engine.mechanism import resolve
-from engine.store import StoreError
 from models.secrets import install_log_redaction
 from pages import experiments as experiments_page
 from pages import labels as labels_page
@@ -49,10 +48,7 @@ demo_on = demo.render_switch()
 if get_settings().preload and not demo_on:
     st.sidebar.caption(state.preload())
 
-try:  # opening the store at start marks runs whose process died as interrupted
-    state.get_store()
-except StoreError as exc:
-    st.error(str(exc))
+state.store_notice()  # the store opened (dead runs marked interrupted), or why not; its file deleted since
 
 page = st.navigation(PAGES)
 demo.run_page(page.run, page.url_path, demo_on)

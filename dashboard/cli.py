@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say
+from dashboard.commands import check_output, fail, say, write_output
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -373,19 +373,14 @@ def runs_export(
             data, suffix = csv_zip(record), ".zip"
     except ExportError as exc:
         raise fail(str(exc)) from None
-    if str(output) == "-":
-        if suffix == ".zip":
-            raise fail(
-                "a zip of every table does not go to stdout — give --table NAME or --output FILE "
-                f"(tables: {', '.join(tables(record))})"
-            )
-        say(data.decode("utf-8-sig"), nl=False)  # text on stdout: no byte order mark
-        return
+    if str(output) == "-" and suffix == ".zip":
+        raise fail(
+            "a zip of every table does not go to stdout — give --table NAME or --output FILE "
+            f"(tables: {', '.join(tables(record))})"
+        )
     target = output or Path(f"{run_id}{suffix}")
-    if target.is_dir() or not target.absolute().parent.is_dir():
-        raise fail(f"--output {target}: not a file in an existing folder")
-    target.write_bytes(data)
-    say(f"wrote {target} ({len(data):,} bytes)")
+    if write_output(target, data):  # stdout for -: the text, exactly (no byte order mark)
+        say(f"wrote {target} ({len(data):,} bytes)")
 
 
 def _would_cost_text(would_cost: float | None) -> str:
@@ -545,14 +540,11 @@ def bench(
         names = select_benchmarks(only)
     except UnknownBenchmark as exc:
         raise fail(str(exc)) from None
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):
-        raise fail(f"--output {output}: not a file in an existing folder")
+    check_output(output)  # before the benchmarks run
     results = run_benchmarks(names, repeat=repeat, progress=None if as_json else say)
     report = [r.model_dump() for r in results]
     if output:
-        from models.secrets import redact  # CLI start-up
-
-        output.write_text(redact(json.dumps(report, indent=2, ensure_ascii=False)))
+        write_output(output, json.dumps(report, indent=2, ensure_ascii=False))  # redacted, atomic
     if as_json:
         emit_json(report)
         return

@@ -85,7 +85,12 @@ def calibration_note(name: str, model_id: str) -> str:
     if cal is None:
         return "no fitted map for this model — uncalibrated"
     auc = cal.metrics.get("cv_auc")
-    return f"calibration {cal.label}" + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
+    fallback = f" — the adopted map cannot be used ({cal.fallback}): the shipped one is read" if cal.fallback else ""
+    return (
+        f"calibration {cal.label}"
+        + (f" (cross-validated AUC {auc} on its split)" if auc is not None else "")
+        + fallback
+    )
 
 
 def metric_row(metrics: Sequence[tuple[str, Any] | dict[str, Any]], *, key: str | None = None) -> None:

@@ -33,6 +33,7 @@ from engine.labels import (
 )
 from engine.labels import refittable as refittable_mechanisms
 from engine.mechanism import resolve_callable
+from engine.store import StoreError
 
 SOURCE_WORDS = {
     "approval": "your Speak / Skip",
@@ -133,7 +134,7 @@ def record(
             source=source,
             context=dict(context or {}),
         )
-    except LabelError as exc:
+    except (LabelError, StoreError) as exc:  # a bad value; a database that refuses the write (file deleted)
         return str(exc)
     return None
 

@@ -38,7 +38,7 @@ from typing import Any
 from dashboard.background import BackgroundLoop
 from engine.config import get_settings
 from engine.runctx import Progress, RunCancelled, RunControl, controlled
-from engine.store import FINISHED, INTERRUPTED, RUNNING, Store, config_hash
+from engine.store import FINISHED, INTERRUPTED, RUNNING, Store, StoreError, config_hash
 from models.secrets import redact_obj
 
 log = logging.getLogger(__name__)
@@ -166,8 +166,9 @@ class RunRegistry:
                     # entry point ends, so after `done` this look is final.
                     return
                 exc = future.exception() if not future.cancelled() else None
-                if exc is not None:
-                    raise RegistryError(f"the {kind} run could not start: {type(exc).__name__}: {exc}") from exc
+                if exc is not None:  # a StoreError's line says it all (e.g. the database file was deleted)
+                    why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+                    raise RegistryError(f"the {kind} run could not start: {why}") from exc
                 raise RegistryError(f"the {kind} entry point ended without storing a run")
             if time.monotonic() > deadline and not control.attached.is_set():
                 control.cancel("it did not start within the time allowed")
@@ -237,6 +238,8 @@ class RunRegistry:
         live.last_written = now
         try:
             self.store.set_progress(live.run_id, {**p.as_dict(), "ended": ended or live.done})
+        except StoreError as exc:  # its one line (e.g. the database file was deleted): the run says it too
+            log.warning("could not store the progress of run %s: %s", live.run_id, exc)
         except Exception:  # progress is a convenience: a failed write never stops the run
             log.exception("could not store the progress of run %s", live.run_id)
 

@@ -9,11 +9,13 @@ import streamlit as st
 from dashboard import demo_hub
 from dashboard.background import BackgroundLoop
 from dashboard.live_runs import RunRegistry
+from dashboard.text import md
 from engine.config import get_settings
 from engine.demo import load_manifest
 from engine.embeddings import get_embedder
 from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of, left_open, status_words
-from engine.store import Run, RunFilter, Store
+from engine.store import Run, RunFilter, Store, StoreError
+from engine.store.connection import RESTART
 from models.backends import llamacpp
 from models.catalog import Catalog, load_catalog
 from models.registry import Availability, ModelHub, check_all
@@ -27,6 +29,18 @@ def get_store() -> Store:
 @st.cache_resource(show_spinner=False)
 def _store_for(url: str) -> Store:
     return Store(url)
+
+
+def store_notice() -> None:
+    """At the top of every page: why the store cannot be opened, or that its file was deleted or replaced since
+    it was (every write is then refused; the connections already open read on, so the pages show what it held)."""
+    try:  # opening the store at start marks runs whose process died as interrupted
+        store = get_store()
+    except StoreError as exc:
+        st.error(str(exc))
+        return
+    if (gone := store.file_problem()) is not None:
+        st.error(md(f"{gone}: pages show what it held, and nothing more can be recorded — {RESTART}"))
 
 
 @st.cache_resource(show_spinner=False)

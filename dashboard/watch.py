@@ -24,7 +24,7 @@ import streamlit as st
 from dashboard import demo, state
 from dashboard.live_runs import RegistryError
 from dashboard.text import md
-from engine.store import CANCELLED, FINISHED, RUNNING
+from engine.store import CANCELLED, FAILED, FINISHED, RUNNING, StoreError
 
 
 class Folder(Protocol):
@@ -147,32 +147,40 @@ def watch_run(
     generic lines (an all-or-none import says that nothing was written). Returns the view as of this script run
     (None when there is no such run)."""
     store = state.get_store()
-    run = store.get_run(run_id)
+    try:
+        run = store.get_run(run_id)
+    except StoreError as exc:  # e.g. the database file deleted and no connection left to read it through
+        st.error(md(str(exc), inline=False))
+        return None
     if run is None:
         st.warning(f"No run {md(run_id)} in this database.")
         return None
-    live_at_start = run.status == RUNNING
+    live_at_start = run.status == RUNNING and _unrecorded_end(run_id) is None
 
     @st.fragment(run_every=every_s if live_at_start else None)
     def watching() -> None:
-        current = store.get_run(run_id)
+        try:
+            current = store.get_run(run_id)
+            view = fold_events(run_id, fold, key + ".fold")
+        except StoreError as exc:  # the database file deleted or replaced meanwhile: the reason, no traceback
+            st.error(md(str(exc), inline=False))
+            return
         status = current.status if current is not None else RUNNING
-        view = fold_events(run_id, fold, key + ".fold")
+        error = (current.error if current else "") or ""
+        if status == RUNNING and (unrecorded := _unrecorded_end(run_id)) is not None:
+            status, error = FAILED, unrecorded  # ended here, but its end could not be stored
         if status == RUNNING:
             render_progress(run_id, key)
         elif outcome is not None and current is not None and status != FINISHED:
             outcome(current)
         elif status == CANCELLED:
-            st.warning(
-                f"Cancelled — {md((current.error if current else '') or 'stopped', inline=False)}. "
-                "Everything it completed is kept."
-            )
-        elif status != FINISHED and _demo_miss(current.error if current else None):
+            st.warning(f"Cancelled — {md(error or 'stopped', inline=False)}. Everything it completed is kept.")
+        elif status != FINISHED and _demo_miss(error):
             # Demo mode, a request the recording lacks: a notice with the recorded input, no red, no half view.
             demo.miss_notice(demo.page_of_kind(run.kind), key=key + ".use_recorded")
         elif status != FINISHED:
-            st.error(f"Run {md(status)} — {md((current.error if current else '') or '', inline=False)}")
-        if status in (RUNNING, FINISHED, CANCELLED) or not _demo_miss(current.error if current else None):
+            st.error(f"Run {md(status)} — {md(error, inline=False)}")
+        if status in (RUNNING, FINISHED, CANCELLED) or not _demo_miss(error):
             render(view, status == RUNNING)
         if live_at_start and status != RUNNING:
             st.rerun()  # the run ended: one full rerun, after which this fragment no longer refreshes
@@ -180,6 +188,16 @@ def watch_run(
     watching()
     cache = st.session_state.get(key + ".fold")
     return cache["view"] if isinstance(cache, dict) else None
+
+
+def _unrecorded_end(run_id: str) -> str | None:
+    """Why a run this process ran has ended although the store still says `running` — its end could not be
+    written (the database file was deleted or replaced meanwhile) — or None."""
+    live = state.get_registry().get(run_id)
+    if live is None or not live.done or live.future.cancelled():
+        return None
+    exc = live.future.exception()
+    return None if exc is None else str(exc)
 
 
 def _demo_miss(error: str | None) -> bool:

@@ -8,21 +8,26 @@ fitted parameters ship as JSON in `data/calibration/`; `judgelab calibrate-judge
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import math
-import uuid
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from engine.atomicfile import write_atomic
 from engine.config import get_settings
 from engine.inputs import max_input_bytes, read_text
-from models.files import read_bytes
+from models.files import InputError, MissingFile, read_bytes
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
 
@@ -41,6 +46,23 @@ class FittedMap(BaseModel):
     ys: list[float] = Field(default_factory=list)
     lo: float = 0.0
     hi: float = 1.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FittedMap:
+        """A map that can be applied: finite numbers, one coefficient a feature (logistic), knots in pairs
+        (isotonic), one feature and lo < hi (linear) — a damaged file is refused when read, not when judging."""
+        numbers = [*self.coef, self.intercept, *self.xs, *self.ys, self.lo, self.hi]
+        if not all(math.isfinite(v) for v in numbers):
+            raise ValueError("a non-finite number")
+        if not self.features:
+            raise ValueError("no feature")
+        if self.kind == "logistic" and len(self.coef) != len(self.features):
+            raise ValueError(f"{len(self.coef)} coefficients for {len(self.features)} features")
+        if self.kind == "isotonic" and (len(self.features) != 1 or not self.xs or len(self.xs) != len(self.ys)):
+            raise ValueError("an isotonic map needs one feature and as many ys as xs (at least one)")
+        if self.kind == "linear" and (len(self.features) != 1 or not self.lo < self.hi):
+            raise ValueError("a linear map needs one feature and lo < hi")
+        return self
 
     def __call__(self, values: dict[str, float]) -> float:
         xs = self._values(values)
@@ -80,6 +102,18 @@ class Calibration(BaseModel):
     fitted_at: str = ""
     metrics: dict[str, Any] = Field(default_factory=dict)
     notes: str = ""
+    _fallback: str = PrivateAttr(default="")  # read, never stored: see `fallback`
+
+    @property
+    def fallback(self) -> str:
+        """Why this shipped map is read instead of the adopted version (a damaged `in_use.json` or version,
+        one line; `load_calibration` sets it), '' when it is the map chosen."""
+        return self._fallback
+
+    def with_fallback(self, why: str) -> Calibration:
+        out = self.model_copy()
+        out._fallback = why
+        return out
 
     @classmethod
     def fitted(
@@ -206,45 +240,116 @@ def file_sha256(path: Path) -> str:
 
 
 def calibration_path(name: str, model_id: str, directory: Path | None = None) -> Path:
-    return (directory or CALIBRATION_DIR) / f"{name}.{model_id}.json"
+    """`<directory>/<name>.<model_id>.json` (default data/calibration/); MapError when either part is not a map
+    name or the file would lie outside the folder."""
+    folder = directory or CALIBRATION_DIR
+    path = folder / f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}.json"
+    inside(path, folder)
+    return path
 
 
 def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
+    """Write a fitted map over the shipped one (or into `directory`), atomically: a failed write leaves the old
+    file as it was (MapError, one line)."""
     path = calibration_path(cal.name, cal.model_id, directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cal.model_dump(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, _dumped(cal))
+    except OSError as exc:
+        raise MapError(f"{path.name}: cannot be written ({exc.strerror or exc}); the old file is unchanged") from None
     return path
 
 
 def load_calibration(name: str, model_id: str, directory: Path | None = None) -> Calibration | None:
     """The map in use: a version adopted from the user's labels (`adopt_version`), else the shipped (or
     refitted) calibration, or None when there is none for this model: the judge then falls back to the
-    uncalibrated probabilities and flags it. With `directory`, that folder's file only."""
-    if directory is None:
-        adopted = adopted_version(name, model_id)
-        if adopted is not None:
-            path = version_path(name, model_id, adopted)
-            if path.is_file():
-                return _read_calibration(path)
+    uncalibrated probabilities and flags it. An adopted version that cannot be used (a damaged `in_use.json`, a
+    missing or damaged version) gives the shipped map with `fallback` saying why. With `directory`, that
+    folder's file only."""
+    found = adoption(name, model_id) if directory is None else Adoption()
+    if found.calibration is not None:
+        return found.calibration
     path = calibration_path(name, model_id, directory)
     if not path.is_file():
         return None
-    return _read_calibration(path)
+    cal = _read_calibration(path)
+    return cal.with_fallback(found.problem) if found.problem else cal
 
 
 def _read_calibration(path: Path) -> Calibration:
-
     try:
-        return Calibration.model_validate_json(read_text(path))
-    except ValueError as exc:
-        raise ValueError(f"{path}: not a valid calibration file: {exc}") from None
+        return parse_calibration(read_bytes(path, max_input_bytes()))
+    except (InputError, MapError) as exc:
+        raise MapError(f"{path}: not a valid calibration file: {exc}") from None
+
+
+def parse_calibration(data: bytes | str) -> Calibration:
+    """A calibration file's content, validated; MapError with the first problem in one line (no pydantic dump)."""
+    try:
+        return Calibration.model_validate_json(data)
+    except ValidationError as exc:
+        raise MapError(one_line(exc)) from None
+
+
+def one_line(exc: ValidationError) -> str:
+    """A validation error as one line: the first problem's field and message, and how many more there are."""
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    if not errors:
+        return "not valid"
+    first = errors[0]
+    where = ".".join(
+        str(p) if str(p).isprintable() and len(str(p)) <= 40 else shown(p, 40) for p in first.get("loc", ())
+    )
+    msg = " ".join(str(first.get("msg", "not valid")).split())
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
+
+
+def _dumped(cal: Calibration) -> str:
+    return json.dumps(cal.model_dump(), ensure_ascii=False, indent=1) + "\n"
 
 
 # -- versioned maps (refitted from a user's labels) and the one in use ----------------------------------------
 # Each version is a file <maps_dir>/<name>.<model_id>/<version>.json; `in_use.json` in <maps_dir> names the
-# adopted version of each map ("shipped", or no entry, means the file in data/calibration/).
+# adopted version of each map ("shipped", or no entry, means the file in data/calibration/). Names, model ids and
+# versions are closed names (`NAME`, no ".."): a value read from a label or a file is never a path, and every
+# file is checked to lie inside its folder once resolved (links included).
 SHIPPED = "shipped"
 POINTER = "in_use.json"
+LOCK = ".in_use.lock"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+
+
+class MapError(ValueError):
+    """A map name, file or pointer that cannot be used: one line naming the map (its file relative to the maps
+    folder, never a path a label chose) and why."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value as an error quotes it: its repr (control characters escaped, so one line), cut to `limit`."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_name(value: object) -> bool:
+    """Whether `value` is a map name, map id (a catalog model id, or an ensemble's ids joined by "+") or
+    version: 1–128 of letters, digits and `. _ : + -`, starting with a letter or digit, no ".."."""
+    return isinstance(value, str) and NAME.fullmatch(value) is not None and ".." not in value
+
+
+def check_name(value: object, what: str) -> str:
+    """`value` when it `is_name`, else MapError "'x/../y' is not a <what>"."""
+    if not is_name(value):
+        raise MapError(f"{shown(value)} is not a {what}")
+    return str(value)
+
+
+def inside(path: Path, folder: Path) -> Path:
+    """`path` resolved, which must lie inside `folder` (resolved too): MapError otherwise."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(folder.resolve()):
+        raise MapError(f"{path.name}: outside the maps folder")
+    return resolved
 
 
 def maps_dir() -> Path:
@@ -252,65 +357,185 @@ def maps_dir() -> Path:
 
 
 def version_path(name: str, model_id: str, version: str) -> Path:
-    if not version or "/" in version or "\\" in version or version.startswith("."):
-        raise ValueError(f"not a map version: {version!r}")
-    return maps_dir() / f"{name}.{model_id}" / f"{version}.json"
-
-
-def save_version(cal: Calibration) -> Path:
-    """Save a map as a new version (not in use until adopted); a version already saved is never overwritten."""
-    path = version_path(cal.name, cal.model_id, cal.version)
-    if path.exists():
-        raise ValueError(f"map version {cal.version} of {cal.name}.{cal.model_id} exists already")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cal.model_dump(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    """`<maps_dir>/<name>.<model_id>/<version>.json`; MapError for a part that is not a name, for `shipped`
+    (not a saved version) and for a path that would resolve outside the maps folder."""
+    check_name(version, "map version")
+    if version == SHIPPED:
+        raise MapError(f"{SHIPPED!r} is the shipped map, not a saved version")
+    folder = maps_dir()
+    path = folder / f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}" / f"{version}.json"
+    inside(path, folder)
     return path
 
 
-def _pointer() -> dict[str, str]:
-    path = maps_dir() / POINTER
-    if not path.is_file():
-        return {}
+def _relative(path: Path) -> str:
+    """A version file as messages name it: `<name>.<model_id>/<version>.json` (no machine path)."""
+    return f"{path.parent.name}/{path.name}"
+
+
+def save_version(cal: Calibration) -> Path:
+    """Save a map as a new version (not in use until adopted), atomically; a version already saved is never
+    overwritten: when `cal.version` is taken (two refits in one second) the file is `<version>-2`, `-3`…, and its
+    `version` says so. Returns the file (its stem is the version saved). MapError (one line) when it cannot be
+    written; nothing is left but a hidden temporary file then."""
+    first = version_path(cal.name, cal.model_id, cal.version)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        first.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MapError(f"{_relative(first)}: cannot be written ({exc.strerror or exc})") from None
+    for n in range(1, 1000):
+        version = cal.version if n == 1 else f"{cal.version}-{n}"
+        path = version_path(cal.name, cal.model_id, version)
+        try:
+            write_atomic(path, _dumped(cal.model_copy(update={"version": version})), exclusive=True)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise MapError(f"{_relative(path)}: cannot be written ({exc.strerror or exc}); nothing was saved") from None
+        return path
+    raise MapError(f"{_relative(first)}: 1000 versions in one second; nothing was saved")
 
 
-def adopted_version(name: str, model_id: str) -> str | None:
-    """The version adopted for this map, None for the shipped one."""
-    return _pointer().get(f"{name}.{model_id}")
+def check_version(name: str, model_id: str, version: str) -> Calibration:
+    """A saved version, loaded and validated: a calibration file of this very map (its name, model id and
+    version), with at least the components of the shipped map. MapError (one line, naming the version file
+    relative to the maps folder) for a missing, truncated, invalid or foreign one."""
+    path = version_path(name, model_id, version)
+    where = _relative(path)
+    try:
+        cal = parse_calibration(read_bytes(path, max_input_bytes()))
+    except MissingFile:
+        raise MapError(f"no version {version} of {name}.{model_id} (see the map versions)") from None
+    except InputError as exc:
+        raise MapError(f"{where}: cannot be read ({str(exc).rpartition(': ')[2]})") from None
+    except MapError as exc:
+        raise MapError(f"{where}: damaged: {exc}") from None
+    if (cal.name, cal.model_id, cal.version) != (name, model_id, version):
+        raise MapError(f"{where}: damaged: it holds {shown(cal.label, 120)}, not this version")
+    shipped = calibration_path(name, model_id)
+    missing = sorted(set(_read_calibration(shipped).maps) - set(cal.maps)) if shipped.is_file() else []
+    if missing or not cal.maps:
+        raise MapError(f"{where}: damaged: no {', '.join(missing) or 'map'} component")
+    return cal
 
 
-def adopt_version(name: str, model_id: str, version: str) -> None:
-    """Use `version` of the map from now on (`shipped` restores the shipped map); the choice is a small pointer
-    file, written atomically, so every process (the pages, the CLI) reads the same map."""
-    pointer = _pointer()
-    key = f"{name}.{model_id}"
-    if version == SHIPPED:
-        pointer.pop(key, None)
-    else:
-        if not version_path(name, model_id, version).is_file():
-            raise ValueError(f"no version {version} of {key} (see the map versions)")
-        pointer[key] = version
-    folder = maps_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{POINTER}.{uuid.uuid4().hex}"
-    tmp.write_text(json.dumps(pointer, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(folder / POINTER)
+@dataclass(frozen=True)
+class SavedVersion:
+    """A file in a map's versions folder: its calibration, or why it is damaged (one line)."""
+
+    version: str
+    calibration: Calibration | None
+    damaged: str = ""
+
+
+def version_files(name: str, model_id: str) -> list[SavedVersion]:
+    """Every saved version of a map, oldest first, damaged ones too (their `damaged` says why); temporary files
+    and names that are not versions are left out."""
+    folder = maps_dir() / f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}"
+    versions = (
+        [p.stem for p in folder.glob("*.json") if is_name(p.stem) and p.stem != SHIPPED] if folder.is_dir() else []
+    )
+    out = []
+    for version in sorted(versions, key=_order):
+        try:
+            out.append(SavedVersion(version, check_version(name, model_id, version)))
+        except MapError as exc:
+            why = str(exc).partition(": ")[2]  # without the file's name, which the listing shows
+            out.append(SavedVersion(version, None, why.removeprefix("damaged: ")))
+    return out
+
+
+def _order(version: str) -> tuple[str, int, str]:
+    """Versions in the order they were made: the time, then the `-2`, `-3`… of one second."""
+    base, _, n = version.partition("-")
+    return base, int(n) if n.isdigit() else 0, version
 
 
 def saved_versions(name: str, model_id: str) -> list[Calibration]:
-    """Every saved version of a map, oldest first (unreadable files are left out)."""
-    folder = maps_dir() / f"{name}.{model_id}"
-    out = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            out.append(_read_calibration(path))
-        except ValueError:
-            continue
-    return out
+    """Every usable saved version of a map, oldest first (damaged files are left out: see `version_files`)."""
+    return [v.calibration for v in version_files(name, model_id) if v.calibration is not None]
+
+
+def _read_pointer() -> tuple[dict[str, object], str]:
+    """`in_use.json`'s entries, and why it is damaged ('' when sound or absent: no entries then)."""
+    try:
+        text = read_text(maps_dir() / POINTER)
+    except MissingFile:
+        return {}, ""
+    except InputError as exc:
+        return {}, f"{POINTER} cannot be read ({str(exc).rpartition(': ')[2]})"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"{POINTER} is not JSON ({exc.msg}, line {exc.lineno})"
+    except (ValueError, RecursionError):
+        return {}, f"{POINTER} is not JSON"
+    if not isinstance(data, dict):
+        return {}, f"{POINTER} is not an object"
+    return data, ""
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """The adopted version of a map and its calibration (None: the shipped map), or, when the adopted one cannot
+    be used, why (`problem`: the shipped map is read then, flagged)."""
+
+    version: str | None = None
+    calibration: Calibration | None = None
+    problem: str = ""
+
+
+def adoption(name: str, model_id: str) -> Adoption:
+    """What `in_use.json` adopts for this map, checked: a damaged pointer, a value that is not a version, a
+    missing or damaged version give no version and a one-line `problem`."""
+    key = f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}"
+    entries, problem = _read_pointer()
+    if problem or key not in entries:
+        return Adoption(problem=problem)
+    value = entries[key]
+    if not is_name(value):
+        return Adoption(problem=f"{POINTER}: {key}: {shown(value)} is not a map version")
+    try:
+        return Adoption(str(value), check_version(name, model_id, str(value)))
+    except MapError as exc:  # it names the version file (`<name>.<model_id>/<version>.json`)
+        return Adoption(problem=f"{POINTER}: {exc}")
+
+
+def adopted_version(name: str, model_id: str) -> str | None:
+    """The version adopted for this map, None for the shipped one (or an adopted one that cannot be used)."""
+    return adoption(name, model_id).version
+
+
+def adopt_version(name: str, model_id: str, version: str) -> None:
+    """Use `version` of the map from now on (`shipped` restores the shipped map). The version is loaded and
+    validated first (`check_version`); the choice is a small pointer file, replaced atomically under a lock (two
+    adopts at once both land), so every process (the pages, the CLI) reads the same map. Entries of a damaged
+    pointer are dropped. MapError (one line) otherwise, the pointer unchanged."""
+    key = f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}"
+    if version != SHIPPED:
+        check_version(name, model_id, check_name(version, "map version"))
+    folder = maps_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with _locked(folder / LOCK):
+            entries, _ = _read_pointer()
+            pointer = {k: v for k, v in entries.items() if isinstance(v, str) and is_name(v) and k != key}
+            if version != SHIPPED:
+                pointer[key] = version
+            write_atomic(folder / POINTER, json.dumps(pointer, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise MapError(f"{POINTER}: cannot be written ({exc.strerror or exc}); the map in use is unchanged") from None
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (created), held for the block: one pointer update at a time, across processes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def new_version() -> str:

@@ -272,6 +272,8 @@ def comparison_text(name: str, comp: stats.Comparison) -> str:
     """'accuracy 0.50 → 0.64: +0.14 (−0.07 to +0.36), p = 0.29 (exact McNemar, 14 items)'."""
     if comp.difference is None:
         return f"{name}: not comparable on these items ({comp.test}, {comp.n} items)"
-    spread = f" ({comp.interval.low:+.2f} to {comp.interval.high:+.2f})" if comp.interval else ""
     p = "" if comp.p_value is None else f", p = {comp.p_value:.3g}"
-    return f"{name} {comp.a:.2f} → {comp.b:.2f}: {comp.difference:+.2f}{spread}{p} ({comp.test}, {comp.n} items)"
+    return (
+        f"{name} {comp.a:.2f} → {comp.b:.2f}: {comp.difference:+.2f}{comp.interval_text()}{p} "
+        f"({comp.test}, {comp.n} items)"
+    )

@@ -10,9 +10,13 @@ alone cannot tell signal from noise. This module owns the statistics; everything
   or over clusters (cases) where items cluster, with ≥ 1,000 resamples. Resamples are drawn as a matrix of
   multiplicities (resamples × items, multinomial), so each metric is one weighted sum over that matrix rather
   than a Python loop over resamples; κ and α, which have no weighted form here, fall back to a loop.
-- **Paired comparisons** of two things judged on the same items: the difference with its paired bootstrap
-  interval (the same resample applied to both), and a p-value: exact McNemar for paired correctness, the
-  paired bootstrap's two-sided p otherwise.
+- **Paired comparisons** of two things judged on the same items: the difference with its interval and a
+  p-value. Paired correctness (right / wrong) gets exact McNemar and Newcombe's square-and-add score interval
+  for the difference of paired proportions, which is never zero-width and excludes 0 about when McNemar's p is
+  below 0.05 (a bootstrap of a few discordant items is not: on 2–5 items it read [−1, −1] at p 0.06–0.5).
+  Other statistics get the paired bootstrap (the same resample applied to both) and its two-sided p — on at
+  least `MIN_PAIRED` items (or cases): below that, or when every resample gives the same difference, there is
+  no interval and no p, and `Comparison.reason` says why ("too few items: …"), shown where the interval would be.
 - **Many comparisons** (experiment cells against the best) are Holm-adjusted.
 
 The same seed always gives the same interval; the default seed is fixed so a page, the CLI and an export of
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 LEVEL = 0.95
+MIN_PAIRED = 10  # paired items (or cases) below which a paired bootstrap claims more than its resamples can show
 RESAMPLES = 2000  # ≥ 1,000 as promised; 2,000 keeps the 2.5 % tail's Monte-Carlo error under ~1 point
 SEED = 20261126
 
@@ -62,7 +67,7 @@ class Interval:
 
     low: float
     high: float
-    method: str  # "wilson" | "bootstrap" | "paired bootstrap"
+    method: str  # "wilson" | "bootstrap" | "paired bootstrap" | "paired score" | "exact McNemar" | their hulls
     n: int  # items (or clusters) it rests on
     level: float = LEVEL
 
@@ -390,6 +395,7 @@ class Comparison:
     test: str  # "exact McNemar" | "paired bootstrap"
     n: int
     discordant: tuple[int, int] | None = None  # McNemar: (A right & B wrong, A wrong & B right)
+    reason: str | None = None  # why there is no interval ("too few items: …"), shown where it would be
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -401,7 +407,25 @@ class Comparison:
             "test": self.test,
             "n": self.n,
             **({"discordant": list(self.discordant)} if self.discordant else {}),
+            **({"difference_ci_reason": self.reason} if self.reason and self.interval is None else {}),
         }
+
+    def interval_text(self, digits: int = 2) -> str:
+        """' (−0.07 to +0.36)', ' (too few items: 4 paired items; …)', or '' — as pages, reports and the CLI
+        print it after the difference."""
+        if self.interval is not None:
+            return f" ({self.interval.low:+.{digits}f} to {self.interval.high:+.{digits}f})"
+        return f" ({self.reason})" if self.reason else ""
+
+
+def interval_text(comparison: Mapping[str, object] | None, digits: int = 2) -> str:
+    """`Comparison.interval_text` of a comparison stored as its `to_dict()`."""
+    if not comparison:
+        return ""
+    ci, reason = comparison.get("difference_ci"), comparison.get("difference_ci_reason")
+    if isinstance(ci, list | tuple) and len(ci) == 2:
+        return f" ({float(ci[0]):+.{digits}f} to {float(ci[1]):+.{digits}f})"
+    return f" ({reason})" if isinstance(reason, str) and reason else ""
 
 
 def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
@@ -415,6 +439,11 @@ def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
     return float(binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue)
 
 
+def _too_few(n_units: int, clusters: Sequence[object] | None) -> str:
+    what = "cases" if clusters is not None else "items"
+    return f"too few items: {n_units} paired {what}; a paired bootstrap needs {MIN_PAIRED}"
+
+
 def paired_bootstrap(
     stat_a: Stat,
     stat_b: Stat,
@@ -425,7 +454,8 @@ def paired_bootstrap(
     level: float = LEVEL,
 ) -> Comparison:
     """B − A with both statistics computed on the same resamples; p is the two-sided bootstrap p-value
-    (twice the smaller share of resampled differences on either side of 0, with the +1 correction)."""
+    (twice the smaller share of resampled differences on either side of 0, with the +1 correction). Below
+    `MIN_PAIRED` units, or when every resample gives the same difference, no interval and no p: `reason`."""
     n_items = stat_a.n
     if n_items <= 0:
         return Comparison(None, None, None, None, None, "paired bootstrap", 0)
@@ -436,18 +466,71 @@ def paired_bootstrap(
     if not (np.isfinite(a) and np.isfinite(b)):
         return Comparison(_finite(a), _finite(b), None, None, None, "paired bootstrap", n_items)
     n_units = n_items if clusters is None else units.n_clusters
-    if n_units < 2:
-        return Comparison(a, b, b - a, None, None, "paired bootstrap", n_items)
+    if n_units < MIN_PAIRED:
+        return Comparison(a, b, b - a, None, None, "paired bootstrap", n_items, reason=_too_few(n_units, clusters))
     w = _unit_weights(units, resamples, seed)
     diffs = fb(w) - fa(w)
     finite = diffs[np.isfinite(diffs)]
     bounds = _percentile(diffs, level)
+    if bounds is not None and bounds[1] - bounds[0] <= 0:  # the same difference in (nearly) every resample
+        same = "no interval: the difference is the same in every resample (the two differ on too few items)"
+        return Comparison(a, b, b - a, None, None, "paired bootstrap", n_items, reason=same)
     interval = None if bounds is None else Interval(bounds[0], bounds[1], "paired bootstrap", n_units, level)
+    reason = None if bounds is not None else "no interval: the difference is undefined in most resamples"
     p = None
     if finite.size:
         below, above = (finite <= 0).sum(), (finite >= 0).sum()
         p = min(1.0, 2 * (min(below, above) + 1) / (finite.size + 1))
-    return Comparison(a, b, b - a, interval, p, "paired bootstrap", n_items)
+    return Comparison(a, b, b - a, interval, p, "paired bootstrap", n_items, reason=reason)
+
+
+def paired_score_interval(a_right: Flags, b_right: Flags, level: float = LEVEL) -> Interval | None:
+    """B − A of paired right/wrong outcomes: Newcombe's square-and-add interval for the difference of paired
+    proportions (1998, method 10, with the continuity-corrected correlation of Fagerland, Lydersen and Laake's
+    recommendation, 2014), made from each proportion's Wilson interval. It always holds the estimate and is never
+    zero-width (1 item: about ±0.79). None: no items."""
+    a, b = np.asarray(a_right, bool), np.asarray(b_right, bool)
+    n = int(a.size)
+    if n == 0:
+        return None
+    both, only_a, only_b = int((a & b).sum()), int((a & ~b).sum()), int((~a & b).sum())
+    neither = n - both - only_a - only_b
+    a_n, b_n = both + only_a, both + only_b
+    pa, pb = a_n / n, b_n / n
+    wa, wb = wilson(a_n, n, level), wilson(b_n, n, level)
+    assert wa is not None and wb is not None
+    margins = a_n * (n - a_n) * b_n * (n - b_n)
+    psi = 0.0
+    if margins:
+        cross = both * neither - only_a * only_b
+        psi = ((cross - n / 2) if cross > n / 2 else min(cross, 0)) / float(np.sqrt(margins))
+    # For A − B (Newcombe's first minus second); B − A is its mirror.
+    down = np.sqrt((pa - wa.low) ** 2 + (wb.high - pb) ** 2 - 2 * psi * (pa - wa.low) * (wb.high - pb))
+    up = np.sqrt((pb - wb.low) ** 2 + (wa.high - pa) ** 2 - 2 * psi * (pb - wb.low) * (wa.high - pa))
+    low, high = (pb - pa) - float(up), (pb - pa) + float(down)
+    return Interval(max(-1.0, low), min(1.0, high), "paired score", n, level)
+
+
+def mcnemar_interval(a_right: Flags, b_right: Flags, level: float = LEVEL) -> Interval | None:
+    """B − A of paired right/wrong outcomes, from the exact test itself: the Clopper–Pearson interval of the share
+    of discordant items B gets right, as a difference given the discordant items (θ = (2π − 1)·m/n). It excludes
+    0 exactly when exact McNemar's p is below 1 − level. None when no item is discordant (nothing to test)."""
+    a, b = np.asarray(a_right, bool), np.asarray(b_right, bool)
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    m, n = only_a + only_b, int(a.size)
+    if m == 0:
+        return None
+    from scipy.stats import binomtest  # scipy.stats takes ~0.5 s to import: CLI start-up time
+
+    ci = binomtest(only_b, m).proportion_ci(confidence_level=level, method="exact")
+    scale = m / n
+    return Interval((2 * float(ci.low) - 1) * scale, (2 * float(ci.high) - 1) * scale, "exact McNemar", n, level)
+
+
+def _hull(first: Interval, second: Interval | None, method: str) -> Interval:
+    if second is None:
+        return first
+    return Interval(min(first.low, second.low), max(first.high, second.high), method, first.n, first.level)
 
 
 def compare_correct(
@@ -458,14 +541,25 @@ def compare_correct(
     clusters: Sequence[object] | None = None,
     level: float = LEVEL,
 ) -> Comparison:
-    """Accuracy of B − A on the same items: paired bootstrap interval, exact McNemar p."""
+    """Accuracy of B − A on the same items: exact McNemar p, and the interval that no test here contradicts — the
+    hull of Newcombe's paired score interval (never zero-width, it carries the uncertainty of both rates) and the
+    exact interval of the McNemar test (so it excludes 0 only when p < 1 − level), widened to the cluster
+    bootstrap's where items share a case and there are at least `MIN_PAIRED` cases."""
     a, b = np.asarray(a_right, bool), np.asarray(b_right, bool)
     if a.shape != b.shape:
         raise ValueError(f"paired outcomes differ in length: {a.size} vs {b.size}")
-    boot = paired_bootstrap(w_mean(a), w_mean(b), seed=seed, clusters=clusters, level=level)
+    if a.size == 0:
+        return Comparison(None, None, None, None, None, "exact McNemar", 0)
+    score = paired_score_interval(a, b, level)
+    assert score is not None
+    interval = _hull(score, mcnemar_interval(a, b, level), "paired score + exact McNemar")
+    if clusters is not None and len(set(clusters)) < a.size:
+        boot = paired_bootstrap(w_mean(a), w_mean(b), seed=seed, clusters=clusters, level=level)
+        if boot.interval is not None:
+            interval = _hull(interval, boot.interval, interval.method + " + cluster bootstrap")
     discordant = (int((a & ~b).sum()), int((~a & b).sum()))
-    p = mcnemar_exact(a, b) if a.size else None
-    return Comparison(boot.a, boot.b, boot.difference, boot.interval, p, "exact McNemar", a.size, discordant)
+    pa, pb = float(a.mean()), float(b.mean())
+    return Comparison(pa, pb, pb - pa, interval, mcnemar_exact(a, b), "exact McNemar", a.size, discordant)
 
 
 def _finite(x: float) -> float | None:

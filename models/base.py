@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json as _json
 import logging
+import os
 import random
 import time
 import weakref
@@ -29,7 +30,7 @@ from models.discovery import REGISTERED
 from models.errors import CannotScore, ModelError, ModelTimeout, ModelUnavailable, ReplayMiss, StructuredOutputError
 from models.recording import CallLog, CallRecord, checkpoint, current_context
 from models.scoring import calibrate, normalise
-from models.secrets import StreamRedactor, redact, redact_obj, register_key_names
+from models.secrets import StreamRedactor, plain_url, redact, redact_obj, register_key_names
 from models.structured import InvalidOutputError, parse_structured, schema_for, validate_object
 from models.types import (
     ChoiceProbabilities,
@@ -78,6 +79,7 @@ class Requires:
     package: str | None = None  # the SDK's import name ("google.genai"); None: nothing beyond judgelab's own
     pip_name: str | None = None  # what installs it ("google-genai"); by default the package name
     key_env: tuple[str, ...] = ()  # the variables its API key may be in, in order (a spec's api_key_env first)
+    url_env: str | None = None  # the variable its SDK reads the server's URL from when no base_url is given
 
     @property
     def pip(self) -> str:
@@ -185,6 +187,14 @@ class ChatModel(ABC):
     @property
     def model_id(self) -> str:
         return self.spec.id
+
+    @property
+    def endpoint(self) -> str | None:
+        """Where requests go: the spec's base_url, else the variable the SDK would read it from
+        (`Requires.url_env`), always without a user name or password — httpx would send those preemptively as
+        `Authorization: Basic` to whatever answers there. None: the SDK's own default."""
+        env = self.requires.url_env
+        return plain_url(self.spec.base_url or (os.environ.get(env) if env else None) or None)
 
     @property
     def concurrency_key(self) -> str:

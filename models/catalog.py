@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from models import files, safe_yaml
 from models.discovery import backend_class, backends
 from models.fieldlines import compose, field_name, line_of, where
-from models.secrets import find_secret, register_key_names
+from models.secrets import find_secret, plain_url, register_key_names
 
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
 BUNDLED_MODEL_ID = "gemma3-270m"
@@ -36,7 +36,8 @@ class Profile(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A refused value is never quoted back: a base_url may hold a password (errors name the file, line and field).
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
     backend: str = Field(
@@ -66,6 +67,19 @@ class ModelSpec(BaseModel):
         """The judge method that suits the model: likelihood for a base model, generation otherwise."""
         return "likelihood" if self.tuning == "base" else "generate"
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        # httpx would send them to that address preemptively (Authorization: Basic), to whatever answers there,
+        # and a server that echoes its request would put them into runs, calls and events.
+        if value and plain_url(value) != value:
+            raise ValueError(
+                "a user name or password in the URL is not allowed: it would be sent with every request to "
+                "whatever answers at that address — remove it, and put the key in the environment variable named "
+                "by api_key_env (or in .streamlit/secrets.toml)"
+            )
+        return value
+
     @field_validator("backend")
     @classmethod
     def _registered(cls, value: str) -> str:
@@ -89,7 +103,7 @@ class PanelSeat(BaseModel):
 
 
 class Catalog(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     models: list[ModelSpec]
     panels: dict[str, list[PanelSeat]] = Field(default_factory=dict, description="Named jury panels.")

@@ -1,10 +1,15 @@
 """The one checked reader under every file the project reads (experiments, catalogs, characters, scripts,
-cases, recordings, the secrets file) and every upload.
+cases, recordings, the secrets file) and every upload; and the atomic writer of the files a command is told to
+write (`write_atomic`: exports, reports, scorecards).
 
 It opens without blocking (`O_NONBLOCK`, so a FIFO with no writer or a device returns at once), checks
 with `fstat` on the open descriptor — not on the name, which could be swapped — that it is a regular
 file, refuses one above the size limit before reading a byte of it, and reads at most the limit (a file
 that grows while it is read is refused too). The text must be UTF-8 (a BOM is accepted).
+
+A file is written whole or not at all: into a temporary file in the target's folder, flushed to disk (fsync),
+then renamed over the target, so a full disk, a kill or a crash leaves the old file (or none) and never half of
+one. Only a regular file is replaced: a folder, a device (`/dev/full`), a FIFO or a socket is refused.
 
 It lives in `models` because the model layer reads files too (the catalog, the secrets file) and must
 not import `engine`; `engine.inputs` builds on it with the limit from the settings.
@@ -12,7 +17,9 @@ not import `engine`; `engine.inputs` builds on it with the limit from the settin
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -110,3 +117,69 @@ def decode(data: bytes, source: str) -> str:
 def read_text(path: str | Path, limit: int | None = None) -> str:
     """The UTF-8 text of a regular file within the limit (see `read_bytes`)."""
     return decode(read_bytes(path, limit), str(path))
+
+
+class OutputError(OSError):
+    """A file cannot be written where it was asked for; the message names the place and why, in one line."""
+
+
+def check_target(path: str | Path) -> None:
+    """OutputError unless `path` can be a file `write_atomic` replaces (a regular file, or none, in a folder)."""
+    _check_target(str(path), Path(os.path.realpath(path)))
+
+
+def _check_target(source: str, target: Path) -> None:
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise OutputError(f"{source}: no such folder") from None
+        return
+    except OSError as exc:
+        raise OutputError(f"{source}: cannot write ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise OutputError(f"{source}: is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise OutputError(f"{source}: {_kind(info.st_mode)}, not a regular file")
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> None:
+    """Write `data` (text as UTF-8, exactly: no newline translation) to `path` whole or not at all; a link is
+    followed (the file it names is replaced). OutputError, one line naming `path`, when it cannot be."""
+    source = str(path)
+    target = Path(os.path.realpath(path))
+    _check_target(source, target)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        # O_EXCL: a name no one else holds; 0o666 less the umask, the mode any new file gets
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise OutputError(f"{source}: cannot write ({exc.strerror or exc})") from None
+    try:
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(OSError):  # an existing file keeps its mode
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"{source}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    _fsync_folder(target.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """The rename made durable (the folder's entry); skipped where a folder cannot be opened."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

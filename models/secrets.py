@@ -4,11 +4,15 @@ Values are returned to the backend that needs them and never stored, logged or s
 by *value*: every configured key (each catalog `api_key_env`, the providers' variables, any variable
 named like a key, every string in the secrets file) is replaced by `<ITS_NAME>` wherever text leaves
 the process or reaches the store — model errors and replies, the call log, events, runs, log records,
-the CLI's stdout and stderr.
+the CLI's stdout and stderr. The credentials of a URL (`scheme://user:password@host` in a variable, the secrets
+file or the catalog) are secrets too, in every form they could come back in (`url_credentials`: as written,
+decoded, and the base64 of `user:password` that `Authorization: Basic` carries); `plain_url` takes them out of a
+URL before anything is sent to it.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
@@ -21,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from models import files, safe_yaml
 from models.files import InputError, read_text
@@ -32,6 +36,42 @@ DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
 KEY_LIKE_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
 NOT_SECRETS = frozenset({"JUDGELAB_SECRETS"})  # a path, not a key
 MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words and numbers
+MIN_TOKEN_USER = 16  # a URL's user name alone this long is taken for a token; shorter, for a name
+# The user name and password of a URL (`scheme://user:password@host`), anywhere in a text: a catalog file (read as
+# text, so a broken one counts too), a variable's value.
+URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#@\s'\"]+)@")
+
+
+def plain_url(url: str | None) -> str | None:
+    """The URL without its user name and password (`http://user:pw@host/v1` → `http://host/v1`): httpx sends
+    those preemptively as `Authorization: Basic`, to whatever answers, before any server asked."""
+    if not url or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return URL_USERINFO.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)], url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+def url_credentials(text: str) -> list[str]:
+    """Every form in which the credentials of the URLs in a text could come back: the password as written, decoded
+    and encoded; `user:password`; and the base64 of it (`Authorization: Basic …`, as a server may echo it). A user
+    name alone is a credential when it is long enough to be a token (`https://TOKEN@host`), not `postgres@`."""
+    forms: list[str] = []
+    for match in URL_USERINFO.finditer(text or ""):
+        userinfo = match.group(1)
+        user, _, password = userinfo.partition(":")
+        secret = password or (user if len(unquote(user)) >= MIN_TOKEN_USER else "")
+        if not secret:
+            continue
+        for raw in {userinfo, unquote(userinfo)}:
+            basic = base64.b64encode((raw if password else raw + ":").encode()).decode()
+            forms += [raw, basic, basic.rstrip("=")]
+        forms += [secret, unquote(secret), quote(unquote(secret), safe="")]
+    return forms
 
 
 def secrets_paths() -> list[Path]:
@@ -129,6 +169,25 @@ def _read_catalog_key_names(path: Path) -> set[str]:
         return set()
 
 
+_CATALOG_CREDENTIALS: dict[tuple[str, int, int], tuple[str, ...]] = {}  # the same, for base_url credentials
+
+
+def _catalog_credentials(path: Path) -> list[str]:
+    """The credentials written into the URLs of a catalog file (refused when it is loaded, redacted all the same:
+    a broken file's error may quote the line)."""
+    stat = _stat(path)
+    if stat is not None and stat in _CATALOG_CREDENTIALS:
+        return list(_CATALOG_CREDENTIALS[stat])
+    try:
+        forms = tuple(url_credentials(files.read_text(path)))
+    except Exception:  # any unreadable catalog: nothing from it
+        forms = ()
+    if stat is not None:
+        _CATALOG_CREDENTIALS.clear()
+        _CATALOG_CREDENTIALS[stat] = forms
+    return list(forms)
+
+
 def _strings(value: object, name: str) -> Iterable[tuple[str, str]]:
     if isinstance(value, str):
         yield value, name
@@ -158,15 +217,19 @@ def _collect(fingerprint: tuple[Any, ...]) -> _Known:
         value = os.environ.get(name)
         if value:
             found.setdefault(value, name)
-    for value, name in _strings(_read_secrets(), "SECRET"):
+    in_file = list(_strings(_read_secrets(), "SECRET"))
+    for value, name in in_file:
         found.setdefault(value, name)
-    database_url = os.environ.get("JUDGELAB_DATABASE_URL") or ""
-    try:
-        password = urlsplit(database_url).password
-    except ValueError:
-        password = None
-    if password:
-        found.setdefault(password, "DATABASE_PASSWORD")
+    # The credentials of every URL in the environment (JUDGELAB_DATABASE_URL, OPENAI_BASE_URL, OLLAMA_HOST…), in
+    # the secrets file and in the catalog, in each form they could come back in.
+    urls = [("DATABASE" if n == "JUDGELAB_DATABASE_URL" else n, v) for n, v in sorted(os.environ.items())] + [
+        (n, v) for v, n in in_file
+    ]
+    for name, value in urls:
+        for form in url_credentials(value) if "@" in value else ():
+            found.setdefault(form, f"{name}_PASSWORD")
+    for form in _catalog_credentials(_catalog_path()):
+        found.setdefault(form, "BASE_URL_PASSWORD")
     values = {v.strip(): n for v, n in found.items() if len(v.strip()) >= MIN_SECRET_LENGTH}
     # Longest first: a key that contains another is replaced whole, never left half-visible.
     ordered = sorted(values, key=len, reverse=True)

@@ -877,6 +877,8 @@ def map_line(config: HandRaiseConfig) -> str:
     used = map_in_use("handraise", mid)
     if used is None:
         return "none fitted for this model (the judge runs uncalibrated)"
+    if used.version == "shipped" and used.fallback:  # a damaged in_use.json or adopted version
+        return f"the shipped one — the adopted map cannot be used ({used.fallback})"
     if used.version == "shipped":
         return "the shipped one, fitted on the project's labelled chats"
     return str(used.provenance or f"version {used.version}")

@@ -36,6 +36,7 @@ from engine.experiments.evidence import cell_diff, table_evidence
 from engine.experiments.results import list_experiments, show_experiment
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.mechanism import mechanisms
+from engine.stats import interval_text
 from models import safe_yaml
 
 KEY = "experiments."
@@ -534,8 +535,7 @@ def _render_cell_items(a: Any, b: Any) -> None:
     )
     comparison = diff.get("comparison")
     if comparison and comparison.get("difference") is not None:
-        ci = comparison.get("difference_ci")
-        spread = f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if isinstance(ci, list) else ""
+        spread = md(interval_text(comparison))  # the interval, or why there is none
         st.caption(
             f"Right on {comparison['a']:.2f} (A) and {comparison['b']:.2f} (B) of the items: B − A "
             f"{comparison['difference']:+.2f}{spread}, exact McNemar p = {comparison['p_value']:.3g}."

@@ -44,6 +44,7 @@ from dashboard.labelling import (
 from dashboard.mechanism_ui import LabelWords
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.inputs import InputError, read_upload
+from engine.judgemaps import is_name
 from engine.labels import (
     agreement,
     count_labels,
@@ -470,10 +471,19 @@ def render_versions(mechanism: str, *, key: str) -> None:
     model_id = _refit_model(mechanism)
     if model_id is None:
         return
-    versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
+    try:
+        versions = list(reversed(map_versions(mechanism, model_id)))  # newest first
+    except ValueError as exc:  # a map id that is not one (LabelError, one line)
+        st.error(md(str(exc)))
+        return
     if not versions:
         return
-    with st.expander(f"Map versions for {md(model_id)} ({len(versions)})", expanded=False):
+    fallback = next((v.fallback for v in versions if v.fallback), "")
+    if fallback:
+        st.warning(md(f"The adopted map cannot be used ({fallback}): the judge reads the shipped map."))
+    damaged = sum(1 for v in versions if v.damaged)
+    title = f"Map versions for {md(model_id)} ({len(versions)}" + (f", {damaged} damaged)" if damaged else ")")
+    with st.expander(title, expanded=bool(damaged or fallback)):
         st.dataframe(
             pd.DataFrame(
                 [
@@ -481,7 +491,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
                         "in use": bool(v.in_use),
                         "version": str(v.version),
                         "made": made(v),
-                        "what it learnt from": str(v.provenance or ""),
+                        "what it learnt from": f"damaged: {v.damaged}" if v.damaged else str(v.provenance or ""),
                     }
                     for v in versions
                 ]
@@ -489,7 +499,7 @@ def render_versions(mechanism: str, *, key: str) -> None:
             hide_index=True,
             width="stretch",
         )
-        older = [str(v.version) for v in versions if not v.in_use]
+        older = [str(v.version) for v in versions if not v.in_use and not v.damaged]  # a damaged one: never adopted
         if older:
             row = st.container(horizontal=True, wrap=True, vertical_alignment="bottom")
             chosen = row.selectbox("Version", older, key=key + ".pick", width=320)
@@ -516,7 +526,7 @@ def _refit_model(mechanism: str) -> str | None:
     if refit and refit.get("mechanism") == mechanism:
         return str(refit["model_id"])
     for label in reversed(list_labels(state.get_store(), mechanism=mechanism, user=current_user())):
-        if label.context.get("map_id"):
+        if is_name(label.context.get("map_id")):  # a label's map id that is not a name is never read as one
             return str(label.context["map_id"])
     return default_map_id(mechanism, state.get_catalog().ids)
 
@@ -613,9 +623,13 @@ def handle_import(name: str, data: bytes) -> str | None:
         return None
     config = {"source": name, "format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()[:16]}
     store = state.get_store()
-    return start_watched(
+    run_id = start_watched(
         IMPORT_KIND, config, partial(run_import, store, text, fmt, name), param="import", key=IMPORT_RUN
     )
+    if run_id is None:  # it could not start (the database refused its run): one line, in the import's words
+        why = str(st.session_state.get(IMPORT_RUN + ".error") or "")
+        st.session_state[IMPORT_RUN + ".error"] = f"Nothing imported: {_reason(why.split(' could not start: ')[-1])}"
+    return run_id
 
 
 def render_import() -> None:
@@ -653,5 +667,10 @@ def _import_outcome(run: Any) -> None:
         lines = "\n".join(f"- {md(str(p))}" for p in problems)
         st.error(f"Nothing imported — fix these lines:\n\n{lines}")
         return
-    reason = re.sub(r"^[A-Za-z]+(Error|Exception|Cancelled): ", "", str(run.error or run.status))
-    st.error(f"Nothing imported: {md(reason.splitlines()[0] if reason else run.status)}")
+    st.error(f"Nothing imported: {md(_reason(str(run.error or run.status)))}")
+
+
+def _reason(error: str) -> str:
+    """An error's first line without its exception's name ('StoreError: the database …' → 'the database …')."""
+    reason = re.sub(r"^[A-Za-z]+(Error|Exception|Cancelled): ", "", error.strip())
+    return reason.splitlines()[0] if reason else "it did not finish"

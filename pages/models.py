@@ -20,6 +20,7 @@ from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
+from engine.stats import interval_text
 from engine.store import CANCELLED
 from models.probe import FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
@@ -114,10 +115,10 @@ def versus_text(versus: Any) -> str:
         return ""
     if versus.get("best"):
         return "the best of its role"
-    diff, ci, p = versus.get("difference"), versus.get("difference_ci"), versus.get("p_value")
+    diff, p = versus.get("difference"), versus.get("p_value")
     if not isinstance(diff, int | float):
         return ""
-    spread = f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+    spread = interval_text(versus)  # the interval, or why there is none ("too few items: …")
     shown_p = f", p {p:.2g}" if isinstance(p, int | float) else ""
     return f"{diff:+.2f}{spread}{shown_p} vs {versus.get('best_model')} · {versus.get('best_method')}"
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import inspect
 import json
+import os
 import re
+import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +38,63 @@ def say(message: object = "", *, err: bool = False, nl: bool = True, fg: str | N
     """Print a line the way every command does: model, case and file text is untrusted, so control and
     escape sequences are shown, never sent to the terminal (keys are redacted by the wrapped streams)."""
     typer.secho(terminal_safe(str(message)), err=err, nl=nl, fg=fg)
+
+
+def say_data(data: str | bytes) -> None:
+    """A data stream on stdout (a CSV, JSONL, JSON or HTML export): piped or redirected, the very bytes a file
+    would hold (CR LF line ends, control characters and all; keys redacted by value as everywhere); on a
+    terminal, shown as `say` shows text, so nothing in it can act on the terminal."""
+    from models.secrets import redact  # CLI start-up
+
+    text = redact(data) if isinstance(data, str) else data.decode("utf-8-sig")  # bytes: redacted by the engine
+    stream = sys.stdout
+    if stream.isatty():
+        say(text.replace("\r\n", "\n"), nl=False)
+        return
+    raw = getattr(stream, "buffer", None)
+    try:
+        stream.flush()
+        if raw is None:  # a text-only stream (a test's): text, no newline translation on it
+            stream.write(text)
+        else:
+            raw.write(text.encode("utf-8"))
+            raw.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted; nothing more goes to the closed pipe
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        raise fail(f"stdout: cannot write ({exc.strerror or exc})") from None
+
+
+def write_output(output: Path | None, data: str | bytes, *, option: str = "--output") -> bool:
+    """An export to where `--output` says: stdout when it is None or `-` (`say_data`; False returned), else
+    the file, written atomically (True returned). Text is redacted by value first, so a file and stdout hold
+    the same bytes. A place that cannot be written (a folder, a missing folder, a read-only one, a device such
+    as /dev/full, a full disk) is a one-line error, exit 1."""
+    from models.files import OutputError, write_atomic  # CLI start-up
+    from models.secrets import redact  # CLI start-up
+
+    if output is None or str(output) == "-":
+        say_data(data)
+        return False
+    try:
+        write_atomic(output, redact(data) if isinstance(data, str) else data)
+    except OutputError as exc:
+        raise fail(f"{option} {exc}") from None
+    return True
+
+
+def check_output(output: Path | None, *, option: str = "--output") -> None:
+    """Refuse, before any work, an `--output` that cannot be a file (a folder, a device, in no folder)."""
+    from models.files import OutputError, check_target  # CLI start-up
+
+    if output is None or str(output) == "-":
+        return
+    try:
+        check_target(output)
+    except OutputError as exc:
+        raise fail(f"{option} {exc}") from None
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

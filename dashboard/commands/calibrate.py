@@ -93,8 +93,10 @@ def calibrate_judge_cmd(
         return labels_refit(only if only != ",".join(MECHANISMS) else "handraise", with_split, adopt, as_json)
     if with_split or adopt:
         raise fail("--with-split and --adopt go with --labels", code=2)
-    from engine.judgemaps import CALIBRATION_DIR  # CLI start-up
+    from engine.judgemaps import CALIBRATION_DIR, is_name, shown  # CLI start-up
 
+    if not is_name(model_id):  # it names the map files: refused before any model is loaded
+        raise fail(f"--model: {shown(model_id)} cannot name a map (letters, digits and . _ : + -, no '..')", code=2)
     chosen = [m.strip() for m in only.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in MECHANISMS]
     if unknown or not chosen:

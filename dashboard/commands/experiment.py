@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say
+from dashboard.commands import check_output, fail, say, write_output
 from engine.mechanism import scorecard_roles
 
 if TYPE_CHECKING:
@@ -47,6 +47,26 @@ def _shown(store: Store, experiment_id: str) -> dict[str, Any]:
     except KeyError as exc:
         raise fail(str(exc.args[0])) from None
     return shown
+
+
+@app.command("validate")
+def validate_cmd(
+    file: Annotated[Path, typer.Argument(help="The experiment's YAML file.")], as_json: JsonFlag = False
+) -> None:
+    """Check a definition as `run` does (schema, mechanism, every combination of the grid), running nothing."""
+    from engine.experiments import DefinitionError, load_definition  # CLI start-up
+
+    try:
+        definition = load_definition(file)
+    except DefinitionError as exc:
+        raise fail(str(exc)) from None
+    axes = definition.axis_lengths()
+    if as_json:
+        _print({"valid": True, "name": definition.name, "cells": definition.cell_count(), "axes": axes})
+        return
+    shape = " × ".join(f"{name} {n}" for name, n in axes.items()) or "no axes"
+    cells = definition.cell_count()
+    say(f"{file}: valid — {cells} cell{'' if cells == 1 else 's'} ({shape}; repeats {definition.repeats})")
 
 
 @app.command("run")
@@ -143,7 +163,9 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
 def export_cmd(
     experiment_id: str,
     fmt: Annotated[str, typer.Option("--format", help="csv | json | html (self-contained report)")] = "csv",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write this file (default, or -: stdout).")
+    ] = None,
 ) -> None:
     """Export an experiment's table."""
     from dashboard.report import experiment_export  # CLI start-up
@@ -151,11 +173,7 @@ def export_cmd(
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
-    text = experiment_export(shown, fmt)
-    if output is None:
-        say(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
+    if write_output(output, experiment_export(shown, fmt)):  # stdout piped: the file's bytes exactly
         say(f"wrote {output}")
 
 
@@ -285,6 +303,7 @@ def scorecard_cmd(
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
         methods=_scorecard_methods(methods),
     )
+    check_output(output)
     store = _store()
     previous = None
     if output is not None and output.is_file():
@@ -294,6 +313,8 @@ def scorecard_cmd(
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
+    from engine.stats import interval_text  # CLI start-up
+    from models.files import OutputError  # CLI start-up
 
     command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
 
@@ -303,6 +324,8 @@ def scorecard_cmd(
             return
         try:
             save_scorecard(merge_scorecards(previous, result, store), output, command)
+        except OutputError as exc:
+            raise fail(f"--output {exc}") from None
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
@@ -328,9 +351,10 @@ def scorecard_cmd(
                 say(f"  {'':<10} {diagnosis['label']}: {diagnosis['text']}")
         versus = row.get("versus_best") or {}
         if isinstance(versus.get("difference"), int | float):
-            ci, p = versus.get("difference_ci"), versus.get("p_value")
-            spread = f" ({ci[0]:+.3f} to {ci[1]:+.3f})" if isinstance(ci, list) else ""
+            p = versus.get("p_value")
             say(
                 f"  {'':<10} vs the role's best ({versus['best_model']} · {versus['best_method']}): "
-                f"{versus['difference']:+.3f}{spread}, p {p} ({versus['test']})"
+                f"{versus['difference']:+.3f}{interval_text(versus, 3)}"
+                + (f", p {p}" if p is not None else "")
+                + f" ({versus['test']})"
             )

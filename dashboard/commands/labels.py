@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say
+from dashboard.commands import fail, say, write_output
 from engine.mechanism import mechanisms
 
 if TYPE_CHECKING:
@@ -88,24 +88,23 @@ def list_cmd(
 
 @app.command("export")
 def export_cmd(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write this file (default, or -: stdout).")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="jsonl | csv.")] = "jsonl",
     mechanism: Mechanism = None,
     user: User = None,
 ) -> None:
-    """Every label (the newest of each item and user is not enough to restore history: all are exported)."""
+    """Every label (the newest of each item and user is not enough to restore history: all are exported). The
+    file, or stdout when piped or redirected, holds exactly the bytes `labels import` reads back."""
     # CLI start-up
     from engine.labels import export_labels, list_labels
 
     if fmt not in ("jsonl", "csv"):
         raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
     labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
-    text = export_labels(labels, fmt)  # type: ignore[arg-type]
-    if output is None:  # a terminal is shown control characters as escapes; --output writes the labels exactly
-        say(text, nl=False)
-        return
-    output.write_text(text, encoding="utf-8", newline="")
-    say(f"{len(labels)} label(s) written to {output}", err=True)
+    if write_output(output, export_labels(labels, fmt)):  # type: ignore[arg-type]
+        say(f"{len(labels)} label(s) written to {output}", err=True)
 
 
 @app.command("import")
@@ -230,14 +229,30 @@ def maps_cmd(
 ) -> None:
     """The hand-raise map's versions: the shipped one and every refit from labels; which is in use."""
     # CLI start-up
-    from engine.labels import map_versions
+    from engine.labels import LabelError, map_versions
 
-    versions = map_versions("handraise", model_id)
+    try:
+        versions = map_versions("handraise", _map_id(model_id))
+    except LabelError as exc:
+        raise fail(str(exc)) from None
     if as_json:
         _emit([v.to_json() for v in versions])
         return
     for v in versions:
-        say(f"{'*' if v.in_use else ' '} {v.version:<18} {v.created:<18} {v.provenance}")
+        what = f"DAMAGED: {v.damaged}" if v.damaged else v.provenance
+        say(f"{'*' if v.in_use else ' '} {v.version:<18} {v.created:<18} {what}")
+        if v.fallback:
+            say(f"  in use because the adopted map cannot be: {v.fallback}")
+
+
+def _map_id(value: str) -> str:
+    """`--map` as a map id (a closed name, never a path), else a one-line usage error."""
+    # CLI start-up
+    from engine.judgemaps import is_name, shown
+
+    if not is_name(value):
+        raise fail(f"--map: {shown(value)} is not a map id", code=2)
+    return value
 
 
 @app.command("adopt")
@@ -252,7 +267,7 @@ def adopt_cmd(
     from engine.labels import LabelError, adopt_map
 
     try:
-        adopt_map(None, "handraise", model_id, version)
+        adopt_map(None, "handraise", _map_id(model_id), version)
     except LabelError as exc:
         raise fail(str(exc)) from None
     say(f"handraise map {model_id}: {version} in use")

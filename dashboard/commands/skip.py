@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say, usable_model
+from dashboard.commands import check_output, fail, say, usable_model
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
@@ -118,11 +118,11 @@ def simulate_cmd(
         bound_text,
         parse_workload,
     )
+    from models.files import OutputError  # CLI start-up
 
     if workload is not None and generate:
         raise _fail("give either --workload or --generate, not both")
-    if record is not None and (record.is_dir() or not record.parent.is_dir()):
-        raise _fail(f"--record {record}: not a file in an existing folder")
+    check_output(record, option="--record")
     messages = None
     spec = file_ref = None
     try:
@@ -176,6 +176,8 @@ def simulate_cmd(
     if record:
         try:
             RecordedJudge(report.records).dump(record)
+        except OutputError as exc:
+            raise _fail(f"--record {exc}") from None
         except OSError as exc:
             raise _fail(f"--record {record}: cannot write ({exc.strerror or exc})") from None
     if model_id is not None:
@@ -288,12 +290,12 @@ def record_cmd(
         generate_workload,
         record_alongside,
     )
+    from models.files import OutputError  # CLI start-up
 
     source = alongside or default_recording()
     if mode not in ("likelihood", "structured", "probability"):
         raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
-    if output.is_dir() or not output.parent.is_dir():
-        raise _fail(f"--output {output}: not a file in an existing folder")
+    check_output(output)
     try:
         RecordedJudge.load(source)
         if output.is_file():
@@ -316,6 +318,8 @@ def record_cmd(
 
     try:
         judged, calls = asyncio.run(go())
+    except OutputError as exc:
+        raise _fail(f"--output {exc}") from None
     except OSError as exc:
         raise _fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
     say(f"{judged} states judged by {model_id} in {output} ({calls} calls now)")

@@ -240,6 +240,8 @@ def tie_sentence(summary: Mapping[str, Any]) -> str:
     if summary.get("default_tied") is True and summary.get("default_cell") != summary["best_cell"]:
         text += f"; the default settings (cell {summary['default_cell']}) tie with the best: the sweep found no "
         text += "measurable improvement"
+    if summary.get("note"):
+        text += f" — {summary['note']}"
     return text
 
 
@@ -297,6 +299,13 @@ def table_evidence(
     if kind == "correct" and metric == "accuracy":
         evidence.method = "exact McNemar"
         p_raw = _mcnemar_against(per_item, best_j, others)
+    elif n_clusters < stats.MIN_PAIRED:  # a bootstrap of so few cannot tell a worse cell from chance
+        evidence.method = "paired bootstrap"
+        evidence.note = (
+            f"too few items: {n_clusters} paired; a paired bootstrap needs {stats.MIN_PAIRED} — no cell is called "
+            "worse than the best"
+        )
+        p_raw = [1.0] * len(others)
     else:
         evidence.method = "paired bootstrap"
         p_raw = _bootstrap_z(boot[others] - boot[best_j], point[others] - point[best_j])
@@ -321,8 +330,8 @@ def _bootstrap_z(diffs: np.ndarray, observed: np.ndarray) -> list[float]:
         se = float(finite.std(ddof=1)) if finite.size > 1 else 0.0
         if not np.isfinite(obs):
             out.append(1.0)
-        elif se == 0.0:
-            out.append(1.0 if obs == 0 else 0.0)
+        elif se == 0.0:  # the same difference in every resample: a degenerate bootstrap shows no evidence
+            out.append(1.0)
         else:
             out.append(float(2 * norm.sf(abs(obs) / se)))
     return out

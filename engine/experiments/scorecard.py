@@ -33,6 +33,7 @@ from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, sc
 from engine.runctx import progress
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
+from models.files import write_atomic
 
 SCORECARD = "scorecard"
 Step = tuple[str | None, str | None]  # (model, method) of one row
@@ -225,7 +226,7 @@ def save_scorecard(result: dict[str, Any], path: Path, command: str | None = Non
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "commands": list(dict.fromkeys([*result.get("commands", []), *([command] if command else [])])),
     }
-    path.write_text(json.dumps(shipped, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(shipped, ensure_ascii=False, indent=1, default=str) + "\n")  # whole or not at all
 
 
 def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:

@@ -531,7 +531,8 @@ class MapChoice:
     scores are read (the judge model first, then its likelihood partners; the embedder for the embedding
     judge), `map_id` the id the map is looked up under, `calibration` None when there is no map (the judge
     then flags `uncalibrated`), `flags` why an ensemble was left out (`ensemble_unmapped`,
-    `ensemble_unavailable:<id>`), `partners_asked` the partners the configuration named."""
+    `ensemble_unavailable:<id>`) or that the adopted map could not be used (`map_fallback`), `partners_asked` the
+    partners the configuration named."""
 
     method: str
     scorers: tuple[str, ...]
@@ -573,7 +574,10 @@ class MapChoice:
             else ""
         )
         scored = f"Scored by {' + '.join(self.scorers)}. " if self.method == "likelihood" else ""
-        return f"{alone}{scored}Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows{cv})"
+        fallback = (
+            f" — the adopted map cannot be used ({cal.fallback}): the shipped map is read" if cal.fallback else ""
+        )
+        return f"{alone}{scored}Calibration: {cal.label} (fitted on {cal.fitted_on}, {cal.n_items} rows{cv}){fallback}"
 
 
 def map_choice(
@@ -588,7 +592,8 @@ def map_choice(
     - `embedding`: the embedder's map, whatever the judge model.
     - any other method writes its own numbers: no scorers, no map."""
     if method == "embedding":
-        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, judgemaps.load_calibration(EMBEDDING, EMBEDDER_ID))
+        cal = judgemaps.load_calibration(EMBEDDING, EMBEDDER_ID)
+        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, cal, _fallback_flag(cal))
     if method != "likelihood":
         return MapChoice(method, (), "", None)
     partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
@@ -599,13 +604,18 @@ def map_choice(
         combined = ensemble_id(judge_id, partners)
         cal = judgemaps.load_calibration(HANDRAISE, combined)
         if cal is not None:
-            return MapChoice(method, (judge_id, *partners), combined, cal, (), partners)
+            return MapChoice(method, (judge_id, *partners), combined, cal, _fallback_flag(cal), partners)
         flags = ("ensemble_unmapped",)
     for map_id in (judge_id, "default"):
         cal = judgemaps.load_calibration(HANDRAISE, map_id)
         if cal is not None:
-            return MapChoice(method, (judge_id,), map_id, cal, flags, partners)
+            return MapChoice(method, (judge_id,), map_id, cal, (*flags, *_fallback_flag(cal)), partners)
     return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
+
+
+def _fallback_flag(cal: Calibration | None) -> tuple[str, ...]:
+    """`map_fallback` when the shipped map is read because the adopted version cannot be (its `fallback`)."""
+    return ("map_fallback",) if cal is not None and cal.fallback else ()
 
 
 def cos_scale(cos: float) -> float:

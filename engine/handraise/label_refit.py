@@ -25,7 +25,7 @@ from engine.handraise.decisions import HandRaiseConfig, default_ensemble, will_f
 from engine.handraise.judge import map_choice, novelty_of
 from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.inputs import read_text
-from engine.judgemaps import CALIBRATION_DIR, Calibration, load_calibration, new_version
+from engine.judgemaps import CALIBRATION_DIR, Calibration, is_name, load_calibration, new_version, shown
 from engine.labels.items import labelable_items
 from engine.labels.refit import LabelRefit, map_name, rounded
 from engine.labelstore import Label, LabelError, label_spec, list_labels
@@ -177,6 +177,19 @@ def cross_validated(
     return predicted
 
 
+def checked_map_ids(labels: Sequence[Label]) -> None:
+    """Every map id the hand labels name (`context.map_id`, `context.judge_model`) is a map id (a closed name,
+    `engine.judgemaps.is_name`), never a path: LabelError naming the first label and field that is not."""
+    for lab in labels:
+        for field_name in ("map_id", "judge_model"):
+            value = lab.context.get(field_name)
+            if lab.mechanism == "handraise" and value not in (None, "") and not is_name(value):
+                item = (
+                    lab.item_key if lab.item_key.isprintable() and len(lab.item_key) <= 60 else shown(lab.item_key, 60)
+                )
+                raise LabelError(f"label {lab.id} ({item}): context.{field_name}: {shown(value)} is not a map id")
+
+
 def _map_id(rows: Sequence[Mapping[str, Any]], labels: Sequence[Label]) -> str:
     ids = [str(r["map_id"]) for r in rows if r.get("map_id")]
     if ids:
@@ -229,6 +242,7 @@ def refit_hand_raise(
     labels. Raises LabelError when the labels cannot be fitted (too few, one value only, no recorded features)."""
     config = config or HandRaiseConfig()
     labels = list(labels) if labels is not None else list_labels(store, mechanism="handraise", user=user)
+    checked_map_ids(labels)  # before anything reads them: a label never names a path
     rows = _fittable_rows(labels)
     model_id = _map_id(rows, labels)
     rows = [r for r in rows if r.get("map_id") in (None, model_id)]

@@ -22,11 +22,11 @@ from engine.judgemaps import (
     SHIPPED,
     Calibration,
     adopt_version,
-    adopted_version,
+    adoption,
     calibration_path,
     load_calibration,
     save_version,
-    saved_versions,
+    version_files,
 )
 from engine.labelstore import Label, LabelError, label_spec, label_specs
 from engine.mechanism import mechanism_spec, resolve_callable
@@ -87,6 +87,8 @@ class MapVersion:
     provenance: str
     in_use: bool
     n_labels: int = 0
+    damaged: str = ""  # why this version cannot be used (one line): never in use, never adoptable
+    fallback: str = ""  # the shipped map only: why it is read although another version was adopted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +97,8 @@ class MapVersion:
             "provenance": self.provenance,
             "in_use": self.in_use,
             "n_labels": self.n_labels,
+            "damaged": self.damaged,
+            "fallback": self.fallback,
         }
 
 
@@ -154,8 +158,12 @@ def refit_from_labels(
 
 
 def save_candidate(refit: LabelRefit) -> Path:
-    """Save the candidate as a new version of its map (not in use until `adopt_map`)."""
-    return save_version(refit.candidate)
+    """Save the candidate as a new version of its map (not in use until `adopt_map`); when its version was taken
+    (two refits in one second) it is saved as the next free one, and `refit.candidate` says which."""
+    path = save_version(refit.candidate)
+    if path.stem != refit.candidate.version:
+        refit.candidate = refit.candidate.model_copy(update={"version": path.stem})
+    return path
 
 
 def map_name(mechanism: str) -> str:
@@ -167,7 +175,8 @@ def map_name(mechanism: str) -> str:
 
 
 def adopt_map(store: Store | None, mechanism: str, model_id: str, version: str) -> None:
-    """ "Use this map": `version` (or `shipped`) is the map the judge reads from now on, in every process."""
+    """ "Use this map": `version` (or `shipped`) is the map the judge reads from now on, in every process. The
+    version is loaded and checked first: a damaged one is refused (LabelError, one line)."""
     try:
         adopt_version(map_name(mechanism), model_id, version)
     except ValueError as exc:
@@ -175,32 +184,45 @@ def adopt_map(store: Store | None, mechanism: str, model_id: str, version: str) 
 
 
 def map_versions(mechanism: str, model_id: str) -> list[MapVersion]:
-    """The shipped map (when there is one) and every version refitted from labels, oldest first."""
+    """The shipped map (when there is one) and every version refitted from labels, oldest first; a damaged
+    version is listed with why (never in use), and when the adopted version cannot be used the shipped map is in
+    use with `fallback` saying why. LabelError for a map id that is not one."""
     name = map_name(mechanism)
-    in_use = adopted_version(name, model_id)
+    try:
+        in_use = adoption(name, model_id)
+        shipped = calibration_path(name, model_id)
+        files = version_files(name, model_id)
+    except ValueError as exc:
+        raise LabelError(f"map: {exc}") from None
     out = []
-    shipped = calibration_path(name, model_id)
     if shipped.is_file():
         cal = load_calibration(name, model_id, shipped.parent)
         out.append(
             MapVersion(
                 version=SHIPPED,
                 created=cal.fitted_at if cal else "",
-                provenance=f"shipped: fitted on {cal.fitted_on if cal else shipped}",
-                in_use=in_use is None,
+                provenance=f"shipped: fitted on {cal.fitted_on if cal else shipped.name}",
+                in_use=in_use.version is None,
+                fallback=in_use.problem,
             )
         )
-    for cal in saved_versions(name, model_id):
+    for saved in files:
+        cal = saved.calibration
         out.append(
             MapVersion(
-                version=cal.version,
-                created=cal.fitted_at,
-                provenance=cal.notes,
-                in_use=cal.version == in_use,
-                n_labels=int(cal.metrics.get("labels", 0) or 0),
+                version=saved.version,
+                created=cal.fitted_at if cal else "",
+                provenance=cal.notes if cal else "",
+                in_use=cal is not None and saved.version == in_use.version,
+                n_labels=_count(cal.metrics.get("labels")) if cal else 0,
+                damaged=saved.damaged,
             )
         )
     return out
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def map_in_use(mechanism: str, model_id: str) -> MapVersion | None:

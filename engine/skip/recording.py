@@ -17,6 +17,7 @@ from engine.skip.judges import Judge, JudgeOutcome
 from engine.skip.messages import Message
 from engine.skip.simulation import simulate
 from engine.skip.workload import WorkloadError
+from models.files import write_atomic
 from models.secrets import redact
 
 
@@ -61,27 +62,26 @@ class RecordedJudge:
         return outcome
 
     def dump(self, path: Path) -> None:
-        """Write the recording (an export: keys a reason may echo are redacted)."""
+        """Write the recording (an export: keys a reason may echo are redacted), whole or not at all: a kill
+        while it is written every few judgments leaves the previous one, which a resumed recording reads."""
 
-        with path.open("w", encoding="utf-8") as fh:
-            for key, o in sorted(self.records.items()):
-                if o.result is not None:
-                    fh.write(
-                        redact(
-                            json.dumps(
-                                {
-                                    "state": key,
-                                    **o.result.model_dump(),
-                                    "prompt_tokens": o.prompt_tokens,
-                                    "completion_tokens": o.completion_tokens,
-                                    "cost": o.cost,
-                                    "call_id": o.call_id,
-                                },
-                                ensure_ascii=False,
-                            )
-                        )
-                        + "\n"
-                    )
+        lines = [
+            json.dumps(
+                {
+                    "state": key,
+                    **o.result.model_dump(),
+                    "prompt_tokens": o.prompt_tokens,
+                    "completion_tokens": o.completion_tokens,
+                    "cost": o.cost,
+                    "call_id": o.call_id,
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for key, o in sorted(self.records.items())
+            if o.result is not None
+        ]
+        write_atomic(path, redact("".join(lines)))
 
     @classmethod
     def load(cls, path: Path, fallback: Judge | None = None) -> RecordedJudge:

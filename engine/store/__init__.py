@@ -15,10 +15,14 @@ refused with a clear error before anything is written to it, and never deleted. 
 when the check (or SQLite's own corruption codes) says so; a file that cannot be opened gets the reason.
 A file in a folder that is not writable (SQLite makes its -wal, -shm and journal files next to it) is
 opened read-only: runs can be listed, shown and exported, and every write is refused naming the folder.
+A SQLite file deleted or replaced while it is open is noticed before every write (`connection.FileWatch`: its
+device and inode, one `os.stat` under the write lock) and the write refused with one line; SQLite would
+otherwise go on writing into the deleted file.
 
 The package: `tables` (the SQLModel tables and their values), `filters` (what the history searches by),
-`migrations` (the ordered schema changes), `connection` (URLs and the SQLite file's checks), `labels` (labels
-stored once each: their unique keys, bulk inserts) and `database` (`Store`).
+`migrations` (the ordered schema changes), `connection` (URLs and the SQLite file's checks), `owners` (who owns
+a run, and whether it is gone), `labels` (labels stored once each: their unique keys, bulk inserts) and
+`database` (`Store`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,21 @@
 """Which database a URL names (psycopg 3 for PostgreSQL, the password hidden in messages), and the SQLite file's
-own checks: a folder that cannot be written, `PRAGMA quick_check` through a read-only connection."""
+own checks: a folder that cannot be written, `PRAGMA quick_check` through a read-only connection, and the file
+being deleted or replaced while it is open (`FileWatch`, looked at by `WriteGate` before every write)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
+from types import TracebackType
 from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+from engine.store.tables import StoreError
 
 
 def driver_url(url: str) -> str:
@@ -82,3 +87,55 @@ def settled_check(path: Path, timeout_s: float = 10.0, *, read_only_folder: bool
         time.sleep(FRESH_RECHECK_S)
         problem, uri = sqlite_check(path, timeout_s, read_only_folder=read_only_folder)
     return problem, uri
+
+
+class FileWatch:
+    """The SQLite file a store opened, known by its identity (device, inode). SQLite keeps its open file
+    descriptors: a file deleted (or replaced by another, even a sound database) while a process runs goes on
+    being written — into the deleted inode, lost at exit, while the path shows nothing or the other file.
+    `problem()` tells that with one `os.stat` (a few microseconds), so every write can look first."""
+
+    def __init__(self, path: Path, shown: str) -> None:
+        self.path = path.absolute()  # a later change of the working folder does not move it
+        self.shown = shown  # the file as the URL names it, for messages
+        info = os.stat(path)
+        self.identity = (info.st_dev, info.st_ino)
+
+    def problem(self) -> str | None:
+        """What happened to the file ("the database X was deleted while judgelab was running"), or None while
+        it is still the one opened."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            happened = "was deleted"
+        except OSError as exc:
+            happened = f"can no longer be found ({exc.strerror or exc})"
+        else:
+            if (info.st_dev, info.st_ino) == self.identity:
+                return None
+            happened = "was replaced by another file"
+        return f"the database {self.shown} {happened} while judgelab was running"
+
+
+RESTART = "restart the dashboard (or the command) to open it again"
+
+
+class WriteGate:
+    """The store's write lock, which also looks at the file before letting a write transaction in: every write
+    (and anything else that takes the lock, such as loading the demo runs) is refused with one line once the
+    file was deleted or replaced. Looked at after the lock is taken, so a writer that waited sees the file of
+    now, not of when it started waiting."""
+
+    def __init__(self, watch: FileWatch | None = None) -> None:
+        self.watch = watch  # None: nothing to watch (in-memory SQLite, PostgreSQL) or not yet opened
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        problem = self.watch.problem() if self.watch is not None else None
+        if problem is not None:
+            self._lock.release()
+            raise StoreError(f"{problem}; nothing was written — {RESTART}")
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._lock.release()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import sqlite3
 import threading
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-import psutil
 from sqlalchemy import (
     Engine,
     and_,
@@ -31,10 +29,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from engine.store.connection import driver_url, folder_writable, safe_url, settled_check
+from engine.store.connection import RESTART, FileWatch, WriteGate, driver_url, folder_writable, safe_url, settled_check
 from engine.store.filters import RunFilter, _conditions
 from engine.store.labels import LabelMethods
 from engine.store.migrations import MIGRATIONS
+from engine.store.owners import owner_gone, this_owner
 from engine.store.tables import (
     FINISHED,
     HEARTBEAT_S,
@@ -71,37 +70,6 @@ def _db_errors(what: str) -> Iterator[None]:
         raise StoreError(f"{what}: {str(exc.orig).strip().splitlines()[0] if exc.orig else exc}") from None
 
 
-def _owner() -> tuple[str, int, float]:
-    """(host, pid, process start time) of this process."""
-
-    pid = os.getpid()
-    return socket.gethostname(), pid, psutil.Process(pid).create_time()
-
-
-def _owner_gone(run: Run, host: str, stale: timedelta, now: datetime) -> str | None:
-    """Why the run's owner is gone, or None while it may still be alive."""
-
-    if run.owner_host == host and run.owner_pid is not None:
-        try:
-            process = psutil.Process(run.owner_pid)
-            started = process.create_time()
-            zombie = process.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return f"its process {host}:{run.owner_pid} is gone"
-        except psutil.AccessDenied:
-            return None
-        if zombie:
-            return f"its process {host}:{run.owner_pid} is gone"
-        if run.owner_started is not None and abs(started - run.owner_started) > 1.0:
-            return f"its process {host}:{run.owner_pid} is gone (that pid now belongs to another process)"
-        return None
-    last = aware(run.heartbeat_at or run.started_at)
-    if now - last > stale:
-        who = f"{run.owner_host}:{run.owner_pid}" if run.owner_host else "an unknown process (a run from before owners)"
-        return f"no heartbeat from {who} since {last:%Y-%m-%d %H:%M:%S} UTC"
-    return None
-
-
 class Store(LabelMethods):
     """All database access. Thread-safe: each method opens its own short session."""
 
@@ -113,14 +81,17 @@ class Store(LabelMethods):
         self.settings = settings
         self.read_only: str | None = None  # why this store cannot write (a SQLite file in a read-only folder)
         self._sqlite_uri: str | None = None  # the read-only URI it is opened with then
+        self._sqlite_path: Path | None = None  # the SQLite file (not in memory), watched once opened
         self.is_sqlite = self.url.startswith("sqlite")
         self.is_postgres = self.url.startswith(("postgresql", "postgres:"))
+        self._write_lock = WriteGate()  # watches the SQLite file once the schema is there (it may be new)
         self.engine = self._create_engine(from_env)
-        self._write_lock = threading.Lock()
         self._active: set[str] = set()
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
         self.migrate()
+        if self._sqlite_path is not None:
+            self._write_lock.watch = FileWatch(self._sqlite_path, str(self._sqlite_path))
         if reap:
             self.reap_orphans()
 
@@ -137,7 +108,8 @@ class Store(LabelMethods):
             connect_args = {"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000}
             path = url.database or ""
             if path and path != ":memory:" and not path.startswith("file:"):
-                self._prepare_sqlite_file(Path(path))
+                self._sqlite_path = Path(path)
+                self._prepare_sqlite_file(self._sqlite_path)
         elif url.get_backend_name() == "postgresql":
             # Timestamps are stored as UTC whatever the server's time zone; a dead server fails fast.
             connect_args = {"options": "-c timezone=UTC", "connect_timeout": 10}
@@ -165,6 +137,14 @@ class Store(LabelMethods):
                 cursor.execute("PRAGMA foreign_keys=ON")
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
+
+            @event.listens_for(engine, "do_connect")
+            def _same_file(*_args: Any) -> None:
+                # A new connection to a deleted path would make an empty database there (and to a replaced one,
+                # read another database): refused with the reason, while the open connections read on.
+                problem = self.file_problem()
+                if problem is not None:
+                    raise StoreError(f"{problem}: cannot open a new connection to it — {RESTART}")
 
         return engine
 
@@ -208,6 +188,13 @@ class Store(LabelMethods):
                 "writable, or set JUDGELAB_DATABASE_URL to a database in a folder you can write to"
             )
             self._sqlite_uri = uri
+
+    def file_problem(self) -> str | None:
+        """What happened to the SQLite file since it was opened (deleted, replaced by another), or None while
+        it is the one opened (or there is no file to watch). Every write is refused with it, and the
+        dashboard shows it on every page."""
+        watch = self._write_lock.watch
+        return watch.problem() if watch is not None else None
 
     def _write_errors(self) -> contextlib.AbstractContextManager[None]:
         """Around every write: a read-only store refuses it with the reason; a failed one is a StoreError."""
@@ -272,7 +259,7 @@ class Store(LabelMethods):
     # -- runs -----------------------------------------------------------------------------------
     def create_run(self, kind: str, config: dict[str, Any] | None = None, name: str = "") -> Run:
         config = redact_obj(config or {})
-        host, pid, started = _owner()
+        host, pid, started = this_owner()
         for attempt in range(8):
             now = utcnow()
             run = Run(
@@ -362,6 +349,8 @@ class Store(LabelMethods):
                 )
         except DBAPIError as exc:  # a missed beat is retried at the next one; the run itself goes on
             log.warning("heartbeat of %d run(s) failed: %s", len(active), exc.orig)
+        except StoreError as exc:  # the file was deleted or replaced: the runs' own next write says so
+            log.warning("heartbeat of %d run(s) skipped: %s", len(active), exc)
 
     def reap_orphans(self) -> list[str]:
         """Mark `interrupted` every running run whose owner is gone: on this host, its pid is dead or
@@ -378,7 +367,7 @@ class Store(LabelMethods):
         for run in running:
             if run.id in self._active:
                 continue
-            reason = _owner_gone(run, host, stale, now)
+            reason = owner_gone(run, host, stale, now)
             if reason is None:
                 continue
             events = self.events(run.id)

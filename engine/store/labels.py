@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, col, select
 
+from engine.store.connection import WriteGate
 from engine.store.tables import LABEL_COLUMNS, LabelRow, StoreError, stored_json, table_of
 from models.secrets import bulk_redactor, redact
 
@@ -117,7 +117,7 @@ class LabelMethods:
 
     engine: Engine
     display_url: str
-    _write_lock: threading.Lock
+    _write_lock: WriteGate
 
     def _write_errors(self) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError  # the store's own

@@ -17,7 +17,7 @@ TOOL_NAME = "submit_answer"
 
 class AnthropicModel(ChatModel):
     backend = "anthropic"
-    requires = Requires(package="anthropic", key_env=("ANTHROPIC_API_KEY",))
+    requires = Requires(package="anthropic", key_env=("ANTHROPIC_API_KEY",), url_env="ANTHROPIC_BASE_URL")
 
     def client(self) -> Any:
         return self.sdk_client(self._new_client)
@@ -25,9 +25,7 @@ class AnthropicModel(ChatModel):
     def _new_client(self, key: str | None) -> Any:
         import anthropic  # optional SDK: loaded with its first model
 
-        return anthropic.AsyncAnthropic(
-            api_key=key, base_url=self.spec.base_url, max_retries=0, timeout=self.spec.timeout_s
-        )
+        return anthropic.AsyncAnthropic(api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.spec.timeout_s)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -57,7 +55,7 @@ class AnthropicModel(ChatModel):
     def _translate(self, exc: Exception) -> ModelError:
         import anthropic  # optional SDK: loaded with its first model
 
-        where = self.spec.base_url or "https://api.anthropic.com"
+        where = self.endpoint or "https://api.anthropic.com"
         if isinstance(exc, anthropic.APITimeoutError):
             return self._error(ModelTimeout, f"no answer from {where} within {self.spec.timeout_s:g} s")
         if isinstance(exc, anthropic.APIConnectionError):

@@ -30,7 +30,12 @@ class GeminiModel(ChatModel):
     token (flagged `first_token`); a raw prompt goes in as the text to continue."""
 
     backend = "gemini"
-    requires = Requires(package="google.genai", pip_name="google-genai", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+    requires = Requires(
+        package="google.genai",
+        pip_name="google-genai",
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        url_env="GOOGLE_GEMINI_BASE_URL",
+    )
     can_score = True
 
     @classmethod
@@ -45,7 +50,7 @@ class GeminiModel(ChatModel):
         from google.genai import types  # optional SDK: loaded with its first model
 
         options = types.HttpOptions(
-            base_url=self.spec.base_url,
+            base_url=self.endpoint,  # never with a user name or password in it
             timeout=int(self.spec.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours
         )
@@ -80,7 +85,7 @@ class GeminiModel(ChatModel):
     def _translate(self, exc: Exception) -> ModelError:
         from google.genai import errors  # optional SDK: loaded with its first model
 
-        where = self.spec.base_url or "https://generativelanguage.googleapis.com"
+        where = self.endpoint or "https://generativelanguage.googleapis.com"
         if isinstance(exc, errors.APIError):
             headers = getattr(getattr(exc, "response", None), "headers", None)
             return error_for_status(

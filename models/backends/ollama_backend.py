@@ -14,6 +14,7 @@ from models.base import ChatModel, Requires
 from models.catalog import ModelSpec
 from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
 from models.scoring import ScoringUnsupported, TopLogprobs, first_token_scores, walk_scores
+from models.secrets import plain_url
 from models.types import RawResult, Request, ScoreResult
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -36,7 +37,7 @@ class OllamaModel(ChatModel):
         reason = await super().unavailable_reason(spec)
         if reason is not None:
             return reason
-        host = spec.base_url or DEFAULT_HOST
+        host = plain_url(spec.base_url) or DEFAULT_HOST
         try:
             names = await list_local_models(host)
         except Exception:
@@ -48,7 +49,7 @@ class OllamaModel(ChatModel):
 
     @property
     def host(self) -> str:
-        return self.spec.base_url or DEFAULT_HOST
+        return self.endpoint or DEFAULT_HOST
 
     def client(self) -> Any:
         return self.sdk_client(self._new_client, key_required=False)

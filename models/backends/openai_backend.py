@@ -19,6 +19,7 @@ from models.base import ChatModel, Requires
 from models.catalog import ModelSpec
 from models.errors import BadRequest, CannotScore, MalformedResponse, ModelError, ModelTimeout, ModelUnavailable
 from models.scoring import ScoringUnsupported, echo_option_logprob, first_token_scores, split_trailing_space
+from models.secrets import plain_url
 from models.structured import strict_schema
 from models.types import RawResult, Request, ScoreResult
 
@@ -35,7 +36,7 @@ class OpenAIModel(ChatModel):
     `top_logprobs` of the answer's first token instead, flagged `first_token`."""
 
     backend = "openai"
-    requires = Requires(package="openai", key_env=("OPENAI_API_KEY",))
+    requires = Requires(package="openai", key_env=("OPENAI_API_KEY",), url_env="OPENAI_BASE_URL")
     supports_streaming = True
     can_score = True
 
@@ -44,7 +45,7 @@ class OpenAIModel(ChatModel):
         """A keyless OpenAI-compatible server (`base_url`) must answer a short probe."""
         reason = await super().unavailable_reason(spec)
         if reason is None and spec.base_url and not spec.needs_key:
-            reason = await server_reason(spec.base_url)
+            reason = await server_reason(plain_url(spec.base_url) or spec.base_url)
         return reason
 
     @property
@@ -59,7 +60,7 @@ class OpenAIModel(ChatModel):
 
         return openai.AsyncOpenAI(
             api_key=key or "not-needed",
-            base_url=self.spec.base_url,
+            base_url=self.endpoint,  # never with a user name or password in it
             max_retries=0,  # retries are ours, so Retry-After is honoured the same everywhere
             timeout=self.spec.timeout_s,
         )
@@ -91,7 +92,7 @@ class OpenAIModel(ChatModel):
     def _translate(self, exc: Exception) -> ModelError:
         import openai  # optional SDK: loaded with its first model
 
-        where = self.spec.base_url or "https://api.openai.com/v1"
+        where = self.endpoint or "https://api.openai.com/v1"
         if isinstance(exc, openai.APITimeoutError):
             return self._error(ModelTimeout, f"no answer from {where} within {self.spec.timeout_s:g} s")
         if isinstance(exc, openai.APIConnectionError):

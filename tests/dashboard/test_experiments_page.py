@@ -148,6 +148,21 @@ def test_the_form_is_validated_with_line_and_field(slow_jurors: ScriptedHub) -> 
     assert not at.button(key="experiments.launch").disabled
 
 
+def test_each_combination_of_the_form_is_validated(slow_jurors: ScriptedHub) -> None:
+    """Issue 35, point 7: a combination the settings refuse is named on the page; a valid one that differs from
+    the base is accepted."""
+    at = _page().run()
+    at.radio(key="experiments.source").set_value("Form").run()
+    at.selectbox(key="experiments.f.mechanism").set_value("director").run()
+    at.text_area(key="experiments.f.space.director").input("tone_pass: [1, 3]\ntone_warn: [2]\n").run()
+    assert at.button(key="experiments.launch").disabled
+    problems = next(c.value for c in at.code if "<form>:" in c.value)
+    assert "space: combination 0 (tone_pass=1, tone_warn=2): tone_warn must not exceed tone_pass" in problems
+    assert not at.exception
+    at.text_area(key="experiments.f.space.director").input("tone_pass: [3]\ntone_warn: [3]\n").run()
+    assert not at.button(key="experiments.launch").disabled, [c.value for c in at.code]
+
+
 def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
     at.radio(key="experiments.source").set_value("Form").run()
     at.selectbox(key="experiments.f.mechanism").set_value("jury").run()

@@ -91,7 +91,11 @@ def test_export_errors(jury_run: str, tmp_path: Path) -> None:
     code, out = invoke("runs", "export", jury_run, "--format", "csv", "-o", "-")
     assert code == 1 and "give --table NAME" in out
     code, out = invoke("runs", "export", jury_run, "-o", str(tmp_path / "missing" / "x.json"))
-    assert code == 1 and "not a file in an existing folder" in out
+    assert code == 1 and out.strip() == f"error: --output {tmp_path / 'missing' / 'x.json'}: no such folder"
+    code, out = invoke("runs", "export", jury_run, "-o", str(tmp_path))
+    assert code == 1 and out.strip() == f"error: --output {tmp_path}: is a folder, not a file"
+    code, out = invoke("runs", "export", jury_run, "-o", "/dev/full")
+    assert code == 1 and out.strip() == "error: --output /dev/full: a device, not a regular file"
 
 
 @pytest.mark.server  # a real judgelab process

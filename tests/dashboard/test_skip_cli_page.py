@@ -292,7 +292,7 @@ def test_skip_record_refuses_bad_options_before_any_call(tmp_path: Path) -> None
     code, out = invoke("skip", "record", "--model", "mock", "--output", str(tmp_path / "x.jsonl"), "--mode", "vibes")
     assert code == 1 and "--mode must be 'likelihood', 'structured' or 'probability'" in out
     code, out = invoke("skip", "record", "--model", "mock", "--output", str(tmp_path / "nowhere" / "x.jsonl"))
-    assert code == 1 and "not a file in an existing folder" in out
+    assert code == 1 and out == f"error: --output {tmp_path / 'nowhere' / 'x.jsonl'}: no such folder\n"
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"state": "C1:top|m1"}\n', encoding="utf-8")
     code, out = invoke(

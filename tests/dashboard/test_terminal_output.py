@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ CSI_CLEAR = "\x1b[2J\x1b[H"
 C1_CSI = "\x9b31m"
 HOSTILE = f"{OSC_TITLE}{OSC_CLIPBOARD}{CSI_CLEAR}{C1_CSI}\rover\x08\x7f\u202egnp.exe\x00end"
 # What a terminal would act on: everything but newline and tab below 0x20, DEL, C1, the bidi controls.
+BOM = b"\xef\xbb\xbf"
 LIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -73,12 +75,7 @@ def test_every_runs_command_pretty_and_json() -> None:
     store = Store()  # the test's database (JUDGELAB_DATABASE_URL)
     run_id = _hostile_run(store)
     store.rename_run(run_id, HOSTILE)
-    pretty = [
-        ("runs", "list"),
-        ("runs", "show", run_id),
-        ("runs", "export", run_id, "--format", "csv", "--table", "calls", "--output", "-"),
-        ("runs", "export", run_id, "--format", "html", "--output", "-"),
-    ]
+    pretty = [("runs", "list"), ("runs", "show", run_id)]
     for args in pretty:
         done = runner.invoke(app, list(args))
         assert done.exit_code == 0, done.output
@@ -90,8 +87,22 @@ def test_every_runs_command_pretty_and_json() -> None:
         parsed = json.loads(done.stdout)
         assert (parsed[0] if isinstance(parsed, list) else parsed)["name"] == HOSTILE  # the same value
     done = runner.invoke(app, ["runs", "export", run_id, "--format", "json", "--output", "-"])
-    _clean(done.output)
     assert json.loads(done.stdout)["calls"][0]["raw_text"] == HOSTILE
+
+
+def test_an_export_to_stdout_is_the_file_not_terminal_text(tmp_path: Path) -> None:
+    """Issue 35, point 6: `--output -` piped or redirected is data — the very bytes `--output FILE` writes (a CSV
+    without its byte order mark), control characters and all; only a terminal is shown them as escapes."""
+    run_id = _hostile_run(Store())
+    for fmt, table in (("csv", "calls"), ("json", None), ("html", None)):
+        extra = ["--table", table] if table else []
+        target = tmp_path / f"x.{fmt}"
+        assert runner.invoke(app, ["runs", "export", run_id, "-f", fmt, *extra, "-o", str(target)]).exit_code == 0
+        done = runner.invoke(app, ["runs", "export", run_id, "-f", fmt, *extra, "-o", "-"])
+        assert done.exit_code == 0, done.output
+        moment = re.compile(rb'"exported_at": "[^"]*"')  # the one field that differs between two exports
+        assert moment.sub(b"", done.stdout_bytes) == moment.sub(b"", target.read_bytes().removeprefix(BOM)), fmt
+        assert LIVE.search(done.stdout), fmt  # not escaped: the hostile text is in it as it was stored
 
 
 def test_model_and_case_text_of_a_command() -> None:
@@ -110,21 +121,35 @@ def test_an_error_naming_a_hostile_file(tmp_path: Path) -> None:
     _clean(done.output)
 
 
+def _calls(node: ast.AST, where: str = "<module>") -> Iterator[tuple[ast.Call, str]]:
+    """Every call under `node`, with the name of the function it is in."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            yield child, where
+        inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+        yield from _calls(child, inner)
+
+
 def test_no_command_prints_around_the_helper() -> None:
-    """Every print of the CLI goes through `say` (or `fail`, which uses it): no typer.echo, secho, click.echo,
-    print or a direct stream write anywhere else in dashboard/cli.py and dashboard/commands/."""
+    """Every print of the CLI goes through `say` (or `fail`, which uses it), and every data stream through
+    `say_data` (exact bytes when piped, `say` on a terminal): no typer.echo, secho, click.echo, print or a
+    direct stream write anywhere else in dashboard/cli.py and dashboard/commands/."""
     files = [ROOT / "dashboard" / "cli.py", *sorted((ROOT / "dashboard" / "commands").glob("*.py"))]
     direct = {"echo", "secho", "print", "write"}
     found = []
     for path in files:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call):
-                func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-                owner = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
-                if name in direct and owner in ("", "typer", "click", "sys.stdout", "sys.stderr"):
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(func)}")
-    assert found == ["dashboard/commands/__init__.py:" + found[0].split(":")[1] + ": typer.secho"], found
+        for node, where in _calls(ast.parse(path.read_text(encoding="utf-8"))):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            owner = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+            if name in direct and owner in ("", "typer", "click", "sys.stdout", "sys.stderr", "raw", "stream"):
+                found.append(f"{path.relative_to(ROOT)}:{where}: {ast.unparse(func)}")
+        assert "sys.stdout.buffer" not in path.read_text(encoding="utf-8"), path
+    assert sorted(found) == [
+        "dashboard/commands/__init__.py:say: typer.secho",
+        "dashboard/commands/__init__.py:say_data: raw.write",
+        "dashboard/commands/__init__.py:say_data: stream.write",
+    ], found
 
 
 @pytest.mark.server  # a judgelab process

@@ -6,13 +6,16 @@ reported at their own line, an empty case set)."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from engine.experiments.definition import Experiment, Range
+from engine.experiments.definition import Experiment, Range, max_cells
 
 Loc = tuple[str | int, ...]  # where in a definition a problem is: its field, and a list's position
 Models = Callable[[str], Any]  # a model id → a ChatModel
@@ -169,31 +172,89 @@ def _check_common(m: Mechanism, definition: Experiment, extra_base: frozenset[st
     return problems
 
 
+SHOWN_COMBINATIONS = 5  # refused combinations named one a line; the rest are counted
+
+
 def _validate_each(
     definition: Experiment, build: Callable[[dict[str, Any]], Any], names: Sequence[str]
 ) -> list[tuple[Loc, str]]:
-    """Build the settings from the base alone and with each written value of `names`, so a bad value is
-    reported at its own line."""
-    problems: list[tuple[Loc, str]] = []
+    """Build the settings from the base alone, then for every combination of the grid (the base merged with that
+    combination's values, as its cells run). A value no combination accepts is reported at its own line (as
+    `tone_pass: 5` is, whatever the others); a combination refused only as a whole by name and index, as its
+    cell is numbered (`combination 3 (tone_pass=1, tone_warn=2): tone_warn must not exceed tone_pass`). A value
+    refused only against the base (`tone_warn: 3` beside `tone_pass: [3]`) is accepted."""
     try:
         build({})
     except (ValidationError, ValueError) as exc:
         return [(("base",) + error_location(exc), error_message(exc))]
-    for name in names:
-        for i, value in enumerate(axis_values(definition, name)):
+    axes = [(name, axis_values(definition, name)) for name in names]
+    alone: dict[tuple[int, int], str] = {}  # (axis, position) → why the value is refused beside the base
+    for k, (name, values) in enumerate(axes):
+        for i, value in enumerate(values):
             try:
                 build({name: value})
             except (ValidationError, ValueError) as exc:
-                where = axis_location(definition, name)
-                problems.append(
-                    (
-                        (*where, i)
-                        if isinstance(definition.space.get(name), list) or where[0] in ("models", "panels")
-                        else where,
-                        f"{value!r}: {error_message(exc)}",
-                    )
-                )
+                alone[(k, i)] = f"{value!r}: {error_message(exc)}"
+    if len(axes) < 2 or (definition.search is not None and math.prod(len(v) for _, v in axes) > max_cells()):
+        accepted: set[tuple[int, int]] = set()  # nothing to combine (or a search too wide to enumerate)
+        refused: list[tuple[int, tuple[int, ...]]] = []
+    else:
+        accepted, refused = _combinations(axes, build)
+    always = [key for key in alone if key not in accepted]  # refused in every combination: its own line
+    problems = [(_value_location(definition, axes[k][0], i), alone[(k, i)]) for k, i in always]
+    bad = set(always)
+    shown = [r for r in refused if not any((k, i) in bad for k, i in enumerate(r[1]))]
+    for index, position in shown[:SHOWN_COMBINATIONS]:
+        combination = {name: vals[i] for (name, vals), i in zip(axes, position, strict=True)}
+        try:
+            build(combination)  # again, for its error (not kept while the grid was walked)
+        except (ValidationError, ValueError) as exc:
+            shown_values = ", ".join(f"{name}={_short(value)}" for name, value in combination.items())
+            problems.append((("space",), f"combination {index} ({shown_values}): {error_message(exc)}"))
+    if len(shown) > SHOWN_COMBINATIONS:
+        problems.append(
+            (("space",), f"{len(shown) - SHOWN_COMBINATIONS} more combinations the settings refuse (first shown above)")
+        )
     return problems
+
+
+def _combinations(
+    axes: Sequence[tuple[str, Sequence[Any]]], build: Callable[[dict[str, Any]], Any]
+) -> tuple[set[tuple[int, int]], list[tuple[int, tuple[int, ...]]]]:
+    """Every distinct combination of the axes' values built once (a value written twice on an axis is built
+    once): the (axis, position) pairs some combination accepts, and the refused combinations (index of its first
+    cell in grid order, positions; not the error: tens of thousands could be refused, and an exception kept
+    holds its traceback). Bounded by the cell cap, which the grid passed before this runs."""
+    names = [name for name, _ in axes]
+    distinct: list[list[tuple[Any, list[int]]]] = []  # per axis: (value, the positions it is written at)
+    for _, values in axes:
+        where: dict[str, tuple[Any, list[int]]] = {}
+        for i, value in enumerate(values):
+            where.setdefault(json.dumps(value, sort_keys=True, default=repr), (value, []))[1].append(i)
+        distinct.append(list(where.values()))
+    strides = [math.prod(len(v) for _, v in axes[k + 1 :]) for k in range(len(axes))]
+    accepted: set[tuple[int, int]] = set()
+    refused: list[tuple[int, tuple[int, ...]]] = []
+    for choice in itertools.product(*distinct):
+        try:
+            build({name: value for name, (value, _) in zip(names, choice, strict=True)})
+        except (ValidationError, ValueError):
+            first = tuple(positions[0] for _, positions in choice)
+            refused.append((sum(i * s for i, s in zip(first, strides, strict=True)), first))
+        else:
+            accepted.update((k, i) for k, (_, positions) in enumerate(choice) for i in positions)
+    return accepted, refused
+
+
+def _value_location(definition: Experiment, name: str, i: int) -> Loc:
+    where = axis_location(definition, name)
+    listed = isinstance(definition.space.get(name), list) or where[0] in ("models", "panels")
+    return (*where, i) if listed else where
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def error_location(exc: Exception) -> Loc:
@@ -206,5 +267,6 @@ def error_message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        return f"{where}: {err['msg']}" if where else str(err["msg"])
+        message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's wording for a validator's own
+        return f"{where}: {message}" if where else message
     return str(exc)
