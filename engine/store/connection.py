@@ -139,3 +139,18 @@ class WriteGate:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._lock.release()
+
+
+def use_wal(cursor: sqlite3.Cursor, busy_s: float) -> None:
+    """`PRAGMA journal_mode=WAL` on a new connection, tried again while the file is locked: a file that several
+    processes open at the moment it is made answers "database is locked" at once, without waiting its busy
+    timeout, while another process turns it into WAL or makes its first tables."""
+    deadline = time.monotonic() + busy_s
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

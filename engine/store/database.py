@@ -29,7 +29,16 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from engine.store.connection import RESTART, FileWatch, WriteGate, driver_url, folder_writable, safe_url, settled_check
+from engine.store.connection import (
+    RESTART,
+    FileWatch,
+    WriteGate,
+    driver_url,
+    folder_writable,
+    safe_url,
+    settled_check,
+    use_wal,
+)
 from engine.store.filters import RunFilter, _conditions
 from engine.store.labels import LabelMethods
 from engine.store.migrations import MIGRATIONS
@@ -132,7 +141,7 @@ class Store(LabelMethods):
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
                 cursor = dbapi_conn.cursor()
                 if not memory:
-                    cursor.execute("PRAGMA journal_mode=WAL")
+                    use_wal(cursor, busy / 1000)
                 cursor.execute(f"PRAGMA busy_timeout={int(busy)}")
                 cursor.execute("PRAGMA foreign_keys=ON")
                 cursor.execute("PRAGMA synchronous=NORMAL")
