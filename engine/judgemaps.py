@@ -270,17 +270,41 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
     if found.calibration is not None:
         return found.calibration
     path = calibration_path(name, model_id, directory)
-    if not path.is_file():
+    if not os.path.lexists(path):  # a directory, FIFO or dangling link there is an error, not "no map"
         return None
     cal = _read_calibration(path)
     return cal.with_fallback(found.problem) if found.problem else cal
 
 
 def _read_calibration(path: Path) -> Calibration:
+    """A map file, validated; MapError naming it as `_file` does (no machine path) and why."""
     try:
         return parse_calibration(read_bytes(path, max_input_bytes()))
-    except (InputError, MapError) as exc:
-        raise MapError(f"{path}: not a valid calibration file: {exc}") from None
+    except InputError as exc:
+        raise MapError(f"{_file(path)}: not a valid calibration file: {_why(exc, path)}") from None
+    except MapError as exc:
+        raise MapError(f"{_file(path)}: not a valid calibration file: {exc}") from None
+
+
+def _file(path: Path) -> str:
+    """A map file as messages name it: `data/calibration/<file>` for a shipped map, else its name."""
+    return f"data/calibration/{path.name}" if path.parent == CALIBRATION_DIR else path.name
+
+
+def _shipped_components(name: str, model_id: str) -> set[str]:
+    """The components of the shipped map, which every saved version must have; none when there is no shipped
+    map or it cannot be read (that is the shipped file's fault, not a version's: see `check_shipped`)."""
+    try:
+        return set(_read_calibration(calibration_path(name, model_id)).maps)
+    except MapError:
+        return set()
+
+
+def check_shipped(name: str, model_id: str) -> Calibration | None:
+    """The shipped map, validated (None when there is none); MapError (one line, no machine path) when it is
+    damaged: `shipped` can then not be adopted, and is listed as damaged."""
+    path = calibration_path(name, model_id)
+    return _read_calibration(path) if os.path.lexists(path) else None
 
 
 def parse_calibration(data: bytes | str) -> Calibration:
@@ -345,9 +369,13 @@ def check_name(value: object, what: str) -> str:
 
 
 def inside(path: Path, folder: Path) -> Path:
-    """`path` resolved, which must lie inside `folder` (resolved too): MapError otherwise."""
-    resolved = path.resolve()
-    if not resolved.is_relative_to(folder.resolve()):
+    """`path` resolved, which must lie inside `folder` (resolved too): MapError otherwise, also for a link loop
+    (RuntimeError before Python 3.13, OSError after) or a path that cannot be resolved."""
+    try:
+        resolved, root = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError):
+        raise MapError(f"{path.name}: cannot be resolved (a link loop?)") from None
+    if not resolved.is_relative_to(root):
         raise MapError(f"{path.name}: outside the maps folder")
     return resolved
 
@@ -366,6 +394,12 @@ def version_path(name: str, model_id: str, version: str) -> Path:
     path = folder / f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}" / f"{version}.json"
     inside(path, folder)
     return path
+
+
+def _why(exc: InputError, path: Path) -> str:
+    """Why the checked reader refused `path`, without the path (a machine path) or a second "cannot be read"."""
+    why = str(exc).removeprefix(f"{path}: ")
+    return why.removeprefix("cannot be read (").removesuffix(")") if why.startswith("cannot be read (") else why
 
 
 def _relative(path: Path) -> str:
@@ -407,13 +441,12 @@ def check_version(name: str, model_id: str, version: str) -> Calibration:
     except MissingFile:
         raise MapError(f"no version {version} of {name}.{model_id} (see the map versions)") from None
     except InputError as exc:
-        raise MapError(f"{where}: cannot be read ({str(exc).rpartition(': ')[2]})") from None
+        raise MapError(f"{where}: cannot be read ({_why(exc, path)})") from None
     except MapError as exc:
         raise MapError(f"{where}: damaged: {exc}") from None
     if (cal.name, cal.model_id, cal.version) != (name, model_id, version):
         raise MapError(f"{where}: damaged: it holds {shown(cal.label, 120)}, not this version")
-    shipped = calibration_path(name, model_id)
-    missing = sorted(set(_read_calibration(shipped).maps) - set(cal.maps)) if shipped.is_file() else []
+    missing = sorted(_shipped_components(name, model_id) - set(cal.maps))
     if missing or not cal.maps:
         raise MapError(f"{where}: damaged: no {', '.join(missing) or 'map'} component")
     return cal
@@ -463,7 +496,7 @@ def _read_pointer() -> tuple[dict[str, object], str]:
     except MissingFile:
         return {}, ""
     except InputError as exc:
-        return {}, f"{POINTER} cannot be read ({str(exc).rpartition(': ')[2]})"
+        return {}, f"{POINTER} cannot be read ({_why(exc, maps_dir() / POINTER)})"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -514,6 +547,8 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
     key = f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}"
     if version != SHIPPED:
         check_version(name, model_id, check_name(version, "map version"))
+    else:
+        check_shipped(name, model_id)
     folder = maps_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -530,7 +565,8 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on `path` (created), held for the block: one pointer update at a time, across processes."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # O_NOFOLLOW: a link planted as the lock file never makes adopt create or open a file elsewhere (ELOOP).
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
