@@ -308,11 +308,28 @@ def check_shipped(name: str, model_id: str) -> Calibration | None:
 
 
 def parse_calibration(data: bytes | str) -> Calibration:
-    """A calibration file's content, validated; MapError with the first problem in one line (no pydantic dump)."""
+    """A calibration file's content, validated; MapError with the first problem in one line (no pydantic dump).
+    A key given twice in one object is refused (which one counts would be the parser's choice), as the YAML reader
+    refuses it; the depth is bounded by then (pydantic refuses deep nesting first)."""
     try:
-        return Calibration.model_validate_json(data)
+        cal = Calibration.model_validate_json(data)
     except ValidationError as exc:
         raise MapError(one_line(exc)) from None
+    try:
+        json.loads(data, object_pairs_hook=_unique)
+    except (ValueError, RecursionError) as exc:  # MapError (a duplicate key) is a ValueError
+        raise MapError(str(exc) if isinstance(exc, MapError) else "not valid JSON") from None
+    return cal
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; MapError naming a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise MapError(f"the key {shown(key, 40)} is given twice")
+        out[key] = value
+    return out
 
 
 def one_line(exc: ValidationError) -> str:
@@ -498,9 +515,11 @@ def _read_pointer() -> tuple[dict[str, object], str]:
     except InputError as exc:
         return {}, f"{POINTER} cannot be read ({_why(exc, maps_dir() / POINTER)})"
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as exc:
         return {}, f"{POINTER} is not JSON ({exc.msg}, line {exc.lineno})"
+    except MapError as exc:
+        return {}, f"{POINTER}: {exc}"
     except (ValueError, RecursionError):
         return {}, f"{POINTER} is not JSON"
     if not isinstance(data, dict):

@@ -671,3 +671,21 @@ def test_a_writer_killed_mid_write_leaves_only_sound_versions_and_pointer(maps: 
         assert not [v.version for v in versions if v.damaged]
         assert adoption(NAME, MAP).problem == ""
     assert len(versions) > 1  # it wrote, and was killed while writing
+
+
+def test_a_key_given_twice_makes_a_version_or_the_pointer_damaged(maps: Path) -> None:
+    a_version("20260101T000000Z")
+    twice = a_version("20260102T000000Z")
+    text = twice.read_text()
+    twice.write_text(text.replace("{", '{\n "version": "20260101T000000Z",', 1))  # which one counts?
+    versions = {v.version: v for v in map_versions("handraise", MAP)}
+    assert versions["20260102T000000Z"].damaged == "the key 'version' is given twice"
+    with pytest.raises(LabelError):
+        adopt_map(None, "handraise", MAP, "20260102T000000Z")
+    key = f"{NAME}.{MAP}"
+    (maps / POINTER).write_text(f'{{"{key}": "20260101T000000Z", "{key}": "20260101T000000Z"}}')
+    found = adoption(NAME, MAP)
+    assert found.version is None and found.problem.startswith(f"{POINTER}: the key {key[:20]!r}"[:-1])
+    assert found.problem.endswith(" is given twice")
+    choice = map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
+    assert "map_fallback" in choice.flags
