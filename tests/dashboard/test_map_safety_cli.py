@@ -224,3 +224,15 @@ def test_calibrate_judge_labels_refuses_a_feature_too_large_for_a_float(maps: Pa
     assert code == 1 and out.count("\n") == 1, out
     assert out.startswith(f"error: label {bad.id} (t3/coder): context.features.pmi_rel: ") and "Traceback" not in out
     assert not maps.exists()
+
+
+@pytest.mark.parametrize("value", ["", "~/maps", "relative/maps"])
+def test_a_maps_folder_that_is_not_absolute_is_a_one_line_error(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", value)
+    for args in (("labels", "maps"), ("labels", "adopt", "shipped")):
+        code, out = invoke(*args)
+        assert code == 1 and out.count("\n") == 1 and "JUDGELAB_MAPS_DIR" in out, out
+    assert list(tmp_path.iterdir()) == []

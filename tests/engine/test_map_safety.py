@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from engine import atomicfile, judgemaps
+from engine.config import ConfigError, get_settings
 from engine.handraise import label_refit
 from engine.handraise.judge import map_choice
 from engine.handraise.scripted_labeller import label_items, load_recording
@@ -689,3 +690,19 @@ def test_a_key_given_twice_makes_a_version_or_the_pointer_damaged(maps: Path) ->
     assert found.problem.endswith(" is given twice")
     choice = map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
     assert "map_fallback" in choice.flags
+
+
+@pytest.mark.parametrize("value", ["", "  ", "~/maps", "~", "relative/maps", "./maps"])
+def test_a_maps_folder_that_is_not_an_absolute_path_is_refused(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", value)
+    with pytest.raises(ConfigError) as caught:
+        get_settings()
+    assert one_line(caught.value).startswith(f"environment: JUDGELAB_MAPS_DIR={value!r}: ")
+    with pytest.raises(ValueError):
+        save_version(shipped().model_copy(update={"version": "20260101T000000Z"}))
+    with pytest.raises(ValueError):
+        adopt_version(NAME, MAP, "shipped")
+    assert list(tmp_path.iterdir()) == []  # nothing made in the current folder (`.`, `~`, `relative`)
