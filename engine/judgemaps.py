@@ -291,13 +291,14 @@ def _file(path: Path) -> str:
     return f"data/calibration/{path.name}" if path.parent == CALIBRATION_DIR else path.name
 
 
-def _shipped_components(name: str, model_id: str) -> set[str]:
-    """The components of the shipped map, which every saved version must have; none when there is no shipped
-    map or it cannot be read (that is the shipped file's fault, not a version's: see `check_shipped`)."""
+def _shipped_maps(name: str, model_id: str) -> dict[str, FittedMap]:
+    """The components of the shipped map, which every saved version must have (reading only the features they
+    read); none when there is no shipped map or it cannot be read (the shipped file's fault, not a version's: see
+    `check_shipped`)."""
     try:
-        return set(_read_calibration(calibration_path(name, model_id)).maps)
+        return _read_calibration(calibration_path(name, model_id)).maps
     except MapError:
-        return set()
+        return {}
 
 
 def check_shipped(name: str, model_id: str) -> Calibration | None:
@@ -463,9 +464,15 @@ def check_version(name: str, model_id: str, version: str) -> Calibration:
         raise MapError(f"{where}: damaged: {exc}") from None
     if (cal.name, cal.model_id, cal.version) != (name, model_id, version):
         raise MapError(f"{where}: damaged: it holds {shown(cal.label, 120)}, not this version")
-    missing = sorted(_shipped_components(name, model_id) - set(cal.maps))
+    shipped = _shipped_maps(name, model_id)
+    missing = sorted(set(shipped) - set(cal.maps))
     if missing or not cal.maps:
         raise MapError(f"{where}: damaged: no {', '.join(missing) or 'map'} component")
+    known = {f for fitted in shipped.values() for f in fitted.features}
+    for component, fitted in cal.maps.items():  # a feature the judge never gives fails every hand (KeyError)
+        unknown = [f for f in fitted.features if known and f not in known and not f.startswith("is:")]
+        if unknown:
+            raise MapError(f"{where}: damaged: {shown(component, 40)} reads {shown(unknown[0], 40)}, not a feature")
     return cal
 
 

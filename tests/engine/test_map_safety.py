@@ -706,3 +706,20 @@ def test_a_maps_folder_that_is_not_an_absolute_path_is_refused(
     with pytest.raises(ValueError):
         adopt_version(NAME, MAP, "shipped")
     assert list(tmp_path.iterdir()) == []  # nothing made in the current folder (`.`, `~`, `relative`)
+
+
+def test_a_version_reading_a_feature_the_judge_never_gives_is_damaged(store: Store, maps: Path) -> None:
+    path = a_version("20260102T000000Z")
+    data = json.loads(path.read_text())
+    data["maps"]["relevance"]["features"][0] = "bogus"  # every hand: KeyError 'bogus', and every refit after
+    path.write_text(json.dumps(data))
+    versions = {v.version: v for v in map_versions("handraise", MAP)}
+    assert versions["20260102T000000Z"].damaged == "'relevance' reads 'bogus', not a feature"
+    with pytest.raises(LabelError):
+        adopt_map(store, "handraise", MAP, "20260102T000000Z")
+    (maps / POINTER).write_text(json.dumps({f"{NAME}.{MAP}": "20260102T000000Z"}))
+    labelled(store, 40)
+    refit = refit_from_labels(store)  # the map in use is the shipped one: the refit works
+    assert refit.current is not None and refit.current.version == shipped().version
+    save_candidate(refit)
+    adopt_map(store, "handraise", MAP, refit.candidate.version)  # its `is:<participant>` features are allowed
