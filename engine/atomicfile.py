@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
+import secrets
 import time
 from pathlib import Path
 
@@ -21,7 +21,7 @@ def write_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
     the link that creates it, so two writers never both succeed). OSError (a full disk…) leaves `path` as it was."""
     folder = path.parent
     _remove_stale(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
+    fd, tmp = _temporary(folder, path.name)
     try:
         try:
             data = text.encode("utf-8")
@@ -38,6 +38,20 @@ def write_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     _fsync_folder(folder)
+
+
+def _temporary(folder: Path, name: str) -> tuple[int, str]:
+    """A new hidden `.<name>.<random>.tmp` in `folder`, open for writing. Created as `open` creates a file (0666
+    less the umask, not mkstemp's 0600), so a version written by the CLI is readable by a dashboard run under
+    another account as before; O_EXCL: never an existing file or a link planted under that name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(folder / f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
 def _link_new(tmp: str, path: Path) -> None:
