@@ -24,10 +24,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from engine.atomicfile import write_atomic
 from engine.config import get_settings
 from engine.inputs import max_input_bytes, read_text
-from models.files import InputError, MissingFile, read_bytes
+from models.files import InputError, MissingFile, read_bytes, replace_whole
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
 
@@ -254,7 +253,7 @@ def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
     path = calibration_path(cal.name, cal.model_id, directory)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, _dumped(cal))
+        replace_whole(path, _dumped(cal))
     except OSError as exc:
         raise MapError(f"{path.name}: cannot be written ({exc.strerror or exc}); the old file is unchanged") from None
     return path
@@ -439,7 +438,7 @@ def save_version(cal: Calibration) -> Path:
         version = cal.version if n == 1 else f"{cal.version}-{n}"
         path = version_path(cal.name, cal.model_id, version)
         try:
-            write_atomic(path, _dumped(cal.model_copy(update={"version": version})), exclusive=True)
+            replace_whole(path, _dumped(cal.model_copy(update={"version": version})), exclusive=True, clean_stale=True)
         except FileExistsError:
             continue
         except OSError as exc:
@@ -583,7 +582,7 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
             pointer = {k: v for k, v in entries.items() if isinstance(v, str) and is_name(v) and k != key}
             if version != SHIPPED:
                 pointer[key] = version
-            write_atomic(folder / POINTER, json.dumps(pointer, indent=1, sort_keys=True) + "\n")
+            replace_whole(folder / POINTER, json.dumps(pointer, indent=1, sort_keys=True) + "\n", clean_stale=True)
     except OSError as exc:
         raise MapError(f"{POINTER}: cannot be written ({exc.strerror or exc}); the map in use is unchanged") from None
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import atomicfile, judgemaps
+from engine import judgemaps
 from engine.config import ConfigError, get_settings
 from engine.handraise import label_refit
 from engine.handraise.judge import map_choice
@@ -59,6 +59,7 @@ from engine.labels import (
 )
 from engine.labelstore import Label
 from engine.store import Store
+from models import files
 
 pytestmark = pytest.mark.timeout(120)
 NAME = "handraise.likelihood"
@@ -287,7 +288,7 @@ def test_a_crashed_writers_temporary_file_is_ignored_and_cleaned(maps: Path) -> 
     (maps / f".{POINTER}.def456.tmp").write_text("{")
     assert [v.version for v in version_files(NAME, MAP)] == [path.stem]
     assert adoption(NAME, MAP).problem == ""
-    old = time.time() - 2 * atomicfile.STALE_S
+    old = time.time() - 2 * files.STALE_S
     os.utime(tmp, (old, old))
     a_version("20260103T000000Z")
     assert not tmp.exists()  # the next write of that folder removes a stale one
