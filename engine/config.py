@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from models import files, safe_yaml
@@ -77,6 +77,22 @@ class Settings(BaseSettings):
         description="Where maps refitted from labels are versioned, with the pointer to the one in use; "
         "default <data_dir>/maps.",
     )
+
+    @field_validator("maps_dir", mode="before")
+    @classmethod
+    def _absolute_maps_dir(cls, value: object) -> object:
+        """The maps folder holds the pointer every process reads: an empty value (which meant the current folder),
+        a `~` (never expanded here: a folder named `~` was made) or a relative path (another folder for a CLI and
+        a dashboard started in different places) is refused, not guessed."""
+        if isinstance(value, str | Path):
+            text = str(value)
+            if not text.strip():
+                raise ValueError("empty: unset it for <data_dir>/maps, or give a folder's absolute path")
+            if text.startswith("~"):
+                raise ValueError("'~' is not expanded here: give the folder's absolute path")
+            if not Path(text).is_absolute():
+                raise ValueError("a relative folder differs between processes started elsewhere: give an absolute path")
+        return value
 
     @property
     def resolved_maps_dir(self) -> Path:

@@ -38,6 +38,7 @@ from engine.store import (
 )
 from models.base import ChatModel
 from models.fieldlines import compose, validation_problems
+from models.files import write_atomic
 from models.recording import CallRecord
 from models.registry import ModelHub
 from models.secrets import redact
@@ -120,7 +121,7 @@ def export_runs(store: Store, run_ids: Sequence[str]) -> list[dict[str, Any]]:
 def write_runs(documents: Iterable[dict[str, Any]], path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str) for d in documents]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(path, "\n".join(lines) + "\n")  # a recording is whole or absent, never half written
     return len(lines)
 
 

@@ -24,10 +24,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from engine.atomicfile import write_atomic
 from engine.config import get_settings
 from engine.inputs import max_input_bytes, read_text
-from models.files import InputError, MissingFile, read_bytes
+from models.files import InputError, MissingFile, read_bytes, replace_whole
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
 
@@ -254,7 +253,7 @@ def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
     path = calibration_path(cal.name, cal.model_id, directory)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, _dumped(cal))
+        replace_whole(path, _dumped(cal))
     except OSError as exc:
         raise MapError(f"{path.name}: cannot be written ({exc.strerror or exc}); the old file is unchanged") from None
     return path
@@ -270,25 +269,67 @@ def load_calibration(name: str, model_id: str, directory: Path | None = None) ->
     if found.calibration is not None:
         return found.calibration
     path = calibration_path(name, model_id, directory)
-    if not path.is_file():
+    if not os.path.lexists(path):  # a directory, FIFO or dangling link there is an error, not "no map"
         return None
     cal = _read_calibration(path)
     return cal.with_fallback(found.problem) if found.problem else cal
 
 
 def _read_calibration(path: Path) -> Calibration:
+    """A map file, validated; MapError naming it as `_file` does (no machine path) and why."""
     try:
         return parse_calibration(read_bytes(path, max_input_bytes()))
-    except (InputError, MapError) as exc:
-        raise MapError(f"{path}: not a valid calibration file: {exc}") from None
+    except InputError as exc:
+        raise MapError(f"{_file(path)}: not a valid calibration file: {_why(exc, path)}") from None
+    except MapError as exc:
+        raise MapError(f"{_file(path)}: not a valid calibration file: {exc}") from None
+
+
+def _file(path: Path) -> str:
+    """A map file as messages name it: `data/calibration/<file>` for a shipped map, else its name."""
+    return f"data/calibration/{path.name}" if path.parent == CALIBRATION_DIR else path.name
+
+
+def _shipped_maps(name: str, model_id: str) -> dict[str, FittedMap]:
+    """The components of the shipped map, which every saved version must have (reading only the features they
+    read); none when there is no shipped map or it cannot be read (the shipped file's fault, not a version's: see
+    `check_shipped`)."""
+    try:
+        return _read_calibration(calibration_path(name, model_id)).maps
+    except MapError:
+        return {}
+
+
+def check_shipped(name: str, model_id: str) -> Calibration | None:
+    """The shipped map, validated (None when there is none); MapError (one line, no machine path) when it is
+    damaged: `shipped` can then not be adopted, and is listed as damaged."""
+    path = calibration_path(name, model_id)
+    return _read_calibration(path) if os.path.lexists(path) else None
 
 
 def parse_calibration(data: bytes | str) -> Calibration:
-    """A calibration file's content, validated; MapError with the first problem in one line (no pydantic dump)."""
+    """A calibration file's content, validated; MapError with the first problem in one line (no pydantic dump).
+    A key given twice in one object is refused (which one counts would be the parser's choice), as the YAML reader
+    refuses it; the depth is bounded by then (pydantic refuses deep nesting first)."""
     try:
-        return Calibration.model_validate_json(data)
+        cal = Calibration.model_validate_json(data)
     except ValidationError as exc:
         raise MapError(one_line(exc)) from None
+    try:
+        json.loads(data, object_pairs_hook=_unique)
+    except (ValueError, RecursionError) as exc:  # MapError (a duplicate key) is a ValueError
+        raise MapError(str(exc) if isinstance(exc, MapError) else "not valid JSON") from None
+    return cal
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; MapError naming a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise MapError(f"the key {shown(key, 40)} is given twice")
+        out[key] = value
+    return out
 
 
 def one_line(exc: ValidationError) -> str:
@@ -345,9 +386,13 @@ def check_name(value: object, what: str) -> str:
 
 
 def inside(path: Path, folder: Path) -> Path:
-    """`path` resolved, which must lie inside `folder` (resolved too): MapError otherwise."""
-    resolved = path.resolve()
-    if not resolved.is_relative_to(folder.resolve()):
+    """`path` resolved, which must lie inside `folder` (resolved too): MapError otherwise, also for a link loop
+    (RuntimeError before Python 3.13, OSError after) or a path that cannot be resolved."""
+    try:
+        resolved, root = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError):
+        raise MapError(f"{path.name}: cannot be resolved (a link loop?)") from None
+    if not resolved.is_relative_to(root):
         raise MapError(f"{path.name}: outside the maps folder")
     return resolved
 
@@ -366,6 +411,12 @@ def version_path(name: str, model_id: str, version: str) -> Path:
     path = folder / f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}" / f"{version}.json"
     inside(path, folder)
     return path
+
+
+def _why(exc: InputError, path: Path) -> str:
+    """Why the checked reader refused `path`, without the path (a machine path) or a second "cannot be read"."""
+    why = str(exc).removeprefix(f"{path}: ")
+    return why.removeprefix("cannot be read (").removesuffix(")") if why.startswith("cannot be read (") else why
 
 
 def _relative(path: Path) -> str:
@@ -387,7 +438,7 @@ def save_version(cal: Calibration) -> Path:
         version = cal.version if n == 1 else f"{cal.version}-{n}"
         path = version_path(cal.name, cal.model_id, version)
         try:
-            write_atomic(path, _dumped(cal.model_copy(update={"version": version})), exclusive=True)
+            replace_whole(path, _dumped(cal.model_copy(update={"version": version})), exclusive=True, clean_stale=True)
         except FileExistsError:
             continue
         except OSError as exc:
@@ -407,15 +458,20 @@ def check_version(name: str, model_id: str, version: str) -> Calibration:
     except MissingFile:
         raise MapError(f"no version {version} of {name}.{model_id} (see the map versions)") from None
     except InputError as exc:
-        raise MapError(f"{where}: cannot be read ({str(exc).rpartition(': ')[2]})") from None
+        raise MapError(f"{where}: cannot be read ({_why(exc, path)})") from None
     except MapError as exc:
         raise MapError(f"{where}: damaged: {exc}") from None
     if (cal.name, cal.model_id, cal.version) != (name, model_id, version):
         raise MapError(f"{where}: damaged: it holds {shown(cal.label, 120)}, not this version")
-    shipped = calibration_path(name, model_id)
-    missing = sorted(set(_read_calibration(shipped).maps) - set(cal.maps)) if shipped.is_file() else []
+    shipped = _shipped_maps(name, model_id)
+    missing = sorted(set(shipped) - set(cal.maps))
     if missing or not cal.maps:
         raise MapError(f"{where}: damaged: no {', '.join(missing) or 'map'} component")
+    known = {f for fitted in shipped.values() for f in fitted.features}
+    for component, fitted in cal.maps.items():  # a feature the judge never gives fails every hand (KeyError)
+        unknown = [f for f in fitted.features if known and f not in known and not f.startswith("is:")]
+        if unknown:
+            raise MapError(f"{where}: damaged: {shown(component, 40)} reads {shown(unknown[0], 40)}, not a feature")
     return cal
 
 
@@ -463,11 +519,13 @@ def _read_pointer() -> tuple[dict[str, object], str]:
     except MissingFile:
         return {}, ""
     except InputError as exc:
-        return {}, f"{POINTER} cannot be read ({str(exc).rpartition(': ')[2]})"
+        return {}, f"{POINTER} cannot be read ({_why(exc, maps_dir() / POINTER)})"
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as exc:
         return {}, f"{POINTER} is not JSON ({exc.msg}, line {exc.lineno})"
+    except MapError as exc:
+        return {}, f"{POINTER}: {exc}"
     except (ValueError, RecursionError):
         return {}, f"{POINTER} is not JSON"
     if not isinstance(data, dict):
@@ -514,6 +572,8 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
     key = f"{check_name(name, 'map name')}.{check_name(model_id, 'map id')}"
     if version != SHIPPED:
         check_version(name, model_id, check_name(version, "map version"))
+    else:
+        check_shipped(name, model_id)
     folder = maps_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -522,7 +582,7 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
             pointer = {k: v for k, v in entries.items() if isinstance(v, str) and is_name(v) and k != key}
             if version != SHIPPED:
                 pointer[key] = version
-            write_atomic(folder / POINTER, json.dumps(pointer, indent=1, sort_keys=True) + "\n")
+            replace_whole(folder / POINTER, json.dumps(pointer, indent=1, sort_keys=True) + "\n", clean_stale=True)
     except OSError as exc:
         raise MapError(f"{POINTER}: cannot be written ({exc.strerror or exc}); the map in use is unchanged") from None
 
@@ -530,7 +590,8 @@ def adopt_version(name: str, model_id: str, version: str) -> None:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on `path` (created), held for the block: one pointer update at a time, across processes."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # O_NOFOLLOW: a link planted as the lock file never makes adopt create or open a file elsewhere (ELOOP).
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -18,9 +18,11 @@ not import `engine`; `engine.inputs` builds on it with the limit from the settin
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
+import time
 from pathlib import Path
 
 DEFAULT_MAX_INPUT_MB = 10.0
@@ -149,13 +151,28 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
     source = str(path)
     target = Path(os.path.realpath(path))
     _check_target(source, target)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
-        # O_EXCL: a name no one else holds; 0o666 less the umask, the mode any new file gets
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        replace_whole(target, data)
     except OSError as exc:
         raise OutputError(f"{source}: cannot write ({exc.strerror or exc})") from None
+
+
+TMP_SUFFIX = ".tmp"
+STALE_S = 3600.0  # a temporary file this old is a crashed writer's (`replace_whole(..., clean_stale=True)`)
+
+
+def replace_whole(path: Path, data: bytes | str, *, exclusive: bool = False, clean_stale: bool = False) -> None:
+    """The atomic write itself, for a caller that has checked `path` (the maps' versions and pointer, an
+    export's target): a hidden `.<name>.<random>.tmp` beside it, fsynced, then renamed over `path`, or with
+    `exclusive` linked to a name that must not exist yet (FileExistsError: two writers never both succeed).
+    Any OSError (a full disk…) leaves `path` as it was and removes the temporary file. An existing file keeps
+    its mode; a new one gets what `open` gives (0666 less the umask). `clean_stale`: first remove this
+    folder's hidden temporary files older than `STALE_S` (a crashed writer's; only in a folder of our own)."""
+    folder = path.parent
+    if clean_stale:
+        _remove_stale(folder)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = _temporary(folder, path.name)
     try:
         try:
             view = memoryview(raw)
@@ -164,15 +181,49 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        with contextlib.suppress(OSError):  # an existing file keeps its mode
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise OutputError(f"{source}: cannot write ({exc.strerror or exc})") from None
+        if exclusive:
+            _link_new(tmp, path)
+        else:
+            with contextlib.suppress(OSError):  # an existing file keeps its mode
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+            os.replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    _fsync_folder(target.parent)
+    _fsync_folder(folder)
+
+
+def _temporary(folder: Path, name: str) -> tuple[int, str]:
+    """A new hidden `.<name>.<random>.tmp` in `folder`, open for writing; O_EXCL: never an existing file or a
+    link planted under that name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(folder / f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+def _link_new(tmp: str, path: Path) -> None:
+    """`path` as a second name of the written file, failing when it exists; where the file system has no hard
+    links, the name is reserved by an exclusive create first, then the file renamed over it."""
+    try:
+        os.link(tmp, path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        os.replace(tmp, path)
+
+
+def _remove_stale(folder: Path) -> None:
+    now = time.time()
+    for tmp in folder.glob(f".*{TMP_SUFFIX}"):
+        with contextlib.suppress(OSError):
+            if now - tmp.lstat().st_mtime > STALE_S:
+                tmp.unlink()
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -13,6 +13,7 @@ decides the same held-out labels: the paired comparison is exact McNemar (engine
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_wi
 from engine.inputs import read_text
 from engine.judgemaps import CALIBRATION_DIR, Calibration, is_name, load_calibration, new_version, shown
 from engine.labels.items import labelable_items
-from engine.labels.refit import LabelRefit, map_name, rounded
+from engine.labels.refit import LabelRefit, flat, map_name, rounded
 from engine.labelstore import Label, LabelError, label_spec, list_labels
 from engine.store import Store
 from models.source import model_source
@@ -42,6 +43,7 @@ FOLDS_ALL = 50
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
 NEEDED = (*REL, *CONF, *NOVELTY_FEATURES)
+FEATURE_LIMIT = 1e6  # the largest feature magnitude a label may carry (`is_feature`)
 
 
 # -- rows: a labelled hand's features ----------------------------------------------------------------------------
@@ -59,12 +61,12 @@ def label_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
         if lab.mechanism != "handraise":
             continue
         features = lab.context.get("features")
-        if not isinstance(features, Mapping) or not all(isinstance(features.get(f), int | float) for f in NEEDED):
-            continue
+        if not isinstance(features, Mapping) or not all(is_feature(features.get(f)) for f in NEEDED):
+            continue  # (a hostile value is refused by name when refitting: `checked_map_ids`)
         turn = lab.item_key.rpartition("/")[0]
         rows.append(
             {
-                **{k: float(v) for k, v in features.items() if isinstance(v, int | float)},
+                **{k: float(v) for k, v in features.items() if is_feature(v)},
                 "label": lab.label == "speak",
                 "participant": participant_of(lab),
                 "item": f"{lab.run_id}:{turn}",
@@ -179,15 +181,35 @@ def cross_validated(
 
 def checked_map_ids(labels: Sequence[Label]) -> None:
     """Every map id the hand labels name (`context.map_id`, `context.judge_model`) is a map id (a closed name,
-    `engine.judgemaps.is_name`), never a path: LabelError naming the first label and field that is not."""
+    `engine.judgemaps.is_name`), never a path, and every number among their features (`context.features`) is a
+    feature value (`is_feature`): LabelError naming the first label and field that is not."""
     for lab in labels:
+        if lab.mechanism != "handraise":
+            continue
+        item = lab.item_key if lab.item_key.isprintable() and len(lab.item_key) <= 60 else shown(lab.item_key, 60)
         for field_name in ("map_id", "judge_model"):
             value = lab.context.get(field_name)
-            if lab.mechanism == "handraise" and value not in (None, "") and not is_name(value):
-                item = (
-                    lab.item_key if lab.item_key.isprintable() and len(lab.item_key) <= 60 else shown(lab.item_key, 60)
-                )
+            if value not in (None, "") and not is_name(value):
                 raise LabelError(f"label {lab.id} ({item}): context.{field_name}: {shown(value)} is not a map id")
+        features = lab.context.get("features")
+        for key, value in features.items() if isinstance(features, Mapping) else ():
+            if isinstance(value, int | float) and not is_feature(value):
+                name = key if isinstance(key, str) and key.isprintable() and len(key) <= 40 else shown(key, 40)
+                raise LabelError(
+                    f"label {lab.id} ({item}): context.features.{name}: {shown(value, 40)} is not a feature value "
+                    f"(a finite number within ±{FEATURE_LIMIT:g})"
+                )
+
+
+def is_feature(value: object) -> bool:
+    """A judge's feature as a fit can read it: a number (not a boolean), finite and within ±`FEATURE_LIMIT` (the
+    judge's features are log-probabilities, PMIs and cosines; a huge one overflows the fit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value)) and abs(float(value)) <= FEATURE_LIMIT
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _map_id(rows: Sequence[Mapping[str, Any]], labels: Sequence[Label]) -> str:
@@ -259,7 +281,7 @@ def refit_hand_raise(
     cand_right = [p == t for p, t in zip(candidate_right_flags, truth, strict=True)]
     cur_right = [p == t for p, t in zip(current_said, truth, strict=True)]
     users = sorted({lab.user for lab in labels})
-    provenance = f"learnt from {len(rows)} of your approvals ({', '.join(users)})" + (
+    provenance = f"learnt from {len(rows)} of your approvals ({', '.join(flat(u) for u in users)})" + (
         f" and {len(extra)} rows of the shipped split" if extra else ""
     )
     candidate = candidate_calibration([*rows, *extra], model_id, provenance, config)

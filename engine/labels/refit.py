@@ -17,14 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from engine import stats
 from engine.judgemaps import (
     SHIPPED,
+    Adoption,
     Calibration,
     adopt_version,
     adoption,
-    calibration_path,
-    load_calibration,
+    check_shipped,
+    one_line,
     save_version,
     version_files,
 )
@@ -148,9 +151,14 @@ def refit_from_labels(
     if mechanism not in names:
         covered = " and ".join(f"the {mechanism_spec(name).label.lower()}" for name in names)
         raise LabelError(f"mechanism: refitting from labels covers {covered}; {mechanism!r} has no recorded features")
-    refit: LabelRefit = resolve_callable(label_specs()[mechanism].refit)(
-        store, user=user, with_split=with_split, seed=seed, labels=labels, models=models, config=config
-    )
+    try:
+        refit: LabelRefit = resolve_callable(label_specs()[mechanism].refit)(
+            store, user=user, with_split=with_split, seed=seed, labels=labels, models=models, config=config
+        )
+    except ValidationError as exc:  # a fit whose numbers make no map (non-finite coefficients…): one line
+        raise LabelError(f"labels: the fit gives no usable map ({one_line(exc)})") from None
+    except ArithmeticError as exc:  # an overflow in the fit
+        raise LabelError(f"labels: the fit failed ({' '.join(str(exc).split())})") from None
     return refit
 
 
@@ -190,35 +198,48 @@ def map_versions(mechanism: str, model_id: str) -> list[MapVersion]:
     name = map_name(mechanism)
     try:
         in_use = adoption(name, model_id)
-        shipped = calibration_path(name, model_id)
         files = version_files(name, model_id)
     except ValueError as exc:
         raise LabelError(f"map: {exc}") from None
-    out = []
-    if shipped.is_file():
-        cal = load_calibration(name, model_id, shipped.parent)
-        out.append(
-            MapVersion(
-                version=SHIPPED,
-                created=cal.fitted_at if cal else "",
-                provenance=f"shipped: fitted on {cal.fitted_on if cal else shipped.name}",
-                in_use=in_use.version is None,
-                fallback=in_use.problem,
-            )
-        )
+    out = [] if (shipped := _shipped(name, model_id, in_use)) is None else [shipped]
     for saved in files:
         cal = saved.calibration
         out.append(
             MapVersion(
                 version=saved.version,
-                created=cal.fitted_at if cal else "",
-                provenance=cal.notes if cal else "",
+                created=flat(cal.fitted_at if cal else ""),
+                provenance=flat(cal.notes if cal else ""),
                 in_use=cal is not None and saved.version == in_use.version,
                 n_labels=_count(cal.metrics.get("labels")) if cal else 0,
                 damaged=saved.damaged,
             )
         )
     return out
+
+
+def _shipped(name: str, model_id: str, in_use: Adoption) -> MapVersion | None:
+    """The shipped map as a version (None when there is none); a damaged one is listed as such, never in use (the
+    judge cannot read it)."""
+    try:
+        cal, damaged = check_shipped(name, model_id), ""
+        if cal is None:
+            return None
+    except ValueError as exc:
+        cal, damaged = None, str(exc).partition(": not a valid calibration file: ")[2] or str(exc)
+    return MapVersion(
+        version=SHIPPED,
+        created=flat(cal.fitted_at if cal else ""),
+        provenance=flat(f"shipped: fitted on {cal.fitted_on}" if cal else ""),
+        in_use=in_use.version is None and cal is not None,
+        damaged=damaged,
+        fallback=in_use.problem,
+    )
+
+
+def flat(text: str) -> str:
+    """A version file's text (provenance, time) on one line: a line break in it (a label's user name, a hand-edited
+    file) is shown as its escape, so a listing line can never be split into a forged one."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _count(value: object) -> int:

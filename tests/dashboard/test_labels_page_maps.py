@@ -5,6 +5,7 @@ a map id, and the refit it blocks says so in one line — no traceback, no machi
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
+from engine import judgemaps
 from engine.handraise.scripted_labeller import label_items, load_recording
 from engine.judgemaps import CALIBRATION_DIR, POINTER, load_calibration, save_version
 from engine.labels import add_label, labelable_items
@@ -139,3 +141,38 @@ def test_the_conversation_caption_says_the_adopted_map_cannot_be_used(page: Path
     (caption,) = [shown(c.value) for c in at.caption if "Map in use:" in c.value]
     assert "the shipped one — the adopted map cannot be used (in_use.json: " in caption and "damaged" in caption
     assert str(tmp_path) not in caption
+
+
+def test_a_hostile_feature_and_a_damaged_shipped_map_are_said_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    monkeypatch.setenv("JUDGELAB_USER", "page-tester")
+    _version("20260101T000000Z")
+    store = state.get_store()
+    run = store.get_run(load_recording(store))
+    assert run is not None
+    good = label_items(store, labelable_items(store, run)[:12], user="page-tester")
+    add_label(  # the newest label: a feature too large for a float (a traceback before)
+        store,
+        mechanism="handraise",
+        run_id=good[0].run_id,
+        item_key="t3/coder",
+        label="speak",
+        user="page-tester",
+        context={**good[0].context, "features": {**good[0].context["features"], "pmi_rel": 10**400}},
+    )
+    shutil.copytree(CALIBRATION_DIR, tmp_path / "calibration")
+    monkeypatch.setattr(judgemaps, "CALIBRATION_DIR", tmp_path / "calibration")
+    shipped = tmp_path / "calibration" / f"{NAME}.{MAP}.json"
+    shipped.write_text(shipped.read_text()[:200])  # the shipped map damaged
+    at = _open(tmp_path / "maps")
+    (table,) = [f.value for f in at.dataframe if "what it learnt from" in f.value.columns]
+    rows = {r["version"]: r for r in table.to_dict("records")}
+    assert rows["shipped"]["what it learnt from"].startswith("damaged: ") and not rows["shipped"]["in use"]
+    assert at.selectbox(key="labels.v.pick").options == ["20260101T000000Z"]  # never the damaged shipped map
+    at.button(key="labels.r.go").click().run()
+    assert not at.exception
+    (error,) = [shown(e.value) for e in at.error]
+    assert error.startswith("No refit: label ") and "(t3/coder): context.features.pmi_rel: " in error
+    assert "\n" not in error and str(tmp_path) not in _page_text(at) and "Traceback" not in _page_text(at)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
+from engine import judgemaps
 from engine.handraise.scripted_labeller import label_items, load_recording
 from engine.judgemaps import CALIBRATION_DIR, POINTER, load_calibration, save_version
 from engine.labels import add_label, labelable_items
@@ -156,3 +158,81 @@ def test_calibrate_judge_refuses_a_model_id_that_cannot_name_a_map(tmp_path: Pat
     code, out = invoke("calibrate-judge", "--model", hostile, "--only", "skip", "--output-dir", str(tmp_path / "out"))
     assert code == 2 and out.startswith("error: --model: ") and out.count("\n") == 1, out
     assert not (tmp_path / "out").exists()
+
+
+# -- a second round: link loops, line breaks, a damaged shipped map, hostile features -----------------------------
+
+
+def test_labels_maps_and_adopt_with_a_link_loop_are_one_line_each(maps: Path) -> None:
+    version("20260101T000000Z")
+    loop = maps / f"{NAME}.{MAP}" / "20260102T000000Z.json"
+    loop.symlink_to(loop.name)
+    code, out = invoke("labels", "maps")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("  20260102T000000Z") and "DAMAGED: " in lines[2]
+    code, out = invoke("labels", "adopt", "20260102T000000Z")
+    assert code == 1 and out.count("\n") == 1 and "cannot be resolved" in out and str(maps) not in out
+
+
+def test_a_line_break_in_a_labels_user_cannot_forge_a_starred_version(maps: Path) -> None:
+    store = Store()
+    run = store.get_run(load_recording(store))
+    assert run is not None
+    forged = "bob\n* 20990101T000000Z   20990101T000000Z   forged"
+    label_items(store, labelable_items(store, run)[:40], user=forged)
+    code, out = invoke("calibrate-judge", "--labels")
+    assert code == 0, out
+    assert not [line for line in out.splitlines() if line.startswith("* 2099")]
+    code, out = invoke("labels", "maps")
+    assert code == 0 and len(out.splitlines()) == 2, out  # shipped, and the one refit: one line each
+    assert out.splitlines()[0].startswith("* shipped")
+
+
+def test_a_damaged_shipped_map_is_listed_not_a_traceback(
+    maps: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    version("20260101T000000Z")
+    shutil.copytree(CALIBRATION_DIR, tmp_path / "calibration")
+    monkeypatch.setattr(judgemaps, "CALIBRATION_DIR", tmp_path / "calibration")
+    damaged = tmp_path / "calibration" / f"{NAME}.{MAP}.json"
+    damaged.write_text(damaged.read_text()[:200])
+    code, out = invoke("labels", "maps")
+    assert code == 0, out
+    assert out.splitlines()[0].startswith("  shipped") and "DAMAGED: " in out and str(tmp_path) not in out
+    code, out = invoke("labels", "adopt", "shipped")
+    assert code == 1 and out.count("\n") == 1 and str(tmp_path) not in out
+    code, out = invoke("labels", "adopt", "20260101T000000Z")
+    assert code == 0, out
+
+
+def test_calibrate_judge_labels_refuses_a_feature_too_large_for_a_float(maps: Path) -> None:
+    store = Store()
+    run = store.get_run(load_recording(store))
+    assert run is not None
+    good = label_items(store, labelable_items(store, run)[:40])
+    bad = add_label(
+        store,
+        mechanism="handraise",
+        run_id=good[0].run_id,
+        item_key="t3/coder",
+        label="speak",
+        user="mallory",
+        context={**good[0].context, "features": {**good[0].context["features"], "pmi_rel": 10**400}},
+    )
+    code, out = invoke("calibrate-judge", "--labels", "--adopt")
+    assert code == 1 and out.count("\n") == 1, out
+    assert out.startswith(f"error: label {bad.id} (t3/coder): context.features.pmi_rel: ") and "Traceback" not in out
+    assert not maps.exists()
+
+
+@pytest.mark.parametrize("value", ["", "~/maps", "relative/maps"])
+def test_a_maps_folder_that_is_not_absolute_is_a_one_line_error(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", value)
+    for args in (("labels", "maps"), ("labels", "adopt", "shipped")):
+        code, out = invoke(*args)
+        assert code == 1 and out.count("\n") == 1 and "JUDGELAB_MAPS_DIR" in out, out
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,11 @@ import errno
 import json
 import multiprocessing
 import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -22,7 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import atomicfile
+from engine import judgemaps
+from engine.config import ConfigError, get_settings
+from engine.handraise import label_refit
 from engine.handraise.judge import map_choice
 from engine.handraise.scripted_labeller import label_items, load_recording
 from engine.judgemaps import (
@@ -52,6 +59,7 @@ from engine.labels import (
 )
 from engine.labelstore import Label
 from engine.store import Store
+from models import files
 
 pytestmark = pytest.mark.timeout(120)
 NAME = "handraise.likelihood"
@@ -280,7 +288,7 @@ def test_a_crashed_writers_temporary_file_is_ignored_and_cleaned(maps: Path) -> 
     (maps / f".{POINTER}.def456.tmp").write_text("{")
     assert [v.version for v in version_files(NAME, MAP)] == [path.stem]
     assert adoption(NAME, MAP).problem == ""
-    old = time.time() - 2 * atomicfile.STALE_S
+    old = time.time() - 2 * files.STALE_S
     os.utime(tmp, (old, old))
     a_version("20260103T000000Z")
     assert not tmp.exists()  # the next write of that folder removes a stale one
@@ -445,3 +453,274 @@ def test_concurrent_adopts_in_processes_leave_a_valid_pointer(maps: Path) -> Non
     assert [w.exitcode for w in workers] == [0] * len(ids)
     assert json.loads((maps / POINTER).read_text()) == {f"{NAME}.{m}": "20260101T000000Z" for m in ids}
     assert not [p for p in files_under(maps) if p.name.endswith(".tmp")]
+
+
+# -- a second round of attacks (links, the lock, line breaks, the shipped map, hostile features, kill -9) ----------
+
+
+def _loop(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(path.name)  # a link to itself: resolving it loops
+
+
+@pytest.mark.parametrize("where", ["version", "versions folder"])
+def test_a_link_loop_is_a_damaged_version_and_the_judge_falls_back(maps: Path, where: str) -> None:
+    a_version("20260101T000000Z")
+    if where == "version":
+        _loop(maps / f"{NAME}.{MAP}" / "20260102T000000Z.json")
+        (maps / POINTER).write_text(json.dumps({f"{NAME}.{MAP}": "20260102T000000Z"}))
+    else:
+        (maps / f"{NAME}.{MAP}").rename(maps / "moved")
+        _loop(maps / f"{NAME}.{MAP}")
+        (maps / POINTER).write_text(json.dumps({f"{NAME}.{MAP}": "20260101T000000Z"}))
+    with bounded(5, 20):
+        found = adoption(NAME, MAP)
+        choice = map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
+        versions = map_versions("handraise", MAP)
+    assert found.version is None and "cannot be resolved" in one_line(MapError(found.problem))
+    assert str(maps) not in found.problem
+    assert choice.calibration is not None and choice.calibration.version == shipped().version
+    assert "map_fallback" in choice.flags
+    assert versions[0].version == "shipped" and versions[0].in_use and versions[0].fallback
+    assert not any(v.in_use for v in versions[1:])
+    with pytest.raises(LabelError) as caught:
+        adopt_map(None, "handraise", MAP, "20260102T000000Z" if where == "version" else "20260101T000000Z")
+    assert "cannot be resolved" in one_line(caught.value) and str(maps) not in str(caught.value)
+    if where == "versions folder":
+        with pytest.raises(MapError) as refused:
+            save_version(shipped().model_copy(update={"version": "20260103T000000Z"}))
+        assert "cannot be resolved" in one_line(refused.value)
+
+
+def test_the_maps_folder_a_link_loop_refuses_in_one_line(maps: Path) -> None:
+    _loop(maps)
+    assert adoption(NAME, MAP).problem  # the pointer cannot be read: the shipped map, flagged
+    for call in (
+        lambda: save_version(shipped().model_copy(update={"version": "20260103T000000Z"})),
+        lambda: adopt_version(NAME, MAP, "20260101T000000Z"),
+        lambda: adopt_version(NAME, MAP, "shipped"),
+    ):
+        with pytest.raises(MapError) as caught:
+            call()
+        assert str(maps.parent) not in one_line(caught.value)
+
+
+def test_a_link_planted_as_the_lock_file_opens_nothing_elsewhere(maps: Path, tmp_path: Path) -> None:
+    a_version("20260101T000000Z")
+    target = tmp_path / "created-by-the-lock"
+    (maps / ".in_use.lock").symlink_to(target)
+    with pytest.raises(MapError) as caught:
+        adopt_version(NAME, MAP, "20260101T000000Z")
+    assert one_line(caught.value).startswith(f"{POINTER}: cannot be written (")
+    assert not target.exists() and not (maps / POINTER).exists()
+    existing = tmp_path / "someone-elses-file"
+    existing.write_text("keep")
+    (maps / ".in_use.lock").unlink()
+    (maps / ".in_use.lock").symlink_to(existing)
+    with pytest.raises(MapError):
+        adopt_version(NAME, MAP, "20260101T000000Z")
+    assert existing.read_text() == "keep"
+
+
+def test_a_reader_refusal_is_said_once_without_a_machine_path(maps: Path) -> None:
+    a_version("20260101T000000Z")
+    (maps / POINTER).symlink_to(POINTER)  # ELOOP when opened
+    problem = adoption(NAME, MAP).problem
+    assert problem == f"{POINTER} cannot be read (Too many levels of symbolic links)"
+    (maps / POINTER).unlink()
+    (maps / POINTER).mkdir()
+    assert adoption(NAME, MAP).problem == f"{POINTER} cannot be read (is a directory, not a file)"
+
+
+@pytest.mark.parametrize("user", ["bob\n* 20990101T000000Z   20990101T000000Z   forged", "bob\r* x", "bob\u2028* x"])
+def test_a_line_break_in_a_labels_user_never_splits_a_listing_line(store: Store, maps: Path, user: str) -> None:
+    for lab in labelled(store, 40):
+        add_label(
+            store,
+            mechanism="handraise",
+            run_id=lab.run_id,
+            item_key=lab.item_key,
+            label=lab.label,
+            user=user,
+            context=lab.context,
+        )
+    refit = refit_from_labels(store, user=user)
+    assert refit.provenance.isprintable()
+    save_candidate(refit)
+    path = a_version("20260101T000000Z")  # a hand-edited file: line breaks in its time and notes
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"fitted_at": "x\ny", "notes": "a\n* b\x1b[2J"}))
+    for v in map_versions("handraise", MAP):
+        assert v.provenance.isprintable() and v.created.isprintable(), v
+
+
+@pytest.fixture
+def shipped_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of data/calibration/ read as the shipped maps, to damage."""
+    folder = tmp_path / "calibration"
+    shutil.copytree(CALIBRATION_DIR, folder)
+    monkeypatch.setattr(judgemaps, "CALIBRATION_DIR", folder)
+    return folder / f"{NAME}.{MAP}.json"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "fifo", "directory", "link loop"])
+def test_a_damaged_shipped_map_is_listed_damaged_and_a_version_can_still_be_adopted(
+    maps: Path, shipped_copy: Path, damage: str
+) -> None:
+    a_version("20260101T000000Z")  # from the real shipped map, before it is damaged
+    text = shipped_copy.read_text()
+    shipped_copy.unlink()
+    {
+        "truncated": lambda: shipped_copy.write_text(text[:200]),
+        "fifo": lambda: os.mkfifo(shipped_copy),
+        "directory": shipped_copy.mkdir,
+        "link loop": lambda: _loop(shipped_copy),
+    }[damage]()
+    with bounded(5, 20):
+        versions = map_versions("handraise", MAP)
+    assert versions[0].version == "shipped" and versions[0].damaged and not versions[0].in_use
+    assert versions[1].version == "20260101T000000Z" and not versions[1].damaged  # not the version's fault
+    assert all(str(shipped_copy.parent) not in v.damaged for v in versions)
+    with pytest.raises(LabelError) as caught:  # the damaged shipped map is not adopted either
+        adopt_map(None, "handraise", MAP, "shipped")
+    assert str(shipped_copy.parent) not in one_line(caught.value)
+    adopt_map(None, "handraise", MAP, "20260101T000000Z")  # the repair: a saved version
+    choice = map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
+    assert choice.calibration is not None and choice.calibration.version == "20260101T000000Z"
+    (maps / POINTER).unlink()
+    with pytest.raises(MapError) as judge:  # nothing adopted: the judge refuses the damaged file in one line
+        map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
+    assert str(shipped_copy.parent) not in one_line(judge.value)
+
+
+@pytest.mark.parametrize(
+    "value", [1e308, -1.7e308, 10**400, True, 1e7], ids=["1e308", "-1.7e308", "10^400", "true", "1e7"]
+)
+def test_a_hostile_feature_value_refuses_the_refit_naming_label_and_field(
+    store: Store, maps: Path, value: object
+) -> None:
+    good = labelled(store, 12)[3]
+    bad = add_label(
+        store,
+        mechanism="handraise",
+        run_id=good.run_id,
+        item_key="t3/coder",
+        label="speak",
+        user="mallory",
+        context={**good.context, "features": {**good.context["features"], "pmi_rel": value}},
+    )
+    with bounded(10, 50), pytest.raises(LabelError) as caught:
+        refit_from_labels(store)
+    text = one_line(caught.value)
+    assert text.startswith(f"label {bad.id} (t3/coder): context.features.pmi_rel: ") and "not a feature value" in text
+    assert not maps.exists()
+
+
+def test_a_fit_that_gives_no_usable_map_is_one_line(store: Store, maps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    labelled(store, 40)
+
+    def overflow(*args: object, **kwargs: object) -> object:
+        raise OverflowError("math range error\nsecond line")
+
+    monkeypatch.setattr(label_refit, "fit_candidate", overflow)
+    with pytest.raises(LabelError) as caught:
+        refit_from_labels(store)
+    assert one_line(caught.value) == "labels: the fit failed (math range error second line)"
+
+    def no_map(*args: object, **kwargs: object) -> object:
+        return Calibration.model_validate({"name": NAME, "model_id": MAP, "version": "v", "maps": {"x": {"kind": "?"}}})
+
+    monkeypatch.setattr(label_refit, "fit_candidate", no_map)
+    with pytest.raises(LabelError) as caught:
+        refit_from_labels(store)
+    assert one_line(caught.value).startswith("labels: the fit gives no usable map (maps.x.kind: ")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_versions_and_the_pointer_get_the_mode_open_would_give(maps: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        path = a_version()
+        adopt_version(NAME, MAP, path.stem)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600: another account can read it
+    assert (maps / POINTER).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+_WRITER = """
+import os, sys
+os.environ["JUDGELAB_MAPS_DIR"] = sys.argv[1]
+from engine.judgemaps import CALIBRATION_DIR, adopt_version, load_calibration, save_version
+cal = load_calibration("handraise.likelihood", "gemma3-270m+smollm2-135m", CALIBRATION_DIR)
+big = cal.model_copy(update={"notes": "x" * 2_000_000})  # a write long enough to be killed in
+print("ready", flush=True)
+for i in range(1, 10_000):
+    path = save_version(big.model_copy(update={"version": f"20260101T{i:06d}Z"}))
+    adopt_version("handraise.likelihood", "gemma3-270m+smollm2-135m", path.stem)
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_only_sound_versions_and_pointer(maps: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for delay in random.Random(35).sample([0.05, 0.1, 0.2, 0.3, 0.45, 0.6], 4):
+        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(maps)], stdout=subprocess.PIPE, env=env, cwd=root)
+        assert writer.stdout is not None and writer.stdout.readline() == b"ready\n"
+        time.sleep(delay)
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(30)
+        versions = map_versions("handraise", MAP)
+        assert not [v.version for v in versions if v.damaged]
+        assert adoption(NAME, MAP).problem == ""
+    assert len(versions) > 1  # it wrote, and was killed while writing
+
+
+def test_a_key_given_twice_makes_a_version_or_the_pointer_damaged(maps: Path) -> None:
+    a_version("20260101T000000Z")
+    twice = a_version("20260102T000000Z")
+    text = twice.read_text()
+    twice.write_text(text.replace("{", '{\n "version": "20260101T000000Z",', 1))  # which one counts?
+    versions = {v.version: v for v in map_versions("handraise", MAP)}
+    assert versions["20260102T000000Z"].damaged == "the key 'version' is given twice"
+    with pytest.raises(LabelError):
+        adopt_map(None, "handraise", MAP, "20260102T000000Z")
+    key = f"{NAME}.{MAP}"
+    (maps / POINTER).write_text(f'{{"{key}": "20260101T000000Z", "{key}": "20260101T000000Z"}}')
+    found = adoption(NAME, MAP)
+    assert found.version is None and found.problem.startswith(f"{POINTER}: the key {key[:20]!r}"[:-1])
+    assert found.problem.endswith(" is given twice")
+    choice = map_choice("likelihood", "gemma3-270m", ("smollm2-135m",))
+    assert "map_fallback" in choice.flags
+
+
+@pytest.mark.parametrize("value", ["", "  ", "~/maps", "~", "relative/maps", "./maps"])
+def test_a_maps_folder_that_is_not_an_absolute_path_is_refused(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", value)
+    with pytest.raises(ConfigError) as caught:
+        get_settings()
+    assert one_line(caught.value).startswith(f"environment: JUDGELAB_MAPS_DIR={value!r}: ")
+    with pytest.raises(ValueError):
+        save_version(shipped().model_copy(update={"version": "20260101T000000Z"}))
+    with pytest.raises(ValueError):
+        adopt_version(NAME, MAP, "shipped")
+    assert list(tmp_path.iterdir()) == []  # nothing made in the current folder (`.`, `~`, `relative`)
+
+
+def test_a_version_reading_a_feature_the_judge_never_gives_is_damaged(store: Store, maps: Path) -> None:
+    path = a_version("20260102T000000Z")
+    data = json.loads(path.read_text())
+    data["maps"]["relevance"]["features"][0] = "bogus"  # every hand: KeyError 'bogus', and every refit after
+    path.write_text(json.dumps(data))
+    versions = {v.version: v for v in map_versions("handraise", MAP)}
+    assert versions["20260102T000000Z"].damaged == "'relevance' reads 'bogus', not a feature"
+    with pytest.raises(LabelError):
+        adopt_map(store, "handraise", MAP, "20260102T000000Z")
+    (maps / POINTER).write_text(json.dumps({f"{NAME}.{MAP}": "20260102T000000Z"}))
+    labelled(store, 40)
+    refit = refit_from_labels(store)  # the map in use is the shipped one: the refit works
+    assert refit.current is not None and refit.current.version == shipped().version
+    save_candidate(refit)
+    adopt_map(store, "handraise", MAP, refit.candidate.version)  # its `is:<participant>` features are allowed
