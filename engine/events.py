@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from engine import runctx
-from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store
+from engine.store import CANCELLED, FAILED, FINISHED, INTERRUPTED, RUNNING, Store, StoreError
 from models.recording import call_context
 from models.secrets import redact_obj
 from models.source import ModelSource as _ModelSource
@@ -199,6 +199,16 @@ class RunHandle:
         return self.bus.emit(type_, **payload)
 
 
+def said_in_one_line(exc: BaseException) -> bool:
+    """Whether `exc` is one of the project's own errors about bad input or the environment (a bad file, label,
+    map, setting, a store that cannot be written: a `ValueError` or `StoreError` defined in engine/ or models/),
+    whose one-line message is all there is to say: its failed run keeps no traceback (the machine's paths
+    and the code's lines are not the user's business). Any other exception is a fault: its traceback is kept."""
+    kind = type(exc)
+    own = kind.__module__.split(".")[0] in ("engine", "models")
+    return own and issubclass(kind, ValueError | StoreError)
+
+
 @contextlib.contextmanager
 def run_context(
     store: Store,
@@ -232,8 +242,9 @@ def run_context(
         raise
     except BaseException as exc:
         message = f"{type(exc).__name__}: {exc}"
+        where = {} if said_in_one_line(exc) else {"traceback": traceback.format_exc(limit=5)}
         try:
-            bus.emit(RUN_FAILED, error=message, traceback=traceback.format_exc(limit=5))
+            bus.emit(RUN_FAILED, error=message, **where)
         finally:
             store.finish_run(run.id, status=FAILED, error=message, summary=handle.summary)
             _close_sinks(sinks)

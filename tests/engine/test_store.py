@@ -110,6 +110,22 @@ def test_failed_run_keeps_what_was_recorded(store: Store) -> None:
     assert len(store.calls(run.run_id)) == 1
 
 
+def test_a_run_failed_by_bad_input_keeps_its_one_line_and_no_traceback(store: Store) -> None:
+    """A bad file, label or setting is said in one line; a fault (any other exception) keeps its traceback for
+    whoever debugs it. Neither loses the events recorded before."""
+    from engine.inputs import Problems
+    from engine.labels.io import LabelImportError
+
+    with pytest.raises(LabelImportError), run_context(store, "test.bad_input") as bad:
+        raise LabelImportError("upload.jsonl", Problems(["upload.jsonl:3: label: 'x' is not a label"]))
+    with pytest.raises(KeyError), run_context(store, "test.fault") as fault:
+        raise KeyError("bug")
+    (said,) = [e for e in store.events(bad.run_id) if e.type == "run_failed"]
+    (crashed,) = [e for e in store.events(fault.run_id) if e.type == "run_failed"]
+    assert "traceback" not in said.payload and "upload.jsonl:3" in said.payload["error"]
+    assert "Traceback" in crashed.payload["traceback"] and "KeyError" in crashed.payload["error"]
+
+
 def test_call_records_round_trip_and_find_by_hash(store: Store) -> None:
     first = store.record_call(_record(flags=["clamped:x=2->1"]))
     store.record_call(_record(request_hash="other"))
