@@ -63,6 +63,10 @@ from models.secrets import redact, redact_obj
 log = logging.getLogger(__name__)
 
 
+# The first word of a statement that changes the file: looked at by the engine itself, whoever runs it
+WRITE_VERBS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
+
+
 @contextlib.contextmanager
 def _db_errors(what: str) -> Iterator[None]:
     """Database failures become one StoreError line that says what failed; never a driver traceback."""
@@ -147,6 +151,14 @@ class Store:
                 problem = self.file_problem()
                 if problem is not None:
                     raise StoreError(f"{problem}: cannot open a new connection to it — {RESTART}")
+
+            @event.listens_for(engine, "before_cursor_execute")
+            def _write_looks(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+                # A writer on this engine outside the store's methods (the skip cache's table) is refused too
+                if statement.lstrip()[:8].split(" ", 1)[0].upper() in WRITE_VERBS:
+                    problem = self.file_problem()
+                    if problem is not None:
+                        raise StoreError(f"{problem}; nothing was written — {RESTART}")
 
         return engine
 
