@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -47,6 +48,16 @@ def env_limit_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
+_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+TMP_NAME_KEEP = 200  # bytes of the target's name kept in its temporary file's: plus 20 more, within NAME_MAX (255)
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as a message names it: on one line, whatever its name holds (a newline, a CR, an ESC are shown
+    as `\\u000a`…, as the CLI shows every control character), so an error about `$'a\\nb'` stays one line."""
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", str(path))
+
+
 def check_size(source: str, size: int, limit: int) -> None:
     """Refuse a file or upload above the limit, naming the limit and how to raise it."""
     if size > limit:
@@ -69,7 +80,7 @@ def _kind(mode: int) -> str:
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (default: `env_limit_bytes()`); anything else —
     missing, a directory, a FIFO, a device, too large, unreadable — is an InputError naming the file."""
-    source = str(path)
+    source = shown_path(path)
     limit = env_limit_bytes() if limit is None else limit
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -125,7 +136,7 @@ class OutputError(OSError):
 
 def check_target(path: str | Path) -> None:
     """OutputError unless `path` can be a file `write_atomic` replaces (a regular file, or none, in a folder)."""
-    _check_target(str(path), Path(os.path.realpath(path)))
+    _check_target(shown_path(path), Path(os.path.realpath(path)))
 
 
 def _check_target(source: str, target: Path) -> None:
@@ -146,11 +157,12 @@ def _check_target(source: str, target: Path) -> None:
 def write_atomic(path: str | Path, data: bytes | str) -> None:
     """Write `data` (text as UTF-8, exactly: no newline translation) to `path` whole or not at all; a link is
     followed (the file it names is replaced). OutputError, one line naming `path`, when it cannot be."""
-    source = str(path)
+    source = shown_path(path)
     target = Path(os.path.realpath(path))
     _check_target(source, target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    kept = target.name.encode()[:TMP_NAME_KEEP].decode(errors="ignore")  # a name near the limit stays writable
+    tmp = target.with_name(f".{kept}.{secrets.token_hex(6)}.tmp")
     try:
         # O_EXCL: a name no one else holds; 0o666 less the umask, the mode any new file gets
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)

@@ -169,12 +169,13 @@ def export_cmd(
 ) -> None:
     """Export an experiment's table."""
     from dashboard.report import experiment_export  # CLI start-up
+    from models.files import shown_path  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
     if write_output(output, experiment_export(shown, fmt)):  # stdout piped: the file's bytes exactly
-        say(f"wrote {output}")
+        say(f"wrote {shown_path(output)}")
 
 
 def _role_names() -> tuple[str, ...]:
