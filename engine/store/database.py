@@ -155,7 +155,8 @@ class Store:
             @event.listens_for(engine, "before_cursor_execute")
             def _write_looks(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
                 # A writer on this engine outside the store's methods (the skip cache's table) is refused too
-                if statement.lstrip()[:8].split(" ", 1)[0].upper() in WRITE_VERBS:
+                first = statement[:32].split(None, 1)
+                if first and first[0].upper() in WRITE_VERBS:
                     problem = self.file_problem()
                     if problem is not None:
                         raise StoreError(f"{problem}; nothing was written — {RESTART}")

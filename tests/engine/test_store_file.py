@@ -197,6 +197,8 @@ def test_a_writer_on_the_engine_outside_the_store_is_refused_too(tmp_path: Path)
     _one_line_refusal(refused, "was deleted", path)
     with pytest.raises(StoreError):
         asyncio.run(repo.delete_by_scope("c1", None))
+    with pytest.raises(StoreError), store.engine.begin() as conn:  # any statement that writes, however laid out
+        conn.exec_driver_sql("\n  delete\nfrom judgment_caches")
     assert asyncio.run(repo.find_by_scope("c1", None)) is not None  # reads through the open connection go on
     assert not path.exists()
     store.dispose()
