@@ -26,6 +26,7 @@ def _director(space: str, base: str = "") -> str:
 
 
 TIED = "tone_warn must not exceed tone_pass"
+SKIP_TIED = "mid_confidence must not be above high_confidence"
 
 
 def _problems(text: str) -> list[str]:
@@ -133,3 +134,43 @@ def test_the_cli_validates_and_refuses_before_any_cell(tmp_path: Path) -> None:
         done = runner.invoke(app, ["experiment", command, str(bad)])
         assert done.exit_code == 1 and done.output == "error: bad experiment definition:\n" + expected, done.output
     assert runner.invoke(app, ["experiment", "list", "--json"]).stdout.strip() == "[]"  # nothing ran
+
+
+def test_a_search_trial_the_settings_refuse_shows_why_never_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search whose written values make more combinations than the cap is not enumerated at validation, so a
+    trial can still draw a combination the settings refuse: its row keeps the error (averaging over repeats
+    dropped it, leaving the metric None), and the CLI says it instead of printing `None`."""
+    recording = ROOT / "data/recordings/skipcache-default.jsonl"
+    if not recording.is_file():
+        pytest.skip("the shipped skip recording is not here")
+    monkeypatch.setenv("JUDGELAB_MAX_CELLS", "1")  # 2 combinations of written values: more than the cap
+    definition = tmp_path / "s.yaml"
+    definition.write_text(
+        f"name: s\nmechanism: skip\ncases: {recording}\nbase: {{hours: 1}}\n"
+        "space:\n  high_confidence: [0.7, 0.71]\n  mid_confidence: [0.8]\n"  # each fine alone, never together
+        "search: {metric: calls_saved_pct, n_trials: 1}\nmetric: calls_saved_pct\n",
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    assert runner.invoke(app, ["experiment", "run", str(definition)]).exit_code == 0
+    listed = runner.invoke(app, ["experiment", "list"]).stdout
+    assert "best calls_saved_pct=—" in listed and "None" not in listed
+    experiment_id = listed.split()[0]
+    shown = runner.invoke(app, ["experiment", "show", experiment_id]).stdout
+    assert f"→ error: {SKIP_TIED} (run " in shown, shown
+    assert "None" not in shown and "nan" not in shown
+    exported = runner.invoke(app, ["experiment", "export", experiment_id, "--format", "csv"]).stdout
+    header, row = exported.splitlines()[:2]
+    assert dict(zip(header.split(","), row.split(","), strict=True))["error"] == SKIP_TIED
+    assert time.monotonic() - started < 60
+
+
+def test_averaging_repeats_keeps_a_shared_error_and_drops_a_mixed_value() -> None:
+    from engine.experiments.search import mean_metrics
+
+    assert mean_metrics([{"f1": 0.5, "error": None}, {"f1": 0.7, "error": None}]) == {"f1": 0.6, "error": None}
+    refused = {"f1": None, "error": "tone_warn must not exceed tone_pass"}
+    assert mean_metrics([refused, refused]) == refused
+    assert mean_metrics([{"f1": 0.5, "note": "a"}, {"f1": None, "note": "b"}]) == {"f1": None, "note": None}
