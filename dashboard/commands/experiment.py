@@ -184,7 +184,7 @@ def export_cmd(
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
     if write_output(output, experiment_export(shown, fmt)):  # stdout piped: the file's bytes exactly
-        say(f"wrote {shown_path(output)}")
+        say(f"wrote {shown_path(str(output))}")
 
 
 def _role_names() -> tuple[str, ...]:

@@ -104,7 +104,7 @@ def export_cmd(
         raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
     labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
     if write_output(output, export_labels(labels, fmt)):  # type: ignore[arg-type]
-        say(f"{len(labels)} label(s) written to {shown_path(output)}", err=True)
+        say(f"{len(labels)} label(s) written to {shown_path(str(output))}", err=True)
 
 
 @app.command("import")
