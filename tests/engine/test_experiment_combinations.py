@@ -174,3 +174,15 @@ def test_averaging_repeats_keeps_a_shared_error_and_drops_a_mixed_value() -> Non
     refused = {"f1": None, "error": "tone_warn must not exceed tone_pass"}
     assert mean_metrics([refused, refused]) == refused
     assert mean_metrics([{"f1": 0.5, "note": "a"}, {"f1": None, "note": "b"}]) == {"f1": None, "note": None}
+
+
+def test_a_text_or_yes_no_where_a_number_is_expected_is_refused_not_read_as_one() -> None:
+    """pydantic's lax mode would read `"3"` as 3 and `true` as 1: two cells of one setting under other names.
+    Each is refused at its own line, saying what to write; a number and a name (a mode) are fine."""
+    problems = _problems(_director('  tone_pass: [3, "3", true]\n  tone_warn: [0, false]\n'))
+    assert problems == [
+        "x.yaml:5: space.tone_pass[1]: '3': tone_pass: a text where a number is expected — write 3",
+        "x.yaml:5: space.tone_pass[2]: True: tone_pass: a yes/no where a number is expected — write 1",
+        "x.yaml:6: space.tone_warn[1]: False: tone_warn: a yes/no where a number is expected — write 0",
+    ]
+    parse_definition(_director("  tone_pass: [3, 2.0]\n  tone_warn: [0]\n"), "x.yaml")  # 2.0 is the number 2
