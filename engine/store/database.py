@@ -30,7 +30,16 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
-from engine.store.connection import RESTART, FileWatch, WriteGate, driver_url, folder_writable, safe_url, settled_check
+from engine.store.connection import (
+    FileWatch,
+    WriteGate,
+    driver_url,
+    folder_writable,
+    safe_url,
+    settled_check,
+    uri_file,
+    watch_engine,
+)
 from engine.store.filters import RunFilter, _conditions
 from engine.store.migrations import MIGRATIONS
 from engine.store.owners import owner_gone, this_owner
@@ -63,10 +72,6 @@ from models.secrets import redact, redact_obj
 log = logging.getLogger(__name__)
 
 
-# The first word of a statement that changes the file: looked at by the engine itself, whoever runs it
-WRITE_VERBS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
-
-
 @contextlib.contextmanager
 def _db_errors(what: str) -> Iterator[None]:
     """Database failures become one StoreError line that says what failed; never a driver traceback."""
@@ -88,6 +93,7 @@ class Store:
         self.read_only: str | None = None  # why this store cannot write (a SQLite file in a read-only folder)
         self._sqlite_uri: str | None = None  # the read-only URI it is opened with then
         self._sqlite_path: Path | None = None  # the SQLite file (not in memory), watched once opened
+        self._uri_file: Path | None = None  # the file a URI filename (`sqlite:///file:x.db?uri=true`) names: watched
         self.is_sqlite = self.url.startswith("sqlite")
         self.is_postgres = self.url.startswith(("postgresql", "postgres:"))
         self._write_lock = WriteGate()  # watches the SQLite file once the schema is there (it may be new)
@@ -96,8 +102,9 @@ class Store:
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
         self.migrate()
-        if self._sqlite_path is not None:
-            self._write_lock.watch = FileWatch(self._sqlite_path, str(self._sqlite_path))
+        watched = self._sqlite_path or self._uri_file
+        if watched is not None and watched.exists():
+            self._write_lock.watch = FileWatch(watched, str(watched))
         if reap:
             self.reap_orphans()
 
@@ -116,6 +123,8 @@ class Store:
             if path and path != ":memory:" and not path.startswith("file:"):
                 self._sqlite_path = Path(path)
                 self._prepare_sqlite_file(self._sqlite_path)
+            elif path.startswith("file:"):
+                self._uri_file = uri_file(path)
         elif url.get_backend_name() == "postgresql":
             # Timestamps are stored as UTC whatever the server's time zone; a dead server fails fast.
             connect_args = {"options": "-c timezone=UTC", "connect_timeout": 10}
@@ -144,22 +153,7 @@ class Store:
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
 
-            @event.listens_for(engine, "do_connect")
-            def _same_file(*_args: Any) -> None:
-                # A new connection to a deleted path would make an empty database there (and to a replaced one,
-                # read another database): refused with the reason, while the open connections read on.
-                problem = self.file_problem()
-                if problem is not None:
-                    raise StoreError(f"{problem}: cannot open a new connection to it — {RESTART}")
-
-            @event.listens_for(engine, "before_cursor_execute")
-            def _write_looks(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-                # A writer on this engine outside the store's methods (the skip cache's table) is refused too
-                first = statement[:32].split(None, 1)
-                if first and first[0].upper() in WRITE_VERBS:
-                    problem = self.file_problem()
-                    if problem is not None:
-                        raise StoreError(f"{problem}; nothing was written — {RESTART}")
+            watch_engine(engine, self.file_problem)
 
         return engine
 

@@ -202,3 +202,21 @@ def test_a_writer_on_the_engine_outside_the_store_is_refused_too(tmp_path: Path)
     assert asyncio.run(repo.find_by_scope("c1", None)) is not None  # reads through the open connection go on
     assert not path.exists()
     store.dispose()
+
+
+@pytest.mark.timeout(60)
+def test_a_uri_filename_is_watched_too(tmp_path: Path) -> None:
+    """`sqlite:///file:PATH?uri=true` names the same kind of file: deleted while open, its writes are refused."""
+    path = tmp_path / "judgelab.db"
+    store = Store(f"sqlite:///file:{path}?uri=true")
+    store.add_labels([_label("kept")])
+    os.unlink(path)
+    with pytest.raises(StoreError) as refused:
+        store.add_labels([_label("lost")])
+    _one_line_refusal(refused, "was deleted", path)
+    assert not path.exists()
+    store.dispose()
+    memory = Store("sqlite:///file:scratch?mode=memory&cache=shared&uri=true")  # nothing to watch in memory
+    assert memory._write_lock.watch is None
+    memory.add_labels([_label("m")])
+    memory.dispose()
