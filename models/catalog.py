@@ -39,11 +39,11 @@ class Profile(BaseModel):
 def _unsplit_credentials(url: str) -> bool:
     """Whether a URL looks like one whose password held a '/', '?' or '#' written as is: the host part ends there,
     so what is left of the password lands in the path, the fragment or the port (`http://u:pa/ss@host`)."""
+    parts = urlsplit(url)
     try:
-        parts = urlsplit(url)
         parts.port  # noqa: B018 — raises for a port that is not a number (`http://u:pass?word@host`)
-    except ValueError:
-        return True
+    except ValueError:  # (a port out of range, `host:99999`, is no password)
+        return not parts.netloc.rsplit(":", 1)[-1].isdigit()
     return "@" in parts.path or "@" in parts.fragment
 
 

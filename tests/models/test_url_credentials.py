@@ -280,6 +280,8 @@ def test_a_password_with_a_separator_written_as_is_is_refused_too(tmp_path: Path
     message = str(refused.value)
     assert "user name or password in the URL is not allowed" in message and "\n" not in message
     assert "hunter2" not in message and "s3cret" not in message
+    # A port out of range is no password: not refused as one.
+    assert load_catalog(_catalog(tmp_path, "http://127.0.0.1:99999/v1")).get("local").base_url
 
 
 def test_a_password_with_an_at_sign_written_as_is_is_redacted_whole(monkeypatch: pytest.MonkeyPatch) -> None:
