@@ -352,3 +352,26 @@ def test_a_name_with_a_newline_is_named_on_one_line_and_a_long_name_is_written(t
     done = runner.invoke(app, ["labels", "export", "-o", str(tmp_path / ("b" * 256))])  # beyond the limit: refused
     assert done.exit_code == 1 and done.output.endswith(": cannot write (File name too long)\n")
     assert done.output.count("\n") == 1 and time.monotonic() - started < TIME_LIMIT_S
+
+
+@pytest.mark.server  # judgelab processes
+def test_a_closed_or_full_stdout_is_one_line(tmp_path: Path) -> None:
+    """`labels export >&-` (Python then has no sys.stdout) and `> /dev/full`: one line each, exit 1."""
+    url = f"sqlite:///{tmp_path / 'first.db'}"
+    _hostile_labels(Store(url))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}
+    started = time.monotonic()
+    closed = subprocess.run(
+        [sys.executable, "-c", "from dashboard.cli import main; main()", "labels", "export"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        timeout=TIME_LIMIT_S,
+        preexec_fn=lambda: os.close(1),
+        check=False,
+    )
+    assert closed.returncode == 1 and closed.stderr.decode() == "error: stdout: closed — give --output FILE\n"
+    with open("/dev/full", "wb") as full:
+        code, _, err = _run(["labels", "export"], env, stdout=full)
+    assert code == 1 and err == "error: stdout: cannot write (No space left on device)\n"
+    assert time.monotonic() - started < TIME_LIMIT_S
