@@ -353,6 +353,7 @@ def runs_export(
     """Export one run: CSV of its tables (a zip, or one --table), the whole run as JSON, or a self-contained
     HTML report (config, headline figures, interactive charts, event timeline) that opens offline."""
     from engine.exports import ExportError, csv_zip, load_run, run_json, table_csv, tables  # CLI start-up
+    from models.files import shown_path  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"--format must be csv, json or html, not {fmt!r}")
@@ -380,7 +381,7 @@ def runs_export(
         )
     target = output or Path(f"{run_id}{suffix}")
     if write_output(target, data):  # stdout for -: the text, exactly (no byte order mark)
-        say(f"wrote {target} ({len(data):,} bytes)")
+        say(f"wrote {shown_path(target)} ({len(data):,} bytes)")
 
 
 def _would_cost_text(would_cost: float | None) -> str:

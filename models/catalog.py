@@ -6,6 +6,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -33,6 +34,17 @@ class Profile(BaseModel):
     color: str = "#4C78A8"
     expertise: list[str] = Field(default_factory=list)
     role: str = ""
+
+
+def _unsplit_credentials(url: str) -> bool:
+    """Whether a URL looks like one whose password held a '/', '?' or '#' written as is: the host part ends there,
+    so what is left of the password lands in the path, the fragment or the port (`http://u:pa/ss@host`)."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 — raises for a port that is not a number (`http://u:pass?word@host`)
+    except ValueError:  # (a port out of range, `host:99999`, is no password)
+        return not parts.netloc.rsplit(":", 1)[-1].isdigit()
+    return "@" in parts.path or "@" in parts.fragment
 
 
 class ModelSpec(BaseModel):
@@ -72,7 +84,7 @@ class ModelSpec(BaseModel):
     def _no_credentials(cls, value: str | None) -> str | None:
         # httpx would send them to that address preemptively (Authorization: Basic), to whatever answers there,
         # and a server that echoes its request would put them into runs, calls and events.
-        if value and plain_url(value) != value:
+        if value and (plain_url(value) != value or _unsplit_credentials(value)):
             raise ValueError(
                 "a user name or password in the URL is not allowed: it would be sent with every request to "
                 "whatever answers at that address — remove it, and put the key in the environment variable named "

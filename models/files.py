@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 import time
@@ -49,6 +50,16 @@ def env_limit_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
+_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+TMP_NAME_KEEP = 200  # bytes of the target's name kept in its temporary file's: plus 20 more, within NAME_MAX (255)
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as a message names it: on one line, whatever its name holds (a newline, a CR, an ESC are shown
+    as `\\u000a`…, as the CLI shows every control character), so an error about `$'a\\nb'` stays one line."""
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", str(path))
+
+
 def check_size(source: str, size: int, limit: int) -> None:
     """Refuse a file or upload above the limit, naming the limit and how to raise it."""
     if size > limit:
@@ -71,7 +82,7 @@ def _kind(mode: int) -> str:
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (default: `env_limit_bytes()`); anything else —
     missing, a directory, a FIFO, a device, too large, unreadable — is an InputError naming the file."""
-    source = str(path)
+    source = shown_path(path)
     limit = env_limit_bytes() if limit is None else limit
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -127,7 +138,7 @@ class OutputError(OSError):
 
 def check_target(path: str | Path) -> None:
     """OutputError unless `path` can be a file `write_atomic` replaces (a regular file, or none, in a folder)."""
-    _check_target(str(path), Path(os.path.realpath(path)))
+    _check_target(shown_path(path), Path(os.path.realpath(path)))
 
 
 def _check_target(source: str, target: Path) -> None:
@@ -148,7 +159,7 @@ def _check_target(source: str, target: Path) -> None:
 def write_atomic(path: str | Path, data: bytes | str) -> None:
     """Write `data` (text as UTF-8, exactly: no newline translation) to `path` whole or not at all; a link is
     followed (the file it names is replaced). OutputError, one line naming `path`, when it cannot be."""
-    source = str(path)
+    source = shown_path(path)
     target = Path(os.path.realpath(path))
     _check_target(source, target)
     try:
@@ -198,7 +209,8 @@ def _temporary(folder: Path, name: str) -> tuple[int, str]:
     link planted under that name."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        tmp = str(folder / f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+        kept = name.encode()[:TMP_NAME_KEEP].decode(errors="ignore")  # a name near the limit stays writable
+        tmp = str(folder / f".{kept}.{secrets.token_hex(6)}{TMP_SUFFIX}")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:

@@ -38,8 +38,9 @@ NOT_SECRETS = frozenset({"JUDGELAB_SECRETS"})  # a path, not a key
 MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words and numbers
 MIN_TOKEN_USER = 16  # a URL's user name alone this long is taken for a token; shorter, for a name
 # The user name and password of a URL (`scheme://user:password@host`), anywhere in a text: a catalog file (read as
-# text, so a broken one counts too), a variable's value.
-URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#@\s'\"]+)@")
+# text, so a broken one counts too), a variable's value. Up to the last '@' of the host part, as URLs are read: a
+# password with an '@' written as is (`http://u:p@ss@host`) is taken whole.
+URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#\s'\"]+)@")
 
 
 def plain_url(url: str | None) -> str | None:

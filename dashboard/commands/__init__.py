@@ -48,6 +48,8 @@ def say_data(data: str | bytes) -> None:
 
     text = redact(data) if isinstance(data, str) else data.decode("utf-8-sig")  # bytes: redacted by the engine
     stream = sys.stdout
+    if stream is None:  # started with stdout closed (`>&-`)
+        raise fail("stdout: closed — give --output FILE")
     if stream.isatty():
         say(text.replace("\r\n", "\n"), nl=False)
         return

@@ -61,6 +61,7 @@ def record_cmd(
     from dashboard.demo_record import record
     from engine.demo import MODEL, demo_dir
     from models.catalog import load_catalog
+    from models.files import shown_path
 
     pages = demo_pages()  # as registered now (a mechanism registered after this module was imported too)
     unknown = set(only or []) - set(pages)
@@ -74,4 +75,4 @@ def record_cmd(
     else:
         for page, demo in manifest.pages.items():
             say(f"{page}: {', '.join(demo.run_ids)} — {demo.note}")
-        say(f"written to {target}")
+        say(f"written to {shown_path(target)}")

@@ -6,6 +6,7 @@ import asyncio
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -94,7 +95,7 @@ def run_cmd(
     def line(row: dict[str, Any]) -> None:
         if not as_json:
             metric = definition.metric or mechanism(definition.mechanism).default_metric
-            say(f"cell {row['cell']}: {metric}={row.get(metric)} new_calls={row['new_calls']}")
+            say(f"cell {row['cell']}: {metric_text(row, metric)} new_calls={row['new_calls']}")
 
     try:
         result = asyncio.run(
@@ -118,6 +119,14 @@ def run_cmd(
             say(ties.summary["ties"]["text"])
 
 
+def metric_text(row: Mapping[str, Any], metric: str) -> str:
+    """'accuracy=0.82'; a cell the settings refused, 'error: …'; a metric the cell has none of, 'accuracy=—'."""
+    value = row.get(metric)
+    if value is None and row.get("error"):
+        return f"error: {row['error']}"
+    return f"{metric}={'—' if value is None or value != value else value}"  # (value != value: NaN)
+
+
 @app.command("list")
 def list_cmd(as_json: JsonFlag = False) -> None:
     """Every experiment in the store (its latest run)."""
@@ -131,7 +140,7 @@ def list_cmd(as_json: JsonFlag = False) -> None:
         best = r.get("best") or {}
         say(
             f"{r['experiment_id']}  {r['status']:<11} {r['mechanism']:<10} cells={r['cells']} "
-            f"best {r.get('metric')}={best.get(r.get('metric') or '')}  {r['name']}"
+            f"best {metric_text(best, r.get('metric') or '')}  {r['name']}"
         )
 
 
@@ -152,7 +161,7 @@ def show_cmd(experiment_id: str, as_json: JsonFlag = False) -> None:
         ci = row.get(f"{metric}_ci")
         spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) else ""
         tie = " ≈ best" if row.get("tied_with_best") and row.get("cell") != (shown["best"] or {}).get("cell") else ""
-        say(f"  cell {row['cell']}: {params} → {metric}={row.get(metric)}{spread}{tie} (run {row['run_id']})")
+        say(f"  cell {row['cell']}: {params} → {metric_text(row, metric)}{spread}{tie} (run {row['run_id']})")
     if shown["best"]:
         say(f"best: cell {shown['best']['cell']}")
     if (shown.get("ties") or {}).get("text"):
@@ -169,12 +178,13 @@ def export_cmd(
 ) -> None:
     """Export an experiment's table."""
     from dashboard.report import experiment_export  # CLI start-up
+    from models.files import shown_path  # CLI start-up
 
     if fmt not in ("csv", "json", "html"):
         raise fail(f"unknown format {fmt!r}: csv, json or html")
     shown = _shown(_store(), experiment_id)
     if write_output(output, experiment_export(shown, fmt)):  # stdout piped: the file's bytes exactly
-        say(f"wrote {output}")
+        say(f"wrote {shown_path(str(output))}")
 
 
 def _role_names() -> tuple[str, ...]:

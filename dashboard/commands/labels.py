@@ -99,12 +99,13 @@ def export_cmd(
     file, or stdout when piped or redirected, holds exactly the bytes `labels import` reads back."""
     # CLI start-up
     from engine.labels import export_labels, list_labels
+    from models.files import shown_path
 
     if fmt not in ("jsonl", "csv"):
         raise fail(f"--format: {fmt!r} is not one of jsonl, csv", code=2)
     labels = list_labels(_store(), mechanism=_mechanism(mechanism), user=user, latest=False)
     if write_output(output, export_labels(labels, fmt)):  # type: ignore[arg-type]
-        say(f"{len(labels)} label(s) written to {output}", err=True)
+        say(f"{len(labels)} label(s) written to {shown_path(str(output))}", err=True)
 
 
 @app.command("import")

@@ -290,7 +290,7 @@ def record_cmd(
         generate_workload,
         record_alongside,
     )
-    from models.files import OutputError  # CLI start-up
+    from models.files import OutputError, shown_path  # CLI start-up
 
     source = alongside or default_recording()
     if mode not in ("likelihood", "structured", "probability"):
@@ -322,7 +322,7 @@ def record_cmd(
         raise _fail(f"--output {exc}") from None
     except OSError as exc:
         raise _fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
-    say(f"{judged} states judged by {model_id} in {output} ({calls} calls now)")
+    say(f"{judged} states judged by {model_id} in {shown_path(output)} ({calls} calls now)")
 
 
 @app.command("calibrate")

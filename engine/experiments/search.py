@@ -30,11 +30,16 @@ def suggest(trial: optuna.Trial, name: str, values: list[Any] | Range) -> Any:
 
 
 def mean_metrics(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Metrics averaged over repeats (None when any repeat has none)."""
+    """Metrics averaged over repeats (None when any repeat has none); a value that is not a number and the same in
+    every repeat is kept as it is (a trial the settings refuse: its `error`, which the row and the CLI show)."""
     out: dict[str, Any] = {}
     for key in values[0]:
-        nums = [v[key] for v in values]
-        out[key] = round(statistics.fmean(nums), 6) if all(isinstance(n, int | float) for n in nums) else None
+        given = [v.get(key) for v in values]
+        nums = [n for n in given if isinstance(n, int | float)]
+        if len(nums) == len(given):
+            out[key] = round(statistics.fmean(nums), 6)
+        else:
+            out[key] = given[0] if all(n == given[0] for n in given) else None
     return out
 
 

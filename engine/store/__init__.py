@@ -16,7 +16,8 @@ when the check (or SQLite's own corruption codes) says so; a file that cannot be
 A file in a folder that is not writable (SQLite makes its -wal, -shm and journal files next to it) is
 opened read-only: runs can be listed, shown and exported, and every write is refused naming the folder.
 A SQLite file deleted or replaced while it is open is noticed before every write (`connection.FileWatch`: its
-device and inode, one `os.stat` under the write lock) and the write refused with one line; SQLite would
+device and inode, one `os.stat` under the write lock, and again by the engine before any statement that writes,
+whoever runs it) and the write refused with one line; SQLite would
 otherwise go on writing into the deleted file.
 
 The package: `tables` (the SQLModel tables and their values), `filters` (what the history searches by),

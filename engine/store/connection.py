@@ -8,10 +8,13 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -38,6 +41,15 @@ def folder_writable(folder: Path) -> bool:
     """Whether files can be made in the folder. access() answers for an immutable folder (chattr +i) and a
     read-only mount as well, for root too."""
     return os.access(folder, os.W_OK | os.X_OK)
+
+
+def uri_file(uri: str) -> Path | None:
+    """The file a SQLite URI filename names (`file:/data/judgelab.db?mode=rwc` → /data/judgelab.db), or None for
+    a database in memory (`file::memory:`, `mode=memory`)."""
+    parts = urlsplit(uri)
+    if not parts.path or parts.path == ":memory:" or parse_qs(parts.query).get("mode") == ["memory"]:
+        return None
+    return Path(unquote(parts.path))
 
 
 # SQLite's own words for a file that is not a sound database (the other errors say it could not be read)
@@ -154,3 +166,29 @@ def use_wal(cursor: sqlite3.Cursor, busy_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+# The first word of a statement that changes the file: looked at by the engine itself, whoever runs it
+WRITE_VERBS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
+
+
+def watch_engine(engine: Engine, problem: Callable[[], str | None]) -> None:
+    """The engine's own looks at the file (`problem`: what happened to it, or None): no new connection to a deleted
+    or replaced file, and no statement that writes through the connections already open — whoever runs it (the
+    skip cache keeps its table on the store's engine with its own sessions, outside the store's write lock)."""
+
+    @event.listens_for(engine, "do_connect")
+    def _same_file(*_args: Any) -> None:
+        # A new connection to a deleted path would make an empty database there (and to a replaced one, read
+        # another database): refused with the reason, while the open connections read on.
+        found = problem()
+        if found is not None:
+            raise StoreError(f"{found}: cannot open a new connection to it — {RESTART}")
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _write_looks(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        first = statement[:32].split(None, 1)
+        if first and first[0].upper() in WRITE_VERBS:
+            found = problem()
+            if found is not None:
+                raise StoreError(f"{found}; nothing was written — {RESTART}")

@@ -30,14 +30,15 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from engine.config import get_settings
 from engine.store.connection import (
-    RESTART,
     FileWatch,
     WriteGate,
     driver_url,
     folder_writable,
     safe_url,
     settled_check,
+    uri_file,
     use_wal,
+    watch_engine,
 )
 from engine.store.filters import RunFilter, _conditions
 from engine.store.labels import LabelMethods
@@ -91,6 +92,7 @@ class Store(LabelMethods):
         self.read_only: str | None = None  # why this store cannot write (a SQLite file in a read-only folder)
         self._sqlite_uri: str | None = None  # the read-only URI it is opened with then
         self._sqlite_path: Path | None = None  # the SQLite file (not in memory), watched once opened
+        self._uri_file: Path | None = None  # the file a URI filename (`sqlite:///file:x.db?uri=true`) names: watched
         self.is_sqlite = self.url.startswith("sqlite")
         self.is_postgres = self.url.startswith(("postgresql", "postgres:"))
         self._write_lock = WriteGate()  # watches the SQLite file once the schema is there (it may be new)
@@ -99,8 +101,9 @@ class Store(LabelMethods):
         self._beat_stop = threading.Event()
         self._beat: threading.Thread | None = None
         self.migrate()
-        if self._sqlite_path is not None:
-            self._write_lock.watch = FileWatch(self._sqlite_path, str(self._sqlite_path))
+        watched = self._sqlite_path or self._uri_file
+        if watched is not None and watched.exists():
+            self._write_lock.watch = FileWatch(watched, str(watched))
         if reap:
             self.reap_orphans()
 
@@ -119,6 +122,8 @@ class Store(LabelMethods):
             if path and path != ":memory:" and not path.startswith("file:"):
                 self._sqlite_path = Path(path)
                 self._prepare_sqlite_file(self._sqlite_path)
+            elif path.startswith("file:"):
+                self._uri_file = uri_file(path)
         elif url.get_backend_name() == "postgresql":
             # Timestamps are stored as UTC whatever the server's time zone; a dead server fails fast.
             connect_args = {"options": "-c timezone=UTC", "connect_timeout": 10}
@@ -147,13 +152,7 @@ class Store(LabelMethods):
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
 
-            @event.listens_for(engine, "do_connect")
-            def _same_file(*_args: Any) -> None:
-                # A new connection to a deleted path would make an empty database there (and to a replaced one,
-                # read another database): refused with the reason, while the open connections read on.
-                problem = self.file_problem()
-                if problem is not None:
-                    raise StoreError(f"{problem}: cannot open a new connection to it — {RESTART}")
+            watch_engine(engine, self.file_problem)
 
         return engine
 

@@ -53,6 +53,9 @@ class GeminiModel(ChatModel):
             base_url=self.endpoint,  # never with a user name or password in it
             timeout=int(self.spec.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),  # retries are ours
+            # httpx takes only Authorization off a redirect to another server: x-goog-api-key would follow it
+            client_args={"follow_redirects": False},
+            async_client_args={"follow_redirects": False},
         )
         return genai.Client(api_key=key, http_options=options)
 

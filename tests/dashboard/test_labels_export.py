@@ -339,3 +339,50 @@ def test_a_link_is_followed_and_an_existing_mode_kept(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert link.is_symlink() and real.stat().st_mode & 0o777 == 0o640
     assert real.read_bytes().count(b"\n") == len(HOSTILE_NOTES)
+
+
+def test_a_name_with_a_newline_is_named_on_one_line_and_a_long_name_is_written(tmp_path: Path) -> None:
+    """The place is named on one line whatever its name holds (errors and the success line); a name near the
+    file system's limit (255 bytes) that the shell's `>` would write is written too (its temporary file's name
+    is kept within the limit)."""
+    _hostile_labels(Store())
+    missing = tmp_path / "no\nsuch" / "x.jsonl"
+    shown = str(missing).replace("\n", "\\u000a")
+    _one_line_error(["labels", "export", "-o", str(missing)], f"--output {shown}: no such folder")
+    odd = tmp_path / "new\nline\x1b[2J.jsonl"
+    done = runner.invoke(app, ["labels", "export", "-o", str(odd)])
+    assert done.exit_code == 0 and done.output.count("\n") == 1, done.output
+    assert "new\\u000aline\\u001b[2J.jsonl" in done.output and odd.read_bytes().count(b"\n") == len(HOSTILE_NOTES)
+    for name in ("a" * 250 + ".csv", "é" * 125 + ".csv"):  # 254 and 254 bytes
+        long = tmp_path / name
+        done = runner.invoke(app, ["labels", "export", "--format", "csv", "-o", str(long)])
+        assert done.exit_code == 0, done.output
+        assert long.read_bytes().startswith(b"mechanism,")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    started = time.monotonic()
+    done = runner.invoke(app, ["labels", "export", "-o", str(tmp_path / ("b" * 256))])  # beyond the limit: refused
+    assert done.exit_code == 1 and done.output.endswith(": cannot write (File name too long)\n")
+    assert done.output.count("\n") == 1 and time.monotonic() - started < TIME_LIMIT_S
+
+
+@pytest.mark.server  # judgelab processes
+def test_a_closed_or_full_stdout_is_one_line(tmp_path: Path) -> None:
+    """`labels export >&-` (Python then has no sys.stdout) and `> /dev/full`: one line each, exit 1."""
+    url = f"sqlite:///{tmp_path / 'first.db'}"
+    _hostile_labels(Store(url))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUDGELAB_DATABASE_URL": url}
+    started = time.monotonic()
+    closed = subprocess.run(
+        [sys.executable, "-c", "from dashboard.cli import main; main()", "labels", "export"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        timeout=TIME_LIMIT_S,
+        preexec_fn=lambda: os.close(1),
+        check=False,
+    )
+    assert closed.returncode == 1 and closed.stderr.decode() == "error: stdout: closed — give --output FILE\n"
+    with open("/dev/full", "wb") as full:
+        code, _, err = _run(["labels", "export"], env, stdout=full)
+    assert code == 1 and err == "error: stdout: cannot write (No space left on device)\n"
+    assert time.monotonic() - started < TIME_LIMIT_S

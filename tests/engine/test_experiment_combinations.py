@@ -26,6 +26,7 @@ def _director(space: str, base: str = "") -> str:
 
 
 TIED = "tone_warn must not exceed tone_pass"
+SKIP_TIED = "mid_confidence must not be above high_confidence"
 
 
 def _problems(text: str) -> list[str]:
@@ -133,3 +134,55 @@ def test_the_cli_validates_and_refuses_before_any_cell(tmp_path: Path) -> None:
         done = runner.invoke(app, ["experiment", command, str(bad)])
         assert done.exit_code == 1 and done.output == "error: bad experiment definition:\n" + expected, done.output
     assert runner.invoke(app, ["experiment", "list", "--json"]).stdout.strip() == "[]"  # nothing ran
+
+
+def test_a_search_trial_the_settings_refuse_shows_why_never_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search whose written values make more combinations than the cap is not enumerated at validation, so a
+    trial can still draw a combination the settings refuse: its row keeps the error (averaging over repeats
+    dropped it, leaving the metric None), and the CLI says it instead of printing `None`."""
+    recording = ROOT / "data/recordings/skipcache-default.jsonl"
+    if not recording.is_file():
+        pytest.skip("the shipped skip recording is not here")
+    monkeypatch.setenv("JUDGELAB_MAX_CELLS", "1")  # 2 combinations of written values: more than the cap
+    definition = tmp_path / "s.yaml"
+    definition.write_text(
+        f"name: s\nmechanism: skip\ncases: {recording}\nbase: {{hours: 1}}\n"
+        "space:\n  high_confidence: [0.7, 0.71]\n  mid_confidence: [0.8]\n"  # each fine alone, never together
+        "search: {metric: calls_saved_pct, n_trials: 1}\nmetric: calls_saved_pct\n",
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    assert runner.invoke(app, ["experiment", "run", str(definition)]).exit_code == 0
+    listed = runner.invoke(app, ["experiment", "list"]).stdout
+    assert "best calls_saved_pct=—" in listed and "None" not in listed
+    experiment_id = listed.split()[0]
+    shown = runner.invoke(app, ["experiment", "show", experiment_id]).stdout
+    assert f"→ error: {SKIP_TIED} (run " in shown, shown
+    assert "None" not in shown and "nan" not in shown
+    exported = runner.invoke(app, ["experiment", "export", experiment_id, "--format", "csv"]).stdout
+    header, row = exported.splitlines()[:2]
+    assert dict(zip(header.split(","), row.split(","), strict=True))["error"] == SKIP_TIED
+    assert time.monotonic() - started < 60
+
+
+def test_averaging_repeats_keeps_a_shared_error_and_drops_a_mixed_value() -> None:
+    from engine.experiments.search import mean_metrics
+
+    assert mean_metrics([{"f1": 0.5, "error": None}, {"f1": 0.7, "error": None}]) == {"f1": 0.6, "error": None}
+    refused = {"f1": None, "error": "tone_warn must not exceed tone_pass"}
+    assert mean_metrics([refused, refused]) == refused
+    assert mean_metrics([{"f1": 0.5, "note": "a"}, {"f1": None, "note": "b"}]) == {"f1": None, "note": None}
+
+
+def test_a_text_or_yes_no_where_a_number_is_expected_is_refused_not_read_as_one() -> None:
+    """pydantic's lax mode would read `"3"` as 3 and `true` as 1: two cells of one setting under other names.
+    Each is refused at its own line, saying what to write; a number and a name (a mode) are fine."""
+    problems = _problems(_director('  tone_pass: [3, "3", true]\n  tone_warn: [0, false]\n'))
+    assert problems == [
+        "x.yaml:5: space.tone_pass[1]: '3': tone_pass: a text where a number is expected — write 3",
+        "x.yaml:5: space.tone_pass[2]: True: tone_pass: a yes/no where a number is expected — write 1",
+        "x.yaml:6: space.tone_warn[1]: False: tone_warn: a yes/no where a number is expected — write 0",
+    ]
+    parse_definition(_director("  tone_pass: [3, 2.0]\n  tone_warn: [0]\n"), "x.yaml")  # 2.0 is the number 2

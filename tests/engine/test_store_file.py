@@ -6,17 +6,20 @@ database at the path. The normal path is unaffected, and the look costs microsec
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import time
 import tracemalloc
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from engine.events import run_context
 from engine.labels import import_text
+from engine.skip.cache import JudgmentCache, SQLJudgmentCacheRepository
 from engine.store import LabelRow, Store, StoreError
 from engine.store.connection import FileWatch
 
@@ -176,3 +179,44 @@ def test_the_look_costs_microseconds_per_write(tmp_path: Path) -> None:
     assert per_look_us < 100  # ~2 µs here; generous for a loaded CI machine
     assert per_look_us < per_write_us / 10
     store.dispose()
+
+
+@pytest.mark.timeout(60)
+def test_a_writer_on_the_engine_outside_the_store_is_refused_too(tmp_path: Path) -> None:
+    """The skip cache keeps its table on the store's engine with its own sessions: its writes do not pass the
+    store's write lock, so the engine itself looks at the file before every statement that writes."""
+    path = tmp_path / "judgelab.db"
+    store = Store(f"sqlite:///{path}")
+    repo = SQLJudgmentCacheRepository(store.engine)
+    now = datetime.now(UTC)
+    entry = JudgmentCache("c1", None, True, 0.5, "ok", "1", now + timedelta(hours=1), now, now)
+    asyncio.run(repo.save(entry))
+    os.unlink(path)
+    with pytest.raises(StoreError) as refused:
+        asyncio.run(repo.save(replace(entry, channel_id="c2")))
+    _one_line_refusal(refused, "was deleted", path)
+    with pytest.raises(StoreError):
+        asyncio.run(repo.delete_by_scope("c1", None))
+    with pytest.raises(StoreError), store.engine.begin() as conn:  # any statement that writes, however laid out
+        conn.exec_driver_sql("\n  delete\nfrom judgment_caches")
+    assert asyncio.run(repo.find_by_scope("c1", None)) is not None  # reads through the open connection go on
+    assert not path.exists()
+    store.dispose()
+
+
+@pytest.mark.timeout(60)
+def test_a_uri_filename_is_watched_too(tmp_path: Path) -> None:
+    """`sqlite:///file:PATH?uri=true` names the same kind of file: deleted while open, its writes are refused."""
+    path = tmp_path / "judgelab.db"
+    store = Store(f"sqlite:///file:{path}?uri=true")
+    store.add_labels([_label("kept")])
+    os.unlink(path)
+    with pytest.raises(StoreError) as refused:
+        store.add_labels([_label("lost")])
+    _one_line_refusal(refused, "was deleted", path)
+    assert not path.exists()
+    store.dispose()
+    memory = Store("sqlite:///file:scratch?mode=memory&cache=shared&uri=true")  # nothing to watch in memory
+    assert memory._write_lock.watch is None
+    memory.add_labels([_label("m")])
+    memory.dispose()

@@ -208,3 +208,88 @@ def test_the_database_url_password_is_redacted_in_every_form(monkeypatch: pytest
     refresh_secrets()
     for form in FORMS:
         assert redact(f"x {form} y") == "x <DATABASE_PASSWORD> y"
+
+
+class _Target(FakeServer):
+    """Where a redirect points: another server (another port) that answers normally."""
+
+    def __init__(self, backend: str) -> None:
+        super().__init__(lifetime_s=60)
+        self.backend = backend
+
+    def default(self, method: str, path: str, body: Any) -> Reply:
+        if self.backend == "ollama" and path == "/api/tags":
+            return Reply(200, {"models": [{"name": MODEL["ollama"]}]})
+        return REPLY[self.backend]("hello")
+
+
+class _Redirector(_Target):
+    """The configured server, which sends every request on to another one with a 307."""
+
+    def __init__(self, backend: str, target: str) -> None:
+        super().__init__(backend)
+        self.target = target
+
+    def default(self, method: str, path: str, body: Any) -> Reply:
+        if self.backend == "ollama" and path == "/api/tags":
+            return super().default(method, path, body)
+        return Reply(307, "", headers={"location": self.target + path})
+
+
+KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["openai", "anthropic", "gemini", "ollama"])
+def test_a_redirect_to_another_server_carries_no_api_key(backend: str) -> None:
+    """A server that 307-redirects to another address must not get the API key sent there: httpx takes only
+    Authorization off a cross-origin redirect, so the Gemini client (x-goog-api-key) follows no redirect."""
+    importlib.import_module(SDK[backend])
+    started = time.monotonic()
+    with _Target(backend) as target, _Redirector(backend, target.url) as redirector:
+        url = redirector.url + ("/v1" if backend == "openai" else "")
+        spec = ModelSpec(
+            id=f"t-{backend}", backend=backend, model=MODEL[backend], base_url=url, max_retries=0, timeout_s=20,
+            profile=Profile(name=backend),
+        )  # fmt: skip
+        try:
+            asyncio.run(build_model(spec).complete("hi"))
+        except ModelError as exc:
+            assert "\n" not in str(exc) and "0123456789" not in str(exc)
+        assert redirector.seen, "the request reached the configured server"
+        leaked = [f"{k}: {v}" for r in target.seen for k, v in r.headers.items() if k in KEY_HEADERS]
+        assert leaked == []
+        assert all("0123456789" not in json.dumps(r.headers) for r in target.seen)
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://alice:hunter2/s3cretpw@127.0.0.1:8080/v1",  # the password's '/' ends the host part
+        "http://alice:hunter2#s3cretpw@127.0.0.1:8080/v1",  # its '#' too
+        "http://alice:hunter2s3cret?pw@127.0.0.1:8080/v1",  # its '?': what is left of the host has no port
+    ],
+    ids=["slash", "hash", "question"],
+)
+def test_a_password_with_a_separator_written_as_is_is_refused_too(tmp_path: Path, base_url: str) -> None:
+    path = _catalog(tmp_path, base_url)
+    with pytest.raises(CatalogError) as refused:
+        load_catalog(path)
+    message = str(refused.value)
+    assert "user name or password in the URL is not allowed" in message and "\n" not in message
+    assert "hunter2" not in message and "s3cret" not in message
+    # A port out of range is no password: not refused as one.
+    assert load_catalog(_catalog(tmp_path, "http://127.0.0.1:99999/v1")).get("local").base_url
+
+
+def test_a_password_with_an_at_sign_written_as_is_is_redacted_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "http://alice:p@ssw0rd-l0ng@127.0.0.1:8080/v1"  # read as URLs are: up to the last '@' of the host part
+    assert plain_url(url) == "http://127.0.0.1:8080/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    refresh_secrets()
+    assert "ssw0rd-l0ng" not in redact("the server said p@ssw0rd-l0ng")
+    assert redact("the server said p@ssw0rd-l0ng") == "the server said <OPENAI_BASE_URL_PASSWORD>"
+    basic = base64.b64encode(b"alice:p@ssw0rd-l0ng").decode()
+    assert redact(f"Basic {basic}") == "Basic <OPENAI_BASE_URL_PASSWORD>"

@@ -189,19 +189,26 @@ def _validate_each(
         return [(("base",) + error_location(exc), error_message(exc))]
     axes = [(name, axis_values(definition, name)) for name in names]
     alone: dict[tuple[int, int], str] = {}  # (axis, position) → why the value is refused beside the base
+    mistyped: dict[tuple[int, int], str] = {}  # a text or a yes/no the settings would quietly read as a number
     for k, (name, values) in enumerate(axes):
         for i, value in enumerate(values):
             try:
-                build({name: value})
+                built = build({name: value})
             except (ValidationError, ValueError) as exc:
                 alone[(k, i)] = f"{value!r}: {error_message(exc)}"
+                continue
+            read = _read_back(built, name)
+            if isinstance(value, str | bool) and isinstance(read, int | float) and not isinstance(read, bool):
+                what = "yes/no" if isinstance(value, bool) else "text"
+                mistyped[(k, i)] = f"{value!r}: {name}: a {what} where a number is expected — write {read!r}"
     if len(axes) < 2 or (definition.search is not None and math.prod(len(v) for _, v in axes) > max_cells()):
         accepted: set[tuple[int, int]] = set()  # nothing to combine (or a search too wide to enumerate)
         refused: list[tuple[int, tuple[int, ...]]] = []
     else:
         accepted, refused = _combinations(axes, build)
     always = [key for key in alone if key not in accepted]  # refused in every combination: its own line
-    problems = [(_value_location(definition, axes[k][0], i), alone[(k, i)]) for k, i in always]
+    named = {key: alone[key] for key in always} | mistyped
+    problems = [(_value_location(definition, axes[k][0], i), named[(k, i)]) for k, i in sorted(named)]
     bad = set(always)
     shown = [r for r in refused if not any((k, i) in bad for k, i in enumerate(r[1]))]
     for index, position in shown[:SHOWN_COMBINATIONS]:
@@ -244,6 +251,13 @@ def _combinations(
         else:
             accepted.update((k, i) for k, (_, positions) in enumerate(choice) for i in positions)
     return accepted, refused
+
+
+def _read_back(built: Any, name: str) -> Any:
+    """The value the built settings hold for a (dotted) parameter, or None where they do not hold it."""
+    for part in name.split("."):
+        built = getattr(built, part, None)
+    return built
 
 
 def _value_location(definition: Experiment, name: str, i: int) -> Loc:
