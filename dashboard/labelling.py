@@ -385,7 +385,8 @@ def handle_adopt(mechanism: str, model_id: str, version: str, notice_key: str, r
     except (ValueError, OSError) as exc:
         st.session_state[notice_key] = ("error", f"The map was not changed: {exc}")
         return
-    st.session_state[notice_key] = ("success", f"Now in use for {model_id}: version {version}.")
+    chosen = "the shipped map" if version == "shipped" else f"version {version}"
+    st.session_state[notice_key] = ("success", f"Now in use for {model_id}: {chosen}.")
     if refit_key:
         st.session_state[refit_key] = None
     state.clear_reads()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
@@ -44,7 +45,7 @@ from dashboard.labelling import (
 from dashboard.mechanism_ui import LabelWords
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.inputs import InputError, read_upload
-from engine.judgemaps import is_name
+from engine.judgemaps import SHIPPED, is_name
 from engine.labels import (
     agreement,
     count_labels,
@@ -480,7 +481,21 @@ def render_versions(mechanism: str, *, key: str) -> None:
         return
     fallback = next((v.fallback for v in versions if v.fallback), "")
     if fallback:
-        st.warning(md(f"The adopted map cannot be used ({fallback}): the judge reads the shipped map."))
+        row = st.container(horizontal=True, wrap=True, vertical_alignment="center")
+        row.warning(
+            md(
+                f"The map chosen for this judge cannot be read ({fallback}), so the judge reads the shipped map. "
+                "Make that the choice, or restore a version below."
+            ),
+            width="stretch",
+        )
+        row.button(
+            "Use the shipped map",
+            key=key + ".shipped",
+            on_click=handle_adopt,
+            args=(mechanism, model_id, SHIPPED, KEY + "v.notice"),
+            help="Rewrites the choice of map (in_use.json) so the judge reads the shipped map without a warning.",
+        )
     damaged = sum(1 for v in versions if v.damaged)
     title = f"Map versions for {md(model_id)} ({len(versions)}" + (f", {damaged} damaged)" if damaged else ")")
     with st.expander(title, expanded=bool(damaged or fallback)):
@@ -515,6 +530,8 @@ def render_versions(mechanism: str, *, key: str) -> None:
 def made(version: Any) -> str:
     """When a map version was made, as people read it ('2026-11-26 03:40 UTC'); as stored when unreadable."""
     moment = created_at(version)
+    if moment is None and version.damaged:  # a damaged file's time is its name's (20261127T101010Z[-2])
+        moment = created_at(replace(version, created=str(version.version)[:16]))
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else str(version.created or "")
 
 
@@ -653,13 +670,15 @@ def _render_import(view: Collected, live: bool) -> None:
     if not isinstance(result, dict) or view.summary is None:
         return
     name = str(view.events[0][1].get("name") or "") if view.events else ""
-    st.success(f"{md(name)}: {result.get('imported', 0)} imported, {result.get('already_present', 0)} already present.")
+    imported, present = int(result.get("imported", 0) or 0), int(result.get("already_present", 0) or 0)
+    st.success(f"{md(name)}: {imported:,} imported, {present:,} already present.")
 
 
 def _import_outcome(run: Any) -> None:
     """An import that did not finish: cancelled (nothing written), or refused with its bad lines."""
     if run.status == CANCELLED:
-        st.warning("Import cancelled: nothing was imported (an import writes all its labels or none).")
+        name = str(run.config.get("source") or "the file")
+        st.warning(f"Import of {md(name)} cancelled: nothing was imported (an import writes all its labels or none).")
         return
     result = run.summary.get("result") if isinstance(run.summary, dict) else None
     problems = result.get("problems") if isinstance(result, dict) else None

@@ -210,7 +210,7 @@ def test_the_cli_stdout_imports_on_the_labels_page(tmp_path: Path, fmt: str, mon
     at.run()
     assert time.monotonic() - started < TIME_LIMIT_S
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert [s.value for s in at.success] == [f"labels\\.{fmt}: {len(before)} imported, 0 already present."]
+    assert [s.value for s in at.success] == [f"labels\\.{fmt}: {len(before):,} imported, 0 already present."]
     assert [lab.to_json() for lab in list_labels(Store(), latest=False)] == before
 
 

@@ -365,12 +365,12 @@ def test_5000_labels_import_as_a_watched_run_with_progress_then_again_as_already
 
     started = time.monotonic()
     at, run_id = _import(tmp_path, monkeypatch, "five.jsonl", _rows(5000))
-    assert [shown(s.value) for s in at.success] == ["five.jsonl: 5000 imported, 0 already present."]
+    assert [shown(s.value) for s in at.success] == ["five.jsonl: 5,000 imported, 0 already present."]
     assert state.get_store().get_run(run_id).kind == "labels.import"  # type: ignore[union-attr]
     assert state.get_registry().progress(run_id)["done"] == 5000  # type: ignore[index]
     assert len(_labels("director")) == 5000
     at, _ = _import(tmp_path, monkeypatch, "five.jsonl", _rows(5000))  # the same file again
-    assert [shown(s.value) for s in at.success] == ["five.jsonl: 0 imported, 5000 already present."]
+    assert [shown(s.value) for s in at.success] == ["five.jsonl: 0 imported, 5,000 already present."]
     assert len(_labels("director")) == 5000
     assert time.monotonic() - started < 60
 
@@ -413,7 +413,7 @@ def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, mon
     at.run()
     assert state.get_store().get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
     assert [shown(w.value) for w in at.warning] == [
-        "Import cancelled: nothing was imported (an import writes all its labels or none)."
+        "Import of five.jsonl cancelled: nothing was imported (an import writes all its labels or none)."
     ]
     assert _labels("director") == []
 

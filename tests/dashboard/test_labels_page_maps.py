@@ -5,6 +5,7 @@ a map id, and the refit it blocks says so in one line — no traceback, no machi
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -99,14 +100,27 @@ def test_a_damaged_pointer_is_said_and_the_shipped_map_is_in_use(page: Path, tmp
     _version("20260101T000000Z")
     (page / POINTER).write_text('{"handraise.likelihood.gemma3-270m+smollm2-135m": "../../../etc/passwd"}')
     at = _open(page)
-    (warning,) = [shown(w.value) for w in at.warning if "adopted map cannot be used" in w.value]
+    (warning,) = [shown(w.value) for w in at.warning if "cannot be read" in w.value]
     assert "in_use.json" in warning and "the judge reads the shipped map" in warning and str(tmp_path) not in warning
     (table,) = [f.value for f in at.dataframe if "what it learnt from" in f.value.columns]
     assert [r["version"] for r in table.to_dict("records") if r["in use"]] == ["shipped"]
     at.selectbox(key="labels.v.pick").set_value("20260101T000000Z")
     at.button(key="labels.v.restore").click().run()  # adopting again repairs the pointer
     assert not at.exception
-    assert not [w for w in at.warning if "adopted map cannot be used" in w.value]
+    assert not [w for w in at.warning if "cannot be read" in w.value]
+
+
+def test_a_damaged_pointer_is_repaired_by_choosing_the_shipped_map(page: Path) -> None:
+    """With no version to restore, "Use the shipped map" rewrites the pointer: the warning goes, and the pointer
+    names no adopted version."""
+    (page / POINTER).write_text('{"handraise.likelihood.gemma3-270m+smollm2-135m": "2026')  # cut short
+    at = _open(page)
+    assert [w for w in at.warning if "cannot be read" in w.value]
+    at.button(key="labels.v.shipped").click().run()
+    assert not at.exception and not [w for w in at.warning if "cannot be read" in w.value]
+    assert "the shipped map" in " ".join(shown(s.value) for s in at.success)
+    pointer = page / POINTER  # no adopted version left: the pointer holds none, or is gone
+    assert not pointer.exists() or json.loads(pointer.read_text()) == {}
 
 
 def test_a_refit_blocked_by_a_label_naming_a_path_says_which_in_one_line(page: Path, tmp_path: Path) -> None:
