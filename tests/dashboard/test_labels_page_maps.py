@@ -113,6 +113,7 @@ def test_a_damaged_pointer_is_said_and_the_shipped_map_is_in_use(page: Path, tmp
 def test_a_damaged_pointer_is_repaired_by_choosing_the_shipped_map(page: Path) -> None:
     """With no version to restore, "Use the shipped map" rewrites the pointer: the warning goes, and the pointer
     names no adopted version."""
+    page.mkdir(parents=True, exist_ok=True)
     (page / POINTER).write_text('{"handraise.likelihood.gemma3-270m+smollm2-135m": "2026')  # cut short
     at = _open(page)
     assert [w for w in at.warning if "cannot be read" in w.value]
