@@ -60,6 +60,11 @@ class LabelImportError(ValueError):
         return {"source": self.source, "bad_rows": self.bad_rows, "problems": self.problems}
 
 
+class LabelImportFailed(ValueError):
+    """What a refused file's run stores as its error: the one line that heads the bad rows ("marks.jsonl: 40 bad
+    row(s); nothing was imported"), so the Runs page shows one line; the rows are in the run's result."""
+
+
 @dataclass
 class ImportReport:
     imported: int = 0
@@ -290,14 +295,20 @@ async def run_import(store: Store, text: str, fmt: Format, source: str) -> Impor
     the bad rows (then it fails, with nothing written). The work runs off the event loop; a cancel stops it at
     its next check, before the commit."""
     config = {"source": source, "format": fmt, "characters": len(text)}
-    async with async_run_context(store, KIND, config, name=source) as run:
-        try:
-            report = await _off_the_loop(lambda stop: import_text(store, text, fmt, source, stop))
-        except LabelImportError as exc:
-            run.summary = {"imported": 0, "bad_rows": exc.bad_rows, "result": exc.to_json()}
-            raise
-        report.run_id = run.run_id
-        run.summary = report.to_json() | {"result": report.to_json()}
+    refused: LabelImportError | None = None
+    try:
+        async with async_run_context(store, KIND, config, name=source) as run:
+            try:
+                report = await _off_the_loop(lambda stop: import_text(store, text, fmt, source, stop))
+            except LabelImportError as exc:
+                run.summary = {"imported": 0, "bad_rows": exc.bad_rows, "result": exc.to_json()}
+                refused = exc
+                raise LabelImportFailed(exc.header) from None
+            report.run_id = run.run_id
+            run.summary = report.to_json() | {"result": report.to_json()}
+    except LabelImportFailed:
+        assert refused is not None
+        raise refused from None  # the caller gets every bad line (the CLI prints them)
     return report
 
 
