@@ -249,6 +249,25 @@ def test_a_hostile_csv_context_cell_is_refused_the_same_way(tmp_path: Path) -> N
     store.dispose()
 
 
+def test_one_moment_written_many_ways_and_padded_or_cased_values_are_one_label(store: Store) -> None:
+    """The key is the instant in UTC to the microsecond: seconds, milliseconds, microseconds, 'Z', '+00:00', another
+    offset and a naive time (taken as UTC) naming one instant are one label; so are values padded with spaces or
+    cased differently where the mechanism has a closed set of values. A note or context does not make a timed row
+    another label (the first one stored stays); a different instant does."""
+    same = ["2026-01-01T00:00:01", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:01.000000+00:00"]
+    same += ["2026-01-01T01:00:01+01:00", "2026-01-01T00:00:01Z"]
+    rows = [{"item_key": "a", "label": "ok", "created_at": t} for t in same]
+    rows += [{"item_key": " a ", "label": " OK ", "created_at": same[0], "note": "later", "context": {"x": 1}}]
+    rows += [{"item_key": "a", "label": "ok", "created_at": "2026-01-01T00:00:01.001Z"}]
+    text_ = "".join(json.dumps({"mechanism": "director", "user": "ann"} | r) + "\n" for r in rows)
+    assert import_text(store, text_, "jsonl", "a.jsonl").words() == "2 imported, 5 already present"
+    stored = list_labels(store, latest=False)
+    assert [(lab.item_key, lab.label, lab.note, lab.created_at.microsecond) for lab in stored] == [
+        ("a", "ok", "", 0),
+        ("a", "ok", "", 1000),
+    ]
+
+
 def test_rows_without_times_stamped_on_one_clock_tick_are_each_kept(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
