@@ -256,7 +256,7 @@ def test_one_moment_written_many_ways_and_padded_or_cased_values_are_one_label(s
     another label (the first one stored stays); a different instant does."""
     same = ["2026-01-01T00:00:01", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:01.000000+00:00"]
     same += ["2026-01-01T01:00:01+01:00", "2026-01-01T00:00:01Z"]
-    rows = [{"item_key": "a", "label": "ok", "created_at": t} for t in same]
+    rows: list[dict[str, Any]] = [{"item_key": "a", "label": "ok", "created_at": t} for t in same]
     rows += [{"item_key": " a ", "label": " OK ", "created_at": same[0], "note": "later", "context": {"x": 1}}]
     rows += [{"item_key": "a", "label": "ok", "created_at": "2026-01-01T00:00:01.001Z"}]
     text_ = "".join(json.dumps({"mechanism": "director", "user": "ann"} | r) + "\n" for r in rows)
