@@ -172,7 +172,9 @@ def watch_run(
         if status == RUNNING:
             render_progress(run_id, key)
         elif outcome is not None and current is not None and status != FINISHED:
-            outcome(current)
+            # the run as it ended (its stored row may still say running: its end could not be stored); a new
+            # row, as model_copy(update=) of a row read from the database keeps the stored values
+            outcome(type(current)(**(current.model_dump() | {"status": status, "error": error})))
         elif status == CANCELLED:
             st.warning(f"Cancelled — {md(error or 'stopped', inline=False)}. Everything it completed is kept.")
         elif status != FINISHED and _demo_miss(error):

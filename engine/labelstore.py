@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -157,6 +157,17 @@ class LabelChecker:
         self.specs = label_specs()
         self._user: str | None = None
         self._shared: dict[str, str] = {}
+        self._stamped: datetime | None = None
+
+    def _stamp(self) -> datetime:
+        """Now, but later than the last row this checker stamped: rows without a time are told apart by it (their
+        `dedup_key`), and a coarse clock (or a fast loop) could give two of them one microsecond — the second
+        would then be taken for the first and dropped as "already present"."""
+        now = utcnow()
+        if self._stamped is not None and now <= self._stamped:
+            now = self._stamped + timedelta(microseconds=1)
+        self._stamped = now
+        return now
 
     def _share(self, value: str) -> str:
         if len(self._shared) < 50_000:
@@ -202,7 +213,7 @@ class LabelChecker:
             note=noted,
             user_name=self._share(who),
             source=SOURCES[SOURCES.index(source)],
-            created_at=created_at or utcnow(),
+            created_at=created_at or self._stamp(),
             context_json=context_text(context),
             timed=created_at is not None,
         )

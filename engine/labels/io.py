@@ -60,6 +60,11 @@ class LabelImportError(ValueError):
         return {"source": self.source, "bad_rows": self.bad_rows, "problems": self.problems}
 
 
+class LabelImportFailed(ValueError):
+    """What a refused file's run stores as its error: the one line that heads the bad rows ("marks.jsonl: 40 bad
+    row(s); nothing was imported"), so the Runs page shows one line; the rows are in the run's result."""
+
+
 @dataclass
 class ImportReport:
     imported: int = 0
@@ -129,6 +134,12 @@ def _when(value: object) -> datetime | None:
     return moment
 
 
+def _given(value: object, default: object) -> object:
+    """A field's value, or `default` when the row leaves it out (absent, null, an empty cell); any other value
+    is checked as given (a context `[]` or a source `false` is refused, not taken for the default)."""
+    return default if value is None or value == "" else value
+
+
 def _row(checker: LabelChecker, record: dict[str, Any]) -> NewLabel:
     if not record.keys() <= _COLUMN_SET:
         unknown = sorted(set(record) - _COLUMN_SET)
@@ -139,9 +150,9 @@ def _row(checker: LabelChecker, record: dict[str, Any]) -> NewLabel:
         label=record.get("label"),
         run_id=record.get("run_id"),
         note=record.get("note", ""),
-        source=record.get("source") or "import",
+        source=_given(record.get("source"), "import"),
         user=record.get("user"),
-        context=record.get("context") or {},
+        context=_given(record.get("context"), {}),
         created_at=_when(record.get("created_at")),
     )
 
@@ -171,6 +182,19 @@ def _jsonl_rows(text: str, source: str, problems: Problems, step: Step) -> list[
     return rows
 
 
+def _header_problem(header: list[str]) -> str:
+    """What is wrong with a CSV header ("" when nothing): a required column missing, a column that is not a label
+    field, or one named twice (its cells would silently overwrite the first's)."""
+    missing = [c for c in ("mechanism", "item_key", "label") if c not in header]
+    if missing:
+        return f"the header has no {', '.join(missing)} column"
+    unknown = [h for h in header if h not in _COLUMN_SET]
+    if unknown:
+        return f"{unknown[0][:60]!r} is not a label field ({', '.join(COLUMNS)})"
+    twice = next((h for i, h in enumerate(header) if h in header[:i]), None)
+    return f"the header names {twice!r} twice" if twice else ""
+
+
 def _csv_rows(text: str, source: str, problems: Problems, step: Step) -> list[NewLabel]:
     reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
     try:
@@ -178,9 +202,9 @@ def _csv_rows(text: str, source: str, problems: Problems, step: Step) -> list[Ne
     except (StopIteration, csv.Error):
         problems.append(f"{source}:1: no header line ({', '.join(COLUMNS)})")
         return []
-    missing = [c for c in ("mechanism", "item_key", "label") if c not in header]
-    if missing:
-        problems.append(f"{source}:1: the header has no {', '.join(missing)} column")
+    problem = _header_problem(header)
+    if problem:
+        problems.append(f"{source}:1: {problem}")
         return []
     checker, rows, count = LabelChecker(), [], 0
     while True:
@@ -271,14 +295,20 @@ async def run_import(store: Store, text: str, fmt: Format, source: str) -> Impor
     the bad rows (then it fails, with nothing written). The work runs off the event loop; a cancel stops it at
     its next check, before the commit."""
     config = {"source": source, "format": fmt, "characters": len(text)}
-    async with async_run_context(store, KIND, config, name=source) as run:
-        try:
-            report = await _off_the_loop(lambda stop: import_text(store, text, fmt, source, stop))
-        except LabelImportError as exc:
-            run.summary = {"imported": 0, "bad_rows": exc.bad_rows, "result": exc.to_json()}
-            raise
-        report.run_id = run.run_id
-        run.summary = report.to_json() | {"result": report.to_json()}
+    refused: LabelImportError | None = None
+    try:
+        async with async_run_context(store, KIND, config, name=source) as run:
+            try:
+                report = await _off_the_loop(lambda stop: import_text(store, text, fmt, source, stop))
+            except LabelImportError as exc:
+                run.summary = {"imported": 0, "bad_rows": exc.bad_rows, "result": exc.to_json()}
+                refused = exc
+                raise LabelImportFailed(exc.header) from None
+            report.run_id = run.run_id
+            run.summary = report.to_json() | {"result": report.to_json()}
+    except LabelImportFailed:
+        assert refused is not None
+        raise refused from None  # the caller gets every bad line (the CLI prints them)
     return report
 
 

@@ -528,3 +528,120 @@ def test_a_new_map_not_clearly_better_is_offered_as_a_secondary_choice_with_its_
     at.session_state["refit"] = better
     at.run()
     assert at.button(key="t.adopt").proto.type == "primary" and not at.warning
+
+
+def test_a_refused_import_is_one_line_on_the_runs_page_and_its_bad_lines_stay_on_the_labels_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run of a refused file stores one line as its error (the header: how many bad rows, nothing imported);
+    its bad lines are its result, shown on the Labels page — the Runs page showed all 22 lines of them."""
+    import json
+
+    from tests.dashboard.test_runs_page import _page
+
+    bad = "".join(
+        json.dumps({"mechanism": "director", "item_key": f"l{i}", "label": "maybe"}) + "\n" for i in range(40)
+    )
+    at, run_id = _import(tmp_path, monkeypatch, "bad.jsonl", bad)
+    assert "bad.jsonl:1: label: 'maybe'" in shown(at.error[0].value)  # the Labels page: the lines and a count
+    run = state.get_store().get_run(run_id)
+    assert run is not None and run.status == "failed"
+    assert run.error == "LabelImportFailed: bad.jsonl: 40 bad row(s); nothing was imported"
+    runs = _page(run=run_id)
+    errors = [shown(e.value) for e in runs.error]
+    assert errors == ["LabelImportFailed: bad.jsonl: 40 bad row(s); nothing was imported"]
+    assert "Traceback" not in str(state.get_store().events(run_id))
+
+
+def test_the_database_deleted_mid_import_is_said_on_the_page_not_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import held at row 2,500 while the database file is deleted: it fails (its end cannot be stored, so
+    the stored run still says running); the page says the database was deleted — it said "Nothing imported:
+    running" — and no file is made again at the database's path."""
+    import os
+    import threading
+
+    from engine import runctx
+    from engine.labels import io as label_io
+    from tests.dashboard.rendered import rerun_until
+
+    gate, reports = threading.Event(), []
+    report = runctx.progress
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        report(*args, **kwargs)
+        if kwargs.get("step") == "checking rows":
+            reports.append(1)
+            if len(reports) == 5:
+                gate.wait(30)
+
+    monkeypatch.setattr(runctx, "progress", held)
+    monkeypatch.setattr(label_io, "PROGRESS_EVERY", 500)
+    path = tmp_path / "five.jsonl"
+    path.write_text(_rows(5000), encoding="utf-8")
+    monkeypatch.setenv("LABELS_UPLOAD", str(path))
+    at = AppTest.from_function(_import_page, default_timeout=60).run()
+    run_id = at.query_params["import"]
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    registry = state.get_registry()
+    rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
+    database = Path(os.environ["JUDGELAB_DATABASE_URL"].removeprefix("sqlite:///"))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    gate.set()
+    rerun_until(at, lambda: not registry.is_live(run_id), timeout_s=30, what="the import never ended")
+    at.run()
+    assert not at.exception and not at.success
+    (error,) = [shown(e.value) for e in at.error]
+    assert error.startswith("Nothing imported: the database ") and "was deleted while judgelab was running" in error
+    assert "\n" not in error and not database.exists()
+
+
+def test_a_reload_mid_import_shows_its_progress_and_cancel_then_what_it_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new session (a reload, a second tab) with ?import=<run> while the import is held: its progress and
+    Cancel; once it ends, its counts."""
+    import threading
+
+    from engine import runctx
+    from engine.labels import io as label_io
+    from tests.dashboard.rendered import rerun_until, run_ended
+
+    gate, reports = threading.Event(), []
+    report = runctx.progress
+
+    def held(*args: Any, **kwargs: Any) -> None:
+        report(*args, **kwargs)
+        if kwargs.get("step") == "checking rows":
+            reports.append(1)
+            if len(reports) == 5:
+                gate.wait(30)
+
+    monkeypatch.setattr(runctx, "progress", held)
+    monkeypatch.setattr(label_io, "PROGRESS_EVERY", 500)
+    path = tmp_path / "five.jsonl"
+    path.write_text(_rows(5000), encoding="utf-8")
+    monkeypatch.setenv("LABELS_UPLOAD", str(path))
+    at = AppTest.from_function(_import_page, default_timeout=60).run()
+    run_id = at.query_params["import"]
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    registry = state.get_registry()
+    rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
+    reloaded = AppTest.from_function(_watch_import_page, default_timeout=60)
+    reloaded.query_params["import"] = run_id
+    reloaded.run()
+    (bar,) = reloaded.get("progress")
+    assert shown(bar.proto.text).startswith("2500 / 5000 · checking rows")
+    assert [b.key for b in reloaded.button] == ["labels.l.watch.cancel"]
+    gate.set()
+    rerun_until(reloaded, lambda: run_ended(run_id), timeout_s=30, what="the import never ended")
+    reloaded.run()
+    assert [shown(s.value) for s in reloaded.success] == ["five.jsonl: 5000 imported, 0 already present."]
+
+
+def _watch_import_page() -> None:
+    from pages import labels
+
+    labels.render_import()

@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -217,3 +218,10 @@ def test_an_upload_imports_as_a_watched_run_and_a_hostile_one_shows_its_first_li
     assert "Traceback" not in text and str(tmp_path) not in text and "/tmp/" not in text
     assert len(_labels(db)) == 5000
     shots(page, "labels-import-refused")
+    # its run on the Runs page: one line (the lines are the Labels page's), no traceback, no path
+    run_id = parse_qs(urlparse(page.url).query)["import"][0]
+    open_page(page, url, f"runs?run={run_id}", "🗂️ Runs")
+    failed = page.locator("[data-testid=stAlert]").filter(has_text="nothing was imported")
+    one_line = r"^\s*LabelImportFailed: hostile\.jsonl: 33 bad row\(s\); nothing was imported\s*$"
+    expect(failed).to_have_text(re.compile(one_line))
+    assert "Traceback" not in page.content() and str(tmp_path) not in failed.inner_text()

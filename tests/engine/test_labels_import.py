@@ -249,6 +249,69 @@ def test_a_hostile_csv_context_cell_is_refused_the_same_way(tmp_path: Path) -> N
     store.dispose()
 
 
+def test_one_moment_written_many_ways_and_padded_or_cased_values_are_one_label(store: Store) -> None:
+    """The key is the instant in UTC to the microsecond: seconds, milliseconds, microseconds, 'Z', '+00:00', another
+    offset and a naive time (taken as UTC) naming one instant are one label; so are values padded with spaces or
+    cased differently where the mechanism has a closed set of values. A note or context does not make a timed row
+    another label (the first one stored stays); a different instant does."""
+    same = ["2026-01-01T00:00:01", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:01.000000+00:00"]
+    same += ["2026-01-01T01:00:01+01:00", "2026-01-01T00:00:01Z"]
+    rows: list[dict[str, Any]] = [{"item_key": "a", "label": "ok", "created_at": t} for t in same]
+    rows += [{"item_key": " a ", "label": " OK ", "created_at": same[0], "note": "later", "context": {"x": 1}}]
+    rows += [{"item_key": "a", "label": "ok", "created_at": "2026-01-01T00:00:01.001Z"}]
+    text_ = "".join(json.dumps({"mechanism": "director", "user": "ann"} | r) + "\n" for r in rows)
+    assert import_text(store, text_, "jsonl", "a.jsonl").words() == "2 imported, 5 already present"
+    stored = list_labels(store, latest=False)
+    assert [(lab.item_key, lab.label, lab.note, lab.created_at.microsecond) for lab in stored] == [
+        ("a", "ok", "", 0),
+        ("a", "ok", "", 1000),
+    ]
+
+
+def test_rows_without_times_stamped_on_one_clock_tick_are_each_kept(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A coarse clock (or a fast loop) gives every untimed row the same microsecond: each is still its own label.
+    tick = datetime(2026, 1, 1, tzinfo=UTC)
+    monkeypatch.setattr("engine.labelstore.utcnow", lambda: tick)
+    text_ = "".join(
+        json.dumps({"mechanism": "jury", "item_key": "k", "label": "x", "note": f"n{i}"}) + "\n" for i in range(3)
+    )
+    assert import_text(store, text_, "jsonl", "a.jsonl").words() == "3 imported, 0 already present"
+    assert import_text(store, text_, "jsonl", "a.jsonl").words() == "0 imported, 3 already present"
+    assert sorted(lab.note for lab in list_labels(store, latest=False)) == ["n0", "n1", "n2"]
+
+
+@pytest.mark.parametrize(
+    ("csv_text", "problem"),
+    [
+        ("mechanism,item_key,label,label\njury,k,x,y\n", "marks.csv:1: the header names 'label' twice"),
+        ("mechanism,item_key,label,c0,c1\njury,k,x,,\n" * 50, "marks.csv:1: 'c0' is not a label field"),
+        ("mechanism,item_key,label,context\njury,k,x,[]\n", "marks.csv:2: context: must be an object, got list"),
+        ("mechanism,item_key,label,source\njury,k,x,false\n", "marks.csv:2: source: 'false' is not one of"),
+    ],
+    ids=["column twice", "unknown columns", "context list", "source false"],
+)
+def test_a_bad_csv_header_or_cell_is_refused_not_overwritten_or_defaulted(
+    store: Store, csv_text: str, problem: str
+) -> None:
+    with pytest.raises(LabelImportError) as caught:
+        import_text(store, csv_text, "csv", "marks.csv")
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 2 and lines[1].startswith(problem), lines
+
+
+@pytest.mark.parametrize("field", ['"context": []', '"context": 0', '"source": false', '"context": ""'])
+def test_a_json_field_given_as_an_empty_value_of_another_type_is_refused(store: Store, field: str) -> None:
+    line = '{"mechanism": "jury", "item_key": "k", "label": "x", ' + field + "}\n"
+    if field == '"context": ""':  # an empty text is "not given", as in a CSV cell
+        assert import_text(store, line, "jsonl", "a.jsonl").imported == 1
+        return
+    with pytest.raises(LabelImportError) as caught:
+        import_text(store, line, "jsonl", "a.jsonl")
+    assert "a.jsonl:1: " + field.split('"')[1] + ":" in str(caught.value)
+
+
 def test_a_multi_mb_import_stays_within_its_memory_bound(tmp_path: Path) -> None:
     """3 MB of labels (~30,000 rows) parsed and written in a fresh process: peak RSS ≤ 300 MB, a few seconds."""
     path = tmp_path / "big.jsonl"
