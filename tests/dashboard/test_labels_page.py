@@ -638,7 +638,7 @@ def test_a_reload_mid_import_shows_its_progress_and_cancel_then_what_it_did(
     gate.set()
     rerun_until(reloaded, lambda: run_ended(run_id), timeout_s=30, what="the import never ended")
     reloaded.run()
-    assert [shown(s.value) for s in reloaded.success] == ["five.jsonl: 5000 imported, 0 already present."]
+    assert [shown(s.value) for s in reloaded.success] == ["five.jsonl: 5,000 imported, 0 already present."]
 
 
 def _watch_import_page() -> None:
