@@ -199,7 +199,10 @@ def test_an_upload_imports_as_a_watched_run_and_a_hostile_one_shows_its_first_li
     )
     open_page(page, url, "labels", "🏷️ Labels")
     page.get_by_role("tab", name="Your labels").click()
-    for expected in ("five.jsonl: 5,000 imported, 0 already present.", "five.jsonl: 0 imported, 5,000 already present."):
+    for expected in (
+        "five.jsonl: 5,000 imported, 0 already present.",
+        "five.jsonl: 0 imported, 5,000 already present.",
+    ):
         page.locator("input[type=file]").set_input_files(str(good))
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.get_by_text(expected)).to_be_visible(timeout=60_000)
