@@ -30,8 +30,8 @@ def suggest(trial: optuna.Trial, name: str, values: list[Any] | Range) -> Any:
 
 
 def mean_metrics(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Metrics averaged over repeats (None when any repeat has none); a value that is not a number and the same in
-    every repeat is kept as it is (a trial the settings refuse: its `error`, which the row and the CLI show)."""
+    """Metrics averaged over repeats (None when any repeat has none); the `error` of a trial the settings refuse,
+    the same in every repeat, is kept (the row and the CLI show it). Other texts stay None, as stored runs hold."""
     out: dict[str, Any] = {}
     for key in values[0]:
         given = [v.get(key) for v in values]
@@ -39,7 +39,7 @@ def mean_metrics(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if len(nums) == len(given):
             out[key] = round(statistics.fmean(nums), 6)
         else:
-            out[key] = given[0] if all(n == given[0] for n in given) else None
+            out[key] = given[0] if key == "error" and all(n == given[0] for n in given) else None
     return out
 
 
