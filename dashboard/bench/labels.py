@@ -10,8 +10,9 @@ recorded (data/recordings/labels-designer-perf.jsonl): no model call.
   labels 40 random hands; agreement with it on the cast's other 80 hands, candidate against the shipped map
   (target: ≥ 10 points better, the mean over 5 draws).
 - `labels.import` (issue 35): `judgelab labels import`'s entry point in a fresh process, into a new SQLite store:
-  20,000 labels (target ≤ 15 s) and a 10 MB file of the shortest rows (~180,000; target ≤ 60 s at ≤ 400 MB peak
-  RSS), each imported a second time too (every row already present).
+  20,000 labels (target ≤ 15 s) and two 10 MB files (target ≤ 60 s at ≤ 400 MB peak RSS): JSONL of the shortest
+  rows (~180,000) and CSV of the shortest rows (~830,000: the most labels 10 MB can hold), each imported a second
+  time too (every row already present).
 """
 
 from __future__ import annotations
@@ -180,15 +181,15 @@ from engine.inputs import read_text
 from engine.labels import run_import
 from engine.store import Store
 store = Store("sqlite:///{db}")
-first = asyncio.run(run_import(store, read_text(Path({path!r})), "jsonl", "labels.jsonl"))
+first = asyncio.run(run_import(store, read_text(Path({path!r})), "{fmt}", "labels.{fmt}"))
 split = time.perf_counter()
-again = asyncio.run(run_import(store, read_text(Path({path!r})), "jsonl", "labels.jsonl"))
+again = asyncio.run(run_import(store, read_text(Path({path!r})), "{fmt}", "labels.{fmt}"))
 assert first.imported == first.lines and again.already_present == first.lines, (first, again)
 print(json.dumps({{"rows": first.lines, "first_s": split - t0, "again_s": time.perf_counter() - split}}))
 """
 
 
-def _label_file(path: Path, *, rows: int | None = None, size: int | None = None) -> int:
+def _label_file(path: Path, *, rows: int | None = None, size: int | None = None, csv: bool = False) -> int:
     """A labels file: `rows` hand-raise labels with a time and the judge's figures (a realistic export), or up to
     `size` bytes of the shortest rows a label can be (no time: each gets its content key)."""
     count, written = 0, 0
@@ -202,12 +203,14 @@ def _label_file(path: Path, *, rows: int | None = None, size: int | None = None)
                     f'"created_at": "{when.isoformat()}", "context": {{"predicted": "speak", '
                     f'"will": 0.{count % 9973:04d}, "threshold": 0.6, "map_id": "gemma3-270m+smollm2-135m"}}}}\n'
                 )
+            elif csv:  # the fewest bytes a label can take: a CSV row of three short cells (~4.6 times the rows)
+                line = "mechanism,item_key,label\r\n" if count == 0 else f"director,l{count},ok\r\n"
             else:
                 line = f'{{"mechanism":"director","item_key":"l{count}","label":"ok"}}\n'
             out.write(line)
             written += len(line.encode())
             count += 1
-    return count
+    return count - (1 if csv else 0)  # a CSV's header is no label
 
 
 @benchmark("labels.import")
@@ -219,21 +222,32 @@ def bench_import(repeat: int, progress: Progress) -> BenchResult:
     samples: list[float] = []
     metrics: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        small, big = Path(folder) / "20k.jsonl", Path(folder) / "10mb.jsonl"
+        small, big, tiny = Path(folder) / "20k.jsonl", Path(folder) / "10mb.jsonl", Path(folder) / "10mb.csv"
         _label_file(small, rows=20_000)
         big_rows = _label_file(big, size=10 * 1024 * 1024)
+        csv_rows = _label_file(tiny, size=10 * 1024 * 1024, csv=True)
         for i in range(max(1, min(repeat, 3))):
             say(f"20,000 labels, try {i + 1}")
-            got = measure_in_subprocess(IMPORT_CODE.format(db=f"{folder}/small{i}.db", path=str(small)), preload="json")
+            code = IMPORT_CODE.format(db=f"{folder}/small{i}.db", path=str(small), fmt="jsonl")
+            got = measure_in_subprocess(code, preload="json")
             samples.append(got["first_s"])
             metrics |= {"20k_again_s": round(got["again_s"], 2), "20k_peak_mb": round(got["peak_mb"])}
         say(f"10 MB: {big_rows:,} labels")
-        got = measure_in_subprocess(IMPORT_CODE.format(db=f"{folder}/big.db", path=str(big)), preload="json")
+        got = measure_in_subprocess(
+            IMPORT_CODE.format(db=f"{folder}/big.db", path=str(big), fmt="jsonl"), preload="json"
+        )
+        say(f"10 MB of CSV: {csv_rows:,} labels")
+        worst = measure_in_subprocess(
+            IMPORT_CODE.format(db=f"{folder}/csv.db", path=str(tiny), fmt="csv"), preload="json"
+        )
     metrics |= {
         "10mb_rows": big_rows,
         "10mb_s": round(got["first_s"], 2),
         "10mb_again_s": round(got["again_s"], 2),
         "10mb_peak_mb": round(got["peak_mb"]),
+        "10mb_csv_rows": csv_rows,
+        "10mb_csv_s": round(worst["first_s"], 2),
+        "10mb_csv_peak_mb": round(worst["peak_mb"]),
     }
     result = BenchResult.from_samples(
         "labels.import",
@@ -247,7 +261,7 @@ def bench_import(repeat: int, progress: Progress) -> BenchResult:
     )
     result.met = (
         max(samples) <= IMPORT_20K_TARGET_S
-        and got["first_s"] <= IMPORT_10MB_TARGET_S
-        and max(got["peak_mb"], metrics["20k_peak_mb"]) <= IMPORT_PEAK_TARGET_MB
+        and max(got["first_s"], worst["first_s"]) <= IMPORT_10MB_TARGET_S
+        and max(got["peak_mb"], worst["peak_mb"], metrics["20k_peak_mb"]) <= IMPORT_PEAK_TARGET_MB
     )
     return result
