@@ -375,14 +375,14 @@ def test_5000_labels_import_as_a_watched_run_with_progress_then_again_as_already
     assert time.monotonic() - started < 60
 
 
-def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The import is held at row 2,500 (a slow machine, frozen): the page shows its progress in rows and Cancel;
-    Cancel ends it before the commit, and not one label is stored."""
+def _held_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[AppTest, str, Any]:
+    """An upload of 5,000 labels on the page, its import held at row 2,500 (a slow machine, frozen) until the
+    returned gate is set: the page, the run's id and the gate."""
     import threading
 
     from engine import runctx
     from engine.labels import io as label_io
-    from tests.dashboard.rendered import rerun_until, run_ended
+    from tests.dashboard.rendered import rerun_until
 
     gate, reports = threading.Event(), []
     report = runctx.progress
@@ -404,6 +404,16 @@ def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, mon
     run_id = run_id[0] if isinstance(run_id, list) else run_id
     registry = state.get_registry()
     rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
+    return at, str(run_id), gate
+
+
+def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import is held at row 2,500 (a slow machine, frozen): the page shows its progress in rows and Cancel;
+    Cancel ends it before the commit, and not one label is stored."""
+
+    from tests.dashboard.rendered import rerun_until, run_ended
+
+    at, run_id, gate = _held_import(tmp_path, monkeypatch)
     at.run()
     (bar,) = at.get("progress")
     assert shown(bar.proto.text).startswith("2500 / 5000 · checking rows · ")
@@ -560,32 +570,11 @@ def test_the_database_deleted_mid_import_is_said_on_the_page_not_running(
     the stored run still says running); the page says the database was deleted — it said "Nothing imported:
     running" — and no file is made again at the database's path."""
     import os
-    import threading
 
-    from engine import runctx
-    from engine.labels import io as label_io
     from tests.dashboard.rendered import rerun_until
 
-    gate, reports = threading.Event(), []
-    report = runctx.progress
-
-    def held(*args: Any, **kwargs: Any) -> None:
-        report(*args, **kwargs)
-        if kwargs.get("step") == "checking rows":
-            reports.append(1)
-            if len(reports) == 5:
-                gate.wait(30)
-
-    monkeypatch.setattr(runctx, "progress", held)
-    monkeypatch.setattr(label_io, "PROGRESS_EVERY", 500)
-    path = tmp_path / "five.jsonl"
-    path.write_text(_rows(5000), encoding="utf-8")
-    monkeypatch.setenv("LABELS_UPLOAD", str(path))
-    at = AppTest.from_function(_import_page, default_timeout=60).run()
-    run_id = at.query_params["import"]
-    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    at, run_id, gate = _held_import(tmp_path, monkeypatch)
     registry = state.get_registry()
-    rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
     database = Path(os.environ["JUDGELAB_DATABASE_URL"].removeprefix("sqlite:///"))
     for suffix in ("", "-wal", "-shm"):
         Path(f"{database}{suffix}").unlink(missing_ok=True)
@@ -603,32 +592,10 @@ def test_a_reload_mid_import_shows_its_progress_and_cancel_then_what_it_did(
 ) -> None:
     """A new session (a reload, a second tab) with ?import=<run> while the import is held: its progress and
     Cancel; once it ends, its counts."""
-    import threading
 
-    from engine import runctx
-    from engine.labels import io as label_io
     from tests.dashboard.rendered import rerun_until, run_ended
 
-    gate, reports = threading.Event(), []
-    report = runctx.progress
-
-    def held(*args: Any, **kwargs: Any) -> None:
-        report(*args, **kwargs)
-        if kwargs.get("step") == "checking rows":
-            reports.append(1)
-            if len(reports) == 5:
-                gate.wait(30)
-
-    monkeypatch.setattr(runctx, "progress", held)
-    monkeypatch.setattr(label_io, "PROGRESS_EVERY", 500)
-    path = tmp_path / "five.jsonl"
-    path.write_text(_rows(5000), encoding="utf-8")
-    monkeypatch.setenv("LABELS_UPLOAD", str(path))
-    at = AppTest.from_function(_import_page, default_timeout=60).run()
-    run_id = at.query_params["import"]
-    run_id = run_id[0] if isinstance(run_id, list) else run_id
-    registry = state.get_registry()
-    rerun_until(at, lambda: (registry.progress(run_id) or {}).get("done") == 2500, what="no progress")
+    at, run_id, gate = _held_import(tmp_path, monkeypatch)
     reloaded = AppTest.from_function(_watch_import_page, default_timeout=60)
     reloaded.query_params["import"] = run_id
     reloaded.run()

@@ -13,7 +13,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -49,11 +51,13 @@ def files_under(folder: Path) -> set[Path]:
     return {p for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
 
 
-def hostile_labels(store: Store) -> int:
-    """40 of the scripted labeller's hand labels (real judge features) and one whose map id walks out."""
+def hostile_labels(store: Store, spoil: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
+    """40 of the scripted labeller's hand labels (real judge features) and one more, its context spoiled by
+    `spoil` (by default: a map id that walks out); the hostile label's id."""
     run = store.get_run(load_recording(store))
     assert run is not None
     good = label_items(store, labelable_items(store, run)[:40])
+    context = dict(good[0].context)
     bad = add_label(
         store,
         mechanism="handraise",
@@ -61,7 +65,7 @@ def hostile_labels(store: Store) -> int:
         item_key="t3/coder",
         label="speak",
         user="mallory",
-        context={**good[0].context, "map_id": ESCAPE},
+        context=spoil(context) if spoil else {**context, "map_id": ESCAPE},
     )
     return bad.id
 
@@ -207,22 +211,10 @@ def test_a_damaged_shipped_map_is_listed_not_a_traceback(
 
 
 def test_calibrate_judge_labels_refuses_a_feature_too_large_for_a_float(maps: Path) -> None:
-    store = Store()
-    run = store.get_run(load_recording(store))
-    assert run is not None
-    good = label_items(store, labelable_items(store, run)[:40])
-    bad = add_label(
-        store,
-        mechanism="handraise",
-        run_id=good[0].run_id,
-        item_key="t3/coder",
-        label="speak",
-        user="mallory",
-        context={**good[0].context, "features": {**good[0].context["features"], "pmi_rel": 10**400}},
-    )
+    bad = hostile_labels(Store(), lambda c: {**c, "features": {**c["features"], "pmi_rel": 10**400}})
     code, out = invoke("calibrate-judge", "--labels", "--adopt")
     assert code == 1 and out.count("\n") == 1, out
-    assert out.startswith(f"error: label {bad.id} (t3/coder): context.features.pmi_rel: ") and "Traceback" not in out
+    assert out.startswith(f"error: label {bad} (t3/coder): context.features.pmi_rel: ") and "Traceback" not in out
     assert not maps.exists()
 
 
