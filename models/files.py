@@ -20,11 +20,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import secrets
 import stat
 import time
 from pathlib import Path
+
+from models.terminal import one_line
 
 DEFAULT_MAX_INPUT_MB = 10.0
 _CHUNK = 1 << 20
@@ -50,14 +51,13 @@ def env_limit_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
-_CONTROLS = re.compile("[\x00-\x1f\x7f]")
 TMP_NAME_KEEP = 200  # bytes of the target's name kept in its temporary file's: plus 20 more, within NAME_MAX (255)
 
 
 def shown_path(path: str | Path) -> str:
     """A path as a message names it: on one line, whatever its name holds (a newline, a CR, an ESC are shown
     as `\\u000a`…, as the CLI shows every control character), so an error about `$'a\\nb'` stays one line."""
-    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", str(path))
+    return one_line(str(path))
 
 
 def check_size(source: str, size: int, limit: int) -> None:

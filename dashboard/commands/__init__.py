@@ -9,7 +9,6 @@ import functools
 import inspect
 import json
 import os
-import re
 import sys
 import typing
 from collections.abc import Callable
@@ -18,20 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from models.terminal import terminal_safe as terminal_safe
+
 if TYPE_CHECKING:
     from engine.refit import RefitJob
     from models.catalog import Catalog
-
-# What a terminal may act on: C0 controls but newline and tab (ESC opens the sequences that retitle the
-# window, OSC 0, or write the clipboard, OSC 52; CR and backspace overwrite what was shown), DEL, the C1
-# controls (U+009B is a one-character CSI) and the bidi overrides and isolates (they reorder what is shown).
-TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def terminal_safe(text: str) -> str:
-    """Text with every character a terminal could act on made visible as its `\\u001b` escape. JSON reads
-    that escape as the very character, so JSON output stays valid and means the same."""
-    return TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def say(message: object = "", *, err: bool = False, nl: bool = True, fg: str | None = None) -> None:
