@@ -204,12 +204,15 @@ def test_an_upload_imports_as_a_watched_run_and_a_hostile_one_shows_its_first_li
         "five.jsonl: 0 imported, 5,000 already present.",
     ):
         page.locator("input[type=file]").set_input_files(str(good))
+        settle(page)  # the upload's own rerun first: a click landing inside it can be lost
         page.get_by_role("button", name="Import", exact=True).click()
         expect(page.get_by_text(expected)).to_be_visible(timeout=60_000)
         settle(page)
     assert len(_labels(db)) == 5000
     shots(page, "labels-import-done")
     page.locator("input[type=file]").set_input_files(str(hostile))
+    settle(page)
+    expect(page.get_by_text("hostile.jsonl")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Import", exact=True).click()
     alert = page.get_by_text("Nothing imported — fix these lines:")
     expect(alert).to_be_visible(timeout=60_000)
