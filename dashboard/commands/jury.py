@@ -130,9 +130,7 @@ def _setup(opts: JuryOptions) -> tuple[Any, Any]:
         raise fail(str(exc)) from None
     except KeyError as exc:
         raise fail(str(exc.args[0])) from None
-    needed = {s.model_id for s in seats} | (
-        {config.final_judge_model} if config.final_judgment_method == "final_judge" else set()
-    )
+    needed = Jury(seats, {}, config).models_needed()
     for model_id in sorted(needed):
         if model_id not in catalog.ids:
             raise fail(f"unknown model '{model_id}' — known models: {', '.join(catalog.ids)}")
@@ -359,6 +357,79 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
             fit_jury_calibration(rows, labels, DEFAULT_VERDICTS, model_id, data, groups),
             *fit_role_calibrations(rows, labels, DEFAULT_VERDICTS, model_id, data),
         ],
+        limit,
+    )
+
+
+@app.command("calibrate-panel")
+def calibrate_panel_cmd(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="Labelled cases (JSONL or YAML with `gold`): a calibration split, never the benchmark."
+        ),
+    ] = Path("data/calibration/jury-calib.jsonl"),
+    panel: Panel = "local",
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refit a panel of different judges (engine/jury/panelfit.py): each seat's map on the split (likelihood seats:
+    their channel features, and the cues where they measured better; the neighbours seat: its multilingual
+    embeddings), then the stack over the seats' out-of-fold readings with its round weight and selective cuts, and
+    every figure cross-validated. Every call is recorded as a run of kind `calibration`."""
+    from dashboard.commands import calibrate_and_save  # CLI start-up
+
+    calibrate_and_save(panel_job(data, panel), output_dir, as_json)
+
+
+def panel_job(data: Path, panel: str = "local", limit: int | None = None) -> RefitJob:
+    """The refit of a panel whose seats judge by distributions (likelihood or neighbours)."""
+    # CLI start-up: loaded when the command runs
+    from engine.embeddings import RecordedEmbedder
+    from engine.jury import DEFAULT_VERDICTS, panel_seats
+    from engine.jury.panelfit import Seat, fit_panel, seat_rows
+    from engine.refit import RefitJob
+
+    cases = _cases(data)[:limit]
+    if any(c.gold is None for c in cases):
+        raise fail(f"{data}: every calibration case needs a gold verdict")
+    if any(c.rubric is not None and c.rubric.verdicts != list(DEFAULT_VERDICTS) for c in cases):
+        raise fail(f"{data}: the panel is fitted for the default labels ({', '.join(DEFAULT_VERDICTS)})")
+    try:
+        seats = panel_seats(panel)
+    except (ValueError, KeyError) as exc:
+        raise fail(str(exc)) from None
+    if any(s.judge not in ("likelihood", "neighbours") for s in seats):
+        raise fail(f"panel {panel}: every seat needs judge: likelihood or judge: neighbours to be stacked")
+    if len({s.model_id for s in seats}) != len(seats):
+        raise fail(f"panel {panel}: a stacked panel has one seat per model")
+    fitted = [Seat(s.model_id, s.judge) for s in seats]
+    store, models = None, {}
+    for s in seats:
+        if s.judge == "likelihood":
+            store, models[s.model_id] = usable_model(s.model_id)
+    if store is None:
+        from engine.store import Store
+
+        store = Store()
+    embedders = {s.model_id: RecordedEmbedder(store, embedder_id=s.model_id) for s in seats if s.judge == "neighbours"}
+    rows_of: dict[str, list[dict[str, float]]] = {}
+
+    async def rows() -> list[dict[str, float]]:
+        for seat in fitted:
+            rows_of[seat.key] = await seat_rows(seat, cases, models.get(seat.key), embedders.get(seat.key))
+        return [{"case": float(i)} for i in range(len(cases))]
+
+    source = [{"id": c.id, "title": c.title, "gold": c.gold, "language": c.language} for c in cases]
+    return RefitJob(
+        store,
+        "jury",
+        "+".join(s.model_id for s in seats),
+        data,
+        rows,
+        lambda _rows: fit_panel(fitted, rows_of, source, DEFAULT_VERDICTS, data),
         limit,
     )
 

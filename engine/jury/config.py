@@ -31,6 +31,9 @@ ENV_NAMES = {  # the seed's environment variables
     "judge": "JURY_JUDGE",
     "skip_idle_rounds": "JURY_SKIP_IDLE_ROUNDS",
     "role_maps": "JURY_ROLE_MAPS",
+    "minority_veto": "JURY_MINORITY_VETO",
+    "veto_at": "JURY_VETO_AT",
+    "selective_error": "JURY_SELECTIVE_ERROR",
 }
 
 
@@ -48,7 +51,12 @@ class JuryConfig(BaseModel):
         "`stagnation_rounds` rounds nobody moved in; set it to the round limit to discuss to the end); 1.0: only "
         "unanimity stops; 0.67: a 2-of-3 majority stops",
     )
-    final_judgment_method: FinalMethod = "final_judge"
+    final_judgment_method: FinalMethod = Field(
+        "auto",
+        description="auto: the panel's stack (engine/jury/stack.py) when one is fitted for exactly these seats, "
+        "else final_judge; stack: the stack, or the majority vote (flagged) when none is fitted; final_judge: a "
+        "model reads everything; majority_vote; weighted_average",
+    )
     final_judge_model: str = Field(
         "gemma3-270m",
         description="The seed used gemini-2.5-pro; the default here is the bundled model so a run works offline.",
@@ -66,6 +74,20 @@ class JuryConfig(BaseModel):
         description="a likelihood seat whose role has a fitted role map (data/calibration/jury.role.<role>.<model>"
         ".json) judges from its own checklist of cues, and the final judge reads the panel map over every seat's "
         "features (engine/jury/roles.py); False: every seat reads the role-blind channel map",
+    )
+    minority_veto: bool = Field(
+        False,
+        description="a stacked panel: one seat reading the most severe verdict at veto_at or more keeps a pass "
+        "from being published (the verdict becomes the middle one, flagged minority_veto)",
+    )
+    veto_at: float = Field(0.6, ge=0.0, le=1.0, description="the vetoing seat's confidence needed")
+    selective_error: float | None = Field(
+        0.2,
+        ge=0.0,
+        lt=1.0,
+        description="a stacked panel decides only when its reading clears the cut chosen on the labelled split "
+        "for at most this error rate among decided cases; below it the verdict is needs_review, 'not sure: …' "
+        "(None or 0: always decide)",
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(220, ge=16, le=4096)
@@ -262,6 +284,7 @@ def panel_seats(panel: str | Sequence[Mapping[str, str]], catalog: Catalog | Non
                 model_id=row["model"],
                 role_name=row.get("role_name") or f"Juror {i + 1}",
                 role_focus=row.get("role_focus", ""),
+                judge=row.get("judge", "") or "",
             )
         )
     if len({s.juror_id for s in seats}) != len(seats):

@@ -48,6 +48,9 @@ class JurorSeat(BaseModel):
     model_id: str
     role_name: str
     role_focus: str = ""
+    # How this seat judges: "" as the jury's config says (JURY_JUDGE); "likelihood" or "generate" whatever the
+    # config; "neighbours": the LLM-free juror (engine.jury.neighbours), whose model is an embedder (use-m3).
+    judge: Literal["", "likelihood", "generate", "neighbours"] = ""
 
 
 class JurorEvaluation(BaseModel):
@@ -71,6 +74,9 @@ class JurorEvaluation(BaseModel):
     # What stands behind the verdict in machine terms, shown small below the reasoning: a likelihood juror's
     # features, map and what it heard. Text, never markup; "" for a generating juror (and in old recordings).
     detail: str = ""
+    # A seat that judges by a distribution (likelihood, neighbours): its calibrated probability of each verdict,
+    # which the stack reads and a learned round updates. {} for a generating juror (and in old recordings).
+    distribution: dict[str, float] = Field(default_factory=dict)
 
 
 class JurorStatement(BaseModel):
@@ -92,7 +98,7 @@ class DiscussionRound(BaseModel):
     speaker_order: list[str]
 
 
-FinalMethodName = Literal["majority_vote", "weighted_average", "final_judge"]
+FinalMethodName = Literal["majority_vote", "weighted_average", "final_judge", "stack", "auto"]
 
 
 class FinalJudgment(BaseModel):

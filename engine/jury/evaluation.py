@@ -25,6 +25,9 @@ def evaluation_item(
     phase1 = {e.juror_id: None if e.fallback else e.verdict for e in result.phase1_evaluations}
     final_positions = {e.juror_id: None if e.fallback else e.verdict for e in result.final_evaluations()}
     phase1_outcome = majority_vote(result.phase1_evaluations, tie_policy=tie_policy, verdicts=rubric.verdicts).verdict
+    rounds_outcome = majority_vote(result.final_evaluations(), tie_policy=tie_policy, verdicts=rubric.verdicts).verdict
+    flags = result.phase3_judgment.flags
+    stacked = next((f.split(":", 1)[1] for f in flags if f.startswith("stacked:")), None)
     return {
         "id": case.id,
         "run_id": run_id,
@@ -55,6 +58,14 @@ def evaluation_item(
         "cost": result.cost,
         "wall_s": result.wall_s,
         "identical_seats": result.identical_seats,
+        "language": case.language,
+        # A stacked panel: its verdict before the selective cut and the veto, and whether it decided.
+        "stacked_verdict": stacked,
+        "stacked_correct": None if case.gold is None or stacked is None else stacked == case.gold,
+        "decided": "selective:not_sure" not in flags,
+        # The seats' majority after the rounds (their final positions), against phase 1's.
+        "rounds_outcome": rounds_outcome,
+        "rounds_correct": None if case.gold is None else rounds_outcome == case.gold,
     }
 
 
@@ -124,7 +135,9 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
         if intervals
         else {}
     )
+    out_extra = _panel_figures(graded, items, intervals)
     return {
+        **out_extra,
         "items": n,
         "graded": len(graded),
         "accuracy": round(sum(i["correct"] for i in graded) / len(graded), 4) if graded else None,
@@ -143,6 +156,57 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
         "cost": round(sum(float(i["cost"]) for i in items), 6),
         **cis,
     }
+
+
+def _panel_figures(graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]], intervals: bool) -> dict[str, Any]:
+    """By language, recall per verdict, the cases with a move, the rounds' paired effect (the seats' majority after
+    phase 1 against after the rounds, exact McNemar) and, for a stacked panel, the selective verdict's coverage and
+    error among the cases it decided, each with its Wilson interval."""
+
+    def rate(hits: int, of: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"rate": round(hits / of, 4) if of else None, "hits": hits, "of": of}
+        if intervals:
+            ci = stats.wilson(hits, of)
+            out["ci"] = ci.as_list() if ci else None
+        return out
+
+    by_language: dict[str, Any] = {}
+    for code in sorted({str(i.get("language") or "?") for i in graded}):
+        these = [i for i in graded if str(i.get("language") or "?") == code]
+        by_language[code] = {"accuracy": rate(sum(bool(i["correct"]) for i in these), len(these))}
+        stacked = [i for i in these if i.get("stacked_correct") is not None]
+        if stacked:
+            by_language[code]["stacked_accuracy"] = rate(sum(bool(i["stacked_correct"]) for i in stacked), len(stacked))
+    recall = {
+        v: rate(sum(i["final_verdict"] == v for i in graded if i["gold"] == v), sum(i["gold"] == v for i in graded))
+        for v in sorted({str(i["gold"]) for i in graded})
+    }
+    out: dict[str, Any] = {
+        "by_language": by_language,
+        "recall": recall,
+        "cases_with_a_move": rate(sum(int(i.get("positions_changed") or 0) > 0 for i in items), len(items)),
+    }
+    paired = [i for i in graded if i.get("rounds_correct") is not None]
+    if paired:
+        cmp = stats.compare_correct([bool(i["phase1_correct"]) for i in paired], [bool(i["rounds_correct"]) for i in paired])
+        out["rounds_effect"] = {
+            "majority_after_phase1": cmp.a,
+            "majority_after_rounds": cmp.b,
+            "difference": cmp.difference,
+            "difference_ci": cmp.interval.as_list() if cmp.interval and intervals else None,
+            "mcnemar_p": cmp.p_value,
+            "discordant": list(cmp.discordant) if cmp.discordant else None,
+            "cases": cmp.n,
+        }
+    stacked = [i for i in graded if i.get("stacked_correct") is not None]
+    if stacked:
+        decided = [i for i in stacked if i.get("decided", True)]
+        out["stacked_accuracy"] = rate(sum(bool(i["stacked_correct"]) for i in stacked), len(stacked))
+        out["selective"] = {
+            "coverage": rate(len(decided), len(stacked)),
+            "error_among_decided": rate(sum(not i["stacked_correct"] for i in decided), len(decided)),
+        }
+    return out
 
 
 async def evaluate_cases(

@@ -15,6 +15,7 @@ from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import JurorSeat
 from engine.jury.likelihood import (
     JURY,
+    VERDICT_READS,
     JURY_HEADINGS,
     JURY_OTHERS_FEATURES,
     jury_features,
@@ -34,6 +35,8 @@ from engine.jury.roles import (
     role_slug,
 )
 from engine.likelihood import label_scores
+from engine.embeddings import EmbedderUnavailable, RecordedEmbedder
+from engine.jury.neighbours import JURY_NEIGHBOURS, features_of, nearest_cases, neighbour_texts
 from models.errors import ModelError
 from models.recording import call_context
 
@@ -53,8 +56,14 @@ def auto_judge(spec: ModelSpec, scoring: str) -> Literal["likelihood", "generate
     return "likelihood" if spec.preferred_judge == "likelihood" and exact else "generate"
 
 
+JURY_SEAT = "jury.seat"  # a stacked panel's likelihood seat: data/calibration/jury.seat.<model>.json
+
+
 class LikelihoodSeats:
     """The likelihood half of a `Jury`: its seats, models and config are the jury's."""
+
+    def stack_map(self, rubric: Rubric) -> Any:  # the Jury's (engine.jury.runner): None here
+        return None
 
     seats: list[JurorSeat]
     model: ModelSource
@@ -69,12 +78,81 @@ class LikelihoodSeats:
         self._phase1_calls: SharedCalls = {}
         # The same key's role cues (`engine.jury.roles`): one more call a case, shared by every role seat.
         self._cue_calls: SharedCalls = {}
+        self._embedders: dict[str, RecordedEmbedder] = {}  # embedder id → the run's recorded embedder
+
+    def by_distribution(self, seat: JurorSeat) -> bool:
+        """Whether the seat's answer is a calibrated distribution over the labels (a likelihood or neighbours seat):
+        what the stack reads and a learned round updates."""
+        return seat.judge == "neighbours" or self.by_likelihood(seat)
+
+    def _embedder(self, embedder_id: str) -> RecordedEmbedder:
+        """The run's embedder of that id, recording into (and replaying from) the call log of the panel's models."""
+        if embedder_id not in self._embedders:
+            base = None
+            for s in self.seats:
+                if s.judge != "neighbours":
+                    try:
+                        base = self.model(s.model_id)
+                        break
+                    except KeyError:
+                        continue
+            self._embedders[embedder_id] = (
+                RecordedEmbedder.for_model(base, embedder_id)
+                if base is not None
+                else RecordedEmbedder(None, embedder_id=embedder_id)
+            )
+        return self._embedders[embedder_id]
+
+    async def _neighbours_score(
+        self, seat: JurorSeat, case: JuryCase, rubric: Rubric, t0: float, stage: str
+    ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any]]:
+        """The LLM-free juror (engine.jury.neighbours): the case's two embeddings through the seat's fitted map,
+        and the labelled cases it is closest to, in words. Same contract as `_ask`."""
+        facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
+        cal = judgemaps.load_calibration(JURY_NEIGHBOURS, seat.model_id)
+        if cal is None or not all(v in cal.maps for v in rubric.verdicts):
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"no fitted neighbours map for {seat.model_id} with the labels {', '.join(rubric.verdicts)}", facts
+        try:
+            embedder = self._embedder(seat.model_id)
+            with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
+                vectors = await asyncio.to_thread(embedder.embed, neighbour_texts(case.content))
+        except (EmbedderUnavailable, KeyError) as exc:
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, f"embedder unavailable: {exc}", facts
+        facts["ended_s"] = round(time.perf_counter() - t0, 4)
+        features = features_of(vectors[0], vectors[1])
+        if not all(math.isfinite(v) for v in features.values()):
+            facts["flags"] = ["neighbours", "invalid:embedding"]
+            return None, "invalid embedding (a non-finite value)", facts
+        probs = cal.distribution(rubric.verdicts, features)
+        near = nearest_cases(cal, vectors[0])
+        best = max(range(len(probs)), key=lambda i: probs[i])
+        lead = f"Reads as {VERDICT_READS.get(rubric.verdicts[best], rubric.verdicts[best])} ({probs[best]:.0%} sure)"
+        if near:
+            named = " and ".join(
+                f"“{title}” ({VERDICT_READS.get(gold, gold)})" for _, title, gold, _ in near
+            )
+            text = f"{lead}: the labelled cases it is closest to are {named}."
+        else:
+            text = f"{lead}: by what the transcript and the agent's last line are about, as the labelled cases taught it."
+        facts.update(
+            flags=["neighbours", f"calibration:{cal.version}"],
+            detail=f"{_distribution(rubric.verdicts, probs)}; embeddings {seat.model_id} of the transcript and the "
+            f"agent's last line; nearest: "
+            + (", ".join(f"{i} {cos:.2f}" for i, _, _, cos in near) or "none kept")
+            + f"; map {cal.version}",
+            distribution=dict(zip(rubric.verdicts, (round(float(p), 6) for p in probs), strict=True)),
+        )
+        return _answer(rubric, probs, text), None, facts
 
     def by_likelihood(self, seat: JurorSeat) -> bool:
         """Whether this seat judges by likelihood: as configured, or under `auto` when its model is a base
         model (catalog `tuning`) on a backend that scores options exactly (the channel judge scores whole
         transcripts; a first-token or top-k approximation cannot). An unknown model generates (and fails
-        there, with its reason, as a flagged fallback)."""
+        there, with its reason, as a flagged fallback). A seat's own `judge` overrides the config."""
+        if seat.judge:
+            return seat.judge == "likelihood"
         if self.config.judge != "auto":
             return self.config.judge == "likelihood"
         try:
@@ -175,6 +253,7 @@ class LikelihoodSeats:
                 return None, f"invalid likelihood features: {shown}", facts
             probs = cal.distribution(rubric.verdicts, features)
             flags = ["likelihood", f"calibration:{cal.version}", *score_flags]
+            shown = " · ".join(f"{k} {v:+.2f}" for k, v in features.items() if k in cal.maps[rubric.verdicts[0]].features)
             detail = f"features: {shown}; map {cal.version}"
             if shared:
                 detail += " · the panel's one scoring call for this model and case (same prompt)"
@@ -190,6 +269,7 @@ class LikelihoodSeats:
             if unheard:
                 detail += " (weight 0 in this map: not scored again)"
         facts.update(flags=flags, detail=detail)  # machine text, beside the answer: never from a model's JSON
+        facts["distribution"] = dict(zip(rubric.verdicts, (round(float(p), 6) for p in probs), strict=True))
         return _answer(rubric, probs, text), None, facts
 
     async def _channel_reading(
@@ -203,7 +283,11 @@ class LikelihoodSeats:
         scores: Any = None
         shared = unheard = False
         model = self.model(seat.model_id)
-        cal = judgemaps.load_calibration(JURY, model.model_id)
+        cal = None
+        if self.stack_map(rubric) is not None:  # a seat of a stacked panel reads its own seat map
+            cal = judgemaps.load_calibration(JURY_SEAT, model.model_id)
+        if cal is None:
+            cal = judgemaps.load_calibration(JURY, model.model_id)
         mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
         with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
             if not mapped:
@@ -228,6 +312,12 @@ class LikelihoodSeats:
             elif reads_others:  # phase 1: nothing heard, nothing moved
                 own = self._phase1_features[key]
                 features = jury_round_features(own, own)
+            if features is not None and any(f.startswith(("cue_", "rel_")) for v in rubric.verdicts for f in cal.maps[v].features):
+                # A map that reads the role cues too (the second model's): one more call, shared by its seats.
+                cues, cue_scores, cue_shared = await self._shared(self._cue_calls, key, cue_features(model, case))
+                if not cue_shared:
+                    self.usage["prompt_tokens"] += cue_scores.prompt_tokens
+                features = {**features, **cues}
         return features, scores, shared, unheard, cal
 
     async def _role_score(
@@ -288,6 +378,7 @@ class LikelihoodSeats:
         facts.update(
             flags=["likelihood", f"calibration:{cal.version}", "role_map" if judged else "panel_map"],
             detail=f"{_distribution(rubric.verdicts, probs)}; features: {shown}; {how}, map {cal.version}",
+            distribution=dict(zip(rubric.verdicts, (round(float(p), 6) for p in probs), strict=True)),
         )
         return _answer(rubric, probs, text), None, facts
 
