@@ -176,6 +176,9 @@ def judge_quality_note(view: JuryView) -> str:
     """One case is one draw: what the jurors' judge scores over many cases (its map's stored diagnosis), so a
     single "right" is not read as a good judge."""
 
+    stacked = _stack_note(view)
+    if stacked:
+        return stacked
     likelihood = any(
         "likelihood" in (e.get("flags") or []) or any(str(f).startswith("likelihood") for f in e.get("flags") or [])
         for e in view.phase1
@@ -193,6 +196,39 @@ def judge_quality_note(view: JuryView) -> str:
     if not notes:
         return ""
     return "One case says little about the jury — over many cases, " + "; ".join(notes) + "."
+
+
+def _stack_note(view: JuryView) -> str:
+    """A stacked panel's figures (its map's cross-validated accuracy with its interval, the selective verdict's
+    coverage), read from the stack map the final judgment names."""
+    final = view.final or {}
+    if final.get("method") != "stack":
+        return ""
+    from engine import judgemaps
+    from engine.jury.stack import JURY_STACK, stack_id
+
+    models = [str(j.get("model_id")) for j in view.jurors]
+    try:
+        cal = judgemaps.load_calibration(JURY_STACK, stack_id(models))
+    except ValueError:
+        cal = None
+    fig = (cal.metrics.get("cross_validated") if cal is not None else None) or {}
+    ci = fig.get("interval")
+    if fig.get("accuracy") is None or not ci:
+        return ""
+    text = (
+        f"One case says little about the jury — over {fig.get('cases', '?')} labelled cases it never saw while "
+        f"fitted, the stacked panel was right on {fig['accuracy']:.0%} (95 % {ci[0]:.0%}–{ci[1]:.0%}; chance 33 %)"
+    )
+    langs = fig.get("by_language") or {}
+    if langs:
+        text += " — " + ", ".join(
+            f"{code} {v['accuracy']:.0%} of {v['cases']}" for code, v in langs.items() if v.get("accuracy") is not None
+        )
+    sel = cal.metrics.get("selective_cross_validated") or {}
+    if sel.get("coverage") is not None:
+        text += f"; allowed 20 % errors, it decides {sel['coverage']:.0%} of cases and says 'not sure' on the rest"
+    return text + "."
 
 
 def gold_check(view: JuryView) -> bool | None:

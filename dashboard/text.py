@@ -106,6 +106,8 @@ METHOD_WORDS = {
     "majority_vote": "majority vote",
     "weighted_average": "weighted average of the scores",
     "final_judge": "a final judge",
+    "stack": "the panel's stack, calibrated on labelled cases",
+    "auto": "the stack where one is fitted, else a final judge",
 }
 STOP_WORDS = {
     "phase1_consensus": "the jurors agreed in phase 1, so no discussion was needed",

@@ -40,6 +40,7 @@ from engine.jury import (
     panel_seats,
     run_case,
 )
+from engine.jury.config import Rubric
 from engine.jury.config import case_files as jury_case_files
 from engine.jury.likelihood import JURY
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
@@ -49,6 +50,8 @@ KEY = "jury."
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
 # The final methods and tie policies in words (short: they fit a 185 px select box)
 METHOD_CHOICES = {
+    "auto": "Stack (auto)",
+    "stack": "Stack",
     "majority_vote": "Majority vote",
     "weighted_average": "Weighted average",
     "final_judge": "Final judge",
@@ -161,14 +164,16 @@ def restore_form(run_id: str) -> None:
     ss[KEY + "parallel"] = jury.parallel
     ss[KEY + "judge"] = jury.judge
     ss[KEY + "max_tokens"] = jury.max_tokens
-    rows = [{"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus} for s in seats]
+    ss[KEY + "veto"] = jury.minority_veto
+    ss[KEY + "selective"] = _selective_label(jury.selective_error)
+    rows = [{"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge} for s in seats]
     presets = {
         name: [p.model_dump() for p in panel]
         for name, panel in state.get_catalog().panels.items()
         if len(panel) == len(rows)
     }
     matched = next((n for n, p in presets.items() if p == rows), None)
-    if matched or all(r["model"] in state.get_catalog().ids for r in rows):  # else: seats this page cannot run
+    if matched or all(r["model"] in _seat_models() for r in rows):  # else: seats this page cannot run
         ss[KEY + "preset"] = matched or RUN_PANEL
         ss[KEY + "run_panel"] = None if matched else rows
     _restore_case(case)
@@ -225,12 +230,12 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             list(run_panel)
             if preset == RUN_PANEL and run_panel
             else [
-                {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus}
+                {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge}
                 for s in catalog.panels.get(preset or "", [])
             ]
         )
         edited = st.data_editor(
-            pd.DataFrame(rows, columns=["model", "role_name", "role_focus"]),
+            pd.DataFrame(rows, columns=["model", "role_name", "role_focus", "judge"]),
             num_rows="dynamic",
             width="stretch",
             key=KEY
@@ -238,16 +243,24 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             + (preset or "")
             + (st.session_state.get(KEY + "form_for") or "" if preset == RUN_PANEL else ""),
             column_config={
-                "model": st.column_config.SelectboxColumn("Model", options=catalog.ids, required=True),
+                "model": st.column_config.SelectboxColumn("Model", options=_seat_models(), required=True),
                 "role_name": st.column_config.TextColumn("Role", required=True),
                 "role_focus": st.column_config.TextColumn("Focus prompt", width="large"),
+                "judge": st.column_config.SelectboxColumn(
+                    "Judges by",
+                    options=["", "likelihood", "generate", "neighbours"],
+                    help="empty: as 'Jurors judge by' says; neighbours: the LLM-free juror (model use-m3, the "
+                    "multilingual embedder) against the labelled cases",
+                ),
             },
         )
         c1, c2, c3, c4 = flow_columns(4, width=185)  # two rows of two in a narrow window, not four cut ones
         method = c1.selectbox(
             "Final judgment",
-            ["majority_vote", "weighted_average", "final_judge"],
-            index=2,
+            list(METHOD_CHOICES),
+            index=0,
+            help="Stack (auto): a panel whose seats judge by distributions and have a stack fitted on labelled "
+            "cases is decided by it (a final judge otherwise); Stack: the stack or, without one, the majority vote.",
             key=KEY + "method",
             format_func=METHOD_CHOICES.__getitem__,
         )
@@ -296,7 +309,11 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             "labels, the calibrated likelihood of the label words for other rubrics",
         )
         used = _methods(
-            [str(m) for m in edited.get("model", pd.Series(dtype=object)).dropna() if m],
+            [
+                str(r.get("model"))
+                for r in edited.to_dict("records")
+                if isinstance(r.get("model"), str) and r.get("model") and r.get("judge") != "neighbours"
+            ],
             judge,
             judge_model if method == "final_judge" else None,
         )
@@ -313,6 +330,23 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             else "Not used: every seat (and the final judge) judges by likelihood, which scores the verdict "
             "labels and generates no text.",
         )
+        v1, v2 = flow_columns(2, width=185)
+        selective = v1.selectbox(
+            "Not sure below",
+            list(SELECTIVE),
+            index=list(SELECTIVE).index(_selective_label(0.2)),
+            key=KEY + "selective",
+            help="A stacked panel decides only when its reading clears the cut chosen on the labelled cases for "
+            "at most this error rate among the cases it decides; below it the verdict is needs_review, "
+            "'not sure: …'.",
+        )
+        veto = v2.toggle(
+            "Minority veto",
+            value=False,
+            key=KEY + "veto",
+            help="A stacked panel: one seat reading unsafe at 60 % or more keeps a pass from being published "
+            "(the verdict becomes needs_review).",
+        )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in records])
@@ -326,6 +360,8 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             parallel=parallel,
             max_tokens=int(max_tokens),
             judge=judge,
+            selective_error=SELECTIVE[selective],
+            minority_veto=bool(veto),
         )
     except (ValueError, KeyError, ConfigError) as exc:
         st.error(f"Panel: {md(exc, inline=False)}")
@@ -338,7 +374,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         st.caption(md(signal))
     if st.session_state.get("details.jury", False):  # the fitted maps and their figures: research detail
         st.caption(md(breakable(_judging(seats, config))))
-    needed = {s.model_id for s in seats} | ({judge_model} if method == "final_judge" else set())
+    needed = Jury(seats, {}, config).models_needed()
     missing = [
         f"{m}: {availability[m].reason}" for m in sorted(needed) if m in availability and not availability[m].available
     ]
@@ -362,6 +398,21 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     return seats, config
 
 
+SELECTIVE = {"always decide": None, "10 % error": 0.1, "15 % error": 0.15, "20 % error": 0.2, "25 % error": 0.25,
+             "30 % error": 0.3}
+
+
+def _selective_label(rate: float | None) -> str:
+    return next((k for k, v in SELECTIVE.items() if v == rate), "20 % error")
+
+
+def _seat_models() -> list[str]:
+    """What a seat may read with: the catalog's models and the embedders a neighbours seat uses."""
+    from engine.embeddings import EMBEDDERS
+
+    return [*state.get_catalog().ids, *EMBEDDERS]
+
+
 def _method(model_id: str, judge: str) -> str:
     """How a model judges under the `judge` setting: 'likelihood' or 'generate' (`auto`: the catalog's
     preferred method where its backend scores exactly; a model not in the catalog generates, and fails there)."""
@@ -383,9 +434,23 @@ def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = Non
 def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     """Whether the jurors offered carry measurable signal: each likelihood juror model's map diagnosis, and a
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
+    stacked = Jury(seats, {}, config).stack_map(Rubric()) if config.final_judgment_method in ("auto", "stack") else None
+    if stacked is not None:
+        fig = (stacked.metrics.get("cross_validated") or {})
+        sel = (stacked.metrics.get("selective_cross_validated") or {})
+        ci = fig.get("interval") or [None, None]
+        text = (
+            f"Panel: different judges, stacked — right on {fig.get('accuracy', 0):.0%} of {fig.get('cases', '?')} "
+            f"labelled cases held out (95 % {ci[0]:.0%}–{ci[1]:.0%}; chance 33 %)"
+            if fig.get("accuracy") is not None and ci[0] is not None
+            else "Panel: different judges, stacked"
+        )
+        if sel.get("coverage") is not None:
+            text += f"; at 20 % error it decides {sel['coverage']:.0%} of cases and says 'not sure' on the rest"
+        return text
     parts = []
     roles = _role_panel(seats, config)
-    for m in dict.fromkeys(s.model_id for s in seats):
+    for m in dict.fromkeys(s.model_id for s in seats if s.judge != "neighbours"):
         if _method(m, config.judge) != "likelihood":
             continue
         diagnosis = diagnosis_for("jury.panel" if roles else "jury.likelihood", m)

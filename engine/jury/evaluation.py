@@ -178,7 +178,7 @@ def _panel_figures(graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[
         if stacked:
             by_language[code]["stacked_accuracy"] = rate(sum(bool(i["stacked_correct"]) for i in stacked), len(stacked))
     recall = {
-        v: rate(sum(i["final_verdict"] == v for i in graded if i["gold"] == v), sum(i["gold"] == v for i in graded))
+        v: rate(sum(i.get("final_verdict") == v for i in graded if i["gold"] == v), sum(i["gold"] == v for i in graded))
         for v in sorted({str(i["gold"]) for i in graded})
     }
     out: dict[str, Any] = {
@@ -186,7 +186,7 @@ def _panel_figures(graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[
         "recall": recall,
         "cases_with_a_move": rate(sum(int(i.get("positions_changed") or 0) > 0 for i in items), len(items)),
     }
-    paired = [i for i in graded if i.get("rounds_correct") is not None]
+    paired = [i for i in graded if i.get("rounds_correct") is not None and i.get("phase1_correct") is not None]
     if paired:
         cmp = stats.compare_correct([bool(i["phase1_correct"]) for i in paired], [bool(i["rounds_correct"]) for i in paired])
         out["rounds_effect"] = {

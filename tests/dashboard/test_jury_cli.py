@@ -59,7 +59,7 @@ def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path, 
     run_id = items[0]["run_id"]
     code, out = invoke("jury", "replay", run_id, "--rerun")
     assert code == 0, out
-    assert "rerun from recorded calls: identical" in out and "FINAL" in out and "Safety officer" in out
+    assert "rerun from recorded calls: identical" in out and "FINAL" in out and "Gemma reader" in out
     code, out = invoke("jury", "replay", run_id, "--json")
     events = json.loads(out)["events"]
     assert [e["type"] for e in events][:3] == ["run_started", "jury_started", "phase_started"]

@@ -30,7 +30,7 @@ def _events(store: Any, run_id: str) -> list[tuple[str, dict[str, Any]]]:
 def test_bundled_jury_runs_records_and_replays(store: Any) -> None:
     # The generating jurors on the bundled model (its default, `auto`, scores: tests/engine/test_likelihood_judges.py).
     config = JuryConfig(max_discussion_rounds=1, final_judgment_method="final_judge", max_tokens=120, judge="generate")
-    seats = panel_seats("local")
+    seats = panel_seats("local-gemma")  # three generating seats on the one bundled model
     live_sink = ListSink()
     run_id, live = asyncio.run(
         run_case(store, Jury(seats, ModelHub(call_log=store).get, config), CASE, sinks=[live_sink])
