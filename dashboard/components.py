@@ -33,6 +33,7 @@ from dashboard.text import (
 )
 from engine import exports, judgemaps
 from engine.diagnostics import diagnosis_for
+from engine.jury.stack import JURY_STACK, stack_id
 from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
 
 if TYPE_CHECKING:
@@ -204,9 +205,6 @@ def _stack_note(view: JuryView) -> str:
     final = view.final or {}
     if final.get("method") != "stack":
         return ""
-    from engine import judgemaps
-    from engine.jury.stack import JURY_STACK, stack_id
-
     models = [str(j.get("model_id")) for j in view.jurors]
     try:
         cal = judgemaps.load_calibration(JURY_STACK, stack_id(models))

@@ -5,6 +5,7 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -40,9 +41,12 @@ from engine.jury import (
     panel_seats,
     run_case,
 )
+from engine.embeddings import EMBEDDERS
 from engine.jury.config import Rubric
 from engine.jury.config import case_files as jury_case_files
 from engine.jury.likelihood import JURY
+from engine.jury.likelihood_seats import JURY_SEAT
+from engine.jury.neighbours import JURY_NEIGHBOURS
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
 from models import registry as model_registry
 
@@ -308,15 +312,14 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
             "labels, the calibrated likelihood of the label words for other rubrics",
         )
-        used = _methods(
-            [
-                str(r.get("model"))
-                for r in edited.to_dict("records")
-                if isinstance(r.get("model"), str) and r.get("model") and r.get("judge") != "neighbours"
-            ],
-            judge,
-            judge_model if method == "final_judge" else None,
-        )
+        seat_rows = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
+        used = {
+            str(r.get("judge")) if r.get("judge") in ("likelihood", "generate") else _method(str(r["model"]), judge)
+            for r in seat_rows
+            if r.get("judge") != "neighbours"
+        }
+        if method == "final_judge" or (method == "auto" and not _stacked(seat_rows, judge)):
+            used.add(_method(judge_model, judge))
         generates = "generate" in used
         max_tokens = c4.number_input(
             "Max tokens per answer",
@@ -408,8 +411,6 @@ def _selective_label(rate: float | None) -> str:
 
 def _seat_models() -> list[str]:
     """What a seat may read with: the catalog's models and the embedders a neighbours seat uses."""
-    from engine.embeddings import EMBEDDERS
-
     return [*state.get_catalog().ids, *EMBEDDERS]
 
 
@@ -425,10 +426,27 @@ def _method(model_id: str, judge: str) -> str:
     return auto_judge(spec, model_registry.scoring_support(spec))
 
 
-def _methods(model_ids: Sequence[str], judge: str, final_judge: str | None = None) -> set[str]:
-    """The judge methods the panel uses: its seats' models and the final judge's (when one is used). Without
-    a 'generate' in it no call writes text, so the answers' token limit does not apply."""
-    return {_method(m, judge) for m in [*model_ids, *([final_judge] if final_judge else [])]}
+def _cv(cal: Any) -> str:
+    fig = cal.metrics.get("cross_validated") or {}
+    ci = fig.get("interval")
+    if fig.get("accuracy") is None or not ci:
+        return "no cross-validated figure"
+    return f"cross-validated accuracy {fig['accuracy']:.2f} ({ci[0]:.2f}–{ci[1]:.2f}) on {fig.get('cases')} cases"
+
+
+def _seat_line(seat: JurorSeat) -> str:
+    name, how = (JURY_NEIGHBOURS, "neighbours") if seat.judge == "neighbours" else (JURY_SEAT, "likelihood")
+    cal = judgemaps.load_calibration(name, seat.model_id)
+    return f"{seat.model_id}: {how} — " + (f"calibration {cal.label} ({_cv(cal)})" if cal else "no fitted map")
+
+
+def _stacked(rows: Sequence[dict[str, Any]], judge: str) -> bool:
+    """Whether these seat rows (the editor's) form a panel with a fitted stack (the final judge is then not asked)."""
+    try:
+        seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in rows])
+        return Jury(seats, {}, JuryConfig(judge=judge)).stack_map(Rubric()) is not None
+    except (ValueError, KeyError):
+        return False
 
 
 def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
@@ -485,6 +503,11 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
     """One line: how each model of the panel (and the final judge) judges under the chosen setting, and
     for likelihood which fitted map is in use (its held-out accuracy and the others' fitted weight)."""
     catalog = state.get_catalog()
+    stack = Jury(seats, {}, config).stack_map(Rubric()) if config.final_judgment_method in ("auto", "stack") else None
+    if stack is not None:
+        return "Seats, each by its own fitted map, then the stack: " + "; ".join(
+            [*(_seat_line(s) for s in seats), f"the verdict: the stack, calibration {stack.label} ({_cv(stack)})"]
+        )
     models = dict.fromkeys(s.model_id for s in seats)
     if config.final_judgment_method == "final_judge":
         models[config.final_judge_model] = None

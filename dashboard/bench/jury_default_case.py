@@ -1,15 +1,15 @@
 """`judgelab bench --only jury.default_case`: the Jury page's default case to its verdict, live on the bundled model.
 
-The page's defaults (`dashboard.demo_flows.jury.page_jury`: the catalog's first panel — three seats of Gemma 3 270M —
-a final judge, up to 3 rounds, still-rounds stop 2) judge the first case of the page's first case file
-(pw-leak). The model is loaded and warmed by one call first, so the figure is the jury's own time, as a user who
-has run anything on the page sees it. Measured twice on the same machine, one after the other:
+The page's defaults (`dashboard.demo_flows.jury.page_jury`: the catalog's first panel — Gemma 3 270M and
+SmolLM2-135M by likelihood and the multilingual embedder's neighbours seat — the stack, up to 3 rounds) judge the
+first case of the page's first case file (pw-leak). Every seat's model is loaded and warmed by one call first, so
+the figure is the jury's own time, as a user who has run anything on the page sees it. Measured twice on the same
+machine, one after the other:
 
-- **default**: rounds that cannot move anyone are not run (`skip_idle_rounds`, the default: the Gemma map gives
-  the others' verdicts weight 0), so the run goes from phase 1 to the final judgment;
-- **rounds run**: the same jury with `skip_idle_rounds=False`, so its discussion rounds run as before.
+- **default**: rounds that cannot move anyone are not run (`skip_idle_rounds`, the default);
+- **rounds run**: the same jury with `skip_idle_rounds=False`.
 
-The seconds saved are the difference; the verdicts must be the same (the rounds moved no one).
+The verdicts must be the same (a round that cannot move anyone changes nothing).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.demo_flows.jury import jury_cases, page_jury
+from engine.embeddings import get_embedder
 from engine.jury import Jury
 from models.catalog import load_catalog
 from models.registry import ModelHub
@@ -36,9 +37,13 @@ def bench_jury_default_case(repeat: int, progress: Progress) -> BenchResult:
     _path, case = jury_cases()[0]
     with temp_store() as store:
         hub = ModelHub(load_catalog(), call_log=store)
-        if progress:
-            progress(f"  loading {seats[0].model_id} (not timed)")
-        asyncio.run(hub.get(seats[0].model_id).score_options("Warm-up:", [" a", " b"]))
+        for seat in seats:
+            if progress:
+                progress(f"  loading {seat.model_id} (not timed)")
+            if seat.judge == "neighbours":
+                get_embedder(seat.model_id).embed(["warm up"])
+            else:
+                asyncio.run(hub.get(seat.model_id).score_options("Warm-up:", [" a", " b"]))
 
         def timed(skip: bool) -> tuple[float, Any]:
             jury = Jury(seats, hub.get, config.model_copy(update={"skip_idle_rounds": skip}))
@@ -60,8 +65,8 @@ def bench_jury_default_case(repeat: int, progress: Progress) -> BenchResult:
         same = result.final_verdict == with_rounds.final_verdict
         return BenchResult.from_samples(
             "jury.default_case",
-            f"the Jury page's default case ({case.id}, {len(seats)} seats, final judge) to its verdict, live, warm "
-            "model; rounds that cannot move anyone not run",
+            f"the Jury page's default case ({case.id}, {len(seats)} seats, {result.phase3_judgment.method}) to its "
+            "verdict, live, warm models; rounds that cannot move anyone not run",
             samples,
             target=f"≤ {TARGET_S:.0f} s to the verdict, the same verdict as with the rounds run",
             met=default <= TARGET_S and same,

@@ -411,7 +411,7 @@ def panel_job(data: Path, panel: str = "local", limit: int | None = None) -> Ref
         if s.judge == "likelihood":
             store, models[s.model_id] = usable_model(s.model_id)
     if store is None:
-        from engine.store import Store
+        from engine.store import Store  # CLI start-up: the store only when no seat loaded a model
 
         store = Store()
     embedders = {s.model_id: RecordedEmbedder(store, embedder_id=s.model_id) for s in seats if s.judge == "neighbours"}

@@ -73,7 +73,7 @@ class JuryMechanism(Mechanism):
 
     def seats(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[Any]:
 
-        panel = call_params.get("panel", definition.base.get("panel", "local"))
+        panel = call_params.get("panel", definition.base.get("panel", "local-gemma"))  # one-model seats: re-decidable
         seats = panel_seats(panel if isinstance(panel, str) else list(panel))
         model = call_params.get("model", definition.base.get("model"))
         if model:

@@ -23,7 +23,15 @@ from engine.judgemaps import Calibration, fit_multinomial
 from engine.jury.likelihood import JURY_FEATURES, JURY_MAP_C, jury_features
 from engine.jury.neighbours import NEIGHBOURS_C, feature_names, features_of, fit_neighbours, neighbour_texts
 from engine.jury.roles import CUE_FEATURES, cue_features
-from engine.jury.stack import STACK_C, fit_stack, stack_features, stack_id
+from engine.jury.stack import (
+    STACK_C,
+    discuss,
+    fit_round_weight,
+    fit_stack,
+    selective_cuts,
+    stack_features,
+    stack_id,
+)
 
 JURY_SEAT = "jury.seat"  # engine.jury.likelihood_seats.JURY_SEAT (not imported: that module imports the models)
 # What a likelihood seat reads: the channel features and the six cue headings (measured on the 120-case split,
@@ -34,6 +42,7 @@ LIKELIHOOD_READS: dict[str, tuple[str, ...]] = {
 }
 FOLDS = 5
 REPEATS = 3
+VETO_AT = 0.6  # JuryConfig.veto_at's default
 
 
 def reads(model_id: str) -> tuple[str, ...]:
@@ -117,8 +126,6 @@ def cross_validated(
 ) -> dict[str, Any]:
     """Held-out readings of every seat and of the stack, over `repeats` shuffles of stratified folds: for each
     held-out fold, each seat's map is fitted on the rest, the stack on the rest's own out-of-fold readings."""
-    from engine.jury.stack import discuss, fit_round_weight, selective_cuts
-
     keys = [s.key for s in seats]
     n = len(labels)
     index = [list(classes).index(y) for y in labels]
@@ -126,6 +133,7 @@ def cross_validated(
     stack_probs = np.zeros((repeats, n, len(classes)))
     after = {k: np.zeros((repeats, n, len(classes))) for k in keys}
     selective: list[tuple[bool, bool]] = []
+    vetoed: list[tuple[bool, bool]] = []  # (stack right, stack with the minority veto right)
     for r in range(repeats):
         for train, test in _folds(labels, seed=r):
             tr_labels = [labels[i] for i in train]
@@ -158,7 +166,14 @@ def cross_validated(
             for j, i in enumerate(test):
                 decided = cut is not None and probs[j].max() >= cut
                 selective.append((decided, int(probs[j].argmax()) == index[i]))
-    return {"seats": seat_probs, "stack": stack_probs, "after": after, "selective": selective, "index": index}
+                verdict = int(probs[j].argmax())
+                if verdict == 0 and any(test_d[k][j][-1] >= VETO_AT for k in keys):
+                    verdict = (len(classes) - 1) // 2
+                vetoed.append((int(probs[j].argmax()) == index[i], verdict == index[i]))
+    return {
+        "seats": seat_probs, "stack": stack_probs, "after": after, "selective": selective, "index": index,
+        "vetoed": vetoed,
+    }
 
 
 def figures(
@@ -253,6 +268,11 @@ def fit_panel(
                        max(1, round(len(right_decided) / repeats)))
                 if right_decided else None
             ),
+        },
+        "minority_veto_cross_validated": {
+            "veto_at": VETO_AT,
+            "accuracy_without": round(float(np.mean([a for a, _ in cv["vetoed"]])), 4),
+            "accuracy_with": round(float(np.mean([b for _, b in cv["vetoed"]])), 4),
         },
         "rounds_cross_validated": {
             "majority_after_phase1": round(float(before.mean()), 4),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from engine import runctx
+from engine import judgemaps, runctx
 from engine.events import async_run_context
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import (
@@ -38,12 +38,15 @@ from engine.jury.decisions import (
 )
 from engine.jury.likelihood_seats import LikelihoodSeats
 from engine.jury.stack import (
-    DEFAULT_SELECTIVE_ERROR,
+    JURY_STACK,
     round_update,
     selective_cut,
     stack_features,
+    stack_id,
+    stack_seats,
     would_move,
 )
+from engine.likelihood import label_scores
 from engine.jury.prompts import evaluation_messages, final_messages, output_schemas, statement_messages
 from models.errors import ModelError
 from models.recording import call_context
@@ -347,9 +350,6 @@ class Jury(LikelihoodSeats):
         """The fitted stack map of this panel (engine.jury.stack), or None: every seat judges by a distribution
         (likelihood or neighbours), and a stack fitted for exactly these seats' models, in this order, with the
         rubric's labels exists (`data/calibration/jury.stack.<models joined by +>.json`)."""
-        from engine import judgemaps
-        from engine.jury.stack import JURY_STACK, stack_id, stack_seats
-
         if not self.seats or not all(self.by_distribution(s) for s in self.seats):
             return None
         keys = [s.model_id for s in self.seats]
@@ -511,8 +511,6 @@ class Jury(LikelihoodSeats):
             flags = [*vote.flags, "stack_unavailable"]
             why = f"the stack needs every seat's reading and {', '.join(failed)} failed" if failed else "no quorum"
             return vote.model_copy(update={"flags": flags, "reasoning": f"{why}; {vote.reasoning}"})
-        from engine.jury.stack import stack_seats
-
         keys = stack_seats(stack, verdicts)
         by_model = {e.model_id: [e.distribution.get(v, 0.0) for v in verdicts] for e in phase1}
         probs = stack.distribution(verdicts, stack_features(keys, by_model, verdicts))
@@ -767,8 +765,6 @@ def _verdicts(positions: dict[str, list[float]]) -> dict[str, int]:
 
 
 def _label_scores(n: int) -> list[float]:
-    from engine.likelihood import label_scores
-
     return list(label_scores(n))
 
 

@@ -39,7 +39,7 @@ def definition_file(tmp_path: Path, *, calls: str = "replay", extra: str = "") -
                 "mechanism: jury",
                 f"cases: {JURY_CASES}",
                 "limit: 4",
-                "base: {panel: local, max_tokens: 64, max_discussion_rounds: 2, judge: generate}",
+                "base: {panel: local-gemma, max_tokens: 64, max_discussion_rounds: 2, judge: generate}",
                 "space:",
                 "  temperature: [0.0, 0.2, 0.4, 0.6]",
                 "  consensus_threshold: [0.67, 2.0]",

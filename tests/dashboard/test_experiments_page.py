@@ -167,7 +167,7 @@ def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
     at.radio(key="experiments.source").set_value("Form").run()
     at.selectbox(key="experiments.f.mechanism").set_value("jury").run()
     at.number_input(key="experiments.f.limit").set_value(limit)
-    at.text_area(key="experiments.f.base.jury").input("{panel: local, max_tokens: 64}")
+    at.text_area(key="experiments.f.base.jury").input("{panel: local-gemma, max_tokens: 64}")
     at.text_area(key="experiments.f.space.jury").input(space).run()
     assert not at.button(key="experiments.launch").disabled, [e.value for e in at.error]
 

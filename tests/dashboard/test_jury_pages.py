@@ -37,8 +37,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=600).run()
     assert not at.exception
     at.number_input(key="jury.rounds").set_value(1)
-    assert at.number_input(key="jury.max_tokens").disabled  # every seat judges by likelihood: nothing generates
-    at.selectbox(key="jury.method").set_value("majority_vote")
+    assert at.number_input(key="jury.max_tokens").disabled  # every seat judges by a distribution: nothing generates
     at.button(key="jury.run").click().run()
     # The only error box allowed is a wrong verdict against the gold label (checked below).
     assert not at.exception and all("gold label" in e.value for e in at.error), [e.value for e in at.error]
@@ -51,22 +50,25 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at.run()
     runs = state.get_store().list_runs(kind="jury.run")
     assert len(runs) == 1 and runs[0].status == "finished"
-    # The default local panel: each seat judges from its own role's checks, a card and a sentence each
-    roles = ["**Safety officer**", "**Security auditor**", "**User advocate**"]
+    # The default local panel: three different judges, a card and a sentence each
+    roles = ["**Gemma reader**", "**SmolLM2 reader**", "**Precedent reader**"]
     assert [m.value for m in at.markdown if m.value in roles] == roles
     assert not any("seats, one judgment" in m.value for m in at.markdown)
     reads = [t.value for t in at.text if t.value.startswith("Reads as ")]
-    assert len(reads) >= 3 and all("of my checks" in r for r in reads[:3])
-    # Role maps do not read the others' verdicts: no round can move anyone, none is run, and the page says so.
+    assert len(reads) >= 3 and any("closest to" in r for r in reads[:3])
+    # pw-leak: every seat is sure enough of its own reading that no round can move anyone: none is run, and the
+    # page says so.
     assert any("No discussion round was run" in shown(i.value) for i in at.info)
     assert len(_statements(at)) == 0
     # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
-    (box,) = [b for b in [*at.success, *at.error] if "decided by majority vote" in shown(b.value)]
+    (box,) = [b for b in [*at.success, *at.error] if "decided by the panel's stack" in shown(b.value)]
     assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
     assert "gold label" in box.value
     # seats that judge apart get their per-juror charts
     assert at.get("plotly_chart")
     assert not any("No per-juror charts" in c.value for c in at.caption)
+    # one case says little: the stack's cross-validated figure with its interval, by language
+    assert any(shown(c.value).startswith("One case says little") and "95 %" in shown(c.value) for c in at.caption)
 
 
 def test_jury_page_says_which_models_are_unavailable() -> None:
@@ -253,6 +255,15 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     assert not any("Jurors judge by" in shown(c.value) for c in at.caption)  # research detail: behind Details
     at.toggle(key="details.jury.toggle").set_value(True).run()
     captions = [shown(c.value) for c in at.caption]
+    # the default panel: each seat by its own map, with its cross-validated figure, then the stack's
+    stacked = next(c for c in captions if c.startswith("Seats, each by its own fitted map, then the stack: "))
+    for part in ("gemma3-270m: likelihood — calibration", "smollm2-135m: likelihood", "use-m3: neighbours",
+                 "the verdict: the stack", "cross-validated accuracy 0.52 (0.43–0.60) on 120 cases"):
+        assert part in stacked, stacked
+    # the one-model panel: how its model judges and the map in use
+    at.selectbox(key="jury.preset").set_value("local-gemma").run()
+    at.selectbox(key="jury.method").set_value("final_judge").run()
+    captions = [shown(c.value) for c in at.caption]
     line = f"Jurors judge by (auto): gemma3-270m: likelihood — calibration {cal.label} (leave-one-case-out accuracy "
     assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions
     at.selectbox(key="jury.judge").set_value("generate").run()
@@ -305,25 +316,22 @@ def test_a_likelihood_jurors_detail_is_shown_below_its_distribution_as_text(monk
 
 
 def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
-    """Every seat of the local panel (and its final judge) judges by likelihood under `auto`: no call writes
-    text, so the answers' token limit is disabled and its help says why; a generating seat enables it."""
-    from pages.jury import _methods
-
+    """Every seat of the local panel judges by a distribution (likelihood or neighbours) and the stack decides: no
+    call writes text, so the answers' token limit is disabled and its help says why; generating seats enable it."""
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
     tokens = at.number_input(key="jury.max_tokens")
     assert tokens.disabled and "judges by likelihood" in (tokens.help or "")
-    assert not any("queue behind its lock" in i.value for i in at.info)  # likelihood seats share one call
+    assert not any("queue behind its lock" in i.value for i in at.info)
+    at.selectbox(key="jury.method").set_value("final_judge").run()  # the final judge (Gemma) scores too
+    assert at.number_input(key="jury.max_tokens").disabled
+    at.selectbox(key="jury.preset").set_value("local-gemma").run()
+    assert at.number_input(key="jury.max_tokens").disabled  # three Gemma seats by likelihood
     at.selectbox(key="jury.judge").set_value("generate").run()
     assert not at.number_input(key="jury.max_tokens").disabled
     assert any("queue behind its lock" in i.value for i in at.info)  # generating seats queue for the model
     at.selectbox(key="jury.judge").set_value("likelihood").run()
     assert at.number_input(key="jury.max_tokens").disabled
-    assert _methods(["gemma3-270m"] * 3, "auto", "gemma3-270m") == {"likelihood"}
-    assert _methods(["gemma3-270m"], "auto", "smollm2-135m") == {"likelihood", "generate"}  # an instruct judge
-    assert _methods(["gemma3-270m", "gpt-4o"], "auto") == {"likelihood", "generate"}
-    assert _methods(["not-a-model"], "auto") == {"generate"}  # generates, and fails there with its reason
-    assert _methods(["gpt-4o"], "likelihood") == {"likelihood"}
 
 
 def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
@@ -547,17 +555,20 @@ def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -
 
 
 def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
-    """The default local panel (three seats of the bundled model by likelihood, each from its own role) is offered
-    with the panel map's diagnosis, and not said to be identical by construction."""
+    """The default local panel (three different judges, stacked) is offered with the stack's cross-validated figure
+    and interval against chance; the one-model panel with its panel map's diagnosis."""
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
     captions = " ".join(shown(c.value) for c in at.caption)
-    # the default local panel's seats judge from their own roles: the verdict's figure is the panel map's
+    assert "Panel: different judges, stacked — right on 52% of 120 labelled cases held out (95 % 43%–60%; chance 33 %)" in captions
+    assert "says 'not sure' on the rest" in captions and "identical by construction" not in captions
+    at.selectbox(key="jury.preset").set_value("local-gemma").run()
+    at.selectbox(key="jury.method").set_value("final_judge").run()
+    captions = " ".join(shown(c.value) for c in at.caption)
     assert (
         "Jurors: gemma3-270m, each seat by its own role's map and the verdict by the panel map: ✅ measurable signal "
         "— accuracy 0.50 (0.38–0.62) on 60 items" in captions
     )
-    assert "identical by construction" not in captions
 
 
 def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_good_judge() -> None:

@@ -40,6 +40,7 @@ def _page(query: dict[str, str] | None = None) -> AppTest:
 
 
 def _configure(at: AppTest) -> None:
+    at.selectbox(key="jury.preset").set_value("local-gemma").run()  # three catalog seats the script answers for
     at.number_input(key="jury.rounds").set_value(2)
     at.number_input(key="jury.stagnation").set_value(5)
     at.selectbox(key="jury.method").set_value("majority_vote")

@@ -26,7 +26,7 @@ def test_eval_replay_on_an_empty_store_is_an_error_naming_case_and_juror() -> No
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stdout == ""  # no report, no accuracy
     assert "Traceback" not in done.stderr
-    assert "error: case pw-leak: [gemma3-270m via replay] replay miss for jury.phase1:juror-1-safety-officer" in (
+    assert "error: case pw-leak: [gemma3-270m via replay] replay miss for jury.phase1:juror-1-gemma-reader" in (
         done.stderr
     )
     statuses = {r.kind: r.status for r in Store().list_runs()}

@@ -75,7 +75,7 @@ def jury_yaml(tmp_path: Path, space: str, extra: str = "") -> Path:
         "mechanism: jury",
         f"cases: {JURY_CASES}",
         "limit: 5",
-        "base: {panel: local, max_tokens: 64, judge: generate}",  # the scripted juror writes JSON
+        "base: {panel: local-gemma, max_tokens: 64, judge: generate}",  # the scripted juror writes JSON
         "space:",
     ]
     lines += ["  " + line for line in textwrap.dedent(space).splitlines() if line.strip()]
@@ -98,7 +98,7 @@ def test_errors_name_file_line_and_field(tmp_path: Path) -> None:
         mechanism: jury
         cases: data/benchmarks/jury.jsonl
         base:
-          panel: local
+          panel: local-gemma
         space:
           consensus_threshold: [0.5, 3.5]
           stagnation_rounds: {from: 1, to: 3, step: 1}
@@ -151,7 +151,7 @@ def test_grid_expands_into_groups_by_call_parameters(tmp_path: Path) -> None:
 @pytest.mark.slow  # 288 replayed jury runs (~11 s): the full suite's; the fast loop keeps the sweep tests below
 def test_derived_jury_equals_live_runs_on_the_same_replayed_calls(store: Store) -> None:
     cases = load_cases(JURY_CASES)[:6]
-    seats = panel_seats("local")
+    seats = panel_seats("local-gemma")
     models = scripted_models(store)
     widest = JuryConfig(
         consensus_threshold=2.0,
@@ -208,7 +208,7 @@ def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: p
         final_judgment_method="majority_vote",
         judge="generate",
     )
-    recorded = asyncio.run(Jury(panel_seats("local"), scripted_models(store), widest).run(case))
+    recorded = asyncio.run(Jury(panel_seats("local-gemma"), scripted_models(store), widest).run(case))
     assert recorded.total_rounds == 3
     config = widest.model_copy(update={"stagnation_rounds": 20})
     assert derive_jury(recorded, config, case.rubric or Rubric()).termination_reason == "max_rounds"

@@ -69,7 +69,7 @@ def test_jury_by_likelihood_runs_and_replays_identically(store, hub) -> None:
         skip_idle_rounds=False,
         role_maps=False,
     )
-    seats = panel_seats("local", load_catalog())
+    seats = panel_seats("local-gemma", load_catalog())
     _, live = asyncio.run(run_case(store, Jury(seats, hub.get, config), case))
     assert all("likelihood" in e.flags and not e.fallback for e in live.phase1_evaluations)
     assert all(0 <= e.score <= 100 and 0 < e.confidence <= 1 for e in live.phase1_evaluations)
