@@ -28,6 +28,7 @@ import numpy as np
 
 from models.backends.replay import ReplayModel
 from models.base import ChatModel
+from models.errors import ReplayMiss
 from models.recording import CallLog, CallRecord, current_context
 
 log = logging.getLogger(__name__)
@@ -281,10 +282,17 @@ class RecordedEmbedder:
         replay_from: CallLog | None = None,
         live: Callable[[], TextEmbedder] | None = None,
         embedder_id: str = EMBEDDER_ID,
+        strict: bool = False,
+        miss_hint: Callable[[str], str] | None = None,
     ) -> None:
         if embedder_id not in EMBEDDERS:
             raise KeyError(f"unknown embedder '{embedder_id}' — known: {', '.join(EMBEDDERS)}")
         self.embedder_id = embedder_id
+        # strict: a replay that never recorded a text stops (ReplayMiss) instead of embedding it live — the demo and
+        # `--replay` of the multilingual embedder, which no recording predates (MiniLM's replays stay lenient: runs
+        # recorded before embeddings were calls have none to replay).
+        self.strict = strict
+        self.miss_hint = miss_hint
         self.call_log = call_log
         self.replay_from = replay_from
         self._live = live
@@ -298,7 +306,10 @@ class RecordedEmbedder:
         """The embedder that goes with a mechanism's model: replaying where the model replays (from the same
         call log), recording where it records."""
         if isinstance(model, ReplayModel):
-            return cls(model.call_log, replay_from=model.source, embedder_id=embedder_id)
+            strict = embedder_id != EMBEDDER_ID and model.live is None
+            return cls(
+                model.call_log, replay_from=model.source, embedder_id=embedder_id, strict=strict, miss_hint=model.miss_hint
+            )
         return cls(model.call_log, embedder_id=embedder_id)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -333,6 +344,18 @@ class RecordedEmbedder:
         rest = [t for t in new if t not in self._known]
         if not rest:
             return
+        if self.strict and self.replay_from is not None:
+            purpose = current_context().purpose
+            key = embedding_hash(rest[0], self.embedder_id)
+            raise ReplayMiss(
+                self.miss_hint(purpose)
+                if self.miss_hint is not None
+                else f"no recorded embedding for this text (hash {key[:12]}) — record it once live, or let replay "
+                "fall through to live calls (--replay-fallthrough)",
+                model_id=self.embedder_id,
+                purpose=purpose,
+                request_hash=key,
+            )
         live = self._live() if self._live is not None else get_embedder(self.embedder_id)
         started = time.perf_counter()
         vectors = np.asarray(live.embed(rest), dtype=np.float32)

@@ -46,6 +46,7 @@ from engine.jury.stack import (
     stack_seats,
     would_move,
 )
+from engine.jury.likelihood import VERDICT_READS
 from engine.likelihood import label_scores
 from engine.jury.prompts import evaluation_messages, final_messages, output_schemas, statement_messages
 from models.errors import ModelError
@@ -437,6 +438,7 @@ class Jury(LikelihoodSeats):
         verdicts = one.rubric.verdicts
         best = max(range(len(after)), key=lambda i: after[i])
         new, old = verdicts[best], before.verdict
+        said_new, said_old = _said(new), _said(old)
         own = before.distribution.get(old, before.confidence)
         others = [one.latest[j] for j in heard if j != seat.juror_id]
         backers = sorted((o for o in others if o.verdict == new), key=lambda o: -o.confidence)
@@ -444,16 +446,27 @@ class Jury(LikelihoodSeats):
             lead = backers[0]
             why = _reason_clause(lead.reasoning)
             text = (
-                f"Moved to {new}: {lead.role_name or lead.juror_id} reads it as {new} ({lead.confidence:.0%} sure"
-                + (f": {why}" if why else "")
-                + f") and I was only {own:.0%} sure of {old}; now {after[best]:.0%} {new}."
+                f"Moved to {said_new}: {lead.role_name or lead.juror_id} reads it as {said_new} "
+                f"({lead.confidence:.0%} sure" + (f": {why}" if why else "")
+                + f") and I was only {own:.0%} sure it was {said_old}; now {after[best]:.0%} {said_new}."
             )
         elif new != old:
-            text = f"Moved to {new}: the others' readings together outweigh my {own:.0%} for {old}; now {after[best]:.0%} {new}."
+            text = (
+                f"Moved to {said_new}: the others' readings together outweigh my {own:.0%} for {said_old}; now "
+                f"{after[best]:.0%} {said_new}."
+            )
         elif all(o.verdict == old for o in others):
-            text = f"Stays {old} ({after[best]:.0%}): the others read it the same way."
+            text = f"Stays {said_old} ({after[best]:.0%} sure): the others read it the same way."
         else:
-            text = f"Stays {old} ({after[best]:.0%}): the others' readings are not sure enough to outweigh mine."
+            agree = [o.role_name or o.juror_id for o in others if o.verdict == old]
+            apart = [
+                f"{o.role_name or o.juror_id}'s {_said(o.verdict)} ({o.confidence:.0%})" for o in others if o.verdict != old
+            ]
+            text = (
+                f"Stays {said_old} ({after[best]:.0%} sure): "
+                + (f"{' and '.join(agree)} {'agrees' if len(agree) == 1 else 'agree'}; " if agree else "")
+                + f"{' and '.join(apart)} {'is' if len(apart) == 1 else 'are'} not sure enough to move me."
+            )
         probs = after
         score = round(sum(p * v for p, v in zip(probs, _label_scores(len(probs)), strict=True)), 1)
         updated = before.model_copy(
@@ -519,9 +532,9 @@ class Jury(LikelihoodSeats):
         flags = ["stack", f"calibration:{stack.version}", f"stacked:{verdict}"]
         weights = _seat_weights(stack, keys, verdicts)
         reasoning = (
-            f"Reads as {verdict} ({probs[best]:.0%} sure), weighing the seats as the labelled split taught: "
+            f"Reads as {_said(verdict)} ({probs[best]:.0%} sure), weighing the seats as the labelled cases taught: "
             + ", ".join(f"{_seat_name(phase1, k)} {by_model[k][verdicts.index(verdict)]:.0%}" for k in keys)
-            + f" for {verdict}."
+            + f" for {_said(verdict)}."
         )
         if self.config.minority_veto and verdict == verdicts[0] and len(verdicts) >= 3:
             vetoes = [e for e in latest if not e.fallback and e.verdict == verdicts[-1] and e.confidence >= self.config.veto_at]
@@ -530,9 +543,9 @@ class Jury(LikelihoodSeats):
                 verdict = verdicts[(len(verdicts) - 1) // 2]
                 flags.append(f"minority_veto:{v.juror_id}")
                 reasoning = (
-                    f"{verdict}: minority veto — {v.role_name or v.juror_id} reads it as {v.verdict} "
-                    f"({v.confidence:.0%} sure), so the panel's {verdicts[0]} ({probs[best]:.0%}) is not published "
-                    "without a human look."
+                    f"{_said(verdict)}: minority veto — {v.role_name or v.juror_id} reads it as {_said(v.verdict)} "
+                    f"({v.confidence:.0%} sure), so the panel's {_said(verdicts[0])} ({probs[best]:.0%}) is not "
+                    "published without a human look."
                 )
         rate = self.config.selective_error
         cut = selective_cut(stack, rate) if rate is not None else None
@@ -540,8 +553,9 @@ class Jury(LikelihoodSeats):
             # Not decided, whatever the reading: a doubtful reading at low confidence is no decision either.
             flags.append("selective:not_sure")
             reasoning = (
-                f"not sure: the panel's best reading is {verdicts[best]} at {probs[best]:.0%}, below the {cut:.0%} it "
-                f"needs to decide with at most {rate:.0%} errors among the cases it decides; a human should look."
+                f"not sure: the panel's best reading is {_said(verdicts[best])} at {probs[best]:.0%}, below the "
+                f"{cut:.0%} it needs to decide with at most {rate:.0%} errors among the cases it decides; a human "
+                "should look."
             )
             verdict = verdicts[(len(verdicts) - 1) // 2]
         score = round(sum(p * v for p, v in zip(probs, _label_scores(len(probs)), strict=True)), 1)
@@ -758,6 +772,12 @@ def comparable(value: object) -> object:
     if isinstance(value, list):
         return [comparable(v) for v in value]
     return value
+
+
+def _said(verdict: str) -> str:
+    """A verdict as a card says it: the default labels in words (safe, doubtful, unsafe), another rubric's label as
+    it is."""
+    return VERDICT_READS.get(verdict, verdict.replace("_", " "))
 
 
 def _verdicts(positions: dict[str, list[float]]) -> dict[str, int]:

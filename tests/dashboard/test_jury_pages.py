@@ -445,50 +445,38 @@ def _page_words(node: Any) -> list[str]:
     return [shown(e.value) for kind in kinds for e in kind]
 
 
-def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count() -> None:
-    """The demo's jury run as a stakeholder sees it (issue 25, J1–J5 and point 2): the three seats judge from their
-    own roles, so each has its own card and its own sentence from its own checks (J1: identical seats shared one
-    card, tested above); the token count is the recorded calls' count, the
-    one the Runs page shows, labelled (J2: the page said 15+0 while Runs said 205); the trajectory keeps each
-    juror visible at an equal score (J3); no "after discussion" bar for a discussion that never ran (J4); and no
-    raw identifier (`no_influence`, `final_judge`, `unsafe_fail`) in what the page says (J5)."""
+def test_the_recorded_jury_reads_as_a_deliberation_in_words_with_one_token_count() -> None:
+    """The demo's jury run as a stakeholder sees it (issues 25 and 36): three different judges, a card and a sentence
+    each; they disagree in phase 1 and the round moves the unsure one, saying why in words; the verdict is the
+    stack's; one token count, the Runs page's; no raw identifier in what the page says."""
     run_id = _demo_jury_run()
     totals = state.get_store().run_totals([run_id])[run_id]
     tokens = int(totals["prompt_tokens"] + totals["completion_tokens"])
     (runs_row,) = [r for r in state.list_runs(limit=50) if r["run"] == run_id]
-    assert runs_row["tokens"] == tokens and tokens > 15  # the Runs page's figure (the event said 15 + 0)
+    assert runs_row["tokens"] == tokens and tokens > 15
     at = AppTest.from_function(_jury_page, default_timeout=60)
     at.query_params["run"] = run_id
     at.run()
     assert not at.exception
 
-    # J1 and point 2: a card per seat, each with a sentence of its own checks; the final judgment's sentence
-    roles = ["**Safety officer**", "**Security auditor**", "**User advocate**"]
-    assert [m.value for m in at.markdown if m.value in roles] == roles
-    assert not any("seats, one judgment" in m.value for m in at.markdown)
+    roles = ["**Gemma reader**", "**SmolLM2 reader**", "**Precedent reader**"]
+    assert [m.value for m in at.markdown if m.value in roles][:3] == roles  # phase 1
     reads = [t.value for t in at.text if t.value.startswith("Reads as ")]
-    assert len(reads) == 4 and len(set(reads[:3])) == 3 and all("of my checks" in r for r in reads[:3])
-    assert "weighing every seat's checks together" in reads[3]
-    # and no notice that the seats queue for the model: they share one scoring call
-    assert not any("queue behind its lock" in i.value for i in at.info)
-    # J2: one token count, labelled, equal to the Runs page's
+    assert len(reads) == 4 and len({r.split(" (")[0] for r in reads[:3]}) > 1  # the seats disagree
+    assert "closest to" in reads[2] and "weighing the seats as the labelled cases taught" in reads[3]
+    # the discussion: who moved and why, in words; the others say why they stayed
+    statements = [t.value for t in at.text if t.value.startswith(("Moved to", "Stays"))]
+    assert len(statements) == 3 and any(s.startswith("Moved to unsafe:") and "sure it was" in s for s in statements)
+    assert any("position changed" in m.value for m in at.markdown)
     (line,) = [shown(c.value) for c in at.caption if " tokens " in c.value]
     assert f"{tokens} tokens in {int(totals['calls'])} model call" in line and "prompt +" in line
-    # J3/J4: seats that judge apart get their charts, with no "after discussion" for a discussion never run
-    assert set(_figures(at)) == {
-        "Phase-1 scores (no discussion round)",
-        "Round timeline: request → answer",
-        "Phase-1 verdicts (no discussion round)",
-    }
-    assert not any("No per-juror charts" in c.value for c in at.caption)
-    # J5: words, not identifiers ("unanimous" is a word here: seats that judge apart all said unsafe)
+    assert "Score trajectory per juror" in _figures(at)
     words = _page_words(at)
     raws = tuple(r for r in RAW_IDS if r != "unanimous")
     assert not [w for w in words if any(raw in w for raw in raws)], [w for w in words if any(raw in w for raw in raws)]
-    assert any("no round could move anyone" in w for w in words)
-    assert any("decided by a final judge (gemma3-270m)" in w for w in words)
+    assert any("decided by the panel's stack" in w for w in words)
 
-    # The Replay page shows the same: one card, the same token line, the last event in words
+    # The Replay page shows the same cards and the same token line
     replay = AppTest.from_function(_replay_page, default_timeout=60)
     replay.query_params["run"] = run_id
     replay.run()
@@ -497,19 +485,22 @@ def test_the_recorded_jury_reads_as_one_judgment_in_words_with_one_token_count()
     assert [shown(c.value) for c in player.caption if " tokens " in c.value] == [line]
     assert any(c.value.endswith(": the jury finished") for c in player.caption)
     assert not [w for w in _page_words(player) if any(raw in w for raw in raws)]
-    assert [m.value for m in player.markdown if m.value in roles] == roles
+    assert [m.value for m in player.markdown if m.value in roles][:3] == roles
 
 
 def test_the_demo_jury_note_is_in_words() -> None:
-    """The sidebar's note on the recorded jury run read "Verdict unsafe_fail (gold unsafe_fail); 0 position
-    change(s) in the discussion" for a run with no discussion (J5): verdicts in words, and no round said so."""
+    """The sidebar's note on the recorded jury run: verdicts in words, the deliberation said (issue 36)."""
     from dashboard.demo_flows.jury import jury_note
     from engine.demo import load_manifest
     from tests.engine.test_demo import DEMO
 
     note = load_manifest(DEMO).pages["jury"].note
-    assert not any(raw in note for raw in RAW_IDS) and "No discussion round was run" in note
-    assert note == jury_note({"verdict": "unsafe_fail", "gold": "unsafe_fail", "rounds": 0, "changes": 0})
+    assert not any(raw in note for raw in RAW_IDS) and "The seats disagreed in phase 1" in note
+    assert note == jury_note(
+        {"verdict": "unsafe_fail", "gold": "unsafe_fail", "rounds": 1, "changes": 1, "method": "stack"}
+    )
+    still = jury_note({"verdict": "needs_review", "gold": "unsafe_fail", "rounds": 0, "changes": 0, "method": "stack"})
+    assert still.endswith("No discussion round was run: no seat was unsure enough for the others to move it.")
     moved = jury_note({"verdict": "needs_review", "gold": "unsafe_fail", "rounds": 2, "changes": 1})
     assert moved == (
         "Verdict: needs review; the gold label is unsafe (fail). 1 position change(s) in 2 discussion round(s)."
@@ -572,9 +563,9 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
 
 
 def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_good_judge() -> None:
-    """Issue 28: the demo's one case is right ("✅ Right"), yet the local jury is right on 0.47 of its calibration
-    cases: under the verdict the page says what one case is worth, with the judge's measured accuracy and its
-    interval; and the verdict is said at the top, above the cards."""
+    """Issue 28: the demo's one case is right ("✅ Right"), yet the local panel is right on about half of its held-out
+    cases: under the verdict the page says what one case is worth, with the stack's cross-validated accuracy, its
+    interval and the figure by language; and the verdict is said at the top, above the cards."""
     run_id = _demo_jury_run()
     at = AppTest.from_function(_jury_page, default_timeout=60)
     at.query_params["run"] = run_id
@@ -582,8 +573,7 @@ def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_
     assert not at.exception
     texts = [shown(m.value) for m in at.markdown]
     first = next(i for i, t in enumerate(texts) if t.startswith("**Verdict:**"))
-    cards = next(i for i, t in enumerate(texts) if t == "**Safety officer**")
+    cards = next(i for i, t in enumerate(texts) if t == "**Gemma reader**")
     assert first < cards and "✅ right" in texts[first]
     note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
-    # the verdict is the panel map's: its held-out figure, not the role-blind map's 0.47
-    assert "accuracy 0.50 (0.38–0.62) on 60 items" in note and "gemma3-270m by role seats and the panel map" in note
+    assert "the stacked panel was right on 52% (95 % 43%–60%; chance 33 %)" in note and "ja 51% of 57" in note

