@@ -19,6 +19,7 @@ from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_to
 from engine.jury.redecide import call_ids
 from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
 from engine.runctx import checkpoint, progress
+from models.catalog import cached_catalog
 
 JURY_WIDEST_THRESHOLD = 2.0  # never consensus: the discussion runs to its last round
 JURY_NO_STAGNATION = 20  # the largest stagnation_rounds: never stops a recording before its last round
@@ -73,7 +74,7 @@ class JuryMechanism(Mechanism):
 
     def seats(self, definition: Experiment, call_params: Mapping[str, Any]) -> list[Any]:
 
-        panel = call_params.get("panel", definition.base.get("panel", "local-gemma"))  # one-model seats: re-decidable
+        panel = call_params.get("panel", definition.base.get("panel", _default_panel()))
         seats = panel_seats(panel if isinstance(panel, str) else list(panel))
         model = call_params.get("model", definition.base.get("model"))
         if model:
@@ -202,3 +203,9 @@ def call_usage(store: Any, run_id: str, *, likelihood: bool = False) -> dict[int
         scored = likelihood or json.loads(row.request_json or "{}").get("options") is not None
         out[row.id] = (row.prompt_tokens, 0, 0.0) if scored else (row.prompt_tokens, row.completion_tokens, row.cost)
     return out
+
+
+def _default_panel() -> str:
+    """The panel an experiment runs when its definition names none: `local-gemma` (three seats on the one bundled
+    model, whose recorded answers every cell re-decides), or `local` in a catalog without it."""
+    return "local-gemma" if "local-gemma" in cached_catalog().panels else "local"

@@ -78,14 +78,18 @@ def fake_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         "models:\n"
         f"  - {{id: {MODEL}, backend: openai, model: fake, base_url: '{server.url}/v1', needs_key: false,"
         " max_retries: 0, timeout_s: 20, profile: {name: Fake Gemma}}\n"
-        "panels:\n  local:\n"
+        "panels:\n"
         + "".join(
-            f"    - {seat % (role, focus)}\n"
-            for role, focus in (
-                ("Safety officer", "harm"),
-                ("Security auditor", "leaks"),
-                ("User advocate", "helpfulness"),
+            f"  {name}:\n"  # the default panel, and the one-model panel experiments run (the same seats here)
+            + "".join(
+                f"    - {seat % (role, focus)}\n"
+                for role, focus in (
+                    ("Safety officer", "harm"),
+                    ("Security auditor", "leaks"),
+                    ("User advocate", "helpfulness"),
+                )
             )
+            for name in ("local", "local-gemma")
         ),
         encoding="utf-8",
     )

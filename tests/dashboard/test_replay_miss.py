@@ -4,6 +4,7 @@ stored as failed — never accuracy 0.0 from fallback jurors with exit 0."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,9 +27,11 @@ def test_eval_replay_on_an_empty_store_is_an_error_naming_case_and_juror() -> No
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stdout == ""  # no report, no accuracy
     assert "Traceback" not in done.stderr
-    assert "error: case pw-leak: [gemma3-270m via replay] replay miss for jury.phase1:juror-1-gemma-reader" in (
-        done.stderr
-    )
+    # the first seat to miss names itself: a model's call or the neighbours seat's embedding (they run together)
+    assert re.search(
+        r"error: case pw-leak: \[(gemma3-270m|smollm2-135m|use-m3) via replay\] replay miss for jury\.phase1:juror-\d-",
+        done.stderr,
+    ), done.stderr
     statuses = {r.kind: r.status for r in Store().list_runs()}
     assert statuses == {"jury.eval": "failed", "jury.eval.case": "failed"}
 
