@@ -463,7 +463,7 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
     # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
-    how = ("likelihood", "calibration:", "panel_map", "role_map", "stack", "neighbours")
+    how = ("likelihood", "calibration:", "panel_map", "role_map", "stack", "neighbours", "selective:", "minority_veto:")
     informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
     warnings = [x for x in f.get("flags") or [] if x not in informative]
     if warnings:

@@ -788,11 +788,17 @@ def _label_scores(n: int) -> list[float]:
     return list(label_scores(n))
 
 
-def _reason_clause(text: str, limit: int = 140) -> str:
-    """The part of a seat's sentence after its lead ("Reads as unsafe (62% sure): …"), shortened."""
+def _reason_clause(text: str, limit: int = 200) -> str:
+    """The part of a seat's sentence after its lead ("Reads as unsafe (62% sure): …"), shortened at a word, with a
+    quotation it cut into closed."""
     _, _, rest = text.partition(": ")
     rest = (rest or text).strip().rstrip(".")
-    return rest if len(rest) <= limit else rest[: limit - 1].rstrip() + "…"
+    if len(rest) <= limit:
+        return rest
+    cut = rest[:limit].rsplit(" ", 1)[0].rstrip(" ,;")
+    if cut.count("“") > cut.count("”"):
+        cut += "”"
+    return cut + " …"
 
 
 def _seat_name(evaluations: Sequence[JurorEvaluation], model_id: str) -> str:
