@@ -33,8 +33,8 @@ from dashboard.text import (
 )
 from engine import exports, judgemaps
 from engine.diagnostics import diagnosis_for
-from engine.jury.stack import JURY_STACK, stack_id
 from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
+from engine.jury.stack import JURY_STACK, stack_id
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
@@ -210,7 +210,9 @@ def _stack_note(view: JuryView) -> str:
         cal = judgemaps.load_calibration(JURY_STACK, stack_id(models))
     except ValueError:
         cal = None
-    fig = (cal.metrics.get("cross_validated") if cal is not None else None) or {}
+    if cal is None:
+        return ""
+    fig = cal.metrics.get("cross_validated") or {}
     ci = fig.get("interval")
     if fig.get("accuracy") is None or not ci:
         return ""

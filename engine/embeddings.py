@@ -308,7 +308,11 @@ class RecordedEmbedder:
         if isinstance(model, ReplayModel):
             strict = embedder_id != EMBEDDER_ID and model.live is None
             return cls(
-                model.call_log, replay_from=model.source, embedder_id=embedder_id, strict=strict, miss_hint=model.miss_hint
+                model.call_log,
+                replay_from=model.source,
+                embedder_id=embedder_id,
+                strict=strict,
+                miss_hint=model.miss_hint,
             )
         return cls(model.call_log, embedder_id=embedder_id)
 

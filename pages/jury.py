@@ -5,8 +5,8 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -29,6 +29,7 @@ from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
 from engine.config import ConfigError, get_settings
 from engine.diagnostics import diagnosis_for, identical_seats
+from engine.embeddings import EMBEDDERS
 from engine.jury import (
     CaseError,
     JurorSeat,
@@ -41,7 +42,6 @@ from engine.jury import (
     panel_seats,
     run_case,
 )
-from engine.embeddings import EMBEDDERS
 from engine.jury.config import Rubric
 from engine.jury.config import case_files as jury_case_files
 from engine.jury.likelihood import JURY
@@ -170,7 +170,9 @@ def restore_form(run_id: str) -> None:
     ss[KEY + "max_tokens"] = jury.max_tokens
     ss[KEY + "veto"] = jury.minority_veto
     ss[KEY + "selective"] = _selective_label(jury.selective_error)
-    rows = [{"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge} for s in seats]
+    rows = [
+        {"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge} for s in seats
+    ]
     presets = {
         name: [p.model_dump() for p in panel]
         for name, panel in state.get_catalog().panels.items()
@@ -401,8 +403,14 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     return seats, config
 
 
-SELECTIVE = {"always decide": None, "10 % error": 0.1, "15 % error": 0.15, "20 % error": 0.2, "25 % error": 0.25,
-             "30 % error": 0.3}
+SELECTIVE = {
+    "always decide": None,
+    "10 % error": 0.1,
+    "15 % error": 0.15,
+    "20 % error": 0.2,
+    "25 % error": 0.25,
+    "30 % error": 0.3,
+}
 
 
 def _selective_label(rate: float | None) -> str:
@@ -454,8 +462,8 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
     stacked = Jury(seats, {}, config).stack_map(Rubric()) if config.final_judgment_method in ("auto", "stack") else None
     if stacked is not None:
-        fig = (stacked.metrics.get("cross_validated") or {})
-        sel = (stacked.metrics.get("selective_cross_validated") or {})
+        fig = stacked.metrics.get("cross_validated") or {}
+        sel = stacked.metrics.get("selective_cross_validated") or {}
         ci = fig.get("interval") or [None, None]
         text = (
             f"Panel: different judges, stacked — right on {fig.get('accuracy', 0):.0%} of {fig.get('cases', '?')} "

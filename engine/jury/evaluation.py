@@ -158,7 +158,9 @@ def evaluation_totals(items: Sequence[Mapping[str, Any]], intervals: bool = True
     }
 
 
-def _panel_figures(graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]], intervals: bool) -> dict[str, Any]:
+def _panel_figures(
+    graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]], intervals: bool
+) -> dict[str, Any]:
     """By language, recall per verdict, the cases with a move, the rounds' paired effect (the seats' majority after
     phase 1 against after the rounds, exact McNemar) and, for a stacked panel, the selective verdict's coverage and
     error among the cases it decided, each with its Wilson interval."""
@@ -188,7 +190,9 @@ def _panel_figures(graded: Sequence[Mapping[str, Any]], items: Sequence[Mapping[
     }
     paired = [i for i in graded if i.get("rounds_correct") is not None and i.get("phase1_correct") is not None]
     if paired:
-        cmp = stats.compare_correct([bool(i["phase1_correct"]) for i in paired], [bool(i["rounds_correct"]) for i in paired])
+        cmp = stats.compare_correct(
+            [bool(i["phase1_correct"]) for i in paired], [bool(i["rounds_correct"]) for i in paired]
+        )
         out["rounds_effect"] = {
             "majority_after_phase1": cmp.a,
             "majority_after_rounds": cmp.b,

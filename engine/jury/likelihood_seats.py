@@ -11,19 +11,21 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import judgemaps
+from engine.embeddings import EmbedderUnavailable, RecordedEmbedder
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import JurorSeat
 from engine.jury.likelihood import (
     JURY,
-    VERDICT_READS,
     JURY_HEADINGS,
     JURY_OTHERS_FEATURES,
+    VERDICT_READS,
     jury_features,
     jury_others_weight,
     jury_rationale,
     jury_round_features,
     jury_scores,
 )
+from engine.jury.neighbours import JURY_NEIGHBOURS, features_of, nearest_cases, neighbour_texts
 from engine.jury.roles import (
     JURY_PANEL,
     JURY_ROLE,
@@ -35,8 +37,6 @@ from engine.jury.roles import (
     role_slug,
 )
 from engine.likelihood import label_scores
-from engine.embeddings import EmbedderUnavailable, RecordedEmbedder
-from engine.jury.neighbours import JURY_NEIGHBOURS, features_of, nearest_cases, neighbour_texts
 from models.errors import ModelError
 from models.recording import call_context
 
@@ -112,7 +112,11 @@ class LikelihoodSeats:
         cal = judgemaps.load_calibration(JURY_NEIGHBOURS, seat.model_id)
         if cal is None or not all(v in cal.maps for v in rubric.verdicts):
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
-            return None, f"no fitted neighbours map for {seat.model_id} with the labels {', '.join(rubric.verdicts)}", facts
+            return (
+                None,
+                f"no fitted neighbours map for {seat.model_id} with the labels {', '.join(rubric.verdicts)}",
+                facts,
+            )
         try:
             embedder = self._embedder(seat.model_id)
             with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
@@ -130,12 +134,12 @@ class LikelihoodSeats:
         best = max(range(len(probs)), key=lambda i: probs[i])
         lead = f"Reads as {VERDICT_READS.get(rubric.verdicts[best], rubric.verdicts[best])} ({probs[best]:.0%} sure)"
         if near:
-            named = " and ".join(
-                f"“{title}” ({VERDICT_READS.get(gold, gold)})" for _, title, gold, _ in near
-            )
+            named = " and ".join(f"“{title}” ({VERDICT_READS.get(gold, gold)})" for _, title, gold, _ in near)
             text = f"{lead}: the labelled cases it is closest to are {named}."
         else:
-            text = f"{lead}: by what the transcript and the agent's last line are about, as the labelled cases taught it."
+            text = (
+                f"{lead}: by what the transcript and the agent's last line are about, as the labelled cases taught it."
+            )
         facts.update(
             flags=["neighbours", f"calibration:{cal.version}"],
             detail=f"{_distribution(rubric.verdicts, probs)}; embeddings {seat.model_id} of the transcript and the "
@@ -253,7 +257,9 @@ class LikelihoodSeats:
                 return None, f"invalid likelihood features: {shown}", facts
             probs = cal.distribution(rubric.verdicts, features)
             flags = ["likelihood", f"calibration:{cal.version}", *score_flags]
-            shown = " · ".join(f"{k} {v:+.2f}" for k, v in features.items() if k in cal.maps[rubric.verdicts[0]].features)
+            shown = " · ".join(
+                f"{k} {v:+.2f}" for k, v in features.items() if k in cal.maps[rubric.verdicts[0]].features
+            )
             detail = f"features: {shown}; map {cal.version}"
             if shared:
                 detail += " · the panel's one scoring call for this model and case (same prompt)"
@@ -312,7 +318,9 @@ class LikelihoodSeats:
             elif reads_others:  # phase 1: nothing heard, nothing moved
                 own = self._phase1_features[key]
                 features = jury_round_features(own, own)
-            if features is not None and any(f.startswith(("cue_", "rel_")) for v in rubric.verdicts for f in cal.maps[v].features):
+            if features is not None and any(
+                f.startswith(("cue_", "rel_")) for v in rubric.verdicts for f in cal.maps[v].features
+            ):
                 # A map that reads the role cues too (the second model's): one more call, shared by its seats.
                 cues, cue_scores, cue_shared = await self._shared(self._cue_calls, key, cue_features(model, case))
                 if not cue_shared:

@@ -105,6 +105,12 @@ def nearest_cases(cal: Calibration, full: np.ndarray, n: int = NEIGHBOURS_SHOWN)
         if vector.shape != query.shape or not np.isfinite(vector).all():
             continue
         norm = max(float(np.sqrt((vector * vector).sum())), 1e-12)
-        scored.append((str(item.get("id", "")), str(item.get("title", "")), str(item.get("gold", "")),
-                       float((vector * query).sum() / norm)))
+        scored.append(
+            (
+                str(item.get("id", "")),
+                str(item.get("title", "")),
+                str(item.get("gold", "")),
+                float((vector * query).sum() / norm),
+            )
+        )
     return sorted(scored, key=lambda t: -t[3])[:n]

@@ -68,7 +68,9 @@ class Seat:
         self.features = list(feature_names()) if judge == "neighbours" else list(reads(key))
         self.c = NEIGHBOURS_C if judge == "neighbours" else JURY_MAP_C
 
-    def fit_maps(self, rows: Sequence[dict[str, float]], labels: Sequence[str], classes: Sequence[str]) -> dict[str, Any]:
+    def fit_maps(
+        self, rows: Sequence[dict[str, float]], labels: Sequence[str], classes: Sequence[str]
+    ) -> dict[str, Any]:
         return fit_multinomial(rows, labels, classes, self.features, self.c)
 
     def predict(self, maps: dict[str, Any], rows: Sequence[dict[str, float]], classes: Sequence[str]) -> np.ndarray:
@@ -76,7 +78,9 @@ class Seat:
         return np.asarray([cal.distribution(classes, r) for r in rows])
 
 
-async def seat_rows(seat: Seat, cases: Sequence[Any], model: Any = None, embedder: Any = None) -> list[dict[str, float]]:
+async def seat_rows(
+    seat: Seat, cases: Sequence[Any], model: Any = None, embedder: Any = None
+) -> list[dict[str, float]]:
     """The raw features of every case for one seat (every call recorded by the model or embedder)."""
     out = []
     for case in cases:
@@ -99,7 +103,9 @@ def _folds(labels: Sequence[str], seed: int, k: int = FOLDS) -> list[tuple[np.nd
     return list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
 
 
-def out_of_fold(seat: Seat, rows: Sequence[dict[str, float]], labels: Sequence[str], classes: Sequence[str], seed: int = 0) -> np.ndarray:
+def out_of_fold(
+    seat: Seat, rows: Sequence[dict[str, float]], labels: Sequence[str], classes: Sequence[str], seed: int = 0
+) -> np.ndarray:
     """Each case's reading by the seat's map fitted without its fold."""
     out = np.zeros((len(rows), len(classes)))
     for train, test in _folds(labels, seed):
@@ -158,8 +164,13 @@ def cross_validated(
                     after[k][r, i] = last[k]
             inner_stack = np.zeros((len(train), len(classes)))
             for a, b in _folds(tr_labels, seed=200 + r):
-                m = fit_multinomial([stack_rows[i] for i in a], [tr_labels[i] for i in a], classes,
-                                    _stack_features(keys, classes), STACK_C)
+                m = fit_multinomial(
+                    [stack_rows[i] for i in a],
+                    [tr_labels[i] for i in a],
+                    classes,
+                    _stack_features(keys, classes),
+                    STACK_C,
+                )
                 fold = Calibration(name="cv", model_id="cv", version="cv", maps=m)
                 inner_stack[b] = [fold.distribution(classes, stack_rows[i]) for i in b]
             cut = selective_cuts(inner_stack, [list(classes).index(y) for y in tr_labels])["0.2"]["cut"]
@@ -171,7 +182,11 @@ def cross_validated(
                     verdict = (len(classes) - 1) // 2
                 vetoed.append((int(probs[j].argmax()) == index[i], verdict == index[i]))
     return {
-        "seats": seat_probs, "stack": stack_probs, "after": after, "selective": selective, "index": index,
+        "seats": seat_probs,
+        "stack": stack_probs,
+        "after": after,
+        "selective": selective,
+        "index": index,
         "vetoed": vetoed,
     }
 
@@ -190,7 +205,9 @@ def figures(
         str(code): {
             "accuracy": round(float(right[:, lang == code].mean()), 4),
             "cases": int((lang == code).sum()),
-            "interval": wilson(round(float(right[:, lang == code].mean()) * int((lang == code).sum())), int((lang == code).sum())),
+            "interval": wilson(
+                round(float(right[:, lang == code].mean()) * int((lang == code).sum())), int((lang == code).sum())
+            ),
         }
         for code in sorted(set(languages))
     }
@@ -207,12 +224,68 @@ def fit_panel(
     repeats: int = REPEATS,
 ) -> list[Calibration]:
     """Every seat's map and the stack, each with its cross-validated figures."""
-    from scipy.stats import binomtest  # heavy: scipy
-
     labels = [str(c["gold"]) for c in cases]
     languages = [str(c.get("language") or "?") for c in cases]
     keys = [s.key for s in seats]
     cv = cross_validated(seats, rows, labels, classes, repeats)
+    index = cv["index"]
+    out = _seat_calibrations(seats, rows, cases, classes, source, cv, languages, repeats)
+    oof = {s.key: out_of_fold(s, rows[s.key], labels, classes) for s in seats}
+    stack_fig = figures(cv["stack"], index, languages, classes)
+    decided = [d for d, _ in cv["selective"]]
+    right_decided = [ok for d, ok in cv["selective"] if d]
+    per_repeat = len(labels)
+
+    stack_metrics = {
+        "protocol": f"stratified {FOLDS}-fold, {repeats} shuffles; the stack fitted on each training part's own "
+        "out-of-fold readings",
+        "cross_validated": stack_fig,
+        "seats_cross_validated": {k: figures(cv["seats"][k], index, languages, classes)["accuracy"] for k in keys},
+        "selective_cross_validated": {
+            "rate": 0.2,
+            "coverage": round(float(np.mean(decided)), 4) if decided else None,
+            "coverage_interval": wilson(round(float(np.mean(decided)) * per_repeat), per_repeat) if decided else None,
+            "error": round(1 - float(np.mean(right_decided)), 4) if right_decided else None,
+            "error_interval": (
+                wilson(
+                    round((1 - float(np.mean(right_decided))) * len(right_decided) / repeats),
+                    max(1, round(len(right_decided) / repeats)),
+                )
+                if right_decided
+                else None
+            ),
+        },
+        "minority_veto_cross_validated": {
+            "veto_at": VETO_AT,
+            "accuracy_without": round(float(np.mean([a for a, _ in cv["vetoed"]])), 4),
+            "accuracy_with": round(float(np.mean([b for _, b in cv["vetoed"]])), 4),
+        },
+        "rounds_cross_validated": _rounds_figures(cv, keys, classes),
+    }
+    stack_rows = _stack_rows(keys, oof, classes)
+    cv_stack = np.zeros((len(labels), len(classes)))
+    for train, test in _folds(labels, seed=7):
+        m = fit_multinomial(
+            [stack_rows[i] for i in train], [labels[i] for i in train], classes, _stack_features(keys, classes), STACK_C
+        )
+        fold = Calibration(name="cv", model_id="cv", version="cv", maps=m)
+        cv_stack[test] = [fold.distribution(classes, stack_rows[i]) for i in test]
+    out.append(fit_stack(keys, oof, labels, classes, stack_id(keys), source, STACK_C, stack_metrics, cv_stack))
+    return out
+
+
+def _seat_calibrations(
+    seats: Sequence[Seat],
+    rows: dict[str, list[dict[str, float]]],
+    cases: Sequence[dict[str, Any]],
+    classes: Sequence[str],
+    source: Path | str,
+    cv: dict[str, Any],
+    languages: Sequence[str],
+    repeats: int,
+) -> list[Calibration]:
+    """Each seat's map fitted on the whole split, with its cross-validated figures."""
+    labels = [str(c["gold"]) for c in cases]
     index = cv["index"]
     out: list[Calibration] = []
     for s in seats:
@@ -235,60 +308,32 @@ def fit_panel(
                     f"{', '.join(s.features)} (C={s.c}); figures: {metrics['protocol']}",
                 )
             )
-    oof = {s.key: out_of_fold(s, rows[s.key], labels, classes) for s in seats}
-    stack_fig = figures(cv["stack"], index, languages, classes)
-    decided = [d for d, _ in cv["selective"]]
-    right_decided = [ok for d, ok in cv["selective"] if d]
-    per_repeat = len(labels)
-    # Rounds: the majority of the seats' positions after phase 1 and after the rounds, paired on the same cases.
+    return out
+
+
+def _rounds_figures(cv: dict[str, Any], keys: Sequence[str], classes: Sequence[str]) -> dict[str, Any]:
+    """The majority of the seats' positions after phase 1 and after the rounds, paired on the same cases (exact
+    McNemar on the first shuffle), and the share of cases in which a round moved someone."""
+    from scipy.stats import binomtest  # heavy: scipy
+
     def majority(d: dict[str, np.ndarray]) -> np.ndarray:
         votes = np.stack([d[k].argmax(axis=2) for k in keys])  # seats × repeats × cases
         counts = np.stack([(votes == c).sum(axis=0) for c in range(len(classes))])  # classes × repeats × cases
         # ties go to the more severe verdict (the jury's default tie policy)
         return np.asarray(counts.shape[0] - 1 - counts[::-1].argmax(axis=0))
-    y = np.asarray(index)[None, :]
+
+    y = np.asarray(cv["index"])[None, :]
     before = majority(cv["seats"]) == y
     after = majority(cv["after"]) == y
     moved = np.stack([cv["after"][k].argmax(axis=2) != cv["seats"][k].argmax(axis=2) for k in keys]).any(axis=0)
     only_before = int((before[0] & ~after[0]).sum())
     only_after = int((~before[0] & after[0]).sum())
     mcnemar = binomtest(only_after, only_before + only_after, 0.5).pvalue if only_before + only_after else 1.0
-    stack_metrics = {
-        "protocol": f"stratified {FOLDS}-fold, {repeats} shuffles; the stack fitted on each training part's own "
-        "out-of-fold readings",
-        "cross_validated": stack_fig,
-        "seats_cross_validated": {k: figures(cv["seats"][k], index, languages, classes)["accuracy"] for k in keys},
-        "selective_cross_validated": {
-            "rate": 0.2,
-            "coverage": round(float(np.mean(decided)), 4) if decided else None,
-            "coverage_interval": wilson(round(float(np.mean(decided)) * per_repeat), per_repeat) if decided else None,
-            "error": round(1 - float(np.mean(right_decided)), 4) if right_decided else None,
-            "error_interval": (
-                wilson(round((1 - float(np.mean(right_decided))) * len(right_decided) / repeats),
-                       max(1, round(len(right_decided) / repeats)))
-                if right_decided else None
-            ),
-        },
-        "minority_veto_cross_validated": {
-            "veto_at": VETO_AT,
-            "accuracy_without": round(float(np.mean([a for a, _ in cv["vetoed"]])), 4),
-            "accuracy_with": round(float(np.mean([b for _, b in cv["vetoed"]])), 4),
-        },
-        "rounds_cross_validated": {
-            "majority_after_phase1": round(float(before.mean()), 4),
-            "majority_after_rounds": round(float(after.mean()), 4),
-            "cases_with_a_move": round(float(moved.mean()), 4),
-            "first_shuffle_only_phase1_right": only_before,
-            "first_shuffle_only_rounds_right": only_after,
-            "first_shuffle_mcnemar_p": round(float(mcnemar), 4),
-        },
+    return {
+        "majority_after_phase1": round(float(before.mean()), 4),
+        "majority_after_rounds": round(float(after.mean()), 4),
+        "cases_with_a_move": round(float(moved.mean()), 4),
+        "first_shuffle_only_phase1_right": only_before,
+        "first_shuffle_only_rounds_right": only_after,
+        "first_shuffle_mcnemar_p": round(float(mcnemar), 4),
     }
-    stack_rows = _stack_rows(keys, oof, classes)
-    cv_stack = np.zeros((len(labels), len(classes)))
-    for train, test in _folds(labels, seed=7):
-        m = fit_multinomial([stack_rows[i] for i in train], [labels[i] for i in train], classes,
-                            _stack_features(keys, classes), STACK_C)
-        fold = Calibration(name="cv", model_id="cv", version="cv", maps=m)
-        cv_stack[test] = [fold.distribution(classes, stack_rows[i]) for i in test]
-    out.append(fit_stack(keys, oof, labels, classes, stack_id(keys), source, STACK_C, stack_metrics, cv_stack))
-    return out

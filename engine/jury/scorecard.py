@@ -27,7 +27,12 @@ async def run_jury(
             "mechanism": "jury",
             "cases": str(DATA_DIR / "benchmarks" / "jury.jsonl"),
             "limit": plan.limit,
-            "base": {"panel": "local-gemma", "model": model_id, "judge": method, "final_judgment_method": "majority_vote"},
+            "base": {
+                "panel": "local-gemma",
+                "model": model_id,
+                "judge": method,
+                "final_judgment_method": "majority_vote",
+            },
         }
     )
     result = await run_experiment(definition, store, models, executor=executor)

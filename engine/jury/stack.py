@@ -41,7 +41,9 @@ def stack_id(model_ids: Sequence[str]) -> str:
     return "+".join(model_ids)
 
 
-def stack_features(seats: Sequence[str], dists: Mapping[str, Sequence[float]], verdicts: Sequence[str]) -> dict[str, float]:
+def stack_features(
+    seats: Sequence[str], dists: Mapping[str, Sequence[float]], verdicts: Sequence[str]
+) -> dict[str, float]:
     """{"<seat>:<verdict>": log p}: what the stack reads (`seats`: the seats' keys, in the map's order)."""
     out: dict[str, float] = {}
     for seat in seats:
@@ -63,9 +65,7 @@ def normalise(logits: Sequence[float]) -> list[float]:
     return [x / total for x in e]
 
 
-def round_update(
-    own_phase1: Sequence[float], others: Sequence[Sequence[float]], w: float
-) -> list[float]:
+def round_update(own_phase1: Sequence[float], others: Sequence[Sequence[float]], w: float) -> list[float]:
     """A seat's round position: its phase-1 log-probabilities plus w × the mean of the others' current ones."""
     if not others or w == 0:
         return list(own_phase1)

@@ -257,8 +257,13 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     captions = [shown(c.value) for c in at.caption]
     # the default panel: each seat by its own map, with its cross-validated figure, then the stack's
     stacked = next(c for c in captions if c.startswith("Seats, each by its own fitted map, then the stack: "))
-    for part in ("gemma3-270m: likelihood — calibration", "smollm2-135m: likelihood", "use-m3: neighbours",
-                 "the verdict: the stack", "cross-validated accuracy 0.52 (0.43–0.60) on 120 cases"):
+    for part in (
+        "gemma3-270m: likelihood — calibration",
+        "smollm2-135m: likelihood",
+        "use-m3: neighbours",
+        "the verdict: the stack",
+        "cross-validated accuracy 0.52 (0.43–0.60) on 120 cases",
+    ):
         assert part in stacked, stacked
     # the one-model panel: how its model judges and the map in use
     at.selectbox(key="jury.preset").set_value("local-gemma").run()
@@ -551,7 +556,10 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert "Panel: different judges, stacked — right on 52% of 120 labelled cases held out (95 % 43%–60%; chance 33 %)" in captions
+    assert (
+        "Panel: different judges, stacked — right on 52% of 120 labelled cases held out (95 % 43%–60%; chance 33 %)"
+        in captions
+    )
     assert "says 'not sure' on the rest" in captions and "identical by construction" not in captions
     at.selectbox(key="jury.preset").set_value("local-gemma").run()
     at.selectbox(key="jury.method").set_value("final_judge").run()

@@ -10,14 +10,27 @@ from typing import Any
 
 from tests.engine.behaviour import golden, stored_experiments
 
-
 # Fields added since the golden was made (#36: the stacked panel's distributions and figures, a seat's `judge`, the
 # selective verdict and minority veto settings): new keys only, never a changed value of a key the golden holds.
 ADDED_SINCE = frozenset(
     {
-        "distribution", "judge", "minority_veto", "veto_at", "selective_error", "language", "stacked_verdict",
-        "stacked_correct", "decided", "rounds_outcome", "rounds_correct", "by_language", "recall",
-        "cases_with_a_move", "rounds_effect", "stacked_accuracy", "selective",
+        "distribution",
+        "judge",
+        "minority_veto",
+        "veto_at",
+        "selective_error",
+        "language",
+        "stacked_verdict",
+        "stacked_correct",
+        "decided",
+        "rounds_outcome",
+        "rounds_correct",
+        "by_language",
+        "recall",
+        "cases_with_a_move",
+        "rounds_effect",
+        "stacked_accuracy",
+        "selective",
     }
 )
 

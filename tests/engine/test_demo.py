@@ -75,7 +75,9 @@ def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
             c["model_id"] in ("minilm", "use-m3") and c["error"] is None and c["parsed"]["vector"] for c in embedded
         )
         assert all(c["prompt_tokens"] == c["completion_tokens"] == 0 and c["cost"] == 0 for c in embedded)
-        assert bool(embedded) == (document["run"]["kind"] in ("handraise.conversation", "confidence.evaluate", "jury.run"))
+        assert bool(embedded) == (
+            document["run"]["kind"] in ("handraise.conversation", "confidence.evaluate", "jury.run")
+        )
 
 
 def test_what_the_recording_shows(tmp_path: Path) -> None:

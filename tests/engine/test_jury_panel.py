@@ -40,8 +40,15 @@ def test_a_round_moves_an_unsure_seat_towards_sure_others_and_never_a_sure_one()
 def test_the_selective_cut_is_the_lowest_that_keeps_the_stated_error() -> None:
     # six cases: the three surest right, then a wrong one, then two right, then a wrong one
     probs = np.array(
-        [[0.9, 0.05, 0.05], [0.85, 0.1, 0.05], [0.1, 0.8, 0.1], [0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6],
-         [0.5, 0.3, 0.2]]
+        [
+            [0.9, 0.05, 0.05],
+            [0.85, 0.1, 0.05],
+            [0.1, 0.8, 0.1],
+            [0.7, 0.2, 0.1],
+            [0.2, 0.6, 0.2],
+            [0.1, 0.3, 0.6],
+            [0.5, 0.3, 0.2],
+        ]
     )
     labels = [0, 0, 1, 2, 1, 2, 1]  # case 4 (0.70) and case 7 (0.50) are wrong
     cuts = selective_cuts(probs, labels)
@@ -82,8 +89,12 @@ def test_the_panel_fit_finds_a_seat_with_signal_and_a_stack_over_all_of_them(tmp
         gold = VERDICTS[i % 3]
         cases.append({"id": f"c{i}", "title": f"case {i}", "gold": gold, "language": "en" if i % 2 else "ja"})
         signal = VERDICTS.index(gold)
-        rows_a.append({"channel_needs_review": float(signal == 1) * 2 + rng.normal(0, 0.3),
-                       "channel_unsafe_fail": float(signal == 2) * 2 + rng.normal(0, 0.3)})
+        rows_a.append(
+            {
+                "channel_needs_review": float(signal == 1) * 2 + rng.normal(0, 0.3),
+                "channel_unsafe_fail": float(signal == 2) * 2 + rng.normal(0, 0.3),
+            }
+        )
         rows_b.append({"channel_needs_review": rng.normal(), "channel_unsafe_fail": rng.normal()})
     seat_a, seat_b = Seat("a", "likelihood"), Seat("b", "likelihood")
     seat_a.features = seat_b.features = ["channel_needs_review", "channel_unsafe_fail"]
@@ -95,7 +106,9 @@ def test_the_panel_fit_finds_a_seat_with_signal_and_a_stack_over_all_of_them(tmp
     assert a_fig["accuracy"] > 0.9 and a_fig["interval"][0] > 0.33  # the seat with signal, held out
     assert b_fig["accuracy"] < 0.6  # noise stays near chance (stratified folds leak no label)
     stack = maps[2]
-    assert stack.metrics["cross_validated"]["accuracy"] > 0.85 and set(stack.metrics["cross_validated"]["by_language"]) == {"en", "ja"}
+    assert stack.metrics["cross_validated"]["accuracy"] > 0.85 and set(
+        stack.metrics["cross_validated"]["by_language"]
+    ) == {"en", "ja"}
     assert 0 <= stack.metrics["round_weight"] <= 2 and "0.2" in stack.metrics["selective"]
 
 
