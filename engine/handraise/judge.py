@@ -532,8 +532,9 @@ def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, A
 
 EMBEDDING = "handraise.embedding"
 # The share of unknown word pieces in the message from which the embedding judge flags its wills
-# (`embedder_unread:<share>`): on the calibration split the judge's F1 is 0.80 on English items and 0.45 on
-# Japanese ones, whose kanji often reach MiniLM as unknown tokens.
+# (`embedder_unread:<share>`): on MiniLM, the calibration split's F1 is 0.80 on English items and 0.45 on
+# Japanese ones, whose kanji often reach it as unknown tokens. The multilingual use-m3 (the default) reads them
+# all: its unknown share is 0, so it never flags.
 UNREAD_FLAG_AT = 0.2
 
 
