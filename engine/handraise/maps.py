@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine import stats
 from engine.embeddings import EMBEDDER_ID, get_embedder
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
@@ -333,8 +334,6 @@ def _held_out_figures(
     by the seeded bootstrap over items (a dialogue's decisions move together, as the benchmark's `f1_ci`), top-1
     by Wilson (one held-out ranking per item with a speaker, as the map's diagnosis). `counts`: also the rows,
     the items and the items with a speaker the figures rest on."""
-    from engine import stats  # scipy for Wilson: loaded when a refit runs
-
     said: list[bool] = []
     gold: list[bool] = []
     of_item: list[str] = []
