@@ -7,6 +7,7 @@ conversation from the recorded components without calling a model, and tokens ag
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +31,7 @@ from dashboard.components import (
 from dashboard.labelling import answer_words, current_user, refit_candidate, render_candidate
 from engine.config import get_settings
 from engine.diagnostics import Diagnosis
+from engine.embeddings import EMBEDDERS
 from engine.handraise import (
     Action,
     Conversation,
@@ -56,6 +58,7 @@ from engine.handraise import (
     token_figures,
 )
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
+from engine.handraise.decisions import DEFAULT_EMBEDDER, EMBEDDER_ENV
 from engine.handraise.judge import map_choice
 from engine.handraise.label_refit import whatif_map
 from engine.handraise.reasons import reason_sentence
@@ -162,7 +165,8 @@ def _unread_note(turn: TurnState) -> str | None:
         return None
     return (
         f"⚠ The embedder (all-MiniLM-L6-v2, an English model) could not read {max(shares):.0%} of this message: "
-        "the embedding judge's wills on it carry little signal. The likelihood judge reads it."
+        "the embedding judge's wills on it carry little signal. The likelihood judge reads it, and so does the "
+        "multilingual embedder (Embedder: use-m3)."
     )
 
 
@@ -301,6 +305,17 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             key=KEY + "judge_model",
             disabled=method not in ("judge", "hybrid", "likelihood"),
         )
+        embedders = list(EMBEDDERS)
+        embedder = c1.selectbox(
+            "Embedder (embedding)",
+            embedders,
+            index=embedders.index(_default_embedder()),
+            key=KEY + "embedder",
+            disabled=method != "embedding",
+            help="The sentence embedder the embedding judge reads, each through its own fitted map: use-m3, the "
+            "multilingual Universal Sentence Encoder (16 languages, Japanese included), or minilm, "
+            "all-MiniLM-L6-v2 (English). docs/hand-raise.md has the figures of both.",
+        )
         partners = [m for m in catalog.ids if m != judge_model]
         ensemble = c1.multiselect(
             "Averaged with (likelihood)",
@@ -350,11 +365,11 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             help="The factor an over-raising participant's will is multiplied by (1 = no damping).",
         )
         # Under the columns, full width: in the first column it wrapped into a narrow strip of broken words.
-        diagnosis = _judge_diagnosis(method, judge_model, ensemble)
+        diagnosis = _judge_diagnosis(method, judge_model, ensemble, embedder)
         if diagnosis is not None:
             st.caption(md(f"Judge: {diagnosis.label} — {diagnosis.text}"))
         if _details():
-            st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble))))
+            st.caption(md(breakable(_calibration_caption(method, judge_model, ensemble, embedder))))
     try:
         cast = []
         for r in edited.to_dict("records"):
@@ -381,6 +396,7 @@ def _render_settings() -> tuple[list[Participant], HandRaiseConfig]:
             judge_method=method,
             judge_model=judge_model,
             likelihood_ensemble=list(ensemble),
+            embedder=embedder,
             cooldown_enabled=cooldown,
             cooldown_per_turn=strength,
             brainstorm_max_speakers=int(cap),
@@ -403,22 +419,33 @@ def _details() -> bool:
     return bool(st.session_state.get(f"details.{DETAILS}", False))
 
 
-def _calibration_caption(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> str:
+def _default_embedder() -> str:
+    """The embedding judge's embedder preselected: $HANDRAISE_EMBEDDER where it names a known one, else the
+    measured default."""
+    env = os.environ.get(EMBEDDER_ENV, "").strip()
+    return env if env in EMBEDDERS else DEFAULT_EMBEDDER
+
+
+def _calibration_caption(
+    method: str, judge_model: str, ensemble: Sequence[str] = (), embedder: str = DEFAULT_EMBEDDER
+) -> str:
     """Which models score and which fitted map turns their raw scores into will components: the engine's
     own choice (`map_choice`), described."""
 
     try:
-        return map_choice(method, judge_model, ensemble).describe()
+        return map_choice(method, judge_model, ensemble, embedder=embedder).describe()
     except ValueError as exc:
         return f"Calibration: unreadable ({exc})"
 
 
-def _judge_diagnosis(method: str, judge_model: str, ensemble: Sequence[str] = ()) -> Diagnosis | None:
+def _judge_diagnosis(
+    method: str, judge_model: str, ensemble: Sequence[str] = (), embedder: str = DEFAULT_EMBEDDER
+) -> Diagnosis | None:
     """The diagnosis stored with the map the judge would read (measurable signal or not), None for a method
     without a map."""
 
     try:
-        return map_choice(method, judge_model, ensemble).diagnosis
+        return map_choice(method, judge_model, ensemble, embedder=embedder).diagnosis
     except ValueError:
         return None
 
@@ -427,8 +454,14 @@ def _judged_by(conv: Conversation) -> str:
     """This conversation's judge, threshold, mode and the calibration its wills go through (trusted text), and
     the calibration versions its recorded hands name when the file has been refitted since."""
     config = conv.config
-    on = f" on {config.judge_model}" if config.judge_method in ("judge", "hybrid", "likelihood") else ""
-    caption = _calibration_caption(config.judge_method, config.judge_model, config.likelihood_ensemble)
+    on = (
+        f" on {config.judge_model}"
+        if config.judge_method in ("judge", "hybrid", "likelihood")
+        else f" on {config.embedder}"
+        if config.judge_method == "embedding"
+        else ""
+    )
+    caption = _calibration_caption(config.judge_method, config.judge_model, config.likelihood_ensemble, config.embedder)
     used = sorted(
         {f.split(":", 1)[1] for t in conv.states for h in t.hands for f in h.flags if f.startswith("calibration:")}
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -53,6 +54,41 @@ Ensemble = Annotated[
         "(default: smollm2-135m, used where a map was fitted for the combination); 'none': the judge model alone.",
     ),
 ]
+Embedder = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="embedding judge: the sentence embedder whose cosines it reads, through its own fitted map — minilm "
+        "(all-MiniLM-L6-v2, English) or use-m3 (multilingual Universal Sentence Encoder v3); default: "
+        "$HANDRAISE_EMBEDDER, else the measured default (docs/hand-raise.md).",
+    ),
+]
+Judges = Annotated[
+    str,
+    typer.Option("--judge", help="Which judge's maps to refit: all (default) | likelihood | embedding."),
+]
+Embedders = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="Comma-separated embedders whose embedding maps are refitted (default: every one, minilm and use-m3).",
+    ),
+]
+
+
+def _embedder(value: str | None) -> str:
+    """The embedding judge's embedder: --embedder, else $HANDRAISE_EMBEDDER, else the default; an unknown id
+    is a clear exit naming where it came from and the known ones."""
+    from engine.handraise.decisions import DEFAULT_EMBEDDER, EMBEDDER_ENV, check_embedder  # CLI start-up
+
+    env = os.environ.get(EMBEDDER_ENV, "").strip()
+    chosen, where = (value, "--embedder") if value is not None else (env, EMBEDDER_ENV) if env else (None, "")
+    if chosen is None:
+        return DEFAULT_EMBEDDER
+    try:
+        return check_embedder(chosen.strip())
+    except ValueError as exc:
+        raise fail(f"{where} {chosen!r}: {exc}") from None
 
 
 def _ensemble(value: str | None) -> list[str] | None:
@@ -74,7 +110,12 @@ def _available(model_id: str) -> bool:
 
 
 def _setup(
-    method: str, judge_model: str, threshold: float, model_ids: list[str], ensemble: list[str] | None = None
+    method: str,
+    judge_model: str,
+    threshold: float,
+    model_ids: list[str],
+    ensemble: list[str] | None = None,
+    embedder: str | None = None,
 ) -> tuple[Any, Any, Any]:
     """(store, model resolver, config), every needed model checked, or a clear exit. An ensemble named on the
     command line must be available; the default one falls back to the judge model alone (flagged) when not."""
@@ -97,6 +138,7 @@ def _setup(
             judge_model=judge_model,
             threshold=threshold,
             likelihood_ensemble=default_ensemble(catalog.ids, judge_model) if ensemble is None else ensemble,
+            embedder=_embedder(embedder),
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -124,6 +166,7 @@ def eval_cmd(
     repeat: Annotated[int, typer.Option("--repeat", min=1, max=50, help="Judge each item K times.")] = 1,
     judge_model: JudgeModel = "gemma3-270m",
     ensemble: Ensemble = None,
+    embedder: Embedder = None,
     threshold: Threshold = 0.6,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
     as_json: JsonFlag = False,
@@ -144,7 +187,7 @@ def eval_cmd(
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
-    store, resolver, config = _setup(method, judge_model, threshold, model_ids, _ensemble(ensemble))
+    store, resolver, config = _setup(method, judge_model, threshold, model_ids, _ensemble(ensemble), embedder)
 
     run_id, lines, totals = asyncio.run(
         run_benchmark(store, items, resolver, config, mode, repeat, model_ids=model_ids)
@@ -199,7 +242,9 @@ def _map_line(config: Any, lines: list[dict[str, Any]]) -> str:
         if flag.startswith("ensemble_unavailable:")
     )
     try:
-        line = map_choice(config.judge_method, config.judge_model, config.likelihood_ensemble).describe()
+        line = map_choice(
+            config.judge_method, config.judge_model, config.likelihood_ensemble, embedder=config.embedder
+        ).describe()
         for partner, count in down.items():
             alone = map_choice(config.judge_method, config.judge_model, unavailable=partner).describe()
             line = (
@@ -221,6 +266,7 @@ def judge_cmd(
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
     ensemble: Ensemble = None,
+    embedder: Embedder = None,
     threshold: Threshold = 0.6,
     as_json: JsonFlag = False,
 ) -> None:
@@ -248,7 +294,7 @@ def judge_cmd(
         raise fail(f"{scenario}: {str(exc).strip()}") from None
     cast = item.cast()
     store, resolver, config = _setup(
-        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
+        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble), embedder
     )
     run_id, hands, facts = asyncio.run(judge_scenario(store, item, resolver, config, source=str(scenario)))
     rows = [
@@ -300,47 +346,85 @@ def calibrate_cmd(
     ] = Path("data/calibration/handraise-calib.jsonl"),
     judge_model: JudgeModel = "gemma3-270m",
     ensemble: Ensemble = None,
+    judges: Judges = "all",
+    embedders: Embedders = None,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Refit the likelihood judge's and the embedding judge's maps on a calibration split; every call is
-    recorded as a run of kind `calibration`."""
+    """Refit the likelihood judge's and the embedding judge's maps (one per embedder) on a calibration split;
+    every call is recorded as a run of kind `calibration`. Each map carries its held-out figures (5-fold
+    cross-validation by cast), with 95 % intervals and, for a split in several languages, by language."""
     from dashboard.commands import calibrate_and_save  # CLI start-up
 
-    calibrate_and_save(calibration_job(data, judge_model, ensemble), output_dir, as_json)
+    calibrate_and_save(calibration_job(data, judge_model, ensemble, None, judges, embedders), output_dir, as_json)
 
 
 def calibration_job(
-    data: Path, judge_model: str = "gemma3-270m", ensemble: str | None = None, limit: int | None = None
+    data: Path,
+    judge_model: str = "gemma3-270m",
+    ensemble: str | None = None,
+    limit: int | None = None,
+    judges: str = "all",
+    embedders: str | None = None,
 ) -> RefitJob:
-    """The hand-raise refit (`limit`: the split's first N items only, for a quick check)."""
+    """The hand-raise refit (`limit`: the split's first N items only, for a quick check): the likelihood map
+    and one embedding map per embedder (`judges`: all, likelihood or embedding; `embedders`: comma-separated
+    ids, default every one)."""
     # CLI start-up: loaded when the command runs
+    from engine.embeddings import EMBEDDER_ID, EMBEDDERS
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
+    from engine.handraise.decisions import check_embedder
     from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
     from engine.judgemaps import file_sha256
 
+    if judges not in ("all", "likelihood", "embedding"):
+        raise fail(f"--judge must be all, likelihood or embedding, not {judges!r}")
+    try:
+        wanted = [check_embedder(e.strip()) for e in (embedders or ",".join(EMBEDDERS)).split(",") if e.strip()]
+    except ValueError as exc:
+        raise fail(f"--embedder: {exc}") from None
+    if not wanted:
+        raise fail("--embedder is empty")
+    likelihood, embedding = judges in ("all", "likelihood"), judges in ("all", "embedding")
     try:
         items = parse_benchmark(read_text(data), str(data))[:limit]
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
     partners = _ensemble(ensemble)
-    store, resolver, config = _setup("likelihood", judge_model, 0.6, [], partners)
+    store, resolver, config = _setup("likelihood" if likelihood else "embedding", judge_model, 0.6, [], partners)
     scorers = [judge_model, *(m for m in config.likelihood_ensemble if m != judge_model)]
-    if partners is None:  # the default ensemble: the partners that cannot run here are left out
+    if partners is None and likelihood:  # the default ensemble: the partners that cannot run here are left out
         scorers = [m for m in scorers if m == judge_model or _available(m)]
     map_id = ensemble_id(judge_model, scorers[1:])
+    fitted_embedders = wanted if embedding else []
+    # MiniLM's rows carry the likelihood features too (the likelihood map's novelty reads MiniLM's cosines).
+    featured = list(dict.fromkeys(([EMBEDDER_ID] if likelihood else []) + fitted_embedders))
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
+
+    async def rows() -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for embedder_id in featured:
+            scored = likelihood and embedder_id == EMBEDDER_ID
+            out += await calibration_rows(
+                items,
+                resolver(judge_model) if scored else None,
+                partners=[resolver(m) for m in scorers[1:]] if scored else (),
+                embedder_id=embedder_id,
+            )
+        return out
 
     return RefitJob(
         store,
         "handraise",
-        map_id,
+        map_id if likelihood else ",".join(fitted_embedders),
         data,
-        lambda: calibration_rows(items, resolver(judge_model), partners=[resolver(m) for m in scorers[1:]]),
-        lambda rows: fit_calibrations(rows, map_id, str(data), file_sha256(data)),
+        rows,
+        lambda rows: fit_calibrations(
+            rows, map_id if likelihood else None, str(data), file_sha256(data), embedders=fitted_embedders
+        ),
         limit,
     )
 
@@ -356,6 +440,7 @@ def chat_cmd(
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
     ensemble: Ensemble = None,
+    embedder: Embedder = None,
     threshold: Threshold = 0.6,
     mode: Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")] = "focus",
     models: Annotated[
@@ -409,7 +494,7 @@ def chat_cmd(
     if answer_model:
         cast = [p.model_copy(update={"answer_model": answer_model}) for p in cast]
     store, resolver, config = _setup(
-        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble)
+        method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble), embedder
     )
     try:
         require_models(load_catalog(), {p.model_id for p in cast} | {p.answering_model() for p in cast})

@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from engine.embeddings import EMBEDDERS, USE_ID
 
 
 class Mode(StrEnum):
@@ -29,6 +39,19 @@ class Mode(StrEnum):
 
 JudgeMethod = Literal["likelihood", "judge", "self", "hybrid", "embedding"]
 TimeoutAction = Literal["skip", "approve"]
+# The embedding judge's default sentence embedder (`HandRaiseConfig.embedder`; an id of engine.embeddings.EMBEDDERS,
+# each with its own fitted map `handraise.embedding.<id>.json`): the multilingual USE, which reads Japanese where
+# MiniLM cannot (calibration split, 5-fold CV by cast: F1 0.74 against 0.68; Japanese 0.76 against 0.45; the
+# shipped benchmark: F1 0.77 against 0.56, Japanese 0.74 against 0.24). docs/hand-raise.md has the figures.
+DEFAULT_EMBEDDER = USE_ID
+EMBEDDER_ENV = "HANDRAISE_EMBEDDER"  # where the CLI and the Conversation page read another default from
+
+
+def check_embedder(embedder_id: str) -> str:
+    """The id, if it names a known embedder; else a ValueError that lists the known ones."""
+    if embedder_id not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {embedder_id!r} — known: {', '.join(EMBEDDERS)}")
+    return embedder_id
 
 
 class Weights(BaseModel):
@@ -75,6 +98,26 @@ class HandRaiseConfig(BaseModel):
         "model's, where a map was fitted for that combination",
     )
     context_turns: int = Field(3, ge=1, le=50, description="recent turns given to the judge")
+    embedder: str = Field(
+        DEFAULT_EMBEDDER,
+        description="embedding method: the sentence embedder (minilm | use-m3) whose cosines the judge reads, "
+        "through its own fitted map handraise.embedding.<embedder>.json (the likelihood judge's novelty keeps "
+        "MiniLM, the embedder its maps were fitted with)",
+    )
+
+    @field_validator("embedder")
+    @classmethod
+    def _known_embedder(cls, value: str) -> str:
+        return check_embedder(value)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """The embedder is stored only with a config whose judge reads it (the embedding method): every other
+        config dumps, hashes and replays as it did before the setting existed."""
+        data: dict[str, object] = handler(self)
+        if self.judge_method != "embedding":
+            data.pop("embedder", None)
+        return data
 
 
 def default_ensemble(known: Iterable[str], judge_model: str) -> list[str]:

@@ -73,7 +73,7 @@ class HandRaise(Mechanism):
             "auto_approve_at",
         }
     )
-    calls: frozenset[str] = frozenset({"model", "judge_method", "judge_model", "context"})
+    calls: frozenset[str] = frozenset({"model", "judge_method", "judge_model", "embedder", "context"})
     metrics: tuple[str, ...] = (
         "f1",
         "precision",

@@ -19,7 +19,15 @@ from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
 from engine.embeddings import EMBEDDER_ID, RecordedEmbedder, dot, get_embedder, unit_rows
 from engine.handraise.cast import Participant, Turn
-from engine.handraise.decisions import Components, HandRaiseConfig, JudgeMethod, clamp01, will_from
+from engine.handraise.decisions import (
+    DEFAULT_EMBEDDER,
+    Components,
+    HandRaiseConfig,
+    JudgeMethod,
+    check_embedder,
+    clamp01,
+    will_from,
+)
 from engine.handraise.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.handraise.reasons import expertise_reason
 from engine.quoting import DATA_NOTE, quote
@@ -266,20 +274,28 @@ class WillJudge:
         self.participants = list(participants)
         self.model: ModelSource = model_source(models)
         self.config = config
-        self._embedder = embedder
+        self._embedder = embedder  # given: every embedding of this judge (else one per embedder id, below)
+        self._embedders: dict[str, TextEmbedder] = {}
 
     @property
     def embedder(self) -> TextEmbedder:
-        """The embedder given, else one that goes with the judge model (`RecordedEmbedder.for_model`): its
-        embeddings are calls of the run, replayed where the judge model replays."""
-        if self._embedder is None:
+        """MiniLM (the likelihood judge's novelty, whose maps were fitted on its cosines): see `embedder_for`."""
+        return self.embedder_for(EMBEDDER_ID)
+
+    def embedder_for(self, embedder_id: str) -> TextEmbedder:
+        """The embedder given, else the embedder of that id that goes with the judge model
+        (`RecordedEmbedder.for_model`): its embeddings are calls of the run (model id = the embedder's id),
+        replayed where the judge model replays."""
+        if self._embedder is not None:
+            return self._embedder
+        if embedder_id not in self._embedders:
             try:
                 model = self.model(self.config.judge_model)
             except (KeyError, ModelError):  # no judge model to go with (an embedding judge needs none): unrecorded
-                self._embedder = RecordedEmbedder(None)
+                self._embedders[embedder_id] = RecordedEmbedder(None, embedder_id=embedder_id)
             else:
-                self._embedder = RecordedEmbedder.for_model(model)
-        return self._embedder
+                self._embedders[embedder_id] = RecordedEmbedder.for_model(model, embedder_id)
+        return self._embedders[embedder_id]
 
     async def judge(
         self, turns: Sequence[Turn], method: JudgeMethod | None = None, candidates: Sequence[str] | None = None
@@ -472,13 +488,16 @@ class WillJudge:
         return partners, choice
 
     def _embedding(self, who: Sequence[Participant], turns: Sequence[Turn]) -> list[Components]:
-        """No LLM: MiniLM cosine similarities (see `embedding_features`) mapped to [0, 1] by the fitted
-        calibration `handraise.embedding` (logistic maps learnt on data/calibration/, never on the
-        benchmark); without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is the
-        calibration's fitted map of the answers already given (`novelty_of`)."""
-        cal = map_choice("embedding", self.config.judge_model).calibration
+        """No LLM: cosine similarities of the configured embedder's vectors (`HandRaiseConfig.embedder`, see
+        `embedding_features`) mapped to [0, 1] by that embedder's fitted calibration
+        `handraise.embedding.<embedder>` (logistic maps learnt on data/calibration/, never on the benchmark);
+        without one, by the fixed (cos − 0.1) / 0.5, flagged `uncalibrated`. Novelty is the calibration's
+        fitted map of the answers already given (`novelty_of`)."""
+        embedder_id = self.config.embedder
+        cal = map_choice("embedding", self.config.judge_model, embedder=embedder_id).calibration
+        embedder = self.embedder_for(embedder_id)
         out = []
-        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, self.embedder), strict=True):
+        for p, f in zip(who, embedding_features(who, turns, self.config.context_turns, embedder), strict=True):
             if cal is None:
                 relevance, confidence, flags = cos_scale(f["rel_cos"]), cos_scale(f["conf_cos"]), ["uncalibrated"]
             else:
@@ -513,8 +532,9 @@ def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, A
 
 EMBEDDING = "handraise.embedding"
 # The share of unknown word pieces in the message from which the embedding judge flags its wills
-# (`embedder_unread:<share>`): on the calibration split the judge's F1 is 0.80 on English items and 0.45 on
-# Japanese ones, whose kanji often reach MiniLM as unknown tokens.
+# (`embedder_unread:<share>`): on MiniLM, the calibration split's F1 is 0.80 on English items and 0.45 on
+# Japanese ones, whose kanji often reach it as unknown tokens. The multilingual use-m3 (the default) reads them
+# all: its unknown share is 0, so it never flags.
 UNREAD_FLAG_AT = 0.2
 
 
@@ -581,7 +601,12 @@ class MapChoice:
 
 
 def map_choice(
-    method: str, judge_id: str, ensemble: Sequence[str] = (), *, unavailable: str | None = None
+    method: str,
+    judge_id: str,
+    ensemble: Sequence[str] = (),
+    *,
+    unavailable: str | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
 ) -> MapChoice:
     """The map a hand-raise judge reads (raises ValueError for an unreadable map file).
     - `likelihood`: with partners (`ensemble`, the judge model itself left out) whose combination has a
@@ -589,11 +614,12 @@ def map_choice(
       without a map leaves the judge model alone (averaged PMIs read through one model's map would be off
       its scale), flagged `ensemble_unmapped`; `unavailable` names a partner that cannot score now
       (`ensemble_unavailable:<id>`). Alone, the judge model's own map, else a `default` one, else none.
-    - `embedding`: the embedder's map, whatever the judge model.
+    - `embedding`: the map of the `embedder` (`handraise.embedding.<embedder>.json`), whatever the judge model;
+      an unknown embedder id is a ValueError that lists the known ones.
     - any other method writes its own numbers: no scorers, no map."""
     if method == "embedding":
-        cal = judgemaps.load_calibration(EMBEDDING, EMBEDDER_ID)
-        return MapChoice(method, (EMBEDDER_ID,), EMBEDDER_ID, cal, _fallback_flag(cal))
+        cal = judgemaps.load_calibration(EMBEDDING, check_embedder(embedder))
+        return MapChoice(method, (embedder,), embedder, cal, _fallback_flag(cal))
     if method != "likelihood":
         return MapChoice(method, (), "", None)
     partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
@@ -636,7 +662,7 @@ def novelty_of(cal: Calibration | None, features: Mapping[str, Any]) -> float:
 def embedding_features(
     who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: TextEmbedder | None = None
 ) -> list[dict[str, Any]]:
-    """Per participant (MiniLM cosines):
+    """Per participant (cosines of the embedder's vectors; without one, MiniLM's):
     - `rel_cos` = the recent context to the profile; `conf_cos` = the best expertise item to the context;
     - `last_cos` = the last message (the user's, the one to answer) to the profile, `last_exp_cos` = the
       best expertise item to it (named in `expertise`); `last_rel` / `last_exp_rel` = those minus the

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.embeddings import EMBEDDER_ID
+from engine import stats
+from engine.embeddings import EMBEDDER_ID, get_embedder
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
@@ -42,10 +43,14 @@ async def calibration_rows(
     context_turns: int = 3,
     embedder: TextEmbedder | None = None,
     partners: Sequence[ChatModel] = (),
+    embedder_id: str = EMBEDDER_ID,
 ) -> list[dict[str, Any]]:
     """The raw features of both judges for every labelled participant of a calibration split (with `partners`:
-    the likelihood ensemble's features, see `handraise_features`)."""
+    the likelihood ensemble's features, see `handraise_features`). The embedding features are those of
+    `embedder_id` (`embedder`, else that embedder live); each row names it (`embedder`) and its item's
+    `language`, so the fit picks each embedder's rows and reports its held-out figures by language."""
 
+    embedder = embedder or get_embedder(embedder_id)
     rows = []
     for item in items:
         cast, turns = item.cast(), item.turns(CONTEXT_MODES.get(context_turns, "3"))
@@ -60,6 +65,8 @@ async def calibration_rows(
                         "cast": ",".join(sorted(q.id for q in cast)),
                         "participant": p.id,
                         "label": bool(item.labels[p.id]),
+                        "language": item.language,
+                        "embedder": embedder_id,
                         **features.get(p.id, {}),
                         **{k: v for k, v in emb.items() if k != "expertise"},
                     }
@@ -73,6 +80,7 @@ def fit_calibrations(
     source: str,
     data_sha256: str,
     config: HandRaiseConfig | None = None,
+    embedders: Sequence[str] | None = None,
 ) -> list[Calibration]:
     """Maps fitted *through the will formula*: relevance = σ(a·x_r + b) and confidence = σ(c·x_c + d) are
     learnt jointly so that the seed's will (weights, novelty) crossing the seed's threshold separates the
@@ -83,39 +91,57 @@ def fit_calibrations(
     judge: x_r = last message–profile cosine and its lead over the roster, x_c = the best expertise cosine
     to the last message and its lead. Novelty, in both, n = σ(e·x_n + f) of the answers already given
     (x_n = the closest answer by another participant and the participant's own, `answer_cos`, `own_cos`).
-    These feature sets scored best in 5-fold cross-validation by cast on the calibration split."""
+    These feature sets scored best in 5-fold cross-validation by cast on the calibration split.
+
+    One embedding map is fitted per embedder (`handraise.embedding.<embedder>`) on that embedder's rows (each row
+    names it, `embedder`; a row without one is MiniLM's): `embedders` says which, by default every embedder
+    the rows hold. The likelihood map (`model_id`; None: none) is fitted on MiniLM's rows, since its novelty
+    reads MiniLM's cosines at judgment time."""
 
     config = config or HandRaiseConfig()
     version = new_version()
-    common = {
-        "version": version,
-        "fitted_on": source,
-        "data_sha256": data_sha256,
-        "n_items": len(rows),
-        "fitted_at": version,
-    }
+    by_embedder: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_embedder.setdefault(str(r.get("embedder") or EMBEDDER_ID), []).append(r)
+    wanted = list(by_embedder) if embedders is None else list(dict.fromkeys(embedders))
+    missing = [e for e in wanted if e not in by_embedder]
+    if model_id is not None and EMBEDDER_ID not in by_embedder:
+        missing.append(f"{EMBEDDER_ID} (the likelihood map's novelty reads its cosines)")
+    if missing:
+        raise ValueError(f"no calibration rows with the features of {', '.join(missing)}")
 
-    def fitted(rel: list[str], conf: list[str]) -> dict[str, Any]:
-        fit = _fit_will_maps(rows, rel, conf, config)
-        if all("cast" in r and "item" in r for r in rows):
-            fit["metrics"] |= cross_validate(rows, rel, conf, config)
+    def fitted(part: Sequence[dict[str, Any]], rel: list[str], conf: list[str]) -> dict[str, Any]:
+        fit = _fit_will_maps(part, rel, conf, config)
+        if all("cast" in r and "item" in r for r in part):
+            fit["metrics"] |= cross_validate(part, rel, conf, config)
         return fit
+
+    def common(part: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "version": version,
+            "fitted_on": source,
+            "data_sha256": data_sha256,
+            "n_items": len(part),
+            "fitted_at": version,
+        }
 
     out = [
         Calibration(
             name=EMBEDDING,
-            model_id=EMBEDDER_ID,
-            **common,
-            **fitted(EMBEDDING_FEATURES["relevance"], EMBEDDING_FEATURES["confidence"]),
+            model_id=embedder_id,
+            **common(by_embedder[embedder_id]),
+            **fitted(by_embedder[embedder_id], EMBEDDING_FEATURES["relevance"], EMBEDDING_FEATURES["confidence"]),
         )
+        for embedder_id in wanted
     ]
     if model_id is not None:
+        minilm = by_embedder[EMBEDDER_ID]
         out.append(
             Calibration(
                 name="handraise.likelihood",
                 model_id=model_id,
-                **common,
-                **fitted(LIKELIHOOD_FEATURES["relevance"], LIKELIHOOD_FEATURES["confidence"]),
+                **common(minilm),
+                **fitted(minilm, LIKELIHOOD_FEATURES["relevance"], LIKELIHOOD_FEATURES["confidence"]),
             )
         )
     return out
@@ -289,19 +315,48 @@ def cross_validate(
         predict = _fit_will_maps(train, rel, conf, config, nov, fit_only=True)["predict"]
         for r, w in zip(test, predict(test), strict=True):
             wills[(str(r["item"]), str(r["participant"]))] = w
-    tp = fp = fn = 0
+    out: dict[str, Any] = {"cv_folds": f"{folds} by {group}", **_held_out_figures(rows, wills, config.threshold)}
+    languages = sorted({str(r.get("language") or "unknown") for r in rows})
+    if len(languages) > 1 and any("language" in r for r in rows):
+        out["cv_by_language"] = {
+            language: _held_out_figures(
+                [r for r in rows if str(r.get("language") or "unknown") == language], wills, config.threshold, True
+            )
+            for language in languages
+        }
+    return out
+
+
+def _held_out_figures(
+    rows: Sequence[dict[str, Any]], wills: dict[tuple[str, str], float], threshold: float, counts: bool = False
+) -> dict[str, Any]:
+    """F1 / precision / recall of the held-out wills at the threshold, and top-1, with their 95 % intervals: F1
+    by the seeded bootstrap over items (a dialogue's decisions move together, as the benchmark's `f1_ci`), top-1
+    by Wilson (one held-out ranking per item with a speaker, as the map's diagnosis). `counts`: also the rows,
+    the items and the items with a speaker the figures rest on."""
+    said: list[bool] = []
+    gold: list[bool] = []
+    of_item: list[str] = []
     items: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for r in rows:
-        w, gold = wills[(str(r["item"]), str(r["participant"]))], bool(r["label"])
-        said = w >= config.threshold
-        tp, fp, fn = tp + (said and gold), fp + (said and not gold), fn + (not said and gold)
-        items[str(r["item"])].append((w, gold))
+        w, label = wills[(str(r["item"]), str(r["participant"]))], bool(r["label"])
+        said.append(w >= threshold)
+        gold.append(label)
+        of_item.append(str(r["item"]))
+        items[str(r["item"])].append((w, label))
+    tp = sum(s and g for s, g in zip(said, gold, strict=True))
+    fp = sum(s and not g for s, g in zip(said, gold, strict=True))
+    fn = sum(g and not s for s, g in zip(said, gold, strict=True))
     precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
     with_speaker = [v for v in items.values() if any(g for _, g in v)]
+    first = sum(max(v)[1] for v in with_speaker)
+    f1_ci = stats.bootstrap(stats.w_f1(said, gold), clusters=of_item)[1] if said else None
+    top1_ci = stats.wilson(first, len(with_speaker))
     return {
-        "cv_folds": f"{folds} by {group}",
         "cv_f1": round(2 * precision * recall / max(1e-9, precision + recall), 4),
         "cv_precision": round(precision, 4),
         "cv_recall": round(recall, 4),
-        "cv_top1": round(sum(max(v)[1] for v in with_speaker) / max(1, len(with_speaker)), 4),
-    }
+        "cv_top1": round(first / max(1, len(with_speaker)), 4),
+        "cv_f1_ci": f1_ci.as_list() if f1_ci else None,
+        "cv_top1_ci": top1_ci.as_list() if top1_ci else None,
+    } | ({"rows": len(rows), "items": len(items), "items_with_speaker": len(with_speaker)} if counts else {})

@@ -39,6 +39,7 @@ def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> 
     maps = {(m["name"], m["model_id"]): m for r in report["results"] for m in r["maps"]}
     assert set(maps) == {
         ("handraise.embedding", "minilm"),
+        ("handraise.embedding", "use-m3"),
         ("handraise.likelihood", "gemma3-270m+smollm2-135m"),
         ("skip.likelihood", "gemma3-270m"),
         ("jury.likelihood", "gemma3-270m"),

@@ -142,7 +142,8 @@ def test_f1_by_language_cell_survives_odd_stored_summaries() -> None:
 @pytest.mark.model  # the packaged embedder
 def test_a_message_the_embedder_cannot_read_says_so_once() -> None:
     at = AppTest.from_function(_page, default_timeout=300).run()
-    at.selectbox(key="conv.method").set_value("embedding")
+    at.selectbox(key="conv.method").set_value("embedding").run()  # the Embedder picker opens
+    at.selectbox(key="conv.embedder").set_value("minilm")  # the English embedder (use-m3 reads Japanese)
     at.slider(key="conv.threshold").set_value(1.0).run()  # no card: the turn closes with its skip lines
     at.chat_input(key="conv.input").set_value("転職の面接対策を教えてください").run()
     settle(at)

@@ -73,7 +73,7 @@ def test_eval_embedding_totals_recompute_from_items() -> None:
         precision, recall = counts["tp"] / (counts["tp"] + counts["fp"]), counts["tp"] / (counts["tp"] + counts["fn"])
         assert figures["f1"] == round(2 * precision * recall / (precision + recall), 4)
         assert figures["decisions_scored"] == 2 * sum(len(i["labels"]) for i in mine)
-    assert report["calibration"].startswith("Calibration: handraise.embedding · minilm")
+    assert report["calibration"].startswith("Calibration: handraise.embedding · use-m3")  # the default embedder
 
 
 @pytest.mark.model

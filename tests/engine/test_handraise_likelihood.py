@@ -15,7 +15,12 @@ from tests.fakes.scripted import FnModel
 
 
 def test_shipped_calibrations_load_and_map_into_the_unit_interval() -> None:
-    for name, model in (("handraise.likelihood", "gemma3-270m"), ("handraise.embedding", "minilm")):
+    shipped = (
+        ("handraise.likelihood", "gemma3-270m"),
+        ("handraise.embedding", "minilm"),
+        ("handraise.embedding", "use-m3"),
+    )
+    for name, model in shipped:
         cal = load_calibration(name, model)
         assert cal is not None and cal.fitted_on.endswith("handraise-calib.jsonl")
         assert "benchmarks" not in cal.fitted_on  # never fitted on the benchmark it is reported on
@@ -127,14 +132,19 @@ def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
     assert all(f["unread"] == 0.0 for f in feats)
 
 
-@pytest.mark.model  # the packaged embedder
+@pytest.mark.model  # the packaged embedders
 def test_the_embedding_judge_flags_a_message_its_embedder_cannot_read() -> None:
-    judge = WillJudge(DEFAULT_CAST, {}, HandRaiseConfig(judge_method="embedding"))  # no model is called
+    config = HandRaiseConfig(judge_method="embedding", embedder="minilm")
+    judge = WillJudge(DEFAULT_CAST, {}, config)  # no model is called
     english, _ = asyncio.run(judge.judge([Turn("user", "My Python test fails with a KeyError.")]))
     japanese, _ = asyncio.run(judge.judge([Turn("user", "転職の面接対策を教えてください")]))
     assert not any(f.startswith("embedder_unread:") for c in english for f in c.flags)
     shares = {f for c in japanese for f in c.flags if f.startswith("embedder_unread:")}
     assert len(shares) == 1 and float(next(iter(shares)).split(":")[1]) >= 0.2
+    # The multilingual embedder (the default) reads every word piece of it: no flag.
+    multilingual = WillJudge(DEFAULT_CAST, {}, config.model_copy(update={"embedder": "use-m3"}))
+    read, _ = asyncio.run(multilingual.judge([Turn("user", "転職の面接対策を教えてください")]))
+    assert not any(f.startswith("embedder_unread:") for c in read for f in c.flags)
 
 
 @pytest.mark.model
@@ -303,9 +313,14 @@ def test_map_choice_is_the_rule_the_judge_applies_and_the_pages_describe(tmp_pat
     down = map_choice("likelihood", "gemma3-270m", ["smollm2-135m"], unavailable="smollm2-135m")
     assert down.scorers == ("gemma3-270m",) and down.flags == ("ensemble_unavailable:smollm2-135m",)
     assert down.describe().startswith("smollm2-135m cannot score: gemma3-270m scores alone.")
-    embedding = map_choice("embedding", "gemma3-270m")
-    assert embedding.map_id == "minilm" and embedding.calibration is not None
-    assert embedding.describe().startswith("Calibration: handraise.embedding · minilm")
+    embedding = map_choice("embedding", "gemma3-270m")  # the default embedder's map: the multilingual USE
+    assert embedding.map_id == embedding.scorers[0] == "use-m3" and embedding.calibration is not None
+    assert embedding.describe().startswith("Calibration: handraise.embedding · use-m3")
+    minilm = map_choice("embedding", "gemma3-270m", embedder="minilm")
+    assert minilm.map_id == "minilm" and minilm.calibration is not None
+    assert minilm.describe().startswith("Calibration: handraise.embedding · minilm")
+    with pytest.raises(ValueError, match="unknown embedder 'nope' — known: minilm, use-m3"):
+        map_choice("embedding", "gemma3-270m", embedder="nope")
     assert map_choice("judge", "gemma3-270m").describe() == "Calibration: none (the judge writes its numbers)"
     # Another directory: no map for the model falls back to a `default` map, then to none (uncalibrated);
     # an unreadable file is an error, not a silent fallback.
