@@ -34,6 +34,7 @@ from engine.handraise.decisions import (
     parse_mentions,
     pending,
     skip_line,
+    stored_config,
     timeout_resolutions,
     user_action,
 )
@@ -403,7 +404,7 @@ def restore_conversation(
 
     try:
         participants = [Participant.model_validate(p) for p in run_config.get("participants", [])]
-        config = HandRaiseConfig.model_validate(run_config.get("config", {}))
+        config = stored_config(run_config.get("config", {}))
     except (ValidationError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a stored conversation's config: {exc}") from None
     if not participants:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -118,6 +118,12 @@ class HandRaiseConfig(BaseModel):
         if self.judge_method != "embedding":
             data.pop("embedder", None)
         return data
+
+
+def stored_config(data: Mapping[str, Any]) -> HandRaiseConfig:
+    """A stored run's config read back: one stored before the embedder was a setting has no `embedder`, and its
+    embedding judge read MiniLM (its recorded vectors are MiniLM's), so that is what it replays with."""
+    return HandRaiseConfig.model_validate({"embedder": "minilm", **dict(data)} if "embedder" not in data else data)
 
 
 def default_ensemble(known: Iterable[str], judge_model: str) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.handraise.decisions import HandRaiseConfig
+from engine.handraise.decisions import HandRaiseConfig, stored_config
 from engine.labels.items import TEXT_CHARS, LabelItem, from_outcomes, number, short_text
 from engine.store import Run, Store
 
@@ -20,7 +20,7 @@ def item_key(**parts: object) -> str:
 def conversation_items(store: Store, run: Run) -> list[LabelItem]:
     """Every judged hand of every turn, with the judge's raw features (what a refit reads)."""
     try:
-        config = HandRaiseConfig.model_validate(run.config.get("config", {}))
+        config = stored_config(run.config.get("config", {}))
     except ValueError:
         config = HandRaiseConfig()
     texts: dict[str, str] = {}

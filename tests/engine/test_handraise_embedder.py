@@ -133,3 +133,13 @@ def test_the_refit_fits_one_map_per_embedder_with_held_out_figures_by_language()
     assert [c.model_id for c in only] == ["use-m3"]
     with pytest.raises(ValueError, match="no calibration rows with the features of minilm"):
         fit_calibrations(rows("use-m3", 0.4), "gemma3-270m", "split.jsonl", "0" * 64)  # the likelihood map reads MiniLM
+
+
+def test_a_run_stored_before_the_embedder_setting_replays_with_minilm() -> None:
+    """Its recorded vectors are MiniLM's: read back without an `embedder`, its config says minilm, not the new
+    default (which would replay as a miss)."""
+    from engine.handraise.decisions import HandRaiseConfig, stored_config
+
+    assert HandRaiseConfig().embedder == "use-m3"
+    assert stored_config({"judge_method": "embedding"}).embedder == "minilm"
+    assert stored_config({"judge_method": "embedding", "embedder": "use-m3"}).embedder == "use-m3"
