@@ -32,7 +32,7 @@ from dashboard.text import (
     safe_avatar,
 )
 from engine import exports, judgemaps
-from engine.diagnostics import diagnosis_for
+from engine.diagnostics import cross_validated, diagnosis_for, selective_figure
 from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
 from engine.jury.stack import JURY_STACK, stack_id
 
@@ -199,6 +199,9 @@ def judge_quality_note(view: JuryView) -> str:
     return "One case says little about the jury — over many cases, " + "; ".join(notes) + "."
 
 
+LANGUAGE_NAMES = {"en": "English", "ja": "Japanese"}
+
+
 def _stack_note(view: JuryView) -> str:
     """A stacked panel's figures (its map's cross-validated accuracy with its interval, the selective verdict's
     coverage), read from the stack map the final judgment names."""
@@ -212,22 +215,21 @@ def _stack_note(view: JuryView) -> str:
         cal = None
     if cal is None:
         return ""
-    fig = cal.metrics.get("cross_validated") or {}
-    ci = fig.get("interval")
-    if fig.get("accuracy") is None or not ci:
+    fig = cross_validated(cal.metrics)
+    if fig is None:
         return ""
     text = (
-        f"One case says little about the jury — over {fig.get('cases', '?')} labelled cases it never saw while "
-        f"fitted, the stacked panel was right on {fig['accuracy']:.0%} (95 % {ci[0]:.0%}–{ci[1]:.0%}; chance 33 %)"
+        f"One case says little about the jury — over {fig.cases} labelled cases it never saw while fitted, the "
+        f"stacked panel was right on {fig.accuracy:.0%} (95 % {fig.low:.0%}–{fig.high:.0%}; chance 33 %)"
     )
-    langs = fig.get("by_language") or {}
-    if langs:
-        text += " — " + ", ".join(
-            f"{code} {v['accuracy']:.0%} of {v['cases']}" for code, v in langs.items() if v.get("accuracy") is not None
+    if fig.by_language:
+        text += " — " + ", ".join(f"{LANGUAGE_NAMES.get(c, c)} {a:.0%} of {n} cases" for c, a, n in fig.by_language)
+    sel = selective_figure(cal.metrics)
+    if sel is not None:
+        text += (
+            f"; allowed {sel.rate:.0%} errors among the cases it decides, it decided {sel.coverage:.0%} of them and "
+            "said 'not sure' on the rest"
         )
-    sel = cal.metrics.get("selective_cross_validated") or {}
-    if sel.get("coverage") is not None:
-        text += f"; allowed 20 % errors, it decides {sel['coverage']:.0%} of cases and says 'not sure' on the rest"
     return text + "."
 
 
@@ -451,27 +453,55 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
             f"decided by {md(method_words(f, view.config))}" + ("  (tie broken)" if f.get("tie_broken") else "")
         )
         right = gold_check(view)
-        if right is None:
+        flags = f.get("flags") or []
+        held = next((x.split(":", 1)[1] for x in flags if x.startswith("stacked:")), "")
+        if "selective:not_sure" in flags:
+            # Not decided is neither right nor wrong: the panel passed the case to a human (the selective verdict).
+            would = ""
+            if gold and held:
+                outcome = "right" if held == gold else "wrong"
+                would = f" — its best reading, {in_words(held)}, would have been {outcome}"
+            st.info(
+                f"🤔 **Not decided** — passed to a human · {verdict}"
+                + (f" · gold label: **{md(in_words(gold))}**{md(would)}" if gold else ""),
+                icon="⚖️",
+            )
+            right = None
+        elif right is None:
             st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
         elif right:
             st.success(f"✅ **Right** — matches the gold label **{md(in_words(gold))}** · {verdict}")
         else:
             st.error(f"❌ **Wrong** — the gold label is **{md(in_words(gold))}** · {verdict}")
         quality = judge_quality_note(view)
-        if right is not None and quality:
+        if gold and quality:
             st.caption(md(quality))
     if f.get("reasoning"):
         st.text(f["reasoning"])
     if f.get("detail") and details:
         st.caption(md(breakable(f["detail"])))
     # How the judge worked (likelihood, which map) is detail; a flag that something failed is shown always
-    how = ("likelihood", "calibration:", "panel_map", "role_map", "stack", "neighbours", "selective:", "minority_veto:")
-    informative = [x for x in f.get("flags") or [] if x.startswith(how) or x.split(":", 1)[-1].startswith(how)]
-    warnings = [x for x in f.get("flags") or [] if x not in informative]
+    warnings, informative = split_flags(f.get("flags") or [])
     if warnings:
         st.warning("Flags: " + md(breakable(", ".join(warnings))))
     if informative and details:
         st.caption("How it was judged: " + md(breakable(", ".join(informative))))
+
+
+HOW_FLAGS = ("likelihood", "calibration:", "panel_map", "role_map", "stacked:", "neighbours", "selective:")
+HOW_EXACT = ("stack", "minority_veto")
+
+
+def split_flags(flags: list[str]) -> tuple[list[str], list[str]]:
+    """(warnings, informative): a flag that says how a judgment was made (likelihood, which map, the stack, the
+    selective cut, a veto) is detail; any other (a fallback, a failed seat, `stack_unavailable`, `map_fallback`)
+    is a warning, shown always."""
+    informative = [
+        x
+        for x in flags
+        if x.startswith(HOW_FLAGS) or x.split(":", 1)[0] in HOW_EXACT or x.split(":", 1)[-1].startswith(HOW_FLAGS)
+    ]
+    return [x for x in flags if x not in informative], informative
 
 
 def _reasoning_text(text: str, detail: object = "") -> None:

@@ -187,8 +187,72 @@ def identical_seats(judge: str, seats: int) -> Diagnosis:
 
 
 def _split_of(name: str) -> str:
-    """The split a map was fitted on: the jury's role and panel maps share the channel map's."""
-    return "jury.likelihood" if name == "jury.panel" or name.startswith("jury.role.") else name
+    """The split a map was fitted on: every jury map (channel, role, panel, seat, neighbours, stack) shares the
+    channel map's."""
+    return "jury.likelihood" if name.startswith("jury.") else name
+
+
+@dataclass(frozen=True)
+class CrossValidated:
+    """A map's stored cross-validated accuracy (`metrics.cross_validated`, as `judgelab jury calibrate-panel`
+    writes it), read defensively: a map file is input, and a figure of the wrong type is no figure."""
+
+    accuracy: float
+    low: float
+    high: float
+    cases: int
+    by_language: tuple[tuple[str, float, int], ...] = ()
+
+
+def share(value: object) -> float | None:
+    """A stored rate in [0, 1], or None for anything else (a string, NaN, a bool, out of range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value) if 0 <= value <= 1 else None
+
+
+@dataclass(frozen=True)
+class Selective:
+    """A stack map's stored selective figure (`metrics.selective_cross_validated`): at `rate` errors allowed among
+    decided cases, the share it decided and the error it had there, cross-validated."""
+
+    rate: float
+    coverage: float
+    error: float | None
+
+
+def selective_figure(metrics: Mapping[str, Any]) -> Selective | None:
+    fig = metrics.get("selective_cross_validated")
+    if not isinstance(fig, Mapping):
+        return None
+    rate, coverage = share(fig.get("rate")), share(fig.get("coverage"))
+    if rate is None or coverage is None:
+        return None
+    return Selective(rate, coverage, share(fig.get("error")))
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**9 else None
+
+
+def cross_validated(metrics: Mapping[str, Any], key: str = "cross_validated") -> CrossValidated | None:
+    """The figure under `key`, or None when there is none or it is damaged."""
+    fig = metrics.get(key)
+    if not isinstance(fig, Mapping):
+        return None
+    acc, cases, ci = share(fig.get("accuracy")), _count(fig.get("cases")), fig.get("interval")
+    bounds = [share(x) for x in ci] if isinstance(ci, list | tuple) and len(ci) == 2 else [None, None]
+    low, high = bounds
+    if acc is None or cases is None or low is None or high is None or not low <= acc <= high:
+        return None
+    langs = fig.get("by_language")
+    by_language = []
+    for code, v in (langs if isinstance(langs, Mapping) else {}).items():
+        lang_acc = share(v.get("accuracy")) if isinstance(v, Mapping) else None
+        lang_n = _count(v.get("cases")) if isinstance(v, Mapping) else None
+        if lang_acc is not None and lang_n is not None and isinstance(code, str) and len(code) <= 8:
+            by_language.append((code, lang_acc, lang_n))
+    return CrossValidated(acc, low, high, cases, tuple(by_language))
 
 
 def _split_labels(name: str, directory: Path) -> list[Any]:
@@ -242,6 +306,10 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
         n = int(m.get("cases") or len(labels))
         majority = Counter(labels).most_common(1)[0][1] / len(labels)
         return accuracy_vs_chance(judge, round(float(m["loo_case_accuracy"]) * n), n, majority, "accuracy")
+    cv = cross_validated(m)
+    if jury and cv is not None and labels:
+        majority = Counter(labels).most_common(1)[0][1] / len(labels)
+        return accuracy_vs_chance(judge, round(cv.accuracy * cv.cases), cv.cases, majority, "accuracy")
     if isinstance(m.get("cv_auc"), int | float) and labels:
         positives = sum(bool(v) for v in labels)
         auc = float(m["cv_auc"])

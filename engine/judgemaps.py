@@ -15,7 +15,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,9 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from engine.config import get_settings
 from engine.inputs import max_input_bytes, read_text
-from models.files import InputError, MissingFile, read_bytes, replace_whole
+from models.files import InputError, MissingFile, read_bytes, replace_all, replace_whole
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"
+
+
+MAX_WEIGHT = 1e12  # a logistic weight: shipped ones < 20, a separable tiny fit ~1e9; beyond, scores can overflow
 
 
 class FittedMap(BaseModel):
@@ -53,6 +57,8 @@ class FittedMap(BaseModel):
         numbers = [*self.coef, self.intercept, *self.xs, *self.ys, self.lo, self.hi]
         if not all(math.isfinite(v) for v in numbers):
             raise ValueError("a non-finite number")
+        if any(abs(v) > MAX_WEIGHT for v in [*self.coef, self.intercept]):
+            raise ValueError(f"a weight beyond ±{MAX_WEIGHT:g}, which no fit writes")
         if not self.features:
             raise ValueError("no feature")
         if self.kind == "logistic" and len(self.coef) != len(self.features):
@@ -67,6 +73,8 @@ class FittedMap(BaseModel):
         xs = self._values(values)
         if self.kind == "logistic":
             z = sum(c * x for c, x in zip(self.coef, xs, strict=True)) + self.intercept
+            if math.isnan(z):
+                raise ValueError("the map's score is not a number")
             return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
         if self.kind == "linear":
             return min(1.0, max(0.0, (xs[0] - self.lo) / (self.hi - self.lo)))
@@ -83,7 +91,10 @@ class FittedMap(BaseModel):
         """A logistic map's linear score Σ coef·x + intercept (the logit; a multinomial map's class score)."""
         if self.kind != "logistic":
             raise ValueError(f"a {self.kind} map has no linear score")
-        return sum(c * x for c, x in zip(self.coef, self._values(values), strict=True)) + self.intercept
+        z = sum(c * x for c, x in zip(self.coef, self._values(values), strict=True)) + self.intercept
+        if not math.isfinite(z):
+            raise ValueError("the map's score is not finite")
+        return z
 
 
 class Calibration(BaseModel):
@@ -105,8 +116,7 @@ class Calibration(BaseModel):
 
     @property
     def fallback(self) -> str:
-        """Why this shipped map is read instead of the adopted version (a damaged `in_use.json` or version,
-        one line; `load_calibration` sets it), '' when it is the map chosen."""
+        """Why the shipped map is read instead of the adopted version (set by `load_calibration`), '' if not."""
         return self._fallback
 
     def with_fallback(self, why: str) -> Calibration:
@@ -259,20 +269,61 @@ def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
     return path
 
 
-def load_calibration(name: str, model_id: str, directory: Path | None = None) -> Calibration | None:
-    """The map in use: a version adopted from the user's labels (`adopt_version`), else the shipped (or
-    refitted) calibration, or None when there is none for this model: the judge then falls back to the
-    uncalibrated probabilities and flags it. An adopted version that cannot be used (a damaged `in_use.json`, a
-    missing or damaged version) gives the shipped map with `fallback` saying why. With `directory`, that
-    folder's file only."""
+def save_calibrations(cals: Sequence[Calibration], directory: Path | None = None) -> list[Path]:
+    """Write maps that go together (a panel's seats and its stack) all or none: a failed write leaves every old
+    file as it was (MapError, one line)."""
+    paths = [calibration_path(c.name, c.model_id, directory) for c in cals]
+    try:
+        for path in dict.fromkeys(p.parent for p in paths):
+            path.mkdir(parents=True, exist_ok=True)
+        replace_all([(p, _dumped(c)) for p, c in zip(paths, cals, strict=True)])
+    except OSError as exc:
+        raise MapError(
+            f"{paths[0].parent.name}/: cannot be written ({exc.strerror or exc}); no map was changed"
+        ) from None
+    return paths
+
+
+def check_writable(directory: Path | None = None) -> None:
+    """MapError unless maps can be written into `directory` (data/calibration/): before a refit's model pass."""
+    folder = directory or CALIBRATION_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise MapError(f"{folder.name}/: maps cannot be written there ({exc.strerror or exc})") from None
+
+
+def load_calibration(
+    name: str, model_id: str, directory: Path | None = None, check: Callable[[Calibration], str] | None = None
+) -> Calibration | None:
+    """The map in use: a version adopted from the user's labels (`adopt_version`), else the shipped (or refitted)
+    one, or None when there is none for this model (the judge falls back to uncalibrated probabilities, flagged).
+    An adopted version that cannot be used (a damaged `in_use.json` or version, or one `check` refuses: the judge's
+    own test of a map's metrics, '' when usable) gives the shipped map with `fallback` saying why; a shipped map
+    `check` refuses raises MapError. With `directory`, that folder's file only."""
     found = adoption(name, model_id) if directory is None else Adoption()
     if found.calibration is not None:
-        return found.calibration
+        problem = check(found.calibration) if check is not None else ""
+        if not problem:
+            return found.calibration
+        where = f"{name}.{model_id}/{found.version}.json"
+        found = Adoption(problem=f"{POINTER}: {where}: damaged: {problem}")
     path = calibration_path(name, model_id, directory)
     if not os.path.lexists(path):  # a directory, FIFO or dangling link there is an error, not "no map"
         return None
     cal = _read_calibration(path)
+    problem = check(cal) if check is not None else ""
+    if problem:
+        raise MapError(f"{_file(path)}: not a valid calibration file: {problem}")
     return cal.with_fallback(found.problem) if found.problem else cal
+
+
+def map_flags(cal: Calibration | None) -> list[str]:
+    """`map_fallback` when a judge reads the shipped map because the adopted version cannot be (its `fallback`)."""
+    return ["map_fallback"] if cal is not None and cal.fallback else []
 
 
 def _read_calibration(path: Path) -> Calibration:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.diagnostics import calibration_diagnosis
-from engine.judgemaps import Calibration, save_calibration
+from engine.judgemaps import Calibration, check_writable, save_calibrations
 from engine.store import Store, StoreError
 from models.errors import ModelError
 from models.recording import call_context
@@ -44,6 +44,10 @@ def refit(job: RefitJob, output_dir: Path | None) -> dict[str, Any]:
     store each with its diagnosis (measurable signal or not, read wherever the judge is offered), write them to
     data/calibration/ (or `output_dir`); returns what was written. Raises RefitError for a model that cannot
     score or a split that cannot be fitted."""
+    try:
+        check_writable(output_dir)  # before the model pass, which takes minutes
+    except ValueError as exc:
+        raise RefitError(f"{job.mechanism} refit: {exc}") from None
     run_id = job.store.create_run(
         "calibration", {"mechanism": job.mechanism, "model": job.model_id, "data": str(job.data)}
     ).id
@@ -59,7 +63,7 @@ def refit(job: RefitJob, output_dir: Path | None) -> dict[str, Any]:
             c.model_copy(update={"metrics": {**c.metrics, "diagnosis": calibration_diagnosis(c).to_dict()}})
             for c in calibrations
         ]
-        paths = [str(save_calibration(c, output_dir)) for c in calibrations]
+        paths = [str(p) for p in save_calibrations(calibrations, output_dir)]
     except BaseException as exc:
         with contextlib.suppress(StoreError):  # the refit's own error is the one to report
             job.store.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")

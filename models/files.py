@@ -23,6 +23,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from models.terminal import one_line
@@ -202,6 +203,40 @@ def replace_whole(path: Path, data: bytes | str, *, exclusive: bool = False, cle
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     _fsync_folder(folder)
+
+
+def replace_all(files: Sequence[tuple[Path, bytes | str]]) -> None:
+    """Several files that go together (a panel's seat maps and its stack), written all or none as far as a
+    filesystem allows: every one staged first as a hidden temporary file beside its target, fsynced; only when
+    all are staged are they renamed over their targets, in turn. Any OSError while staging (a full disk, a folder
+    that cannot be written, a target that is not a plain file) removes the temporary files and leaves every target
+    as it was."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+                # a folder, link or FIFO where the file goes: its rename would fail after others were made
+                raise OSError(errno.EISDIR, f"{path.name} is not a plain file")
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            fd, tmp = _temporary(path.parent, path.name)
+            staged.append((tmp, path))
+            try:
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for tmp, path in staged:
+            with contextlib.suppress(OSError):  # an existing file keeps its mode
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    for folder in dict.fromkeys(path.parent for path, _ in files):
+        _fsync_folder(folder)
 
 
 def _temporary(folder: Path, name: str) -> tuple[int, str]:

@@ -28,7 +28,7 @@ from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
 from engine.config import ConfigError, get_settings
-from engine.diagnostics import diagnosis_for, identical_seats
+from engine.diagnostics import cross_validated, diagnosis_for, identical_seats, selective_figure
 from engine.embeddings import EMBEDDERS
 from engine.jury import (
     CaseError,
@@ -435,11 +435,10 @@ def _method(model_id: str, judge: str) -> str:
 
 
 def _cv(cal: Any) -> str:
-    fig = cal.metrics.get("cross_validated") or {}
-    ci = fig.get("interval")
-    if fig.get("accuracy") is None or not ci:
+    fig = cross_validated(cal.metrics)
+    if fig is None:
         return "no cross-validated figure"
-    return f"cross-validated accuracy {fig['accuracy']:.2f} ({ci[0]:.2f}–{ci[1]:.2f}) on {fig.get('cases')} cases"
+    return f"cross-validated accuracy {fig.accuracy:.2f} ({fig.low:.2f}–{fig.high:.2f}) on {fig.cases} cases"
 
 
 def _seat_line(seat: JurorSeat) -> str:
@@ -462,17 +461,19 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
     stacked = Jury(seats, {}, config).stack_map(Rubric()) if config.final_judgment_method in ("auto", "stack") else None
     if stacked is not None:
-        fig = stacked.metrics.get("cross_validated") or {}
-        sel = stacked.metrics.get("selective_cross_validated") or {}
-        ci = fig.get("interval") or [None, None]
+        fig = cross_validated(stacked.metrics)
+        sel = selective_figure(stacked.metrics)
         text = (
-            f"Panel: different judges, stacked — right on {fig.get('accuracy', 0):.0%} of {fig.get('cases', '?')} "
-            f"labelled cases held out (95 % {ci[0]:.0%}–{ci[1]:.0%}; chance 33 %)"
-            if fig.get("accuracy") is not None and ci[0] is not None
-            else "Panel: different judges, stacked"
+            f"Panel: different judges, stacked — right on {fig.accuracy:.0%} of {fig.cases} labelled cases held out "
+            f"(95 % {fig.low:.0%}–{fig.high:.0%}; chance 33 %)"
+            if fig is not None
+            else "Panel: different judges, stacked (no cross-validated figure stored with its map)"
         )
-        if sel.get("coverage") is not None:
-            text += f"; at 20 % error it decides {sel['coverage']:.0%} of cases and says 'not sure' on the rest"
+        if sel is not None:
+            text += (
+                f"; allowed {sel.rate:.0%} errors among the cases it decides, it decided {sel.coverage:.0%} of them "
+                "and said 'not sure' on the rest"
+            )
         return text
     parts = []
     roles = _role_panel(seats, config)

@@ -389,12 +389,15 @@ def panel_job(data: Path, panel: str = "local", limit: int | None = None) -> Ref
     # CLI start-up: loaded when the command runs
     from engine.embeddings import RecordedEmbedder
     from engine.jury import DEFAULT_VERDICTS, panel_seats
-    from engine.jury.panelfit import Seat, fit_panel, seat_rows
+    from engine.jury.panelfit import Seat, fit_panel, seat_rows, split_problem
     from engine.refit import RefitJob
 
     cases = _cases(data)[:limit]
     if any(c.gold is None for c in cases):
         raise fail(f"{data}: every calibration case needs a gold verdict")
+    problem = split_problem([str(c.gold) for c in cases], DEFAULT_VERDICTS)
+    if problem:
+        raise fail(f"{data}: {problem}")
     if any(c.rubric is not None and c.rubric.verdicts != list(DEFAULT_VERDICTS) for c in cases):
         raise fail(f"{data}: the panel is fitted for the default labels ({', '.join(DEFAULT_VERDICTS)})")
     try:

@@ -619,7 +619,7 @@ def map_choice(
     - any other method writes its own numbers: no scorers, no map."""
     if method == "embedding":
         cal = judgemaps.load_calibration(EMBEDDING, check_embedder(embedder))
-        return MapChoice(method, (embedder,), embedder, cal, _fallback_flag(cal))
+        return MapChoice(method, (embedder,), embedder, cal, tuple(judgemaps.map_flags(cal)))
     if method != "likelihood":
         return MapChoice(method, (), "", None)
     partners = tuple(m for m in dict.fromkeys(ensemble) if m != judge_id)
@@ -630,18 +630,13 @@ def map_choice(
         combined = ensemble_id(judge_id, partners)
         cal = judgemaps.load_calibration(HANDRAISE, combined)
         if cal is not None:
-            return MapChoice(method, (judge_id, *partners), combined, cal, _fallback_flag(cal), partners)
+            return MapChoice(method, (judge_id, *partners), combined, cal, tuple(judgemaps.map_flags(cal)), partners)
         flags = ("ensemble_unmapped",)
     for map_id in (judge_id, "default"):
         cal = judgemaps.load_calibration(HANDRAISE, map_id)
         if cal is not None:
-            return MapChoice(method, (judge_id,), map_id, cal, (*flags, *_fallback_flag(cal)), partners)
+            return MapChoice(method, (judge_id,), map_id, cal, (*flags, *judgemaps.map_flags(cal)), partners)
     return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
-
-
-def _fallback_flag(cal: Calibration | None) -> tuple[str, ...]:
-    """`map_fallback` when the shipped map is read because the adopted version cannot be (its `fallback`)."""
-    return ("map_fallback",) if cal is not None and cal.fallback else ()
 
 
 def cos_scale(cos: float) -> float:

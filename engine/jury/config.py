@@ -99,6 +99,14 @@ class JuryConfig(BaseModel):
         "the default labels, the calibrated likelihood of the label words for other rubrics",
     )
 
+    @field_validator("selective_error", mode="before")
+    @classmethod
+    def _off(cls, value: object) -> object:
+        """JURY_SELECTIVE_ERROR=none (or off): always decide, as 0 does."""
+        if isinstance(value, str) and value.strip().lower() in ("none", "off"):
+            return None
+        return value
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> JuryConfig:
         """Defaults, then the JURY_* variables, then `overrides`. A bad value names its variable."""

@@ -25,7 +25,13 @@ from engine.jury.likelihood import (
     jury_round_features,
     jury_scores,
 )
-from engine.jury.neighbours import JURY_NEIGHBOURS, features_of, nearest_cases, neighbour_texts
+from engine.jury.neighbours import (
+    JURY_NEIGHBOURS,
+    features_of,
+    nearest_cases,
+    neighbour_texts,
+    neighbours_problem,
+)
 from engine.jury.roles import (
     JURY_PANEL,
     JURY_ROLE,
@@ -86,16 +92,17 @@ class LikelihoodSeats:
         return seat.judge == "neighbours" or self.by_likelihood(seat)
 
     def _embedder(self, embedder_id: str) -> RecordedEmbedder:
-        """The run's embedder of that id, recording into (and replaying from) the call log of the panel's models."""
+        """The run's embedder of that id, recording into (and replaying from) the call log of the panel's models: a
+        model seat's, else (a panel of neighbours seats only) the final judge's, which is built but never called."""
         if embedder_id not in self._embedders:
             base = None
-            for s in self.seats:
-                if s.judge != "neighbours":
-                    try:
-                        base = self.model(s.model_id)
-                        break
-                    except KeyError:
-                        continue
+            ids = [s.model_id for s in self.seats if s.judge != "neighbours"] + [self.config.final_judge_model]
+            for model_id in ids:
+                try:
+                    base = self.model(model_id)
+                    break
+                except (KeyError, ModelError):  # not in the catalog, or cannot be built here
+                    continue
             self._embedders[embedder_id] = (
                 RecordedEmbedder.for_model(base, embedder_id)
                 if base is not None
@@ -109,7 +116,11 @@ class LikelihoodSeats:
         """The LLM-free juror (engine.jury.neighbours): the case's two embeddings through the seat's fitted map,
         and the labelled cases it is closest to, in words. Same contract as `_ask`."""
         facts: dict[str, Any] = {"started_s": round(time.perf_counter() - t0, 4)}
-        cal = judgemaps.load_calibration(JURY_NEIGHBOURS, seat.model_id)
+        try:
+            cal = judgemaps.load_calibration(JURY_NEIGHBOURS, seat.model_id, check=neighbours_problem)
+        except ValueError as exc:  # the shipped map is damaged: the seat fails, flagged, and the others go on
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, str(exc), facts
         if cal is None or not all(v in cal.maps for v in rubric.verdicts):
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
             return (
@@ -129,7 +140,11 @@ class LikelihoodSeats:
         if not all(math.isfinite(v) for v in features.values()):
             facts["flags"] = ["neighbours", "invalid:embedding"]
             return None, "invalid embedding (a non-finite value)", facts
-        probs = cal.distribution(rubric.verdicts, features)
+        try:
+            probs = cal.distribution(rubric.verdicts, features)
+        except (ValueError, KeyError) as exc:
+            facts["flags"] = ["neighbours", f"calibration:{cal.version}", *judgemaps.map_flags(cal)]
+            return None, f"the neighbours map {cal.version} cannot be applied ({str(exc)[:160]})", facts
         near = nearest_cases(cal, vectors[0])
         best = max(range(len(probs)), key=lambda i: probs[i])
         lead = f"Reads as {VERDICT_READS.get(rubric.verdicts[best], rubric.verdicts[best])} ({probs[best]:.0%} sure)"
@@ -141,7 +156,7 @@ class LikelihoodSeats:
                 f"{lead}: by what the transcript and the agent's last line are about, as the labelled cases taught it."
             )
         facts.update(
-            flags=["neighbours", f"calibration:{cal.version}"],
+            flags=["neighbours", f"calibration:{cal.version}", *judgemaps.map_flags(cal)],
             detail=f"{_distribution(rubric.verdicts, probs)}; embeddings {seat.model_id} of the transcript and the "
             f"agent's last line; nearest: "
             + (", ".join(f"{i} {cos:.2f}" for i, _, _, cos in near) or "none kept")
@@ -256,7 +271,7 @@ class LikelihoodSeats:
                 facts["flags"] = ["likelihood", "invalid:likelihood_features", *score_flags]
                 return None, f"invalid likelihood features: {shown}", facts
             probs = cal.distribution(rubric.verdicts, features)
-            flags = ["likelihood", f"calibration:{cal.version}", *score_flags]
+            flags = ["likelihood", f"calibration:{cal.version}", *score_flags, *judgemaps.map_flags(cal)]
             shown = " · ".join(
                 f"{k} {v:+.2f}" for k, v in features.items() if k in cal.maps[rubric.verdicts[0]].features
             )
@@ -384,7 +399,12 @@ class LikelihoodSeats:
             if others:
                 text = text[:-1] + "; its map does not read the others' verdicts, so hearing them cannot move it."
         facts.update(
-            flags=["likelihood", f"calibration:{cal.version}", "role_map" if judged else "panel_map"],
+            flags=[
+                "likelihood",
+                f"calibration:{cal.version}",
+                "role_map" if judged else "panel_map",
+                *judgemaps.map_flags(cal),
+            ],
             detail=f"{_distribution(rubric.verdicts, probs)}; features: {shown}; {how}, map {cal.version}",
             distribution=dict(zip(rubric.verdicts, (round(float(p), 6) for p in probs), strict=True)),
         )

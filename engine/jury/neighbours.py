@@ -91,13 +91,27 @@ def fit_neighbours(
     )
 
 
+def neighbours_problem(cal: Calibration) -> str:
+    """'' when a neighbours map can be used; else why, in one line (engine.judgemaps.load_calibration's `check`):
+    logistic maps over the embedder's features, and its labelled cases a list."""
+    known = set(feature_names())
+    if any(m.kind != "logistic" or not set(m.features) <= known for m in cal.maps.values()):
+        return "a verdict's map does not read the transcript's and the last line's embeddings"
+    if not isinstance(cal.metrics.get("labelled_cases", []), list):
+        return "labelled_cases is not a list of labelled cases"
+    return ""
+
+
 def nearest_cases(cal: Calibration, full: np.ndarray, n: int = NEIGHBOURS_SHOWN) -> list[tuple[str, str, str, float]]:
     """(id, title, gold, cosine) of the labelled cases whose transcripts are closest to this one."""
     kept = cal.metrics.get("labelled_cases") or []
+    kept = kept if isinstance(kept, list) else []
     query = np.asarray(full, dtype=np.float64)
     query = query / max(float(np.sqrt((query * query).sum())), 1e-12)
     scored = []
     for item in kept:
+        if not isinstance(item, dict):
+            continue
         try:
             vector = _unpack(str(item["v"]))
         except (KeyError, ValueError, TypeError):

@@ -215,6 +215,24 @@ def figures(
     return out
 
 
+MIN_PER_VERDICT = 5  # a verdict held out in each of the 5 folds, and the nested fit still sees every verdict
+
+
+def split_problem(labels: Sequence[str], classes: Sequence[str]) -> str:
+    """'' when a panel can be fitted and measured on these labels; else why, in one line (checked before any
+    model is loaded: the model pass takes minutes)."""
+    unknown = sorted({v for v in labels if v not in classes})
+    if unknown:
+        return f"gold {unknown[0]!r} is not one of {', '.join(classes)}"
+    short = [f"{v} {labels.count(v)}" for v in classes if labels.count(v) < MIN_PER_VERDICT]
+    if short:
+        return (
+            f"stratified {FOLDS}-fold cross-validation needs at least {MIN_PER_VERDICT} cases of each verdict; "
+            f"the split has {', '.join(short)}"
+        )
+    return ""
+
+
 def fit_panel(
     seats: Sequence[Seat],
     rows: dict[str, list[dict[str, float]]],
@@ -223,8 +241,11 @@ def fit_panel(
     source: Path | str,
     repeats: int = REPEATS,
 ) -> list[Calibration]:
-    """Every seat's map and the stack, each with its cross-validated figures."""
+    """Every seat's map and the stack, each with its cross-validated figures (ValueError: a split too small)."""
     labels = [str(c["gold"]) for c in cases]
+    problem = split_problem(labels, classes)
+    if problem:
+        raise ValueError(problem)
     languages = [str(c.get("language") or "?") for c in cases]
     keys = [s.key for s in seats]
     cv = cross_validated(seats, rows, labels, classes, repeats)

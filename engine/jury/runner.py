@@ -297,7 +297,10 @@ class Jury(StackedPanel, LikelihoodSeats):  # the stacked half first: its stack_
         model) and the final judge's where one is asked (final_judge, or auto without a fitted stack)."""
         needed = {s.model_id for s in self.seats if s.judge != "neighbours"}
         method = self.config.final_judgment_method
-        if method == "final_judge" or (method == "auto" and self.stack_map(rubric or Rubric()) is None):
+        rubric = rubric or Rubric()
+        if method == "final_judge" or (
+            method == "auto" and self.stack_map(rubric) is None and not self.stack_trouble(rubric)
+        ):
             needed.add(self.config.final_judge_model)
         return needed
 
@@ -383,14 +386,11 @@ class Jury(StackedPanel, LikelihoodSeats):  # the stacked half first: its stack_
             stack = self.stack_map(rubric)
             if stack is not None:
                 return self._stack_final(phase1, latest, rubric, stack)
+            trouble = self.stack_trouble(rubric)
+            if trouble:  # fitted for these seats but unusable: said and flagged, never a silent other judge
+                return self.vote_instead(latest, rubric, f"the stack cannot be used: {trouble}")
             if cfg.final_judgment_method == "stack":
-                vote = majority_vote(latest, tie_policy=cfg.tie_policy, verdicts=rubric.verdicts)
-                return vote.model_copy(
-                    update={
-                        "flags": [*vote.flags, "stack_unavailable"],
-                        "reasoning": f"no stack is fitted for these seats; {vote.reasoning}",
-                    }
-                )
+                return self.vote_instead(latest, rubric, "no stack is fitted for these seats")
         if cfg.final_judgment_method not in ("final_judge", "auto"):
             return decide_final(
                 latest,

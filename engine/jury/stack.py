@@ -150,14 +150,54 @@ def selective_cuts(probs: np.ndarray, labels: Sequence[int]) -> dict[str, dict[s
     return out
 
 
-def selective_cut(cal: Calibration, rate: float) -> float | None:
-    """The map's cut for the stated error rate (the nearest rate it holds at or below it); None: decide always."""
+def selective_cut(cal: Calibration, rate: float) -> float:
+    """The map's cut for the stated error rate: the cut of the nearest rate it holds at or below it (stricter, never
+    looser). math.inf (decide nothing) when it holds no rate that strict, or no cut reached that rate on the split."""
     cuts = cal.metrics.get("selective") or {}
     usable = sorted((float(r), v) for r, v in cuts.items() if _is_rate(r) and float(r) <= rate + 1e-12)
     if not usable:
+        return math.inf
+    cut = _number(usable[-1][1].get("cut")) if isinstance(usable[-1][1], dict) else None
+    return cut if cut is not None and 0 <= cut <= 1 else math.inf
+
+
+def round_weight(cal: Calibration) -> float:
+    """The others' weight in a learned round (0 when the map holds none: no round can move anyone)."""
+    w = _number(cal.metrics.get("round_weight"))
+    return w if w is not None and 0 <= w <= ROUND_MAX_WEIGHT else 0.0
+
+
+def stack_problem(cal: Calibration) -> str:
+    """'' when a stack map can be used; else why, in one line (engine.judgemaps.load_calibration's `check`: an
+    adopted version it refuses gives the shipped map, flagged). Its maps read the same seats' log-probabilities,
+    its round weight is a number in [0, ROUND_MAX_WEIGHT], its selective cuts are rates with cuts in [0, 1]."""
+    features = {tuple(m.features) for m in cal.maps.values()}
+    if len(features) != 1 or any(m.kind != "logistic" for m in cal.maps.values()):
+        return "its verdicts' maps do not read the same seats"
+    if any(f.rpartition(":")[2] not in cal.maps for f in next(iter(features))):
+        return "it reads a verdict it has no map for"
+    given = cal.metrics.get("round_weight", 0.0)
+    w = _number(given)
+    if w is None or not 0 <= w <= ROUND_MAX_WEIGHT:
+        return f"round_weight {str(given)[:40]!r} is not a number in [0, {ROUND_MAX_WEIGHT:g}]"
+    cuts = cal.metrics.get("selective")
+    if cuts is None:
+        return ""
+    if not isinstance(cuts, dict):
+        return "selective is not a table of error rates"
+    for rate, entry in cuts.items():
+        given = entry.get("cut") if isinstance(entry, dict) else "?"
+        cut = _number(given)
+        if not _is_rate(rate) or not (given is None or (cut is not None and 0 <= cut <= 1)):
+            return f"selective {str(rate)[:20]!r}: not an error rate with a cut in [0, 1] (or none)"
+    return ""
+
+
+def _number(value: object) -> float | None:
+    """A finite number from a map file (not a bool, not a string), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
-    cut = usable[-1][1].get("cut") if isinstance(usable[-1][1], dict) else None
-    return float(cut) if isinstance(cut, int | float) and 0 <= cut <= 1 else None
+    return float(value)
 
 
 def _is_rate(text: str) -> bool:

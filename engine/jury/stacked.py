@@ -4,6 +4,7 @@ minority veto. The numbers are engine.jury.stack's; this is what a run does with
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from engine import judgemaps
 from engine.jury.config import JuryConfig, Rubric
 from engine.jury.decisions import (
-    NO_VERDICT,
     ConsensusResult,
     DiscussionRound,
     FinalJudgment,
@@ -27,9 +27,11 @@ from engine.jury.likelihood import VERDICT_READS
 from engine.jury.stack import (
     JURY_STACK,
     round_update,
+    round_weight,
     selective_cut,
     stack_features,
     stack_id,
+    stack_problem,
     stack_seats,
     would_move,
 )
@@ -88,20 +90,33 @@ class StackedPanel:
 
     def stack_map(self, rubric: Rubric) -> Any:
         """The fitted stack map of this panel (engine.jury.stack), or None: every seat judges by a distribution
-        (likelihood or neighbours), and a stack fitted for exactly these seats' models, in this order, with the
-        rubric's labels exists (`data/calibration/jury.stack.<models joined by +>.json`)."""
+        (likelihood or neighbours), and a usable stack fitted for exactly these seats' models, in this order, with
+        the rubric's labels exists (`data/calibration/jury.stack.<models joined by +>.json`)."""
+        return self._stack(rubric)[0]
+
+    def stack_trouble(self, rubric: Rubric) -> str:
+        """Why this panel's stack cannot be used though one is fitted for its seats ('' when it can, or when none
+        is fitted for them): a damaged map, one that reads other seats or other labels."""
+        return self._stack(rubric)[1]
+
+    def _stack(self, rubric: Rubric) -> tuple[Any, str]:
         if not self.seats or not all(self.by_distribution(s) for s in self.seats):
-            return None
+            return None, ""
         keys = [s.model_id for s in self.seats]
         if len(set(keys)) != len(keys):
-            return None
+            return None, ""
         try:
-            cal = judgemaps.load_calibration(JURY_STACK, stack_id(keys))
-        except ValueError:
-            return None
-        if cal is None or not all(v in cal.maps for v in rubric.verdicts):
-            return None
-        return cal if stack_seats(cal, rubric.verdicts) == keys else None
+            cal = judgemaps.load_calibration(JURY_STACK, stack_id(keys), check=stack_problem)
+        except ValueError as exc:
+            return None, str(exc)
+        if cal is None:
+            return None, ""
+        if not all(v in cal.maps for v in rubric.verdicts):
+            return None, f"the stack map {cal.version} has no map for the labels {', '.join(rubric.verdicts)}"
+        if stack_seats(cal, rubric.verdicts) != keys:
+            read = ", ".join(stack_seats(cal, rubric.verdicts))[:120]
+            return None, f"the stack map {cal.version} reads the seats {read}, not this panel's"
+        return cal, ""
 
     async def _learned_discussion(
         self, one: _CaseRun, phase1: list[JurorEvaluation], stack: Any
@@ -111,7 +126,7 @@ class StackedPanel:
         sure. No model call: the update is what the split taught. No round is run when none can move anyone."""
         cfg = self.config
         verdicts = one.rubric.verdicts
-        w = float(stack.metrics.get("round_weight") or 0.0)
+        w = round_weight(stack)
         seats = {s.juror_id: s for s in self.seats}
         start = {e.juror_id: [e.distribution.get(v, 0.0) for v in verdicts] for e in phase1 if not e.fallback}
         movers = would_move(start, w) if len(start) >= 2 else []
@@ -224,6 +239,33 @@ class StackedPanel:
         )
         return statement
 
+    def vote_instead(self, latest: list[JurorEvaluation], rubric: Rubric, why: str) -> FinalJudgment:
+        """The documented fallback of a stacked final judgment that cannot be made: the majority vote, flagged
+        `stack_unavailable`, its reasoning saying why first."""
+        vote = majority_vote(latest, tie_policy=self.config.tie_policy, verdicts=rubric.verdicts)
+        return vote.model_copy(
+            update={"flags": [*vote.flags, "stack_unavailable"], "reasoning": f"{why}; {vote.reasoning}"}
+        )
+
+    def _veto(self, phase1: list[JurorEvaluation], verdicts: list[str], p: float) -> tuple[str, str, str] | None:
+        """The minority veto of a stacked safe_pass: (verdict, flag, reasoning), or None when no seat vetoes. On the
+        phase-1 readings, as it was measured (minority_veto_cross_validated): a round's position is partly the
+        others' echo, and a veto is one seat's own evidence."""
+        vetoes = [
+            e for e in phase1 if not e.fallback and e.verdict == verdicts[-1] and e.confidence >= self.config.veto_at
+        ]
+        if not vetoes:
+            return None
+        v = vetoes[0]
+        verdict = verdicts[(len(verdicts) - 1) // 2]
+        return (
+            verdict,
+            f"minority_veto:{v.juror_id}",
+            f"{_said(verdict)}: minority veto — {v.role_name or v.juror_id} reads it as {_said(v.verdict)} "
+            f"({v.confidence:.0%} sure), so the panel's {_said(verdicts[0])} ({p:.0%}) is not published without a "
+            "human look.",
+        )
+
     def _stack_final(
         self, phase1: list[JurorEvaluation], latest: list[JurorEvaluation], rubric: Rubric, stack: Any
     ) -> FinalJudgment:
@@ -231,19 +273,21 @@ class StackedPanel:
         positions are each other's echoes, and the stack was fitted on independent readings), then the minority
         veto (optional) and the selective cut."""
         verdicts = rubric.verdicts
-        vote = majority_vote(latest, tie_policy=self.config.tie_policy, verdicts=verdicts)
-        if vote.verdict == NO_VERDICT or any(e.fallback for e in phase1):
+        failed = [e.juror_id for e in phase1 if e.fallback]
+        if failed:
             # A failed seat leaves the stack without one of its inputs: the documented fallback is the vote.
-            failed = [e.juror_id for e in phase1 if e.fallback]
-            flags = [*vote.flags, "stack_unavailable"]
-            why = f"the stack needs every seat's reading and {', '.join(failed)} failed" if failed else "no quorum"
-            return vote.model_copy(update={"flags": flags, "reasoning": f"{why}; {vote.reasoning}"})
+            return self.vote_instead(
+                latest, rubric, f"the stack needs every seat's reading and {', '.join(failed)} failed"
+            )
         keys = stack_seats(stack, verdicts)
         by_model = {str(e.model_id): [e.distribution.get(v, 0.0) for v in verdicts] for e in phase1}
-        probs = stack.distribution(verdicts, stack_features(keys, by_model, verdicts))
+        try:
+            probs = stack.distribution(verdicts, stack_features(keys, by_model, verdicts))
+        except (ValueError, KeyError) as exc:
+            return self.vote_instead(latest, rubric, f"the stack map {stack.version} cannot be applied ({exc})")
         best = max(range(len(probs)), key=lambda i: probs[i])
         verdict = verdicts[best]
-        flags = ["stack", f"calibration:{stack.version}", f"stacked:{verdict}"]
+        flags = ["stack", f"calibration:{stack.version}", f"stacked:{verdict}", *judgemaps.map_flags(stack)]
         weights = _seat_weights(stack, keys, verdicts)
         reasoning = (
             f"Reads as {_said(verdict)} ({probs[best]:.0%} sure), weighing the seats as the labelled cases taught: "
@@ -251,28 +295,23 @@ class StackedPanel:
             + f" for {_said(verdict)}."
         )
         if self.config.minority_veto and verdict == verdicts[0] and len(verdicts) >= 3:
-            vetoes = [
-                e
-                for e in latest
-                if not e.fallback and e.verdict == verdicts[-1] and e.confidence >= self.config.veto_at
-            ]
-            if vetoes:
-                v = vetoes[0]
-                verdict = verdicts[(len(verdicts) - 1) // 2]
-                flags.append(f"minority_veto:{v.juror_id}")
-                reasoning = (
-                    f"{_said(verdict)}: minority veto — {v.role_name or v.juror_id} reads it as {_said(v.verdict)} "
-                    f"({v.confidence:.0%} sure), so the panel's {_said(verdicts[0])} ({probs[best]:.0%}) is not "
-                    "published without a human look."
-                )
-        rate = self.config.selective_error
+            veto = self._veto(phase1, verdicts, probs[best])
+            if veto is not None:
+                verdict, flag, reasoning = veto
+                flags.append(flag)
+        rate = self.config.selective_error or None  # None or 0: always decide
         cut = selective_cut(stack, rate) if rate is not None else None
         if cut is not None and probs[best] < cut and len(verdicts) >= 3:
             # Not decided, whatever the reading: a doubtful reading at low confidence is no decision either.
             flags.append("selective:not_sure")
+            need = (
+                f"below the {cut:.0%} it needs to decide with at most {rate:.0%} errors among the cases it decides"
+                if math.isfinite(cut)
+                else f"and on the labelled cases no cut kept the errors among decided cases at or under {rate:.0%}, "
+                "so at this rate the panel decides nothing"
+            )
             reasoning = (
-                f"not sure: the panel's best reading is {_said(verdicts[best])} at {probs[best]:.0%}, below the "
-                f"{cut:.0%} it needs to decide with at most {rate:.0%} errors among the cases it decides; a human "
+                f"not sure: the panel's best reading is {_said(verdicts[best])} at {probs[best]:.0%}, {need}; a human "
                 "should look."
             )
             verdict = verdicts[(len(verdicts) - 1) // 2]
@@ -287,7 +326,8 @@ class StackedPanel:
             + " · ".join(f"{v} {p:.2f}" for v, p in zip(verdicts, probs, strict=True))
             + "; seat weights "
             + ", ".join(f"{k} {w:.2f}" for k, w in weights.items())
-            + (f"; selective cut {cut:.2f} for ≤{rate:.0%} error" if cut is not None else "")
+            + (f"; selective cut {cut:.2f} for ≤{rate:.0%} error" if cut is not None and math.isfinite(cut) else "")
+            + (f"; selective: no cut reaches ≤{rate:.0%} error" if cut is not None and not math.isfinite(cut) else "")
             + f"; map {stack.version}",
         )
 

@@ -60,9 +60,14 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     # page says so.
     assert any("No discussion round was run" in shown(i.value) for i in at.info)
     assert len(_statements(at)) == 0
-    # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it.
-    (box,) = [b for b in [*at.success, *at.error] if "decided by the panel's stack" in shown(b.value)]
-    assert ("Right" in box.value and box in at.success) or ("Wrong" in box.value and box in at.error)
+    # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it, or,
+    # when the panel was not sure enough to decide, "Not decided" (neutral) with what its reading would have been.
+    (box,) = [b for b in [*at.success, *at.error, *at.info] if "decided by the panel's stack" in shown(b.value)]
+    assert (
+        ("Right" in box.value and box in at.success)
+        or ("Wrong" in box.value and box in at.error)
+        or ("Not decided" in box.value and box in at.info and "would have been" in box.value)
+    )
     assert "gold label" in box.value
     # seats that judge apart get their per-juror charts
     assert at.get("plotly_chart")
@@ -560,7 +565,7 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
         "Panel: different judges, stacked — right on 52% of 120 labelled cases held out (95 % 43%–60%; chance 33 %)"
         in captions
     )
-    assert "says 'not sure' on the rest" in captions and "identical by construction" not in captions
+    assert "said 'not sure' on the rest" in captions and "identical by construction" not in captions
     at.selectbox(key="jury.preset").set_value("local-gemma").run()
     at.selectbox(key="jury.method").set_value("final_judge").run()
     captions = " ".join(shown(c.value) for c in at.caption)
@@ -584,4 +589,5 @@ def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_
     cards = next(i for i, t in enumerate(texts) if t == "**Gemma reader**")
     assert first < cards and "✅ right" in texts[first]
     note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
-    assert "the stacked panel was right on 52% (95 % 43%–60%; chance 33 %)" in note and "ja 51% of 57" in note
+    assert "the stacked panel was right on 52% (95 % 43%–60%; chance 33 %)" in note
+    assert "Japanese 51% of 57 cases" in note

@@ -57,7 +57,8 @@ def test_the_selective_cut_is_the_lowest_that_keeps_the_stated_error() -> None:
     from engine.judgemaps import Calibration
 
     cal = Calibration(name="jury.stack", model_id="x", version="v", maps={}, metrics={"selective": cuts})
-    assert selective_cut(cal, 0.2) == 0.6 and selective_cut(cal, 0.12) == 0.8 and selective_cut(cal, 0.05) is None
+    assert selective_cut(cal, 0.2) == 0.6 and selective_cut(cal, 0.12) == 0.8
+    assert selective_cut(cal, 0.05) == math.inf  # stricter than any cut it holds: it decides nothing, never all
 
 
 def test_the_neighbours_seat_reads_the_agents_last_line_not_its_card() -> None:
