@@ -169,6 +169,7 @@ def restore_form(run_id: str) -> None:
     ss[KEY + "judge"] = jury.judge
     ss[KEY + "max_tokens"] = jury.max_tokens
     ss[KEY + "veto"] = jury.minority_veto
+    ss[KEY + "veto_at"] = jury.veto_at
     ss[KEY + "selective"] = _selective_label(jury.selective_error)
     rows = [
         {"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge} for s in seats
@@ -335,22 +336,35 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             else "Not used: every seat (and the final judge) judges by likelihood, which scores the verdict "
             "labels and generates no text.",
         )
-        v1, v2 = flow_columns(2, width=185)
+        v1, v2, v3 = flow_columns(3, width=185)
+        env = _env_config()
+        options = _selective_options(st.session_state.get(KEY + "selective"), env.selective_error)
         selective = v1.selectbox(
             "Not sure below",
-            list(SELECTIVE),
-            index=list(SELECTIVE).index(_selective_label(0.2)),
+            list(options),
+            index=list(options).index(_selective_label(env.selective_error)),
             key=KEY + "selective",
             help="A stacked panel decides only when its reading clears the cut chosen on the labelled cases for "
             "at most this error rate among the cases it decides; below it the verdict is needs_review, "
-            "'not sure: …'.",
+            "'not sure: …'. A rate stricter than any cut the map holds decides nothing. Default: "
+            "JURY_SELECTIVE_ERROR, else 20 %.",
         )
         veto = v2.toggle(
             "Minority veto",
-            value=False,
+            value=env.minority_veto,
             key=KEY + "veto",
-            help="A stacked panel: one seat reading unsafe at 60 % or more keeps a pass from being published "
-            "(the verdict becomes needs_review).",
+            help="A stacked panel: one seat's own reading of unsafe at the 'Veto at' confidence or more keeps a "
+            "pass from being published (the verdict becomes needs_review). Default: JURY_MINORITY_VETO.",
+        )
+        veto_at = v3.number_input(
+            "Veto at",
+            0.0,
+            1.0,
+            env.veto_at,
+            0.05,
+            key=KEY + "veto_at",
+            disabled=not veto,
+            help="The vetoing seat's confidence needed (JURY_VETO_AT, default 0.6).",
         )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
@@ -365,8 +379,9 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             parallel=parallel,
             max_tokens=int(max_tokens),
             judge=judge,
-            selective_error=SELECTIVE[selective],
+            selective_error=options[selective],
             minority_veto=bool(veto),
+            veto_at=float(veto_at),
         )
     except (ValueError, KeyError, ConfigError) as exc:
         st.error(f"Panel: {md(exc, inline=False)}")
@@ -414,7 +429,35 @@ SELECTIVE = {
 
 
 def _selective_label(rate: float | None) -> str:
-    return next((k for k, v in SELECTIVE.items() if v == rate), "20 % error")
+    """The option of a rate: a listed one, else its own ("12 % error"), so a restored run's rate is not lost."""
+    if not rate:
+        return "always decide"
+    return next((k for k, v in SELECTIVE.items() if v == rate), f"{rate * 100:g} % error")
+
+
+def _selective_options(*rates: object) -> dict[str, float | None]:
+    """The listed rates, plus a restored run's or JURY_SELECTIVE_ERROR's own (a label or a rate)."""
+    out = dict(SELECTIVE)
+    for rate in rates:
+        if isinstance(rate, str) and rate.endswith(" % error") and rate not in out:
+            try:
+                value = float(rate.removesuffix(" % error")) / 100
+            except ValueError:
+                continue
+            if 0 < value < 1:
+                out[rate] = value
+        elif isinstance(rate, float) and 0 < rate < 1:
+            out.setdefault(_selective_label(rate), rate)
+    return out
+
+
+def _env_config() -> JuryConfig:
+    """The JURY_* settings, which the page's defaults follow where it has the control (a bad value: the built-in
+    defaults; the CLI names the variable)."""
+    try:
+        return JuryConfig.from_env()
+    except ConfigError:
+        return JuryConfig()
 
 
 def _seat_models() -> list[str]:

@@ -355,7 +355,13 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     seats = [JurorSeat(juror_id=j, model_id="gemma3-270m", role_name=f"Role {j}", role_focus="f") for j in "ab"]
     plan = {j: {0: ev("safe_pass", 80), 1: ev("safe_pass", 80)} for j in ("gemma3-270m",)}
     config = JuryConfig(
-        consensus_threshold=0.5, final_judgment_method="majority_vote", max_discussion_rounds=1, tie_policy="lenient"
+        consensus_threshold=0.5,
+        final_judgment_method="majority_vote",
+        max_discussion_rounds=1,
+        tie_policy="lenient",
+        selective_error=0.12,
+        minority_veto=True,
+        veto_at=0.8,
     )
     run_id, _ = asyncio.run(run_case(state.get_store(), Jury(seats, scripted(plan), config), case))
     state.clear_reads()
@@ -373,6 +379,9 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     assert at.selectbox(key="jury.threshold").value == "0.5 — any strict majority stops"
     assert at.selectbox(key="jury.tie").value == "lenient"
     assert at.selectbox(key="jury.preset").value == "as in the attached run"  # no preset seats these two jurors
+    # the stacked panel's settings too, a rate the list does not hold included
+    assert at.selectbox(key="jury.selective").value == "12 % error"
+    assert at.toggle(key="jury.veto").value and at.number_input(key="jury.veto_at").value == 0.8
     # the user's later choice is theirs: another rerun does not put the run's settings back
     at.number_input(key="jury.rounds").set_value(3).run()
     assert at.number_input(key="jury.rounds").value == 3
@@ -591,3 +600,14 @@ def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_
     note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
     assert "the stacked panel was right on 52% (95 % 43%–60%; chance 33 %)" in note
     assert "Japanese 51% of 57 cases" in note
+
+
+def test_the_stacked_panels_settings_follow_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("JURY_SELECTIVE_ERROR", "0.1")
+    monkeypatch.setenv("JURY_MINORITY_VETO", "true")
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert not at.exception
+    assert at.selectbox(key="jury.selective").value == "10 % error" and at.toggle(key="jury.veto").value
+    monkeypatch.setenv("JURY_SELECTIVE_ERROR", "none")
+    fresh = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert fresh.selectbox(key="jury.selective").value == "always decide"
