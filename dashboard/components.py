@@ -351,6 +351,14 @@ def render_view(
     if view.rounds:
         head, toggle = st.columns([2, 1])  # the toggle's label fits in a narrow window too
         head.markdown("**Phase 2 — discussion**")
+        if any(
+            str(stt.get("detail") or "").startswith("learned round") for r in view.rounds for stt in r["statements"]
+        ):
+            st.caption(
+                "These rounds are computed, not spoken: no model is called. Each seat's new position is its own "
+                "phase-1 reading plus the others' readings at the weight fitted on the labelled cases, so a seat "
+                "moves only when it was unsure and the others are sure; each says why in words."
+            )
         rounds_on = (
             show_rounds if show_rounds is not None else toggle.toggle("Show rounds", value=False, key=key + ".rounds")
         )
@@ -369,7 +377,12 @@ def render_view(
             st.caption(
                 "Consensus per round: "
                 + md(" → ".join(flow))
-                + (f" · ended: {md(in_words(view.ended['reason'], STOP_WORDS))}" if view.ended else "")
+                # why it ended: said once, by the line under the verdict once the run has finished
+                + (
+                    f" · ended: {md(in_words(view.ended['reason'], STOP_WORDS))}"
+                    if view.ended and not view.finished
+                    else ""
+                )
             )
 
     if view.final:

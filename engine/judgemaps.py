@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -282,18 +281,6 @@ def save_calibrations(cals: Sequence[Calibration], directory: Path | None = None
             f"{paths[0].parent.name}/: cannot be written ({exc.strerror or exc}); no map was changed"
         ) from None
     return paths
-
-
-def check_writable(directory: Path | None = None) -> None:
-    """MapError unless maps can be written into `directory` (data/calibration/): before a refit's model pass."""
-    folder = directory or CALIBRATION_DIR
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check.")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise MapError(f"{folder.name}/: maps cannot be written there ({exc.strerror or exc})") from None
 
 
 def load_calibration(

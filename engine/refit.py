@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
+import os
+import tempfile
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from engine.diagnostics import calibration_diagnosis
-from engine.judgemaps import Calibration, check_writable, save_calibrations
+from engine.judgemaps import CALIBRATION_DIR, Calibration, MapError, save_calibrations
 from engine.store import Store, StoreError
 from models.errors import ModelError
 from models.recording import call_context
@@ -37,6 +40,23 @@ class RefitJob:
     rows: Callable[[], Coroutine[Any, Any, list[dict[str, float]]]]
     fit: Callable[[list[dict[str, float]]], list[Calibration]]
     limit: int | None = None  # fitted on the split's first N items only (said in each map's `fitted_on`)
+
+
+def check_writable(directory: Path | None = None) -> None:
+    """MapError unless maps can be written into `directory` (data/calibration/): before a refit's model pass.
+    A folder not made yet is not made here: its nearest existing parent must be a folder it can be made in."""
+    folder = directory or CALIBRATION_DIR
+    try:
+        if not folder.exists():
+            parent = next(p for p in folder.parents if p.exists())
+            if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+                raise NotADirectoryError(errno.ENOTDIR, f"{parent.name or parent} is not a folder it can write in")
+            return
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise MapError(f"{folder.name}/: maps cannot be written there ({exc.strerror or exc})") from None
 
 
 def refit(job: RefitJob, output_dir: Path | None) -> dict[str, Any]:

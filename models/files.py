@@ -186,13 +186,7 @@ def replace_whole(path: Path, data: bytes | str, *, exclusive: bool = False, cle
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = _temporary(folder, path.name)
     try:
-        try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_all(fd, raw)
         if exclusive:
             _link_new(tmp, path)
         else:
@@ -220,13 +214,7 @@ def replace_all(files: Sequence[tuple[Path, bytes | str]]) -> None:
             raw = data.encode("utf-8") if isinstance(data, str) else data
             fd, tmp = _temporary(path.parent, path.name)
             staged.append((tmp, path))
-            try:
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _write_all(fd, raw)
         for tmp, path in staged:
             with contextlib.suppress(OSError):  # an existing file keeps its mode
                 os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
@@ -237,6 +225,17 @@ def replace_all(files: Sequence[tuple[Path, bytes | str]]) -> None:
                 os.unlink(tmp)
     for folder in dict.fromkeys(path.parent for path, _ in files):
         _fsync_folder(folder)
+
+
+def _write_all(fd: int, raw: bytes) -> None:
+    """Every byte to the open file, fsynced, then closed (closed on an error too)."""
+    try:
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _temporary(folder: Path, name: str) -> tuple[int, str]:

@@ -4,6 +4,7 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from engine.jury.likelihood import JURY
 from engine.jury.likelihood_seats import JURY_SEAT
 from engine.jury.neighbours import JURY_NEIGHBOURS
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
+from engine.jury.stack import selective_cut
 from models import registry as model_registry
 
 KEY = "jury."
@@ -172,7 +174,8 @@ def restore_form(run_id: str) -> None:
     ss[KEY + "veto_at"] = jury.veto_at
     ss[KEY + "selective"] = _selective_label(jury.selective_error)
     rows = [
-        {"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge} for s in seats
+        {"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge or AUTO}
+        for s in seats
     ]
     presets = {
         name: [p.model_dump() for p in panel]
@@ -237,7 +240,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             list(run_panel)
             if preset == RUN_PANEL and run_panel
             else [
-                {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge}
+                {"model": s.model, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge or AUTO}
                 for s in catalog.panels.get(preset or "", [])
             ]
         )
@@ -255,9 +258,11 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
                 "role_focus": st.column_config.TextColumn("Focus prompt", width="large"),
                 "judge": st.column_config.SelectboxColumn(
                     "Judges by",
-                    options=["", "likelihood", "generate", "neighbours"],
-                    help="empty: as 'Jurors judge by' says; neighbours: the LLM-free juror (model use-m3, the "
-                    "multilingual embedder) against the labelled cases",
+                    options=[AUTO, "likelihood", "generate", "neighbours"],
+                    help=f"{AUTO}: as 'Jurors judge by' says; likelihood: the verdict from the model's scores of "
+                    "the verdicts, through its fitted map; generate: the model writes its evaluation; neighbours: "
+                    "the LLM-free juror (model use-m3, Google's multilingual sentence encoder) compared with the "
+                    "labelled cases",
                 ),
             },
         )
@@ -271,8 +276,16 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             key=KEY + "method",
             format_func=METHOD_CHOICES.__getitem__,
         )
+        seat_rows = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
+        stacked = _stacked(seat_rows, str(st.session_state.get(KEY + "judge", "auto")))
+        asked = method == "final_judge" or (method == "auto" and not stacked)
         judge_model = c1.selectbox(
-            "Final judge model", catalog.ids, key=KEY + "judge_model", disabled=method != "final_judge"
+            "Final judge model",
+            catalog.ids,
+            key=KEY + "judge_model",
+            disabled=not asked,
+            help="Asked for the final judgment: with 'Final judge', and with 'Stack (auto)' on a panel that has no "
+            "stack fitted for its seats (this one " + ("has one: not asked)" if stacked else "has none: asked)"),
         )
         rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds")
         stagnation = c2.number_input(
@@ -315,13 +328,12 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
             "labels, the calibrated likelihood of the label words for other rubrics",
         )
-        seat_rows = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         used = {
             str(r.get("judge")) if r.get("judge") in ("likelihood", "generate") else _method(str(r["model"]), judge)
             for r in seat_rows
             if r.get("judge") != "neighbours"
         }
-        if method == "final_judge" or (method == "auto" and not _stacked(seat_rows, judge)):
+        if asked:
             used.add(_method(judge_model, judge))
         generates = "generate" in used
         max_tokens = c4.number_input(
@@ -368,7 +380,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         )
     try:
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
-        seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in records])
+        seats = panel_seats(_seat_records(records))
         config = JuryConfig(
             max_discussion_rounds=int(rounds),
             consensus_threshold=threshold,
@@ -416,6 +428,20 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             "so their calls queue behind its lock (the timeline shows it). API jurors run truly in parallel."
         )
     return seats, config
+
+
+AUTO = "as the panel says"  # a seat without a judge of its own: the 'Jurors judge by' setting
+
+
+def _seat_records(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The seat editor's rows as panel_seats reads them: empty cells '', the 'as the panel says' judge ''."""
+    out = []
+    for r in rows:
+        row = {k: ("" if pd.isna(v) else str(v)) for k, v in r.items()}
+        if row.get("judge") == AUTO:
+            row["judge"] = ""
+        out.append(row)
+    return out
 
 
 SELECTIVE = {
@@ -493,7 +519,7 @@ def _seat_line(seat: JurorSeat) -> str:
 def _stacked(rows: Sequence[dict[str, Any]], judge: str) -> bool:
     """Whether these seat rows (the editor's) form a panel with a fitted stack (the final judge is then not asked)."""
     try:
-        seats = panel_seats([{k: ("" if pd.isna(v) else str(v)) for k, v in r.items()} for r in rows])
+        seats = panel_seats(_seat_records(rows))
         return Jury(seats, {}, JuryConfig(judge=judge)).stack_map(Rubric()) is not None
     except (ValueError, KeyError):
         return False
@@ -516,6 +542,14 @@ def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
             text += (
                 f"; allowed {sel.rate:.0%} errors among the cases it decides, it decided {sel.coverage:.0%} of them "
                 "and said 'not sure' on the rest"
+            )
+        rate = config.selective_error
+        if rate:
+            cut = selective_cut(stacked, rate)
+            text += (
+                f". At 'Not sure below' {rate:.0%} it decides when its reading is at least {cut:.0%} sure"
+                if math.isfinite(cut)
+                else f". At 'Not sure below' {rate:.0%} the map holds no cut that strict: it decides nothing"
             )
         return text
     parts = []

@@ -298,14 +298,18 @@ def eval_cmd(
     say(f"run {eval_id}")
 
 
+SplitData = Annotated[
+    Path,
+    typer.Option(
+        "--data", help="Labelled cases (JSONL or YAML with `gold`): a calibration split, never the benchmark."
+    ),
+]
+JURY_SPLIT = Path("data/calibration/jury-calib.jsonl")
+
+
 @app.command("calibrate")
 def calibrate_cmd(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data", help="Labelled cases (JSONL or YAML with `gold`): a calibration split, never the benchmark."
-        ),
-    ] = Path("data/calibration/jury-calib.jsonl"),
+    data: SplitData = JURY_SPLIT,
     model_id: Annotated[str, typer.Option("--model")] = "gemma3-270m",
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Where the fitted map goes (default: data/calibration/).")
@@ -363,12 +367,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
 
 @app.command("calibrate-panel")
 def calibrate_panel_cmd(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data", help="Labelled cases (JSONL or YAML with `gold`): a calibration split, never the benchmark."
-        ),
-    ] = Path("data/calibration/jury-calib.jsonl"),
+    data: SplitData = JURY_SPLIT,
     panel: Panel = "local",
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Where the fitted maps go (default: data/calibration/).")

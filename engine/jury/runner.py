@@ -38,7 +38,7 @@ from engine.jury.decisions import (
 )
 from engine.jury.likelihood_seats import LikelihoodSeats
 from engine.jury.prompts import evaluation_messages, final_messages, output_schemas, statement_messages
-from engine.jury.stacked import StackedPanel, _event_consensus, _event_evaluation
+from engine.jury.stacked import StackedPanel, _event_consensus, _event_evaluation, send_statement
 from models.errors import ModelError
 from models.recording import call_context
 from models.source import ModelLookup, model_source
@@ -355,20 +355,7 @@ class Jury(StackedPanel, LikelihoodSeats):  # the stacked half first: its stack_
             updated_evaluation=updated,
             detail=updated.detail if parsed is not None else "",
         )
-        one.send(
-            "juror_statement",
-            round=round_number,
-            juror=seat.juror_id,
-            statementOrder=index,
-            statement=text,
-            detail=statement.detail,
-            positionChanged=statement.position_changed,
-            previousVerdict=current.verdict,
-            newVerdict=updated.verdict,
-            newScore=updated.score,
-            previousScore=current.score,
-            evaluation=_event_evaluation(updated),
-        )
+        send_statement(one, statement, current)
         return statement
 
     async def _final(

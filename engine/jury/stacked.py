@@ -67,6 +67,26 @@ def _event_evaluation(e: JurorEvaluation) -> dict[str, Any]:
     }
 
 
+def send_statement(one: _CaseRun, statement: JurorStatement, before: JurorEvaluation) -> None:
+    """A round's `juror_statement` event: what the juror said, whether it moved, and its updated evaluation."""
+    updated = statement.updated_evaluation
+    assert updated is not None
+    one.send(
+        "juror_statement",
+        round=statement.round_number,
+        juror=statement.juror_id,
+        statementOrder=statement.statement_order,
+        statement=statement.statement,
+        detail=statement.detail,
+        positionChanged=statement.position_changed,
+        previousVerdict=before.verdict,
+        newVerdict=updated.verdict,
+        newScore=updated.score,
+        previousScore=before.score,
+        evaluation=_event_evaluation(updated),
+    )
+
+
 def _event_consensus(c: ConsensusResult) -> dict[str, Any]:
     return {
         "consensusStatus": c.status.value,
@@ -223,20 +243,7 @@ class StackedPanel:
             updated_evaluation=updated,
             detail=updated.detail,
         )
-        one.send(
-            "juror_statement",
-            round=round_number,
-            juror=seat.juror_id,
-            statementOrder=index,
-            statement=text,
-            detail=statement.detail,
-            positionChanged=statement.position_changed,
-            previousVerdict=old,
-            newVerdict=new,
-            newScore=updated.score,
-            previousScore=before.score,
-            evaluation=_event_evaluation(updated),
-        )
+        send_statement(one, statement, before)
         return statement
 
     def vote_instead(self, latest: list[JurorEvaluation], rubric: Rubric, why: str) -> FinalJudgment:
@@ -324,12 +331,20 @@ class StackedPanel:
             flags=flags + failed_seat_flags(latest),
             detail="stack: "
             + " · ".join(f"{v} {p:.2f}" for v, p in zip(verdicts, probs, strict=True))
-            + "; seat weights "
-            + ", ".join(f"{k} {w:.2f}" for k, w in weights.items())
+            + "; seat weights (how far its readings move the stack; its own held-out accuracy) "
+            + ", ".join(f"{k} {w:.2f}{_alone(stack, k)}" for k, w in weights.items())
             + (f"; selective cut {cut:.2f} for ≤{rate:.0%} error" if cut is not None and math.isfinite(cut) else "")
             + (f"; selective: no cut reaches ≤{rate:.0%} error" if cut is not None and not math.isfinite(cut) else "")
             + f"; map {stack.version}",
         )
+
+
+def _alone(stack: Any, key: str) -> str:
+    """A seat's own cross-validated accuracy as the stack map stores it (' (0.51)'), '' when it holds none."""
+    figures = stack.metrics.get("seats_cross_validated")
+    value = figures.get(key) if isinstance(figures, dict) else None
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+    return f" ({value:.2f})" if ok else ""
 
 
 def _said(verdict: str) -> str:

@@ -109,7 +109,8 @@ class JuryView:
         return rows
 
     def timeline(self) -> list[dict[str, Any]]:
-        """Each juror call as a bar (seconds since the run started): parallel calls overlap."""
+        """Each juror call as a bar (seconds since the run started): parallel calls overlap. A learned round's
+        statement is computed, not a call (no model is asked): it has no bar."""
         rows = []
         for e in self.phase1:
             rows.append(
@@ -125,6 +126,8 @@ class JuryView:
         for rnd in self.rounds:
             for st in rnd["statements"]:
                 ev = st.get("evaluation", {})
+                if str(ev.get("detail") or "").startswith("learned round"):
+                    continue
                 rows.append(
                     {
                         "juror": st["juror"],
