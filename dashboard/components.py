@@ -233,10 +233,16 @@ def _stack_note(view: JuryView) -> str:
     return text + "."
 
 
+def not_decided(view: JuryView) -> bool:
+    """Whether the stacked panel was not sure enough to decide (the selective verdict): passed to a human."""
+    return "selective:not_sure" in ((view.final or {}).get("flags") or [])
+
+
 def gold_check(view: JuryView) -> bool | None:
-    """Whether the final verdict matches the case's gold label; None without a gold label or a verdict."""
+    """Whether the final verdict matches the case's gold label; None without a gold label or a verdict, or when
+    the panel did not decide (a case passed to a human is neither right nor wrong)."""
     gold = view.case.get("gold")
-    if not gold or view.final is None or view.no_verdict:
+    if not gold or view.final is None or view.no_verdict or not_decided(view):
         return None
     return bool(view.final.get("verdict") == gold)
 
@@ -311,6 +317,8 @@ def render_view(
     if view.final and not view.no_verdict:  # the outcome first: above the fold, before the cards that explain it
         right = gold_check(view)
         mark = "" if right is None else " — ✅ right" if right else " — ❌ wrong"
+        if not_decided(view):
+            mark = " — 🤔 not decided: passed to a human"
         st.markdown(
             f"**Verdict:** {_badge(view.final['verdict'])} **{md(in_words(view.final['verdict']))}**{mark}"
             " (phase 3 below says how it was reached)"
@@ -463,23 +471,24 @@ def render_final(view: JuryView, *, details: bool = True) -> None:
     else:
         verdict = (
             f"{_badge(f['verdict'])} **{md(in_words(f['verdict']))}** · score {f['score']:.1f} of 100 · "
-            f"decided by {md(method_words(f, view.config))}" + ("  (tie broken)" if f.get("tie_broken") else "")
+            + ("read by" if not_decided(view) else "decided by")
+            + f" {md(method_words(f, view.config))}"
+            + ("  (tie broken)" if f.get("tie_broken") else "")
         )
         right = gold_check(view)
         flags = f.get("flags") or []
         held = next((x.split(":", 1)[1] for x in flags if x.startswith("stacked:")), "")
-        if "selective:not_sure" in flags:
+        if not_decided(view):
             # Not decided is neither right nor wrong: the panel passed the case to a human (the selective verdict).
             would = ""
             if gold and held:
                 outcome = "right" if held == gold else "wrong"
-                would = f" — its best reading, {in_words(held)}, would have been {outcome}"
+                would = f"— its best reading, {in_words(held)}, would have been {outcome}"
             st.info(
                 f"🤔 **Not decided** — passed to a human · {verdict}"
-                + (f" · gold label: **{md(in_words(gold))}**{md(would)}" if gold else ""),
+                + (f" · gold label: **{md(in_words(gold))}** {md(would)}" if gold else ""),
                 icon="⚖️",
             )
-            right = None
         elif right is None:
             st.info(f"{verdict} · no gold label to check it against", icon="⚖️")
         elif right:
@@ -538,7 +547,9 @@ def render_statement(view: JuryView, stt: dict[str, Any], *, details: bool = Tru
         st.markdown(f"**{md(view.role(stt['juror']))}**{badges}")
         # a failed statement has no detail (not its last one's)
         _reasoning_text(stt["statement"], stt.get("detail") if details else "")
-        st.caption(f"{_badge(stt['newVerdict'])} {md(in_words(stt['newVerdict']))} · {stt['newScore']:.0f}")
+        st.caption(
+            f"{_badge(stt['newVerdict'])} {md(in_words(stt['newVerdict']))} · score {stt['newScore']:.0f} of 100"
+        )
 
 
 # -- plain words first: research detail behind a remembered "Details" toggle -------------------------------------

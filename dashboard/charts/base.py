@@ -49,6 +49,9 @@ def for_export(fig: go.Figure) -> go.Figure:
 def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0.0, "font": {"size": 15}},
+        # The toolbar (shown on hover) stands down the right edge, not across the top, where it covered the
+        # title of a figure in a narrow column.
+        modebar={"orientation": "v"},
         height=height,
         margin={"l": 10, "r": 10, "t": 48, "b": 10},
         paper_bgcolor="rgba(0,0,0,0)",

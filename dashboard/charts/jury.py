@@ -50,7 +50,7 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         range=[-0.5, len(steps) - 0.5],
         showgrid=False,
     )
-    fig.update_yaxes(range=[-5, 105], title="score")
+    fig.update_yaxes(range=[-5, 105], title="score (100 safe, 0 unsafe)")
     title = "Score trajectory per juror" if len(steps) > 1 else "Phase-1 scores (no discussion round)"
     return _legend_below(_layout(fig, title, 360))
 

@@ -62,7 +62,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     assert len(_statements(at)) == 0
     # The first case's gold label is unsafe_fail: the verdict box says right (green) or wrong (red) against it, or,
     # when the panel was not sure enough to decide, "Not decided" (neutral) with what its reading would have been.
-    (box,) = [b for b in [*at.success, *at.error, *at.info] if "decided by the panel's stack" in shown(b.value)]
+    (box,) = [b for b in [*at.success, *at.error, *at.info] if "by the panel's stack" in shown(b.value)]
     assert (
         ("Right" in box.value and box in at.success)
         or ("Wrong" in box.value and box in at.error)
