@@ -34,7 +34,7 @@ from dashboard.text import (
 from engine import exports, judgemaps
 from engine.diagnostics import cross_validated, diagnosis_for, selective_figure
 from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
-from engine.jury.stack import JURY_STACK, stack_id
+from engine.jury.stack import JURY_STACK, stack_id, stack_problem
 
 if TYPE_CHECKING:
     from engine.jury import JuryView
@@ -209,8 +209,8 @@ def _stack_note(view: JuryView) -> str:
     if final.get("method") != "stack":
         return ""
     models = [str(j.get("model_id")) for j in view.jurors]
-    try:
-        cal = judgemaps.load_calibration(JURY_STACK, stack_id(models))
+    try:  # the map the verdict was made with: an adopted version the engine refuses is not it
+        cal = judgemaps.load_calibration(JURY_STACK, stack_id(models), check=stack_problem)
     except ValueError:
         cal = None
     if cal is None:

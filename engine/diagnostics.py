@@ -206,9 +206,13 @@ class CrossValidated:
 
 def share(value: object) -> float | None:
     """A stored rate in [0, 1], or None for anything else (a string, NaN, a bool, out of range)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if 0 <= value <= 1 else None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) and 0 <= number <= 1 else None
 
 
 @dataclass(frozen=True)

@@ -268,6 +268,12 @@ def save_calibration(cal: Calibration, directory: Path | None = None) -> Path:
     return path
 
 
+def logistic_problem(cal: Calibration) -> str:
+    """'' when every component is a logistic map (what `Calibration.distribution` applies), else why."""
+    other = sorted(c for c, m in cal.maps.items() if m.kind != "logistic")
+    return f"{shown(other[0], 40)} is not a logistic map" if other else ""
+
+
 def save_calibrations(cals: Sequence[Calibration], directory: Path | None = None) -> list[Path]:
     """Write maps that go together (a panel's seats and its stack) all or none: a failed write leaves every old
     file as it was (MapError, one line)."""
@@ -297,9 +303,11 @@ def load_calibration(
         if not problem:
             return found.calibration
         where = f"{name}.{model_id}/{found.version}.json"
-        found = Adoption(problem=f"{POINTER}: {where}: damaged: {problem}")
+        found = Adoption(problem=f"{POINTER}: {where}: damaged: {problem}", named=True)
     path = calibration_path(name, model_id, directory)
     if not os.path.lexists(path):  # a directory, FIFO or dangling link there is an error, not "no map"
+        if found.named and found.problem:  # the adopted version cannot be used and nothing is shipped to read
+            raise MapError(f"{found.problem}; no shipped map to read instead")
         return None
     cal = _read_calibration(path)
     problem = check(cal) if check is not None else ""
@@ -579,6 +587,7 @@ class Adoption:
     version: str | None = None
     calibration: Calibration | None = None
     problem: str = ""
+    named: bool = False  # `in_use.json` names this map (its problem is this map's, not the pointer's)
 
 
 def adoption(name: str, model_id: str) -> Adoption:
@@ -590,11 +599,11 @@ def adoption(name: str, model_id: str) -> Adoption:
         return Adoption(problem=problem)
     value = entries[key]
     if not is_name(value):
-        return Adoption(problem=f"{POINTER}: {key}: {shown(value)} is not a map version")
+        return Adoption(problem=f"{POINTER}: {key}: {shown(value)} is not a map version", named=True)
     try:
-        return Adoption(str(value), check_version(name, model_id, str(value)))
+        return Adoption(str(value), check_version(name, model_id, str(value)), named=True)
     except MapError as exc:  # it names the version file (`<name>.<model_id>/<version>.json`)
-        return Adoption(problem=f"{POINTER}: {exc}")
+        return Adoption(problem=f"{POINTER}: {exc}", named=True)
 
 
 def adopted_version(name: str, model_id: str) -> str | None:

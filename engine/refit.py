@@ -47,6 +47,8 @@ def check_writable(directory: Path | None = None) -> None:
     A folder not made yet is not made here: its nearest existing parent must be a folder it can be made in."""
     folder = directory or CALIBRATION_DIR
     try:
+        if os.path.lexists(folder) and not folder.exists():
+            raise NotADirectoryError(errno.ENOENT, "a link to nothing")
         if not folder.exists():
             parent = next(p for p in folder.parents if p.exists())
             if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):

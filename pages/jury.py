@@ -47,7 +47,7 @@ from engine.jury.config import Rubric
 from engine.jury.config import case_files as jury_case_files
 from engine.jury.likelihood import JURY
 from engine.jury.likelihood_seats import JURY_SEAT
-from engine.jury.neighbours import JURY_NEIGHBOURS
+from engine.jury.neighbours import JURY_NEIGHBOURS, neighbours_problem
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
 from engine.jury.stack import selective_cut
 from models import registry as model_registry
@@ -455,19 +455,28 @@ SELECTIVE = {
 
 
 def _selective_label(rate: float | None) -> str:
-    """The option of a rate: a listed one, else its own ("12 % error"), so a restored run's rate is not lost."""
+    """The option of a rate: a listed one, else its own ("12 % error"; a rate that '%' would round, to the
+    digit: "0.1499999 error rate"), so a restored run's rate is not lost or changed."""
     if not rate:
         return "always decide"
-    return next((k for k, v in SELECTIVE.items() if v == rate), f"{rate * 100:g} % error")
+    listed = next((k for k, v in SELECTIVE.items() if v == rate), None)
+    if listed:
+        return listed
+    percent = f"{rate * 100:g}"
+    return f"{percent} % error" if float(percent) / 100 == rate else f"{rate!r} error rate"
 
 
 def _selective_options(*rates: object) -> dict[str, float | None]:
     """The listed rates, plus a restored run's or JURY_SELECTIVE_ERROR's own (a label or a rate)."""
     out = dict(SELECTIVE)
     for rate in rates:
-        if isinstance(rate, str) and rate.endswith(" % error") and rate not in out:
+        if isinstance(rate, str) and rate.endswith((" % error", " error rate")) and rate not in out:
             try:
-                value = float(rate.removesuffix(" % error")) / 100
+                value = (
+                    float(rate.removesuffix(" % error")) / 100
+                    if rate.endswith(" % error")
+                    else float(rate.removesuffix(" error rate"))
+                )
             except ValueError:
                 continue
             if 0 < value < 1:
@@ -511,9 +520,20 @@ def _cv(cal: Any) -> str:
 
 
 def _seat_line(seat: JurorSeat) -> str:
-    name, how = (JURY_NEIGHBOURS, "neighbours") if seat.judge == "neighbours" else (JURY_SEAT, "likelihood")
-    cal = judgemaps.load_calibration(name, seat.model_id)
-    return f"{seat.model_id}: {how} — " + (f"calibration {cal.label} ({_cv(cal)})" if cal else "no fitted map")
+    """How a seat judges and the map it reads (the one its judge would use: an adopted version the judge refuses
+    is not it)."""
+    neighbours = seat.judge == "neighbours"
+    name, how = (JURY_NEIGHBOURS, "neighbours") if neighbours else (JURY_SEAT, "likelihood")
+    try:
+        cal = judgemaps.load_calibration(
+            name, seat.model_id, check=neighbours_problem if neighbours else judgemaps.logistic_problem
+        )
+    except ValueError as exc:
+        return f"{seat.model_id}: {how} — its map cannot be used ({exc})"
+    if cal is None:
+        return f"{seat.model_id}: {how} — no fitted map"
+    used = f"calibration {cal.label} ({_cv(cal)})"
+    return f"{seat.model_id}: {how} — {used}" + (f"; {cal.fallback}" if cal.fallback else "")
 
 
 def _stacked(rows: Sequence[dict[str, Any]], judge: str) -> bool:

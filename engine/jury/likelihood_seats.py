@@ -260,6 +260,9 @@ class LikelihoodSeats:
         except KeyError as exc:
             facts["ended_s"] = round(time.perf_counter() - t0, 4)
             return None, f"unknown model: {exc.args[0]}", facts
+        except ValueError as exc:  # its map cannot be used (MapError): the seat fails, the others go on
+            facts["ended_s"] = round(time.perf_counter() - t0, 4)
+            return None, str(exc), facts
         features, scores, shared, unheard, cal = reading
         if scores is not None and not shared:
             self.usage["prompt_tokens"] += scores.prompt_tokens
@@ -270,7 +273,11 @@ class LikelihoodSeats:
             if not all(math.isfinite(v) for v in features.values()):
                 facts["flags"] = ["likelihood", "invalid:likelihood_features", *score_flags]
                 return None, f"invalid likelihood features: {shown}", facts
-            probs = cal.distribution(rubric.verdicts, features)
+            try:
+                probs = cal.distribution(rubric.verdicts, features)
+            except (ValueError, KeyError) as exc:
+                facts["flags"] = ["likelihood", f"calibration:{cal.version}", *judgemaps.map_flags(cal)]
+                return None, f"the map {cal.version} cannot be applied ({str(exc)[:160]})", facts
             flags = ["likelihood", f"calibration:{cal.version}", *score_flags, *judgemaps.map_flags(cal)]
             shown = " · ".join(
                 f"{k} {v:+.2f}" for k, v in features.items() if k in cal.maps[rubric.verdicts[0]].features
@@ -305,10 +312,11 @@ class LikelihoodSeats:
         shared = unheard = False
         model = self.model(seat.model_id)
         cal = None
+        check = judgemaps.logistic_problem  # the maps a distribution is read through
         if self.stack_map(rubric) is not None:  # a seat of a stacked panel reads its own seat map
-            cal = judgemaps.load_calibration(JURY_SEAT, model.model_id)
+            cal = judgemaps.load_calibration(JURY_SEAT, model.model_id, check=check)
         if cal is None:
-            cal = judgemaps.load_calibration(JURY, model.model_id)
+            cal = judgemaps.load_calibration(JURY, model.model_id, check=check)
         mapped = cal is not None and all(v in cal.maps for v in rubric.verdicts)
         with call_context(purpose=f"jury.{stage}:{seat.juror_id}"):
             if not mapped:

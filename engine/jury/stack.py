@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -185,19 +186,30 @@ def stack_problem(cal: Calibration) -> str:
         return ""
     if not isinstance(cuts, dict):
         return "selective is not a table of error rates"
+    read = []
     for rate, entry in cuts.items():
         given = entry.get("cut") if isinstance(entry, dict) else "?"
         cut = _number(given)
         if not _is_rate(rate) or not (given is None or (cut is not None and 0 <= cut <= 1)):
             return f"selective {str(rate)[:20]!r}: not an error rate with a cut in [0, 1] (or none)"
+        read.append((float(rate), math.inf if cut is None else cut))
+    cut_by_rate = [c for _, c in sorted(read)]
+    if any(looser > stricter for stricter, looser in pairwise(cut_by_rate)):
+        # a cut that keeps the errors under a rate keeps them under any looser one: no fit writes this
+        return "selective: a looser error rate has a higher cut than a stricter one"
     return ""
 
 
 def _number(value: object) -> float | None:
-    """A finite number from a map file (not a bool, not a string), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A finite number from a map file (not a bool, not a string, not an integer too large for a float), else
+    None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _is_rate(text: str) -> bool:

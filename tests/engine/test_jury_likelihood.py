@@ -259,7 +259,7 @@ def test_a_round_reads_the_phase1_features_and_how_much_the_others_moved_them(mo
     other = _Heard("gemma3-270m-b")
     import engine.judgemaps as judgemaps
 
-    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: cal)
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id, **_: cal)
     config = config.model_copy(update={"final_judge_model": "gemma3-270m-b"})
     model = _Heard()
     asyncio.run(Jury(seats, {"gemma3-270m": model, "gemma3-270m-b": other}, config).run(case))
@@ -431,10 +431,10 @@ def test_a_round_that_cannot_move_anyone_is_not_run(monkeypatch) -> None:
             "metrics": {**cal.metrics, "others_weight": 0.5},
         }
     )
-    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: weighted)
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id, **_: weighted)
     moved = asyncio.run(Jury(seats, {"gemma3-270m": _Heard()}, config).run(case))
     assert moved.total_rounds >= 1 and moved.termination_reason != "no_influence"
-    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id: cal)
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda name, model_id, **_: cal)
 
     # one generating seat: nothing says its position cannot move
     answer = {"reasoning": "ok", "verdict": "safe_pass", "score": 80, "confidence": 0.9}
