@@ -233,7 +233,7 @@ def test_an_adopted_seat_map_that_cannot_be_applied_fails_the_seat_not_the_run(
     monkeypatch.setattr(Jury, "_phase1_scoring", phase1_scoring)
     monkeypatch.setattr(Jury, "_shared", shared)
     models = {s.model_id: SimpleNamespace(model_id=s.model_id) for s in SEATS[:2]}
-    jury = Jury(SEATS, models, JuryConfig())
+    jury = Jury(SEATS, models, JuryConfig())  # type: ignore[arg-type]
     case = JuryCase(id="c1", content="Agent: hi")
     parsed, why, facts = asyncio.run(jury._score(SEATS[0], case, Rubric(), [], time.perf_counter(), "phase1"))
     assert (parsed is None and why) or "map_fallback" in facts.get("flags", [])
