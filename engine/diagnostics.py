@@ -223,6 +223,8 @@ class Selective:
     rate: float
     coverage: float
     error: float | None
+    coverage_interval: tuple[float, float] | None = None
+    error_interval: tuple[float, float] | None = None
 
 
 def selective_figure(metrics: Mapping[str, Any]) -> Selective | None:
@@ -232,7 +234,19 @@ def selective_figure(metrics: Mapping[str, Any]) -> Selective | None:
     rate, coverage = share(fig.get("rate")), share(fig.get("coverage"))
     if rate is None or coverage is None:
         return None
-    return Selective(rate, coverage, share(fig.get("error")))
+    return Selective(
+        rate,
+        coverage,
+        share(fig.get("error")),
+        _interval(fig.get("coverage_interval")),
+        _interval(fig.get("error_interval")),
+    )
+
+
+def _interval(value: object) -> tuple[float, float] | None:
+    bounds = [share(x) for x in value] if isinstance(value, list | tuple) and len(value) == 2 else []
+    low, high = (bounds + [None, None])[:2]
+    return (low, high) if low is not None and high is not None and low <= high else None
 
 
 def _count(value: object) -> int | None:

@@ -4,7 +4,6 @@ run's events (`JuryView`), which is also what the Replay page folds, so both pag
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from dashboard.components import (
     render_jury_whatif,
     render_view,
     run_usage,
+    stack_summary,
 )
 from dashboard.labelling import jury_label
 from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
 from engine.config import ConfigError, get_settings
-from engine.diagnostics import cross_validated, diagnosis_for, identical_seats, selective_figure
+from engine.diagnostics import cross_validated, diagnosis_for, identical_seats, share
 from engine.embeddings import EMBEDDERS
 from engine.jury import (
     CaseError,
@@ -49,7 +49,6 @@ from engine.jury.likelihood import JURY
 from engine.jury.likelihood_seats import JURY_SEAT
 from engine.jury.neighbours import JURY_NEIGHBOURS, neighbours_problem
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
-from engine.jury.stack import selective_cut
 from models import registry as model_registry
 
 KEY = "jury."
@@ -259,7 +258,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
                 "judge": st.column_config.SelectboxColumn(
                     "Judges by",
                     options=[AUTO, "likelihood", "generate", "neighbours"],
-                    help=f"{AUTO}: as 'Jurors judge by' says; likelihood: the verdict from the model's scores of "
+                    help="auto: as 'Jurors judge by' says; likelihood: the verdict from the model's scores of "
                     "the verdicts, through its fitted map; generate: the model writes its evaluation; neighbours: "
                     "the LLM-free juror (model use-m3, Google's multilingual sentence encoder) compared with the "
                     "labelled cases",
@@ -351,22 +350,26 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         v1, v2, v3 = flow_columns(3, width=185)
         env = _env_config()
         options = _selective_options(st.session_state.get(KEY + "selective"), env.selective_error)
+        by_stack = stacked and method in ("auto", "stack")  # the selective verdict and the veto are the stack's
         selective = v1.selectbox(
             "Not sure below",
             list(options),
             index=list(options).index(_selective_label(env.selective_error)),
             key=KEY + "selective",
+            disabled=not by_stack,
             help="A stacked panel decides only when its reading clears the cut chosen on the labelled cases for "
             "at most this error rate among the cases it decides; below it the verdict is needs_review, "
             "'not sure: …'. A rate stricter than any cut the map holds decides nothing. Default: "
-            "JURY_SELECTIVE_ERROR, else 20 %.",
+            "JURY_SELECTIVE_ERROR, else 20 %. Only a stacked final judgment uses it.",
         )
         veto = v2.toggle(
             "Minority veto",
             value=env.minority_veto,
             key=KEY + "veto",
+            disabled=not by_stack,
             help="A stacked panel: one seat's own reading of unsafe at the 'Veto at' confidence or more keeps a "
-            "pass from being published (the verdict becomes needs_review). Default: JURY_MINORITY_VETO.",
+            "pass from being published (the verdict becomes needs_review). Default: JURY_MINORITY_VETO. Only a "
+            "stacked final judgment uses it.",
         )
         veto_at = v3.number_input(
             "Veto at",
@@ -375,7 +378,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             env.veto_at,
             0.05,
             key=KEY + "veto_at",
-            disabled=not veto,
+            disabled=not (veto and by_stack),
             help="The vetoing seat's confidence needed (JURY_VETO_AT, default 0.6).",
         )
     try:
@@ -430,7 +433,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
     return seats, config
 
 
-AUTO = "as the panel says"  # a seat without a judge of its own: the 'Jurors judge by' setting
+AUTO = "auto (Jurors judge by)"  # a seat without a judge of its own: the 'Jurors judge by' setting
 
 
 def _seat_records(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
@@ -548,30 +551,23 @@ def _stacked(rows: Sequence[dict[str, Any]], judge: str) -> bool:
 def _signal(seats: list[JurorSeat], config: JuryConfig) -> str:
     """Whether the jurors offered carry measurable signal: each likelihood juror model's map diagnosis, and a
     panel of seats identical by construction (one model, role-blind, one input) said as such."""
-    stacked = Jury(seats, {}, config).stack_map(Rubric()) if config.final_judgment_method in ("auto", "stack") else None
-    if stacked is not None:
-        fig = cross_validated(stacked.metrics)
-        sel = selective_figure(stacked.metrics)
-        text = (
-            f"Panel: different judges, stacked — right on {fig.accuracy:.0%} of {fig.cases} labelled cases held out "
-            f"(95 % {fig.low:.0%}–{fig.high:.0%}; chance 33 %)"
-            if fig is not None
-            else "Panel: different judges, stacked (no cross-validated figure stored with its map)"
+    stack = Jury(seats, {}, config).stack_map(Rubric())
+    method = config.final_judgment_method
+    if stack is not None and method in ("auto", "stack"):
+        text = stack_summary(stack, config.selective_error)
+        return "Panel: different judges, stacked — " + (text or "no cross-validated figure stored with its map.")
+    if stack is not None:
+        rounds = stack.metrics.get("rounds_cross_validated")
+        majority = share(rounds.get("majority_after_rounds")) if isinstance(rounds, dict) else None
+        if method == "majority_vote" and majority is not None:
+            return (
+                f"Panel: different judges — their majority after the rounds was right on {majority:.0%} of the "
+                "labelled cases held out (chance 33 %); the stack, the default, is measured beside it."
+            )
+        return (
+            f"Panel: different judges — the {METHOD_CHOICES.get(method, method).lower()} is not measured on the "
+            "labelled cases for this panel; the stack (the default final judgment) is."
         )
-        if sel is not None:
-            text += (
-                f"; allowed {sel.rate:.0%} errors among the cases it decides, it decided {sel.coverage:.0%} of them "
-                "and said 'not sure' on the rest"
-            )
-        rate = config.selective_error
-        if rate:
-            cut = selective_cut(stacked, rate)
-            text += (
-                f". At 'Not sure below' {rate:.0%} it decides when its reading is at least {cut:.0%} sure"
-                if math.isfinite(cut)
-                else f". At 'Not sure below' {rate:.0%} the map holds no cut that strict: it decides nothing"
-            )
-        return text
     parts = []
     roles = _role_panel(seats, config)
     for m in dict.fromkeys(s.model_id for s in seats if s.judge != "neighbours"):

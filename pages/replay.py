@@ -57,9 +57,12 @@ EVENT_WORDS = {
 
 
 def _label(run: dict[str, Any]) -> str:
-    """A run in the picker: its name (the case), its status and its id (what Runs and the URL show)."""
+    """A run in the picker: its time of day and status first (a narrow picker cuts the end, and runs of one case
+    share their name), then its name (the case) and its id (what Runs and the URL show)."""
     name = run.get("name") or run["kind"]
-    return f"{name} · {run['status']} · {run['run']}"
+    started = str(run["run"]).split("-")[2] if str(run["run"]).count("-") >= 3 else ""
+    when = f"{started[:2]}:{started[2:4]}:{started[4:6]} · " if len(started) == 6 and started.isdigit() else ""
+    return f"{when}{run['status']} · {name} · {run['run']}"
 
 
 def render() -> None:
@@ -201,9 +204,11 @@ def _render_compare(runs: list[dict[str, Any]]) -> None:
         st.info("Only one jury run is stored: run another (another final method, another panel…) to compare.")
         return
     ids = list(labels)
-    left, right = st.columns(2)
-    a = left.selectbox("Left run", ids, index=ids.index(default_left), format_func=labels.__getitem__, key=KEY + "left")
-    b = right.selectbox(
+    pick_left, pick_right = st.columns(2)
+    a = pick_left.selectbox(
+        "Left run", ids, index=ids.index(default_left), format_func=labels.__getitem__, key=KEY + "left"
+    )
+    b = pick_right.selectbox(
         "Right run", ids, index=ids.index(default_right), format_func=labels.__getitem__, key=KEY + "right"
     )
     if a == b:
@@ -215,6 +220,7 @@ def _render_compare(runs: list[dict[str, Any]]) -> None:
         hide_index=True,
         width="stretch",
     )
+    left, right = st.columns(2)  # the summary table above both runs, not below the longer one
     for column, side, run_id in ((left, "left", a), (right, "right", b)):
         with column:
             render_view(views[side], key=f"{KEY}{side}.view", show_rounds=True, stacked=True, usage=usage[run_id])

@@ -571,10 +571,20 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
     assert not at.exception
     captions = " ".join(shown(c.value) for c in at.caption)
     assert (
-        "Panel: different judges, stacked — right on 52% of 120 labelled cases held out (95 % 43%–60%; chance 33 %)"
-        in captions
+        "Panel: different judges, stacked — deciding every case, the stacked panel was right on 52% of 120 labelled "
+        "cases it never saw while fitted (95 % 43%–60%; chance 33 %)" in captions
     )
-    assert "said 'not sure' on the rest" in captions and "identical by construction" not in captions
+    assert "its best seat alone: 51%" in captions  # the stack is measured against its best seat
+    # the selective verdict at the default rate: what it decided, and how often it was wrong there, with intervals
+    assert "it decided 7% (4%–14%) of the cases and was wrong on 38% (12%–65%) of those" in captions
+    assert "the 20% target is not shown to be met" in captions and "identical by construction" not in captions
+    # the figures follow the settings: another rate says its cut and that only 20 % was measured held out
+    at.selectbox(key="jury.selective").set_value("10 % error").run()
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "At 10% errors the cut is 82%" in captions and "held out, only 20% was measured" in captions
+    at.selectbox(key="jury.method").set_value("majority_vote").run()
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "their majority after the rounds was right on 54%" in captions
     at.selectbox(key="jury.preset").set_value("local-gemma").run()
     at.selectbox(key="jury.method").set_value("final_judge").run()
     captions = " ".join(shown(c.value) for c in at.caption)
@@ -598,7 +608,7 @@ def test_the_recorded_verdict_is_said_first_and_one_right_case_is_not_read_as_a_
     cards = next(i for i, t in enumerate(texts) if t == "**Gemma reader**")
     assert first < cards and "✅ right" in texts[first]
     note = next(shown(c.value) for c in at.caption if c.value.startswith("One case says little"))
-    assert "the stacked panel was right on 52% (95 % 43%–60%; chance 33 %)" in note
+    assert "the stacked panel was right on 52% of 120 labelled cases it never saw while fitted (95 % 43%–60%" in note
     assert "Japanese 51% of 57 cases" in note
 
 
