@@ -22,8 +22,8 @@ from dashboard.components import (
     render_jury_whatif,
     render_view,
     run_usage,
-    stack_summary,
 )
+from dashboard.jury_figures import stack_summary
 from dashboard.labelling import jury_label
 from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run

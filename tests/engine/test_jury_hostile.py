@@ -185,13 +185,13 @@ def test_adopted_jury_map_that_cannot_be_used_is_flagged(adopt: Any) -> None:
     "fig", [{"accuracy": "0.9", "interval": [0.1, 0.2]}, {"accuracy": 0.5, "interval": "ab"}, ["x"]]
 )
 def test_stack_note_survives_a_damaged_figure(adopt: Any, fig: object) -> None:
-    """dashboard/components.py _stack_note (the final card's 'One case says little' line, Jury and Replay
+    """dashboard/jury_figures.py stack_note (the final card's 'One case says little' line, Jury and Replay
     pages): a map's figures of the wrong type raise (ValueError/AttributeError) and break the page."""
-    from dashboard.components import _stack_note
+    from dashboard.jury_figures import stack_note
 
     adopt(STACK, lambda d: d["metrics"].__setitem__("cross_validated", fig))
     view = SimpleNamespace(final={"method": "stack"}, jurors=[{"model_id": s.model_id} for s in SEATS])
-    _stack_note(view)  # type: ignore[arg-type]
+    stack_note(view)  # type: ignore[arg-type]
 
 
 def test_stack_unavailable_is_shown_as_a_warning() -> None:

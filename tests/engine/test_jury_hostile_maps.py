@@ -111,17 +111,17 @@ def test_a_huge_integer_in_an_adopted_stack_map_is_a_flagged_fallback(maps: Path
 
 
 def test_stack_note_survives_a_huge_integer_figure(maps: Path) -> None:
-    """Expected: dashboard.components._stack_note (the final card on the Jury and Replay pages) treats a figure
+    """Expected: dashboard.jury_figures.stack_note (the final card on the Jury and Replay pages) treats a figure
     that is a 400-digit JSON integer as no figure ('' or a note without it), as it does a string. Main:
     engine.diagnostics.share raises OverflowError and the page breaks."""
-    from dashboard.components import _stack_note
+    from dashboard.jury_figures import stack_note
 
     d = _stack_version()
     text = json.dumps(d).replace('"accuracy": 0.5194', f'"accuracy": {HUGE}', 1)
     assert HUGE in text
     _plant(maps, STACK, text)
     view = SimpleNamespace(final={"method": "stack"}, jurors=[{"model_id": s.model_id} for s in SEATS])
-    assert "right on" not in _stack_note(view)  # type: ignore[arg-type]
+    assert "right on" not in stack_note(view)  # type: ignore[arg-type]
 
 
 # -- 2. a refused adopted stack with no shipped map: silently no stack -----------------------------------------
@@ -169,9 +169,9 @@ def test_stack_note_never_shows_a_refused_versions_figures(maps: Path) -> None:
     """Expected: the 'One case says little' note under a stacked verdict reads the map the verdict was made with
     (its docstring: 'read from the stack map the final judgment names'). An adopted version the engine refuses
     (round_weight 5) is not used — the verdict comes from the shipped map, flagged map_fallback — so its stored
-    figures (here 97 % accuracy) must not be shown. Main: _stack_note calls load_calibration without
+    figures (here 97 % accuracy) must not be shown. Main: stack_note called load_calibration without
     check=stack_problem and prints the refused version's 97 %."""
-    from dashboard.components import _stack_note
+    from dashboard.jury_figures import stack_note
 
     d = _stack_version()
     d["metrics"]["round_weight"] = 5.0
@@ -182,7 +182,7 @@ def test_stack_note_never_shows_a_refused_versions_figures(maps: Path) -> None:
     view = SimpleNamespace(
         final={"method": "stack", "flags": final.flags}, jurors=[{"model_id": s.model_id} for s in SEATS]
     )
-    assert "97%" not in _stack_note(view)  # type: ignore[arg-type]
+    assert "97%" not in stack_note(view)  # type: ignore[arg-type]
 
 
 def test_the_pages_seat_line_never_names_a_refused_neighbours_version(maps: Path) -> None:
