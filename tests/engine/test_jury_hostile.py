@@ -190,7 +190,7 @@ def test_stack_note_survives_a_damaged_figure(adopt: Any, fig: object) -> None:
     from dashboard.jury_figures import stack_note
 
     adopt(STACK, lambda d: d["metrics"].__setitem__("cross_validated", fig))
-    view = SimpleNamespace(final={"method": "stack"}, jurors=[{"model_id": s.model_id} for s in SEATS])
+    view = SimpleNamespace(final={"method": "stack"}, config={}, jurors=[{"model_id": s.model_id} for s in SEATS])
     stack_note(view)  # type: ignore[arg-type]
 
 

@@ -120,7 +120,7 @@ def test_stack_note_survives_a_huge_integer_figure(maps: Path) -> None:
     text = json.dumps(d).replace('"accuracy": 0.5194', f'"accuracy": {HUGE}', 1)
     assert HUGE in text
     _plant(maps, STACK, text)
-    view = SimpleNamespace(final={"method": "stack"}, jurors=[{"model_id": s.model_id} for s in SEATS])
+    view = SimpleNamespace(final={"method": "stack"}, config={}, jurors=[{"model_id": s.model_id} for s in SEATS])
     assert "right on" not in stack_note(view)  # type: ignore[arg-type]
 
 
@@ -180,7 +180,7 @@ def test_stack_note_never_shows_a_refused_versions_figures(maps: Path) -> None:
     final = _final()
     assert "map_fallback" in final.flags  # the engine read the shipped map
     view = SimpleNamespace(
-        final={"method": "stack", "flags": final.flags}, jurors=[{"model_id": s.model_id} for s in SEATS]
+        final={"method": "stack", "flags": final.flags}, config={}, jurors=[{"model_id": s.model_id} for s in SEATS]
     )
     assert "97%" not in stack_note(view)  # type: ignore[arg-type]
 
