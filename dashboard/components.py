@@ -602,6 +602,7 @@ def jury_whatif(run: Any, settings: dict[str, Any]) -> dict[str, Any]:
         "rounds": derived.total_rounds,
         "stop": derived.termination_reason,
         "changed": derived.final_verdict != result.final_verdict,
+        "not_sure": "selective:not_sure" in derived.phase3_judgment.flags,
         "recorded_rounds": len(result.discussion_rounds),
     }
 
@@ -618,7 +619,8 @@ def render_jury_whatif(run: Any, key: str) -> None:
         st.caption(
             f"The jurors' recorded answers are kept; only the stop rules and the final vote change. This run "
             f"recorded {recorded} discussion round{'s' if recorded != 1 else ''}: a what-if can stop earlier, never "
-            "discuss longer; the final judge needs a model call, so only the vote and the average are offered."
+            "discuss longer; the final judge needs a model call, so only the stack (where it decided the run), the "
+            "vote and the average are offered."
         )
         c1, c2 = st.columns(2)
         thresholds = [0.34, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0, 2.0]
@@ -636,6 +638,9 @@ def render_jury_whatif(run: Any, key: str) -> None:
         rounds = c1.number_input("Rounds at most", 0, max(recorded, 0), recorded, key=key + ".rounds")
         methods: list[str] = ["majority_vote", "weighted_average"]
         stored_method = str(base.get("final_judgment_method"))
+        if (stored.get("phase3_judgment") or {}).get("method") == "stack":  # decided by the stack: offered first
+            methods.insert(0, "stack")
+            stored_method = "stack"
         method = c2.selectbox(
             "Final decision",
             methods,
@@ -672,7 +677,20 @@ def render_jury_whatif(run: Any, key: str) -> None:
             f"({md(in_words(outcome['stop'], STOP_WORDS))})"
         )
         # Plain text, not a coloured box: the run's own verdict box is the one that says right or wrong.
+        gold = (run.config.get("case") or {}).get("gold")
+        against = (
+            " Not decided: passed to a human."
+            if outcome.get("not_sure")
+            else (
+                f" Against the gold label ({md(in_words(gold))}): "
+                + ("right." if outcome["verdict"] == gold else "wrong.")
+            )
+            if isinstance(gold, str) and gold
+            else ""
+        )
         if outcome["changed"]:
-            st.markdown(f"What-if verdict: {line} — **changed**: the run itself said {md(in_words(stored_verdict))}.")
+            st.markdown(
+                f"What-if verdict: {line} — **changed**: the run itself said {md(in_words(stored_verdict))}.{against}"
+            )
         else:
-            st.markdown(f"What-if verdict: {line} — the same verdict as the run.")
+            st.markdown(f"What-if verdict: {line} — the same verdict as the run.{against}")

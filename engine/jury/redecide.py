@@ -1,6 +1,7 @@
 """A stored jury result re-decided under other settings with no model call: the consensus checks and stop rules
-replayed on a prefix of its recorded rounds, then the final judgment (majority vote or weighted average; the
-final judge needs a call, so it cannot be re-decided)."""
+replayed on a prefix of its recorded rounds, then the final judgment (majority vote, weighted average, or the stack
+over the seats' recorded phase-1 distributions with the selective cut and veto of `config`; the final judge needs a
+call, so it cannot be re-decided)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.jury import decisions
-from engine.jury.decisions import CollaborativeJuryResult, DiscussionRound, panel_consensus
+from engine.jury.decisions import CollaborativeJuryResult, DiscussionRound, JurorSeat, panel_consensus
+from engine.jury.stacked import StackedPanel
 
 
 def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[int, int, float]] | None = None) -> Any:
@@ -55,14 +57,17 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
             if stop:
                 reason = stop
                 break
-    judgment = decisions.decide_final(
-        [latest[j] for j in order],
-        config.final_judgment_method,
-        tie_policy=config.tie_policy,
-        pass_at=rubric.pass_at,
-        review_at=rubric.review_at,
-        verdicts=rubric.verdicts,
-    )
+    if config.final_judgment_method in ("auto", "stack"):
+        judgment = _stacked(phase1, [latest[j] for j in order], config, rubric)
+    else:
+        judgment = decisions.decide_final(
+            [latest[j] for j in order],
+            config.final_judgment_method,
+            tie_policy=config.tie_policy,
+            pass_at=rubric.pass_at,
+            review_at=rubric.review_at,
+            verdicts=rubric.verdicts,
+        )
     prompt = completion = 0
     cost = 0.0
     for call_id in call_ids(phase1, rounds):
@@ -97,3 +102,26 @@ def call_ids(phase1: Sequence[Any], rounds: Sequence[Any]) -> list[int]:
             if ev is not None and ev.call_id is not None:
                 ids.append(ev.call_id)
     return ids
+
+
+class _Recorded(StackedPanel):
+    """A stacked panel made of a recording's seats: every seat that recorded a distribution reads by one."""
+
+    def __init__(self, seats: list[JurorSeat], config: Any) -> None:
+        self.seats, self.config = seats, config
+
+    def by_distribution(self, seat: JurorSeat) -> bool:
+        return True
+
+
+def _stacked(phase1: Sequence[Any], latest: list[Any], config: Any, rubric: Any) -> Any:
+    """The stacked final judgment of a recording (its phase-1 distributions through the stack fitted for its
+    seats' models); ValueError when its seats recorded no distributions or no stack is fitted for them."""
+    if not phase1 or not all(e.distribution for e in phase1):
+        raise ValueError("the stack reads each seat's distribution, which this run's seats did not record")
+    seats = [JurorSeat(juror_id=e.juror_id, model_id=str(e.model_id), role_name=e.role_name or "") for e in phase1]
+    panel = _Recorded(seats, config)
+    stack = panel.stack_map(rubric)
+    if stack is None:
+        raise ValueError(panel.stack_trouble(rubric) or "no stack is fitted for this run's seats")
+    return panel._stack_final(list(phase1), latest, rubric, stack)

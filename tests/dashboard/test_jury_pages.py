@@ -545,6 +545,7 @@ def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -
         "stop": result.termination_reason,
         "changed": False,
         "recorded_rounds": 1,
+        "not_sure": False,
     }
     # no discussion: phase 1's majority (b and c say unsafe), decided on the spot
     first = jury_whatif(run, {"max_discussion_rounds": 0})
@@ -562,6 +563,33 @@ def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -
             "What-if verdict" in shown(m.value) and "the same verdict as the run" in shown(m.value) for m in at.markdown
         )
     assert store.call_count() == calls
+
+
+def test_the_what_if_of_a_stacked_run_starts_from_the_stack() -> None:
+    """The demo's run was decided by the stack: its what-if offers the stack first and, unchanged, gives the run's
+    own verdict from the recorded distributions (no model call); the vote is the other choice; each says whether
+    it is right against the gold label."""
+    from dashboard.components import jury_whatif
+
+    run_id = _demo_jury_run()
+    store = state.get_store()
+    run = store.get_run(run_id)
+    assert run is not None
+    calls = store.call_count()
+    same = jury_whatif(run, {"final_judgment_method": "stack"})
+    assert same["verdict"] == "unsafe_fail" and not same["changed"] and not same["not_sure"]
+    strict = jury_whatif(run, {"final_judgment_method": "stack", "selective_error": 0.1})
+    assert strict["not_sure"] and strict["verdict"] == "needs_review"  # 76 % is below the 10 % rate's 82 % cut
+    assert store.call_count() == calls
+    at = AppTest.from_function(_jury_page, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert at.selectbox(key=next(k for k in _keys(at) if k.endswith(".method") and "whatif" in k)).value == "stack"
+    assert any("the same verdict as the run. Against the gold label" in shown(m.value) for m in at.markdown)
+
+
+def _keys(at: Any) -> list[str]:
+    return [str(w.key) for w in at.selectbox if w.key]
 
 
 def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
