@@ -334,7 +334,11 @@ def render_view(
                 "moves only when it was unsure and the others are sure; each says why in words."
             )
         rounds_on = (
-            show_rounds if show_rounds is not None else toggle.toggle("Show rounds", value=False, key=key + ".rounds")
+            show_rounds
+            if show_rounds is not None
+            else toggle.toggle(
+                "Round numbers", value=False, key=key + ".rounds", help="Mark where each round starts and its consensus"
+            )
         )
         for rnd in view.rounds:
             if rounds_on:
