@@ -357,7 +357,7 @@ def test_a_damaged_pointer_falls_back_to_the_shipped_map_flagged_until_adopted_a
     a_version("20260105T000000Z")
     adopt_version(NAME, MAP, "20260105T000000Z")  # adopting again repairs the pointer
     assert json.loads((maps / POINTER).read_text()) == {f"{NAME}.{MAP}": "20260105T000000Z"}
-    assert adoption(NAME, MAP) == Adoption("20260105T000000Z", check_version(NAME, MAP, "20260105T000000Z"))
+    assert adoption(NAME, MAP) == Adoption("20260105T000000Z", check_version(NAME, MAP, "20260105T000000Z"), named=True)
 
 
 @pytest.mark.parametrize(
