@@ -55,7 +55,12 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     assert [m.value for m in at.markdown if m.value in roles] == roles
     assert not any("seats, one judgment" in m.value for m in at.markdown)
     reads = [t.value for t in at.text if t.value.startswith("Reads as ")]
-    assert len(reads) >= 3 and any("closest to" in r for r in reads[:3])
+    seen = {  # what the page showed, should a seat not read as expected (once seen under `make test`'s load)
+        "texts": [t.value[:200] for t in at.text],
+        "warnings": [shown(w.value)[:300] for w in at.warning],
+        "flags": [shown(c.value)[:200] for c in at.caption if "lag" in c.value],
+    }
+    assert len(reads) >= 3 and any("closest to" in r for r in reads[:3]), seen
     # pw-leak: every seat is sure enough of its own reading that no round can move anyone: none is run, and the
     # page says so.
     assert any("No discussion round was run" in shown(i.value) for i in at.info)
