@@ -127,5 +127,15 @@ def mock_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     path = mock_catalog(tmp_path)
     monkeypatch.setenv("JUDGELAB_CATALOG", str(path))
     cached_catalog.cache_clear()
+    _clear_page_catalog()
     yield path
     cached_catalog.cache_clear()  # before monkeypatch restores the variable: the next test reads the shipped one
+    _clear_page_catalog()  # the pages' own cached catalog (st.cache_resource) too: a later page test reads the real one
+
+
+def _clear_page_catalog() -> None:
+    import sys
+
+    state = sys.modules.get("dashboard.state")  # only where a page test has loaded it (it imports streamlit)
+    if state is not None:
+        state.get_catalog.clear()
