@@ -382,11 +382,12 @@ def render_view(
             "charts of scores and votes are drawn for panels whose seats judge apart."
         )
     elif charts_too and view.phase1:
-        figures = [(charts.jury_trajectory(view.trajectory()), ".trajectory")]
+        settled = bool(view.finished or view.ended or view.skipped)  # whether a round can still come
+        figures = [(charts.jury_trajectory(view.trajectory(), settled), ".trajectory")]
         timeline = view.timeline()
         if timeline:
             figures.append((charts.jury_timeline(timeline), ".timeline"))
-        figures.append((charts.jury_verdicts(view.verdicts(), [*labels, "failed"]), ".verdicts"))
+        figures.append((charts.jury_verdicts(view.verdicts(), [*labels, "failed"], settled), ".verdicts"))
         # Side by side where three fit; in a narrow window one under the other (squeezed, titles and legends
         # were cut). `stacked` (a half-width column) always stacks them.
         places = [st.container() for _ in figures] if stacked else flow_columns(len(figures), width=280)

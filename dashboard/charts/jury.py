@@ -13,7 +13,7 @@ from dashboard.text import in_words, plot_text
 VERDICT_COLORS = {"safe_pass": "#54A24B", "needs_review": "#EECA3B", "unsafe_fail": "#E45756", "failed": "#8C8C8C"}
 
 
-def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def jury_trajectory(rows: Sequence[Mapping[str, Any]], settled: bool = True) -> go.Figure:
     """Score per juror across phase 1 and the rounds; fallback points drawn hollow. Jurors with the same score at
     a step would hide under one dot (three identical seats read as one juror): each juror's points sit a little
     to the side of the step, in legend order, so every juror stays visible and hoverable."""
@@ -51,7 +51,11 @@ def jury_trajectory(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         showgrid=False,
     )
     fig.update_yaxes(range=[-5, 105], title="score (100 safe, 0 unsafe)")
-    title = "Score trajectory per juror" if len(steps) > 1 else "Phase-1 scores (no discussion round)"
+    title = (
+        "Score trajectory per juror"
+        if len(steps) > 1
+        else "Phase-1 scores" + (" (no discussion round)" if settled else "")
+    )
     return _legend_below(_layout(fig, title, 360))
 
 
@@ -78,9 +82,12 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     return _legend_below(_layout(fig, "Round timeline: request → answer", 360))
 
 
-def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str]) -> go.Figure:
+def jury_verdicts(
+    distribution: Mapping[str, Mapping[str, int]], labels: Sequence[str], settled: bool = True
+) -> go.Figure:
     """How many jurors held each verdict, per stage ('phase 1', and 'after discussion' once a round ran), the
-    verdicts in words; a verdict no juror held at any stage is left out of the bars and the legend."""
+    verdicts in words; a verdict no juror held at any stage is left out of the bars and the legend. `settled`: the
+    run is over (a replay part way through has not said yet whether a round will run)."""
     fig = go.Figure()
     for label in labels:
         counts = [distribution[k].get(label, 0) for k in distribution]
@@ -96,7 +103,11 @@ def jury_verdicts(distribution: Mapping[str, Mapping[str, int]], labels: Sequenc
         )
     fig.update_layout(barmode="stack", showlegend=True)
     fig.update_yaxes(title="jurors", dtick=1)
-    title = "Verdict distribution" if len(distribution) > 1 else "Phase-1 verdicts (no discussion round)"
+    title = (
+        "Verdict distribution"
+        if len(distribution) > 1
+        else "Phase-1 verdicts" + (" (no discussion round)" if settled else "")
+    )
     return _legend_below(_layout(fig, title, 360))
 
 

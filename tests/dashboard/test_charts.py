@@ -302,6 +302,13 @@ def test_jury_charts_put_their_legends_below_the_plot() -> None:
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
         assert fig.layout.margin.b >= 60  # room for the legend, so it covers neither plot nor neighbour
     assert charts.jury_trajectory(rows).data[0].name == ESCAPED
+    # a settled run that ran no round says so; a replay part way through does not yet know
+    assert charts.jury_trajectory(rows).layout.title.text == "Phase-1 scores (no discussion round)"
+    assert charts.jury_trajectory(rows, settled=False).layout.title.text == "Phase-1 scores"
+    assert charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"], False).layout.title.text == (
+        "Phase-1 verdicts"
+    )
+    assert fig.layout.modebar.orientation == "v"  # the toolbar down the right edge, off the title
 
 
 def test_jury_trajectory_keeps_jurors_with_one_score_apart() -> None:
