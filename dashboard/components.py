@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import charts
+from dashboard import charts, demo
 from dashboard.jury_figures import stack_note
 from dashboard.report import report_of
 from dashboard.text import (
@@ -274,7 +274,15 @@ def render_view(
     count. `details`: the page's own Details toggle (one per page); None draws the view's own."""
 
     if view.failed:
-        st.error(f"Run failed: {md(view.failed, inline=False)}")
+        if demo.is_miss(view.failed):  # a replay asked for what the recording lacks: not a fault of the jury
+            st.info(
+                "This run stopped: it asked for something the recording does not hold (demo mode and `--replay` "
+                "answer only the recorded case; switch Demo off to run it live). "
+                + md(str(view.failed)[:200], inline=False),
+                icon="🎬",
+            )
+        else:
+            st.error(f"Run failed: {md(view.failed, inline=False)}")
     if not view.case:
         st.info("Waiting for the jury to start…")
         return

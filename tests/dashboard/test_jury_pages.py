@@ -654,3 +654,21 @@ def test_the_stacked_panels_settings_follow_the_environment(monkeypatch) -> None
     monkeypatch.setenv("JURY_SELECTIVE_ERROR", "none")
     fresh = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert fresh.selectbox(key="jury.selective").value == "always decide"
+
+
+def _failed_view_page() -> None:
+    from dashboard.components import render_view
+    from engine.jury.view import JuryView
+
+    error = "ReplayMiss: [use-m3 via replay] replay miss for jury.phase1:juror-3 (no recorded embedding)"
+    view = JuryView.fold([("jury_started", {"case": {"id": "x", "title": "T"}}), ("run_failed", {"error": error})])
+    render_view(view, key="v", charts_too=False)
+
+
+def test_a_run_stopped_by_a_replay_miss_is_said_as_such_not_as_a_fault() -> None:
+    """A demo or `--replay` run that asked for an unrecorded request (the tour: another case picked in demo
+    mode) is shown as a notice naming what demo mode answers, not as a red "Run failed"."""
+    at = AppTest.from_function(_failed_view_page, default_timeout=60).run()
+    assert not at.exception and not at.error
+    (notice,) = [i.value for i in at.info if "recording does not hold" in i.value]
+    assert "switch Demo off" in notice and "replay miss" in notice
