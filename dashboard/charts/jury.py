@@ -79,6 +79,7 @@ def jury_timeline(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="seconds since the run started")
+    fig.update_yaxes(autorange="reversed")  # the first seat on top, as the cards read
     return _legend_below(_layout(fig, "Round timeline: request → answer", 360))
 
 

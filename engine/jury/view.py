@@ -71,6 +71,12 @@ class JuryView:
     def done(self) -> bool:
         return self.finished is not None or self.failed is not None
 
+    def seat_order(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Phase-1 evaluations in seat order (the cards' order), not in the order they arrived: a chart's legend
+        and bars list the jurors as the cards do."""
+        seats = [j.get("juror_id") for j in self.jurors]
+        return sorted(rows, key=lambda e: seats.index(e["juror"]) if e["juror"] in seats else len(seats))
+
     def role(self, juror_id: str) -> str:
         return next((j["role_name"] for j in self.jurors if j["juror_id"] == juror_id), juror_id)
 
@@ -90,7 +96,7 @@ class JuryView:
                 "verdict": e["verdict"],
                 "fallback": e.get("fallback", False),
             }
-            for e in self.phase1
+            for e in self.seat_order(self.phase1)
         ]
         for rnd in self.rounds:
             for st in rnd["statements"]:
@@ -112,7 +118,7 @@ class JuryView:
         """Each juror call as a bar (seconds since the run started): parallel calls overlap. A learned round's
         statement is computed, not a call (no model is asked): it has no bar."""
         rows = []
-        for e in self.phase1:
+        for e in self.seat_order(self.phase1):
             rows.append(
                 {
                     "juror": e["juror"],

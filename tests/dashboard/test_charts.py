@@ -476,3 +476,20 @@ def test_a_rate_heatmap_is_coloured_on_its_whole_scale_and_says_its_values() -> 
     assert fig.data[0].zmin is None  # not a rate: its own range
     assert fig.layout.title.text.startswith("best tokens by a × b")
     assert "wrong stopped" in experiment_heatmap(grid, "a", "b", "wrong_stopped").layout.title.text
+
+
+def test_jury_charts_list_the_jurors_in_seat_order_as_the_cards_do() -> None:
+    """The tour: the legend and the bars listed the jurors in the order they finished; the cards in seat order."""
+    from engine.jury.view import JuryView
+
+    jurors = [{"juror_id": j, "role_name": j.upper()} for j in ("a", "b", "c")]
+    evaluation = {"score": 50, "verdict": "safe_pass", "startedS": 0.0, "endedS": 1.0}
+    events = [("jury_started", {"case": {"id": "x"}, "jurors": jurors})] + [
+        ("juror_evaluation", {"juror": j, **evaluation})
+        for j in ("c", "a", "b")  # c answered first
+    ]
+    view = JuryView.fold(events)
+    assert [r["juror"] for r in view.trajectory()] == ["a", "b", "c"]
+    assert [r["juror"] for r in view.timeline()] == ["a", "b", "c"]
+    assert [t.name for t in charts.jury_trajectory(view.trajectory()).data] == ["A", "B", "C"]
+    assert charts.jury_timeline(view.timeline()).layout.yaxis.autorange == "reversed"  # the first seat on top
