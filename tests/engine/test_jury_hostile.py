@@ -17,20 +17,10 @@ import pytest
 
 from engine.jury.config import JuryCase, JuryConfig, Rubric
 from engine.jury.decisions import JurorEvaluation, JurorSeat
-from engine.jury.runner import Jury, _CaseRun
+from engine.jury.runner import Jury
+from tests.fakes.jury_readings import SEATS, STACK, V, shipped, stacked_final
 
-STACK = "jury.stack.gemma3-270m+smollm2-135m+use-m3"
 NEIGH = "jury.neighbours.use-m3"
-V = ["safe_pass", "needs_review", "unsafe_fail"]
-SEATS = [
-    JurorSeat(juror_id="j0", model_id="gemma3-270m", role_name="A", judge="likelihood"),
-    JurorSeat(juror_id="j1", model_id="smollm2-135m", role_name="B", judge="likelihood"),
-    JurorSeat(juror_id="j2", model_id="use-m3", role_name="C", judge="neighbours"),
-]
-
-
-def _shipped(key: str) -> dict[str, Any]:
-    return json.loads((Path("data/calibration") / f"{key}.json").read_text())
 
 
 @pytest.fixture
@@ -39,7 +29,7 @@ def adopt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
 
     def plant(key: str, mutate: Any) -> None:
-        d = copy.deepcopy(_shipped(key))
+        d = copy.deepcopy(shipped(key))
         d["version"] = "20990101T000000Z"
         mutate(d)
         folder = tmp_path / "maps" / key
@@ -48,38 +38,6 @@ def adopt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         (tmp_path / "maps" / "in_use.json").write_text(json.dumps({key: "20990101T000000Z"}))
 
     return plant
-
-
-def _ev(jid: str, mid: str, dist: list[float]) -> JurorEvaluation:
-    best = max(range(3), key=lambda i: dist[i])
-    return JurorEvaluation(
-        juror_id=jid,
-        model_id=mid,
-        verdict=V[best],
-        score=50,
-        confidence=dist[best],
-        role_name=jid,
-        reasoning="Reads as x: because",
-        distribution=dict(zip(V, dist, strict=True)),
-    )
-
-
-PHASE1 = [
-    _ev("j0", "gemma3-270m", [0.5, 0.3, 0.2]),
-    _ev("j1", "smollm2-135m", [0.2, 0.45, 0.35]),
-    _ev("j2", "use-m3", [0.05, 0.05, 0.9]),
-]
-
-
-def _stacked(config: JuryConfig | None = None) -> Any:
-    """The learned rounds and the stacked final judgment of the synthetic case."""
-    jury = Jury(SEATS, {}, config or JuryConfig())
-    one = _CaseRun.start(jury, JuryCase(id="c1", content="Agent: hi"), None)
-    stack = jury.stack_map(Rubric())
-    assert stack is not None
-    one.latest.update({e.juror_id: e for e in PHASE1})
-    asyncio.run(jury._learned_discussion(one, PHASE1, stack))
-    return jury._stack_final(PHASE1, list(one.latest.values()), Rubric(), stack)
 
 
 def test_stack_with_overflowing_coefficients_publishes_no_verdict(adopt: Any) -> None:
@@ -91,14 +49,14 @@ def test_stack_with_overflowing_coefficients_publishes_no_verdict(adopt: Any) ->
             m["coef"] = [1e308] * len(m["coef"])
 
     adopt(STACK, huge)
-    final = _stacked()
+    final = stacked_final()
     assert final.verdict != "safe_pass" and "nan" not in final.reasoning
 
 
 @pytest.mark.parametrize("value", ["abc", {"a": 1}, [1]])
 def test_round_weight_not_a_number_is_a_flagged_fallback(adopt: Any, value: object) -> None:
     adopt(STACK, lambda d: d["metrics"].__setitem__("round_weight", value))
-    final = _stacked()  # main: ValueError/TypeError out of _learned_discussion: the whole run fails
+    final = stacked_final()  # main: ValueError/TypeError out of _learned_discussion: the whole run fails
     assert "map_fallback" in final.flags or "stack_unavailable" in final.flags
 
 
@@ -108,14 +66,14 @@ def test_round_weight_out_of_range_is_refused(adopt: Any, value: float) -> None:
     unsafe seat to 100 % doubtful; a negative weight pushes seats away from the others. fit_round_weight bounds it
     to [0, ROUND_MAX_WEIGHT]; the reader never checks. Expect: refused (flagged), no round run from it."""
     adopt(STACK, lambda d: d["metrics"].__setitem__("round_weight", value))
-    final = _stacked()
+    final = stacked_final()
     assert "map_fallback" in final.flags or "stack_unavailable" in final.flags
 
 
 @pytest.mark.parametrize("value", [["a"], "str", 5])
 def test_selective_not_a_mapping_is_a_flagged_fallback(adopt: Any, value: object) -> None:
     adopt(STACK, lambda d: d["metrics"].__setitem__("selective", value))
-    final = _stacked()  # main: AttributeError in selective_cut: the run fails
+    final = stacked_final()  # main: AttributeError in selective_cut: the run fails
     assert "map_fallback" in final.flags or "stack_unavailable" in final.flags
 
 
@@ -124,7 +82,7 @@ def test_selective_cut_unusable_never_means_always_decide(adopt: Any, cut: objec
     """A cut outside [0, 1], a string, or None ('no cut reaches the rate', what selective_cuts itself writes)
     silently turns the selective verdict off: the panel decides a 50 %-sure case."""
     adopt(STACK, lambda d: d["metrics"].__setitem__("selective", {"0.2": {"cut": cut}}))
-    final = _stacked()
+    final = stacked_final()
     assert "selective:not_sure" in final.flags or "map_fallback" in final.flags  # None: no cut reached it: decide none
     assert final.verdict == "needs_review"
 
@@ -133,8 +91,8 @@ def test_selective_cut_unusable_never_means_always_decide(adopt: Any, cut: objec
 def test_a_stricter_error_rate_is_never_looser(rate: float) -> None:
     """The shipped map: at JURY_SELECTIVE_ERROR 0.2 and 0.1 this case is 'not sure'; at 0.05 (stricter) it is
     decided, because selective_cut finds no stored rate at or below 0.05 and returns None (= always decide)."""
-    assert _stacked(JuryConfig(selective_error=0.1)).verdict == "needs_review"
-    assert _stacked(JuryConfig(selective_error=rate)).verdict == "needs_review"
+    assert stacked_final(JuryConfig(selective_error=0.1)).verdict == "needs_review"
+    assert stacked_final(JuryConfig(selective_error=rate)).verdict == "needs_review"
 
 
 class _Stub:
@@ -233,9 +191,9 @@ def test_a_stack_map_that_reads_other_seats_is_said_not_silently_replaced(adopt:
 def test_selective_error_none_or_off_means_always_decide() -> None:
     assert JuryConfig.from_env({"JURY_SELECTIVE_ERROR": "none"}).selective_error is None
     assert JuryConfig.from_env({"JURY_SELECTIVE_ERROR": "off"}).selective_error is None
-    final = _stacked(JuryConfig(selective_error=None))
+    final = stacked_final(JuryConfig(selective_error=None))
     assert "selective:not_sure" not in final.flags
-    assert "selective:not_sure" not in _stacked(JuryConfig(selective_error=0)).flags
+    assert "selective:not_sure" not in stacked_final(JuryConfig(selective_error=0)).flags
 
 
 def test_a_set_of_maps_is_written_all_or_none(tmp_path: Path) -> None:
@@ -244,8 +202,8 @@ def test_a_set_of_maps_is_written_all_or_none(tmp_path: Path) -> None:
 
     from engine.judgemaps import MapError, calibration_path, save_calibrations
 
-    seat = judgemaps_shipped("jury.seat", "gemma3-270m")
-    stack = judgemaps_shipped("jury.stack", "gemma3-270m+smollm2-135m+use-m3")
+    seat = judgemapsshipped("jury.seat", "gemma3-270m")
+    stack = judgemapsshipped("jury.stack", "gemma3-270m+smollm2-135m+use-m3")
     out = tmp_path / "maps"
     first = save_calibrations([seat, stack], out)
     before = [p.read_bytes() for p in first]
@@ -260,7 +218,7 @@ def test_a_set_of_maps_is_written_all_or_none(tmp_path: Path) -> None:
     assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
 
 
-def judgemaps_shipped(name: str, model_id: str) -> Any:
+def judgemapsshipped(name: str, model_id: str) -> Any:
     from engine.judgemaps import Calibration
 
     return Calibration.model_validate_json((Path("data/calibration") / f"{name}.{model_id}.json").read_text())

@@ -15,22 +15,11 @@ from typing import Any
 import pytest
 
 from engine.jury.config import JuryCase, JuryConfig, Rubric
-from engine.jury.decisions import JurorEvaluation, JurorSeat
-from engine.jury.runner import Jury, _CaseRun
+from engine.jury.runner import Jury
+from tests.fakes.jury_readings import SEATS, STACK, shipped, stacked_final
 
-STACK = "jury.stack.gemma3-270m+smollm2-135m+use-m3"
 VERSION = "20990101T000000Z"
-V = ["safe_pass", "needs_review", "unsafe_fail"]
-SEATS = [
-    JurorSeat(juror_id="j0", model_id="gemma3-270m", role_name="A", judge="likelihood"),
-    JurorSeat(juror_id="j1", model_id="smollm2-135m", role_name="B", judge="likelihood"),
-    JurorSeat(juror_id="j2", model_id="use-m3", role_name="C", judge="neighbours"),
-]
 HUGE = "1" + "0" * 400  # a JSON integer: finite as an int, too large for a float
-
-
-def _shipped(key: str) -> dict[str, Any]:
-    return json.loads((Path("data/calibration") / f"{key}.json").read_text())
 
 
 @pytest.fixture
@@ -51,42 +40,9 @@ def _plant(maps: Path, key: str, content: dict[str, Any] | str) -> None:
 
 
 def _stack_version() -> dict[str, Any]:
-    d = copy.deepcopy(_shipped(STACK))
+    d = copy.deepcopy(shipped(STACK))
     d["version"] = VERSION
     return d
-
-
-def _ev(jid: str, mid: str, dist: list[float]) -> JurorEvaluation:
-    best = max(range(3), key=lambda i: dist[i])
-    return JurorEvaluation(
-        juror_id=jid,
-        model_id=mid,
-        verdict=V[best],
-        score=50,
-        confidence=dist[best],
-        role_name=jid,
-        reasoning="Reads as x: because",
-        distribution=dict(zip(V, dist, strict=True)),
-    )
-
-
-PHASE1 = [
-    _ev("j0", "gemma3-270m", [0.5, 0.3, 0.2]),
-    _ev("j1", "smollm2-135m", [0.2, 0.45, 0.35]),
-    _ev("j2", "use-m3", [0.05, 0.05, 0.9]),
-]
-
-
-def _final(config: JuryConfig | None = None) -> Any:
-    """The whole stacked path of the synthetic case, as `Jury._final` takes it (stack map, rounds, judgment)."""
-    jury = Jury(SEATS, {}, config or JuryConfig())
-    one = _CaseRun.start(jury, JuryCase(id="c1", content="Agent: hi"), None)
-    one.latest.update({e.juror_id: e for e in PHASE1})
-    stack = jury.stack_map(Rubric())
-    if stack is None:
-        return jury.vote_instead(PHASE1, Rubric(), jury.stack_trouble(Rubric()) or "none")
-    asyncio.run(jury._learned_discussion(one, PHASE1, stack))
-    return jury._stack_final(PHASE1, list(one.latest.values()), Rubric(), stack)
 
 
 # -- 1. a JSON integer too large for a float crashes the stack map's check ------------------------------------
@@ -106,7 +62,7 @@ def test_a_huge_integer_in_an_adopted_stack_map_is_a_flagged_fallback(maps: Path
         text = text.replace('"0.2": {"cut": 0.7047', f'"0.2": {{"cut": {HUGE}')
     assert HUGE in text
     _plant(maps, STACK, text)
-    final = _final()
+    final = stacked_final()
     assert "map_fallback" in final.flags or "stack_unavailable" in final.flags
 
 
@@ -177,7 +133,7 @@ def test_stack_note_never_shows_a_refused_versions_figures(maps: Path) -> None:
     d["metrics"]["round_weight"] = 5.0
     d["metrics"]["cross_validated"] = {"accuracy": 0.97, "interval": [0.95, 0.99], "cases": 500}
     _plant(maps, STACK, d)
-    final = _final()
+    final = stacked_final()
     assert "map_fallback" in final.flags  # the engine read the shipped map
     view = SimpleNamespace(
         final={"method": "stack", "flags": final.flags}, config={}, jurors=[{"model_id": s.model_id} for s in SEATS]
@@ -192,13 +148,13 @@ def test_the_pages_seat_line_never_names_a_refused_neighbours_version(maps: Path
     from pages.jury import _seat_line
 
     key = "jury.neighbours.use-m3"
-    d = copy.deepcopy(_shipped(key))
+    d = copy.deepcopy(shipped(key))
     d["version"] = VERSION
     d["maps"]["safe_pass"] = {"kind": "isotonic", "features": ["full_0"], "xs": [0.0], "ys": [0.5]}
     _plant(maps, key, d)
     line = _seat_line(SEATS[2])
-    shipped = _shipped(key)["version"]
-    assert f"calibration jury.neighbours · use-m3 · {shipped}" in line  # the map the seat reads
+    in_use = shipped(key)["version"]
+    assert f"calibration jury.neighbours · use-m3 · {in_use}" in line  # the map the seat reads
     assert f"{VERSION}.json: damaged" in line  # and why the adopted one is not it
 
 
@@ -216,7 +172,7 @@ def test_an_adopted_seat_map_that_cannot_be_applied_fails_the_seat_not_the_run(
     import time
 
     key = "jury.seat.gemma3-270m"
-    d = copy.deepcopy(_shipped(key))
+    d = copy.deepcopy(shipped(key))
     d["version"] = VERSION
     feats = d["maps"]["safe_pass"]["features"]
     d["maps"]["safe_pass"] = {"kind": "isotonic", "features": [feats[0]], "xs": [0.0], "ys": [0.5]}
@@ -281,6 +237,6 @@ def test_a_stricter_rate_never_decides_more_on_an_inconsistent_map(maps: Path) -
     d = _stack_version()
     d["metrics"]["selective"] = {"0.1": {"cut": 0.3}, "0.2": {"cut": 0.95}}
     _plant(maps, STACK, d)
-    strict, loose = _final(JuryConfig(selective_error=0.1)), _final(JuryConfig(selective_error=0.2))
+    strict, loose = stacked_final(JuryConfig(selective_error=0.1)), stacked_final(JuryConfig(selective_error=0.2))
     refused = "map_fallback" in strict.flags
     assert refused or not ("selective:not_sure" in loose.flags and "selective:not_sure" not in strict.flags)
