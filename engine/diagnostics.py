@@ -204,15 +204,22 @@ class CrossValidated:
     by_language: tuple[tuple[str, float, int], ...] = ()
 
 
-def share(value: object) -> float | None:
-    """A stored rate in [0, 1], or None for anything else (a string, NaN, a bool, out of range)."""
+def number(value: object) -> float | None:
+    """A finite number read from a file (not a bool, not a string, not an integer too large for a float), else
+    None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
-        number = float(value)
-    except OverflowError:  # an integer too large for a float
+        found = float(value)
+    except OverflowError:
         return None
-    return number if math.isfinite(number) and 0 <= number <= 1 else None
+    return found if math.isfinite(found) else None
+
+
+def share(value: object) -> float | None:
+    """A stored rate in [0, 1], or None for anything else (a string, NaN, a bool, out of range)."""
+    found = number(value)
+    return found if found is not None and 0 <= found <= 1 else None
 
 
 @dataclass(frozen=True)

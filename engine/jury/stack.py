@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.diagnostics import number
 from engine.judgemaps import Calibration, fit_multinomial
 
 JURY_STACK = "jury.stack"  # data/calibration/jury.stack.<seat model ids joined by +>.json
@@ -158,13 +159,13 @@ def selective_cut(cal: Calibration, rate: float) -> float:
     usable = sorted((float(r), v) for r, v in cuts.items() if _is_rate(r) and float(r) <= rate + 1e-12)
     if not usable:
         return math.inf
-    cut = _number(usable[-1][1].get("cut")) if isinstance(usable[-1][1], dict) else None
+    cut = number(usable[-1][1].get("cut")) if isinstance(usable[-1][1], dict) else None
     return cut if cut is not None and 0 <= cut <= 1 else math.inf
 
 
 def round_weight(cal: Calibration) -> float:
     """The others' weight in a learned round (0 when the map holds none: no round can move anyone)."""
-    w = _number(cal.metrics.get("round_weight"))
+    w = number(cal.metrics.get("round_weight"))
     return w if w is not None and 0 <= w <= ROUND_MAX_WEIGHT else 0.0
 
 
@@ -178,7 +179,7 @@ def stack_problem(cal: Calibration) -> str:
     if any(f.rpartition(":")[2] not in cal.maps for f in next(iter(features))):
         return "it reads a verdict it has no map for"
     given = cal.metrics.get("round_weight", 0.0)
-    w = _number(given)
+    w = number(given)
     if w is None or not 0 <= w <= ROUND_MAX_WEIGHT:
         return f"round_weight {str(given)[:40]!r} is not a number in [0, {ROUND_MAX_WEIGHT:g}]"
     cuts = cal.metrics.get("selective")
@@ -189,7 +190,7 @@ def stack_problem(cal: Calibration) -> str:
     read = []
     for rate, entry in cuts.items():
         given = entry.get("cut") if isinstance(entry, dict) else "?"
-        cut = _number(given)
+        cut = number(given)
         if not _is_rate(rate) or not (given is None or (cut is not None and 0 <= cut <= 1)):
             return f"selective {str(rate)[:20]!r}: not an error rate with a cut in [0, 1] (or none)"
         read.append((float(rate), math.inf if cut is None else cut))
@@ -198,18 +199,6 @@ def stack_problem(cal: Calibration) -> str:
         # a cut that keeps the errors under a rate keeps them under any looser one: no fit writes this
         return "selective: a looser error rate has a higher cut than a stricter one"
     return ""
-
-
-def _number(value: object) -> float | None:
-    """A finite number from a map file (not a bool, not a string, not an integer too large for a float), else
-    None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _is_rate(text: str) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import judgemaps
+from engine.diagnostics import share
 from engine.jury.config import JuryConfig, Rubric
 from engine.jury.decisions import (
     ConsensusResult,
@@ -342,9 +343,8 @@ class StackedPanel:
 def _alone(stack: Any, key: str) -> str:
     """A seat's own cross-validated accuracy as the stack map stores it (' (0.51)'), '' when it holds none."""
     figures = stack.metrics.get("seats_cross_validated")
-    value = figures.get(key) if isinstance(figures, dict) else None
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
-    return f" ({value:.2f})" if ok else ""
+    value = share(figures.get(key)) if isinstance(figures, dict) else None
+    return f" ({value:.2f})" if value is not None else ""
 
 
 def _said(verdict: str) -> str:
