@@ -45,6 +45,11 @@ MARK_ICON: dict[str, str] = {"signal": "✅", "no_signal": "⚠️", "flat_scale
 # A fitted coefficient whose sign is set by what its feature means: evidence *for* the label must raise it.
 EXPECTED_SIGNS: dict[str, dict[str, dict[str, int]]] = {
     "confidence.likelihood": {"supported": {"pmi_supported": +1}},
+    "confidence.signals": {
+        "supported_with_sources": {"source_match": +1, "source_words": +1, "source_gain": +1},
+        "supported_without_sources": {"answer_pmi": +1, "p_true": +1, "own_agreement": +1},
+        "covers_question": {"question_match": +1},
+    },
     "skip.likelihood": {"respond": {"pmi_need": +1, "pmi_should": +1}},
     "jury.likelihood": {"unsafe_fail": {"channel_unsafe_fail": +1}},
 }
@@ -53,6 +58,7 @@ SPLITS = {
     "jury.likelihood": ("jury-calib.jsonl", "gold"),
     "skip.likelihood": ("skip-calib.jsonl", "should_respond"),
     "confidence.likelihood": ("confidence-calib.jsonl", "supported"),
+    "confidence.signals": ("confidence-calib.jsonl", "supported"),
 }
 
 

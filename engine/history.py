@@ -179,6 +179,8 @@ def _derived_name(run: Run, first_message: str | None) -> str:
         return f"“{_short(str(cfg['query']), NAME_CHARS - 2)}”"
     if kind == "director.check" and cfg.get("text"):
         return f"{cfg.get('character', '')}: “{_short(str(cfg['text']), NAME_CHARS - 12)}”".lstrip(": ")
+    if kind == "confidence.eval" and cfg.get("source"):
+        return f"labelled answers {cfg['source']} ({cfg.get('self_eval', '')})".replace(" ()", "")
     if kind == "confidence.calibrate" and cfg.get("labels"):
         return f"labelled set {cfg['labels']}"
     return ""

@@ -124,29 +124,33 @@ def evaluate_cmd(
         str,
         typer.Option(
             "--judge",
-            help="How the model evaluates itself: generate (writes "
-            "ratings as JSON) | likelihood (calibrated p(supported)).",
+            help="How the answer is judged: signals (default: SmolLM2's and the multilingual embedder's signals "
+            "through maps fitted on the labelled split) | generate (the model writes ratings as JSON) | likelihood "
+            "(the model's calibrated p(supported)).",
         ),
-    ] = "generate",
+    ] = "signals",
     as_json: JsonFlag = False,
 ) -> None:
     """Compute the LLM and embedding factors for an answer, then score it; recorded as a run."""
-    if judge not in ("generate", "likelihood"):
-        raise fail(f"--judge must be generate or likelihood, not {judge!r}")
+    if judge not in JUDGES:
+        raise fail(f"--judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     # CLI start-up: loaded when the command runs
     from engine.confidence import EvaluationConfig, evaluate, generate_answer
     from models.errors import ModelError
 
     if not query.strip():
         raise fail("--query is empty")
+    from engine.confidence.signals import READER  # CLI start-up
+
     store, model = usable_model(model_id)
+    reader = usable_model(READER)[1] if judge == "signals" and model_id != READER else model
 
     async def go() -> Any:
         text = answer if answer is not None else await generate_answer(model, query)
         config = EvaluationConfig(
             model_id=model_id, query=query, answer=text, sources=sources or [], sampling_k=sampling_k, self_eval=judge
         )
-        return text, await evaluate(config, lambda _id: model, store)
+        return text, await evaluate(config, lambda m: reader if m == READER else model, store)
 
     try:
         text, result = asyncio.run(go())
@@ -171,6 +175,107 @@ def evaluate_cmd(
         f"score {payload['score']:.3f} → {payload['level']} ({payload['suggested_action']}) · run {result.run_id}"
         + (f"  ⚠ uses fallback factors: {', '.join(failed)}" if failed else "")
     )
+
+
+JUDGES = ("signals", "generate", "likelihood")
+
+
+@app.command("eval")
+def eval_cmd(
+    cases_file: Annotated[
+        Path,
+        typer.Option(
+            "--cases",
+            help='Labelled answers, JSONL: {"id", "query", "answer", "sources": [..], "supported": true|false, '
+            '"language"} a line (docs/data-formats.md).',
+        ),
+    ],
+    judge: Annotated[
+        str, typer.Option("--judge", help=f"How each answer is judged: {' | '.join(JUDGES)}.")
+    ] = "signals",
+    model_id: Annotated[
+        str, typer.Option("--model", help="The evaluating model of the generate and likelihood judges.")
+    ] = "smollm2-135m",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N answers.")] = None,
+    replay: Annotated[
+        bool,
+        typer.Option("--replay", help="Answer from recorded calls; a request never recorded stops with an error."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Judge every labelled answer as `confidence evaluate` does (self-evaluation, query coverage, the sources'
+    agreement, score, level) in one run of kind `confidence.eval`: per answer its score, level and factors; in total
+    the AUC of the final score and of p(supported) against `supported`, the share of right answers that proceed
+    (SILENT/NOTIFY) and of wrong ones stopped (CONFIRM/ESCALATE), by language and by sources, with intervals."""
+    # CLI start-up: loaded when the command runs
+    from engine.confidence.batch import CaseFileError, EvalConfig, evaluate_cases, load_cases
+    from engine.confidence.signals import READER
+    from models.errors import ModelError, ReplayMiss
+    from models.registry import ModelHub
+
+    if judge not in JUDGES:
+        raise fail(f"--judge must be one of {', '.join(JUDGES)}, not {judge!r}", code=2)
+    try:
+        cases = load_cases(cases_file)[:limit]
+    except CaseFileError as exc:
+        raise fail(str(exc)) from None
+    store, _ = usable_model(model_id) if not replay else (None, None)
+    if judge == "signals" and not replay:
+        usable_model(READER)
+    if store is None:
+        from engine.store import Store, StoreError  # CLI start-up
+
+        try:
+            store = Store()
+        except StoreError as exc:
+            raise fail(str(exc)) from None
+    hub = ModelHub(call_log=store)
+    config = EvalConfig(source=cases_file.name, cases=cases, model_id=model_id, self_eval=judge)
+
+    def line(item: dict[str, Any]) -> None:
+        if not as_json:
+            mark = "✓" if item["proceeds"] == item["supported"] else "✗"
+            label = "right" if item["supported"] else "wrong"
+            say(
+                f"{mark} {item['id'][:24]:<24} {label:<5} p(supported) {item['p_supported']:.2f}  "
+                f"score {item['score']:.3f} → {item['level']}" + ("  ⚠ fallback" if item["flagged"] else ""),
+                err=True,
+            )
+
+    try:
+        run_id, items, totals = asyncio.run(
+            evaluate_cases(store, config, lambda m: hub.get(m, replay=replay), on_item=line)
+        )
+    except ReplayMiss as exc:
+        raise fail(f"{exc}. Nothing was guessed; the run is stored as failed", code=4) from None
+    except ModelError as exc:
+        raise _fail(str(exc), code=3) from None
+    if as_json:
+        _emit({"run_id": run_id, "judge": judge, "items": items, "totals": totals})
+        return
+    say(_eval_summary(totals))
+    say(f"run {run_id}")
+
+
+def _figure(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.2f}" + (f" ({ci[0]:.2f}–{ci[1]:.2f})" if ci else "")
+
+
+def _eval_summary(totals: dict[str, Any]) -> str:
+    rows = [("all", totals)] + list(totals["by_language"].items()) + list(totals["by_sources"].items())
+    out = [f"{'':<16} {'n':>4}  {'AUC score':<18} {'AUC p(supported)':<18} {'right proceed':<20} wrong stopped"]
+    for name, part in rows:
+        rp, ws = part["right_proceed"], part["wrong_stopped"]
+        out.append(
+            f"{name:<16} {part['n']:>4}  {_figure(part['auc'], part['auc_ci']):<18} "
+            f"{_figure(part['self_confidence_auc'], part['self_confidence_auc_ci']):<18} "
+            f"{_figure(rp['rate'], rp['ci']):<20} {_figure(ws['rate'], ws['ci'])}"
+        )
+    if totals["fallbacks"]:
+        out.append(f"⚠ {totals['fallbacks']} answer(s) judged with a fallback factor")
+    return "\n".join(out)
 
 
 def load_labels(path: Path) -> list[Any]:
@@ -236,9 +341,13 @@ def calibrate_judge_cmd(
 
 
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
-    """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check)."""
+    """The self-evaluation's refit (`limit`: the split's first N items only, for a quick check): the default
+    signals' maps (SmolLM2 and the multilingual embedder, `confidence.signals.smollm2-135m+use-m3.json`) and the
+    likelihood map of `model_id` (PMI → p(supported), for `--judge likelihood`), from one pass over the split."""
     # CLI start-up: loaded when the command runs
     from engine.confidence import CONFIDENCE, confidence_features
+    from engine.confidence.signals import EMBEDDER, READER, fit_signals, read_signals
+    from engine.embeddings import RecordedEmbedder
     from engine.judgemaps import fit_single_map, read_jsonl_items
 
     try:
@@ -246,14 +355,22 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     except ValueError as exc:
         raise fail(str(exc)) from None
     store, model = usable_model(model_id)
+    reader = model if model_id == READER else usable_model(READER)[1]
+    embedder = RecordedEmbedder.for_model(reader, EMBEDDER)
 
     async def rows() -> list[dict[str, float]]:
-        return [
-            (await confidence_features(model, it["query"], it["answer"], it.get("sources") or []))[0] for it in items
-        ]
+        out = []
+        for it in items:
+            sources = [str(s) for s in it.get("sources") or []]
+            row, _ = await confidence_features(model, it["query"], it["answer"], sources)
+            signals = await read_signals(reader, embedder, it["query"], it["answer"], sources)
+            japanese = str(it.get("language") or "") == "ja"
+            out.append(row | signals.features | {"has_sources": float(bool(sources)), "japanese": float(japanese)})
+        return out
 
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
 
+    labels = [it["supported"] for it in items]
     return RefitJob(
         store,
         "confidence",
@@ -261,9 +378,8 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         data,
         rows,
         lambda f: [
-            fit_single_map(
-                CONFIDENCE, model_id, "supported", "pmi_supported", f, [it["supported"] for it in items], data
-            )
+            fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", f, labels, data),
+            fit_signals(f, labels, data),
         ],
         limit,
     )

@@ -15,9 +15,11 @@ One concept a module:
 - `tables`: `calculate` over tables of rows at once (`score_arrays`), for calibration, the what-if views and the
   benchmark;
 - `likelihood`: the self-evaluation prompt by likelihood and its PMI feature;
-- `judges`: the LLM and embedding factors (`LLMSelfEvaluator`, `LikelihoodSelfEvaluator`,
+- `signals`: the default self-evaluation's white-box signals and their fitted maps;
+- `judges`: the LLM and embedding factors (`SignalSelfEvaluator`, `LLMSelfEvaluator`, `LikelihoodSelfEvaluator`,
   `QueryCoverageCalculator`, `SourceAgreementCalculator`, `SamplingConsistency`);
 - `evaluation`: the `confidence.evaluate` run kind (`evaluate`, `evaluate_answer`);
+- `batch`: the `confidence.eval` run kind (a labelled file of answers, `evaluate_cases`);
 - `calibration`: labelled items, the calibration report and the `confidence.calibrate` run kind
   (`calibrate_labels`).
 
@@ -66,6 +68,7 @@ from engine.confidence.judges import (
     QueryCoverageCalculator,
     SamplingConsistency,
     SelfEvalOutput,
+    SignalSelfEvaluator,
     SourceAgreementCalculator,
 )
 from engine.confidence.levels import (
@@ -155,6 +158,7 @@ __all__ = [
     "search_quality",
     "SELF_EVAL_PROMPT",
     "SelfEvalOutput",
+    "SignalSelfEvaluator",
     "SourceAgreementCalculator",
     "SUGGESTED_ACTIONS",
     "tool_success",

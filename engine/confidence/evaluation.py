@@ -17,13 +17,16 @@ from engine.confidence.judges import (
     LLMSelfEvaluator,
     QueryCoverageCalculator,
     SamplingConsistency,
+    SignalSelfEvaluator,
     SourceAgreementCalculator,
 )
 from engine.confidence.levels import ActionDecision, InterventionLevel, decide_action
 from engine.confidence.score import ConfidenceScore, calculate
 from engine.confidence.settings import DEFAULT_SETTINGS, ConfidenceSettings
+from engine.confidence.signals import EMBEDDER, READER, Signals
 from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
+from models.errors import ModelError
 
 if TYPE_CHECKING:
     from engine.events import EventSink, ModelSource
@@ -50,7 +53,12 @@ class EvaluationConfig(BaseModel):
     answer: str
     sources: list[str] = Field(default_factory=list)
     sampling_k: int = Field(0, ge=0, le=10, description="answers to sample for a consistency factor (no sources)")
-    self_eval: Literal["generate", "likelihood"] = "generate"
+    self_eval: Literal["signals", "generate", "likelihood"] = Field(
+        "signals",
+        description="signals: SmolLM2's and the multilingual embedder's signals through the maps fitted on the "
+        "labelled split (self-confidence and query coverage; the default) · generate: the model writes ratings · "
+        "likelihood: the model's PMI of 'the answer is correct'",
+    )
     settings: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
 
     @field_validator("sources")
@@ -80,11 +88,11 @@ async def evaluate(
     with_sampling = config.sampling_k >= 2 and not sources
     async with async_run_context(store, "confidence.evaluate", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=2 + with_agreement + with_sampling, step="self-evaluation")
-        evaluator = LikelihoodSelfEvaluator(model) if config.self_eval == "likelihood" else LLMSelfEvaluator(model)
-        self_result = await evaluator.evaluate(config.query, config.answer, sources)
+        self_result, coverage, signals = await answer_factors(config, models, model)
+        if signals is not None:
+            run.emit("confidence_signals", features=signals.features, own_answer=signals.own_answer)
         run.emit("confidence_factor", **self_result.model_dump())
         runctx.progress(advance=1, step="query coverage")
-        coverage = await QueryCoverageCalculator(model).calculate(config.query, config.answer)
         run.emit("confidence_factor", **coverage.model_dump())
         runctx.progress(advance=1, step="source agreement" if with_agreement else "sampling")
         results = [self_result, coverage]
@@ -137,6 +145,28 @@ async def evaluate(
     return live
 
 
+async def answer_factors(
+    config: EvaluationConfig, models: ModelSource, model: ChatModel
+) -> tuple[FactorResult, FactorResult, Signals | None]:
+    """The two factors that judge the answer itself: by the signals (one reading of SmolLM2 and the embedder, the
+    default), or by the evaluating model (its self-evaluation, then its coverage rating)."""
+    if config.self_eval == "signals":
+        try:
+            reader = models(READER)
+        except (KeyError, ModelError) as exc:
+            return (
+                *SignalSelfEvaluator.fallbacks(f"{READER} cannot be built here: {exc}", ["reader_unavailable"]),
+                None,
+            )
+        evaluator = SignalSelfEvaluator(
+            reader, RecordedEmbedder.for_model(reader, EMBEDDER), config.settings.include_self_confidence_above
+        )
+        return await evaluator.evaluate(config.query, config.answer, config.sources)
+    judge = LikelihoodSelfEvaluator(model) if config.self_eval == "likelihood" else LLMSelfEvaluator(model)
+    self_result = await judge.evaluate(config.query, config.answer, config.sources)
+    return self_result, await QueryCoverageCalculator(model).calculate(config.query, config.answer), None
+
+
 ANSWER_JUDGES = ("llm_self_confidence", "query_coverage")  # the factors that judge the answer itself
 
 
@@ -160,7 +190,7 @@ async def evaluate_answer(
     sampling_k: int = 0,
     base_factors: ConfidenceFactors | None = None,
     sinks: list[EventSink] | None = None,
-    self_eval: Literal["generate", "likelihood"] = "generate",
+    self_eval: Literal["signals", "generate", "likelihood"] = "signals",
 ) -> LiveEvaluation:
     """`evaluate` for a model object at hand (tests, scripts): the same run, the same stored config."""
     config = EvaluationConfig(

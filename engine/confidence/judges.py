@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from engine import judgemaps
 from engine.confidence.likelihood import CONFIDENCE, confidence_features
+from engine.confidence.signals import SIGNALS, SIGNALS_ID, Signals, read_answer, read_signals, signals_problem
 from engine.embeddings import TextEmbedder, cosine_matrix, get_embedder
 from models.errors import ModelError
 
@@ -57,6 +58,9 @@ class FactorResult(BaseModel):
     detail: str = ""
     call_id: int | None = None
     flags: list[str] = Field(default_factory=list)
+    probability: float | None = Field(
+        None, description="the calibrated probability behind the value, where the value is placed on the seed's scale"
+    )
 
 
 SELF_EVAL_PROMPT = (
@@ -146,6 +150,91 @@ class LikelihoodSelfEvaluator:
             call_id=scores.call_id,
             flags=flags,
             detail=f"p(supported) {value:.2f} by likelihood (PMI {pmi:+.2f})",
+        )
+
+
+def on_seed_scale(p: float, floor: float) -> float:
+    """p(supported) placed on the seed's self-evaluation scale: floor + (1 − floor) × p.
+
+    The seed counts a self-evaluation only above `include_self_confidence_above` (0.6) and reads 0.8 and up as
+    confident enough to go without sources: its scale is a rating's, where a doubtful answer still rates 0.6–0.8.
+    A calibrated probability fed as it is would be dropped from the mean whenever it says "likely wrong" (p ≤ 0.6),
+    and the score would then rise — a wrong answer with one source scored SILENT. On this scale every reading
+    counts, the score rises with p, and p = 0.5 (as likely right as wrong) sits at the seed's 0.8."""
+    return round(min(1.0, max(floor + 1e-4, floor + (1.0 - floor) * p)), 4)
+
+
+class SignalSelfEvaluator:
+    """The default self-evaluation and query coverage (engine/confidence/signals.py): white-box signals of
+    SmolLM2 and the multilingual embedder through the maps fitted on the labelled split. One reading gives both
+    factors; a failed call, a missing or refused map or a non-finite signal gives each factor its documented
+    fallback (0.5 and 0.0), flagged, with why."""
+
+    def __init__(self, reader: ChatModel, embedder: TextEmbedder, floor: float = 0.6) -> None:
+        self.reader = reader
+        self.embedder = embedder
+        self.floor = floor  # the settings' include_self_confidence_above: see `on_seed_scale`
+
+    @staticmethod
+    def fallbacks(why: str, flags: list[str], call_id: int | None = None) -> tuple[FactorResult, FactorResult]:
+        return (
+            FactorResult(
+                name="llm_self_confidence",
+                value=LLMSelfEvaluator.FALLBACK,
+                flagged=True,
+                call_id=call_id,
+                detail=f"fallback {LLMSelfEvaluator.FALLBACK}: {why}",
+                flags=flags,
+            ),
+            FactorResult(
+                name="query_coverage",
+                value=QueryCoverageCalculator.FALLBACK,
+                flagged=True,
+                call_id=call_id,
+                detail=f"fallback {QueryCoverageCalculator.FALLBACK} (left out of the mean): {why}",
+                flags=flags,
+            ),
+        )
+
+    async def evaluate(
+        self, query: str, answer: str, sources: Sequence[str] | None = None
+    ) -> tuple[FactorResult, FactorResult, Signals | None]:
+        sources = list(sources or [])
+        try:
+            cal = judgemaps.load_calibration(SIGNALS, SIGNALS_ID, check=signals_problem)
+        except judgemaps.MapError as exc:
+            return (*self.fallbacks(f"the signals' map cannot be read: {exc}", ["map_invalid"]), None)
+        if cal is None:
+            return (*self.fallbacks(f"no fitted map {SIGNALS}.{SIGNALS_ID}.json", ["uncalibrated"]), None)
+        try:
+            signals = await read_signals(self.reader, self.embedder, query, answer, sources)
+        except ModelError as exc:
+            return (*self.fallbacks(f"{exc.kind}: {exc.message}", [exc.kind]), None)
+        first = signals.call_ids[0] if signals.call_ids else None
+        try:
+            reading = read_answer(cal, signals, sources)
+        except ValueError as exc:
+            return (*self.fallbacks(f"invalid signal: {exc}", ["invalid:signals"], first), signals)
+        flags = reading.flags + judgemaps.map_flags(cal)
+        value = on_seed_scale(reading.supported, self.floor)
+        return (
+            FactorResult(
+                name="llm_self_confidence",
+                value=value,
+                call_id=first,
+                flags=flags,
+                detail=f"{reading.detail}; on the seed's scale {value:.2f} (= {self.floor:g} + "
+                f"{1 - self.floor:g} × p: counted, and p = 0.5 sits at {self.floor + (1 - self.floor) / 2:.2f})",
+                probability=round(reading.supported, 4),
+            ),
+            FactorResult(
+                name="query_coverage",
+                value=round(reading.coverage, 4),
+                call_id=first,
+                flags=flags,
+                detail=reading.coverage_detail,
+            ),
+            signals,
         )
 
 

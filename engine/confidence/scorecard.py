@@ -6,7 +6,8 @@ the labelled items (their calibration runs' scores)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from engine import stats
 from engine.confidence import (
@@ -14,10 +15,13 @@ from engine.confidence import (
     LabelledItem,
     LikelihoodSelfEvaluator,
     LLMSelfEvaluator,
+    SignalSelfEvaluator,
     calibration_report,
     parse_factors,
 )
+from engine.confidence.signals import EMBEDDER, READER
 from engine.config import DATA_DIR
+from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
@@ -25,6 +29,9 @@ from engine.experiments.scorecard import ScorecardPlan, Step, built_models
 from engine.inputs import iter_lines, read_text
 from engine.runctx import progress
 from engine.store import Store
+
+if TYPE_CHECKING:
+    from models.base import ChatModel
 
 
 def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
@@ -68,15 +75,15 @@ async def run_confidence(
     async with async_run_context(store, "confidence.calibrate", config, name=name) as run:
         if model_id is not None:
             assert source is not None
-            model = source(model_id)
-            evaluator = LikelihoodSelfEvaluator(model) if method == "likelihood" else LLMSelfEvaluator(model)
             progress(total=len(pairs), step=f"self-evaluation by {model_id}")
             derived = []
+            judge = _judge(source(model_id), method)
             for item, answer in pairs:
-                factor = await evaluator.evaluate(item.query, answer)
-                flagged += factor.flagged
-                run.emit("self_evaluated", id=item.id, value=factor.value, flagged=factor.flagged, detail=factor.detail)
-                update = {"llm_self_confidence": factor.value}
+                update, detail, failed = await judge(item.query, answer)
+                flagged += failed
+                run.emit(
+                    "self_evaluated", id=item.id, value=update["llm_self_confidence"], flagged=failed, detail=detail
+                )
                 derived.append(item.model_copy(update={"factors": item.factors.model_copy(update=update)}))
                 progress(advance=1)
             items = derived
@@ -94,8 +101,38 @@ async def run_confidence(
     }
 
 
+SelfJudge = Callable[[str, str], Awaitable[tuple[dict[str, float], str, bool]]]
+
+
+def _judge(model: ChatModel, method: str) -> SelfJudge:
+    """What replaces the recorded factors of one labelled answer: the signals' self-confidence and query coverage
+    (no sources: the labelled set holds none), or the model's own self-evaluation."""
+    if method == "signals":
+        signals = SignalSelfEvaluator(model, RecordedEmbedder.for_model(model, EMBEDDER))
+
+        async def by_signals(query: str, answer: str) -> tuple[dict[str, float], str, bool]:
+            own, coverage, _ = await signals.evaluate(query, answer)
+            update = {"llm_self_confidence": own.value, "query_coverage": coverage.value}
+            return update, own.detail, own.flagged or coverage.flagged
+
+        return by_signals
+    evaluator = LikelihoodSelfEvaluator(model) if method == "likelihood" else LLMSelfEvaluator(model)
+
+    async def by_model(query: str, answer: str) -> tuple[dict[str, float], str, bool]:
+        factor = await evaluator.evaluate(query, answer)
+        return {"llm_self_confidence": factor.value}, factor.detail, factor.flagged
+
+    return by_model
+
+
 def confidence_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
-    return [(None, "factors"), *((m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models)]
+    """The recorded factors; the default signals (SmolLM2 and the multilingual embedder); each model's own
+    self-evaluation (likelihood where it can score)."""
+    return [
+        (None, "factors"),
+        (READER, "signals"),
+        *((m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models),
+    ]
 
 
 def paired_confidence(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:

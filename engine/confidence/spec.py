@@ -14,6 +14,11 @@ SPEC = register_mechanism(
             ExportTable("confidence_factors", "each computed confidence factor", events=("confidence_factor",)),
             ExportTable("confidence_scores", "the score, breakdown and level", events=("confidence_scored",)),
             ExportTable(
+                "confidence_eval_items",
+                "one line per labelled answer of `confidence eval`",
+                events=("confidence_eval_item",),
+            ),
+            ExportTable(
                 "calibration_items",
                 "each labelled item with its score and level",
                 "engine.confidence.exports:calibration_items",

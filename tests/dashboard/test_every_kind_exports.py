@@ -168,7 +168,11 @@ def store_every_kind(data: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
     cli("director", "check", "--rules-only", "--character", "ayu", "--json", "そうですね。朝の海は人が少ないです。")
     cli("director", "batch", "--character", "yana", "--file", str(data / "scripts" / "beach.jsonl"), "--model", MODEL)
     cli("director", "duo", "--model", MODEL, "--turns", "2", "--max-retries", "1", "--json")
-    cli("confidence", "evaluate", "--query", "Capital of France?", "--answer", "Paris.", "--model", MODEL, "--json")
+    generate = ("--judge", "generate", "--model", MODEL, "--json")
+    cli("confidence", "evaluate", "--query", "Capital of France?", "--answer", "Paris.", *generate)
+    answers = tmp / "answers.jsonl"
+    answers.write_text('{"id": "a1", "query": "Capital of France?", "answer": "Paris.", "supported": true}\n')
+    cli("confidence", "eval", "--cases", str(answers), *generate)
     cli("confidence", "calibrate", "--labels", str(data / "benchmarks" / "confidence.jsonl"), "--json")
     recording = str(data / "recordings" / "skipcache-default.jsonl")
     skip = ("--generate", "--channels", "4", "--hours", "3", "--rate", "1", "--seed", "5", "--recorded", recording)
@@ -261,6 +265,7 @@ MADE = {
     "director.duo",
     "confidence.evaluate",
     "confidence.calibrate",
+    "confidence.eval",
     "skip.simulate",
     "handraise.conversation",
     "handraise.eval",

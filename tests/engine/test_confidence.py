@@ -370,7 +370,9 @@ def test_evaluators_fall_back_flagged_when_the_model_fails() -> None:
 
 @pytest.mark.model  # the packaged embedder
 def test_evaluate_answer_records_a_run_even_with_a_failing_model(store) -> None:
-    result = asyncio.run(evaluate_answer(store, _dead_model(store), "q", "a", ["s1", "s2 different"]))
+    result = asyncio.run(
+        evaluate_answer(store, _dead_model(store), "q", "a", ["s1", "s2 different"], self_eval="generate")
+    )
     assert result.factors.llm_self_confidence == 0.5 and result.factors.source_count == 2
     run = store.get_run(result.run_id)
     assert run is not None and run.status == "finished"
@@ -402,6 +404,7 @@ def test_evaluators_with_the_bundled_model(store) -> None:
             "What is the capital of France?",
             "The capital of France is Paris.",
             ["Paris is the capital and largest city of France.", "France's capital city is Paris."],
+            self_eval="generate",
         )
     )
     for r in result.results:

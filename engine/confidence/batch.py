@@ -1,0 +1,221 @@
+"""The `confidence.eval` run kind: a labelled file of answers (`{"id", "query", "answer", "sources", "supported",
+"language"}` a line) each judged as `confidence.evaluate` judges one — the self-evaluation and query coverage, the
+sources' agreement, the score and its level — in one stored run with an event per item; its totals (AUC of the final
+score and of p(supported) against "supported", the share of right answers that proceed and of wrong ones stopped,
+by language and by whether the answer had sources, each with its interval) are computed from those lines only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine import runctx, stats
+from engine.confidence.evaluation import EvaluationConfig, answer_factors
+from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.judges import FactorResult, SourceAgreementCalculator
+from engine.confidence.levels import InterventionLevel, decide_action
+from engine.confidence.score import calculate
+from engine.confidence.settings import ConfidenceSettings
+from engine.confidence.signals import auc_figure
+from engine.embeddings import RecordedEmbedder
+from engine.events import async_run_context
+from engine.inputs import InputError, iter_lines, read_text
+
+if TYPE_CHECKING:
+    from engine.events import ModelSource
+    from engine.store import Store
+
+PROCEED = (InterventionLevel.SILENT.value, InterventionLevel.NOTIFY.value)
+MAX_CASES = 5000
+
+
+class AnswerCase(BaseModel):
+    """One labelled answer. Unknown fields are refused, naming them (a typo such as `suported` is not a label)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    query: str = Field(min_length=1, max_length=20_000)
+    answer: str = Field(max_length=20_000)
+    sources: list[str] = Field(default_factory=list, max_length=50)
+    supported: bool
+    language: str = Field("", max_length=16)
+
+    @field_validator("sources")
+    @classmethod
+    def _no_blank_sources(cls, value: list[str]) -> list[str]:
+        if any(len(s) > 20_000 for s in value):
+            raise ValueError("a source longer than 20,000 characters")
+        return [s for s in value if s.strip()]
+
+
+class CaseFileError(ValueError):
+    """A labelled file that cannot be read; the message names the file and each bad line."""
+
+
+def parse_cases(text: str, source: str) -> list[AnswerCase]:
+    """Every line checked before any is judged: CaseFileError lists each bad line (first 10), duplicate ids too."""
+    cases: list[AnswerCase] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for number, line in iter_lines(text):
+        if not line.strip():
+            continue
+        try:
+            case = AnswerCase.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not JSON ({exc.msg})")
+            continue
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
+            problems.append(f"line {number}: {why}")
+            continue
+        if case.id in seen:
+            problems.append(f"line {number}: id {json.dumps(case.id, ensure_ascii=False)} repeats an earlier line")
+        seen.add(case.id)
+        cases.append(case)
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise CaseFileError(f"{source}: " + "; ".join(problems[:10]) + more)
+    if not cases:
+        raise CaseFileError(f"{source}: no labelled answers")
+    if len(cases) > MAX_CASES:
+        raise CaseFileError(f"{source}: {len(cases)} answers; at most {MAX_CASES} a run")
+    return cases
+
+
+def load_cases(path: Path) -> list[AnswerCase]:
+    try:
+        text = read_text(path)
+    except InputError as exc:
+        raise CaseFileError(str(exc)) from None
+    return parse_cases(text, path.name)
+
+
+class EvalConfig(BaseModel):
+    """`confidence.eval`: the labelled answers (the input, stored with the run) and how they are judged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(description="the file's name, as the run is named")
+    cases: list[AnswerCase]
+    model_id: str = Field("smollm2-135m", description="the evaluating model (generate / likelihood judges)")
+    self_eval: Literal["signals", "generate", "likelihood"] = "signals"
+    settings: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+
+
+async def judge_case(
+    case: AnswerCase, config: EvalConfig, models: ModelSource, agreement: SourceAgreementCalculator
+) -> dict[str, Any]:
+    """One answer judged as `confidence.evaluate` judges it (no sampling): its line of the run."""
+    one = EvaluationConfig(
+        model_id=config.model_id,
+        query=case.query,
+        answer=case.answer,
+        sources=case.sources,
+        self_eval=config.self_eval,
+        settings=config.settings,
+    )
+    self_result, coverage, signals = await answer_factors(one, models, models(config.model_id))
+    results: list[FactorResult] = [self_result, coverage]
+    update: dict[str, Any] = {
+        "llm_self_confidence": self_result.value,
+        "query_coverage": coverage.value,
+        "source_count": len(case.sources),
+    }
+    if len(case.sources) >= 2:
+        update["source_agreement"] = agreement.calculate(case.sources)
+    factors = ConfidenceFactors().model_copy(update=update)
+    score = calculate(factors, config.settings)
+    level = decide_action(score, config.settings).level.value
+    return {
+        "id": case.id,
+        "language": case.language or "unknown",
+        "sources": len(case.sources),
+        "supported": case.supported,
+        "score": score.score,
+        "level": level,
+        "proceeds": level in PROCEED,
+        "p_supported": self_result.probability if self_result.probability is not None else self_result.value,
+        "factors": {k: update[k] for k in ("llm_self_confidence", "query_coverage", "source_count")}
+        | ({"source_agreement": update["source_agreement"]} if "source_agreement" in update else {}),
+        "flagged": [r.name for r in results if r.flagged],
+        "detail": {r.name: r.detail for r in results},
+        "signals": signals.features if signals is not None else {},
+        "call_ids": signals.call_ids if signals is not None else [r.call_id for r in results if r.call_id],
+    }
+
+
+def _rate(flags: Sequence[bool]) -> dict[str, Any]:
+    n, k = len(flags), sum(flags)
+    ci = stats.wilson(k, n)
+    return {"rate": round(k / n, 4) if n else None, "ci": ci.as_list() if ci else None, "k": k, "n": n}
+
+
+def _part(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    y = [bool(x["supported"]) for x in lines]
+    right = [x for x in lines if x["supported"]]
+    wrong = [x for x in lines if not x["supported"]]
+    final = auc_figure([x["score"] for x in lines], y) or {}
+    prob = auc_figure([x["p_supported"] for x in lines], y) or {}
+    return {
+        "n": len(lines),
+        "auc": final.get("auc"),
+        "auc_ci": final.get("auc_ci"),
+        "self_confidence_auc": prob.get("auc"),
+        "self_confidence_auc_ci": prob.get("auc_ci"),
+        "right_proceed": _rate([x["proceeds"] for x in right]),
+        "wrong_stopped": _rate([not x["proceeds"] for x in wrong]),
+    }
+
+
+def eval_totals(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The totals, from the per-item lines only. AUCs with a bootstrap interval over items, rates with Wilson's."""
+    levels: dict[str, dict[str, int]] = {"supported": {}, "unsupported": {}}
+    for x in lines:
+        side = levels["supported" if x["supported"] else "unsupported"]
+        side[x["level"]] = side.get(x["level"], 0) + 1
+    languages = sorted({str(x["language"]) for x in lines})
+    return _part(lines) | {
+        "levels": levels,
+        "fallbacks": sum(bool(x["flagged"]) for x in lines),
+        "by_language": {code: _part([x for x in lines if x["language"] == code]) for code in languages},
+        "by_sources": {
+            "with_sources": _part([x for x in lines if x["sources"]]),
+            "without_sources": _part([x for x in lines if not x["sources"]]),
+        },
+    }
+
+
+async def evaluate_cases(
+    store: Store,
+    config: EvalConfig,
+    models: ModelSource,
+    *,
+    on_item: Callable[[dict[str, Any]], object] | None = None,
+    sinks: list[Any] | None = None,
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """Judge every labelled answer as one stored run of kind `confidence.eval` (an event per item, the totals as
+    its summary); returns (run id, lines, totals). ModelErrors of one item are that item's flagged fallbacks."""
+    base = models(config.model_id)
+    agreement = SourceAgreementCalculator(RecordedEmbedder.for_model(base))
+    lines: list[dict[str, Any]] = []
+    name = f"confidence eval {config.source} ({config.self_eval})"
+    async with async_run_context(
+        store, "confidence.eval", config.model_dump(mode="json"), name=name, sinks=sinks
+    ) as run:
+        runctx.progress(total=len(config.cases), step="answers")
+        for case in config.cases:
+            line = await judge_case(case, config, models, agreement)
+            lines.append(line)
+            run.emit("confidence_eval_item", **line)
+            if on_item:
+                on_item(line)
+            runctx.progress(advance=1)
+        totals = eval_totals(lines)
+        run.summary = totals
+    return run.run_id, lines, totals

@@ -1,0 +1,279 @@
+"""The default self-evaluation: white-box signals of the bundled models, each a number a tiny model can carry,
+turned into p(supported) and query coverage by maps fitted on the labelled split
+(`data/calibration/confidence.signals.smollm2-135m+use-m3.json`).
+
+A 135M model cannot write a judgment of an answer, but it can be read (LM-Polygraph's white-box scores):
+
+- with sources, the answer is judged against them: how close it comes to the nearest source (multilingual USE
+  cosine), the share of its words and numbers found in the sources, and how much the sources raise the answer's
+  likelihood under SmolLM2 (an answer the sources hold is copied; one they contradict is not);
+- without sources, against what the model knows: the answer's PMI as SmolLM2's reply to the question (against the
+  same reply to a content-free question), P(True) ("Is the proposed answer correct?" scored Yes against No), and how
+  close SmolLM2's own greedy answer comes to it;
+- query coverage reads how close the answer comes to the question.
+
+Every model call and embedding is a recorded call of the run; a failed call is a flagged fallback, never a
+judgment. The maps were chosen by cross-validation on the split (`docs/likelihood-judges.md`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine import stats
+from engine.judgemaps import Calibration, FittedMap, fit_logistic
+from engine.likelihood import CONTENT_FREE
+from engine.quoting import quote
+
+if TYPE_CHECKING:
+    from engine.embeddings import TextEmbedder
+    from models.base import ChatModel
+
+SIGNALS = "confidence.signals"
+READER = "smollm2-135m"  # the model read by likelihood (an instruct model: its chat layout)
+EMBEDDER = "use-m3"  # the multilingual embedder (Japanese included)
+SIGNALS_ID = f"{READER}+{EMBEDDER}"  # the maps' file: confidence.signals.smollm2-135m+use-m3.json
+
+SOURCED = "supported_with_sources"  # the maps in that file
+UNSOURCED = "supported_without_sources"
+COVERAGE = "covers_question"
+SOURCED_FEATURES = ("source_match", "source_words", "source_gain")
+UNSOURCED_FEATURES = ("answer_pmi", "p_true", "own_agreement")
+COVERAGE_FEATURES = ("question_match",)
+MAPS = {SOURCED: SOURCED_FEATURES, UNSOURCED: UNSOURCED_FEATURES, COVERAGE: COVERAGE_FEATURES}
+
+OWN_ANSWER_TOKENS = 40
+_SPECIAL = re.compile(r"<\|")  # a chat template's control-token opening (<|im_start|>): never from untrusted text
+
+
+def plain(text: str) -> str:
+    """Untrusted text for a chat message: it cannot open a control token of the chat layout."""
+    return _SPECIAL.sub("< |", text)
+
+
+def chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": plain(text)}]
+
+
+def sourced_prompt(query: str, sources: Sequence[str]) -> str:
+    """The answer's prompt with the sources above the question (without them: `sourced_prompt(query, ())`)."""
+    block = "".join(f"Source (quoted): {quote(s)}\n" for s in sources)
+    return f"{block}Question (quoted): {quote(query)}\nAnswer (quoted):"
+
+
+def true_prompt(query: str, answer: str) -> list[dict[str, str]]:
+    return chat(f"Question: {query}\nProposed answer: {answer}\nIs the proposed answer correct? Answer Yes or No.")
+
+
+def own_prompt(query: str) -> list[dict[str, str]]:
+    return chat(f"{query}\nAnswer in one short sentence.")
+
+
+_WORD = re.compile(r"[a-z]{3,}|\d+(?:[.,]\d+)*")
+_CJK = re.compile(r"[^\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff0-9]")
+
+
+def words(text: str) -> set[str]:
+    """Latin words of 3+ letters, numbers, and bigrams of Japanese characters and digits (Japanese has no spaces)."""
+    low = text.lower()
+    cjk = _CJK.sub("", low)
+    return set(_WORD.findall(low)) | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
+
+
+def per_token(logprob: float, tokens: int) -> float:
+    return logprob / max(tokens, 1)
+
+
+@dataclass
+class Signals:
+    """The raw signals of one answer, the recorded calls they came from, and SmolLM2's own answer (if asked)."""
+
+    features: dict[str, float] = field(default_factory=dict)
+    call_ids: list[int] = field(default_factory=list)
+    own_answer: str | None = None
+    nearest_source: int | None = None  # 0-based index of the source closest to the answer
+
+    def finite(self) -> bool:
+        return all(math.isfinite(v) for v in self.features.values())
+
+
+async def read_signals(
+    reader: ChatModel, embedder: TextEmbedder, query: str, answer: str, sources: Sequence[str] = ()
+) -> Signals:
+    """The branch's signals (with sources: SOURCED_FEATURES; without: UNSOURCED_FEATURES) and query coverage's.
+    ModelError propagates (the caller's flagged fallback)."""
+    out = Signals()
+    vectors = embedder.embed([query, answer, *sources])
+    out.features["question_match"] = float(vectors[0] @ vectors[1])
+    option = [" " + quote(answer)]
+    if sources:
+        cosines = [float(vectors[1] @ v) for v in vectors[2:]]
+        out.nearest_source = max(range(len(cosines)), key=cosines.__getitem__)
+        out.features["source_match"] = cosines[out.nearest_source]
+        mine, theirs = words(answer), set().union(*(words(s) for s in sources))
+        out.features["source_words"] = len(mine & theirs) / len(mine) if mine else 0.0
+        with_sources = await reader.score_options(sourced_prompt(query, sources), option)
+        without = await reader.score_options(sourced_prompt(query, ()), option)
+        out.call_ids += [c for c in (with_sources.call_id, without.call_id) if c is not None]
+        out.features["source_gain"] = per_token(with_sources.logprobs[0], with_sources.token_counts[0]) - per_token(
+            without.logprobs[0], without.token_counts[0]
+        )
+        return out
+    reply = await reader.score_options(chat(query), [answer])
+    free = await reader.score_options(chat(CONTENT_FREE), [answer])
+    verdict = await reader.score_options(true_prompt(query, answer), ["Yes", "No"])
+    own = await reader.complete(own_prompt(query), temperature=0.0, max_tokens=OWN_ANSWER_TOKENS)
+    out.call_ids += [c for c in (reply.call_id, free.call_id, verdict.call_id, own.call_id) if c is not None]
+    out.features["answer_pmi"] = per_token(reply.logprobs[0], reply.token_counts[0]) - per_token(
+        free.logprobs[0], free.token_counts[0]
+    )
+    out.features["p_true"] = verdict.logprobs[0] - verdict.logprobs[1]
+    out.own_answer = own.text.strip()
+    pair = embedder.embed([out.own_answer or CONTENT_FREE, answer])
+    out.features["own_agreement"] = float(pair[0] @ pair[1])
+    return out
+
+
+# -- the maps: fitted on the labelled split, cross-validated -----------------------------------------------------
+
+FOLDS, SHUFFLES = 5, 3
+
+
+def _branch_maps(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> dict[str, FittedMap]:
+    """The three class-balanced logistic maps: p(supported) with sources, without, and query coverage."""
+    sourced = [i for i, r in enumerate(rows) if r.get("has_sources")]
+    unsourced = [i for i, r in enumerate(rows) if not r.get("has_sources")]
+    out = {}
+    for name, idx in ((SOURCED, sourced), (UNSOURCED, unsourced), (COVERAGE, range(len(rows)))):
+        idx = list(idx)
+        if len({bool(labels[i]) for i in idx}) < 2:
+            raise ValueError(f"{name}: the split needs right and wrong answers here (has {len(idx)} items)")
+        out[name] = fit_logistic([rows[i] for i in idx], [labels[i] for i in idx], MAPS[name], balanced=True)
+    return out
+
+
+def supported_probability(maps: Mapping[str, FittedMap], row: Mapping[str, float]) -> float:
+    return maps[SOURCED if row.get("has_sources") else UNSOURCED](dict(row))
+
+
+def held_out(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> list[float]:
+    """Each item's p(supported) from maps fitted without it: stratified 5-fold, averaged over 3 shuffles."""
+    from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s (fitting only)
+
+    y = [bool(v) for v in labels]
+    out = [0.0] * len(rows)
+    strata = [f"{int(v)}{int(bool(r.get('has_sources')))}" for v, r in zip(y, rows, strict=True)]
+    for seed in range(SHUFFLES):
+        for train, test in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(rows, strata):
+            maps = _branch_maps([rows[i] for i in train], [y[i] for i in train])
+            for i in test:
+                out[i] += supported_probability(maps, rows[i]) / SHUFFLES
+    return out
+
+
+def fit_signals(rows: Sequence[dict[str, float]], labels: Sequence[bool], source: Path) -> Calibration:
+    """The signals' maps fitted on the whole split, with the pooled cross-validated AUC of p(supported) (and by
+    language and by branch, each with its Hanley–McNeil interval) as its metrics."""
+    p = held_out(rows, labels)
+
+    def figure(keep: Sequence[bool]) -> dict[str, Any] | None:
+        return auc_figure(
+            [x for x, k in zip(p, keep, strict=True) if k], [bool(v) for v, k in zip(labels, keep, strict=True) if k]
+        )
+
+    japanese = [bool(r.get("japanese")) for r in rows]
+    sourced = [bool(r.get("has_sources")) for r in rows]
+    pooled = figure([True] * len(rows)) or {}
+    metrics = {
+        "cv_auc": pooled.get("auc"),
+        "cv_auc_ci": pooled.get("auc_ci"),
+        "cv_folds": f"{FOLDS} stratified (label × sources) × {SHUFFLES} shuffles",
+        "by_language": {"en": figure([not j for j in japanese]), "ja": figure(japanese)},
+        "by_branch": {"with_sources": figure(sourced), "without_sources": figure([not s for s in sourced])},
+    }
+    return Calibration.fitted(
+        SIGNALS,
+        SIGNALS_ID,
+        _branch_maps(rows, labels),
+        source=source,
+        n_items=len(rows),
+        metrics=metrics,
+        notes="p(supported) = logistic("
+        + ", ".join(SOURCED_FEATURES)
+        + ") with sources, logistic("
+        + ", ".join(UNSOURCED_FEATURES)
+        + ") without; query coverage = logistic(question_match); class-balanced",
+    )
+
+
+def auc_figure(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, Any] | None:
+    """{auc, auc_ci (bootstrap over items), n}, or None without both labels."""
+    if not 0 < sum(labels) < len(labels):
+        return None
+    auc, ci = stats.bootstrap(stats.w_auc(scores, labels))
+    if auc is None:
+        return None
+    return {"auc": round(auc, 4), "auc_ci": ci.as_list() if ci else None, "n": len(labels)}
+
+
+def signals_problem(cal: Calibration) -> str:
+    """'' when the file holds the three logistic maps over the signals this code reads, else why (`check` of
+    `load_calibration`: an adopted or edited file with other features is refused, never half-applied)."""
+    for name, features in MAPS.items():
+        fitted = cal.maps.get(name)
+        if fitted is None:
+            return f"no {name} map"
+        if fitted.kind != "logistic" or list(fitted.features) != list(features):
+            return f"{name} must be a logistic map over {', '.join(features)}"
+    return ""
+
+
+@dataclass
+class SignalReading:
+    """What the signal judge says of one answer: p(supported), query coverage, the words behind them."""
+
+    supported: float
+    coverage: float
+    detail: str
+    coverage_detail: str
+    signals: Signals
+    flags: list[str]
+
+
+def describe(signals: Signals, p: float, sources: Sequence[str]) -> str:
+    f = signals.features
+    if sources:
+        near = (signals.nearest_source or 0) + 1
+        return (
+            f"p(supported) {p:.2f}: closest to source {near} (cosine {f['source_match']:.2f}), "
+            f"{f['source_words']:.0%} of its words are in the sources, the sources change its likelihood by "
+            f"{f['source_gain']:+.2f} nats a token (SmolLM2)"
+        )
+    own = (signals.own_answer or "").replace("\n", " ")
+    own = own if len(own) <= 80 else own[:79] + "…"
+    return (
+        f"p(supported) {p:.2f} without sources, from SmolLM2: PMI {f['answer_pmi']:+.2f} as its reply, "
+        f"Yes−No {f['p_true']:+.2f} on 'is it correct?', its own answer {own!r} at cosine {f['own_agreement']:.2f}"
+    )
+
+
+def read_answer(cal: Calibration, signals: Signals, sources: Sequence[str]) -> SignalReading:
+    """The maps applied: ValueError for a non-finite signal or map output."""
+    row = dict(signals.features) | {"has_sources": float(bool(sources))}
+    p = supported_probability(cal.maps, row)
+    coverage = cal.apply(COVERAGE, row)
+    if not (math.isfinite(p) and math.isfinite(coverage)):
+        raise ValueError("a map gave no finite probability")
+    return SignalReading(
+        supported=p,
+        coverage=coverage,
+        detail=describe(signals, p, sources),
+        coverage_detail=f"p(covers the question) {coverage:.2f}: answer–question cosine "
+        f"{signals.features['question_match']:.2f} (use-m3)",
+        signals=signals,
+        flags=["signals", f"calibration:{cal.version}"],
+    )
