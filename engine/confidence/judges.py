@@ -59,7 +59,9 @@ class FactorResult(BaseModel):
     call_id: int | None = None
     flags: list[str] = Field(default_factory=list)
     probability: float | None = Field(
-        None, description="the calibrated probability behind the value, where the value is placed on the seed's scale"
+        None,
+        exclude_if=lambda v: v is None,  # the runs and demos recorded before it keep their shape
+        description="the calibrated probability behind the value, where the value is placed on the seed's scale",
     )
 
 

@@ -126,11 +126,11 @@ def _judge(model: ChatModel, method: str) -> SelfJudge:
 
 
 def confidence_steps(plan: ScorecardPlan, model_id: str | None) -> list[Step]:
-    """The recorded factors; the default signals (SmolLM2 and the multilingual embedder); each model's own
-    self-evaluation (likelihood where it can score)."""
+    """The recorded factors; the default signals (SmolLM2 and the multilingual embedder, when SmolLM2 is among the
+    plan's models and can score); each model's own self-evaluation (likelihood where it can score)."""
     return [
         (None, "factors"),
-        (READER, "signals"),
+        *([(READER, "signals")] if READER in plan.models and plan.can_score(READER) else []),
         *((m, "likelihood" if plan.can_score(m) else "generate") for m in plan.models),
     ]
 
