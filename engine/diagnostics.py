@@ -50,6 +50,12 @@ EXPECTED_SIGNS: dict[str, dict[str, dict[str, int]]] = {
         "supported_without_sources": {"answer_pmi": +1, "p_true": +1, "own_agreement": +1},
         "covers_question": {"question_match": +1},
     },
+    "director.signals": {
+        "frame": {"topic_pmi": +1, "topic_match": +1},
+        "roleplay": {"voice_pmi": +1, "voice_match": +1},
+        "connectivity": {"previous_pmi": +1, "previous_match": +1},
+        "naturalness": {"variety": +1},
+    },
     "skip.likelihood": {"respond": {"pmi_need": +1, "pmi_should": +1}},
     "jury.likelihood": {"unsafe_fail": {"channel_unsafe_fail": +1}},
 }
@@ -59,6 +65,7 @@ SPLITS = {
     "skip.likelihood": ("skip-calib.jsonl", "should_respond"),
     "confidence.likelihood": ("confidence-calib.jsonl", "supported"),
     "confidence.signals": ("confidence-calib.jsonl", "supported"),
+    "director.signals": ("director-calib.jsonl", "acceptable"),
 }
 
 

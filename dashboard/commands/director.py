@@ -15,6 +15,7 @@ from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
     from engine.director import DirectorConfig
+    from engine.refit import RefitJob
 
 T = TypeVar("T")
 
@@ -29,7 +30,9 @@ UI = register_ui(
         url_path="director",
         cli="dashboard.commands.director:app",
         figures=("dashboard.report:_director",),
-        order={"nav": 2, "cli": 1, "figures": 3, "demo": 2},
+        calibration_split="director-calib.jsonl",
+        calibration_job="dashboard.commands.director:calibration_job",
+        order={"nav": 2, "cli": 1, "figures": 3, "demo": 2, "calibrate": 4},
         labels=LabelWords(
             "Director (OK / RETRY)",
             buttons={"ok": "OK", "retry": "RETRY"},
@@ -43,10 +46,32 @@ RubricJudge = Annotated[
     str,
     typer.Option(
         "--rubric-judge",
-        help="generate (the model writes five scores as JSON) | likelihood (each criterion's expected value "
-        "over 1-5 from the calibrated likelihood of the digits; models that can score).",
+        help="auto (default: signals for the bundled Gemma, generate for other models) | signals (each "
+        "criterion from a signal the bundled Gemma and the multilingual embedder carry, through maps fitted on "
+        "labelled lines) | generate (the model writes five scores as JSON) | likelihood (each criterion's expected "
+        "value over 1-5 from the calibrated likelihood of the digits; models that can score).",
     ),
 ]
+
+
+def _rubric_judge(value: str, model_id: str | None) -> str:
+    """`auto`: the signals for the bundled Gemma run by llama.cpp (the judge with measured signal on it), the model
+    writing its scores otherwise; any other value as given (a wrong one is refused by the settings)."""
+    if value != "auto":
+        return value
+    if model_id is None:
+        return "generate"
+    # CLI start-up: loaded when the command runs
+    from engine.director.signals import READER
+    from models.catalog import CatalogError, load_catalog
+
+    try:
+        backend = load_catalog().get(model_id).backend
+    except (CatalogError, KeyError):
+        return "generate"  # the model's own check names what is wrong with it
+    return "signals" if model_id == READER and backend == "llamacpp" else "generate"
+
+
 Character = Annotated[str, typer.Option("--character", help="Character id (data/characters/<id>.yaml).")]
 
 
@@ -113,7 +138,10 @@ def check_cmd(
     rules_only: Annotated[bool, typer.Option("--rules-only", help="Hard rules only, no model.")] = False,
     model_id: Annotated[str, typer.Option("--model", help="Model for the rubric.")] = "gemma3-270m",
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
-    rubric_judge: RubricJudge = "generate",
+    previous: Annotated[
+        str, typer.Option("--previous", help="The partner's previous line, for the connectivity criterion.")
+    ] = "",
+    rubric_judge: RubricJudge = "auto",
     as_json: JsonFlag = False,
 ) -> None:
     """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status; recorded
@@ -127,8 +155,9 @@ def check_cmd(
         character=character,
         text=text,
         scene=scene,
+        previous=previous,
         model_id=None if rules_only else model_id,
-        director=_director_config(rubric_judge=rubric_judge),
+        director=_director_config(rubric_judge=_rubric_judge(rubric_judge, None if rules_only else model_id)),
     )
     store, models = _store_and_models(config.model_id)
     result = _run(review_line(config, models, store))
@@ -157,7 +186,7 @@ def batch_cmd(
         ),
     ] = None,
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
-    rubric_judge: RubricJudge = "generate",
+    rubric_judge: RubricJudge = "auto",
     as_json: JsonFlag = False,
 ) -> None:
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
@@ -177,7 +206,7 @@ def batch_cmd(
         source=file.name,
         scene=scene,
         model_id=model_id,
-        director=_director_config(rubric_judge=rubric_judge),
+        director=_director_config(rubric_judge=_rubric_judge(rubric_judge, model_id)),
     )
     store, models = _store_and_models(model_id)
     result = _run(run_script(config, models, store))
@@ -261,3 +290,122 @@ def duo_cmd(
             + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else "")
         )
     say(f"run {result.run_id}")
+
+
+@app.command("eval")
+def eval_cmd(
+    cases_file: Annotated[
+        Path,
+        typer.Option(
+            "--cases",
+            help='Labelled lines, JSONL: {"id", "character", "topic", "previous", "text", "acceptable": true|false} '
+            "a line (docs/data-formats.md).",
+        ),
+    ],
+    model_id: Annotated[str, typer.Option("--model", help="Model for the rubric.")] = "gemma3-270m",
+    rubric_judge: RubricJudge = "auto",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N lines.")] = None,
+    replay: Annotated[
+        bool,
+        typer.Option("--replay", help="Answer from recorded calls; a request never recorded stops with an error."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Review every labelled line as `director check` does (hard rules, then the rubric with the topic and the
+    partner's previous line) in one run of kind `director.eval`: per line its status and the rubric's five scores
+    and mean; in total the AUC of the rubric mean against `acceptable` on the lines the hard rules pass, by
+    character, with its interval, and the statuses by label."""
+    # CLI start-up: loaded when the command runs
+    from engine.director.evaluation import DirectorEvalConfig, LineFileError, evaluate_lines, load_lines
+    from engine.store import Store, StoreError
+    from models.errors import ModelError, ReplayMiss
+    from models.registry import ModelHub
+
+    try:
+        lines = load_lines(cases_file)[:limit]
+    except LineFileError as exc:
+        raise _fail(str(exc)) from None
+    judge = _rubric_judge(rubric_judge, model_id)
+    config = DirectorEvalConfig(
+        source=cases_file.name, lines=lines, model_id=model_id, director=_director_config(rubric_judge=judge)
+    )
+    if replay:
+        try:
+            store = Store()
+        except StoreError as exc:
+            raise _fail(str(exc)) from None
+    else:
+        store, _ = usable_model(model_id)
+    hub = ModelHub(call_log=store)
+
+    def line(item: dict[str, Any]) -> None:
+        if not as_json:
+            label = "ok " if item["acceptable"] else "bad"
+            mean = "—" if item["rubric_score"] is None else f"{item['rubric_score']:.2f}"
+            say(f"{item['status']:<5} {label} {item['id'][:24]:<24} rubric {mean}", err=True)
+
+    try:
+        run_id, items, totals = asyncio.run(
+            evaluate_lines(store, config, lambda m: hub.get(m, replay=replay), on_item=line)
+        )
+    except ReplayMiss as exc:
+        raise _fail(f"{exc}. Nothing was guessed; the run is stored as failed", code=4) from None
+    except ModelError as exc:
+        raise _fail(str(exc), code=3) from None
+    if as_json:
+        say(json.dumps({"run_id": run_id, "rubric_judge": judge, "items": items, "totals": totals}, ensure_ascii=False))
+        return
+    ci = totals["auc_ci"]
+    auc = "—" if totals["auc"] is None else f"{totals['auc']:.2f}" + (f" ({ci[0]:.2f}–{ci[1]:.2f})" if ci else "")
+    say(f"rubric mean against acceptable: AUC {auc} on {totals['scored']} lines the hard rules pass")
+    for character, part in totals["by_character"].items():
+        say(f"  {character}: AUC {part['auc']} on {part['scored']} lines")
+    for label, counts in totals["status_counts"].items():
+        say(f"  {label}: " + " · ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    say(f"run {run_id}")
+
+
+def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
+    """The rubric signals' refit on the labelled lines (`limit`: the first N only): every line's signals read by
+    the bundled Gemma and the multilingual embedder, the five criterion maps fitted
+    (`director.signals.gemma3-270m+use-m3.json`). The signals are Gemma's: another `model_id` is refused."""
+    # CLI start-up: loaded when the command runs
+    from engine.director import DirectorConfig, load_character
+    from engine.director.evaluation import LineFileError, load_lines
+    from engine.director.signals import EMBEDDER, READER, fit_director_signals, read_line
+    from engine.embeddings import RecordedEmbedder
+    from engine.refit import RefitJob
+
+    if model_id != READER:
+        raise _fail(f"director: the rubric signals read {READER}; refit them with --model {READER}", code=2)
+    try:
+        lines = load_lines(data)[:limit]
+    except LineFileError as exc:
+        raise _fail(str(exc)) from None
+    if any(not x.kind for x in lines):
+        raise _fail(f"{data.name}: every line of a calibration split needs its kind (good, garbled, …)")
+    store, model = usable_model(model_id)
+    embedder = RecordedEmbedder.for_model(model, EMBEDDER)
+    profiles = {c: load_character(c) for c in {x.character for x in lines}}
+
+    async def rows() -> list[dict[str, Any]]:
+        out = []
+        for x in lines:
+            me = profiles[x.character]
+            sister = profiles.get(me.partner or "") or load_character(me.partner or x.character)
+            signals = await read_line(model, embedder, x.text, me, sister, topic=x.topic, previous=x.previous)
+            out.append(
+                {"features": signals.features, "kind": x.kind, "acceptable": x.acceptable, "character": x.character}
+            )
+        return out
+
+    cfg = DirectorConfig()
+    return RefitJob(
+        store,
+        "director",
+        model_id,
+        data,
+        rows,  # rows of features with their labels (what fit_director_signals reads)
+        lambda rows: [fit_director_signals(rows, data, cfg.rubric_pass, cfg.rubric_warn)],
+        limit,
+    )

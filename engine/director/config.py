@@ -66,10 +66,12 @@ class DirectorConfig(BaseModel):
     max_retries: int = Field(2, ge=0, le=10)
     on_retries_exhausted: Literal["accept_last", "drop", "mark"] = "mark"
     on_rubric_failure: Literal["warn", "pass", "retry"] = "warn"
-    rubric_judge: Literal["generate", "likelihood"] = Field(
+    rubric_judge: Literal["generate", "likelihood", "signals"] = Field(
         "generate",
         description="generate: the model writes five scores as JSON; likelihood: each criterion is "
-        "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
+        "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score); signals: "
+        "each criterion from a signal the bundled Gemma and the multilingual embedder carry, through maps fitted "
+        "on labelled lines (the default for the bundled model, `default_rubric_judge`)",
     )
 
     @model_validator(mode="after")

@@ -131,6 +131,7 @@ class CheckConfig(BaseModel):
     character: str
     text: str = Field(min_length=1)
     scene: str = ""
+    previous: str = Field("", description="the partner's previous line, for the rubric's connectivity criterion")
     model_id: str | None = Field(None, description="the rubric's model; None: hard rules only")
     director: DirectorConfig = Field(default_factory=DirectorConfig)
 
@@ -159,7 +160,7 @@ async def review_line(
     director = Director(profile, config.director, rubric)
     async with async_run_context(store, "director.check", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=1, step="rules" + (" and rubric" if rubric else ""))
-        review = await director.review(config.text, scene=config.scene)
+        review = await director.review(config.text, scene=config.scene, previous=config.previous)
         run.emit("director_verdict", **review_json(review))
         runctx.progress(advance=1, step=review.status.name)
         run.summary = {"status": review.status.name, "result": review_json(review)}

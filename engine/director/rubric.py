@@ -4,12 +4,26 @@ passes a line: the failure policy (`on_rubric_failure`, default WARN with a flag
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from engine.director.config import CharacterProfile, DirectorConfig
+from engine import judgemaps
+from engine.config import ConfigError
+from engine.director.config import CharacterProfile, DirectorConfig, load_character
+from engine.director.signals import (
+    DIRECTOR_SIGNALS,
+    EMBEDDER,
+    READER,
+    SIGNALS_ID,
+    criterion_scores,
+    describe,
+    read_line,
+    signals_problem,
+)
 from engine.director.status import Status
+from engine.embeddings import RecordedEmbedder
 from engine.quoting import quote
 from models.errors import ModelError
 
@@ -112,9 +126,12 @@ class DirectorRubric:
     def __init__(self, model: ChatModel, cfg: DirectorConfig | None = None) -> None:
         self.model = model
         self.cfg = cfg or DirectorConfig()
+        self.embedder: RecordedEmbedder | None = None  # the signals' embedder, recording with the model
 
     async def score(self, line: str, profile: CharacterProfile, *, scene: str = "", previous: str = "") -> RubricResult:
         prompt = rubric_prompt(profile, line, scene=scene, previous=previous)
+        if self.cfg.rubric_judge == "signals":
+            return await self._score_by_signals(line, profile, scene, previous)
         if self.cfg.rubric_judge == "likelihood":
             return await self._score_by_likelihood(prompt, profile, scene, previous)
         try:
@@ -125,15 +142,62 @@ class DirectorRubric:
             return self._failed(exc)
         parsed = completion.parsed or {}
         scores = {k: int(parsed[k]) for k in RUBRIC_CRITERIA}
+        return self._result(scores, str(parsed.get("comment", "")), completion.call_id, completion.flags)
+
+    def _result(self, scores: Mapping[str, float], comment: str, call_id: int | None, flags: list[str]) -> RubricResult:
+        """The scores' mean and its status. A flat scale (every criterion the same score, e.g. 1 on every criterion:
+        a model that does not read the line) is flagged `flat_scale` and never RETRYs a line on its own: at worst
+        WARN, so the hard rules decide."""
         average = sum(scores.values()) / len(scores)
+        status = rubric_status(average, self.cfg)
+        if len(set(scores.values())) == 1:
+            flags = [*flags, "flat_scale"]
+            comment = (
+                f"flat scale (every criterion {next(iter(scores.values()))}): not a judgment of this line; {comment}"
+            )
+            status = min(status, Status.WARN)
         return RubricResult(
-            scores=scores,
-            average=average,
-            status=rubric_status(average, self.cfg),
-            comment=str(parsed.get("comment", "")),
-            call_id=completion.call_id,
-            flags=completion.flags,
+            scores=dict(scores), average=average, status=status, comment=comment, call_id=call_id, flags=flags
         )
+
+    async def _score_by_signals(self, line: str, profile: CharacterProfile, scene: str, previous: str) -> RubricResult:
+        """Each criterion from the signals the bundled models carry, through the maps fitted on the labelled lines
+        (engine/director/signals.py). A missing or refused map, a character without a sister or example lines, or
+        a failed call is a failed rubric under the failure policy."""
+        try:
+            cal = judgemaps.load_calibration(DIRECTOR_SIGNALS, SIGNALS_ID, check=signals_problem)
+        except judgemaps.MapError as exc:
+            return self._failed_with(f"map_invalid: {exc}", ["map_invalid"])
+        if cal is None:
+            return self._failed_with(
+                f"uncalibrated: no fitted map {DIRECTOR_SIGNALS}.{SIGNALS_ID}.json", ["uncalibrated"]
+            )
+        if self.model.model_id != READER:
+            return self._failed_with(f"the signals' maps read {READER}, not {self.model.model_id}", ["reader_mismatch"])
+        if not profile.partner or not profile.examples:
+            return self._failed_with(f"{profile.id}: the signals need a partner and example lines", ["no_voice"])
+        try:
+            sister = load_character(profile.partner)
+        except ConfigError as exc:
+            return self._failed_with(f"{profile.partner}: {exc}", ["no_voice"])
+        try:
+            signals = await read_line(
+                self.model, self._embedder(), line, profile, sister, topic=scene, previous=previous
+            )
+        except ModelError as exc:
+            return self._failed(exc)
+        try:
+            scores = criterion_scores(cal, signals.features)
+        except ValueError as exc:
+            return self._failed_with(f"invalid:signals: {exc}", ["invalid:signals"])
+        first = signals.call_ids[0] if signals.call_ids else None
+        flags = ["signals", f"calibration:{cal.version}", *judgemaps.map_flags(cal)]
+        return self._result(scores, describe(signals.features, scores), first, flags)
+
+    def _embedder(self) -> RecordedEmbedder:
+        if self.embedder is None:
+            self.embedder = RecordedEmbedder.for_model(self.model, EMBEDDER)
+        return self.embedder
 
     async def _score_by_likelihood(
         self, prompt: str, profile: CharacterProfile, scene: str, previous: str
@@ -154,23 +218,18 @@ class DirectorRubric:
                 call_id = scored.call_id
         except ModelError as exc:
             return self._failed(exc)
-        average = sum(scores.values()) / len(scores)
-        return RubricResult(
-            scores=scores,
-            average=average,
-            status=rubric_status(average, self.cfg),
-            comment="likelihood: expected value of each criterion's digit",
-            call_id=call_id,
-            flags=["likelihood"],
-        )
+        return self._result(scores, "likelihood: expected value of each criterion's digit", call_id, ["likelihood"])
 
     def _failed(self, exc: ModelError) -> RubricResult:
         """A failed model call, under the failure policy: the status it names, flagged, with the error."""
+        return self._failed_with(f"{exc.kind}: {exc.message}", list(getattr(exc, "flags", [])))
+
+    def _failed_with(self, error: str, flags: list[str]) -> RubricResult:
         status = {"warn": Status.WARN, "pass": Status.PASS, "retry": Status.RETRY}[self.cfg.on_rubric_failure]
         return RubricResult(
             status=status,
             failed=True,
-            error=f"{exc.kind}: {exc.message}",
+            error=error,
             comment=f"rubric failed → {status.name} (policy '{self.cfg.on_rubric_failure}')",
-            flags=["rubric_failed", *getattr(exc, "flags", [])],
+            flags=["rubric_failed", *flags],
         )

@@ -12,11 +12,20 @@ from engine import stats
 from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
 from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
+from engine.director.signals import READER
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
-from engine.experiments.scorecard import ScorecardPlan, built_models, latest_scorecard, shipped_scorecard
+from engine.experiments.scorecard import ScorecardPlan, built_models, by_method, latest_scorecard, shipped_scorecard
 from engine.reliability import rank_auc
 from engine.store import Store
+
+
+def director_steps(plan: ScorecardPlan, model_id: str | None) -> list[tuple[str | None, str | None]]:
+    """The model with each judge method the plan picks: likelihood where it can score, the signals only for the
+    bundled Gemma (their maps read its log-probabilities) where it can score."""
+    assert model_id is not None
+    steps = by_method(plan, "director", model_id)
+    return [(m, how) for m, how in steps if how != "signals" or (m == READER and plan.can_score(m))]
 
 
 async def run_director(

@@ -19,6 +19,11 @@ SPEC = register_mechanism(
             ExportTable("director_turns", "each turn of a dialogue", events=("director_turn",)),
             ExportTable("director_batch", "a script's lines scored by the rubric", "engine.director.exports:batch"),
             ExportTable(
+                "director_eval_items",
+                "one line per labelled line of `director eval`",
+                events=("director_eval_item",),
+            ),
+            ExportTable(
                 "director_hit_rates",
                 "a script's rule hit rates with 95 % Wilson intervals",
                 "engine.director.exports:hit_rates",
@@ -30,8 +35,9 @@ SPEC = register_mechanism(
             0.6,
             "README goal for the director rubric",
             run="engine.director.scorecard:run_director",
+            steps="engine.director.scorecard:director_steps",
             paired="engine.director.scorecard:paired_director",
-            methods=("generate", "likelihood"),  # DirectorConfig.rubric_judge
+            methods=("signals", "generate", "likelihood"),  # DirectorConfig.rubric_judge
             diagnoses="engine.director.scorecard:judge_diagnoses",
         ),
         order={"experiments": 4, "scorecard": 3, "exports": 2, "labels": 2},
