@@ -348,6 +348,14 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
     if jury and cv is not None and labels:
         majority = Counter(labels).most_common(1)[0][1] / len(labels)
         return accuracy_vs_chance(judge, round(cv.accuracy * cv.cases), cv.cases, majority, "accuracy")
+    if calibration.name == "handraise.gate":  # its label is per dialogue (anyone should speak): its own interval
+        low_high = m.get("cv_auc_ci")
+        auc_value = number(m.get("cv_auc"))
+        if auc_value is not None and isinstance(low_high, list) and len(low_high) == 2:
+            low, high = (number(v) for v in low_high)
+            if low is not None and high is not None:
+                interval = stats.Interval(low, high, "bootstrap", calibration.n_items)
+                return auc_vs_chance(judge, auc_value, interval, calibration.n_items)
     if isinstance(m.get("cv_auc"), int | float) and labels:
         positives = sum(bool(v) for v in labels)
         auc = float(m["cv_auc"])

@@ -345,7 +345,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     signals' maps (SmolLM2 and the multilingual embedder, `confidence.signals.smollm2-135m+use-m3.json`) and the
     likelihood map of `model_id` (PMI → p(supported), for `--judge likelihood`), from one pass over the split."""
     # CLI start-up: loaded when the command runs
-    from engine.confidence import CONFIDENCE, confidence_features
+    from engine.confidence import CONFIDENCE, SourceAgreementCalculator, confidence_features
     from engine.confidence.signals import EMBEDDER, READER, fit_signals, read_signals
     from engine.embeddings import RecordedEmbedder
     from engine.judgemaps import fit_single_map, read_jsonl_items
@@ -357,6 +357,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     store, model = usable_model(model_id)
     reader = model if model_id == READER else usable_model(READER)[1]
     embedder = RecordedEmbedder.for_model(reader, EMBEDDER)
+    agreement = SourceAgreementCalculator(RecordedEmbedder.for_model(reader))
 
     async def rows() -> list[dict[str, float]]:
         out = []
@@ -365,7 +366,10 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
             row, _ = await confidence_features(model, it["query"], it["answer"], sources)
             signals = await read_signals(reader, embedder, it["query"], it["answer"], sources)
             japanese = str(it.get("language") or "") == "ja"
-            out.append(row | signals.features | {"has_sources": float(bool(sources)), "japanese": float(japanese)})
+            given = {"has_sources": float(bool(sources)), "japanese": float(japanese), "source_count": len(sources)}
+            if len(sources) >= 2:  # as `confidence evaluate` scores it: the sources' agreement (MiniLM)
+                given["source_agreement"] = agreement.calculate(sources)
+            out.append(row | signals.features | given)
         return out
 
     from engine.refit import RefitJob  # the store and the models: CLI start-up time

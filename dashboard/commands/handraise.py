@@ -373,7 +373,7 @@ def calibration_job(
     and one embedding map per embedder (`judges`: all, likelihood or embedding; `embedders`: comma-separated
     ids, default every one)."""
     # CLI start-up: loaded when the command runs
-    from engine.embeddings import EMBEDDER_ID, EMBEDDERS
+    from engine.embeddings import EMBEDDER_ID, EMBEDDERS, USE_ID
     from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
     from engine.handraise.decisions import check_embedder
     from engine.handraise.judge import ensemble_id
@@ -422,11 +422,25 @@ def calibration_job(
         map_id if likelihood else ",".join(fitted_embedders),
         data,
         rows,
-        lambda rows: fit_calibrations(
-            rows, map_id if likelihood else None, str(data), file_sha256(data), embedders=fitted_embedders
+        lambda rows: (
+            fit_calibrations(
+                rows, map_id if likelihood else None, str(data), file_sha256(data), embedders=fitted_embedders
+            )
+            + ([_gate(items, data)] if embedding and USE_ID in fitted_embedders else [])
         ),
         limit,
     )
+
+
+def _gate(items: list[Any], data: Path) -> Any:
+    """The gate's map (p(the message asks for an answer), engine/handraise/gate.py) on the split's last messages."""
+    # CLI start-up: loaded when the command runs
+    from engine.embeddings import USE_ID, get_embedder
+    from engine.handraise.gate import fit_gate
+
+    last = [next((t.text for t in reversed(it.context) if t.speaker == "user"), "") for it in items]
+    labels = [any(it.labels.values()) for it in items]
+    return fit_gate(last, labels, [str(it.language or "unknown") for it in items], get_embedder(USE_ID), data)
 
 
 def default_calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:

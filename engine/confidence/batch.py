@@ -7,20 +7,20 @@ by language and by whether the answer had sources, each with its interval) are c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine import runctx, stats
+from engine import runctx
 from engine.confidence.evaluation import EvaluationConfig, answer_factors
 from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.figures import PROCEED, eval_totals
 from engine.confidence.judges import FactorResult, SourceAgreementCalculator
-from engine.confidence.levels import InterventionLevel, decide_action
+from engine.confidence.levels import decide_action
 from engine.confidence.score import calculate
 from engine.confidence.settings import ConfidenceSettings
-from engine.confidence.signals import auc_figure
 from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
 from engine.inputs import InputError, iter_lines, read_text
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from engine.events import ModelSource
     from engine.store import Store
 
-PROCEED = (InterventionLevel.SILENT.value, InterventionLevel.NOTIFY.value)
 MAX_CASES = 5000
 
 
@@ -147,47 +146,6 @@ async def judge_case(
         "detail": {r.name: r.detail for r in results},
         "signals": signals.features if signals is not None else {},
         "call_ids": signals.call_ids if signals is not None else [r.call_id for r in results if r.call_id],
-    }
-
-
-def _rate(flags: Sequence[bool]) -> dict[str, Any]:
-    n, k = len(flags), sum(flags)
-    ci = stats.wilson(k, n)
-    return {"rate": round(k / n, 4) if n else None, "ci": ci.as_list() if ci else None, "k": k, "n": n}
-
-
-def _part(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    y = [bool(x["supported"]) for x in lines]
-    right = [x for x in lines if x["supported"]]
-    wrong = [x for x in lines if not x["supported"]]
-    final = auc_figure([x["score"] for x in lines], y) or {}
-    prob = auc_figure([x["p_supported"] for x in lines], y) or {}
-    return {
-        "n": len(lines),
-        "auc": final.get("auc"),
-        "auc_ci": final.get("auc_ci"),
-        "self_confidence_auc": prob.get("auc"),
-        "self_confidence_auc_ci": prob.get("auc_ci"),
-        "right_proceed": _rate([x["proceeds"] for x in right]),
-        "wrong_stopped": _rate([not x["proceeds"] for x in wrong]),
-    }
-
-
-def eval_totals(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The totals, from the per-item lines only. AUCs with a bootstrap interval over items, rates with Wilson's."""
-    levels: dict[str, dict[str, int]] = {"supported": {}, "unsupported": {}}
-    for x in lines:
-        side = levels["supported" if x["supported"] else "unsupported"]
-        side[x["level"]] = side.get(x["level"], 0) + 1
-    languages = sorted({str(x["language"]) for x in lines})
-    return _part(lines) | {
-        "levels": levels,
-        "fallbacks": sum(bool(x["flagged"]) for x in lines),
-        "by_language": {code: _part([x for x in lines if x["language"] == code]) for code in languages},
-        "by_sources": {
-            "with_sources": _part([x for x in lines if x["sources"]]),
-            "without_sources": _part([x for x in lines if not x["sources"]]),
-        },
     }
 
 

@@ -13,7 +13,15 @@ from pydantic import BaseModel, Field
 
 from engine import judgemaps
 from engine.confidence.likelihood import CONFIDENCE, confidence_features
-from engine.confidence.signals import SIGNALS, SIGNALS_ID, Signals, read_answer, read_signals, signals_problem
+from engine.confidence.signals import (
+    SIGNALS,
+    SIGNALS_ID,
+    Signals,
+    on_seed_scale,
+    read_answer,
+    read_signals,
+    signals_problem,
+)
 from engine.embeddings import TextEmbedder, cosine_matrix, get_embedder
 from models.errors import ModelError
 
@@ -153,17 +161,6 @@ class LikelihoodSelfEvaluator:
             flags=flags,
             detail=f"p(supported) {value:.2f} by likelihood (PMI {pmi:+.2f})",
         )
-
-
-def on_seed_scale(p: float, floor: float) -> float:
-    """p(supported) placed on the seed's self-evaluation scale: floor + (1 − floor) × p.
-
-    The seed counts a self-evaluation only above `include_self_confidence_above` (0.6) and reads 0.8 and up as
-    confident enough to go without sources: its scale is a rating's, where a doubtful answer still rates 0.6–0.8.
-    A calibrated probability fed as it is would be dropped from the mean whenever it says "likely wrong" (p ≤ 0.6),
-    and the score would then rise — a wrong answer with one source scored SILENT. On this scale every reading
-    counts, the score rises with p, and p = 0.5 (as likely right as wrong) sits at the seed's 0.8."""
-    return round(min(1.0, max(floor + 1e-4, floor + (1.0 - floor) * p)), 4)
 
 
 class SignalSelfEvaluator:

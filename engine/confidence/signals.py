@@ -24,7 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import stats
+from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.figures import PROCEED, auc_figure, eval_totals
+from engine.confidence.levels import decide_action
+from engine.confidence.score import calculate
+from engine.confidence.settings import DEFAULT_SETTINGS
 from engine.judgemaps import Calibration, FittedMap, fit_logistic
 from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
@@ -138,6 +142,17 @@ async def read_signals(
     return out
 
 
+def on_seed_scale(p: float, floor: float) -> float:
+    """p(supported) placed on the seed's self-evaluation scale: floor + (1 − floor) × p.
+
+    The seed counts a self-evaluation only above `include_self_confidence_above` (0.6) and reads 0.8 and up as
+    confident enough to go without sources: its scale is a rating's, where a doubtful answer still rates 0.6–0.8.
+    A calibrated probability fed as it is would be dropped from the mean whenever it says "likely wrong" (p ≤ 0.6),
+    and the score would then rise — a wrong answer with one source scored SILENT. On this scale every reading
+    counts, the score rises with p, and p = 0.5 (as likely right as wrong) sits at the seed's 0.8."""
+    return round(min(1.0, max(floor + 1e-4, floor + (1.0 - floor) * p)), 4)
+
+
 # -- the maps: fitted on the labelled split, cross-validated -----------------------------------------------------
 
 FOLDS, SHUFFLES = 5, 3
@@ -160,25 +175,28 @@ def supported_probability(maps: Mapping[str, FittedMap], row: Mapping[str, float
     return maps[SOURCED if row.get("has_sources") else UNSOURCED](dict(row))
 
 
-def held_out(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> list[float]:
-    """Each item's p(supported) from maps fitted without it: stratified 5-fold, averaged over 3 shuffles."""
+def held_out(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> tuple[list[float], list[float]]:
+    """Each item's p(supported) and query coverage from maps fitted without it: stratified 5-fold, averaged over 3
+    shuffles."""
     from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s (fitting only)
 
     y = [bool(v) for v in labels]
     out = [0.0] * len(rows)
+    coverage = [0.0] * len(rows)
     strata = [f"{int(v)}{int(bool(r.get('has_sources')))}" for v, r in zip(y, rows, strict=True)]
     for seed in range(SHUFFLES):
         for train, test in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(rows, strata):
             maps = _branch_maps([rows[i] for i in train], [y[i] for i in train])
             for i in test:
                 out[i] += supported_probability(maps, rows[i]) / SHUFFLES
-    return out
+                coverage[i] += maps[COVERAGE](dict(rows[i])) / SHUFFLES
+    return out, coverage
 
 
 def fit_signals(rows: Sequence[dict[str, float]], labels: Sequence[bool], source: Path) -> Calibration:
     """The signals' maps fitted on the whole split, with the pooled cross-validated AUC of p(supported) (and by
     language and by branch, each with its Hanley–McNeil interval) as its metrics."""
-    p = held_out(rows, labels)
+    p, coverage = held_out(rows, labels)
 
     def figure(keep: Sequence[bool]) -> dict[str, Any] | None:
         return auc_figure(
@@ -194,6 +212,7 @@ def fit_signals(rows: Sequence[dict[str, float]], labels: Sequence[bool], source
         "cv_folds": f"{FOLDS} stratified (label × sources) × {SHUFFLES} shuffles",
         "by_language": {"en": figure([not j for j in japanese]), "ja": figure(japanese)},
         "by_branch": {"with_sources": figure(sourced), "without_sources": figure([not s for s in sourced])},
+        "final_score": final_score_figures(rows, labels, p, coverage),
     }
     return Calibration.fitted(
         SIGNALS,
@@ -210,14 +229,36 @@ def fit_signals(rows: Sequence[dict[str, float]], labels: Sequence[bool], source
     )
 
 
-def auc_figure(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, Any] | None:
-    """{auc, auc_ci (bootstrap over items), n}, or None without both labels."""
-    if not 0 < sum(labels) < len(labels):
-        return None
-    auc, ci = stats.bootstrap(stats.w_auc(scores, labels))
-    if auc is None:
-        return None
-    return {"auc": round(auc, 4), "auc_ci": ci.as_list() if ci else None, "n": len(labels)}
+def final_score_figures(
+    rows: Sequence[dict[str, float]], labels: Sequence[bool], p: Sequence[float], coverage: Sequence[float]
+) -> dict[str, Any]:
+    """What the held-out readings do to the seed's final score under the default settings (`confidence eval`'s
+    totals): each answer scored as `confidence evaluate` scores it, p on the seed's scale."""
+    from_settings = DEFAULT_SETTINGS.include_self_confidence_above
+    lines: list[dict[str, Any]] = []
+    for row, y, pi, ci in zip(rows, labels, p, coverage, strict=True):
+        count = int(row.get("source_count", row.get("has_sources", 0)))
+        factors = ConfidenceFactors(
+            llm_self_confidence=on_seed_scale(pi, from_settings),
+            query_coverage=round(ci, 4),
+            source_count=count,
+            source_agreement=float(row.get("source_agreement", 0.0)),
+        )
+        score = calculate(factors)
+        level = decide_action(score).level.value
+        lines.append(
+            {
+                "language": "ja" if row.get("japanese") else "en",
+                "sources": count,
+                "supported": bool(y),
+                "score": score.score,
+                "level": level,
+                "proceeds": level in PROCEED,
+                "p_supported": pi,
+                "flagged": [],
+            }
+        )
+    return eval_totals(lines)
 
 
 def signals_problem(cal: Calibration) -> str:

@@ -98,6 +98,11 @@ class HandRaiseConfig(BaseModel):
         "model's, where a map was fitted for that combination",
     )
     context_turns: int = Field(3, ge=1, le=50, description="recent turns given to the judge")
+    gate: bool = Field(
+        True,
+        description="likelihood and embedding methods: each relevance × p(the message asks for an answer) "
+        "(engine/handraise/gate.py): a greeting or a thank-you is relevant to nobody",
+    )
     embedder: str = Field(
         DEFAULT_EMBEDDER,
         description="embedding method: the sentence embedder (minilm | use-m3) whose cosines the judge reads, "
@@ -117,13 +122,17 @@ class HandRaiseConfig(BaseModel):
         data: dict[str, object] = handler(self)
         if self.judge_method != "embedding":
             data.pop("embedder", None)
+        if self.judge_method not in ("likelihood", "embedding"):  # the gate: only the offline judges read it
+            data.pop("gate", None)
         return data
 
 
 def stored_config(data: Mapping[str, Any]) -> HandRaiseConfig:
     """A stored run's config read back: one stored before the embedder was a setting has no `embedder`, and its
-    embedding judge read MiniLM (its recorded vectors are MiniLM's), so that is what it replays with."""
-    return HandRaiseConfig.model_validate({"embedder": "minilm", **dict(data)} if "embedder" not in data else data)
+    embedding judge read MiniLM (its recorded vectors are MiniLM's), so that is what it replays with; one stored
+    before the gate has no `gate`, and its hands were judged ungated, so it replays ungated."""
+    before = {"embedder": "minilm", "gate": False}
+    return HandRaiseConfig.model_validate({k: v for k, v in before.items() if k not in data} | dict(data))
 
 
 def default_ensemble(known: Iterable[str], judge_model: str) -> list[str]:

@@ -1,6 +1,5 @@
-"""The will judge: every participant's relevance, novelty and confidence for one user turn, by one of
-the methods (a batched judge, each model judging itself, the hybrid of both, likelihoods, embeddings), with
-the prompts and the parsing of the answers into flagged components."""
+"""The will judge: every participant's relevance, novelty and confidence for one user turn, by one of the methods
+(batched judge, self, hybrid, likelihoods, embeddings; the offline two gated), the prompts and the parsing."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from pydantic import BaseModel, Field, create_model
 
 from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
-from engine.embeddings import EMBEDDER_ID, RecordedEmbedder, dot, get_embedder, unit_rows
+from engine.embeddings import EMBEDDER_ID, USE_ID, RecordedEmbedder, dot, get_embedder, unit_rows
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
     DEFAULT_EMBEDDER,
@@ -28,6 +27,7 @@ from engine.handraise.decisions import (
     clamp01,
     will_from,
 )
+from engine.handraise.gate import gate_components
 from engine.handraise.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.handraise.reasons import expertise_reason
 from engine.quoting import DATA_NOTE, quote
@@ -301,6 +301,14 @@ class WillJudge:
         self, turns: Sequence[Turn], method: JudgeMethod | None = None, candidates: Sequence[str] | None = None
     ) -> tuple[list[Components], JudgeCall]:
         method = method or self.config.judge_method
+        comps, facts = await self._judge(turns, method, candidates)
+        if self.config.gate and method in ("likelihood", "embedding") and comps:
+            comps = gate_components(comps, turns, lambda: self.embedder_for(USE_ID))
+        return comps, facts
+
+    async def _judge(
+        self, turns: Sequence[Turn], method: JudgeMethod, candidates: Sequence[str] | None
+    ) -> tuple[list[Components], JudgeCall]:
         who = [p for p in self.participants if candidates is None or p.id in candidates]
         facts = JudgeCall()
         if not who:

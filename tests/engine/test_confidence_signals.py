@@ -13,8 +13,8 @@ from dashboard.cli import app
 from engine import judgemaps
 from engine.confidence import ConfidenceFactors, calculate, evaluate_answer
 from engine.confidence.batch import CaseFileError, eval_totals, parse_cases
-from engine.confidence.judges import SignalSelfEvaluator, on_seed_scale
-from engine.confidence.signals import MAPS, SIGNALS, SIGNALS_ID, signals_problem, words
+from engine.confidence.judges import SignalSelfEvaluator
+from engine.confidence.signals import MAPS, SIGNALS, SIGNALS_ID, on_seed_scale, signals_problem, words
 
 runner = CliRunner()
 
