@@ -169,6 +169,13 @@ def eval_cmd(
     embedder: Embedder = None,
     threshold: Threshold = 0.6,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate/--no-gate",
+            help="likelihood and embedding judges: relevance × p(the message asks for an answer) (default on).",
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
@@ -188,6 +195,7 @@ def eval_cmd(
         raise fail(str(exc)) from None
     model_ids = [m.strip() for m in models.split(",") if m.strip()]
     store, resolver, config = _setup(method, judge_model, threshold, model_ids, _ensemble(ensemble), embedder)
+    config = config.model_copy(update={"gate": gate})
 
     run_id, lines, totals = asyncio.run(
         run_benchmark(store, items, resolver, config, mode, repeat, model_ids=model_ids)

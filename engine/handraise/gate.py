@@ -5,8 +5,9 @@ participant; this gate reads whether it calls for an answer at all.
 
 p(the message asks for an answer) is a logistic map over the multilingual USE vector of the user's last message
 (`use-m3`, Japanese included), fitted on the hand-raise split (an item asks when any participant should speak):
-`data/calibration/handraise.gate.use-m3.json`. The likelihood and embedding judges multiply each participant's
-relevance by it: a message that asks nothing is relevant to nobody (`HandRaiseConfig.gate`, on by default). Its
+`data/calibration/handraise.gate.use-m3.json`. Where it says the message likely asks nothing (p < 0.5), the
+likelihood and embedding judges multiply each participant's relevance by it: a message that asks nothing is
+relevant to nobody (`HandRaiseConfig.gate`, on by default). Its
 embedding is a recorded call of the run, replayed where the judge replays."""
 
 from __future__ import annotations
@@ -60,17 +61,20 @@ def asks(cal: Calibration, embedder: TextEmbedder, message: str) -> float:
 
 
 def gated(components: Sequence[Components], p: float) -> list[Components]:
-    """Each participant's relevance × p, with p among its features (a label refits the map from them) and, when
-    the message likely asks nothing, said in its reason."""
+    """Where the message likely asks nothing (p < 0.5), each participant's relevance × p, said in its reason; p is
+    among its features either way (a label refits the map from them). Above 0.5 relevance is left as the maps give
+    it: they were fitted on every dialogue of the split, those that ask nothing included, so their relevance already
+    holds the doubt that a message asks anything — multiplying again would count it twice."""
     out = []
     for c in components:
-        note = f" — the message likely asks nothing (p {p:.2f})" if p < 0.5 else ""
+        closes = p < 0.5
+        note = f" — the message likely asks nothing (p {p:.2f})" if closes else ""
         out.append(
             c.model_copy(
                 update={
-                    "relevance": round(c.relevance * p, 4),
+                    "relevance": round(c.relevance * p, 4) if closes else c.relevance,
                     "features": {**c.features, "needs_answer": round(p, 4)},
-                    "reason": (c.reason + note).strip(" —") if note else c.reason,
+                    "reason": (c.reason + note).strip(" —") if closes else c.reason,
                     "flags": [*c.flags, f"gate:{p:.2f}"],
                 }
             )

@@ -116,7 +116,8 @@ def will_under(cal: Calibration, row: Mapping[str, Any], config: HandRaiseConfig
     values = {k: float(v) for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     values[f"is:{row.get('participant')}"] = 1.0
     rel, conf = cal.apply("relevance", values), cal.apply("confidence", values)
-    rel *= values.get("needs_answer", 1.0) if config.gate else 1.0  # the gate's p, stored with the hand
+    gate = values.get("needs_answer", 1.0) if config.gate else 1.0  # the gate's p, stored with the hand
+    rel *= gate if gate < 0.5 else 1.0
     return will_from(rel, novelty_of(cal, values), conf, config.weights)
 
 
