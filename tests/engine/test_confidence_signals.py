@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine import judgemaps
 from engine.confidence import ConfidenceFactors, calculate, evaluate_answer
-from engine.confidence.batch import CaseFileError, eval_totals, parse_cases
+from engine.confidence.batch import CaseFileError, parse_cases
+from engine.confidence.figures import eval_totals
 from engine.confidence.judges import SignalSelfEvaluator
 from engine.confidence.signals import MAPS, SIGNALS, SIGNALS_ID, on_seed_scale, signals_problem, words
 
