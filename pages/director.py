@@ -38,9 +38,11 @@ from engine.director import (
     share_text,
 )
 from engine.director.scorecard import rubric_diagnoses
+from engine.director.signals import default_rubric_judge
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.labels import item_key
 from engine.store import FINISHED
+from models.errors import ModelError
 
 KEY = "director."
 # The runs this page shows live in the URL under these names, so a reload or a second tab re-attaches.
@@ -396,7 +398,7 @@ def _model_picker(key: str) -> str | None:
     )
 
 
-RUBRIC_JUDGES = ["generate", "likelihood"]
+RUBRIC_JUDGES = ["signals", "generate", "likelihood"]
 POLICY_WORDS = {  # DirectorConfig.on_retries_exhausted, in words
     "mark": "show it, marked RETRY",
     "accept_last": "accept the last draft",
@@ -408,13 +410,21 @@ def _rubric_judge_picker(key: str, model_id: str | None) -> str:
     """How the LLM rubric is judged (`DirectorConfig.rubric_judge`), wherever a rubric model is picked; under
     it, what the scorecard measured of that model and method (no measurable signal, flat scale), so nobody
     picks a rubric that cannot tell lines apart without being told."""
+    default = _default_judge(model_id)
+    if st.session_state.get(key + ".default_for") != model_id:  # a new model: its default, unless the user chose
+        if key not in st.session_state or st.session_state[key] == st.session_state.get(key + ".default"):
+            st.session_state[key] = default
+        st.session_state[key + ".default_for"], st.session_state[key + ".default"] = model_id, default
     method = str(
         st.selectbox(
             "Rubric judged by",
             RUBRIC_JUDGES,
             key=key,
-            help="generate: the model writes the five criteria's scores as JSON; likelihood: each criterion is "
-            "the expected value over 1-5 of the calibrated likelihood of the digits (models that can score)",
+            help="signals (the default for the bundled Gemma): each criterion from a signal the model and the "
+            "multilingual embedder carry — her voice against her sister's, the partner's line, the topic, length — "
+            "through maps fitted on labelled lines; generate: the model writes the five criteria's scores as "
+            "JSON; likelihood: each criterion is the expected value over 1-5 of the calibrated likelihood of the "
+            "digits (models that can score)",
         )
     )
     if model_id is not None:
@@ -422,6 +432,15 @@ def _rubric_judge_picker(key: str, model_id: str | None) -> str:
             if diagnosis.mark in ("no_signal", "flat_scale", "signal"):
                 st.caption(md(f"Rubric on {model_id} by {method}: {diagnosis.label} — {diagnosis.text}"))
     return method
+
+
+def _default_judge(model_id: str | None) -> str:
+    """The rubric judge with measured signal on this model (`engine.director.signals.default_rubric_judge`)."""
+    try:  # the model that will run (a page under test runs a stand-in under the catalog's id)
+        backend = state.get_hub().get(model_id).spec.backend if model_id else None
+    except (KeyError, ModelError):
+        backend = None
+    return default_rubric_judge(model_id, backend)
 
 
 def handle_check(profile: Any, model_id: str | None) -> str | None:

@@ -92,18 +92,25 @@ def test_each_surface_keeps_its_order() -> None:
     assert roles() == ("handraise", "skip", "jury", "director", "confidence")
     assert [u.name for u in uis("nav")] == ["handraise", "skip", "director", "confidence", "jury"]
     assert [u.name for u in uis("cli")] == ["confidence", "director", "skip", "jury", "handraise"]
-    assert [u.name for u in uis("calibrate") if u.calibration_job] == ["handraise", "skip", "jury", "confidence"]
+    assert [u.name for u in uis("calibrate") if u.calibration_job] == [
+        "handraise",
+        "skip",
+        "jury",
+        "confidence",
+        "director",
+    ]
     assert label_mechanisms() == ("handraise", "jury", "director", "confidence", "skip")
     assert demo_pages() == ("models", "conversation", "jury", "director", "confidence", "skip-cache")
     assert default_methods() == {
         "handraise": ("judge", "likelihood"),
         "jury": ("generate", "likelihood"),
-        "director": ("generate", "likelihood"),
+        "director": ("signals", "generate", "likelihood"),
     }
     assert [name for name, _, _ in table_builders()] == [
         *("headline", "calls", "events", "jury_positions", "jury_eval_items", "conversation_hands"),
         *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
-        *("director_hit_rates", "confidence_factors", "confidence_scores", "calibration_items", "simulation"),
+        *("director_eval_items", "director_hit_rates", "confidence_factors", "confidence_scores"),
+        *("confidence_eval_items", "calibration_items", "simulation"),
         "simulation_events",
     ]
 

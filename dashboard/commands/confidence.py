@@ -375,15 +375,21 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     from engine.refit import RefitJob  # the store and the models: CLI start-up time
 
     labels = [it["supported"] for it in items]
+
+    def _signals(rows: list[dict[str, float]]) -> list[Any]:
+        """The signals' maps; a split too small for them (a quick check) fits none, said on stderr."""
+        try:
+            return [fit_signals(rows, labels, data)]
+        except ValueError as exc:
+            say(f"confidence: the signals' maps not refitted: {exc}", err=True)
+            return []
+
     return RefitJob(
         store,
         "confidence",
         model_id,
         data,
         rows,
-        lambda f: [
-            fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", f, labels, data),
-            fit_signals(f, labels, data),
-        ],
+        lambda f: [fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", f, labels, data), *_signals(f)],
         limit,
     )

@@ -62,14 +62,14 @@ def _rubric_judge(value: str, model_id: str | None) -> str:
     if model_id is None:
         return "generate"
     # CLI start-up: loaded when the command runs
-    from engine.director.signals import READER
+    from engine.director.signals import default_rubric_judge
     from models.catalog import CatalogError, load_catalog
 
     try:
         backend = load_catalog().get(model_id).backend
     except (CatalogError, KeyError):
         return "generate"  # the model's own check names what is wrong with it
-    return "signals" if model_id == READER and backend == "llamacpp" else "generate"
+    return default_rubric_judge(model_id, backend)
 
 
 Character = Annotated[str, typer.Option("--character", help="Character id (data/characters/<id>.yaml).")]
@@ -372,7 +372,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     # CLI start-up: loaded when the command runs
     from engine.director import DirectorConfig, load_character
     from engine.director.evaluation import LineFileError, load_lines
-    from engine.director.signals import EMBEDDER, READER, fit_director_signals, read_line
+    from engine.director.signals import EMBEDDER, READER, read_line
     from engine.embeddings import RecordedEmbedder
     from engine.refit import RefitJob
 
@@ -406,6 +406,17 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         model_id,
         data,
         rows,  # rows of features with their labels (what fit_director_signals reads)
-        lambda rows: [fit_director_signals(rows, data, cfg.rubric_pass, cfg.rubric_warn)],
+        lambda rows: _fit_or_none(rows, data, cfg.rubric_pass, cfg.rubric_warn),
         limit,
     )
+
+
+def _fit_or_none(rows: list[dict[str, Any]], data: Path, warn: float, retry: float) -> list[Any]:
+    """The rubric signals' maps; a split too small for them (a quick check on a few lines) fits none, said."""
+    from engine.director.signals import fit_director_signals  # CLI start-up
+
+    try:
+        return [fit_director_signals(rows, data, warn, retry)]
+    except ValueError as exc:
+        say(f"director: the rubric signals' maps not refitted: {exc}", err=True)
+        return []

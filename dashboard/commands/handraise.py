@@ -381,12 +381,11 @@ def calibration_job(
     and one embedding map per embedder (`judges`: all, likelihood or embedding; `embedders`: comma-separated
     ids, default every one)."""
     # CLI start-up: loaded when the command runs
-    from engine.embeddings import EMBEDDER_ID, EMBEDDERS, USE_ID
-    from engine.handraise import calibration_rows, fit_calibrations, parse_benchmark
+    from engine.embeddings import EMBEDDER_ID, EMBEDDERS
+    from engine.handraise import calibration_rows, parse_benchmark
     from engine.handraise.decisions import check_embedder
     from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
-    from engine.judgemaps import file_sha256
 
     if judges not in ("all", "likelihood", "embedding"):
         raise fail(f"--judge must be all, likelihood or embedding, not {judges!r}")
@@ -430,25 +429,32 @@ def calibration_job(
         map_id if likelihood else ",".join(fitted_embedders),
         data,
         rows,
-        lambda rows: (
-            fit_calibrations(
-                rows, map_id if likelihood else None, str(data), file_sha256(data), embedders=fitted_embedders
-            )
-            + ([_gate(items, data)] if embedding and USE_ID in fitted_embedders else [])
-        ),
+        lambda rows: _fit_with_gate(rows, items, data, map_id if likelihood else None, fitted_embedders),
         limit,
     )
 
 
-def _gate(items: list[Any], data: Path) -> Any:
-    """The gate's map (p(the message asks for an answer), engine/handraise/gate.py) on the split's last messages."""
+def _fit_with_gate(
+    rows: list[dict[str, Any]], items: list[Any], data: Path, map_id: str | None, embedders: list[str]
+) -> list[Any]:
+    """The gate's map (p(the message asks for an answer), engine/handraise/gate.py) on the split's last messages,
+    then the will maps, whose cross-validation reads each dialogue's held-out gate: their held-out figures are the
+    gated judge's, as it runs."""
     # CLI start-up: loaded when the command runs
     from engine.embeddings import USE_ID, get_embedder
+    from engine.handraise import fit_calibrations
     from engine.handraise.gate import fit_gate
+    from engine.judgemaps import file_sha256
 
     last = [next((t.text for t in reversed(it.context) if t.speaker == "user"), "") for it in items]
     labels = [any(it.labels.values()) for it in items]
-    return fit_gate(last, labels, [str(it.language or "unknown") for it in items], get_embedder(USE_ID), data)
+    if min(sum(labels), len(labels) - sum(labels)) < 5:  # a quick check on a few items: no gate to fit
+        say("handraise: too few dialogues that ask nothing (or that ask) to fit the gate: not refitted", err=True)
+        return fit_calibrations(rows, map_id, str(data), file_sha256(data), embedders=embedders)
+    gate, held = fit_gate(last, labels, [str(it.language or "unknown") for it in items], get_embedder(USE_ID), data)
+    p = {str(it.id): v for it, v in zip(items, held, strict=True)}
+    gated = [r | {"needs_answer": p.get(str(r.get("item")), 1.0)} for r in rows]
+    return [*fit_calibrations(gated, map_id, str(data), file_sha256(data), embedders=embedders), gate]
 
 
 def default_calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:

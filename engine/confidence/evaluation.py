@@ -4,7 +4,7 @@ stored run (`evaluate`; `evaluate_answer` for a model object at hand), and wheth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -88,11 +88,18 @@ async def evaluate(
     with_sampling = config.sampling_k >= 2 and not sources
     async with async_run_context(store, "confidence.evaluate", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=2 + with_agreement + with_sampling, step="self-evaluation")
-        self_result, coverage, signals = await answer_factors(config, models, model)
+        told: list[FactorResult] = []
+
+        def first(result: FactorResult) -> None:
+            told.append(result)
+            run.emit("confidence_factor", **result.model_dump())
+            runctx.progress(advance=1, step="query coverage")
+
+        self_result, coverage, signals = await answer_factors(config, models, model, on_self=first)
         if signals is not None:
             run.emit("confidence_signals", features=signals.features, own_answer=signals.own_answer)
-        run.emit("confidence_factor", **self_result.model_dump())
-        runctx.progress(advance=1, step="query coverage")
+        if not told:  # the signals: both factors from one reading
+            first(self_result)
         run.emit("confidence_factor", **coverage.model_dump())
         runctx.progress(advance=1, step="source agreement" if with_agreement else "sampling")
         results = [self_result, coverage]
@@ -146,10 +153,14 @@ async def evaluate(
 
 
 async def answer_factors(
-    config: EvaluationConfig, models: ModelSource, model: ChatModel
+    config: EvaluationConfig,
+    models: ModelSource,
+    model: ChatModel,
+    on_self: Callable[[FactorResult], object] | None = None,
 ) -> tuple[FactorResult, FactorResult, Signals | None]:
     """The two factors that judge the answer itself: by the signals (one reading of SmolLM2 and the embedder, the
-    default), or by the evaluating model (its self-evaluation, then its coverage rating)."""
+    default), or by the evaluating model (its self-evaluation, then its coverage rating; `on_self` hears the first
+    before the second call starts, so a watcher sees it and a cancel lands between them)."""
     if config.self_eval == "signals":
         try:
             reader = models(READER)
@@ -164,6 +175,8 @@ async def answer_factors(
         return await evaluator.evaluate(config.query, config.answer, config.sources)
     judge = LikelihoodSelfEvaluator(model) if config.self_eval == "likelihood" else LLMSelfEvaluator(model)
     self_result = await judge.evaluate(config.query, config.answer, config.sources)
+    if on_self is not None:
+        on_self(self_result)
     return self_result, await QueryCoverageCalculator(model).calculate(config.query, config.answer), None
 
 

@@ -57,6 +57,13 @@ USUAL_LOG_LENGTH = 3.3  # log of a usual line's length in characters (~27): wher
 _NUMBER = re.compile(r"\d+|[〇一二三四五六七八九十百千万]+")
 
 
+def default_rubric_judge(model_id: str | None, backend: str | None) -> str:
+    """The rubric judge that carries signal on a model: the signals for the bundled Gemma run by llama.cpp (their
+    maps read its log-probabilities), the model writing its scores otherwise (`--rubric-judge auto`, the pages'
+    default)."""
+    return "signals" if model_id == READER and backend == "llamacpp" else "generate"
+
+
 def _cue(name: str) -> str:
     return f"{name}: "
 

@@ -97,9 +97,10 @@ def gate_components(
 
 def fit_gate(
     messages: Sequence[str], labels: Sequence[bool], languages: Sequence[str], embedder: TextEmbedder, source: Path
-) -> Calibration:
+) -> tuple[Calibration, list[float]]:
     """The gate fitted on the split's last messages, with its cross-validated AUC (5 folds × 3 shuffles, bootstrap
-    interval), by language, and how often it keeps a message that asks nothing under 0.5."""
+    interval), by language, and how often it keeps a message that asks nothing under 0.5; and each message's
+    held-out p (what the will maps' cross-validation reads, so their held-out figures are the gated judge's)."""
     from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s (fitting only)
 
     rows = [features_of(v) for v in embedder.embed(list(messages))]
@@ -127,7 +128,7 @@ def fit_gate(
         "by_language": {lang: figure([x == lang for x in languages]) for lang in sorted(set(languages))},
         "asks_nothing_below_half": round(sum(quiet) / len(quiet), 4) if quiet else None,
     }
-    return Calibration.fitted(
+    fitted_gate = Calibration.fitted(
         GATE,
         USE_ID,
         {ASKS: fit_logistic(rows, y, names(), c=GATE_C, balanced=True)},
@@ -137,3 +138,4 @@ def fit_gate(
         notes=f"p(the message asks for an answer) = logistic(use-m3 vector of the last message), C={GATE_C:g}, "
         "class-balanced",
     )
+    return fitted_gate, held

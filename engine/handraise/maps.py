@@ -281,6 +281,10 @@ def _will_of(
     out = []
     for r in rows:
         rv = sig(sum(float(t[i]) * float(r[f]) for i, f in enumerate(rel)) + float(t[nr]))
+        gate = (
+            float(r.get("needs_answer", 1.0)) if config.gate else 1.0
+        )  # the gate's held-out p (engine/handraise/gate.py)
+        rv *= gate if gate < 0.5 else 1.0
         cv = sig(sum(float(t[nr + 1 + i]) * float(r[f]) for i, f in enumerate(conf)) + float(t[nr + 1 + nc]))
         nv = (
             sig(sum(float(t[nr + nc + 2 + i]) * float(r[f]) for i, f in enumerate(nov)) + float(t[nr + nc + 2 + nn]))

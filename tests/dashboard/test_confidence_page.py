@@ -112,12 +112,21 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
 
 def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     from engine.confidence import CONFIDENCE
+    from engine.confidence.signals import SIGNALS, SIGNALS_ID
     from engine.judgemaps import load_calibration
 
     at = AppTest.from_function(_page, default_timeout=60).run()
-    assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "generate"
-    assert not any("Self-evaluation" in shown(c.value) for c in at.caption)  # behind Details
+    assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "signals"  # issue 37
+    # the default judge says, outside Details, that it carries measurable signal
+    assert any(shown(c.value).startswith("Self-evaluation judge: ✅ measurable signal — AUC") for c in at.caption)
     at.toggle(key="details.confidence.toggle").set_value(True).run()
+    signals = load_calibration(SIGNALS, SIGNALS_ID)
+    assert signals is not None
+    assert any(
+        shown(c.value).startswith(f"Self-evaluation and query coverage by signals · calibration {signals.label}")
+        for c in at.caption
+    )
+    at.selectbox(key="confidence.live_self_eval").set_value("generate").run()
     assert any("Self-evaluation: gemma3-270m writes it" in shown(c.value) for c in at.caption)
     at.selectbox(key="confidence.live_self_eval").set_value("likelihood").run()
     cal = load_calibration(CONFIDENCE, "gemma3-270m")
@@ -163,7 +172,7 @@ def test_fallback_factors_are_said_in_plain_words() -> None:
         "numbers (an option got no probability) — no usable signal"
     )
 
-    live = asyncio.run(evaluate_answer(state.get_store(), down, "q", "a"))
+    live = asyncio.run(evaluate_answer(state.get_store(), down, "q", "a", self_eval="generate"))
     state.clear_reads()
     at = AppTest.from_function(_page, default_timeout=60)
     at.query_params["eval"] = live.run_id

@@ -86,8 +86,11 @@ def test_check_with_the_bundled_model_records_the_rubric_call() -> None:
     else:
         assert set(rubric["scores"]) == {"frame", "roleplay", "connectivity", "density", "naturalness"}
         assert all(1 <= v <= 5 for v in rubric["scores"].values())
+    assert "signals" in rubric["flags"]  # the default for the bundled Gemma (issue 37)
     code, listed = invoke("runs", "list", "--json")
-    assert json.loads(listed)[0]["kind"] == "director.check" and json.loads(listed)[0]["calls"] == 1
+    # five scoring calls of Gemma, one embedding call a text (the line, the scene and previous line — both empty,
+    # one text —, six example lines of each sister)
+    assert json.loads(listed)[0]["kind"] == "director.check" and json.loads(listed)[0]["calls"] == 5 + 14
 
 
 def test_batch_jsonl_lines_and_hit_rates() -> None:

@@ -273,8 +273,11 @@ def test_director_check(fake_world: Path, rubric: bool) -> None:
     )
     assert a.config["model_id"] == (MODEL if rubric else None) and a.config["text"] == line
     assert out is not None and (out["rubric"] is not None) == rubric
-    # The fake scores every criterion 3: an average under 3.5 is a RETRY (§7.1); the rules alone PASS the line.
-    assert out["status"] == a.summary["status"] == ("RETRY" if rubric else "PASS")
+    # The fake scores every criterion 3: an average under 3.5 (§7.1), but a flat scale — the same score on every
+    # criterion is no reading of the line — so it never RETRYs on its own (issue 37): WARN, flagged.
+    assert out["status"] == a.summary["status"] == ("WARN" if rubric else "PASS")
+    if rubric:
+        assert "flat_scale" in out["rubric"]["flags"]
 
 
 @pytest.mark.parametrize("rubric", [False, True], ids=["rules-only", "with-rubric"])
@@ -419,6 +422,7 @@ def test_confidence_evaluate(fake_world: Path) -> None:
         at.text_input(key="confidence.live_query").set_value(query)
         at.text_area(key="confidence.live_answer").set_value(answer)
         at.text_area(key="confidence.live_sources").set_value("").run()
+        at.selectbox(key="confidence.live_self_eval").set_value("generate").run()  # the fake writes; it cannot score
         at.button(key="confidence.live_run").click().run()
         settle_runs(at)
         clicked(at)
@@ -434,6 +438,8 @@ def test_confidence_evaluate(fake_world: Path) -> None:
         answer,
         "--model",
         MODEL,
+        "--judge",
+        "generate",
         "--json",
     )
     assert a.config["answer"] == answer and a.config["sources"] == []
@@ -601,6 +607,8 @@ def test_director_check_with_the_bundled_model() -> None:
         ignore=frozenset({"comment", "reasons", "flags"}),
     )
     calls = [Store().calls(run.id) for run in (a, b)]
-    assert [len(c) for c in calls] == [1, 1] and all(c[0].backend == "llamacpp" for c in calls)
-    assert calls[0][0].request_json == calls[1][0].request_json
+    # the rubric by signals (the default for the bundled Gemma): five scoring calls and the embeddings, alike
+    assert [len(c) for c in calls] == [20, 20]
+    assert [c.request_json for c in calls[0]] == [c.request_json for c in calls[1]]
+    assert sum(c.backend == "llamacpp" for c in calls[0]) == 5
     assert out is not None and out["rubric"] is not None and a.summary["status"] == out["status"]

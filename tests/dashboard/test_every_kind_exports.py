@@ -168,6 +168,9 @@ def store_every_kind(data: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
     cli("director", "check", "--rules-only", "--character", "ayu", "--json", "そうですね。朝の海は人が少ないです。")
     cli("director", "batch", "--character", "yana", "--file", str(data / "scripts" / "beach.jsonl"), "--model", MODEL)
     cli("director", "duo", "--model", MODEL, "--turns", "2", "--max-retries", "1", "--json")
+    lines = tmp / "lines.jsonl"
+    lines.write_text('{"id": "l1", "character": "ayu", "text": "そうですね。", "acceptable": true}\n', encoding="utf-8")
+    cli("director", "eval", "--cases", str(lines), "--model", MODEL, "--rubric-judge", "generate", "--json")
     generate = ("--judge", "generate", "--model", MODEL, "--json")
     cli("confidence", "evaluate", "--query", "Capital of France?", "--answer", "Paris.", *generate)
     answers = tmp / "answers.jsonl"
@@ -263,6 +266,7 @@ MADE = {
     "director.check",
     "director.batch",
     "director.duo",
+    "director.eval",
     "confidence.evaluate",
     "confidence.calibrate",
     "confidence.eval",

@@ -311,6 +311,8 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     hub.delay_s = 1.0
     at = page("confidence")
     _live(at)
+    # the model's own two paced calls (self-evaluation, then coverage): what a watch and a cancel need in between
+    at.selectbox(key="confidence.live_self_eval").set_value("generate").run()
     click_returns_at_once(at, "confidence.live_run")
     run_id = url(at, "eval")
     assert status(run_id) == "running" and at.get("progress")
@@ -327,6 +329,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
         model_id=MODEL,
         query="What is the capital of France?",
         answer="The capital of France is Paris.",
+        self_eval="generate",
         settings=ConfidenceSettings(),
     )
     direct = entry_result(evaluate(config, Hub(0.0).get, Store(f"sqlite:///{tmp_path / 'direct.db'}")))

@@ -91,7 +91,9 @@ def test_minilm_chosen_is_recorded_under_its_own_id_and_map(store: Any) -> None:
     hub = ModelHub(call_log=store)
     with call_context(run_id=None, purpose="test.embedding"):
         live, _ = asyncio.run(WillJudge(DEFAULT_CAST, hub.get, config).judge(TURNS))
-    assert {c.model_id for c in store.calls(limit=None)} == {"minilm"}
+    # MiniLM's cosines, and the gate's one multilingual vector of the message (engine/handraise/gate.py)
+    assert sorted(c.model_id for c in store.calls(limit=None)).count("use-m3") == 1
+    assert {c.model_id for c in store.calls(limit=None)} == {"minilm", "use-m3"}
     version = load_calibration("handraise.embedding", "minilm").version  # type: ignore[union-attr]
     assert all(f"calibration:{version}" in c.flags for c in live)
     assert any(f.startswith("embedder_unread:") for c in live for f in c.flags)  # MiniLM cannot read most kanji

@@ -165,7 +165,7 @@ def test_the_hand_raise_judge_decides_with_the_adopted_map(store: Store) -> None
     )
     text = str(items[f"{turn}/coder"].context["text"])
     hub = ModelHub(call_log=store)
-    config = HandRaiseConfig(context_turns=1)
+    config = HandRaiseConfig(context_turns=1, gate=False)  # the recording predates the gate: replayed as it was
     judge = WillJudge(DEFAULT_CAST, lambda m: hub.get(m, replay=True), config)
     components, facts = asyncio.run(judge.judge([Turn("user", text)]))
     assert facts.calls == 3 and all(f"calibration:{refit.candidate.version}" in c.flags for c in components)

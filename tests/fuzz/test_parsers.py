@@ -275,7 +275,10 @@ def test_fuzz_director_rubric(a: Answer) -> None:
     assert not a.truncated and all(a.valid.get(k) for k in RUBRIC_CRITERIA)
     assert result.scores == {k: a.numbers[k] for k in RUBRIC_CRITERIA}
     assert all(1 <= v <= 5 for v in result.scores.values())
-    assert result.status == rubric_status(sum(result.scores.values()) / 5)
+    flat = len(set(result.scores.values())) == 1  # a flat scale never RETRYs a line on its own (issue 37)
+    expected = rubric_status(sum(result.scores.values()) / 5)
+    assert result.status == (min(expected, Status.WARN) if flat else expected)
+    assert ("flat_scale" in result.flags) is flat
 
 
 # -- 6. the skip judge ------------------------------------------------------------------------------------------
