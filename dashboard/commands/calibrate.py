@@ -83,8 +83,9 @@ def calibrate_judge_cmd(
     ] = False,
     adopt: Annotated[bool, typer.Option("--adopt", help="--labels: use the candidate map from now on.")] = False,
 ) -> None:
-    """Refit the judge maps of every mechanism — hand raise (likelihood and embedding), skip judge, jury,
-    confidence self-evaluation — each on its calibration split, each a run of kind `calibration` with every
+    """Refit the judge maps of every mechanism — hand raise (likelihood, embedding and the gate), skip judge, jury,
+    confidence self-evaluation (the signals and the likelihood map), director rubric signals — each on its
+    calibration split, each a run of kind `calibration` with every
     call recorded, and print the files written with their held-out figures. Run it after changing the
     model or llama.cpp: the maps read the model's raw log-probabilities, and a new kernel shifts them."""
     if labels:
