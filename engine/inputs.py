@@ -11,6 +11,7 @@ memory per MB of each kind, all well under 1 GB for a 10 MB file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,34 @@ def read_upload(name: str, data: bytes) -> str:
     """The text of a file uploaded on a page, under the same rules as a file given to the CLI."""
     check_size(name, len(data))
     return decode(data, name)
+
+
+class LineError(ValueError):
+    """A line of a labelled file that is not one JSON object; the message says why, without the line's text."""
+
+
+def _no_repeats(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise LineError(f"the key {json.dumps(key, ensure_ascii=False)[:60]} is given twice")
+        out[key] = value
+    return out
+
+
+def json_object(line: str) -> dict[str, object]:
+    """One line of a JSONL file as a JSON object: LineError for text that is not JSON, an object nested too deeply
+    to read, a number too long to read, a key given twice (which value would be the label?), or not an object."""
+    try:
+        value = json.loads(line, object_pairs_hook=_no_repeats)
+    except LineError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise LineError(f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise LineError("not JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise LineError(f"not JSON ({str(exc).split(';')[0][:80]})") from None
+    if not isinstance(value, dict):
+        raise LineError("not a JSON object")
+    return value

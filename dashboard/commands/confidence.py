@@ -236,9 +236,11 @@ def eval_cmd(
         if not as_json:
             mark = "✓" if item["proceeds"] == item["supported"] else "✗"
             label = "right" if item["supported"] else "wrong"
+            p = "—" if item["p_supported"] is None else f"{item['p_supported']:.2f}"
+            acted = "" if item["trusted"] else f", acted {item['acted_level']} (nothing judged the answer)"
             say(
-                f"{mark} {item['id'][:24]:<24} {label:<5} p(supported) {item['p_supported']:.2f}  "
-                f"score {item['score']:.3f} → {item['level']}" + ("  ⚠ fallback" if item["flagged"] else ""),
+                f"{mark} {item['id'][:24]:<24} {label:<5} p(supported) {p:<4}  "
+                f"score {item['score']:.3f} → {item['level']}{acted}" + ("  ⚠ fallback" if item["flagged"] else ""),
                 err=True,
             )
 

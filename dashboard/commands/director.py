@@ -372,7 +372,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     # CLI start-up: loaded when the command runs
     from engine.director import DirectorConfig, load_character
     from engine.director.evaluation import LineFileError, load_lines
-    from engine.director.signals import EMBEDDER, READER, read_line
+    from engine.director.signals import CRITERION_KINDS, EMBEDDER, READER, read_line
     from engine.embeddings import RecordedEmbedder
     from engine.refit import RefitJob
 
@@ -382,8 +382,13 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         lines = load_lines(data)[:limit]
     except LineFileError as exc:
         raise _fail(str(exc)) from None
-    if any(not x.kind for x in lines):
-        raise _fail(f"{data.name}: every line of a calibration split needs its kind (good, garbled, …)")
+    known = {"good", *(k for kinds in CRITERION_KINDS.values() for k in kinds)}
+    for number, x in enumerate(lines, 1):
+        if x.kind not in known or (x.kind == "good") != x.acceptable:
+            raise _fail(
+                f"{data.name}: line {number} ({x.id}): kind {x.kind!r} — a calibration line needs one of "
+                f"{', '.join(sorted(known))}, 'good' exactly when it is acceptable"
+            )
     store, model = usable_model(model_id)
     embedder = RecordedEmbedder.for_model(model, EMBEDDER)
     profiles = {c: load_character(c) for c in {x.character for x in lines}}
@@ -392,7 +397,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         out = []
         for x in lines:
             me = profiles[x.character]
-            sister = profiles.get(me.partner or "") or load_character(me.partner or x.character)
+            if not me.partner:
+                raise ValueError(f"{x.character}: the rubric signals read a character against her sister")
+            sister = profiles.get(me.partner) or load_character(me.partner)
             signals = await read_line(model, embedder, x.text, me, sister, topic=x.topic, previous=x.previous)
             out.append(
                 {"features": signals.features, "kind": x.kind, "acceptable": x.acceptable, "character": x.character}

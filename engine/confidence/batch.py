@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine import runctx
-from engine.confidence.evaluation import EvaluationConfig, answer_factors
+from engine.confidence.evaluation import EvaluationConfig, answer_factors, answer_judged
 from engine.confidence.factors import ConfidenceFactors
 from engine.confidence.figures import PROCEED, eval_totals
 from engine.confidence.judges import FactorResult, SourceAgreementCalculator
-from engine.confidence.levels import decide_action
+from engine.confidence.levels import InterventionLevel, decide_action
 from engine.confidence.score import calculate
 from engine.confidence.settings import ConfidenceSettings
 from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
-from engine.inputs import InputError, iter_lines, read_text
+from engine.inputs import InputError, LineError, Problems, iter_lines, json_object, read_text
 
 if TYPE_CHECKING:
     from engine.events import ModelSource
@@ -59,15 +59,15 @@ class CaseFileError(ValueError):
 def parse_cases(text: str, source: str) -> list[AnswerCase]:
     """Every line checked before any is judged: CaseFileError lists each bad line (first 10), duplicate ids too."""
     cases: list[AnswerCase] = []
-    problems: list[str] = []
+    problems = Problems()
     seen: set[str] = set()
     for number, line in iter_lines(text):
         if not line.strip():
             continue
         try:
-            case = AnswerCase.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not JSON ({exc.msg})")
+            case = AnswerCase.model_validate(json_object(line))
+        except LineError as exc:
+            problems.append(f"line {number}: {exc}")
             continue
         except ValidationError as exc:
             why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
@@ -78,7 +78,7 @@ def parse_cases(text: str, source: str) -> list[AnswerCase]:
         seen.add(case.id)
         cases.append(case)
     if problems:
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        more = f" (and {problems.total - 10} more)" if problems.total > 10 else ""
         raise CaseFileError(f"{source}: " + "; ".join(problems[:10]) + more)
     if not cases:
         raise CaseFileError(f"{source}: no labelled answers")
@@ -130,7 +130,11 @@ async def judge_case(
         update["source_agreement"] = agreement.calculate(case.sources)
     factors = ConfidenceFactors().model_copy(update=update)
     score = calculate(factors, config.settings)
+    flagged = [r.name for r in results if r.flagged]
     level = decide_action(score, config.settings).level.value
+    # what the agent does, as `confidence evaluate` acts: nothing judged the answer itself → a person checks it
+    trusted = answer_judged(factors, config.settings, flagged)
+    acted = level if trusted else InterventionLevel.ESCALATE.value
     return {
         "id": case.id,
         "language": case.language or "unknown",
@@ -138,11 +142,18 @@ async def judge_case(
         "supported": case.supported,
         "score": score.score,
         "level": level,
-        "proceeds": level in PROCEED,
-        "p_supported": self_result.probability if self_result.probability is not None else self_result.value,
+        "trusted": trusted,
+        "acted_level": acted,
+        "proceeds": acted in PROCEED,
+        # the judge's own p(supported) (the signals), or its value (the other judges); none for a fallback
+        "p_supported": None
+        if self_result.flagged
+        else self_result.probability
+        if self_result.probability is not None
+        else self_result.value,
         "factors": {k: update[k] for k in ("llm_self_confidence", "query_coverage", "source_count")}
         | ({"source_agreement": update["source_agreement"]} if "source_agreement" in update else {}),
-        "flagged": [r.name for r in results if r.flagged],
+        "flagged": flagged,
         "detail": {r.name: r.detail for r in results},
         "signals": signals.features if signals is not None else {},
         "call_ids": signals.call_ids if signals is not None else [r.call_id for r in results if r.call_id],

@@ -35,7 +35,8 @@ def _part(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     right = [x for x in lines if x["supported"]]
     wrong = [x for x in lines if not x["supported"]]
     final = auc_figure([x["score"] for x in lines], y) or {}
-    prob = auc_figure([x["p_supported"] for x in lines], y) or {}
+    read = [x for x in lines if x.get("p_supported") is not None]  # a fallback read nothing of the answer
+    prob = auc_figure([x["p_supported"] for x in read], [bool(x["supported"]) for x in read]) or {}
     return {
         "n": len(lines),
         "auc": final.get("auc"),

@@ -39,7 +39,7 @@ class ConfidenceSettings(BaseModel):
     weight_query_coverage: float = Field(0.1, ge=0)
     include_search_quality_above: float = 0.0
     include_agreement_min_sources: int = Field(2, ge=0, description="source agreement counts from this many sources")
-    include_self_confidence_above: float = 0.6
+    include_self_confidence_above: float = Field(0.6, ge=0, le=1)
     include_query_coverage_above: float = 0.1
     # penalties, applied in this order
     penalty_search_no_results: float = 0.5

@@ -4,6 +4,7 @@ phrases)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +40,9 @@ class CharacterProfile(BaseModel):
         description="§3/§5: the praise check applies to this character (the spec "
         "aims it at あゆ, the one who gives information); off, praise always passes",
     )
-    partner: str | None = None
+    partner: str | None = Field(
+        None, pattern=r"^[a-z0-9_-]+$", description="the sister's id (a file name, never a path)"
+    )
     persona: str = Field("", description="how the generator should speak as this character")
     examples: list[str] = Field(default_factory=list, description="sample lines that open a generated script")
 
@@ -95,6 +98,8 @@ def load_character(character_id: str, folder: Path | None = None) -> CharacterPr
     """A character from `data/characters/<id>.yaml`; errors name the file and the field."""
 
     folder = folder or CHARACTERS_DIR
+    if not isinstance(character_id, str) or not re.fullmatch(r"[a-z0-9_-]+", character_id):
+        raise ConfigError(f"{str(character_id)[:40]!r} is not a character id (letters a-z, digits, - and _)")
     path = folder / f"{character_id}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))

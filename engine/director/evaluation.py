@@ -20,7 +20,7 @@ from engine.director.rubric import RUBRIC_CRITERIA, named_rubric
 from engine.director.signals import auc_figure
 from engine.director.status import Status
 from engine.events import async_run_context
-from engine.inputs import InputError, iter_lines, read_text
+from engine.inputs import InputError, LineError, Problems, iter_lines, json_object, read_text
 
 if TYPE_CHECKING:
     from engine.events import ModelSource
@@ -51,15 +51,15 @@ class LineFileError(ValueError):
 def parse_lines(text: str, source: str) -> list[LabelledLine]:
     """Every line checked (and every character found) before any is judged; LineFileError lists each problem."""
     out: list[LabelledLine] = []
-    problems: list[str] = []
+    problems = Problems()
     seen: set[str] = set()
     for number, raw in iter_lines(text):
         if not raw.strip():
             continue
         try:
-            line = LabelledLine.model_validate(json.loads(raw))
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not JSON ({exc.msg})")
+            line = LabelledLine.model_validate(json_object(raw))
+        except LineError as exc:
+            problems.append(f"line {number}: {exc}")
             continue
         except ValidationError as exc:
             why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
@@ -75,7 +75,7 @@ def parse_lines(text: str, source: str) -> list[LabelledLine]:
         except Exception as exc:  # ConfigError for an unknown or broken character file
             problems.append(f"character {character!r}: {str(exc).rsplit('/', 1)[-1]}")
     if problems:
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        more = f" (and {problems.total - 10} more)" if problems.total > 10 else ""
         raise LineFileError(f"{source}: " + "; ".join(problems[:10]) + more)
     if not out:
         raise LineFileError(f"{source}: no labelled lines")

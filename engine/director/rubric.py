@@ -4,6 +4,7 @@ passes a line: the failure policy (`on_rubric_failure`, default WARN with a flag
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -148,6 +149,8 @@ class DirectorRubric:
         """The scores' mean and its status. A flat scale (every criterion the same score, e.g. 1 on every criterion:
         a model that does not read the line) is flagged `flat_scale` and never RETRYs a line on its own: at worst
         WARN, so the hard rules decide."""
+        if not scores or not all(math.isfinite(v) for v in scores.values()):
+            return self._failed_with("invalid:scores: a criterion without a finite score", ["invalid:scores"])
         average = sum(scores.values()) / len(scores)
         status = rubric_status(average, self.cfg)
         if len(set(scores.values())) == 1:
@@ -178,8 +181,10 @@ class DirectorRubric:
             return self._failed_with(f"{profile.id}: the signals need a partner and example lines", ["no_voice"])
         try:
             sister = load_character(profile.partner)
-        except ConfigError as exc:
-            return self._failed_with(f"{profile.partner}: {exc}", ["no_voice"])
+        except ConfigError:
+            return self._failed_with(f"{profile.id}: her sister {profile.partner!r} cannot be read", ["no_voice"])
+        if not sister.examples or sister.id == profile.id:
+            return self._failed_with(f"{sister.id}: the signals need the sister's own example lines", ["no_voice"])
         try:
             signals = await read_line(
                 self.model, self._embedder(), line, profile, sister, topic=scene, previous=previous

@@ -131,6 +131,8 @@ def stored_config(data: Mapping[str, Any]) -> HandRaiseConfig:
     """A stored run's config read back: one stored before the embedder was a setting has no `embedder`, and its
     embedding judge read MiniLM (its recorded vectors are MiniLM's), so that is what it replays with; one stored
     before the gate has no `gate`, and its hands were judged ungated, so it replays ungated."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a hand-raise config must be an object, not {type(data).__name__}")
     before = {"embedder": "minilm", "gate": False}
     return HandRaiseConfig.model_validate({k: v for k, v in before.items() if k not in data} | dict(data))
 

@@ -54,10 +54,27 @@ def load_gate() -> Calibration | None:
 
 def asks(cal: Calibration, embedder: TextEmbedder, message: str) -> float:
     """p(the message asks for an answer); ValueError for a non-finite one."""
-    p = cal.apply(ASKS, features_of(embedder.embed([message])[0]))
+    vector = embedder.embed([message])[0]
+    if len(vector) != USE_DIMENSION:  # a damaged or foreign recording
+        raise ValueError(f"the message's vector has {len(vector)} dimensions, not {USE_DIMENSION}")
+    p = cal.apply(ASKS, features_of(vector))
     if not math.isfinite(p):
         raise ValueError("the gate gave no finite probability")
     return p
+
+
+def gate_value(value: object) -> float:
+    """A stored gate (`needs_answer` of a hand's features) as the will reads it: a finite number in [0, 1], else
+    1.0 — no gate (a hostile or damaged value never reverses a ranking or drops a will below 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 1.0
+    return float(value) if 0.0 <= value <= 1.0 else 1.0
+
+
+def closed(value: object) -> float:
+    """The factor a stored gate puts on relevance: p where the message likely asks nothing (p < 0.5), else 1."""
+    p = gate_value(value)
+    return p if p < 0.5 else 1.0
 
 
 def gated(components: Sequence[Components], p: float) -> list[Components]:
@@ -90,7 +107,7 @@ def gate_components(
     try:
         cal = load_gate()
         p = asks(cal, embedder(), message) if cal is not None and message.strip() else None
-    except (ValueError, EmbedderUnavailable) as exc:  # MapError is a ValueError
+    except (ValueError, KeyError, EmbedderUnavailable) as exc:  # MapError is a ValueError
         return [c.model_copy(update={"flags": [*c.flags, f"gate_failed: {exc}"[:200]]}) for c in components]
     return components if p is None else gated(components, p)
 

@@ -23,6 +23,7 @@ from engine.diagnostics import accuracy_vs_chance
 from engine.events import run_context
 from engine.handraise.benchmark import parse_benchmark
 from engine.handraise.decisions import HandRaiseConfig, default_ensemble, will_from
+from engine.handraise.gate import closed
 from engine.handraise.judge import map_choice, novelty_of
 from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
 from engine.inputs import read_text
@@ -116,8 +117,7 @@ def will_under(cal: Calibration, row: Mapping[str, Any], config: HandRaiseConfig
     values = {k: float(v) for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     values[f"is:{row.get('participant')}"] = 1.0
     rel, conf = cal.apply("relevance", values), cal.apply("confidence", values)
-    gate = values.get("needs_answer", 1.0) if config.gate else 1.0  # the gate's p, stored with the hand
-    rel *= gate if gate < 0.5 else 1.0
+    rel *= closed(row.get("needs_answer")) if config.gate else 1.0  # the gate's p, stored with the hand
     return will_from(rel, novelty_of(cal, values), conf, config.weights)
 
 

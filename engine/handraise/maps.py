@@ -14,6 +14,7 @@ from engine import stats
 from engine.embeddings import EMBEDDER_ID, get_embedder
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
+from engine.handraise.gate import closed
 from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
 from engine.handraise.likelihood import handraise_features
 from engine.judgemaps import Calibration, FittedMap, new_version
@@ -281,10 +282,7 @@ def _will_of(
     out = []
     for r in rows:
         rv = sig(sum(float(t[i]) * float(r[f]) for i, f in enumerate(rel)) + float(t[nr]))
-        gate = (
-            float(r.get("needs_answer", 1.0)) if config.gate else 1.0
-        )  # the gate's held-out p (engine/handraise/gate.py)
-        rv *= gate if gate < 0.5 else 1.0
+        rv *= closed(r.get("needs_answer")) if config.gate else 1.0  # the held-out gate (engine/handraise/gate.py)
         cv = sig(sum(float(t[nr + 1 + i]) * float(r[f]) for i, f in enumerate(conf)) + float(t[nr + 1 + nc]))
         nv = (
             sig(sum(float(t[nr + nc + 2 + i]) * float(r[f]) for i, f in enumerate(nov)) + float(t[nr + nc + 2 + nn]))

@@ -185,3 +185,43 @@ def test_confidence_eval_is_a_replayable_run(tmp_path: Path) -> None:
     assert [(i["score"], i["level"]) for i in replayed["items"]] == [(i["score"], i["level"]) for i in live["items"]]
     shown = runner.invoke(app, ["runs", "show", live["run_id"], "--json"])
     assert json.loads(shown.stdout)["kind"] == "confidence.eval"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("[" * 100_000, "line 1: not JSON (nested too deeply)"),
+        ('{"id": "a", "n": ' + "1" * 5000 + "}", "line 1: not JSON (Exceeds the limit"),
+        (_line()[:-1] + ', "supported": false}', 'the key "supported" is given twice'),
+        ("[1, 2]", "line 1: not a JSON object"),
+    ],
+)
+def test_a_line_that_is_not_one_plain_object_is_named_never_a_crash(text: str, why: str) -> None:
+    with pytest.raises(CaseFileError) as caught:
+        parse_cases(text, "answers.jsonl")
+    assert why in str(caught.value)
+
+
+def test_a_file_of_bad_lines_keeps_ten_messages_and_counts_the_rest() -> None:
+    with pytest.raises(CaseFileError) as caught:
+        parse_cases("x\n" * 50_000, "answers.jsonl")
+    assert str(caught.value).endswith("(and 49990 more)") and str(caught.value).count("not JSON") == 10
+
+
+def test_an_answer_nothing_judged_is_acted_on_as_escalate_and_left_out_of_the_p_figure() -> None:
+    from engine.confidence.batch import AnswerCase, EvalConfig, judge_case
+    from engine.confidence.judges import SourceAgreementCalculator
+
+    class Agreeing(SourceAgreementCalculator):
+        def calculate(self, texts):  # type: ignore[no-untyped-def, override]
+            return 0.95
+
+    def unavailable(model_id: str):  # type: ignore[no-untyped-def]
+        raise KeyError(model_id)
+
+    case = AnswerCase(id="w", query="q", answer="a", sources=["s1", "s2", "s3"], supported=False)
+    config = EvalConfig(source="f", cases=[case], model_id="elsewhere")
+    line = asyncio.run(judge_case(case, config, lambda m: unavailable(m) if m == "smollm2-135m" else None, Agreeing()))
+    assert line["level"] == "SILENT" and not line["trusted"] and line["acted_level"] == "ESCALATE"
+    assert not line["proceeds"] and line["p_supported"] is None
+    assert set(line["flagged"]) == {"llm_self_confidence", "query_coverage"}

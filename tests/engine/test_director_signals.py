@@ -156,3 +156,45 @@ def test_director_eval_with_the_signals_is_a_replayable_run(tmp_path: Path) -> N
     assert [i["rubric_score"] for i in json.loads(again.stdout)["items"]] == [i["rubric_score"] for i in live["items"]]
     shown = runner.invoke(app, ["runs", "show", live["run_id"], "--json"])
     assert json.loads(shown.stdout)["kind"] == "director.eval"
+
+
+def test_a_sister_is_a_character_id_never_a_path(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from engine.config import ConfigError
+
+    with pytest.raises(ValidationError):
+        AYU.model_copy(update={"partner": None}).model_validate(AYU.model_dump() | {"partner": "../../etc/x"})
+    with pytest.raises(ConfigError, match="is not a character id"):
+        load_character("../../../../tmp/evil")
+    hostile = AYU.model_copy(update={"partner": "../../../../tmp/evil"})  # a profile built around the checks
+    result = asyncio.run(
+        DirectorRubric(_gemma_stub(), DirectorConfig(rubric_judge="signals")).score("そうですね。", hostile)
+    )
+    assert result.failed and "no_voice" in result.flags and "/" not in (result.error or "").split("'")[0]
+
+
+def test_a_sister_without_example_lines_gives_no_voice_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.director.rubric as rubric_module
+
+    bare = YANA.model_copy(update={"examples": []})
+    monkeypatch.setattr(rubric_module, "load_character", lambda cid: bare)
+    result = asyncio.run(
+        DirectorRubric(_gemma_stub(), DirectorConfig(rubric_judge="signals")).score("そうですね。", AYU)
+    )
+    assert result.failed and "no_voice" in result.flags
+
+
+def test_non_finite_or_missing_scores_fail_the_rubric() -> None:
+    rubric = DirectorRubric(ScriptedModel([]))
+    bad = rubric._result(
+        {"frame": float("nan"), "roleplay": 5, "connectivity": 5, "density": 5, "naturalness": 5}, "", None, []
+    )
+    assert bad.failed and "invalid:scores" in bad.flags and bad.status == Status.WARN
+    assert rubric._result({}, "", None, []).failed
+
+
+def _gemma_stub() -> ScriptedModel:
+    stub = ScriptedModel([])
+    stub.spec = stub.spec.model_copy(update={"id": "gemma3-270m"})
+    return stub

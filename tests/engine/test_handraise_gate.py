@@ -93,3 +93,36 @@ def test_a_greeting_raises_no_hand_with_the_embedding_judge(greeting: str) -> No
         )
     )
     assert all("needs_answer" not in c.features for c in ungated)
+
+
+@pytest.mark.parametrize("value", [float("nan"), -1.0, -1e6, 2.0, "0.1", None, True, [0.1]])
+def test_a_damaged_stored_gate_reads_as_no_gate(value: object) -> None:
+    from engine.handraise.gate import closed, gate_value
+
+    assert gate_value(value) == 1.0 and closed(value) == 1.0
+
+
+def test_a_stored_gate_closes_only_below_half() -> None:
+    from engine.handraise.gate import closed
+
+    assert closed(0.2) == 0.2 and closed(0.7) == 1.0
+
+
+def test_a_config_that_is_not_an_object_is_a_clear_error() -> None:
+    for data in (None, 5, [1]):
+        with pytest.raises(ValueError, match="must be an object"):
+            stored_config(data)  # type: ignore[arg-type]
+
+
+def test_a_vector_of_the_wrong_size_leaves_the_hands_ungated_and_flagged() -> None:
+    import numpy as np
+
+    from engine.handraise.gate import gate_components
+
+    class Short:
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            return np.zeros((len(texts), 511))
+
+    c = Components(model="coder", relevance=0.8, novelty=0.5, confidence=0.6)
+    [out] = gate_components([c], [Turn("user", "hello")], lambda: Short())  # type: ignore[arg-type, return-value]
+    assert out.relevance == 0.8 and any(f.startswith("gate_failed:") and "511 dimensions" in f for f in out.flags)
