@@ -78,7 +78,6 @@ async def evaluate(
 ) -> LiveEvaluation:
     """Compute the LLM and embedding factors for one answer, score it and decide the level, as a stored run of
     kind `confidence.evaluate`; progress counts the factors."""
-
     model = models(config.model_id)
     sources = config.sources
     # the embeddings are calls of the run: replayed where the model replays (a demo, a replay: exact on any CPU)
@@ -88,17 +87,15 @@ async def evaluate(
     with_sampling = config.sampling_k >= 2 and not sources
     async with async_run_context(store, "confidence.evaluate", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=2 + with_agreement + with_sampling, step="self-evaluation")
-        told: list[FactorResult] = []
 
         def first(result: FactorResult) -> None:
-            told.append(result)
             run.emit("confidence_factor", **result.model_dump())
             runctx.progress(advance=1, step="query coverage")
 
         self_result, coverage, signals = await answer_factors(config, models, model, on_self=first)
         if signals is not None:
             run.emit("confidence_signals", features=signals.features, own_answer=signals.own_answer)
-        if not told:  # the signals: both factors from one reading
+        if config.self_eval == "signals":  # both factors from one reading: the first is told now
             first(self_result)
         run.emit("confidence_factor", **coverage.model_dump())
         runctx.progress(advance=1, step="source agreement" if with_agreement else "sampling")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -213,15 +214,17 @@ def test_an_answer_nothing_judged_is_acted_on_as_escalate_and_left_out_of_the_p_
     from engine.confidence.judges import SourceAgreementCalculator
 
     class Agreeing(SourceAgreementCalculator):
-        def calculate(self, texts):  # type: ignore[no-untyped-def, override]
+        def calculate(self, texts):
             return 0.95
 
-    def unavailable(model_id: str):  # type: ignore[no-untyped-def]
-        raise KeyError(model_id)
+    def unavailable(model_id: str) -> Any:
+        if model_id == "smollm2-135m":
+            raise KeyError(model_id)
+        return None
 
     case = AnswerCase(id="w", query="q", answer="a", sources=["s1", "s2", "s3"], supported=False)
     config = EvalConfig(source="f", cases=[case], model_id="elsewhere")
-    line = asyncio.run(judge_case(case, config, lambda m: unavailable(m) if m == "smollm2-135m" else None, Agreeing()))
+    line = asyncio.run(judge_case(case, config, unavailable, Agreeing()))
     assert line["level"] == "SILENT" and not line["trusted"] and line["acted_level"] == "ESCALATE"
     assert not line["proceeds"] and line["p_supported"] is None
     assert set(line["flagged"]) == {"llm_self_confidence", "query_coverage"}

@@ -120,7 +120,7 @@ def test_a_vector_of_the_wrong_size_leaves_the_hands_ungated_and_flagged() -> No
     from engine.handraise.gate import gate_components
 
     class Short:
-        def embed(self, texts):  # type: ignore[no-untyped-def]
+        def embed(self, texts):
             return np.zeros((len(texts), 511))
 
     c = Components(model="coder", relevance=0.8, novelty=0.5, confidence=0.6)
