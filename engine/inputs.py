@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from engine.config import max_input_bytes as max_input_bytes
 from engine.runctx import checkpoint
@@ -23,6 +26,7 @@ from models.files import MissingFile as MissingFile
 from models.files import decode as decode
 
 MAX_PROBLEMS_SHOWN = 20
+_Record = TypeVar("_Record", bound=BaseModel)
 CHECK_EVERY = 4096  # lines between two cancellation checks while a file is parsed
 
 
@@ -120,3 +124,35 @@ def json_object(line: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise LineError("not a JSON object")
     return value
+
+
+def labelled_records(text: str, model: type[_Record]) -> tuple[list[_Record], Problems]:
+    """Every non-blank line of a labelled JSONL file as `model` (a pydantic model with an `id`): the records read
+    and the problems of the others, one a line, each naming its line (not JSON, a bad field, an id repeated)."""
+    out: list[_Record] = []
+    problems = Problems()
+    seen: set[str] = set()
+    for number, raw in iter_lines(text):
+        if not raw.strip():
+            continue
+        try:
+            record = model.model_validate(json_object(raw))
+        except LineError as exc:
+            problems.append(f"line {number}: {exc}")
+            continue
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
+            problems.append(f"line {number}: {why}")
+            continue
+        key = str(getattr(record, "id", ""))
+        if key in seen:
+            problems.append(f"line {number}: id {json.dumps(key, ensure_ascii=False)} repeats an earlier line")
+        seen.add(key)
+        out.append(record)
+    return out, problems
+
+
+def first_problems(source: str, problems: Problems, shown: int = 10) -> str:
+    """`source: the first problems; …` and how many more there are."""
+    more = f" (and {problems.total - shown} more)" if problems.total > shown else ""
+    return f"{source}: " + "; ".join(problems[:shown]) + more

@@ -32,6 +32,11 @@ def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"{who}: {quote(text)}" for who, text in speakers_texts) or "(empty)"
 
 
+def per_token(logprob: float, tokens: int) -> float:
+    """A continuation's log-likelihood per token (length-normalised, as LM-Polygraph's scores are)."""
+    return logprob / max(tokens, 1)
+
+
 def log_sum_exp(xs: Sequence[float]) -> float:
     """log Σ exp(x), computed stably; −inf when every x is −inf (options the model gives no probability)."""
     top = max(xs)

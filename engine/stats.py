@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -323,6 +324,17 @@ def _auc(s: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
 def w_auc(scores: Values, actual: Flags) -> Stat:
     """ROC AUC as P(positive outscores negative), ties counted half."""
     return Stat(_auc, (np.asarray(scores, float), np.asarray(actual, bool)))
+
+
+def auc_summary(scores: Values, labels: Flags) -> dict[str, Any] | None:
+    """{auc, auc_ci (bootstrap over items), n} as the maps and evals store it, or None without both labels."""
+    flags = np.asarray(labels, bool)
+    if not 0 < int(flags.sum()) < len(flags):
+        return None
+    auc, ci = bootstrap(w_auc(scores, flags))
+    if auc is None:
+        return None
+    return {"auc": round(auc, 4), "auc_ci": ci.as_list() if ci else None, "n": len(flags)}
 
 
 def w_brier(probabilities: Values, actual: Flags) -> Stat:

@@ -6,12 +6,11 @@ by language and by whether the answer had sources, each with its interval) are c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine import runctx
 from engine.confidence.evaluation import EvaluationConfig, answer_factors, answer_judged
@@ -23,7 +22,7 @@ from engine.confidence.score import calculate
 from engine.confidence.settings import ConfidenceSettings
 from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
-from engine.inputs import InputError, LineError, Problems, iter_lines, json_object, read_text
+from engine.inputs import InputError, first_problems, labelled_records, read_text
 
 if TYPE_CHECKING:
     from engine.events import ModelSource
@@ -58,28 +57,9 @@ class CaseFileError(ValueError):
 
 def parse_cases(text: str, source: str) -> list[AnswerCase]:
     """Every line checked before any is judged: CaseFileError lists each bad line (first 10), duplicate ids too."""
-    cases: list[AnswerCase] = []
-    problems = Problems()
-    seen: set[str] = set()
-    for number, line in iter_lines(text):
-        if not line.strip():
-            continue
-        try:
-            case = AnswerCase.model_validate(json_object(line))
-        except LineError as exc:
-            problems.append(f"line {number}: {exc}")
-            continue
-        except ValidationError as exc:
-            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
-            problems.append(f"line {number}: {why}")
-            continue
-        if case.id in seen:
-            problems.append(f"line {number}: id {json.dumps(case.id, ensure_ascii=False)} repeats an earlier line")
-        seen.add(case.id)
-        cases.append(case)
+    cases, problems = labelled_records(text, AnswerCase)
     if problems:
-        more = f" (and {problems.total - 10} more)" if problems.total > 10 else ""
-        raise CaseFileError(f"{source}: " + "; ".join(problems[:10]) + more)
+        raise CaseFileError(first_problems(source, problems))
     if not cases:
         raise CaseFileError(f"{source}: no labelled answers")
     if len(cases) > MAX_CASES:

@@ -14,16 +14,6 @@ from engine.confidence.levels import InterventionLevel
 PROCEED = (InterventionLevel.SILENT.value, InterventionLevel.NOTIFY.value)
 
 
-def auc_figure(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, Any] | None:
-    """{auc, auc_ci (bootstrap over items), n}, or None without both labels."""
-    if not 0 < sum(labels) < len(labels):
-        return None
-    auc, ci = stats.bootstrap(stats.w_auc(scores, labels))
-    if auc is None:
-        return None
-    return {"auc": round(auc, 4), "auc_ci": ci.as_list() if ci else None, "n": len(labels)}
-
-
 def _rate(flags: Sequence[bool]) -> dict[str, Any]:
     n, k = len(flags), sum(flags)
     ci = stats.wilson(k, n)
@@ -34,9 +24,9 @@ def _part(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     y = [bool(x["supported"]) for x in lines]
     right = [x for x in lines if x["supported"]]
     wrong = [x for x in lines if not x["supported"]]
-    final = auc_figure([x["score"] for x in lines], y) or {}
+    final = stats.auc_summary([x["score"] for x in lines], y) or {}
     read = [x for x in lines if x.get("p_supported") is not None]  # a fallback read nothing of the answer
-    prob = auc_figure([x["p_supported"] for x in read], [bool(x["supported"]) for x in read]) or {}
+    prob = stats.auc_summary([x["p_supported"] for x in read], [bool(x["supported"]) for x in read]) or {}
     return {
         "n": len(lines),
         "auc": final.get("auc"),

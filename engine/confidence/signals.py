@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import stats
 from engine.confidence.factors import ConfidenceFactors
-from engine.confidence.figures import PROCEED, auc_figure, eval_totals
+from engine.confidence.figures import PROCEED, eval_totals
 from engine.confidence.levels import decide_action
 from engine.confidence.score import calculate
 from engine.confidence.settings import DEFAULT_SETTINGS
 from engine.judgemaps import Calibration, FittedMap, fit_logistic
-from engine.likelihood import CONTENT_FREE
+from engine.likelihood import CONTENT_FREE, per_token
 from engine.quoting import quote
 
 if TYPE_CHECKING:
@@ -86,10 +87,6 @@ def words(text: str) -> set[str]:
     low = text.lower()
     cjk = _CJK.sub("", low)
     return set(_WORD.findall(low)) | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
-
-
-def per_token(logprob: float, tokens: int) -> float:
-    return logprob / max(tokens, 1)
 
 
 @dataclass
@@ -199,7 +196,7 @@ def fit_signals(rows: Sequence[dict[str, float]], labels: Sequence[bool], source
     p, coverage = held_out(rows, labels)
 
     def figure(keep: Sequence[bool]) -> dict[str, Any] | None:
-        return auc_figure(
+        return stats.auc_summary(
             [x for x, k in zip(p, keep, strict=True) if k], [bool(v) for v, k in zip(labels, keep, strict=True) if k]
         )
 

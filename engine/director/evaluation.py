@@ -6,21 +6,19 @@ are computed from those lines only."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from engine import runctx
+from engine import runctx, stats
 from engine.director.config import DirectorConfig, load_character
 from engine.director.review import Director
 from engine.director.rubric import RUBRIC_CRITERIA, named_rubric
-from engine.director.signals import auc_figure
 from engine.director.status import Status
 from engine.events import async_run_context
-from engine.inputs import InputError, LineError, Problems, iter_lines, json_object, read_text
+from engine.inputs import InputError, first_problems, labelled_records, read_text
 
 if TYPE_CHECKING:
     from engine.events import ModelSource
@@ -50,33 +48,14 @@ class LineFileError(ValueError):
 
 def parse_lines(text: str, source: str) -> list[LabelledLine]:
     """Every line checked (and every character found) before any is judged; LineFileError lists each problem."""
-    out: list[LabelledLine] = []
-    problems = Problems()
-    seen: set[str] = set()
-    for number, raw in iter_lines(text):
-        if not raw.strip():
-            continue
-        try:
-            line = LabelledLine.model_validate(json_object(raw))
-        except LineError as exc:
-            problems.append(f"line {number}: {exc}")
-            continue
-        except ValidationError as exc:
-            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()[:3])
-            problems.append(f"line {number}: {why}")
-            continue
-        if line.id in seen:
-            problems.append(f"line {number}: id {json.dumps(line.id, ensure_ascii=False)} repeats an earlier line")
-        seen.add(line.id)
-        out.append(line)
+    out, problems = labelled_records(text, LabelledLine)
     for character in sorted({x.character for x in out}):
         try:
             load_character(character)
         except Exception as exc:  # ConfigError for an unknown or broken character file
             problems.append(f"character {character!r}: {str(exc).rsplit('/', 1)[-1]}")
     if problems:
-        more = f" (and {problems.total - 10} more)" if problems.total > 10 else ""
-        raise LineFileError(f"{source}: " + "; ".join(problems[:10]) + more)
+        raise LineFileError(first_problems(source, problems))
     if not out:
         raise LineFileError(f"{source}: no labelled lines")
     if len(out) > MAX_LINES:
@@ -113,7 +92,7 @@ def _counts(lines: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 def _auc_part(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     scored = [x for x in lines if x["rubric_score"] is not None and x["rules_status"] == "PASS"]
-    figure = auc_figure([x["rubric_score"] for x in scored], [bool(x["acceptable"]) for x in scored]) or {}
+    figure = stats.auc_summary([x["rubric_score"] for x in scored], [bool(x["acceptable"]) for x in scored]) or {}
     return {"n": len(lines), "scored": len(scored), "auc": figure.get("auc"), "auc_ci": figure.get("auc_ci")}
 
 

