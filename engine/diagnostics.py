@@ -147,6 +147,19 @@ def auc_vs_chance(judge: str, auc: float | None, interval: stats.Interval | None
     return Diagnosis(judge, "signal", f"AUC {figure} on {n} items, above 0.5", evidence)
 
 
+def logistic_maps_problem(cal: Calibration, expected: Mapping[str, Sequence[str]]) -> str:
+    """'' when the file holds, for each name, a logistic map over exactly those features (in that order), else
+    why: a judge's `check` of its own maps (an adopted or edited file with other features is refused, never
+    half-applied)."""
+    for name, features in expected.items():
+        fitted = cal.maps.get(name)
+        if fitted is None:
+            return f"no {name} map"
+        if fitted.kind != "logistic" or list(fitted.features) != list(features):
+            return f"{name} must be a logistic map over {', '.join(features)}"
+    return ""
+
+
 def wrong_signs(calibration: Calibration) -> list[str]:
     """'map.feature' for each coefficient whose sign contradicts what its feature means."""
     expected = EXPECTED_SIGNS.get(calibration.name, {})

@@ -11,9 +11,9 @@ import json
 import os
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -22,6 +22,9 @@ from models.terminal import terminal_safe as terminal_safe
 if TYPE_CHECKING:
     from engine.refit import RefitJob
     from models.catalog import Catalog
+
+
+T = TypeVar("T")
 
 
 def say(message: object = "", *, err: bool = False, nl: bool = True, fg: str | None = None) -> None:
@@ -178,3 +181,17 @@ def calibrate_and_save(job: RefitJob, output_dir: Path | None, as_json: bool) ->
     """A mechanism's `calibrate` command: the refit, printed as JSON."""
 
     say(json.dumps(run_calibration(job, output_dir), ensure_ascii=False, indent=None if as_json else 1))
+
+
+def run_eval(coro: Coroutine[Any, Any, T]) -> T:
+    """A labelled-file evaluation's entry point run to its end: a replay miss exits 4 (nothing guessed, the run
+    stored as failed), another model failure 3, each with its message."""
+    # CLI start-up: loaded when the command runs
+    from models.errors import ModelError, ReplayMiss
+
+    try:
+        return asyncio.run(coro)
+    except ReplayMiss as exc:
+        raise fail(f"{exc}. Nothing was guessed; the run is stored as failed", code=4) from None
+    except ModelError as exc:
+        raise fail(str(exc), code=3) from None

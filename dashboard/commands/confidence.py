@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dashboard.commands import fail, say, usable_model
+from dashboard.commands import fail, run_eval, say, usable_model
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
@@ -210,7 +210,6 @@ def eval_cmd(
     # CLI start-up: loaded when the command runs
     from engine.confidence.batch import CaseFileError, EvalConfig, evaluate_cases, load_cases
     from engine.confidence.signals import READER
-    from models.errors import ModelError, ReplayMiss
     from models.registry import ModelHub
 
     if judge not in JUDGES:
@@ -244,14 +243,7 @@ def eval_cmd(
                 err=True,
             )
 
-    try:
-        run_id, items, totals = asyncio.run(
-            evaluate_cases(store, config, lambda m: hub.get(m, replay=replay), on_item=line)
-        )
-    except ReplayMiss as exc:
-        raise fail(f"{exc}. Nothing was guessed; the run is stored as failed", code=4) from None
-    except ModelError as exc:
-        raise _fail(str(exc), code=3) from None
+    run_id, items, totals = run_eval(evaluate_cases(store, config, lambda m: hub.get(m, replay=replay), on_item=line))
     if as_json:
         _emit({"run_id": run_id, "judge": judge, "items": items, "totals": totals})
         return

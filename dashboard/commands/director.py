@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from dashboard.commands import fail, say, usable_model
+from dashboard.commands import fail, run_eval, say, usable_model
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
@@ -318,7 +318,6 @@ def eval_cmd(
     # CLI start-up: loaded when the command runs
     from engine.director.evaluation import DirectorEvalConfig, LineFileError, evaluate_lines, load_lines
     from engine.store import Store, StoreError
-    from models.errors import ModelError, ReplayMiss
     from models.registry import ModelHub
 
     try:
@@ -344,14 +343,7 @@ def eval_cmd(
             mean = "—" if item["rubric_score"] is None else f"{item['rubric_score']:.2f}"
             say(f"{item['status']:<5} {label} {item['id'][:24]:<24} rubric {mean}", err=True)
 
-    try:
-        run_id, items, totals = asyncio.run(
-            evaluate_lines(store, config, lambda m: hub.get(m, replay=replay), on_item=line)
-        )
-    except ReplayMiss as exc:
-        raise _fail(f"{exc}. Nothing was guessed; the run is stored as failed", code=4) from None
-    except ModelError as exc:
-        raise _fail(str(exc), code=3) from None
+    run_id, items, totals = run_eval(evaluate_lines(store, config, lambda m: hub.get(m, replay=replay), on_item=line))
     if as_json:
         say(json.dumps({"run_id": run_id, "rubric_judge": judge, "items": items, "totals": totals}, ensure_ascii=False))
         return

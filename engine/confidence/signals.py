@@ -30,6 +30,7 @@ from engine.confidence.figures import PROCEED, eval_totals
 from engine.confidence.levels import decide_action
 from engine.confidence.score import calculate
 from engine.confidence.settings import DEFAULT_SETTINGS
+from engine.diagnostics import logistic_maps_problem
 from engine.judgemaps import Calibration, FittedMap, fit_logistic
 from engine.likelihood import CONTENT_FREE, per_token
 from engine.quoting import quote
@@ -259,15 +260,8 @@ def final_score_figures(
 
 
 def signals_problem(cal: Calibration) -> str:
-    """'' when the file holds the three logistic maps over the signals this code reads, else why (`check` of
-    `load_calibration`: an adopted or edited file with other features is refused, never half-applied)."""
-    for name, features in MAPS.items():
-        fitted = cal.maps.get(name)
-        if fitted is None:
-            return f"no {name} map"
-        if fitted.kind != "logistic" or list(fitted.features) != list(features):
-            return f"{name} must be a logistic map over {', '.join(features)}"
-    return ""
+    """'' when the file holds the logistic maps over the signals this code reads, else why."""
+    return logistic_maps_problem(cal, MAPS)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import stats
+from engine.diagnostics import logistic_maps_problem
 from engine.judgemaps import Calibration, FittedMap, fit_logistic
 from engine.likelihood import per_token
 from engine.quoting import quote
@@ -149,14 +150,8 @@ def criterion_scores(cal: Calibration, features: Mapping[str, float]) -> dict[st
 
 
 def signals_problem(cal: Calibration) -> str:
-    """'' when the file holds a logistic map over the signals this code reads for each criterion, else why."""
-    for name, features in CRITERION_FEATURES.items():
-        fitted = cal.maps.get(name)
-        if fitted is None:
-            return f"no {name} map"
-        if fitted.kind != "logistic" or list(fitted.features) != list(features):
-            return f"{name} must be a logistic map over {', '.join(features)}"
-    return ""
+    """'' when the file holds the logistic maps over the signals this code reads, else why."""
+    return logistic_maps_problem(cal, CRITERION_FEATURES)
 
 
 def describe(features: Mapping[str, float], scores: Mapping[str, float]) -> str:
