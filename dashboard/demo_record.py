@@ -35,7 +35,7 @@ from engine.mechanism import resolve_callable
 from engine.modelruns import stream_prompt
 from engine.store import Store
 from models.base import ChatModel
-from models.probe import FREE_TEXT, PROBE_MESSAGES
+from models.probe import FREE_MESSAGES, FREE_TEXT
 from models.types import Message
 
 MODELS_MAX_TOKENS = 256  # the Models page's default token budget
@@ -48,8 +48,8 @@ def models_prefill() -> dict[str, Any]:
 
     return {
         "models.model": MODELS_MODEL,
-        "models.system": PROBE_MESSAGES[0].content,  # the page's defaults (pages/models.py)
-        "models.prompt": PROBE_MESSAGES[1].content,
+        "models.system": FREE_MESSAGES[0].content,  # the page's defaults (pages/models.py)
+        "models.prompt": FREE_MESSAGES[1].content,
         "models.output": FREE_TEXT,
         "models.temperature": 0.0,
         "models.max_tokens": MODELS_MAX_TOKENS,

@@ -179,8 +179,10 @@ def wrong_signs(calibration: Calibration) -> list[str]:
 def flat_scale(
     judge: str, scores: Sequence[float], low: float = 1.0, high: float = 5.0, cutoffs: Sequence[float] = ()
 ) -> Diagnosis:
-    """A rubric's scores: flat when their interquartile range is under an eighth of the scale (0.5 on 1–5) or
-    when they never cross any cut-off (every line gets the same level)."""
+    """A rubric's scores: flat when they never cross any cut-off (every line gets the same level), or when their
+    interquartile range is under an eighth of the scale (0.5 on 1–5) with no cut-off inside it. A narrow middle
+    half that a cut-off splits still gives typical lines different levels (a calibrated rubric's mean is
+    compressed, not flat)."""
     values = np.asarray([s for s in scores if s is not None and math.isfinite(s)], dtype=float)
     if values.size < 4:
         return Diagnosis(judge, "undecided", f"{values.size} scores: too few to judge the scale")
@@ -189,7 +191,7 @@ def flat_scale(
     sides = {(bool(values.min() >= c), bool(values.max() >= c)) for c in cutoffs}
     never_crosses = bool(cutoffs) and all(lo_side == hi_side for lo_side, hi_side in sides)
     evidence = {"iqr": round(iqr, 4), "min": float(values.min()), "max": float(values.max()), "n": int(values.size)}
-    narrow = iqr < (high - low) / 8
+    narrow = iqr < (high - low) / 8 and not any(q1 < c <= q3 for c in cutoffs)
     if narrow or never_crosses:
         why = []
         if narrow:

@@ -30,5 +30,15 @@ PROBE_MESSAGES = [
     ),
 ]
 
+# The Models page's free prompt as it opens: a task the bundled instruction-tuned model (SmolLM2-135M) answers
+# readably. The judgment above is the structured output's (a 135M model writes no judgment worth reading as prose).
+FREE_MESSAGES = [
+    Message(
+        role="system",
+        content="You are a friendly assistant in a team chat. Answer in one or two short sentences.",
+    ),
+    Message(role="user", content="Write a friendly one-sentence welcome message for a new member of our team chat."),
+]
+
 STRUCTURED_SCHEMAS: dict[str, type[BaseModel]] = {"ProbeJudgment": ProbeJudgment}
 FREE_TEXT = "Free text"  # the output choice beside the schemas: no schema (the Models page, its demo prefill)

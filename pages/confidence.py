@@ -49,7 +49,8 @@ from engine.confidence import (
     parse_labels,
     search_quality,
 )
-from engine.confidence.demo import CONFIDENCE_INPUT
+from engine.confidence.demo import CONFIDENCE_EXAMPLES, CONFIDENCE_INPUT
+from engine.confidence.settings import DEFAULT_SETTINGS
 from engine.confidence.signals import SIGNALS, SIGNALS_ID
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
@@ -89,9 +90,7 @@ WEIGHTS = {  # ConfidenceSettings field → the factor it weighs, in words
     "weight_query_coverage": "query coverage",
 }
 LIVE_DEFAULTS: dict[str, Any] = {
-    "query": "What is the capital of France?",
-    "answer": "The capital of France is Paris.",
-    "sources": "Paris is the capital and largest city of France.\nFrance's capital city is Paris.",
+    **CONFIDENCE_INPUT,  # the right example (the demo's first recording)
     "k": 0,
     "self_eval": "signals",
 }
@@ -430,6 +429,15 @@ def _render_live(settings: ConfidenceSettings) -> None:
         format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
     )
     _take_generated()
+    examples = st.container(horizontal=True, gap="small")
+    for name, words in (("right", "Example: right answer"), ("wrong", "Example: wrong answer")):
+        examples.button(
+            words,
+            key=KEY + "example_" + name,
+            on_click=handle_example,
+            args=(name,),
+            help="Put this example's query, answer and sources in the boxes below (both are in the demo recording)",
+        )
     st.text_input("Query", key=KEY + "live_query")
     st.text_area("Answer", key=KEY + "live_answer", height=90)
     generating = st.session_state[KEY + "generating"]
@@ -489,6 +497,11 @@ def _render_live(settings: ConfidenceSettings) -> None:
     self_eval = str((run.config if run is not None else {}).get("self_eval", "generate"))  # stored before: generate
     failed = [_fallback_detail(r, self_eval) for r in result["results"] if r["flagged"]]
     flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
+    used = (run.config if run is not None else {}).get("settings") or {}  # the settings the run scored under
+    floor = float(used.get("include_self_confidence_above", DEFAULT_SETTINGS.include_self_confidence_above))
+    reading = judge_reading(result["results"], floor)
+    if reading:
+        st.markdown(reading)  # numbers and fixed words only: nothing untrusted to escape
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
     _render_answer_label(run_id)
     if result.get("samples"):
@@ -819,6 +832,35 @@ def _watch_generation(pending: Any) -> None:
         st.rerun()  # the answer box takes it before it is drawn (`_take_generated`)
 
     generating()
+
+
+def judge_reading(results: Sequence[dict[str, Any]], floor: float) -> str:
+    """What the judge read of the answer, in one sentence: p(supported) beside the self-confidence it became on
+    the seed's scale (only where the self-evaluation gave a calibrated probability, not a fallback)."""
+    by_name = {str(r.get("name")): r for r in results}
+    self_conf = by_name.get("llm_self_confidence") or {}
+    p = self_conf.get("probability")
+    if p is None or self_conf.get("flagged"):
+        return ""
+    value = float(self_conf.get("value") or 0.0)
+    words = "as likely right as wrong" if 0.4 <= p <= 0.6 else ("likely right" if p > 0.6 else "likely wrong")
+    coverage = by_name.get("query_coverage") or {}
+    covers = (
+        f"; it covers the question at {float(coverage.get('value') or 0.0):.2f}"
+        if coverage and not coverage.get("flagged")
+        else ""
+    )
+    return (
+        f"**The judge read p(supported) = {float(p):.2f}** ({words}), which is a self-confidence of {value:.2f} "
+        f"on the seed's scale ({floor:g} + {1 - floor:g} × p){covers}."
+    )
+
+
+def handle_example(name: str) -> None:
+    """An example button: its query, answer and sources in the Live tab's boxes."""
+    st.session_state[KEY + "live_error"] = None
+    for field, value in CONFIDENCE_EXAMPLES[name].items():
+        st.session_state[KEY + "live_" + field] = value
 
 
 def handle_reset_live() -> None:

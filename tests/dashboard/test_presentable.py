@@ -116,8 +116,41 @@ def test_a_replayed_models_answer_reads_without_its_scaffold_and_says_replayed(d
     assert metrics["Latency"] == "replayed" and metrics["Tokens / s"] == "—", metrics
     # the page opens on the instruction-tuned model: its answer is read as written, with no base-model warning
     assert at.selectbox(key="models.model").value == "smollm2-135m"
-    (answer,) = [t.value for t in at.text if "respond" in t.value]
+    (answer,) = [t.value for t in at.text if "Welcome" in t.value]  # the default prompt asks for a welcome
     assert "###" not in answer and not any("base model" in c.value for c in at.caption)
+
+
+def test_the_output_picked_brings_its_own_default_prompt_and_keeps_a_written_one(demo_env: None) -> None:  # noqa: F811
+    from models.probe import FREE_MESSAGES, PROBE_MESSAGES
+
+    at = open_page("models", "models")
+    assert at.text_area(key="models.prompt").value == FREE_MESSAGES[1].content
+    at.radio(key="models.output").set_value("ProbeJudgment").run()
+    assert at.text_area(key="models.prompt").value == PROBE_MESSAGES[1].content
+    assert at.text_area(key="models.system").value == PROBE_MESSAGES[0].content
+    at.radio(key="models.output").set_value("Free text").run()
+    assert at.text_area(key="models.prompt").value == FREE_MESSAGES[1].content
+    at.text_area(key="models.prompt").set_value("Tell me a story about the sea.").run()
+    at.radio(key="models.output").set_value("ProbeJudgment").run()
+    assert at.text_area(key="models.prompt").value == "Tell me a story about the sea."  # written: kept
+    assert not at.exception and not at.error
+
+
+def test_the_judge_reading_is_said_only_for_a_calibrated_probability() -> None:
+    from pages.confidence import judge_reading
+
+    read = judge_reading(
+        [
+            {"name": "llm_self_confidence", "value": 0.92, "probability": 0.8, "flagged": False},
+            {"name": "query_coverage", "value": 0.51, "flagged": False},
+        ],
+        0.6,
+    )
+    assert read.startswith("**The judge read p(supported) = 0.80** (likely right)") and "0.92" in read
+    assert "0.6 + 0.4 × p" in read and "covers the question at 0.51" in read
+    assert judge_reading([{"name": "llm_self_confidence", "value": 0.5, "probability": None}], 0.6) == ""
+    fallback = {"name": "llm_self_confidence", "value": 0.5, "probability": 0.3, "flagged": True}
+    assert judge_reading([fallback], 0.6) == ""
 
 
 def _page(name: str) -> None:

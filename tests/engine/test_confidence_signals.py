@@ -16,7 +16,15 @@ from engine.confidence import ConfidenceFactors, calculate, evaluate_answer
 from engine.confidence.batch import CaseFileError, parse_cases
 from engine.confidence.figures import eval_totals
 from engine.confidence.judges import SignalSelfEvaluator
-from engine.confidence.signals import MAPS, SIGNALS, SIGNALS_ID, on_seed_scale, signals_problem, words
+from engine.confidence.signals import (
+    MAPS,
+    SIGNALS,
+    SIGNALS_ID,
+    on_seed_scale,
+    proceed_point,
+    signals_problem,
+    words,
+)
 
 runner = CliRunner()
 
@@ -31,6 +39,30 @@ def test_the_seed_scale_counts_every_reading_and_rises_with_p() -> None:
     assert scores == sorted(scores)
     raw = [calculate(ConfidenceFactors(llm_self_confidence=p, query_coverage=0.5)).score for p in (0.55, 0.65)]
     assert raw[0] > raw[1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_operating_point_is_the_highest_where_right_answers_proceed_as_often_as_wrong_ones_stop(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    labels = [rng.random() < 0.5 for _ in range(40)] + [True, False]
+    p = [min(1.0, max(0.0, rng.gauss(0.6 if y else 0.4, 0.2))) for y in labels]
+
+    def rates(t: float) -> tuple[float, float]:
+        right = [x for x, y in zip(p, labels, strict=True) if y]
+        wrong = [x for x, y in zip(p, labels, strict=True) if not y]
+        return sum(x >= t for x in right) / len(right), sum(x < t for x in wrong) / len(wrong)
+
+    t = proceed_point(p, labels)
+    proceed, stopped = rates(t)
+    assert 0 < t < 1 and proceed >= stopped
+    cut = min(x for x in p if x >= t)  # the threshold chosen: t sits just under it
+    higher = [x for x in p if x > cut]
+    if higher:  # the next cut up would proceed fewer right answers than it stops wrong ones
+        proceed_up, stopped_up = rates(min(higher))
+        assert proceed_up < stopped_up
+    assert proceed_point([0.3, 0.7], [True, True]) == 0.5  # one class: nothing to choose
 
 
 def test_words_read_japanese_as_character_pairs_and_numbers_whole() -> None:

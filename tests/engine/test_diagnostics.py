@@ -54,6 +54,9 @@ def test_flat_scale() -> None:
     below = dx.flat_scale("rubric", [1.0, 1.5, 2.0, 2.4, 1.2, 2.3], cutoffs=(2.5, 4.0))
     assert below.mark == "flat_scale" and "never cross a cut-off" in below.text
     assert dx.flat_scale("rubric", [1, 2, 3, 4, 5, 2, 4], cutoffs=(2.5, 4.0)).mark == "signal"
+    # compressed (IQR 0.3) but a cut-off splits the middle half: typical lines get different levels
+    compressed = dx.flat_scale("rubric", [3.2, 3.4, 3.45, 3.55, 3.6, 3.8, 4.05], cutoffs=(3.5, 4.0))
+    assert compressed.evidence["iqr"] < 0.5 and compressed.mark == "signal"
     assert dx.flat_scale("rubric", [3.0], cutoffs=(2.5,)).mark == "undecided"
     assert dx.identical_seats("jury", 3).mark == "identical"
 
