@@ -54,6 +54,6 @@ def record_page(store: Store) -> PageDemo:
         inputs=[example["query"] for example in CONFIDENCE_EXAMPLES.values()],
         run_ids=run_ids,
         prefill={f"confidence.live_{name}": value for name, value in CONFIDENCE_INPUT.items()},
-        note="Evaluate the prefilled example, then press 'Wrong answer' and Evaluate again "
+        note="Evaluate the prefilled example, then press 'Example: wrong answer' and Evaluate again "
         f"(when recorded — {told}); the sliders need no model.",
     )
