@@ -6,7 +6,8 @@ the labelled items (their calibration runs' scores)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import stats
@@ -25,7 +26,7 @@ from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
-from engine.experiments.scorecard import ScorecardPlan, Step, built_models
+from engine.experiments.scorecard import ScorecardPlan, Step, built_models, by_language
 from engine.inputs import iter_lines, read_text
 from engine.runctx import progress
 from engine.store import Store
@@ -94,11 +95,25 @@ async def run_confidence(
     return {
         "metrics": {
             **{k: round(report[k], 4) if isinstance(report[k], float) else report[k] for k in keys},
+            **by_language(_auc_by_language(report["items"], pairs), ("auc",)),
             "items": len(items),
             **({"self_evaluation_fallbacks": flagged} if model_id is not None else {}),
         },
         "runs": [run.run_id],
     }
+
+
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana or kanji: the benchmark's items carry no language
+
+
+def _auc_by_language(scored: Sequence[Mapping[str, Any]], pairs: Sequence[tuple[Any, str]]) -> dict[str, Any]:
+    """AUC of the score against correctness per language (Japanese where the query or answer has kana or kanji)."""
+    language = {item.id: "ja" if _JAPANESE.search(item.query + answer) else "en" for item, answer in pairs}
+    out = {}
+    for code in ("en", "ja"):
+        these = [i for i in scored if language.get(str(i["id"])) == code]
+        out[code] = stats.auc_summary([float(i["score"]) for i in these], [bool(i["correct"]) for i in these])
+    return out
 
 
 SelfJudge = Callable[[str, str], Awaitable[tuple[dict[str, float], str, bool]]]

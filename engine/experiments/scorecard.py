@@ -264,9 +264,7 @@ def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
             for r in rows
             if r["role"] == role and not r.get("error") and isinstance(r["metrics"].get(target.metric), int | float)
         ]
-        for row in rows:
-            if row["role"] == role:
-                row.pop("versus_best", None)
+        earlier = {id(row): row.pop("versus_best", None) for row in rows if row["role"] == role}
         if len(scored) < 2:
             continue
         pick = max if target.higher_is_better else min
@@ -276,12 +274,38 @@ def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
                 row["versus_best"] = {"best": True}
                 continue
             comparison = _paired(store, role, best, row)
-            if comparison is not None:
+            kept = earlier.get(id(row)) or {}
+            if comparison is None and _measured_elsewhere(store, row) and _same_best(kept, best):
+                row["versus_best"] = kept  # neither run is here (a merged file): the comparison made there holds
+            elif comparison is not None:
                 row["versus_best"] = {
                     "best_model": best["model"],
                     "best_method": best["method"],
                     **comparison.to_dict(),
                 }
+
+
+def _measured_elsewhere(store: Store, row: Mapping[str, Any]) -> bool:
+    """The row's runs are not in this store: it was measured where the scorecard file was written before."""
+    runs = row.get("runs") or []
+    return bool(runs) and all(store.get_run(str(r)) is None for r in runs)
+
+
+def _same_best(kept: Mapping[str, Any], best: Mapping[str, Any]) -> bool:
+    return (kept.get("best_model"), kept.get("best_method")) == (best["model"], best["method"])
+
+
+def by_language(figures: Mapping[str, Mapping[str, Any] | None], keys: Sequence[str]) -> dict[str, Any]:
+    """Per-language figures as flat metrics beside the pooled ones ('f1_ja', 'f1_ja_ci'), so that every surface
+    that shows a row's metrics shows them with their intervals; languages without a figure are left out."""
+    out: dict[str, Any] = {}
+    for code, figure in sorted(figures.items()):
+        for key in keys:
+            if figure and figure.get(key) is not None:
+                out[f"{key}_{code}"] = figure[key]
+                if figure.get(f"{key}_ci") is not None:
+                    out[f"{key}_{code}_ci"] = figure[f"{key}_ci"]
+    return out
 
 
 def merge_scorecards(old: dict[str, Any] | None, new: dict[str, Any], store: Store) -> dict[str, Any]:

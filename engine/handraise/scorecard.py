@@ -1,7 +1,7 @@
 """The hand raise's row of the model scorecard (`engine.experiments.scorecard`): F1, top-1 (the most willing
 participant is one who should speak) and consistency over repeats, on data/benchmarks/handraise.jsonl
 (`engine.handraise.run_benchmark`, one stored run) for each model and judge method; compared with the role's best by
-a paired bootstrap of F1 over dialogues (their evaluation runs)."""
+a paired bootstrap of F1 over dialogues (their evaluation runs). F1 by language too (`f1_en`, `f1_ja`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from engine import stats
 from engine.config import DATA_DIR
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
-from engine.experiments.scorecard import ScorecardPlan, built_models
+from engine.experiments.scorecard import ScorecardPlan, built_models, by_language
 from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
 from engine.inputs import read_text
 from engine.outcomes import diff_runs
@@ -35,7 +35,10 @@ async def run_handraise(
         name=f"scorecard {model_id} {method}",
     )
     return {
-        "metrics": {k: totals.get(k) for k in ("f1", "f1_ci", "top1", "top1_ci", "consistency", "consistency_ci")},
+        "metrics": {
+            **{k: totals.get(k) for k in ("f1", "f1_ci", "top1", "top1_ci", "consistency", "consistency_ci")},
+            **by_language(totals.get("by_language") or {}, ("f1",)),  # English and Japanese apart
+        },
         "runs": [run_id],
     }
 

@@ -87,7 +87,8 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     }  # likelihood methods left out: the model cannot score (its skip row is the shipped likelihood recording)
     assert all(r["error"] is None for r in out["rows"]), [r["error"] for r in out["rows"]]
     hr = by_role[("handraise", "judge")]
-    assert set(hr["metrics"]) == {"f1", "top1", "consistency", "f1_ci", "top1_ci", "consistency_ci"}
+    base = {"f1", "top1", "consistency", "f1_ci", "top1_ci", "consistency_ci"}
+    assert base <= set(hr["metrics"]) and all(k.startswith("f1_") for k in set(hr["metrics"]) - base)
     assert hr["metrics"]["consistency"] == 1.0  # a deterministic model decides alike in both repeats
     assert hr["calls"] > 0 and hr["tokens"] >= 0 and hr["latency_s"] is not None
     jury = by_role[("jury", "generate")]
@@ -374,3 +375,35 @@ def test_each_row_is_handed_on_as_soon_as_it_is_measured(store: Store) -> None:
     )
     final = [(r["role"], r["method"]) for r in out["rows"]]
     assert seen == [final[: i + 1] for i in range(len(final))] and len(final) == 3
+
+
+def test_figures_by_language_are_flat_metrics_with_their_intervals() -> None:
+    from engine.experiments.scorecard import by_language
+
+    figures = {"ja": {"f1": 0.82, "f1_ci": [0.67, 0.95], "top1": 0.9}, "en": {"f1": 0.76, "f1_ci": None}, "xx": None}
+    assert by_language(figures, ("f1",)) == {"f1_en": 0.76, "f1_ja": 0.82, "f1_ja_ci": [0.67, 0.95]}
+    assert by_language({}, ("auc",)) == {}
+
+
+def test_a_comparison_made_where_the_runs_were_is_kept_and_only_while_its_best_stands(store: Store) -> None:
+    """A scorecard file merged in a store that lacks its runs keeps each row's comparison with the best it was made
+    against; a new best (measured here) drops the old comparisons it cannot redo, rather than show stale ones."""
+    from engine.experiments.scorecard import compare_with_best
+
+    versus = {"best_model": "a", "best_method": "likelihood", "difference": -0.1, "p_value": 0.7}
+    rows = [
+        {"role": "jury", "model": "a", "method": "likelihood", "metrics": {"accuracy": 0.5}, "runs": ["gone-1"]},
+        {
+            "role": "jury",
+            "model": "b",
+            "method": "likelihood",
+            "metrics": {"accuracy": 0.4},
+            "runs": ["gone-2"],
+            "versus_best": dict(versus),
+        },
+    ]
+    compare_with_best(store, rows)
+    assert rows[0]["versus_best"] == {"best": True} and rows[1]["versus_best"] == versus
+    rows.append({"role": "jury", "model": "c", "method": "likelihood", "metrics": {"accuracy": 0.6}, "runs": ["x"]})
+    compare_with_best(store, rows)
+    assert rows[2]["versus_best"] == {"best": True} and "versus_best" not in rows[1]  # not against the old best
