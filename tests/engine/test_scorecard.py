@@ -380,7 +380,11 @@ def test_each_row_is_handed_on_as_soon_as_it_is_measured(store: Store) -> None:
 def test_figures_by_language_are_flat_metrics_with_their_intervals() -> None:
     from engine.experiments.scorecard import by_language
 
-    figures = {"ja": {"f1": 0.82, "f1_ci": [0.67, 0.95], "top1": 0.9}, "en": {"f1": 0.76, "f1_ci": None}, "xx": None}
+    figures: dict[str, dict[str, Any] | None] = {
+        "ja": {"f1": 0.82, "f1_ci": [0.67, 0.95], "top1": 0.9},
+        "en": {"f1": 0.76, "f1_ci": None},
+        "xx": None,
+    }
     assert by_language(figures, ("f1",)) == {"f1_en": 0.76, "f1_ja": 0.82, "f1_ja_ci": [0.67, 0.95]}
     assert by_language({}, ("auc",)) == {}
 
