@@ -51,7 +51,7 @@ from engine.confidence import (
 )
 from engine.confidence.demo import CONFIDENCE_EXAMPLES, CONFIDENCE_INPUT
 from engine.confidence.settings import DEFAULT_SETTINGS
-from engine.confidence.signals import SIGNALS, SIGNALS_ID
+from engine.confidence.signals import EMBEDDER, READER, SIGNALS, SIGNALS_ID
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, MissingFile, read_text, read_upload, shown_problems
@@ -324,7 +324,8 @@ def live_trust(factors: ConfidenceFactors, settings: ConfidenceSettings, flagged
     rest = "; ".join(shown(n) for n in used) or "nothing"
     trusted = answer_judged(factors, settings, flagged)  # the engine's rule: the run stores the same
     if not missing:
-        return True, f"Every factor counted: the score {score.score:.3f} stands on {rest}."
+        judged = " and ".join(ANSWER_JUDGES.values())
+        return True, f"The answer was judged ({judged} both counted): the score {score.score:.3f} stands on {rest}."
     said = "; ".join(missing)
     if trusted:
         return True, f"{said[0].upper()}{said[1:]}. The score {score.score:.3f} stands on the rest: {rest}."
@@ -466,7 +467,12 @@ def _render_live(settings: ConfidenceSettings) -> None:
         judge, judge_model = (SIGNALS, SIGNALS_ID) if self_eval == "signals" else (CONFIDENCE, model_id)
         diagnosis = diagnosis_for(judge, judge_model)
         if diagnosis is not None:
-            st.caption(md(f"Self-evaluation judge: {diagnosis.label} — {diagnosis.text}"))
+            who = (
+                f"{READER} reads the answer and {EMBEDDER} compares it, whichever model is picked above"
+                if self_eval == "signals"
+                else model_id
+            )
+            st.caption(md(f"Self-evaluation judge ({who}): {diagnosis.label} — {diagnosis.text}"))
     if st.session_state.get(f"details.{DETAILS}", False):
         st.caption(md(breakable(_self_eval_caption(model_id, self_eval))))
     run_id = watched_run(EVAL_PARAM, EVAL_RUN)
@@ -488,6 +494,9 @@ def _render_live(settings: ConfidenceSettings) -> None:
     if not run_id:
         return
     st.markdown(f"Recorded as run `{run_id}` (Runs page).")
+    stale = stale_inputs(state.get_store().get_run(run_id))
+    if stale:
+        st.warning(f"This result is for an earlier {stale}: press Evaluate for the ones above.", icon="⚠️")
     view = watch_run(run_id, Collected, _render_factor_rows, key=KEY + "eval_watch")
     result = view.result if view is not None else None
     if not isinstance(result, dict):
@@ -499,7 +508,9 @@ def _render_live(settings: ConfidenceSettings) -> None:
     flagged = [str(r["name"]) for r in result["results"] if r["flagged"]]
     used = (run.config if run is not None else {}).get("settings") or {}  # the settings the run scored under
     floor = float(used.get("include_self_confidence_above", DEFAULT_SETTINGS.include_self_confidence_above))
-    reading = judge_reading(result["results"], floor)
+    exempt = float(used.get("no_sources_exempt_self_confidence", DEFAULT_SETTINGS.no_sources_exempt_self_confidence))
+    sourceless = not ConfidenceFactors(**result["factors"]).source_count
+    reading = judge_reading(result["results"], floor, sourceless=sourceless, exempt=exempt)
     if reading:
         st.markdown(reading)  # numbers and fixed words only: nothing untrusted to escape
     _render_score(ConfidenceFactors(**result["factors"]), settings, failed, key=KEY + "live", flagged=flagged)
@@ -834,7 +845,27 @@ def _watch_generation(pending: Any) -> None:
     generating()
 
 
-def judge_reading(results: Sequence[dict[str, Any]], floor: float) -> str:
+def stale_inputs(run: Any) -> str:
+    """'' when the shown result was evaluated on the query, answer and sources now in the boxes, else which of
+    them changed since (an example picked, a box edited): the result is not theirs."""
+    config = run.config if run is not None else {}
+    now = {
+        "query": st.session_state.get(KEY + "live_query", ""),
+        "answer": st.session_state.get(KEY + "live_answer", ""),
+        "sources": [s for s in str(st.session_state.get(KEY + "live_sources", "")).splitlines() if s.strip()],
+    }
+    then = {
+        "query": config.get("query", ""),
+        "answer": config.get("answer", ""),
+        "sources": [s for s in config.get("sources") or [] if str(s).strip()],
+    }
+    changed = [name for name in now if now[name] != then[name]]
+    return " and ".join([", ".join(changed[:-1]), changed[-1]] if len(changed) > 1 else changed)
+
+
+def judge_reading(
+    results: Sequence[dict[str, Any]], floor: float, *, sourceless: bool = False, exempt: float | None = None
+) -> str:
     """What the judge read of the answer, in one sentence: p(supported) beside the self-confidence it became on
     the seed's scale (only where the self-evaluation gave a calibrated probability, not a fallback)."""
     by_name = {str(r.get("name")): r for r in results}
@@ -850,10 +881,19 @@ def judge_reading(results: Sequence[dict[str, Any]], floor: float) -> str:
         if coverage and not coverage.get("flagged")
         else ""
     )
-    return (
+    sentence = (
         f"**The judge read p(supported) = {float(p):.2f}** ({words}), which is a self-confidence of {value:.2f} "
         f"on the seed's scale ({floor:g} + {1 - floor:g} × p){covers}."
     )
+    if sourceless and exempt is not None:
+        sentence += (
+            f" Without sources that clears the seed's bar of {exempt:g} for going on the answer alone, so no "
+            "no-sources penalty."
+            if value >= exempt
+            else f" Without sources the seed asks {exempt:g} to go on the answer alone: under it, the no-sources "
+            "penalty applies."
+        )
+    return sentence
 
 
 def handle_example(name: str) -> None:

@@ -338,10 +338,11 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
     catalog = state.get_catalog()
     # The instruction-tuned bundled model answers first: the base model continues the prompt instead (the page
     # says so when it is picked), which is not what a first look should show.
+    if st.session_state.get(KEY + "model") not in usable:  # here, not as the widget's index: the demo prefills it
+        st.session_state[KEY + "model"] = DEFAULT_ANSWER_MODEL if DEFAULT_ANSWER_MODEL in usable else usable[0]
     model_id = st.selectbox(  # full width: a model's name is never cut in a narrow window
         "Model",
         usable,
-        index=usable.index(DEFAULT_ANSWER_MODEL) if DEFAULT_ANSWER_MODEL in usable else 0,
         key=KEY + "model",
         format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
     )

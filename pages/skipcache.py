@@ -345,8 +345,8 @@ def saved_interval_text(comparison: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{comparison['calls_saved_pct']:.0f}% of the judge calls saved, 95 % interval {ci[0]:.0f}–{ci[1]:.0f}% "
-        f"(resampling the {over}){wide}"
+        f"{comparison['calls_saved_pct']:.0f}% of the judge calls saved ({ci[0]:.0f}–{ci[1]:.0f}% with 95 % "
+        f"confidence, resampling the {over}){wide}"
     )
 
 
@@ -495,12 +495,20 @@ def cost_metrics(comparison: dict[str, Any], prices: list[tuple[str, float]] | N
         out.append(
             {
                 "label": "…on an API judge",
-                "value": f"{money(tokens * low / 1000)} – {money(tokens * high / 1000)}",
+                "value": f"{rough_money(tokens * low / 1000)} – {rough_money(tokens * high / 1000)}",
                 "help": f"The {tokens:,} tokens saved at input prices: {cheap} (cheapest in the catalog) to "
                 f"{dear} (dearest).",
             }
         )
     return out
+
+
+def rough_money(value: float) -> str:
+    """An estimate's end in two significant digits ('$0.060', '$0.50'): the range is a guess at prices, and four
+    digits on one end and three on the other read as precision it does not have."""
+    if not value or value < 0.0001:
+        return money(value)
+    return f"${value:,.0f}" if value >= 10 else f"${value:#.2g}"
 
 
 def scope_words(scope: str) -> str:

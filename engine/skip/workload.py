@@ -88,11 +88,12 @@ def generate_workload(spec: WorkloadSpec) -> list[Message]:
         for b in range(count):
             if rng.random() < spec.burstiness:
                 day = rng.randrange(max(1, math.ceil(spec.hours / 24)))
-                start = day * 86400 + busy_start + rng.random() * busy_len
+                fraction = rng.random()
+                start = day * 86400 + busy_start + fraction * busy_len
+                if start >= horizon:  # the busy block lies past the end (a short or partial day): within it instead
+                    start = _within_busy(fraction, horizon, busy_start, busy_len)
             else:
                 start = rng.random() * horizon
-            if start >= horizon:
-                continue
             thread = f"{channel}-t{b}" if rng.random() < spec.thread_share else None
             n = 1 + _poisson(rng, spec.mean_burst_messages - 1)
             t = start
@@ -112,6 +113,26 @@ def generate_workload(spec: WorkloadSpec) -> list[Message]:
                 )
                 t += rng.expovariate(1 / spec.mean_gap_seconds)
     return sorted(messages, key=lambda m: (m.at, m.id))
+
+
+def _within_busy(fraction: float, horizon: float, busy_start: float, busy_len: float) -> float:
+    """The point `fraction` of the way through the busy time inside [0, horizon), or through the whole horizon when
+    none of it is inside (a 4-hour workload from midnight): a busy burst is placed, never dropped, so a workload
+    holds the bursts its rate asks for. The same draw as before: workloads whose busy blocks fit keep every message."""
+    blocks = []
+    for day in range(math.ceil(horizon / 86400)):
+        start = day * 86400 + busy_start
+        if start < horizon:
+            blocks.append((start, min(start + busy_len, horizon)))
+    total = sum(end - start for start, end in blocks)
+    if total <= 0:
+        return fraction * horizon
+    left = fraction * total
+    for start, end in blocks:
+        if left < end - start:
+            return start + left
+        left -= end - start
+    return blocks[-1][1] - 1e-6
 
 
 def _poisson(rng: random.Random, lam: float) -> int:

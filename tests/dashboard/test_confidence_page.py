@@ -118,7 +118,8 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "signals"  # issue 37
     # the default judge says, outside Details, that it carries measurable signal
-    assert any(shown(c.value).startswith("Self-evaluation judge: ✅ measurable signal — AUC") for c in at.caption)
+    judge = "Self-evaluation judge (smollm2-135m reads the answer and use-m3 compares it, whichever model is picked"
+    assert any(shown(c.value).startswith(judge) and "✅ measurable signal — AUC" in shown(c.value) for c in at.caption)
     at.toggle(key="details.confidence.toggle").set_value(True).run()
     signals = load_calibration(SIGNALS, SIGNALS_ID)
     assert signals is not None
@@ -136,7 +137,7 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     )
     # the judge offered says, outside Details too, that its map carries no measurable signal
     at.toggle(key="details.confidence.toggle").set_value(False).run()
-    warning = "Self-evaluation judge: ⚠️ no measurable signal — the fitted map runs backwards"
+    warning = "Self-evaluation judge (gemma3-270m): ⚠️ no measurable signal — the fitted map runs backwards"
     assert any(shown(c.value).startswith(warning) for c in at.caption)
 
 

@@ -273,9 +273,14 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     at.button(key="confidence.example_wrong").click().run()
     assert at.text_input(key="confidence.live_query").value == CONFIDENCE_EXAMPLES["wrong"]["query"]
     assert at.text_area(key="confidence.live_sources").value == ""
+    # the result shown is the right example's: said so, until Evaluate runs on the new boxes
+    stale = "This result is for an earlier query, answer and sources: press Evaluate for the ones above."
+    assert [w.value for w in at.warning] == [stale]
     at.button(key="confidence.live_run").click().run()
     watch_to_end(at, "confidence.evaluate")
     ok(at)
+    assert not at.warning
+    assert any("the no-sources penalty applies" in m.value for m in at.markdown)  # why it is stopped, in words
     right, wrong = sorted(replayed_runs("confidence.evaluate"), key=lambda r: r.started_at)
     assert wrong.status == "finished" and wrong.config["answer"] == CONFIDENCE_EXAMPLES["wrong"]["answer"]
     levels = {r.id: r.summary.get("level") for r in (right, wrong)}

@@ -192,7 +192,7 @@ def test_page_simulates_with_recorded_judgments(
     low, high = runs[0].summary["result"]["calls_saved_pct_ci"]
     saved = runs[0].summary["calls_saved_pct"]
     conversations = runs[0].summary["result"]["conversations"]
-    line = f"{saved:.0f}% of the judge calls saved, 95 % interval {low:.0f}–{high:.0f}% (resampling the "
+    line = f"{saved:.0f}% of the judge calls saved ({low:.0f}–{high:.0f}% with 95 % confidence, resampling the "
     line += f"{conversations} conversations)"
     assert any(shown(c.value).startswith(line) for c in at.caption), [shown(c.value) for c in at.caption]
     assert metrics["Calls saved"] == f"{saved:.0f}%"  # said as a saving, not a negative change

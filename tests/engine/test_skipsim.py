@@ -27,6 +27,7 @@ from engine.skip import (
     simulate,
     state_key,
 )
+from engine.skip.workload import EPOCH
 
 
 class HashJudge:
@@ -60,6 +61,23 @@ def test_generated_workload_is_deterministic_and_shaped() -> None:
     assert all(x.at <= y.at for x, y in zip(a, a[1:], strict=False))
     assert {m.channel_id for m in a} <= {f"C{i:03d}" for i in range(10)}
     assert len({m.id for m in a}) == len(a)
+
+
+@pytest.mark.parametrize("hours", [2.0, 4.0, 12.0, 30.0])
+def test_a_workload_shorter_than_its_busy_block_keeps_the_bursts_its_rate_asks_for(hours: float) -> None:
+    """Half the bursts go to the 09:00–18:00 block; a workload that ends before it (or a partial last day) once
+    dropped them silently: 12 channels × 4 h at 1 burst an hour held 61 messages where ~144 were asked for."""
+    spec = WorkloadSpec(channels=40, hours=hours, bursts_per_hour=1.0, seed=11)
+    bursts = {m.id.rsplit("-", 1)[0] for m in generate_workload(spec)}
+    expected = spec.channels * spec.hours * spec.bursts_per_hour
+    assert 0.85 * expected <= len(bursts) <= 1.15 * expected, (len(bursts), expected)
+    assert all((m.at - EPOCH).total_seconds() < hours * 3600 for m in generate_workload(spec))
+
+
+def test_the_default_workload_is_as_recorded() -> None:
+    """The recorded judgments of the default workload (data/recordings) replay only on the very same messages."""
+    messages = generate_workload(WorkloadSpec())
+    assert len(messages) == 846 and messages[0].id == "C042-3-0" and messages[-1].id == "C042-1-2"
 
 
 def test_workload_file_round_trip_and_errors(tmp_path: Path) -> None:
