@@ -446,7 +446,9 @@ def test_the_recorded_demo_evaluation_stores_the_level_acted_on() -> None:
 
     runs = Path(__file__).resolve().parents[2] / "data" / "demo" / "runs.jsonl"
     lines = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines() if line.strip()]
-    (summary,) = [r["summary"] for r in lines if r["run"]["kind"] == "confidence.evaluate"]
-    # issue 37: the correct "Paris" with two sources, judged by the signals, proceeds — trusted, acted as scored
-    assert summary["level"] in ("SILENT", "NOTIFY") and summary["trusted"] is True
-    assert summary["acted_level"] == summary["level"] and summary["flagged"] == []
+    right, wrong = [r["summary"] for r in lines if r["run"]["kind"] == "confidence.evaluate"]  # recorded in order
+    # issue 37: the correct "Paris" with two sources, judged by the signals, proceeds — trusted, acted as scored;
+    # the wrong answer without sources is stopped
+    assert right["level"] in ("SILENT", "NOTIFY") and wrong["level"] in ("CONFIRM", "ESCALATE")
+    for summary in (right, wrong):
+        assert summary["trusted"] is True and summary["acted_level"] == summary["level"] and summary["flagged"] == []

@@ -19,6 +19,7 @@ from models.catalog import CatalogError, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo"
+DEMO_RUNS = sum(len(page.run_ids) for page in load_manifest(DEMO).pages.values())
 DOCUMENTS = read_runs(DEMO / "runs.jsonl")
 Edit = Callable[[dict[str, Any]], None]
 
@@ -140,7 +141,7 @@ def test_a_failed_write_loads_nothing_and_shows_no_sql(store: Store, tmp_path: P
 
 def test_the_shipped_recording_still_loads(store: Store) -> None:
     report = load_demo(store, DEMO)
-    assert len(report.loaded) == 6 and counts(store)[0] == 6  # one run per page
+    assert len(report.loaded) == DEMO_RUNS and counts(store)[0] == DEMO_RUNS  # one run a page, two for Confidence
     run = store.get_run(report.loaded[0])
     assert run is not None and run.status == "finished"
 
