@@ -26,7 +26,9 @@ def rubric_radar(scores: Mapping[str, float], labels: Mapping[str, str]) -> go.F
         )
     )
     fig.update_layout(polar={"radialaxis": {"range": [0, 5], "tickvals": [1, 2, 3, 4, 5]}}, showlegend=False)
-    return _layout(fig, "Rubric (1–5 per criterion)", 320)
+    fig = _layout(fig, "Rubric (1–5 per criterion)", 340)
+    # room below and beside the circle: the criterion at the bottom (自然さ) was cut off at the default margin
+    return fig.update_layout(margin={"l": 40, "r": 40, "t": 56, "b": 36})
 
 
 def rule_hit_rates(rates: Mapping[str, Mapping[str, Any]]) -> go.Figure:
