@@ -158,6 +158,28 @@ _LEXICAL_NAI = (
 )
 # Particles before the adjective ない ("absent"): お金がない, 時間もない, 家にない, 意味はない.
 _PARTICLES = set("がはもにをと")
+# が is also the 未然形 ending of the godan verbs in -ぐ (泳ぐ → 泳がない, 急ぐ → 急がない): a closed class, so
+# their stems are listed — one kanji not itself after a kanji (水泳がない is a noun + が), or the kana spellings
+# and the -らぐ/-やぐ verbs. 泳がなくない is a verb negated twice; お金がなくない stays the adjective ない.
+_GU_VERB_KANJI = set("泳急稼脱注騒防仰繋嗅研継接凌漕剥塞紡削寛担喘跨貢凪薙")
+_GU_VERB_KANA = (
+    "およが",
+    "いそが",
+    "かせが",
+    "さわが",
+    "ふせが",
+    "かつが",
+    "ふさが",
+    "つむが",
+    "しのが",
+    "はしゃが",
+    "そよが",
+    "揺らが",
+    "和らが",
+    "安らが",
+    "薄らが",
+    "華やが",
+)
 # Ichidan verbs whose stem is one kanji (見ない, 寝ない): a kanji alone before ない is otherwise a noun.
 _ONE_KANJI_VERBS = set("見寝出来着似煮居得経干射")
 _KANJI = re.compile(r"[一-龯々]")
@@ -178,6 +200,14 @@ def _lexical_adjective(before: str) -> bool:
     return False
 
 
+def _gu_verb_stem(before: str) -> bool:
+    """`before` (ending in が) ends in the 未然形 of a godan -ぐ verb: 泳が, 急が, はしゃが — not 水泳が, お金が."""
+    if before.endswith(_GU_VERB_KANA):
+        return True
+    verb = before[-2:-1]
+    return verb in _GU_VERB_KANJI and (len(before) == 2 or not _KANJI.match(before[-3]))
+
+
 def _negation_before(before: str) -> bool:
     """Whether the ない that follows `before` negates something (verb, copula, adjective く-form) rather
     than being the adjective ない or the end of an adjective like 危ない."""
@@ -190,6 +220,8 @@ def _negation_before(before: str) -> bool:
     last = before[-1]
     if _KANJI.match(last):
         return last in _ONE_KANJI_VERBS and (len(before) == 1 or not _KANJI.match(before[-2]))
+    if last == "が" and _gu_verb_stem(before):
+        return True  # 泳が|ない: the verb, not a noun + が
     if last in _PARTICLES:
         return False
     return last in _VERB_STEM_END
