@@ -201,6 +201,8 @@ def rule_words(rule: dict[str, Any], tone: dict[str, Any] | None = None) -> str:
         return "uses a judging word" + (f" ({quoted})" if quoted else "")
     if name == "scatter":
         return f"scattered: {detail.split(' (')[0]}"
+    if name == "line_length":
+        return f"longer than advised ({detail.split(',')[0]})"
     if name == "logic":
         return "a double negative turns the meaning around" + (f" ({quoted})" if quoted else "")
     if name == "script_form":

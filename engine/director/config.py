@@ -43,6 +43,13 @@ class CharacterProfile(BaseModel):
     partner: str | None = Field(
         None, pattern=r"^[a-z0-9_-]+$", description="the sister's id (a file name, never a path)"
     )
+    max_line_chars: int = Field(
+        80,
+        ge=0,
+        le=10_000,
+        description="§3 (散漫検出): the seed advises a line within 50–80 characters; over this many (after the "
+        "seed's normalisation) is a WARN — 0 turns the check off",
+    )
     persona: str = Field("", description="how the generator should speak as this character")
     examples: list[str] = Field(default_factory=list, description="sample lines that open a generated script")
 

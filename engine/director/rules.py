@@ -101,6 +101,19 @@ def rule_scatter(n: Normalized, cfg: DirectorConfig) -> RuleResult:
     return RuleResult("scatter", scatter_status(count, len(found), cfg), detail, found, facts)
 
 
+def rule_line_length(n: Normalized, profile: CharacterProfile) -> RuleResult:
+    """§3's advice (散漫検出: 50〜80文字以内を推奨): a line over the character's ceiling (80 by default) is a WARN
+    with the count; a short line is never flagged; a ceiling of 0 turns the check off."""
+    chars = len(n.text.replace("\n", ""))
+    ceiling = profile.max_line_chars
+    facts = {"chars": chars, "ceiling": ceiling}
+    if ceiling and chars > ceiling:
+        detail = f"{chars} characters, over the {ceiling} advised (the seed: 50–80)"
+        return RuleResult("line_length", Status.WARN, detail, [], facts)
+    within = f"within {ceiling}" if ceiling else "no ceiling for this character"
+    return RuleResult("line_length", Status.PASS, f"{chars} characters ({within})", [], facts)
+
+
 def rule_logic(n: Normalized) -> RuleResult:
     hits = double_negations(n.speech)
     if hits:
@@ -253,6 +266,7 @@ def evaluate_rules(
         rule_setting(n, profile),
         rule_praise(n, profile),
         rule_scatter(n, cfg),
+        rule_line_length(n, profile),
         rule_logic(n),
         rule_tone(tone, cfg),
         rule_script_form(n),

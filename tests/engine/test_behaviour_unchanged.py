@@ -49,6 +49,8 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
                 return found
         return None
     if isinstance(a, list):
+        if path.endswith(".rules") and len(b) == len(a) + 1:  # #39: the line-length rule, a row of its own
+            b = [r for r in b if not (isinstance(r, dict) and r.get("rule") == "line_length" and r["status"] == "PASS")]
         if len(a) != len(b):
             return f"{path}: {len(a)} items before, {len(b)} now"
         for i, (x, y) in enumerate(zip(a, b, strict=True)):

@@ -173,6 +173,27 @@ def test_scatter(text: str, status: Status) -> None:
     assert rule(text, "scatter") == status
 
 
+# -- §3 line length (散漫検出: 50〜80文字以内を推奨) ----------------------------------------------------------
+def test_a_line_over_the_advised_length_is_warn_with_its_count() -> None:
+    part = "今日は海辺を散歩して、波の音を聞きながら貝殻を拾ったり、砂浜に絵を描いたりして、"  # 40 characters
+    long_line = part * 2 + "夕方まで遊んでいたわ！楽しかったよね、ほんと。"[:22]  # 102: the issue's example length
+    verdict = evaluate_rules(long_line, YANA)
+    length = next(r for r in verdict.rules if r.rule == "line_length")
+    assert len(long_line) == 102 and length.status == Status.WARN
+    assert "102 characters, over the 80 advised" in length.detail and length.facts == {"chars": 102, "ceiling": 80}
+    assert rule("あ" * 80, "line_length") == Status.PASS  # at the ceiling: within the advice
+    assert rule("海って気持ちいいわ！", "line_length") == Status.PASS  # short lines are never flagged
+    off = YANA.model_copy(update={"max_line_chars": 0})
+    assert rule(long_line, "line_length", off) == Status.PASS
+    strict = YANA.model_copy(update={"max_line_chars": 50})
+    assert rule("あ" * 51, "line_length", strict) == Status.WARN
+
+
+def test_the_ceiling_counts_the_normalised_line() -> None:
+    """The seed's normalisation first: line breaks do not count as characters."""
+    assert rule("あ" * 40 + "\n" + "い" * 40, "line_length") == Status.PASS
+
+
 # -- §3 logic --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "status"),
