@@ -160,6 +160,7 @@ def restore_form(run_id: str) -> None:
     ss[KEY + "method"] = jury.final_judgment_method
     if jury.final_judge_model in state.get_catalog().ids:
         ss[KEY + "judge_model"] = jury.final_judge_model
+    ss[KEY + "collaborative"] = jury.use_collaborative
     ss[KEY + "rounds"] = jury.max_discussion_rounds
     ss[KEY + "stagnation"] = jury.stagnation_rounds
     label = next((k for k, v in THRESHOLDS.items() if v == jury.consensus_threshold), None)
@@ -286,13 +287,22 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             help="Asked for the final judgment: with 'Final judge', and with 'Stack (auto)' on a panel that has no "
             "stack fitted for its seats (this one " + ("has one: not asked)" if stacked else "has none: asked)"),
         )
-        rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds")
+        st.session_state.setdefault(KEY + "collaborative", _env_config().use_collaborative)
+        collaborative = c2.toggle(
+            "Collaborative (discussion rounds)",
+            key=KEY + "collaborative",
+            help="The seed's JURY_USE_COLLABORATIVE. On: phase 1, discussion rounds until consensus, the final "
+            "judgment. Off: a simple parallel jury — the jurors judge once and the final judgment reads their "
+            "verdicts; the run says so.",
+        )
+        rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds", disabled=not collaborative)
         stagnation = c2.number_input(
             "Stop after still rounds",
             1,
             10,
             2,
             key=KEY + "stagnation",
+            disabled=not collaborative,
             help="End the discussion when no juror changed position for this many rounds.",
         )
         threshold = THRESHOLDS[
@@ -300,6 +310,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
                 "Consensus threshold",
                 list(THRESHOLDS),
                 key=KEY + "threshold",
+                disabled=not collaborative,
                 format_func=lambda label: label.split(" — ")[0] + " · " + THRESHOLD_SHORT[THRESHOLDS[label]],
                 help="The share of jurors that must agree to end the discussion early: " + "; ".join(THRESHOLDS) + ".",
             )
@@ -385,6 +396,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         records = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         seats = panel_seats(_seat_records(records))
         config = JuryConfig(
+            use_collaborative=bool(collaborative),
             max_discussion_rounds=int(rounds),
             consensus_threshold=threshold,
             final_judgment_method=method,

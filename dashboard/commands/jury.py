@@ -56,6 +56,15 @@ Rounds = Annotated[
 Threshold = Annotated[
     float | None, typer.Option("--threshold", help="Consensus threshold (default: JURY_CONSENSUS_THRESHOLD or 2.0).")
 ]
+Collaborative = Annotated[
+    bool | None,
+    typer.Option(
+        "--collaborative/--no-collaborative",
+        help="The seed's collaborative jury (phase 1, discussion rounds, final judgment) or, with "
+        "--no-collaborative, a simple parallel jury: phase 1 and the final judgment only (default: "
+        "JURY_USE_COLLABORATIVE or true).",
+    ),
+]
 Method = Annotated[str | None, typer.Option("--method", help="majority_vote | weighted_average | final_judge.")]
 JudgeModel = Annotated[str | None, typer.Option("--final-judge-model", help="Model of the final judge.")]
 JudgeKind = Annotated[
@@ -90,6 +99,7 @@ class JuryOptions:
     jurors: Jurors = None
     rounds: Rounds = None
     threshold: Threshold = None
+    collaborative: Collaborative = None
     method: Method = None
     judge_model: JudgeModel = None
     replay: Replay = False
@@ -109,6 +119,7 @@ def _setup(opts: JuryOptions) -> tuple[Any, Any]:
 
     try:
         config = JuryConfig.from_env(
+            use_collaborative=opts.collaborative,
             max_discussion_rounds=opts.rounds,
             consensus_threshold=opts.threshold,
             final_judgment_method=opts.method,

@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from engine.config import ConfigError
 from engine.inputs import InputError, Problems, iter_lines, problem_lines, read_text
@@ -22,6 +31,7 @@ if TYPE_CHECKING:
 
 FinalMethod = FinalMethodName
 ENV_NAMES = {  # the seed's environment variables
+    "use_collaborative": "JURY_USE_COLLABORATIVE",
     "max_discussion_rounds": "JURY_MAX_DISCUSSION_ROUNDS",
     "consensus_threshold": "JURY_CONSENSUS_THRESHOLD",
     "final_judgment_method": "JURY_FINAL_JUDGMENT_METHOD",
@@ -42,6 +52,11 @@ class JuryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    use_collaborative: bool = Field(
+        True,
+        description="the seed's JURY_USE_COLLABORATIVE: false runs phase 1 and the final judgment only — a simple "
+        "parallel jury, no discussion rounds (said on the page and in the run)",
+    )
     max_discussion_rounds: int = Field(3, ge=0, le=20)
     consensus_threshold: float = Field(
         2.0,
@@ -98,6 +113,15 @@ class JuryConfig(BaseModel):
         "likelihood: each verdict comes from likelihoods (models that can score): the fitted channel map for "
         "the default labels, the calibrated likelihood of the label words for other rubrics",
     )
+
+    @model_serializer(mode="wrap")
+    def _collaborative_only_when_off(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`use_collaborative` is stored only when off (a simple parallel jury, said in the run): a collaborative
+        run's config — and its hash — stays what runs stored before the switch existed, so they replay alike."""
+        out: dict[str, Any] = handler(self)
+        if out.get("use_collaborative") is True:
+            out.pop("use_collaborative")
+        return out
 
     @field_validator("selective_error", mode="before")
     @classmethod

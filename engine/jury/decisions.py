@@ -342,13 +342,24 @@ def fallback_evaluation(
 # -- the discussion's stop rules and the final methods without a model call ------------------------
 
 TerminationReason = Literal[
-    "phase1_consensus", "no_discussion", "no_influence", "consensus", "stagnation", "max_rounds"
+    "phase1_consensus",
+    "no_discussion",
+    "no_influence",
+    "consensus",
+    "stagnation",
+    "max_rounds",
+    "not_collaborative",
 ]
 EARLY_TERMINATIONS: frozenset[str] = frozenset({"phase1_consensus", "no_influence", "consensus", "stagnation"})
 
 
-def phase1_stop(consensus: ConsensusResult, max_discussion_rounds: int) -> TerminationReason | None:
-    """Why no discussion follows phase 1 (its consensus was reached, or no round is allowed), or None."""
+def phase1_stop(
+    consensus: ConsensusResult, max_discussion_rounds: int, collaborative: bool = True
+) -> TerminationReason | None:
+    """Why no discussion follows phase 1 (a simple parallel jury: JURY_USE_COLLABORATIVE=false; its consensus was
+    reached; no round is allowed), or None."""
+    if not collaborative:
+        return "not_collaborative"
     if consensus.consensus_reached:
         return "phase1_consensus"
     if max_discussion_rounds == 0:

@@ -21,19 +21,17 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
     if config.final_judgment_method == "final_judge":
         raise ValueError("final_judge needs a model call: not derivable from a recording")
     recorded = result.discussion_rounds
-    if config.max_discussion_rounds > len(recorded) and result.termination_reason not in (
-        "max_rounds",
-        "no_discussion",
-    ):
-        raise ValueError("the recording stopped early: record at threshold 2.0 with no stagnation stop")
-    if config.max_discussion_rounds > len(recorded):
+    collaborative = getattr(config, "use_collaborative", True)  # false: phase 1 and the final judgment only
+    if collaborative and config.max_discussion_rounds > len(recorded):
+        if result.termination_reason not in ("max_rounds", "no_discussion"):
+            raise ValueError("the recording stopped early: record at threshold 2.0 with no stagnation stop")
         raise ValueError(f"{config.max_discussion_rounds} rounds asked, {len(recorded)} recorded")
     phase1 = result.phase1_evaluations
     order = [e.juror_id for e in phase1]
     phase1_consensus = panel_consensus(phase1, config.consensus_threshold)
     latest = {e.juror_id: e for e in phase1}
     rounds: list[Any] = []
-    reason = decisions.phase1_stop(phase1_consensus, config.max_discussion_rounds) or "max_rounds"
+    reason = decisions.phase1_stop(phase1_consensus, config.max_discussion_rounds, collaborative) or "max_rounds"
     if reason == "max_rounds":
         still = 0
         for number in range(1, config.max_discussion_rounds + 1):

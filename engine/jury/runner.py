@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from engine.events import Emit, EventSink
     from engine.store import Store
 
+PARALLEL_JURY_TEXT = (
+    "A simple parallel jury (JURY_USE_COLLABORATIVE=false): the jurors judged once, in parallel, and the final "
+    "judgment reads their verdicts — no discussion rounds."
+)
 IDLE_DISCUSSION_TEXT = (
     "No discussion round was run: every juror's fitted map gives the others' verdicts weight 0, so a round "
     "cannot move anyone. Straight to the final judgment."
@@ -247,7 +251,11 @@ class Jury(StackedPanel, LikelihoodSeats):  # the stacked half first: its stack_
         map lets the others' verdicts move it): the rounds, and why the discussion ended."""
         cfg = self.config
         rounds: list[DiscussionRound] = []
-        stop = phase1_stop(phase1_consensus, cfg.max_discussion_rounds)
+        stop = phase1_stop(phase1_consensus, cfg.max_discussion_rounds, cfg.use_collaborative)
+        if stop == "not_collaborative":
+            one.send("discussion_skipped", reason=stop, text=PARALLEL_JURY_TEXT)
+            one.send("discussion_ended", reason=stop, totalRounds=0)
+            return rounds, stop
         stack = self.stack_map(one.rubric)
         if stop is None and stack is not None:
             return await self._learned_discussion(one, phase1, stack)
@@ -460,7 +468,8 @@ def progress_emit(emit: Emit, jury: Jury) -> Emit:
     the final judgment; the total shrinks to what is left once the discussion ends early."""
 
     n = len(jury.seats)
-    runctx.progress(total=n * (1 + jury.config.max_discussion_rounds) + 1, step="phase 1")
+    rounds = jury.config.max_discussion_rounds if jury.config.use_collaborative else 0
+    runctx.progress(total=n * (1 + rounds) + 1, step="phase 1")
 
     def emitting(type_: str, **payload: object) -> object:
         out = emit(type_, **payload)
@@ -469,7 +478,7 @@ def progress_emit(emit: Emit, jury: Jury) -> Emit:
         elif type_ == "juror_statement":
             runctx.progress(advance=1, step=f"discussion round {payload.get('round')}")
         elif type_ == "discussion_ended" or (
-            type_ == "consensus_check" and (payload.get("consensusReached") or jury.config.max_discussion_rounds == 0)
+            type_ == "consensus_check" and (payload.get("consensusReached") or rounds == 0)
         ):
             control = runctx.current()
             if control is not None:

@@ -143,3 +143,14 @@ def test_replay_says_why_no_round_was_run(monkeypatch: pytest.MonkeyPatch) -> No
     assert "No discussion round was run" in out and "weight 0" in out and " round 1" not in out
     assert "discussion ended: no_influence after 0 round(s)" in out
     assert "phase 1: identical by construction" in out and "unanimous" not in out  # not shown as agreement
+
+
+def test_no_collaborative_runs_a_simple_parallel_jury_and_says_so(two_cases: Path, mock_models: Path) -> None:
+    code, out = invoke(
+        "jury", "run", "--case", str(two_cases), "--method", "majority_vote", "--no-collaborative", "--json"
+    )
+    assert code == 0, out
+    result = json.loads(out)["result"]
+    assert result["discussion_rounds"] == [] and result["termination_reason"] == "not_collaborative"
+    code, text = invoke("jury", "run", "--case", str(two_cases), "--method", "majority_vote", "--no-collaborative")
+    assert code == 0 and "A simple parallel jury (JURY_USE_COLLABORATIVE=false)" in text

@@ -81,6 +81,17 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     assert any(shown(c.value).startswith("One case says little") and "95 %" in shown(c.value) for c in at.caption)
 
 
+def test_the_collaborative_switch_turns_the_discussion_settings_off() -> None:
+    """JURY_USE_COLLABORATIVE on the page: on by default (the seed's), off greys out what only a discussion uses."""
+    at = AppTest.from_function(_jury_page, default_timeout=60).run()
+    assert at.toggle(key="jury.collaborative").value is True
+    assert not at.number_input(key="jury.rounds").disabled
+    at.toggle(key="jury.collaborative").set_value(False).run()
+    assert not at.exception
+    assert at.number_input(key="jury.rounds").disabled and at.number_input(key="jury.stagnation").disabled
+    assert at.selectbox(key="jury.threshold").disabled
+
+
 def test_jury_page_says_which_models_are_unavailable() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     at.selectbox(key="jury.preset").set_value("seed-api").run()

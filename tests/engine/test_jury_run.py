@@ -451,3 +451,42 @@ def test_case_set_agreement_carries_a_bootstrap_interval_over_cases() -> None:
     assert low < agreement["krippendorff_alpha"] < high
     assert evaluation_totals(items)["agreement_phase1"] == agreement
     assert totals["accuracy"] == round(8 / 12, 4) and totals["accuracy_ci"][0] < 0.6667 < totals["accuracy_ci"][1]
+
+
+def test_jury_use_collaborative_false_is_a_simple_parallel_jury() -> None:
+    """The seed's JURY_USE_COLLABORATIVE (§2): false runs phase 1 and the final judgment only, and says so."""
+    assert JuryConfig.from_env({"JURY_USE_COLLABORATIVE": "false"}).use_collaborative is False
+    assert JuryConfig.from_env({"JURY_USE_COLLABORATIVE": "true"}).use_collaborative is True
+    assert JuryConfig.from_env({}).use_collaborative is True  # the seed's default
+    assert JuryConfig.from_env({"JURY_USE_COLLABORATIVE": "false"}, use_collaborative=True).use_collaborative
+    # stored only when off: a collaborative run's config (and hash) is what runs stored before the switch
+    assert "use_collaborative" not in JuryConfig().model_dump()
+    assert JuryConfig(use_collaborative=False).model_dump(mode="json")["use_collaborative"] is False
+    with pytest.raises(ConfigError, match="JURY_USE_COLLABORATIVE='maybe'"):
+        JuryConfig.from_env({"JURY_USE_COLLABORATIVE": "maybe"})
+    plan = {  # jurors who disagree and would move in a round: a collaborative jury discusses
+        "a": {0: ev("safe_pass", 80), 1: ev("unsafe_fail", 15)},
+        "b": {0: ev("unsafe_fail", 10), 1: ev("unsafe_fail", 5)},
+        "c": {0: ev("unsafe_fail", 20), 1: ev("unsafe_fail", 12)},
+    }
+    cfg = JuryConfig(consensus_threshold=1.0, final_judgment_method="majority_vote")
+    together, _ = run(scripted(plan), cfg)
+    assert len(together.discussion_rounds) == 1 and together.termination_reason == "consensus"
+    models = scripted(plan)
+    alone, events = run(models, cfg.model_copy(update={"use_collaborative": False}))
+    assert alone.discussion_rounds == [] and alone.termination_reason == "not_collaborative"
+    assert sum(len(m.requests) for m in models.values()) == 3  # one answer a juror, no round
+    types = [t for t, _ in events]
+    assert types[-4:] == ["discussion_skipped", "discussion_ended", "final_judgment", "jury_finished"]
+    skipped = dict(events)["discussion_skipped"]
+    assert skipped["reason"] == "not_collaborative" and "simple parallel jury" in skipped["text"]
+    assert alone.final_verdict == "unsafe_fail"  # the phase-1 majority, read by the final judgment
+    view = JuryView.fold(events)
+    assert view.skipped is not None and view.rounds == []
+    # what-if on a recorded collaborative run: the same phase 1, no rounds, the final judgment on it
+    from engine.jury import Rubric
+    from engine.jury.redecide import redecide
+
+    again = redecide(together, cfg.model_copy(update={"use_collaborative": False}), Rubric())
+    assert again.discussion_rounds == [] and again.termination_reason == "not_collaborative"
+    assert again.final_verdict == alone.final_verdict
