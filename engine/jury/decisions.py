@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_VERDICTS = ("safe_pass", "needs_review", "unsafe_fail")  # least to most severe
 
@@ -118,7 +118,12 @@ class CollaborativeJuryResult(BaseModel):
     total_rounds: int
     phase3_judgment: FinalJudgment
     final_verdict: str
-    final_score: float | None
+    final_score: int | None = Field(
+        ge=0,
+        le=100,
+        description="the seed's `final_score: int` (0–100): the final judgment's score rounded once, "
+        "half up; None only when too few jurors worked for a verdict",
+    )
     early_termination: bool
     # Beyond the seed: why the discussion ended, what it cost, and which case and panel it was.
     termination_reason: str = ""
@@ -131,6 +136,15 @@ class CollaborativeJuryResult(BaseModel):
     # Every seat the same model judging by the same role-blind prompt: their verdicts are one judgment copied,
     # identical by construction, so their κ and α say nothing about agreement.
     identical_seats: bool = False
+
+    @field_validator("final_score", mode="before")
+    @classmethod
+    def _rounded_once(cls, value: object) -> object:
+        """A score as the final judgment gives it (a float: a weighted average, a stack's expectation) becomes the
+        seed's integer here, and a run stored before (a float) reads the same way: half up, 57.5 → 58."""
+        if isinstance(value, float) and math.isfinite(value):
+            return math.floor(value + 0.5)
+        return value
 
     def final_evaluations(self) -> list[JurorEvaluation]:
         """Each juror's latest evaluation: its last statement's, else its phase-1 one."""

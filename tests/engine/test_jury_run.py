@@ -83,7 +83,8 @@ def test_positions_change_and_unanimity_stops_the_discussion() -> None:
     assert moved["a"].updated_evaluation.verdict == "unsafe_fail" and moved["a"].updated_evaluation.score == 15
     assert not moved["b"].position_changed and moved["b"].updated_evaluation.score == 5  # scores move too
     assert [s.statement_order for s in result.discussion_rounds[0].statements] == [0, 1, 2]
-    assert result.final_verdict == "unsafe_fail" and result.final_score == pytest.approx((15 + 5 + 12) / 3)
+    assert result.phase3_judgment.score == pytest.approx((15 + 5 + 12) / 3)  # the judgment's own score
+    assert result.final_verdict == "unsafe_fail" and result.final_score == 11  # the seed's int, rounded once
     assert [e.verdict for e in result.final_evaluations()] == ["unsafe_fail"] * 3
 
 
@@ -135,7 +136,8 @@ def test_failing_juror_gets_a_flagged_neutral_fallback_and_the_run_goes_on() -> 
     # b recovered from its fallback: a first real verdict, not a change of mind
     assert not result.discussion_rounds[0].statements[1].position_changed
     assert result.phase3_judgment.flags == ["fallback:a", "failed_seats:1"]
-    assert result.final_verdict == "unsafe_fail" and result.final_score == pytest.approx((10 * 0.8 + 15 * 0.8) / 1.6)
+    assert result.phase3_judgment.score == pytest.approx((10 * 0.8 + 15 * 0.8) / 1.6)
+    assert result.final_verdict == "unsafe_fail" and result.final_score == 13  # 12.5, half up
     cards = [p for t, p in events if t == "juror_evaluation"]
     assert {p["juror"]: p["fallback"] for p in cards} == {"a": True, "b": True, "c": False}
     # b's failed field travels with its fallback card
@@ -490,3 +492,23 @@ def test_jury_use_collaborative_false_is_a_simple_parallel_jury() -> None:
     again = redecide(together, cfg.model_copy(update={"use_collaborative": False}), Rubric())
     assert again.discussion_rounds == [] and again.termination_reason == "not_collaborative"
     assert again.final_verdict == alone.final_verdict
+
+
+def test_final_score_is_the_seeds_integer_and_a_stored_float_reads_as_one() -> None:
+    """`final_score: int  # 最終スコア (0-100)` (002 §3): rounded once, half up, where the result is made; a run
+    stored before (a float) reads the same; outside 0–100 or not a number is refused, never clamped."""
+    from pydantic import ValidationError
+
+    from engine.jury import CollaborativeJuryResult
+
+    plan = {"a": {0: ev("unsafe_fail", 10)}, "b": {0: ev("unsafe_fail", 15)}, "c": {0: ev("unsafe_fail", 12)}}
+    result, events = run(scripted(plan), JuryConfig(max_discussion_rounds=0, final_judgment_method="weighted_average"))
+    assert isinstance(result.final_score, int) and result.final_score == 12  # 12.33…
+    finished = dict(events)["jury_finished"]
+    assert finished["score"] == 12 and isinstance(finished["score"], int)
+    stored = result.model_dump(mode="json") | {"final_score": 65.5}
+    assert CollaborativeJuryResult.model_validate(stored).final_score == 66
+    assert CollaborativeJuryResult.model_validate(stored | {"final_score": None}).final_score is None
+    for bad in (100.6, -1, "high", float("nan")):
+        with pytest.raises(ValidationError):
+            CollaborativeJuryResult.model_validate(stored | {"final_score": bad})
