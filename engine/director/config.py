@@ -45,6 +45,7 @@ class CharacterProfile(BaseModel):
     )
     max_line_chars: int = Field(
         80,
+        strict=True,  # a count: `true` or "80" in a profile is refused, not read as 1 or 80
         ge=0,
         le=10_000,
         description="§3 (散漫検出): the seed advises a line within 50–80 characters; over this many (after the "

@@ -208,6 +208,10 @@ def _gu_verb_stem(before: str) -> bool:
     return verb in _GU_VERB_KANJI and (len(before) == 2 or not _KANJI.match(before[-3]))
 
 
+# What _negation_before reads: the longest frozen adjective stem, the character before it, and some to spare.
+_LOOKBACK = max(len(stem) for stem in _LEXICAL_NAI) + 8
+
+
 def _negation_before(before: str) -> bool:
     """Whether the ない that follows `before` negates something (verb, copula, adjective く-form) rather
     than being the adjective ない or the end of an adjective like 危ない."""
@@ -232,8 +236,9 @@ def double_negations(text: str) -> list[str]:
     hits = [m.group(0) for m in _STILL_NEGATED_NOUN.finditer(text)]
     for m in _NEGATED_AGAIN.finditer(text):
         start = m.start("first")
-        if _negation_before(text[:start]):
-            word = re.search(r"[^\s、。！？「」（）()]{0,4}$", text[:start])
+        before = text[max(0, start - _LOOKBACK) : start]  # a bounded window: a long text stays linear
+        if _negation_before(before):
+            word = re.search(r"[^\s、。！？「」（）()]{0,4}$", before[-4:])
             hits.append((word.group(0) if word else "") + m.group(0))
     return hits
 

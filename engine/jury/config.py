@@ -47,6 +47,12 @@ ENV_NAMES = {  # the seed's environment variables
 }
 
 
+def _shown(value: object, limit: int = 60) -> str:
+    """A bad value as an error quotes it: cut to `limit` characters, so a runaway variable cannot flood the log."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
 class JuryConfig(BaseModel):
     """The seed's settings (and their env names), plus what the seed left implicit."""
 
@@ -146,7 +152,7 @@ class JuryConfig(BaseModel):
             for err in exc.errors():
                 field = str(err["loc"][0]) if err["loc"] else "?"
                 where = ENV_NAMES.get(field, field) if field not in given else field
-                problems.append(f"{where}={values.get(field)!r}: {err['msg']}")
+                problems.append(f"{where}={_shown(values.get(field))}: {err['msg']}")
             raise ConfigError("jury configuration: " + "; ".join(problems)) from None
 
 

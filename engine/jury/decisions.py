@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Literal
 
@@ -142,8 +143,12 @@ class CollaborativeJuryResult(BaseModel):
     def _rounded_once(cls, value: object) -> object:
         """A score as the final judgment gives it (a float: a weighted average, a stack's expectation) becomes the
         seed's integer here, and a run stored before (a float) reads the same way: half up, 57.5 → 58."""
-        if isinstance(value, float) and math.isfinite(value):
-            return math.floor(value + 0.5)
+        if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
+            raise ValueError(f"final_score must be a number 0–100 or None, not {type(value).__name__}")
+        if isinstance(value, float):
+            if not (math.isfinite(value) and 0.0 <= value <= 100.0):
+                raise ValueError(f"final_score {value!r} is outside 0–100")  # refused before rounding, not clamped
+            return int(Decimal(repr(value)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
         return value
 
     def final_evaluations(self) -> list[JurorEvaluation]:

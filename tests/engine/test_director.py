@@ -9,17 +9,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from engine.config import ConfigError
-from engine.director import Director as DirectorEngine
 from engine.director import (
+    CharacterProfile,
     DirectorConfig,
     DirectorRubric,
     DirectorState,
     ScriptError,
     Status,
     apply_state,
+    double_negations,
     evaluate_rules,
     load_character,
     normalize,
@@ -31,6 +32,7 @@ from engine.director import (
     tone_score,
     topics,
 )
+from engine.director import Director as DirectorEngine
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
 from models.types import Completion, Message, RawResult, Request
@@ -187,6 +189,15 @@ def test_a_line_over_the_advised_length_is_warn_with_its_count() -> None:
     assert rule(long_line, "line_length", off) == Status.PASS
     strict = YANA.model_copy(update={"max_line_chars": 50})
     assert rule("あ" * 51, "line_length", strict) == Status.WARN
+    for bad in (True, False, "80", 80.5, -1):  # a count, strictly: a bool or a string is not read as one
+        with pytest.raises(ValidationError):
+            CharacterProfile.model_validate(YANA.model_dump() | {"max_line_chars": bad})
+
+
+def test_double_negation_reads_a_bounded_window() -> None:
+    """A long text stays linear: each second negation looks back a few characters, never over the whole text."""
+    text = "知らなくはない、" * 20_000
+    assert len(double_negations(text)) == 20_000 and double_negations(text)[0] == "知らなくはない"
 
 
 def test_the_ceiling_counts_the_normalised_line() -> None:

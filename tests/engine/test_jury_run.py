@@ -282,6 +282,9 @@ def test_config_from_env_uses_the_seed_names_and_names_bad_values() -> None:
         JuryConfig.from_env({"JURY_FINAL_JUDGMENT_METHOD": "vote"})
     with pytest.raises(ConfigError, match="JURY_CONSENSUS_THRESHOLD"):
         JuryConfig.from_env({"JURY_CONSENSUS_THRESHOLD": "high"})
+    with pytest.raises(ConfigError, match=r"JURY_CONSENSUS_THRESHOLD='xxx.*… \(100002 characters\)") as caught:
+        JuryConfig.from_env({"JURY_CONSENSUS_THRESHOLD": "x" * 100_000})  # a runaway value is quoted, cut short
+    assert len(str(caught.value)) < 300
 
 
 def test_case_sets_bring_their_own_labels_and_axes() -> None:
@@ -509,6 +512,9 @@ def test_final_score_is_the_seeds_integer_and_a_stored_float_reads_as_one() -> N
     stored = result.model_dump(mode="json") | {"final_score": 65.5}
     assert CollaborativeJuryResult.model_validate(stored).final_score == 66
     assert CollaborativeJuryResult.model_validate(stored | {"final_score": None}).final_score is None
-    for bad in (100.6, -1, "high", float("nan")):
+    assert CollaborativeJuryResult.model_validate(stored | {"final_score": 0.49999999999999994}).final_score == 0
+    assert CollaborativeJuryResult.model_validate(stored | {"final_score": 100.0}).final_score == 100
+    # refused before rounding (100.49 is not 100), and never read from a bool or a string
+    for bad in (100.6, 100.49, -0.4, -1, "high", "50", True, float("nan"), float("inf")):
         with pytest.raises(ValidationError):
             CollaborativeJuryResult.model_validate(stored | {"final_score": bad})
