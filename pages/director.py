@@ -58,8 +58,9 @@ STATUS_ICONS = {"PASS": "✅", "WARN": "⚠️", "MODIFY": "✏️", "RETRY": "�
 def render() -> None:
     st.title("🎬 Director lab")
     st.caption(
-        "Hard rules, then an LLM rubric, decide PASS / WARN / RETRY for a character's line. Rules are code "
-        "(instant, no model); the rubric runs only when the rules do not already say RETRY."
+        "Hard rules, then an LLM rubric, decide PASS / WARN / RETRY for a character's line — or MODIFY, when the "
+        "director can mend it itself (too long, a praise word said alone, a doubled ！). Rules are code (instant, no "
+        "model); the rubric runs only when the rules do not already say RETRY."
     )
     try:
         characters = list_characters()
@@ -221,12 +222,14 @@ def tone_words(tone: dict[str, Any]) -> str:
 
 
 def status_why(review: dict[str, Any]) -> str:
-    """Why a line is WARN or RETRY, in one line of words: each rule that flagged it, and the rubric's average
-    when it decided. Empty for a PASS."""
+    """Why a line is WARN, MODIFY or RETRY, in one line of words: each rule that flagged it (and, for MODIFY, what
+    the director changed), and the rubric's average when it decided. Empty for a PASS."""
     if review.get("status") == "PASS":
         return ""
     tone = review.get("tone")
     parts = [rule_words(r, tone) for r in review.get("rules") or [] if r.get("status") in ("WARN", "RETRY")]
+    if review.get("status") == "MODIFY":
+        parts = ["shown mended by the director"] + parts + [str(c) for c in review.get("changes") or []]
     rubric = review.get("rubric") or {}
     if rubric.get("failed"):
         parts.append("the rubric could not be scored")
@@ -270,6 +273,7 @@ def _render_check(profiles: dict[str, Any]) -> None:
             "Character", names, key=KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})"
         )
         st.text_area("Line", key=KEY + "line", height=110)
+        _example_buttons(profiles)
         st.text_input("Scene (for the rubric)", key=KEY + "scene")
         use_model = st.toggle("Also score the LLM rubric", key=KEY + "use_rubric")
         model_id = None
@@ -288,6 +292,37 @@ def _render_check(profiles: dict[str, Any]) -> None:
             st.info("Rules update as you press Check; with the rubric on, the model's scores join them.")
             return
         watch_run(run_id, Collected, _render_check_view, key=KEY + "check_watch")
+
+
+# One example line per status, each the seed's kind of case (the Check button then judges it like any other line).
+CHECK_EXAMPLES: dict[str, tuple[str, str]] = {
+    "PASS": ("yana", "えー、ほんと？海って気持ちいいわ！"),
+    "WARN": ("ayu", "日焼け止めは二時間ごとに塗り直すのが推奨されています。忘れないようにしましょう。"),
+    "MODIFY · too long": (
+        "yana",
+        "えー、ほんとにこの海辺の散歩道って、朝の光がきらきらして波の音もやさしくて、ずっと歩いていたくなるくらい"
+        "気持ちいいわ！帰りに駅前のカフェで冷たいレモネードを飲んで、夕焼けの時間まで窓際の席でゆっくりしたいな。",
+    ),
+    "MODIFY · praise word": ("ayu", "今日はすごく暑いですね。水分補給が推奨されています。"),
+    "RETRY": ("yana", "まだ未成年じゃないわ！"),
+}
+
+
+def _use_example(name: str) -> None:
+    character, line = CHECK_EXAMPLES[name]
+    st.session_state[KEY + "character"] = character
+    st.session_state[KEY + "line"] = line
+
+
+def _example_buttons(profiles: dict[str, Any]) -> None:
+    """Fill the form with an example of each status (a click sets the boxes before they are drawn again)."""
+    shown = [name for name, (character, _) in CHECK_EXAMPLES.items() if character in profiles]
+    if not shown:
+        return
+    row = st.container(horizontal=True, wrap=True, gap="small")
+    row.caption("Examples:")
+    for name in shown:
+        row.button(name, key=f"{KEY}example.{name}", on_click=_use_example, args=(name,), type="tertiary")
 
 
 def _rules_only_on_demo_miss(run_id: str | None) -> str | None:
@@ -337,6 +372,9 @@ def _render_review(review: dict[str, Any]) -> None:
         st.caption(f"recorded as run {md(run_id)}")
         if run_id == st.session_state.get(RULES_ONLY):
             st.caption(RULES_ONLY_NOTE)
+    if review.get("mended") is not None:
+        st.markdown("**Shown as** — the director mended the line itself (MODIFY) instead of sending it back:")
+        st.text(str(review["mended"]))
     marked = highlight(review["normalized"], review["rules"])
     if marked != md(review["normalized"], inline=False):
         st.markdown("**Normalised** (what the rules flagged, on their colour)")
@@ -496,6 +534,13 @@ def _retune_controls() -> DirectorConfig:
         tone_warn = c2.number_input("Tone: WARN from score", 0, 3, d.tone_warn, key=KEY + "tone_warn")
         rubric_pass = c3.number_input("Rubric: PASS from average", 1.0, 5.0, d.rubric_pass, 0.1, key=KEY + "r_pass")
         rubric_warn = c3.number_input("Rubric: WARN from average", 1.0, 5.0, d.rubric_warn, 0.1, key=KEY + "r_warn")
+        mend = st.toggle(
+            "Mend what the director can (MODIFY)",
+            value=d.mend,
+            key=KEY + "mend",
+            help="On: a line that passes but for being too long, a praise word said alone or a doubled ！ is shown "
+            "mended (MODIFY, the mended line in its own column). Off: shown as written, PASS or WARN.",
+        )
     try:
         return DirectorConfig(
             format_warn_lines=int(warn_lines),
@@ -504,6 +549,7 @@ def _retune_controls() -> DirectorConfig:
             tone_warn=int(tone_warn),
             rubric_pass=float(rubric_pass),
             rubric_warn=float(rubric_warn),
+            mend=bool(mend),
         )
     except ValueError as exc:
         st.error(f"Invalid thresholds, using the defaults: {str(exc).splitlines()[-1]}")
@@ -565,13 +611,15 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     cfg = _retune_controls()
     averages = _render_batch_rubric(lines, default, source)
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
+    if "mended" in frame and frame["mended"].isna().all():
+        frame = frame.drop(columns="mended")  # a column only when a line is shown mended (MODIFY)
     frame.columns = [str(c).replace("_", " ") for c in frame.columns]  # the rules' names in words
     frame.insert(int(frame.columns.get_loc("status")) + 1, "why", flagged_rules(frame))
     counts = frame["status"].value_counts()
     metric_row(
         [
             ("Lines", len(frame)),
-            *((status, int(counts.get(status, 0))) for status in ("PASS", "WARN", "RETRY")),
+            *((status, int(counts.get(status, 0))) for status in ("PASS", "WARN", "MODIFY", "RETRY")),
             ("Changed by retuning", int((frame["status"] != frame["default status"]).sum())),
         ]
     )
@@ -818,6 +866,8 @@ def _render_duo_turn(
             st.markdown("_— line dropped —_")
         else:
             st.text(turn["text"])
+        if review is not None and review.get("mended") is not None and final is not None:
+            st.caption("✏️ Mended by the director; as written: " + md(final["text"]))
         if final is not None and len(attempts) > 1 and final.get("feedback"):
             st.caption("↻ Written after the director sent the last draft back with: " + md(final["feedback"]))
         if turn.get("instruction"):

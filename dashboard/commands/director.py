@@ -73,6 +73,14 @@ def _rubric_judge(value: str, model_id: str | None) -> str:
 
 
 Character = Annotated[str, typer.Option("--character", help="Character id (data/characters/<id>.yaml).")]
+Mend = Annotated[
+    bool,
+    typer.Option(
+        "--mend/--no-mend",
+        help="MODIFY (the seed's §1): a line that passes but for what the director can mend itself (over the length "
+        "advice, a praise word said alone, a doubled ！) is shown mended; --no-mend shows it as written (PASS/WARN).",
+    ),
+]
 
 
 _fail = fail
@@ -142,10 +150,11 @@ def check_cmd(
         str, typer.Option("--previous", help="The partner's previous line, for the connectivity criterion.")
     ] = "",
     rubric_judge: RubricJudge = "auto",
+    mend: Mend = True,
     as_json: JsonFlag = False,
 ) -> None:
-    """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status; recorded
-    as a run of kind `director.check`."""
+    """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status (and, for
+    MODIFY, the mended line); recorded as a run of kind `director.check`."""
     from engine.director import CheckConfig, review_line  # CLI start-up
 
     _profile(character)
@@ -157,7 +166,9 @@ def check_cmd(
         scene=scene,
         previous=previous,
         model_id=None if rules_only else model_id,
-        director=_director_config(rubric_judge=_rubric_judge(rubric_judge, None if rules_only else model_id)),
+        director=_director_config(
+            rubric_judge=_rubric_judge(rubric_judge, None if rules_only else model_id), mend=mend
+        ),
     )
     store, models = _store_and_models(config.model_id)
     result = _run(review_line(config, models, store))
@@ -166,6 +177,10 @@ def check_cmd(
         say(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     say(f"{payload['status']}  {payload['normalized']}")
+    if payload.get("mended") is not None:
+        say(f"  mended → {payload['mended']}")
+        for change in payload["changes"]:
+            say(f"    {change}")
     for rule in payload["rules"]:
         say(f"  {rule['status']:<5} {rule['rule']:<18} {rule['detail']}")
     tone = payload["tone"]
@@ -187,6 +202,7 @@ def batch_cmd(
     ] = None,
     scene: Annotated[str, typer.Option(help="The scene, for the rubric's frame criterion.")] = "",
     rubric_judge: RubricJudge = "auto",
+    mend: Mend = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
@@ -206,12 +222,13 @@ def batch_cmd(
         source=file.name,
         scene=scene,
         model_id=model_id,
-        director=_director_config(rubric_judge=_rubric_judge(rubric_judge, model_id)),
+        director=_director_config(rubric_judge=_rubric_judge(rubric_judge, model_id), mend=mend),
     )
     store, models = _store_and_models(model_id)
     result = _run(run_script(config, models, store))
     out = (  # one row at a time: a long script's table is not built a second time
         {"id": r.id, "character": r.character, "text": r.text, "status": r.status, "rules": r.rules, "tone": r.tone}
+        | ({"mended": r.mended, "changes": list(r.changes)} if r.mended is not None else {})
         | ({"rubric": r.rubric} if model_id else {})
         for r in result.rows
     )
@@ -234,7 +251,9 @@ def batch_cmd(
         )
         return
     for row in out:
-        say(f"{row['status']:<5} {row['id']:<10} {row['text']}")
+        say(f"{row['status']:<6} {row['id']:<10} {row['text']}")
+        if row.get("mended") is not None:
+            say(f"{'':<6} {'':<10} → {row['mended']}")
     say(f"{len(result.rows)} lines · " + " · ".join(f"{k} {v}" for k, v in counts.items()))
     for rule, rate in rates.items():
         say(f"  {rule:<18} warn {share_text(rate, 'warn')}  retry {share_text(rate, 'retry')}")
@@ -253,6 +272,7 @@ def duo_cmd(
     policy: Annotated[str, typer.Option("--policy", help="When retries run out: mark | accept_last | drop.")] = "mark",
     rubric: Annotated[bool, typer.Option("--rubric", help="Score the LLM rubric on every line.")] = False,
     rubric_judge: RubricJudge = "generate",
+    mend: Mend = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Two characters talk; every line goes through its director (a rejected draft goes back with the
@@ -272,7 +292,9 @@ def duo_cmd(
             scene=scene,
             turns=turns,
             rubric=rubric,
-            director=_director_config(max_retries=retries, on_retries_exhausted=policy, rubric_judge=rubric_judge),
+            director=_director_config(
+                max_retries=retries, on_retries_exhausted=policy, rubric_judge=rubric_judge, mend=mend
+            ),
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -286,7 +308,7 @@ def duo_cmd(
     for turn in transcript:
         retried = len(turn["attempts"]) - 1
         say(
-            f"{turn['status']:<5} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
+            f"{turn['status']:<6} {turn['speaker']:<6} {turn['text'] if turn['text'] is not None else '—'}"
             + (f"  ({turn['outcome']}, {retried} retr{'y' if retried == 1 else 'ies'})" if retried else "")
         )
     say(f"run {result.run_id}")

@@ -138,7 +138,7 @@ def iter_script_verdicts(
             profiles[cid] = load_character(cid)
         current = states.get(cid, EMPTY_STATE)
         verdict = evaluate_rules(line.text, profiles[cid], cfg, current)
-        states[cid] = apply_state(current, normalize(line.text), verdict.status)
+        states[cid] = apply_state(current, normalize(verdict.shown(line.text)), verdict.status)
         yield ScriptVerdict(line.id, cid, line.text, verdict)
 
 
@@ -172,12 +172,14 @@ def retune_script(
     rows = []
     for v in verdicts:
         average = averages.get(v.id)
+        status = script_status(v.verdict, average, cfg)
         rows.append(
             {
                 "id": v.id,
                 "character": v.character,
                 "text": v.text,
-                "status": script_status(v.verdict, average, cfg).name,
+                "mended": v.verdict.shown(v.text, status) if status == Status.MODIFY else None,
+                "status": status.name,
                 "default status": script_status(v.verdict, average, base).name,
                 "rubric avg": average,
                 **{r.rule: r.status.name for r in v.verdict.rules if r.rule not in RETUNED_RULES},
@@ -228,6 +230,17 @@ class ScriptRow:
     rubric: float | None = None
     rubric_failed: bool = False
     reasons: list[str] = dataclasses.field(default_factory=list)
+    mended: str | None = None  # MODIFY: the line as the director shows it, and what it changed (a tuple: no
+    changes: tuple[str, ...] = ()  # list object a row for the 700 000 rows that have none)
+
+    def event(self) -> dict[str, Any]:
+        """The row as its `director_line` event: `mended` and `changes` only on a MODIFY line."""
+        out = dataclasses.asdict(self)
+        if self.mended is None:
+            del out["mended"], out["changes"]
+        else:
+            out["changes"] = list(self.changes)
+        return out
 
 
 class ScriptResult(BaseModel):
@@ -318,24 +331,28 @@ async def judge_script(
         scored: RubricResult | None = None
         if rubric is not None and v.verdict.status < Status.RETRY:
             scored = await rubric.score(
-                v.verdict.normalized, profiles[v.character], scene=config.scene, previous=previous
+                v.verdict.judged(), profiles[v.character], scene=config.scene, previous=previous
             )
             tally.averages[v.id] = scored.average
-        previous = v.text
+        previous = v.verdict.shown(v.text)
         row = script_row(v, scored, cfg)
         tally.rows.append(row)
-        run.emit("director_line", **dataclasses.asdict(row))
+        run.emit("director_line", **row.event())
         runctx.progress(advance=1, step=f"{v.id}: {row.status}")
 
 
 def script_row(v: ScriptVerdict, scored: RubricResult | None, cfg: DirectorConfig) -> ScriptRow:
     """A batch line's row: its status under `cfg` (the rules, then the rubric average where one was scored)."""
     average = scored.average if scored is not None else None
+    status = script_status(v.verdict, average, cfg)
+    mend = v.verdict.mend if status == Status.MODIFY else None
     return ScriptRow(
         id=v.id,
         character=v.character,
         text=v.text,
-        status=script_status(v.verdict, average, cfg).name,
+        mended=mend.text if mend else None,
+        changes=tuple(mend.changes) if mend else (),
+        status=status.name,
         rules_status=v.verdict.status.name,
         rules=_shared_rules(v.verdict.rules),
         tone=v.verdict.tone.score,

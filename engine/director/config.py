@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from engine.config import ConfigError, load_yaml
 
@@ -77,6 +84,12 @@ class DirectorConfig(BaseModel):
     max_retries: int = Field(2, ge=0, le=10)
     on_retries_exhausted: Literal["accept_last", "drop", "mark"] = "mark"
     on_rubric_failure: Literal["warn", "pass", "retry"] = "warn"
+    mend: bool = Field(
+        True,
+        description="§1's MODIFY: a line that passes but for what the director can mend itself (over the length "
+        "advice, a praise word said alone, a stray repeated mark) is shown mended, status MODIFY; False: such a "
+        "line is shown as written (PASS or WARN), as in the seed's three-status flow",
+    )
     rubric_judge: Literal["generate", "likelihood", "signals"] = Field(
         "generate",
         description="generate: the model writes five scores as JSON; likelihood: each criterion is "
@@ -84,6 +97,15 @@ class DirectorConfig(BaseModel):
         "each criterion from a signal the bundled Gemma and the multilingual embedder carry, through maps fitted "
         "on labelled lines (the default for the bundled model, `default_rubric_judge`)",
     )
+
+    @model_serializer(mode="wrap")
+    def _mend_only_when_off(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`mend` is stored only when off: a run's config — and its hash — stays what runs stored before MODIFY
+        existed, so a recorded run replays under the same config."""
+        out: dict[str, Any] = handler(self)
+        if out.get("mend") is True:
+            out.pop("mend")
+        return out
 
     @model_validator(mode="after")
     def _ordered(self) -> DirectorConfig:

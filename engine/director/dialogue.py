@@ -34,7 +34,8 @@ class Attempt(BaseModel):
 
 
 class Turn(BaseModel):
-    """One accepted (or dropped, or marked) line with every rejected draft before it."""
+    """One accepted (or dropped, or marked) line with every rejected draft before it. `text` is the line as shown:
+    for MODIFY the director's mended line (the draft as written is the last attempt's)."""
 
     speaker: str
     text: str | None
@@ -78,15 +79,16 @@ async def run_turn(
             emit_verdict(emit, director, attempt, attempts[-1])
         if review.status < Status.RETRY:
             outcome = "accepted" if attempt == 0 else "accepted_after_retries"
+            shown = review.mended or text  # MODIFY: the director's mended line is what is said
             turn = Turn(
                 speaker=director.profile.id,
-                text=text,
+                text=shown,
                 status=review.status,
                 attempts=attempts,
                 outcome=outcome,
                 instruction=instruction,
             )
-            return turn, apply_state(state, normalize(text), review.status)
+            return turn, apply_state(state, normalize(shown), review.status)
         feedback = retry_feedback(text, review, instruction)
     # A line shown despite RETRY still changes no state (§9): the next line is judged as if it were absent.
     return retries_exhausted(director, attempts, instruction), state

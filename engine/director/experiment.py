@@ -15,7 +15,7 @@ class DirectorMechanism(Mechanism):
     """The director's hard-rule cut-offs over a script: each line's rules are evaluated once (on its own, with
     no conversation state, as `director.rules` benchmarks them), and a cell re-decides the recorded facts
     with `engine.director.retune` — no text processing again, no model. Metrics: the share of lines that pass,
-    warn and are sent back (retry)."""
+    warn, are mended (MODIFY) and are sent back (retry)."""
 
     name: str = "director"
     decision: frozenset[str] = frozenset(
@@ -28,10 +28,11 @@ class DirectorMechanism(Mechanism):
             "scatter_warn_topics",
             "tone_pass",
             "tone_warn",
+            "mend",
         }
     )
     base_keys: frozenset[str] = frozenset({"character"})
-    metrics: tuple[str, ...] = ("pass_rate", "warn_rate", "retry_rate", "calls")
+    metrics: tuple[str, ...] = ("pass_rate", "warn_rate", "modify_rate", "retry_rate", "calls")
     default_metric: str = "pass_rate"
 
     def config(self, base: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
@@ -48,7 +49,8 @@ class DirectorMechanism(Mechanism):
 
     async def record_cases(self, definition: Experiment, cases: Sequence[Any]) -> list[Any]:
 
-        config = self.config(definition.base, {})
+        # recorded with the mends proposed whatever the base says, so a cell can turn MODIFY on or off
+        config = self.config(definition.base, {}).model_copy(update={"mend": True})
         return [evaluate_rules(text, profile, config) for _, text, profile in cases]
 
     def decide(
@@ -61,6 +63,7 @@ class DirectorMechanism(Mechanism):
         return {
             "pass_rate": round(sum(s == Status.PASS for s in statuses) / n, 4),
             "warn_rate": round(sum(s == Status.WARN for s in statuses) / n, 4),
+            "modify_rate": round(sum(s == Status.MODIFY for s in statuses) / n, 4),
             "retry_rate": round(sum(s == Status.RETRY for s in statuses) / n, 4),
             "calls": 0,
         }
@@ -72,6 +75,7 @@ class DirectorMechanism(Mechanism):
                     "status": v.status.name,
                     "rules": [{"rule": r.rule, "status": r.status.name, "facts": r.facts} for r in v.rules],
                 }
+                | ({"mend": v.mend.changes} if v.mend else {})
                 for v in recording
             ]
         }

@@ -10,14 +10,15 @@ from engine.exports.record import RunRecord, flat
 
 
 def lines(record: RunRecord) -> list[dict[str, Any]]:
-    """Every reviewed line (or draft) with its status, each rule's status, tone and rubric.
+    """Every reviewed line (or draft) with its status (MODIFY with its `mended` line and `changes`), each rule's
+    status, tone and rubric.
 
     Two shapes are stored: a review (`director_verdict`: rules a list of {rule, status, …}, tone a mapping of
     its parts, rubric a mapping) and a script line (`director_line`: rules a mapping rule → status, tone its
     score, rubric the average). Both become the same columns; anything else is kept as its text."""
     rows = []
     for type_, p in record.pairs("director_verdict", "director_line"):
-        row = {k: v for k, v in p.items() if k not in ("rules", "tone", "rubric", "reasons")}
+        row = {k: v for k, v in p.items() if k not in ("rules", "tone", "rubric", "reasons", "changes")}
         row["event"] = type_
         row |= _rule_columns(p.get("rules"))
         tone = p.get("tone")
@@ -30,9 +31,10 @@ def lines(record: RunRecord) -> list[dict[str, Any]]:
             row |= {f"rubric.{k}": rubric.get(k) for k in ("average", "status", "failed") if k in rubric}
         elif rubric is not None:
             row["rubric.average"] = rubric
-        reasons = p.get("reasons")
-        if reasons is not None:
-            row["reasons"] = " · ".join(map(str, reasons)) if isinstance(reasons, list) else str(reasons)
+        for name in ("reasons", "changes"):  # lists as one cell: a MODIFY line's changes beside its mended line
+            value = p.get(name)
+            if value is not None:
+                row[name] = " · ".join(map(str, value)) if isinstance(value, list) else str(value)
         rows.append(row)
     return rows
 

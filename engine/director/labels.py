@@ -1,13 +1,13 @@
 """The director's labels (`LabelSpec` in its spec): an item is one checked line (`line4`) or one row of a batch
-(`row4`), its label OK or RETRY (a WARN is OK)."""
+(`row4`), its label OK or RETRY (a WARN or a MODIFY is OK)."""
 
 from __future__ import annotations
 
 from engine.labels.items import LabelItem, from_outcomes, short_text
 from engine.store import Run, Store
 
-# The rubric's status as a label value.
-STATUS_VALUES = {"PASS": "ok", "WARN": "ok", "RETRY": "retry"}
+# The rubric's status as a label value: a line shown (as written, or mended: MODIFY) is OK.
+STATUS_VALUES = {"PASS": "ok", "WARN": "ok", "MODIFY": "ok", "RETRY": "retry"}
 
 
 def item_key(**parts: object) -> str:

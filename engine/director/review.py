@@ -32,11 +32,16 @@ class Review(BaseModel):
     normalized: str
     reasons: list[str]
     suggestion: str
+    # MODIFY (§1): the line as the director shows it, and each change in words; None and [] for any other status.
+    mended: str | None = None
+    changes: list[str] = Field(default_factory=list)
 
     def payload(self) -> dict[str, Any]:
-        """The documented JSON shape (`judgelab director check`)."""
+        """The documented JSON shape (`judgelab director check`); `mended` and `changes` only for MODIFY."""
+        mended = {"mended": self.mended, "changes": list(self.changes)} if self.mended is not None else {}
         return {
             "status": self.status.name,
+            **mended,
             "rules": [
                 {"rule": r.rule, "status": r.status.name, "detail": r.detail, "matches": r.matches} for r in self.rules
             ],
@@ -84,7 +89,11 @@ def reasons_and_suggestion(rules: Sequence[RuleResult], rubric: RubricResult | N
 
 def next_turn_instruction(review: Review) -> str | None:
     """§1: a WARN line is shown and fixed through the next turn's instruction — its reasons and
-    suggestion, for the same character's next line. None for any other status."""
+    suggestion, for the same character's next line. A MODIFY line was shown mended: the instruction says what was
+    changed, so the next line needs no mending. None for PASS and RETRY."""
+    if review.status == Status.MODIFY:
+        text = "前回のあなたの発言は、ディレクターが直して表示しました。直した点: " + " / ".join(review.changes)
+        return text + (f" 改善案: {review.suggestion}" if review.suggestion else "")
     if review.status != Status.WARN:
         return None
     text = "前回のあなたの発言は表示されましたが、注意があります。理由: " + " / ".join(review.reasons)
@@ -102,14 +111,18 @@ class Director:
     async def review(
         self, line: str, state: DirectorState | None = None, *, scene: str = "", previous: str = ""
     ) -> Review:
-        """Hard rules first; the rubric only when they do not already say RETRY (§7)."""
+        """Hard rules first; the rubric only when they do not already say RETRY (§7) — on the mended line when the
+        rules say MODIFY (what would be shown), whose RETRY still sends the line back."""
         verdict = evaluate_rules(line, self.profile, self.cfg, state)
         rubric = None
         if self.rubric is not None and verdict.status < Status.RETRY:
-            rubric = await self.rubric.score(verdict.normalized, self.profile, scene=scene, previous=previous)
+            rubric = await self.rubric.score(verdict.judged(), self.profile, scene=scene, previous=previous)
         status = worst([verdict.status] + ([rubric.status] if rubric else []))
         reasons, suggestion = reasons_and_suggestion(verdict.rules, rubric)
+        mend = verdict.mend if status == Status.MODIFY else None
         return Review(
+            mended=mend.text if mend else None,
+            changes=list(mend.changes) if mend else [],
             status=status,
             rules_status=verdict.status,
             rules=verdict.rules,

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.director.config import SPEC_CONFIG, CharacterProfile, DirectorConfig
 from engine.director.japanese import Normalized, content_words, double_negations, normalize
+from engine.director.mend import MENDABLE_RULES, Mend, propose
 from engine.director.status import Status, worst
 
 # -- hard rules (§3, §5, §6) -----------------------------------------------------------------------
@@ -251,12 +252,30 @@ class RulesVerdict:
     tone: ToneScore
     normalized: str
     speech: str
+    # What the director would change (engine/director/mend.py) and the rules on the changed line: the status is
+    # MODIFY when every rule at WARN is one a mend clears and the mended line passes every rule.
+    mend: Mend | None = None
+    mended: RulesVerdict | None = None
+
+    def shown(self, text: str, status: Status | None = None) -> str:
+        """The line as shown at `status` (default: this verdict's): the mended line for MODIFY, else `text`."""
+        return self.mend.text if (status or self.status) == Status.MODIFY and self.mend else text
+
+    def judged(self, status: Status | None = None) -> str:
+        """What the rubric reads at `status`: the mended line's normalised text for MODIFY."""
+        return self.mended.normalized if (status or self.status) == Status.MODIFY and self.mended else self.normalized
 
 
 def evaluate_rules(
-    text: str, profile: CharacterProfile, cfg: DirectorConfig | None = None, state: DirectorState | None = None
+    text: str,
+    profile: CharacterProfile,
+    cfg: DirectorConfig | None = None,
+    state: DirectorState | None = None,
+    *,
+    mend: bool = True,
 ) -> RulesVerdict:
-    """Every hard rule and special case; the rules-only status is the most severe of them."""
+    """Every hard rule and special case; the rules-only status is the most severe of them — or MODIFY, when the
+    director can mend the line itself (`cfg.mend`; `modify_status`)."""
     cfg = cfg or SPEC_CONFIG
     state = state or EMPTY_STATE
     n = normalize(text)
@@ -273,14 +292,21 @@ def evaluate_rules(
         rule_loop(n, state, cfg),
         rule_early_change(n, state, cfg),
     ]
-    return RulesVerdict(
+    verdict = RulesVerdict(
         status=worst([r.status for r in rules]), rules=rules, tone=tone, normalized=n.text, speech=n.speech
     )
+    if cfg.mend and mend:
+        warned = frozenset(r.rule for r in rules if r.status == Status.WARN and r.rule in MENDABLE_RULES)
+        verdict.mend = propose(text, warned, profile.max_line_chars)
+        if verdict.mend is not None:  # judged again (as the same turn, with the same state), never mended twice
+            verdict.mended = evaluate_rules(verdict.mend.text, profile, cfg, state, mend=False)
+            verdict.status = retune(verdict, cfg)
+    return verdict
 
 
 def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
     """Re-decide a stored verdict under other cut-offs from its recorded facts (no text, no model), through
-    the same status functions the rules use."""
+    the same status functions the rules use; its mended line (if any) re-decided the same way for MODIFY."""
     statuses = []
     for r in verdict.rules:
         if r.rule == "format":
@@ -291,4 +317,17 @@ def retune(verdict: RulesVerdict, cfg: DirectorConfig) -> Status:
             statuses.append(tone_status(r.facts["score"], cfg))
         else:
             statuses.append(r.status)
-    return worst(statuses)
+    return modify_status(verdict, statuses, cfg)
+
+
+def modify_status(verdict: RulesVerdict, statuses: list[Status], cfg: DirectorConfig) -> Status:
+    """§1's MODIFY: the line would pass but for rules the director mends itself (every rule at WARN is in
+    `MENDABLE_RULES`, none at RETRY; a stray repeated mark alone is mended too), and the mended line passes every
+    rule at these cut-offs. Otherwise the most severe of `statuses`."""
+    status = worst(statuses)
+    if not (cfg.mend and verdict.mended is not None and status <= Status.WARN):
+        return status
+    warned = [r.rule for r, s in zip(verdict.rules, statuses, strict=True) if s == Status.WARN]
+    if all(rule in MENDABLE_RULES for rule in warned) and retune(verdict.mended, cfg) == Status.PASS:
+        return Status.MODIFY
+    return status

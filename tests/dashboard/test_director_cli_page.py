@@ -396,3 +396,53 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     assert again.selectbox(key="director.character").value == "ayu"
     assert again.text_area(key="director.line").value == "すごい、あなたの考えは正しいです。"
     assert again.text_input(key="director.scene").value == "カフェ"
+
+
+def test_modify_in_the_cli_the_batch_counts_and_the_export(tmp_path: Path) -> None:
+    """#39 (1): the CLI prints the mended line, a batch counts MODIFY, and the export holds the mended line and
+    what was changed; --no-mend shows the same lines as written."""
+    from engine.exports import load_run, tables
+    from engine.store import Store
+
+    code, out = invoke(
+        "director", "check", "--character", "yana", "--rules-only", "--json", "海って気持ちいいわ！！えー、ほんと？"
+    )
+    payload = json.loads(out)
+    assert code == 0 and payload["status"] == "MODIFY"
+    assert payload["mended"] == "海って気持ちいいわ！えー、ほんと？" and payload["changes"] == ["folded '！！' to '！'"]
+    code, text = invoke(
+        "director", "check", "--character", "yana", "--rules-only", "海って気持ちいいわ！！えー、ほんと？"
+    )
+    assert "mended → 海って気持ちいいわ！えー、ほんと？" in text
+    code, out = invoke(
+        "director",
+        "check",
+        "--character",
+        "yana",
+        "--rules-only",
+        "--no-mend",
+        "--json",
+        "海って気持ちいいわ！！えー、ほんと？",
+    )
+    assert json.loads(out)["status"] == "PASS" and "mended" not in json.loads(out)
+
+    script = tmp_path / "mends.jsonl"
+    script.write_text(
+        "\n".join(
+            json.dumps(row, ensure_ascii=False)
+            for row in (
+                {"id": "a", "text": "今日はすごく暑いですね。水分補給が推奨されています。", "character": "ayu"},
+                {"id": "b", "text": "えー、ほんと？海って気持ちいいわ！", "character": "yana"},
+                {"id": "c", "text": "まだ未成年じゃないわ！", "character": "yana"},
+            )
+        ),
+        encoding="utf-8",
+    )
+    code, out = invoke("director", "batch", "--character", "yana", "--file", str(script), "--json")
+    rows = [json.loads(line) for line in out.strip().splitlines()]
+    summary = rows[-1]["summary"]
+    assert summary["status_counts"] == {"PASS": 1, "WARN": 0, "MODIFY": 1, "RETRY": 1}
+    assert rows[0]["mended"] == "今日はとても暑いですね。水分補給が推奨されています。" and "mended" not in rows[1]
+    lines = {r["id"]: r for r in tables(load_run(Store(), summary["run_id"]))["director_lines"].rows}
+    assert lines["a"]["status"] == "MODIFY" and lines["a"]["mended"] == rows[0]["mended"]
+    assert lines["a"]["changes"] == "replaced 'すごく' → 'とても' (praise)"
