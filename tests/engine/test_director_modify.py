@@ -137,9 +137,7 @@ def test_a_random_line_is_modify_only_when_its_mended_line_passes() -> None:
 
 
 def test_the_review_shows_the_mended_line_and_the_rubric_reads_it() -> None:
-    model = ScriptedModel(
-        ['{"frame": 5, "roleplay": 5, "connectivity": 5, "density": 5, "naturalness": 5, "comment": "ok"}']
-    )
+    model = ScriptedModel([json.dumps(dict.fromkeys(CRITERIA, 5) | {"comment": "ok"})])
     from engine.director import DirectorRubric
 
     review = asyncio.run(DirectorEngine(AYU, rubric=DirectorRubric(model)).review(PRAISED))
@@ -154,9 +152,7 @@ def test_the_review_shows_the_mended_line_and_the_rubric_reads_it() -> None:
 
 
 def test_a_rubric_retry_on_the_mended_line_still_sends_it_back() -> None:
-    model = ScriptedModel(
-        ['{"frame": 1, "roleplay": 2, "connectivity": 1, "density": 2, "naturalness": 1, "comment": "no"}']
-    )
+    model = ScriptedModel([json.dumps(dict.fromkeys(CRITERIA, 1) | {"comment": "no"})])
     from engine.director import DirectorRubric
 
     review = asyncio.run(DirectorEngine(AYU, rubric=DirectorRubric(model)).review(PRAISED))
