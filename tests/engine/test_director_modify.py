@@ -152,7 +152,8 @@ def test_the_review_shows_the_mended_line_and_the_rubric_reads_it() -> None:
 
 
 def test_a_rubric_retry_on_the_mended_line_still_sends_it_back() -> None:
-    model = ScriptedModel([json.dumps(dict.fromkeys(CRITERIA, 1) | {"comment": "no"})])
+    low = dict(zip(CRITERIA, (1, 2, 1, 2, 1), strict=True))  # not one flat value: that reads as a flat scale
+    model = ScriptedModel([json.dumps(low | {"comment": "no"})])
     from engine.director import DirectorRubric
 
     review = asyncio.run(DirectorEngine(AYU, rubric=DirectorRubric(model)).review(PRAISED))
