@@ -319,8 +319,8 @@ def _example_buttons(profiles: dict[str, Any]) -> None:
     shown = [name for name, (character, _) in CHECK_EXAMPLES.items() if character in profiles]
     if not shown:
         return
-    row = st.container(horizontal=True, wrap=True, gap="small")
-    row.caption("Examples:")
+    row = st.container(horizontal=True, wrap=True, gap="small", vertical_alignment="center")
+    row.caption("Examples of each status:", width="content")
     for name in shown:
         row.button(name, key=f"{KEY}example.{name}", on_click=_use_example, args=(name,), type="tertiary")
 
@@ -376,10 +376,11 @@ def _render_review(review: dict[str, Any]) -> None:
         st.markdown("**Shown as** — the director mended the line itself (MODIFY) instead of sending it back:")
         st.text(str(review["mended"]))
     marked = highlight(review["normalized"], review["rules"])
+    normalised = "**As written, normalised**" if review.get("mended") is not None else "**Normalised**"
     if marked != md(review["normalized"], inline=False):
-        st.markdown("**Normalised** (what the rules flagged, on their colour)")
+        st.markdown(f"{normalised} (what the rules flagged, on their colour)")
     else:  # PASS everywhere, or matches only a passing rule found: nothing is coloured, so none is promised
-        st.markdown("**Normalised** — no rule flagged a word of it")
+        st.markdown(f"{normalised} — no rule flagged a word of it")
     st.markdown(marked)
     st.dataframe(
         pd.DataFrame(

@@ -177,6 +177,20 @@ def test_lab_checks_a_line_with_highlights() -> None:
     assert rules.set_index("rule").loc["praise", "status"] == "RETRY"
 
 
+def test_lab_examples_fill_the_form_and_a_modify_line_is_shown_mended() -> None:
+    """#39 (1): an example of each status fills the form; a MODIFY line shows the line as the director shows it."""
+    at = AppTest.from_function(_page, default_timeout=60).run()
+    at.button(key="director.example.MODIFY · praise word").click().run()
+    assert at.selectbox(key="director.character").value == "ayu"
+    assert at.text_area(key="director.line").value == "今日はすごく暑いですね。水分補給が推奨されています。"
+    at.button(key="director.check").click().run()
+    assert not at.exception
+    assert any("MODIFY" in m.value for m in at.markdown)
+    assert any("Shown as" in m.value for m in at.markdown)
+    assert "今日はとても暑いですね。水分補給が推奨されています。" in [t.value for t in at.text]
+    assert any("replaced 'すごく' → 'とても'" in m.value.replace("\\", "") for m in at.markdown)
+
+
 def test_every_rubric_model_picker_has_its_judge_method() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     keys = {s.key for s in at.selectbox}
