@@ -3,9 +3,12 @@ line back. Three mends, each small and checkable:
 
 - a stray repeated mark (``わ！！`` → ``わ！``; ！？。、 and their half-width forms — not …, ー, 〜 or ♪, which
   Japanese writes doubled on purpose);
+
+No mend touches quoted text (「」, （）, 『』 …: it is not the speaker's), and a mend that would leave nothing of the
+speaker's own is not made.
 - an evaluation word said alone (the praise rule's WARN): a sentence that is only the word (すごい！) is dropped;
-  elsewhere a neutral word says the same without praising (すごく → とても, 素晴らしい → よい, 完璧 → 十分, すごい
-  at a sentence's end → いい); 正解 and 天才 inside a sentence carry meaning and are never replaced;
+  elsewhere a neutral word says the same without praising, where one keeps the meaning (すごく → とても, 素晴らしい
+  → よい, 完璧 → 十分); すごい, 正解 and 天才 inside a sentence are never replaced;
 - a line over the length advice, cut after its last whole sentence within the ceiling (never below one sentence).
 
 Pure text in, text out: whether the mended line is good enough is the rules' call (`engine.director.rules`
@@ -14,6 +17,7 @@ re-judges it; MODIFY only when it passes every rule)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.director.japanese import normalize
@@ -22,19 +26,24 @@ from engine.director.japanese import normalize
 MENDABLE_RULES = frozenset({"line_length", "praise"})
 
 _STRAY_RUN = re.compile(r"([！？!?。、])\1+")
-_QUOTE_OR_PAREN = re.compile(r"「[^「」]*」|（[^（）]*）|\([^()]*\)")
-# An evaluation word and the neutral word said in its place. `すごい` only where it ends what is said (すごいね,
-# すごいです, すごい！): before a noun (すごい人) no neutral word keeps the meaning, so it stays.
-_SAID_ALONE = re.compile(  # an evaluation word that is a whole sentence (すごい！, 完璧です。): the sentence goes
-    r"(?:(?<=^)|(?<=[。！？!?\n]))\s*(?:すっごい|すごい|凄い|素晴らしい|完璧|天才|正解)(?:です|だね|ね|よ|わ)*[！？!?。]+"
+# Quoted text is not the speaker's: no mend touches it (「」, ｢｣, 『』, （）, (), “”, "…").
+_QUOTE_OR_PAREN = re.compile(r"「[^「」]*」|｢[^｢｣]*｣|『[^『』]*』|（[^（）]*）|\([^()]*\)|“[^“”]*”|\"[^\"]*\"")
+# An evaluation word that is a whole sentence (すごい！, 完璧です。): the sentence goes. Anchored at a sentence's
+# start, with nothing optional before the word, so a long run of line breaks is scanned once.
+_SAID_ALONE = re.compile(
+    r"(?:^|(?<=[。！？!?\n]))(?:すごい|凄い|素晴らしい|完璧|天才|正解)(?:です|だね|ね|よ|わ)*[！？!?。]+"
 )
+# An evaluation word (one the praise rule looks for) and a neutral word that keeps the sentence's meaning and
+# grammar in its place — only where it does: not inside a longer word (ものすごく, 完璧主義), not negated
+# (すごくない). すごい, 正解 and 天才 inside a sentence are never replaced: すごい is as often "heavy" (渋滞がすごい)
+# as praise, and the other two carry meaning.
 _NEUTRAL = (
-    (re.compile(r"すっごく|すごく|凄く"), "とても"),
-    (re.compile(r"素晴らしい"), "よい"),
-    (re.compile(r"完璧"), "十分"),
-    (re.compile(r"(?:すごい|凄い)(?=です|ね|よ|な|わ|[。！？!?、]|$)"), "いい"),
+    (re.compile(r"(?<![もの物])すごく(?!な[いかく])"), "とても"),
+    (re.compile(r"(?<![もの物])素晴らしい"), "よい"),
+    (re.compile(r"完璧(?=[だでなにす。！？!?、ねよ]|$)"), "十分"),
 )
 _SENTENCE = re.compile(r"[^。！？!?\n]*(?:[。！？!?]+|\n|$)")
+_SPOKEN = re.compile(r"[^\W\d_]")  # a letter (kana, kanji, latin): what a line must still say after a mend
 
 
 @dataclass(slots=True)
@@ -45,43 +54,54 @@ class Mend:
     changes: list[str] = field(default_factory=list)
 
 
-def fold_marks(text: str) -> tuple[str, list[str]]:
-    """``！！`` → ``！``: each run of a repeated mark once."""
-    runs = list(dict.fromkeys(m.group(0) for m in _STRAY_RUN.finditer(text)))
-    if not runs:
-        return text, []
-    return _STRAY_RUN.sub(r"\1", text), [f"folded {run!r} to {run[0]!r}" for run in runs]
-
-
-def _outside_quotes(text: str, pattern: re.Pattern[str], neutral: str, done: list[str]) -> str:
-    """Replace `pattern` by `neutral` in what is said, never inside 「」 or （）(quoted text is not the speaker's)."""
+def _outside_quotes(text: str, mend: Callable[[str], str]) -> str:
+    """`mend` applied to what the speaker says, never inside quotes (`_QUOTE_OR_PAREN`)."""
     out, last = [], 0
-    for quoted in [*_QUOTE_OR_PAREN.finditer(text), None]:
-        end = quoted.start() if quoted else len(text)
+    for quoted in _QUOTE_OR_PAREN.finditer(text):
+        out += [mend(text[last : quoted.start()]), quoted.group(0)]
+        last = quoted.end()
+    return "".join([*out, mend(text[last:])])
 
-        def swap(m: re.Match[str]) -> str:
-            done.append(f"{m.group(0)!r} → {neutral!r}")
-            return neutral
 
-        out.append(pattern.sub(swap, text[last:end]))
-        if quoted:
-            out.append(quoted.group(0))
-            last = quoted.end()
-    return "".join(out)
+def fold_marks(text: str) -> tuple[str, list[str]]:
+    """``！！`` → ``！``: each run of a repeated mark once, outside quotes."""
+    runs: list[str] = []
+
+    def fold(part: str) -> str:
+        runs.extend(m.group(0) for m in _STRAY_RUN.finditer(part))
+        return _STRAY_RUN.sub(r"\1", part)
+
+    folded = _outside_quotes(text, fold)
+    return folded, [f"folded {run!r} to {run[0]!r}" for run in dict.fromkeys(runs)]
 
 
 def neutral_praise(text: str) -> tuple[str, list[str]]:
-    """An evaluation word said alone, replaced by a neutral one where one keeps the meaning (see the module)."""
+    """An evaluation word said alone, outside quotes: a sentence that is only the word is dropped (never the whole
+    line), elsewhere a neutral word takes its place where one keeps the meaning (see `_NEUTRAL`)."""
+    said: list[str] = []
+    swapped: list[str] = []
+
+    def drop(part: str) -> str:
+        said.extend(m.group(0) for m in _SAID_ALONE.finditer(part))
+        return _SAID_ALONE.sub("", part)
+
+    def swap(part: str) -> str:
+        for pattern, neutral in _NEUTRAL:
+
+            def one(m: re.Match[str], neutral: str = neutral) -> str:
+                swapped.append(f"{m.group(0)!r} → {neutral!r}")
+                return neutral
+
+            part = pattern.sub(one, part)
+        return part
+
     changes: list[str] = []
-    dropped = _SAID_ALONE.sub("", text).lstrip()
-    if dropped != text and dropped.strip():  # never the whole line
-        said = [m.group(0).strip() for m in _SAID_ALONE.finditer(text)]
+    dropped = _outside_quotes(text, drop).lstrip()
+    if said and _SPOKEN.search(_QUOTE_OR_PAREN.sub("", dropped)):  # something of the speaker's own is left
         changes.append("dropped " + ", ".join(repr(x) for x in dict.fromkeys(said)) + " (praise said alone)")
         text = dropped
-    done: list[str] = []
-    for pattern, neutral in _NEUTRAL:
-        text = _outside_quotes(text, pattern, neutral, done)
-    return text, changes + [f"replaced {change} (praise)" for change in dict.fromkeys(done)]
+    text = _outside_quotes(text, swap)
+    return text, changes + [f"replaced {change} (praise)" for change in dict.fromkeys(swapped)]
 
 
 def _chars(text: str) -> int:
@@ -89,28 +109,29 @@ def _chars(text: str) -> int:
 
 
 def _balanced(text: str) -> bool:
-    return (
-        text.count("「") == text.count("」")
-        and text.count("（") == text.count("）")
-        and text.count("(") == text.count(")")
-    )
+    return all(text.count(a) == text.count(b) for a, b in ("「」", "（）", "()", "｢｣", "『』", "“”"))
 
 
 def within_length(text: str, ceiling: int) -> tuple[str, list[str]]:
     """The line cut after its last whole sentence within `ceiling` characters (counted as the rule counts them);
-    unchanged when even its first sentence is over (a cut inside a sentence would not be a line)."""
+    unchanged when even its first sentence is over (a cut inside a sentence would not be a line). Linear: each
+    sentence is counted once (a running estimate), and only the cut chosen is counted again as the rule does."""
     parts = [p for p in _SENTENCE.findall(text) if p]
-    kept, prefix = "", ""
+    ends: list[int] = []  # where a whole-sentence prefix within the estimate ends, quotes closed
+    count = position = 0
     for part in parts:
-        prefix += part
-        if _chars(prefix) > ceiling:
+        count += _chars(part) if part.strip() else 0
+        position += len(part)
+        if count > ceiling:
             break
-        if _balanced(prefix):  # never cut inside 「」 or （）
-            kept = prefix
-    kept = kept.rstrip("\n ")
+        if part.strip() and _balanced(text[:position]):  # never cut inside quotes
+            ends.append(position)
+    while ends and _chars(text[: ends[-1]]) > ceiling:  # the estimate may differ from the rule's count by a mark
+        ends.pop()
+    kept = text[: ends[-1]].rstrip("\n ") if ends else ""
     if not kept or kept == text.rstrip("\n "):
         return text, []
-    dropped = len([p for p in parts if p.strip()]) - len([p for p in _SENTENCE.findall(kept) if p.strip()])
+    dropped = sum(1 for p in parts if p.strip()) - sum(1 for p in _SENTENCE.findall(kept) if p.strip())
     return kept, [f"cut the last {dropped} sentence(s): {_chars(text)} → {_chars(kept)} characters"]
 
 
@@ -124,4 +145,6 @@ def propose(text: str, warned: frozenset[str], ceiling: int) -> Mend | None:
     if "line_length" in warned and ceiling:
         mended, more = within_length(mended, ceiling)
         changes += more
-    return Mend(mended, changes) if changes else None
+    if not changes or not _SPOKEN.search(_QUOTE_OR_PAREN.sub("", mended)):  # nothing of the speaker's own left
+        return None
+    return Mend(mended, changes)

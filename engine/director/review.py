@@ -93,6 +93,7 @@ def next_turn_instruction(review: Review) -> str | None:
     changed, so the next line needs no mending. None for PASS and RETRY."""
     if review.status == Status.MODIFY:
         text = "前回のあなたの発言は、ディレクターが直して表示しました。直した点: " + " / ".join(review.changes)
+        text += f" 理由: {' / '.join(review.reasons)}" if review.reasons else ""  # a rubric WARN included
         return text + (f" 改善案: {review.suggestion}" if review.suggestion else "")
     if review.status != Status.WARN:
         return None

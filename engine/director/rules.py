@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,7 +194,8 @@ def rule_loop(n: Normalized, state: DirectorState, cfg: DirectorConfig) -> RuleR
     words = content_words(n.speech)
     if len(words) < cfg.loop_repeat and not state.recent_words:
         return RuleResult("topic_loop", Status.PASS, "no loop", [], {})
-    repeated = sorted({w for w in words if words.count(w) >= cfg.loop_repeat})
+    counts = Counter(words)  # one pass: a long line's words counted once each, not once a word
+    repeated = sorted(w for w, n in counts.items() if n >= cfg.loop_repeat)
     recent = state.recent_words[-(cfg.loop_history - 1) :] if cfg.loop_history > 1 else ()
     across = sorted({w for w in set(words) if sum(w in line for line in recent) >= cfg.loop_history - 1 > 0})
     hits = repeated + [w for w in across if w not in repeated]

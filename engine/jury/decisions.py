@@ -148,7 +148,7 @@ class CollaborativeJuryResult(BaseModel):
         if isinstance(value, float):
             if not (math.isfinite(value) and 0.0 <= value <= 100.0):
                 raise ValueError(f"final_score {value!r} is outside 0–100")  # refused before rounding, not clamped
-            return int(Decimal(repr(value)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+            return int(Decimal(repr(float(value))).quantize(Decimal(1), rounding=ROUND_HALF_UP))  # a NumPy float too
         return value
 
     def final_evaluations(self) -> list[JurorEvaluation]:

@@ -88,6 +88,38 @@ def test_meaningful_evaluation_words_and_quotes_are_never_replaced() -> None:
     assert fold_marks("ほんと!!??")[0] == "ほんと!?"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "今日はものすごく暑いですね。水分補給が推奨されています。",  # ものすごく: one word, not すごく
+        "渋滞がすごいですね。要するに混んでいます。",  # すごい as "heavy": no neutral word keeps it
+        "すごくないです。普通です。",  # negated
+        "完璧主義の人は疲れます。つまり休息が推奨です。",  # a compound
+    ],
+)
+def test_a_swap_that_would_change_the_meaning_is_not_made(text: str) -> None:
+    verdict = evaluate_rules(text, AYU)
+    assert verdict.status == Status.WARN and verdict.shown(text) == text
+
+
+def test_quoted_text_is_never_mended() -> None:
+    """Quoted text is not the speaker's: 「」, ｢｣, 『』 and （） keep their marks and words."""
+    assert fold_marks("「本当！！」って言ったわ！") == ("「本当！！」って言ったわ！", [])
+    mended, _ = neutral_praise("｢すごく暑い｣と言いました。今日はすごく暑いですね。")
+    assert mended == "｢すごく暑い｣と言いました。今日はとても暑いですね。"
+    assert neutral_praise("「はい。すごい！」と姉が言いました。")[0] == "「はい。すごい！」と姉が言いました。"
+    # a mend that would leave only a quote or a mark is not made
+    assert evaluate_rules("すごい！（笑）", AYU, DirectorConfig(tone_pass=0, tone_warn=0)).status == Status.WARN
+
+
+def test_long_runs_of_line_breaks_are_read_once() -> None:
+    """Blank lines count no characters: the cut still finds its sentence (and reads each one once)."""
+    text = "\n" * 20_000 + "えー、ほんと？" + "あ" * 90 + "わ！ほんとかも！"
+    cut, changes = within_length(text, 80)
+    assert cut.strip() == "えー、ほんと？" and changes
+    assert neutral_praise("\n" * 40_000 + "x") == ("\n" * 40_000 + "x", [])
+
+
 def test_a_cut_keeps_whole_sentences_and_quotes_closed() -> None:
     one = "あ" * 90 + "。"
     assert within_length(one, 80) == (one, [])  # its first sentence is over: no cut inside a sentence
