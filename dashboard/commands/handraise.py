@@ -65,7 +65,11 @@ Embedder = Annotated[
 ]
 Judges = Annotated[
     str,
-    typer.Option("--judge", help="Which judge's maps to refit: all (default) | likelihood | embedding."),
+    typer.Option(
+        "--judge",
+        help="Which judge's maps to refit: all (default) | likelihood | embedding | self (the self-judgment's "
+        "RESPOND-bias map of --judge-model).",
+    ),
 ]
 Embedders = Annotated[
     str | None,
@@ -387,8 +391,10 @@ def calibration_job(
     from engine.handraise.judge import ensemble_id
     from engine.inputs import read_text
 
+    if judges == "self":
+        return self_calibration_job(data, judge_model, limit)
     if judges not in ("all", "likelihood", "embedding"):
-        raise fail(f"--judge must be all, likelihood or embedding, not {judges!r}")
+        raise fail(f"--judge must be all, likelihood, embedding or self, not {judges!r}")
     try:
         wanted = [check_embedder(e.strip()) for e in (embedders or ",".join(EMBEDDERS)).split(",") if e.strip()]
     except ValueError as exc:
@@ -432,6 +438,32 @@ def calibration_job(
         lambda rows: _fit_with_gate(rows, items, data, map_id if likelihood else None, fitted_embedders),
         limit,
     )
+
+
+def self_calibration_job(data: Path, judge_model: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
+    """The self map of `judge_model` (`--judge self`): the seed's self-judgment read by likelihood on the split, each
+    seat judged by that model, and the map that corrects its RESPOND bias (engine/handraise/selfmaps.py)."""
+    # CLI start-up: loaded when the command runs
+    from engine.handraise import parse_benchmark
+    from engine.handraise.selfjudge import self_map_id
+    from engine.handraise.selfmaps import fit_self_calibration, self_calibration_rows
+    from engine.inputs import read_text
+    from engine.judgemaps import file_sha256
+    from engine.refit import RefitJob
+
+    try:
+        items = parse_benchmark(read_text(data), str(data))[:limit]
+    except ValueError as exc:  # InputError (the file) or the rows
+        raise fail(str(exc)) from None
+    store, resolver, _ = _setup("self", judge_model, 0.6, [], None)
+
+    async def rows() -> list[dict[str, Any]]:
+        return await self_calibration_rows(items, resolver(judge_model))
+
+    def fit(rows: list[dict[str, Any]]) -> list[Any]:
+        return [fit_self_calibration(rows, judge_model, str(data), file_sha256(data))]
+
+    return RefitJob(store, "handraise", self_map_id(judge_model), data, rows, fit, limit)
 
 
 def _fit_with_gate(

@@ -85,6 +85,7 @@ from engine.handraise.decisions import (
     user_action,
     will_from,
 )
+from engine.handraise.features import cos_scale, embedding_features
 from engine.handraise.judge import (
     DIGITS,
     EMBEDDING,
@@ -96,8 +97,6 @@ from engine.handraise.judge import (
     WillJudge,
     batched_components,
     components_from,
-    cos_scale,
-    embedding_features,
     judge_messages,
     parse_template_fill,
     self_messages,

@@ -555,7 +555,7 @@ def hand_context(state: TurnState, hand: Hand, config: HandRaiseConfig) -> dict[
     """What the judge saw and predicted for a hand, stored with its label: the raw features (a refit reads them
     with no model call), the components and will, the cut, and the map they went through."""
     version = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("calibration:")), None)
-    ensemble = next((f.split(":", 1)[1] for f in hand.flags if f.startswith("ensemble:")), None)
+    ensemble = next((f.split(":", 1)[1] for f in hand.flags if f.startswith(("ensemble:", "self_map:"))), None)
     return {
         "features": dict(hand.features),
         "relevance": hand.relevance,

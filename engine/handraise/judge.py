@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, create_model
 
 from engine import judgemaps
 from engine.diagnostics import Diagnosis, calibration_diagnosis
-from engine.embeddings import EMBEDDER_ID, USE_ID, RecordedEmbedder, dot, get_embedder, unit_rows
+from engine.embeddings import EMBEDDER_ID, USE_ID, RecordedEmbedder
 from engine.handraise.cast import Participant, Turn
 from engine.handraise.decisions import (
     DEFAULT_EMBEDDER,
@@ -24,12 +24,13 @@ from engine.handraise.decisions import (
     HandRaiseConfig,
     JudgeMethod,
     check_embedder,
-    clamp01,
     will_from,
 )
+from engine.handraise.features import cos_scale, embedding_features, novelty_of, recorded_features
 from engine.handraise.gate import gate_components
 from engine.handraise.likelihood import HANDRAISE, best_expertise, handraise_features
 from engine.handraise.reasons import expertise_reason
+from engine.handraise.selfjudge import reads_by_likelihood, self_components
 from engine.quoting import DATA_NOTE, quote
 from models.errors import ModelError, StructuredOutputError
 from models.source import ModelLookup, ModelSource, model_source
@@ -399,6 +400,24 @@ class WillJudge:
         return parse_template_fill(completion.text, [p.id for p in who])
 
     async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
+        """Method B: each participant judges itself — by likelihood where its model is a base model or has a fitted
+        self map (engine/handraise/selfjudge.py: the RESPOND bias corrected), else by writing a SelfJudgment."""
+        read = [p for p in who if reads_by_likelihood(self.model(p.model_id))]
+        if read:
+            started = time.perf_counter()
+            comps, calls = await self_components(self.model, read, turns, self.config.context_turns, self.embedder)
+            facts.latency_s += time.perf_counter() - started
+            for c in calls:
+                facts.calls += 1
+                facts.prompt_tokens += c.prompt_tokens
+                facts.call_ids += [c.call_id] if c.call_id is not None else []
+            written = {c.model: c for c in await self._self_written([p for p in who if p not in read], turns, facts)}
+            return [next(c for c in comps if c.model == p.id) if p in read else written[p.id] for p in who]
+        return await self._self_written(who, turns, facts)
+
+    async def _self_written(
+        self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall
+    ) -> list[Components]:
 
         async def one(p: Participant) -> Components:
             try:
@@ -527,17 +546,6 @@ class WillJudge:
         return out
 
 
-def recorded_features(likelihood: Mapping[str, float], embedding: Mapping[str, Any]) -> dict[str, float]:
-    """The raw features a hand keeps (`Components.features`): every finite number of the likelihood and
-    embedding features, rounded to 6 places — what a refit from labels reads instead of calling the model."""
-    out: dict[str, float] = {}
-    for source in (likelihood, embedding):
-        for k, v in source.items():
-            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v)):
-                out[k] = round(float(v), 6)
-    return out
-
-
 EMBEDDING = "handraise.embedding"
 # The share of unknown word pieces in the message from which the embedding judge flags its wills
 # (`embedder_unread:<share>`): on MiniLM, the calibration split's F1 is 0.80 on English items and 0.45 on
@@ -645,76 +653,3 @@ def map_choice(
         if cal is not None:
             return MapChoice(method, (judge_id,), map_id, cal, (*flags, *judgemaps.map_flags(cal)), partners)
     return MapChoice(method, (judge_id,), judge_id, None, flags, partners)
-
-
-def cos_scale(cos: float) -> float:
-    """The fixed cosine map: unrelated MiniLM texts sit near 0.1, close paraphrases above 0.6."""
-    return clamp01((cos - 0.1) / 0.5)
-
-
-def novelty_of(cal: Calibration | None, features: Mapping[str, Any]) -> float:
-    """Novelty against the answers already given (the seed: 既出回答に対する新規性): the calibration's fitted
-    `novelty` map of `answer_cos` (others' answers) and `own_cos` (the participant's own — what it already
-    said is not new either); a calibration without one (or none) keeps the fixed 1 − (cos − 0.1) / 0.5 of
-    the closest answer by another participant."""
-    if cal is not None and "novelty" in cal.maps:
-        return cal.apply("novelty", {k: float(v) for k, v in features.items() if k in cal.maps["novelty"].features})
-    return 1 - cos_scale(float(features["answer_cos"]))
-
-
-def embedding_features(
-    who: Sequence[Participant], turns: Sequence[Turn], context_turns: int, embedder: TextEmbedder | None = None
-) -> list[dict[str, Any]]:
-    """Per participant (cosines of the embedder's vectors; without one, MiniLM's):
-    - `rel_cos` = the recent context to the profile; `conf_cos` = the best expertise item to the context;
-    - `last_cos` = the last message (the user's, the one to answer) to the profile, `last_exp_cos` = the
-      best expertise item to it (named in `expertise`); `last_rel` / `last_exp_rel` = those minus the
-      roster's average (roster-relative: how much more the message is this participant's than the others');
-    - `answer_cos` = the highest cosine of the profile to an answer already given by another participant in
-      the context, `own_cos` = the same for the participant's own earlier answers (−1 when there is none);
-    - `unread` = the share of the last message the embedder cannot read (`Embedder.unknown_share`; not a
-      map feature: the judge flags it).
-    The fitted maps (data/calibration/) read the last-message features for relevance and confidence and
-    the answer features for novelty (cross-validated on the calibration split)."""
-
-    embedder = embedder or get_embedder()
-    recent = list(turns)[-context_turns:]
-    context = " ".join(t.text for t in recent) or "(empty)"
-    last = next((t.text for t in reversed(recent) if t.speaker == "user"), recent[-1].text if recent else "(empty)")
-    answers = [t for t in recent if t.speaker != "user"]
-    texts = [context, last] + [p.profile_text() for p in who] + [a.text for a in answers]
-    expertise = [(p.id, e) for p in who for e in (p.expertise or [p.role or p.name])]
-    vectors = embedder.embed(texts + [e for _, e in expertise])
-    vectors = unit_rows(vectors)  # float64, and `dot` below: the same figures on any CPU
-    ctx, last_vec = vectors[0], vectors[1]
-    unread = round(embedder.unknown_share(last), 4)
-    profiles = vectors[2 : 2 + len(who)]
-    answer_vecs = vectors[2 + len(who) : 2 + len(who) + len(answers)]
-    exp_vecs = vectors[2 + len(who) + len(answers) :]
-    out: list[dict[str, Any]] = []
-    for i, p in enumerate(who):
-        mine = [k for k, (pid, _) in enumerate(expertise) if pid == p.id]
-        best = max(mine, key=lambda k: dot(exp_vecs[k], last_vec))
-        out.append(
-            {
-                "rel_cos": dot(profiles[i], ctx),
-                "conf_cos": max(dot(exp_vecs[k], ctx) for k in mine),
-                "last_cos": dot(profiles[i], last_vec),
-                "last_exp_cos": dot(exp_vecs[best], last_vec),
-                "answer_cos": max(
-                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker != p.id),
-                    default=-1.0,
-                ),
-                "own_cos": max(
-                    (dot(profiles[i], answer_vecs[j]) for j, a in enumerate(answers) if a.speaker == p.id),
-                    default=-1.0,
-                ),
-                "expertise": expertise[best][1],
-                "unread": unread,
-            }
-        )
-    for key in ("last_cos", "last_exp_cos"):
-        average = sum(float(f[key]) for f in out) / max(1, len(out))
-        for f in out:
-            f[key.replace("_cos", "_rel")] = float(f[key]) - average
-    return out

@@ -23,9 +23,12 @@ from engine.diagnostics import accuracy_vs_chance
 from engine.events import run_context
 from engine.handraise.benchmark import parse_benchmark
 from engine.handraise.decisions import HandRaiseConfig, default_ensemble, will_from
+from engine.handraise.features import novelty_of
 from engine.handraise.gate import closed
-from engine.handraise.judge import map_choice, novelty_of
+from engine.handraise.judge import map_choice
 from engine.handraise.maps import LIKELIHOOD_FEATURES, NOVELTY_FEATURES, _fit_will_maps, calibration_rows
+from engine.handraise.selfjudge import SELF_FEATURES, SELF_NEEDED, SELF_PREFIX, is_self_map
+from engine.handraise.selfmaps import self_calibration_rows
 from engine.inputs import read_text
 from engine.judgemaps import CALIBRATION_DIR, Calibration, is_name, load_calibration, new_version, shown
 from engine.labels.items import labelable_items
@@ -44,6 +47,17 @@ FOLDS_ALL = 50
 REL = LIKELIHOOD_FEATURES["relevance"]
 CONF = LIKELIHOOD_FEATURES["confidence"]
 NEEDED = (*REL, *CONF, *NOVELTY_FEATURES)
+
+
+def family(map_id: object) -> tuple[list[str], list[str], tuple[str, ...]]:
+    """The relevance and confidence features a map reads, and every feature a label needs for it: the likelihood
+    judge's, or — for a self map (`self.<model>`, engine/handraise/selfjudge.py) — the self-judgment's."""
+    if is_self_map(map_id):
+        rel, conf = SELF_FEATURES["relevance"], SELF_FEATURES["confidence"]
+        return list(rel), list(conf), (*SELF_NEEDED, *NOVELTY_FEATURES)
+    return list(REL), list(CONF), NEEDED
+
+
 FEATURE_LIMIT = 1e6  # the largest feature magnitude a label may carry (`is_feature`)
 
 
@@ -62,7 +76,8 @@ def label_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
         if lab.mechanism != "handraise":
             continue
         features = lab.context.get("features")
-        if not isinstance(features, Mapping) or not all(is_feature(features.get(f)) for f in NEEDED):
+        needed = family(lab.context.get("map_id"))[2]
+        if not isinstance(features, Mapping) or not all(is_feature(features.get(f)) for f in needed):
             continue  # (a hostile value is refused by name when refitting: `checked_map_ids`)
         turn = lab.item_key.rpartition("/")[0]
         rows.append(
@@ -121,18 +136,22 @@ def will_under(cal: Calibration, row: Mapping[str, Any], config: HandRaiseConfig
     return will_from(rel, novelty_of(cal, values), conf, config.weights)
 
 
-def fit_candidate(rows: Sequence[Mapping[str, Any]], config: HandRaiseConfig | None = None) -> dict[str, Any]:
-    """The maps fitted on rows (`_fit_will_maps` with the participants' indicators in the relevance map)."""
+def fit_candidate(
+    rows: Sequence[Mapping[str, Any]], config: HandRaiseConfig | None = None, map_id: str | None = None
+) -> dict[str, Any]:
+    """The maps fitted on rows (`_fit_will_maps` with the participants' indicators in the relevance map), with the
+    features of `map_id`'s family (`family`)."""
     config = config or HandRaiseConfig()
     names = _indicators(rows)
-    return _fit_will_maps(_with_indicators(rows, names), [*REL, *names], list(CONF), config)
+    rel, conf, _ = family(map_id)
+    return _fit_will_maps(_with_indicators(rows, names), [*rel, *names], conf, config)
 
 
 def candidate_calibration(
     rows: Sequence[Mapping[str, Any]], model_id: str, provenance: str, config: HandRaiseConfig | None = None
 ) -> Calibration:
     version = new_version()
-    fit = fit_candidate(rows, config)
+    fit = fit_candidate(rows, config, model_id)
     return Calibration(
         name=map_name("handraise"),
         model_id=model_id,
@@ -160,10 +179,12 @@ def cross_validated(
     folds: int = FOLDS,
     seed: int = 0,
     extra: Sequence[Mapping[str, Any]] = (),
+    map_id: str | None = None,
 ) -> list[bool]:
     """Each label's held-out prediction (speak?) from a candidate fitted on the other folds (+ `extra` rows)."""
     fold_of = _folds(rows, folds, seed)
     names = _indicators([*rows, *extra])
+    rel, conf, _ = family(map_id)
     predicted = [False] * len(rows)
     for f in range(min(folds, len(set(fold_of.values())))):
         train = [r for r in rows if fold_of[str(r["item"])] != f] + list(extra)
@@ -173,7 +194,7 @@ def cross_validated(
         if len({bool(r["label"]) for r in train}) < 2:
             raise LabelError("labels: a fold's fitting labels are all one value — label more Speak and Skip")
         predict: Callable[[list[dict[str, Any]]], list[float]] = _fit_will_maps(
-            _with_indicators(train, names), [*REL, *names], list(CONF), config, fit_only=True
+            _with_indicators(train, names), [*rel, *names], conf, config, fit_only=True
         )["predict"]
         wills = predict(_with_indicators([rows[i] for i in test_ix], names))
         for i, w in zip(test_ix, wills, strict=True):
@@ -273,7 +294,7 @@ def refit_hand_raise(
     extra = _split_rows(store, model_id, models, config) if with_split else []
     messages = len({str(r["item"]) for r in rows})
     folds = messages if messages <= FOLDS_ALL else FOLDS
-    candidate_right_flags = cross_validated(rows, config, folds=folds, seed=seed, extra=extra)
+    candidate_right_flags = cross_validated(rows, config, folds=folds, seed=seed, extra=extra, map_id=model_id)
     current = load_calibration(map_name("handraise"), model_id)
     truth = [bool(r["label"]) for r in rows]
     if current is not None:
@@ -334,13 +355,16 @@ def _split_rows(
     if models is None:
         raise LabelError("with_split: the shipped split's features need the judge model (no model source given)")
     source = model_source(models)
-    judge, *partners = model_id.split("+")
+    judge, *partners = model_id.removeprefix(SELF_PREFIX).split("+")
     path = CALIBRATION_DIR / "handraise-calib.jsonl"
     items = parse_benchmark(read_text(path), str(path))
     with run_context(store, "calibration", {"mechanism": "handraise", "model": model_id, "data": str(path)}):
-        rows = asyncio.run(
-            calibration_rows(items, source(judge), config.context_turns, None, [source(p) for p in partners])
-        )
+        if is_self_map(model_id):  # the self-judgment's features, each seat judged by the map's model
+            rows = asyncio.run(self_calibration_rows(items, source(judge), config.context_turns))
+        else:
+            rows = asyncio.run(
+                calibration_rows(items, source(judge), config.context_turns, None, [source(p) for p in partners])
+            )
     return [r | {"item": f"split:{r['item']}", "participant": f"split:{r['participant']}"} for r in rows]
 
 
@@ -355,7 +379,8 @@ def whatif_map(store: Store, run_id: str, cal: Calibration) -> list[dict[str, An
     out = []
     for item in labelable_items(store, run):
         features = item.context.get("features") or {}
-        if item.mechanism != "handraise" or not all(isinstance(features.get(f), int | float) for f in NEEDED):
+        needed = family(cal.model_id)[2]
+        if item.mechanism != "handraise" or not all(isinstance(features.get(f), int | float) for f in needed):
             continue
         threshold = float(item.cut if item.cut is not None else config.threshold)
         row = {**features, "participant": item.context.get("participant")}

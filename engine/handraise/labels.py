@@ -37,7 +37,7 @@ def conversation_items(store: Store, run: Run) -> list[LabelItem]:
                 will = number(h.get("will"))
                 flags = [str(f) for f in h.get("flags") or []]
                 version = next((f.split(":", 1)[1] for f in flags if f.startswith("calibration:")), None)
-                ensemble = next((f.split(":", 1)[1] for f in flags if f.startswith("ensemble:")), None)
+                ensemble = next((f.split(":", 1)[1] for f in flags if f.startswith(("ensemble:", "self_map:"))), None)
                 predicted = None if will is None else ("speak" if will >= config.threshold else "skip")
                 text = texts.get(turn, "")
                 method = p.get("method") or config.judge_method

@@ -14,8 +14,9 @@ from engine import stats
 from engine.embeddings import EMBEDDER_ID, get_embedder
 from engine.handraise.benchmark import BenchItem, ContextMode
 from engine.handraise.decisions import HandRaiseConfig
+from engine.handraise.features import cos_scale, embedding_features
 from engine.handraise.gate import closed
-from engine.handraise.judge import EMBEDDING, cos_scale, embedding_features
+from engine.handraise.judge import EMBEDDING
 from engine.handraise.likelihood import handraise_features
 from engine.judgemaps import Calibration, FittedMap, new_version
 

@@ -75,7 +75,7 @@ def test_fitting_through_the_will_formula_separates_a_clear_split(tmp_path: Path
 
 
 def test_novelty_is_the_fitted_map_of_the_answers_given_or_the_fixed_one_without_it() -> None:
-    from engine.handraise.judge import cos_scale, novelty_of
+    from engine.handraise.features import cos_scale, novelty_of
     from engine.judgemaps import Calibration, FittedMap
 
     features = {"answer_cos": 0.35, "own_cos": 0.8, "rel_cos": 0.2}
@@ -115,7 +115,7 @@ def test_cross_validation_holds_out_whole_casts() -> None:
 
 @pytest.mark.model  # the packaged embedder
 def test_embedding_features_are_roster_relative_and_see_own_answers() -> None:
-    from engine.handraise.judge import embedding_features
+    from engine.handraise.features import embedding_features
 
     turns = [
         Turn("user", "My Python script crashes with a KeyError."),
