@@ -112,7 +112,7 @@ METHOD_WORDS = {
 STOP_WORDS = {
     "phase1_consensus": "the jurors agreed in phase 1, so no discussion was needed",
     "no_discussion": "no discussion rounds were allowed",
-    "not_collaborative": "a simple parallel jury (JURY_USE_COLLABORATIVE=false): no discussion",
+    "not_collaborative": "independent votes: the collaborative jury is off",
     "no_influence": "no round could move anyone, so none was run",
     "consensus": "consensus was reached",
     "stagnation": "no one changed position any more",

@@ -199,7 +199,7 @@ def rule_words(rule: dict[str, Any], tone: dict[str, Any] | None = None) -> str:
     if name == "praise":
         if rule.get("status") == "RETRY":
             return "praises the other speaker"
-        return "uses a judging word" + (f" ({quoted})" if quoted else "")
+        return "uses a praise word on its own" + (f" ({quoted})" if quoted else "")
     if name == "scatter":
         return f"scattered: {detail.split(' (')[0]}"
     if name == "line_length":
@@ -228,14 +228,20 @@ def status_why(review: dict[str, Any]) -> str:
         return ""
     tone = review.get("tone")
     parts = [rule_words(r, tone) for r in review.get("rules") or [] if r.get("status") in ("WARN", "RETRY")]
-    if review.get("status") == "MODIFY":
-        parts = ["shown mended by the director"] + parts + [str(c) for c in review.get("changes") or []]
+    if review.get("status") == "MODIFY":  # what was flagged, then what the director did about it
+        changes = "; ".join(str(c) for c in review.get("changes") or [])
+        return "; ".join(dict.fromkeys(parts)) + (f" — the director mended it: {changes}" if changes else "")
     rubric = review.get("rubric") or {}
     if rubric.get("failed"):
         parts.append("the rubric could not be scored")
     elif rubric.get("status") in ("WARN", "RETRY") and rubric.get("average") is not None:
         parts.append(f"the rubric scored it {float(rubric['average']):.1f} of 5")
     return "; ".join(dict.fromkeys(parts))
+
+
+def mended_mark(review: dict[str, Any], rule: dict[str, Any]) -> str:
+    """' ✏️' beside a rule's WARN that the director mended (a MODIFY line's WARNs are all such rules)."""
+    return " ✏️" if review.get("status") == "MODIFY" and rule.get("status") == "WARN" else ""
 
 
 def highlight(text: str, rules: list[dict[str, Any]]) -> str:
@@ -350,7 +356,8 @@ def _render_check_view(view: Collected, live: bool) -> None:
         _render_review(verdicts[-1])
         item = run_item(st.session_state.get(CHECK_RUN)) if not live else None
         if item is not None:
-            st.markdown("**Your mark:** is the line fine to say (OK), or should it be rewritten (RETRY)?")
+            what = "the mended line" if verdicts[-1].get("mended") is not None else "the line"
+            st.markdown(f"**Your mark:** is {what} fine to say (OK), or should it be rewritten (RETRY)?")
             label_buttons(
                 "director",
                 item.key,
@@ -379,6 +386,8 @@ def _render_review(review: dict[str, Any]) -> None:
     normalised = "**As written, normalised**" if review.get("mended") is not None else "**Normalised**"
     if marked != md(review["normalized"], inline=False):
         st.markdown(f"{normalised} (what the rules flagged, on their colour)")
+    elif any(r["status"] != "PASS" for r in review["rules"]):  # a rule that judges the line as a whole
+        st.markdown(f"{normalised} — the rules flagged the line as a whole, not a word of it (see the table)")
     else:  # PASS everywhere, or matches only a passing rule found: nothing is coloured, so none is promised
         st.markdown(f"{normalised} — no rule flagged a word of it")
     st.markdown(marked)
@@ -387,7 +396,7 @@ def _render_review(review: dict[str, Any]) -> None:
             [
                 {
                     "rule": r["rule"].replace("_", " "),  # 'topic loop', not the identifier
-                    "status": r["status"],
+                    "status": r["status"] + mended_mark(review, r),
                     "detail": tone_words(review["tone"]) if r["rule"] == "tone" else r["detail"],
                     "matches": ", ".join(r["matches"]),
                 }
@@ -399,11 +408,13 @@ def _render_review(review: dict[str, Any]) -> None:
         column_config={
             # 430 px in all: the table fits a 900 px window without a scroll (a long detail shows on hover)
             "rule": st.column_config.TextColumn("Rule", width=122),
-            "status": st.column_config.TextColumn("Status", width=52),
-            "detail": st.column_config.TextColumn("Detail", width=190),
+            "status": st.column_config.TextColumn("Status", width=70),
+            "detail": st.column_config.TextColumn("Detail", width=172),
             "matches": st.column_config.TextColumn("Matches", width=66),
         },
     )
+    if review.get("mended") is not None:
+        st.caption("✏️ a WARN the director mended itself: the line is shown mended (above), not sent back")
     tone = review["tone"]
     metric_row(
         [
@@ -614,6 +625,13 @@ def _render_batch(profiles: dict[str, Any]) -> None:
     frame = pd.DataFrame(retune_script(verdicts, averages, cfg))
     if "mended" in frame and frame["mended"].isna().all():
         frame = frame.drop(columns="mended")  # a column only when a line is shown mended (MODIFY)
+        if cfg.mend:
+            st.caption(
+                "No line of this script can be mended by the director (MODIFY): each flagged line also has a WARN "
+                "it does not mend, such as the tone. Upload a script to see the switch at work."
+            )
+    elif "mended" in frame:
+        frame["mended"] = frame["mended"].fillna("")  # blank, not "None", for the lines shown as written
     frame.columns = [str(c).replace("_", " ") for c in frame.columns]  # the rules' names in words
     frame.insert(int(frame.columns.get_loc("status")) + 1, "why", flagged_rules(frame))
     counts = frame["status"].value_counts()

@@ -291,10 +291,12 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         collaborative = c2.toggle(
             "Collaborative (discussion rounds)",
             key=KEY + "collaborative",
-            help="The seed's JURY_USE_COLLABORATIVE. On: phase 1, discussion rounds until consensus, the final "
-            "judgment. Off: a simple parallel jury — the jurors judge once and the final judgment reads their "
-            "verdicts; the run says so.",
+            help="On: each juror judges, they discuss in rounds until they agree (or stop moving), then the final "
+            "judgment. Off: independent votes — each juror judges once and the final judgment reads their "
+            "verdicts, no discussion. (Setting: JURY_USE_COLLABORATIVE.)",
         )
+        if not collaborative:
+            c2.caption("Will run: each juror judges once → the final judgment. No discussion rounds.")
         rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds", disabled=not collaborative)
         stagnation = c2.number_input(
             "Stop after still rounds",

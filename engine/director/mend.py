@@ -98,10 +98,10 @@ def neutral_praise(text: str) -> tuple[str, list[str]]:
     changes: list[str] = []
     dropped = _outside_quotes(text, drop).lstrip()
     if said and _SPOKEN.search(_QUOTE_OR_PAREN.sub("", dropped)):  # something of the speaker's own is left
-        changes.append("dropped " + ", ".join(repr(x) for x in dict.fromkeys(said)) + " (praise said alone)")
+        changes.append("dropped the praise word said alone: " + ", ".join(repr(x) for x in dict.fromkeys(said)))
         text = dropped
     text = _outside_quotes(text, swap)
-    return text, changes + [f"replaced {change} (praise)" for change in dict.fromkeys(swapped)]
+    return text, changes + [f"replaced the praise word {change}" for change in dict.fromkeys(swapped)]
 
 
 def _chars(text: str) -> int:
@@ -132,7 +132,8 @@ def within_length(text: str, ceiling: int) -> tuple[str, list[str]]:
     if not kept or kept == text.rstrip("\n "):
         return text, []
     dropped = sum(1 for p in parts if p.strip()) - sum(1 for p in _SENTENCE.findall(kept) if p.strip())
-    return kept, [f"cut the last {dropped} sentence(s): {_chars(text)} → {_chars(kept)} characters"]
+    sentences = "the last sentence" if dropped == 1 else f"the last {dropped} sentences"
+    return kept, [f"cut {sentences} to fit the length advice: {_chars(text)} → {_chars(kept)} characters"]
 
 
 def propose(text: str, warned: frozenset[str], ceiling: int) -> Mend | None:

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from engine.store import Store
 
 PARALLEL_JURY_TEXT = (
-    "A simple parallel jury (JURY_USE_COLLABORATIVE=false): the jurors judged once, in parallel, and the final "
-    "judgment reads their verdicts — no discussion rounds."
+    "Independent votes, no discussion (the collaborative jury is off): each juror judged once, and the final "
+    "judgment reads their verdicts."
 )
 IDLE_DISCUSSION_TEXT = (
     "No discussion round was run: every juror's fitted map gives the others' verdicts weight 0, so a round "

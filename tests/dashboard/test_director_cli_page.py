@@ -180,6 +180,7 @@ def test_lab_checks_a_line_with_highlights() -> None:
 def test_lab_examples_fill_the_form_and_a_modify_line_is_shown_mended() -> None:
     """#39 (1): an example of each status fills the form; a MODIFY line shows the line as the director shows it."""
     at = AppTest.from_function(_page, default_timeout=60).run()
+    at.button(key="director.check").click().run()  # a check first: the next example must still fill the form
     at.button(key="director.example.MODIFY · praise word").click().run()
     assert at.selectbox(key="director.character").value == "ayu"
     assert at.text_area(key="director.line").value == "今日はすごく暑いですね。水分補給が推奨されています。"
@@ -187,8 +188,11 @@ def test_lab_examples_fill_the_form_and_a_modify_line_is_shown_mended() -> None:
     assert not at.exception
     assert any("MODIFY" in m.value for m in at.markdown)
     assert any("Shown as" in m.value for m in at.markdown)
+    rules = next(df.value for df in at.dataframe if "rule" in df.value.columns)
+    assert rules.set_index("rule").loc["praise", "status"] == "WARN ✏️"
+    assert any("is the mended line fine to say" in m.value for m in at.markdown)
     assert "今日はとても暑いですね。水分補給が推奨されています。" in [t.value for t in at.text]
-    assert any("replaced 'すごく' → 'とても'" in m.value.replace("\\", "") for m in at.markdown)
+    assert any("replaced the praise word 'すごく' → 'とても'" in m.value.replace("\\", "") for m in at.markdown)
 
 
 def test_every_rubric_model_picker_has_its_judge_method() -> None:
@@ -459,4 +463,4 @@ def test_modify_in_the_cli_the_batch_counts_and_the_export(tmp_path: Path) -> No
     assert rows[0]["mended"] == "今日はとても暑いですね。水分補給が推奨されています。" and "mended" not in rows[1]
     lines = {r["id"]: r for r in tables(load_run(Store(), summary["run_id"]))["director_lines"].rows}
     assert lines["a"]["status"] == "MODIFY" and lines["a"]["mended"] == rows[0]["mended"]
-    assert lines["a"]["changes"] == "replaced 'すごく' → 'とても' (praise)"
+    assert lines["a"]["changes"] == "replaced the praise word 'すごく' → 'とても'"

@@ -153,4 +153,4 @@ def test_no_collaborative_runs_a_simple_parallel_jury_and_says_so(two_cases: Pat
     result = json.loads(out)["result"]
     assert result["discussion_rounds"] == [] and result["termination_reason"] == "not_collaborative"
     code, text = invoke("jury", "run", "--case", str(two_cases), "--method", "majority_vote", "--no-collaborative")
-    assert code == 0 and "A simple parallel jury (JURY_USE_COLLABORATIVE=false)" in text
+    assert code == 0 and "Independent votes, no discussion" in text

@@ -47,8 +47,13 @@ DOUBLED = "えー、ほんと？海って気持ちいいわ！！"  # a stray re
 @pytest.mark.parametrize(
     ("text", "profile", "mended", "change"),
     [
-        (LONG, YANA, LONG.split("！")[0] + "！", "cut the last 1 sentence(s): 104 → 59 characters"),
-        (PRAISED, AYU, "今日はとても暑いですね。水分補給が推奨されています。", "replaced 'すごく' → 'とても' (praise)"),
+        (LONG, YANA, LONG.split("！")[0] + "！", "cut the last sentence to fit the length advice: 104 → 59 characters"),
+        (
+            PRAISED,
+            AYU,
+            "今日はとても暑いですね。水分補給が推奨されています。",
+            "replaced the praise word 'すごく' → 'とても'",
+        ),
         (DOUBLED, YANA, "えー、ほんと？海って気持ちいいわ！", "folded '！！' to '！'"),
     ],
 )

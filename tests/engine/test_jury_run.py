@@ -484,7 +484,7 @@ def test_jury_use_collaborative_false_is_a_simple_parallel_jury() -> None:
     types = [t for t, _ in events]
     assert types[-4:] == ["discussion_skipped", "discussion_ended", "final_judgment", "jury_finished"]
     skipped = dict(events)["discussion_skipped"]
-    assert skipped["reason"] == "not_collaborative" and "simple parallel jury" in skipped["text"]
+    assert skipped["reason"] == "not_collaborative" and "Independent votes, no discussion" in skipped["text"]
     assert alone.final_verdict == "unsafe_fail"  # the phase-1 majority, read by the final judgment
     view = JuryView.fold(events)
     assert view.skipped is not None and view.rounds == []
