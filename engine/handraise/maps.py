@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from engine.embeddings import TextEmbedder
+    from engine.handraise.cast import Participant
     from engine.judgemaps import Calibration
     from models.base import ChatModel
 
@@ -61,19 +62,24 @@ async def calibration_rows(
         )
         for p, emb in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
             if p.id in item.labels:
-                rows.append(
-                    {
-                        "item": item.id,
-                        "cast": ",".join(sorted(q.id for q in cast)),
-                        "participant": p.id,
-                        "label": bool(item.labels[p.id]),
-                        "language": item.language,
-                        "embedder": embedder_id,
-                        **features.get(p.id, {}),
-                        **{k: v for k, v in emb.items() if k != "expertise"},
-                    }
-                )
+                rows.append(split_row(item, cast, p, features.get(p.id, {}), emb) | {"embedder": embedder_id})
     return rows
+
+
+def split_row(
+    item: BenchItem, cast: Sequence[Participant], p: Participant, features: Mapping[str, Any], emb: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One labelled participant of a calibration split as a fitting row: who and what it is (item, cast, label,
+    language), the judge's features and the embedding features (the expertise named is not a number)."""
+    return {
+        "item": item.id,
+        "cast": ",".join(sorted(q.id for q in cast)),
+        "participant": p.id,
+        "label": bool(item.labels[p.id]),
+        "language": item.language,
+        **features,
+        **{k: v for k, v in emb.items() if k != "expertise"},
+    }
 
 
 def fit_calibrations(

@@ -11,7 +11,7 @@ from engine.handraise.benchmark import BenchItem
 from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.features import embedding_features
 from engine.handraise.likelihood import HANDRAISE
-from engine.handraise.maps import CONTEXT_MODES, _fit_will_maps, cross_validate
+from engine.handraise.maps import CONTEXT_MODES, _fit_will_maps, cross_validate, split_row
 from engine.handraise.selfjudge import SELF_FEATURES, self_features, self_map_id
 from engine.judgemaps import Calibration, new_version
 
@@ -32,17 +32,7 @@ async def self_calibration_rows(
         features, _ = await self_features(lambda _id: model, cast, turns, context_turns)
         for p, e in zip(cast, embedding_features(cast, turns, context_turns, embedder), strict=True):
             if p.id in item.labels:
-                rows.append(
-                    {
-                        "item": item.id,
-                        "cast": ",".join(sorted(q.id for q in cast)),
-                        "participant": p.id,
-                        "label": bool(item.labels[p.id]),
-                        "language": item.language,
-                        **features[p.id],
-                        **{k: v for k, v in e.items() if k != "expertise"},
-                    }
-                )
+                rows.append(split_row(item, cast, p, features[p.id], e))
     return rows
 
 
