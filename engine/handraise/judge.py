@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from engine.embeddings import TextEmbedder
     from engine.judgemaps import Calibration
     from models.base import ChatModel
+    from models.types import OptionScores
 
 
 @dataclass
@@ -63,6 +64,14 @@ class JudgeCall:
         call_id = getattr(completion, "call_id", None)
         if call_id is not None:
             self.call_ids.append(call_id)
+
+    def add_scores(self, calls: Sequence[OptionScores]) -> None:
+        """Scoring calls (`score_options`): their count, prompt tokens and ids (their latency is timed around them)."""
+        for c in calls:
+            self.calls += 1
+            self.prompt_tokens += c.prompt_tokens
+            if c.call_id is not None:
+                self.call_ids.append(c.call_id)
 
 
 FIELDS = ("relevance", "novelty", "confidence")
@@ -400,19 +409,17 @@ class WillJudge:
         return parse_template_fill(completion.text, [p.id for p in who])
 
     async def _self(self, who: Sequence[Participant], turns: Sequence[Turn], facts: JudgeCall) -> list[Components]:
-        """Method B: each participant judges itself — by likelihood where its model is a base model or has a fitted
-        self map (engine/handraise/selfjudge.py: the RESPOND bias corrected), else by writing a SelfJudgment."""
+        """Method B: each participant judges itself — by likelihood where its model is a base model, through its
+        fitted self map (engine/handraise/selfjudge.py: the RESPOND bias corrected), else by writing a SelfJudgment."""
         read = [p for p in who if reads_by_likelihood(self.model(p.model_id))]
         if read:
             started = time.perf_counter()
             comps, calls = await self_components(self.model, read, turns, self.config.context_turns, self.embedder)
             facts.latency_s += time.perf_counter() - started
-            for c in calls:
-                facts.calls += 1
-                facts.prompt_tokens += c.prompt_tokens
-                facts.call_ids += [c.call_id] if c.call_id is not None else []
-            written = {c.model: c for c in await self._self_written([p for p in who if p not in read], turns, facts)}
-            return [next(c for c in comps if c.model == p.id) if p in read else written[p.id] for p in who]
+            facts.add_scores(calls)
+            judged = {c.model: c for c in comps}
+            judged |= {c.model: c for c in await self._self_written([p for p in who if p not in read], turns, facts)}
+            return [judged[p.id] for p in who]
         return await self._self_written(who, turns, facts)
 
     async def _self_written(
@@ -462,11 +469,7 @@ class WillJudge:
                 features, calls = await handraise_features(model, who, turns, self.config.context_turns)
         except ModelError as exc:
             return [components_from(p.id, None, [f"judge_error:{type(exc).__name__}"]) for p in who]
-        for c in calls:
-            facts.calls += 1
-            facts.prompt_tokens += c.prompt_tokens
-            if c.call_id is not None:
-                facts.call_ids.append(c.call_id)
+        facts.add_scores(calls)
         best = best_expertise(who, calls)
         cal, notes = choice.calibration, list(choice.flags)
         emb = embedding_features(who, turns, self.config.context_turns, self.embedder)
