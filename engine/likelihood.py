@@ -29,7 +29,15 @@ CONTENT_FREE = "N/A"
 
 
 def lines(speakers_texts: Sequence[tuple[str, str]]) -> str:
-    return "\n".join(f"{who}: {quote(text)}" for who, text in speakers_texts) or "(empty)"
+    """One line per turn, `Name: "text"`: the text always quoted, a name quoted when it holds a line break or
+    any other unprintable character (so a name cannot forge a turn of its own; a plain name reads as it always
+    has, which keeps recorded prompts and the maps fitted on them unchanged)."""
+    return "\n".join(f"{_speaker(who)}: {quote(text)}" for who, text in speakers_texts) or "(empty)"
+
+
+def _speaker(who: object) -> str:
+    name = str(who)
+    return name if name.isprintable() and name.strip() == name else quote(name)
 
 
 def per_token(logprob: float, tokens: int) -> float:

@@ -455,7 +455,8 @@ def self_calibration_job(data: Path, judge_model: str = "gemma3-270m", limit: in
         items = parse_benchmark(read_text(data), str(data))[:limit]
     except ValueError as exc:  # InputError (the file) or the rows
         raise fail(str(exc)) from None
-    store, resolver, _ = _setup("self", judge_model, 0.6, [], None)
+    store, resolver, _ = _setup("self", judge_model, 0.6, [judge_model], None)
+    _require_base_model(judge_model)
 
     async def rows() -> list[dict[str, Any]]:
         return await self_calibration_rows(items, resolver(judge_model))
@@ -464,6 +465,20 @@ def self_calibration_job(data: Path, judge_model: str = "gemma3-270m", limit: in
         return [fit_self_calibration(rows, judge_model, str(data), file_sha256(data))]
 
     return RefitJob(store, "handraise", self_map_id(judge_model), data, rows, fit, limit)
+
+
+def _require_base_model(model_id: str) -> None:
+    """A self map is read only for a model whose self-judgment is read by likelihood (a base model,
+    `ModelSpec.preferred_judge`); an instruction model writes its self-judgment, so a map for it would never be
+    read: refused (exit 1) before any model runs."""
+    from models.catalog import load_catalog  # CLI start-up
+
+    spec = load_catalog().get(model_id)
+    if spec.preferred_judge != "likelihood":
+        raise fail(
+            f"--judge self: {model_id} writes its self-judgment (an instruction model), so a self map for it "
+            "would never be read; a self map is fitted for a base model (e.g. gemma3-270m)"
+        )
 
 
 def _fit_with_gate(

@@ -35,6 +35,7 @@ from engine.labels.items import labelable_items
 from engine.labels.refit import LabelRefit, flat, map_name, rounded
 from engine.labelstore import Label, LabelError, label_spec, list_labels
 from engine.store import Store
+from models.errors import ModelUnavailable
 from models.source import model_source
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ def checked_map_ids(labels: Sequence[Label]) -> None:
         item = lab.item_key if lab.item_key.isprintable() and len(lab.item_key) <= 60 else shown(lab.item_key, 60)
         for field_name in ("map_id", "judge_model"):
             value = lab.context.get(field_name)
-            if value not in (None, "") and not is_name(value):
+            if value not in (None, "") and (not is_name(value) or value == SELF_PREFIX):
                 raise LabelError(f"label {lab.id} ({item}): context.{field_name}: {shown(value)} is not a map id")
         features = lab.context.get("features")
         for key, value in features.items() if isinstance(features, Mapping) else ():
@@ -258,6 +259,23 @@ def _fittable_rows(labels: Sequence[Label]) -> list[dict[str, Any]]:
     return rows
 
 
+def _rows_for(rows: Sequence[Mapping[str, Any]], model_id: str) -> list[dict[str, Any]]:
+    """The rows a map of `model_id` can be fitted on: those that name it (or no map) and carry every feature of
+    its family (a likelihood hand names no map but lacks a self map's features). LabelError when too few are
+    left, or only one value."""
+    needed = family(model_id)[2]
+    kept = [dict(r) for r in rows if r.get("map_id") in (None, model_id) and all(f in r for f in needed)]
+    least = label_spec("handraise").min_labels
+    if len(kept) < least:
+        raise LabelError(
+            f"labels: {len(kept)} hand label(s) carry the features of map {model_id} — at least {least} are "
+            "needed to refit it"
+        )
+    if len({bool(r["label"]) for r in kept}) < 2:
+        raise LabelError(f"labels: every hand label for map {model_id} has one value — label both Speak and Skip")
+    return kept
+
+
 def _diagnosis(name: str, model_id: str, right: Sequence[bool], truth: Sequence[bool]) -> dict[str, Any]:
     """What the refit measured, stored as the map's diagnosis: pages that offer the map read it (not "no
     figure")."""
@@ -290,7 +308,7 @@ def refit_hand_raise(
     checked_map_ids(labels)  # before anything reads them: a label never names a path
     rows = _fittable_rows(labels)
     model_id = _map_id(rows, labels)
-    rows = [r for r in rows if r.get("map_id") in (None, model_id)]
+    rows = _rows_for(rows, model_id)
     extra = _split_rows(store, model_id, models, config) if with_split else []
     messages = len({str(r["item"]) for r in rows})
     folds = messages if messages <= FOLDS_ALL else FOLDS
@@ -358,13 +376,15 @@ def _split_rows(
     judge, *partners = model_id.removeprefix(SELF_PREFIX).split("+")
     path = CALIBRATION_DIR / "handraise-calib.jsonl"
     items = parse_benchmark(read_text(path), str(path))
+    try:
+        judge_model, partner_models = source(judge), [source(p) for p in partners]
+    except (KeyError, ModelUnavailable) as exc:  # a map id naming a model this catalog lacks, or one not ready
+        raise LabelError(f"with_split: map {model_id}: {exc.args[0] if exc.args else exc}") from None
     with run_context(store, "calibration", {"mechanism": "handraise", "model": model_id, "data": str(path)}):
         if is_self_map(model_id):  # the self-judgment's features, each seat judged by the map's model
-            rows = asyncio.run(self_calibration_rows(items, source(judge), config.context_turns))
+            rows = asyncio.run(self_calibration_rows(items, judge_model, config.context_turns))
         else:
-            rows = asyncio.run(
-                calibration_rows(items, source(judge), config.context_turns, None, [source(p) for p in partners])
-            )
+            rows = asyncio.run(calibration_rows(items, judge_model, config.context_turns, None, partner_models))
     return [r | {"item": f"split:{r['item']}", "participant": f"split:{r['participant']}"} for r in rows]
 
 

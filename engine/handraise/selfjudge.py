@@ -16,7 +16,7 @@ The correction is a map fitted on the calibration split through the seed's will 
 maps are (`engine.handraise.maps._fit_will_maps`: relevance and confidence maps of these features, novelty of the
 answers already given), stored as `handraise.likelihood.self.<model>.json` (`self_map_id`) so the Labels page's
 refit (Speak / Skip) refits it like the likelihood judge's. Without a map the self-judgment is the uncorrected
-P(RESPOND), flagged `self:unmapped`."""
+P(RESPOND), flagged `self:unmapped` (and `self_map:<its map id>`, so labels of its hands can fit that map)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ def self_map_id(model_id: str) -> str:
 
 
 def is_self_map(map_id: object) -> bool:
-    return isinstance(map_id, str) and map_id.startswith(SELF_PREFIX)
+    """A self map's id: the prefix and a model id after it (a bare `self.` names no model)."""
+    return isinstance(map_id, str) and map_id.startswith(SELF_PREFIX) and len(map_id) > len(SELF_PREFIX)
 
 
 def self_prompt(p: Participant, shown: Sequence[tuple[str, str]], names: dict[str, str]) -> str:
@@ -130,7 +131,8 @@ async def self_components(
         said = "RESPOND" if f["self_raw"] > 0 else "SKIP"
         if cal is None:
             rel = conf = respond_probability(f)
-            flags = ["self:likelihood", "self:unmapped"]
+            # the map a refit from this hand's label would fit (labels of unmapped hands bootstrap one)
+            flags = ["self:likelihood", "self:unmapped", f"self_map:{self_map_id(p.model_id)}"]
         else:
             rel, conf = cal.apply("relevance", f), cal.apply("confidence", f)
             flags = ["self:likelihood", f"calibration:{cal.version}", f"self_map:{cal.model_id}"]

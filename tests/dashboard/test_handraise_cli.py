@@ -110,6 +110,11 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert code == 2 and "OPENAI_API_KEY" in out
     code, out = invoke("handraise", "eval", "--benchmark", str(BENCH), "--judge", "vote")
     assert code == 1 and "judge_method" in out
+    # a self map: for a model of the catalog, and a base model only (an instruction model's map is never read)
+    code, out = invoke("handraise", "calibrate", "--judge", "self", "--judge-model", "nosuchmodel")
+    assert code == 1 and "unknown model 'nosuchmodel'" in out
+    code, out = invoke("handraise", "calibrate", "--judge", "self", "--judge-model", "smollm2-135m")
+    assert code == 1 and "instruction model" in out and "never be read" in out
 
 
 @pytest.mark.model  # the bundled Gemma

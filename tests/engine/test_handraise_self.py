@@ -5,6 +5,7 @@ from Speak / Skip labels."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from engine.handraise.label_refit import family, label_rows, refit_hand_raise
 from engine.handraise.selfjudge import SELF_FEATURES, is_self_map, self_features, self_map_id
 from engine.handraise.selfmaps import fit_self_calibration, respond_rates
 from engine.judgemaps import load_calibration
-from engine.labelstore import Label
+from engine.labelstore import Label, LabelError
 from engine.store import Store
 
 CAST = [
@@ -62,6 +63,27 @@ def test_the_judge_reads_a_base_models_self_judgment_through_its_shipped_map(tmp
         assert f"calibration:{shipped.version}" in c.flags and "fallback" not in c.flags
         assert {"self_raw", "self_lo", "self_rel", "answer_cos", "own_cos"} <= set(c.features)
         assert 0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.reason.startswith("said ")
+
+
+def test_an_unmapped_self_judgment_names_the_map_its_labels_would_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base model without a self map: the uncorrected P(RESPOND), flagged `self:unmapped`, and the hand names the
+    map a refit from its labels would fit (`self_map:self.<model>`), so labels of unmapped hands bootstrap one."""
+    from engine import judgemaps
+    from models.catalog import load_catalog
+    from models.registry import ModelHub
+
+    monkeypatch.setattr(judgemaps, "load_calibration", lambda *a, **k: None)  # no map for this model
+    store = Store(f"sqlite:///{tmp_path / 'calls.db'}")
+    try:
+        judge = WillJudge(CAST, ModelHub(load_catalog(), call_log=store).get, HandRaiseConfig(judge_method="self"))
+        comps, _ = asyncio.run(judge.judge(TURNS))
+    finally:
+        store.dispose()
+    for c in comps:
+        assert {"self:likelihood", "self:unmapped", f"self_map:{self_map_id('gemma3-270m')}"} <= set(c.flags)
+        assert not any(f.startswith("calibration:") for f in c.flags) and "self_lo" in c.features
 
 
 def test_an_instruction_model_still_writes_its_self_judgment() -> None:
@@ -154,6 +176,38 @@ def test_speak_and_skip_labels_refit_the_self_map(tmp_path: Path, monkeypatch: p
     assert refit.comparison.test == "exact McNemar" and refit.candidate_score is not None
 
 
+def test_a_self_refit_leaves_out_likelihood_labels_that_name_no_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Labels of the likelihood judge (no map id, none of the self features) beside self labels: the self refit
+    fits on the self rows only (it crashed on the likelihood rows' missing `self_lo`); too few self rows is a
+    LabelError, never a KeyError."""
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    map_id = self_map_id("gemma3-270m")
+    labels = [_label(i, r, map_id) for i, r in enumerate(_biased_rows(10, seed=7))]
+    likelihood = {f: 0.5 for f in ("pmi_mean", "pmi_rel", "pmi_last_rel", "pmi_max", "max_rel")}
+    for i in range(12):
+        row: dict[str, float | str | bool] = {
+            "item": f"l{i}",
+            "participant": "p0",
+            "label": i % 2 == 0,
+            **likelihood,
+            "answer_cos": -1.0,
+            "own_cos": -1.0,
+        }
+        lab = _label(100 + i, row, map_id)
+        labels.append(dataclasses.replace(lab, context={**lab.context, "map_id": None}))
+    assert len(label_rows(labels)) == 42
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        refit = refit_hand_raise(store, labels=labels)
+        assert refit.model_id == map_id and refit.n_labels == 30
+        with pytest.raises(LabelError, match="carry the features of map self.gemma3-270m"):
+            refit_hand_raise(store, labels=labels[25:])
+    finally:
+        store.dispose()
+
+
 def test_the_shipped_self_map_was_fitted_on_the_split_never_the_benchmark() -> None:
     shipped = load_calibration("handraise.likelihood", self_map_id("gemma3-270m"))
     assert shipped is not None and "handraise-calib" in shipped.fitted_on and "benchmark" not in shipped.fitted_on
@@ -162,3 +216,21 @@ def test_the_shipped_self_map_was_fitted_on_the_split_never_the_benchmark() -> N
     m = shipped.metrics
     # the bias as measured on the split, and its correction held out (figures in docs/handraise.md)
     assert m["uncorrected_respond_rate"] > m["label_speak_rate_ci"][1]
+
+
+def test_a_bare_self_map_id_and_a_split_model_not_there_are_label_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`self.` names no model: refused by name like any other bad map id. A self map whose model the lookup lacks:
+    the with-split refit says so as a LabelError (it was a KeyError)."""
+    monkeypatch.setenv("JUDGELAB_MAPS_DIR", str(tmp_path / "maps"))
+    rows = _biased_rows(10, seed=9)
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        with pytest.raises(LabelError, match="context.map_id: 'self.' is not a map id"):
+            refit_hand_raise(store, labels=[_label(i, r, "self.") for i, r in enumerate(rows)])
+        labels = [_label(i, r, self_map_id("nosuch")) for i, r in enumerate(rows)]
+        with pytest.raises(LabelError, match="with_split: map self.nosuch"):
+            refit_hand_raise(store, labels=labels, with_split=True, models={})
+    finally:
+        store.dispose()
