@@ -130,6 +130,11 @@ def hanley_mcneil(auc: float, positives: int, negatives: int, level: float = sta
     )
     z = {0.95: 1.959964, 0.9: 1.644854, 0.99: 2.575829}.get(level, 1.959964)
     half = z * math.sqrt(max(var, 0.0))
+    if half <= 1e-12:  # at 0 or 1 its variance vanishes: a conservative Wilson bound instead (`stats.auc_bound`)
+        n_eff = min(positives, negatives)
+        w = stats.wilson(round(auc * n_eff), n_eff, level)
+        assert w is not None
+        return stats.Interval(w.low, w.high, "wilson (pairs, smaller class)", positives + negatives, level)
     return stats.Interval(max(0.0, auc - half), min(1.0, auc + half), "Hanley–McNeil", positives + negatives, level)
 
 

@@ -53,6 +53,10 @@ class Stat:
 
     kernel: Kernel
     columns: tuple[np.ndarray, ...]
+    # An analytic interval (level → Interval): `exact` replaces the bootstrap (a proportion: Wilson), `fallback`
+    # stands in where the bootstrap collapses to one value (F1 or AUC at 0 or 1): never a zero-width interval.
+    exact: Callable[[float], Interval | None] | None = None
+    fallback: Callable[[float], Interval | None] | None = None
 
     def __call__(self, weights: Weights) -> np.ndarray:
         return self.kernel(*self.columns)(weights)
@@ -222,7 +226,11 @@ def bootstrap(
     clusters: Sequence[object] | None = None,
     level: float = LEVEL,
 ) -> tuple[float | None, Interval | None]:
-    """The statistic on the sample and its percentile bootstrap interval (over items, or over clusters)."""
+    """The statistic on the sample and its interval: a proportion's Wilson interval (`Stat.exact`; over clustered
+    items, the hull of it and the cluster bootstrap's, so neither the clustering nor a collapse at 0 or 1 is
+    lost), else the percentile bootstrap over items or clusters. A bootstrap that collapses to one value gives
+    the statistic's analytic `fallback`, or no interval — never a zero-width one — and an interval always holds
+    its estimate (a percentile interval that misses a biased statistic's estimate is widened to it)."""
     n_items = statistic.n
     if n_items <= 0:
         return None, None
@@ -231,13 +239,30 @@ def bootstrap(
     observed = float(fn(units.counts[None, :])[0])
     if not np.isfinite(observed):
         return None, None
+    exact = statistic.exact(level) if statistic.exact else None
     n_units = n_items if clusters is None else units.n_clusters
-    if n_units < 2:  # one unit resampled is itself every time: no interval, rather than a zero-width one
-        return observed, None
-    bounds = _percentile(fn(_unit_weights(units, resamples, seed)), level)
-    if bounds is None:
-        return observed, None
-    return observed, Interval(bounds[0], bounds[1], "bootstrap", n_units, level)
+    if exact is not None and (clusters is None or n_units >= n_items or n_units < 2):
+        return observed, _holding(exact, observed)
+    boot = None
+    if n_units >= 2:  # one unit resampled is itself every time
+        bounds = _percentile(fn(_unit_weights(units, resamples, seed)), level)
+        if bounds is not None and bounds[1] - bounds[0] > 1e-12:
+            boot = Interval(bounds[0], bounds[1], "bootstrap", n_units, level)
+    if exact is not None:  # the hull rests on the clusters (what the bootstrap drew)
+        hull = exact if boot is None else _hull(boot, exact, "wilson + cluster bootstrap")
+        return observed, _holding(hull, observed)
+    if boot is None and statistic.fallback is not None:
+        boot = statistic.fallback(level)
+    return observed, None if boot is None else _holding(boot, observed)
+
+
+def _holding(interval: Interval, estimate: float) -> Interval:
+    """The interval widened, if need be, to hold its estimate (a percentile interval of a biased statistic, e.g.
+    ECE, can miss it)."""
+    if interval.low <= estimate <= interval.high:
+        return interval
+    low, high = min(interval.low, estimate), max(interval.high, estimate)
+    return Interval(low, high, interval.method + " (widened to the estimate)", interval.n, interval.level)
 
 
 def looped(fn: Callable[[np.ndarray], float | None], n_items: int) -> Stat:
@@ -269,8 +294,18 @@ def _mean(x: np.ndarray) -> Callable[[Weights], np.ndarray]:
     return lambda w: safe_div(w @ x, w.sum(axis=1))
 
 
+def _binary(x: np.ndarray) -> bool:
+    return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
+
+
+def _wilson_of(successes: float, n: float) -> Callable[[float], Interval | None]:
+    return lambda level: wilson(int(round(successes)), int(round(n)), level)
+
+
 def w_mean(values: Values) -> Stat:
-    return Stat(_mean, (np.asarray(values, dtype=float),))
+    """The mean; of right/wrong flags (0/1 only) a proportion, whose interval is Wilson's."""
+    x = np.asarray(values, dtype=float)
+    return Stat(_mean, (x,), exact=_wilson_of(x.sum(), x.size) if _binary(x) else None)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> Callable[[Weights], np.ndarray]:
@@ -278,18 +313,23 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> Callable[[Weights], np.ndarray]:
 
 
 def w_ratio(numerator: Values, denominator: Values) -> Stat:
-    """Σ numerator / Σ denominator (a ratio estimator, e.g. calls kept of calls made, per scope)."""
-    return Stat(_ratio, (np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)))
+    """Σ numerator / Σ denominator (a ratio estimator, e.g. calls kept of calls made, per scope); of 0/1 flags
+    where each counted item is one of the denominator's, a proportion (Wilson)."""
+    num, den = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    counted = _binary(num) and _binary(den) and bool(np.all(num <= den)) and den.sum() > 0
+    return Stat(_ratio, (num, den), exact=_wilson_of(num.sum(), den.sum()) if counted else None)
 
 
 def w_precision(predicted: Flags, actual: Flags) -> Stat:
+    """Right among the said: a proportion of the predicted positives (Wilson)."""
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return Stat(_ratio, ((p & a).astype(float), p.astype(float)))
+    return w_ratio((p & a).astype(float), p.astype(float))
 
 
 def w_recall(predicted: Flags, actual: Flags) -> Stat:
+    """Found among the positives: a proportion of the actual positives (Wilson)."""
     p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
-    return Stat(_ratio, ((p & a).astype(float), a.astype(float)))
+    return w_ratio((p & a).astype(float), a.astype(float))
 
 
 def _f1(p: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
@@ -298,8 +338,24 @@ def _f1(p: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
 
 
 def w_f1(predicted: Flags, actual: Flags) -> Stat:
-    """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side."""
-    return Stat(_f1, (np.asarray(predicted, bool), np.asarray(actual, bool)))
+    """F1 = 2TP / (2TP + FP + FN); undefined when there is nothing positive on either side. Where the bootstrap
+    collapses (every positive found and nothing else said: F1 1; nothing found: F1 0), the harmonic mean of the
+    Wilson bounds of precision and recall stands in (F1 lies between the two, so between their bounds' means)."""
+    p, a = np.asarray(predicted, bool), np.asarray(actual, bool)
+    tp, said, real = int((p & a).sum()), int(p.sum()), int(a.sum())
+
+    def fallback(level: float) -> Interval | None:
+        ends = [w for w in (wilson(tp, said, level), wilson(tp, real, level)) if w is not None]
+        if not ends:
+            return None
+        low, high = (_harmonic([getattr(w, side) for w in ends]) for side in ("low", "high"))
+        return Interval(low, high, "wilson (precision, recall)", p.size, level)
+
+    return Stat(_f1, (p, a), fallback=fallback)
+
+
+def _harmonic(values: Sequence[float]) -> float:
+    return 0.0 if min(values) <= 0 else len(values) / sum(1 / v for v in values)
 
 
 def _auc(s: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
@@ -322,8 +378,24 @@ def _auc(s: np.ndarray, a: np.ndarray) -> Callable[[Weights], np.ndarray]:
 
 
 def w_auc(scores: Values, actual: Flags) -> Stat:
-    """ROC AUC as P(positive outscores negative), ties counted half."""
-    return Stat(_auc, (np.asarray(scores, float), np.asarray(actual, bool)))
+    """ROC AUC as P(positive outscores negative), ties counted half; where the bootstrap collapses (the classes
+    perfectly separated), `auc_bound`."""
+    s, a = np.asarray(scores, float), np.asarray(actual, bool)
+    pos = int(a.sum())
+    return Stat(_auc, (s, a), fallback=lambda level: auc_bound(s, a, pos, a.size - pos, level))
+
+
+def auc_bound(scores: Values, actual: Flags, positives: int, negatives: int, level: float = LEVEL) -> Interval | None:
+    """An AUC at (or near) 0 or 1, where neither the bootstrap nor Hanley–McNeil has any width: the Wilson interval
+    of the pairs ordered right, counted as if there were only as many independent pairs as the smaller class
+    (a conservative effective n: every pair shares its positive or its negative with many others)."""
+    if positives < 1 or negatives < 1:
+        return None
+    stat = Stat(_auc, (np.asarray(scores, float), np.asarray(actual, bool)))
+    auc = float(stat(np.ones((1, stat.n)))[0])
+    n_eff = min(positives, negatives)
+    w = wilson(int(round(auc * n_eff)), n_eff, level)
+    return None if w is None else Interval(w.low, w.high, "wilson (pairs, smaller class)", positives + negatives, level)
 
 
 def auc_summary(scores: Values, labels: Flags) -> dict[str, Any] | None:

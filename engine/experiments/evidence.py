@@ -284,9 +284,14 @@ def table_evidence(
     tail = (1 - stats.LEVEL) / 2 * 100
     for j, i in enumerate(usable):
         finite = boot[j][np.isfinite(boot[j])]
+        interval = None
         if finite.size >= resamples // 2 and n_clusters >= 2:
             low, high = np.percentile(finite, [tail, 100 - tail])
-            evidence.intervals[i] = [round(float(low), 4), round(float(high), 4)]
+            interval = [float(low), float(high)] if high - low > 1e-12 else None  # collapsed: no width to claim
+        interval = _never_certain(kind, metric, suff[j].sum(axis=0), interval)
+        if interval is not None and np.isfinite(point[j]):
+            value = float(point[j])
+            evidence.intervals[i] = [round(min(interval[0], value), 4), round(max(interval[1], value), 4)]
     scored = [j for j in range(len(usable)) if np.isfinite(point[j])]
     if not scored:
         return evidence
@@ -316,6 +321,40 @@ def table_evidence(
         evidence.tied[usable[j]] = not (worse and p < 1 - stats.LEVEL)
         evidence.p_adjusted[usable[j]] = round(float(p), 6)
     return evidence
+
+
+# (kind, metric) → (successes, trials) from a cell's sums: a proportion, whose interval is Wilson's, hulled with
+# the cluster bootstrap's (so neither the clustering nor a collapse at 0 or 1 is lost).
+E = ECE_BINS
+COUNTS: dict[tuple[str, str], Callable[[np.ndarray], tuple[float, float]]] = {
+    ("binary", "precision"): lambda s: (s[0], s[0] + s[1]),
+    ("binary", "recall"): lambda s: (s[0], s[0] + s[2]),
+    ("binary", "accuracy"): lambda s: (s[3], s[4]),
+    ("correct", "accuracy"): lambda s: (s[0], s[1]),
+    ("scores", "proceed_rate"): lambda s: (s[2 * E], s[-1]),
+    ("scores", "proceed_precision"): lambda s: (s[2 * E + 1], s[2 * E]),
+    ("scores", "wrong_stopped"): lambda s: (s[2 * E + 2], s[2 * E + 3]),
+}
+
+
+def _never_certain(kind: str, metric: str, sums: np.ndarray, boot: list[float] | None) -> list[float] | None:
+    """A cell's interval as `stats.bootstrap` makes one: Wilson for a proportion (hulled with the bootstrap's),
+    the Wilson bounds of precision and recall for an F1 whose bootstrap collapsed, else the bootstrap's or none."""
+    counts = COUNTS.get((kind, metric))
+    if counts is not None:
+        k, n = counts(sums)
+        w = stats.wilson(int(round(k)), int(round(n))) if np.isfinite(n) and n >= 1 else None
+        if w is None:
+            return boot
+        return [min(w.low, boot[0]), max(w.high, boot[1])] if boot else [w.low, w.high]
+    if kind == "binary" and metric == "f1" and boot is None:
+        tp, fp, fn = (int(round(float(x))) for x in sums[:3])
+        predicted = [True] * (tp + fp) + [False] * fn
+        actual = [True] * tp + [False] * fp + [True] * fn
+        fallback = stats.w_f1(predicted, actual).fallback
+        interval = fallback(stats.LEVEL) if fallback and predicted else None
+        return None if interval is None else [interval.low, interval.high]
+    return boot
 
 
 def _bootstrap_z(diffs: np.ndarray, observed: np.ndarray) -> list[float]:

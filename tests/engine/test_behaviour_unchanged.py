@@ -41,6 +41,8 @@ ADDED_SINCE = frozenset(
 def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     if path.endswith("score") and isinstance(a, float) and isinstance(b, int) and b == math.floor(a + 0.5):
         return None  # #39: the jury's final score is the seed's int (0–100), the golden's float rounded once
+    if path.endswith("_ci") and _widened(a, b):
+        return None  # #38: a proportion's interval is Wilson's hulled with the bootstrap's: it may only widen
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} {json.dumps(a, default=str)[:200]} ≠ {json.dumps(b, default=str)[:200]}"
     if isinstance(a, dict):
@@ -67,6 +69,11 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     if path.endswith(".panel") and (a, b) == ("local", "local-gemma"):
         return None  # #36: the three-Gemma panel the golden ran kept its seats under a new name
     return None if a == b else f"{path}: {a!r} before, {b!r} now"
+
+
+def _widened(a: Any, b: Any) -> bool:
+    pair = [isinstance(x, list) and len(x) == 2 and all(isinstance(v, int | float) for v in x) for x in (a, b)]
+    return all(pair) and b[0] <= a[0] and b[1] >= a[1] and b != a
 
 
 def _modify_folded(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -128,7 +128,7 @@ def test_the_refit_fits_one_map_per_embedder_with_held_out_figures_by_language()
     ]
     for cal in cals:
         m = cal.metrics
-        assert m["cv_f1"] == 1.0 and m["cv_f1_ci"] == [1.0, 1.0] and m["cv_top1_ci"][1] == 1.0
+        assert m["cv_f1"] == 1.0 and m["cv_f1_ci"][1] == 1.0 > m["cv_f1_ci"][0] > 0.8 and m["cv_top1_ci"][1] == 1.0
         assert set(m["cv_by_language"]) == {"en", "ja"}
         assert m["cv_by_language"]["ja"]["items"] == 17 and m["cv_by_language"]["en"]["items"] == 18
     only = fit_calibrations(split, None, "split.jsonl", "0" * 64, embedders=["use-m3"])
