@@ -51,7 +51,8 @@ def test_no_interval_claims_certainty(predicted: list[bool], actual: list[bool],
         for make in (stats.w_precision, stats.w_recall):
             estimate, ci = stats.bootstrap(make(p, a), clusters=groups)
             _honest(estimate, ci, required=estimate is not None)
-        for statistic in (stats.w_f1(p, a), stats.w_auc(scores, a), stats.w_ece(scores, right), stats.w_brier(scores, a)):
+        others = (stats.w_f1(p, a), stats.w_auc(scores, a), stats.w_ece(scores, right), stats.w_brier(scores, a))
+        for statistic in others:
             estimate, ci = stats.bootstrap(statistic, clusters=groups, resamples=300)
             _honest(estimate, ci)
     rate, ci = stats.proportion(p)
