@@ -76,4 +76,4 @@ def test_a_biased_statistics_interval_is_widened_to_hold_its_estimate() -> None:
     conf = rng.uniform(size=30)
     right = rng.uniform(size=30) < conf
     estimate, ci = stats.bootstrap(stats.w_ece(conf, right))
-    assert ci is not None and ci.contains(estimate)
+    assert ci is not None and estimate is not None and ci.contains(estimate)
