@@ -459,10 +459,13 @@ def runs_compare(
     b: Annotated[str, typer.Argument(help="Run B, of the same kind.")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Two runs of one kind: what their configs change, their headline figures side by side, and — where the
-    kind has items — B − A on the items both judged, with its paired interval and p-value."""
+    """Two runs of one kind: what their configs change; where the kind has items, every metric both share as B − A
+    with its interval and p-value (paired on the items both judged — a two-sample test where they judged different
+    items, said so), Holm-adjusted across the metrics; the other headline figures side by side, rounded to what
+    their intervals support."""
     # CLI start-up: loaded when the command runs
-    from engine.history import NotComparable, cell, compare_runs
+    from engine.comparison import comparison_row
+    from engine.history import NotComparable, cell, compare_runs, figure_rows
     from engine.outcomes import NoItems, comparison_text, diff_runs
 
     store, run_a, run_b = _two_runs(a, b)
@@ -471,9 +474,10 @@ def runs_compare(
     except NotComparable as exc:
         raise fail(str(exc)) from None
     try:
-        paired = diff_runs(store, run_a, run_b).comparisons
-    except NoItems:
-        paired = {}
+        diff = diff_runs(store, run_a, run_b)
+        paired, items_note = diff.comparisons, diff.basis
+    except NoItems as exc:
+        paired, items_note = {}, str(exc)
     if as_json:
         emit_json(
             {
@@ -485,6 +489,8 @@ def runs_compare(
                 ],
                 "figures": [{"name": n, "a": x, "b": y} for n, x, y in comparison.figures],
                 "paired": {name: comp.to_dict() for name, comp in paired.items()},
+                "comparison": [comparison_row(name, comp) for name, comp in paired.items()],
+                "items": items_note,
             }
         )
         return
@@ -492,11 +498,14 @@ def runs_compare(
     say("config: " + ("the same" if not comparison.changes else f"{len(comparison.changes)} change(s)"))
     for change in comparison.changes:
         say(f"  {change.change:<8} {change.path}: {cell(change.a, 60)} → {cell(change.b, 60)}")
-    for name, x, y in comparison.figures:
-        if x != y:
-            say(f"  {name}: {cell(x, 40)} → {cell(y, 40)}")
+    say(f"items: {items_note}")
     for name, comp in paired.items():
-        say(comparison_text(name, comp))
+        say("  " + comparison_text(name, comp))
+    rows = [r for r in figure_rows(comparison, frozenset(paired)) if r["A"] != r["B"]]
+    if rows:
+        say("other figures (one value per run, no interval):")
+    for row in rows:
+        say(f"  {row['figure']}: {row['A']} → {row['B']}" + (f" ({row['B − A']})" if row["B − A"] else ""))
 
 
 @runs_app.command("diff")

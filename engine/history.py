@@ -9,6 +9,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.comparison import supported_digits
+from engine.stats import Interval
 from engine.store import Run
 
 Scalar = str | int | float | bool | None
@@ -111,6 +113,46 @@ def compare_runs(a: Run, b: Run, totals: Mapping[str, Mapping[str, Any]] | None 
     return RunComparison(
         a=a, b=b, changes=config_diff(a.config, b.config), figures=[(n, left.get(n), right.get(n)) for n in names]
     )
+
+
+def _digits(summary: Mapping[str, Any], prefix: str = "", depth: int = 1) -> Iterator[tuple[str, int]]:
+    """(figure name, the decimals its interval supports) for every summary figure stored with a `<name>_ci`."""
+    for key, value in summary.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        ci = summary.get(f"{key}_ci")
+        if isinstance(value, int | float) and isinstance(ci, list | tuple) and len(ci) == 2:
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in ci):
+                yield name, supported_digits(Interval(float(ci[0]), float(ci[1]), "stored", 0))
+        elif isinstance(value, Mapping) and depth < MAX_DEPTH and key not in WHOLE_RESULTS:
+            yield from _digits(value, name, depth + 1)
+
+
+def figure_text(value: Scalar, digits: int | None = None) -> str:
+    """A headline figure as people read it: a float to the digits its interval supports (`digits`), else four
+    significant digits — never 0.17630555555555555."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}" if digits is not None else f"{value:.4g}"
+    return cell(value)
+
+
+def figure_rows(comparison: RunComparison, skip: frozenset[str] = frozenset()) -> list[dict[str, str]]:
+    """The headline figures side by side as text — figure, A, B, B − A (one value per run: no interval; the
+    compared metrics, `skip`, have theirs in the item comparison) — rounded as `figure_text`."""
+    digits = dict(_digits(comparison.a.summary)) | dict(_digits(comparison.b.summary))
+    rows = []
+    for name, x, y in comparison.figures:
+        if name in skip or name.endswith("_ci"):
+            continue
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y))
+        d = digits.get(name)
+        delta = ""
+        if numbers and x != y:
+            gap = y - x  # type: ignore[operator]
+            delta = f"{gap:+d}" if isinstance(gap, int) else f"{gap:+.{d}f}" if d is not None else f"{gap:+.4g}"
+        rows.append({"figure": name, "A": figure_text(x, d), "B": figure_text(y, d), "B − A": delta})
+    return rows
 
 
 def cell(value: object, limit: int = 200) -> str:

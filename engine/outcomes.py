@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from engine import stats
+from engine.comparison import compare_items, supported_digits
 from engine.history import NotComparable
 from engine.store import Run, Store
 
@@ -31,6 +32,8 @@ class ItemOutcome:
     text: str = ""
     cluster: str = ""  # items that move together (a dialogue's participants): resampled as one
     link: str = ""  # the run that holds the item's detail (a jury case's own run), else the run itself
+    score: float | None = None  # the judge's score for the item (a will, a confidence, a rubric mean)…
+    truth: bool | None = None  # …and what it predicts (speaks, the answer was right, the line is acceptable)
 
 
 Change = Literal["right→wrong", "wrong→right", "label changed"]
@@ -55,6 +58,23 @@ class RunDiff:
     only_b: list[str]
     changes: list[ItemChange]
     comparisons: dict[str, stats.Comparison]  # metric → B − A
+
+    @property
+    def basis(self) -> str:
+        """What the comparison rests on, in words."""
+        if not self.shared:
+            return (
+                f"no item in common ({len(self.only_a)} in A, {len(self.only_b)} in B): compared as two samples, "
+                "not paired"
+            )
+        extra = (
+            f"; {len(self.only_a)} only in A and {len(self.only_b)} only in B left out"
+            if self.only_a or self.only_b
+            else ""
+        )
+        tested = sum(c.p_value is not None for c in self.comparisons.values())
+        holm = f"; p Holm-adjusted across {tested} metrics" if tested > 1 else ""
+        return f"paired on the {self.shared} items both judged{extra}{holm}"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -122,6 +142,8 @@ def _handraise_eval(store: Store, run: Run) -> list[ItemOutcome]:
                     correct=speaks == bool(gold),
                     text=_short(text),
                     cluster=str(item.get("id")),
+                    score=float(will) if isinstance(will, int | float) and not isinstance(will, bool) else None,
+                    truth=bool(gold),
                 )
             )
     return out
@@ -174,17 +196,63 @@ def _confidence_calibrate(store: Store, run: Run) -> list[ItemOutcome]:
             label=str(i.get("level")),
             text=_short(f"score {i.get('score', 0):.3f}; answer {'right' if i.get('correct') else 'wrong'}"),
             cluster=str(i.get("id")),
+            score=_number(i.get("score")),
+            truth=None if i.get("correct") is None else bool(i.get("correct")),
         )
         for i in items
         if isinstance(i, Mapping)
     ]
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _director_eval(store: Store, run: Run) -> list[ItemOutcome]:
+    """A labelled file of lines: the status each got (no gold status: changes are status changes); the rubric's
+    mean predicts the line's label (acceptable or not), so AUC compares."""
+    out = []
+    for line in _payloads(store, run, "director_eval_item"):
+        score = _number(line.get("rubric_score"))
+        out.append(
+            ItemOutcome(
+                key=str(line.get("id")),
+                label=str(line.get("status")),
+                text=_short(f"rubric {score:.2f}" if score is not None else "no rubric score"),
+                cluster=str(line.get("id")),
+                score=score,
+                truth=None if line.get("acceptable") is None else bool(line.get("acceptable")),
+            )
+        )
+    return out
+
+
+def _confidence_eval(store: Store, run: Run) -> list[ItemOutcome]:
+    """A labelled set of answers: the level acted on (no gold level: changes are level changes); the score
+    predicts whether the answer is supported, so AUC, ECE and Brier compare."""
+    out = []
+    for line in _payloads(store, run, "confidence_eval_item"):
+        score = _number(line.get("score"))
+        out.append(
+            ItemOutcome(
+                key=str(line.get("id")),
+                label=str(line.get("acted_level") or line.get("level")),
+                text=_short(f"score {score:.3f}" if score is not None else ""),
+                cluster=str(line.get("id")),
+                score=score,
+                truth=None if line.get("supported") is None else bool(line.get("supported")),
+            )
+        )
+    return out
+
+
 EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {
     "handraise.eval": _handraise_eval,
     "jury.eval": _jury_eval,
     "director.batch": _director_batch,
+    "director.eval": _director_eval,
     "confidence.calibrate": _confidence_calibrate,
+    "confidence.eval": _confidence_eval,
 }
 
 
@@ -224,31 +292,8 @@ def diff_runs(store: Store, a: Run, b: Run, *, seed: int = stats.SEED) -> RunDif
         only_a=[k for k in left if k not in right],
         only_b=[k for k in right if k not in left],
         changes=changes,
-        comparisons=paired_metrics([left[k] for k in shared], [right[k] for k in shared], seed=seed),
+        comparisons=compare_items(list(left.values()), list(right.values()), seed=seed),
     )
-
-
-def paired_metrics(
-    a: list[ItemOutcome], b: list[ItemOutcome], *, seed: int = stats.SEED
-) -> dict[str, stats.Comparison]:
-    """B − A on paired items: accuracy (exact McNemar) where both have gold, F1 (paired bootstrap over
-    clusters) where the labels are speak / stay quiet, and the share of a label that changed otherwise."""
-    graded = [(x, y) for x, y in zip(a, b, strict=True) if x.correct is not None and y.correct is not None]
-    out: dict[str, stats.Comparison] = {}
-    if graded:
-        clusters = [x.cluster or x.key for x, _ in graded]
-        out["accuracy"] = stats.compare_correct(
-            [bool(x.correct) for x, _ in graded], [bool(y.correct) for _, y in graded], seed=seed, clusters=clusters
-        )
-        if {x.gold for x, _ in graded} <= {"speaks", "stays quiet"}:
-            gold = [x.gold == "speaks" for x, _ in graded]
-            out["f1"] = stats.paired_bootstrap(
-                stats.w_f1([x.label == "speaks" for x, _ in graded], gold),
-                stats.w_f1([y.label == "speaks" for _, y in graded], gold),
-                seed=seed,
-                clusters=clusters,
-            )
-    return out
 
 
 def diff_text(diff: RunDiff) -> list[str]:
@@ -269,11 +314,15 @@ def diff_text(diff: RunDiff) -> list[str]:
 
 
 def comparison_text(name: str, comp: stats.Comparison) -> str:
-    """'accuracy 0.50 → 0.64: +0.14 (−0.07 to +0.36), p = 0.29 (exact McNemar, 14 items)'."""
+    """'accuracy 0.50 → 0.64: +0.14 (−0.07 to +0.36), p = 0.29, Holm 0.58 (exact McNemar, 14 items)', each figure
+    to the digits its interval supports."""
     if comp.difference is None:
         return f"{name}: not comparable on these items ({comp.test}, {comp.n} items)"
+    d = supported_digits(comp.interval) if comp.interval is not None else 2
     p = "" if comp.p_value is None else f", p = {comp.p_value:.3g}"
+    if comp.p_holm is not None and comp.p_holm != comp.p_value:
+        p += f", Holm {comp.p_holm:.3g}"
     return (
-        f"{name} {comp.a:.2f} → {comp.b:.2f}: {comp.difference:+.2f}{comp.interval_text()}{p} "
+        f"{name} {comp.a:.{d}f} → {comp.b:.{d}f}: {comp.difference:+.{d}f}{comp.interval_text(d)}{p} "
         f"({comp.test}, {comp.n} items)"
     )

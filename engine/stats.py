@@ -242,7 +242,7 @@ def bootstrap(
     exact = statistic.exact(level) if statistic.exact else None
     n_units = n_items if clusters is None else units.n_clusters
     if exact is not None and (clusters is None or n_units >= n_items or n_units < 2):
-        return observed, _holding(exact, observed)
+        return observed, holding(exact, observed)
     boot = None
     if n_units >= 2:  # one unit resampled is itself every time
         bounds = _percentile(fn(_unit_weights(units, resamples, seed)), level)
@@ -250,13 +250,13 @@ def bootstrap(
             boot = Interval(bounds[0], bounds[1], "bootstrap", n_units, level)
     if exact is not None:  # the hull rests on the clusters (what the bootstrap drew)
         hull = exact if boot is None else _hull(boot, exact, "wilson + cluster bootstrap")
-        return observed, _holding(hull, observed)
+        return observed, holding(hull, observed)
     if boot is None and statistic.fallback is not None:
         boot = statistic.fallback(level)
-    return observed, None if boot is None else _holding(boot, observed)
+    return observed, None if boot is None else holding(boot, observed)
 
 
-def _holding(interval: Interval, estimate: float) -> Interval:
+def holding(interval: Interval, estimate: float) -> Interval:
     """The interval widened, if need be, to hold its estimate (a percentile interval of a biased statistic, e.g.
     ECE, can miss it)."""
     if interval.low <= estimate <= interval.high:
@@ -480,6 +480,7 @@ class Comparison:
     n: int
     discordant: tuple[int, int] | None = None  # McNemar: (A right & B wrong, A wrong & B right)
     reason: str | None = None  # why there is no interval ("too few items: …"), shown where it would be
+    p_holm: float | None = None  # p Holm-adjusted over the metrics compared together (`engine.comparison`)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -492,6 +493,7 @@ class Comparison:
             "n": self.n,
             **({"discordant": list(self.discordant)} if self.discordant else {}),
             **({"difference_ci_reason": self.reason} if self.reason and self.interval is None else {}),
+            **({"p_holm": round(self.p_holm, 6)} if self.p_holm is not None else {}),
         }
 
     def interval_text(self, digits: int = 2) -> str:
@@ -521,6 +523,13 @@ def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
     from scipy.stats import binomtest  # scipy.stats takes ~0.5 s to import: CLI start-up time
 
     return float(binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue)
+
+
+def fisher_p(table: Sequence[Sequence[int]]) -> float:
+    """Fisher's exact two-sided p of a 2 × 2 table (two proportions on different items)."""
+    from scipy.stats import fisher_exact  # scipy.stats takes ~0.5 s to import: CLI start-up time
+
+    return float(fisher_exact(table).pvalue)
 
 
 def _too_few(n_units: int, clusters: Sequence[object] | None) -> str:

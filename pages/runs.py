@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import breakable, details_on, export_buttons, export_file, md, money
+from engine.comparison import comparison_row
 from engine.exports import ExportError, load_run, tables
 from engine.history import (
     EXPERIMENT_KIND,
@@ -25,11 +26,12 @@ from engine.history import (
     display_name,
     experiment_line,
     experiment_of,
+    figure_rows,
     left_open,
     left_open_reason,
     status_words,
 )
-from engine.outcomes import NoItems, comparison_text, diff_runs
+from engine.outcomes import NoItems, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
 KEY = "runs."
@@ -514,43 +516,73 @@ def _render_compare(run_id: str, kind: str) -> None:
         )
     else:
         st.caption("Same config (hash " + md(a.config_hash) + ").")
-    st.markdown("**Headline figures**")
-    st.dataframe(
-        pd.DataFrame(
-            [{"figure": name, a.id: _figure(name, x), b.id: _figure(name, y)} for name, x, y in result.figures]
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    _render_item_diff(store, a, b)
-
-
-def _render_item_diff(store: Any, a: Any, b: Any) -> None:
-    """Which items flipped between the two runs, each with both outputs, and B − A with its paired interval
-    and p-value (engine/outcomes.py) — for the kinds with items."""
     try:
         diff = diff_runs(store, a, b)
     except NoItems as exc:
+        diff = None
         st.caption(md(exc))
+    if diff is not None:
+        _render_metric_comparison(diff, a, b)
+    rows = figure_rows(result, frozenset(diff.comparisons) if diff is not None else frozenset())
+    st.markdown("**Other figures**" if diff is not None and diff.comparisons else "**Headline figures**")
+    st.caption("One value per run (no items behind it): no interval or test; money in dollars.")
+    for row in rows:
+        if row["figure"] in ("cost", "would_cost"):
+            row.update(A=_figure(row["figure"], _number(row["A"])), B=_figure(row["figure"], _number(row["B"])))
+    st.dataframe(
+        pd.DataFrame([{"figure": r["figure"], "A": r["A"], "B": r["B"], "B − A": r["B − A"]} for r in rows]),
+        hide_index=True,
+        width="stretch",
+    )
+    if diff is not None:
+        _render_item_diff(diff, a, b)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _render_metric_comparison(diff: Any, a: Any, b: Any) -> None:
+    """Every metric both runs share: A, B, B − A with its interval and p (Holm-adjusted across them), the test —
+    engine/comparison.py, the same rows as `judgelab runs compare`."""
+    st.markdown("**Compared on the items**")
+    st.caption(
+        f"A is the run open above ({md(a.id)}), B the one picked ({md(b.id)}) — {md(diff.basis)}. "
+        "Each figure is rounded to what its interval supports; an interval that holds 0 is no evidence of a change."
+    )
+    if not diff.comparisons:
+        st.caption("No metric both runs share on these items.")
         return
+    st.dataframe(
+        pd.DataFrame([comparison_row(name, comp) for name, comp in diff.comparisons.items()]),
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _render_item_diff(diff: Any, a: Any, b: Any) -> None:
+    """Which items really changed between the two runs (right→wrong, wrong→right, another label), each with both
+    outputs and the gold label where the run has one (engine/outcomes.py)."""
     counts = diff.counts
     st.markdown(
-        f"**Items** — {diff.shared} in both runs: {counts['right→wrong']} right→wrong, "
+        f"**Items that changed** — {diff.shared} in both runs: {counts['right→wrong']} right→wrong, "
         f"{counts['wrong→right']} wrong→right, {counts['label changed']} label change(s)"
     )
-    for name, comp in diff.comparisons.items():
-        st.caption(md(comparison_text(name, comp)) + " — B is the run picked here, A the one open above.")
     if diff.only_a or diff.only_b:
         st.caption(f"Only in {md(a.id)}: {len(diff.only_a)} item(s); only in {md(b.id)}: {len(diff.only_b)}.")
     if not diff.changes:
         return
+    with_gold = any(c.a.gold for c in diff.changes)
     st.dataframe(
         pd.DataFrame(
             [
                 {
                     "item": c.key,
                     "change": c.change,
-                    "gold": c.a.gold or "",
+                    **({"gold": c.a.gold or ""} if with_gold else {}),
                     f"{a.id}": c.a.label,
                     f"{a.id} said": c.a.text,
                     f"{b.id}": c.b.label,

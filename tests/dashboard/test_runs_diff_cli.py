@@ -79,7 +79,11 @@ def test_runs_diff_lists_the_flipped_items_with_both_outputs(two_evals: tuple[st
 
     code, text = invoke("runs", "diff", a, b)
     assert code == 0, text
-    assert "1 right→wrong, 6 wrong→right" in text and "p = 0.125 (exact McNemar, 14 items)" in text
+    assert "1 right→wrong, 6 wrong→right" in text
+    line = next(x for x in text.splitlines() if x.startswith("accuracy "))
+    # Holm across the metrics compared (accuracy and each verdict's share): never below the raw p
+    assert "p = 0.125, Holm" in line and line.endswith("(exact McNemar, 14 items)"), line
+    assert any(x.startswith("share ") for x in text.splitlines())  # the rarer verdict's share
 
 
 def test_runs_compare_adds_the_paired_comparison(two_evals: tuple[str, str]) -> None:
@@ -114,7 +118,8 @@ def test_handraise_runs_compare_f1_by_dialogue() -> None:
     run_a, run_b = store.get_run(a), store.get_run(b)
     assert run_a is not None and run_b is not None
     diff = diff_runs(store, run_a, run_b)
-    assert diff.shared == 20 and set(diff.comparisons) == {"accuracy", "f1"}
+    # every metric both runs share: accuracy, F1, the will as a score of who speaks (AUC, ECE, Brier), hands raised
+    assert diff.shared == 20 and set(diff.comparisons) == {"accuracy", "f1", "auc", "ece", "brier", "share speaks"}
     # A says both speak in d0–d4 (5 right, 5 wrong), B says neither (5 right, 5 wrong): A's right are B's wrong
     assert diff.counts == {"right→wrong": 5, "wrong→right": 5, "label changed": 0}
     assert diff.comparisons["accuracy"].difference == pytest.approx(0.0)

@@ -203,9 +203,10 @@ def test_compare_two_runs_of_one_kind() -> None:
         {"setting": "extra", "change": "added", a.run_id: "", b.run_id: "true"},
     ]
     rows = figures.set_index("figure")
-    assert rows.loc["accuracy", a.run_id] == "0.8" and rows.loc["accuracy", b.run_id] == "0.9"
-    assert rows.loc["cost", a.run_id] == "$0.5" and rows.loc["cost", b.run_id] == "$0"
-    assert rows.loc["calls", a.run_id] == "1" and rows.loc["calls", b.run_id] == "0"
+    assert rows.loc["accuracy", "A"] == "0.8" and rows.loc["accuracy", "B"] == "0.9"
+    assert rows.loc["accuracy", "B − A"] == "+0.1"  # one value per run: a difference, no interval claimed
+    assert rows.loc["cost", "A"] == "$0.5" and rows.loc["cost", "B"] == "$0"
+    assert rows.loc["calls", "A"] == "1" and rows.loc["calls", "B"] == "0" and rows.loc["calls", "B − A"] == "-1"
     other = next(r.id for r in store.list_runs(kind="demo.other"))
     at.text_input(key=f"runs.compare_id.{a.run_id}").set_value(other).run()
     assert any("compare two runs of one kind" in shown(w.value) for w in at.warning)
@@ -345,8 +346,13 @@ def test_compare_lists_the_items_that_flipped_with_the_paired_test() -> None:
     assert items["change"].tolist().count("wrong→right") == 6 and items["change"].tolist().count("right→wrong") == 1
     flipped = items.set_index("item").loc["case-06"]
     assert flipped[a] == "safe_pass" and flipped[b] == "unsafe_fail" and flipped["open A"] == "/runs?run=case-run-6"
+    compared = next(df.value for df in at.dataframe if "metric" in df.value.columns).set_index("metric")
+    accuracy = compared.loc["accuracy"]
+    assert (accuracy["A"], accuracy["B"], accuracy["p"]) == ("0.50", "0.86", "0.12")  # digits its interval supports
+    assert accuracy["test"] == "exact McNemar (paired)" and accuracy["p (Holm)"] != "—"
+    assert "gold" in items.columns
     captions = " ".join(shown(c.value) for c in at.caption)
-    assert "p = 0.125 (exact McNemar, 14 items)" in captions
+    assert "paired on the 14 items both judged" in captions
 
 
 def test_a_conversation_left_open_reads_as_left_open_with_its_turns_not_as_an_error() -> None:
