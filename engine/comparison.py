@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 LOWER_BETTER = frozenset({"ece", "brier"})  # metrics where a smaller value is the better one
 MAX_SHARES = 8  # label values whose share is compared (beyond, the labels are free text: no shares)
 HAND_LABELS = frozenset({"speaks", "stays quiet"})
+NAMED_SHARES = ("speaks", "goes ahead")  # of two values, the share people watch (hands raised, acting unasked)
 
 
 def compare_proportions(a_flags: stats.Flags, b_flags: stats.Flags, level: float = stats.LEVEL) -> stats.Comparison:
@@ -98,8 +99,9 @@ def _shares(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome]) -> list[str]:
     labels are free text."""
     labels = [x.label for x in a] + [y.label for y in b]
     values = list(dict.fromkeys(labels))
-    if len(values) == 2:  # two values: one share says it all — "speaks" for hands, else the rarer (unsafe, RETRY…)
-        return ["speaks"] if "speaks" in values else [min(values, key=labels.count)]
+    if len(values) == 2:  # two values: one share says it all — hands raised, going ahead, else the rarer value
+        named = [v for v in NAMED_SHARES if v in values]
+        return named[:1] or [min(values, key=labels.count)]
     return values if 1 < len(values) <= MAX_SHARES else []
 
 
@@ -114,12 +116,9 @@ def _paired(pairs: Sequence[tuple[ItemOutcome, ItemOutcome]], seed: int) -> dict
         )
         if {x.gold for x, _ in graded} <= HAND_LABELS:
             gold = [x.gold == "speaks" for x, _ in graded]
-            out["f1"] = stats.paired_bootstrap(
-                stats.w_f1([x.label == "speaks" for x, _ in graded], gold),
-                stats.w_f1([y.label == "speaks" for _, y in graded], gold),
-                seed=seed,
-                clusters=clusters,
-            )
+            said_a, said_b = [x.label == "speaks" for x, _ in graded], [y.label == "speaks" for _, y in graded]
+            for name, rate in (("precision", stats.w_precision), ("recall", stats.w_recall), ("f1", stats.w_f1)):
+                out[name] = stats.paired_bootstrap(rate(said_a, gold), rate(said_b, gold), seed=seed, clusters=clusters)
     scored = [(x, y) for x, y in pairs if x.score is not None and y.score is not None and x.truth is not None]
     if scored and len({bool(x.truth) for x, _ in scored}) == 2:
         truth = [bool(x.truth) for x, _ in scored]
@@ -144,11 +143,12 @@ def _two_sample(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome], seed: int) -
     if ga and gb:
         out["accuracy"] = compare_proportions([bool(x.correct) for x in ga], [bool(y.correct) for y in gb])
         if {x.gold for x in ga + gb} <= HAND_LABELS:
-            out["f1"] = unpaired_bootstrap(
-                stats.w_f1([x.label == "speaks" for x in ga], [x.gold == "speaks" for x in ga]),
-                stats.w_f1([y.label == "speaks" for y in gb], [y.gold == "speaks" for y in gb]),
-                seed=seed,
-            )
+            for name, rate in (("precision", stats.w_precision), ("recall", stats.w_recall), ("f1", stats.w_f1)):
+                out[name] = unpaired_bootstrap(
+                    rate([x.label == "speaks" for x in ga], [x.gold == "speaks" for x in ga]),
+                    rate([y.label == "speaks" for y in gb], [y.gold == "speaks" for y in gb]),
+                    seed=seed,
+                )
     sa = [x for x in a if x.score is not None and x.truth is not None]
     sb = [y for y in b if y.score is not None and y.truth is not None]
     if sa and sb and len({bool(x.truth) for x in sa}) == 2 == len({bool(y.truth) for y in sb}):

@@ -19,6 +19,7 @@ from dashboard.components import GLOSSARY, details_on, md
 from dashboard.live_runs import RegistryError
 from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
+from engine.comparison import comparison_row
 from engine.config import get_settings
 from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
 from engine.experiments.analysis import (
@@ -34,9 +35,9 @@ from engine.experiments.analysis import (
 )
 from engine.experiments.evidence import cell_diff, table_evidence
 from engine.experiments.results import list_experiments, show_experiment
+from engine.history import figure_text
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.mechanism import mechanisms
-from engine.stats import interval_text
 from models import safe_yaml
 
 KEY = "experiments."
@@ -512,34 +513,66 @@ def _render_compare(
     shown = compare_cells(by_cell[a], by_cell[b], parameters, metrics)
     st.markdown("**Settings**")
     st.dataframe(_as_text(shown["config"]), hide_index=True, width="stretch", key=KEY + "cmp.config")
-    st.markdown("**Headline metrics**")
-    st.dataframe(pd.DataFrame(shown["metrics"]), hide_index=True, width="stretch", key=KEY + "cmp.metrics")
-    _render_cell_items((outcomes or {}).get(a), (outcomes or {}).get(b))
-
-
-def _render_cell_items(a: Any, b: Any) -> None:
-    """The items whose outcome differs between the two cells, with both outputs, and B − A on correctness with
-    its exact McNemar p (from the cells' stored per-item outcomes)."""
-    if not a or not b:
-        st.caption("No per-item outcomes stored for these cells: no item-by-item comparison.")
-        return
-    diff = cell_diff(a, b)
-    if diff.get("error"):
-        st.caption(md(diff["error"]))
-        return
-    changes = diff["changes"]
-    counts = {c: sum(x["change"] == c for x in changes) for c in ("right→wrong", "wrong→right", "label changed")}
-    st.markdown(
-        f"**Items** — {diff['items']} in both: {counts['right→wrong']} right→wrong, {counts['wrong→right']} "
-        f"wrong→right, {counts['label changed']} label change(s)"
+    one, other = (outcomes or {}).get(a), (outcomes or {}).get(b)
+    diff: dict[str, Any] = (
+        cell_diff(one, other) if one and other else {"error": "No per-item outcomes stored for these cells."}
     )
-    comparison = diff.get("comparison")
-    if comparison and comparison.get("difference") is not None:
-        spread = md(interval_text(comparison))  # the interval, or why there is none
+    compared: dict[str, Any] = diff.get("comparisons") or {}
+    if diff.get("error"):
+        st.caption(md(diff["error"]) + " The metrics below are side by side, without an interval.")
+    else:
+        st.markdown("**Compared on the items**")
+        tested = sum(c.p_value is not None for c in compared.values())
         st.caption(
-            f"Right on {comparison['a']:.2f} (A) and {comparison['b']:.2f} (B) of the items: B − A "
-            f"{comparison['difference']:+.2f}{spread}, exact McNemar p = {comparison['p_value']:.3g}."
+            f"Paired on the {diff['items']} items both cells decided"
+            + (f"; p Holm-adjusted across {tested} metrics" if tested > 1 else "")
+            + ". Each figure is rounded to what its interval supports; an interval that holds 0 is no evidence of "
+            "a change."
         )
+        st.dataframe(
+            pd.DataFrame([comparison_row(name, comp) for name, comp in compared.items()]),
+            hide_index=True,
+            width="stretch",
+            key=KEY + "cmp.compared",
+        )
+    rest = [r for r in shown["metrics"] if r["metric"] not in compared and not _evidence_column(r["metric"])]
+    if rest:
+        st.markdown("**Other metrics**" if compared else "**Headline metrics**")
+        st.caption("One value per cell (no per-item outcomes behind it): no interval or test.")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "metric": readable_name(r["metric"]),
+                        "cell A": figure_text(r["cell A"]),
+                        "cell B": figure_text(r["cell B"]),
+                        "B − A": "" if r["B − A"] is None else f"{r['B − A']:+.4g}",
+                    }
+                    for r in rest
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key=KEY + "cmp.metrics",
+        )
+    if not diff.get("error"):
+        _render_cell_items(diff)
+
+
+def _evidence_column(name: str) -> bool:
+    """A column the evidence adds to the table (an interval, a tie and its p): not a metric to compare."""
+    return name.endswith("_ci") or name in ("tied_with_best", "tie_p")
+
+
+def _render_cell_items(diff: dict[str, Any]) -> None:
+    """The items whose outcome really differs between the two cells (right→wrong, wrong→right, another decision
+    or label), with both outputs and the gold label where the items have one."""
+    changes = diff["changes"]
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change["change"]] = counts.get(change["change"], 0) + 1
+    said = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "no item changed"
+    st.markdown(f"**Items that changed** — {diff['items']} in both: {said}")
     if changes:
         st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch", key=KEY + "cmp.items")
 

@@ -9,6 +9,7 @@ from typing import Any
 from engine.director import DirectorConfig, Status, evaluate_rules, load_character, load_script, retune
 from engine.experiments.adapters.base import Mechanism
 from engine.experiments.definition import Experiment
+from engine.experiments.evidence import OUTCOMES, label_outcomes
 
 
 class DirectorMechanism(Mechanism):
@@ -66,6 +67,7 @@ class DirectorMechanism(Mechanism):
             "modify_rate": round(sum(s == Status.MODIFY for s in statuses) / n, 4),
             "retry_rate": round(sum(s == Status.RETRY for s in statuses) / n, 4),
             "calls": 0,
+            OUTCOMES: label_outcomes([s.name for s in statuses], [f"line {i + 1}" for i in range(len(statuses))]),
         }
 
     def recording_json(self, recording: list[Any]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from engine import stats
+from engine.comparison import compare_items, with_holm
+from engine.outcomes import ItemOutcome
 
 OUTCOMES = "_outcomes"  # the key of `decide`'s per-item outcomes (never a table column)
 TIE_RESAMPLES = 1000
@@ -76,53 +78,95 @@ def score_outcomes(
     return out
 
 
-def _item_labels(o: Mapping[str, Any]) -> tuple[list[str], list[str], list[bool | None], list[str]]:
-    """(keys, what the cell said per item, right or wrong per item (None: no gold), the gold per item)."""
+def label_outcomes(labels: Sequence[str], keys: Sequence[str] = ()) -> dict[str, Any]:
+    """A label per item and no gold (the director's status per line): the shares of each label compare."""
+    return {"kind": "labels", "labels": [str(x) for x in labels], **({"keys": list(keys)} if keys else {})}
+
+
+def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:
+    """A cell's stored outcomes as item outcomes (`engine.outcomes.ItemOutcome`), so two cells compare as two runs
+    do (`engine.comparison`): a decision against its label (hand raise), right or wrong (jury), or the
+    confidence lab's decision — goes ahead or asks first — with its score against whether the answer was right."""
     kind = str(o.get("kind"))
+    n = (
+        len(o.get("score") or o.get("labels") or [])
+        if kind in ("scores", "labels")
+        else len(o.get("pred") or o.get("right") or "")
+    )
+    keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(n)]
+    out = []
     if kind == "binary":
-        pred, gold = str(o["pred"]), str(o["gold"])
-        said = ["speaks" if c == "1" else "stays quiet" for c in pred]
-        golds = ["speaks" if c == "1" else "stays quiet" for c in gold]
-        right: list[bool | None] = [p == g for p, g in zip(pred, gold, strict=True)]
+        clusters = [str(c) for c in o.get("cluster") or []] or keys
+        for key, p, g, c in zip(keys, str(o["pred"]), str(o["gold"]), clusters, strict=True):
+            said, gold = ("speaks" if p == "1" else "stays quiet"), ("speaks" if g == "1" else "stays quiet")
+            out.append(ItemOutcome(key, said, gold, said == gold, cluster=c))
+    elif kind == "labels":
+        out = [ItemOutcome(key, str(label)) for key, label in zip(keys, o.get("labels") or [], strict=True)]
     elif kind == "correct":
-        text = str(o["right"])
-        said = ["right" if c == "1" else "wrong" if c == "0" else "no gold" for c in text]
-        golds = ["" for _ in text]
-        right = [None if c == "-" else c == "1" for c in text]
+        for key, c in zip(keys, str(o["right"]), strict=True):
+            label = "right" if c == "1" else "wrong" if c == "0" else "no gold"
+            out.append(ItemOutcome(key, label, correct=None if c == "-" else c == "1"))
     else:
         proceed = str(o.get("proceed") or "")
-        scores = list(o.get("score") or [])
-        said = [
-            f"score {s:.2f}" + ("" if not proceed else ", goes ahead" if proceed[i] == "1" else ", asks first")
-            for i, s in enumerate(scores)
-        ]
-        golds = ["right answer" if c == "1" else "wrong answer" for c in str(o["correct"])]
-        right = [None] * len(scores)
-    keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(len(said))]
-    return keys, said, right, golds
+        for i, (key, score, c) in enumerate(zip(keys, o.get("score") or [], str(o["correct"]), strict=True)):
+            decision = ("goes ahead" if proceed[i] == "1" else "asks first") if proceed else f"score {score:.2f}"
+            gold = "right answer" if c == "1" else "wrong answer"
+            out.append(ItemOutcome(key, decision, gold, text=f"score {score:.2f}", score=float(score), truth=c == "1"))
+    return out
+
+
+SCORE_RATIOS = {  # the confidence lab's conditional rates, compared by the paired bootstrap over items
+    "proceed_precision": lambda x: (x.label == "goes ahead" and bool(x.truth), x.label == "goes ahead"),
+    "wrong_stopped": lambda x: (x.label == "asks first" and not x.truth, not x.truth),
+}
 
 
 def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    """Cell A against cell B on the same items: the items whose outcome differs (right→wrong, wrong→right, or a
-    changed label) with both outputs, and B − A on correctness with its exact McNemar p where both have it."""
-    ka, sa, ra, gold = _item_labels(a)
-    kb, sb, rb, _ = _item_labels(b)
-    if ka != kb:
+    """Cell A against cell B on the same items: the items whose outcome really differs (right→wrong, wrong→right,
+    another decision — not a score that moved under the same decision) with both outputs and the gold label, and
+    every metric both cells' outcomes support as B − A with its interval and p, Holm-adjusted
+    (`engine.comparison.compare_items`, as for two runs)."""
+    left, right = cell_items(a), cell_items(b)
+    if [x.key for x in left] != [y.key for y in right]:
         return {"error": "the cells judged different items: not compared item by item", "changes": []}
     changes = []
-    for key, x, y, rx, ry, g in zip(ka, sa, sb, ra, rb, gold, strict=True):
-        if rx is not None and ry is not None and rx != ry:
-            change = "right→wrong" if rx else "wrong→right"
-        elif x != y:
-            change = "label changed"
+    for x, y in zip(left, right, strict=True):
+        if x.correct is not None and y.correct is not None and x.correct != y.correct:
+            change = "right→wrong" if x.correct else "wrong→right"
+        elif x.label != y.label:
+            change = "decision changed" if x.score is not None else "label changed"
         else:
             continue
-        changes.append({"item": key, "change": change, "gold": g, "cell A": x, "cell B": y})
-    graded = [(x, y) for x, y in zip(ra, rb, strict=True) if x is not None and y is not None]
-    comparison = (
-        stats.compare_correct([bool(x) for x, _ in graded], [bool(y) for _, y in graded]).to_dict() if graded else None
-    )
-    return {"changes": changes, "comparison": comparison, "items": len(ka)}
+        row: dict[str, Any] = {
+            "item": x.key,
+            "change": change,
+            "gold": x.gold or "",
+            "cell A": x.label,
+            "cell B": y.label,
+        }
+        if x.score is not None and y.score is not None:
+            row |= {"score A": round(x.score, 2), "score B": round(y.score, 2)}
+        changes.append(row if x.gold else {k: v for k, v in row.items() if k != "gold"})
+    comparisons = dict(compare_items(left, right))
+    if str(a.get("kind")) == "scores" and a.get("proceed") and b.get("proceed"):
+        comparisons = _named_share(comparisons, "share goes ahead", "proceed_rate")
+        for name, of in SCORE_RATIOS.items():
+            (na, da), (nb, db) = zip(*map(of, left), strict=True), zip(*map(of, right), strict=True)
+            comparisons[name] = stats.paired_bootstrap(stats.w_ratio(na, da), stats.w_ratio(nb, db))
+    if str(a.get("kind")) == "labels":  # a status's share is the cell's `<status>_rate` (pass_rate, retry_rate…)
+        comparisons = {(f"{k[6:].lower()}_rate" if k.startswith("share ") else k): v for k, v in comparisons.items()}
+    comparisons = with_holm(comparisons)
+    accuracy = comparisons.get("accuracy")
+    return {
+        "changes": changes,
+        "comparisons": comparisons,
+        "comparison": accuracy.to_dict() if accuracy else None,
+        "items": len(left),
+    }
+
+
+def _named_share(comparisons: dict[str, stats.Comparison], share: str, metric: str) -> dict[str, stats.Comparison]:
+    return {metric if k == share else k: v for k, v in comparisons.items()}
 
 
 def _bits(text: str) -> np.ndarray:
@@ -184,7 +228,19 @@ SCORES: dict[str, Family] = {
     "proceed_precision": (_score_stats, lambda s: _div(s[..., 2 * ECE_BINS + 1], s[..., 2 * ECE_BINS])),
     "wrong_stopped": (_score_stats, lambda s: _div(s[..., 2 * ECE_BINS + 2], s[..., 2 * ECE_BINS + 3])),
 }
-FAMILIES: dict[str, dict[str, Family]] = {"binary": BINARY, "correct": CORRECT, "scores": SCORES}
+STATUSES = ("PASS", "WARN", "MODIFY", "RETRY")  # the director's, in order (a label kind's shares)
+
+
+def _label_stats(o: Mapping[str, Any]) -> np.ndarray:
+    labels = [str(x) for x in o.get("labels") or []]
+    return np.array([[x == s for s in STATUSES] + [True] for x in labels], dtype=float).reshape(len(labels), -1)
+
+
+LABELS: dict[str, Family] = {
+    f"{status.lower()}_rate": (_label_stats, lambda s, j=j: _div(s[..., j], s[..., -1]))
+    for j, status in enumerate(STATUSES)
+}
+FAMILIES: dict[str, dict[str, Family]] = {"binary": BINARY, "correct": CORRECT, "scores": SCORES, "labels": LABELS}
 
 
 def supports(outcomes: Mapping[str, Any] | None, metric: str) -> bool:
@@ -334,6 +390,7 @@ COUNTS: dict[tuple[str, str], Callable[[np.ndarray], tuple[float, float]]] = {
     ("scores", "proceed_rate"): lambda s: (s[2 * E], s[-1]),
     ("scores", "proceed_precision"): lambda s: (s[2 * E + 1], s[2 * E]),
     ("scores", "wrong_stopped"): lambda s: (s[2 * E + 2], s[2 * E + 3]),
+    **{("labels", f"{x.lower()}_rate"): (lambda s, j=j: (s[j], s[-1])) for j, x in enumerate(STATUSES)},
 }
 
 

@@ -56,7 +56,7 @@ def _finish(at: AppTest) -> str:
 FRAMES = {  # AppTest keeps no widget key on a dataframe: each table is known by a column of its own
     "experiments.table": "best",
     "experiments.cmp.config": "parameter",
-    "experiments.cmp.metrics": "B − A",
+    "experiments.cmp.compared": "p (Holm)",
     "experiments.jury.pairs": "measure",
     "experiments.jury.cases": "phase1_outcome",
 }
@@ -114,11 +114,16 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     assert list(config["parameter"]) == ["repeat", "format_warn_lines", "scatter_warn_sentences", "tone_pass"]
     assert list(config["differs"]) == [False, True, True, True]
     assert list(config["cell A"])[1:] == ["2", "2", "1"] and list(config["cell B"])[1:] == ["6", "4", "3"]
-    metrics = _frame(at, "experiments.cmp.metrics")
-    pass_row = metrics[metrics["metric"] == "pass_rate"].iloc[0]
-    assert pass_row["B − A"] == pytest.approx(pass_row["cell B"] - pass_row["cell A"])
-    # the director's cells store no per-item outcomes: the page says so rather than showing an empty diff
-    assert any("No per-item outcomes stored for these cells" in c.value for c in at.caption)
+    # #38: the director's cells store each line's status: every rate compared on the lines, paired, with its
+    # interval and p (Holm-adjusted), to the digits the interval supports
+    compared = _frame(at, "experiments.cmp.compared").set_index("metric")
+    assert {"pass_rate", "retry_rate"} <= set(compared.index)
+    pass_row = compared.loc["pass_rate"]
+    a_rate, b_rate = float(pass_row["A"]), float(pass_row["B"])
+    assert float(pass_row["B − A"]) == pytest.approx(b_rate - a_rate, abs=0.011)
+    assert pass_row["test"] == "exact McNemar (paired)" and " to " in pass_row["95 % interval"]
+    assert pass_row["p (Holm)"] != "—" and not any("No per-item outcomes" in c.value for c in at.caption)
+    assert any("Paired on the 40 items both cells decided" in c.value for c in at.caption)
 
     # exports: built from the store, the same table
     table = list(csv.DictReader(io.StringIO(export_bytes(eid, "csv").decode())))

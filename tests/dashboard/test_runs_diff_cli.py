@@ -119,7 +119,16 @@ def test_handraise_runs_compare_f1_by_dialogue() -> None:
     assert run_a is not None and run_b is not None
     diff = diff_runs(store, run_a, run_b)
     # every metric both runs share: accuracy, F1, the will as a score of who speaks (AUC, ECE, Brier), hands raised
-    assert diff.shared == 20 and set(diff.comparisons) == {"accuracy", "f1", "auc", "ece", "brier", "share speaks"}
+    assert diff.shared == 20 and set(diff.comparisons) == {
+        "accuracy",
+        "precision",
+        "recall",
+        "f1",
+        "auc",
+        "ece",
+        "brier",
+        "share speaks",
+    }
     # A says both speak in d0–d4 (5 right, 5 wrong), B says neither (5 right, 5 wrong): A's right are B's wrong
     assert diff.counts == {"right→wrong": 5, "wrong→right": 5, "label changed": 0}
     assert diff.comparisons["accuracy"].difference == pytest.approx(0.0)

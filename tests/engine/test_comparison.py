@@ -40,7 +40,7 @@ def _hands(seed: int, wrong_every: int, n: int = 30, prefix: str = "d") -> list[
 def test_paired_runs_compare_every_shared_metric_with_holm() -> None:
     a, b = _hands(1, 2), _hands(2, 10)
     out = compare_items(a, b)
-    assert list(out) == ["accuracy", "f1", "auc", "ece", "brier", "share speaks"]
+    assert list(out) == ["accuracy", "precision", "recall", "f1", "auc", "ece", "brier", "share speaks"]
     for name, comp in out.items():
         assert comp.test in ("exact McNemar", "paired bootstrap"), name
         assert comp.p_value is not None and comp.p_holm is not None and comp.p_holm >= comp.p_value

@@ -180,3 +180,23 @@ def test_two_cells_compared_item_by_item() -> None:
         "cell B": "speaks",
     }
     assert "different items" in cell_diff(a, correct_outcomes([True], ["x"]))["error"]
+
+
+def test_two_confidence_cells_list_only_real_changes_and_compare_every_metric() -> None:
+    """#38: scores that moved under the same decision are not changes (25 rows of "goes ahead" / "goes ahead"
+    before); a decision that flips is; every metric the outcomes support is compared, Holm-adjusted."""
+    from engine.experiments.evidence import cell_diff, score_outcomes
+
+    correct = [i % 3 != 0 for i in range(24)]
+    keys = [f"q{i}" for i in range(24)]
+    a = score_outcomes([0.8 if c else 0.4 for c in correct], correct, [c for c in correct], keys)
+    moved = [0.85 if c else 0.35 for c in correct]
+    proceed_b = [c or i == 0 for i, c in enumerate(correct)]  # q0 (a wrong answer) now goes ahead
+    b = score_outcomes(moved, correct, proceed_b, keys)
+    diff = cell_diff(a, b)
+    assert [(c["item"], c["change"]) for c in diff["changes"]] == [("q0", "decision changed")]
+    assert diff["changes"][0]["cell A"] == "asks first" and diff["changes"][0]["cell B"] == "goes ahead"
+    assert diff["changes"][0]["gold"] == "wrong answer"
+    comparisons = diff["comparisons"]
+    assert {"auc", "ece", "brier", "proceed_rate", "proceed_precision", "wrong_stopped"} <= set(comparisons)
+    assert all(c.p_holm is not None or c.reason for c in comparisons.values())
