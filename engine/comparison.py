@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 LOWER_BETTER = frozenset({"ece", "brier"})  # metrics where a smaller value is the better one
 MAX_SHARES = 8  # label values whose share is compared (beyond, the labels are free text: no shares)
 HAND_LABELS = frozenset({"speaks", "stays quiet"})
-NAMED_SHARES = ("speaks", "goes ahead")  # of two values, the share people watch (hands raised, acting unasked)
+NAMED_SHARES = ("speaks", "goes ahead")
+ACTING = frozenset({"goes ahead", "asks first"})  # of two values, the share people watch (hands raised, acting unasked)
 
 
 def compare_proportions(a_flags: stats.Flags, b_flags: stats.Flags, level: float = stats.LEVEL) -> stats.Comparison:
@@ -129,10 +130,30 @@ def _paired(pairs: Sequence[tuple[ItemOutcome, ItemOutcome]], seed: int) -> dict
             metrics |= {"ece": stats.w_ece, "brier": stats.w_brier}
         for name, make in metrics.items():
             out[name] = stats.paired_bootstrap(make(sa, truth), make(sb, truth), seed=seed, clusters=clusters)
+    if {x.label for x in a + b} <= ACTING and all(x.truth is not None for x in a):
+        out |= _acting(a, b, seed)
     clusters = [x.cluster or x.key for x in a]
     for value in _shares(a, b):
         out[f"share {value}"] = stats.compare_correct(
             [x.label == value for x in a], [y.label == value for y in b], seed=seed, clusters=clusters
+        )
+    return out
+
+
+def _acting(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome], seed: int) -> dict[str, stats.Comparison]:
+    """Going ahead unasked (the confidence lab's decision) against whether the answer was right: how often it went
+    ahead and was right (`proceed_precision`), how often a wrong answer was stopped (`wrong_stopped`)."""
+    out = {}
+    for name, of in (
+        ("proceed_precision", lambda x: (x.label == "goes ahead" and bool(x.truth), x.label == "goes ahead")),
+        ("wrong_stopped", lambda x: (x.label == "asks first" and not x.truth, not x.truth)),
+    ):
+        na, da = zip(*map(of, a), strict=True)
+        nb, db = zip(*map(of, b), strict=True)
+        out[name] = stats.paired_bootstrap(
+            stats.w_ratio(np.asarray(na, float), np.asarray(da, float)),
+            stats.w_ratio(np.asarray(nb, float), np.asarray(db, float)),
+            seed=seed,
         )
     return out
 
@@ -166,6 +187,9 @@ def _two_sample(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome], seed: int) -
     return out
 
 
+RENAMED = {"share goes ahead": "proceed_rate"}  # a share with a name of its own (the confidence lab's)
+
+
 def compare_items(
     a: Sequence[ItemOutcome], b: Sequence[ItemOutcome], *, seed: int = stats.SEED
 ) -> dict[str, stats.Comparison]:
@@ -179,7 +203,7 @@ def compare_items(
         out = _paired(pairs, seed)
     else:
         out = _two_sample(list(a), list(b), seed)
-    return with_holm(out)
+    return with_holm({RENAMED.get(k, k): v for k, v in out.items()})
 
 
 def with_holm(comparisons: Mapping[str, stats.Comparison]) -> dict[str, stats.Comparison]:

@@ -246,6 +246,46 @@ def _confidence_eval(store: Store, run: Run) -> list[ItemOutcome]:
     return out
 
 
+def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:
+    """A cell's stored outcomes as item outcomes (`engine.outcomes.ItemOutcome`), so two cells compare as two runs
+    do (`engine.comparison`): a decision against its label (hand raise), right or wrong (jury), or the
+    confidence lab's decision — goes ahead or asks first — with its score against whether the answer was right."""
+    kind = str(o.get("kind"))
+    n = (
+        len(o.get("score") or o.get("labels") or [])
+        if kind in ("scores", "labels")
+        else len(o.get("pred") or o.get("right") or "")
+    )
+    keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(n)]
+    out = []
+    if kind == "binary":
+        clusters = [str(c) for c in o.get("cluster") or []] or keys
+        for key, p, g, c in zip(keys, str(o["pred"]), str(o["gold"]), clusters, strict=True):
+            said, gold = ("speaks" if p == "1" else "stays quiet"), ("speaks" if g == "1" else "stays quiet")
+            out.append(ItemOutcome(key, said, gold, said == gold, cluster=c))
+    elif kind == "labels":
+        out = [ItemOutcome(key, str(label)) for key, label in zip(keys, o.get("labels") or [], strict=True)]
+    elif kind == "correct":
+        for key, c in zip(keys, str(o["right"]), strict=True):
+            label = "right" if c == "1" else "wrong" if c == "0" else "no gold"
+            out.append(ItemOutcome(key, label, correct=None if c == "-" else c == "1"))
+    else:
+        proceed = str(o.get("proceed") or "")
+        for i, (key, score, c) in enumerate(zip(keys, o.get("score") or [], str(o["correct"]), strict=True)):
+            decision = ("goes ahead" if proceed[i] == "1" else "asks first") if proceed else f"score {score:.2f}"
+            gold = "right answer" if c == "1" else "wrong answer"
+            out.append(ItemOutcome(key, decision, gold, text=f"score {score:.2f}", score=float(score), truth=c == "1"))
+    return out
+
+
+def _experiment_cell(store: Store, run: Run) -> list[ItemOutcome]:
+    """An experiment cell: the per-item outcomes it stored (`engine.experiments.evidence`), as `cell_items`."""
+    outcomes = run.summary.get("outcomes")
+    if not isinstance(outcomes, Mapping):
+        raise NoItems(f"experiment cell {run.id} stored no per-item outcomes")
+    return cell_items(outcomes)
+
+
 EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {
     "handraise.eval": _handraise_eval,
     "jury.eval": _jury_eval,
@@ -253,6 +293,7 @@ EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {
     "director.eval": _director_eval,
     "confidence.calibrate": _confidence_calibrate,
     "confidence.eval": _confidence_eval,
+    "experiment.cell": _experiment_cell,
 }
 
 

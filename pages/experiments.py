@@ -404,12 +404,21 @@ def table_rows(rows: list[dict[str, Any]], best_cell: int | None) -> tuple[list[
     return [
         {
             "best": "★" if r.get("cell") == best_cell else "≈" if r.get("tied_with_best") else "",
-            **{k: _interval_text(v) if k.endswith("_ci") else v for k, v in r.items() if k not in hidden},
+            **{k: _shown_cell(k, v) for k, v in r.items() if k not in hidden},
             "run": f"/runs?run={r['run_id']}",
             "replay": f"/replay?run={r['run_id']}",
         }
         for r in rows
     ], same
+
+
+def _shown_cell(key: str, value: Any) -> Any:
+    """An interval as text; the tie's p as text ("—" for the best cell, which is not tested against itself)."""
+    if key.endswith("_ci"):
+        return _interval_text(value)
+    if key == "tie_p":
+        return "—" if value is None else "< 0.001" if value < 0.001 else f"{value:.2g}"
+    return value
 
 
 def _interval_text(value: Any) -> str:

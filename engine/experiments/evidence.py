@@ -24,7 +24,7 @@ import numpy as np
 
 from engine import stats
 from engine.comparison import compare_items, with_holm
-from engine.outcomes import ItemOutcome
+from engine.outcomes import cell_items
 
 OUTCOMES = "_outcomes"  # the key of `decide`'s per-item outcomes (never a table column)
 TIE_RESAMPLES = 1000
@@ -83,44 +83,6 @@ def label_outcomes(labels: Sequence[str], keys: Sequence[str] = ()) -> dict[str,
     return {"kind": "labels", "labels": [str(x) for x in labels], **({"keys": list(keys)} if keys else {})}
 
 
-def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:
-    """A cell's stored outcomes as item outcomes (`engine.outcomes.ItemOutcome`), so two cells compare as two runs
-    do (`engine.comparison`): a decision against its label (hand raise), right or wrong (jury), or the
-    confidence lab's decision — goes ahead or asks first — with its score against whether the answer was right."""
-    kind = str(o.get("kind"))
-    n = (
-        len(o.get("score") or o.get("labels") or [])
-        if kind in ("scores", "labels")
-        else len(o.get("pred") or o.get("right") or "")
-    )
-    keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(n)]
-    out = []
-    if kind == "binary":
-        clusters = [str(c) for c in o.get("cluster") or []] or keys
-        for key, p, g, c in zip(keys, str(o["pred"]), str(o["gold"]), clusters, strict=True):
-            said, gold = ("speaks" if p == "1" else "stays quiet"), ("speaks" if g == "1" else "stays quiet")
-            out.append(ItemOutcome(key, said, gold, said == gold, cluster=c))
-    elif kind == "labels":
-        out = [ItemOutcome(key, str(label)) for key, label in zip(keys, o.get("labels") or [], strict=True)]
-    elif kind == "correct":
-        for key, c in zip(keys, str(o["right"]), strict=True):
-            label = "right" if c == "1" else "wrong" if c == "0" else "no gold"
-            out.append(ItemOutcome(key, label, correct=None if c == "-" else c == "1"))
-    else:
-        proceed = str(o.get("proceed") or "")
-        for i, (key, score, c) in enumerate(zip(keys, o.get("score") or [], str(o["correct"]), strict=True)):
-            decision = ("goes ahead" if proceed[i] == "1" else "asks first") if proceed else f"score {score:.2f}"
-            gold = "right answer" if c == "1" else "wrong answer"
-            out.append(ItemOutcome(key, decision, gold, text=f"score {score:.2f}", score=float(score), truth=c == "1"))
-    return out
-
-
-SCORE_RATIOS = {  # the confidence lab's conditional rates, compared by the paired bootstrap over items
-    "proceed_precision": lambda x: (x.label == "goes ahead" and bool(x.truth), x.label == "goes ahead"),
-    "wrong_stopped": lambda x: (x.label == "asks first" and not x.truth, not x.truth),
-}
-
-
 def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     """Cell A against cell B on the same items: the items whose outcome really differs (right→wrong, wrong→right,
     another decision — not a score that moved under the same decision) with both outputs and the gold label, and
@@ -148,11 +110,6 @@ def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
             row |= {"score A": round(x.score, 2), "score B": round(y.score, 2)}
         changes.append(row if x.gold else {k: v for k, v in row.items() if k != "gold"})
     comparisons = dict(compare_items(left, right))
-    if str(a.get("kind")) == "scores" and a.get("proceed") and b.get("proceed"):
-        comparisons = _named_share(comparisons, "share goes ahead", "proceed_rate")
-        for name, of in SCORE_RATIOS.items():
-            (na, da), (nb, db) = zip(*map(of, left), strict=True), zip(*map(of, right), strict=True)
-            comparisons[name] = stats.paired_bootstrap(stats.w_ratio(na, da), stats.w_ratio(nb, db))
     if str(a.get("kind")) == "labels":  # a status's share is the cell's `<status>_rate` (pass_rate, retry_rate…)
         comparisons = {(f"{k[6:].lower()}_rate" if k.startswith("share ") else k): v for k, v in comparisons.items()}
     comparisons = with_holm(comparisons)
@@ -163,10 +120,6 @@ def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         "comparison": accuracy.to_dict() if accuracy else None,
         "items": len(left),
     }
-
-
-def _named_share(comparisons: dict[str, stats.Comparison], share: str, metric: str) -> dict[str, stats.Comparison]:
-    return {metric if k == share else k: v for k, v in comparisons.items()}
 
 
 def _bits(text: str) -> np.ndarray:
@@ -236,10 +189,15 @@ def _label_stats(o: Mapping[str, Any]) -> np.ndarray:
     return np.array([[x == s for s in STATUSES] + [True] for x in labels], dtype=float).reshape(len(labels), -1)
 
 
-LABELS: dict[str, Family] = {
-    f"{status.lower()}_rate": (_label_stats, lambda s, j=j: _div(s[..., j], s[..., -1]))
-    for j, status in enumerate(STATUSES)
-}
+def _share_of(j: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda s: _div(s[..., j], s[..., -1])
+
+
+def _count_of(j: int) -> Callable[[np.ndarray], tuple[float, float]]:
+    return lambda s: (s[j], s[-1])
+
+
+LABELS: dict[str, Family] = {f"{x.lower()}_rate": (_label_stats, _share_of(j)) for j, x in enumerate(STATUSES)}
 FAMILIES: dict[str, dict[str, Family]] = {"binary": BINARY, "correct": CORRECT, "scores": SCORES, "labels": LABELS}
 
 
@@ -390,7 +348,7 @@ COUNTS: dict[tuple[str, str], Callable[[np.ndarray], tuple[float, float]]] = {
     ("scores", "proceed_rate"): lambda s: (s[2 * E], s[-1]),
     ("scores", "proceed_precision"): lambda s: (s[2 * E + 1], s[2 * E]),
     ("scores", "wrong_stopped"): lambda s: (s[2 * E + 2], s[2 * E + 3]),
-    **{("labels", f"{x.lower()}_rate"): (lambda s, j=j: (s[j], s[-1])) for j, x in enumerate(STATUSES)},
+    **{("labels", f"{x.lower()}_rate"): _count_of(j) for j, x in enumerate(STATUSES)},
 }
 
 

@@ -153,3 +153,32 @@ def test_runs_diff_refuses_two_kinds_and_kinds_without_items(two_evals: tuple[st
     assert code == 1 and "no run nope" in out
     code, out = invoke("runs", "compare", run.run_id, other.run_id, "--json")
     assert code == 0 and json.loads(out)["paired"] == {}
+
+
+def test_two_experiment_cells_diff_and_compare_as_runs_do() -> None:
+    """#38: `runs diff` / `runs compare` on two experiment cells read the outcomes each stored — the decisions that
+    flipped, and every metric paired with its interval and Holm p."""
+    from engine.experiments.evidence import binary_outcomes
+
+    gold = [i % 3 == 0 for i in range(30)]
+    keys = [f"d{i // 2}/p{i % 2}" for i in range(30)]
+    store = Store()
+    ids = []
+    for wrong_every in (2, 10):
+        said = [g if i % wrong_every else not g for i, g in enumerate(gold)]
+        with run_context(store, "experiment.cell", {"experiment_id": "E", "cell": wrong_every}) as run:
+            run.summary = {
+                "row": {},
+                "metrics": {},
+                "outcomes": binary_outcomes(said, gold, [i // 2 for i in range(30)], keys),
+            }
+        ids.append(run.run_id)
+    store.dispose()
+    code, out = invoke("runs", "diff", *ids, "--json")
+    assert code == 0, out
+    diff = json.loads(out)
+    assert diff["shared_items"] == 30 and diff["counts"]["wrong→right"] == 12 and diff["counts"]["right→wrong"] == 0
+    assert {"accuracy", "precision", "recall", "f1", "share speaks"} <= set(diff["comparisons"])
+    assert diff["comparisons"]["accuracy"]["p_holm"] >= diff["comparisons"]["accuracy"]["p_value"]
+    code, out = invoke("runs", "compare", *ids)
+    assert code == 0 and "paired on the 30 items both judged" in out and "accuracy 0." in out, out
