@@ -245,3 +245,21 @@ def _p(value: float | None) -> str:
     if value is None:
         return "—"
     return "< 0.001" if value < 0.001 else f"{value:.2g}"
+
+
+def stored_text(comparison: Mapping[str, Any]) -> str:
+    """A comparison stored as `Comparison.to_dict()` in words: '−0.12 (−0.30 to +0.05), p 0.21, Holm 0.42
+    (paired bootstrap)' — to the digits its interval supports; '' without a difference."""
+    diff = comparison.get("difference")
+    if not isinstance(diff, int | float):
+        return ""
+    ci = comparison.get("difference_ci")
+    interval = None
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
+        interval = stats.Interval(float(ci[0]), float(ci[1]), "stored", int(comparison.get("n") or 0))
+    d = supported_digits(interval) if interval is not None else 2
+    p, holm = comparison.get("p_value"), comparison.get("p_holm")
+    text = f"{diff:+.{d}f}{stats.interval_text(comparison, d)}"
+    text += f", p {_p(p)}" if isinstance(p, int | float) else ""
+    text += f", Holm {_p(holm)}" if isinstance(holm, int | float) and holm != p else ""
+    return text + (f" ({comparison['test']})" if comparison.get("test") else "")

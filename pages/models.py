@@ -14,13 +14,13 @@ from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.live_runs import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
 from engine import runctx
+from engine.comparison import stored_text
 from engine.diagnostics import shipped_diagnoses
 from engine.experiments import scorecard as scorecards
 from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
 from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
-from engine.stats import interval_text
 from engine.store import CANCELLED
 from models.probe import FREE_MESSAGES, FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support
@@ -129,12 +129,8 @@ def versus_text(versus: Any) -> str:
         return ""
     if versus.get("best"):
         return "the best of its role"
-    diff, p = versus.get("difference"), versus.get("p_value")
-    if not isinstance(diff, int | float):
-        return ""
-    spread = interval_text(versus)  # the interval, or why there is none ("too few items: …")
-    shown_p = f", p {p:.2g}" if isinstance(p, int | float) else ""
-    return f"{diff:+.2f}{spread}{shown_p} vs {versus.get('best_model')} · {versus.get('best_method')}"
+    text = stored_text(versus)  # the interval, or why there is none ("too few items: …"), p and Holm p
+    return f"{text} vs {versus.get('best_model')} · {versus.get('best_method')}" if text else ""
 
 
 def diagnosis_text(metrics: dict[str, Any]) -> str:

@@ -322,8 +322,8 @@ def scorecard_cmd(
         previous = shipped_scorecard(output)
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
+    from engine.comparison import stored_text  # CLI start-up
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
-    from engine.stats import interval_text  # CLI start-up
     from models.files import OutputError  # CLI start-up
 
     command = " ".join(["judgelab", *(shlex.quote(a) for a in sys.argv[1:])])
@@ -361,10 +361,5 @@ def scorecard_cmd(
                 say(f"  {'':<10} {diagnosis['label']}: {diagnosis['text']}")
         versus = row.get("versus_best") or {}
         if isinstance(versus.get("difference"), int | float):
-            p = versus.get("p_value")
-            say(
-                f"  {'':<10} vs the role's best ({versus['best_model']} · {versus['best_method']}): "
-                f"{versus['difference']:+.3f}{interval_text(versus, 3)}"
-                + (f", p {p}" if p is not None else "")
-                + f" ({versus['test']})"
-            )
+            best = f"{versus['best_model']} · {versus['best_method']}"
+            say(f"  {'':<10} vs the role's best ({best}): {stored_text(versus)}")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import stats
+from engine.comparison import with_holm
 from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis
 from engine.events import async_run_context
@@ -269,6 +270,7 @@ def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
             continue
         pick = max if target.higher_is_better else min
         best = pick(scored, key=lambda r: r["metrics"][target.metric])
+        fresh: dict[int, stats.Comparison] = {}
         for row in scored:
             if row is best:
                 row["versus_best"] = {"best": True}
@@ -278,10 +280,15 @@ def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
             if comparison is None and _measured_elsewhere(store, row) and _same_best(kept, best):
                 row["versus_best"] = kept  # neither run is here (a merged file): the comparison made there holds
             elif comparison is not None:
+                fresh[id(row)] = comparison
+        # every row of a role tested against its best: one family, Holm-adjusted (`Comparison.p_holm`)
+        adjusted = with_holm({str(k): c for k, c in fresh.items()})
+        for row in scored:
+            if id(row) in fresh:
                 row["versus_best"] = {
                     "best_model": best["model"],
                     "best_method": best["method"],
-                    **comparison.to_dict(),
+                    **adjusted[str(id(row))].to_dict(),
                 }
 
 
