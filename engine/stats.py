@@ -525,6 +525,13 @@ def mcnemar_exact(a_right: Flags, b_right: Flags) -> float:
     return float(binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue)
 
 
+def t_quantile(q: float, df: int) -> float:
+    """Student's t quantile (a mean's interval on few values: wider than the normal's)."""
+    from scipy.stats import t as student  # scipy.stats takes ~0.5 s to import: CLI start-up time
+
+    return float(student.ppf(q, df))
+
+
 def fisher_p(table: Sequence[Sequence[int]]) -> float:
     """Fisher's exact two-sided p of a 2 × 2 table (two proportions on different items)."""
     from scipy.stats import fisher_exact  # scipy.stats takes ~0.5 s to import: CLI start-up time

@@ -31,6 +31,7 @@ from engine.history import (
     left_open_reason,
     status_words,
 )
+from engine.labels.corrected import corrected_rates, corrected_row
 from engine.outcomes import NoItems, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
@@ -325,6 +326,7 @@ def _render_run(run_id: str) -> None:
             f"[Reopen this conversation on the Conversation page](/conversation?run={run.id}) — its chat, "
             "charts and What-if, read back from the stored events."
         )
+    _render_corrected(store, run)
     manage, export, compare = st.tabs(["Name, tags, delete", "Export", "Compare"])
     with manage:
         _render_manage(run.id, run.name, run.status)
@@ -467,6 +469,21 @@ def _render_export(run_id: str) -> None:
             on_click="ignore",
         )
     st.caption(f"The same from the command line: `judgelab runs export {md(run_id)} --format csv|json|html`.")
+
+
+def _render_corrected(store: Any, run: Any) -> None:
+    """The judge's rate over this run beside your labels' rate and the two combined (PPI++), when you labelled
+    some of its items (engine/labels/corrected.py)."""
+    rates = corrected_rates(store, run)
+    if not rates:
+        return
+    st.markdown("**The judge's rate, corrected by your labels**")
+    st.caption(
+        "The judge's rate is what the judge said over every item; its interval is about the judge, not the truth. "
+        "Your labels say what is true on the items you labelled. The corrected rate uses both (PPI++): the judge on "
+        "every item, adjusted by its errors on your labels; its 95 % interval carries both uncertainties."
+    )
+    st.dataframe(pd.DataFrame([corrected_row(r) for r in rates]), hide_index=True, width="stretch")
 
 
 def _render_compare(run_id: str, kind: str) -> None:

@@ -176,6 +176,33 @@ def agreement_cmd(
             say(f"  wrong: {w['key']} (run {w['run_id'] or '-'}): yours {w['label']}, judge {w['predicted']}{p}")
 
 
+@app.command("corrected")
+def corrected_cmd(
+    run_id: Annotated[str, typer.Argument(help="A stored run whose items you labelled.")],
+    user: User = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A judge's rate over a run corrected by your labels on some of its items (PPI++): the judge's rate, your
+    labels' rate, and the corrected estimate with a 95 % interval that carries both uncertainties, plus the label
+    budget that would halve it (docs/evidence.md)."""
+    # CLI start-up
+    from engine.labels.corrected import corrected_rates, rate_line
+
+    store = _store()
+    run = store.get_run(run_id)
+    if run is None:
+        raise fail(f"no run {run_id} — `judgelab runs list` shows the recorded ones")
+    rates = corrected_rates(store, run, user=user)
+    if as_json:
+        _emit({"run_id": run.id, "kind": run.kind, "rates": [r.to_dict() for r in rates]})
+        return
+    if not rates:
+        say(f"no label on {run.id}'s items yet (a {run.kind} run): label some on the Labels page, then ask again")
+        return
+    for rate in rates:
+        say(rate_line(rate))
+
+
 def labels_refit(only: str, with_split: bool, adopt: bool, as_json: bool, user: str | None = None) -> None:
     """`judgelab calibrate-judge --labels`: a candidate hand-raise map fitted on your labels, cross-validated on
     them beside the map in use, saved as a new version; adopted only with --adopt."""

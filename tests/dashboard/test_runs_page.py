@@ -401,3 +401,47 @@ def test_the_history_table_fits_a_narrow_window_and_shows_every_column_on_reques
     assert len(models.CATALOG_COLUMNS) == 4 and "role" in models.CATALOG_DETAILS
     shown_models = AppTest.from_function(_any_page, args=("models",), default_timeout=60).run()
     assert list(shown_models.dataframe[0].proto.column_order) == list(models.CATALOG_COLUMNS)
+
+
+def test_a_labelled_run_shows_the_judges_rate_corrected_by_the_labels() -> None:
+    """#38 (3): a recorded conversation (120 hands judged by the real likelihood judge), 40 of its hands labelled
+    by the scripted labeller: the run's page, the CLI and the engine show the judge's share of raised hands, the
+    labels' share and the corrected one (PPI++) with its interval, and the labels that would halve it; the
+    corrected interval holds the share the labeller gives all 120 hands."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dashboard.cli import app
+    from engine.handraise.scripted_labeller import USER, label_items, load_recording, preference
+    from engine.labels import label_queue, labelable_items
+    from engine.labels.corrected import corrected_rates
+
+    store = _store()
+    run_id = load_recording(store)
+    run = store.get_run(run_id)
+    assert run is not None
+    items = labelable_items(store, run)
+    truth = sum(
+        preference(str(i.context.get("text") or ""), str(i.context.get("participant"))) == "speak" for i in items
+    ) / len(items)
+    label_items(
+        store, label_queue(store, mechanism="handraise", rule="random", n=40, seed=1, user=USER, run_ids=[run_id])
+    )
+    (rate,) = corrected_rates(store, run)
+    assert rate.value == "speak" and rate.n_items == 120 and rate.n_labelled == 40
+    assert rate.corrected is not None and rate.corrected.interval.contains(truth)
+    assert rate.judge_ci is not None and rate.labels_ci is not None
+    result = CliRunner().invoke(app, ["labels", "corrected", run_id, "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)["rates"][0]
+    assert shown["labelled"] == 40 and shown["corrected_ci"] == rate.corrected.interval.as_list()
+    assert "would halve the interval" in shown["note"] or "cannot halve" in shown["note"]
+    at = _page(run=run_id)
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "corrected (95 %)" in df.value.columns)
+    row = table.iloc[0]
+    assert (
+        row["share of"] == "speak" and row["judge says"].endswith("of 120") and row["your labels say"].endswith("of 40")
+    )
+    assert "(" in row["corrected (95 %)"]
