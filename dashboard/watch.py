@@ -50,17 +50,20 @@ def set_url_run(run_id: str | None, param: str = "run") -> None:
 
 def eta_text(progress: dict[str, Any] | None) -> str:
     """'3 / 10 · discussion round 1 · 12 s elapsed · about 28 s left' from a progress dict; a run that records
-    items first (an experiment) also says how many items and calls it has recorded: '0 / 264 · 7 / 24 items
-    recorded · 21 calls · judged h07 · 14 s elapsed · about 40 s left'."""
+    items first (an experiment) counts what it records until its first cell: 'recording: 7 / 24 items · then 264
+    cells · 21 calls · judged h07 · 14 s elapsed · about 40 s left'."""
     if not progress:
         return "starting…"
     done, total = progress.get("done") or 0, progress.get("total")
-    parts = [f"{done} / {total}" if total else f"{done} done"]
     items, items_total = int(progress.get("items") or 0), progress.get("items_total")
-    if items_total:
-        parts.append(f"{items} / {items_total} items recorded")
-    elif items:
-        parts.append(f"{items} items recorded")
+    if items_total and items < int(items_total) and not done:  # the recording comes first: count what it records
+        parts = [f"recording: {items} / {items_total} items", f"then {total} cells" if total else "then the cells"]
+    else:
+        parts = [f"{done} / {total}" if total else f"{done} done"]
+        if items_total:
+            parts.append(f"{items} / {items_total} items recorded")
+        elif items:
+            parts.append(f"{items} items recorded")
     if "calls" in progress:
         calls = int(progress.get("calls") or 0)
         parts.append(f"{calls} call{'' if calls == 1 else 's'}")
@@ -107,6 +110,9 @@ def progress_fraction(progress: dict[str, Any] | None) -> float:
     elapsed, eta = progress.get("elapsed_s"), progress.get("eta_s")
     if elapsed is not None and eta is not None and float(elapsed) + float(eta) > 0:
         return min(1.0, float(elapsed) / (float(elapsed) + float(eta)))
+    items, items_total = int(progress.get("items") or 0), progress.get("items_total")
+    if items_total and items < int(items_total) and not progress.get("done"):  # the recording, before any cell
+        return min(1.0, items / float(items_total))
     if progress.get("total"):
         return min(1.0, float(progress.get("done") or 0) / float(progress["total"]))
     return 0.0

@@ -44,7 +44,8 @@ class Pace:
     warm-up, e.g. loading a model, and later units are steady) or the start. Between ticks the estimate
     counts down (the unit in flight has been running for a while), so a stalled counter never makes the
     estimate grow with the elapsed time; once the unit in flight is later than the pace says, the estimate
-    is 0 until the next tick measures the pace again."""
+    is what the units after it take at the quickest pace seen (never 0 with units to go) until the next tick
+    measures the pace again."""
 
     started: float
     start_done: int = 0  # units already done when counting began (they took none of this time)
@@ -53,12 +54,16 @@ class Pace:
     since_done: int = 0
     last: float | None = None
     last_done: int = -1
+    fastest: float | None = None  # the quickest seconds per unit seen between two ticks (a floor for what is left)
 
     def tick(self, done: int, now: float) -> None:
         if done <= max(self.last_done, self.start_done):
             return
         if self.since is None:
             self.since, self.since_done = (now, done) if self.skip_first else (self.started, self.start_done)
+        if self.last is not None and done > self.last_done:
+            each = (now - self.last) / (done - self.last_done)
+            self.fastest = each if self.fastest is None else min(self.fastest, each)
         self.last, self.last_done = now, done
 
     def pace_s(self) -> float | None:
@@ -74,7 +79,12 @@ class Pace:
         if not total or pace is None or self.last is None:
             return None
         left = max(0, total - self.last_done)
-        return max(0.0, pace * left - (now - self.last)) if left else 0.0
+        if not left:
+            return 0.0
+        # the unit in flight counts down; the units after it take at least the quickest unit seen each, so the
+        # estimate never drops below the time already known to remain (it read "about 2 s left" with turns to go)
+        floor = (left - 1) * (self.fastest if self.fastest is not None else pace)
+        return max(floor, pace * left - (now - self.last))
 
 
 @dataclass

@@ -464,25 +464,29 @@ async def run_case(
 
 
 def progress_emit(emit: Emit, jury: Jury) -> Emit:
-    """`emit`, reporting progress on the way (``engine.runctx``): one unit per juror answer and one for
-    the final judgment; the total shrinks to what is left once the discussion ends early."""
+    """`emit`, reporting progress on the way (``engine.runctx``): one unit per juror answer and one for the final
+    judgment. The total counts only steps that will run: phase 1 and the final judgment at first, and a round's
+    answers once that round starts (most cases never discuss: phase 1 decides, or no seat's map lets the others
+    move it), so the bar never waits on rounds that do not come."""
 
     n = len(jury.seats)
     rounds = jury.config.max_discussion_rounds if jury.config.use_collaborative else 0
-    runctx.progress(total=n * (1 + rounds) + 1, step="phase 1")
+    runctx.progress(total=n + 1, step="phase 1 — independent evaluations")
+    started: set[object] = set()
 
     def emitting(type_: str, **payload: object) -> object:
         out = emit(type_, **payload)
+        control = runctx.current()
         if type_ == "juror_evaluation":
             runctx.progress(advance=1, step="phase 1 — independent evaluations")
         elif type_ == "juror_statement":
-            runctx.progress(advance=1, step=f"discussion round {payload.get('round')}")
-        elif type_ == "discussion_ended" or (
-            type_ == "consensus_check" and (payload.get("consensusReached") or rounds == 0)
-        ):
-            control = runctx.current()
-            if control is not None:
-                runctx.progress(total=control.progress.done + 1, step="final judgment")
+            number = payload.get("round")
+            if number not in started and control is not None:  # a round that runs: its answers join the total
+                started.add(number)
+                runctx.progress(total=(control.progress.total or 0) + n)
+            runctx.progress(advance=1, step=f"discussion round {number} (at most {rounds})")
+        elif type_ == "discussion_ended" and control is not None:
+            runctx.progress(total=control.progress.done + 1, step="final judgment")
         elif type_ == "final_judgment":
             runctx.progress(advance=1, step="final judgment")
         return out

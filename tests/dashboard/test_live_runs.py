@@ -85,7 +85,9 @@ def test_progress_has_an_eta_after_the_first_unit(registry: RunRegistry, store: 
     assert registry.progress(run_id)["eta_s"] is None  # type: ignore[index]  # nothing done: no pace yet
     wait_for(lambda: (store.progress(run_id) or {}).get("done", 0) >= 2)
     live = registry.progress(run_id)
-    assert live is not None and live["total"] == 10 and live["eta_s"] is not None and live["eta_s"] > 0
+    assert (
+        live is not None and live["total"] == 4 and live["eta_s"] is not None and live["eta_s"] > 0
+    )  # phase 1 and the final judgment: no round counted before it runs (#38)
     assert live["step"].startswith("phase 1")
     registry.cancel(run_id)
     with pytest.raises(RunCancelled):
@@ -242,11 +244,15 @@ def test_the_progress_line_reads_counts_step_and_eta() -> None:
         "4 / 10 · discussion round 1 · 8 s elapsed · about 12 s left"
     )
     recording = {"done": 0, "total": 264, "items": 7, "items_total": 24, "calls": 21, "step": "judged h07"}
+    # #38 (5): the recording comes first and is what is counted until the first cell (it read "0 / 264")
     assert eta_text({**recording, "elapsed_s": 14.0, "eta_s": 170.0}) == (
-        "0 / 264 · 7 / 24 items recorded · 21 calls · judged h07 · 14 s elapsed · about 3 min left"
+        "recording: 7 / 24 items · then 264 cells · 21 calls · judged h07 · 14 s elapsed · about 3 min left"
     )
-    assert eta_text({**recording, "items": 0, "calls": 0, "elapsed_s": 5.0, "eta_s": None}).endswith(
-        "0 / 24 items recorded · 0 calls · judged h07 · 5 s elapsed · ETA after the first item"
+    assert eta_text({**recording, "items": 0, "calls": 0, "elapsed_s": 5.0, "eta_s": None}) == (
+        "recording: 0 / 24 items · then 264 cells · 0 calls · judged h07 · 5 s elapsed · ETA after the first item"
+    )
+    assert eta_text({**recording, "done": 12, "items": 24, "elapsed_s": 50.0, "eta_s": 9.0}).startswith(
+        "12 / 264 · 24 / 24 items recorded"
     )
 
 
@@ -255,6 +261,8 @@ def test_the_progress_bar_moves_with_the_time_while_a_recording_precedes_every_u
 
     assert progress_fraction({"done": 0, "total": 264, "elapsed_s": 30.0, "eta_s": 90.0}) == 0.25
     assert progress_fraction({"done": 66, "total": 264, "elapsed_s": 1.0, "eta_s": None}) == 0.25
+    # before the recording has a pace, the bar moves with the items it records
+    assert progress_fraction({"done": 0, "total": 264, "items": 6, "items_total": 24, "eta_s": None}) == 0.25
     assert progress_fraction(None) == 0.0
 
 

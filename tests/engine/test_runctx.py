@@ -170,3 +170,35 @@ def test_an_experiment_reports_its_recordings_items_and_calls_before_any_cell(tm
     assert [s["calls"] for s in before_cells if s.get("items")] == list(range(1, 25))
     assert all(s["eta_s"] is not None for s in before_cells if 2 <= int(s.get("items") or 0) < 24)
     assert seen[-1]["done"] == seen[-1]["total"] == 4 and seen[-1]["eta_s"] == 0.0
+
+
+def test_the_eta_never_drops_below_the_units_known_to_remain() -> None:
+    """#38 (5): a duo of 8 turns whose first two are quick (2 s) and whose third runs long (retries): while it is in
+    flight, the estimate never falls below the five turns after it at the quickest pace seen (it read "about 2 s
+    left" with 22 s to go); it appears only once this run has a pace."""
+    ticks = [(2.0, {"advance": 1}), (4.0, {"advance": 1}), (30.0, {"advance": 1})]
+    eta = replay(ticks, [1.0, 5.0, 8.0, 20.0, 29.0], total=8)
+    assert eta[1.0] is None  # no turn done yet: no pace of this run to go by
+    for at in (5.0, 8.0, 20.0, 29.0):
+        estimate = eta[at]
+        assert estimate is not None and estimate >= 5 * 2.0 - 1e-9, (at, estimate)  # five more turns, ≥ 2 s each
+
+
+def test_a_jury_that_never_discusses_counts_no_round_it_will_not_run() -> None:
+    """#38 (5): phase 1 and the final judgment are the steps; a round joins the total only when it starts."""
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, progress_emit
+
+    seats = [JurorSeat(juror_id=f"j{i}", model_id="mock", role_name=f"r{i}") for i in range(3)]
+    ctrl = runctx.RunControl()
+    with runctx.controlled(ctrl):
+        emit = progress_emit(lambda *a, **k: None, Jury(seats, {}))
+        assert ctrl.progress.total == 4
+        for _ in seats:
+            emit("juror_evaluation")
+        emit("juror_statement", round=1)
+        assert ctrl.progress.total == 7 and ctrl.progress.done == 4
+        emit("juror_statement", round=1)
+        emit("discussion_ended")
+        emit("final_judgment")
+    assert ctrl.progress.done == ctrl.progress.total == 6
