@@ -215,8 +215,10 @@ class RunControl:
             p = self.progress
             if total is not None:
                 p.total = total
-            if done is not None:
+            if done is not None and total is not None:  # set with the total: units an earlier run did (resumed)
                 p.start_at(done)
+            elif done is not None:  # a unit count reported as it goes
+                p.done = done
             p.done += advance
             if step is not None:
                 p.step = step

@@ -18,7 +18,7 @@ from engine.skip.judges import Judge, JudgeOutcome, LikelihoodJudge, ModelJudge,
 from engine.skip.messages import Message
 from engine.skip.recording import RecordedJudge
 from engine.skip.simulation import SimulationResult, check_count, compare_results, simulate
-from engine.skip.sweep import TRADEOFF_DEFAULT_SKIP, TRADEOFF_HIGH_SKIP, sweep
+from engine.skip.sweep import TRADEOFF_DEFAULT_SKIP, TRADEOFF_HIGH_SKIP, sweep, sweep_configs
 from engine.skip.workload import WorkloadSpec, generate_workload
 
 if TYPE_CHECKING:
@@ -125,8 +125,15 @@ async def run_simulation(
     def follow(offset: int, label: str) -> Callable[[float], None]:
         return lambda share: runctx.progress(done=offset + round(share * checks), step=label)
 
+    # The steps that run, in checks: both simulations, then the trade-off sweep's configurations (each a
+    # simulation with the cache: about `checks` more), so the bar and the ETA include the sweep.
+    configs = len(sweep_configs(config.response, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP))
+
+    def swept(k: int) -> None:
+        runctx.progress(done=(2 + k) * checks, step=f"trade-off sweep: {k} of {configs} settings")
+
     async with async_run_context(store, "skip.simulate", config.model_dump(mode="json"), sinks=sinks) as run:
-        runctx.progress(total=2 * checks, step="without cache")
+        runctx.progress(total=(2 + configs) * checks, step="without cache")
         without = await simulate(
             messages, judge, config.response, with_cache=False, hours=hours, progress=follow(0, "without cache")
         )
@@ -140,10 +147,12 @@ async def run_simulation(
             keep_timeline=True,
             progress=follow(checks, "with cache"),
         )
-        runctx.progress(done=2 * checks, step="trade-off sweep over the recorded judgments")
+        runctx.progress(done=2 * checks, step=f"trade-off sweep: 0 of {configs} settings")
         comparison = compare_results(without, detail, config.response)
-        grid = await sweep(messages, judge.records, config.response, hours, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP)
-        runctx.progress(done=2 * checks, step="compared")
+        grid = await sweep(
+            messages, judge.records, config.response, hours, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP, swept
+        )
+        runctx.progress(done=(2 + configs) * checks, step="compared")
         run.summary = {
             "calls_saved_pct": comparison["calls_saved_pct"],
             "live_calls": judge.live_calls,

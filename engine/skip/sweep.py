@@ -3,7 +3,7 @@ the Pareto front of judge calls against staleness marked."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.skip.config import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
@@ -50,11 +50,14 @@ async def sweep(
     hours: float | None = None,
     high_skip: Sequence[int] = SWEEP_HIGH_SKIP,
     default_skip: Sequence[int] = SWEEP_DEFAULT_SKIP,
+    progress: Callable[[int], object] | None = None,
 ) -> list[dict[str, Any]]:
     """Every grid configuration re-simulated with the cache and the judgments a run recorded — no model
-    call — with the Pareto front of judge calls against staleness p95 marked."""
-    rows = []
+    call — with the Pareto front of judge calls against staleness p95 marked; `progress(k)` after the k-th."""
+    rows: list[dict[str, Any]] = []
     for high_s, default_s, cfg in sweep_configs(base, high_skip, default_skip):
+        if progress is not None and rows:
+            progress(len(rows))
         out = (await simulate(messages, RecordedJudge(dict(records)), cfg, with_cache=True, hours=hours)).summary()
         rows.append(
             {

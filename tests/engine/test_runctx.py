@@ -202,3 +202,16 @@ def test_a_jury_that_never_discusses_counts_no_round_it_will_not_run() -> None:
         emit("discussion_ended")
         emit("final_judgment")
     assert ctrl.progress.done == ctrl.progress.total == 6
+
+
+def test_a_unit_count_reported_as_it_goes_has_a_pace() -> None:
+    """#38 (5): `done=` reported as a run goes (the skip simulation) paces the ETA; only `done=` given with the
+    total is an earlier run's work (resumed). It had no ETA until the end."""
+    clock = Clock()
+    ctrl = runctx.RunControl()
+    ctrl.progress = runctx.Progress(started=0.0, clock=clock)
+    ctrl.report(total=100)
+    for t, done in ((1.0, 10), (2.0, 20)):
+        clock.now = t
+        ctrl.report(done=done)
+    assert ctrl.progress.eta_s == pytest.approx(8.0)  # 0.1 s a unit, 80 left
