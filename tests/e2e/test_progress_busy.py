@@ -1,0 +1,207 @@
+"""#38 (5): honest progress, read in Chromium while a CPU burner keeps a core busy (the other runs the suite's other worker) — on the jury, the duo,
+the experiment and the skip pages. Every progress line shown is sampled until the run ends, then held against what
+the run stored: the total counts only steps that ran, an ETA is never below the steps known to remain, an
+experiment's recording phase counts recorded items, the skip simulation counts its trade-off sweep. The models are
+an OpenAI-compatible loopback server that answers after a delay (tests/e2e/test_live_runs.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
+from tests.e2e.test_live_runs import SlowSchemaServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+Sample = tuple[float, str]
+COUNT = re.compile(r"^(\d+) / (\d+)")
+LEFT = re.compile(r"about (\d+) (s|min) left")
+
+
+@contextlib.contextmanager
+def busy_cpu(n: int = 1) -> Iterator[None]:
+    """`n` processes spinning at full speed, stopped afterwards (one: the other core runs the other test worker)."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    tmp = tmp_path_factory.mktemp("busy")
+    server = SlowSchemaServer(lambda path, body, headers: "the agent leaked the password").start()
+    catalog = tmp / "catalog.yaml"
+    catalog.write_text(
+        "models:\n"
+        f"  - id: slow-juror\n    backend: openai\n    model: fake\n    base_url: '{server.url}/v1'\n"
+        "    needs_key: false\n    max_retries: 0\n    timeout_s: 30\n    concurrency: 8\n"
+        "    profile: {name: Slow juror}\n    default_for: ['*']\n"
+        "panels:\n  local:\n"
+        + "".join(f"    - {{model: slow-juror, role_name: Juror {i}, role_focus: 'look closely'}}\n" for i in range(3)),
+        encoding="utf-8",
+    )
+    with serve_dashboard(tmp, {"JUDGELAB_CATALOG": str(catalog)}) as (url, db):
+        yield url, db, tmp
+    server.stop()
+
+
+@pytest.fixture
+def page(served: tuple[str, Path, Path]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
+        browser.close()
+
+
+def _sample(page: Any, timeout_s: float = 240) -> list[Sample]:
+    """Every progress line the page shows, with the time, from the first bar until the bar is gone."""
+    from playwright.sync_api import expect
+
+    bar = page.get_by_test_id("stProgress")
+    expect(bar.first).to_be_visible(timeout=60_000)
+    samples: list[Sample] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if bar.count() == 0:
+                break
+            text = bar.first.inner_text(timeout=2_000).strip()
+        except Exception:  # the bar went away between the count and the read
+            continue
+        if text and (not samples or samples[-1][1] != text):
+            samples.append((time.monotonic(), text))
+        time.sleep(0.25)
+    assert samples, "no progress line was shown"
+    return samples
+
+
+def _newest_run(db: Path, kind: str) -> tuple[str, str]:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT id, status FROM runs WHERE kind = ? ORDER BY started_at DESC", (kind,)).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def _wait_finished(db: Path, kind: str, timeout: float = 240) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run_id, status = _newest_run(db, kind)
+        if status != "running":
+            assert status == "finished", status
+            return run_id
+        time.sleep(0.5)
+    raise AssertionError(f"the {kind} run did not finish")
+
+
+def _count(db: Path, run_id: str, *types: str) -> int:
+    with sqlite3.connect(db) as conn:
+        marks = ",".join("?" * len(types))
+        sql = f"SELECT COUNT(*) FROM events WHERE run_id = ? AND type IN ({marks})"
+        return int(conn.execute(sql, (run_id, *types)).fetchone()[0])
+
+
+def _counts(samples: list[Sample]) -> list[tuple[int, int]]:
+    return [c for _, c in _with_counts(samples)]
+
+
+def _with_counts(samples: list[Sample]) -> list[tuple[str, tuple[int, int]]]:
+    """Each line that opens with 'done / total', with those two numbers."""
+    return [(text, (int(m.group(1)), int(m.group(2)))) for _, text in samples if (m := COUNT.match(text))]
+
+
+def _seconds_left(text: str) -> float | None:
+    m = LEFT.search(text)
+    return None if m is None else float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+
+
+def test_the_jury_counts_only_the_steps_that_run(served: tuple[str, Path, Path], page: Any) -> None:
+    url, db, _ = served
+    page.goto(url + "/jury", timeout=60_000)
+    page.get_by_role("button", name="Run the jury").click(timeout=60_000)
+    with busy_cpu():
+        samples = _sample(page)
+    run_id = _wait_finished(db, "jury.run")
+    steps = _count(db, run_id, "juror_evaluation", "juror_statement", "final_judgment")
+    counts = _counts(samples)
+    assert counts, samples
+    assert all(total <= steps for _, total in counts), (counts, steps)  # no phantom round in any total shown
+    assert all(done <= total for done, total in counts)
+
+
+def test_the_duos_eta_never_falls_below_the_turns_left(served: tuple[str, Path, Path], page: Any) -> None:
+    from playwright.sync_api import expect
+
+    url, db, _ = served
+    page.goto(url + "/director", timeout=60_000)
+    page.get_by_role("tab", name="Duo simulator").click(timeout=60_000)
+    turns = page.get_by_label("Turns")
+    turns.fill("4")
+    turns.press("Enter")
+    button = page.get_by_role("button", name="Run dialogue")
+    expect(button).to_be_enabled(timeout=30_000)
+    button.click()
+    with busy_cpu():
+        samples = _sample(page)
+    run_id = _wait_finished(db, "director.duo")
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT ts FROM events WHERE run_id = ? AND type = 'director_turn' ORDER BY seq", (run_id,)
+        ).fetchall()
+    assert len(rows) == 4
+    for text, (done, total) in _with_counts(samples):
+        left = _seconds_left(text)
+        if left is not None and total - done >= 2:  # turns after the one in flight: never "almost none left"
+            assert left >= 1, text
+        assert "almost done" not in text or total - done <= 1, text
+
+
+def test_the_experiment_counts_its_recording_first(served: tuple[str, Path, Path], page: Any) -> None:
+    from playwright.sync_api import expect
+
+    url, db, tmp = served
+    definition = tmp / "jury-small.yaml"
+    definition.write_text(
+        "name: progress check\nmechanism: jury\ncases: data/benchmarks/jury.jsonl\nlimit: 3\n"
+        "base: {panel: local}\nspace:\n  consensus_threshold: [0.67, 1.0]\nmetric: accuracy\n",
+        encoding="utf-8",
+    )
+    page.goto(url + "/experiments", timeout=60_000)
+    page.get_by_text("Upload a YAML", exact=True).click(timeout=60_000)
+    page.locator("input[type=file]").first.set_input_files(str(definition))
+    button = page.get_by_role("button", name="Launch the experiment")
+    expect(button).to_be_enabled(timeout=60_000)
+    button.click()
+    with busy_cpu():
+        samples = _sample(page, timeout_s=300)
+    _wait_finished(db, "experiment", timeout=300)
+    recording = [text for _, text in samples if text.startswith("recording:")]
+    assert recording, samples  # the recording phase is counted in recorded items…
+    assert not any(re.match(r"^0 / \d+ · \d+ / \d+ items recorded", text) for _, text in samples)  # …never "0 / N"
+
+
+def test_the_skip_simulation_counts_its_tradeoff_sweep(served: tuple[str, Path, Path], page: Any) -> None:
+    url, db, _ = served
+    page.goto(url + "/skip-cache", timeout=60_000)
+    page.get_by_role("button", name="Simulate").click(timeout=60_000)
+    with busy_cpu():
+        samples = _sample(page)
+    _wait_finished(db, "skip.simulate")
+    sweep = [(text, c) for text, c in _with_counts(samples) if "trade-off sweep" in text]
+    assert not sweep or all(done < total for _, (done, total) in sweep), sweep  # the sweep is steps still to run
+    assert not any("about 0 s left" in text for _, text in samples if "trade-off sweep" in text), samples
