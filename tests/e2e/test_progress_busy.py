@@ -1,8 +1,9 @@
 """#38 (5): honest progress, read in Chromium while a CPU burner keeps a core busy (the other runs the suite's other
-worker) — on the jury, the duo, the experiment and the skip pages. Every progress line shown is sampled until the run ends, then held against what
-the run stored: the total counts only steps that ran, an ETA is never below the steps known to remain, an
-experiment's recording phase counts recorded items, the skip simulation counts its trade-off sweep. The models are
-an OpenAI-compatible loopback server that answers after a delay (tests/e2e/test_live_runs.py)."""
+worker) — on the jury, the duo, the experiment and the skip pages. Every progress line shown is sampled until the
+run ends, then held against what the run stored: the total counts only steps that ran, an ETA is never below the
+steps known to remain, an experiment's recording phase counts recorded items, the skip simulation counts its
+trade-off sweep. The models are an OpenAI-compatible loopback server that answers after a delay
+(tests/e2e/test_live_runs.py)."""
 
 from __future__ import annotations
 
