@@ -6,6 +6,7 @@ Every string from the run goes into a figure through `plot_text`, as on the page
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -14,7 +15,7 @@ from plotly.offline import get_plotlyjs
 
 from dashboard import charts
 from dashboard.mechanism_ui import uis
-from dashboard.text import plot_text
+from dashboard.text import plot_text, scope_words
 from engine.confidence import LevelThresholds
 from engine.director import RUBRIC_CRITERIA
 from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
@@ -202,7 +203,18 @@ def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
         )
     )
     fig.update_yaxes(title="judge calls")
-    return [("Judge calls with and without the cache", _small(fig, "Judge calls with and without the cache"))]
+    out = [("Judge calls with and without the cache", _small(fig, "Judge calls with and without the cache"))]
+    sweep = record.run.summary.get("sweep")
+    if isinstance(sweep, list) and sweep:  # the page's "Calls saved vs. delay" tab
+        out.append(("Calls saved vs. delay (trade-off sweep)", charts.skip_tradeoff(sweep)))
+    stored = next((p for _, p in record.pairs("skip_scope_timeline")), None)
+    if stored and stored.get("scope"):  # the page's timeline, of the busiest conversation (the page's first)
+        messages = [m | {"at": datetime.fromisoformat(m["at"])} for m in stored.get("messages") or []]
+        judgments = [j | {"at": datetime.fromisoformat(j["at"])} for j in stored.get("judgments") or []]
+        title = f"Per-conversation timeline ({scope_words(str(stored['scope']))})"
+        fig = charts.skip_scope_timeline(str(stored["scope"]), messages, judgments, stored.get("timeline") or [])
+        out.append((title, fig))
+    return out
 
 
 def _calibration(record: RunRecord) -> list[tuple[str, go.Figure]]:
@@ -263,7 +275,7 @@ def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
             "side": "right",
             "rangemode": "tozero",
             "tickmode": "auto",  # its own round ticks (0.5 s), not the token axis' gridlines
-            "tickformat": ".2~f",
+            "tickformat": ".3~g",  # 0.002, 0.5, 12: three significant digits at any scale (".2~f" read 0.01, 0.01, 0)
             "showgrid": False,
         },
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},  # off the axis

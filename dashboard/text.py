@@ -141,3 +141,9 @@ def method_words(final: dict[str, Any], config: dict[str, Any]) -> str:
     if method == "final_judge" and config.get("final_judge_model"):
         words += f" ({config['final_judge_model']})"
     return words
+
+
+def scope_words(scope: str) -> str:
+    """A scope ('C002:top', 'C002:1700000000.5') as people read it: 'channel C002' or 'a thread in C002'."""
+    channel, _, thread = scope.partition(":")
+    return f"channel {channel}" if thread in ("", "top") else f"a thread in {channel} ({thread})"

@@ -88,7 +88,22 @@ def headline(run: Run, totals: Mapping[str, Any] | None = None) -> dict[str, Sca
         figures["would_cost"] = float(t["would_cost"])
     for name, value in _summary_figures(run.summary):
         figures.setdefault(name, value)
+    for name, value in _result_intervals(run.summary, figures):
+        figures.setdefault(name, value)
     return figures
+
+
+def _result_intervals(summary: Mapping[str, Any], figures: Mapping[str, Scalar]) -> Iterator[tuple[str, Scalar]]:
+    """The interval of a top-level figure kept only inside the whole result (the skip simulation's calls saved):
+    beside its figure, as every other interval is."""
+    for key in WHOLE_RESULTS:
+        result = summary.get(key)
+        if not isinstance(result, Mapping):
+            continue
+        for name, value in result.items():
+            base = str(name).removesuffix("_ci")
+            if name != base and base in figures and name not in figures and isinstance(value, list) and len(value) == 2:
+                yield str(name), f"{value[0]:.4g}–{value[1]:.4g}"
 
 
 @dataclass(frozen=True)

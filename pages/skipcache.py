@@ -22,6 +22,7 @@ from dashboard.components import (
     money,
 )
 from dashboard.labelling import label_buttons
+from dashboard.text import scope_words
 from dashboard.watch import Collected, is_live, live_result, start_error, start_watched, watch_run, watched_run
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
@@ -509,12 +510,6 @@ def rough_money(value: float) -> str:
     if not value or value < 0.0001:
         return money(value)
     return f"${value:,.0f}" if value >= 10 else f"${value:#.2g}"
-
-
-def scope_words(scope: str) -> str:
-    """A scope ('C002:top', 'C002:1700000000.5') as people read it: 'channel C002' or 'a thread in C002'."""
-    channel, _, thread = scope.partition(":")
-    return f"channel {channel}" if thread in ("", "top") else f"a thread in {channel} ({thread})"
 
 
 def _render_timeline(result: dict[str, Any]) -> None:

@@ -26,15 +26,11 @@ from __future__ import annotations
 
 from engine.exports.csvfiles import (
     EXPORT_FORMAT,
-    FORMULA_CHARS,
-    FORMULA_LEAD,
-    SKIPPED_CATEGORIES,
     csv_bytes,
     csv_cell,
     csv_rows,
     csv_text,
     csv_zip,
-    is_formula,
     table_csv,
 )
 from engine.exports.document import (
@@ -68,6 +64,7 @@ from engine.exports.tables import (
     table_builders,
     tables,
 )
+from engine.formulas import FORMULA_CHARS, FORMULA_LEAD, SKIPPED_CATEGORIES, is_formula
 
 __all__ = [
     "CALL_COLUMNS",

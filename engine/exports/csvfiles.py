@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -13,22 +12,10 @@ from typing import Any
 
 from engine.exports.record import ExportError, RunRecord, Table
 from engine.exports.tables import tables
+from engine.formulas import is_formula
 from models.secrets import redact
 
 EXPORT_FORMAT = "judgelab.run/1"
-
-
-# What a spreadsheet takes as the start of a formula (OWASP CSV injection); their full-width and small forms
-# are caught by NFKC (＝ → =). A cell starting with a tab or a carriage return is neutralised whatever follows.
-FORMULA_CHARS = frozenset("=+-@")
-
-
-FORMULA_LEAD = ("\t", "\r")
-
-
-# What a spreadsheet may skip before it reads a formula: any whitespace, controls, and the invisible format
-# characters (zero-width space U+200B, word joiner U+2060, BOM U+FEFF, bidi marks …).
-SKIPPED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 
 
 def csv_cell(value: object) -> str | int | float:
@@ -48,19 +35,6 @@ def csv_cell(value: object) -> str | int | float:
         text = json.dumps(value, ensure_ascii=False, default=str)
     text = redact(text)
     return "'" + text if is_formula(text) else text
-
-
-def is_formula(text: str) -> bool:
-    """Whether a spreadsheet could read the text as a formula: it starts with a tab or a carriage return, or
-    its first character that is not whitespace, a control or invisible is = + - @ in any width."""
-    if text.startswith(FORMULA_LEAD):
-        return True
-    for ch in text:
-        if unicodedata.normalize("NFKC", ch)[:1] in FORMULA_CHARS:
-            return True
-        if not (ch.isspace() or unicodedata.category(ch) in SKIPPED_CATEGORIES):
-            return False
-    return False
 
 
 def csv_rows(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from engine.labels.corrected import corrected_rates
 from engine.store import EventRow, LlmCall, Run, Store
 
 # Bookkeeping events: the timeline keeps them, no table is made of them.
@@ -25,6 +26,7 @@ class RunRecord:
     calls: list[LlmCall]
     totals: dict[str, Any]
     tags: list[str]
+    corrected: list[dict[str, Any]] = field(default_factory=list)  # the judge's rates corrected by the labels
 
     def pairs(self, *types: str) -> list[tuple[str, dict[str, Any]]]:
         """(type, payload) of its events, of the given types only when any are named."""
@@ -41,6 +43,7 @@ def load_run(store: Store, run_id: str) -> RunRecord:
         calls=store.calls(run_id, limit=None),
         totals=dict(store.run_totals([run_id]).get(run_id, {})),
         tags=store.tags([run_id]).get(run_id, []),
+        corrected=[r.to_dict() for r in corrected_rates(store, run)],
     )
 
 

@@ -113,11 +113,22 @@ def _event_rows(*types: str) -> Callable[[RunRecord], list[dict[str, Any]]]:
     return rows
 
 
+def _corrected(record: RunRecord) -> list[dict[str, Any]]:
+    """The judge's rates beside your labels' and the corrected ones (PPI++), as the Runs page shows them."""
+    return [dict(r) for r in record.corrected]
+
+
 # Every run's tables; then each mechanism's (its `MechanismSpec.tables`, in the registry's export order).
 COMMON_TABLES: list[tuple[str, str, TableBuilder]] = [
     ("headline", "the run and its headline figures", _headline),
     ("calls", "telemetry: every LLM call (model, tokens, latency, cost, error, prompt, reply)", _calls),
     ("events", "every event in order, its payload as JSON", _events),
+    (
+        "corrected_rates",
+        "the judge's rate of each value, your labels' rate and the rate corrected by your labels (PPI++), each "
+        "with its 95 % interval, and the labels that would halve the corrected interval",
+        _corrected,
+    ),
 ]
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from engine import runctx
 from engine.events import async_run_context
-from engine.exports import is_formula
+from engine.formulas import is_formula
 from engine.inputs import Problems, iter_lines, problem_lines, read_text, shown_problems
 from engine.labelstore import Label, LabelChecker, LabelError
 from engine.store import NewLabel, Store

@@ -153,6 +153,9 @@ async def run_simulation(
             messages, judge.records, config.response, hours, TRADEOFF_HIGH_SKIP, TRADEOFF_DEFAULT_SKIP, swept
         )
         runctx.progress(done=(2 + configs) * checks, step="compared")
+        busiest = scope_timeline(messages, detail)
+        if busiest:
+            run.emit("skip_scope_timeline", **busiest)
         run.summary = {
             "calls_saved_pct": comparison["calls_saved_pct"],
             "live_calls": judge.live_calls,
@@ -168,3 +171,48 @@ async def run_simulation(
         live_calls=judge.live_calls,
         sweep=grid,
     )
+
+
+def scope_timeline(messages: Sequence[Message], detail: SimulationResult) -> dict[str, Any]:
+    """The busiest conversation's timeline with the cache (its messages, judgments, cache hits and replies), JSON
+    ready: stored with the run (`skip_scope_timeline`) so its export and its page draw it without the simulation's
+    detail, which only the process that ran it holds. {} without messages."""
+    counts: dict[str, int] = {}
+    for m in messages:
+        counts[m.scope] = counts.get(m.scope, 0) + 1
+    if not counts:
+        return {}
+    scope = max(counts, key=lambda k: (counts[k], k))
+    return {
+        "scope": scope,
+        "messages": [
+            {
+                "id": m.id,
+                "channel_id": m.channel_id,
+                "thread_ts": m.thread_ts,
+                "author": m.author,
+                "text": m.text,
+                "at": m.at.isoformat(),
+                "is_bot": m.is_bot,
+            }
+            for m in messages
+            if m.scope == scope
+        ],
+        "judgments": [
+            {
+                "scope": j.scope,
+                "at": j.at.isoformat(),
+                "should_respond": j.should_respond,
+                "confidence": j.confidence,
+                "skip_seconds": j.skip_seconds,
+                "flags": list(j.flags),
+            }
+            for j in detail.judgments
+            if j.scope == scope
+        ],
+        "timeline": [
+            {"type": e["type"], "scope": scope, "t": e["t"]}
+            for e in detail.timeline
+            if e.get("scope") == scope and e.get("type") in ("cache_hit", "reply")
+        ],
+    }

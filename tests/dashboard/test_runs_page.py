@@ -445,3 +445,10 @@ def test_a_labelled_run_shows_the_judges_rate_corrected_by_the_labels() -> None:
         row["share of"] == "speak" and row["judge says"].endswith("of 120") and row["your labels say"].endswith("of 40")
     )
     assert "(" in row["corrected (95 %)"]
+    # #38 (4): the exports hold what the page shows
+    from dashboard.report import run_report
+    from engine.exports import load_run, tables
+
+    exported = tables(load_run(store, run_id))["corrected_rates"].rows
+    assert exported[0]["corrected_ci"] == rate.corrected.interval.as_list() and exported[0]["labelled"] == 40
+    assert "corrected_rates" in run_report(store, run_id)
