@@ -289,6 +289,7 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
         "current_ci": refit.current_score_ci.as_list() if refit.current_score_ci else [],
         "has_current": refit.current is not None,
         "comparison": comparison.to_dict() if comparison is not None else None,
+        "kappa": refit.kappas(),  # κ with your labels, held out: the map in use (before) and the new map (after)
         "diagnosis": refit.candidate.metrics.get("diagnosis"),  # what the refit measured, shown before adopting
         "calibration": refit.candidate,  # for the Conversation page's what-if (the map object, not in use)
     }
@@ -350,6 +351,9 @@ def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_
             + "). "
             + comparison_words(refit["comparison"])
         )
+        kappa = kappa_words(refit.get("kappa"))
+        if kappa:
+            st.caption(kappa)
         diagnosis = diagnosis_line(refit.get("diagnosis"))
         if diagnosis:
             st.markdown(f"Diagnosis of the new map: {diagnosis}")
@@ -366,6 +370,25 @@ def render_candidate(refit: dict[str, Any], *, key: str, notice_key: str, refit_
             on_click=handle_adopt,
             args=(refit["mechanism"], refit["model_id"], refit["version"], notice_key, refit_key),
         )
+
+
+def kappa_words(kappa: dict[str, Any] | None) -> str:
+    """'Cohen's κ with your labels: 0.12 (−0.10–0.35) before the refit → 0.48 (0.25–0.68) after', on the same
+    held-out labels ('' without figures)."""
+    if not kappa or not kappa.get("after") or kappa["after"].get("kappa") is None:
+        return ""
+
+    def one(k: dict[str, Any] | None) -> str:
+        if not k or k.get("kappa") is None:
+            return "—"
+        ci = k.get("kappa_ci")
+        return f"{k['kappa']:.2f}" + (f" ({ci[0]:.2f}–{ci[1]:.2f})" if ci else "")
+
+    before = one(kappa.get("before")) if kappa.get("before") else "no map in use"
+    return (
+        f"Cohen's κ with your labels (agreement beyond chance, held out): {before} before the refit → "
+        f"{one(kappa['after'])} after."
+    )
 
 
 def show_notice(notice_key: str) -> None:

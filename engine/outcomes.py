@@ -34,6 +34,7 @@ class ItemOutcome:
     link: str = ""  # the run that holds the item's detail (a jury case's own run), else the run itself
     score: float | None = None  # the judge's score for the item (a will, a confidence, a rubric mean)…
     truth: bool | None = None  # …and what it predicts (speaks, the answer was right, the line is acceptable)
+    votes: tuple[str, ...] = ()  # the seats' own answers where a panel decided (a jury's final positions)
 
 
 Change = Literal["right→wrong", "wrong→right", "label changed"]
@@ -101,7 +102,7 @@ class RunDiff:
 
 
 def _outcome_json(outcome: ItemOutcome) -> dict[str, Any]:
-    return {k: v for k, v in asdict(outcome).items() if k not in ("key", "cluster") and v not in ("", None)}
+    return {k: v for k, v in asdict(outcome).items() if k not in ("key", "cluster") and v not in ("", None, ())}
 
 
 class NoItems(ValueError):
@@ -163,6 +164,7 @@ def _jury_eval(store: Store, run: Run) -> list[ItemOutcome]:
                 text=_short(f"score {item.get('final_score')}; seats {seats}" if seats else ""),
                 cluster=str(item.get("id")),
                 link=str(item.get("run_id") or ""),
+                votes=tuple(str(v) for v in verdicts.values() if v) if isinstance(verdicts, Mapping) else (),
             )
         )
     return out

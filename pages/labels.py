@@ -66,6 +66,7 @@ from engine.store import CANCELLED
 KEY = "labels."
 DETAILS = "labels"
 RULES = {
+    "teach": "Where a label teaches most",
     "uncertainty": "Where the judge was least sure",
     "stratified": "Evenly over what the judge said",
     "random": "At random",
@@ -129,7 +130,8 @@ def _render_queue() -> None:
         format_func=RULES.__getitem__,
         key=KEY + "q.rule",
         width=280,
-        help="Where the judge was least sure: its probability nearest its cut, where your labels teach it most. "
+        help="Where a label teaches most: the judge least sure, its seats split, runs where it disagreed with your "
+        "labels — first. Where the judge was least sure: its probability nearest its cut. "
         "Evenly: the same number of items for each answer the judge gave. At random: a fair sample for agreement.",
     )
     row.number_input("How many", 5, 200, 20, step=5, key=KEY + "q.n", width=120)

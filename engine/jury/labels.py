@@ -28,9 +28,25 @@ def case_items(store: Store, run: Run) -> list[LabelItem]:
             text=short_text(case.get("content")),
             predicted=str(verdict),
             probability=None,
-            context={"predicted": str(verdict), "score": run.summary.get("score")},
+            context={"predicted": str(verdict), "score": run.summary.get("score")}
+            | ({"votes": votes} if (votes := final_positions(run.summary.get("result"))) else {}),
         )
     ]
+
+
+def final_positions(result: object) -> list[str]:
+    """Each juror's last word in a stored result: its phase-1 verdict, then its latest round position."""
+    if not isinstance(result, Mapping):
+        return []
+    last: dict[str, str] = {}
+    for e in result.get("phase1_evaluations") or []:
+        if isinstance(e, Mapping) and e.get("juror_id") and e.get("verdict"):
+            last[str(e["juror_id"])] = str(e["verdict"])
+    for r in result.get("discussion_rounds") or []:
+        for st in (r.get("statements") or []) if isinstance(r, Mapping) else []:
+            if isinstance(st, Mapping) and st.get("juror_id") and st.get("position"):
+                last[str(st["juror_id"])] = str(st["position"])
+    return list(last.values())
 
 
 # A case-set evaluation's items: engine/outcomes.py's, the verdict as the label value.

@@ -124,6 +124,15 @@ def _kappa_kernel(k: int) -> Callable[[np.ndarray, np.ndarray], Callable[[np.nda
     return kernel
 
 
+def kappa_stat(truth: Sequence[str], predicted: Sequence[str]) -> stats.Stat:
+    """Cohen's κ of two label lists as a statistic the bootstrap resamples."""
+    values = sorted(set(truth) | set(predicted))
+    index = {v: i for i, v in enumerate(values)}
+    t = np.asarray([index[v] for v in truth], dtype=np.int64)
+    p = np.asarray([index[v] for v in predicted], dtype=np.int64)
+    return stats.Stat(_kappa_kernel(len(values)), (t, p))
+
+
 def _values(mechanism: str, seen: Sequence[str]) -> list[str]:
     spec = label_specs().get(mechanism)
     known = spec.values if spec is not None else None

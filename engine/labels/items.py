@@ -19,8 +19,8 @@ from engine.outcomes import EXTRACTORS
 from engine.store import Run, RunFilter, Store
 
 TEXT_CHARS = 240
-QueueRule = Literal["random", "stratified", "uncertainty"]
-RULES: tuple[QueueRule, ...] = ("random", "stratified", "uncertainty")
+QueueRule = Literal["teach", "random", "stratified", "uncertainty"]
+RULES: tuple[QueueRule, ...] = ("teach", "random", "stratified", "uncertainty")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ def from_outcomes(
                     text=short_text(o.text),
                     predicted=predicted,
                     probability=positive_score(o.text),
-                    context={"predicted": predicted, "gold": o.gold, "link": o.link or run.id, "text": o.text},
+                    context={"predicted": predicted, "gold": o.gold, "link": o.link or run.id, "text": o.text}
+                    | ({"votes": list(o.votes)} if o.votes else {}),
                 )
             )
         return out
@@ -134,6 +135,9 @@ def label_queue(
     rng.shuffle(pool)
     if rule == "random":
         return pool[:n]
+    if rule == "teach":
+        wrong_share = _judge_wrong_share(store, mechanism)
+        return sorted(pool, key=lambda item: -teaching(item, wrong_share.get(str(item.run_id), 0.0)))[:n]
     if rule == "uncertainty":
         cut_default = 0.5
 
@@ -153,3 +157,33 @@ def label_queue(
             if strata[name] and len(out) < n:
                 out.append(strata[name].pop())
     return out
+
+
+def teaching(item: LabelItem, run_wrong: float = 0.0) -> float:
+    """How much a label on `item` would teach, from 0 to 3 (the `teach` rule orders the queue by it): the judge's
+    uncertainty (1 at its cut, 0 a half-scale away; ½ when it gave no probability), how far its seats disagree (0
+    unanimous, 1 evenly split; a jury's final positions), and how often the judge of that run was wrong on the items
+    you labelled there (`run_wrong`)."""
+    if item.probability is None:
+        uncertain = 0.5
+    else:
+        cut = item.cut if item.cut is not None else 0.5
+        uncertain = max(0.0, 1.0 - 2.0 * abs(item.probability - cut))
+    votes = [str(v) for v in (item.context or {}).get("votes") or []]
+    split = 0.0
+    if len(votes) > 1:
+        majority = max(votes.count(v) for v in set(votes)) / len(votes)
+        split = (1.0 - majority) / (1.0 - 1.0 / len(votes))  # 1 when no two seats agree… 0 when all do
+    return uncertain + min(1.0, split) + run_wrong
+
+
+def _judge_wrong_share(store: Store, mechanism: str) -> dict[str, float]:
+    """Per run: the share of your labels there that disagree with what its judge predicted (by any user)."""
+    counts: dict[str, list[int]] = {}
+    for lab in list_labels(store, mechanism=mechanism):
+        predicted = lab.context.get("predicted")
+        if lab.run_id and isinstance(predicted, str) and predicted:
+            tally = counts.setdefault(lab.run_id, [0, 0])
+            tally[0] += lab.label != predicted
+            tally[1] += 1
+    return {run: wrong / total for run, (wrong, total) in counts.items() if total}

@@ -31,6 +31,7 @@ from engine.judgemaps import (
     save_version,
     version_files,
 )
+from engine.labels.agreement import kappa_stat
 from engine.labelstore import Label, LabelError, label_spec, label_specs
 from engine.mechanism import mechanism_spec, resolve_callable
 from engine.store import Store
@@ -73,7 +74,28 @@ class LabelRefit:
             "current_score_ci": self.current_score_ci.as_list() if self.current_score_ci else None,
             "comparison": self.comparison.to_dict(),
             "provenance": self.provenance,
+            "kappa": self.kappas(),
         }
+
+    def kappas(self) -> dict[str, Any]:
+        """Cohen's κ with your labels on the held-out labels, before (the map in use) and after (the new map), each
+        with its bootstrap interval: agreement beyond what the base rates give by chance."""
+        out: dict[str, Any] = {}
+        rows = [r for r in self.held_out if r.get("label") is not None]
+        for side, column in (("before", "current"), ("after", "candidate")):
+            if side == "before" and self.current is None:
+                out[side] = None
+                continue
+            value, interval = kappa_of([str(r["label"]) for r in rows], [str(r[column]) for r in rows])
+            out[side] = {"kappa": rounded(value), "kappa_ci": interval.as_list() if interval else None}
+        return out
+
+
+def kappa_of(truth: list[str], predicted: list[str]) -> tuple[float | None, stats.Interval | None]:
+    """Cohen's κ of predictions against labels and its bootstrap interval (engine.labels.agreement's kernel)."""
+    if not truth:
+        return None, None
+    return stats.bootstrap(kappa_stat(truth, predicted))
 
 
 def rounded(value: float | None) -> float | None:

@@ -231,3 +231,45 @@ def test_an_upload_imports_as_a_watched_run_and_a_hostile_one_shows_its_first_li
     one_line = r"^\s*LabelImportFailed: hostile\.jsonl: 33 bad row\(s\); nothing was imported\s*$"
     expect(failed).to_have_text(re.compile(one_line))
     assert "Traceback" not in page.content() and str(tmp_path) not in failed.inner_text()
+
+
+@pytest.fixture
+def recorded_world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The recorded conversation (120 hands of the real likelihood judge) in the dashboard's database."""
+    from engine.handraise.scripted_labeller import load_recording
+    from engine.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'e2e.db'}")
+    run_id = load_recording(store)
+    store.dispose()
+    env = {"JUDGELAB_CATALOG": str(mock_catalog(tmp_path)), "JUDGELAB_USER": "keyboard-e2e"}
+    with serve_dashboard(tmp_path, env) as (url, db):
+        yield {"url": url, "db": db, "run_id": run_id}
+
+
+def test_fifty_items_are_labelled_with_keys_only(recorded_world: dict[str, Any], shots: Shots) -> None:
+    """#38 (6): the queue drawn where a label teaches most, then 50 labels given with the keys 1 and 2 alone — no
+    click after the draw; every key press is one stored label, in the queue's order."""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, db = recorded_world["url"], recorded_world["db"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
+        open_page(page, url, "labels", "🏷️ Labels")
+        expect(page.get_by_role("combobox", name="Which items")).to_have_value(re.compile("teaches most"))
+        how_many = page.get_by_label("How many")
+        how_many.fill("50")
+        how_many.press("Enter")
+        settle(page)
+        page.get_by_role("button", name="Draw a queue").press("Enter")  # focused and pressed: still the keyboard
+        expect(page.get_by_text("0 of 50 done", exact=True)).to_be_visible(timeout=60_000)
+        for i in range(50):
+            page.locator("body").press("1" if i % 3 else "2")
+            expect(page.get_by_text(re.compile(rf"^{i + 1} of 50 done$"))).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("Queue finished: 50 of 50 labelled", exact=False)).to_be_visible(timeout=30_000)
+        shots(page, "labels-keyboard-50")
+        browser.close()
+    stored = _labels(db)
+    assert len(stored) == 50 and {m for m, _, _ in stored} == {"handraise"}
+    assert [v for _, v, _ in stored] == ["skip" if i % 3 == 0 else "speak" for i in range(50)]
