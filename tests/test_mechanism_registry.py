@@ -107,7 +107,7 @@ def test_each_surface_keeps_its_order() -> None:
         "director": ("signals", "generate", "likelihood"),
     }
     assert [name for name, _, _ in table_builders()] == [
-        *("headline", "calls", "events", "jury_positions", "jury_eval_items", "conversation_hands"),
+        *("headline", "calls", "events", "corrected_rates", "jury_positions", "jury_eval_items", "conversation_hands"),
         *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
         *("director_eval_items", "director_hit_rates", "confidence_factors", "confidence_scores"),
         *("confidence_eval_items", "calibration_items", "simulation"),
