@@ -25,7 +25,7 @@ from engine import stats
 if TYPE_CHECKING:
     from engine.outcomes import ItemOutcome
 
-LOWER_BETTER = frozenset({"ece", "brier"})  # metrics where a smaller value is the better one
+LOWER_BETTER = frozenset({"ece", "brier", "aurc"})  # metrics where a smaller value is the better one
 MAX_SHARES = 8  # label values whose share is compared (beyond, the labels are free text: no shares)
 HAND_LABELS = frozenset({"speaks", "stays quiet"})
 NAMED_SHARES = ("speaks", "goes ahead")
@@ -127,7 +127,7 @@ def _paired(pairs: Sequence[tuple[ItemOutcome, ItemOutcome]], seed: int) -> dict
         clusters = [x.cluster or x.key for x, _ in scored]
         metrics: dict[str, Callable[[stats.Values, stats.Flags], stats.Stat]] = {"auc": stats.w_auc}
         if _is_probability([x for x, _ in scored] + [y for _, y in scored]):
-            metrics |= {"ece": stats.w_ece, "brier": stats.w_brier}
+            metrics |= {"ece": stats.w_ece, "brier": stats.w_brier, "aurc": stats.w_aurc}
         for name, make in metrics.items():
             out[name] = stats.paired_bootstrap(make(sa, truth), make(sb, truth), seed=seed, clusters=clusters)
     if {x.label for x in a + b} <= ACTING and all(x.truth is not None for x in a):
@@ -175,7 +175,7 @@ def _two_sample(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome], seed: int) -
     if sa and sb and len({bool(x.truth) for x in sa}) == 2 == len({bool(y.truth) for y in sb}):
         metrics: dict[str, Callable[[stats.Values, stats.Flags], stats.Stat]] = {"auc": stats.w_auc}
         if _is_probability(sa + sb):
-            metrics |= {"ece": stats.w_ece, "brier": stats.w_brier}
+            metrics |= {"ece": stats.w_ece, "brier": stats.w_brier, "aurc": stats.w_aurc}
         for name, make in metrics.items():
             out[name] = unpaired_bootstrap(
                 make([float(x.score or 0) for x in sa], [bool(x.truth) for x in sa]),
@@ -220,21 +220,29 @@ def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     shown = (lambda v: "—" if v is None else f"{v:.{digits}f}") if comp.difference is not None else _plain
     better = "lower is better" if name in LOWER_BETTER else ""
     interval = (
-        f"{comp.interval.low:+.{digits}f} to {comp.interval.high:+.{digits}f}"
+        f"{signed(comp.interval.low, digits)} to {signed(comp.interval.high, digits)}"
         if comp.interval is not None
         else (comp.reason or "—")
     )
-    return {
+    paired = comp.test.startswith("two-sample") or "paired" in comp.test
+    return {  # the difference, its interval and the Holm p first: what a narrow window must not cut off
         "metric": name + (f" ({better})" if better else ""),
         "A": shown(comp.a),
         "B": shown(comp.b),
-        "B − A": "—" if comp.difference is None else f"{comp.difference:+.{digits}f}",
+        "B − A": "—" if comp.difference is None else signed(comp.difference, digits),
         "95 % interval": interval,
-        "p": _p(comp.p_value),
         "p (Holm)": _p(comp.p_holm),
-        "test": comp.test + ("" if comp.test.startswith("two-sample") else " (paired)"),
+        "p": _p(comp.p_value),
+        "test": comp.test + ("" if paired else " (paired)"),
         "items": comp.n,
     }
+
+
+def signed(value: float, digits: int) -> str:
+    """'+0.36', '-0.04', and '0.000' for what rounds to zero (never '-0.000')."""
+    if abs(value) < 0.5 * 10**-digits:
+        return f"{0:.{digits}f}"
+    return f"{value:+.{digits}f}"
 
 
 def _plain(value: float | None) -> str:

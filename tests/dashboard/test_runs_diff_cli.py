@@ -118,7 +118,7 @@ def test_handraise_runs_compare_f1_by_dialogue() -> None:
     run_a, run_b = store.get_run(a), store.get_run(b)
     assert run_a is not None and run_b is not None
     diff = diff_runs(store, run_a, run_b)
-    # every metric both runs share: accuracy, F1, the will as a score of who speaks (AUC, ECE, Brier), hands raised
+    # every metric both runs share: accuracy, F1, the will as a score of who speaks (AUC, ECE, Brier, AURC), raised
     assert diff.shared == 20 and set(diff.comparisons) == {
         "accuracy",
         "precision",
@@ -127,6 +127,7 @@ def test_handraise_runs_compare_f1_by_dialogue() -> None:
         "auc",
         "ece",
         "brier",
+        "aurc",
         "share speaks",
     }
     # A says both speak in d0–d4 (5 right, 5 wrong), B says neither (5 right, 5 wrong): A's right are B's wrong

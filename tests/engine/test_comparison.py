@@ -40,7 +40,7 @@ def _hands(seed: int, wrong_every: int, n: int = 30, prefix: str = "d") -> list[
 def test_paired_runs_compare_every_shared_metric_with_holm() -> None:
     a, b = _hands(1, 2), _hands(2, 10)
     out = compare_items(a, b)
-    assert list(out) == ["accuracy", "precision", "recall", "f1", "auc", "ece", "brier", "share speaks"]
+    assert list(out) == ["accuracy", "precision", "recall", "f1", "auc", "ece", "brier", "aurc", "share speaks"]
     for name, comp in out.items():
         assert comp.test in ("exact McNemar", "paired bootstrap"), name
         assert comp.p_value is not None and comp.p_holm is not None and comp.p_holm >= comp.p_value
@@ -73,7 +73,7 @@ def test_runs_without_correctness_compare_their_scores_and_levels() -> None:
         return items
 
     out = compare_items(run(0.3), run(0.1))
-    assert {"auc", "ece", "brier"} <= set(out) and any(k.startswith("share ") for k in out)
+    assert {"auc", "ece", "brier", "aurc"} <= set(out) and any(k.startswith("share ") for k in out)
     assert "accuracy" not in out
     row = comparison_row("ece", out["ece"])
     assert row["metric"] == "ece (lower is better)" and row["p (Holm)"] != "—"
@@ -98,3 +98,9 @@ def test_figures_carry_the_digits_their_interval_supports() -> None:
     comp = stats.Comparison(0.17630555555555555, 0.2, 0.0236944, stats.Interval(-0.1, 0.2, "x", 20), 0.7, "t", 20)
     row = comparison_row("rate", comp)
     assert row["A"] == "0.18" and row["B − A"] == "+0.02" and row["95 % interval"] == "-0.10 to +0.20"
+    assert (
+        comparison_row("d", stats.Comparison(0.5, 0.5, -0.00001, stats.Interval(-0.0004, 0.0002, "x", 9), 1, "t", 9))[
+            "B − A"
+        ]
+        == "0.0000"
+    )  # never "-0.0000"
