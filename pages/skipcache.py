@@ -196,7 +196,10 @@ def render() -> None:
 
 def _render_progress(view: Collected, live: bool) -> None:
     if live:
-        st.caption("Simulating: checks of the run without the cache, then with it.")
+        st.caption(
+            "Simulating: the checks of the run without the cache, then with it, then the trade-off sweep (each "
+            "setting re-runs the checks with the recorded judgments)."
+        )
 
 
 def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
