@@ -483,7 +483,22 @@ def _render_corrected(store: Any, run: Any) -> None:
         "Your labels say what is true on the items you labelled. The corrected rate uses both (PPI++): the judge on "
         "every item, adjusted by its errors on your labels; its 95 % interval carries both uncertainties."
     )
-    st.dataframe(pd.DataFrame([corrected_row(r) for r in rates]), hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame([corrected_row(r) for r in rates]),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "judge's weight": st.column_config.TextColumn(
+                "judge's weight",
+                help="How much the corrected rate leans on the judge (0: your labels alone; 1: the judge's "
+                "predictions, corrected by its errors on your labels). It is higher the better the judge tracks "
+                "your labels.",
+            ),
+            "labels to halve it": st.column_config.TextColumn(
+                "labels to halve it", help="How many labels in all would make the corrected interval half as wide."
+            ),
+        },
+    )
 
 
 def _render_compare(run_id: str, kind: str) -> None:

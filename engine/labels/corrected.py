@@ -217,5 +217,11 @@ def corrected_row(rate: CorrectedRate) -> dict[str, str]:
         else f"{stats.fmt(rate.labels_rate, rate.labels_ci)} of {rate.n_labelled}",
         "corrected (95 %)": "—" if c is None else stats.fmt(c.estimate, c.interval),
         "judge's weight": "—" if c is None else f"{c.lam:.2f}",
-        "to halve the interval": d["note"],
+        "labels to halve it": _halve_words(c, d["labels_to_halve"]) if c is not None else d["note"],
     }
+
+
+def _halve_words(c: PPIEstimate, halve: int | None) -> str:
+    if halve is None:
+        return "more labels alone cannot: the judge's own spread is most of it"
+    return f"about {halve} in all ({max(0, halve - c.n_labelled)} more)"
