@@ -210,42 +210,34 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _director_eval(store: Store, run: Run) -> list[ItemOutcome]:
-    """A labelled file of lines: the status each got (no gold status: changes are status changes); the rubric's
-    mean predicts the line's label (acceptable or not), so AUC compares."""
-    out = []
-    for line in _payloads(store, run, "director_eval_item"):
-        score = _number(line.get("rubric_score"))
-        out.append(
-            ItemOutcome(
-                key=str(line.get("id")),
-                label=str(line.get("status")),
-                text=_short(f"rubric {score:.2f}" if score is not None else "no rubric score"),
-                cluster=str(line.get("id")),
-                score=score,
-                truth=None if line.get("acceptable") is None else bool(line.get("acceptable")),
+def _scored(event: str, label: str, score: str, truth: str, words: str) -> Callable[[Store, Run], list[ItemOutcome]]:
+    """Items of a labelled file: each one's decision (`label`, no gold: changes are label changes), and a score
+    that predicts its `truth` (so AUC, and ECE and Brier for a probability, compare). `words` names the score."""
+
+    def read(store: Store, run: Run) -> list[ItemOutcome]:
+        out = []
+        for line in _payloads(store, run, event):
+            value = _number(line.get(score))
+            said = line.get(label) or line.get("level")
+            out.append(
+                ItemOutcome(
+                    key=str(line.get("id")),
+                    label=str(said),
+                    text=_short(f"{words} {value:.3g}" if value is not None else f"no {words}"),
+                    cluster=str(line.get("id")),
+                    score=value,
+                    truth=None if line.get(truth) is None else bool(line.get(truth)),
+                )
             )
-        )
-    return out
+        return out
+
+    return read
 
 
-def _confidence_eval(store: Store, run: Run) -> list[ItemOutcome]:
-    """A labelled set of answers: the level acted on (no gold level: changes are level changes); the score
-    predicts whether the answer is supported, so AUC, ECE and Brier compare."""
-    out = []
-    for line in _payloads(store, run, "confidence_eval_item"):
-        score = _number(line.get("score"))
-        out.append(
-            ItemOutcome(
-                key=str(line.get("id")),
-                label=str(line.get("acted_level") or line.get("level")),
-                text=_short(f"score {score:.3f}" if score is not None else ""),
-                cluster=str(line.get("id")),
-                score=score,
-                truth=None if line.get("supported") is None else bool(line.get("supported")),
-            )
-        )
-    return out
+# A labelled file of lines: the status each got; the rubric's mean predicts the line's label (acceptable or not).
+_director_eval = _scored("director_eval_item", "status", "rubric_score", "acceptable", "rubric")
+# A labelled set of answers: the level acted on; the score predicts whether the answer is supported.
+_confidence_eval = _scored("confidence_eval_item", "acted_level", "score", "supported", "score")
 
 
 def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:

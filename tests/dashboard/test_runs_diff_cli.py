@@ -183,3 +183,41 @@ def test_two_experiment_cells_diff_and_compare_as_runs_do() -> None:
     assert diff["comparisons"]["accuracy"]["p_holm"] >= diff["comparisons"]["accuracy"]["p_value"]
     code, out = invoke("runs", "compare", *ids)
     assert code == 0 and "paired on the 30 items both judged" in out and "accuracy 0." in out, out
+
+
+def test_two_labelled_file_runs_compare_their_scores_and_decisions() -> None:
+    """#38: director.eval and confidence.eval runs have no per-item right/wrong: their score against the file's
+    label (AUC; ECE, Brier and AURC where it is a probability) and each decision's share compare, paired."""
+    store = Store()
+    ids: dict[str, list[str]] = {"director.eval": [], "confidence.eval": []}
+    for shift in (0.0, 0.3):
+        with run_context(store, "director.eval", {"lines": "x.jsonl", "shift": shift}) as run:
+            for i in range(20):
+                ok = i % 2 == 0
+                run.emit(
+                    "director_eval_item",
+                    id=f"l{i}",
+                    status="PASS" if ok or i % 3 else "RETRY",
+                    acceptable=ok,
+                    rubric_score=(4.0 if ok else 2.0) + shift * (i % 4),
+                )
+        ids["director.eval"].append(run.run_id)
+        with run_context(store, "confidence.eval", {"cases": "x.jsonl", "shift": shift}) as run:
+            for i in range(20):
+                ok = i % 3 != 0
+                run.emit(
+                    "confidence_eval_item",
+                    id=f"q{i}",
+                    acted_level="SILENT" if ok else "ESCALATE",
+                    supported=ok,
+                    score=min(1.0, (0.8 if ok else 0.3) + shift * (i % 2)),
+                )
+        ids["confidence.eval"].append(run.run_id)
+    store.dispose()
+    code, out = invoke("runs", "compare", *ids["director.eval"], "--json")
+    assert code == 0, out
+    assert "auc" in json.loads(out)["paired"] and "ece" not in json.loads(out)["paired"]  # a 1–5 mean: no ECE
+    code, out = invoke("runs", "compare", *ids["confidence.eval"], "--json")
+    assert code == 0, out
+    paired = json.loads(out)["paired"]
+    assert {"auc", "ece", "brier", "aurc"} <= set(paired) and any(k.startswith("share ") for k in paired)

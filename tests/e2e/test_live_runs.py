@@ -5,6 +5,7 @@ lasts a few seconds without the real model."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import time
@@ -30,9 +31,9 @@ class SlowSchemaServer(SchemaServer):
         return reply
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    tmp = tmp_path_factory.mktemp("live")
+@contextlib.contextmanager
+def slow_dashboard(tmp: Path) -> Iterator[tuple[str, Path]]:
+    """The dashboard on a catalog of one model, the slow loopback server (and a `local` panel of three of it)."""
     server = SlowSchemaServer(lambda path, body, headers: "the agent leaked the password").start()
     catalog = tmp / "catalog.yaml"
     catalog.write_text(
@@ -44,9 +45,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         + "".join(f"    - {{model: slow-juror, role_name: Juror {i}, role_focus: 'look closely'}}\n" for i in range(3)),
         encoding="utf-8",
     )
-    with serve_dashboard(tmp, {"JUDGELAB_CATALOG": str(catalog)}) as (url, db):
+    try:
+        with serve_dashboard(tmp, {"JUDGELAB_CATALOG": str(catalog)}) as (url, db):
+            yield url, db
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    with slow_dashboard(tmp_path_factory.mktemp("live")) as (url, db):
         yield url, db
-    server.stop()
 
 
 @pytest.fixture

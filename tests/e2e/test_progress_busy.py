@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
-from tests.e2e.test_live_runs import SlowSchemaServer
+from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM
+from tests.e2e.test_live_runs import slow_dashboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -44,20 +44,8 @@ def busy_cpu(n: int = 1) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
     tmp = tmp_path_factory.mktemp("busy")
-    server = SlowSchemaServer(lambda path, body, headers: "the agent leaked the password").start()
-    catalog = tmp / "catalog.yaml"
-    catalog.write_text(
-        "models:\n"
-        f"  - id: slow-juror\n    backend: openai\n    model: fake\n    base_url: '{server.url}/v1'\n"
-        "    needs_key: false\n    max_retries: 0\n    timeout_s: 30\n    concurrency: 8\n"
-        "    profile: {name: Slow juror}\n    default_for: ['*']\n"
-        "panels:\n  local:\n"
-        + "".join(f"    - {{model: slow-juror, role_name: Juror {i}, role_focus: 'look closely'}}\n" for i in range(3)),
-        encoding="utf-8",
-    )
-    with serve_dashboard(tmp, {"JUDGELAB_CATALOG": str(catalog)}) as (url, db):
+    with slow_dashboard(tmp) as (url, db):
         yield url, db, tmp
-    server.stop()
 
 
 @pytest.fixture
@@ -110,6 +98,15 @@ def _wait_finished(db: Path, kind: str, timeout: float = 240) -> str:
     raise AssertionError(f"the {kind} run did not finish")
 
 
+def _press_and_sample(page: Any, button: Any, db: Path, kind: str, timeout_s: float = 240) -> tuple[list[Sample], str]:
+    """Press `button` (a locator), read every progress line while a core is busy, and wait for the `kind` run to
+    finish: (the lines, its run id)."""
+    button.click(timeout=60_000)
+    with busy_cpu():
+        samples = _sample(page, timeout_s)
+    return samples, _wait_finished(db, kind, timeout_s)
+
+
 def _count(db: Path, run_id: str, *types: str) -> int:
     with sqlite3.connect(db) as conn:
         marks = ",".join("?" * len(types))
@@ -134,10 +131,7 @@ def _seconds_left(text: str) -> float | None:
 def test_the_jury_counts_only_the_steps_that_run(served: tuple[str, Path, Path], page: Any) -> None:
     url, db, _ = served
     page.goto(url + "/jury", timeout=60_000)
-    page.get_by_role("button", name="Run the jury").click(timeout=60_000)
-    with busy_cpu():
-        samples = _sample(page)
-    run_id = _wait_finished(db, "jury.run")
+    samples, run_id = _press_and_sample(page, page.get_by_role("button", name="Run the jury"), db, "jury.run")
     steps = _count(db, run_id, "juror_evaluation", "juror_statement", "final_judgment")
     counts = _counts(samples)
     assert counts, samples
@@ -156,10 +150,7 @@ def test_the_duos_eta_never_falls_below_the_turns_left(served: tuple[str, Path, 
     turns.press("Enter")
     button = page.get_by_role("button", name="Run dialogue")
     expect(button).to_be_enabled(timeout=30_000)
-    button.click()
-    with busy_cpu():
-        samples = _sample(page)
-    run_id = _wait_finished(db, "director.duo")
+    samples, run_id = _press_and_sample(page, button, db, "director.duo")
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
             "SELECT ts FROM events WHERE run_id = ? AND type = 'director_turn' ORDER BY seq", (run_id,)
@@ -187,10 +178,7 @@ def test_the_experiment_counts_its_recording_first(served: tuple[str, Path, Path
     page.locator("input[type=file]").first.set_input_files(str(definition))
     button = page.get_by_role("button", name="Launch the experiment")
     expect(button).to_be_enabled(timeout=60_000)
-    button.click()
-    with busy_cpu():
-        samples = _sample(page, timeout_s=300)
-    _wait_finished(db, "experiment", timeout=300)
+    samples, _ = _press_and_sample(page, button, db, "experiment", timeout_s=300)
     recording = [text for _, text in samples if text.startswith("recording:")]
     assert recording, samples  # the recording phase is counted in recorded items…
     assert not any(re.match(r"^0 / \d+ · \d+ / \d+ items recorded", text) for _, text in samples)  # …never "0 / N"
@@ -199,10 +187,7 @@ def test_the_experiment_counts_its_recording_first(served: tuple[str, Path, Path
 def test_the_skip_simulation_counts_its_tradeoff_sweep(served: tuple[str, Path, Path], page: Any) -> None:
     url, db, _ = served
     page.goto(url + "/skip-cache", timeout=60_000)
-    page.get_by_role("button", name="Simulate").click(timeout=60_000)
-    with busy_cpu():
-        samples = _sample(page)
-    _wait_finished(db, "skip.simulate")
+    samples, _ = _press_and_sample(page, page.get_by_role("button", name="Simulate"), db, "skip.simulate")
     sweep = [(text, c) for text, c in _with_counts(samples) if "trade-off sweep" in text]
     assert not sweep or all(done < total for _, (done, total) in sweep), sweep  # the sweep is steps still to run
     assert not any("about 0 s left" in text for _, text in samples if "trade-off sweep" in text), samples

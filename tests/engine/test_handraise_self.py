@@ -10,6 +10,7 @@ import math
 import random
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,20 +44,25 @@ def test_the_self_judgment_read_by_likelihood_on_the_bundled_model() -> None:
     assert abs(sum(f["self_rel"] for f in features.values())) < 1e-9
 
 
-def test_the_judge_reads_a_base_models_self_judgment_through_its_shipped_map(tmp_path: Path) -> None:
-    """Method "self" on the bundled Gemma (a base model: a written self-judgment fails) goes through the self map
-    shipped for it, every call recorded, its features kept for a refit from labels."""
+def _self_judged(tmp_path: Path) -> tuple[list[Any], Any]:
+    """The cast judged by method "self" on the bundled models, every call recorded in a store of its own."""
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
-    shipped = load_calibration("handraise.likelihood", self_map_id("gemma3-270m"))
-    assert shipped is not None and set(shipped.maps) == {"relevance", "confidence", "novelty"}
     store = Store(f"sqlite:///{tmp_path / 'calls.db'}")
     try:
         judge = WillJudge(CAST, ModelHub(load_catalog(), call_log=store).get, HandRaiseConfig(judge_method="self"))
-        comps, facts = asyncio.run(judge.judge(TURNS))
+        return asyncio.run(judge.judge(TURNS))
     finally:
         store.dispose()
+
+
+def test_the_judge_reads_a_base_models_self_judgment_through_its_shipped_map(tmp_path: Path) -> None:
+    """Method "self" on the bundled Gemma (a base model: a written self-judgment fails) goes through the self map
+    shipped for it, every call recorded, its features kept for a refit from labels."""
+    shipped = load_calibration("handraise.likelihood", self_map_id("gemma3-270m"))
+    assert shipped is not None and set(shipped.maps) == {"relevance", "confidence", "novelty"}
+    comps, facts = _self_judged(tmp_path)
     assert facts.calls == 2 and len(facts.call_ids) == 2
     for c in comps:
         assert "self:likelihood" in c.flags and f"self_map:{self_map_id('gemma3-270m')}" in c.flags
@@ -71,16 +77,9 @@ def test_an_unmapped_self_judgment_names_the_map_its_labels_would_fit(
     """A base model without a self map: the uncorrected P(RESPOND), flagged `self:unmapped`, and the hand names the
     map a refit from its labels would fit (`self_map:self.<model>`), so labels of unmapped hands bootstrap one."""
     from engine import judgemaps
-    from models.catalog import load_catalog
-    from models.registry import ModelHub
 
     monkeypatch.setattr(judgemaps, "load_calibration", lambda *a, **k: None)  # no map for this model
-    store = Store(f"sqlite:///{tmp_path / 'calls.db'}")
-    try:
-        judge = WillJudge(CAST, ModelHub(load_catalog(), call_log=store).get, HandRaiseConfig(judge_method="self"))
-        comps, _ = asyncio.run(judge.judge(TURNS))
-    finally:
-        store.dispose()
+    comps, _ = _self_judged(tmp_path)
     for c in comps:
         assert {"self:likelihood", "self:unmapped", f"self_map:{self_map_id('gemma3-270m')}"} <= set(c.flags)
         assert not any(f.startswith("calibration:") for f in c.flags) and "self_lo" in c.features
