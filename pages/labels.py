@@ -44,6 +44,7 @@ from dashboard.labelling import (
 )
 from dashboard.mechanism_ui import LabelWords
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
+from engine.history import display_name
 from engine.inputs import InputError, read_upload
 from engine.judgemaps import SHIPPED, is_name
 from engine.labels import (
@@ -59,6 +60,7 @@ from engine.labels import (
     run_import,
     usable_count,
 )
+from engine.labels.corrected import corrected_by_run, corrected_row
 from engine.labels.io import KIND as IMPORT_KIND
 from engine.labels.refit import created_at
 from engine.store import CANCELLED
@@ -263,6 +265,7 @@ def _render_agreement() -> None:
         judges = [r.judge for r in results]
         judge = row.selectbox("Judge or map", judges, key=KEY + "a.judge", width=360) if len(judges) > 1 else judges[0]
         _render_one(next(r for r in results if r.judge == judge), mechanism)
+        _render_corrected_runs(mechanism)
     if refittable(mechanism):
         st.divider()
         _render_refit(mechanism)
@@ -295,6 +298,27 @@ def _render_one(a: Any, mechanism: str) -> None:
         st.plotly_chart(charts.agreement_over_time(over), key=KEY + "a.time")
     else:
         st.caption("Agreement over time appears once your labels span more than one day (or ten labels).")
+
+
+def _render_corrected_runs(mechanism: str) -> None:
+    """Each run you labelled: the judge's rate over it, your labels' and the two combined (PPI++) — the Runs page
+    shows the same for one run."""
+    found = corrected_by_run(state.get_store(), mechanism, current_user())
+    if not found:
+        return
+    st.markdown("**The judge's rate over each run you labelled, corrected by your labels**")
+    st.caption(
+        "The judge's rate is what it said over all of a run's items; yours, what you said on the items you "
+        "labelled; the corrected rate combines both (PPI++), its 95 % interval carrying both uncertainties."
+    )
+    rows = [{"run": display_name(run), **corrected_row(rate), "open": f"/runs?run={run.id}"} for run, rate in found]
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        key=KEY + "a.corrected",
+        column_config={"open": st.column_config.LinkColumn("open", display_text="open run")},
+    )
 
 
 def plural(n: int, word: str) -> str:

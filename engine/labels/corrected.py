@@ -225,3 +225,19 @@ def _halve_words(c: PPIEstimate, halve: int | None) -> str:
     if halve is None:
         return "more labels alone cannot: the judge's own spread is most of it"
     return f"about {halve} in all ({max(0, halve - c.n_labelled)} more)"
+
+
+RUNS_SHOWN = 20  # the newest labelled runs a mechanism's list of corrected rates shows
+
+
+def corrected_by_run(store: Store, mechanism: str, user: str | None = None) -> list[tuple[Run, CorrectedRate]]:
+    """The runs of `mechanism` whose items you labelled (newest first, at most `RUNS_SHOWN`), each with its first
+    corrected rate (the mechanism's positive value's share)."""
+    run_ids = list(dict.fromkeys(lab.run_id for lab in reversed(list_labels(store, mechanism=mechanism, user=user))))
+    out = []
+    for run_id in [r for r in run_ids if r][:RUNS_SHOWN]:
+        run = store.get_run(run_id)
+        rates = corrected_rates(store, run, user=user) if run is not None else []
+        if run is not None and rates:
+            out.append((run, rates[0]))
+    return out

@@ -116,6 +116,10 @@ def test_the_agreement_view_shows_the_engine_figures() -> None:
     assert not any("surest" in m.value for m in at.markdown)  # a jury has no probability: no "surest" claim
     wrong = next(df.value for df in at.dataframe if "judge said" in df.value.columns)
     assert len(wrong) == len(expected.confidently_wrong) >= 2
+    # #38 (3): each labelled run's rate beside yours; one label a run is too few to correct, and the table says so
+    corrected = next(df.value for df in at.dataframe if "corrected (95 %)" in df.value.columns)
+    assert len(corrected) == 3 and set(corrected["corrected (95 %)"]) == {"—"}
+    assert all("at least 2" in str(note) for note in corrected["labels to halve it"])
     assert all(str(link).startswith("/runs?run=") for link in wrong["run"])
     # A label's value is untrusted text: it reaches the page only inside table cells, never as markdown.
     assert not any(HOSTILE in m.value for m in at.markdown)
@@ -416,7 +420,7 @@ def test_cancel_stops_an_import_of_5000_with_nothing_written(tmp_path: Path, mon
     at, run_id, gate = _held_import(tmp_path, monkeypatch)
     at.run()
     (bar,) = at.get("progress")
-    assert shown(bar.proto.text).startswith("2500 / 5000 · checking rows · ")
+    assert shown(bar.proto.text).startswith("2,500 / 5,000 · checking rows · ")
     at.button(key="labels.l.watch.cancel").click().run()
     gate.set()
     rerun_until(at, lambda: run_ended(run_id), timeout_s=30, what="the import never ended")
@@ -600,7 +604,7 @@ def test_a_reload_mid_import_shows_its_progress_and_cancel_then_what_it_did(
     reloaded.query_params["import"] = run_id
     reloaded.run()
     (bar,) = reloaded.get("progress")
-    assert shown(bar.proto.text).startswith("2500 / 5000 · checking rows")
+    assert shown(bar.proto.text).startswith("2,500 / 5,000 · checking rows")
     assert [b.key for b in reloaded.button] == ["labels.l.watch.cancel"]
     gate.set()
     rerun_until(reloaded, lambda: run_ended(run_id), timeout_s=30, what="the import never ended")
