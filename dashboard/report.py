@@ -209,11 +209,14 @@ def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
         out.append(("Calls saved vs. delay (trade-off sweep)", charts.skip_tradeoff(sweep)))
     stored = next((p for _, p in record.pairs("skip_scope_timeline")), None)
     if stored and stored.get("scope"):  # the page's timeline, of the busiest conversation (the page's first)
-        messages = [m | {"at": datetime.fromisoformat(m["at"])} for m in stored.get("messages") or []]
-        judgments = [j | {"at": datetime.fromisoformat(j["at"])} for j in stored.get("judgments") or []]
-        title = f"Per-conversation timeline ({scope_words(str(stored['scope']))})"
-        fig = charts.skip_scope_timeline(str(stored["scope"]), messages, judgments, stored.get("timeline") or [])
-        out.append((title, fig))
+        try:
+            messages = [m | {"at": datetime.fromisoformat(m["at"])} for m in stored.get("messages") or []]
+            judgments = [j | {"at": datetime.fromisoformat(j["at"])} for j in stored.get("judgments") or []]
+            title = f"Per-conversation timeline ({scope_words(str(stored['scope']))})"
+            timeline = stored.get("timeline") or []
+            out.append((title, charts.skip_scope_timeline(str(stored["scope"]), messages, judgments, timeline)))
+        except (ValueError, TypeError, KeyError, AttributeError):  # a stored timeline not of its shape: no chart
+            pass
     return out
 
 

@@ -9,6 +9,7 @@ Each run kind with items says how to read them (`EXTRACTORS`); a kind without it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -143,7 +144,7 @@ def _handraise_eval(store: Store, run: Run) -> list[ItemOutcome]:
                     correct=speaks == bool(gold),
                     text=_short(text),
                     cluster=str(item.get("id")),
-                    score=float(will) if isinstance(will, int | float) and not isinstance(will, bool) else None,
+                    score=_number(will),
                     truth=bool(gold),
                 )
             )
@@ -207,7 +208,14 @@ def _confidence_calibrate(store: Store, run: Run) -> list[ItemOutcome]:
 
 
 def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A finite number from a stored payload (a bool, NaN or infinity is none)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _scored(event: str, label: str, score: str, truth: str, words: str) -> Callable[[Store, Run], list[ItemOutcome]]:
@@ -277,7 +285,10 @@ def _experiment_cell(store: Store, run: Run) -> list[ItemOutcome]:
     outcomes = run.summary.get("outcomes")
     if not isinstance(outcomes, Mapping):
         raise NoItems(f"experiment cell {run.id} stored no per-item outcomes")
-    return cell_items(outcomes)
+    try:
+        return cell_items(outcomes)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # outcomes not of the shape a cell stores
+        raise NoItems(f"experiment cell {run.id}: its stored outcomes are malformed ({type(exc).__name__})") from None
 
 
 EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {

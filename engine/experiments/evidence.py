@@ -88,7 +88,10 @@ def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     another decision — not a score that moved under the same decision) with both outputs and the gold label, and
     every metric both cells' outcomes support as B − A with its interval and p, Holm-adjusted
     (`engine.comparison.compare_items`, as for two runs)."""
-    left, right = cell_items(a), cell_items(b)
+    try:
+        left, right = cell_items(a), cell_items(b)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not the shape a cell stores
+        return {"error": f"a cell's stored outcomes are malformed ({type(exc).__name__}): not compared", "changes": []}
     if [x.key for x in left] != [y.key for y in right]:
         return {"error": "the cells judged different items: not compared item by item", "changes": []}
     changes = []

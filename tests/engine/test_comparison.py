@@ -104,3 +104,22 @@ def test_figures_carry_the_digits_their_interval_supports() -> None:
         ]
         == "0.0000"
     )  # never "-0.0000"
+
+
+def test_malformed_stored_outcomes_are_said_not_crashed_on() -> None:
+    """A cell whose stored outcomes are not of the shape a cell stores (lengths that differ, a bit string that is
+    not one, a missing key): the comparison says so; a NaN or infinite stored score is no score."""
+    from engine.experiments.evidence import binary_outcomes, cell_diff
+    from engine.outcomes import _number
+
+    good = binary_outcomes([True, False], [True, True], [0, 0], ["d/a", "d/b"])
+    for bad in (
+        {**good, "pred": "1"},  # shorter than the gold
+        {**good, "pred": 12},
+        {"kind": "scores", "score": [0.5], "correct": "10"},
+        {"kind": "binary"},
+    ):
+        diff = cell_diff(good, bad)
+        assert "malformed" in diff.get("error", "") or "different items" in diff.get("error", ""), diff
+    assert _number(float("nan")) is None and _number(float("inf")) is None and _number(True) is None
+    assert _number(10**400) is None and _number(3) == 3.0
