@@ -215,7 +215,7 @@ def _simulation(record: RunRecord) -> list[tuple[str, go.Figure]]:
             title = f"Per-conversation timeline ({scope_words(str(stored['scope']))})"
             timeline = stored.get("timeline") or []
             out.append((title, charts.skip_scope_timeline(str(stored["scope"]), messages, judgments, timeline)))
-        except (ValueError, TypeError, KeyError, AttributeError):  # a stored timeline not of its shape: no chart
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):  # not of its shape: no chart
             pass
     return out
 

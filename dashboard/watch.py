@@ -16,6 +16,7 @@ entry point's own return value, where this process ran it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -72,6 +73,8 @@ def eta_text(progress: dict[str, Any] | None) -> str:
     if progress.get("elapsed_s") is not None:
         parts.append(f"{float(progress['elapsed_s']):.0f} s elapsed")
     eta = progress.get("eta_s")
+    if eta is not None and not math.isfinite(float(eta)):
+        eta = None
     if eta is None:
         recording = bool(items_total) and items < int(items_total or 0)
         parts.append("ETA after the first item" if recording else "ETA after the first step")

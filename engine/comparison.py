@@ -15,6 +15,7 @@ Item outcomes come from `engine.outcomes` (a stored run's items) or from an expe
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -208,8 +209,9 @@ def compare_items(
 
 def with_holm(comparisons: Mapping[str, stats.Comparison]) -> dict[str, stats.Comparison]:
     """The comparisons with their p-values Holm-adjusted across them (a family of tests on one pair of runs)."""
-    tested = [k for k, c in comparisons.items() if c.p_value is not None]
-    adjusted = dict(zip(tested, stats.holm([comparisons[k].p_value or 1.0 for k in tested]), strict=True))
+    tested = [k for k, c in comparisons.items() if c.p_value is not None and math.isfinite(c.p_value)]
+    p_values = [float(comparisons[k].p_value) for k in tested]  # type: ignore[arg-type]  # finite, just checked
+    adjusted = dict(zip(tested, stats.holm(p_values), strict=True))
     return {k: dataclasses.replace(c, p_holm=adjusted.get(k)) for k, c in comparisons.items()}
 
 
@@ -250,7 +252,7 @@ def _plain(value: float | None) -> str:
 
 
 def _p(value: float | None) -> str:
-    if value is None:
+    if value is None or not math.isfinite(value):
         return "—"
     return "< 0.001" if value < 0.001 else f"{value:.2g}"
 
@@ -259,15 +261,23 @@ def stored_text(comparison: Mapping[str, Any]) -> str:
     """A comparison stored as `Comparison.to_dict()` in words: '−0.12 (−0.30 to +0.05), p 0.21, Holm 0.42
     (paired bootstrap)' — to the digits its interval supports; '' without a difference."""
     diff = comparison.get("difference")
-    if not isinstance(diff, int | float):
+    if not isinstance(diff, int | float) or isinstance(diff, bool) or not math.isfinite(diff):
         return ""
     ci = comparison.get("difference_ci")
     interval = None
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
-        interval = stats.Interval(float(ci[0]), float(ci[1]), "stored", int(comparison.get("n") or 0))
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(_finite(v) for v in ci):
+        interval = stats.Interval(float(ci[0]), float(ci[1]), "stored", 0)
     d = supported_digits(interval) if interval is not None else 2
     p, holm = comparison.get("p_value"), comparison.get("p_holm")
-    text = f"{diff:+.{d}f}{stats.interval_text(comparison, d)}"
-    text += f", p {_p(p)}" if isinstance(p, int | float) else ""
-    text += f", Holm {_p(holm)}" if isinstance(holm, int | float) and holm != p else ""
+    spread = f" ({signed(interval.low, d)} to {signed(interval.high, d)})" if interval is not None else ""
+    reason = comparison.get("difference_ci_reason")
+    if interval is None and isinstance(reason, str) and reason:
+        spread = f" ({reason})"
+    text = f"{signed(diff, d)}{spread}"
+    text += f", p {_p(p)}" if _finite(p) else ""
+    text += f", Holm {_p(holm)}" if _finite(holm) and holm != p else ""
     return text + (f" ({comparison['test']})" if comparison.get("test") else "")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

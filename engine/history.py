@@ -5,11 +5,12 @@ their headline figures side by side). Searching, tagging, renaming and deleting 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.comparison import supported_digits
+from engine.comparison import signed, supported_digits
 from engine.stats import Interval
 from engine.store import Run
 
@@ -67,7 +68,8 @@ def _summary_figures(summary: Mapping[str, Any], prefix: str = "", depth: int = 
         if isinstance(value, bool | int | float | str) or value is None:
             yield name, value
         elif key.endswith("_ci") and isinstance(value, list) and len(value) == 2:
-            yield name, f"{value[0]:.4g}–{value[1]:.4g}"  # a figure's 95 % interval, beside it
+            if all(_finite(v) for v in value):
+                yield name, f"{value[0]:.4g}–{value[1]:.4g}"  # a figure's 95 % interval, beside it
         elif isinstance(value, Mapping) and depth < MAX_DEPTH and key not in WHOLE_RESULTS:
             yield from _summary_figures(value, name, depth + 1)
 
@@ -102,7 +104,8 @@ def _result_intervals(summary: Mapping[str, Any], figures: Mapping[str, Scalar])
             continue
         for name, value in result.items():
             base = str(name).removesuffix("_ci")
-            if name != base and base in figures and name not in figures and isinstance(value, list) and len(value) == 2:
+            pair = isinstance(value, list) and len(value) == 2 and all(_finite(v) for v in value)
+            if name != base and base in figures and name not in figures and pair:
                 yield str(name), f"{value[0]:.4g}–{value[1]:.4g}"
 
 
@@ -142,10 +145,14 @@ def _digits(summary: Mapping[str, Any], prefix: str = "", depth: int = 1) -> Ite
             yield from _digits(value, name, depth + 1)
 
 
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def figure_text(value: Scalar, digits: int | None = None) -> str:
     """A headline figure as people read it: a float to the digits its interval supports (`digits`), else four
-    significant digits — never 0.17630555555555555."""
-    if value is None:
+    significant digits — never 0.17630555555555555, never nan."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     if isinstance(value, float):
         return f"{value:.{digits}f}" if digits is not None else f"{value:.4g}"
@@ -160,14 +167,19 @@ def figure_rows(comparison: RunComparison, skip: frozenset[str] = frozenset()) -
     for name, x, y in comparison.figures:
         if name in skip or name.endswith("_ci"):
             continue
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y))
+        numbers = all(_finite(v) for v in (x, y))
         d = digits.get(name)
         delta = ""
         if numbers and x != y:
             gap = y - x  # type: ignore[operator]
-            delta = f"{gap:+d}" if isinstance(gap, int) else f"{gap:+.{d}f}" if d is not None else f"{gap:+.4g}"
+            delta = f"{gap:+d}" if isinstance(gap, int) else signed(gap, d if d is not None else _digits_of(gap))
         rows.append({"figure": name, "A": figure_text(x, d), "B": figure_text(y, d), "B − A": delta})
     return rows
+
+
+def _digits_of(gap: float) -> int:
+    """Decimals that show four significant digits of a difference (and 0 for what is float noise)."""
+    return 4 if gap == 0 else min(12, max(0, 3 - math.floor(math.log10(abs(gap)))))
 
 
 def cell(value: object, limit: int = 200) -> str:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from engine import stats
-from engine.comparison import compare_items, supported_digits
+from engine.comparison import compare_items, signed, supported_digits
 from engine.history import NotComparable
 from engine.store import Run, Store
 
@@ -132,8 +132,8 @@ def _handraise_eval(store: Store, run: Run) -> list[ItemOutcome]:
             if not isinstance(said, Mapping):
                 continue
             speaks = bool(said.get("speak"))
-            will = said.get("will")
-            text = f"will {will:.2f}" if isinstance(will, int | float) else ""
+            will = _number(said.get("will"))
+            text = f"will {will:.2f}" if will is not None else ""
             if said.get("reason"):
                 text += f" — {said['reason']}" if text else str(said["reason"])
             out.append(
@@ -144,7 +144,7 @@ def _handraise_eval(store: Store, run: Run) -> list[ItemOutcome]:
                     correct=speaks == bool(gold),
                     text=_short(text),
                     cluster=str(item.get("id")),
-                    score=_number(will),
+                    score=will,
                     truth=bool(gold),
                 )
             )
@@ -197,7 +197,7 @@ def _confidence_calibrate(store: Store, run: Run) -> list[ItemOutcome]:
         ItemOutcome(
             key=str(i.get("id")),
             label=str(i.get("level")),
-            text=_short(f"score {i.get('score', 0):.3f}; answer {'right' if i.get('correct') else 'wrong'}"),
+            text=_short(f"score {_number(i.get('score')) or 0:.3f}; answer {'right' if i.get('correct') else 'wrong'}"),
             cluster=str(i.get("id")),
             score=_number(i.get("score")),
             truth=None if i.get("correct") is None else bool(i.get("correct")),
@@ -226,7 +226,7 @@ def _scored(event: str, label: str, score: str, truth: str, words: str) -> Calla
         out = []
         for line in _payloads(store, run, event):
             value = _number(line.get(score))
-            said = line.get(label) or line.get("level")
+            said = line.get(label) or line.get("level") or "no decision"
             out.append(
                 ItemOutcome(
                     key=str(line.get("id")),
@@ -259,6 +259,8 @@ def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:
         else len(o.get("pred") or o.get("right") or "")
     )
     keys = [str(k) for k in o.get("keys") or []] or [f"item {i + 1}" for i in range(n)]
+    if len(set(keys)) < len(keys):  # repeated keys would pair the wrong items: each keeps its place
+        keys = [k if keys.count(k) == 1 else f"{k} #{i + 1}" for i, k in enumerate(keys)]
     out = []
     if kind == "binary":
         clusters = [str(c) for c in o.get("cluster") or []] or keys
@@ -274,7 +276,7 @@ def cell_items(o: Mapping[str, Any]) -> list[ItemOutcome]:
     else:
         proceed = str(o.get("proceed") or "")
         for i, (key, score, c) in enumerate(zip(keys, o.get("score") or [], str(o["correct"]), strict=True)):
-            decision = ("goes ahead" if proceed[i] == "1" else "asks first") if proceed else f"score {score:.2f}"
+            decision = ("goes ahead" if proceed[i] == "1" else "asks first") if proceed else "scored"
             gold = "right answer" if c == "1" else "wrong answer"
             out.append(ItemOutcome(key, decision, gold, text=f"score {score:.2f}", score=float(score), truth=c == "1"))
     return out
@@ -302,13 +304,27 @@ EXTRACTORS: dict[str, Callable[[Store, Run], list[ItemOutcome]]] = {
 }
 
 
+MALFORMED = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError, UnicodeError)
+
+
+def extracted(extract: Callable[[Store, Run], list[ItemOutcome]], store: Store, run: Run) -> list[ItemOutcome]:
+    """A run's item outcomes by its kind's extractor; stored items not of their kind's shape (an imported or
+    damaged run) are NoItems that say so, never a crash of the page or command reading them."""
+    try:
+        return extract(store, run)
+    except MALFORMED as exc:
+        raise NoItems(
+            f"run {run.id}: its stored items are malformed ({type(exc).__name__}): no item comparison"
+        ) from None
+
+
 def item_outcomes(store: Store, run: Run) -> dict[str, ItemOutcome]:
-    """The run's outcomes by item key (NoItems for a kind without items)."""
+    """The run's outcomes by item key (NoItems for a kind without items, or items it cannot read)."""
     extract = EXTRACTORS.get(run.kind)
     if extract is None:
         kinds = ", ".join(sorted(EXTRACTORS))
         raise NoItems(f"a {run.kind} run has no items to diff — item diffs cover {kinds}")
-    return {o.key: o for o in extract(store, run)}
+    return {o.key: o for o in extracted(extract, store, run)}
 
 
 def _change(a: ItemOutcome, b: ItemOutcome) -> Change | None:
@@ -368,7 +384,8 @@ def comparison_text(name: str, comp: stats.Comparison) -> str:
     p = "" if comp.p_value is None else f", p = {comp.p_value:.3g}"
     if comp.p_holm is not None and comp.p_holm != comp.p_value:
         p += f", Holm {comp.p_holm:.3g}"
+    spread = f" ({signed(comp.interval.low, d)} to {signed(comp.interval.high, d)})" if comp.interval else ""
+    spread = spread or (f" ({comp.reason})" if comp.reason else "")
     return (
-        f"{name} {comp.a:.{d}f} → {comp.b:.{d}f}: {comp.difference:+.{d}f}{comp.interval_text(d)}{p} "
-        f"({comp.test}, {comp.n} items)"
+        f"{name} {comp.a:.{d}f} → {comp.b:.{d}f}: {signed(comp.difference, d)}{spread}{p} ({comp.test}, {comp.n} items)"
     )

@@ -687,8 +687,8 @@ def tied_with_best(
 ) -> dict[str, tuple[bool, float | None]]:
     """For each contender compared with the best (B = contender, A = best): is it *not* significantly worse
     once the p-values are Holm-adjusted across all contenders? Returns {key: (tied, adjusted p)}."""
-    keys = [k for k, c in comparisons.items() if c.p_value is not None]
-    adjusted = dict(zip(keys, holm([comparisons[k].p_value or 1.0 for k in keys]), strict=True))
+    keys = [k for k, c in comparisons.items() if c.p_value is not None and np.isfinite(c.p_value)]
+    adjusted = dict(zip(keys, holm([float(comparisons[k].p_value) for k in keys]), strict=True))  # type: ignore[arg-type]
     out: dict[str, tuple[bool, float | None]] = {}
     for key, comp in comparisons.items():
         p = adjusted.get(key)

@@ -24,7 +24,7 @@ import numpy as np
 
 from engine import stats
 from engine.comparison import compare_items, with_holm
-from engine.outcomes import cell_items
+from engine.outcomes import MALFORMED, cell_items
 
 OUTCOMES = "_outcomes"  # the key of `decide`'s per-item outcomes (never a table column)
 TIE_RESAMPLES = 1000
@@ -90,7 +90,7 @@ def cell_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     (`engine.comparison.compare_items`, as for two runs)."""
     try:
         left, right = cell_items(a), cell_items(b)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not the shape a cell stores
+    except MALFORMED as exc:  # not the shape a cell stores
         return {"error": f"a cell's stored outcomes are malformed ({type(exc).__name__}): not compared", "changes": []}
     if [x.key for x in left] != [y.key for y in right]:
         return {"error": "the cells judged different items: not compared item by item", "changes": []}
@@ -271,7 +271,24 @@ def table_evidence(
     resamples: int = TIE_RESAMPLES,
     seed: int = stats.SEED,
 ) -> TableEvidence:
-    """Intervals and ties over the rows whose outcomes support `metric` (same items in every row)."""
+    """Intervals and ties over the rows whose outcomes support `metric` (same items in every row); outcomes not of
+    the shape a cell stores (an imported or damaged experiment) leave them out and say so."""
+    try:
+        return _table_evidence(outcomes, observed, metric, minimize=minimize, resamples=resamples, seed=seed)
+    except MALFORMED as exc:
+        note = f"the cells' stored outcomes are malformed ({type(exc).__name__}): intervals and ties not computed"
+        return TableEvidence(metric, "", note=note)
+
+
+def _table_evidence(
+    outcomes: Sequence[Mapping[str, Any] | None],
+    observed: Sequence[float | None],
+    metric: str,
+    *,
+    minimize: bool,
+    resamples: int,
+    seed: int,
+) -> TableEvidence:
     usable = [i for i, o in enumerate(outcomes) if supports(o, metric) and isinstance(observed[i], int | float)]
     if not usable:
         return TableEvidence(metric, "", note=f"no per-item outcomes for {metric}: intervals and ties not computed")
@@ -361,7 +378,8 @@ def _never_certain(kind: str, metric: str, sums: np.ndarray, boot: list[float] |
     counts = COUNTS.get((kind, metric))
     if counts is not None:
         k, n = counts(sums)
-        w = stats.wilson(int(round(k)), int(round(n))) if np.isfinite(n) and n >= 1 else None
+        usable = np.isfinite(k) and np.isfinite(n) and n >= 1 and 0 <= k <= n
+        w = stats.wilson(int(round(k)), int(round(n))) if usable else None
         if w is None:
             return boot
         return [min(w.low, boot[0]), max(w.high, boot[1])] if boot else [w.low, w.high]

@@ -61,7 +61,8 @@ class PPIEstimate:
         room = now / 4 - self.judge_term / big_n
         if room <= 0 or self.label_term <= 0:
             return None
-        return math.ceil(self.label_term / room)
+        needed = math.ceil(self.label_term / room)
+        return needed if needed <= self.n_labelled + self.n_unlabelled else None  # more labels than the run has
 
 
 def ppi_mean(
@@ -139,7 +140,7 @@ def _budget_note(c: PPIEstimate | None, halve: int | None) -> str:
     if c is None:
         return ""
     if halve is None:
-        return "more labels alone cannot halve the interval: the judge's own spread is most of it"
+        return "labelling more of this run's items cannot halve the interval (too few items, or the judge's spread)"
     return f"about {halve} labels in all ({max(0, halve - c.n_labelled)} more) would halve the interval"
 
 
@@ -223,7 +224,7 @@ def corrected_row(rate: CorrectedRate) -> dict[str, str]:
 
 def _halve_words(c: PPIEstimate, halve: int | None) -> str:
     if halve is None:
-        return "more labels alone cannot: the judge's own spread is most of it"
+        return "more of this run's labels cannot (too few items, or the judge's spread)"
     return f"about {halve} in all ({max(0, halve - c.n_labelled)} more)"
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from engine.labelstore import LabelError, default_user, label_mechanisms, label_spec, label_specs, list_labels
 from engine.mechanism import resolve_callable
-from engine.outcomes import EXTRACTORS
+from engine.outcomes import EXTRACTORS, NoItems, extracted
 from engine.store import Run, RunFilter, Store
 
 TEXT_CHARS = 240
@@ -58,7 +58,7 @@ def from_outcomes(
 
     def read(store: Store, run: Run) -> list[LabelItem]:
         out = []
-        for o in EXTRACTORS[run.kind](store, run):
+        for o in extracted(EXTRACTORS[run.kind], store, run):
             predicted = values.get(o.label, o.label if not values else None)
             out.append(
                 LabelItem(
@@ -88,8 +88,12 @@ def labelable_items(store: Store, run: Run) -> list[LabelItem]:
     reader = readers().get(run.kind)
     if reader is None:
         return []
+    try:
+        found = resolve_callable(reader)(store, run)
+    except NoItems:  # its stored items are malformed (`engine.outcomes.extracted`): nothing of it to label
+        return []
     out = []
-    for item in resolve_callable(reader)(store, run):
+    for item in found:
         context = {"judge": run.kind} | item.context
         context |= {"predicted": item.predicted, "probability": item.probability, "cut": item.cut}
         out.append(dataclasses.replace(item, context=context))
