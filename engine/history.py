@@ -172,14 +172,15 @@ def figure_rows(comparison: RunComparison, skip: frozenset[str] = frozenset()) -
         delta = ""
         if numbers and x != y:
             gap = y - x  # type: ignore[operator]
-            delta = f"{gap:+d}" if isinstance(gap, int) else signed(gap, d if d is not None else _digits_of(gap))
+            if isinstance(gap, int):
+                delta = f"{gap:+d}"
+            elif d is not None:
+                delta = signed(gap, d)
+            else:  # four significant digits; float noise (0.1 + 0.2 − 0.3) is 0
+                noise = abs(gap) <= 1e-9 * max(1.0, abs(float(x)), abs(float(y)))  # type: ignore[arg-type]
+                delta = "0" if noise else f"{gap:+.4g}"
         rows.append({"figure": name, "A": figure_text(x, d), "B": figure_text(y, d), "B − A": delta})
     return rows
-
-
-def _digits_of(gap: float) -> int:
-    """Decimals that show four significant digits of a difference (and 0 for what is float noise)."""
-    return 4 if gap == 0 else min(12, max(0, 3 - math.floor(math.log10(abs(gap)))))
 
 
 def cell(value: object, limit: int = 200) -> str:
