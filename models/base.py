@@ -543,16 +543,10 @@ class ChatModel(ABC):
         return self.spec.cost(raw.prompt_tokens, raw.completion_tokens), None
 
     def _record(self, request: Request, completion: Completion, attempts: int) -> int | None:
-        ctx = current_context()
         return self._write(
-            CallRecord(
-                run_id=ctx.run_id,
-                purpose=ctx.purpose,
-                model_id=self.model_id,
-                backend=self.backend,
-                model_name=self.spec.model,
-                request_hash=request.request_hash(),
-                request=request.model_dump(mode="json"),
+            self._call_record(
+                request,
+                attempts,
                 raw_text=completion.text,
                 parsed=completion.parsed,
                 prompt_tokens=completion.usage.prompt_tokens,
@@ -562,7 +556,6 @@ class ChatModel(ABC):
                 would_cost=completion.would_cost,
                 finish_reason=completion.finish_reason,
                 flags=completion.flags,
-                attempts=attempts,
             )
         )
 
@@ -574,28 +567,38 @@ class ChatModel(ABC):
         attempts: int,
         raw: RawResult | None = None,
     ) -> None:
-        ctx = current_context()
+        cost, would_cost = self._costs(raw) if raw else (0.0, None)
         self._write(
-            CallRecord(
-                run_id=ctx.run_id,
-                purpose=ctx.purpose,
-                model_id=self.model_id,
-                backend=self.backend,
-                model_name=self.spec.model,
-                request_hash=request.request_hash(),
-                request=request.model_dump(mode="json"),
+            self._call_record(
+                request,
+                attempts,
                 raw_text=err.raw_text,
                 prompt_tokens=raw.prompt_tokens if raw else 0,
                 completion_tokens=raw.completion_tokens if raw else 0,
                 latency_s=latency,
-                cost=self._costs(raw)[0] if raw else 0.0,
-                would_cost=self._costs(raw)[1] if raw else None,
+                cost=cost,
+                would_cost=would_cost,
                 finish_reason=raw.finish_reason if raw else None,
                 flags=list(getattr(err, "flags", [])),
                 error=redact(str(err)),
                 error_type=err.kind,
-                attempts=attempts,
             )
+        )
+
+    def _call_record(self, request: Request, attempts: int, **outcome: Any) -> CallRecord:
+        """The one place a call's record is built: the run it belongs to, the model and the request, then what
+        came back (`outcome`: a completion's figures or a failure's)."""
+        ctx = current_context()
+        return CallRecord(
+            run_id=ctx.run_id,
+            purpose=ctx.purpose,
+            model_id=self.model_id,
+            backend=self.backend,
+            model_name=self.spec.model,
+            request_hash=request.request_hash(),
+            request=request.model_dump(mode="json"),
+            attempts=attempts,
+            **outcome,
         )
 
     def _write(self, record: CallRecord) -> int | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.confidence import ConfidenceSettings, InterventionLevel, calculate, decide_level, parse_factors
-from engine.experiments.adapters.base import Mechanism, nested
+from engine.experiments.adapters.base import ExperimentAdapter, nested
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, score_outcomes
 from engine.inputs import iter_lines, read_text
@@ -23,7 +23,7 @@ class ConfidenceRecording:
     correct: list[bool]
 
 
-class ConfidenceMechanism(Mechanism):
+class ConfidenceAdapter(ExperimentAdapter):
     """The labelled set's recorded factors (search, sources, tools, self-confidence, coverage) scored again under
     each cell's weights, inclusion conditions, penalties and level thresholds — `engine.confidence.calculate`,
     pure: no cell makes a call. Metrics: ECE and AURC of the score against correctness, the Brier score, and

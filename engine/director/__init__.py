@@ -13,7 +13,7 @@ One concept a module:
   policy;
 - `review`: `Director.review` (rules, then the rubric), the reasons and suggestions, and the `director.check`
   run kind (`review_line`);
-- `generator`: how a model writes a character's next line (`model_generator`, `script_prompt`);
+- `generator`: how a model writes a character's next line (`ModelLineGenerator`, `script_prompt`);
 - `dialogue`: the retry loop (`run_turn`), two characters talking (`duo_dialogue`) and the `director.duo` run
   kind (`run_duo`);
 - `scripts`: the batch's input files (`parse_script`, `load_script`);
@@ -64,7 +64,6 @@ from engine.director.generator import (
     SHOTS,
     LineGenerator,
     line_openers,
-    model_generator,
     script_prompt,
 )
 from engine.director.japanese import (
@@ -163,7 +162,6 @@ __all__ = [
     "list_characters",
     "load_character",
     "load_script",
-    "model_generator",
     "next_turn_instruction",
     "normalize",
     "Normalized",

@@ -4,14 +4,14 @@ line's reasons going into that character's next instruction. `run_duo` is the `d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import runctx
 from engine.director.config import DirectorConfig, load_character
-from engine.director.generator import LineGenerator, model_generator
+from engine.director.generator import LineGenerator, ModelLineGenerator
 from engine.director.japanese import normalize
 from engine.director.review import Director, Review, next_turn_instruction, review_json
 from engine.director.rubric import DirectorRubric
@@ -128,7 +128,7 @@ def retries_exhausted(director: Director, attempts: list[Attempt], instruction: 
 async def duo_dialogue(
     first: Director,
     second: Director,
-    generators: dict[str, LineGenerator],
+    generators: Mapping[str, LineGenerator],
     *,
     turns: int = 6,
     scene: str = "",
@@ -217,8 +217,8 @@ async def run_duo(
     cfg = config.director
     rubric = DirectorRubric(model, cfg) if config.rubric else None
     generators = {
-        first.id: model_generator(model, config.scene, config.topic, second),
-        second.id: model_generator(model, config.scene, config.topic, first),
+        first.id: ModelLineGenerator(model, config.scene, config.topic, second),
+        second.id: ModelLineGenerator(model, config.scene, config.topic, first),
     }
     async with async_run_context(store, "director.duo", config.model_dump(mode="json"), sinks=sinks) as run:
         runctx.progress(total=config.turns, step="talking")

@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.director import DirectorConfig, Status, evaluate_rules, load_character, load_script, retune
-from engine.experiments.adapters.base import Mechanism
+from engine.experiments.adapters.base import ExperimentAdapter
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, label_outcomes
 
 
-class DirectorMechanism(Mechanism):
+class DirectorAdapter(ExperimentAdapter):
     """The director's hard-rule cut-offs over a script: each line's rules are evaluated once (on its own, with
     no conversation state, as `director.rules` benchmarks them), and a cell re-decides the recorded facts
     with `engine.director.retune` — no text processing again, no model. Metrics: the share of lines that pass,

@@ -24,7 +24,7 @@ class LineGenerator(Protocol):
     ) -> str: ...
 
 
-# How many of each character's own example lines open the script the generator continues (`model_generator`).
+# How many of each character's own example lines open the script the generator continues (`ModelLineGenerator`).
 SHOTS = 4
 # A line's opening words as the character's examples start them ("えー、", "つまり、"): up to six characters
 # before the first comma.
@@ -64,19 +64,6 @@ def script_prompt(
     lines.append(f"（場面が変わって: {scene}。{pair}は{topic}について話している。）")
     lines += [f"{speaker}: {text}" for speaker, text in history[-6:]]
     return "\n".join(lines) + f"\n{profile.name}:"
-
-
-def model_generator(
-    model: ChatModel,
-    scene: str,
-    topic: str,
-    partner: CharacterProfile | None = None,
-    max_tokens: int = 60,
-    *,
-    shots: int = SHOTS,
-) -> LineGenerator:
-    """A line generator for a chat model, in the character's voice (`ModelLineGenerator`)."""
-    return ModelLineGenerator(model, scene, topic, partner, max_tokens, shots=shots)
 
 
 class ModelLineGenerator:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from engine.events import async_run_context
 from engine.experiments.adapters import mechanism
-from engine.experiments.adapters.base import Mechanism, Models
+from engine.experiments.adapters.base import ExperimentAdapter, Models
 from engine.experiments.definition import CallMode, Experiment
 from engine.runctx import RunCancelled, checkpoint
 from engine.store import Store
@@ -78,7 +78,7 @@ class Executor(Protocol):
 
 
 async def record_group(
-    mech: Mechanism,
+    mech: ExperimentAdapter,
     definition: Experiment,
     cases: Sequence[Any],
     call_params: Mapping[str, Any],

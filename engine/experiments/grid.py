@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from engine.experiments.adapters.base import Mechanism
+from engine.experiments.adapters.base import ExperimentAdapter
 from engine.experiments.definition import Cell, Experiment, Group, expand
 from engine.experiments.driver import Driver
 from engine.runctx import progress
@@ -33,7 +33,7 @@ class Grid:
     resumable = True
     trials = False
 
-    def __init__(self, definition: Experiment, mech: Mechanism, *, resumed: bool) -> None:
+    def __init__(self, definition: Experiment, mech: ExperimentAdapter, *, resumed: bool) -> None:
         self.definition = definition
         self.cells = expand(definition, mech.decision)  # lazy; refused here above the cell cap
         self.units = len(self.cells)

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.experiments.adapters.base import Mechanism
+from engine.experiments.adapters.base import ExperimentAdapter
 from engine.experiments.definition import Experiment, Range, expand
 from engine.experiments.driver import Driver
 from engine.runctx import checkpoint, progress
@@ -51,7 +51,7 @@ class OptunaSearch:
     resumable = False
     trials = True
 
-    def __init__(self, definition: Experiment, mech: Mechanism) -> None:
+    def __init__(self, definition: Experiment, mech: ExperimentAdapter) -> None:
         assert definition.search is not None
         self.definition = definition
         self.search = definition.search

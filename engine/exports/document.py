@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.exports.csvfiles import EXPORT_FORMAT
-from engine.exports.record import RunRecord
+from engine.exports.record import RunRecord, call_fields
 from engine.history import headline
 from models.secrets import redact, redact_obj
 
@@ -36,27 +36,13 @@ def run_document(record: RunRecord) -> dict[str, Any]:
         "summary": run.summary,
         "events": [{"seq": e.seq, "type": e.type, "ts": e.ts.isoformat(), "payload": e.payload} for e in record.events],
         "calls": [
-            {
+            call_fields(c)
+            | {
                 "id": c.id,
                 "created_at": c.created_at.isoformat(),
-                "purpose": c.purpose,
-                "model_id": c.model_id,
-                "backend": c.backend,
-                "model_name": c.model_name,
-                "request_hash": c.request_hash,
                 "request": json.loads(c.request_json or "{}"),
-                "raw_text": c.raw_text,
                 "parsed": json.loads(c.parsed_json) if c.parsed_json else None,
-                "prompt_tokens": c.prompt_tokens,
-                "completion_tokens": c.completion_tokens,
-                "latency_s": c.latency_s,
-                "cost": c.cost,
-                "would_cost": c.would_cost,
-                "finish_reason": c.finish_reason,
-                "error": c.error,
-                "error_type": c.error_type,
                 "flags": json.loads(c.flags_json or "[]"),
-                "attempts": c.attempts,
             }
             for c in record.calls
         ],

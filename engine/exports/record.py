@@ -60,6 +60,29 @@ class Table:
         return list(dict.fromkeys([*self.fixed, *(k for row in self.rows for k in row)]))
 
 
+def call_fields(call: LlmCall) -> dict[str, Any]:
+    """A recorded LLM call's own figures, as both the JSON document and the `llm_calls` table carry them (each adds
+    its id and its own form of the request, the parsed answer and the flags)."""
+    return {
+        "created_at": call.created_at,
+        "purpose": call.purpose,
+        "model_id": call.model_id,
+        "backend": call.backend,
+        "model_name": call.model_name,
+        "request_hash": call.request_hash,
+        "raw_text": call.raw_text,
+        "prompt_tokens": call.prompt_tokens,
+        "completion_tokens": call.completion_tokens,
+        "latency_s": call.latency_s,
+        "cost": call.cost,
+        "would_cost": call.would_cost,
+        "finish_reason": call.finish_reason,
+        "error": call.error,
+        "error_type": call.error_type,
+        "attempts": call.attempts,
+    }
+
+
 def flat(payload: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """One row from an event payload: scalars as they are, a dict of scalars as dotted columns, anything
     deeper as its JSON text."""

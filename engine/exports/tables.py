@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from engine.exports.record import RunRecord, Table, TableBuilder, flat
+from engine.exports.record import RunRecord, Table, TableBuilder, call_fields, flat
 from engine.history import headline
 from engine.mechanism import mechanisms, resolve_callable
 
@@ -49,26 +49,11 @@ def _calls(record: RunRecord) -> list[dict[str, Any]]:
             else json.dumps(request, ensure_ascii=False)
         )
         rows.append(
-            {
+            call_fields(c)
+            | {
                 "call_id": c.id,
-                "created_at": c.created_at,
-                "purpose": c.purpose,
-                "model_id": c.model_id,
-                "backend": c.backend,
-                "model_name": c.model_name,
-                "prompt_tokens": c.prompt_tokens,
-                "completion_tokens": c.completion_tokens,
-                "latency_s": c.latency_s,
-                "cost": c.cost,
-                "would_cost": c.would_cost,
-                "finish_reason": c.finish_reason,
-                "error_type": c.error_type,
-                "error": c.error,
-                "attempts": c.attempts,
                 "flags": ", ".join(map(str, json.loads(c.flags_json or "[]"))),
-                "request_hash": c.request_hash,
                 "prompt": prompt,
-                "raw_text": c.raw_text,
                 "parsed": c.parsed_json,
             }
         )

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.experiments.adapters.base import Loc, Mechanism, Models, axis_location, axis_values, nested
+from engine.experiments.adapters.base import ExperimentAdapter, Loc, Models, axis_location, axis_values, nested
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, binary_outcomes
 from engine.handraise import (
@@ -56,7 +56,7 @@ def prior_speakers(context: Sequence[Any]) -> list[set[str]]:
     return turns[:-1]
 
 
-class HandRaise(Mechanism):
+class HandRaiseAdapter(ExperimentAdapter):
     name: str = "handraise"
     decision: frozenset[str] = frozenset(
         {

@@ -429,6 +429,42 @@ def early_termination(reason: str) -> bool:
     return reason in EARLY_TERMINATIONS
 
 
+def jury_result(
+    phase1: list[JurorEvaluation],
+    phase1_consensus: ConsensusResult,
+    rounds: list[DiscussionRound],
+    judgment: FinalJudgment,
+    reason: str,
+    *,
+    case_id: str,
+    jurors: list[JurorSeat],
+    usage: tuple[int, int, float],
+    wall_s: float,
+    identical_seats: bool,
+) -> CollaborativeJuryResult:
+    """The one way a jury's result is put together, live (`runner`) or re-decided from a recording (`redecide`):
+    `usage` is (prompt tokens, completion tokens, cost) of the calls it rests on."""
+    prompt, completion, cost = usage
+    return CollaborativeJuryResult(
+        phase1_evaluations=phase1,
+        phase1_consensus=phase1_consensus,
+        discussion_rounds=rounds,
+        total_rounds=len(rounds),
+        phase3_judgment=judgment,
+        final_verdict=judgment.verdict,
+        final_score=judgment.score,
+        early_termination=early_termination(reason),
+        termination_reason=reason,
+        case_id=case_id,
+        jurors=jurors,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        wall_s=wall_s,
+        identical_seats=identical_seats,
+    )
+
+
 def decide_final(
     evaluations: Sequence[JurorEvaluation],
     method: FinalMethodName,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.experiments.adapters.base import Loc, Mechanism, Models, axis_values
+from engine.experiments.adapters.base import ExperimentAdapter, Loc, Models, axis_values
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, correct_outcomes
 from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_totals, load_cases, panel_seats
@@ -38,7 +38,7 @@ class JuryRecording:
     judge: str = "generate"
 
 
-class JuryMechanism(Mechanism):
+class JuryAdapter(ExperimentAdapter):
     name: str = "jury"
     decision: frozenset[str] = frozenset(
         {"consensus_threshold", "stagnation_rounds", "max_discussion_rounds", "final_judgment_method", "tie_policy"}

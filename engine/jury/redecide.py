@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.jury import decisions
-from engine.jury.decisions import CollaborativeJuryResult, DiscussionRound, JurorSeat, panel_consensus
+from engine.jury.decisions import DiscussionRound, JurorSeat, panel_consensus
 from engine.jury.stacked import StackedPanel
 
 
@@ -71,21 +71,15 @@ def redecide(result: Any, config: Any, rubric: Any, usage: Mapping[int, tuple[in
     for call_id in call_ids(phase1, rounds):
         p, c, d = (usage or {}).get(call_id, (0, 0, 0.0))
         prompt, completion, cost = prompt + p, completion + c, cost + d
-    return CollaborativeJuryResult(
-        phase1_evaluations=phase1,
-        phase1_consensus=phase1_consensus,
-        discussion_rounds=rounds,
-        total_rounds=len(rounds),
-        phase3_judgment=judgment,
-        final_verdict=judgment.verdict,
-        final_score=judgment.score,
-        early_termination=decisions.early_termination(reason),
-        termination_reason=reason,
+    return decisions.jury_result(
+        phase1,
+        phase1_consensus,
+        rounds,
+        judgment,
+        reason,
         case_id=result.case_id,
         jurors=result.jurors,
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        cost=cost,
+        usage=(prompt, completion, cost),
         wall_s=result.wall_s,
         identical_seats=result.identical_seats,
     )

@@ -25,10 +25,10 @@ from engine.jury.decisions import (
     JurorSeat,
     JurorStatement,
     decide_final,
-    early_termination,
     failed_seat_flags,
     fallback_evaluation,
     idle_discussion,
+    jury_result,
     majority_vote,
     panel_consensus,
     phase1_stop,
@@ -190,21 +190,16 @@ class Jury(StackedPanel, LikelihoodSeats):  # the stacked half first: its stack_
         final_evals = [one.latest[j] for j in one.order]
         judgment = await self._final(case, one.rubric, one.final_schema, phase1, rounds, final_evals, one.t0)
         one.send("final_judgment", **judgment.model_dump())
-        result = CollaborativeJuryResult(
-            phase1_evaluations=phase1,
-            phase1_consensus=phase1_consensus,
-            discussion_rounds=rounds,
-            total_rounds=len(rounds),
-            phase3_judgment=judgment,
-            final_verdict=judgment.verdict,
-            final_score=judgment.score,
-            early_termination=early_termination(reason),
-            termination_reason=reason,
+        usage = (self.usage["prompt_tokens"], self.usage["completion_tokens"], self.usage["cost"])
+        result = jury_result(
+            phase1,
+            phase1_consensus,
+            rounds,
+            judgment,
+            reason,
             case_id=case.id,
             jurors=self.seats,
-            prompt_tokens=self.usage["prompt_tokens"],
-            completion_tokens=self.usage["completion_tokens"],
-            cost=self.usage["cost"],
+            usage=usage,
             wall_s=round(time.perf_counter() - one.t0, 4),
             identical_seats=one.identical,
         )

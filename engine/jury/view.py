@@ -84,8 +84,9 @@ class JuryView:
         """The continuous discussion area: every statement in the order it was made."""
         return [{**st, "roleName": self.role(st["juror"])} for rnd in self.rounds for st in rnd["statements"]]
 
-    def trajectory(self) -> list[dict[str, Any]]:
-        """Score and verdict per juror per step (phase 1, then each round)."""
+    def positions(self) -> list[dict[str, Any]]:
+        """Every juror's position at every step, in order: phase 1's evaluations, then each round's statements.
+        `evaluation` is what that step's evaluation recorded (its call's times, whether it failed)."""
         rows = [
             {
                 "juror": e["juror"],
@@ -94,13 +95,12 @@ class JuryView:
                 "label": "phase 1",
                 "score": e["score"],
                 "verdict": e["verdict"],
-                "fallback": e.get("fallback", False),
+                "evaluation": e,
             }
             for e in self.seat_order(self.phase1)
         ]
         for rnd in self.rounds:
             for st in rnd["statements"]:
-                ev = st.get("evaluation", {})
                 rows.append(
                     {
                         "juror": st["juror"],
@@ -109,42 +109,39 @@ class JuryView:
                         "label": f"round {rnd['round']}",
                         "score": st["newScore"],
                         "verdict": st["newVerdict"],
-                        "fallback": ev.get("fallback", False),
+                        "evaluation": st.get("evaluation", {}),
                     }
                 )
         return rows
+
+    def trajectory(self) -> list[dict[str, Any]]:
+        """Score and verdict per juror per step (phase 1, then each round)."""
+        keep = ("juror", "role", "step", "label", "score", "verdict")
+        return [
+            {k: r[k] for k in keep} | {"fallback": r["evaluation"].get("fallback", False)} for r in self.positions()
+        ]
 
     def timeline(self) -> list[dict[str, Any]]:
         """Each juror call as a bar (seconds since the run started): parallel calls overlap. A learned round's
         statement is computed, not a call (no model is asked): it has no bar."""
         rows = []
-        for e in self.seat_order(self.phase1):
-            rows.append(
-                {
-                    "juror": e["juror"],
-                    "role": self.role(e["juror"]),
-                    "stage": "phase 1",
-                    "start": e.get("startedS"),
-                    "end": e.get("endedS"),
-                    "fallback": e.get("fallback", False),
-                }
-            )
-        for rnd in self.rounds:
-            for st in rnd["statements"]:
-                ev = st.get("evaluation", {})
-                if str(ev.get("detail") or "").startswith("learned round"):
-                    continue
+        for r in self.positions():
+            ev = r["evaluation"]
+            if r["step"] and str(ev.get("detail") or "").startswith("learned round"):
+                continue
+            start, end = ev.get("startedS"), ev.get("endedS")
+            if start is not None and end is not None:
                 rows.append(
                     {
-                        "juror": st["juror"],
-                        "role": self.role(st["juror"]),
-                        "stage": f"round {rnd['round']}",
-                        "start": ev.get("startedS"),
-                        "end": ev.get("endedS"),
-                        "fallback": ev.get("fallback"),
+                        "juror": r["juror"],
+                        "role": r["role"],
+                        "stage": r["label"],
+                        "start": start,
+                        "end": end,
+                        "fallback": ev.get("fallback", False),
                     }
                 )
-        return [r for r in rows if r["start"] is not None and r["end"] is not None]
+        return rows
 
     def verdicts(self) -> dict[str, dict[str, int]]:
         """Verdict counts at phase 1 and, once a discussion round has run, after the discussion; a failed juror

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.experiments.adapters.base import Loc, Mechanism, error_location, error_message
+from engine.experiments.adapters.base import ExperimentAdapter, Loc, error_location, error_message
 from engine.experiments.definition import Experiment
 from engine.skip import (
     EPOCH,
@@ -44,7 +44,7 @@ class SkipRecording:
     baseline: dict[str, Any]
 
 
-class SkipMechanism(Mechanism):
+class SkipAdapter(ExperimentAdapter):
     """The skip cache's windows over a workload, judged by recorded judgments (`cases`: a recording of
     `skip simulate --record`, made on the default generated workload): a cell sets the skip thresholds and
     windows, and the periodic checker runs in simulated time against the recording — no model call; a state

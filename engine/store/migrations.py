@@ -24,19 +24,6 @@ def _create_all(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine)
 
 
-def _add_column(table: str, column: str, ddl_type: str) -> Callable[[Engine], None]:
-    """A migration adding one nullable column; a no-op where migration 1 already created it."""
-
-    def apply(engine: Engine) -> None:
-        found = inspect(engine)
-        if not found.has_table(table) or column in {c["name"] for c in found.get_columns(table)}:
-            return  # a missing table is created whole, with the column, after the migrations
-        with engine.begin() as conn:
-            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}"))
-
-    return apply
-
-
 # Migration 1 creates tables from today's models, so on a new database the columns below already
 # exist; each migration is written to be a no-op for what is already there.
 OWNER_COLUMNS = (
@@ -47,18 +34,29 @@ OWNER_COLUMNS = (
 )
 
 
-def _add_run_owner(engine: Engine) -> None:
-    present = {c["name"] for c in inspect(engine).get_columns("runs")}
-    for name, sql_type in OWNER_COLUMNS:
-        if name in present:
-            continue
-        try:
-            with engine.begin() as conn:
-                conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {sql_type}"))
-        except DBAPIError:
-            # Another process added it in the meantime; anything else shows on the check below.
-            if name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
-                raise
+def _add_columns(table: str, columns: tuple[tuple[str, str], ...]) -> Callable[[Engine], None]:
+    """The one way a migration adds nullable columns: each (name, SQL type) that `table` lacks; a no-op where
+    migration 1 already created them, or where the table is missing (it is created whole, with them, after the
+    migrations). Another process adding one in the meantime is not an error."""
+
+    def present(engine: Engine) -> set[str]:
+        return {c["name"] for c in inspect(engine).get_columns(table)}
+
+    def apply(engine: Engine) -> None:
+        if not inspect(engine).has_table(table):
+            return
+        have = present(engine)
+        for name, ddl_type in columns:
+            if name in have:
+                continue
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl_type}"))
+            except DBAPIError:
+                if name not in present(engine):  # not another process's doing: the check shows the real error
+                    raise
+
+    return apply
 
 
 def _create_run_tags(engine: Engine) -> None:
@@ -71,9 +69,9 @@ def _create_labels(engine: Engine) -> None:
 
 MIGRATIONS: list[tuple[int, str, Callable[[Engine], None]]] = [
     (1, "create tables", _create_all),
-    (2, "run owner and heartbeat", _add_run_owner),
+    (2, "run owner and heartbeat", _add_columns("runs", OWNER_COLUMNS)),
     # Replayed calls spend nothing: `cost` is 0 and the recorded original's cost is kept here.
-    (3, "llm_calls.would_cost", _add_column("llm_calls", "would_cost", "FLOAT")),
+    (3, "llm_calls.would_cost", _add_columns("llm_calls", (("would_cost", "FLOAT"),))),
     (4, "run tags", _create_run_tags),
     (5, "labels", _create_labels),
     # Each label stored once: its unique key (engine/store/labels.py says how, and what happens to duplicates).

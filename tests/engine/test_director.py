@@ -533,7 +533,8 @@ def test_retry_sends_reasons_back_and_accepts_a_fixed_line() -> None:
 
 def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
     """§1: a WARN line is shown and fixed through the next turn's instruction (次回指示で修正)."""
-    from engine.director import duo_dialogue, model_generator
+    from engine.director import duo_dialogue
+    from engine.director.generator import ModelLineGenerator
 
     yana_model = ScriptedModel(
         ["「えー、ほんと？楽しそうだわ！」", "えー、ほんと？楽しそうだわ！", "そっか、いいかもね。"]
@@ -542,8 +543,8 @@ def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
         ["そうですね。一般的に、朝の海は人が少ないです。", "つまり、目安は一日二時間です。無理は禁物ですね。"]
     )
     generators = {
-        "yana": model_generator(yana_model, "海辺", "海水浴", AYU),
-        "ayu": model_generator(ayu_model, "海辺", "海水浴", YANA),
+        "yana": ModelLineGenerator(yana_model, "海辺", "海水浴", AYU),
+        "ayu": ModelLineGenerator(ayu_model, "海辺", "海水浴", YANA),
     }
     events: list[tuple[str, dict]] = []
     transcript = asyncio.run(
@@ -575,7 +576,8 @@ def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
 def test_a_retry_carries_the_reasons_and_the_suggestion_and_samples_anew() -> None:
     """§1: RETRY → 理由と改善案を添えて再生成. Each retry's prompt holds the rejected draft's reasons and the
     suggestion, and its seed differs: a model deterministic in (prompt, seed) no longer returns the same draft."""
-    from engine.director import SUGGESTIONS, model_generator
+    from engine.director import SUGGESTIONS
+    from engine.director.generator import ModelLineGenerator
     from tests.fakes.scripted import FnModel
 
     drafts = ["まだ未成年じゃないから。", "知らなくはないよね。", "えー、ほんと？楽しそうだわ！"]
@@ -585,7 +587,7 @@ def test_a_retry_carries_the_reasons_and_the_suggestion_and_samples_anew() -> No
         seen.append((request.messages[-1].content, request.seed))
         return drafts[(request.seed or 0) % len(drafts)]
 
-    generate = model_generator(FnModel(answer), "海辺", "海水浴", AYU)
+    generate = ModelLineGenerator(FnModel(answer), "海辺", "海水浴", AYU)
     turn, _ = asyncio.run(run_turn(DirectorEngine(YANA, DirectorConfig(max_retries=2)), generate, [], DirectorState()))
     assert [a.text for a in turn.attempts] == drafts and turn.outcome == "accepted_after_retries"
     prompts, seeds = [p for p, _ in seen], [s for _, s in seen]

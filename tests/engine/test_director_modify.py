@@ -20,13 +20,13 @@ from engine.director import (
     duo_dialogue,
     evaluate_rules,
     load_character,
-    model_generator,
     next_turn_instruction,
     normalize,
     retune,
     run_turn,
     script_verdicts,
 )
+from engine.director.generator import ModelLineGenerator
 from engine.director.labels import STATUS_VALUES
 from engine.director.mend import fold_marks, neutral_praise, within_length
 from tests.engine.test_director import ScriptedModel, scripted_generator
@@ -207,8 +207,8 @@ def test_the_duo_says_the_mended_line_and_its_state_advances_on_it() -> None:
     yana = ScriptedModel([LONG, "そっか、いいかもね。"])
     ayu = ScriptedModel(["そうですね。一般的に、朝の海は人が少ないです。"])
     generators = {
-        "yana": model_generator(yana, "海辺", "海水浴", AYU),
-        "ayu": model_generator(ayu, "海辺", "海水浴", YANA),
+        "yana": ModelLineGenerator(yana, "海辺", "海水浴", AYU),
+        "ayu": ModelLineGenerator(ayu, "海辺", "海水浴", YANA),
     }
     transcript = asyncio.run(duo_dialogue(DirectorEngine(YANA), DirectorEngine(AYU), generators, turns=3))
     said = transcript[0].text

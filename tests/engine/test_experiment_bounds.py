@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from dashboard.bench.experiment_bounds import decision_experiment_yaml, huge_grid_yaml
-from engine.director.experiment import DirectorMechanism
+from engine.director.experiment import DirectorAdapter
 from engine.experiments import DefinitionError, Range, expand, parse_definition
 from engine.experiments.definition import group_key
-from engine.jury.experiment import JuryMechanism
+from engine.jury.experiment import JuryAdapter
 from engine.store import CANCELLED, FINISHED, RUNNING, RunFilter, Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_the_cap_is_a_setting_and_counts_repeats_and_models(monkeypatch: pytest.
         {"name": "x", "mechanism": "director", "cases": "c", "space": {"tone_pass": [1, 2, 3]}, "repeats": 10}
     )
     with pytest.raises(DefinitionError, match="30 cells"):  # whoever skips validation meets it at expansion
-        expand(unchecked, DirectorMechanism.decision)
+        expand(unchecked, DirectorAdapter.decision)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_lazy_cells_equal_the_eager_grid_by_index_iteration_and_group() -> None:
             "repeats": 2,
         }
     )
-    decision = JuryMechanism.decision
+    decision = JuryAdapter.decision
     reference = _eager(definition.axes(), 2, decision)
     cells = expand(definition, decision)
     assert len(cells) == len(reference) == definition.cell_count() == 48
@@ -152,7 +152,7 @@ def test_lazy_cells_equal_the_eager_grid_by_index_iteration_and_group() -> None:
 def test_a_hundred_thousand_cells_cost_no_memory_until_walked() -> None:
     definition = parse_definition(decision_experiment_yaml(), "<t>")
     tracemalloc.start()
-    cells = expand(definition, DirectorMechanism.decision)
+    cells = expand(definition, DirectorAdapter.decision)
     last = cells[len(cells) - 1]
     (group,) = cells.groups()
     next(cells.members(group))

@@ -23,7 +23,7 @@ from engine.experiments import (
     show_experiment,
 )
 from engine.jury import Jury, JuryConfig, Rubric, comparable, load_cases, panel_seats
-from engine.jury.experiment import JuryMechanism
+from engine.jury.experiment import JuryAdapter
 from engine.runctx import RunCancelled, RunControl, controlled
 from engine.store import CANCELLED, Store
 from models.backends.replay import ReplayModel, replay_spec
@@ -139,7 +139,7 @@ def test_grid_expands_into_groups_by_call_parameters(tmp_path: Path) -> None:
     )
     from engine.experiments import expand
 
-    cells = expand(definition, JuryMechanism.decision)
+    cells = expand(definition, JuryAdapter.decision)
     assert len(cells) == 16
     assert len({c.group for c in cells}) == 4  # temperature × repeat: the only things that need calls
     assert {tuple(c.decision_params) for c in cells} == {("consensus_threshold", "tie_policy")}
@@ -431,10 +431,10 @@ def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp
 
 def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: Store) -> None:
     from engine.handraise import HandRaiseConfig, TurnRecord, redecide
-    from engine.handraise.experiment import HandRaise, decide_handraise_item
+    from engine.handraise.experiment import HandRaiseAdapter, decide_handraise_item
 
     definition = handraise_definition(tmp_path, "threshold: [0.5]")
-    mech = HandRaise()
+    mech = HandRaiseAdapter()
     cases = mech.load_cases(definition)
 
     async def record() -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.demo import PageDemo
 from engine.events import run_context
-from engine.experiments.adapters import Mechanism
+from engine.experiments.adapters import ExperimentAdapter
 from engine.experiments.definition import Experiment
 from engine.exports import RunRecord
 from engine.labels.items import LabelItem
@@ -26,7 +26,7 @@ def _share(values: Sequence[float], threshold: float) -> float:
     return round(sum(v >= threshold for v in values) / len(values), 4) if values else 0.0
 
 
-class ToyMechanism(Mechanism):
+class ToyAdapter(ExperimentAdapter):
     name = "toy"
     decision = frozenset({"threshold"})
     metrics = ("share",)

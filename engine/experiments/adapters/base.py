@@ -1,5 +1,5 @@
-"""What an experiment knows of a mechanism (`Mechanism`, the base of every mechanism's adapter, which lives in its
-package as `engine/<mechanism>/experiment.py`): its two cost classes (decision parameters, re-decided from a
+"""What an experiment knows of a mechanism (`ExperimentAdapter`, the base of every mechanism's adapter, which lives
+in its package as `engine/<mechanism>/experiment.py`): its two cost classes (decision parameters, re-decided from a
 recording with no call; call parameters, which need a recording of their own), how one group of cells is recorded
 and one cell decided, and the checks every definition goes through (unknown parameters and metrics, bad values
 reported at their own line, an empty case set)."""
@@ -21,7 +21,7 @@ Loc = tuple[str | int, ...]  # where in a definition a problem is: its field, an
 Models = Callable[[str], Any]  # a model id → a ChatModel
 
 
-class Mechanism(ABC):
+class ExperimentAdapter(ABC):
     """A mechanism as experiments see it. Each one writes its parameters, metrics, settings, cases, decision
     and recording's JSON; the rest has defaults that fit a mechanism whose cells make no model call (no call
     parameters, no models, a recording made from the cases alone), which one with calls overrides."""
@@ -126,7 +126,7 @@ def axis_location(definition: Experiment, name: str) -> Loc:
     return ("space", name)
 
 
-def _check_common(m: Mechanism, definition: Experiment, extra_base: frozenset[str]) -> list[tuple[Loc, str]]:
+def _check_common(m: ExperimentAdapter, definition: Experiment, extra_base: frozenset[str]) -> list[tuple[Loc, str]]:
     problems: list[tuple[Loc, str]] = []
     known = m.decision | m.calls
     for name in definition.space:
