@@ -12,6 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, demo, state
+from dashboard import formstate as form
 from dashboard.components import (
     GLOSSARY,
     breakable,
@@ -99,17 +100,18 @@ LIVE_DEFAULTS: dict[str, Any] = {
 def _init_state() -> None:
     defaults = ConfidenceFactors()
     for name in FACTOR_FIELDS:
-        st.session_state.setdefault(KEY + name, getattr(defaults, name))
+        form.default(KEY + name, getattr(defaults, name))
     t = LevelThresholds()
     for name in ("silent", "notify", "confirm"):
-        st.session_state.setdefault(KEY + "t_" + name, getattr(t, name))
+        form.default(KEY + "t_" + name, getattr(t, name))
     st.session_state.setdefault(KEY + "live_error", None)
     st.session_state.setdefault(KEY + "generating", None)
     d = ConfidenceSettings()
     for name in WEIGHTS:
-        st.session_state.setdefault(KEY + name, getattr(d, name))
+        form.default(KEY + name, getattr(d, name))
     for name, value in LIVE_DEFAULTS.items():  # here, not in the widgets: a reload may put a run's values in
-        st.session_state.setdefault(KEY + "live_" + name, value)
+        form.default(KEY + "live_" + name, value)
+    form.default(KEY + "critical", False)
 
 
 def render() -> None:
@@ -155,27 +157,28 @@ def restore_form(run_id: str) -> None:
     run = state.get_store().get_run(run_id)
     if run is None or not run.kind.startswith("confidence."):
         return
-    ss = st.session_state
     try:
         settings = ConfidenceSettings(**(run.config.get("settings") or {}))
         evaluation = EvaluationConfig(**run.config) if run.kind == "confidence.evaluate" else None
     except (TypeError, ValueError):
         return
-    for name in THRESHOLDS:
-        ss[KEY + "t_" + name] = getattr(settings.thresholds, name)
-    ss[KEY + "t_note"] = None
-    for name in WEIGHTS:
-        ss[KEY + name] = getattr(settings, name)
+    form.restore({KEY + "t_" + name: getattr(settings.thresholds, name) for name in THRESHOLDS})
+    st.session_state[KEY + "t_note"] = None
+    form.restore({KEY + name: getattr(settings, name) for name in WEIGHTS})
     if evaluation is None:
         return
     availability = state.get_availability().get(evaluation.model_id)
     if availability is not None and availability.available:  # else the picker keeps a model that can run
-        ss[KEY + "live_model"] = evaluation.model_id
-    ss[KEY + "live_query"] = evaluation.query
-    ss[KEY + "live_answer"] = evaluation.answer
-    ss[KEY + "live_sources"] = "\n".join(evaluation.sources)
-    ss[KEY + "live_k"] = min(evaluation.sampling_k, 5)  # the slider's range
-    ss[KEY + "live_self_eval"] = evaluation.self_eval
+        form.put(KEY + "live_model", evaluation.model_id)
+    form.restore(
+        {
+            KEY + "live_query": evaluation.query,
+            KEY + "live_answer": evaluation.answer,
+            KEY + "live_sources": "\n".join(evaluation.sources),
+            KEY + "live_k": min(evaluation.sampling_k, 5),  # the slider's range
+            KEY + "live_self_eval": evaluation.self_eval,
+        }
+    )
 
 
 def handle_threshold(changed: str) -> None:
@@ -190,7 +193,7 @@ def handle_threshold(changed: str) -> None:
         values[THRESHOLDS[j]] = min(values[THRESHOLDS[j]], values[THRESHOLDS[j - 1]])
     moved = [name for name in THRESHOLDS if values[name] != before[name]]
     for name in moved:
-        st.session_state[KEY + "t_" + name] = values[name]
+        form.put(KEY + "t_" + name, values[name])
     st.session_state[KEY + "t_note"] = (
         f"{', '.join(f'{n.upper()} moved to {values[n]:g}' for n in moved)} to keep SILENT ≥ NOTIFY ≥ CONFIRM "
         f"(you set {changed.upper()} to {values[changed]:g})."
@@ -202,14 +205,15 @@ def handle_threshold(changed: str) -> None:
 def _render_settings() -> ConfidenceSettings:
     with st.sidebar.expander("Level thresholds", expanded=True):
         values = {
-            name: st.slider(
+            name: form.field(
+                st.slider,
                 f"{name.upper()} at ≥",
+                KEY + "t_" + name,
                 0.0,
                 1.0,
-                key=KEY + "t_" + name,
                 step=0.01,
                 on_change=handle_threshold,
-                args=(name,),
+                change_args=(name,),
             )
             for name in THRESHOLDS
         }
@@ -227,7 +231,9 @@ def _render_settings() -> ConfidenceSettings:
         st.error(message)
         st.stop()
     with st.sidebar.expander("Weights"):
-        weights = {name: st.number_input(words, 0.0, 5.0, step=0.05, key=KEY + name) for name, words in WEIGHTS.items()}
+        weights = {
+            name: form.field(st.number_input, words, KEY + name, 0.0, 5.0, step=0.05) for name, words in WEIGHTS.items()
+        }
     return ConfidenceSettings(thresholds=thresholds, **weights)
 
 
@@ -245,26 +251,27 @@ def _render_factors(settings: ConfidenceSettings) -> None:
     row = st.container(horizontal=True, wrap=True, gap="medium")  # 300 + 620 + the gap: a 1440 px window's main
     inputs, results = row.container(width=300), row.container(width=620)
     with inputs:
-        st.toggle(
+        form.field(
+            st.toggle,
             "Search step",
-            key=KEY + "is_search_step",
+            KEY + "is_search_step",
             help="A search step's base is its search quality; other steps take a weighted mean.",
         )
         factors_now = _factors_from_state()
         for name, (label, help_text) in SLIDERS.items():
-            st.slider(label, 0.0, 1.0, key=KEY + name, step=0.01, help=help_text)
+            form.field(st.slider, label, KEY + name, 0.0, 1.0, step=0.01, help=help_text)
             if name in ("search_avg_score", "search_max_score"):
                 continue  # the three search sliders make one factor: said once, under the last of them
             if (why := not_counted(name, factors_now, settings)) is not None:
                 st.caption(f"⊘ not counted: {why}")
         left, right = st.columns(2)
-        left.number_input(COUNTS["search_result_count"], 0, 1000, key=KEY + "search_result_count")
-        right.number_input(COUNTS["source_count"], 0, 1000, key=KEY + "source_count")
-        left.number_input(COUNTS["tool_execution_count"], 0, 1000, key=KEY + "tool_execution_count")
+        form.field(left.number_input, COUNTS["search_result_count"], KEY + "search_result_count", 0, 1000)
+        form.field(right.number_input, COUNTS["source_count"], KEY + "source_count", 0, 1000)
+        form.field(left.number_input, COUNTS["tool_execution_count"], KEY + "tool_execution_count", 0, 1000)
         executed = int(st.session_state[KEY + "tool_execution_count"])
         if st.session_state[KEY + "tool_success_count"] > executed:
-            st.session_state[KEY + "tool_success_count"] = executed
-        right.number_input(COUNTS["tool_success_count"], 0, max(executed, 0), key=KEY + "tool_success_count")
+            form.put(KEY + "tool_success_count", executed)
+        form.field(right.number_input, COUNTS["tool_success_count"], KEY + "tool_success_count", 0, max(executed, 0))
         st.button("Reset factors", key=KEY + "reset", on_click=handle_reset)
     with results:
         factors = _factors_from_state()
@@ -423,10 +430,11 @@ def _render_live(settings: ConfidenceSettings) -> None:
         st.warning("No model is available for the LLM factors.")
         return
     catalog = state.get_catalog()
-    model_id = st.selectbox(
+    model_id = form.choice(
+        st.selectbox,
         "Evaluating model",
         usable,
-        key=KEY + "live_model",
+        KEY + "live_model",
         format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
     )
     _take_generated()
@@ -439,8 +447,8 @@ def _render_live(settings: ConfidenceSettings) -> None:
             args=(name,),
             help="Put this example's query, answer and sources in the boxes below (both are in the demo recording)",
         )
-    st.text_input("Query", key=KEY + "live_query")
-    st.text_area("Answer", key=KEY + "live_answer", height=90)
+    form.field(st.text_input, "Query", KEY + "live_query")
+    form.field(st.text_area, "Answer", KEY + "live_answer", height=90)
     generating = st.session_state[KEY + "generating"]
     st.button(
         "Generate the answer with the model",
@@ -451,12 +459,15 @@ def _render_live(settings: ConfidenceSettings) -> None:
     )
     if generating is not None:
         _watch_generation(generating)
-    st.text_area("Sources (one per line)", key=KEY + "live_sources", height=90)
-    st.slider("Sampling consistency: answers to sample when there are no sources (0 = off)", 0, 5, key=KEY + "live_k")
-    self_eval = st.selectbox(
+    form.field(st.text_area, "Sources (one per line)", KEY + "live_sources", height=90)
+    form.field(
+        st.slider, "Sampling consistency: answers to sample when there are no sources (0 = off)", KEY + "live_k", 0, 5
+    )
+    self_eval = form.choice(
+        st.selectbox,
         "Self-evaluation by",
         ["signals", "generate", "likelihood"],
-        key=KEY + "live_self_eval",
+        KEY + "live_self_eval",
         help="signals (default): SmolLM2's and the multilingual embedder's readings of the answer — against the "
         "sources when there are any, against what SmolLM2 knows when not — through maps fitted on labelled "
         "answers: the self-confidence and the query coverage; generate: the model writes its accuracy, relevance "
@@ -625,7 +636,7 @@ def _render_plan(settings: ConfidenceSettings) -> None:
         width="stretch",
         column_config=PLAN_COLUMNS,  # the factors' names in words, not their identifiers
     )
-    critical = st.toggle("Critical-step check (any step < 0.3 → mean × 0.7)", key=KEY + "critical")
+    critical = form.field(st.toggle, "Critical-step check (any step < 0.3 → mean × 0.7)", KEY + "critical")
     if plan.empty:
         st.info("Add a step.")
         return
@@ -809,8 +820,7 @@ def handle_calibrate(source: str, items: list[LabelledItem], settings: Confidenc
 
 def handle_reset() -> None:
     defaults = ConfidenceFactors()
-    for name in FACTOR_FIELDS:
-        st.session_state[KEY + name] = getattr(defaults, name)
+    form.restore({KEY + name: getattr(defaults, name) for name in FACTOR_FIELDS})
 
 
 def handle_generate(model_id: str) -> None:
@@ -899,15 +909,13 @@ def judge_reading(
 def handle_example(name: str) -> None:
     """An example button: its query, answer and sources in the Live tab's boxes."""
     st.session_state[KEY + "live_error"] = None
-    for field, value in CONFIDENCE_EXAMPLES[name].items():
-        st.session_state[KEY + "live_" + field] = value
+    form.restore({KEY + "live_" + field: value for field, value in CONFIDENCE_EXAMPLES[name].items()})
 
 
 def handle_reset_live() -> None:
     """The demo notice's button: the Live tab's recorded query, answer and sources back in their boxes."""
 
-    for name, value in CONFIDENCE_INPUT.items():
-        st.session_state[KEY + "live_" + name] = value
+    form.restore({KEY + "live_" + name: value for name, value in CONFIDENCE_INPUT.items()})
 
 
 def _take_generated() -> None:
@@ -920,7 +928,7 @@ def _take_generated() -> None:
         st.session_state[KEY + "live_error"] = "Generation cancelled: the Answer box is as it was."
         return
     try:
-        st.session_state[KEY + "live_answer"] = pending.result()
+        form.put(KEY + "live_answer", pending.result())
     except (ModelError, ReplayMiss) as exc:  # demo mode's miss is shown here, not by the app
         if demo.enabled() and demo.is_miss(exc):  # a notice with the recorded input, not an error
             st.session_state[KEY + "live_miss"] = True

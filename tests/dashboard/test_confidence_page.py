@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.rendered import settle_runs, shown
+from tests.fakes.forms import wkey
 
 
 def _page() -> None:
@@ -36,14 +37,14 @@ def test_lab_scores_factors_live() -> None:
     assert (metrics["Score"], metrics["Level"]) == ("0.700", "NOTIFY")
     assert any("go ahead, and tell the user what it did" in shown(m.value) for m in at.markdown)  # not 'with status'
     at.toggle(key="details.confidence.toggle").set_value(True).run()  # the score's formula is research detail
-    at.slider(key="confidence.llm_self_confidence").set_value(0.85)
-    at.slider(key="confidence.tool_success_rate").set_value(0.5).run()
+    at.slider(key=wkey(at, "confidence.llm_self_confidence")).set_value(0.85)
+    at.slider(key=wkey(at, "confidence.tool_success_rate")).set_value(0.5).run()
     metrics = _metrics(at)
     assert (metrics["Score"], metrics["Level"]) == ("0.585", "CONFIRM")
     assert any("tool success rate 0.5" in i.value for i in at.info)
-    at.toggle(key="confidence.is_search_step").set_value(True)
-    at.number_input(key="confidence.search_result_count").set_value(4)
-    at.slider(key="confidence.search_max_score").set_value(0.9).run()
+    at.toggle(key=wkey(at, "confidence.is_search_step")).set_value(True)
+    at.number_input(key=wkey(at, "confidence.search_result_count")).set_value(4)
+    at.slider(key=wkey(at, "confidence.search_max_score")).set_value(0.9).run()
     # search step: 0.9 × tool success 0.5 = 0.45, × (0.8 + 0.2·0.5) = 0.405
     assert _metrics(at)["Score"] == "0.405"
     at.button(key="confidence.reset").click().run()
@@ -59,21 +60,32 @@ def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
         assert re.fullmatch(r"[0-9.]+ \([0-9.]+–[0-9.]+\)", metrics[label]), (label, metrics[label])
     assert any("one item moves a rate by" in c.value for c in at.caption)
     before = _level_counts(at)
-    at.slider(key="confidence.t_silent").set_value(0.99).run()
+    at.slider(key=wkey(at, "confidence.t_silent")).set_value(0.99).run()
     after = _level_counts(at)
     assert after.get("SILENT", 0) < before["SILENT"]
     assert sum(after.values()) == sum(before.values())
     # NOTIFY above SILENT would break the ordering: SILENT is pushed along, every slider shows the threshold in
     # use, and a note says what moved (never a silent fall-back to the defaults behind the sliders' backs).
-    at.slider(key="confidence.t_notify").set_value(0.995).run()
+    at.slider(key=wkey(at, "confidence.t_notify")).set_value(0.995).run()
     assert not at.exception and not at.error
-    assert (at.slider(key="confidence.t_silent").value, at.slider(key="confidence.t_notify").value) == (0.995, 0.995)
+    assert (
+        at.slider(key=wkey(at, "confidence.t_silent")).value,
+        at.slider(key=wkey(at, "confidence.t_notify")).value,
+    ) == (0.995, 0.995)
     assert any("SILENT moved to 0.995" in w.value and "SILENT ≥ NOTIFY ≥ CONFIRM" in w.value for w in at.warning)
     assert _level_counts(at).get("SILENT", 0) <= after.get("SILENT", 0)
-    at.slider(key="confidence.t_silent").set_value(0.3).run()  # below both others: they follow it down
-    assert [at.slider(key=f"confidence.t_{n}").value for n in ("silent", "notify", "confirm")] == [0.3, 0.3, 0.3]
+    at.slider(key=wkey(at, "confidence.t_silent")).set_value(0.3).run()  # below both others: they follow it down
+    assert [at.slider(key=wkey(at, f"confidence.t_{n}")).value for n in ("silent", "notify", "confirm")] == [
+        0.3,
+        0.3,
+        0.3,
+    ]
     assert sum(_level_counts(at).values()) == sum(before.values())
     assert _level_counts(at).get("ESCALATE", 0) + _level_counts(at).get("SILENT", 0) == sum(before.values())
+
+
+def _thresholds(at: AppTest) -> list[float]:
+    return [at.slider(key=wkey(at, f"confidence.t_{n}")).value for n in ("silent", "notify", "confirm")]
 
 
 def test_thresholds_set_out_of_order_from_outside_the_sliders_are_refused_visibly() -> None:
@@ -116,7 +128,7 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     from engine.judgemaps import load_calibration
 
     at = AppTest.from_function(_page, default_timeout=60).run()
-    assert not at.exception and at.selectbox(key="confidence.live_self_eval").value == "signals"  # issue 37
+    assert not at.exception and at.selectbox(key=wkey(at, "confidence.live_self_eval")).value == "signals"  # issue 37
     # the default judge says, outside Details, that it carries measurable signal
     judge = "Self-evaluation judge (smollm2-135m reads the answer and use-m3 compares it, whichever model is picked"
     assert any(shown(c.value).startswith(judge) and "✅ measurable signal — AUC" in shown(c.value) for c in at.caption)
@@ -127,9 +139,9 @@ def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
         shown(c.value).startswith(f"Self-evaluation and query coverage by signals · calibration {signals.label}")
         for c in at.caption
     )
-    at.selectbox(key="confidence.live_self_eval").set_value("generate").run()
+    at.selectbox(key=wkey(at, "confidence.live_self_eval")).set_value("generate").run()
     assert any("Self-evaluation: gemma3-270m writes it" in shown(c.value) for c in at.caption)
-    at.selectbox(key="confidence.live_self_eval").set_value("likelihood").run()
+    at.selectbox(key=wkey(at, "confidence.live_self_eval")).set_value("likelihood").run()
     cal = load_calibration(CONFIDENCE, "gemma3-270m")
     assert cal is not None
     assert any(
@@ -292,16 +304,25 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     at.query_params["eval"] = run.run_id
     at.run()
     assert not at.exception and not at.error
-    assert at.text_input(key="confidence.live_query").value == "Who wrote Hamlet?"
-    assert at.text_area(key="confidence.live_answer").value == "Shakespeare."
-    assert at.text_area(key="confidence.live_sources").value == "Hamlet is by Shakespeare.\nShakespeare wrote it."
-    assert at.slider(key="confidence.live_k").value == 2
-    assert at.selectbox(key="confidence.live_self_eval").value == "likelihood"
-    assert [at.slider(key=f"confidence.t_{n}").value for n in ("silent", "notify", "confirm")] == [0.95, 0.8, 0.5]
-    assert at.number_input(key="confidence.weight_tool_success").value == 1.5
-    assert at.number_input(key="confidence.weight_tool_success").label == "tool success"  # words, not identifiers
-    at.text_input(key="confidence.live_query").set_value("Mine").run()  # the user's change stays theirs
-    assert at.text_input(key="confidence.live_query").value == "Mine"
+    assert at.text_input(key=wkey(at, "confidence.live_query")).value == "Who wrote Hamlet?"
+    assert at.text_area(key=wkey(at, "confidence.live_answer")).value == "Shakespeare."
+    assert (
+        at.text_area(key=wkey(at, "confidence.live_sources")).value
+        == "Hamlet is by Shakespeare.\nShakespeare wrote it."
+    )
+    assert at.slider(key=wkey(at, "confidence.live_k")).value == 2
+    assert at.selectbox(key=wkey(at, "confidence.live_self_eval")).value == "likelihood"
+    assert [at.slider(key=wkey(at, f"confidence.t_{n}")).value for n in ("silent", "notify", "confirm")] == [
+        0.95,
+        0.8,
+        0.5,
+    ]
+    assert at.number_input(key=wkey(at, "confidence.weight_tool_success")).value == 1.5
+    assert (
+        at.number_input(key=wkey(at, "confidence.weight_tool_success")).label == "tool success"
+    )  # words, not identifiers
+    at.text_input(key=wkey(at, "confidence.live_query")).set_value("Mine").run()  # the user's change stays theirs
+    assert at.text_input(key=wkey(at, "confidence.live_query")).value == "Mine"
 
 
 def test_a_factor_not_counted_says_why_next_to_its_slider() -> None:
@@ -309,7 +330,7 @@ def test_a_factor_not_counted_says_why_next_to_its_slider() -> None:
     assert not at.exception
     notes = [shown(c.value) for c in at.caption if c.value.startswith("⊘ not counted")]
     assert any("counts only above" in n for n in notes), notes
-    at.slider(key="confidence.query_coverage").set_value(0.0).run()
+    at.slider(key=wkey(at, "confidence.query_coverage")).set_value(0.0).run()
     assert any("coverage counts only above 0.1" in shown(c.value) for c in at.caption)
-    at.slider(key="confidence.query_coverage").set_value(0.8).run()
+    at.slider(key=wkey(at, "confidence.query_coverage")).set_value(0.8).run()
     assert not any("coverage counts only above" in shown(c.value) for c in at.caption)

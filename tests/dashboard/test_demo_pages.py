@@ -20,6 +20,7 @@ from engine.store import Store
 from pages.director import RULES_ONLY_NOTE
 from tests.dashboard.rendered import rerun_until
 from tests.engine.test_demo import DEMO, DEMO_RUNS, no_local_model  # noqa: F401 — a fixture
+from tests.fakes.forms import wkey
 
 NOTICE = "This input is not in the demo recording"
 
@@ -271,8 +272,8 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     assert any(m.value.startswith("**The judge read p(supported) = ") for m in at.markdown)
     # the demo's second story: the wrong example (no sources) is recorded too, and the level it got is the page's
     at.button(key="confidence.example_wrong").click().run()
-    assert at.text_input(key="confidence.live_query").value == CONFIDENCE_EXAMPLES["wrong"]["query"]
-    assert at.text_area(key="confidence.live_sources").value == ""
+    assert at.text_input(key=wkey(at, "confidence.live_query")).value == CONFIDENCE_EXAMPLES["wrong"]["query"]
+    assert at.text_area(key=wkey(at, "confidence.live_sources")).value == ""
     # the result shown is the right example's: said so, until Evaluate runs on the new boxes
     stale = "This result is for an earlier query, answer and sources: press Evaluate for the ones above."
     assert [w.value for w in at.warning] == [stale]
@@ -287,7 +288,7 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     recorded = {r.config["answer"]: r.summary.get("level") for r in demo_runs("confidence.evaluate")}
     assert levels[wrong.id] == recorded[CONFIDENCE_EXAMPLES["wrong"]["answer"]]
     assert levels[right.id] == recorded[CONFIDENCE_EXAMPLES["right"]["answer"]]
-    at.text_input(key="confidence.live_query").set_value("What is the capital of Peru?").run()
+    at.text_input(key=wkey(at, "confidence.live_query")).set_value("What is the capital of Peru?").run()
     at.button(key="confidence.live_run").click().run()
     watch_to_end(at, "confidence.evaluate")
     assert "capital of France" in missed(at)

@@ -26,6 +26,7 @@ from dashboard.cli import app
 from engine.config import DATA_DIR
 from engine.store import Store
 from tests.dashboard.rendered import rerun_until, settle_runs
+from tests.fakes.forms import wkey
 from tests.fakes.servers import SchemaServer
 
 runner = CliRunner()
@@ -418,11 +419,13 @@ def test_confidence_evaluate(fake_world: Path) -> None:
 
     def page() -> None:
         at = _page("confidence")()
-        at.selectbox(key="confidence.live_model").set_value(MODEL)
-        at.text_input(key="confidence.live_query").set_value(query)
-        at.text_area(key="confidence.live_answer").set_value(answer)
-        at.text_area(key="confidence.live_sources").set_value("").run()
-        at.selectbox(key="confidence.live_self_eval").set_value("generate").run()  # the fake writes; it cannot score
+        at.selectbox(key=wkey(at, "confidence.live_model")).set_value(MODEL)
+        at.text_input(key=wkey(at, "confidence.live_query")).set_value(query)
+        at.text_area(key=wkey(at, "confidence.live_answer")).set_value(answer)
+        at.text_area(key=wkey(at, "confidence.live_sources")).set_value("").run()
+        at.selectbox(key=wkey(at, "confidence.live_self_eval")).set_value(
+            "generate"
+        ).run()  # the fake writes; it cannot score
         at.button(key="confidence.live_run").click().run()
         settle_runs(at)
         clicked(at)

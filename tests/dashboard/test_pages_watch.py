@@ -20,6 +20,7 @@ from engine.store import Store
 from models.recording import checkpoint
 from models.types import RawResult, Request
 from tests.dashboard.rendered import rerun_until, run_ended, settle_runs, shown
+from tests.fakes.forms import wkey
 from tests.fakes.scripted import FnModel
 
 MODEL = "gemma3-270m"
@@ -301,8 +302,8 @@ def test_skip_simulation_cancel(hub: Hub) -> None:
 
 
 def _live(at: AppTest) -> None:
-    at.selectbox(key="confidence.live_model").set_value(MODEL)
-    at.text_area(key="confidence.live_sources").set_value("").run()  # no sources: no embedder
+    at.selectbox(key=wkey(at, "confidence.live_model")).set_value(MODEL)
+    at.text_area(key=wkey(at, "confidence.live_sources")).set_value("").run()  # no sources: no embedder
 
 
 def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub, tmp_path: Any) -> None:
@@ -312,7 +313,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     at = page("confidence")
     _live(at)
     # the model's own two paced calls (self-evaluation, then coverage): what a watch and a cancel need in between
-    at.selectbox(key="confidence.live_self_eval").set_value("generate").run()
+    at.selectbox(key=wkey(at, "confidence.live_self_eval")).set_value("generate").run()
     click_returns_at_once(at, "confidence.live_run")
     run_id = url(at, "eval")
     assert status(run_id) == "running" and at.get("progress")
@@ -340,7 +341,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     )
 
     # Cancel a second evaluation (another answer) after its first factor: cancelled, that factor kept.
-    at.text_area(key="confidence.live_answer").set_value("Paris.").run()
+    at.text_area(key=wkey(at, "confidence.live_answer")).set_value("Paris.").run()
     click_returns_at_once(at, "confidence.live_run")
     second = url(at, "eval")
     assert second != run_id
@@ -379,15 +380,15 @@ def test_confidence_generate_does_not_wait(hub: Hub) -> None:
     _live(at)
     click_returns_at_once(at, "confidence.live_generate")
     assert at.button(key="confidence.live_generate").disabled
-    rerun_until(at, lambda: at.text_area(key="confidence.live_answer").value in LINES)
+    rerun_until(at, lambda: at.text_area(key=wkey(at, "confidence.live_answer")).value in LINES)
     assert not at.button(key="confidence.live_generate").disabled and not at.error
     hub.delay_s = 5.0
-    at.text_area(key="confidence.live_answer").set_value("kept").run()
+    at.text_area(key=wkey(at, "confidence.live_answer")).set_value("kept").run()
     click_returns_at_once(at, "confidence.live_generate")
     at.button(key="confidence.generate_cancel").click().run()
     rerun_until(at, lambda: at.session_state["confidence.generating"] is None, timeout_s=5)
     at.run()
-    assert at.text_area(key="confidence.live_answer").value == "kept"
+    assert at.text_area(key=wkey(at, "confidence.live_answer")).value == "kept"
     assert any("cancelled" in e.value for e in at.error)
 
 
