@@ -4,6 +4,7 @@ set instantly, the plan aggregates, and a live evaluation with the bundled model
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -84,7 +85,7 @@ def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
     assert _level_counts(at).get("ESCALATE", 0) + _level_counts(at).get("SILENT", 0) == sum(before.values())
 
 
-def _thresholds(at: AppTest) -> list[float]:
+def _thresholds(at: AppTest) -> list[Any]:
     return [at.slider(key=wkey(at, f"confidence.t_{n}")).value for n in ("silent", "notify", "confirm")]
 
 
