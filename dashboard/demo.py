@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import formstate as form
 from dashboard import state
 from dashboard.demo_hub import SWITCH, enabled, env_on
 from dashboard.text import md
@@ -61,7 +62,7 @@ def prefill(manifest: DemoManifest) -> None:
         return
     for demo in manifest.pages.values():
         for key, value in _widget_values(demo.prefill).items():
-            st.session_state.setdefault(key, value)
+            form.default(key, value)
     st.session_state["demo.prefilled"] = True
 
 
@@ -123,8 +124,7 @@ def use_recorded(url_path: str) -> None:
     demo = page_demo(url_path)
     if demo is None:
         return
-    for key, value in _widget_values(demo.prefill).items():
-        st.session_state[key] = value
+    form.restore(_widget_values(demo.prefill))
 
 
 OFF_PATH = (

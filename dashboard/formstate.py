@@ -62,11 +62,15 @@ def _follow(key: str, on_change: Callable[..., Any] | None, args: Sequence[Any],
     return wkey, changed
 
 
+_UNSET: Any = object()
+
+
 def field(
     draw: Callable[..., Any],
     label: str,
     key: str,
     *args: Any,
+    initial: Any = _UNSET,
     on_change: Callable[..., Any] | None = None,
     change_args: Sequence[Any] = (),
     change_kwargs: Mapping[str, Any] | None = None,
@@ -75,7 +79,10 @@ def field(
 ) -> Any:
     """Draw a value widget (`st.text_input`, `st.slider`, `st.number_input`, `st.toggle`, … or a container's) from
     the page's `key`; `args` and `params` go to `draw` (a slider's bounds); `value_arg` names the widget's value
-    parameter (`default` for a multiselect). Returns what the widget shows."""
+    parameter (`default` for a multiselect); `initial` is the value before the person or the page set one. Returns
+    what the widget shows."""
+    if initial is not _UNSET:
+        default(key, initial)
     wkey, changed = _follow(key, on_change, change_args, change_kwargs or {})
     return draw(label, *args, **{value_arg: st.session_state[key]}, key=wkey, on_change=changed, **params)
 
@@ -86,14 +93,18 @@ def choice(
     options: Sequence[Any],
     key: str,
     *,
+    initial: Any = _UNSET,
     on_change: Callable[..., Any] | None = None,
     change_args: Sequence[Any] = (),
     change_kwargs: Mapping[str, Any] | None = None,
     **params: Any,
 ) -> Any:
-    """Draw a pick-one widget (`st.selectbox`, `st.radio`) from the page's `key`: a value that is no longer among
-    `options` (a model gone from the catalog) falls back to the first one, and the page's key says so."""
+    """Draw a pick-one widget (`st.selectbox`, `st.radio`) from the page's `key` (`initial` before anything set it,
+    else the first option): a value that is no longer among `options` (a model gone from the catalog) falls back
+    to the first one, and the page's key says so."""
     options = list(options)
+    if initial is not _UNSET:
+        default(key, initial)
     current = st.session_state.get(key)
     if options and current not in options:
         current = options[0]

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard import formstate as form
 from dashboard import state
 from dashboard.components import (
     breakable,
@@ -150,29 +151,31 @@ def restore_form(run_id: str) -> None:
     if run is None or not run.kind.startswith("jury"):
         return
     config = run.config
-    ss = st.session_state
     try:
         jury = JuryConfig(**(config.get("jury") or {}))
         case = JuryCase(**(config.get("case") or {}))
         seats = [JurorSeat(**s) for s in config.get("jurors") or []]
     except (TypeError, ValueError):  # a run stored by an older version: the form keeps its own settings
         return
-    ss[KEY + "method"] = jury.final_judgment_method
+    values: dict[str, Any] = {
+        "method": jury.final_judgment_method,
+        "collaborative": jury.use_collaborative,
+        "rounds": jury.max_discussion_rounds,
+        "stagnation": jury.stagnation_rounds,
+        "tie": jury.tie_policy,
+        "parallel": jury.parallel,
+        "judge": jury.judge,
+        "max_tokens": jury.max_tokens,
+        "veto": jury.minority_veto,
+        "veto_at": jury.veto_at,
+        "selective": _selective_label(jury.selective_error),
+    }
     if jury.final_judge_model in state.get_catalog().ids:
-        ss[KEY + "judge_model"] = jury.final_judge_model
-    ss[KEY + "collaborative"] = jury.use_collaborative
-    ss[KEY + "rounds"] = jury.max_discussion_rounds
-    ss[KEY + "stagnation"] = jury.stagnation_rounds
+        values["judge_model"] = jury.final_judge_model
     label = next((k for k, v in THRESHOLDS.items() if v == jury.consensus_threshold), None)
     if label:
-        ss[KEY + "threshold"] = label
-    ss[KEY + "tie"] = jury.tie_policy
-    ss[KEY + "parallel"] = jury.parallel
-    ss[KEY + "judge"] = jury.judge
-    ss[KEY + "max_tokens"] = jury.max_tokens
-    ss[KEY + "veto"] = jury.minority_veto
-    ss[KEY + "veto_at"] = jury.veto_at
-    ss[KEY + "selective"] = _selective_label(jury.selective_error)
+        values["threshold"] = label
+    form.restore({KEY + name: value for name, value in values.items()})
     rows = [
         {"model": s.model_id, "role_name": s.role_name, "role_focus": s.role_focus, "judge": s.judge or AUTO}
         for s in seats
@@ -184,22 +187,21 @@ def restore_form(run_id: str) -> None:
     }
     matched = next((n for n, p in presets.items() if p == rows), None)
     if matched or all(r["model"] in _seat_models() for r in rows):  # else: seats this page cannot run
-        ss[KEY + "preset"] = matched or RUN_PANEL
-        ss[KEY + "run_panel"] = None if matched else rows
+        form.put(KEY + "preset", matched or RUN_PANEL)
+        st.session_state[KEY + "run_panel"] = None if matched else rows
     _restore_case(case)
 
 
 def _restore_case(case: JuryCase) -> None:
-    ss = st.session_state
     for path in case_files():
         try:
             found = next((c for c in load_cases(path) if c.id == case.id and c.content == case.content), None)
         except CaseError:
             continue
         if found is not None:
-            ss[KEY + "source"], ss[KEY + "file"], ss[KEY + "case." + path.name] = "From a file", path, found
+            form.restore({KEY + "source": "From a file", KEY + "file": path, KEY + "case." + path.name: found})
             return
-    ss[KEY + "source"], ss[KEY + "paste_title"], ss[KEY + "paste_content"] = "Paste one", case.title, case.content
+    form.restore({KEY + "source": "Paste one", KEY + "paste_title": case.title, KEY + "paste_content": case.content})
 
 
 def _render_watched(view: JuryView, live: bool, run_id: str, details: bool = False) -> None:
@@ -228,10 +230,11 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         run_panel = st.session_state.get(KEY + "run_panel")
         if run_panel:  # the attached run's seats, which no preset holds
             names.append(RUN_PANEL)
-        preset = st.selectbox(
+        preset = form.choice(
+            st.selectbox,
             "Panel preset",
             names,
-            key=KEY + "preset",
+            KEY + "preset",
             help="Panels are defined in models/catalog.yaml; edit the seats below.",
         )
         if not names:  # a catalog without panels: the seats are entered below
@@ -267,74 +270,83 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             },
         )
         c1, c2, c3, c4 = flow_columns(4, width=185)  # two rows of two in a narrow window, not four cut ones
-        method = c1.selectbox(
+        method = form.choice(
+            c1.selectbox,
             "Final judgment",
             list(METHOD_CHOICES),
-            index=0,
+            KEY + "method",
             help="Stack (auto): a panel whose seats judge by distributions and have a stack fitted on labelled "
             "cases is decided by it (a final judge otherwise); Stack: the stack or, without one, the majority vote.",
-            key=KEY + "method",
             format_func=METHOD_CHOICES.__getitem__,
         )
         seat_rows = [r for r in edited.to_dict("records") if isinstance(r.get("model"), str) and r.get("model")]
         stacked = _stacked(seat_rows, str(st.session_state.get(KEY + "judge", "auto")))
         asked = method == "final_judge" or (method == "auto" and not stacked)
-        judge_model = c1.selectbox(
+        judge_model = form.choice(
+            c1.selectbox,
             "Final judge model",
             catalog.ids,
-            key=KEY + "judge_model",
+            KEY + "judge_model",
             disabled=not asked,
             help="Asked for the final judgment: with 'Final judge', and with 'Stack (auto)' on a panel that has no "
             "stack fitted for its seats (this one " + ("has one: not asked)" if stacked else "has none: asked)"),
         )
-        st.session_state.setdefault(KEY + "collaborative", _env_config().use_collaborative)
-        collaborative = c2.toggle(
+        collaborative = form.field(
+            c2.toggle,
             "Collaborative (discussion rounds)",
-            key=KEY + "collaborative",
+            KEY + "collaborative",
+            initial=_env_config().use_collaborative,
             help="On: each juror judges, they discuss in rounds until they agree (or stop moving), then the final "
             "judgment. Off: independent votes — each juror judges once and the final judgment reads their "
             "verdicts, no discussion. (Setting: JURY_USE_COLLABORATIVE.)",
         )
         if not collaborative:
             c2.caption("Will run: each juror judges once → the final judgment. No discussion rounds.")
-        rounds = c2.number_input("Max discussion rounds", 0, 10, 3, key=KEY + "rounds", disabled=not collaborative)
-        stagnation = c2.number_input(
+        rounds = form.field(
+            c2.number_input, "Max discussion rounds", KEY + "rounds", 0, 10, initial=3, disabled=not collaborative
+        )
+        stagnation = form.field(
+            c2.number_input,
             "Stop after still rounds",
+            KEY + "stagnation",
             1,
             10,
-            2,
-            key=KEY + "stagnation",
+            initial=2,
             disabled=not collaborative,
             help="End the discussion when no juror changed position for this many rounds.",
         )
         threshold = THRESHOLDS[
-            c3.selectbox(
+            form.choice(
+                c3.selectbox,
                 "Consensus threshold",
                 list(THRESHOLDS),
-                key=KEY + "threshold",
+                KEY + "threshold",
                 disabled=not collaborative,
                 format_func=lambda label: label.split(" — ")[0] + " · " + THRESHOLD_SHORT[THRESHOLDS[label]],
                 help="The share of jurors that must agree to end the discussion early: " + "; ".join(THRESHOLDS) + ".",
             )
         ]
-        tie = c3.selectbox(
+        tie = form.choice(
+            c3.selectbox,
             "Tie policy",
             list(TIE_WORDS),
-            key=KEY + "tie",
+            KEY + "tie",
             format_func=TIE_WORDS.__getitem__,
             help="How a tied vote is broken: the more severe verdict (the default), the more lenient one, the "
             "verdict whose jurors gave the higher mean score, or the first juror's.",
         )
-        parallel = c4.toggle(
+        parallel = form.field(
+            c4.toggle,
             "Parallel jurors",
-            value=True,
-            key=KEY + "parallel",
+            KEY + "parallel",
+            initial=True,
             help="Off: jurors speak one after another (to compare wall time).",
         )
-        judge = c4.selectbox(
+        judge = form.choice(
+            c4.selectbox,
             "Jurors judge by",
             ["auto", "generate", "likelihood"],
-            key=KEY + "judge",
+            KEY + "judge",
             help="auto: likelihood for a base model that can score (the bundled Gemma), generate for instruction "
             "and API models; generate: each juror writes its evaluation as JSON; likelihood: its verdict comes from "
             "likelihoods (models that can score): the fitted channel map (data/calibration/) for the default "
@@ -348,12 +360,13 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         if asked:
             used.add(_method(judge_model, judge))
         generates = "generate" in used
-        max_tokens = c4.number_input(
+        max_tokens = form.field(
+            c4.number_input,
             "Max tokens per answer",
+            KEY + "max_tokens",
             32,
             2048,
-            220,
-            key=KEY + "max_tokens",
+            initial=220,
             disabled=not generates,
             help="The longest answer a generating juror (or final judge) may write."
             if generates
@@ -364,33 +377,36 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
         env = _env_config()
         options = _selective_options(st.session_state.get(KEY + "selective"), env.selective_error)
         by_stack = stacked and method in ("auto", "stack")  # the selective verdict and the veto are the stack's
-        selective = v1.selectbox(
+        selective = form.choice(
+            v1.selectbox,
             "Not sure below",
             list(options),
-            index=list(options).index(_selective_label(env.selective_error)),
-            key=KEY + "selective",
+            KEY + "selective",
+            initial=_selective_label(env.selective_error),
             disabled=not by_stack,
             help="A stacked panel decides only when its reading clears the cut chosen on the labelled cases for "
             "at most this error rate among the cases it decides; below it the verdict is needs_review, "
             "'not sure: …'. A rate stricter than any cut the map holds decides nothing. Default: "
             "JURY_SELECTIVE_ERROR, else 20 %. Only a stacked final judgment uses it.",
         )
-        veto = v2.toggle(
+        veto = form.field(
+            v2.toggle,
             "Minority veto",
-            value=env.minority_veto,
-            key=KEY + "veto",
+            KEY + "veto",
+            initial=env.minority_veto,
             disabled=not by_stack,
             help="A stacked panel: one seat's own reading of unsafe at the 'Veto at' confidence or more keeps a "
             "pass from being published (the verdict becomes needs_review). Default: JURY_MINORITY_VETO. Only a "
             "stacked final judgment uses it.",
         )
-        veto_at = v3.number_input(
+        veto_at = form.field(
+            v3.number_input,
             "Veto at",
+            KEY + "veto_at",
             0.0,
             1.0,
-            env.veto_at,
-            0.05,
-            key=KEY + "veto_at",
+            initial=env.veto_at,
+            step=0.05,
             disabled=not (veto and by_stack),
             help="The vetoing seat's confidence needed (JURY_VETO_AT, default 0.6).",
         )
@@ -651,11 +667,15 @@ def _judging(seats: list[JurorSeat], config: JuryConfig) -> str:
 
 
 def _render_case() -> JuryCase | None:
-    source = st.radio("Case", ["From a file", "Paste one"], horizontal=True, key=KEY + "source")
+    source = form.choice(st.radio, "Case", ["From a file", "Paste one"], KEY + "source", horizontal=True)
     if source == "Paste one":
-        title = st.text_input("Title", "My case", key=KEY + "paste_title")
-        content = st.text_area(
-            "Agent card and conversation log (or any text to judge)", height=160, key=KEY + "paste_content"
+        title = form.field(st.text_input, "Title", KEY + "paste_title", initial="My case")
+        content = form.field(
+            st.text_area,
+            "Agent card and conversation log (or any text to judge)",
+            KEY + "paste_content",
+            initial="",
+            height=160,
         )
         if not content.strip():
             st.info("Paste the case to judge.")
@@ -665,16 +685,17 @@ def _render_case() -> JuryCase | None:
     if not files:
         st.warning("No case files under data/scenarios/jury or data/benchmarks.")
         return None
-    path = st.selectbox("File", files, format_func=lambda p: p.name, key=KEY + "file")
+    path = form.choice(st.selectbox, "File", files, KEY + "file", format_func=lambda p: p.name)
     try:
         cases = load_cases(path)
     except CaseError as exc:
         st.error(md(exc, inline=False))
         return None
-    chosen = st.selectbox(
+    chosen = form.choice(
+        st.selectbox,
         "Case",
         cases,
-        key=KEY + "case." + path.name,
+        KEY + "case." + path.name,
         format_func=lambda c: f"{c.id} — {c.title}" + (f" (gold: {in_words(c.gold)})" if c.gold else ""),
     )
     st.caption("Case text (what the jurors read)")

@@ -203,7 +203,7 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("jury", "jury")
     # The recorded case is prefilled (a real browser keeps it through the click: tests/e2e/test_flows.py); AppTest
     # sends an object-valued select box back as its first option on the next run, so it is chosen again here.
-    chosen = at.selectbox(key=f"jury.case.{page.prefill['jury.file']}")
+    chosen = at.selectbox(key=wkey(at, f"jury.case.{page.prefill['jury.file']}"))
     assert chosen.value is not None and chosen.value.id == page.prefill["jury.case"]
     chosen.set_value(chosen.value).run()
     at.button(key="jury.run").click().run()
@@ -212,9 +212,9 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     (run,) = replayed_runs("jury.run")
     assert run.status == "finished" and run.config["case"]["id"] == page.prefill["jury.case"]
     at = open_page("jury", "jury")
-    file = at.selectbox(key="jury.file")
+    file = at.selectbox(key=wkey(at, "jury.file"))
     assert file.value is not None
-    case_box = at.selectbox(key=f"jury.case.{file.value.name}")
+    case_box = at.selectbox(key=wkey(at, f"jury.case.{file.value.name}"))
     other = [c for c in case_box.options if page.prefill["jury.case"] not in c]
     case_box.select_index(case_box.options.index(other[0])).run()
     at.button(key="jury.run").click().run()

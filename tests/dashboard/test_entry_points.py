@@ -545,8 +545,8 @@ def test_jury_run(fake_world: Path) -> None:
 
     def page() -> None:
         at = _page("jury")()
-        at.selectbox(key="jury.method").set_value("majority_vote")
-        at.number_input(key="jury.rounds").set_value(1).run()
+        at.selectbox(key=wkey(at, "jury.method")).set_value("majority_vote")
+        at.number_input(key=wkey(at, "jury.rounds")).set_value(1).run()
         at.button(key="jury.run").click().run()
         assert not at.exception
         # The page watches the run; the fake's jurors all say safe_pass and the case's gold is unsafe_fail: once

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.store import Store
+from tests.fakes.forms import wkey
 
 pytestmark = pytest.mark.server  # real judgelab processes
 
@@ -207,6 +208,6 @@ def test_the_jury_page_opens_with_a_catalog_without_the_local_panel(
         at = AppTest.from_function(_jury_page, default_timeout=60).run()
         assert not at.exception, at.exception
         assert time.perf_counter() - start < 30
-        assert at.selectbox(key="jury.preset").options == (["api"] if "api" in panels else [])
+        assert at.selectbox(key=wkey(at, "jury.preset")).options == (["api"] if "api" in panels else [])
     finally:
         state.get_catalog.clear()

@@ -13,6 +13,7 @@ from dashboard import state
 from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
 from tests.dashboard.rendered import shown
 from tests.engine.test_jury_run import Plan, ev, scripted
+from tests.fakes.forms import wkey
 
 
 def _jury_page() -> None:
@@ -36,8 +37,10 @@ def _statements(node: Any) -> list[str]:
 def test_jury_page_runs_live_on_the_bundled_model() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=600).run()
     assert not at.exception
-    at.number_input(key="jury.rounds").set_value(1)
-    assert at.number_input(key="jury.max_tokens").disabled  # every seat judges by a distribution: nothing generates
+    at.number_input(key=wkey(at, "jury.rounds")).set_value(1)
+    assert at.number_input(
+        key=wkey(at, "jury.max_tokens")
+    ).disabled  # every seat judges by a distribution: nothing generates
     at.button(key="jury.run").click().run()
     # The only error box allowed is a wrong verdict against the gold label (checked below).
     assert not at.exception and all("gold label" in e.value for e in at.error), [e.value for e in at.error]
@@ -84,17 +87,20 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
 def test_the_collaborative_switch_turns_the_discussion_settings_off() -> None:
     """JURY_USE_COLLABORATIVE on the page: on by default (the seed's), off greys out what only a discussion uses."""
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
-    assert at.toggle(key="jury.collaborative").value is True
-    assert not at.number_input(key="jury.rounds").disabled
-    at.toggle(key="jury.collaborative").set_value(False).run()
+    assert at.toggle(key=wkey(at, "jury.collaborative")).value is True
+    assert not at.number_input(key=wkey(at, "jury.rounds")).disabled
+    at.toggle(key=wkey(at, "jury.collaborative")).set_value(False).run()
     assert not at.exception
-    assert at.number_input(key="jury.rounds").disabled and at.number_input(key="jury.stagnation").disabled
-    assert at.selectbox(key="jury.threshold").disabled
+    assert (
+        at.number_input(key=wkey(at, "jury.rounds")).disabled
+        and at.number_input(key=wkey(at, "jury.stagnation")).disabled
+    )
+    assert at.selectbox(key=wkey(at, "jury.threshold")).disabled
 
 
 def test_jury_page_says_which_models_are_unavailable() -> None:
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
-    at.selectbox(key="jury.preset").set_value("seed-api").run()
+    at.selectbox(key=wkey(at, "jury.preset")).set_value("seed-api").run()
     errors = [shown(e.value) for e in at.error]
     assert any("Unavailable" in e and "OPENAI_API_KEY" in e for e in errors), errors
     assert at.button(key="jury.run").disabled
@@ -272,7 +278,7 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     cal = load_calibration(JURY, "gemma3-270m")
     assert cal is not None
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
-    assert not at.exception and at.selectbox(key="jury.judge").value == "auto"
+    assert not at.exception and at.selectbox(key=wkey(at, "jury.judge")).value == "auto"
     assert not any("Jurors judge by" in shown(c.value) for c in at.caption)  # research detail: behind Details
     at.toggle(key="details.jury.toggle").set_value(True).run()
     captions = [shown(c.value) for c in at.caption]
@@ -287,12 +293,12 @@ def test_jury_page_names_each_models_judge_method_and_the_map_in_use() -> None:
     ):
         assert part in stacked, stacked
     # the one-model panel: how its model judges and the map in use
-    at.selectbox(key="jury.preset").set_value("local-gemma").run()
-    at.selectbox(key="jury.method").set_value("final_judge").run()
+    at.selectbox(key=wkey(at, "jury.preset")).set_value("local-gemma").run()
+    at.selectbox(key=wkey(at, "jury.method")).set_value("final_judge").run()
     captions = [shown(c.value) for c in at.caption]
     line = f"Jurors judge by (auto): gemma3-270m: likelihood — calibration {cal.label} (leave-one-case-out accuracy "
     assert any(c.startswith(line) and "weight of the others' verdicts in a round" in c for c in captions), captions
-    at.selectbox(key="jury.judge").set_value("generate").run()
+    at.selectbox(key=wkey(at, "jury.judge")).set_value("generate").run()
     assert any(shown(c.value) == "Jurors judge by (generate): gemma3-270m: generate (JSON)" for c in at.caption)
 
 
@@ -346,18 +352,18 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
     call writes text, so the answers' token limit is disabled and its help says why; generating seats enable it."""
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
-    tokens = at.number_input(key="jury.max_tokens")
+    tokens = at.number_input(key=wkey(at, "jury.max_tokens"))
     assert tokens.disabled and "judges by likelihood" in (tokens.help or "")
     assert not any("queue behind its lock" in i.value for i in at.info)
-    at.selectbox(key="jury.method").set_value("final_judge").run()  # the final judge (Gemma) scores too
-    assert at.number_input(key="jury.max_tokens").disabled
-    at.selectbox(key="jury.preset").set_value("local-gemma").run()
-    assert at.number_input(key="jury.max_tokens").disabled  # three Gemma seats by likelihood
-    at.selectbox(key="jury.judge").set_value("generate").run()
-    assert not at.number_input(key="jury.max_tokens").disabled
+    at.selectbox(key=wkey(at, "jury.method")).set_value("final_judge").run()  # the final judge (Gemma) scores too
+    assert at.number_input(key=wkey(at, "jury.max_tokens")).disabled
+    at.selectbox(key=wkey(at, "jury.preset")).set_value("local-gemma").run()
+    assert at.number_input(key=wkey(at, "jury.max_tokens")).disabled  # three Gemma seats by likelihood
+    at.selectbox(key=wkey(at, "jury.judge")).set_value("generate").run()
+    assert not at.number_input(key=wkey(at, "jury.max_tokens")).disabled
     assert any("queue behind its lock" in i.value for i in at.info)  # generating seats queue for the model
-    at.selectbox(key="jury.judge").set_value("likelihood").run()
-    assert at.number_input(key="jury.max_tokens").disabled
+    at.selectbox(key=wkey(at, "jury.judge")).set_value("likelihood").run()
+    assert at.number_input(key=wkey(at, "jury.max_tokens")).disabled
 
 
 def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
@@ -386,21 +392,23 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     at.query_params["run"] = run_id
     at.run()
     assert not at.exception
-    assert at.selectbox(key="jury.file").value == path
+    assert at.selectbox(key=wkey(at, "jury.file")).value == path
     assert (
-        getattr(at.selectbox(key=f"jury.case.{path.name}").value, "id", None) == "ja-refusal-ok"
+        getattr(at.selectbox(key=wkey(at, f"jury.case.{path.name}")).value, "id", None) == "ja-refusal-ok"
     )  # not the first case, pw-leak
-    assert at.selectbox(key="jury.method").value == "majority_vote"
-    assert at.number_input(key="jury.rounds").value == 1
-    assert at.selectbox(key="jury.threshold").value == "0.5 — any strict majority stops"
-    assert at.selectbox(key="jury.tie").value == "lenient"
-    assert at.selectbox(key="jury.preset").value == "as in the attached run"  # no preset seats these two jurors
+    assert at.selectbox(key=wkey(at, "jury.method")).value == "majority_vote"
+    assert at.number_input(key=wkey(at, "jury.rounds")).value == 1
+    assert at.selectbox(key=wkey(at, "jury.threshold")).value == "0.5 — any strict majority stops"
+    assert at.selectbox(key=wkey(at, "jury.tie")).value == "lenient"
+    assert (
+        at.selectbox(key=wkey(at, "jury.preset")).value == "as in the attached run"
+    )  # no preset seats these two jurors
     # the stacked panel's settings too, a rate the list does not hold included
-    assert at.selectbox(key="jury.selective").value == "12 % error"
-    assert at.toggle(key="jury.veto").value and at.number_input(key="jury.veto_at").value == 0.8
+    assert at.selectbox(key=wkey(at, "jury.selective")).value == "12 % error"
+    assert at.toggle(key=wkey(at, "jury.veto")).value and at.number_input(key=wkey(at, "jury.veto_at")).value == 0.8
     # the user's later choice is theirs: another rerun does not put the run's settings back
-    at.number_input(key="jury.rounds").set_value(3).run()
-    assert at.number_input(key="jury.rounds").value == 3
+    at.number_input(key=wkey(at, "jury.rounds")).set_value(3).run()
+    assert at.number_input(key=wkey(at, "jury.rounds")).value == 3
 
     pasted, _ = asyncio.run(
         run_case(state.get_store(), Jury(seats, scripted(plan), config), JuryCase(id="x", title="Mine", content="hi"))
@@ -408,10 +416,10 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     again = AppTest.from_function(_jury_page, default_timeout=60)
     again.query_params["run"] = pasted
     again.run()
-    assert again.radio(key="jury.source").value == "Paste one"
+    assert again.radio(key=wkey(again, "jury.source")).value == "Paste one"
     assert (
-        again.text_area(key="jury.paste_content").value == "hi"
-        and again.text_input(key="jury.paste_title").value == "Mine"
+        again.text_area(key=wkey(again, "jury.paste_content")).value == "hi"
+        and again.text_input(key=wkey(again, "jury.paste_title")).value == "Mine"
     )
 
 
@@ -623,14 +631,14 @@ def test_the_jury_page_says_whether_its_jurors_carry_signal() -> None:
     assert "it decided 7% (4%–14%) of the cases and was wrong on 38% (12%–65%) of those" in captions
     assert "the 20% target is not shown to be met" in captions and "identical by construction" not in captions
     # the figures follow the settings: another rate says its cut and that only 20 % was measured held out
-    at.selectbox(key="jury.selective").set_value("10 % error").run()
+    at.selectbox(key=wkey(at, "jury.selective")).set_value("10 % error").run()
     captions = " ".join(shown(c.value) for c in at.caption)
     assert "At 10% errors the cut is 82%" in captions and "held out, only 20% was measured" in captions
-    at.selectbox(key="jury.method").set_value("majority_vote").run()
+    at.selectbox(key=wkey(at, "jury.method")).set_value("majority_vote").run()
     captions = " ".join(shown(c.value) for c in at.caption)
     assert "their majority after the rounds was right on 54%" in captions
-    at.selectbox(key="jury.preset").set_value("local-gemma").run()
-    at.selectbox(key="jury.method").set_value("final_judge").run()
+    at.selectbox(key=wkey(at, "jury.preset")).set_value("local-gemma").run()
+    at.selectbox(key=wkey(at, "jury.method")).set_value("final_judge").run()
     captions = " ".join(shown(c.value) for c in at.caption)
     assert (
         "Jurors: gemma3-270m, each seat by its own role's map and the verdict by the panel map: ✅ measurable signal "
@@ -661,10 +669,13 @@ def test_the_stacked_panels_settings_follow_the_environment(monkeypatch) -> None
     monkeypatch.setenv("JURY_MINORITY_VETO", "true")
     at = AppTest.from_function(_jury_page, default_timeout=60).run()
     assert not at.exception
-    assert at.selectbox(key="jury.selective").value == "10 % error" and at.toggle(key="jury.veto").value
+    assert (
+        at.selectbox(key=wkey(at, "jury.selective")).value == "10 % error"
+        and at.toggle(key=wkey(at, "jury.veto")).value
+    )
     monkeypatch.setenv("JURY_SELECTIVE_ERROR", "none")
     fresh = AppTest.from_function(_jury_page, default_timeout=60).run()
-    assert fresh.selectbox(key="jury.selective").value == "always decide"
+    assert fresh.selectbox(key=wkey(fresh, "jury.selective")).value == "always decide"
 
 
 def _failed_view_page() -> None:

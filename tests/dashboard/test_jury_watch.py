@@ -14,6 +14,7 @@ from dashboard import state
 from models.types import Request
 from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_jury_run import ev, stage
+from tests.fakes.forms import wkey
 from tests.fakes.scripted import ScriptedHub
 
 
@@ -40,11 +41,13 @@ def _page(query: dict[str, str] | None = None) -> AppTest:
 
 
 def _configure(at: AppTest) -> None:
-    at.selectbox(key="jury.preset").set_value("local-gemma").run()  # three catalog seats the script answers for
-    at.number_input(key="jury.rounds").set_value(2)
-    at.number_input(key="jury.stagnation").set_value(5)
-    at.selectbox(key="jury.method").set_value("majority_vote")
-    at.toggle(key="jury.parallel").set_value(False)  # one juror at a time: the run lasts a few seconds
+    at.selectbox(key=wkey(at, "jury.preset")).set_value(
+        "local-gemma"
+    ).run()  # three catalog seats the script answers for
+    at.number_input(key=wkey(at, "jury.rounds")).set_value(2)
+    at.number_input(key=wkey(at, "jury.stagnation")).set_value(5)
+    at.selectbox(key=wkey(at, "jury.method")).set_value("majority_vote")
+    at.toggle(key=wkey(at, "jury.parallel")).set_value(False)  # one juror at a time: the run lasts a few seconds
 
 
 def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: ScriptedHub) -> None:

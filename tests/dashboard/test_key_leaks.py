@@ -19,6 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests import forkcli
+from tests.fakes.forms import wkey
 from tests.fakes.servers import Reply, SchemaServer, openai_error
 
 pytestmark = pytest.mark.server  # judgelab processes, a loopback model server
@@ -196,8 +197,8 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     _watch_to_the_end(at, "models.prompt")
     pages.append(at)
     at = _page("jury").run()
-    at.selectbox(key="jury.preset").set_value("local")
-    at.number_input(key="jury.rounds").set_value(1)
+    at.selectbox(key=wkey(at, "jury.preset")).set_value("local")
+    at.number_input(key=wkey(at, "jury.rounds")).set_value(1)
     at.button(key="jury.run").click().run()
     _watch_to_the_end(at, "jury.run")  # the page watches its run: rerun until it has ended
     pages.append(at)
