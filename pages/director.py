@@ -12,6 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import charts, demo, state
+from dashboard import formstate as form
 from dashboard.components import export_buttons, flow_columns, md, metric_row
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
@@ -108,14 +109,14 @@ DUO_DEFAULTS: dict[str, Any] = {
 def _init_state(profiles: dict[str, Any]) -> None:
     """The widgets' first values, here rather than in the widgets, so a reload can put a run's settings in."""
     names = list(profiles)
-    ss = st.session_state
-    ss.setdefault(KEY + "character", "yana" if "yana" in names else names[0] if names else None)
-    ss.setdefault(KEY + "line", "えー、ほんと？海って気持ちいいわ！")
-    ss.setdefault(KEY + "scene", "海辺の散歩")
-    ss.setdefault(KEY + "duo_first", "yana" if "yana" in names else names[0] if names else None)
-    ss.setdefault(KEY + "duo_second", "ayu" if "ayu" in names else names[0] if names else None)
+    form.default(KEY + "character", "yana" if "yana" in names else names[0] if names else None)
+    form.default(KEY + "line", "えー、ほんと？海って気持ちいいわ！")
+    form.default(KEY + "scene", "海辺の散歩")
+    form.default(KEY + "use_rubric", False)
+    form.default(KEY + "duo_first", "yana" if "yana" in names else names[0] if names else None)
+    form.default(KEY + "duo_second", "ayu" if "ayu" in names else names[0] if names else None)
     for name, value in DUO_DEFAULTS.items():
-        ss.setdefault(KEY + name, value)
+        form.default(KEY + name, value)
 
 
 def _restore_forms(profiles: dict[str, Any]) -> None:
@@ -139,44 +140,42 @@ def restore_form(run_id: str, profiles: dict[str, Any]) -> None:
     run = state.get_store().get_run(run_id)
     if run is None or not run.kind.startswith("director."):
         return
-    config, ss = run.config, st.session_state
+    config, values = run.config, {}
     judge = (config.get("director") or {}).get("rubric_judge")
     judge = judge if judge in RUBRIC_JUDGES else None
     model = config.get("model_id")
     if run.kind == "director.check":
         if config.get("character") in profiles:
-            ss[KEY + "character"] = config["character"]
-        ss[KEY + "line"] = str(config.get("text") or "")
-        ss[KEY + "scene"] = str(config.get("scene") or "")
-        ss[KEY + "use_rubric"] = model is not None
+            values["character"] = config["character"]
+        values |= {"line": str(config.get("text") or ""), "scene": str(config.get("scene") or "")}
+        values["use_rubric"] = model is not None
         if _usable(model):
-            ss[KEY + "rubric_model"] = model
+            values["rubric_model"] = model
         if judge:
-            ss[KEY + "rubric_judge"] = judge
+            values["rubric_judge"] = judge
     elif run.kind == "director.batch":
         if config.get("character") in profiles:
-            ss[KEY + "batch_character"] = config["character"]
+            values["batch_character"] = config["character"]
         if _usable(model):
-            ss[KEY + "batch_model"] = model
+            values["batch_model"] = model
         if judge:
-            ss[KEY + "batch_rubric_judge"] = judge
+            values["batch_rubric_judge"] = judge
     elif run.kind == "director.duo":
         try:
             duo = DuoConfig(**config)
         except (TypeError, ValueError):  # stored by an older version: the form keeps its own settings
             return
         if duo.first in profiles and duo.second in profiles:
-            ss[KEY + "duo_first"], ss[KEY + "duo_second"] = duo.first, duo.second
-        ss[KEY + "duo_topic"], ss[KEY + "duo_scene"] = duo.topic, duo.scene
-        ss[KEY + "duo_turns"] = duo.turns
+            values |= {"duo_first": duo.first, "duo_second": duo.second}
+        values |= {"duo_topic": duo.topic, "duo_scene": duo.scene, "duo_turns": duo.turns}
         if duo.director.max_retries <= 5:  # the widget's range
-            ss[KEY + "duo_retries"] = duo.director.max_retries
-        ss[KEY + "duo_policy"] = duo.director.on_retries_exhausted
-        ss[KEY + "duo_rubric"] = duo.rubric
+            values["duo_retries"] = duo.director.max_retries
+        values |= {"duo_policy": duo.director.on_retries_exhausted, "duo_rubric": duo.rubric}
         if _usable(duo.model_id):
-            ss[KEY + "duo_model"] = duo.model_id
+            values["duo_model"] = duo.model_id
         if duo.rubric and judge:
-            ss[KEY + "duo_rubric_judge"] = judge
+            values["duo_rubric_judge"] = judge
+    form.restore({KEY + name: value for name, value in values.items()})
 
 
 # -- why a line is not a plain PASS, in words ---------------------------------------------------------------------
@@ -275,13 +274,13 @@ def _render_check(profiles: dict[str, Any]) -> None:
     left = right = st.container()
     with left:
         names = list(profiles)
-        character = st.selectbox(
-            "Character", names, key=KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})"
+        character = form.choice(
+            st.selectbox, "Character", names, KEY + "character", format_func=lambda c: f"{profiles[c].name} ({c})"
         )
-        st.text_area("Line", key=KEY + "line", height=110)
+        form.field(st.text_area, "Line", KEY + "line", height=110)
         _example_buttons(profiles)
-        st.text_input("Scene (for the rubric)", key=KEY + "scene")
-        use_model = st.toggle("Also score the LLM rubric", key=KEY + "use_rubric")
+        form.field(st.text_input, "Scene (for the rubric)", KEY + "scene")
+        use_model = form.field(st.toggle, "Also score the LLM rubric", KEY + "use_rubric")
         model_id = None
         if use_model:
             model_id = _model_picker(KEY + "rubric_model")
@@ -316,8 +315,7 @@ CHECK_EXAMPLES: dict[str, tuple[str, str]] = {
 
 def _use_example(name: str) -> None:
     character, line = CHECK_EXAMPLES[name]
-    st.session_state[KEY + "character"] = character
-    st.session_state[KEY + "line"] = line
+    form.restore({KEY + "character": character, KEY + "line": line})
 
 
 def _example_buttons(profiles: dict[str, Any]) -> None:
@@ -445,8 +443,12 @@ def _model_picker(key: str) -> str | None:
         st.warning("No model is available.")
         return None
     catalog = state.get_catalog()
-    return st.selectbox(
-        "Model", usable, key=key, format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}"
+    return form.choice(
+        st.selectbox,
+        "Model",
+        usable,
+        key,
+        format_func=lambda m: f"{catalog.get(m).profile.icon} {catalog.get(m).profile.name}",
     )
 
 
@@ -465,13 +467,14 @@ def _rubric_judge_picker(key: str, model_id: str | None) -> str:
     default = _default_judge(model_id)
     if st.session_state.get(key + ".default_for") != model_id:  # a new model: its default, unless the user chose
         if key not in st.session_state or st.session_state[key] == st.session_state.get(key + ".default"):
-            st.session_state[key] = default
+            form.put(key, default)
         st.session_state[key + ".default_for"], st.session_state[key + ".default"] = model_id, default
     method = str(
-        st.selectbox(
+        form.choice(
+            st.selectbox,
             "Rubric judged by",
             RUBRIC_JUDGES,
-            key=key,
+            key,
             help="signals (the default for the bundled Gemma): each criterion from a signal the model and the "
             "multilingual embedder carry — her voice against her sister's, the partner's line, the topic, length — "
             "through maps fitted on labelled lines; generate: the model writes the five criteria's scores as "
@@ -540,16 +543,28 @@ def _retune_controls() -> DirectorConfig:
     d = DirectorConfig()
     with st.expander("Retune thresholds (statuses update instantly, no model calls)", expanded=True):
         c1, c2, c3 = st.columns(3)
-        warn_lines = c1.number_input("Format: WARN from lines", 1, 50, d.format_warn_lines, key=KEY + "warn_lines")
-        retry_lines = c1.number_input("Format: RETRY from lines", 1, 50, d.format_retry_lines, key=KEY + "retry_lines")
-        tone_pass = c2.number_input("Tone: PASS from score", 0, 3, d.tone_pass, key=KEY + "tone_pass")
-        tone_warn = c2.number_input("Tone: WARN from score", 0, 3, d.tone_warn, key=KEY + "tone_warn")
-        rubric_pass = c3.number_input("Rubric: PASS from average", 1.0, 5.0, d.rubric_pass, 0.1, key=KEY + "r_pass")
-        rubric_warn = c3.number_input("Rubric: WARN from average", 1.0, 5.0, d.rubric_warn, 0.1, key=KEY + "r_warn")
-        mend = st.toggle(
+        number = c1.number_input
+        warn_lines = form.field(
+            number, "Format: WARN from lines", KEY + "warn_lines", 1, 50, initial=d.format_warn_lines
+        )
+        retry_lines = form.field(
+            number, "Format: RETRY from lines", KEY + "retry_lines", 1, 50, initial=d.format_retry_lines
+        )
+        number = c2.number_input
+        tone_pass = form.field(number, "Tone: PASS from score", KEY + "tone_pass", 0, 3, initial=d.tone_pass)
+        tone_warn = form.field(number, "Tone: WARN from score", KEY + "tone_warn", 0, 3, initial=d.tone_warn)
+        number = c3.number_input
+        rubric_pass = form.field(
+            number, "Rubric: PASS from average", KEY + "r_pass", 1.0, 5.0, initial=d.rubric_pass, step=0.1
+        )
+        rubric_warn = form.field(
+            number, "Rubric: WARN from average", KEY + "r_warn", 1.0, 5.0, initial=d.rubric_warn, step=0.1
+        )
+        mend = form.field(
+            st.toggle,
             "Mend what the director can (MODIFY)",
-            value=d.mend,
-            key=KEY + "mend",
+            KEY + "mend",
+            initial=d.mend,
             help="On: a line that passes but for being too long, a praise word said alone or a doubled ！ is shown "
             "mended (MODIFY, the mended line in its own column). Off: shown as written, PASS or WARN.",
         )
@@ -579,10 +594,11 @@ def _render_batch(profiles: dict[str, Any]) -> None:
         type=["csv", "jsonl"],
         key=KEY + "upload",
     )
-    default = st.selectbox(
+    default = form.choice(
+        st.selectbox,
         "Character for rows that name none",
         list(profiles),
-        key=KEY + "batch_character",
+        KEY + "batch_character",
         format_func=lambda c: profiles[c].name,
     )
     kind: Literal["csv", "jsonl"]
@@ -801,10 +817,14 @@ def _is_base_model(model_id: str) -> bool:
 def _render_duo(profiles: dict[str, Any]) -> None:
     names = list(profiles)
     c1, c2 = st.columns(2)
-    first = c1.selectbox("First speaker", names, key=KEY + "duo_first", format_func=lambda c: profiles[c].name)
-    second = c2.selectbox("Second speaker", names, key=KEY + "duo_second", format_func=lambda c: profiles[c].name)
-    topic = c1.text_input("Topic", key=KEY + "duo_topic")
-    scene = c2.text_input("Scene", key=KEY + "duo_scene")
+
+    def name_of(c: str) -> str:
+        return str(profiles[c].name)
+
+    first = form.choice(c1.selectbox, "First speaker", names, KEY + "duo_first", format_func=name_of)
+    second = form.choice(c2.selectbox, "Second speaker", names, KEY + "duo_second", format_func=name_of)
+    topic = form.field(c1.text_input, "Topic", KEY + "duo_topic")
+    scene = form.field(c2.text_input, "Scene", KEY + "duo_scene")
     model_id = _model_picker(KEY + "duo_model")
     if model_id is not None and _is_base_model(model_id):
         st.caption(
@@ -813,15 +833,16 @@ def _render_duo(profiles: dict[str, Any]) -> None:
             "larger model (an API model, or a bigger GGUF added to the catalog)."
         )
     c3, c4, c5 = flow_columns(3, width=190)  # side by side where they fit: in thirds the policy was cut at 900 px
-    turns = c3.number_input("Turns", 1, 20, key=KEY + "duo_turns")
-    retries = c4.number_input("Max retries", 0, 5, key=KEY + "duo_retries")
-    policy = c5.selectbox(
+    turns = form.field(c3.number_input, "Turns", KEY + "duo_turns", 1, 20)
+    retries = form.field(c4.number_input, "Max retries", KEY + "duo_retries", 0, 5)
+    policy = form.choice(
+        c5.selectbox,
         "When retries run out",
         list(POLICY_WORDS),
-        key=KEY + "duo_policy",
+        KEY + "duo_policy",
         format_func=lambda p: POLICY_WORDS[p],
     )
-    use_rubric = st.toggle("LLM rubric on every line", key=KEY + "duo_rubric")
+    use_rubric = form.field(st.toggle, "LLM rubric on every line", KEY + "duo_rubric")
     if use_rubric:
         _rubric_judge_picker(KEY + "duo_rubric_judge", model_id)
     run_id = watched_run(DUO_PARAM, DUO_RUN)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state
+from dashboard import formstate as form
 from dashboard.components import (
     breakable,
     calibration_note,
@@ -93,7 +94,7 @@ def _defaults() -> dict[str, Any]:
 
 def _init_state() -> None:
     for name, value in _defaults().items():
-        st.session_state.setdefault(KEY + name, value)
+        form.default(KEY + name, value)
 
 
 def _restore() -> None:
@@ -128,17 +129,14 @@ def restore_form(run_id: str) -> None:
         values |= {"mid": levels[1].min_confidence, "mid_s": levels[1].skip_seconds}
     values |= {"default_s": response.judgment_skip.default_skip_seconds}
     values |= {"interval": response.check_interval_seconds, "min_wait": response.min_wait_seconds}
-    for name, value in values.items():
-        low, high = RANGES[name]
-        if low <= value <= high:
-            st.session_state[KEY + name] = value
-    st.session_state[KEY + "policy"] = response.failure_policy.value
-    st.session_state[KEY + "method"] = sim.method
+    shown: dict[str, Any] = {KEY + n: v for n, v in values.items() if RANGES[n][0] <= v <= RANGES[n][1]}
+    shown |= {KEY + "policy": response.failure_policy.value, KEY + "method": sim.method}
     availability = state.get_availability().get(sim.model_id or "")
     if sim.model_id is None and sim.recording is not None:
-        st.session_state[KEY + "judge"] = RECORDED
+        shown[KEY + "judge"] = RECORDED
     elif availability is not None and availability.available:
-        st.session_state[KEY + "judge"] = sim.model_id
+        shown[KEY + "judge"] = sim.model_id
+    form.restore(shown)
 
 
 def render() -> None:
@@ -246,11 +244,11 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             key=KEY + "upload",
         )
         c = flow_columns(5, width=150)
-        channels = c[0].number_input("Channels", 1, 500, key=KEY + "channels")
-        hours = c[1].number_input("Hours", 1.0, 72.0, step=1.0, key=KEY + "hours")
-        rate = c[2].number_input("Bursts / channel / hour", 0.01, 5.0, step=0.05, key=KEY + "rate")
-        burst = c[3].number_input("Messages per burst", 1.0, 20.0, step=0.5, key=KEY + "burst")
-        seed = c[4].number_input("Seed", 0, 10_000, key=KEY + "seed")
+        channels = form.field(c[0].number_input, "Channels", KEY + "channels", 1, 500)
+        hours = form.field(c[1].number_input, "Hours", KEY + "hours", 1.0, 72.0, step=1.0)
+        rate = form.field(c[2].number_input, "Bursts / channel / hour", KEY + "rate", 0.01, 5.0, step=0.05)
+        burst = form.field(c[3].number_input, "Messages per burst", KEY + "burst", 1.0, 20.0, step=0.5)
+        seed = form.field(c[4].number_input, "Seed", KEY + "seed", 0, 10_000)
     try:
         spec: Workload = WorkloadSpec(
             channels=int(channels),
@@ -275,38 +273,41 @@ def _render_controls() -> tuple[Workload, ResponseConfig, str]:
             )
     with st.expander("Thresholds and checker", expanded=True):
         c = flow_columns(5, width=150)
-        high = c[0].slider("High confidence ≥", 0.5, 1.0, step=0.05, key=KEY + "high")
-        high_s = c[1].number_input("…skip seconds", 0, 172800, step=600, key=KEY + "high_s")
-        mid = c[2].slider("Mid confidence ≥", 0.0, 1.0, step=0.05, key=KEY + "mid")
-        mid_s = c[3].number_input("…skip seconds ", 0, 172800, step=300, key=KEY + "mid_s")
-        default_s = c[4].number_input("Otherwise skip seconds", 0, 86400, step=60, key=KEY + "default_s")
+        high = form.field(c[0].slider, "High confidence ≥", KEY + "high", 0.5, 1.0, step=0.05)
+        high_s = form.field(c[1].number_input, "…skip seconds", KEY + "high_s", 0, 172800, step=600)
+        mid = form.field(c[2].slider, "Mid confidence ≥", KEY + "mid", 0.0, 1.0, step=0.05)
+        mid_s = form.field(c[3].number_input, "…skip seconds ", KEY + "mid_s", 0, 172800, step=300)
+        default_s = form.field(c[4].number_input, "Otherwise skip seconds", KEY + "default_s", 0, 86400, step=60)
         st.caption(  # the seconds in words: 43200 reads as 12 h
             f"A judgment at confidence ≥ {high:g} is trusted for {duration(high_s)}, at ≥ {mid:g} for "
             f"{duration(mid_s)}, otherwise for {duration(default_s)} — unless a new message arrives first."
         )
         c2 = flow_columns(3, width=185)  # the policy's words need the room ('retry_next_c…' at 900 px)
-        interval = c2[0].number_input("Check interval (s)", 10, 3600, step=10, key=KEY + "interval")
-        min_wait = c2[1].number_input("Min wait (s)", 0, 7200, step=30, key=KEY + "min_wait")
-        policy = c2[2].selectbox(
+        interval = form.field(c2[0].number_input, "Check interval (s)", KEY + "interval", 10, 3600, step=10)
+        min_wait = form.field(c2[1].number_input, "Min wait (s)", KEY + "min_wait", 0, 7200, step=30)
+        policy = form.choice(
+            c2[2].selectbox,
             "On a judge error",
             [p.value for p in FailurePolicy],
-            key=KEY + "policy",
+            KEY + "policy",
             format_func=lambda v: POLICY_WORDS.get(v, v),
             help="A backend error is never cached as a judgment: the scope is judged again at the next check, "
             "or after a back-off.",
         )
         options = [RECORDED] + [m for m, a in state.get_availability().items() if a.available]
         c3 = flow_columns(2, width=390)  # side by side where they fit; 300 px cut the recorded judge's name
-        judge_choice = c3[0].selectbox(
+        judge_choice = form.choice(
+            c3[0].selectbox,
             "Judge",
             options,
-            key=KEY + "judge",
+            KEY + "judge",
             help="A live model judges each conversation state once; repeats reuse it.",
         )
-        c3[1].selectbox(
+        form.choice(
+            c3[1].selectbox,
             "Live judge method",
             ["likelihood", "probability", "structured"],
-            key=KEY + "method",
+            KEY + "method",
             help="likelihood: the calibrated PMI of 'this chat needs an answer' (fitted map in "
             "data/calibration/); probability: next-token p(true) of the seed's JSON; structured: the "
             "JSON the model writes. Not used with the recorded judgments.",

@@ -131,7 +131,10 @@ def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: 
     assert len(Store().list_runs(limit=100)) == DEMO_RUNS  # loaded on first use
     at = open_page("director", "director")
     # the recorded models only: the judge model and the answering model, none of the catalog's others
-    assert at.selectbox(key="director.duo_model").options == ["💎 Gemma 3 270M (local)", "🐣 SmolLM2 135M (local)"]
+    assert at.selectbox(key=wkey(at, "director.duo_model")).options == [
+        "💎 Gemma 3 270M (local)",
+        "🐣 SmolLM2 135M (local)",
+    ]
 
 
 @pytest.mark.model  # the packaged embedder
@@ -230,7 +233,7 @@ def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     (run,) = replayed_runs("director.duo")
     assert run.summary["result"] == demo_summary("director.duo")["result"]
     at = open_page("director", "director")
-    at.text_input(key="director.duo_topic").set_value("宇宙旅行").run()
+    at.text_input(key=wkey(at, "director.duo_topic")).set_value("宇宙旅行").run()
     at.button(key="director.duo_run").click().run()
     watch_to_end(at, "director.duo")
     assert "topic" in missed(at)
@@ -241,7 +244,7 @@ def test_director_check_with_an_unrecorded_rubric_still_shows_the_rules_verdict(
     The page shows the rules' verdict with one line saying the rubric is missing (no error, no notice, no doubled
     icon), and the Check tab's export names that check run, not another tab's."""
     at = open_page("director", "director")
-    at.toggle(key="director.use_rubric").set_value(True).run()
+    at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
     at.button(key="director.check").click().run()
     rerun_until(at, lambda: any(RULES_ONLY_NOTE in c.value for c in at.caption), 60, "no rules-only verdict")
     ok(at)
@@ -252,7 +255,9 @@ def test_director_check_with_an_unrecorded_rubric_still_shows_the_rules_verdict(
     rules = [r for r in checks if r.status == "finished" and r.config.get("model_id") is None]
     missed_rubric = [r for r in checks if r.config.get("model_id") is not None]
     assert len(rules) == 1 and len(missed_rubric) == 1 and missed_rubric[0].status != "finished"
-    assert rules[0].config["text"] == missed_rubric[0].config["text"] == at.text_area(key="director.line").value
+    assert (
+        rules[0].config["text"] == missed_rubric[0].config["text"] == at.text_area(key=wkey(at, "director.line")).value
+    )
     exports = [c.value for c in at.caption if c.value.startswith("Export run")]
     assert len(exports) == 1 and rules[0].id.replace("-", "") in exports[0].replace("\\", "").replace("-", "")
 
@@ -300,20 +305,20 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
 
 def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("skipcache", "skip-cache")
-    assert at.selectbox(key="skip.judge").value == "gemma3-270m"
+    assert at.selectbox(key=wkey(at, "skip.judge")).value == "gemma3-270m"
     at.button(key="skip.run").click().run()
     watch_to_end(at, "skip.simulate")
     ok(at)
     (run,) = replayed_runs("skip.simulate")
     assert run.summary["result"] == demo_summary("skip.simulate")["result"]
-    at.number_input(key="skip.seed").set_value(8).run()
+    at.number_input(key=wkey(at, "skip.seed")).set_value(8).run()
     at.button(key="skip.run").click().run()
     watch_to_end(at, "skip.simulate")
     assert "workload" in missed(at)
     # "Use the recorded input" puts the recorded workload back; it replays again.
     (use,) = [b for b in at.button if b.label == "Use the recorded input"]
     use.click().run()
-    assert at.number_input(key="skip.seed").value == 7
+    assert at.number_input(key=wkey(at, "skip.seed")).value == 7
     at.button(key="skip.run").click().run()
     watch_to_end(at, "skip.simulate")
     ok(at)

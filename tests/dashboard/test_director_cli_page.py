@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from dashboard.cli import app
 from engine.config import DATA_DIR
 from tests.dashboard.rendered import settle_runs, shown
+from tests.fakes.forms import form_key, wkey
 from tests.fakes.mock_catalog import mock_hub
 
 runner = CliRunner()
@@ -167,8 +168,8 @@ def _page() -> None:
 def test_lab_checks_a_line_with_highlights() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception
-    at.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
-    at.selectbox(key="director.character").set_value("ayu")
+    at.text_area(key=wkey(at, "director.line")).set_value("すごい、あなたの考えは正しいです。")
+    at.selectbox(key=wkey(at, "director.character")).set_value("ayu")
     at.button(key="director.check").click().run()
     assert not at.exception
     assert any("RETRY" in md.value for md in at.markdown)
@@ -182,8 +183,8 @@ def test_lab_examples_fill_the_form_and_a_modify_line_is_shown_mended() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     at.button(key="director.check").click().run()  # a check first: the next example must still fill the form
     at.button(key="director.example.MODIFY · praise word").click().run()
-    assert at.selectbox(key="director.character").value == "ayu"
-    assert at.text_area(key="director.line").value == "今日はすごく暑いですね。水分補給が推奨されています。"
+    assert at.selectbox(key=wkey(at, "director.character")).value == "ayu"
+    assert at.text_area(key=wkey(at, "director.line")).value == "今日はすごく暑いですね。水分補給が推奨されています。"
     at.button(key="director.check").click().run()
     assert not at.exception
     assert any("MODIFY" in m.value for m in at.markdown)
@@ -197,14 +198,14 @@ def test_lab_examples_fill_the_form_and_a_modify_line_is_shown_mended() -> None:
 
 def test_every_rubric_model_picker_has_its_judge_method() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
-    keys = {s.key for s in at.selectbox}
+    keys = {form_key(s.key) for s in at.selectbox if s.key}
     assert "director.batch_rubric_judge" in keys and "director.rubric_judge" not in keys  # batch: with its model
-    at.toggle(key="director.use_rubric").set_value(True).run()
+    at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
     # the bundled Gemma: the judge with measured signal on it is the default (issue 37)
-    assert at.selectbox(key="director.rubric_judge").value == "signals"
-    assert at.selectbox(key="director.rubric_judge").options == ["signals", "generate", "likelihood"]
-    at.toggle(key="director.duo_rubric").set_value(True).run()
-    assert at.selectbox(key="director.duo_rubric_judge").value == "signals"
+    assert at.selectbox(key=wkey(at, "director.rubric_judge")).value == "signals"
+    assert at.selectbox(key=wkey(at, "director.rubric_judge")).options == ["signals", "generate", "likelihood"]
+    at.toggle(key=wkey(at, "director.duo_rubric")).set_value(True).run()
+    assert at.selectbox(key=wkey(at, "director.duo_rubric_judge")).value == "signals"
 
 
 def test_the_rubric_judge_picker_says_what_the_scorecard_measured(
@@ -229,10 +230,10 @@ def test_the_rubric_judge_picker_says_what_the_scorecard_measured(
     shipped.write_text(json.dumps({"rows": [row]}), encoding="utf-8")
     monkeypatch.setattr(scorecard, "SHIPPED", shipped)
     at = AppTest.from_function(_page, default_timeout=60).run()  # the built-in mock is always available
-    at.toggle(key="director.use_rubric").set_value(True).run()
-    at.selectbox(key="director.rubric_model").set_value("mock").run()
+    at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
+    at.selectbox(key=wkey(at, "director.rubric_model")).set_value("mock").run()
     assert not any("Rubric on mock" in c.value for c in at.caption)  # generate: not measured, nothing said
-    at.selectbox(key="director.rubric_judge").set_value("likelihood").run()
+    at.selectbox(key=wkey(at, "director.rubric_judge")).set_value("likelihood").run()
     assert not at.exception
     said = [c.value.replace("\\", "") for c in at.caption if "Rubric on mock by likelihood" in c.value]
     assert len(said) == 2 and "no measurable signal" in said[0] and "contains 0.5" in said[0]
@@ -243,8 +244,8 @@ def test_batch_retunes_instantly() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Lines"] == "40" and metrics["Changed by retuning"] == "0"
-    at.number_input(key="director.tone_pass").set_value(1)
-    at.number_input(key="director.tone_warn").set_value(0).run()
+    at.number_input(key=wkey(at, "director.tone_pass")).set_value(1)
+    at.number_input(key=wkey(at, "director.tone_warn")).set_value(0).run()
     after = {m.label: m.value for m in at.metric}
     assert int(after["Changed by retuning"]) > 0
     assert int(after["RETRY"]) < int(metrics["RETRY"])
@@ -262,8 +263,8 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     from dashboard import state
 
     at = AppTest.from_function(_page, default_timeout=600).run()
-    at.number_input(key="director.duo_turns").set_value(2)
-    at.number_input(key="director.duo_retries").set_value(1)
+    at.number_input(key=wkey(at, "director.duo_turns")).set_value(2)
+    at.number_input(key=wkey(at, "director.duo_retries")).set_value(1)
     at.button(key="director.duo_run").click().run()
     assert not at.exception
     settle_runs(at, "director.duo", timeout_s=600)  # the page watches the run in the registry
@@ -300,11 +301,11 @@ def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, mon
     scored = table.dropna(subset=["rubric avg"])
     assert not scored.empty, "the model scored no line"
     calls_before = len(state.get_store().calls())
-    at.number_input(key="director.r_warn").set_value(1.0)
-    at.number_input(key="director.r_pass").set_value(1.0).run()
+    at.number_input(key=wkey(at, "director.r_warn")).set_value(1.0)
+    at.number_input(key=wkey(at, "director.r_pass")).set_value(1.0).run()
     relaxed = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)
-    at.number_input(key="director.r_pass").set_value(5.0)
-    at.number_input(key="director.r_warn").set_value(5.0).run()
+    at.number_input(key=wkey(at, "director.r_pass")).set_value(5.0)
+    at.number_input(key=wkey(at, "director.r_warn")).set_value(5.0).run()
     strict = next(df.value for df in at.dataframe if "rubric avg" in df.value.columns)
     assert len(state.get_store().calls()) == calls_before  # retuning made no model call
     for line_id in scored["id"]:
@@ -371,8 +372,8 @@ def test_a_warn_badge_says_why_in_words() -> None:
     assert not any("marker 0" in h or "tone 1" in h for h in heads)
 
     at = AppTest.from_function(_page, default_timeout=60).run()
-    at.text_area(key="director.line").set_value("要するに、海は広いです。")
-    at.selectbox(key="director.character").set_value("ayu")
+    at.text_area(key=wkey(at, "director.line")).set_value("要するに、海は広いです。")
+    at.selectbox(key=wkey(at, "director.character")).set_value("ayu")
     at.button(key="director.check").click().run()
     assert any(shown(m.value).startswith("**Why WARN:** does not quite sound like the") for m in at.markdown)
     rules = next(df.value for df in at.dataframe if "rule" in df.value.columns).set_index("rule")
@@ -388,20 +389,23 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     at.query_params["duo"] = run_id
     at.run()
     assert not at.exception and not at.warning
-    assert (at.text_input(key="director.duo_topic").value, at.text_input(key="director.duo_scene").value) == (
+    assert (
+        at.text_input(key=wkey(at, "director.duo_topic")).value,
+        at.text_input(key=wkey(at, "director.duo_scene")).value,
+    ) == (
         "海",
         "浜辺",
     )
-    assert at.number_input(key="director.duo_turns").value == 2
-    assert at.selectbox(key="director.duo_policy").value == "mark"
-    assert at.selectbox(key="director.duo_policy").format_func("mark") == "show it, marked RETRY"  # words
-    at.text_input(key="director.duo_topic").set_value("山").run()
-    assert at.text_input(key="director.duo_topic").value == "山"
+    assert at.number_input(key=wkey(at, "director.duo_turns")).value == 2
+    assert at.selectbox(key=wkey(at, "director.duo_policy")).value == "mark"
+    assert at.selectbox(key=wkey(at, "director.duo_policy")).format_func("mark") == "show it, marked RETRY"  # words
+    at.text_input(key=wkey(at, "director.duo_topic")).set_value("山").run()
+    assert at.text_input(key=wkey(at, "director.duo_topic")).value == "山"
 
     first = AppTest.from_function(_page, default_timeout=60).run()
-    first.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
-    first.selectbox(key="director.character").set_value("ayu")
-    first.text_input(key="director.scene").set_value("カフェ")
+    first.text_area(key=wkey(first, "director.line")).set_value("すごい、あなたの考えは正しいです。")
+    first.selectbox(key=wkey(first, "director.character")).set_value("ayu")
+    first.text_input(key=wkey(first, "director.scene")).set_value("カフェ")
     first.button(key="director.check").click().run()
     from dashboard import state
 
@@ -411,9 +415,9 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     again.query_params["check"] = check.id
     again.run()
     assert not again.exception
-    assert again.selectbox(key="director.character").value == "ayu"
-    assert again.text_area(key="director.line").value == "すごい、あなたの考えは正しいです。"
-    assert again.text_input(key="director.scene").value == "カフェ"
+    assert again.selectbox(key=wkey(again, "director.character")).value == "ayu"
+    assert again.text_area(key=wkey(again, "director.line")).value == "すごい、あなたの考えは正しいです。"
+    assert again.text_input(key=wkey(again, "director.scene")).value == "カフェ"
 
 
 def test_modify_in_the_cli_the_batch_counts_and_the_export(tmp_path: Path) -> None:

@@ -258,12 +258,12 @@ def test_director_check(fake_world: Path, rubric: bool) -> None:
 
     def page() -> None:
         at = _page("director")()
-        at.selectbox(key="director.character").set_value("ayu")
-        at.text_area(key="director.line").set_value(line)
-        at.text_input(key="director.scene").set_value(scene)
-        at.toggle(key="director.use_rubric").set_value(rubric).run()
+        at.selectbox(key=wkey(at, "director.character")).set_value("ayu")
+        at.text_area(key=wkey(at, "director.line")).set_value(line)
+        at.text_input(key=wkey(at, "director.scene")).set_value(scene)
+        at.toggle(key=wkey(at, "director.use_rubric")).set_value(rubric).run()
         if rubric:
-            at.selectbox(key="director.rubric_model").set_value(MODEL)
+            at.selectbox(key=wkey(at, "director.rubric_model")).set_value(MODEL)
         at.button(key="director.check").click().run()
         settle_runs(at)  # the page watches its run
         clicked(at)
@@ -287,7 +287,7 @@ def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path,
 
     def page() -> None:
         at = _page("director")()
-        at.selectbox(key="director.batch_character").set_value("yana").run()
+        at.selectbox(key=wkey(at, "director.batch_character")).set_value("yana").run()
         at.button(key="director.batch_score" if rubric else "director.batch_record").click().run()
         settle_runs(at)
         clicked(at)
@@ -325,9 +325,9 @@ def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path,
 def test_director_duo(fake_world: Path) -> None:
     def page() -> None:
         at = _page("director")()
-        at.selectbox(key="director.duo_model").set_value(MODEL)
-        at.number_input(key="director.duo_turns").set_value(3)
-        at.number_input(key="director.duo_retries").set_value(1).run()
+        at.selectbox(key=wkey(at, "director.duo_model")).set_value(MODEL)
+        at.number_input(key=wkey(at, "director.duo_turns")).set_value(3)
+        at.number_input(key=wkey(at, "director.duo_retries")).set_value(1).run()
         at.button(key="director.duo_run").click().run()
         settle_runs(at)
         clicked(at)
@@ -346,12 +346,12 @@ def test_director_duo(fake_world: Path) -> None:
 def _skip_page(judge: str, method: str = "likelihood") -> Callable[[], None]:
     def page() -> None:
         at = _page("skipcache")()
-        at.number_input(key="skip.channels").set_value(4)
-        at.number_input(key="skip.hours").set_value(3.0)
-        at.number_input(key="skip.rate").set_value(1.0)
-        at.number_input(key="skip.seed").set_value(5)
-        at.selectbox(key="skip.judge").set_value(judge)
-        at.selectbox(key="skip.method").set_value(method).run()
+        at.number_input(key=wkey(at, "skip.channels")).set_value(4)
+        at.number_input(key=wkey(at, "skip.hours")).set_value(3.0)
+        at.number_input(key=wkey(at, "skip.rate")).set_value(1.0)
+        at.number_input(key=wkey(at, "skip.seed")).set_value(5)
+        at.selectbox(key=wkey(at, "skip.judge")).set_value(judge)
+        at.selectbox(key=wkey(at, "skip.method")).set_value(method).run()
         at.button(key="skip.run").click().run()
         settle_runs(at)
         clicked(at)
@@ -593,10 +593,10 @@ def test_director_check_with_the_bundled_model() -> None:
 
     def page() -> None:
         at = AppTest.from_function(_render, args=("director",), default_timeout=300).run()
-        at.text_area(key="director.line").set_value(line)
-        at.text_input(key="director.scene").set_value(scene)
-        at.toggle(key="director.use_rubric").set_value(True).run()
-        at.selectbox(key="director.rubric_model").set_value(MODEL)
+        at.text_area(key=wkey(at, "director.line")).set_value(line)
+        at.text_input(key=wkey(at, "director.scene")).set_value(scene)
+        at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
+        at.selectbox(key=wkey(at, "director.rubric_model")).set_value(MODEL)
         at.button(key="director.check").click().run()
         settle_runs(at)  # the page watches its run
         clicked(at)

@@ -210,7 +210,7 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
         at.button(key=approve_all[0]).click().run()
     pages.append(at)
     at = _page("director").run()
-    at.toggle(key="director.use_rubric").set_value(True).run()
+    at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
     at.button(key="director.check").click().run()
     _watch_to_the_end(at, "director.check")
     pages.append(at)

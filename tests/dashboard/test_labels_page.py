@@ -15,6 +15,7 @@ from dashboard.components import md
 from tests.dashboard.rendered import shown
 from tests.dashboard.test_jury_pages import _stored_run
 from tests.dashboard.test_skip_cli_page import recorded  # noqa: F401  (a fixture)
+from tests.fakes.forms import wkey
 
 HOSTILE = "**b** [x](https://e.vil) <img src=x onerror=alert(1)> # h"  # a label is ≤ 64 characters
 
@@ -139,8 +140,8 @@ def _director_page() -> None:
 
 def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
     at = AppTest.from_function(_director_page, default_timeout=60).run()
-    at.text_area(key="director.line").set_value("すごい、あなたの考えは正しいです。")
-    at.selectbox(key="director.character").set_value("ayu")
+    at.text_area(key=wkey(at, "director.line")).set_value("すごい、あなたの考えは正しいです。")
+    at.selectbox(key=wkey(at, "director.character")).set_value("ayu")
     at.button(key="director.check").click().run()
     assert not at.exception
     check_run = at.session_state["director.check_run"]

@@ -152,7 +152,7 @@ def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path
     from engine.director import ScriptConfig, load_script, run_script
 
     at = page("director")
-    at.selectbox(key="director.batch_character").set_value("yana").run()
+    at.selectbox(key=wkey(at, "director.batch_character")).set_value("yana").run()
     click_returns_at_once(at, "director.batch_score")
     run_id = url(at, "batch")
     assert status(run_id) == "running"
@@ -162,7 +162,7 @@ def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path
 
     # Another tab starting the identical batch attaches to the live run instead of starting a second one.
     other = page("director")
-    other.selectbox(key="director.batch_character").set_value("yana").run()
+    other.selectbox(key=wkey(other, "director.batch_character")).set_value("yana").run()
     other.button(key="director.batch_score").click().run()
     assert url(other, "batch") == run_id
     # A reload re-attaches.
@@ -204,9 +204,9 @@ def test_director_duo_is_watched_and_a_reload_re_attaches(hub: Hub, tmp_path: An
     from engine.director import DirectorConfig, DuoConfig, run_duo
 
     at = page("director")
-    at.selectbox(key="director.duo_model").set_value(MODEL)
-    at.number_input(key="director.duo_turns").set_value(3)
-    at.number_input(key="director.duo_retries").set_value(1).run()
+    at.selectbox(key=wkey(at, "director.duo_model")).set_value(MODEL)
+    at.number_input(key=wkey(at, "director.duo_turns")).set_value(3)
+    at.number_input(key=wkey(at, "director.duo_retries")).set_value(1).run()
     click_returns_at_once(at, "director.duo_run")
     run_id = url(at, "duo")
     assert status(run_id) == "running" and at.button(key="director.duo_run").disabled
@@ -234,8 +234,8 @@ def test_director_duo_is_watched_and_a_reload_re_attaches(hub: Hub, tmp_path: An
 
 def test_director_check_with_a_rubric_goes_through_the_registry(hub: Hub) -> None:
     at = page("director")
-    at.toggle(key="director.use_rubric").set_value(True).run()
-    at.selectbox(key="director.rubric_model").set_value(MODEL).run()
+    at.toggle(key=wkey(at, "director.use_rubric")).set_value(True).run()
+    at.selectbox(key=wkey(at, "director.rubric_model")).set_value(MODEL).run()
     click_returns_at_once(at, "director.check")
     run_id = url(at, "check")
     settle_runs(at, "director.check")
@@ -247,12 +247,12 @@ def test_director_check_with_a_rubric_goes_through_the_registry(hub: Hub) -> Non
 
 
 def _small_skip(at: AppTest, judge: str) -> None:
-    at.number_input(key="skip.channels").set_value(3)
-    at.number_input(key="skip.hours").set_value(2.0)
-    at.number_input(key="skip.rate").set_value(1.0)
-    at.number_input(key="skip.seed").set_value(5)
-    at.selectbox(key="skip.judge").set_value(judge)
-    at.selectbox(key="skip.method").set_value("structured").run()
+    at.number_input(key=wkey(at, "skip.channels")).set_value(3)
+    at.number_input(key=wkey(at, "skip.hours")).set_value(2.0)
+    at.number_input(key=wkey(at, "skip.rate")).set_value(1.0)
+    at.number_input(key=wkey(at, "skip.seed")).set_value(5)
+    at.selectbox(key=wkey(at, "skip.judge")).set_value(judge)
+    at.selectbox(key=wkey(at, "skip.method")).set_value("structured").run()
 
 
 def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:

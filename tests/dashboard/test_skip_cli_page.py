@@ -15,6 +15,7 @@ from dashboard.cli import app
 from engine.skip import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
 from tests.dashboard.rendered import settle_runs, shown
 from tests.engine.test_skipsim import HashJudge
+from tests.fakes.forms import wkey
 
 runner = CliRunner()
 SMALL = WorkloadSpec(channels=4, hours=3, bursts_per_hour=1.0, seed=5)
@@ -149,10 +150,10 @@ def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path, monkeypat
 
 def _simulate_small(at: AppTest) -> None:
     """Set the page's generated workload to SMALL and run the simulation."""
-    at.number_input(key="skip.channels").set_value(SMALL.channels)
-    at.number_input(key="skip.hours").set_value(SMALL.hours)
-    at.number_input(key="skip.rate").set_value(SMALL.bursts_per_hour)
-    at.number_input(key="skip.seed").set_value(SMALL.seed)
+    at.number_input(key=wkey(at, "skip.channels")).set_value(SMALL.channels)
+    at.number_input(key=wkey(at, "skip.hours")).set_value(SMALL.hours)
+    at.number_input(key=wkey(at, "skip.rate")).set_value(SMALL.bursts_per_hour)
+    at.number_input(key=wkey(at, "skip.seed")).set_value(SMALL.seed)
     at.button(key="skip.run").click().run()
     settle_runs(at, "skip.simulate")  # the page watches the run: rerun until it has ended
 
@@ -221,14 +222,14 @@ def test_page_names_the_judge_and_its_calibration() -> None:
     assert any(shown(c.value).startswith("Judged by the recorded judgments in ") for c in at.caption)
     signal = " Judge: ✅ measurable signal — AUC 0.91 (0.86–0.96) on 160 items, above 0.5."
     assert any(shown(c.value).endswith(signal) for c in at.caption)  # the map the recording was judged through
-    at.selectbox(key="skip.judge").set_value("gemma3-270m").run()
+    at.selectbox(key=wkey(at, "skip.judge")).set_value("gemma3-270m").run()
     assert any(shown(c.value) == "Judged live by gemma3-270m (likelihood)." + signal for c in at.caption)
     at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the fitted map is research detail
     cal = load_calibration(SKIP, "gemma3-270m")
     assert cal is not None
     line = f"Judged live by gemma3-270m (likelihood) · calibration {cal.label} (cross-validated AUC "
     assert any(shown(c.value).startswith(line) for c in at.caption)
-    at.selectbox(key="skip.method").set_value("structured").run()
+    at.selectbox(key=wkey(at, "skip.method")).set_value("structured").run()
     assert any(shown(c.value) == "Judged live by gemma3-270m (structured; no fitted map)." for c in at.caption)
 
 
@@ -246,9 +247,9 @@ def test_page_says_what_checks_and_calls_are_in_human_durations_and_a_reload_res
     (data / "recordings" / "skipcache-default.jsonl").write_text(recording.read_text(), encoding="utf-8")
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
-    at.number_input(key="skip.high_s").set_value(7200)
-    at.number_input(key="skip.interval").set_value(120)
-    at.number_input(key="skip.min_wait").set_value(600)
+    at.number_input(key=wkey(at, "skip.high_s")).set_value(7200)
+    at.number_input(key=wkey(at, "skip.interval")).set_value(120)
+    at.number_input(key=wkey(at, "skip.min_wait")).set_value(600)
     _simulate_small(at)
     assert not at.exception and not at.error
     (run,) = state.get_store().list_runs(kind="skip.simulate")
@@ -276,16 +277,19 @@ def test_page_says_what_checks_and_calls_are_in_human_durations_and_a_reload_res
     reloaded.query_params["run"] = run.id
     reloaded.run()
     assert not reloaded.exception
-    assert reloaded.number_input(key="skip.channels").value == SMALL.channels
-    assert reloaded.number_input(key="skip.seed").value == SMALL.seed
-    assert reloaded.number_input(key="skip.high_s").value == 7200
-    assert (reloaded.number_input(key="skip.interval").value, reloaded.number_input(key="skip.min_wait").value) == (
+    assert reloaded.number_input(key=wkey(reloaded, "skip.channels")).value == SMALL.channels
+    assert reloaded.number_input(key=wkey(reloaded, "skip.seed")).value == SMALL.seed
+    assert reloaded.number_input(key=wkey(reloaded, "skip.high_s")).value == 7200
+    assert (
+        reloaded.number_input(key=wkey(reloaded, "skip.interval")).value,
+        reloaded.number_input(key=wkey(reloaded, "skip.min_wait")).value,
+    ) == (
         120,
         600,
     )
-    assert reloaded.selectbox(key="skip.judge").value == "Recorded Gemma judgments (default workload)"
-    reloaded.number_input(key="skip.seed").set_value(11).run()  # the user's change stays theirs
-    assert reloaded.number_input(key="skip.seed").value == 11
+    assert reloaded.selectbox(key=wkey(reloaded, "skip.judge")).value == "Recorded Gemma judgments (default workload)"
+    reloaded.number_input(key=wkey(reloaded, "skip.seed")).set_value(11).run()  # the user's change stays theirs
+    assert reloaded.number_input(key=wkey(reloaded, "skip.seed")).value == 11
 
 
 def test_skip_record_refuses_bad_options_before_any_call(tmp_path: Path) -> None:

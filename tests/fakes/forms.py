@@ -3,6 +3,7 @@ under a key of its own (`dashboard.formstate`), renewed whenever the page moves 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -13,3 +14,8 @@ def wkey(at: Any, key: str) -> str:
     except KeyError:
         generation = 0
     return f"{key}.w{generation}"
+
+
+def form_key(widget: str) -> str:
+    """The page's key a widget key belongs to (`director.rubric_judge.w2` → `director.rubric_judge`)."""
+    return re.sub(r"\.w\d+$", "", widget)
