@@ -15,6 +15,7 @@ import streamlit as st
 import yaml
 
 from dashboard import charts, state
+from dashboard import formstate as form
 from dashboard.components import GLOSSARY, details_on, md
 from dashboard.live_runs import RegistryError
 from dashboard.report import experiment_export
@@ -102,7 +103,7 @@ def restore_form(run_id: str) -> None:
     source = str(run.config.get("source") or "") if run is not None else ""
     shipped = next((p for p in shipped_files() if source and (str(p) == source or p.name == Path(source).name)), None)
     if shipped is not None:
-        st.session_state[KEY + "source"], st.session_state[KEY + "file"] = "Shipped YAML", shipped
+        form.restore({KEY + "source": "Shipped YAML", KEY + "file": shipped})
 
 
 class CellsView:
@@ -116,13 +117,13 @@ class CellsView:
 
 
 def _render_definition() -> tuple[Experiment | None, str]:
-    how = st.radio("Start from", SOURCES, horizontal=True, key=KEY + "source")
+    how = form.choice(st.radio, "Start from", SOURCES, KEY + "source", horizontal=True)
     if how == "Shipped YAML":
         files = shipped_files()
         if not files:
             st.warning("No experiment files under data/experiments.")
             return None, ""
-        path = st.selectbox("File", files, format_func=lambda p: p.name, key=KEY + "file")
+        path = form.choice(st.selectbox, "File", files, KEY + "file", format_func=lambda p: p.name)
         try:
             text = read_text(path)
         except InputError as exc:
@@ -149,27 +150,36 @@ def _render_definition() -> tuple[Experiment | None, str]:
 def _render_form() -> str:
     """The form's fields as the YAML they stand for (so one validator, with lines, covers both)."""
     c1, c2, c3 = st.columns(3)
-    name = c1.text_input("Name", "my sweep", key=KEY + "f.name")
+    name = form.field(c1.text_input, "Name", KEY + "f.name", initial="my sweep")
     specs = {s.name: s for s in mechanisms("experiments") if s.experiment}  # every mechanism an experiment sweeps
-    mech = c1.selectbox("Mechanism", list(specs), key=KEY + "f.mechanism")
-    cases = c2.text_input("Case set", specs[mech].experiment_cases, key=KEY + "f.cases." + mech)
-    limit = c2.number_input("Only the first N cases (0: all)", 0, 100_000, 0, key=KEY + "f.limit")
-    repeats = c3.number_input("Repeats", 1, 1000, 1, key=KEY + "f.repeats")
-    seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key=KEY + "f.seed")
+    mech = form.choice(c1.selectbox, "Mechanism", list(specs), KEY + "f.mechanism")
+    cases = form.field(c2.text_input, "Case set", KEY + "f.cases." + mech, initial=specs[mech].experiment_cases)
+    limit = form.field(c2.number_input, "Only the first N cases (0: all)", KEY + "f.limit", 0, 100_000, initial=0)
+    repeats = form.field(c3.number_input, "Repeats", KEY + "f.repeats", 1, 1000, initial=1)
+    seed = form.field(c3.number_input, "Seed", KEY + "f.seed", 0, 2**31 - 1, initial=0)
     m = mechanism(mech)
     st.caption(
         f"Decision parameters (no call): {md(', '.join(sorted(m.decision)))}. "
         f"Call parameters: {md(', '.join(sorted(m.calls)) or 'none')}. Metrics: {md(', '.join(m.metrics))}."
     )
-    base = st.text_area("Base settings (YAML mapping)", "{}", key=KEY + "f.base." + mech, height=80)
-    space = st.text_area(
+    base = form.field(st.text_area, "Base settings (YAML mapping)", KEY + "f.base." + mech, initial="{}", height=80)
+    space = form.field(
+        st.text_area,
         "Parameter space (YAML: parameter → list, or {from, to, step})",
-        specs[mech].experiment_space,
-        key=KEY + "f.space." + mech,
+        KEY + "f.space." + mech,
+        initial=specs[mech].experiment_space,
         height=120,
     )
     ids = state.get_catalog().ids if m.calls else []
-    models = st.multiselect("Models (a call parameter)", ids, key=KEY + "f.models") if ids else []
+    chosen = st.session_state.get(KEY + "f.models", [])
+    if [i for i in chosen if i in ids] != chosen:  # a model gone from the catalog leaves the choice
+        form.put(KEY + "f.models", [i for i in chosen if i in ids])
+    form.default(KEY + "f.models", [])
+    models = (
+        form.field(st.multiselect, "Models (a call parameter)", KEY + "f.models", ids, value_arg="default")
+        if ids
+        else []
+    )
     data: dict[str, Any] = {"name": name, "mechanism": mech, "cases": cases}
     if limit:
         data["limit"] = int(limit)

@@ -7,6 +7,7 @@ import resource
 import time
 
 from tests.dashboard.rendered import app_test
+from tests.fakes.forms import wkey
 
 
 def _experiments_page() -> None:
@@ -17,14 +18,14 @@ def _experiments_page() -> None:
 
 def test_a_billion_cell_space_is_refused_on_the_page_naming_the_cap() -> None:
     at = app_test(_experiments_page).run()
-    at.radio(key="experiments.source").set_value("Form").run()
-    at.selectbox(key="experiments.f.mechanism").set_value("director").run()
-    at.text_area(key="experiments.f.base.director").input(
+    at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()
+    at.selectbox(key=wkey(at, "experiments.f.mechanism")).set_value("director").run()
+    at.text_area(key=wkey(at, "experiments.f.base.director")).input(
         "{format_retry_lines: 100000, scatter_retry_sentences: 100000, scatter_retry_topics: 100000}"
     )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.monotonic()
-    at.text_area(key="experiments.f.space.director").input(
+    at.text_area(key=wkey(at, "experiments.f.space.director")).input(
         "format_warn_lines: {from: 1, to: 1000, step: 1}\n"
         "scatter_warn_sentences: {from: 1, to: 1000, step: 1}\n"
         "scatter_warn_topics: {from: 1, to: 1000, step: 1}\n"

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import state
 from tests.dashboard.rendered import app_test, rerun_until, run_ended, shown
 from tests.engine.test_experiments import jury_answer
+from tests.fakes.forms import wkey
 from tests.fakes.scripted import ScriptedHub
 
 HOSTILE = "<b>bold</b> **stars** <a href=x>y</a>"
@@ -74,7 +75,7 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     from pages.experiments import shipped_files
 
     (director,) = [p for p in shipped_files() if p.name == "director-cutoffs.yaml"]
-    at.selectbox(key="experiments.file").set_value(director).run()
+    at.selectbox(key=wkey(at, "experiments.file")).set_value(director).run()
     assert any("format_warn_lines" in c.value for c in at.code)  # the YAML as text
     assert "27 cells" in shown(at.success[0].value)
     at.button(key="experiments.launch").click().run()
@@ -136,20 +137,24 @@ def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_e
     # a reload (the URL holds the run) shows the same results
     again = _page({"run": run_id}).run()
     assert not again.exception and len(_frame(again, "experiments.table")) == 27
-    assert again.selectbox(key="experiments.file").value == director  # the form shows the file it ran, not the first
+    assert (
+        again.selectbox(key=wkey(again, "experiments.file")).value == director
+    )  # the form shows the file it ran, not the first
 
 
 def test_the_form_is_validated_with_line_and_field(slow_jurors: ScriptedHub) -> None:
     at = _page().run()
-    at.radio(key="experiments.source").set_value("Form").run()
-    at.selectbox(key="experiments.f.mechanism").set_value("jury").run()
-    at.text_area(key="experiments.f.space.jury").input(f"consensus_threshold: [0.5, 7]\n'{HOSTILE}': [1]\n").run()
+    at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()
+    at.selectbox(key=wkey(at, "experiments.f.mechanism")).set_value("jury").run()
+    at.text_area(key=wkey(at, "experiments.f.space.jury")).input(
+        f"consensus_threshold: [0.5, 7]\n'{HOSTILE}': [1]\n"
+    ).run()
     assert at.button(key="experiments.launch").disabled
     problems = next(c.value for c in at.code if "<form>:" in c.value)
     assert "space.consensus_threshold[1]" in problems and "7" in problems
     assert f"space.{HOSTILE}: unknown parameter of jury" in problems  # shown as text, in a code block
     assert not any("<b>bold" in m.value for m in at.markdown)
-    at.text_area(key="experiments.f.space.jury").input("consensus_threshold: [0.5, 1.0]\n").run()
+    at.text_area(key=wkey(at, "experiments.f.space.jury")).input("consensus_threshold: [0.5, 1.0]\n").run()
     assert not at.button(key="experiments.launch").disabled
 
 
@@ -157,30 +162,30 @@ def test_each_combination_of_the_form_is_validated(slow_jurors: ScriptedHub) -> 
     """Issue 35, point 7: a combination the settings refuse is named on the page; a valid one that differs from
     the base is accepted."""
     at = _page().run()
-    at.radio(key="experiments.source").set_value("Form").run()
-    at.selectbox(key="experiments.f.mechanism").set_value("director").run()
-    at.text_area(key="experiments.f.space.director").input("tone_pass: [1, 3]\ntone_warn: [2]\n").run()
+    at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()
+    at.selectbox(key=wkey(at, "experiments.f.mechanism")).set_value("director").run()
+    at.text_area(key=wkey(at, "experiments.f.space.director")).input("tone_pass: [1, 3]\ntone_warn: [2]\n").run()
     assert at.button(key="experiments.launch").disabled
     problems = next(c.value for c in at.code if "<form>:" in c.value)
     assert "space: combination 0 (tone_pass=1, tone_warn=2): tone_warn must not exceed tone_pass" in problems
     assert not at.exception
-    at.text_area(key="experiments.f.space.director").input("tone_pass: [3]\ntone_warn: [3]\n").run()
+    at.text_area(key=wkey(at, "experiments.f.space.director")).input("tone_pass: [3]\ntone_warn: [3]\n").run()
     assert not at.button(key="experiments.launch").disabled, [c.value for c in at.code]
 
 
 def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
-    at.radio(key="experiments.source").set_value("Form").run()
-    at.selectbox(key="experiments.f.mechanism").set_value("jury").run()
-    at.number_input(key="experiments.f.limit").set_value(limit)
-    at.text_area(key="experiments.f.base.jury").input("{panel: local-gemma, max_tokens: 64}")
-    at.text_area(key="experiments.f.space.jury").input(space).run()
+    at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()
+    at.selectbox(key=wkey(at, "experiments.f.mechanism")).set_value("jury").run()
+    at.number_input(key=wkey(at, "experiments.f.limit")).set_value(limit)
+    at.text_area(key=wkey(at, "experiments.f.base.jury")).input("{panel: local-gemma, max_tokens: 64}")
+    at.text_area(key=wkey(at, "experiments.f.space.jury")).input(space).run()
     assert not at.button(key="experiments.launch").disabled, [e.value for e in at.error]
 
 
 def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jurors: ScriptedHub) -> None:
     at = _page().run()
-    at.radio(key="experiments.source").set_value("Form").run()
-    at.text_input(key="experiments.f.name").input(HOSTILE)
+    at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()
+    at.text_input(key=wkey(at, "experiments.f.name")).input(HOSTILE)
     _jury_form(at, "consensus_threshold: [0.5, 0.67, 1.0, 2.0]\nstagnation_rounds: [1, 2]\n")
     at.button(key="experiments.launch").click().run()
     run_id = _run_id(at)
