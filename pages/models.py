@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import demo, state
+from dashboard import formstate as form
 from dashboard.components import breakable, details_on, md, money, safe_avatar
 from dashboard.live_runs import RegistryError
 from dashboard.watch import render_progress, set_url_run, url_run
@@ -36,8 +37,8 @@ DEFAULT_SYSTEM, DEFAULT_PROMPT = (m.content for m in FREE_MESSAGES)
 
 def _init_state() -> None:
     st.session_state.setdefault(KEY + "history", [])
-    st.session_state.setdefault(KEY + "system", DEFAULT_SYSTEM)  # here, not in the widgets: the demo prefills them
-    st.session_state.setdefault(KEY + "prompt", DEFAULT_PROMPT)
+    form.default(KEY + "system", DEFAULT_SYSTEM)  # here, not in the widgets: the demo prefills them
+    form.default(KEY + "prompt", DEFAULT_PROMPT)
 
 
 def handle_output() -> None:
@@ -47,7 +48,7 @@ def handle_output() -> None:
     defaults = [(m[0].content, m[1].content) for m in DEFAULT_MESSAGES.values()]
     if (ss.get(KEY + "system"), ss.get(KEY + "prompt")) in defaults:
         system, prompt = DEFAULT_MESSAGES.get(ss[KEY + "output"], FREE_MESSAGES)
-        ss[KEY + "system"], ss[KEY + "prompt"] = system.content, prompt.content
+        form.restore({KEY + "system": system.content, KEY + "prompt": prompt.content})
 
 
 def render() -> None:
@@ -334,29 +335,30 @@ def _render_prompt_box(availability: dict[str, Any]) -> None:
     catalog = state.get_catalog()
     # The instruction-tuned bundled model answers first: the base model continues the prompt instead (the page
     # says so when it is picked), which is not what a first look should show.
-    if st.session_state.get(KEY + "model") not in usable:  # here, not as the widget's index: the demo prefills it
-        st.session_state[KEY + "model"] = DEFAULT_ANSWER_MODEL if DEFAULT_ANSWER_MODEL in usable else usable[0]
-    model_id = st.selectbox(  # full width: a model's name is never cut in a narrow window
+    model_id = form.choice(  # full width: a model's name is never cut in a narrow window
+        st.selectbox,
         "Model",
         usable,
-        key=KEY + "model",
+        KEY + "model",
+        initial=DEFAULT_ANSWER_MODEL if DEFAULT_ANSWER_MODEL in usable else usable[0],  # unless the demo prefilled it
         format_func=lambda mid: f"{catalog.get(mid).profile.icon} {catalog.get(mid).profile.name}",
     )
     left, right = st.columns([2, 1])
     with right:
-        output = st.radio(
+        output = form.choice(
+            st.radio,
             "Output",
             [FREE_TEXT, *STRUCTURED_SCHEMAS],
-            key=KEY + "output",
+            KEY + "output",
             on_change=handle_output,
             horizontal=True,
             format_func=lambda o: OUTPUT_WORDS.get(o, o),
         )
-        temperature = st.slider("Temperature", 0.0, 1.5, 0.0, 0.1, key=KEY + "temperature")
-        max_tokens = st.number_input("Max tokens", 16, 4096, 256, 16, key=KEY + "max_tokens")
+        temperature = form.field(st.slider, "Temperature", KEY + "temperature", 0.0, 1.5, initial=0.0, step=0.1)
+        max_tokens = form.field(st.number_input, "Max tokens", KEY + "max_tokens", 16, 4096, initial=256, step=16)
     with left:
-        system = st.text_area("System prompt", key=KEY + "system", height=80)
-        prompt = st.text_area("Prompt", key=KEY + "prompt", height=140)
+        system = form.field(st.text_area, "System prompt", KEY + "system", height=80)
+        prompt = form.field(st.text_area, "Prompt", KEY + "prompt", height=140)
         streaming = url_run(PARAM)
         busy = streaming is not None and state.get_registry().is_live(streaming)
         send = st.button(

@@ -28,6 +28,7 @@ from dashboard.cli import app
 from engine.store import Store
 from tests.dashboard.rendered import settle_runs
 from tests.dashboard.test_entry_points import MODEL, fake_world
+from tests.fakes.forms import wkey
 
 __all__ = ["fake_world"]  # the fixture, used here
 
@@ -121,7 +122,7 @@ def _render(module: str) -> None:
 
 def _models_prompt() -> None:
     at = _page("models")
-    at.text_area(key="models.prompt").set_value("Say something")
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Say something")
     at.button(key="models.send").click().run()
     settle_runs(at, "models.prompt")
     assert not at.exception, at.exception

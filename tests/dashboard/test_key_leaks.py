@@ -189,10 +189,10 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     # The pages, headless, against the same store and server.
     pages = []
     at = _page("models").run()
-    at.text_area(key="models.prompt").set_value("Say something")
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Say something")
     at.button(key="models.send").click().run()  # streamed in pieces that split the echoed key
     _watch_to_the_end(at, "models.prompt")  # the page watches the answer stream in; Send is off meanwhile
-    at.radio(key="models.output").set_value("ProbeJudgment")
+    at.radio(key=wkey(at, "models.output")).set_value("ProbeJudgment")
     at.button(key="models.send").click().run()
     _watch_to_the_end(at, "models.prompt")
     pages.append(at)

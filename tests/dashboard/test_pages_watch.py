@@ -454,7 +454,7 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
 def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: Hub) -> None:
     hub.delay_s = 0.5
     at = page("models")
-    at.selectbox(key="models.model").set_value(MODEL).run()
+    at.selectbox(key=wkey(at, "models.model")).set_value(MODEL).run()
     click_returns_at_once(at, "models.send")
     run_id = url(at, "prompt")
     assert status(run_id) == "running" and at.button(key="models.send").disabled
@@ -464,7 +464,7 @@ def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: H
     assert any(run_id in shown(m.value) for m in at.markdown) and any(t.value in LINES for t in at.text)
 
     hub.delay_s = 5.0
-    at.text_area(key="models.prompt").set_value("Another prompt").run()
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Another prompt").run()
     click_returns_at_once(at, "models.send")
     second = url(at, "prompt")
     at.button(key="models.watch.cancel").click().run()

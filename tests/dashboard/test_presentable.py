@@ -13,6 +13,7 @@ from engine.demo import load_demo, load_manifest
 from tests.dashboard.rendered import rerun_until, shown
 from tests.dashboard.test_demo_pages import demo_env, open_page  # noqa: F401 — a fixture
 from tests.engine.test_demo import DEMO, no_local_model  # noqa: F401 — a fixture
+from tests.fakes.forms import wkey
 
 MACHINE = ("PMI", "closest expertise", "calibration:")
 
@@ -99,7 +100,7 @@ def test_the_next_recorded_message_follows_the_recording_only() -> None:
 
 def test_models_prompt_outside_the_recording_is_a_notice_not_an_error(demo_env: None) -> None:  # noqa: F811
     at = open_page("models", "models")
-    at.text_area(key="models.prompt").set_value("Tell me a story about the sea.").run()
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Tell me a story about the sea.").run()
     at.button(key="models.send").click().run()
     rerun_until(at, lambda: any("not in the demo recording" in i.value for i in at.info), 60, "no notice")
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -115,7 +116,7 @@ def test_a_replayed_models_answer_reads_without_its_scaffold_and_says_replayed(d
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Latency"] == "replayed" and metrics["Tokens / s"] == "—", metrics
     # the page opens on the instruction-tuned model: its answer is read as written, with no base-model warning
-    assert at.selectbox(key="models.model").value == "smollm2-135m"
+    assert at.selectbox(key=wkey(at, "models.model")).value == "smollm2-135m"
     (answer,) = [t.value for t in at.text if "Welcome" in t.value]  # the default prompt asks for a welcome
     assert "###" not in answer and not any("base model" in c.value for c in at.caption)
 
@@ -124,15 +125,15 @@ def test_the_output_picked_brings_its_own_default_prompt_and_keeps_a_written_one
     from models.probe import FREE_MESSAGES, PROBE_MESSAGES
 
     at = open_page("models", "models")
-    assert at.text_area(key="models.prompt").value == FREE_MESSAGES[1].content
-    at.radio(key="models.output").set_value("ProbeJudgment").run()
-    assert at.text_area(key="models.prompt").value == PROBE_MESSAGES[1].content
-    assert at.text_area(key="models.system").value == PROBE_MESSAGES[0].content
-    at.radio(key="models.output").set_value("Free text").run()
-    assert at.text_area(key="models.prompt").value == FREE_MESSAGES[1].content
-    at.text_area(key="models.prompt").set_value("Tell me a story about the sea.").run()
-    at.radio(key="models.output").set_value("ProbeJudgment").run()
-    assert at.text_area(key="models.prompt").value == "Tell me a story about the sea."  # written: kept
+    assert at.text_area(key=wkey(at, "models.prompt")).value == FREE_MESSAGES[1].content
+    at.radio(key=wkey(at, "models.output")).set_value("ProbeJudgment").run()
+    assert at.text_area(key=wkey(at, "models.prompt")).value == PROBE_MESSAGES[1].content
+    assert at.text_area(key=wkey(at, "models.system")).value == PROBE_MESSAGES[0].content
+    at.radio(key=wkey(at, "models.output")).set_value("Free text").run()
+    assert at.text_area(key=wkey(at, "models.prompt")).value == FREE_MESSAGES[1].content
+    at.text_area(key=wkey(at, "models.prompt")).set_value("Tell me a story about the sea.").run()
+    at.radio(key=wkey(at, "models.output")).set_value("ProbeJudgment").run()
+    assert at.text_area(key=wkey(at, "models.prompt")).value == "Tell me a story about the sea."  # written: kept
     assert not at.exception and not at.error
 
 
