@@ -112,3 +112,22 @@ def choice(
     wkey, changed = _follow(key, on_change, change_args, change_kwargs or {})
     index = options.index(current) if options else None
     return draw(label, options, index=index, key=wkey, on_change=changed, **params)
+
+
+def shown(marker: str, run_id: str) -> None:
+    """The form already shows `run_id`'s settings (it was started from the form as it is): `restore_from` will not
+    put them back over what the person changes next."""
+    st.session_state[marker + ".form_for"] = run_id
+
+
+def restore_from(marker: str, run_id: str | None, read: Callable[[str], Mapping[str, Any] | None]) -> None:
+    """The one way a page restores a form from a run: on first sight of `run_id` under `marker` (a reload, a
+    shared link, a run opened from another page) the form takes `read(run_id)` — the page's keys and the run's
+    values, None for a run the form cannot show (another kind, stored by an older version) — before any of its
+    widgets is drawn; later reruns leave the form to the person."""
+    if not run_id or st.session_state.get(marker + ".form_for") == run_id:
+        return
+    shown(marker, run_id)
+    values = read(run_id)
+    if values:
+        restore(values)

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 import streamlit as st
 
 from dashboard import demo, state
+from dashboard import formstate as form
 from dashboard.live_runs import RegistryError
 from dashboard.text import md
 from engine.store import CANCELLED, FAILED, FINISHED, RUNNING, StoreError
@@ -263,10 +264,10 @@ def start_watched(kind: str, config: Any, entry: Callable[[], Any], *, param: st
         st.session_state[key + ".error"] = str(exc)
         return None
     st.session_state[key] = run_id
-    # A page restores a form from a run on first sight of it (a reload, a shared link: `key + ".form_for"`). This
+    # A page restores a form from a run on first sight of it (a reload, a shared link: `formstate.restore_from`). This
     # run was started from the form as it is, so it is seen already: the next rerun (an example button, a slider)
     # must not put its settings back over what the user changes next.
-    st.session_state[key + ".form_for"] = run_id
+    form.shown(key, run_id)
     set_url_run(run_id, param)
     state.clear_reads()
     return run_id

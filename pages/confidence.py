@@ -144,41 +144,35 @@ def _restore_forms() -> None:
     settings (before any widget is drawn), so the page shows the run it re-attached to and the next click runs
     the same evaluation, not the defaults."""
     for param, key in ((EVAL_PARAM, EVAL_RUN), (CALIB_PARAM, CALIB_RUN)):
-        run_id = watched_run(param, key)
-        if run_id and st.session_state.get(key + ".form_for") != run_id:
-            st.session_state[key + ".form_for"] = run_id
-            restore_form(run_id)
+        form.restore_from(key, watched_run(param, key), form_values)
 
 
-def restore_form(run_id: str) -> None:
-    """Put a stored run's settings into the form: thresholds and weights (an evaluation or a calibration), and
-    an evaluation's model, query, answer, sources, sampling and self-evaluation. A run stored by an older
-    version, or one this page did not make, leaves the form as it is."""
+def form_values(run_id: str) -> dict[str, Any] | None:
+    """A stored run's settings as the form holds them: thresholds and weights (an evaluation or a calibration),
+    and an evaluation's model, query, answer, sources, sampling and self-evaluation. None for a run stored by an
+    older version, or one this page did not make (the form stays as it is)."""
     run = state.get_store().get_run(run_id)
     if run is None or not run.kind.startswith("confidence."):
-        return
+        return None
     try:
         settings = ConfidenceSettings(**(run.config.get("settings") or {}))
         evaluation = EvaluationConfig(**run.config) if run.kind == "confidence.evaluate" else None
     except (TypeError, ValueError):
-        return
-    form.restore({KEY + "t_" + name: getattr(settings.thresholds, name) for name in THRESHOLDS})
-    st.session_state[KEY + "t_note"] = None
-    form.restore({KEY + name: getattr(settings, name) for name in WEIGHTS})
+        return None
+    values: dict[str, Any] = {KEY + "t_" + name: getattr(settings.thresholds, name) for name in THRESHOLDS}
+    values |= {KEY + "t_note": None} | {KEY + name: getattr(settings, name) for name in WEIGHTS}
     if evaluation is None:
-        return
+        return values
     availability = state.get_availability().get(evaluation.model_id)
     if availability is not None and availability.available:  # else the picker keeps a model that can run
-        form.put(KEY + "live_model", evaluation.model_id)
-    form.restore(
-        {
-            KEY + "live_query": evaluation.query,
-            KEY + "live_answer": evaluation.answer,
-            KEY + "live_sources": "\n".join(evaluation.sources),
-            KEY + "live_k": min(evaluation.sampling_k, 5),  # the slider's range
-            KEY + "live_self_eval": evaluation.self_eval,
-        }
-    )
+        values[KEY + "live_model"] = evaluation.model_id
+    return values | {
+        KEY + "live_query": evaluation.query,
+        KEY + "live_answer": evaluation.answer,
+        KEY + "live_sources": "\n".join(evaluation.sources),
+        KEY + "live_k": min(evaluation.sampling_k, 5),  # the slider's range
+        KEY + "live_self_eval": evaluation.self_eval,
+    }
 
 
 def handle_threshold(changed: str) -> None:

@@ -123,10 +123,7 @@ def _restore_forms(profiles: dict[str, Any]) -> None:
     """On first sight of each run in the URL (a reload, a shared link), its tab's form takes its settings
     before a widget is drawn, so the next click runs the same check, batch or dialogue, not the defaults."""
     for param, key in ((CHECK_PARAM, CHECK_RUN), (BATCH_PARAM, BATCH_RUN), (DUO_PARAM, DUO_RUN)):
-        run_id = watched_run(param, key)
-        if run_id and st.session_state.get(key + ".form_for") != run_id:
-            st.session_state[key + ".form_for"] = run_id
-            restore_form(run_id, profiles)
+        form.restore_from(key, watched_run(param, key), lambda run_id: restore_form(run_id, profiles))
 
 
 def _usable(model_id: Any) -> bool:

@@ -42,6 +42,7 @@ from engine.mechanism import mechanisms
 from models import safe_yaml
 
 KEY = "experiments."
+FORM = KEY.removesuffix(".")  # its form's marker: "experiments.form_for" names the run the form shows
 DETAILS = "experiments"  # the page's Details toggle (dashboard.components.details_on)
 SOURCES = ("Shipped YAML", "Upload a YAML", "Form")
 
@@ -90,9 +91,7 @@ def _watched_run() -> str | None:
     if run_id:
         st.session_state[KEY + "run_id"] = run_id
         set_url_run(run_id)
-        if st.session_state.get(KEY + "form_for") != run_id:  # first sight of this run: the form shows its file
-            st.session_state[KEY + "form_for"] = run_id
-            restore_form(run_id)
+        form.restore_from(FORM, run_id, restore_form)  # first sight of this run: the form shows its file
     return run_id
 
 
@@ -247,7 +246,7 @@ def handle_launch(definition: Experiment, source: str) -> str | None:
         st.session_state[KEY + "error"] = f"The experiment could not start: {exc}"
         return None
     st.session_state[KEY + "run_id"] = run_id
-    st.session_state[KEY + "form_for"] = run_id
+    form.shown(FORM, run_id)
     set_url_run(run_id)
     state.clear_reads()
     return run_id

@@ -53,6 +53,7 @@ from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
 from models import registry as model_registry
 
 KEY = "jury."
+FORM = KEY.removesuffix(".")  # its form's marker: "jury.form_for" names the run the form shows
 RUN_PANEL = "as in the attached run"  # the seats of the run the page re-attached to, when no preset has them
 # The final methods and tie policies in words (short: they fit a 185 px select box)
 METHOD_CHOICES = {
@@ -138,9 +139,7 @@ def _watched_run() -> str | None:
     if run_id:
         st.session_state[KEY + "run_id"] = run_id
         set_url_run(run_id)
-        if st.session_state.get(KEY + "form_for") != run_id:  # first sight of this run: the form shows its settings
-            st.session_state[KEY + "form_for"] = run_id
-            restore_form(run_id)
+        form.restore_from(FORM, run_id, restore_form)  # first sight of this run: the form shows its settings
     return run_id
 
 
@@ -254,7 +253,7 @@ def _render_panel(expanded: bool = True) -> tuple[list[JurorSeat] | None, JuryCo
             key=KEY
             + "seats."
             + (preset or "")
-            + (st.session_state.get(KEY + "form_for") or "" if preset == RUN_PANEL else ""),
+            + (st.session_state.get(FORM + ".form_for") or "" if preset == RUN_PANEL else ""),
             column_config={
                 "model": st.column_config.SelectboxColumn("Model", options=_seat_models(), required=True),
                 "role_name": st.column_config.TextColumn("Role", required=True),
@@ -728,7 +727,7 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> st
         st.session_state[KEY + "error"] = f"The jury run could not start: {exc}"
         return None
     st.session_state[KEY + "run_id"] = run_id
-    st.session_state[KEY + "form_for"] = run_id  # the form already shows its settings
+    form.shown(FORM, run_id)  # the form already shows its settings
     set_url_run(run_id)
     state.clear_reads()
     return run_id

@@ -47,6 +47,7 @@ from engine.skip import (
 )
 
 KEY = "skip."
+FORM = KEY.removesuffix(".")  # its form's marker: "skip.form_for" names the run the form shows
 DETAILS = "skip-cache"
 RUN = KEY + "run_id"  # the simulation shown: also in the URL (`?run=`), so a reload re-attaches
 RECORDED = "Recorded Gemma judgments (default workload)"
@@ -99,10 +100,7 @@ def _init_state() -> None:
 
 def _restore() -> None:
     """On first sight of the run in the URL (a reload, a shared link), the form takes its settings."""
-    run_id = watched_run("run", RUN)
-    if run_id and st.session_state.get(KEY + "form_for") != run_id:
-        st.session_state[KEY + "form_for"] = run_id
-        restore_form(run_id)
+    form.restore_from(FORM, watched_run("run", RUN), restore_form)
 
 
 def restore_form(run_id: str) -> None:
@@ -404,7 +402,7 @@ def handle_simulate(workload: Workload, config: ResponseConfig, judge_choice: st
         key=RUN,
     )
     if run_id:  # the form already holds this run's settings: nothing to restore on the next rerun
-        st.session_state[KEY + "form_for"] = run_id
+        form.shown(FORM, run_id)
     return run_id
 
 
