@@ -34,10 +34,12 @@ from dashboard.text import (
 )
 from engine import exports, judgemaps
 from engine.diagnostics import diagnosis_for
-from engine.jury import CollaborativeJuryResult, JuryConfig, Rubric, failed_fields, redecide
+from engine.jury.config import JuryConfig, Rubric
+from engine.jury.decisions import CollaborativeJuryResult, failed_fields
+from engine.jury.redecide import redecide
 
 if TYPE_CHECKING:
-    from engine.jury import JuryView
+    from engine.jury.view import JuryView
     from engine.store import Store
 
 # The text helpers live in dashboard.text; the pages still find them here.

@@ -16,13 +16,13 @@ from plotly.offline import get_plotlyjs
 from dashboard import charts
 from dashboard.mechanism_ui import uis
 from dashboard.text import plot_text, scope_words
-from engine.confidence import LevelThresholds
-from engine.director import RUBRIC_CRITERIA
+from engine.confidence.settings import LevelThresholds
+from engine.director.rubric import RUBRIC_CRITERIA
 from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
 from engine.experiments.report import to_csv, to_html, to_json
 from engine.exports import Figure, RunRecord, html_report, load_run
 from engine.handraise.exports import hands
-from engine.jury import JuryView
+from engine.jury.view import JuryView
 from engine.mechanism import resolve_callable
 from engine.skip.exports import simulation
 from engine.store import Store

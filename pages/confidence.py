@@ -25,33 +25,22 @@ from dashboard.components import (
 )
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
-from engine.confidence import (
-    CONFIDENCE,
-    FACTOR_FIELDS,
-    LEVEL_NAMES,
+from engine.confidence.aggregation import ConfidenceAggregator
+from engine.confidence.calibration import (
     CalibrationConfig,
-    ConfidenceAggregator,
-    ConfidenceFactors,
-    ConfidenceSettings,
-    EvaluationConfig,
-    FactorError,
     LabelError,
     LabelledItem,
-    LevelThresholds,
-    answer_judged,
-    calculate,
     calibrate_labels,
     calibration_report,
-    decide_action,
-    decide_level,
-    evaluate,
-    generate_answer,
-    parse_factors,
     parse_labels,
-    search_quality,
 )
 from engine.confidence.demo import CONFIDENCE_EXAMPLES, CONFIDENCE_INPUT
-from engine.confidence.settings import DEFAULT_SETTINGS
+from engine.confidence.evaluation import EvaluationConfig, answer_judged, evaluate, generate_answer
+from engine.confidence.factors import FACTOR_FIELDS, ConfidenceFactors, FactorError, parse_factors
+from engine.confidence.levels import LEVEL_NAMES, decide_action, decide_level
+from engine.confidence.likelihood import CONFIDENCE
+from engine.confidence.score import calculate, search_quality
+from engine.confidence.settings import DEFAULT_SETTINGS, ConfidenceSettings, LevelThresholds
 from engine.confidence.signals import EMBEDDER, READER, SIGNALS, SIGNALS_ID
 from engine.config import get_settings
 from engine.diagnostics import diagnosis_for

@@ -32,33 +32,35 @@ from dashboard.labelling import answer_words, current_user, refit_candidate, ren
 from engine.config import get_settings
 from engine.diagnostics import Diagnosis
 from engine.embeddings import EMBEDDERS
-from engine.handraise import (
-    Action,
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
+from engine.handraise.cast import Participant, default_cast
+from engine.handraise.conversation import (
     Conversation,
     ConversationConfig,
     ConversationSession,
+    TurnState,
+    close_conversation,
+    conversation_turn,
+    open_conversation,
+    restore_conversation,
+    token_figures,
+)
+from engine.handraise.decisions import (
+    DEFAULT_EMBEDDER,
+    EMBEDDER_ENV,
+    Action,
     Hand,
     HandRaiseConfig,
     HandStatus,
     Mode,
-    Participant,
     Resolution,
-    TurnState,
     Weights,
     changed_hands,
-    close_conversation,
-    conversation_turn,
-    default_cast,
     default_ensemble,
     failure_flags,
-    open_conversation,
     redecide,
-    restore_conversation,
     skip_line,
-    token_figures,
 )
-from engine.handraise.answers import DEFAULT_ANSWER_MODEL, cuts_note, plain_text
-from engine.handraise.decisions import DEFAULT_EMBEDDER, EMBEDDER_ENV
 from engine.handraise.judge import map_choice
 from engine.handraise.label_refit import whatif_map
 from engine.handraise.reasons import reason_sentence

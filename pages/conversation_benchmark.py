@@ -17,7 +17,9 @@ from dashboard.live_runs import RegistryError
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import runctx
 from engine.config import get_settings
-from engine.handraise import ContextMode, HandRaiseConfig, Participant, parse_benchmark, run_benchmark
+from engine.handraise.benchmark import ContextMode, parse_benchmark, run_benchmark
+from engine.handraise.cast import Participant
+from engine.handraise.decisions import HandRaiseConfig
 from engine.inputs import read_text
 
 KEY = "conv."  # the Conversation page's keys: the tab is part of that page

@@ -17,29 +17,23 @@ from dashboard.components import export_buttons, flow_columns, md, metric_row
 from dashboard.labelling import label_buttons, run_item
 from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
 from engine.config import ConfigError, get_settings
-from engine.director import (
-    RUBRIC_LABELS,
-    CheckConfig,
-    DirectorConfig,
-    DuoConfig,
+from engine.director.batch import (
     ScriptConfig,
-    ScriptError,
-    ScriptLine,
     ScriptVerdict,
-    Status,
     hit_rates,
-    list_characters,
-    load_character,
-    parse_script,
     retune_script,
-    review_line,
-    run_duo,
     run_script,
     script_verdicts,
     share_text,
 )
+from engine.director.config import DirectorConfig, list_characters, load_character
+from engine.director.dialogue import DuoConfig, run_duo
+from engine.director.review import CheckConfig, review_line
+from engine.director.rubric import RUBRIC_LABELS
 from engine.director.scorecard import rubric_diagnoses
+from engine.director.scripts import ScriptError, ScriptLine, parse_script
 from engine.director.signals import default_rubric_judge
+from engine.director.status import Status
 from engine.inputs import InputError, read_text, read_upload, shown_problems
 from engine.labels import item_key
 from engine.store import FINISHED

@@ -32,24 +32,15 @@ from engine import judgemaps
 from engine.config import ConfigError, get_settings
 from engine.diagnostics import cross_validated, diagnosis_for, identical_seats, share
 from engine.embeddings import EMBEDDERS
-from engine.jury import (
-    CaseError,
-    JurorSeat,
-    Jury,
-    JuryCase,
-    JuryConfig,
-    JuryView,
-    auto_judge,
-    load_cases,
-    panel_seats,
-    run_case,
-)
-from engine.jury.config import Rubric
+from engine.jury.config import CaseError, JuryCase, JuryConfig, Rubric, load_cases, panel_seats
 from engine.jury.config import case_files as jury_case_files
+from engine.jury.decisions import JurorSeat
 from engine.jury.likelihood import JURY
-from engine.jury.likelihood_seats import JURY_SEAT
+from engine.jury.likelihood_seats import JURY_SEAT, auto_judge
 from engine.jury.neighbours import JURY_NEIGHBOURS, neighbours_problem
 from engine.jury.roles import JURY_ROLE, JURY_ROLES, role_slug
+from engine.jury.runner import Jury, run_case
+from engine.jury.view import JuryView
 from models import registry as model_registry
 
 KEY = "jury."

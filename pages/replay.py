@@ -23,7 +23,7 @@ from dashboard.components import (
 )
 from dashboard.labelling import jury_label
 from engine.events import incomplete_note
-from engine.jury import JuryView
+from engine.jury.view import JuryView
 
 KEY = "replay."
 SPEEDS = {"0.5×": 2.0, "1×": 1.0, "2×": 0.5, "4×": 0.25, "16×": 0.0625}

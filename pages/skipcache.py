@@ -29,22 +29,12 @@ from engine.config import get_settings
 from engine.diagnostics import diagnosis_for
 from engine.inputs import InputError, read_upload, shown_problems
 from engine.labels import item_key
-from engine.skip import (
-    SKIP,
-    FailurePolicy,
-    FileRef,
-    JudgmentSkipConfig,
-    JudgmentSkipThreshold,
-    Message,
-    ResponseConfig,
-    SimulationConfig,
-    WorkloadError,
-    WorkloadSpec,
-    bound_text,
-    delay_bound,
-    parse_workload,
-    run_simulation,
-)
+from engine.skip.config import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skip.likelihood import SKIP
+from engine.skip.messages import Message
+from engine.skip.run import FileRef, SimulationConfig, run_simulation
+from engine.skip.simulation import bound_text, delay_bound
+from engine.skip.workload import WorkloadError, WorkloadSpec, parse_workload
 
 KEY = "skip."
 FORM = KEY.removesuffix(".")  # its form's marker: "skip.form_for" names the run the form shows

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, one_core
-from engine.confidence import ConfidenceFactors, calculate, score_arrays
+from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.score import calculate
+from engine.confidence.tables import score_arrays
 
 
 def _random_factor_columns(n: int, seed: int = 7) -> dict[str, Any]:

@@ -6,7 +6,9 @@ import time
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, one_core
 from engine.config import DATA_DIR
-from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
+from engine.director.config import DirectorConfig, load_character
+from engine.director.rules import evaluate_rules
+from engine.director.scripts import load_script
 
 
 @benchmark("director.rules")

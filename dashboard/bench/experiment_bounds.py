@@ -24,7 +24,7 @@ from pathlib import Path
 from dashboard.background import BackgroundLoop
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.live_runs import RunRegistry
-from engine.director import CheckConfig, review_line
+from engine.director.review import CheckConfig, review_line
 from engine.experiments import DefinitionError, parse_definition, run_experiment
 from engine.store import CANCELLED
 

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from engine.handraise import DEFAULT_CAST, Components, HandRaiseConfig, Turn, TurnRecord, WillJudge, redecide
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.decisions import Components, HandRaiseConfig, TurnRecord, redecide
+from engine.handraise.judge import WillJudge
 from models.backends.llamacpp import default_threads
 from models.catalog import load_catalog
 from models.registry import ModelHub

@@ -24,19 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from engine.handraise import (
-    DEFAULT_ANSWER_MODEL,
-    DEFAULT_CAST,
+from engine.handraise.answers import DEFAULT_ANSWER_MODEL, answer_faults, speaker_names, write_answer
+from engine.handraise.benchmark import parse_benchmark
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.conversation import (
     ConversationConfig,
-    Turn,
-    answer_faults,
     answer_turn,
     close_conversation,
     conversation_turn,
     open_conversation,
-    parse_benchmark,
 )
-from engine.handraise.answers import speaker_names, write_answer
 from engine.handraise.demo import page_cast, page_handraise_config
 from models.catalog import load_catalog
 from models.registry import ModelHub

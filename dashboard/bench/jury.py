@@ -9,7 +9,9 @@ import time
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, panel_seats
+from engine.jury.config import JuryCase, JuryConfig, panel_seats
+from engine.jury.decisions import JurorSeat
+from engine.jury.runner import Jury
 from models.catalog import BUNDLED_MODEL_ID, load_catalog
 from models.registry import ModelHub
 

@@ -22,7 +22,7 @@ from typing import Any
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
 from dashboard.demo_flows.jury import jury_cases, page_jury
 from engine.embeddings import get_embedder
-from engine.jury import Jury
+from engine.jury.runner import Jury
 from models.catalog import load_catalog
 from models.registry import ModelHub
 

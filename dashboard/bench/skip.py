@@ -8,16 +8,11 @@ import time
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark
 from engine.config import DATA_DIR
-from engine.skip import (
-    RecordedJudge,
-    ResponseConfig,
-    WorkloadSpec,
-    delay_bound,
-    generate_workload,
-    generated_labels,
-    judge_quality,
-    simulate,
-)
+from engine.skip.config import ResponseConfig
+from engine.skip.quality import generated_labels, judge_quality
+from engine.skip.recording import RecordedJudge
+from engine.skip.simulation import delay_bound, simulate
+from engine.skip.workload import WorkloadSpec, generate_workload
 
 
 @benchmark("skip.simulate")

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts.base import BASE_COLOR, MUTED, _layout, _legend_below
 from dashboard.text import duration, plot_text
-from engine.skip import EPOCH
+from engine.skip.workload import EPOCH
 
 SKIP_ROWS = ["replies", "cache hits", "skip window", "judgments", "messages"]
 

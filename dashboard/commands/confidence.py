@@ -13,7 +13,7 @@ from dashboard.commands import fail, run_eval, say, usable_model
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
-    from engine.confidence import ConfidenceFactors
+    from engine.confidence.factors import ConfidenceFactors
     from engine.refit import RefitJob
 
 
@@ -52,8 +52,8 @@ def _emit(value: object) -> None:
 def parse_factors(text: str) -> Any:
     """Factors from a JSON text or a file holding one; errors name the field."""
     # CLI start-up: loaded when the command runs
-    from engine.confidence import FactorError
-    from engine.confidence import parse_factors as factors_from
+    from engine.confidence.factors import FactorError
+    from engine.confidence.factors import parse_factors as factors_from
     from engine.inputs import InputError, read_text
 
     source = "--factors"
@@ -76,7 +76,9 @@ def parse_factors(text: str) -> Any:
 
 
 def score_payload(factors: ConfidenceFactors) -> dict[str, Any]:
-    from engine.confidence import calculate, decide_action  # CLI start-up
+    # CLI start-up
+    from engine.confidence.levels import decide_action
+    from engine.confidence.score import calculate
 
     score = calculate(factors)
     decision = decide_action(score)
@@ -135,7 +137,7 @@ def evaluate_cmd(
     if judge not in JUDGES:
         raise fail(f"--judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     # CLI start-up: loaded when the command runs
-    from engine.confidence import EvaluationConfig, evaluate, generate_answer
+    from engine.confidence.evaluation import EvaluationConfig, evaluate, generate_answer
     from models.errors import ModelError
 
     if not query.strip():
@@ -275,7 +277,7 @@ def _eval_summary(totals: dict[str, Any]) -> str:
 def load_labels(path: Path) -> list[Any]:
     """Labelled items (`engine.confidence.parse_labels`); a bad file or bad rows exit 1, naming each line."""
     # CLI start-up: loaded when the command runs
-    from engine.confidence import LabelError, parse_labels
+    from engine.confidence.calibration import LabelError, parse_labels
     from engine.inputs import InputError, read_text
 
     try:
@@ -296,7 +298,7 @@ def calibrate_cmd(
     """Reliability bins, ECE and risk–coverage of the default scores against labelled outcomes; a run of kind
     `confidence.calibrate` (the same entry point as the Confidence lab's Calibration tab)."""
     # CLI start-up: loaded when the command runs
-    from engine.confidence import CalibrationConfig, calibrate_labels
+    from engine.confidence.calibration import CalibrationConfig, calibrate_labels
     from engine.store import Store, StoreError
 
     config = CalibrationConfig(labels=labels.name, items=load_labels(labels), bins=bins)
@@ -339,7 +341,8 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     signals' maps (SmolLM2 and the multilingual embedder, `confidence.signals.smollm2-135m+use-m3.json`) and the
     likelihood map of `model_id` (PMI → p(supported), for `--judge likelihood`), from one pass over the split."""
     # CLI start-up: loaded when the command runs
-    from engine.confidence import CONFIDENCE, SourceAgreementCalculator, confidence_features
+    from engine.confidence.judges import SourceAgreementCalculator
+    from engine.confidence.likelihood import CONFIDENCE, confidence_features
     from engine.confidence.signals import EMBEDDER, READER, fit_signals, read_signals
     from engine.embeddings import RecordedEmbedder
     from engine.judgemaps import fit_single_map, read_jsonl_items

@@ -14,7 +14,7 @@ from dashboard.commands import fail, run_eval, say, usable_model
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
-    from engine.director import DirectorConfig
+    from engine.director.config import DirectorConfig
     from engine.refit import RefitJob
 
 T = TypeVar("T")
@@ -89,7 +89,7 @@ _fail = fail
 def _profile(character: str) -> Any:
     # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
-    from engine.director import load_character
+    from engine.director.config import load_character
 
     try:
         return load_character(character)
@@ -128,7 +128,7 @@ def _director_config(**values: object) -> DirectorConfig:
     """The director's settings from the command's options; a bad value names its option."""
     from pydantic import ValidationError  # CLI start-up
 
-    from engine.director import DirectorConfig  # CLI start-up
+    from engine.director.config import DirectorConfig  # CLI start-up
 
     try:
         return DirectorConfig.model_validate(values)
@@ -155,7 +155,7 @@ def check_cmd(
 ) -> None:
     """Judge one line: every rule with its status, the tone breakdown, the rubric, the final status (and, for
     MODIFY, the mended line); recorded as a run of kind `director.check`."""
-    from engine.director import CheckConfig, review_line  # CLI start-up
+    from engine.director.review import CheckConfig, review_line  # CLI start-up
 
     _profile(character)
     if not text.strip():
@@ -208,7 +208,9 @@ def batch_cmd(
     """Judge every line of a script — each character keeps its conversation state, so the loop and early-topic
     rules fire as in a live dialogue — one line per utterance, then rule hit rates; a run of kind
     `director.batch`."""
-    from engine.director import ScriptConfig, ScriptError, load_script, run_script, share_text  # CLI start-up
+    # CLI start-up
+    from engine.director.batch import ScriptConfig, run_script, share_text
+    from engine.director.scripts import ScriptError, load_script
 
     try:
         lines = load_script(file)
@@ -279,7 +281,7 @@ def duo_cmd(
     director's reasons and suggestion); a run of kind `director.duo`."""
     from pydantic import ValidationError  # CLI start-up
 
-    from engine.director import DuoConfig, run_duo  # CLI start-up
+    from engine.director.dialogue import DuoConfig, run_duo  # CLI start-up
 
     for cid in (first, second):
         _profile(cid)
@@ -384,7 +386,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     the bundled Gemma and the multilingual embedder, the five criterion maps fitted
     (`director.signals.gemma3-270m+use-m3.json`). The signals are Gemma's: another `model_id` is refused."""
     # CLI start-up: loaded when the command runs
-    from engine.director import DirectorConfig, load_character
+    from engine.director.config import DirectorConfig, load_character
     from engine.director.evaluation import LineFileError, load_lines
     from engine.director.signals import CRITERION_KINDS, EMBEDDER, READER, read_line
     from engine.embeddings import RecordedEmbedder

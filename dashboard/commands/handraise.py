@@ -126,7 +126,7 @@ def _setup(
     from pydantic import ValidationError  # CLI start-up
 
     # CLI start-up: loaded when the command runs
-    from engine.handraise import HandRaiseConfig, default_ensemble
+    from engine.handraise.decisions import HandRaiseConfig, default_ensemble
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
     from models.registry import ModelHub
@@ -185,7 +185,7 @@ def eval_cmd(
     """Per item: each participant's will and whether its hand went up, per repeat; then accuracy,
     precision, recall, F1, consistency across repeats, median latency, tokens and $ cost per decision —
     all computed from the per-item lines."""
-    from engine.handraise import ContextMode, parse_benchmark, run_benchmark  # CLI start-up
+    from engine.handraise.benchmark import ContextMode, parse_benchmark, run_benchmark  # CLI start-up
 
     contexts: tuple[ContextMode, ...] = ("1", "3", "5", "summary")
     mode = next((c for c in contexts if c == context), None)
@@ -288,7 +288,8 @@ def judge_cmd(
     from pydantic import ValidationError
 
     # CLI start-up: loaded when the command runs
-    from engine.handraise import BenchItem, failure_flags, judge_scenario
+    from engine.handraise.benchmark import BenchItem, judge_scenario
+    from engine.handraise.decisions import failure_flags
     from engine.inputs import InputError, read_text
     from models import safe_yaml
 
@@ -386,9 +387,10 @@ def calibration_job(
     ids, default every one)."""
     # CLI start-up: loaded when the command runs
     from engine.embeddings import EMBEDDER_ID, EMBEDDERS
-    from engine.handraise import calibration_rows, parse_benchmark
+    from engine.handraise.benchmark import parse_benchmark
     from engine.handraise.decisions import check_embedder
     from engine.handraise.judge import ensemble_id
+    from engine.handraise.maps import calibration_rows
     from engine.inputs import read_text
 
     if judges == "self":
@@ -444,7 +446,7 @@ def self_calibration_job(data: Path, judge_model: str = "gemma3-270m", limit: in
     """The self map of `judge_model` (`--judge self`): the seed's self-judgment read by likelihood on the split, each
     seat judged by that model, and the map that corrects its RESPOND bias (engine/handraise/selfmaps.py)."""
     # CLI start-up: loaded when the command runs
-    from engine.handraise import parse_benchmark
+    from engine.handraise.benchmark import parse_benchmark
     from engine.handraise.selfjudge import self_map_id
     from engine.handraise.selfmaps import fit_self_calibration, self_calibration_rows
     from engine.inputs import read_text
@@ -489,8 +491,8 @@ def _fit_with_gate(
     gated judge's, as it runs."""
     # CLI start-up: loaded when the command runs
     from engine.embeddings import USE_ID, get_embedder
-    from engine.handraise import fit_calibrations
     from engine.handraise.gate import fit_gate
+    from engine.handraise.maps import fit_calibrations
     from engine.judgemaps import file_sha256
 
     last = [next((t.text for t in reversed(it.context) if t.speaker == "user"), "") for it in items]
@@ -542,17 +544,17 @@ def chat_cmd(
     entry point as the Conversation page."""
     from pydantic import ValidationError  # CLI start-up
 
-    from engine.handraise import (  # CLI start-up
+    # CLI start-up
+    from engine.handraise.cast import default_cast
+    from engine.handraise.conversation import (
         ConversationConfig,
-        Mode,
         close_conversation,
         conversation_turn,
         decide_all,
-        default_cast,
-        failure_flags,
         open_conversation,
         turn_json,
     )
+    from engine.handraise.decisions import Mode, failure_flags
     from models.catalog import CatalogError, load_catalog  # CLI start-up
 
     if decide not in ("approve_all", "skip_all"):

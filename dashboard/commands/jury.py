@@ -15,7 +15,7 @@ from dashboard.commands import fail, require_models, say, usable_model, with_opt
 from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
 
 if TYPE_CHECKING:
-    from engine.jury import JuryView
+    from engine.jury.view import JuryView
     from engine.refit import RefitJob
     from engine.store import Run, Store
 
@@ -112,7 +112,8 @@ def _setup(opts: JuryOptions) -> tuple[Any, Any]:
     """(store, Jury) with every model checked, or a clear exit."""
     # CLI start-up: loaded when the command runs
     from engine.config import ConfigError
-    from engine.jury import Jury, JuryConfig, panel_seats
+    from engine.jury.config import JuryConfig, panel_seats
+    from engine.jury.runner import Jury
     from engine.store import Store, StoreError
     from models.catalog import CatalogError, load_catalog
     from models.registry import ModelHub
@@ -157,7 +158,7 @@ def _replay_miss(case_id: str, exc: Exception) -> typer.Exit:
 
 
 def _cases(path: Path) -> list[Any]:
-    from engine.jury import CaseError, load_cases  # CLI start-up
+    from engine.jury.config import CaseError, load_cases  # CLI start-up
 
     try:
         return load_cases(path)
@@ -174,7 +175,7 @@ def _short(text: str, width: int = 200) -> str:
 def _print_view(view: JuryView, *, rounds: bool = True) -> None:
     case = view.case
     say(f"Case {case.get('id')}: {case.get('title', '')}")
-    from engine.jury import failed_fields  # CLI start-up
+    from engine.jury.decisions import failed_fields  # CLI start-up
 
     for e in view.phase1:
         tag = "  [fallback, no vote: " + str(e.get("fallbackReason")) + "]" if e.get("fallback") else ""
@@ -184,7 +185,7 @@ def _print_view(view: JuryView, *, rounds: bool = True) -> None:
             f"  {_short(e['reasoning'])}{tag}"
         )
     if view.identical_seats:
-        from engine.jury import IDENTICAL_SEATS_TEXT  # CLI start-up
+        from engine.jury.decisions import IDENTICAL_SEATS_TEXT  # CLI start-up
 
         say(f"  phase 1: {IDENTICAL_SEATS_TEXT}")
     elif view.phase1_consensus:
@@ -228,7 +229,8 @@ def run_cmd(
 ) -> None:
     """Judge one case; the run (events, calls, result) is stored and can be replayed."""
     # CLI start-up: loaded when the command runs
-    from engine.jury import JuryView, run_case
+    from engine.jury.runner import run_case
+    from engine.jury.view import JuryView
     from models.errors import ReplayMiss
 
     cases = _cases(case_file)
@@ -260,7 +262,7 @@ def eval_cmd(
     discussion, how often the discussion changed the outcome, rounds, tokens and cost: per case and in
     total. The totals are computed from the per-case lines only."""
     # CLI start-up: loaded when the command runs
-    from engine.jury import evaluate_cases
+    from engine.jury.evaluation import evaluate_cases
     from models.errors import ReplayMiss
 
     cases = _cases(cases_file)[:limit]
@@ -340,7 +342,7 @@ def calibrate_cmd(
 def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None = None) -> RefitJob:
     """The jury map's refit (`limit`: the split's first N cases only, for a quick check)."""
     # CLI start-up: loaded when the command runs
-    from engine.jury import DEFAULT_VERDICTS
+    from engine.jury.decisions import DEFAULT_VERDICTS
     from engine.jury.likelihood import fit_jury_calibration, jury_calibration_rows
     from models.catalog import load_catalog
 
@@ -398,7 +400,8 @@ def panel_job(data: Path, panel: str = "local", limit: int | None = None) -> Ref
     """The refit of a panel whose seats judge by distributions (likelihood or neighbours)."""
     # CLI start-up: loaded when the command runs
     from engine.embeddings import RecordedEmbedder
-    from engine.jury import DEFAULT_VERDICTS, panel_seats
+    from engine.jury.config import panel_seats
+    from engine.jury.decisions import DEFAULT_VERDICTS
     from engine.jury.panelfit import Seat, fit_panel, seat_rows, split_problem
     from engine.refit import RefitJob
 
@@ -464,7 +467,7 @@ def replay_cmd(
     event and said to be incomplete; `--rerun` then says it has nothing to compare with (exit 1)."""
     # CLI start-up: loaded when the command runs
     from engine.events import incomplete_note
-    from engine.jury import JuryView
+    from engine.jury.view import JuryView
     from engine.store import Store, StoreError
 
     try:
@@ -517,7 +520,9 @@ def replay_cmd(
 
 def _rerun(store: Store, run: Run) -> bool:
     # CLI start-up: loaded when the command runs
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, comparable, run_case
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, comparable, run_case
     from models.errors import ReplayMiss
     from models.registry import ModelHub
 

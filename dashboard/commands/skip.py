@@ -108,16 +108,11 @@ def simulate_cmd(
 
     # CLI start-up: loaded when the command runs
     from engine.inputs import InputError, read_text
-    from engine.skip import (
-        FileRef,
-        RecordedJudge,
-        ResponseConfig,
-        SimulationConfig,
-        WorkloadError,
-        WorkloadSpec,
-        bound_text,
-        parse_workload,
-    )
+    from engine.skip.config import ResponseConfig
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.run import FileRef, SimulationConfig
+    from engine.skip.simulation import bound_text
+    from engine.skip.workload import WorkloadError, WorkloadSpec, parse_workload
     from models.files import OutputError  # CLI start-up
 
     if workload is not None and generate:
@@ -205,7 +200,7 @@ def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
     error naming it)."""
     from pydantic import ValidationError  # CLI start-up
 
-    from engine.skip import JudgmentSkipConfig, JudgmentSkipThreshold  # CLI start-up
+    from engine.skip.config import JudgmentSkipConfig, JudgmentSkipThreshold  # CLI start-up
 
     thresholds = list(current.thresholds)
     if pairs:
@@ -246,7 +241,7 @@ def _progress_printer(quiet_s: float = 2.0) -> Any:
 def _run(config: Any, messages: list[Any] | None, model_id: str | None) -> Any:
     # CLI start-up: loaded when the command runs
     from engine.runctx import RunControl, controlled
-    from engine.skip import run_simulation
+    from engine.skip.run import run_simulation
     from engine.store import Store, StoreError
 
     if model_id is not None:
@@ -280,16 +275,10 @@ def record_cmd(
     """Record another model's skip judgments of the very conversation states a recording holds (the default
     workload, driven by that recording so the same replies come before each state): what the scorecard compares
     models on. Written every 25 judgments, so an interrupted recording resumes where it stopped."""
-    from engine.skip import (  # CLI start-up
-        LikelihoodJudge,
-        ModelJudge,
-        ProbabilityJudge,
-        RecordedJudge,
-        WorkloadError,
-        WorkloadSpec,
-        generate_workload,
-        record_alongside,
-    )
+    # CLI start-up
+    from engine.skip.judges import LikelihoodJudge, ModelJudge, ProbabilityJudge
+    from engine.skip.recording import RecordedJudge, record_alongside
+    from engine.skip.workload import WorkloadError, WorkloadSpec, generate_workload
     from models.files import OutputError, shown_path  # CLI start-up
 
     source = alongside or default_recording()
@@ -348,7 +337,7 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
     """The skip judge's refit (`limit`: the split's first N items only, for a quick check)."""
     # CLI start-up: loaded when the command runs
     from engine.judgemaps import fit_single_map, read_jsonl_items
-    from engine.skip import SKIP, SKIP_FEATURES, skip_features
+    from engine.skip.likelihood import SKIP, SKIP_FEATURES, skip_features
 
     try:
         items = read_jsonl_items(data, {"messages": list, "should_respond": bool})[:limit]

@@ -10,14 +10,14 @@ from dashboard.text import in_words
 from engine import judgemaps
 from engine.config import get_settings
 from engine.demo import MODEL, PageDemo, log, recording_hub
-from engine.jury import Jury, JuryConfig, panel_seats, run_case
-from engine.jury.config import case_files, load_cases
+from engine.jury.config import JuryConfig, case_files, load_cases, panel_seats
 from engine.jury.likelihood import JURY
+from engine.jury.runner import Jury, run_case
 from engine.store import Store
 from models.catalog import load_catalog
 
 if TYPE_CHECKING:
-    from engine.jury import JuryCase
+    from engine.jury.config import JuryCase
 
 JURY_TRIES = 12  # the shipped case files' cases, in order: the first real deliberation is recorded
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.confidence import EvaluationConfig, evaluate
+from engine.confidence.evaluation import EvaluationConfig, evaluate
 from engine.demo import MODEL, PageDemo, recording_hub
 from engine.store import Store
 

@@ -8,7 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.confidence import ConfidenceSettings, InterventionLevel, calculate, decide_level, parse_factors
+from engine.confidence.factors import parse_factors
+from engine.confidence.levels import InterventionLevel, decide_level
+from engine.confidence.score import calculate
+from engine.confidence.settings import ConfidenceSettings
 from engine.experiments.adapters.base import ExperimentAdapter, nested
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, score_outcomes

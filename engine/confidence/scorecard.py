@@ -11,15 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import stats
-from engine.confidence import (
-    CalibrationConfig,
-    LabelledItem,
-    LikelihoodSelfEvaluator,
-    LLMSelfEvaluator,
-    SignalSelfEvaluator,
-    calibration_report,
-    parse_factors,
-)
+from engine.confidence.calibration import CalibrationConfig, LabelledItem, calibration_report
+from engine.confidence.factors import parse_factors
+from engine.confidence.judges import LikelihoodSelfEvaluator, LLMSelfEvaluator, SignalSelfEvaluator
 from engine.confidence.signals import EMBEDDER, READER
 from engine.config import DATA_DIR
 from engine.embeddings import RecordedEmbedder

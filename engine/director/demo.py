@@ -6,7 +6,8 @@ import asyncio
 from typing import Any
 
 from engine.demo import MODEL, PageDemo, log, recording_hub
-from engine.director import DirectorConfig, DuoConfig, run_duo
+from engine.director.config import DirectorConfig
+from engine.director.dialogue import DuoConfig, run_duo
 from engine.store import Store
 
 DUO_TOPICS = [("夏の思い出", "海辺の散歩"), ("好きな食べ物", "カフェ"), ("週末の予定", "駅前")]

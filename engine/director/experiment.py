@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.director import DirectorConfig, Status, evaluate_rules, load_character, load_script, retune
+from engine.director.config import DirectorConfig, load_character
+from engine.director.rules import evaluate_rules, retune
+from engine.director.scripts import load_script
+from engine.director.status import Status
 from engine.experiments.adapters.base import ExperimentAdapter
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, label_outcomes

@@ -11,7 +11,10 @@ from typing import Any
 from engine import stats
 from engine.config import DATA_DIR
 from engine.diagnostics import Diagnosis, auc_vs_chance, flat_scale
-from engine.director import DirectorConfig, ScriptConfig, load_script, rubric_status, run_script
+from engine.director.batch import ScriptConfig, run_script
+from engine.director.config import DirectorConfig
+from engine.director.rubric import rubric_status
+from engine.director.scripts import load_script
 from engine.director.signals import READER
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels

@@ -9,7 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.experiments.adapters import mechanism
-from engine.jury import CollaborativeJuryResult, JuryCase, Rubric, evaluation_item
+from engine.jury.config import JuryCase, Rubric
+from engine.jury.decisions import CollaborativeJuryResult
+from engine.jury.evaluation import evaluation_item
 from engine.jury.redecide import redecide as derive_jury
 
 # The costs a front can be drawn against (whichever the rows have): the lower, the better.

@@ -7,18 +7,15 @@ import asyncio
 from typing import Any
 
 from engine.demo import PageDemo, log, recording_hub
-from engine.handraise import (
-    DEFAULT_CAST,
+from engine.handraise.cast import DEFAULT_CAST, Participant
+from engine.handraise.conversation import (
     ConversationConfig,
-    HandRaiseConfig,
-    Mode,
-    Participant,
-    Weights,
     answer_turn,
     close_conversation,
     conversation_turn,
     open_conversation,
 )
+from engine.handraise.decisions import HandRaiseConfig, Mode, Weights
 from engine.store import Store
 from models.catalog import load_catalog
 

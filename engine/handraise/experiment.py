@@ -12,16 +12,9 @@ from typing import Any
 from engine.experiments.adapters.base import ExperimentAdapter, Loc, Models, axis_location, axis_values, nested
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, binary_outcomes
-from engine.handraise import (
-    HandRaiseConfig,
-    HandStatus,
-    History,
-    WillJudge,
-    auto_resolutions,
-    benchmark_totals,
-    decide_hands,
-    parse_benchmark,
-)
+from engine.handraise.benchmark import benchmark_totals, parse_benchmark
+from engine.handraise.decisions import HandRaiseConfig, HandStatus, History, auto_resolutions, decide_hands
+from engine.handraise.judge import WillJudge
 from engine.inputs import read_text
 from engine.runctx import checkpoint, progress
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.exports.record import RunRecord
-from engine.handraise import restore_conversation, skip_line
+from engine.handraise.conversation import restore_conversation
+from engine.handraise.decisions import skip_line
 
 
 def _conversation(record: RunRecord) -> Any:

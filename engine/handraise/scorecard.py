@@ -12,7 +12,8 @@ from engine.config import DATA_DIR
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import ScorecardPlan, built_models, by_language
-from engine.handraise import HandRaiseConfig, parse_benchmark, run_benchmark
+from engine.handraise.benchmark import parse_benchmark, run_benchmark
+from engine.handraise.decisions import HandRaiseConfig
 from engine.inputs import read_text
 from engine.outcomes import diff_runs
 from engine.store import Store

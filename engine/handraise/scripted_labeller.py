@@ -19,14 +19,9 @@ from typing import Literal
 
 from engine.config import DATA_DIR
 from engine.demo import export_runs, import_runs, parse_runs, write_runs
-from engine.handraise import (
-    DEFAULT_CAST,
-    ConversationConfig,
-    HandRaiseConfig,
-    close_conversation,
-    conversation_turn,
-    open_conversation,
-)
+from engine.handraise.cast import DEFAULT_CAST
+from engine.handraise.conversation import ConversationConfig, close_conversation, conversation_turn, open_conversation
+from engine.handraise.decisions import HandRaiseConfig
 from engine.handraise.label_refit import fit_candidate, label_rows, will_under
 from engine.judgemaps import Calibration, load_calibration
 from engine.labels.items import LabelItem, label_queue, labelable_items

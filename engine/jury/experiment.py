@@ -15,9 +15,11 @@ from typing import Any
 from engine.experiments.adapters.base import ExperimentAdapter, Loc, Models, axis_values
 from engine.experiments.definition import Experiment
 from engine.experiments.evidence import OUTCOMES, correct_outcomes
-from engine.jury import Jury, JuryConfig, Rubric, evaluation_item, evaluation_totals, load_cases, panel_seats
+from engine.jury.config import JuryConfig, Rubric, load_cases, panel_seats
+from engine.jury.evaluation import evaluation_item, evaluation_totals
 from engine.jury.redecide import call_ids
 from engine.jury.redecide import redecide as derive_jury  # the name experiments know it by
+from engine.jury.runner import Jury
 from engine.runctx import checkpoint, progress
 from models.catalog import cached_catalog
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.exports.record import RunRecord
-from engine.jury import JuryView
+from engine.jury.view import JuryView
 
 
 def positions(record: RunRecord) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from engine.judgemaps import Calibration, FittedMap
-    from engine.jury import JurorSeat, JuryCase, Rubric
+    from engine.jury.config import JuryCase, Rubric
+    from engine.jury.decisions import JurorSeat
     from models.base import ChatModel
     from models.types import OptionScores
 from engine.likelihood import CONTENT_FREE, lines

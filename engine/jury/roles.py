@@ -25,7 +25,7 @@ from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 
 if TYPE_CHECKING:
-    from engine.jury import JuryCase
+    from engine.jury.config import JuryCase
     from models.base import ChatModel
     from models.types import OptionScores
 

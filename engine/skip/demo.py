@@ -6,16 +6,9 @@ import asyncio
 from typing import Any
 
 from engine.demo import MODEL, PageDemo, recording_hub
-from engine.skip import (
-    FailurePolicy,
-    JudgmentSkipConfig,
-    JudgmentSkipThreshold,
-    ResponseConfig,
-    SimulationConfig,
-    WorkloadSpec,
-    run_simulation,
-    workload_words,
-)
+from engine.skip.config import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skip.run import SimulationConfig, run_simulation
+from engine.skip.workload import WorkloadSpec, workload_words
 from engine.store import Store
 
 SKIP_WORKLOAD = {"channels": 12, "hours": 4.0, "bursts_per_hour": 1.0, "mean_burst_messages": 3.0, "seed": 7}

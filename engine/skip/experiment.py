@@ -13,16 +13,10 @@ from pydantic import ValidationError
 
 from engine.experiments.adapters.base import ExperimentAdapter, Loc, error_location, error_message
 from engine.experiments.definition import Experiment
-from engine.skip import (
-    EPOCH,
-    JudgmentSkipConfig,
-    JudgmentSkipThreshold,
-    RecordedJudge,
-    ResponseConfig,
-    WorkloadSpec,
-    generate_workload,
-    simulate,
-)
+from engine.skip.config import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skip.recording import RecordedJudge
+from engine.skip.simulation import simulate
+from engine.skip.workload import EPOCH, WorkloadSpec, generate_workload
 
 
 def _run_sync(coro: Any) -> Any:

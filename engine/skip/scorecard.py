@@ -17,15 +17,10 @@ from engine.experiments.definition import Experiment
 from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
 from engine.experiments.scorecard import ScorecardPlan, Step
-from engine.skip import (
-    RecordedJudge,
-    WorkloadSpec,
-    calls_saved_interval,
-    generated_labels,
-    judge_quality,
-    judged_states,
-    simulate,
-)
+from engine.skip.quality import generated_labels, judge_quality, judged_states
+from engine.skip.recording import RecordedJudge
+from engine.skip.simulation import calls_saved_interval, simulate
+from engine.skip.workload import WorkloadSpec
 from engine.store import Store
 
 SKIP_RECORDING_MODEL = ("gemma3-270m", "likelihood")  # who recorded data/recordings/skipcache-default.jsonl

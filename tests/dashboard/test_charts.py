@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dashboard import charts
-from engine.confidence import ConfidenceFactors, calculate
+from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.score import calculate
 from engine.reliability import calibrate, risk_at
 
 
@@ -50,7 +51,7 @@ def _no_live_html(fig: Any) -> None:
 
 
 def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
-    from engine.director import RUBRIC_CRITERIA, RUBRIC_LABELS
+    from engine.director.rubric import RUBRIC_CRITERIA, RUBRIC_LABELS
 
     scores = dict(zip(RUBRIC_CRITERIA, [5, 4, 3, 2, 1], strict=True))
     fig = charts.rubric_radar(scores, RUBRIC_LABELS)
@@ -63,7 +64,8 @@ def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
 
 
 def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> None:
-    from engine.director import ScriptLine, hit_rates, script_verdicts
+    from engine.director.batch import hit_rates, script_verdicts
+    from engine.director.scripts import ScriptLine
 
     lines = [
         ScriptLine(id=str(i), text=t)
@@ -89,7 +91,10 @@ def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> N
 
 
 def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], Any]:
-    from engine.skip import RecordedJudge, ResponseConfig, WorkloadSpec, generate_workload, simulate
+    from engine.skip.config import ResponseConfig
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.simulation import simulate
+    from engine.skip.workload import WorkloadSpec, generate_workload
     from tests.engine.test_skipsim import HashJudge
 
     messages = generate_workload(WorkloadSpec(channels=2, hours=2, bursts_per_hour=2.0, seed=3))
@@ -123,7 +128,9 @@ def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
 
 
 def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
-    from engine.skip import Message, ResponseConfig, sweep
+    from engine.skip.config import ResponseConfig
+    from engine.skip.messages import Message
+    from engine.skip.sweep import sweep
 
     messages, _, _, judge = _simulated()
     rows = asyncio.run(sweep([Message(**m) for m in messages], judge.records, ResponseConfig(), hours=2))
@@ -334,7 +341,7 @@ def test_jury_trajectory_keeps_jurors_with_one_score_apart() -> None:
 def test_the_verdict_chart_shows_after_discussion_only_when_a_round_ran() -> None:
     """The fold gives an "after discussion" column only once a round ran (issue 25, J4: a skipped discussion drew
     a second bar equal to the first); the chart names the verdicts in words and leaves out those no one held."""
-    from engine.jury import JuryView
+    from engine.jury.view import JuryView
 
     phase1: list[tuple[str, dict[str, Any]]] = [
         ("jury_started", {"case": {"id": "c"}, "jurors": [{"juror_id": j, "role_name": j} for j in "ab"]}),

@@ -124,7 +124,7 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
 
 
 def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
-    from engine.confidence import CONFIDENCE
+    from engine.confidence.likelihood import CONFIDENCE
     from engine.confidence.signals import SIGNALS, SIGNALS_ID
     from engine.judgemaps import load_calibration
 
@@ -161,7 +161,8 @@ def test_fallback_factors_are_said_in_plain_words() -> None:
     import math
 
     from dashboard import state
-    from engine.confidence import LikelihoodSelfEvaluator, QueryCoverageCalculator, evaluate_answer
+    from engine.confidence.evaluation import evaluate_answer
+    from engine.confidence.judges import LikelihoodSelfEvaluator, QueryCoverageCalculator
     from models.errors import ServerError
     from models.types import RawResult
     from pages.confidence import _fallback_detail
@@ -206,7 +207,8 @@ def test_the_recorded_demo_result_is_marked_not_trustworthy_and_says_what_it_sta
     above 0.6) and coverage had failed. The score is the spec's, but the page says in plain words what it rests
     on (a tool success of 1 only because no tool was used: no "(no tool ran)" aside), marks the result not
     trustworthy, and escalates it rather than showing SILENT next to "not trustworthy"."""
-    from engine.confidence import ConfidenceFactors, ConfidenceSettings
+    from engine.confidence.factors import ConfidenceFactors
+    from engine.confidence.settings import ConfidenceSettings
     from pages.confidence import live_trust, shown_level
 
     recorded = ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5, query_coverage=0.0)
@@ -232,7 +234,7 @@ def test_a_result_that_is_not_trustworthy_shows_escalate_never_silent() -> None:
     import asyncio
 
     from dashboard import state
-    from engine.confidence import evaluate_answer
+    from engine.confidence.evaluation import evaluate_answer
     from models.errors import ServerError
     from tests.fakes.scripted import FnModel
 
@@ -255,7 +257,8 @@ def test_the_score_chart_shows_each_factors_share_not_two_equal_bars() -> None:
     factor's share (value × weight over the counted weights) builds up the base score, then the penalties,
     then the score; factor names read as words in both charts."""
     from dashboard import charts
-    from engine.confidence import ConfidenceFactors, calculate
+    from engine.confidence.factors import ConfidenceFactors
+    from engine.confidence.score import calculate
 
     score = calculate(ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5))
     assert not score.penalties
@@ -283,7 +286,8 @@ def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to(
     """F1: a page opened on a run's URL shows that run's query, answer, sources, sampling, self-evaluation,
     thresholds and weights, so the next Evaluate runs the same evaluation; a later change stays the user's."""
     from dashboard import state
-    from engine.confidence import ConfidenceSettings, EvaluationConfig, LevelThresholds
+    from engine.confidence.evaluation import EvaluationConfig
+    from engine.confidence.settings import ConfidenceSettings, LevelThresholds
     from engine.events import run_context
 
     settings = ConfidenceSettings(

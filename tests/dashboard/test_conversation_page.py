@@ -217,7 +217,7 @@ def _settings_only() -> None:
 
 def test_stored_benchmark_runs_show_each_rate_with_its_interval() -> None:
     from engine.events import run_context
-    from engine.handraise import benchmark_totals
+    from engine.handraise.benchmark import benchmark_totals
     from pages.conversation_benchmark import stored_evals, with_interval
 
     lines = [

@@ -323,7 +323,9 @@ def _stored_duo() -> str:
     import asyncio
 
     from dashboard import state
-    from engine.director import Director, DuoConfig, duo_dialogue, load_character, turn_json
+    from engine.director.config import load_character
+    from engine.director.dialogue import DuoConfig, duo_dialogue, turn_json
+    from engine.director.review import Director
     from engine.events import async_run_context
 
     lines = {

@@ -68,7 +68,9 @@ def fake_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     """The fake model as `gemma3-270m` (and a jury panel of it), a data folder with this test's script,
     recording, labels, benchmark and cases, and the dashboard's cached accessors cleared around the test."""
     from dashboard import state
-    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, simulate
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.simulation import simulate
+    from engine.skip.workload import WorkloadSpec, generate_workload
     from models.catalog import cached_catalog
     from tests.engine.test_skipsim import HashJudge
 
@@ -283,7 +285,8 @@ def test_director_check(fake_world: Path, rubric: bool) -> None:
 
 @pytest.mark.parametrize("rubric", [False, True], ids=["rules-only", "with-rubric"])
 def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path, rubric: bool) -> None:
-    from engine.director import evaluate_rules, load_character
+    from engine.director.config import load_character
+    from engine.director.rules import evaluate_rules
 
     def page() -> None:
         at = _page("director")()

@@ -101,7 +101,9 @@ def test_errors_are_clear(tmp_path: Path) -> None:
 def test_replay_of_a_panel_without_working_jurors_says_no_verdict() -> None:
     import asyncio
 
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, run_case
     from engine.store import Store
     from models.errors import ServerError
     from tests.engine.test_jury_run import Plan, ev, scripted
@@ -126,7 +128,9 @@ def test_replay_says_why_no_round_was_run(monkeypatch: pytest.MonkeyPatch) -> No
     """A Gemma panel whose map gives the others weight 0: the CLI says no round was run, and why."""
     import asyncio
 
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, run_case
     from engine.store import Store
     from models.base import ChatModel
     from tests.engine.test_jury_likelihood import _Heard

@@ -10,7 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+from engine.jury.config import JuryCase, JuryConfig
+from engine.jury.decisions import JurorSeat
+from engine.jury.runner import Jury, run_case
 from tests.dashboard.rendered import shown
 from tests.engine.test_jury_run import Plan, ev, scripted
 from tests.fakes.forms import wkey
@@ -369,7 +371,7 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
 def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
     """The form showed pw-leak while the attached run was ja-refusal-ok, so the next click ran another case:
     a page opened on a run's URL shows that run's case, seats and settings."""
-    from engine.jury import load_cases
+    from engine.jury.config import load_cases
     from pages.jury import case_files
 
     path = next(p for p in case_files() if p.name == "agent-safety.yaml")

@@ -16,7 +16,9 @@ import pytest
 from dashboard.background import BackgroundLoop
 from dashboard.live_runs import RegistryError, RunRegistry
 from engine import runctx
-from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+from engine.jury.config import JuryCase, JuryConfig
+from engine.jury.decisions import JurorSeat
+from engine.jury.runner import Jury, run_case
 from engine.runctx import RunCancelled
 from engine.store import Store
 from tests.engine.test_jury_run import ev, scripted

@@ -149,7 +149,8 @@ def entry_result(coro: Any) -> Any:
 
 def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:
     from engine.config import get_settings
-    from engine.director import ScriptConfig, load_script, run_script
+    from engine.director.batch import ScriptConfig, run_script
+    from engine.director.scripts import load_script
 
     at = page("director")
     at.selectbox(key=wkey(at, "director.batch_character")).set_value("yana").run()
@@ -201,7 +202,8 @@ def test_director_batch_cancel_keeps_the_lines_it_judged(hub: Hub) -> None:
 
 
 def test_director_duo_is_watched_and_a_reload_re_attaches(hub: Hub, tmp_path: Any) -> None:
-    from engine.director import DirectorConfig, DuoConfig, run_duo
+    from engine.director.config import DirectorConfig
+    from engine.director.dialogue import DuoConfig, run_duo
 
     at = page("director")
     at.selectbox(key=wkey(at, "director.duo_model")).set_value(MODEL)
@@ -256,7 +258,7 @@ def _small_skip(at: AppTest, judge: str) -> None:
 
 
 def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:
-    from engine.skip import SimulationConfig, run_simulation
+    from engine.skip.run import SimulationConfig, run_simulation
 
     hub.delay_s = 0.3
     at = page("skipcache")
@@ -307,7 +309,8 @@ def _live(at: AppTest) -> None:
 
 
 def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub, tmp_path: Any) -> None:
-    from engine.confidence import ConfidenceSettings, EvaluationConfig, evaluate
+    from engine.confidence.evaluation import EvaluationConfig, evaluate
+    from engine.confidence.settings import ConfidenceSettings
 
     hub.delay_s = 1.0
     at = page("confidence")
@@ -356,7 +359,8 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
 
 
 def test_confidence_calibration_is_recorded_through_the_registry(tmp_path: Any) -> None:
-    from engine.confidence import CalibrationConfig, ConfidenceSettings, calibrate_labels, parse_labels
+    from engine.confidence.calibration import CalibrationConfig, calibrate_labels, parse_labels
+    from engine.confidence.settings import ConfidenceSettings
     from engine.config import get_settings
 
     at = page("confidence")
@@ -396,7 +400,7 @@ def test_confidence_generate_does_not_wait(hub: Hub) -> None:
 
 
 def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: Hub) -> None:
-    from engine.handraise import restore_conversation
+    from engine.handraise.conversation import restore_conversation
 
     hub.delay_s = 1.5
     at = page("conversation")

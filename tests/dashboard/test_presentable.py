@@ -69,7 +69,8 @@ def test_tokens_headline_splits_answer_tokens_saved_from_judge_tokens() -> None:
 
 
 def test_what_if_rows_name_participants_not_model_ids() -> None:
-    from engine.handraise import Conversation, default_cast
+    from engine.handraise.cast import default_cast
+    from engine.handraise.conversation import Conversation
     from pages.conversation import whatif_rows
 
     cast = default_cast(["gemma3-270m"])

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from dashboard.report import figures_for, run_report
 from engine.exports import csv_text, load_run, tables
-from engine.skip import ResponseConfig, WorkloadSpec
+from engine.skip.config import ResponseConfig
 from engine.skip.run import SimulationConfig, run_simulation
+from engine.skip.workload import WorkloadSpec
 from engine.store import Store
 
 

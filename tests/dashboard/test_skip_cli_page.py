@@ -12,7 +12,9 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from dashboard.cli import app
-from engine.skip import RecordedJudge, WorkloadSpec, dump_workload, generate_workload, simulate
+from engine.skip.recording import RecordedJudge
+from engine.skip.simulation import simulate
+from engine.skip.workload import WorkloadSpec, dump_workload, generate_workload
 from tests.dashboard.rendered import settle_runs, shown
 from tests.engine.test_skipsim import HashJudge
 from tests.fakes.forms import wkey
@@ -113,7 +115,7 @@ def test_simulate_needs_a_judge_and_reports_bad_workloads(tmp_path: Path) -> Non
 
 @pytest.mark.model
 def test_simulate_with_the_bundled_model_as_live_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.skip import SKIP_CUES
+    from engine.skip.likelihood import SKIP_CUES
     from models.base import ChatModel
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})  # the baselines this run scores are counted below
@@ -215,7 +217,7 @@ def test_page_shows_n_a_for_the_bound_when_nothing_was_judged(tmp_path: Path, mo
 
 def test_page_names_the_judge_and_its_calibration() -> None:
     from engine.judgemaps import load_calibration
-    from engine.skip import SKIP
+    from engine.skip.likelihood import SKIP
 
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception

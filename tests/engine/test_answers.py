@@ -8,9 +8,17 @@ from typing import Any
 
 import pytest
 
-from engine.handraise import DEFAULT_CAST, Conversation, HandRaiseConfig, Turn, answer_faults, tidy_answer
-from engine.handraise.answers import DEFAULT_ANSWER_MODEL, answer_messages, readable_text, speaker_names
-from engine.handraise.cast import default_cast
+from engine.handraise.answers import (
+    DEFAULT_ANSWER_MODEL,
+    answer_faults,
+    answer_messages,
+    readable_text,
+    speaker_names,
+    tidy_answer,
+)
+from engine.handraise.cast import DEFAULT_CAST, Turn, default_cast
+from engine.handraise.conversation import Conversation
+from engine.handraise.decisions import HandRaiseConfig
 from models.types import RawResult
 from tests.fakes.scripted import FnModel
 

@@ -11,22 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from engine.confidence import (
-    ConfidenceAggregator,
-    ConfidenceFactors,
-    ConfidenceSettings,
-    InterventionLevel,
-    LevelThresholds,
-    LLMSelfEvaluator,
-    QueryCoverageCalculator,
-    SourceAgreementCalculator,
-    calculate,
-    decide_action,
-    evaluate_answer,
-    score_arrays,
-    search_quality,
-    tool_success,
-)
+from engine.confidence.aggregation import ConfidenceAggregator
+from engine.confidence.evaluation import evaluate_answer
+from engine.confidence.factors import ConfidenceFactors
+from engine.confidence.judges import LLMSelfEvaluator, QueryCoverageCalculator, SourceAgreementCalculator
+from engine.confidence.levels import InterventionLevel, decide_action
+from engine.confidence.score import calculate, search_quality, tool_success
+from engine.confidence.settings import ConfidenceSettings, LevelThresholds
+from engine.confidence.tables import score_arrays
 from engine.reliability import (
     calibrate,
     expected_calibration_error,
@@ -222,7 +214,7 @@ def test_unknown_and_ill_typed_fields_are_refused() -> None:
     ],
 )
 def test_out_of_range_and_inconsistent_factors_are_errors_naming_the_field(data: dict, field: str) -> None:
-    from engine.confidence import FactorError, parse_factors
+    from engine.confidence.factors import FactorError, parse_factors
 
     with pytest.raises(FactorError, match=f"field '{field}'"):
         parse_factors(data)
@@ -307,7 +299,7 @@ def test_calibration_metrics_by_hand() -> None:
 
 def test_score_quality_gives_every_figure_its_interval() -> None:
     """AUC and Brier by hand, and each figure inside its own 95 % interval (Wilson or bootstrap over items)."""
-    from engine.confidence import score_quality
+    from engine.confidence.calibration import score_quality
 
     scores = [0.95, 0.85, 0.55, 0.15] * 5
     correct = [True, False, True, False] * 5
@@ -430,7 +422,7 @@ def test_rank_auc_counts_wins_and_half_ties_whatever_the_scale() -> None:
 def test_a_result_nothing_judged_is_acted_on_as_escalate() -> None:
     """The engine decides what the agent does (the page and the stored run agree): when neither self-confidence
     nor query coverage counted, the score's SILENT is not acted on — ESCALATE."""
-    from engine.confidence import answer_judged
+    from engine.confidence.evaluation import answer_judged
 
     settings = ConfidenceSettings()
     evidence_only = F(source_agreement=0.95, source_count=3, llm_self_confidence=0.5, query_coverage=0.0)

@@ -12,10 +12,12 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine import judgemaps
-from engine.confidence import ConfidenceFactors, calculate, evaluate_answer
 from engine.confidence.batch import CaseFileError, parse_cases
+from engine.confidence.evaluation import evaluate_answer
+from engine.confidence.factors import ConfidenceFactors
 from engine.confidence.figures import eval_totals
 from engine.confidence.judges import SignalSelfEvaluator
+from engine.confidence.score import calculate
 from engine.confidence.signals import (
     MAPS,
     SIGNALS,

@@ -133,7 +133,7 @@ def test_a_broken_demo_file_is_a_clear_error(store: Store, tmp_path: Path) -> No
 async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -> str:
     """The recorded run's input through its kind's entry point; returns the new run's id."""
     if kind == "handraise.conversation":
-        from engine.handraise import (
+        from engine.handraise.conversation import (
             ConversationConfig,
             answer_turn,
             close_conversation,
@@ -150,21 +150,23 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
         close_conversation(session)
         return session.run_id
     if kind == "jury.run":
-        from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+        from engine.jury.config import JuryCase, JuryConfig
+        from engine.jury.decisions import JurorSeat
+        from engine.jury.runner import Jury, run_case
 
         jury = Jury([JurorSeat(**s) for s in config["jurors"]], models, JuryConfig(**config["jury"]))
         run_id, _ = await run_case(store, jury, JuryCase(**config["case"]))
         return run_id
     if kind == "director.duo":
-        from engine.director import DuoConfig, run_duo
+        from engine.director.dialogue import DuoConfig, run_duo
 
         return (await run_duo(DuoConfig(**config), models, store)).run_id
     if kind == "confidence.evaluate":
-        from engine.confidence import EvaluationConfig, evaluate
+        from engine.confidence.evaluation import EvaluationConfig, evaluate
 
         return (await evaluate(EvaluationConfig(**config), models, store)).run_id
     assert kind == "skip.simulate"
-    from engine.skip import SimulationConfig, run_simulation
+    from engine.skip.run import SimulationConfig, run_simulation
 
     return (await run_simulation(SimulationConfig(**config), models, store)).run_id
 

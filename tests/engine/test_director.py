@@ -12,27 +12,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from engine.config import ConfigError
-from engine.director import (
-    CharacterProfile,
-    DirectorConfig,
-    DirectorRubric,
-    DirectorState,
-    ScriptError,
-    Status,
-    apply_state,
-    double_negations,
-    evaluate_rules,
-    load_character,
-    normalize,
-    parse_script,
-    retune,
-    rubric_status,
-    run_turn,
-    sentences,
-    tone_score,
-    topics,
-)
-from engine.director import Director as DirectorEngine
+from engine.director.config import CharacterProfile, DirectorConfig, load_character
+from engine.director.dialogue import run_turn
+from engine.director.japanese import double_negations, normalize, sentences, topics
+from engine.director.review import Director as DirectorEngine
+from engine.director.rubric import DirectorRubric, rubric_status
+from engine.director.rules import DirectorState, apply_state, evaluate_rules, retune, tone_score
+from engine.director.scripts import ScriptError, parse_script
+from engine.director.status import Status
 from models.base import ChatModel
 from models.catalog import ModelSpec, Profile
 from models.types import Completion, Message, RawResult, Request
@@ -533,7 +520,7 @@ def test_retry_sends_reasons_back_and_accepts_a_fixed_line() -> None:
 
 def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
     """§1: a WARN line is shown and fixed through the next turn's instruction (次回指示で修正)."""
-    from engine.director import duo_dialogue
+    from engine.director.dialogue import duo_dialogue
     from engine.director.generator import ModelLineGenerator
 
     yana_model = ScriptedModel(
@@ -576,8 +563,8 @@ def test_warn_reasons_reach_the_same_characters_next_instruction() -> None:
 def test_a_retry_carries_the_reasons_and_the_suggestion_and_samples_anew() -> None:
     """§1: RETRY → 理由と改善案を添えて再生成. Each retry's prompt holds the rejected draft's reasons and the
     suggestion, and its seed differs: a model deterministic in (prompt, seed) no longer returns the same draft."""
-    from engine.director import SUGGESTIONS
     from engine.director.generator import ModelLineGenerator
+    from engine.director.review import SUGGESTIONS
     from tests.fakes.scripted import FnModel
 
     drafts = ["まだ未成年じゃないから。", "知らなくはないよね。", "えー、ほんと？楽しそうだわ！"]
@@ -651,7 +638,8 @@ def test_shipped_script_is_valid() -> None:
 
 
 def test_the_generator_script_ends_on_the_characters_own_voice() -> None:
-    from engine.director import line_openers, load_character, script_prompt
+    from engine.director.config import load_character
+    from engine.director.generator import line_openers, script_prompt
 
     yana, ayu = load_character("yana"), load_character("ayu")
     assert line_openers(yana)[:3] == ["えー、", "うーん、", "そっか、"]
@@ -666,7 +654,9 @@ def test_the_generator_script_ends_on_the_characters_own_voice() -> None:
 
 def test_every_shipped_example_line_passes_its_own_director() -> None:
     """The generator puts these before a character's turn: they must be lines its director takes."""
-    from engine.director import DirectorConfig, Status, evaluate_rules, load_character
+    from engine.director.config import DirectorConfig, load_character
+    from engine.director.rules import evaluate_rules
+    from engine.director.status import Status
 
     for cid in ("yana", "ayu"):
         profile = load_character(cid)

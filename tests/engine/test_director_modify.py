@@ -10,25 +10,18 @@ import random
 
 import pytest
 
-from engine.director import Director as DirectorEngine
-from engine.director import (
-    DirectorConfig,
-    DirectorState,
-    ScriptLine,
-    Status,
-    apply_state,
-    duo_dialogue,
-    evaluate_rules,
-    load_character,
-    next_turn_instruction,
-    normalize,
-    retune,
-    run_turn,
-    script_verdicts,
-)
+from engine.director.batch import script_verdicts
+from engine.director.config import DirectorConfig, load_character
+from engine.director.dialogue import duo_dialogue, run_turn
 from engine.director.generator import ModelLineGenerator
+from engine.director.japanese import normalize
 from engine.director.labels import STATUS_VALUES
 from engine.director.mend import fold_marks, neutral_praise, within_length
+from engine.director.review import Director as DirectorEngine
+from engine.director.review import next_turn_instruction
+from engine.director.rules import DirectorState, apply_state, evaluate_rules, retune
+from engine.director.scripts import ScriptLine
+from engine.director.status import Status
 from tests.engine.test_director import ScriptedModel, scripted_generator
 
 YANA, AYU = load_character("yana"), load_character("ayu")
@@ -175,7 +168,7 @@ def test_a_random_line_is_modify_only_when_its_mended_line_passes() -> None:
 
 def test_the_review_shows_the_mended_line_and_the_rubric_reads_it() -> None:
     model = ScriptedModel([json.dumps(dict.fromkeys(CRITERIA, 5) | {"comment": "ok"})])
-    from engine.director import DirectorRubric
+    from engine.director.rubric import DirectorRubric
 
     review = asyncio.run(DirectorEngine(AYU, rubric=DirectorRubric(model)).review(PRAISED))
     assert review.status == Status.MODIFY and review.rules_status == Status.MODIFY
@@ -191,7 +184,7 @@ def test_the_review_shows_the_mended_line_and_the_rubric_reads_it() -> None:
 def test_a_rubric_retry_on_the_mended_line_still_sends_it_back() -> None:
     low = dict(zip(CRITERIA, (1, 2, 1, 2, 1), strict=True))  # not one flat value: that reads as a flat scale
     model = ScriptedModel([json.dumps(low | {"comment": "no"})])
-    from engine.director import DirectorRubric
+    from engine.director.rubric import DirectorRubric
 
     review = asyncio.run(DirectorEngine(AYU, rubric=DirectorRubric(model)).review(PRAISED))
     assert review.status == Status.RETRY and review.mended is None and "mended" not in review.payload()

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine import judgemaps
-from engine.director import DirectorConfig, DirectorRubric, Status, load_character
+from engine.director.config import DirectorConfig, load_character
 from engine.director.evaluation import LineFileError, director_eval_totals, parse_lines
+from engine.director.rubric import DirectorRubric
 from engine.director.signals import (
     CRITERION_FEATURES,
     DIRECTOR_SIGNALS,
@@ -21,6 +22,7 @@ from engine.director.signals import (
     signals_problem,
     text_features,
 )
+from engine.director.status import Status
 from tests.engine.test_director import ScriptedModel
 
 runner = CliRunner()

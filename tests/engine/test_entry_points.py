@@ -42,7 +42,10 @@ def assert_complete(seen: list[tuple[int, int | None, str]], total: int) -> None
 
 
 def test_director_entry_points_report_progress(store: Any) -> None:
-    from engine.director import CheckConfig, DuoConfig, ScriptConfig, ScriptLine, review_line, run_duo, run_script
+    from engine.director.batch import ScriptConfig, run_script
+    from engine.director.dialogue import DuoConfig, run_duo
+    from engine.director.review import CheckConfig, review_line
+    from engine.director.scripts import ScriptLine
 
     model = scripted(store)
     check = CheckConfig(character="yana", text="えー、楽しいわ！")
@@ -65,7 +68,7 @@ def test_director_entry_points_report_progress(store: Any) -> None:
 
 
 def test_a_cancelled_duo_stops_between_calls_and_keeps_its_events(store: Any) -> None:
-    from engine.director import DuoConfig, run_duo
+    from engine.director.dialogue import DuoConfig, run_duo
 
     ctrl = RunControl()
     calls = []
@@ -94,17 +97,11 @@ def test_a_cancelled_duo_stops_between_calls_and_keeps_its_events(store: Any) ->
 
 
 def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: Path) -> None:
-    from engine.skip import (
-        TRADEOFF_DEFAULT_SKIP,
-        TRADEOFF_HIGH_SKIP,
-        RecordedJudge,
-        SimulationConfig,
-        WorkloadSpec,
-        check_count,
-        generate_workload,
-        run_simulation,
-        simulate,
-    )
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.run import SimulationConfig, run_simulation
+    from engine.skip.simulation import check_count, simulate
+    from engine.skip.sweep import TRADEOFF_DEFAULT_SKIP, TRADEOFF_HIGH_SKIP
+    from engine.skip.workload import WorkloadSpec, generate_workload
     from tests.engine.test_skipsim import HashJudge
 
     spec = WorkloadSpec(channels=3, hours=2, bursts_per_hour=1.0, seed=2)
@@ -126,14 +123,9 @@ def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: P
 
 @pytest.mark.model  # the packaged embedder
 def test_confidence_entry_points_report_progress(store: Any) -> None:
-    from engine.confidence import (
-        CalibrationConfig,
-        EvaluationConfig,
-        LabelledItem,
-        calibrate_labels,
-        evaluate,
-        parse_factors,
-    )
+    from engine.confidence.calibration import CalibrationConfig, LabelledItem, calibrate_labels
+    from engine.confidence.evaluation import EvaluationConfig, evaluate
+    from engine.confidence.factors import parse_factors
 
     model = scripted(store)
     config = EvaluationConfig(model_id="m", query="q?", answer="a.", sampling_k=2)
@@ -150,15 +142,15 @@ def test_confidence_entry_points_report_progress(store: Any) -> None:
 
 
 def test_a_conversation_turn_reports_progress_and_its_run_closes_once(store: Any) -> None:
-    from engine.handraise import (
-        DEFAULT_CAST,
+    from engine.handraise.cast import DEFAULT_CAST
+    from engine.handraise.conversation import (
         ConversationConfig,
-        HandRaiseConfig,
         close_conversation,
         conversation_turn,
         decide_all,
         open_conversation,
     )
+    from engine.handraise.decisions import HandRaiseConfig
 
     model = scripted(store, "Use dict.get with a default.")
     config = ConversationConfig(participants=DEFAULT_CAST, config=HandRaiseConfig(judge_method="judge", threshold=0.3))
@@ -178,7 +170,9 @@ def test_a_conversation_turn_reports_progress_and_its_run_closes_once(store: Any
 
 
 def test_the_jury_reports_progress_to_its_end(store: Any) -> None:
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, run_case
     from tests.engine.test_jury_run import ev
     from tests.engine.test_jury_run import scripted as jury_models
 

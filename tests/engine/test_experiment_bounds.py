@@ -181,7 +181,7 @@ def test_cancel_of_a_large_decision_experiment_is_prompt_and_other_runs_start_me
     """The dashboard's path: the registry on the background loop every page shares."""
     from dashboard.background import BackgroundLoop
     from dashboard.live_runs import RunRegistry
-    from engine.director import CheckConfig, review_line
+    from engine.director.review import CheckConfig, review_line
     from engine.experiments import run_experiment
     from engine.runctx import RunCancelled
 

@@ -22,8 +22,9 @@ from engine.experiments import (
     run_experiment,
     show_experiment,
 )
-from engine.jury import Jury, JuryConfig, Rubric, comparable, load_cases, panel_seats
+from engine.jury.config import JuryConfig, Rubric, load_cases, panel_seats
 from engine.jury.experiment import JuryAdapter
+from engine.jury.runner import Jury, comparable
 from engine.runctx import RunCancelled, RunControl, controlled
 from engine.store import CANCELLED, Store
 from models.backends.replay import ReplayModel, replay_spec
@@ -430,7 +431,7 @@ def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp
 
 
 def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: Store) -> None:
-    from engine.handraise import HandRaiseConfig, TurnRecord, redecide
+    from engine.handraise.decisions import HandRaiseConfig, TurnRecord, redecide
     from engine.handraise.experiment import HandRaiseAdapter, decide_handraise_item
 
     definition = handraise_definition(tmp_path, "threshold: [0.5]")
@@ -489,7 +490,9 @@ def test_model_sweep_on_the_bundled_model_pays_each_request_once(tmp_path: Path,
 def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Path, store: Store) -> None:
     import json
 
-    from engine.confidence import ConfidenceSettings, calculate, parse_factors
+    from engine.confidence.factors import parse_factors
+    from engine.confidence.score import calculate
+    from engine.confidence.settings import ConfidenceSettings
     from engine.experiments import load_definition
     from engine.reliability import calibrate
 
@@ -524,16 +527,10 @@ def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Pa
 
 def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None:
     from engine.experiments import load_definition
-    from engine.skip import (
-        EPOCH,
-        JudgmentSkipConfig,
-        JudgmentSkipThreshold,
-        RecordedJudge,
-        ResponseConfig,
-        WorkloadSpec,
-        generate_workload,
-        simulate,
-    )
+    from engine.skip.config import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.simulation import simulate
+    from engine.skip.workload import EPOCH, WorkloadSpec, generate_workload
 
     definition = load_definition(ROOT / "data" / "experiments" / "skip-windows.yaml")
     result = asyncio.run(run_experiment(definition, store))
@@ -561,7 +558,9 @@ def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None
 
 
 def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
-    from engine.director import DirectorConfig, evaluate_rules, load_character, load_script
+    from engine.director.config import DirectorConfig, load_character
+    from engine.director.rules import evaluate_rules
+    from engine.director.scripts import load_script
     from engine.experiments import load_definition
 
     definition = load_definition(ROOT / "data" / "experiments" / "director-cutoffs.yaml")

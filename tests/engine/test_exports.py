@@ -25,8 +25,9 @@ from engine.exports import (
     table_csv,
     tables,
 )
-from engine.handraise import changed_hands, redecide, restore_conversation
-from engine.jury import JuryView
+from engine.handraise.conversation import restore_conversation
+from engine.handraise.decisions import changed_hands, redecide
+from engine.jury.view import JuryView
 from engine.store import LlmCall, Store
 from tests.fakes.runs import (
     FORMULAS,
@@ -238,7 +239,8 @@ def test_a_director_batch_run_as_run_script_stores_it(store: Store) -> None:
     'int' object has no attribute 'items' on every export and on the Runs page)."""
     import asyncio
 
-    from engine.director import ScriptConfig, ScriptLine, run_script
+    from engine.director.batch import ScriptConfig, run_script
+    from engine.director.scripts import ScriptLine
 
     lines = [
         ScriptLine(id="l1", text="=えー、ほんと？楽しそうだわ！"),

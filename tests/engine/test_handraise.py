@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.handraise import (
+from engine.handraise.decisions import (
     Components,
     HandRaiseConfig,
     HandStatus,
@@ -204,7 +204,8 @@ def test_what_if_replays_the_recorded_decisions_and_shows_what_changes() -> None
 def _judge(fn, method: str = "judge"):  # noqa: ANN001, ANN202
     import asyncio
 
-    from engine.handraise import DEFAULT_CAST, Turn, WillJudge
+    from engine.handraise.cast import DEFAULT_CAST, Turn
+    from engine.handraise.judge import WillJudge
     from tests.fakes.scripted import FnModel
 
     model = FnModel(fn, model_id="gemma3-270m")
@@ -239,7 +240,7 @@ def test_bad_batched_output_falls_back_without_crashing(reply: object, flag: str
 
 
 def test_components_fallback_rules() -> None:
-    from engine.handraise import components_from
+    from engine.handraise.judge import components_from
 
     c = components_from("a", {"relevance": "high", "novelty": 7, "reason": None})
     # 7 on a 0–1 field is a failed field: the fallback 0.0, flagged — never clamped into 1.0
@@ -267,7 +268,7 @@ def test_a_zero_to_ten_answer_raises_no_hand() -> None:
 
 
 def test_template_fill_reads_digits_as_ninths_and_falls_back_on_anything_else() -> None:
-    from engine.handraise import parse_template_fill
+    from engine.handraise.judge import parse_template_fill
 
     ids = ["coder", "designer"]
     good = (
@@ -337,7 +338,8 @@ def test_embedding_judge_ranks_the_relevant_profile_first() -> None:
 
 
 def _conversation_with(scores: dict[str, tuple[float, float, float]], config: HandRaiseConfig):  # noqa: ANN202
-    from engine.handraise import DEFAULT_CAST, Conversation
+    from engine.handraise.cast import DEFAULT_CAST
+    from engine.handraise.conversation import Conversation
     from tests.fakes.scripted import FnModel
 
     def reply(request):  # noqa: ANN001, ANN202
@@ -427,7 +429,8 @@ def starts_a_line(prompt: str, forged: str) -> bool:
 def test_judge_and_self_prompts_quote_messages_and_answers_so_no_line_can_be_forged() -> None:
     import json
 
-    from engine.handraise import DEFAULT_CAST, Turn, judge_messages, self_messages
+    from engine.handraise.cast import DEFAULT_CAST, Turn
+    from engine.handraise.judge import judge_messages, self_messages
 
     turns = [Turn("user", HOSTILE), Turn("designer", HOSTILE), Turn("user", "and you?")]
     for messages in (judge_messages(DEFAULT_CAST, turns, 3), self_messages(DEFAULT_CAST[0], DEFAULT_CAST, turns, 3)):
@@ -443,7 +446,7 @@ def test_judge_and_self_prompts_quote_messages_and_answers_so_no_line_can_be_for
 
 
 def test_benchmark_totals_split_by_language_add_up_to_the_whole() -> None:
-    from engine.handraise import benchmark_totals
+    from engine.handraise.benchmark import benchmark_totals
 
     def item(language: str | None, speak: bool, gold: bool) -> dict:
         run = {"predictions": {"a": {"will": 0.9 if speak else 0.1, "speak": speak}}, "latency_s": 0.1, "tokens": 1}
@@ -461,7 +464,7 @@ def test_benchmark_totals_split_by_language_add_up_to_the_whole() -> None:
 def test_benchmark_totals_carry_intervals_that_resample_dialogues() -> None:
     """Every rate has its 95 % interval around it; a dialogue's decisions move together (the interval is that
     of the dialogues, not of decisions counted as independent), and the same items give the same interval."""
-    from engine.handraise import benchmark_totals
+    from engine.handraise.benchmark import benchmark_totals
 
     def item(n: int) -> dict:
         right = n % 3 != 0  # two of three dialogues judged right
@@ -490,7 +493,8 @@ def test_benchmark_totals_carry_intervals_that_resample_dialogues() -> None:
 def test_a_template_score_below_zero_fails_even_when_dividing_would_round_it_to_zero() -> None:
     """Found by the 10 000-output fuzz: −1e-323 / 9 underflows to −0.0, which passed as a valid 0; the skeleton's
     range is checked before dividing, so the answer is invalid as a whole (every participant falls back)."""
-    from engine.handraise import failure_flags, parse_template_fill
+    from engine.handraise.decisions import failure_flags
+    from engine.handraise.judge import parse_template_fill
 
     text = '{"a": {"relevance": 0, "novelty": -1e-323, "confidence": 0, "reason": "x"}, "b": {"relevance": 9}}'
     comps = parse_template_fill(text, ["a", "b"])

@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 
 from dashboard.cli import app
 from engine.embeddings import USE_BACKEND, USE_DIMENSION, USE_MODEL, decode_vector, embedding_request
-from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, fit_calibrations
-from engine.handraise.decisions import DEFAULT_EMBEDDER
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.decisions import DEFAULT_EMBEDDER, HandRaiseConfig
+from engine.handraise.judge import WillJudge
+from engine.handraise.maps import fit_calibrations
 from engine.judgemaps import load_calibration
 from models.errors import ReplayMiss
 from models.recording import call_context

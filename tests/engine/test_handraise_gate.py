@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from engine.embeddings import USE_ID, get_embedder
-from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge
-from engine.handraise.decisions import Components, stored_config
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.decisions import Components, HandRaiseConfig, stored_config
 from engine.handraise.gate import GATE, asks, gate_problem, gated, load_gate
+from engine.handraise.judge import WillJudge
 from engine.handraise.label_refit import will_under
 from engine.judgemaps import load_calibration
 from models.registry import ModelHub

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, fit_calibrations
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.decisions import HandRaiseConfig
+from engine.handraise.judge import WillJudge
+from engine.handraise.maps import fit_calibrations
 from engine.judgemaps import load_calibration, save_calibration
 from tests.fakes.scripted import FnModel
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, decide_hands
+from engine.handraise.cast import DEFAULT_CAST, Turn
+from engine.handraise.decisions import HandRaiseConfig, decide_hands
+from engine.handraise.judge import WillJudge
 from models.recording import call_context
 from models.registry import ModelHub
 

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from engine.handraise import HandRaiseConfig, WillJudge, parse_benchmark
+from engine.handraise.benchmark import parse_benchmark
 from engine.handraise.cast import Participant, Turn
+from engine.handraise.decisions import HandRaiseConfig
+from engine.handraise.judge import WillJudge
 from engine.handraise.label_refit import family, label_rows, refit_hand_raise
 from engine.handraise.selfjudge import SELF_FEATURES, is_self_map, self_features, self_map_id
 from engine.handraise.selfmaps import fit_self_calibration, respond_rates

@@ -190,7 +190,7 @@ def test_the_checked_reader_and_its_users(tmp_path: Path, monkeypatch: pytest.Mo
         load_catalog(catalog)
     # a character (engine.config.load_yaml) too
     from engine.config import load_yaml
-    from engine.director import CharacterProfile
+    from engine.director.config import CharacterProfile
 
     character = tmp_path / "c.yaml"
     character.write_text("name: A\nname: B\n")
@@ -223,7 +223,7 @@ def test_a_million_bad_rows_keep_a_bounded_list_of_problems() -> None:
 
 
 def test_a_long_parse_stops_when_its_run_is_cancelled() -> None:
-    from engine.director import parse_script
+    from engine.director.scripts import parse_script
     from engine.runctx import RunCancelled, RunControl, controlled
 
     ctrl = RunControl()

@@ -37,7 +37,7 @@ def test_a_map_of_several_features_is_fitted_with_its_held_out_auc(tmp_path: Pat
 
 
 def test_shipped_skip_map_reads_every_cue_and_says_how_well_it_ranked_held_out_snippets() -> None:
-    from engine.skip import SKIP, SKIP_FEATURES
+    from engine.skip.likelihood import SKIP, SKIP_FEATURES
 
     cal = load_calibration(SKIP, "gemma3-270m")
     assert cal is not None and cal.fitted_on.endswith("skip-calib.jsonl") and "benchmarks" not in cal.fitted_on

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from engine.jury import (
+from engine.jury.decisions import (
     NO_VERDICT,
     ConsensusStatus,
     JurorEvaluation,

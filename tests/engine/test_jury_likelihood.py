@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from engine.judgemaps import Calibration, fit_multinomial, load_calibration
-from engine.jury import DEFAULT_VERDICTS, JurorSeat, Jury, JuryCase, JuryConfig, Rubric
+from engine.jury.config import JuryCase, JuryConfig, Rubric
+from engine.jury.decisions import DEFAULT_VERDICTS, JurorSeat
 from engine.jury.likelihood import (
     JURY,
     JURY_FEATURES,
@@ -21,6 +22,7 @@ from engine.jury.likelihood import (
     jury_channel_prompt,
     transcript_lines,
 )
+from engine.jury.runner import Jury
 from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 from models.types import Request, ScoreResult
@@ -281,7 +283,7 @@ def test_auto_judges_a_base_model_that_scores_by_likelihood_and_any_other_by_gen
     assert Jury(seats, {"m": instruct}, JuryConfig(judge="likelihood")).by_likelihood(seats[0])
     assert not Jury(seats, {"m": base}, JuryConfig(judge="generate")).by_likelihood(seats[0])
     # a replay answers as the recorded run's backend did: a base model's recorded run replays by likelihood
-    from engine.jury import auto_judge
+    from engine.jury.likelihood_seats import auto_judge
 
     assert auto_judge(base.spec, "recorded") == "likelihood" and auto_judge(instruct.spec, "recorded") == "generate"
     assert auto_judge(base.spec, "first token") == auto_judge(base.spec, "token walk (top-k)") == "generate"
@@ -297,7 +299,9 @@ def test_the_detail_travels_in_the_events_the_export_and_old_runs_without_it_sti
     from dataclasses import replace
 
     from engine.exports import load_run, table_csv
-    from engine.jury import CollaborativeJuryResult, JuryView, run_case
+    from engine.jury.decisions import CollaborativeJuryResult
+    from engine.jury.runner import run_case
+    from engine.jury.view import JuryView
     from models.base import ChatModel
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})
@@ -451,7 +455,8 @@ def test_kappa_and_alpha_of_identical_seats_are_not_agreement(monkeypatch) -> No
     """Three seats of one model judging by the role-blind channel map agree by construction: the case-set
     totals leave such cases out of κ and α and say why, rather than report κ 1.0 as agreement; a panel whose
     seats differ keeps its κ and α."""
-    from engine.jury import IDENTICAL_SEATS_TEXT, evaluation_item, evaluation_totals
+    from engine.jury.decisions import IDENTICAL_SEATS_TEXT
+    from engine.jury.evaluation import evaluation_item, evaluation_totals
     from models.base import ChatModel
 
     monkeypatch.setattr(ChatModel, "_BASELINES", {})

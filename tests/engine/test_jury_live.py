@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from engine.events import ListSink
-from engine.jury import Jury, JuryCase, JuryConfig, JuryView, comparable, panel_seats, run_case
+from engine.jury.config import JuryCase, JuryConfig, panel_seats
+from engine.jury.runner import Jury, comparable, run_case
+from engine.jury.view import JuryView
 from models.registry import ModelHub
 
 pytestmark = pytest.mark.model  # the bundled model, live

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from engine.events import ListSink
-from engine.jury import Jury, JuryCase, JuryConfig, comparable, panel_seats, run_case
+from engine.jury.config import JuryCase, JuryConfig, panel_seats
 from engine.jury.neighbours import agent_line, neighbour_texts
 from engine.jury.panelfit import Seat, fit_panel
+from engine.jury.runner import Jury, comparable, run_case
 from engine.jury.stack import discuss, round_update, selective_cut, selective_cuts, would_move
 from models.catalog import CatalogError, load_catalog
 from models.registry import ModelHub

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from engine.judgemaps import load_calibration
-from engine.jury import DEFAULT_VERDICTS, JurorSeat, Jury, JuryCase, JuryConfig
+from engine.jury.config import JuryCase, JuryConfig
+from engine.jury.decisions import DEFAULT_VERDICTS, JurorSeat
 from engine.jury.likelihood import JURY_FEATURES, JURY_HEADINGS
 from engine.jury.roles import (
     CUE_FEATURES,
@@ -26,6 +27,7 @@ from engine.jury.roles import (
     role_features,
     role_rationale,
 )
+from engine.jury.runner import Jury
 from engine.likelihood import CONTENT_FREE
 from engine.quoting import quote
 from models.types import Request, ScoreResult

@@ -11,15 +11,10 @@ from typing import Any
 import pytest
 
 from engine.config import ConfigError
-from engine.jury import (
-    CaseError,
-    JurorSeat,
-    Jury,
-    JuryCase,
-    JuryConfig,
-    JuryView,
-    parse_cases,
-)
+from engine.jury.config import CaseError, JuryCase, JuryConfig, parse_cases
+from engine.jury.decisions import JurorSeat
+from engine.jury.runner import Jury
+from engine.jury.view import JuryView
 from models.errors import ServerError
 from models.types import Request
 from tests.fakes.scripted import FnModel
@@ -324,7 +319,7 @@ cases:
 
 def test_case_set_report_counts_no_verdict_as_wrong_and_failed_jurors_as_missing_ratings() -> None:
     from engine.agreement import krippendorff_alpha
-    from engine.jury import evaluation_item, evaluation_totals
+    from engine.jury.evaluation import evaluation_item, evaluation_totals
 
     cases = [
         JuryCase(id="ok", content="Agent: 2+2=4", gold="safe_pass"),
@@ -424,7 +419,7 @@ def test_case_set_agreement_carries_a_bootstrap_interval_over_cases() -> None:
     """κ and α of seats that differ come with an interval from resampling cases; it contains the estimate and
     is the same on every call (a fixed seed)."""
     from engine.agreement import fleiss_kappa
-    from engine.jury import evaluation_totals
+    from engine.jury.evaluation import evaluation_totals
 
     patterns = [("safe_pass",) * 3, ("unsafe_fail",) * 3, ("safe_pass", "safe_pass", "unsafe_fail")]
     items: list[dict[str, Any]] = []
@@ -489,7 +484,7 @@ def test_jury_use_collaborative_false_is_a_simple_parallel_jury() -> None:
     view = JuryView.fold(events)
     assert view.skipped is not None and view.rounds == []
     # what-if on a recorded collaborative run: the same phase 1, no rounds, the final judgment on it
-    from engine.jury import Rubric
+    from engine.jury.config import Rubric
     from engine.jury.redecide import redecide
 
     again = redecide(together, cfg.model_copy(update={"use_collaborative": False}), Rubric())
@@ -502,7 +497,7 @@ def test_final_score_is_the_seeds_integer_and_a_stored_float_reads_as_one() -> N
     stored before (a float) reads the same; outside 0–100 or not a number is refused, never clamped."""
     from pydantic import ValidationError
 
-    from engine.jury import CollaborativeJuryResult
+    from engine.jury.decisions import CollaborativeJuryResult
 
     plan = {"a": {0: ev("unsafe_fail", 10)}, "b": {0: ev("unsafe_fail", 15)}, "c": {0: ev("unsafe_fail", 12)}}
     result, events = run(scripted(plan), JuryConfig(max_discussion_rounds=0, final_judgment_method="weighted_average"))

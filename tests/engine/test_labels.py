@@ -109,7 +109,9 @@ def test_the_user_comes_from_settings(store: Store, monkeypatch: pytest.MonkeyPa
 
 
 def _session(store: Store, scores: dict[str, tuple[float, float, float]], **config: Any) -> Any:
-    from engine.handraise import DEFAULT_CAST, ConversationConfig, HandRaiseConfig, open_conversation
+    from engine.handraise.cast import DEFAULT_CAST
+    from engine.handraise.conversation import ConversationConfig, open_conversation
+    from engine.handraise.decisions import HandRaiseConfig
     from tests.fakes.scripted import FnModel
 
     def reply(request: Any) -> Any:
@@ -128,7 +130,7 @@ SCORES = {"coder": (0.9, 0.8, 0.9), "designer": (0.9, 0.9, 0.9), "researcher": (
 
 
 def test_speak_skip_and_mentions_become_labels(store: Store) -> None:
-    from engine.handraise import conversation_turn
+    from engine.handraise.conversation import conversation_turn
 
     session = _session(store, SCORES)
     conv = session.conversation
@@ -149,7 +151,7 @@ def test_speak_skip_and_mentions_become_labels(store: Store) -> None:
 
 
 def test_timeouts_batches_and_automatic_decisions_are_not_labels(store: Store) -> None:
-    from engine.handraise import conversation_turn
+    from engine.handraise.conversation import conversation_turn
 
     session = _session(store, SCORES, card_timeout_s=5, auto_approve_at=0.88)
     conv = session.conversation
@@ -163,7 +165,7 @@ def test_timeouts_batches_and_automatic_decisions_are_not_labels(store: Store) -
 
 
 def test_the_setting_turns_labels_from_use_off(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.handraise import conversation_turn
+    from engine.handraise.conversation import conversation_turn
 
     monkeypatch.setenv("JUDGELAB_AUTO_LABELS", "0")
     session = _session(store, SCORES)

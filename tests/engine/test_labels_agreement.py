@@ -209,7 +209,8 @@ def test_a_bad_import_reports_its_lines_and_writes_nothing(store: Store, tmp_pat
 def _conversation_run(store: Store) -> str:
     """A stored conversation run with judged hands (the shape `open_conversation` stores)."""
     from engine.events import run_context
-    from engine.handraise import DEFAULT_CAST, ConversationConfig
+    from engine.handraise.cast import DEFAULT_CAST
+    from engine.handraise.conversation import ConversationConfig
 
     config = ConversationConfig(participants=DEFAULT_CAST).model_dump(mode="json")
     wills = {"t1": (0.9, 0.59, 0.1), "t2": (0.61, 0.3, 0.05), "t3": (0.2, 0.7, 0.58)}

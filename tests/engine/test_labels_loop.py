@@ -144,7 +144,9 @@ def test_a_refit_that_cannot_be_made_says_why(store: Store) -> None:
 def test_the_hand_raise_judge_decides_with_the_adopted_map(store: Store) -> None:
     import asyncio
 
-    from engine.handraise import DEFAULT_CAST, HandRaiseConfig, Turn, WillJudge, decide_hands
+    from engine.handraise.cast import DEFAULT_CAST, Turn
+    from engine.handraise.decisions import HandRaiseConfig, decide_hands
+    from engine.handraise.judge import WillJudge
     from models.registry import ModelHub
 
     run_id = load_recording(store)

@@ -203,7 +203,7 @@ def test_a_broken_catalog_names_file_line_and_field(tmp_path: Path, text: str, e
 
 
 def test_a_missing_panel_names_the_panel_and_the_file(tmp_path: Path) -> None:
-    from engine.jury import panel_seats
+    from engine.jury.config import panel_seats
 
     path = tmp_path / "catalog.yaml"
     path.write_text("models:\n" + MODEL + f"panels:\n  api: [{SEAT}]\n", encoding="utf-8")

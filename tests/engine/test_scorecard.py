@@ -106,7 +106,9 @@ def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Sto
     skip = by_role[("skip", "likelihood")]
     assert skip["model"] == "gemma3-270m" and skip["calls"] == 0
     # The skip benchmark's own workload (the default 24 h), not a part of it: the same AUC as `bench skip.simulate`.
-    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
+    from engine.skip.quality import generated_labels, judge_quality
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.workload import WorkloadSpec, generate_workload
 
     recorded = RecordedJudge.load(Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl")
     expected = judge_quality(recorded, generated_labels(generate_workload(WorkloadSpec())))
@@ -219,7 +221,9 @@ def test_skip_and_confidence_compare_models_on_the_same_items(
     every row but the role's best carries B − A on the same items (AUC over the shared states, ECE over the
     labelled items, both by paired bootstrap), and that difference is the rows' own figures apart."""
     import engine.skip.scorecard as scorecard
-    from engine.skip import RecordedJudge, WorkloadSpec, generate_workload, generated_labels, judge_quality
+    from engine.skip.quality import generated_labels, judge_quality
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.workload import WorkloadSpec, generate_workload
 
     other = _other_recording(tmp_path, flip_every=3)
     shipped = scorecard.skip_recording("gemma3-270m")

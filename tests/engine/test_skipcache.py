@@ -10,23 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine.skip import (
-    FailurePolicy,
-    JudgeOutcome,
-    JudgmentCache,
-    JudgmentResult,
-    JudgmentSkipConfig,
-    JudgmentSkipThreshold,
-    ListSource,
-    MemoryJudgmentCacheRepository,
-    Message,
-    ModelJudge,
-    PeriodicChecker,
-    ResponseConfig,
-    SQLJudgmentCacheRepository,
-    calculate_skip_seconds,
-    parse_judgment,
-)
+from engine.skip.cache import JudgmentCache, MemoryJudgmentCacheRepository, SQLJudgmentCacheRepository
+from engine.skip.checker import PeriodicChecker
+from engine.skip.config import FailurePolicy, JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
+from engine.skip.decisions import JudgmentResult, calculate_skip_seconds, parse_judgment
+from engine.skip.judges import JudgeOutcome, ModelJudge
+from engine.skip.messages import ListSource, Message
 from models.types import RawResult
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -118,7 +107,7 @@ def test_top_level_rows_do_not_duplicate(repo: SQLJudgmentCacheRepository) -> No
     from sqlalchemy.exc import IntegrityError
     from sqlmodel import Session
 
-    from engine.skip import JudgmentCacheModel
+    from engine.skip.cache import JudgmentCacheModel
 
     with Session(repo.engine) as session, pytest.raises(IntegrityError):
         session.add(
@@ -444,7 +433,7 @@ def test_cleanup_is_scheduled() -> None:
 
 @pytest.mark.model
 def test_probability_judge_with_the_bundled_model(store) -> None:
-    from engine.skip import ProbabilityJudge
+    from engine.skip.judges import ProbabilityJudge
     from models.catalog import load_catalog
     from models.registry import ModelHub
 
@@ -477,7 +466,7 @@ def test_probability_judge_with_the_bundled_model(store) -> None:
 
 
 def test_probability_judge_failure_is_an_error_outcome() -> None:
-    from engine.skip import ProbabilityJudge
+    from engine.skip.judges import ProbabilityJudge
     from models.catalog import ModelSpec, Profile
     from models.registry import build_model
 

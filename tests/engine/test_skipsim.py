@@ -10,24 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.skip import (
-    JudgeOutcome,
-    JudgmentResult,
-    RecordedJudge,
-    ResponseConfig,
-    WorkloadError,
-    WorkloadSpec,
-    bound_text,
-    compare,
-    delay_bound,
-    dump_workload,
-    generate_workload,
-    load_workload,
-    pareto_front,
-    simulate,
-    state_key,
-)
-from engine.skip.workload import EPOCH
+from engine.skip.config import ResponseConfig
+from engine.skip.decisions import JudgmentResult
+from engine.skip.judges import JudgeOutcome
+from engine.skip.recording import RecordedJudge, state_key
+from engine.skip.simulation import bound_text, compare, delay_bound, simulate
+from engine.skip.sweep import pareto_front
+from engine.skip.workload import EPOCH, WorkloadError, WorkloadSpec, dump_workload, generate_workload, load_workload
 
 
 class HashJudge:
@@ -158,7 +147,7 @@ def test_pareto_front() -> None:
 
 
 def test_judge_quality_against_the_generator_labels() -> None:
-    from engine.skip import generated_labels, judge_quality
+    from engine.skip.quality import generated_labels, judge_quality
 
     messages = generate_workload(WorkloadSpec(channels=6, hours=6, bursts_per_hour=1.0, seed=3))
     labels = generated_labels(messages)
@@ -186,7 +175,7 @@ def test_judge_quality_against_the_generator_labels() -> None:
 def test_a_second_judge_records_the_very_states_of_a_recording_and_resumes(tmp_path: Path) -> None:
     """`record_alongside`: the shipped recording drives both simulations, so the other judge is asked about
     exactly its states (each once); a partial output is resumed with no repeated call."""
-    from engine.skip import record_alongside
+    from engine.skip.recording import record_alongside
 
     shipped = Path(__file__).parents[2] / "data" / "recordings" / "skipcache-default.jsonl"
     states = set(RecordedJudge.load(shipped).records)

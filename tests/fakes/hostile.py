@@ -43,11 +43,17 @@ def _scripted(port: int, tag: str, store: Any) -> FnModel:
 
 def store_hostile_runs(store: Any, port: int) -> dict[str, str]:
     """One run of every kind a page shows, every text field hostile. Returns kind → run id."""
-    from engine.confidence import evaluate_answer
-    from engine.director import Director, DirectorRubric, load_character
+    from engine.confidence.evaluation import evaluate_answer
+    from engine.director.config import load_character
+    from engine.director.review import Director
+    from engine.director.rubric import DirectorRubric
     from engine.events import EventBus, StoreSink, async_run_context, run_context
-    from engine.handraise import Conversation, HandRaiseConfig, Participant
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, Rubric, run_case
+    from engine.handraise.cast import Participant
+    from engine.handraise.conversation import Conversation
+    from engine.handraise.decisions import HandRaiseConfig
+    from engine.jury.config import JuryCase, JuryConfig, Rubric
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, run_case
     from models.errors import ServerError
     from models.recording import CallRecord, call_context
 

@@ -38,7 +38,9 @@ def _stage(request: Request) -> int:
 
 def stored_jury(store: Store, name: str = "") -> tuple[str, Any]:
     """A jury run in which juror a moves from safe_pass to unsafe_fail in round 1 (unanimity then stops it)."""
-    from engine.jury import JurorSeat, Jury, JuryCase, JuryConfig, run_case
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import JurorSeat
+    from engine.jury.runner import Jury, run_case
 
     plan = {
         "a": {0: ev("safe_pass", 80, FORMULAS[0]), 1: ev("unsafe_fail", 15, "Gamma is right")},
@@ -81,7 +83,9 @@ def stored_conversation(store: Store, *, open_turn: bool = True) -> tuple[str, A
     """A conversation of three user turns as the page runs it (a run, an event bus, the calls attributed):
     turn 1 approves the coder and lets the designer's card time out; turn 2 approves every card; turn 3 (if
     `open_turn`) is left with its cards waiting. Returns (run id, the live Conversation)."""
-    from engine.handraise import DEFAULT_CAST, Conversation, HandRaiseConfig
+    from engine.handraise.cast import DEFAULT_CAST
+    from engine.handraise.conversation import Conversation
+    from engine.handraise.decisions import HandRaiseConfig
 
     config = HandRaiseConfig(card_timeout_s=30, judge_method="judge")  # the scripted model writes JSON
     run = store.create_run(
@@ -110,16 +114,11 @@ def stored_conversation(store: Store, *, open_turn: bool = True) -> tuple[str, A
 
 def stored_director_batch(store: Store) -> str:
     """A script's rubric scored line by line, as the Director page's batch does (director_rubric events)."""
-    from engine.director import (
-        DirectorConfig,
-        DirectorRubric,
-        DirectorState,
-        Status,
-        apply_state,
-        evaluate_rules,
-        load_character,
-        normalize,
-    )
+    from engine.director.config import DirectorConfig, load_character
+    from engine.director.japanese import normalize
+    from engine.director.rubric import DirectorRubric
+    from engine.director.rules import DirectorState, apply_state, evaluate_rules
+    from engine.director.status import Status
 
     scores = iter(
         [
@@ -152,7 +151,8 @@ def stored_director_batch(store: Store) -> str:
 def stored_calibration(store: Store) -> str:
     """A confidence calibration stored by its entry point (`confidence.calibrate_labels`, as the page and
     `judgelab confidence calibrate` store it)."""
-    from engine.confidence import CalibrationConfig, ConfidenceFactors, LabelledItem, calibrate_labels
+    from engine.confidence.calibration import CalibrationConfig, LabelledItem, calibrate_labels
+    from engine.confidence.factors import ConfidenceFactors
 
     items = [
         LabelledItem(
@@ -170,7 +170,11 @@ def stored_calibration(store: Store) -> str:
 def stored_skip(store: Store) -> str:
     """A skip simulation (the periodic checker in simulated time, with and without the cache) stored with its
     comparison in the summary."""
-    from engine.skip import JudgeOutcome, JudgmentResult, ResponseConfig, WorkloadSpec, compare, generate_workload
+    from engine.skip.config import ResponseConfig
+    from engine.skip.decisions import JudgmentResult
+    from engine.skip.judges import JudgeOutcome
+    from engine.skip.simulation import compare
+    from engine.skip.workload import WorkloadSpec, generate_workload
 
     class Confident:
         async def judge(self, history: Any, now: Any) -> JudgeOutcome:

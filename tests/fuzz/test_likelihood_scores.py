@@ -75,7 +75,9 @@ def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], ba
     st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
 )
 def test_the_likelihood_skip_judge_stays_in_range(logprobs: list[float], baseline: list[float]) -> None:
-    from engine.skip import SKIP_CUES, LikelihoodJudge, Message
+    from engine.skip.judges import LikelihoodJudge
+    from engine.skip.likelihood import SKIP_CUES
+    from engine.skip.messages import Message
 
     ChatModel._BASELINES.clear()
     # One scored prompt and its content-free baseline per cue: the drawn values, cycled to the cue's option

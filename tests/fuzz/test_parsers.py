@@ -122,7 +122,8 @@ def _template_number(value: Any) -> float | None:
 @FUZZ
 @given(answers(FILL))
 def test_fuzz_template_fill(a: Answer) -> None:
-    from engine.handraise import FIELDS, failure_flags, parse_template_fill
+    from engine.handraise.decisions import failure_flags
+    from engine.handraise.judge import FIELDS, parse_template_fill
 
     comps = parse_template_fill(a.text, IDS)
     assert [c.model for c in comps] == IDS
@@ -166,16 +167,9 @@ SELF = Obj(
 @FUZZ
 @given(answers(SELF))
 def test_fuzz_self_judgment(a: Answer) -> None:
-    from engine.handraise import (
-        DEFAULT_CAST,
-        FIELDS,
-        HandRaiseConfig,
-        HandStatus,
-        Turn,
-        WillJudge,
-        decide_hands,
-        failure_flags,
-    )
+    from engine.handraise.cast import DEFAULT_CAST, Turn
+    from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands, failure_flags
+    from engine.handraise.judge import FIELDS, WillJudge
 
     config = HandRaiseConfig(judge_method="self", threshold=0.0)  # any will would raise the hand
     p = DEFAULT_CAST[0]
@@ -225,7 +219,9 @@ def _check_juror(e: Any, a: Answer, text_field: str) -> None:
 @FUZZ
 @given(answers(JUROR))
 def test_fuzz_jury_evaluation_and_statement(a: Answer) -> None:
-    from engine.jury import NO_VERDICT, JurorSeat, Jury, JuryCase, JuryConfig
+    from engine.jury.config import JuryCase, JuryConfig
+    from engine.jury.decisions import NO_VERDICT, JurorSeat
+    from engine.jury.runner import Jury
 
     seat = JurorSeat(juror_id="j", model_id="m", role_name="Juror")
     config = JuryConfig(max_discussion_rounds=1, consensus_threshold=2.0, final_judgment_method="majority_vote")
@@ -257,7 +253,7 @@ RUBRIC = Obj(
 
 @functools.cache
 def _yana() -> Any:
-    from engine.director import load_character
+    from engine.director.config import load_character
 
     return load_character("yana")
 
@@ -265,7 +261,8 @@ def _yana() -> Any:
 @FUZZ
 @given(answers(RUBRIC))
 def test_fuzz_director_rubric(a: Answer) -> None:
-    from engine.director import RUBRIC_CRITERIA, DirectorRubric, Status, rubric_status
+    from engine.director.rubric import RUBRIC_CRITERIA, DirectorRubric, rubric_status
+    from engine.director.status import Status
 
     result = run(DirectorRubric(model_answering(a)).score("えー、ほんと？", _yana()))
     if result.failed:  # the failure policy (WARN by default), flagged — never a PASS from a broken answer
@@ -289,7 +286,10 @@ SKIP = Obj({"should_respond": Bool(), "reason": Text(200), "confidence": Num(0, 
 @FUZZ
 @given(answers(SKIP))
 def test_fuzz_skip_judge(a: Answer) -> None:
-    from engine.skip import JudgmentSkipConfig, Message, ModelJudge, calculate_skip_seconds
+    from engine.skip.config import JudgmentSkipConfig
+    from engine.skip.decisions import calculate_skip_seconds
+    from engine.skip.judges import ModelJudge
+    from engine.skip.messages import Message
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     history = [Message(id="m1", channel_id="C", thread_ts=None, author="aki", text="誰か助けて", at=now)]
@@ -316,7 +316,7 @@ SELF_EVAL = Obj({"accuracy": Num(0, 1), "relevance": Num(0, 1), "style": Num(0, 
 @FUZZ
 @given(answers(SELF_EVAL))
 def test_fuzz_confidence_self_evaluation(a: Answer) -> None:
-    from engine.confidence import LLMSelfEvaluator
+    from engine.confidence.judges import LLMSelfEvaluator
 
     factor = run(LLMSelfEvaluator(model_answering(a)).evaluate("What is 2+2?", "4"))
     assert 0.0 <= factor.value <= 1.0
