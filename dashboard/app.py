@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import demo, state
-from dashboard.mechanism_ui import uis
+from dashboard.ui_registry import uis
+from engine.config import PROJECT_ROOT as ROOT
 from engine.config import get_settings
-from engine.mechanism import resolve
 from models.secrets import install_log_redaction
 from pages import experiments as experiments_page
 from pages import labels as labels_page
@@ -38,7 +38,7 @@ PAGES = {
     ],
     "Mechanisms": [
         *(  # each mechanism's page (`dashboard.mechanism_ui`)
-            st.Page(resolve(u.page), title=u.title, icon=u.icon, url_path=u.url_path) for u in uis("nav")
+            st.Page(ROOT / u.page, title=u.title, icon=u.icon, url_path=u.url_path) for u in uis()
         ),
         st.Page(replay_page.render, title="Replay", icon="⏯️", url_path="replay"),
     ],

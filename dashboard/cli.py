@@ -39,12 +39,11 @@ def _register_mechanisms() -> None:
     # Sub-apps import only typer at module level, so registering them keeps the start fast.
     # CLI start-up
     from dashboard.commands import calibrate, demo, experiment, labels
-    from dashboard.mechanism_ui import uis
-    from engine.mechanism import resolve
+    from dashboard.ui_registry import uis
 
-    for ui in uis("cli"):  # each mechanism's sub-app (`dashboard.mechanism_ui`)
-        if ui.cli:
-            app.add_typer(resolve(ui.cli), name=ui.name)
+    for ui in uis():  # each mechanism's sub-app (`dashboard.mechanism_ui`)
+        if ui.cli is not None:
+            app.add_typer(ui.cli, name=ui.name)
     app.add_typer(experiment.app, name="experiment")
     app.command("scorecard")(experiment.scorecard_cmd)
     app.command("calibrate-judge")(calibrate.calibrate_judge_cmd)

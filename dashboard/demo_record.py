@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dashboard.mechanism_ui import MODELS_PAGE, demo_flows
+from dashboard.mechanism_ui import MODELS_PAGE
+from dashboard.ui_registry import demo_flows
 from engine.demo import (
     MANIFEST_FILE,
     MODEL,
@@ -31,7 +32,6 @@ from engine.demo import (
     recording_hub,
     write_runs,
 )
-from engine.mechanism import resolve_callable
 from engine.modelruns import stream_prompt
 from engine.store import Store
 from models.base import ChatModel
@@ -91,7 +91,7 @@ def record_models_page(store: Store) -> PageDemo:
 
 def page_flows() -> dict[str, Callable[[Store], PageDemo]]:
     """Every page the demo records, in its order: the Models page, then each registered mechanism's page."""
-    return {MODELS_PAGE: record_models_page, **{page: resolve_callable(ref) for page, ref in demo_flows().items()}}
+    return {MODELS_PAGE: record_models_page, **demo_flows()}
 
 
 def record(folder: Path, only: set[str] | None = None) -> DemoManifest:

@@ -17,7 +17,8 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import breakable, md, metric_row
-from dashboard.mechanism_ui import LabelWords, uis
+from dashboard.mechanism_ui import LabelWords
+from dashboard.ui_registry import uis
 from engine.diagnostics import Diagnosis
 from engine.labels import (
     LabelError,
@@ -32,7 +33,6 @@ from engine.labels import (
     save_candidate,
 )
 from engine.labels import refittable as refittable_mechanisms
-from engine.mechanism import resolve_callable
 from engine.store import StoreError
 
 SOURCE_WORDS = {
@@ -76,7 +76,7 @@ def value_words(mechanism: str, value: object) -> str:
     text = "" if value is None else str(value)
     words = label_words(mechanism)
     if words is not None and words.words:
-        return str(resolve_callable(words.words)(text))
+        return str(words.words(text))
     return (words.buttons if words is not None else {}).get(text, text.replace("_", " "))
 
 

@@ -1,24 +1,48 @@
-"""The dashboard's side of the mechanism registry: one `MechanismUI` per mechanism (its page, CLI sub-app, report
-figures, calibration job, demo flow and the words of its labels), beside the engine's `MechanismSpec` of the same
-name (`engine.mechanism`). The app's navigation, the `judgelab` command, the run report, `calibrate-judge`, `demo
-record`, the label buttons, the Labels page and the page benchmark loop over it.
+"""What a mechanism is to the dashboard: its `MechanismUI` (its page, CLI sub-app, report figures, calibration job,
+demo flow and the words of its labels), beside the engine's `MechanismSpec` of the same name (`engine.mechanism`);
+the registry of them is `dashboard.ui_registry`. The app's navigation, the `judgelab` command, the run report,
+`calibrate-judge`, `demo record`, the label buttons, the Labels page and the page benchmark loop over it.
 
-A mechanism's CLI module, `dashboard/commands/<name>.py`, registers its entry (`register_ui`); this module imports
-it for every mechanism of the engine's registry. Pages and figures are named by ``"module:attribute"`` references,
-resolved when used, so the CLI starts without Streamlit. Surfaces with an order of their own
-sort by `MechanismUI.order[surface]` ("nav", "cli", "figures", "calibrate", "demo"), as `engine.mechanism` does.
+A mechanism's CLI module, `dashboard/commands/<name>.py`, declares its entry. Code the CLI must not load at start-up
+(the report's figures, the demo flow) is named by a loader, a function that imports it when called; the page is
+named by its file, which Streamlit runs (`st.Page`), so the CLI starts without Streamlit.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from engine.mechanism import mechanism_names, mechanism_spec
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+    import typer
+
+    from engine.demo import PageDemo
+    from engine.exports.record import RunRecord
+    from engine.refit import RefitJob
+    from engine.store import Store
 
 MODELS_PAGE = "models"  # the demo's one page that is no mechanism's: its flow is built in (`dashboard.demo_record`)
+
+
+class FigureBuilder(Protocol):
+    """The run report's charts of one run: (title, figure) pairs, none when the run holds nothing to draw."""
+
+    def __call__(self, record: RunRecord, /) -> list[tuple[str, go.Figure]]: ...
+
+
+class CalibrationJob(Protocol):
+    """A mechanism's judge-map refit for `calibrate-judge` (`limit`: the split's first N items only)."""
+
+    def __call__(self, data: Path, model_id: str = ..., limit: int | None = ..., /) -> RefitJob: ...
+
+
+class DemoFlow(Protocol):
+    """Records the mechanism's page for the demo (`judgelab demo record`)."""
+
+    def __call__(self, store: Store, /) -> PageDemo: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +53,7 @@ class LabelWords:
     - `title`: the mechanism on the Labels page, "Jury (the right verdict)" (a table shows the part before " (");
     - `buttons`: value → the words on its button ("Should speak"); `answers`: value → a short answer for tables
       and "the judge said …" ("speak"); a value without words is shown with its underscores as spaces;
-    - `words` ("module:function", value → words): an open vocabulary's values in words (the jury's verdicts),
+    - `words` (value → words): an open vocabulary's values in words (the jury's verdicts),
       and `choices` its default buttons where an item names none;
     - `question`: asked over a queue item whose context names a participant (``{participant}``, markdown); the
       item is then shown by its context's text;
@@ -39,7 +63,7 @@ class LabelWords:
     title: str
     buttons: Mapping[str, str] = field(default_factory=dict)
     answers: Mapping[str, str] = field(default_factory=dict)
-    words: str = ""
+    words: Callable[[str], str] | None = None
     choices: tuple[str, ...] = ()
     question: str = ""
     usable: str = "usable labels"
@@ -50,77 +74,24 @@ class LabelWords:
 class MechanismUI:
     """What the dashboard needs to know about one mechanism.
 
-    - `page` ("module:function") renders its page, shown in the navigation as `title` with `icon` at `url_path`;
-    - `cli` ("module:attribute") is its Typer sub-app, `judgelab <name> …`;
-    - `figures`: the run report's chart builders ("module:function" taking a `RunRecord`);
-    - `calibration_split` (a file under data/calibration/) and `calibration_job` ("module:function",
-      `(data, model_id, limit)` → `RefitJob`): its judge maps' refit in `judgelab calibrate-judge`;
+    - `page`: the file of its page (run by Streamlit), shown in the navigation as `title` with `icon` at
+      `url_path`;
+    - `cli`: its Typer sub-app, `judgelab <name> …`;
+    - `figures`: loads the run report's chart builders;
+    - `calibration_split` (a file under data/calibration/) and `calibration_job`: its judge maps' refit in
+      `judgelab calibrate-judge`;
     - `labels`: the words of its labels (None: shown as the values are written);
-    - `demo` ("module:function", `(store)` → `PageDemo`): records its page's demo run (`judgelab demo record`),
-      kept under its `MechanismSpec.demo_page`; empty, the demo has no run of its page."""
+    - `demo`: loads the flow that records its page's demo run (`judgelab demo record`), kept under its
+      `MechanismSpec.demo_page`; None, the demo has no run of its page."""
 
     name: str
     page: str
     title: str
     icon: str
     url_path: str
-    cli: str = ""
-    figures: tuple[str, ...] = ()
+    cli: typer.Typer | None = None
+    figures: Callable[[], Sequence[FigureBuilder]] = tuple
     calibration_split: str = ""
-    calibration_job: str = ""
-    order: Mapping[str, int] = field(default_factory=dict)
+    calibration_job: CalibrationJob | None = None
     labels: LabelWords | None = None
-    demo: str = ""
-
-
-_UIS: dict[str, MechanismUI] = {}
-_TRIED: set[str] = set()
-
-
-def _load_builtin() -> None:
-    """Each registered mechanism's CLI module, `dashboard.commands.<name>`, registers its entry when imported."""
-    for name in mechanism_names():
-        if name in _TRIED:
-            continue
-        _TRIED.add(name)
-        module = f"dashboard.commands.{name}"
-        if name not in _UIS and importlib.util.find_spec(module) is not None:
-            importlib.import_module(module)
-
-
-def register_ui(ui: MechanismUI) -> MechanismUI:
-    """Add a mechanism's dashboard entry (again: the same name replaces the old one); returns it."""
-    _UIS[ui.name] = ui
-    return ui
-
-
-def unregister_ui(name: str) -> None:
-    _UIS.pop(name, None)
-
-
-def uis(surface: str | None = None) -> list[MechanismUI]:
-    """Every registered entry: in registration order, or in `surface`'s order (unplaced ones last)."""
-    _load_builtin()
-    found = list(_UIS.values())
-    if surface is None:
-        return found
-    return sorted(found, key=lambda u: u.order.get(surface, len(found) + found.index(u)))
-
-
-def ui(name: str) -> MechanismUI:
-    _load_builtin()
-    try:
-        return _UIS[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; one of {', '.join(_UIS)}") from None
-
-
-def demo_flows() -> dict[str, str]:
-    """Each registered mechanism's demo page (`MechanismSpec.demo_page`) and the flow that records it
-    (`MechanismUI.demo`), in the demo's order."""
-    return {mechanism_spec(u.name).demo_page: u.demo for u in uis("demo") if u.demo}
-
-
-def demo_pages() -> tuple[str, ...]:
-    """Every page `judgelab demo record` records, in its order: the Models page, then each mechanism's."""
-    return (MODELS_PAGE, *demo_flows())
+    demo: Callable[[], DemoFlow] | None = None

@@ -5,7 +5,7 @@ Every string from the run goes into a figure through `plot_text`, as on the page
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from dashboard import charts
-from dashboard.mechanism_ui import uis
+from dashboard.mechanism_ui import FigureBuilder
 from dashboard.text import plot_text, scope_words
+from dashboard.ui_registry import uis
 from engine.confidence.settings import LevelThresholds
 from engine.director.rubric import RUBRIC_CRITERIA
 from engine.experiments.analysis import LOWER_IS_BETTER, available_costs, heatmap_grid, pareto_front
@@ -23,7 +24,6 @@ from engine.experiments.report import to_csv, to_html, to_json
 from engine.exports import Figure, RunRecord, html_report, load_run
 from engine.handraise.exports import hands
 from engine.jury.view import JuryView
-from engine.mechanism import resolve_callable
 from engine.skip.exports import simulation
 from engine.store import Store
 
@@ -286,13 +286,12 @@ def _calls(record: RunRecord) -> list[tuple[str, go.Figure]]:
     return [("LLM calls: tokens and latency", _small(fig, "LLM calls: tokens and latency"))]
 
 
-FigureBuilder = Callable[[RunRecord], list[tuple[str, go.Figure]]]
 COMMON_FIGURES: list[FigureBuilder] = [_calibration, _calls]  # after each mechanism's (`MechanismUI.figures`)
 
 
 def figure_builders() -> list[FigureBuilder]:
     """Every chart builder in its fixed order: each registered mechanism's, then the common ones."""
-    return [resolve_callable(ref) for u in uis("figures") for ref in u.figures] + COMMON_FIGURES
+    return [build for u in uis() for build in u.figures()] + COMMON_FIGURES
 
 
 def figures_for(record: RunRecord) -> list[Figure]:

@@ -23,7 +23,7 @@ from sqlmodel import Session, SQLModel, col, select
 from engine.config import get_settings
 from engine.exports import load_run, run_document
 from engine.inputs import MAX_PROBLEMS_SHOWN, InputError, MissingFile, iter_lines, problem_lines, read_text
-from engine.mechanism import mechanisms
+from engine.registry import mechanisms
 from engine.store import (
     MAX_TAG_LENGTH,
     RUN_STATUSES,

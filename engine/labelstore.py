@@ -17,14 +17,14 @@ keys are built are each mechanism's `LabelSpec` (`engine.mechanism`, the `labels
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import Any
 
 from engine.config import get_settings
-from engine.mechanism import LabelSpec, mechanisms, resolve_callable
+from engine.mechanism import LabelSpec
+from engine.registry import mechanisms
 from engine.store import LabelRow, NewLabel, Store, aware, utcnow
 
 SOURCES = ("approval", "override", "manual", "import")
@@ -42,8 +42,8 @@ class LabelError(ValueError):
 
 
 def label_specs() -> dict[str, LabelSpec]:
-    """Every mechanism that takes labels, with its `LabelSpec`, in the labels' order of mechanisms."""
-    return {spec.name: spec.labels for spec in mechanisms("labels") if spec.labels is not None}
+    """Every mechanism that takes labels, with its `LabelSpec`, in registration order."""
+    return {spec.name: spec.labels for spec in mechanisms() if spec.labels is not None}
 
 
 def label_mechanisms() -> tuple[str, ...]:
@@ -72,11 +72,6 @@ def label_values(mechanism: str) -> tuple[str, ...] | None:
 def positive_value(mechanism: str) -> str:
     """The value `mechanism`'s judge probability is the probability of ("" when it has none)."""
     return label_spec(mechanism).positive
-
-
-@cache
-def _key_builder(ref: str) -> Callable[..., Any]:
-    return resolve_callable(ref)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,13 +366,13 @@ def delete_label(store: Store, label_id: int) -> None:
 
 
 def item_key(mechanism: str, **parts: object) -> str:
-    """The one way to build an item's key, the mechanism's own (`LabelSpec.key`): e.g. handraise `t3/coder`
+    """The one way to build an item's key, the mechanism's own (`LabelHooks.key`): e.g. handraise `t3/coder`
     (turn, participant; an eval item: item, participant), jury `pw-leak` (case), director `line4` / `row4` (line or
     row), confidence `q:<sha1[:12]>` (query), skip `s1#7` (scope, message)."""
     specs = label_specs()
     if not isinstance(mechanism, str) or mechanism not in specs:
         raise _unknown(mechanism, specs)
     try:
-        return str(_key_builder(specs[mechanism].key)(**parts))
+        return str(specs[mechanism].hooks().key(**parts))
     except KeyError as exc:
         raise LabelError(f"item_key: {mechanism} needs {exc.args[0]!r}") from None

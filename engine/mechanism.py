@@ -1,184 +1,204 @@
-"""The mechanism registry: one `MechanismSpec` per mechanism, the facts every engine consumer reads about it (its
-experiment adapter, export tables, scorecard role, demo page) so none of them keeps its own list of names.
+"""What a mechanism is to the engine: its `MechanismSpec`, the facts every engine consumer reads about it (its
+experiment adapter, export tables, scorecard role, labels, demo page) so none of them keeps its own list of names;
+the registry of specs is `engine.registry`.
 
-A mechanism's package registers its spec in a `spec.py` that imports nothing but this module; code is named by
-``"module:attribute"`` references and resolved when used, so the registry never imports a mechanism and no import
-cycle can close through it. The built-in specs are loaded on first use from `BUILTIN` (the plugin table: adding a
-mechanism adds its spec module here); anything else (a test's toy mechanism) calls `register_mechanism`.
+A mechanism declares its spec in `engine/<mechanism>/spec.py`, which imports nothing of the mechanism itself: each
+part that needs code is a typed loader (Inspect's `@modelapi` pattern), a small function that imports its part's
+module when called and returns the part — the experiment adapter class, the export tables, the scorecard's hooks,
+the labels' hooks. The hooks are dataclasses of callables typed by the protocols below, so mypy checks every
+mechanism's code against what its consumers call, and go-to-definition follows them. Listing the mechanisms loads
+the spec modules only (`tests/test_mechanism_registry.py` counts the modules).
 
-Surfaces that show mechanisms in a fixed order of their own (the scorecard's roles, the experiment's choices, the
-export tables) sort by `MechanismSpec.order[surface]`; a spec without a position for a surface comes after those
-with one, in registration order.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-# The built-in mechanisms' spec modules, in registration order (the scorecard's order of roles).
-BUILTIN = (
-    "engine.handraise.spec",
-    "engine.skip.spec",
-    "engine.jury.spec",
-    "engine.director.spec",
-    "engine.confidence.spec",
-)
+if TYPE_CHECKING:
+    from engine import stats
+    from engine.diagnostics import Diagnosis
+    from engine.experiments.adapters.base import ExperimentAdapter, Models
+    from engine.experiments.execution import HubModels
+    from engine.experiments.scorecard import ScorecardPlan
+    from engine.exports.record import RunRecord
+    from engine.labels.items import LabelItem
+    from engine.labels.refit import LabelRefit
+    from engine.labelstore import Label
+    from engine.store import Run, Store
+
+
+# -- export tables -----------------------------------------------------------------------------------------------
+
+
+class TableBuilder(Protocol):
+    """Builds one table of a run's export: its rows."""
+
+    def __call__(self, record: RunRecord, /) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
 class ExportTable:
-    """One table of a run's export (`engine.exports.tables`): built by `build` ("module:function" taking the run's
-    `RunRecord`), or one flattened row per event of the types in `events`."""
+    """One table of a run's export (`engine.exports.tables`): built by `build`, or one flattened row per event of
+    the types in `events`."""
 
     name: str
     description: str
-    build: str = ""
+    build: TableBuilder | None = None
     events: tuple[str, ...] = ()
+
+
+# -- the scorecard -----------------------------------------------------------------------------------------------
+
+Step = tuple[str | None, str | None]  # (model, method) of one scorecard row
+
+
+class RoleSteps(Protocol):
+    """What a role runs: `(plan, model_id)` → [(model_id, method), …]."""
+
+    def __call__(self, plan: ScorecardPlan, model_id: str | None, /) -> list[Step]: ...
+
+
+class RoleRun(Protocol):
+    """Runs one step of a role: its metrics, its runs and anything the row shows."""
+
+    async def __call__(
+        self,
+        store: Store,
+        models: Models | HubModels,
+        model_id: str | None,
+        method: str | None,
+        plan: ScorecardPlan,
+        executor: str,
+        /,
+    ) -> dict[str, Any]: ...
+
+
+class RolePaired(Protocol):
+    """Compares a row with its role's best on the same items (None: no shared items)."""
+
+    def __call__(self, store: Store, best: dict[str, Any], row: dict[str, Any], /) -> stats.Comparison | None: ...
+
+
+class RoleDiagnoses(Protocol):
+    """What the scorecard found about the role's judges that have no shipped map."""
+
+    def __call__(self, scorecard: dict[str, Any] | None, /) -> list[Diagnosis]: ...
+
+
+@dataclass(frozen=True)
+class ScorecardHooks:
+    """A role's code: `run` runs one step; `steps` says what to run (None: a per-model role runs each model with
+    each of its `methods` the plan picks); `paired` and `diagnoses` are optional."""
+
+    run: RoleRun
+    steps: RoleSteps | None = None
+    paired: RolePaired | None = None
+    diagnoses: RoleDiagnoses | None = None
 
 
 @dataclass(frozen=True)
 class ScorecardRole:
-    """The mechanism's row in the model scorecard (`engine.experiments.scorecard`).
-
-    `steps` ("module:function", `(plan, model_id)` → [(model_id, method), …]) says what to run: called once per
-    model when `per_model`, else once with None after every per-model role; empty, a per-model role runs the model
-    with each of its `methods` the plan picks (`engine.experiments.scorecard.by_method`). `run` (async, `(store,
-    models, model_id, method, plan, executor)` → {"metrics", "runs", …}) runs one step; `paired` (optional,
-    `(store, best_row, row)` → Comparison | None) compares a row with the role's best on the same items. The
-    target is what "good enough for this role" means. `methods`: the judge methods `--methods` may pick.
-    `diagnoses` (optional, `(scorecard | None)` → [Diagnosis]): what the scorecard found about the role's judges
-    that have no shipped map (`judgelab models judges`, the Models page). The runner and its helpers live with
-    the mechanism (`engine/<mechanism>/scorecard.py`)."""
+    """The mechanism's row in the model scorecard (`engine.experiments.scorecard`): the metric it is judged by
+    and the target that means "good enough for this role" (with where the target comes from); called once per
+    model when `per_model`, else once after every per-model role; `methods`: the judge methods `--methods` may
+    pick. `hooks` loads its code (`engine/<mechanism>/scorecard.py`)."""
 
     metric: str
     higher_is_better: bool
     target: float
     source: str
-    run: str
-    steps: str = ""
+    hooks: Callable[[], ScorecardHooks]
     per_model: bool = True
-    paired: str = ""
     methods: tuple[str, ...] = ()
-    diagnoses: str = ""
+
+
+# -- labels ------------------------------------------------------------------------------------------------------
+
+
+class ItemKey(Protocol):
+    """The one way an item's key is built from its keyword parts."""
+
+    def __call__(self, **parts: object) -> str: ...
+
+
+class ItemReader(Protocol):
+    """A stored run's items a researcher can label."""
+
+    def __call__(self, store: Store, run: Run, /) -> list[LabelItem]: ...
+
+
+class LabelRefitter(Protocol):
+    """Refits the mechanism's judge from labels (as `engine.labels.refit_from_labels` calls it)."""
+
+    def __call__(
+        self,
+        store: Store,
+        *,
+        user: str | None = ...,
+        with_split: bool = ...,
+        seed: int = ...,
+        labels: Sequence[Label] | None = ...,
+        models: Any = ...,
+        config: Any = ...,
+    ) -> LabelRefit: ...
+
+
+@dataclass(frozen=True)
+class LabelHooks:
+    """The labels' code (`engine/<mechanism>/labels.py`): `key` builds an item's key; `readers`: run kind → the
+    reader of its items."""
+
+    key: ItemKey
+    readers: Mapping[str, ItemReader] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RefitHooks:
+    """Refitting the judge from labels: `refit` refits it, `usable` counts the labels it can learn from (None: all),
+    `default_map` names the map a refit replaces when nothing names one (None: the first model's)."""
+
+    refit: LabelRefitter
+    usable: Callable[[Sequence[Label]], int] | None = None
+    default_map: Callable[[Sequence[str]], str | None] | None = None
 
 
 @dataclass(frozen=True)
 class LabelSpec:
-    """What a researcher's label of the mechanism's items may say, and where its items come from (`engine.labels`).
-
-    - `values`: the values a label takes (None: any short non-empty text, e.g. a jury case's verdicts);
-      `positive`: the value the judge's probability is the probability of (agreement, the queue's cut);
-    - `key` ("module:function", keyword parts → str): the one way an item's key is built (`item_key`);
-    - `readers`: run kind → "module:function" (`(store, run)` → [LabelItem]) reading a stored run's items;
-    - `map_name`: the judge map a label-refitted version replaces (engine/judgemaps; "": none);
-    - `refit` ("module:function", as `engine.labels.refit_from_labels`): refits the judge from labels ("": the
-      judge records no features to refit from);
-    - `usable` ("module:function", labels → int): how many of them a refit can learn from ("": all of them), and
-      `min_labels` the fewest it needs (the Labels page's refit button counts against it);
-    - `default_map` ("module:function", catalog model ids → map id or None): the map a refit replaces when
-      neither the refit nor a label names one ("": the first model's)."""
+    """What a researcher's label of the mechanism's items may say (`engine.labels`): `values` (None: any short
+    non-empty text, e.g. a jury case's verdicts); `positive`, the value the judge's probability is the probability
+    of; `map_name`, the judge map a label-refitted version replaces ("": none). `hooks` loads the labels' code;
+    `refit` loads the refit's (None: the judge records no features to refit from), which needs `min_labels`."""
 
     values: tuple[str, ...] | None
-    key: str
+    hooks: Callable[[], LabelHooks]
     positive: str = ""
-    readers: Mapping[str, str] = field(default_factory=dict)
     map_name: str = ""
-    refit: str = ""
-    usable: str = ""
+    refit: Callable[[], RefitHooks] | None = None
     min_labels: int = 0
-    default_map: str = ""
+
+
+# -- the spec ----------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class MechanismSpec:
     """What the engine's consumers need to know about one mechanism.
 
-    - `experiment`: "module:Class" of its experiment adapter (`engine.experiments` sweeps it);
+    - `experiment`: loads its experiment adapter's class (None: experiments do not sweep it);
       `experiment_cases` its default case set and `experiment_space` an example search space (YAML);
-    - `tables`: its export tables; `scorecard`: its scorecard role (None: not scored);
+    - `tables`: loads its export tables; `scorecard`: its scorecard role (None: not scored);
     - `demo_page`: the demo page its calls belong to (`engine.demo`);
-    - `order`: its position on surfaces with an order of their own ("experiments", "scorecard", "exports",
-      "labels");
     - `labels`: what its labels say and which runs hold its items (None: it takes no labels)."""
 
     name: str
     label: str
     demo_page: str
-    experiment: str = ""
+    experiment: Callable[[], type[ExperimentAdapter]] | None = None
     experiment_cases: str = ""
     experiment_space: str = ""
-    tables: tuple[ExportTable, ...] = ()
+    tables: Callable[[], Sequence[ExportTable]] = tuple
     scorecard: ScorecardRole | None = None
-    order: Mapping[str, int] = field(default_factory=dict)
     labels: LabelSpec | None = None
-
-
-_SPECS: dict[str, MechanismSpec] = {}
-_loaded = False
-
-
-def _load_builtin() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN:
-        importlib.import_module(module)  # each registers itself
-
-
-def register_mechanism(spec: MechanismSpec) -> MechanismSpec:
-    """Add a mechanism (again: a spec of the same name replaces the old one); returns the spec."""
-    _SPECS[spec.name] = spec
-    return spec
-
-
-def unregister_mechanism(name: str) -> None:
-    """Remove a mechanism (a test's toy mechanism, after the test)."""
-    _SPECS.pop(name, None)
-
-
-def mechanisms(surface: str | None = None) -> list[MechanismSpec]:
-    """Every registered mechanism: in registration order, or in `surface`'s order (see the module's docstring)."""
-    _load_builtin()
-    specs = list(_SPECS.values())
-    if surface is None:
-        return specs
-    # by position, not `specs.index`: that compares whole specs, and the label store asks for every label it checks
-    placed = sorted(enumerate(specs), key=lambda pair: pair[1].order.get(surface, len(specs) + pair[0]))
-    return [spec for _, spec in placed]
-
-
-def mechanism_names(surface: str | None = None) -> list[str]:
-    return [s.name for s in mechanisms(surface)]
-
-
-def mechanism_spec(name: str) -> MechanismSpec:
-    """The spec of `name`; an unknown name is a ValueError that lists the known ones."""
-    _load_builtin()
-    try:
-        return _SPECS[name]
-    except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; one of {', '.join(_SPECS)}") from None
-
-
-def scorecard_roles() -> dict[str, ScorecardRole]:
-    """Every mechanism's scorecard role by name, in the scorecard's order."""
-    return {s.name: s.scorecard for s in mechanisms("scorecard") if s.scorecard is not None}
-
-
-def resolve(ref: str) -> Any:
-    """The object a ``"module:attribute"`` reference names (imported on first use)."""
-    module, _, attribute = ref.partition(":")
-    if not module or not attribute:
-        raise ValueError(f"{ref!r}: a reference is 'module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
-
-
-def resolve_callable(ref: str) -> Callable[..., Any]:
-    found = resolve(ref)
-    if not callable(found):
-        raise TypeError(f"{ref!r} names {type(found).__name__}, not a callable")
-    return found  # type: ignore[no-any-return]

@@ -1004,3 +1004,7 @@ def handle_evaluate(model_id: str, settings: ConfidenceSettings) -> str | None:
         param=EVAL_PARAM,
         key=EVAL_RUN,
     )
+
+
+if __name__ == "__main__":  # Streamlit runs this file as the page (dashboard/app.py)
+    render()

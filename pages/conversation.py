@@ -1149,3 +1149,7 @@ def whatif_rows(conv: Conversation, changes: Sequence[Mapping[str, Any]]) -> lis
         }
         for c in changes
     ]
+
+
+if __name__ == "__main__":  # Streamlit runs this file as the page (dashboard/app.py)
+    render()

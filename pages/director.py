@@ -949,3 +949,7 @@ def handle_duo(
         st.session_state[DUO_RUN + ".error"] = f"No dialogue: {exc.errors()[0]['msg']}"
         return None
     return _start("director.duo", config, run_duo, DUO_PARAM, DUO_RUN)
+
+
+if __name__ == "__main__":  # Streamlit runs this file as the page (dashboard/app.py)
+    render()

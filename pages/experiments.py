@@ -38,7 +38,7 @@ from engine.experiments.evidence import cell_diff, table_evidence
 from engine.experiments.results import list_experiments, show_experiment
 from engine.history import figure_text
 from engine.inputs import InputError, read_text, read_upload, shown_problems
-from engine.mechanism import mechanisms
+from engine.registry import mechanisms
 from models import safe_yaml
 
 KEY = "experiments."
@@ -150,7 +150,7 @@ def _render_form() -> str:
     """The form's fields as the YAML they stand for (so one validator, with lines, covers both)."""
     c1, c2, c3 = st.columns(3)
     name = form.field(c1.text_input, "Name", KEY + "f.name", initial="my sweep")
-    specs = {s.name: s for s in mechanisms("experiments") if s.experiment}  # every mechanism an experiment sweeps
+    specs = {s.name: s for s in mechanisms() if s.experiment}  # every mechanism an experiment sweeps
     mech = form.choice(c1.selectbox, "Mechanism", list(specs), KEY + "f.mechanism")
     cases = form.field(c2.text_input, "Case set", KEY + "f.cases." + mech, initial=specs[mech].experiment_cases)
     limit = form.field(c2.number_input, "Only the first N cases (0: all)", KEY + "f.limit", 0, 100_000, initial=0)

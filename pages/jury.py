@@ -727,3 +727,7 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> st
 def fold_run(run_id: str) -> JuryView:
     store = state.get_store()
     return JuryView.fold([(e.type, e.payload) for e in store.events(run_id)])
+
+
+if __name__ == "__main__":  # Streamlit runs this file as the page (dashboard/app.py)
+    render()

@@ -20,8 +20,8 @@ from engine.diagnostics import shipped_diagnoses
 from engine.experiments import scorecard as scorecards
 from engine.experiments.scorecard import ScorecardPlan, run_scorecard
 from engine.handraise.answers import DEFAULT_ANSWER_MODEL, readable_text
-from engine.mechanism import mechanisms
 from engine.modelruns import stream_prompt
+from engine.registry import mechanisms
 from engine.store import CANCELLED
 from models.probe import FREE_MESSAGES, FREE_TEXT, PROBE_MESSAGES, STRUCTURED_SCHEMAS
 from models.registry import scoring_support

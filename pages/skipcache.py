@@ -586,3 +586,7 @@ def _render_tradeoff(result: dict[str, Any]) -> None:
     st.plotly_chart(charts.skip_tradeoff(rows))
     if st.session_state.get(f"details.{DETAILS}", False):
         st.dataframe(frame, hide_index=True, width="stretch")
+
+
+if __name__ == "__main__":  # Streamlit runs this file as the page (dashboard/app.py)
+    render()

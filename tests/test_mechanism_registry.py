@@ -1,5 +1,6 @@
-"""The mechanism registries (`engine.mechanism`, `dashboard.mechanism_ui`): every reference of the five built-in
-mechanisms resolves, every surface keeps its order, and a toy mechanism (tests/toymech, registered for the test
+"""The mechanism registries (`engine.registry`, `dashboard.ui_registry`): every loader of every registered
+mechanism loads what its type says, listing them loads no mechanism, every surface lists them in registration order,
+and a toy mechanism (tests/toymech, registered for the test
 and removed after) appears in the CLI, the experiment definition, the exports, the scorecard (its roles, its
 methods) and the demo recording with nothing else edited."""
 
@@ -17,46 +18,62 @@ import pytest
 
 from dashboard.commands.experiment import _methods_help, _scorecard_methods
 from dashboard.demo_record import record
-from dashboard.mechanism_ui import demo_pages, uis
+from dashboard.ui_registry import demo_pages, uis
 from engine.demo import load_manifest, read_runs
 from engine.experiments import Experiment, mechanism, run_experiment
+from engine.experiments.adapters.base import ExperimentAdapter
 from engine.experiments.scorecard import ScorecardPlan, default_methods, roles, run_scorecard, targets
 from engine.exports import load_run, table_builders, tables
 from engine.labels import LabelError, add_label, agreement, item_key, label_mechanisms, label_queue, list_labels
-from engine.mechanism import mechanism_names, mechanisms, register_mechanism, resolve
+from engine.mechanism import ScorecardHooks
+from engine.registry import mechanism_names, mechanisms, register_mechanism
 from engine.store import Store
 from tests.dashboard.rendered import shown
 from tests.toymech import SPEC, register, unregister
 from tests.toymech.adapter import count
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILTIN = {"handraise", "skip", "jury", "director", "confidence"}
 
 
-def test_every_reference_of_the_builtin_mechanisms_resolves() -> None:
-    """A reference that names a moved or renamed function fails here, not in the one command that reads it."""
-    assert set(mechanism_names()) == BUILTIN
+def test_every_loader_of_every_registered_mechanism_loads_its_part() -> None:
+    """A loader that imports a moved or renamed name fails here, not in the one command that reads it (mypy checks
+    what each part is; this checks each loader runs)."""
+    names = mechanism_names()
+    assert names and [u.name for u in uis()] == names  # each engine spec has its dashboard entry, in one order
     for spec in mechanisms():
-        assert mechanism(spec.name).name == spec.name  # the experiment adapter
+        assert spec.experiment is not None and issubclass(spec.experiment(), ExperimentAdapter)
+        assert mechanism(spec.name).name == spec.name  # the experiment adapter, as the experiments look it up
         assert (ROOT / spec.experiment_cases).is_file()
-        for table in spec.tables:
-            assert table.events or callable(resolve(table.build))
+        for table in spec.tables():
+            assert (table.build is None) != (not table.events)  # built, or one row per event: one of the two
         assert spec.scorecard is not None
-        assert spec.scorecard.steps or spec.scorecard.methods  # its own steps, or each of its methods
-        for ref in (spec.scorecard.steps, spec.scorecard.run, spec.scorecard.paired, spec.scorecard.diagnoses):
-            assert not ref or callable(resolve(ref))
-        assert spec.labels is not None
-        refit_refs = (spec.labels.refit, spec.labels.usable, spec.labels.default_map)
-        for ref in (spec.labels.key, *spec.labels.readers.values(), *filter(None, refit_refs)):
-            assert callable(resolve(ref))
+        hooks = spec.scorecard.hooks()
+        assert hooks.steps or spec.scorecard.methods  # its own steps, or each of its methods
+        assert spec.labels is not None and spec.labels.hooks().key is not None
+        refit = spec.labels.refit() if spec.labels.refit else None
         # a refittable judge says what the Labels page counts and which map it replaces by default
-        assert not spec.labels.refit or (spec.labels.usable and spec.labels.default_map and spec.labels.min_labels)
-    assert {u.name for u in uis()} == BUILTIN
+        assert refit is None or (refit.usable and refit.default_map and spec.labels.min_labels)
     for ui in uis():
-        assert callable(resolve(ui.page)) and resolve(ui.cli)
-        for ref in ui.figures + tuple(r for r in (ui.calibration_job, ui.demo) if r):
-            assert callable(resolve(ref))
-        assert ui.labels is not None and (not ui.labels.words or callable(resolve(ui.labels.words)))
+        assert (ROOT / ui.page).is_file() and ui.cli is not None
+        assert all(callable(build) for build in ui.figures())
+        assert ui.demo is None or callable(ui.demo())
+        assert ui.labels is not None
+
+
+def test_listing_the_mechanisms_loads_no_mechanism() -> None:
+    """`mechanism_names()` in a fresh interpreter: the registry and each mechanism's spec module, nothing else of
+    the engine, no SQLAlchemy (each part's code loads when its loader is called)."""
+    script = (
+        "import sys; from engine.registry import mechanism_names; names = mechanism_names(); "
+        "print(sorted(m for m in sys.modules if m.startswith('engine'))); print('sqlalchemy' in sys.modules)"
+    )
+    found = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    loaded, sqlalchemy = found.stdout.splitlines()
+    names = mechanism_names()
+    specs = [f"engine.{n}" for n in names] + [f"engine.{n}.spec" for n in names]
+    assert eval(loaded) == sorted(["engine", "engine.mechanism", "engine.registry", *specs])
+    assert sqlalchemy == "False"
 
 
 def test_the_labels_page_reads_a_refits_facts_from_the_registry() -> None:
@@ -66,9 +83,9 @@ def test_the_labels_page_reads_a_refits_facts_from_the_registry() -> None:
 
     assert labels_needed("handraise") == 10 and usable_count("handraise", []) == 0
     assert default_map_id("handraise", []) is None
-    assert default_map_id("handraise", ["smollm2-135m"]) == resolve("engine.handraise.label_refit:default_map")(
-        ["smollm2-135m"]
-    )
+    from engine.handraise.label_refit import default_map
+
+    assert default_map_id("handraise", ["smollm2-135m"]) == default_map(["smollm2-135m"])
     assert (labels_needed("jury"), default_map_id("jury", ["a", "b"]), default_map_id("jury", [])) == (0, "a", None)
 
 
@@ -77,42 +94,31 @@ def test_each_builtin_adapter_and_demo_flow_lives_in_its_package() -> None:
     in `engine/<name>/`, and `engine/experiments/adapters/` keeps only their base and the lookup. The one flow kept
     in the dashboard (the jury's: its note speaks the Jury page's words) is named here, so no other drifts out."""
     for spec in mechanisms():
-        assert spec.experiment.startswith(f"engine.{spec.name}.experiment:"), spec.experiment
+        assert spec.experiment is not None and spec.experiment().__module__ == f"engine.{spec.name}.experiment"
         assert type(mechanism(spec.name)).__module__ == f"engine.{spec.name}.experiment"
-    flows = {u.name: u.demo.partition(":")[0] for u in uis() if u.demo}
-    assert flows == {name: f"engine.{name}.demo" for name in BUILTIN - {"jury"}} | {"jury": "dashboard.demo_flows.jury"}
+    flows = {u.name: u.demo().__module__ for u in uis() if u.demo}
+    builtin = set(mechanism_names())
+    assert flows == {name: f"engine.{name}.demo" for name in builtin - {"jury"}} | {"jury": "dashboard.demo_flows.jury"}
     assert sorted(p.name for p in (ROOT / "engine/experiments/adapters").glob("*.py")) == ["__init__.py", "base.py"]
     assert sorted(p.name for p in (ROOT / "dashboard/demo_flows").glob("*.py")) == ["__init__.py", "jury.py"]
 
 
-def test_each_surface_keeps_its_order() -> None:
-    """The orders the CLI help, the app, the Experiments form, the scorecard and the exports showed before the
-    registry: each surface's own."""
-    assert mechanism_names("experiments") == ["handraise", "jury", "confidence", "skip", "director"]
-    assert roles() == ("handraise", "skip", "jury", "director", "confidence")
-    assert [u.name for u in uis("nav")] == ["handraise", "skip", "director", "confidence", "jury"]
-    assert [u.name for u in uis("cli")] == ["confidence", "director", "skip", "jury", "handraise"]
-    assert [u.name for u in uis("calibrate") if u.calibration_job] == [
-        "handraise",
-        "skip",
-        "jury",
-        "confidence",
-        "director",
-    ]
-    assert label_mechanisms() == ("handraise", "jury", "director", "confidence", "skip")
-    assert demo_pages() == ("models", "conversation", "jury", "director", "confidence", "skip-cache")
-    assert default_methods() == {
-        "handraise": ("judge", "likelihood"),
-        "jury": ("generate", "likelihood"),
-        "director": ("signals", "generate", "likelihood"),
-    }
-    assert [name for name, _, _ in table_builders()] == [
-        *("headline", "calls", "events", "corrected_rates", "jury_positions", "jury_eval_items", "conversation_hands"),
-        *("conversation_messages", "handraise_eval_items", "director_lines", "director_turns", "director_batch"),
-        *("director_eval_items", "director_hit_rates", "confidence_factors", "confidence_scores"),
-        *("confidence_eval_items", "calibration_items", "simulation"),
-        "simulation_events",
-    ]
+def test_every_surface_lists_the_mechanisms_in_registration_order() -> None:
+    """One order (#40): the CLI, the app's navigation, the Experiments form, the scorecard, the Labels page, the
+    calibration, the demo and the exports all list the mechanisms as the registry does."""
+    names = mechanism_names()
+    assert [u.name for u in uis()] == names
+    assert roles() == tuple(names)
+    assert label_mechanisms() == tuple(names)
+    specs = {s.name: s for s in mechanisms()}
+    assert demo_pages() == ("models", *(specs[u.name].demo_page for u in uis() if u.demo))
+    assert list(default_methods()) == [n for n in names if getattr(specs[n].scorecard, "methods", ())]
+    common = ["headline", "calls", "events", "corrected_rates"]
+    assert [name for name, _, _ in table_builders()] == common + [t.name for s in mechanisms() for t in s.tables()]
+    with pytest.raises(ValueError) as refused:
+        Experiment.model_validate({"name": "x", "mechanism": "nosuch", "cases": "x.jsonl"})
+    swept = [repr(n) for n in names if specs[n].experiment]
+    assert f"Input should be {', '.join(swept[:-1])} or {swept[-1]}" in str(refused.value)
 
 
 @pytest.fixture
@@ -143,7 +149,7 @@ def test_the_toy_is_a_cli_sub_app(toy: None) -> None:
     assert counted.stdout.strip() == "2 of 3"
     pages = _cli("demo", "record", "--help")  # `--only` names its demo page
     assert pages.returncode == 0, pages.stderr
-    assert "Record only these pages: models, conversation, jury, director, confidence, skip-cache, toy." in pages.stdout
+    assert "Record only these pages: models, conversation, skip-cache, jury, director, confidence, toy." in pages.stdout
 
 
 def test_the_toy_is_swept_by_an_experiment(toy: None, store: Store) -> None:
@@ -160,7 +166,7 @@ def test_the_toy_is_swept_by_an_experiment(toy: None, store: Store) -> None:
 
 
 def test_an_unregistered_mechanism_is_refused_by_the_definition() -> None:
-    with pytest.raises(ValueError, match="Input should be 'handraise', 'jury', 'confidence', 'skip' or 'director'"):
+    with pytest.raises(ValueError, match="Input should be 'handraise', 'skip', 'jury', 'director' or 'confidence'"):
         Experiment.model_validate({"name": "toy sweep", "mechanism": "toy", "cases": "x.jsonl"})
 
 
@@ -178,7 +184,7 @@ def test_the_toy_is_a_scorecard_role(toy: None, store: Store) -> None:
     (row,) = result["rows"]
     assert (row["role"], row["model"], row["method"], row["error"]) == ("toy", None, "count", None)
     assert row["metrics"]["share"] == 0.75 and row["target"]["mark"] == "good"
-    assert [r.name for r in mechanisms("scorecard")][-1] == "toy" and uis("nav")[-1].title == "Toy"
+    assert [r.name for r in mechanisms()][-1] == "toy" and uis()[-1].title == "Toy"
 
 
 def test_the_toy_takes_labels(toy: None, store: Store) -> None:
@@ -206,7 +212,7 @@ def test_the_toy_takes_labels(toy: None, store: Store) -> None:
     (found,) = agreement(store, mechanism="toy", user="me")
     assert (found.judge, found.n, found.labels, found.accuracy) == ("toy.count", 1, ["over", "under"], 0.0)
     unregister()
-    with pytest.raises(LabelError, match="mechanism: 'toy' is not one of handraise, jury, director, confidence, skip"):
+    with pytest.raises(LabelError, match="mechanism: 'toy' is not one of handraise, skip, jury, director, confidence"):
         add_label(store, mechanism="toy", item_key="v0", label="over", run_id=run_id, user="me")
 
 
@@ -247,7 +253,11 @@ def test_a_per_model_role_runs_each_method_the_plan_picks(toy: None, store: Stor
     """A role with methods and no steps of its own: each model with each method of `ScorecardPlan.methods` (all of
     the role's by default), likelihood only where the model can score; `--methods` and its help know its choice."""
     assert SPEC.scorecard is not None
-    role = replace(SPEC.scorecard, per_model=True, steps="", methods=("count", "likelihood"))
+    from tests.toymech.adapter import run_role
+
+    role = replace(
+        SPEC.scorecard, per_model=True, hooks=lambda: ScorecardHooks(run_role), methods=("count", "likelihood")
+    )
     register_mechanism(replace(SPEC, scorecard=role))
     assert default_methods()["toy"] == ("count", "likelihood")
 

@@ -10,7 +10,12 @@ module graph stays tangled (issue 27). This script parses every module of ``engi
 - relative imports are resolved against the importing module's package;
 - importing ``a.b.c`` runs the ``__init__`` of ``a`` and ``a.b`` first, so those are edges too, except the importer's
   own packages (always initialised before it runs);
-- imports under ``if TYPE_CHECKING:`` never run and are left out.
+- imports under ``if TYPE_CHECKING:`` never run and are left out;
+- a registry's loader (an import inside a function under a ``# loaded when used`` comment: a mechanism's spec or
+  dashboard entry naming its code, `engine.mechanism`) is left out too: it runs when its part is used, after every
+  module has loaded, by design — the registry is what every mechanism reaches and what reaches every mechanism, so
+  counting its loaders would make one cycle of them all (the ``"module:attr"`` strings they replaced hid the same
+  edges from this check).
 
 It prints each strongly connected component (a set of modules that reach each other) with the imports that close
 it. An import is deferred into a function only for an optional or heavy third-party package or for the command
@@ -30,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOTS = ("engine", "models", "dashboard", "pages")
-REASON = re.compile(r"CLI start-up|heavy|optional", re.IGNORECASE)
+REASON = re.compile(r"CLI start-up|heavy|optional|loaded when used", re.IGNORECASE)
+LOADER = re.compile(r"loaded when used", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,9 @@ def _ancestors(name: str) -> list[str]:
 
 
 def edges_of(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    tree = ast.parse(text, filename=str(path))
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     own = set(_ancestors(name))
@@ -96,6 +104,8 @@ def edges_of(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
             edges.append(Edge(name, target, node.lineno, deferred))
 
     for node, deferred in _imports(tree):
+        if deferred and node.lineno > 1 and LOADER.search(lines[node.lineno - 2]):
+            continue  # a registry's loader (see the module's docstring)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, node, deferred, explicit=True)

@@ -15,8 +15,8 @@ import psutil
 
 from dashboard import demo
 from dashboard.bench.harness import BenchResult, Progress, benchmark, history_store
-from dashboard.mechanism_ui import uis
 from dashboard.net import running_dashboard
+from dashboard.ui_registry import uis
 
 
 def _tree_rss_bytes(pid: int) -> int:
@@ -85,7 +85,7 @@ BROWSER_ARGS = [
 PAGE_PATHS = {  # module under pages/ → its URL path: the workbench's, each mechanism's (in the app's order), replay
     "models": "models",
     "runs": "runs",
-    **{u.page.partition(":")[0].removeprefix("pages."): u.url_path for u in uis("nav") if u.page.startswith("pages.")},
+    **{Path(u.page).stem: u.url_path for u in uis() if u.page.startswith("pages/")},
     "replay": "replay",
 }
 

@@ -9,20 +9,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, run_calibration, say
-from dashboard.mechanism_ui import ui, uis
-from engine.mechanism import resolve
+from dashboard.ui_registry import ui, uis
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 # In the order they run; each refits from its own calibration split under data/calibration/.
-SPLITS = {u.name: u.calibration_split for u in uis("calibrate") if u.calibration_job}
+SPLITS = {u.name: u.calibration_split for u in uis() if u.calibration_job}
 MECHANISMS = tuple(SPLITS)
 
 
 def _job(mechanism: str, data: Path, model_id: str, limit: int | None) -> RefitJob:
-    job: RefitJob = resolve(ui(mechanism).calibration_job)(data, model_id, limit)
-    return job
+    job = ui(mechanism).calibration_job
+    if job is None:
+        raise ValueError(f"{mechanism} has no calibration job")
+    return job(data, model_id, limit)
 
 
 def _summary(payload: dict[str, Any]) -> dict[str, Any]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dashboard.commands import fail, run_eval, say, usable_model
-from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
+from dashboard.mechanism_ui import DemoFlow, FigureBuilder, LabelWords, MechanismUI
 
 if TYPE_CHECKING:
     from engine.confidence.factors import ConfidenceFactors
@@ -19,26 +20,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Confidence: factors → score → intervention level.", no_args_is_help=True)
 # This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
-UI = register_ui(
-    MechanismUI(
-        "confidence",
-        page="pages.confidence:render",
-        title="Confidence lab",
-        icon="🎚️",
-        url_path="confidence",
-        cli="dashboard.commands.confidence:app",
-        figures=("dashboard.report:_confidence",),
-        calibration_split="confidence-calib.jsonl",
-        calibration_job="dashboard.commands.confidence:calibration_job",
-        order={"nav": 3, "cli": 0, "figures": 1, "calibrate": 3, "demo": 3},
-        labels=LabelWords(
-            "Confidence (right / wrong answer)",
-            buttons={"right": "The answer was right", "wrong": "The answer was wrong"},
-            answers={"right": "right", "wrong": "wrong"},
-        ),
-        demo="engine.confidence.demo:record_page",
-    )
-)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
@@ -390,3 +371,36 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         lambda f: [fit_single_map(CONFIDENCE, model_id, "supported", "pmi_supported", f, labels, data), *_signals(f)],
         limit,
     )
+
+
+def figures() -> Sequence[FigureBuilder]:
+    # loaded when used: the report's charts load plotly
+    from dashboard.report import _confidence
+
+    return (_confidence,)
+
+
+def demo() -> DemoFlow:
+    # loaded when used: the flow loads the engine
+    from engine.confidence.demo import record_page
+
+    return record_page
+
+
+UI = MechanismUI(
+    "confidence",
+    page="pages/confidence.py",
+    title="Confidence lab",
+    icon="🎚️",
+    url_path="confidence",
+    cli=app,
+    figures=figures,
+    calibration_split="confidence-calib.jsonl",
+    calibration_job=calibration_job,
+    labels=LabelWords(
+        "Confidence (right / wrong answer)",
+        buttons={"right": "The answer was right", "wrong": "The answer was wrong"},
+        answers={"right": "right", "wrong": "wrong"},
+    ),
+    demo=demo,
+)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dashboard.commands import fail, say
-from dashboard.mechanism_ui import demo_pages
+from dashboard.ui_registry import demo_pages
 
 app = typer.Typer(help="Demo mode: load the recorded runs, or record them again.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from dashboard.commands import fail, run_eval, say, usable_model
-from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
+from dashboard.mechanism_ui import DemoFlow, FigureBuilder, LabelWords, MechanismUI
 
 if TYPE_CHECKING:
     from engine.director.config import DirectorConfig
@@ -21,26 +21,6 @@ T = TypeVar("T")
 
 app = typer.Typer(help="Director: hard rules and an LLM rubric for a character's line.", no_args_is_help=True)
 # This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
-UI = register_ui(
-    MechanismUI(
-        "director",
-        page="pages.director:render",
-        title="Director lab",
-        icon="🎬",
-        url_path="director",
-        cli="dashboard.commands.director:app",
-        figures=("dashboard.report:_director",),
-        calibration_split="director-calib.jsonl",
-        calibration_job="dashboard.commands.director:calibration_job",
-        order={"nav": 2, "cli": 1, "figures": 3, "demo": 2, "calibrate": 4},
-        labels=LabelWords(
-            "Director (OK / RETRY)",
-            buttons={"ok": "OK", "retry": "RETRY"},
-            answers={"ok": "OK", "retry": "RETRY"},
-        ),
-        demo="engine.director.demo:record_page",
-    )
-)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 RubricJudge = Annotated[
     str,
@@ -443,3 +423,36 @@ def _fit_or_none(rows: list[dict[str, Any]], data: Path, warn: float, retry: flo
     except ValueError as exc:
         say(f"director: the rubric signals' maps not refitted: {exc}", err=True)
         return []
+
+
+def figures() -> Sequence[FigureBuilder]:
+    # loaded when used: the report's charts load plotly
+    from dashboard.report import _director
+
+    return (_director,)
+
+
+def demo() -> DemoFlow:
+    # loaded when used: the flow loads the engine
+    from engine.director.demo import record_page
+
+    return record_page
+
+
+UI = MechanismUI(
+    "director",
+    page="pages/director.py",
+    title="Director lab",
+    icon="🎬",
+    url_path="director",
+    cli=app,
+    figures=figures,
+    calibration_split="director-calib.jsonl",
+    calibration_job=calibration_job,
+    labels=LabelWords(
+        "Director (OK / RETRY)",
+        buttons={"ok": "OK", "retry": "RETRY"},
+        answers={"ok": "OK", "retry": "RETRY"},
+    ),
+    demo=demo,
+)

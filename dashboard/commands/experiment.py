@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import check_output, fail, say, write_output
-from engine.mechanism import scorecard_roles
+from engine.registry import scorecard_roles
 
 if TYPE_CHECKING:
     from engine.store import Store

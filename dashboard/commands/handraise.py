@@ -6,42 +6,20 @@ import asyncio
 import json
 import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dashboard.commands import fail, require_models, say
-from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
+from dashboard.mechanism_ui import DemoFlow, FigureBuilder, LabelWords, MechanismUI
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 app = typer.Typer(help="Hand raise: will judgments, the judge benchmark.", no_args_is_help=True)
 # This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
-UI = register_ui(
-    MechanismUI(
-        "handraise",
-        page="pages.conversation:render",
-        title="Conversation",
-        icon="🙋",
-        url_path="conversation",
-        cli="dashboard.commands.handraise:app",
-        figures=("dashboard.report:_conversation", "dashboard.report:_handraise_eval"),
-        calibration_split="handraise-calib.jsonl",
-        calibration_job="dashboard.commands.handraise:default_calibration_job",
-        order={"nav": 0, "cli": 4, "figures": 2, "calibrate": 0, "demo": 0},
-        labels=LabelWords(
-            "Conversation (who should speak)",
-            buttons={"speak": "Should speak", "skip": "Should stay quiet"},
-            answers={"speak": "speak", "skip": "stay quiet"},
-            question="Should **{participant}** speak after this message?",
-            usable="usable hand labels",
-            usable_why="only hands judged by the likelihood judge carry the features a refit needs",
-        ),
-        demo="engine.handraise.demo:record_page",
-    )
-)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Method = Annotated[str, typer.Option("--judge", help="likelihood | judge | self | hybrid | embedding.")]
 JudgeModel = Annotated[str, typer.Option("--judge-model", help="The judge model (judge and hybrid methods).")]
@@ -620,3 +598,42 @@ def chat_cmd(
         for pid, text in turn.answers.items():
             say(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
     say(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})")
+
+
+def figures() -> Sequence[FigureBuilder]:
+    # loaded when used: the report's charts load plotly
+    from dashboard.report import _conversation, _handraise_eval
+
+    return (
+        _conversation,
+        _handraise_eval,
+    )
+
+
+def demo() -> DemoFlow:
+    # loaded when used: the flow loads the engine
+    from engine.handraise.demo import record_page
+
+    return record_page
+
+
+UI = MechanismUI(
+    "handraise",
+    page="pages/conversation.py",
+    title="Conversation",
+    icon="🙋",
+    url_path="conversation",
+    cli=app,
+    figures=figures,
+    calibration_split="handraise-calib.jsonl",
+    calibration_job=default_calibration_job,
+    labels=LabelWords(
+        "Conversation (who should speak)",
+        buttons={"speak": "Should speak", "skip": "Should stay quiet"},
+        answers={"speak": "speak", "skip": "stay quiet"},
+        question="Should **{participant}** speak after this message?",
+        usable="usable hand labels",
+        usable_why="only hands judged by the likelihood judge carry the features a refit needs",
+    ),
+    demo=demo,
+)

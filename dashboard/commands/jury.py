@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, require_models, say, usable_model, with_options
-from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
+from dashboard.mechanism_ui import DemoFlow, FigureBuilder, LabelWords, MechanismUI
+from dashboard.text import in_words
 
 if TYPE_CHECKING:
     from engine.jury.view import JuryView
@@ -24,26 +26,6 @@ app = typer.Typer(
     help="Collaborative jury: parallel evaluation, discussion rounds, final judgment.", no_args_is_help=True
 )
 # This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
-UI = register_ui(
-    MechanismUI(
-        "jury",
-        page="pages.jury:render",
-        title="Jury",
-        icon="⚖️",
-        url_path="jury",
-        cli="dashboard.commands.jury:app",
-        figures=("dashboard.report:_jury", "dashboard.report:_jury_eval"),
-        calibration_split="jury-calib.jsonl",
-        calibration_job="dashboard.commands.jury:calibration_job",
-        order={"nav": 4, "cli": 3, "figures": 0, "calibrate": 2, "demo": 1},
-        labels=LabelWords(
-            "Jury (the right verdict)",
-            words="dashboard.text:in_words",
-            choices=("safe_pass", "needs_review", "unsafe_fail"),
-        ),
-        demo="dashboard.demo_flows.jury:record_page",
-    )
-)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 Panel = Annotated[str, typer.Option("--panel", help="A panel of models/catalog.yaml (e.g. local, seed-api).")]
 Jurors = Annotated[
@@ -541,3 +523,39 @@ def _rerun(store: Store, run: Run) -> bool:
         return False
     original = (run.summary or {}).get("result")
     return original is not None and comparable(result.model_dump(mode="json")) == comparable(original)
+
+
+def figures() -> Sequence[FigureBuilder]:
+    # loaded when used: the report's charts load plotly
+    from dashboard.report import _jury, _jury_eval
+
+    return (
+        _jury,
+        _jury_eval,
+    )
+
+
+def demo() -> DemoFlow:
+    # loaded when used: the flow loads the engine
+    from dashboard.demo_flows.jury import record_page
+
+    return record_page
+
+
+UI = MechanismUI(
+    "jury",
+    page="pages/jury.py",
+    title="Jury",
+    icon="⚖️",
+    url_path="jury",
+    cli=app,
+    figures=figures,
+    calibration_split="jury-calib.jsonl",
+    calibration_job=calibration_job,
+    labels=LabelWords(
+        "Jury (the right verdict)",
+        words=in_words,
+        choices=("safe_pass", "needs_review", "unsafe_fail"),
+    ),
+    demo=demo,
+)

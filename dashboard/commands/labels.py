@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import fail, say, write_output
-from engine.mechanism import mechanisms
+from engine.registry import mechanisms
 
 if TYPE_CHECKING:
     # CLI start-up
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Your labels: list, export, import, and the judges' agreement with them.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 # The mechanisms that take labels (their `LabelSpec`), in the labels' order.
-LABELLED = [spec.name for spec in mechanisms("labels") if spec.labels is not None]
+LABELLED = [spec.name for spec in mechanisms() if spec.labels is not None]
 Mechanism = Annotated[str | None, typer.Option("--mechanism", "-m", help=" | ".join(LABELLED) + ".")]
 DEFAULT_MAP = "gemma3-270m+smollm2-135m"  # the hand raise's default: Gemma with its SmolLM2 partner
 MapId = Annotated[str, typer.Option("--map", help="The map id (the judge model, or its ensemble's id).")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,33 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dashboard.commands import check_output, fail, say, usable_model
-from dashboard.mechanism_ui import LabelWords, MechanismUI, register_ui
+from dashboard.mechanism_ui import DemoFlow, FigureBuilder, LabelWords, MechanismUI
 
 if TYPE_CHECKING:
     from engine.refit import RefitJob
 
 app = typer.Typer(help="Judgment skip cache: simulate what it saves and what it delays.", no_args_is_help=True)
 # This mechanism's page, sub-app, report figures and calibration job (`dashboard.mechanism_ui`).
-UI = register_ui(
-    MechanismUI(
-        "skip",
-        page="pages.skipcache:render",
-        title="Skip cache",
-        icon="⏱️",
-        url_path="skip-cache",
-        cli="dashboard.commands.skip:app",
-        figures=("dashboard.report:_simulation",),
-        calibration_split="skip-calib.jsonl",
-        calibration_job="dashboard.commands.skip:calibration_job",
-        order={"nav": 1, "cli": 2, "figures": 4, "calibrate": 1, "demo": 4},
-        labels=LabelWords(
-            "Skip cache (reply or not)",
-            buttons={"reply": "Should have replied", "no_reply": "Should not have replied"},
-            answers={"reply": "reply", "no_reply": "no reply"},
-        ),
-        demo="engine.skip.demo:record_page",
-    )
-)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
@@ -362,3 +343,36 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
         ],
         limit,
     )
+
+
+def figures() -> Sequence[FigureBuilder]:
+    # loaded when used: the report's charts load plotly
+    from dashboard.report import _simulation
+
+    return (_simulation,)
+
+
+def demo() -> DemoFlow:
+    # loaded when used: the flow loads the engine
+    from engine.skip.demo import record_page
+
+    return record_page
+
+
+UI = MechanismUI(
+    "skip",
+    page="pages/skipcache.py",
+    title="Skip cache",
+    icon="⏱️",
+    url_path="skip-cache",
+    cli=app,
+    figures=figures,
+    calibration_split="skip-calib.jsonl",
+    calibration_job=calibration_job,
+    labels=LabelWords(
+        "Skip cache (reply or not)",
+        buttons={"reply": "Should have replied", "no_reply": "Should not have replied"},
+        answers={"reply": "reply", "no_reply": "no reply"},
+    ),
+    demo=demo,
+)

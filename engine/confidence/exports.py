@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.exports.record import RunRecord, flat
+from engine.mechanism import ExportTable
 
 
 def calibration_items(record: RunRecord) -> list[dict[str, Any]]:
@@ -17,3 +18,13 @@ def calibration_items(record: RunRecord) -> list[dict[str, Any]]:
     if not rows and "calibrat" in record.run.kind and isinstance(items, list):
         rows = [flat(i) for i in items if isinstance(i, Mapping)]
     return rows
+
+
+TABLES = (
+    ExportTable("confidence_factors", "each computed confidence factor", events=("confidence_factor",)),
+    ExportTable("confidence_scores", "the score, breakdown and level", events=("confidence_scored",)),
+    ExportTable(
+        "confidence_eval_items", "one line per labelled answer of `confidence eval`", events=("confidence_eval_item",)
+    ),
+    ExportTable("calibration_items", "each labelled item with its score and level", calibration_items),
+)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from engine.labels.items import LabelItem, from_outcomes, number, short_text
+from engine.mechanism import LabelHooks
 from engine.store import Run, Store
 
 
@@ -48,3 +49,6 @@ def _score(text: str) -> float | None:
 
 # A calibration run's items: engine/outcomes.py's, with the score each text names.
 calibrate_items = from_outcomes("confidence", {}, lambda k: item_key(id=k), _score)
+
+
+HOOKS = LabelHooks(item_key, {"confidence.evaluate": evaluate_items, "confidence.calibrate": calibrate_items})

@@ -20,8 +20,9 @@ from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
-from engine.experiments.scorecard import ScorecardPlan, Step, built_models, by_language
+from engine.experiments.scorecard import ScorecardPlan, built_models, by_language
 from engine.inputs import iter_lines, read_text
+from engine.mechanism import ScorecardHooks, Step
 from engine.runctx import progress
 from engine.store import Store
 
@@ -52,11 +53,17 @@ def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
 
 
 async def run_confidence(
-    store: Store, models: Models | HubModels, model_id: str | None, method: str, plan: ScorecardPlan, executor: str
+    store: Store,
+    models: Models | HubModels,
+    model_id: str | None,
+    method: str | None,
+    plan: ScorecardPlan,
+    executor: str,
 ) -> dict[str, Any]:
     """ECE (and AUC, AURC, Brier) of the default score on the labelled set, as a stored `confidence.calibrate`
     run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
     in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
+    assert method is not None  # its steps name a method
 
     source = None if model_id is None else built_models(models, store)
     pairs = _confidence_items(plan)
@@ -161,3 +168,6 @@ def _calibration_scores(store: Store, run_id: str) -> dict[str, tuple[float, boo
     run = store.get_run(run_id)
     items = ((run.summary.get("result") or {}).get("items") or []) if run else []
     return {str(i["id"]): (float(i["score"]), bool(i["correct"])) for i in items}
+
+
+HOOKS = ScorecardHooks(run_confidence, steps=confidence_steps, paired=paired_confidence)

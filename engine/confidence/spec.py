@@ -1,49 +1,55 @@
-"""The confidence score in the mechanism registry (`engine.mechanism`)."""
+"""The confidence score in the mechanism registry (`engine.registry`): its facts, and a loader for each part of its
+code."""
 
-from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
+from __future__ import annotations
 
-SPEC = register_mechanism(
-    MechanismSpec(
-        name="confidence",
-        label="Confidence",
-        demo_page="confidence",
-        experiment="engine.confidence.experiment:ConfidenceAdapter",
-        experiment_cases="data/benchmarks/confidence.jsonl",
-        experiment_space="thresholds.notify: [0.6, 0.7, 0.8]\nweight_self_confidence: [0.1, 0.3]\n",
-        tables=(
-            ExportTable("confidence_factors", "each computed confidence factor", events=("confidence_factor",)),
-            ExportTable("confidence_scores", "the score, breakdown and level", events=("confidence_scored",)),
-            ExportTable(
-                "confidence_eval_items",
-                "one line per labelled answer of `confidence eval`",
-                events=("confidence_eval_item",),
-            ),
-            ExportTable(
-                "calibration_items",
-                "each labelled item with its score and level",
-                "engine.confidence.exports:calibration_items",
-            ),
-        ),
-        scorecard=ScorecardRole(
-            "ece",
-            False,
-            0.1,
-            "seed 004: a calibrated score",
-            steps="engine.confidence.scorecard:confidence_steps",
-            run="engine.confidence.scorecard:run_confidence",
-            paired="engine.confidence.scorecard:paired_confidence",
-            per_model=False,
-        ),
-        order={"experiments": 2, "scorecard": 4, "exports": 3, "labels": 3},
-        labels=LabelSpec(
-            ("right", "wrong"),  # the answer was right / wrong
-            "engine.confidence.labels:item_key",
-            positive="right",
-            readers={
-                "confidence.evaluate": "engine.confidence.labels:evaluate_items",
-                "confidence.calibrate": "engine.confidence.labels:calibrate_items",
-            },
-            map_name="confidence.likelihood",
-        ),
-    )
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+
+if TYPE_CHECKING:
+    from engine.experiments.adapters.base import ExperimentAdapter
+
+
+def experiment() -> type[ExperimentAdapter]:
+    # loaded when used
+    from engine.confidence.experiment import ConfidenceAdapter
+
+    return ConfidenceAdapter
+
+
+def tables() -> Sequence[ExportTable]:
+    # loaded when used
+    from engine.confidence.exports import TABLES
+
+    return TABLES
+
+
+def scorecard() -> ScorecardHooks:
+    # loaded when used
+    from engine.confidence.scorecard import HOOKS
+
+    return HOOKS
+
+
+def labels() -> LabelHooks:
+    # loaded when used
+    from engine.confidence.labels import HOOKS
+
+    return HOOKS
+
+
+SPEC = MechanismSpec(
+    name="confidence",
+    label="Confidence",
+    demo_page="confidence",
+    experiment=experiment,
+    experiment_cases="data/benchmarks/confidence.jsonl",
+    experiment_space="thresholds.notify: [0.6, 0.7, 0.8]\nweight_self_confidence: [0.1, 0.3]\n",
+    tables=tables,
+    scorecard=ScorecardRole("ece", False, 0.1, "seed 004: a calibrated score", scorecard, per_model=False),
+    labels=LabelSpec(  # the answer was right / wrong
+        ("right", "wrong"), labels, positive="right", map_name="confidence.likelihood"
+    ),
 )

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.exports.record import RunRecord, flat
+from engine.mechanism import ExportTable
 
 
 def lines(record: RunRecord) -> list[dict[str, Any]]:
@@ -74,3 +75,12 @@ def batch(record: RunRecord) -> list[dict[str, Any]]:
     if not record.run.kind.startswith("director.batch"):
         return []
     return [flat(p) | {"event": t} for t, p in record.pairs() if t.startswith("director_") and t != "director_verdict"]
+
+
+TABLES = (
+    ExportTable("director_lines", "each reviewed line or draft with every rule's status", lines),
+    ExportTable("director_turns", "each turn of a dialogue", events=("director_turn",)),
+    ExportTable("director_batch", "a script's lines scored by the rubric", batch),
+    ExportTable("director_eval_items", "one line per labelled line of `director eval`", events=("director_eval_item",)),
+    ExportTable("director_hit_rates", "a script's rule hit rates with 95 % Wilson intervals", hit_rates),
+)

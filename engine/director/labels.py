@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from engine.labels.items import LabelItem, from_outcomes, short_text
+from engine.mechanism import LabelHooks
 from engine.store import Run, Store
 
 # The rubric's status as a label value: a line shown (as written, or mended: MODIFY) is OK.
@@ -35,3 +36,6 @@ def check_items(store: Store, run: Run) -> list[LabelItem]:
 
 # A batch's rows: engine/outcomes.py's items, the status as the label value.
 batch_items = from_outcomes("director", STATUS_VALUES, lambda k: item_key(row=k))
+
+
+HOOKS = LabelHooks(item_key, {"director.check": check_items, "director.batch": batch_items})

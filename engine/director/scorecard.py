@@ -19,6 +19,7 @@ from engine.director.signals import READER
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import ScorecardPlan, built_models, by_method, latest_scorecard, shipped_scorecard
+from engine.mechanism import ScorecardHooks
 from engine.reliability import rank_auc
 from engine.store import Store
 
@@ -32,8 +33,14 @@ def director_steps(plan: ScorecardPlan, model_id: str | None) -> list[tuple[str 
 
 
 async def run_director(
-    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+    store: Store,
+    models: Models | HubModels,
+    model_id: str | None,
+    method: str | None,
+    plan: ScorecardPlan,
+    executor: str,
 ) -> dict[str, Any]:
+    assert model_id is not None and method is not None  # its steps name both
     built = built_models(models, store)
     lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
     result = await run_script(
@@ -132,3 +139,6 @@ def judge_diagnoses(scorecard: dict[str, Any] | None) -> list[Diagnosis]:
         if row.get("role") == "director" and not row.get("error") and row.get("model"):
             out += rubric_diagnoses(None, str(row["model"]), str(row["method"]), scorecard)
     return out
+
+
+HOOKS = ScorecardHooks(run_director, steps=director_steps, paired=paired_director, diagnoses=judge_diagnoses)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator
 from pydantic_core import PydanticCustomError
 
 from engine.config import get_settings
-from engine.mechanism import mechanisms
+from engine.registry import mechanisms
 from models import safe_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +153,7 @@ SpaceValues = Annotated[
 
 def _registered_mechanism(value: object) -> str:
     """A registered mechanism with an experiment adapter; refused as a `Literal` of their names would be."""
-    names = [s.name for s in mechanisms("experiments") if s.experiment]
+    names = [s.name for s in mechanisms() if s.experiment]
     if isinstance(value, str) and value in names:
         return value
     quoted = [repr(n) for n in names]

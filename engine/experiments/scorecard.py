@@ -30,14 +30,14 @@ from engine.events import async_run_context
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
 from engine.inputs import InputError, read_text
-from engine.mechanism import ScorecardRole, mechanism_spec, resolve_callable, scorecard_roles
+from engine.mechanism import ScorecardRole, Step
+from engine.registry import mechanism_spec, scorecard_roles
 from engine.runctx import progress
 from engine.store import Store
 from models.errors import ModelError, ReplayMiss
 from models.files import write_atomic
 
 SCORECARD = "scorecard"
-Step = tuple[str | None, str | None]  # (model, method) of one row
 
 
 @dataclass(frozen=True)
@@ -146,11 +146,10 @@ def by_method(plan: ScorecardPlan, name: str, model_id: str | None) -> list[Step
 
 def role_steps(plan: ScorecardPlan, name: str, model_id: str | None) -> list[Step]:
     """The (model, method) rows role `name` runs for `model_id` (None: a role that takes every model at once)."""
-    role = _role(name)
-    if not role.steps:
+    steps = _role(name).hooks().steps
+    if steps is None:
         return by_method(plan, name, model_id)
-    found: list[Step] = resolve_callable(role.steps)(plan, model_id)
-    return found
+    return steps(plan, model_id)
 
 
 def _steps(plan: ScorecardPlan) -> list[tuple[str, str | None, str | None]]:
@@ -195,7 +194,7 @@ async def run_scorecard(
         for role, model_id, method in steps:
             row: dict[str, Any] = {"role": role, "model": model_id, "method": method}
             try:
-                out = await resolve_callable(_role(role).run)(store, models, model_id, method, plan, executor)
+                out = await _role(role).hooks().run(store, models, model_id, method, plan, executor)
             except (ValueError, OSError, LookupError, ModelError, ReplayMiss) as exc:  # RunCancelled propagates
                 row.update({"metrics": {}, "runs": [], "error": " ".join(str(exc).split())[:300]})
             else:
@@ -246,11 +245,8 @@ def shipped_scorecard(path: Path | None = None) -> dict[str, Any] | None:
 
 def _paired(store: Store, role: str, best: dict[str, Any], row: dict[str, Any]) -> stats.Comparison | None:
     """Row against the role's best row on the same items, by the role's `ScorecardRole.paired` (None: none)."""
-    paired = _role(role).paired
-    if not paired:
-        return None
-    comparison: stats.Comparison | None = resolve_callable(paired)(store, best, row)
-    return comparison
+    paired = _role(role).hooks().paired
+    return None if paired is None else paired(store, best, row)
 
 
 def compare_with_best(store: Store, rows: list[dict[str, Any]]) -> None:
@@ -356,6 +352,7 @@ def scorecard_judge_diagnoses(scorecard: dict[str, Any] | None = None) -> list[D
     scorecard = scorecard if scorecard is not None else shipped_scorecard()
     out: list[Diagnosis] = []
     for role in scorecard_roles().values():
-        if role.diagnoses:
-            out += resolve_callable(role.diagnoses)(scorecard)
+        diagnoses = role.hooks().diagnoses
+        if diagnoses is not None:
+            out += diagnoses(scorecard)
     return out

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.exports.record import RunRecord, Table, TableBuilder, call_fields, flat
 from engine.history import headline
-from engine.mechanism import mechanisms, resolve_callable
+from engine.registry import mechanisms
 
 CALL_COLUMNS = (
     "call_id",
@@ -120,9 +120,9 @@ COMMON_TABLES: list[tuple[str, str, TableBuilder]] = [
 def table_builders() -> list[tuple[str, str, TableBuilder]]:
     """Every export table in its fixed order: the common ones, then each registered mechanism's."""
     found = list(COMMON_TABLES)
-    for spec in mechanisms("exports"):
-        for table in spec.tables:
-            build = _event_rows(*table.events) if table.events else resolve_callable(table.build)
+    for spec in mechanisms():
+        for table in spec.tables():
+            build = table.build or _event_rows(*table.events)
             found.append((table.name, table.description, build))
     return found
 

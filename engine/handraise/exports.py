@@ -8,6 +8,7 @@ from typing import Any
 from engine.exports.record import RunRecord
 from engine.handraise.conversation import restore_conversation
 from engine.handraise.decisions import skip_line
+from engine.mechanism import ExportTable
 
 
 def _conversation(record: RunRecord) -> Any:
@@ -60,3 +61,10 @@ def messages(record: RunRecord) -> list[dict[str, Any]]:
                     }
                 )
     return rows
+
+
+TABLES = (
+    ExportTable("conversation_hands", "one row per hand per turn: will, components, decision", hands),
+    ExportTable("conversation_messages", "the chat: messages, answers and skip lines", messages),
+    ExportTable("handraise_eval_items", "one line per benchmark item", events=("handraise_eval_item",)),
+)

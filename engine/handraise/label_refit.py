@@ -34,6 +34,7 @@ from engine.judgemaps import CALIBRATION_DIR, Calibration, is_name, load_calibra
 from engine.labels.items import labelable_items
 from engine.labels.refit import LabelRefit, flat, map_name, rounded
 from engine.labelstore import Label, LabelError, label_spec, list_labels
+from engine.mechanism import RefitHooks
 from engine.store import Store
 from models.errors import ModelUnavailable
 from models.source import model_source
@@ -416,3 +417,6 @@ def whatif_map(store: Store, run_id: str, cal: Calibration) -> list[dict[str, An
             }
         )
     return out
+
+
+HOOKS = RefitHooks(refit_hand_raise, usable=usable_labels, default_map=default_map)

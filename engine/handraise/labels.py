@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from engine.handraise.decisions import HandRaiseConfig, stored_config
 from engine.labels.items import TEXT_CHARS, LabelItem, from_outcomes, number, short_text
+from engine.mechanism import LabelHooks
 from engine.store import Run, Store
 
 
@@ -91,3 +92,6 @@ def _eval_key(key: str) -> str:
 
 # A benchmark run's items: engine/outcomes.py's, "speaks" / "stays quiet" as the label values.
 eval_items = from_outcomes("handraise", {"speaks": "speak", "stays quiet": "skip"}, _eval_key, _eval_will)
+
+
+HOOKS = LabelHooks(item_key, {"handraise.conversation": conversation_items, "handraise.eval": eval_items})

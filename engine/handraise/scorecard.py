@@ -15,13 +15,20 @@ from engine.experiments.scorecard import ScorecardPlan, built_models, by_languag
 from engine.handraise.benchmark import parse_benchmark, run_benchmark
 from engine.handraise.decisions import HandRaiseConfig
 from engine.inputs import read_text
+from engine.mechanism import ScorecardHooks
 from engine.outcomes import diff_runs
 from engine.store import Store
 
 
 async def run_handraise(
-    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+    store: Store,
+    models: Models | HubModels,
+    model_id: str | None,
+    method: str | None,
+    plan: ScorecardPlan,
+    executor: str,
 ) -> dict[str, Any]:
+    assert model_id is not None and method is not None  # its steps name both
     built = built_models(models, store)
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
     items = parse_benchmark(read_text(path), str(path))[: plan.limit]
@@ -49,3 +56,6 @@ def paired_handraise(store: Store, best: dict[str, Any], row: dict[str, Any]) ->
     if a is None or b is None:
         return None
     return diff_runs(store, a, b).comparisons.get("f1")
+
+
+HOOKS = ScorecardHooks(run_handraise, paired=paired_handraise)

@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.exports.record import RunRecord
 from engine.jury.view import JuryView
+from engine.mechanism import ExportTable
 
 
 def positions(record: RunRecord) -> list[dict[str, Any]]:
@@ -69,3 +70,9 @@ def positions(record: RunRecord) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+TABLES = (
+    ExportTable("jury_positions", "each juror's verdict and score at phase 1 and after each round", positions),
+    ExportTable("jury_eval_items", "one line per case of a case-set evaluation", events=("jury_eval_item",)),
+)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from engine.labels.items import LabelItem, from_outcomes, short_text
+from engine.mechanism import LabelHooks
 from engine.store import Run, Store
 
 
@@ -51,3 +52,6 @@ def final_positions(result: object) -> list[str]:
 
 # A case-set evaluation's items: engine/outcomes.py's, the verdict as the label value.
 eval_items = from_outcomes("jury", {})
+
+
+HOOKS = LabelHooks(item_key, {"jury.run": case_items, "jury.eval.case": case_items, "jury.eval": eval_items})

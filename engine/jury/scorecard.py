@@ -15,12 +15,19 @@ from engine.experiments.definition import Experiment
 from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
 from engine.experiments.scorecard import ScorecardPlan
+from engine.mechanism import ScorecardHooks
 from engine.store import Store
 
 
 async def run_jury(
-    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+    store: Store,
+    models: Models | HubModels,
+    model_id: str | None,
+    method: str | None,
+    plan: ScorecardPlan,
+    executor: str,
 ) -> dict[str, Any]:
+    assert model_id is not None and method is not None  # its steps name both
     definition = Experiment.model_validate(
         {
             "name": f"scorecard jury {model_id} {method}",
@@ -67,3 +74,6 @@ def paired_jury(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stat
         return None
     pairs = [(x, y) for x, y in zip(rights[0], rights[1], strict=True) if "-" not in (x, y)]
     return stats.compare_correct([x == "1" for x, _ in pairs], [y == "1" for _, y in pairs])
+
+
+HOOKS = ScorecardHooks(run_jury, paired=paired_jury)

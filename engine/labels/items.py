@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.labelstore import LabelError, default_user, label_mechanisms, label_spec, label_specs, list_labels
-from engine.mechanism import resolve_callable
+from engine.mechanism import ItemReader
 from engine.outcomes import EXTRACTORS, NoItems, extracted
 from engine.store import Run, RunFilter, Store
 
@@ -77,10 +77,10 @@ def from_outcomes(
     return read
 
 
-def readers() -> dict[str, str]:
-    """Every run kind that holds items to label, with its reader ("module:function"), from each mechanism's
-    `LabelSpec.readers` (in the labels' order of mechanisms)."""
-    return {kind: ref for spec in label_specs().values() for kind, ref in spec.readers.items()}
+def readers() -> dict[str, ItemReader]:
+    """Every run kind that holds items to label, with its reader, from each mechanism's `LabelHooks.readers` (in
+    registration order)."""
+    return {kind: read for spec in label_specs().values() for kind, read in spec.hooks().readers.items()}
 
 
 def labelable_items(store: Store, run: Run) -> list[LabelItem]:
@@ -89,7 +89,7 @@ def labelable_items(store: Store, run: Run) -> list[LabelItem]:
     if reader is None:
         return []
     try:
-        found = resolve_callable(reader)(store, run)
+        found = reader(store, run)
     except NoItems:  # its stored items are malformed (`engine.outcomes.extracted`): nothing of it to label
         return []
     out = []
@@ -107,7 +107,7 @@ def _runs(store: Store, mechanism: str, run_ids: Sequence[str] | None, limit: in
             if run is not None:
                 yield run
         return
-    yield from store.search_runs(RunFilter(kinds=tuple(label_spec(mechanism).readers)), limit=limit)
+    yield from store.search_runs(RunFilter(kinds=tuple(label_spec(mechanism).hooks().readers)), limit=limit)
 
 
 def label_queue(

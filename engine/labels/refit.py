@@ -33,7 +33,7 @@ from engine.judgemaps import (
 )
 from engine.labels.agreement import kappa_stat
 from engine.labelstore import Label, LabelError, label_spec, label_specs
-from engine.mechanism import mechanism_spec, resolve_callable
+from engine.registry import mechanism_spec
 from engine.store import Store
 
 if TYPE_CHECKING:
@@ -137,7 +137,8 @@ def usable_count(mechanism: str, labels: Sequence[Label]) -> int:
     """How many of `labels` a refit of `mechanism` can learn from (its `LabelSpec.usable`; all of them when it
     names no count)."""
     spec = label_spec(mechanism)
-    return int(resolve_callable(spec.usable)(labels)) if spec.usable else len(labels)
+    usable = spec.refit().usable if spec.refit else None
+    return int(usable(labels)) if usable else len(labels)
 
 
 def labels_needed(mechanism: str) -> int:
@@ -149,8 +150,9 @@ def default_map_id(mechanism: str, ids: Sequence[str]) -> str | None:
     """The map a refit of `mechanism` replaces when neither the refit nor a label names one, given the catalog's
     model ids (its `LabelSpec.default_map`; else the first model's own map; None for no models)."""
     spec = label_spec(mechanism)
-    if spec.default_map:
-        found = resolve_callable(spec.default_map)(ids)
+    default_map = spec.refit().default_map if spec.refit else None
+    if default_map:
+        found = default_map(ids)
         return None if found is None else str(found)
     return ids[0] if ids else None
 
@@ -174,7 +176,9 @@ def refit_from_labels(
         covered = " and ".join(f"the {mechanism_spec(name).label.lower()}" for name in names)
         raise LabelError(f"mechanism: refitting from labels covers {covered}; {mechanism!r} has no recorded features")
     try:
-        refit: LabelRefit = resolve_callable(label_specs()[mechanism].refit)(
+        hooks = label_specs()[mechanism].refit
+        assert hooks is not None  # `refittable` says so
+        refit = hooks().refit(
             store, user=user, with_split=with_split, seed=seed, labels=labels, models=models, config=config
         )
     except ValidationError as exc:  # a fit whose numbers make no map (non-finite coefficients…): one line

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.exports.record import RunRecord, flat
+from engine.mechanism import ExportTable
 
 
 def simulation(record: RunRecord) -> list[dict[str, Any]]:
@@ -25,3 +26,13 @@ def simulation(record: RunRecord) -> list[dict[str, Any]]:
     if not rows:
         rows = [{"setting": "summary", **{k: v for k, v in summary.items() if not isinstance(v, Mapping | list)}}]
     return rows
+
+
+TABLES = (
+    ExportTable("simulation", "a skip simulation with and without the cache", simulation),
+    ExportTable(
+        "simulation_events",
+        "judgments, cache hits and replies of a simulation",
+        events=("judgment", "judgment_failed", "cache_hit", "reply"),
+    ),
+)

@@ -3,7 +3,12 @@ it should have been replied to. Labels come from the Skip cache page; no run kin
 
 from __future__ import annotations
 
+from engine.mechanism import LabelHooks
+
 
 def item_key(**parts: object) -> str:
     """`s1#7`: the scope and the message."""
     return f"{parts['scope']}#{parts['message']}"
+
+
+HOOKS = LabelHooks(item_key)

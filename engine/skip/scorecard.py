@@ -16,7 +16,8 @@ from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
 from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
-from engine.experiments.scorecard import ScorecardPlan, Step
+from engine.experiments.scorecard import ScorecardPlan
+from engine.mechanism import ScorecardHooks, Step
 from engine.skip.quality import generated_labels, judge_quality, judged_states
 from engine.skip.recording import RecordedJudge
 from engine.skip.simulation import calls_saved_interval, simulate
@@ -60,8 +61,14 @@ def _skip_scored(path: Path) -> dict[str, tuple[float, bool]]:
 
 
 async def run_skip(
-    store: Store, models: Models | HubModels, model_id: str, method: str, plan: ScorecardPlan, executor: str
+    store: Store,
+    models: Models | HubModels,
+    model_id: str | None,
+    method: str | None,
+    plan: ScorecardPlan,
+    executor: str,
 ) -> dict[str, Any]:
+    assert model_id is not None and method is not None  # its steps name both
 
     path = skip_recording(model_id)
     if not path.is_file():
@@ -114,3 +121,6 @@ def paired_skip(store: Store, best: dict[str, Any], row: dict[str, Any]) -> stat
     return stats.paired_bootstrap(
         stats.w_auc([judged_a[k][0] for k in shared], labels), stats.w_auc([judged_b[k][0] for k in shared], labels)
     )
+
+
+HOOKS = ScorecardHooks(run_skip, steps=skip_steps, paired=paired_skip)

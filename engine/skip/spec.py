@@ -1,39 +1,58 @@
-"""The judgment skip cache in the mechanism registry (`engine.mechanism`)."""
+"""The judgment skip cache in the mechanism registry (`engine.registry`): its facts, and a loader for each part of its
+code."""
 
-from engine.mechanism import ExportTable, LabelSpec, MechanismSpec, ScorecardRole, register_mechanism
+from __future__ import annotations
 
-SPEC = register_mechanism(
-    MechanismSpec(
-        name="skip",
-        label="Skip judge",
-        demo_page="skip-cache",
-        experiment="engine.skip.experiment:SkipAdapter",
-        experiment_cases="data/recordings/skipcache-default.jsonl",
-        experiment_space="high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
-        tables=(
-            ExportTable("simulation", "a skip simulation with and without the cache", "engine.skip.exports:simulation"),
-            ExportTable(
-                "simulation_events",
-                "judgments, cache hits and replies of a simulation",
-                events=("judgment", "judgment_failed", "cache_hit", "reply"),
-            ),
-        ),
-        scorecard=ScorecardRole(
-            "auc",
-            True,
-            0.75,
-            "README goal for the skip judge",
-            steps="engine.skip.scorecard:skip_steps",
-            run="engine.skip.scorecard:run_skip",
-            paired="engine.skip.scorecard:paired_skip",
-            per_model=False,
-        ),
-        order={"experiments": 3, "scorecard": 1, "exports": 4, "labels": 4},
-        labels=LabelSpec(
-            ("reply", "no_reply"),  # should have replied / should not
-            "engine.skip.labels:item_key",
-            positive="reply",
-            map_name="skip.likelihood",
-        ),
-    )
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+
+if TYPE_CHECKING:
+    from engine.experiments.adapters.base import ExperimentAdapter
+
+
+def experiment() -> type[ExperimentAdapter]:
+    # loaded when used
+    from engine.skip.experiment import SkipAdapter
+
+    return SkipAdapter
+
+
+def tables() -> Sequence[ExportTable]:
+    # loaded when used
+    from engine.skip.exports import TABLES
+
+    return TABLES
+
+
+def scorecard() -> ScorecardHooks:
+    # loaded when used
+    from engine.skip.scorecard import HOOKS
+
+    return HOOKS
+
+
+def labels() -> LabelHooks:
+    # loaded when used
+    from engine.skip.labels import HOOKS
+
+    return HOOKS
+
+
+SPEC = MechanismSpec(
+    name="skip",
+    label="Skip judge",
+    demo_page="skip-cache",
+    experiment=experiment,
+    experiment_cases="data/recordings/skipcache-default.jsonl",
+    experiment_space="high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",
+    tables=tables,
+    scorecard=ScorecardRole("auc", True, 0.75, "README goal for the skip judge", scorecard, per_model=False),
+    labels=LabelSpec(
+        ("reply", "no_reply"),  # should have replied / should not
+        labels,
+        positive="reply",
+        map_name="skip.likelihood",
+    ),
 )

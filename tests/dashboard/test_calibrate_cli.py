@@ -69,7 +69,7 @@ def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> 
 def test_errors_are_clear_and_nothing_shipped_is_overwritten(tmp_path: Path) -> None:
     before = _shipped()
     code, out = invoke("calibrate-judge", "--only", "handraise,vibes")
-    assert code == 2 and "vibes" in out and "choose from handraise, skip, jury, confidence" in out
+    assert code == 2 and "vibes" in out and "choose from handraise, skip, jury, director, confidence" in out
     code, out = invoke("calibrate-judge", "--limit", "5")
     assert code == 2 and "--output-dir" in out
     broken = tmp_path / "splits"

@@ -4,8 +4,8 @@ table, a scorecard role, labels, a CLI sub-app, a page and a demo flow, register
 
 from __future__ import annotations
 
-from dashboard.mechanism_ui import register_ui, unregister_ui
-from engine.mechanism import register_mechanism, unregister_mechanism
+from dashboard.ui_registry import register_ui, unregister_ui
+from engine.registry import register_mechanism, unregister_mechanism
 from tests.toymech.spec import SPEC, UI
 
 

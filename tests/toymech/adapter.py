@@ -76,7 +76,7 @@ def steps(plan: Any, model_id: str | None) -> list[tuple[str | None, str | None]
 
 
 async def run_role(
-    store: Store, models: Any, model_id: str | None, method: str, plan: Any, executor: str
+    store: Store, models: Any, model_id: str | None, method: str | None, plan: Any, executor: str
 ) -> dict[str, Any]:
     values = [float(json.loads(line)["value"]) for line in CASES.read_text().splitlines() if line.strip()]
     share = _share(values, 0.3)

@@ -5,3 +5,7 @@ import streamlit as st
 
 def render() -> None:
     st.title("Toy")
+
+
+if __name__ == "__main__":
+    render()
