@@ -40,9 +40,36 @@ COSTS = frozenset({"model", "server", "browser", "postgres"})
 SHARED_SERVERS = frozenset({"llama_server", "scoring_server", "world", "demo_world", "served"})
 
 
+def _mechanism_words() -> dict[str, tuple[str, ...]]:
+    """Each registered mechanism's name and the names its tests go by: its page's file and its URL path
+    (`conversation` and `skipcache` are the hand raise's and the skip cache's)."""
+    from dashboard.ui_registry import uis
+
+    return {u.name: tuple(dict.fromkeys((u.name, Path(u.page).stem, u.url_path.replace("-", "")))) for u in uis()}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, words in _mechanism_words().items():  # `pytest -m jury` runs the jury's tests
+        config.addinivalue_line("markers", f"{name}: a test of the {name} mechanism (its file or name says {words})")
+
+
+def mechanism_of(item: pytest.Item, words: dict[str, tuple[str, ...]]) -> list[str]:
+    """The mechanisms a test is about: the one its file is named after (`test_jury_live.py`, `test_skip_cache.py`,
+    `test_conversation_page.py`), else each one its own name names (`test_fuzz_jury_evaluation`)."""
+    stem = item.path.stem.removeprefix("test_")
+    by_file = [m for m, names in words.items() if any(stem == w or stem.startswith(w + "_") for w in names)]
+    if by_file:
+        return by_file
+    parts = item.name.split("[")[0].split("_")
+    return [m for m, names in words.items() if any(w in parts for w in names)]
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's -m selection and xdist's groups read the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    words = _mechanism_words()
     for item in items:
+        for mechanism in mechanism_of(item, words):
+            item.add_marker(mechanism)
         if SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         names = {mark.name for mark in item.iter_markers()}

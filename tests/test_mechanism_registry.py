@@ -18,7 +18,7 @@ import pytest
 
 from dashboard.commands.experiment import _methods_help, _scorecard_methods
 from dashboard.demo_record import record
-from dashboard.ui_registry import demo_pages, uis
+from dashboard.ui_registry import demo_pages, ui, uis
 from engine.demo import load_manifest, read_runs
 from engine.experiments import Experiment, mechanism, run_experiment
 from engine.experiments.adapters.base import ExperimentAdapter
@@ -26,7 +26,7 @@ from engine.experiments.scorecard import ScorecardPlan, default_methods, roles, 
 from engine.exports import load_run, table_builders, tables
 from engine.labels import LabelError, add_label, agreement, item_key, label_mechanisms, label_queue, list_labels
 from engine.mechanism import ScorecardHooks
-from engine.registry import mechanism_names, mechanisms, register_mechanism
+from engine.registry import mechanism_names, mechanism_spec, mechanisms, register_mechanism
 from engine.store import Store
 from tests.dashboard.rendered import shown
 from tests.toymech import SPEC, register, unregister
@@ -35,29 +35,38 @@ from tests.toymech.adapter import count
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def check_mechanism(name: str, root: Path = ROOT) -> None:
+    """Every part a registered mechanism has loads what its type says, and its dashboard entry is whole: its page's
+    file (under `root`), its sub-app, its figures and demo flow; a part it lacks is left out of its surface."""
+    spec = mechanism_spec(name)
+    if spec.experiment is not None:
+        assert issubclass(spec.experiment(), ExperimentAdapter)
+        assert mechanism(name).name == name  # the experiment adapter, as the experiments look it up
+        assert (ROOT / spec.experiment_cases).is_file()
+    for table in spec.tables():
+        assert (table.build is None) != (not table.events)  # built, or one row per event: one of the two
+    if spec.scorecard is not None:
+        assert spec.scorecard.hooks().steps or spec.scorecard.methods  # its own steps, or each of its methods
+    if spec.labels is not None:
+        assert callable(spec.labels.hooks().key)
+        refit = spec.labels.refit() if spec.labels.refit else None
+        # a refittable judge says what the Labels page counts and which map it replaces by default
+        assert refit is None or (refit.usable and refit.default_map and spec.labels.min_labels)
+    entry = ui(name)
+    assert (root / entry.page).is_file() and entry.cli is not None and entry.cli.registered_commands
+    assert all(callable(build) for build in entry.figures())
+    assert entry.demo is None or callable(entry.demo())
+
+
 def test_every_loader_of_every_registered_mechanism_loads_its_part() -> None:
     """A loader that imports a moved or renamed name fails here, not in the one command that reads it (mypy checks
     what each part is; this checks each loader runs)."""
     names = mechanism_names()
     assert names and [u.name for u in uis()] == names  # each engine spec has its dashboard entry, in one order
-    for spec in mechanisms():
-        assert spec.experiment is not None and issubclass(spec.experiment(), ExperimentAdapter)
-        assert mechanism(spec.name).name == spec.name  # the experiment adapter, as the experiments look it up
-        assert (ROOT / spec.experiment_cases).is_file()
-        for table in spec.tables():
-            assert (table.build is None) != (not table.events)  # built, or one row per event: one of the two
-        assert spec.scorecard is not None
-        hooks = spec.scorecard.hooks()
-        assert hooks.steps or spec.scorecard.methods  # its own steps, or each of its methods
-        assert spec.labels is not None and spec.labels.hooks().key is not None
-        refit = spec.labels.refit() if spec.labels.refit else None
-        # a refittable judge says what the Labels page counts and which map it replaces by default
-        assert refit is None or (refit.usable and refit.default_map and spec.labels.min_labels)
-    for ui in uis():
-        assert (ROOT / ui.page).is_file() and ui.cli is not None
-        assert all(callable(build) for build in ui.figures())
-        assert ui.demo is None or callable(ui.demo())
-        assert ui.labels is not None
+    for name in names:
+        check_mechanism(name)
+    # the built-in mechanisms have every part
+    assert all(s.experiment and s.scorecard and s.labels for s in mechanisms())
 
 
 def test_listing_the_mechanisms_loads_no_mechanism() -> None:

@@ -95,7 +95,7 @@ def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[
     from engine.skip.recording import RecordedJudge
     from engine.skip.simulation import simulate
     from engine.skip.workload import WorkloadSpec, generate_workload
-    from tests.engine.test_skipsim import HashJudge
+    from tests.engine.test_skip_simulation import HashJudge
 
     messages = generate_workload(WorkloadSpec(channels=2, hours=2, bursts_per_hour=2.0, seed=3))
     judge = RecordedJudge({}, HashJudge())

@@ -72,7 +72,7 @@ def fake_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     from engine.skip.simulation import simulate
     from engine.skip.workload import WorkloadSpec, generate_workload
     from models.catalog import cached_catalog
-    from tests.engine.test_skipsim import HashJudge
+    from tests.engine.test_skip_simulation import HashJudge
 
     server = SchemaServer(_text).start()
     catalog = tmp_path / "catalog.yaml"

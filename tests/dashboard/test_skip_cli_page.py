@@ -16,7 +16,7 @@ from engine.skip.recording import RecordedJudge
 from engine.skip.simulation import simulate
 from engine.skip.workload import WorkloadSpec, dump_workload, generate_workload
 from tests.dashboard.rendered import settle_runs, shown
-from tests.engine.test_skipsim import HashJudge
+from tests.engine.test_skip_simulation import HashJudge
 from tests.fakes.forms import wkey
 
 runner = CliRunner()

@@ -102,7 +102,7 @@ def test_skip_simulation_reports_the_checks_of_both_runs(store: Any, tmp_path: P
     from engine.skip.simulation import check_count, simulate
     from engine.skip.sweep import TRADEOFF_DEFAULT_SKIP, TRADEOFF_HIGH_SKIP
     from engine.skip.workload import WorkloadSpec, generate_workload
-    from tests.engine.test_skipsim import HashJudge
+    from tests.engine.test_skip_simulation import HashJudge
 
     spec = WorkloadSpec(channels=3, hours=2, bursts_per_hour=1.0, seed=2)
     judge = RecordedJudge({}, HashJudge())

@@ -22,7 +22,7 @@ from engine.skip.workload import EPOCH, WorkloadError, WorkloadSpec, dump_worklo
 class HashJudge:
     """A deterministic stand-in judge for simulator mechanics: the verdict is a hash of the state.
     (The real judges — ModelJudge with a model, RecordedJudge with recorded Gemma judgments — are tested
-    in test_skipcache.py and by the CLI and page tests.)"""
+    in test_skip_cache.py and by the CLI and page tests.)"""
 
     def __init__(self) -> None:
         self.calls = 0
