@@ -281,7 +281,7 @@ def runs_list(
 ) -> None:
     """The recorded runs, newest first, filtered as on the Runs page; an experiment is one line."""
     # CLI start-up
-    from engine.history import EXPERIMENT_KIND, MEMBER_KINDS, display_name, experiment_line, experiment_of
+    from engine.history import EXPERIMENT_KIND, MEMBER_KINDS, display_names, experiment_line, experiment_of
     from engine.store import RUN_STATUSES, RunFilter  # CLI start-up
 
     unknown = [s for s in status or [] if s not in RUN_STATUSES]
@@ -303,12 +303,12 @@ def runs_list(
     runs = store.search_runs(where, limit=limit, offset=offset)
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
-    firsts = store.first_events([r.id for r in runs if r.kind == "handraise.conversation"], "user_message")
+    titles = display_names(store, runs)
     rows = [
         _run_row(r, totals.get(r.id, {}))
         | {
             "tags": tags.get(r.id, []),
-            "title": display_name(r, str((firsts.get(r.id) or {}).get("text") or "") or None),
+            "title": titles[r.id],
             "experiment_id": experiment_of(r),
             "experiment": experiment_line(r) if r.kind == EXPERIMENT_KIND else None,
         }

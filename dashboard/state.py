@@ -13,7 +13,7 @@ from dashboard.text import md
 from engine.config import get_settings
 from engine.demo import load_manifest
 from engine.embeddings import get_embedder
-from engine.history import EXPERIMENT_KIND, display_name, experiment_line, experiment_of, left_open, status_words
+from engine.history import EXPERIMENT_KIND, display_names, experiment_line, experiment_of, left_open, status_words
 from engine.store import Run, RunFilter, Store, StoreError
 from engine.store.connection import RESTART
 from models.backends import llamacpp
@@ -139,7 +139,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
     talks = [r.id for r in runs if r.kind == "handraise.conversation"]
-    firsts = store.first_events(talks, "user_message")
+    names = display_names(store, runs)
     turns = store.count_events(talks, "user_message")
     rows = []
     for r in runs:
@@ -147,7 +147,7 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "run": r.id,
-                "name": display_name(r, str((firsts.get(r.id) or {}).get("text") or "") or None),
+                "name": names[r.id],
                 "stored_name": r.name,
                 "experiment": experiment_of(r),
                 "cells": experiment_line(r) if r.kind == EXPERIMENT_KIND else "",

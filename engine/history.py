@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.comparison import signed, supported_digits
+from engine.mechanism import RunHooks
+from engine.quoting import short_text
+from engine.registry import mechanisms
 from engine.stats import Interval
-from engine.store import Run
+from engine.store import Run, Store
 
 Scalar = str | int | float | bool | None
 # Summary keys that hold a whole result object: its figures are already top-level summary keys.
@@ -206,23 +209,28 @@ def experiment_of(run: Run) -> str | None:
 
 
 def _short(text: str, limit: int = NAME_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short_text(text, limit)
 
 
 def _params(params: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def run_hooks(kind: str) -> RunHooks | None:
+    """How the history names runs of `kind`: its mechanism's (`MechanismSpec.runs`; a kind is `<mechanism>.<what>`),
+    None for a kind no mechanism names."""
+    name = kind.partition(".")[0]
+    spec = next((s for s in mechanisms() if s.name == name), None)
+    return spec.runs() if spec is not None and spec.runs is not None else None
+
+
 def _derived_name(run: Run, first_message: str | None) -> str:
-    """What the run is about, from what it stored: the case, the first message, the script, the sweep."""
+    """What the run is about, from what it stored: its mechanism's words (a case, the first message, a script), an
+    experiment's sweep or cell, a model's prompt."""
     cfg, kind = run.config, run.kind
-    if kind.startswith("jury") and isinstance(cfg.get("case"), Mapping):
-        case = cfg["case"]
-        title, cid = str(case.get("title") or ""), str(case.get("id") or "")
-        return f"{title} ({cid})" if title and cid and title != cid else title or cid
-    if kind == "handraise.conversation":
-        return f"“{_short(first_message, NAME_CHARS - 2)}”" if first_message else "conversation, no message yet"
+    hooks = run_hooks(kind)
+    if hooks is not None:
+        return hooks.about(run, first_message)
     if kind == EXPERIMENT_KIND:
         definition = cfg.get("definition")
         name = definition.get("name") if isinstance(definition, Mapping) else None
@@ -236,23 +244,8 @@ def _derived_name(run: Run, first_message: str | None) -> str:
     if kind == "experiment.record":
         params = cfg.get("call_params")
         return "recording" + (f": {_params(params)}" if isinstance(params, Mapping) and params else " of the cases")
-    if kind.startswith("director.") and cfg.get("source"):
-        return f"script {str(cfg['source']).replace(chr(92), '/').rsplit('/', 1)[-1]}"
-    if kind == "director.duo" and cfg.get("first"):
-        return f"{cfg['first']} × {cfg.get('second')}: {cfg.get('topic', '')}".rstrip(": ")
-    if kind == "skip.simulate" and isinstance(cfg.get("workload"), Mapping):
-        w = cfg["workload"]
-        return f"{w.get('channels', '?')} channels × {w.get('hours', '?')} h"
     if kind in ("models.prompt", "models.check") and cfg.get("model_id"):
         return f"model {cfg['model_id']}"
-    if kind == "confidence.evaluate" and cfg.get("query"):
-        return f"“{_short(str(cfg['query']), NAME_CHARS - 2)}”"
-    if kind == "director.check" and cfg.get("text"):
-        return f"{cfg.get('character', '')}: “{_short(str(cfg['text']), NAME_CHARS - 12)}”".lstrip(": ")
-    if kind == "confidence.eval" and cfg.get("source"):
-        return f"labelled answers {cfg['source']} ({cfg.get('self_eval', '')})".replace(" ()", "")
-    if kind == "confidence.calibrate" and cfg.get("labels"):
-        return f"labelled set {cfg['labels']}"
     return ""
 
 
@@ -260,13 +253,30 @@ def _default_name(run: Run) -> bool:
     """A name its entry point gave without saying what the run is about (an id, a kind): replaced by the
     derived one. Any other name (given by whoever started it, or a rename) is kept."""
     name, cfg = run.name.strip(), run.config
-    if not name or name in ("conversation", "model scorecard"):
+    if not name or name == "model scorecard":
         return True
-    case = cfg.get("case")
-    if run.kind.startswith("jury") and isinstance(case, Mapping) and name == f"jury {case.get('id')}":
+    hooks = run_hooks(run.kind)
+    if hooks is not None and name in hooks.generic_names(run):
         return True
     eid = cfg.get("experiment_id")
     return bool(eid) and name.startswith(str(eid))
+
+
+def display_names(store: Store, runs: Sequence[Run]) -> dict[str, str]:
+    """`display_name` of each run, by id: a run whose mechanism names it by its first event (a conversation by
+    its first message) reads that event, one query per event type for all of them."""
+    wanted: dict[str, list[str]] = {}
+    for run in runs:
+        hooks = run_hooks(run.kind)
+        if hooks is not None and hooks.first_event:
+            wanted.setdefault(hooks.first_event, []).append(run.id)
+    firsts: dict[str, str] = {}
+    for event, ids in wanted.items():
+        for run_id, payload in store.first_events(ids, event).items():
+            text = str((payload or {}).get("text") or "")
+            if text:
+                firsts[run_id] = text
+    return {run.id: display_name(run, firsts.get(run.id)) for run in runs}
 
 
 def display_name(run: Run, first_message: str | None = None) -> str:

@@ -180,6 +180,27 @@ class LabelSpec:
     min_labels: int = 0
 
 
+# -- runs in the history ----------------------------------------------------------------------------------------
+
+
+class RunAbout(Protocol):
+    """What a run of the mechanism is about, in a few words, from what it stored (its config; `first`: the text of
+    its first `RunHooks.first_event`); "" when it stored nothing to say."""
+
+    def __call__(self, run: Run, first: str | None, /) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How the history names the mechanism's runs (`engine.history.display_name`): `about` says what a run is
+    about; `first_event` is the event whose first text names a run (a conversation's first message; "": none);
+    `generic_names` the names its entry points give without saying what the run is about (replaced by `about`)."""
+
+    about: RunAbout
+    first_event: str = ""
+    generic_names: Callable[[Run], Sequence[str]] = lambda run: ()
+
+
 # -- the spec ----------------------------------------------------------------------------------------------------
 
 
@@ -191,7 +212,9 @@ class MechanismSpec:
       `experiment_cases` its default case set and `experiment_space` an example search space (YAML);
     - `tables`: loads its export tables; `scorecard`: its scorecard role (None: not scored);
     - `demo_page`: the demo page its calls belong to (`engine.demo`);
-    - `labels`: what its labels say and which runs hold its items (None: it takes no labels)."""
+    - `labels`: what its labels say and which runs hold its items (None: it takes no labels);
+    - `runs`: loads how the history names its runs (None: by their stored names). Its run kinds are
+      ``<name>.<what>`` (`jury.run`, `skip.simulate`)."""
 
     name: str
     label: str
@@ -202,3 +225,4 @@ class MechanismSpec:
     tables: Callable[[], Sequence[ExportTable]] = tuple
     scorecard: ScorecardRole | None = None
     labels: LabelSpec | None = None
+    runs: Callable[[], RunHooks] | None = None

@@ -24,6 +24,7 @@ from engine.history import (
     cell,
     compare_runs,
     display_name,
+    display_names,
     experiment_line,
     experiment_of,
     figure_rows,
@@ -291,8 +292,7 @@ def _render_run(run_id: str) -> None:
         st.warning(f"No run {md(run_id)}.")
         return
     totals = store.run_totals([run_id]).get(run_id, {})
-    first = store.first_events([run.id], "user_message").get(run.id) if run.kind == "handraise.conversation" else None
-    title = display_name(run, str((first or {}).get("text") or "") or None)
+    title = display_names(store, [run])[run.id]
     turns = store.count_events([run.id], "user_message").get(run.id, 0)
     st.subheader(md(title) if title else md(run.id))
     st.caption(f"{md(run.kind)} · {md(run.id)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -40,6 +40,13 @@ def labels() -> LabelHooks:
     return HOOKS
 
 
+def runs() -> RunHooks:
+    # loaded when used
+    from engine.confidence.naming import HOOKS
+
+    return HOOKS
+
+
 SPEC = MechanismSpec(
     name="confidence",
     label="Confidence",
@@ -52,4 +59,5 @@ SPEC = MechanismSpec(
     labels=LabelSpec(  # the answer was right / wrong
         ("right", "wrong"), labels, positive="right", map_name="confidence.likelihood"
     ),
+    runs=runs,
 )

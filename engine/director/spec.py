@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -39,6 +39,13 @@ def labels() -> LabelHooks:
     return HOOKS
 
 
+def runs() -> RunHooks:
+    # loaded when used
+    from engine.director.naming import HOOKS
+
+    return HOOKS
+
+
 SPEC = MechanismSpec(
     name="director",
     label="Director rubric",
@@ -56,4 +63,5 @@ SPEC = MechanismSpec(
         methods=("signals", "generate", "likelihood"),  # DirectorConfig.rubric_judge
     ),
     labels=LabelSpec(("ok", "retry"), labels, positive="retry"),
+    runs=runs,
 )

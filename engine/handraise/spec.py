@@ -11,6 +11,7 @@ from engine.mechanism import (
     LabelSpec,
     MechanismSpec,
     RefitHooks,
+    RunHooks,
     ScorecardHooks,
     ScorecardRole,
 )
@@ -54,6 +55,13 @@ def refit() -> RefitHooks:
     return HOOKS
 
 
+def runs() -> RunHooks:
+    # loaded when used
+    from engine.handraise.naming import HOOKS
+
+    return HOOKS
+
+
 SPEC = MechanismSpec(
     name="handraise",
     label="Hand raise",
@@ -73,4 +81,5 @@ SPEC = MechanismSpec(
         refit=refit,
         min_labels=10,
     ),
+    runs=runs,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -39,6 +39,13 @@ def labels() -> LabelHooks:
     return HOOKS
 
 
+def runs() -> RunHooks:
+    # loaded when used
+    from engine.jury.naming import HOOKS
+
+    return HOOKS
+
+
 SPEC = MechanismSpec(
     name="jury",
     label="Jury",
@@ -51,4 +58,5 @@ SPEC = MechanismSpec(
         "accuracy", True, 0.6, "README goal for the jury", scorecard, methods=("generate", "likelihood")
     ),
     labels=LabelSpec(None, labels, map_name="jury.likelihood"),  # any verdict of the case's own set
+    runs=runs,
 )

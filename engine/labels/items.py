@@ -16,6 +16,7 @@ from typing import Any, Literal
 from engine.labelstore import LabelError, default_user, label_mechanisms, label_spec, label_specs, list_labels
 from engine.mechanism import ItemReader
 from engine.outcomes import EXTRACTORS, NoItems, extracted
+from engine.quoting import short_text as shortened
 from engine.store import Run, RunFilter, Store
 
 TEXT_CHARS = 240
@@ -40,8 +41,7 @@ class LabelItem:
 
 
 def short_text(text: object) -> str:
-    one = " ".join(str(text or "").split())
-    return one if len(one) <= TEXT_CHARS else one[: TEXT_CHARS - 1] + "…"
+    return shortened(text, TEXT_CHARS)
 
 
 def number(value: object) -> float | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, ScorecardHooks, ScorecardRole
+from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -40,6 +40,13 @@ def labels() -> LabelHooks:
     return HOOKS
 
 
+def runs() -> RunHooks:
+    # loaded when used
+    from engine.skip.naming import HOOKS
+
+    return HOOKS
+
+
 SPEC = MechanismSpec(
     name="skip",
     label="Skip judge",
@@ -55,4 +62,5 @@ SPEC = MechanismSpec(
         positive="reply",
         map_name="skip.likelihood",
     ),
+    runs=runs,
 )
