@@ -31,6 +31,8 @@ import numpy as np
 
 from engine import stats
 from engine.judgemaps import CALIBRATION_DIR, Calibration
+from engine.mechanism import JudgeMapFacts
+from engine.registry import mechanisms
 
 Mark = Literal["signal", "no_signal", "flat_scale", "identical", "undecided"]
 MARK_TEXT: dict[str, str] = {
@@ -42,31 +44,22 @@ MARK_TEXT: dict[str, str] = {
 }
 MARK_ICON: dict[str, str] = {"signal": "✅", "no_signal": "⚠️", "flat_scale": "⚠️", "identical": "ℹ️", "undecided": "❔"}
 
-# A fitted coefficient whose sign is set by what its feature means: evidence *for* the label must raise it.
-EXPECTED_SIGNS: dict[str, dict[str, dict[str, int]]] = {
-    "confidence.likelihood": {"supported": {"pmi_supported": +1}},
-    "confidence.signals": {
-        "supported_with_sources": {"source_match": +1, "source_words": +1, "source_gain": +1},
-        "supported_without_sources": {"answer_pmi": +1, "p_true": +1, "own_agreement": +1},
-        "covers_question": {"question_match": +1},
-    },
-    "director.signals": {
-        "frame": {"topic_pmi": +1, "topic_match": +1},
-        "roleplay": {"voice_pmi": +1, "voice_match": +1},
-        "connectivity": {"previous_pmi": +1, "previous_match": +1},
-        "naturalness": {"variety": +1},
-    },
-    "skip.likelihood": {"respond": {"pmi_need": +1, "pmi_should": +1}},
-    "jury.likelihood": {"unsafe_fail": {"channel_unsafe_fail": +1}},
-}
-# The labelled split each judge is fitted on, and how to read its labels.
-SPLITS = {
-    "jury.likelihood": ("jury-calib.jsonl", "gold"),
-    "skip.likelihood": ("skip-calib.jsonl", "should_respond"),
-    "confidence.likelihood": ("confidence-calib.jsonl", "supported"),
-    "confidence.signals": ("confidence-calib.jsonl", "supported"),
-    "director.signals": ("director-calib.jsonl", "acceptable"),
-}
+
+def _map_facts() -> dict[str, JudgeMapFacts]:
+    """Every registered mechanism's fitted judge maps by name (`MechanismSpec.maps`)."""
+    return {facts.name: facts for spec in mechanisms() for facts in spec.maps}
+
+
+def expected_signs(name: str) -> Mapping[str, Mapping[str, int]]:
+    """A map's class → feature → the sign its coefficient must have (evidence *for* the label must raise it)."""
+    facts = _map_facts().get(name)
+    return facts.signs if facts is not None else {}
+
+
+def split_of_map(name: str) -> tuple[str, str] | None:
+    """The labelled split a map is fitted on, and the field of its items that holds the label."""
+    facts = _map_facts().get(name)
+    return (facts.split, facts.label) if facts is not None else None
 
 
 @dataclass(frozen=True)
@@ -167,7 +160,7 @@ def logistic_maps_problem(cal: Calibration, expected: Mapping[str, Sequence[str]
 
 def wrong_signs(calibration: Calibration) -> list[str]:
     """'map.feature' for each coefficient whose sign contradicts what its feature means."""
-    expected = EXPECTED_SIGNS.get(calibration.name, {})
+    expected = expected_signs(calibration.name)
     out = []
     for map_name, signs in expected.items():
         fitted = calibration.maps.get(map_name)
@@ -314,7 +307,7 @@ def cross_validated(metrics: Mapping[str, Any], key: str = "cross_validated") ->
 
 
 def _split_labels(name: str, directory: Path) -> list[Any]:
-    split = SPLITS.get(_split_of(name))
+    split = split_of_map(_split_of(name))
     if split is None:
         return []
     path = directory / split[0]

@@ -180,6 +180,22 @@ class LabelSpec:
     min_labels: int = 0
 
 
+# -- judge maps -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeMapFacts:
+    """What the diagnostics need to know of one of the mechanism's fitted judge maps (`engine.diagnostics`):
+    `name` (the map's name, `skip.likelihood`), the labelled `split` under data/calibration/ it is fitted on and the
+    field of its items that holds the `label`; `signs`: class → feature → +1 / −1, the sign a coefficient must have
+    because of what its feature means (evidence *for* the class must raise it)."""
+
+    name: str
+    split: str
+    label: str
+    signs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
 # -- runs in the history ----------------------------------------------------------------------------------------
 
 
@@ -214,7 +230,8 @@ class MechanismSpec:
     - `demo_page`: the demo page its calls belong to (`engine.demo`);
     - `labels`: what its labels say and which runs hold its items (None: it takes no labels);
     - `runs`: loads how the history names its runs (None: by their stored names). Its run kinds are
-      ``<name>.<what>`` (`jury.run`, `skip.simulate`)."""
+      ``<name>.<what>`` (`jury.run`, `skip.simulate`);
+    - `maps`: its fitted judge maps the diagnostics read (their splits, labels and expected signs)."""
 
     name: str
     label: str
@@ -226,3 +243,4 @@ class MechanismSpec:
     scorecard: ScorecardRole | None = None
     labels: LabelSpec | None = None
     runs: Callable[[], RunHooks] | None = None
+    maps: tuple[JudgeMapFacts, ...] = ()

@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
+from engine.mechanism import (
+    ExportTable,
+    JudgeMapFacts,
+    LabelHooks,
+    LabelSpec,
+    MechanismSpec,
+    RunHooks,
+    ScorecardHooks,
+    ScorecardRole,
+)
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -60,4 +69,19 @@ SPEC = MechanismSpec(
         ("right", "wrong"), labels, positive="right", map_name="confidence.likelihood"
     ),
     runs=runs,
+    maps=(
+        JudgeMapFacts(
+            "confidence.likelihood", "confidence-calib.jsonl", "supported", {"supported": {"pmi_supported": +1}}
+        ),
+        JudgeMapFacts(
+            "confidence.signals",
+            "confidence-calib.jsonl",
+            "supported",
+            {
+                "supported_with_sources": {"source_match": +1, "source_words": +1, "source_gain": +1},
+                "supported_without_sources": {"answer_pmi": +1, "p_true": +1, "own_agreement": +1},
+                "covers_question": {"question_match": +1},
+            },
+        ),
+    ),
 )

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
+from engine.mechanism import (
+    ExportTable,
+    JudgeMapFacts,
+    LabelHooks,
+    LabelSpec,
+    MechanismSpec,
+    RunHooks,
+    ScorecardHooks,
+    ScorecardRole,
+)
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -64,4 +73,17 @@ SPEC = MechanismSpec(
     ),
     labels=LabelSpec(("ok", "retry"), labels, positive="retry"),
     runs=runs,
+    maps=(
+        JudgeMapFacts(
+            "director.signals",
+            "director-calib.jsonl",
+            "acceptable",
+            {
+                "frame": {"topic_pmi": +1, "topic_match": +1},
+                "roleplay": {"voice_pmi": +1, "voice_match": +1},
+                "connectivity": {"previous_pmi": +1, "previous_match": +1},
+                "naturalness": {"variety": +1},
+            },
+        ),
+    ),
 )

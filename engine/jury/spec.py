@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
+from engine.mechanism import (
+    ExportTable,
+    JudgeMapFacts,
+    LabelHooks,
+    LabelSpec,
+    MechanismSpec,
+    RunHooks,
+    ScorecardHooks,
+    ScorecardRole,
+)
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -59,4 +68,5 @@ SPEC = MechanismSpec(
     ),
     labels=LabelSpec(None, labels, map_name="jury.likelihood"),  # any verdict of the case's own set
     runs=runs,
+    maps=(JudgeMapFacts("jury.likelihood", "jury-calib.jsonl", "gold", {"unsafe_fail": {"channel_unsafe_fail": +1}}),),
 )

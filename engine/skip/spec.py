@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.mechanism import ExportTable, LabelHooks, LabelSpec, MechanismSpec, RunHooks, ScorecardHooks, ScorecardRole
+from engine.mechanism import (
+    ExportTable,
+    JudgeMapFacts,
+    LabelHooks,
+    LabelSpec,
+    MechanismSpec,
+    RunHooks,
+    ScorecardHooks,
+    ScorecardRole,
+)
 
 if TYPE_CHECKING:
     from engine.experiments.adapters.base import ExperimentAdapter
@@ -63,4 +72,9 @@ SPEC = MechanismSpec(
         map_name="skip.likelihood",
     ),
     runs=runs,
+    maps=(
+        JudgeMapFacts(
+            "skip.likelihood", "skip-calib.jsonl", "should_respond", {"respond": {"pmi_need": +1, "pmi_should": +1}}
+        ),
+    ),
 )
