@@ -48,9 +48,20 @@ def _mechanism_words() -> dict[str, tuple[str, ...]]:
     return {u.name: tuple(dict.fromkeys((u.name, Path(u.page).stem, u.url_path.replace("-", "")))) for u in uis()}
 
 
+# pytest's own markers: a mechanism of one of these names is marked `<name>_mechanism` (`skip` would skip them all)
+PYTEST_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout"})
+
+
+def mechanism_marker(name: str) -> str:
+    """The marker of a mechanism's tests: its name (`pytest -m jury`), `skip_mechanism` for the skip cache."""
+    return f"{name}_mechanism" if name in PYTEST_MARKERS or name in COSTS | {"slow", "e2e"} else name
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, words in _mechanism_words().items():  # `pytest -m jury` runs the jury's tests
-        config.addinivalue_line("markers", f"{name}: a test of the {name} mechanism (its file or name says {words})")
+        config.addinivalue_line(
+            "markers", f"{mechanism_marker(name)}: a test of the {name} mechanism (its file or name says {words})"
+        )
 
 
 def mechanism_of(item: pytest.Item, words: dict[str, tuple[str, ...]]) -> list[str]:
@@ -69,7 +80,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     words = _mechanism_words()
     for item in items:
         for mechanism in mechanism_of(item, words):
-            item.add_marker(mechanism)
+            item.add_marker(mechanism_marker(mechanism))
         if SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         names = {mark.name for mark in item.iter_markers()}

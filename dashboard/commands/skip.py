@@ -85,44 +85,17 @@ def simulate_cmd(
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge; a run of kind
     `skip.simulate` (the same entry point as the Skip cache page)."""
-    from pydantic import ValidationError  # CLI start-up
-
     # CLI start-up: loaded when the command runs
-    from engine.inputs import InputError, read_text
     from engine.skip.config import ResponseConfig
     from engine.skip.recording import RecordedJudge
-    from engine.skip.run import FileRef, SimulationConfig
-    from engine.skip.simulation import bound_text
-    from engine.skip.workload import WorkloadError, WorkloadSpec, parse_workload
+    from engine.skip.run import SimulationConfig
+    from engine.skip.workload import WorkloadError, WorkloadSpec
     from models.files import OutputError  # CLI start-up
 
     if workload is not None and generate:
         raise _fail("give either --workload or --generate, not both")
     check_output(record, option="--record")
-    messages = None
-    spec = file_ref = None
-    try:
-        if workload is not None:
-            content = read_text(workload)
-            messages = parse_workload(content, str(workload))
-            file_ref = FileRef.of(workload.name, content, len(messages))
-        else:
-            spec = WorkloadSpec(
-                channels=channels, hours=hours or 24.0, bursts_per_hour=rate, mean_burst_messages=burst, seed=seed
-            )
-    except InputError as exc:
-        raise _fail(str(exc)) from None
-    except WorkloadError as exc:
-        raise _fail(str(exc)) from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = {
-            "channels": "--channels",
-            "hours": "--hours",
-            "bursts_per_hour": "--rate",
-            "mean_burst_messages": "--burst",
-        }.get(str(err["loc"][0]) if err["loc"] else "", "generated workload")
-        raise _fail(f"{where}: {err['msg']}") from None
+    messages, spec, file_ref = _workload(workload, channels, hours, rate, burst, seed)
     if model_id is None and recorded is None:
         if default_recording().is_file() and spec is not None and spec == WorkloadSpec():
             recorded = default_recording()
@@ -161,6 +134,47 @@ def simulate_cmd(
     if as_json:
         say(json.dumps(result, ensure_ascii=False, indent=2, default=str))
         return
+    _say_simulation(result)
+
+
+def _workload(
+    workload: Path | None, channels: int, hours: float | None, rate: float, burst: float, seed: int
+) -> tuple[Any, Any, Any]:
+    """(messages, spec, file reference): a workload file's messages and its reference, or a generated workload's
+    spec; a bad file or option is an error naming it."""
+    from pydantic import ValidationError  # CLI start-up
+
+    # CLI start-up: loaded when the command runs
+    from engine.inputs import InputError, read_text
+    from engine.skip.run import FileRef
+    from engine.skip.workload import WorkloadError, WorkloadSpec, parse_workload
+
+    try:
+        if workload is not None:
+            content = read_text(workload)
+            messages = parse_workload(content, str(workload))
+            return messages, None, FileRef.of(workload.name, content, len(messages))
+        spec = WorkloadSpec(
+            channels=channels, hours=hours or 24.0, bursts_per_hour=rate, mean_burst_messages=burst, seed=seed
+        )
+        return None, spec, None
+    except (InputError, WorkloadError) as exc:
+        raise _fail(str(exc)) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = {
+            "channels": "--channels",
+            "hours": "--hours",
+            "bursts_per_hour": "--rate",
+            "mean_burst_messages": "--burst",
+        }.get(str(err["loc"][0]) if err["loc"] else "", "generated workload")
+        raise _fail(f"{where}: {err['msg']}") from None
+
+
+def _say_simulation(result: dict[str, Any]) -> None:
+    """A simulation's figures in a few lines."""
+    from engine.skip.simulation import bound_text  # CLI start-up
+
     a, b = result["without_cache"], result["with_cache"]
     say(f"{a['messages']} messages · {a['checks']} checks")
     say(f"judge calls: {a['judge_calls']} without cache → {b['judge_calls']} with ({result['calls_saved_pct']}% saved)")
@@ -173,7 +187,7 @@ def simulate_cmd(
             f"⚠ {b['flagged_judgments']} judgments with a failed confidence (missing, out of range, cut off "
             "or unparseable): confidence 0.0, never cached"
         )
-    say(f"run {report.run_id}")
+    say(f"run {result['run_id']}")
 
 
 def _skip_windows(pairs: list[str], default_s: int | None, current: Any) -> Any:
