@@ -280,11 +280,10 @@ def scorecard_cmd(
     against its role's target by its interval."""
 
     # CLI start-up: loaded when the command runs
-    from dashboard.commands import require_models
     from engine.experiments.execution import HubModels
     from engine.experiments.scorecard import ScorecardPlan, run_scorecard
     from models.catalog import CatalogError, load_catalog
-    from models.registry import check_availability, scoring_support
+    from models.registry import scoring_support
 
     if executor not in ("local", "ray"):
         raise fail(f"unknown executor {executor!r}: local or ray")
@@ -294,17 +293,7 @@ def scorecard_cmd(
         catalog = load_catalog()
     except CatalogError as exc:
         raise fail(str(exc)) from None
-    if models:
-        chosen = list(dict.fromkeys(m for given in models for m in given.split(",") if m.strip()))
-        require_models(catalog, chosen)
-    else:
-        chosen = [  # every available model but the built-in mock (a dry-run backend: named, it is scored too)
-            m
-            for m in catalog.ids
-            if catalog.get(m).backend != "mock" and asyncio.run(check_availability(catalog.get(m))).available
-        ]
-        if not chosen:
-            raise fail("no model is available (see `judgelab models list`)", code=2)
+    chosen = _scored_models(catalog, models)
     plan = ScorecardPlan(
         models=chosen,
         roles=_scorecard_roles(roles),
@@ -322,7 +311,6 @@ def scorecard_cmd(
         previous = shipped_scorecard(output)
         if previous is None:
             raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
-    from engine.comparison import stored_text  # CLI start-up
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
     from models.files import OutputError  # CLI start-up
 
@@ -344,6 +332,33 @@ def scorecard_cmd(
     if as_json:
         _print(result)
         return
+    _say_scorecard(result)
+
+
+def _scored_models(catalog: Any, models: list[str] | None) -> list[str]:
+    """The models named (checked against the catalog), else every available one but the built-in mock (a dry-run
+    backend: named, it is scored too)."""
+    from dashboard.commands import require_models  # CLI start-up
+    from models.registry import check_availability  # CLI start-up
+
+    if models:
+        chosen = list(dict.fromkeys(m for given in models for m in given.split(",") if m.strip()))
+        require_models(catalog, chosen)
+        return chosen
+    chosen = [
+        m
+        for m in catalog.ids
+        if catalog.get(m).backend != "mock" and asyncio.run(check_availability(catalog.get(m))).available
+    ]
+    if not chosen:
+        raise fail("no model is available (see `judgelab models list`)", code=2)
+    return chosen
+
+
+def _say_scorecard(result: dict[str, Any]) -> None:
+    """The scorecard's rows, each with its target, its diagnoses and how it compares with its role's best."""
+    from engine.comparison import stored_text  # CLI start-up
+
     say(f"scorecard run {result['run_id']} ({len(result['rows'])} rows)")
     for row in result["rows"]:
         metrics = " ".join(

@@ -523,7 +523,6 @@ def chat_cmd(
     from pydantic import ValidationError  # CLI start-up
 
     # CLI start-up
-    from engine.handraise.cast import default_cast
     from engine.handraise.conversation import (
         ConversationConfig,
         close_conversation,
@@ -532,7 +531,7 @@ def chat_cmd(
         open_conversation,
         turn_json,
     )
-    from engine.handraise.decisions import Mode, failure_flags
+    from engine.handraise.decisions import Mode
     from models.catalog import CatalogError, load_catalog  # CLI start-up
 
     if decide not in ("approve_all", "skip_all"):
@@ -541,13 +540,7 @@ def chat_cmd(
         raise fail(f"--mode must be focus, brainstorm or mention_only, not {mode!r}")
     if not [m for m in messages if m.strip()]:
         raise fail("--message is empty")
-    seats = [m.strip() for m in (models or "").split(",") if m.strip()]
-    cast = [
-        p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p
-        for i, p in enumerate(default_cast(load_catalog().ids))
-    ]
-    if answer_model:
-        cast = [p.model_copy(update={"answer_model": answer_model}) for p in cast]
+    cast = _cast(models, answer_model)
     store, resolver, config = _setup(
         method, judge_model, threshold, sorted({p.model_id for p in cast}), _ensemble(ensemble), embedder
     )
@@ -585,7 +578,27 @@ def chat_cmd(
             )
         )
         return
-    names = {p.id: p.name for p in cast}
+    _say_turns(turns, {p.id: p.name for p in cast})
+    say(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})")
+
+
+def _cast(models: str | None, answer_model: str | None) -> list[Any]:
+    """The default cast, re-seated on `models` (comma-separated, cycled) and answering with `answer_model`."""
+    from engine.handraise.cast import default_cast  # CLI start-up
+    from models.catalog import load_catalog  # CLI start-up
+
+    seats = [m.strip() for m in (models or "").split(",") if m.strip()]
+    cast = [
+        p.model_copy(update={"model_id": seats[i % len(seats)]}) if seats else p
+        for i, p in enumerate(default_cast(load_catalog().ids))
+    ]
+    return [p.model_copy(update={"answer_model": answer_model}) for p in cast] if answer_model else cast
+
+
+def _say_turns(turns: list[Any], names: dict[str, str]) -> None:
+    """Each turn: the message, every hand with its will and what became of it, the answers."""
+    from engine.handraise.decisions import failure_flags  # CLI start-up
+
     for turn in turns:
         say(f"> {turn.text}")
         for h in turn.hands:
@@ -597,7 +610,6 @@ def chat_cmd(
             )
         for pid, text in turn.answers.items():
             say(f"  {names[pid]}: {text or turn.answer_errors.get(pid, '(no answer)')}")
-    say(f"run {session.run_id} · tokens {summary['spent_tokens']} (everyone answering: {summary['baseline_tokens']})")
 
 
 def figures() -> Sequence[FigureBuilder]:
