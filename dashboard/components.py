@@ -275,16 +275,7 @@ def render_view(
     legends would overlap). `usage`: the run's call totals (`Store.run_totals`), the one source of its token
     count. `details`: the page's own Details toggle (one per page); None draws the view's own."""
 
-    if view.failed:
-        if demo.is_miss(view.failed):  # a replay asked for what the recording lacks: not a fault of the jury
-            st.info(
-                "This run stopped: it asked for something the recording does not hold (demo mode and `--replay` "
-                "answer only the recorded case; switch Demo off to run it live). "
-                + md(str(view.failed)[:200], inline=False),
-                icon="🎬",
-            )
-        else:
-            st.error(f"Run failed: {md(view.failed, inline=False)}")
+    _render_failure(view)
     if not view.case:
         st.info("Waiting for the jury to start…")
         return
@@ -329,6 +320,43 @@ def render_view(
             + (" — reached, no discussion needed" if c["consensusReached"] else "")
         )
 
+    _render_discussion(view, key=key, show_rounds=show_rounds, details=details)
+
+    if view.final:
+        render_final(view, details=details)
+    if view.finished:
+        d = view.finished
+        rounds = int(d.get("totalRounds") or 0)
+        st.caption(
+            (f"{rounds} discussion round(s)" if rounds else "No discussion round")
+            + f" — {md(in_words(d['terminationReason'], STOP_WORDS))} · {d['wallS']:.1f} s · "
+            + token_line(view, usage)
+            + f" · cost {money(d['cost'])}"
+            + (f" · gold: {md(in_words(view.case['gold']))}" if view.case.get("gold") else "")
+        )
+    if charts_too:
+        _render_charts(view, labels, key=key, stacked=stacked)
+
+
+def _render_failure(view: JuryView) -> None:
+    """Why the run stopped, when it did: a replay miss is a notice (not a fault of the jury), anything else an
+    error."""
+    if not view.failed:
+        return
+    if demo.is_miss(view.failed):  # a replay asked for what the recording lacks: not a fault of the jury
+        st.info(
+            "This run stopped: it asked for something the recording does not hold (demo mode and `--replay` "
+            "answer only the recorded case; switch Demo off to run it live). "
+            + md(str(view.failed)[:200], inline=False),
+            icon="🎬",
+        )
+    else:
+        st.error(f"Run failed: {md(view.failed, inline=False)}")
+
+
+def _render_discussion(view: JuryView, *, key: str, show_rounds: bool | None, details: bool) -> None:
+    """Phase 2: why no round ran, or every statement in order (with round marks when asked) and the consensus
+    per round."""
     if view.skipped:
         st.markdown("**Phase 2 — discussion**")
         st.info(md(view.skipped.get("text", "No discussion round was run.")), icon="⏭️")
@@ -373,25 +401,17 @@ def render_view(
                 )
             )
 
-    if view.final:
-        render_final(view, details=details)
-    if view.finished:
-        d = view.finished
-        rounds = int(d.get("totalRounds") or 0)
-        st.caption(
-            (f"{rounds} discussion round(s)" if rounds else "No discussion round")
-            + f" — {md(in_words(d['terminationReason'], STOP_WORDS))} · {d['wallS']:.1f} s · "
-            + token_line(view, usage)
-            + f" · cost {money(d['cost'])}"
-            + (f" · gold: {md(in_words(view.case['gold']))}" if view.case.get("gold") else "")
-        )
-    if charts_too and view.phase1 and view.identical_seats and not view.rounds:
+
+def _render_charts(view: JuryView, labels: list[str], *, key: str, stacked: bool) -> None:
+    """The jurors' trajectory, timeline and votes; none for seats identical by construction that never
+    discussed (one judgment drawn three times would read as three jurors agreeing)."""
+    if view.phase1 and view.identical_seats and not view.rounds:
         # One judgment repeated: per-juror charts would draw it three times, as if three jurors had agreed.
         st.caption(
             "No per-juror charts: the seats are identical by construction and gave one judgment (the card above); "
             "charts of scores and votes are drawn for panels whose seats judge apart."
         )
-    elif charts_too and view.phase1:
+    elif view.phase1:
         settled = bool(view.finished or view.ended or view.skipped)  # whether a round can still come
         figures = [(charts.jury_trajectory(view.trajectory(), settled), ".trajectory")]
         timeline = view.timeline()

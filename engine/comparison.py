@@ -215,6 +215,15 @@ def with_holm(comparisons: Mapping[str, stats.Comparison]) -> dict[str, stats.Co
     return {k: dataclasses.replace(c, p_holm=adjusted.get(k)) for k, c in comparisons.items()}
 
 
+# Metrics whose identifier says nothing to a person: the words a table shows them by (the identifier stays the key
+# of the JSON and the exports).
+METRIC_WORDS = {
+    "proceed_precision": "right when it goes ahead",
+    "wrong_stopped": "wrong answers stopped",
+    "proceed_rate": "share it goes ahead",
+}
+
+
 def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     """One row of the comparison table (page, CLI, export): A, B, B − A with its interval, p and Holm p — each
     figure to the digits its interval supports."""
@@ -228,7 +237,7 @@ def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     )
     paired = comp.test.startswith("two-sample") or "paired" in comp.test
     return {  # the difference, its interval and the Holm p first: what a narrow window must not cut off
-        "metric": name + (f" ({better})" if better else ""),
+        "metric": METRIC_WORDS.get(name, name) + (f" ({better})" if better else ""),
         "A": shown(comp.a),
         "B": shown(comp.b),
         "B − A": "—" if comp.difference is None else signed(comp.difference, digits),

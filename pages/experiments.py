@@ -564,7 +564,7 @@ def _render_compare(
                         "metric": readable_name(r["metric"]),
                         "cell A": figure_text(r["cell A"]),
                         "cell B": figure_text(r["cell B"]),
-                        "B − A": "" if r["B − A"] is None else f"{r['B − A']:+.4g}",
+                        "B − A": "" if r["B − A"] is None else "0" if r["B − A"] == 0 else f"{r['B − A']:+.4g}",
                     }
                     for r in rest
                 ]

@@ -512,11 +512,13 @@ def _render_compare(run_id: str, kind: str) -> None:
         st.info(f"No other {md(kind)} run to compare with.")
         return
     c1, c2 = st.columns(2)
+    named = display_names(store, [r for r in (store.get_run(i) for i in options) if r is not None])
     picked = c1.selectbox(
         f"Compare with (the newest {COMPARE_CHOICES} {md(kind)} runs)",
         options,
         index=options.index(wanted) if wanted in options else 0,
         key=f"{KEY}compare.{run_id}",
+        format_func=lambda i: f"{named[i]} · {i}" if named.get(i) and named[i] != i else i,
     )
     typed = c2.text_input("…or a run id", key=f"{KEY}compare_id.{run_id}").strip()
     other_id = typed or picked
@@ -529,6 +531,8 @@ def _render_compare(run_id: str, kind: str) -> None:
     except NotComparable as exc:
         st.warning(md(exc))
         return
+    names = display_names(store, [a, b])
+    st.caption(f"A: {md(names[a.id])} ({md(a.id)}) · B: {md(names[b.id])} ({md(b.id)})")
     st.markdown(f"**Config** — {len(result.changes)} difference(s)")
     if result.changes:
         st.dataframe(
@@ -537,8 +541,8 @@ def _render_compare(run_id: str, kind: str) -> None:
                     {
                         "setting": c.path,
                         "change": c.change,
-                        a.id: "" if c.change == "added" else cell(c.a),
-                        b.id: "" if c.change == "removed" else cell(c.b),
+                        "A": "" if c.change == "added" else cell(c.a),
+                        "B": "" if c.change == "removed" else cell(c.b),
                     }
                     for c in result.changes
                 ]
@@ -604,7 +608,7 @@ def _render_item_diff(diff: Any, a: Any, b: Any) -> None:
         f"{counts['wrong→right']} wrong→right, {counts['label changed']} label change(s)"
     )
     if diff.only_a or diff.only_b:
-        st.caption(f"Only in {md(a.id)}: {len(diff.only_a)} item(s); only in {md(b.id)}: {len(diff.only_b)}.")
+        st.caption(f"Only in A ({md(a.id)}): {len(diff.only_a)} item(s); only in B ({md(b.id)}): {len(diff.only_b)}.")
     if not diff.changes:
         return
     with_gold = any(c.a.gold for c in diff.changes)
@@ -615,10 +619,10 @@ def _render_item_diff(diff: Any, a: Any, b: Any) -> None:
                     "item": c.key,
                     "change": c.change,
                     **({"gold": c.a.gold or ""} if with_gold else {}),
-                    f"{a.id}": c.a.label,
-                    f"{a.id} said": c.a.text,
-                    f"{b.id}": c.b.label,
-                    f"{b.id} said": c.b.text,
+                    "A": c.a.label,
+                    "A said": c.a.text,
+                    "B": c.b.label,
+                    "B said": c.b.text,
                     "open A": f"/runs?run={c.a.link or a.id}",
                     "open B": f"/runs?run={c.b.link or b.id}",
                 }
