@@ -20,13 +20,12 @@ from dashboard.components import (
     flow_columns,
     in_words,
     md,
-    render_jury_whatif,
-    render_view,
     run_usage,
 )
 from dashboard.jury_figures import stack_summary
 from dashboard.labelling import jury_label
 from dashboard.live_runs import RegistryError
+from dashboard.mechanisms.jury.view import render_jury_whatif, render_view
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import judgemaps
 from engine.config import ConfigError, get_settings

@@ -13,15 +13,13 @@ from dashboard import state
 from dashboard.components import (
     STOP_WORDS,
     export_buttons,
-    gold_check,
     in_words,
     md,
     method_words,
-    render_jury_whatif,
-    render_view,
     run_usage,
 )
 from dashboard.labelling import jury_label
+from dashboard.mechanisms.jury.view import gold_check, render_jury_whatif, render_view
 from engine.events import incomplete_note
 from engine.jury.view import JuryView
 

@@ -555,7 +555,7 @@ def test_the_demo_jury_note_is_in_words() -> None:
 def test_a_stored_run_is_decided_again_with_other_settings_and_no_model_call() -> None:
     """The what-if under a finished run (Jury page and Replay): other stop rules and final votes on the recorded
     answers — the engine's `redecide`, checked here by hand on a run whose juror a moved in round 1."""
-    from dashboard.components import jury_whatif
+    from dashboard.mechanisms.jury.view import jury_whatif
     from tests.fakes.runs import stored_jury
 
     store = state.get_store()
@@ -595,7 +595,7 @@ def test_the_what_if_of_a_stacked_run_starts_from_the_stack() -> None:
     """The demo's run was decided by the stack: its what-if offers the stack first and, unchanged, gives the run's
     own verdict from the recorded distributions (no model call); the vote is the other choice; each says whether
     it is right against the gold label."""
-    from dashboard.components import jury_whatif
+    from dashboard.mechanisms.jury.view import jury_whatif
 
     run_id = _demo_jury_run()
     store = state.get_store()
@@ -681,7 +681,7 @@ def test_the_stacked_panels_settings_follow_the_environment(monkeypatch) -> None
 
 
 def _failed_view_page() -> None:
-    from dashboard.components import render_view
+    from dashboard.mechanisms.jury.view import render_view
     from engine.jury.view import JuryView
 
     error = "ReplayMiss: [use-m3 via replay] replay miss for jury.phase1:juror-3 (no recorded embedding)"

@@ -155,7 +155,7 @@ def test_stack_note_survives_a_damaged_figure(adopt: Any, fig: object) -> None:
 def test_stack_unavailable_is_shown_as_a_warning() -> None:
     """The final card shows flags that say how a verdict was made only with details, and any other always:
     "stack_unavailable" and "map_fallback" start like informative flags but are warnings."""
-    from dashboard.components import split_flags
+    from dashboard.mechanisms.jury.view import split_flags
 
     flags = ["stack", "stacked:safe_pass", "selective:not_sure", "minority_veto:j2", "calibration:v1"]
     warnings, informative = split_flags([*flags, "stack_unavailable", "map_fallback", "failed:j1"])
