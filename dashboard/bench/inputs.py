@@ -69,14 +69,16 @@ def bench_director_script(repeat: int, progress: Progress) -> BenchResult:
         n = _script(script, 10.0)
         say(f"parsing a 10 MB script ({n:,} lines)")
         parse = _measure(
-            f"from engine.director import load_script\nfrom pathlib import Path\nload_script(Path({str(script)!r}))"
+            "from engine.director.scripts import load_script\nfrom pathlib import Path\n"
+            f"load_script(Path({str(script)!r}))"
         )
         say(f"a batch run of the same script ({n:,} lines: minutes)")
         run = _measure(
             f"""
             import asyncio
             from pathlib import Path
-            from engine.director import ScriptConfig, load_script, run_script
+            from engine.director.batch import ScriptConfig, run_script
+            from engine.director.scripts import load_script
             from engine.store import Store
             lines = load_script(Path({str(script)!r}))
             store = Store("sqlite:///{folder}/bench.db")
@@ -108,22 +110,22 @@ def bench_director_script(repeat: int, progress: Progress) -> BenchResult:
 KINDS: dict[str, tuple[str, str]] = {
     "director script": (
         '{{"id": "l{i}", "text": "hey"}}',
-        "from engine.director import load_script\nload_script(path)",
+        "from engine.director.scripts import load_script\nload_script(path)",
     ),
     "skip workload": (
         '{{"t": 1, "id": "m{i}", "channel": "c"}}',
-        "from engine.skip import load_workload, WorkloadError\ntry:\n    load_workload(path)\n"
+        "from engine.skip.workload import load_workload, WorkloadError\ntry:\n    load_workload(path)\n"
         "except WorkloadError:\n    pass  # refused past the message cap",
     ),
-    "jury cases": ('{{"id": "c{i}", "content": "hi"}}', "from engine.jury import load_cases\nload_cases(path)"),
+    "jury cases": ('{{"id": "c{i}", "content": "hi"}}', "from engine.jury.config import load_cases\nload_cases(path)"),
     "hand-raise benchmark": (
         '{{"id": "h{i}", "context": [{{"speaker": "user", "text": "hi"}}]}}',
-        "from engine.handraise import parse_benchmark\nfrom engine.inputs import read_text\n"
+        "from engine.handraise.benchmark import parse_benchmark\nfrom engine.inputs import read_text\n"
         "parse_benchmark(read_text(path), str(path))",
     ),
     "confidence labels": (
         '{{"factors": {{"source_count": 1}}, "correct": true}}',
-        "from engine.confidence import parse_labels\nfrom engine.inputs import read_text\n"
+        "from engine.confidence.calibration import parse_labels\nfrom engine.inputs import read_text\n"
         "parse_labels(read_text(path), str(path))",
     ),
     "demo recording": (

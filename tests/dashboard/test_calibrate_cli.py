@@ -35,7 +35,7 @@ def test_a_quick_refit_of_every_map_is_recorded_and_readable(tmp_path: Path) -> 
     code, out = invoke("calibrate-judge", "--limit", "5", "--output-dir", str(out_dir), "--json")
     assert code == 0, out
     report = json.loads(out)
-    assert [r["mechanism"] for r in report["results"]] == ["handraise", "skip", "jury", "confidence", "director"]
+    assert [r["mechanism"] for r in report["results"]] == ["handraise", "skip", "jury", "director", "confidence"]
     maps = {(m["name"], m["model_id"]): m for r in report["results"] for m in r["maps"]}
     assert set(maps) == {
         ("handraise.embedding", "minilm"),

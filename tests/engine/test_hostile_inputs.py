@@ -202,7 +202,7 @@ def test_the_checked_reader_and_its_users(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_million_bad_rows_keep_a_bounded_list_of_problems() -> None:
     out = bounded(
         """
-        from engine.director import ScriptError, parse_script
+        from engine.director.scripts import ScriptError, parse_script
         from engine.inputs import MAX_PROBLEMS_SHOWN, shown_problems
         text = "not json\\n" * 1_000_000
         try:
@@ -236,7 +236,7 @@ def test_a_long_parse_stops_when_its_run_is_cancelled() -> None:
 def test_script_memory_per_line_is_compact() -> None:
     out = bounded(
         """
-        from engine.director import parse_script
+        from engine.director.scripts import parse_script
         lines = parse_script('{"text": "hey"}\\n' * 200_000, "jsonl", "s.jsonl")
         out["n"] = len(lines)
         """
