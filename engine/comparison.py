@@ -249,6 +249,27 @@ def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     }
 
 
+ROUNDING = (
+    "Each figure is rounded to what its interval supports, and B − A is taken before rounding (it can differ from "
+    "the rounded A and B by one in the last digit); an interval that holds 0 is no evidence of a change."
+)
+
+
+def compact_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The comparison table without the columns every row shares (the test, the items), and those said once
+    ("exact McNemar (paired) on 14 items"): the figures keep the room in a narrow window."""
+    if not rows:
+        return rows, ""
+    tests, items = {r["test"] for r in rows}, {r["items"] for r in rows}
+    drop = [c for c, values in (("test", tests), ("items", items)) if len(values) == 1]
+    said = []
+    if "test" in drop:
+        said.append(str(rows[0]["test"]))
+    if "items" in drop:
+        said.append(f"on {rows[0]['items']} items")
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows], " ".join(said)
+
+
 def signed(value: float, digits: int) -> str:
     """'+0.36', '-0.04', and '0.000' for what rounds to zero (never '-0.000')."""
     if abs(value) < 0.5 * 10**-digits:

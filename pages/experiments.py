@@ -20,7 +20,7 @@ from dashboard.components import GLOSSARY, details_on, md
 from dashboard.live_runs import RegistryError
 from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
-from engine.comparison import comparison_row
+from engine.comparison import ROUNDING, compact_rows, comparison_row
 from engine.config import get_settings
 from engine.experiments import DefinitionError, Experiment, mechanism, parse_definition, run_experiment
 from engine.experiments.analysis import (
@@ -541,14 +541,16 @@ def _render_compare(
     else:
         st.markdown("**Compared on the items**")
         tested = sum(c.p_value is not None for c in compared.values())
+        rows, shared = compact_rows([comparison_row(name, comp) for name, comp in compared.items()])
         st.caption(
             f"Paired on the {diff['items']} items both cells decided"
-            + (f"; p Holm-adjusted across {tested} metrics" if tested > 1 else "")
-            + ". Each figure is rounded to what its interval supports; an interval that holds 0 is no evidence of "
-            "a change."
+            + (f"; p Holm-adjusted across this pair's {tested} metrics" if tested > 1 else "")
+            + (f"; every metric by {md(shared)}" if shared else "")
+            + ". "
+            + ROUNDING
         )
         st.dataframe(
-            pd.DataFrame([comparison_row(name, comp) for name, comp in compared.items()]),
+            pd.DataFrame(rows),
             hide_index=True,
             width="stretch",
             key=KEY + "cmp.compared",

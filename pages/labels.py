@@ -60,7 +60,7 @@ from engine.labels import (
     run_import,
     usable_count,
 )
-from engine.labels.corrected import corrected_by_run, corrected_row
+from engine.labels.corrected import FAIR_SAMPLE, corrected_by_run, corrected_row
 from engine.labels.io import KIND as IMPORT_KIND
 from engine.labels.refit import created_at
 from engine.store import CANCELLED
@@ -307,11 +307,17 @@ def _render_corrected_runs(mechanism: str) -> None:
     if not found:
         return
     st.markdown("**The judge's rate over each run you labelled, corrected by your labels**")
+    shares = sorted({rate.value for _, rate in found})
     st.caption(
-        "The judge's rate is what it said over all of a run's items; yours, what you said on the items you "
-        "labelled; the corrected rate combines both (PPI++), its 95 % interval carrying both uncertainties."
+        f"The share of {md(' / '.join(shares))} over each run. The judge's rate is what it said over all of a run's "
+        "items; yours, what you said on the items you labelled; the corrected rate combines both (PPI++), its 95 % "
+        "interval carrying both uncertainties. " + FAIR_SAMPLE
     )
-    rows = [{"run": display_name(run), **corrected_row(rate), "open": f"/runs?run={run.id}"} for run, rate in found]
+    rows = [
+        {"run": display_name(run), **{k: v for k, v in corrected_row(rate).items() if k != "share of"}}
+        | {"open": f"/runs?run={run.id}"}
+        for run, rate in found
+    ]
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.components import breakable, details_on, export_buttons, export_file, md, money
-from engine.comparison import comparison_row
+from engine.comparison import ROUNDING, compact_rows, comparison_row
 from engine.exports import ExportError, load_run, tables
 from engine.history import (
     EXPERIMENT_KIND,
@@ -32,7 +32,7 @@ from engine.history import (
     left_open_reason,
     status_words,
 )
-from engine.labels.corrected import corrected_rates, corrected_row
+from engine.labels.corrected import FAIR_SAMPLE, corrected_rates, corrected_row
 from engine.outcomes import NoItems, diff_runs
 from engine.store import RUN_STATUSES, RunFilter, StoreError
 
@@ -481,8 +481,12 @@ def _render_corrected(store: Any, run: Any) -> None:
     st.caption(
         "The judge's rate is what the judge said over every item; its interval is about the judge, not the truth. "
         "Your labels say what is true on the items you labelled. The corrected rate uses both (PPI++): the judge on "
-        "every item, adjusted by its errors on your labels; its 95 % interval carries both uncertainties."
+        "every item, adjusted by its errors on your labels; its 95 % interval carries both uncertainties. "
+        + FAIR_SAMPLE
     )
+    for rate in rates:
+        if rate.why_outside():
+            st.caption(md(rate.why_outside()))
     st.dataframe(
         pd.DataFrame([corrected_row(r) for r in rates]),
         hide_index=True,
@@ -495,7 +499,8 @@ def _render_corrected(store: Any, run: Any) -> None:
                 "your labels.",
             ),
             "labels to halve it": st.column_config.TextColumn(
-                "labels to halve it", help="How many labels in all would make the corrected interval half as wide."
+                "labels to halve it",
+                help="How many labels of this run's items, in all, would make the corrected interval half as wide.",
             ),
         },
     )
@@ -585,18 +590,17 @@ def _render_metric_comparison(diff: Any, a: Any, b: Any) -> None:
     """Every metric both runs share: A, B, B − A with its interval and p (Holm-adjusted across them), the test —
     engine/comparison.py, the same rows as `judgelab runs compare`."""
     st.markdown("**Compared on the items**")
+    rows, shared = compact_rows([comparison_row(name, comp) for name, comp in diff.comparisons.items()])
     st.caption(
-        f"A is the run open above ({md(a.id)}), B the one picked ({md(b.id)}) — {md(diff.basis)}. "
-        "Each figure is rounded to what its interval supports; an interval that holds 0 is no evidence of a change."
+        f"A is the run open above ({md(a.id)}), B the one picked ({md(b.id)}) — {md(diff.basis)}"
+        + (f"; every metric by {md(shared)}" if shared else "")
+        + ". "
+        + ROUNDING
     )
     if not diff.comparisons:
         st.caption("No metric both runs share on these items.")
         return
-    st.dataframe(
-        pd.DataFrame([comparison_row(name, comp) for name, comp in diff.comparisons.items()]),
-        hide_index=True,
-        width="stretch",
-    )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def _render_item_diff(diff: Any, a: Any, b: Any) -> None:

@@ -115,6 +115,22 @@ class CorrectedRate:
     labels_ci: stats.Interval | None
     corrected: PPIEstimate | None
     note: str = ""
+    judge_on_labelled: float | None = None  # the judge's rate on the items you labelled
+    judge_on_rest: float | None = None  # and on the others
+
+    def why_outside(self) -> str:
+        """Why the corrected rate lies outside both the judge's and the labels' (it can: the labels say how far the
+        judge is off on the items they cover, and the rest is corrected by as much); "" when it lies between."""
+        c, mine, there, rest = self.corrected, self.labels_rate, self.judge_on_labelled, self.judge_on_rest
+        if c is None or mine is None or there is None or rest is None:
+            return ""
+        if min(self.judge_rate, mine) <= c.estimate <= max(self.judge_rate, mine):
+            return ""
+        return (
+            f"The corrected {self.value} rate ({c.estimate:.2f}) is outside both: the judge said {self.value} on "
+            f"{there:.0%} of the items you labelled but on {rest:.0%} of the others, so the others are estimated "
+            f"{'lower' if rest < there else 'higher'} than your labels' {mine:.0%}."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         c = self.corrected
@@ -140,7 +156,7 @@ def _budget_note(c: PPIEstimate | None, halve: int | None) -> str:
     if c is None:
         return ""
     if halve is None:
-        return "labelling more of this run's items cannot halve the interval (too few items, or the judge's spread)"
+        return "more labels of this run cannot halve the interval (too few items left, or the judge's spread)"
     return f"about {halve} labels in all ({max(0, halve - c.n_labelled)} more) would halve the interval"
 
 
@@ -153,7 +169,9 @@ def rate_of(value: str, predicted: Sequence[str | None], labelled: dict[int, str
     with_label = [i for i in judged if i in labelled]
     y = [1.0 if labelled[i] == value else 0.0 for i in with_label]
     labels_rate = sum(y) / len(y) if y else None
-    corrected = ppi_mean([f[i] for i in judged if i not in labelled], [f[i] for i in with_label], y)
+    rest = [f[i] for i in judged if i not in labelled]
+    on_labels = [f[i] for i in with_label]
+    corrected = ppi_mean(rest, on_labels, y)
     note = "" if corrected else f"{len(y)} label(s) on this run's items: at least {MIN_LABELS} are needed to correct"
     return CorrectedRate(
         value=value,
@@ -165,6 +183,8 @@ def rate_of(value: str, predicted: Sequence[str | None], labelled: dict[int, str
         labels_ci=stats.wilson(int(sum(y)), len(y)) if y else None,
         corrected=corrected,
         note=note,
+        judge_on_labelled=sum(on_labels) / len(on_labels) if on_labels else None,
+        judge_on_rest=sum(rest) / len(rest) if rest else None,
     )
 
 
@@ -210,13 +230,13 @@ def corrected_row(rate: CorrectedRate) -> dict[str, str]:
     labels that would halve its interval — each rate with its 95 % interval."""
     d = rate.to_dict()
     c = rate.corrected
-    return {
+    return {  # the corrected rate right after the value: what a narrow window must not cut off
         "share of": rate.value,
+        "corrected (95 %)": "—" if c is None else stats.fmt(c.estimate, c.interval),
         "judge says": f"{stats.fmt(rate.judge_rate, rate.judge_ci)} of {rate.n_items}",
         "your labels say": "—"
         if rate.labels_rate is None
         else f"{stats.fmt(rate.labels_rate, rate.labels_ci)} of {rate.n_labelled}",
-        "corrected (95 %)": "—" if c is None else stats.fmt(c.estimate, c.interval),
         "judge's weight": "—" if c is None else f"{c.lam:.2f}",
         "labels to halve it": _halve_words(c, d["labels_to_halve"]) if c is not None else d["note"],
     }
@@ -224,7 +244,7 @@ def corrected_row(rate: CorrectedRate) -> dict[str, str]:
 
 def _halve_words(c: PPIEstimate, halve: int | None) -> str:
     if halve is None:
-        return "more of this run's labels cannot (too few items, or the judge's spread)"
+        return "not by more labels (too few items left, or the judge's spread)"
     return f"about {halve} in all ({max(0, halve - c.n_labelled)} more)"
 
 
@@ -242,3 +262,11 @@ def corrected_by_run(store: Store, mechanism: str, user: str | None = None) -> l
         if run is not None and rates:
             out.append((run, rates[0]))
     return out
+
+
+# What the correction assumes, said wherever a corrected rate is shown.
+FAIR_SAMPLE = (
+    'It assumes the items you labelled are a fair sample of the run: draw the queue "At random" on the Labels '
+    "page for these figures (a queue ordered by where a label teaches most, or where the judge was least sure, "
+    "over-weights the hard items)."
+)
