@@ -61,7 +61,8 @@ def eta_text(progress: dict[str, Any] | None) -> str:
     if items_total and items < int(items_total) and not done:  # the recording comes first: count what it records
         parts = [f"recording: {items} / {items_total} items", f"then {total} cells" if total else "then the cells"]
     else:
-        parts = [f"{done:,} / {total:,}" if total else f"{done:,} done"]
+        unit = f" {progress['unit']}" if progress.get("unit") else ""
+        parts = [f"{done:,} / {total:,}{unit}" if total else f"{done:,}{unit} done"]
         if items_total:
             parts.append(f"{items} / {items_total} items recorded")
         elif items:

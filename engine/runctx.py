@@ -97,6 +97,7 @@ class Progress:
     done: int = 0
     total: int | None = None
     step: str = ""
+    unit: str = ""  # what done / total count, in words ("steps", "checks", "cells"); "" when the step says it
     items: int = 0
     items_total: int | None = None
     calls: int = 0
@@ -160,6 +161,7 @@ class Progress:
             "done": self.done,
             "total": self.total,
             "step": self.step,
+            "unit": self.unit,
             "elapsed_s": round(now - self.started, 3),
             "eta_s": None if eta is None else round(eta, 3),
         }
@@ -210,9 +212,12 @@ class RunControl:
         items: int = 0,
         items_total: int | None = None,
         calls: int = 0,
+        unit: str | None = None,
     ) -> Progress:
         with self._lock:
             p = self.progress
+            if unit is not None:
+                p.unit = unit
             if total is not None:
                 p.total = total
             if done is not None and total is not None:  # set with the total: units an earlier run did (resumed)
@@ -259,12 +264,21 @@ def progress(
     items: int = 0,
     items_total: int | None = None,
     calls: int = 0,
+    unit: str | None = None,
 ) -> None:
-    """Report progress to the current run, if any: `total` once, then `advance=1` (or `done=`) per unit.
+    """Report progress to the current run, if any: `total` once (with its `unit` in words), then `advance=1` (or
+    `done=`) per unit.
     A run whose units wait on a recording also counts what it records: `items_total` once, then `items=1`
     and the model `calls` it took per recorded item (the ETA is then the recording's own)."""
     ctrl = _CURRENT.get()
     if ctrl is not None:
         ctrl.report(
-            done=done, total=total, step=step, advance=advance, items=items, items_total=items_total, calls=calls
+            done=done,
+            total=total,
+            step=step,
+            advance=advance,
+            items=items,
+            items_total=items_total,
+            calls=calls,
+            unit=unit,
         )

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, state
+from dashboard import charts, demo, state
 from dashboard import formstate as form
 from dashboard.components import (
     breakable,
@@ -349,6 +349,11 @@ def _judge_caption(judge_choice: str, method: str) -> str:
 
     if judge_choice == RECORDED:
         return f"Judged by the recorded judgments in {_recording().name} (no model runs)." + _signal(RECORDING_JUDGE)
+    if demo.enabled():  # the demo answers from its recording: no model runs, whatever the picker names
+        return (
+            f"Demo: {judge_choice}'s judgments ({method}) are replayed from the demo recording — no model runs; "
+            "a setting outside the recording is refused with the ones to try." + _signal(judge_choice)
+        )
     if method != "likelihood":
         return f"Judged live by {judge_choice} ({method}; no fitted map)."
     if not st.session_state.get(f"details.{DETAILS}", False):  # the fitted map is research detail

@@ -157,7 +157,7 @@ async def evaluate_cases(
     async with async_run_context(
         store, "confidence.eval", config.model_dump(mode="json"), name=name, sinks=sinks
     ) as run:
-        runctx.progress(total=len(config.cases), step="answers")
+        runctx.progress(total=len(config.cases), step="answers", unit="answers")
         for case in config.cases:
             line = await judge_case(case, config, models, agreement)
             lines.append(line)

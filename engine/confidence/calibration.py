@@ -172,7 +172,7 @@ async def calibrate_labels(
     async with async_run_context(
         store, "confidence.calibrate", config.model_dump(mode="json"), name=config.labels, sinks=sinks
     ) as run:
-        runctx.progress(total=len(config.items), step="scoring")
+        runctx.progress(total=len(config.items), step="scoring", unit="items")
         report = calibration_report(config.items, config.settings, config.bins)
         runctx.progress(done=len(config.items), step="calibrated")
         run.emit("confidence_calibrated", **{k: v for k, v in report.items() if k != "items"})

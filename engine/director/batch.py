@@ -272,7 +272,7 @@ async def run_script(
     }
     rubric = named_rubric(config.model_id, models, config.director)
     async with async_run_context(store, "director.batch", config.stored(), name=config.source, sinks=sinks) as run:
-        runctx.progress(total=len(config.lines), step="rules")
+        runctx.progress(total=len(config.lines), step="rules", unit="lines")
         tally = ScriptTally()
         # an event a line, written to the store a few hundred at a time (one commit a line took 2 ms a line)
         with run.bus.batched():

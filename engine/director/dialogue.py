@@ -221,7 +221,7 @@ async def run_duo(
         second.id: ModelLineGenerator(model, config.scene, config.topic, first),
     }
     async with async_run_context(store, "director.duo", config.model_dump(mode="json"), sinks=sinks) as run:
-        runctx.progress(total=config.turns, step="talking")
+        runctx.progress(total=config.turns, step="talking", unit="turns")
         transcript = await duo_dialogue(
             Director(first, cfg, rubric),
             Director(second, cfg, rubric),

@@ -123,7 +123,7 @@ async def evaluate_lines(
     out: list[dict[str, Any]] = []
     name = f"director eval {config.source} ({config.director.rubric_judge})"
     async with async_run_context(store, "director.eval", config.model_dump(mode="json"), name=name, sinks=sinks) as run:
-        runctx.progress(total=len(config.lines), step="lines")
+        runctx.progress(total=len(config.lines), step="lines", unit="lines")
         for line in config.lines:
             review = await directors[line.character].review(line.text, scene=line.topic, previous=line.previous)
             result = review.rubric

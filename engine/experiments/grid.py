@@ -50,7 +50,13 @@ class Grid:
             else 0
         )
         recorded_items = len(driver.cases) * pending
-        progress(total=len(self.cells), done=len(self.done), step="starting", items_total=recorded_items or None)
+        progress(
+            total=len(self.cells),
+            done=len(self.done),
+            step="starting",
+            items_total=recorded_items or None,
+            unit="cells",
+        )
 
     async def run(self, driver: Driver) -> None:
         groups = self.cells.groups()

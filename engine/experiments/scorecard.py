@@ -190,7 +190,7 @@ async def run_scorecard(
     }
     rows: list[dict[str, Any]] = []
     async with async_run_context(store, SCORECARD, config, name="model scorecard") as run:
-        progress(total=len(steps), step="starting")
+        progress(total=len(steps), step="starting", unit="rows")
         for role, model_id, method in steps:
             row: dict[str, Any] = {"role": role, "model": model_id, "method": method}
             try:

@@ -64,7 +64,7 @@ class OptunaSearch:
 
     def begin(self, driver: Driver) -> None:
         items = len(driver.cases) * len(self.groups) if driver.mech.calls else None
-        progress(total=self.search.n_trials, step="recording", items_total=items)
+        progress(total=self.search.n_trials, step="recording", items_total=items, unit="trials")
 
     async def run(self, driver: Driver) -> None:
         import optuna  # heavy: optuna

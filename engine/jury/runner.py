@@ -466,7 +466,7 @@ def progress_emit(emit: Emit, jury: Jury) -> Emit:
 
     n = len(jury.seats)
     rounds = jury.config.max_discussion_rounds if jury.config.use_collaborative else 0
-    runctx.progress(total=n + 1, step="phase 1 — independent evaluations")
+    runctx.progress(total=n + 1, step="phase 1 — independent evaluations", unit="steps")
     started: set[object] = set()
 
     def emitting(type_: str, **payload: object) -> object:

@@ -133,7 +133,7 @@ async def run_simulation(
         runctx.progress(done=(2 + k) * checks, step=f"trade-off sweep: {k} of {configs} settings")
 
     async with async_run_context(store, "skip.simulate", config.model_dump(mode="json"), sinks=sinks) as run:
-        runctx.progress(total=(2 + configs) * checks, step="without cache")
+        runctx.progress(total=(2 + configs) * checks, step="without cache", unit="checks")
         without = await simulate(
             messages, judge, config.response, with_cache=False, hours=hours, progress=follow(0, "without cache")
         )
