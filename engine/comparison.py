@@ -224,6 +224,16 @@ METRIC_WORDS = {
 }
 
 
+def metric_words(name: str) -> str:
+    """A metric as a table shows it: `proceed_rate` → "share it goes ahead", `share unsafe_fail` → "share of unsafe
+    fail" (the identifier stays the key of the JSON and the exports)."""
+    if name in METRIC_WORDS:
+        return METRIC_WORDS[name]
+    if name.startswith("share "):
+        return "share of " + name.removeprefix("share ").replace("_", " ")
+    return name
+
+
 def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     """One row of the comparison table (page, CLI, export): A, B, B − A with its interval, p and Holm p — each
     figure to the digits its interval supports."""
@@ -237,7 +247,7 @@ def comparison_row(name: str, comp: stats.Comparison) -> dict[str, Any]:
     )
     paired = comp.test.startswith("two-sample") or "paired" in comp.test
     return {  # the difference, its interval and the Holm p first: what a narrow window must not cut off
-        "metric": METRIC_WORDS.get(name, name) + (f" ({better})" if better else ""),
+        "metric": metric_words(name) + (f" ({better})" if better else ""),
         "A": shown(comp.a),
         "B": shown(comp.b),
         "B − A": "—" if comp.difference is None else signed(comp.difference, digits),
