@@ -61,19 +61,29 @@ class RoleSteps(Protocol):
     def __call__(self, plan: ScorecardPlan, model_id: str | None, /) -> list[Step]: ...
 
 
+@dataclass(frozen=True)
+class RoleStep:
+    """One step of a scorecard role: the store its runs go to, the models, the model and judge method of the row
+    (None for a role that takes every model at once), the plan and the experiment executor."""
+
+    store: Store
+    models: Models | HubModels
+    model_id: str | None
+    method: str | None
+    plan: ScorecardPlan
+    executor: str
+
+    def named(self) -> tuple[str, str]:
+        """(model, method) of a row that names both, as a per-model role's steps do."""
+        if self.model_id is None or self.method is None:
+            raise ValueError("this role's step names a model and a method")
+        return self.model_id, self.method
+
+
 class RoleRun(Protocol):
     """Runs one step of a role: its metrics, its runs and anything the row shows."""
 
-    async def __call__(
-        self,
-        store: Store,
-        models: Models | HubModels,
-        model_id: str | None,
-        method: str | None,
-        plan: ScorecardPlan,
-        executor: str,
-        /,
-    ) -> dict[str, Any]: ...
+    async def __call__(self, step: RoleStep, /) -> dict[str, Any]: ...
 
 
 class RolePaired(Protocol):

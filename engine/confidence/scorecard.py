@@ -18,11 +18,9 @@ from engine.confidence.signals import EMBEDDER, READER
 from engine.config import DATA_DIR
 from engine.embeddings import RecordedEmbedder
 from engine.events import async_run_context
-from engine.experiments.adapters.base import Models
-from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import ScorecardPlan, built_models, by_language
 from engine.inputs import iter_lines, read_text
-from engine.mechanism import ScorecardHooks, Step
+from engine.mechanism import RoleStep, ScorecardHooks, Step
 from engine.runctx import progress
 from engine.store import Store
 
@@ -52,21 +50,15 @@ def _confidence_items(plan: ScorecardPlan) -> list[tuple[Any, str]]:
     return out[: plan.limit] if plan.limit else out
 
 
-async def run_confidence(
-    store: Store,
-    models: Models | HubModels,
-    model_id: str | None,
-    method: str | None,
-    plan: ScorecardPlan,
-    executor: str,
-) -> dict[str, Any]:
+async def run_confidence(step: RoleStep) -> dict[str, Any]:
     """ECE (and AUC, AURC, Brier) of the default score on the labelled set, as a stored `confidence.calibrate`
     run: with the recorded factors (`model_id` None), or with the model's own self-evaluation of each answer
     in place of the recorded `llm_self_confidence` — the one factor a model derives here."""
+    model_id, method = step.model_id, step.method
     assert method is not None  # its steps name a method
 
-    source = None if model_id is None else built_models(models, store)
-    pairs = _confidence_items(plan)
+    source = None if model_id is None else built_models(step.models, step.store)
+    pairs = _confidence_items(step.plan)
     items = [item for item, _ in pairs]
     name = "confidence.jsonl" if model_id is None else f"confidence.jsonl · self-evaluation by {model_id} ({method})"
     flagged = 0
@@ -74,7 +66,7 @@ async def run_confidence(
     config = CalibrationConfig(labels=name, items=items).model_dump(mode="json")
     if model_id is not None:
         config["self_evaluation"] = {"model": model_id, "method": method}
-    async with async_run_context(store, "confidence.calibrate", config, name=name) as run:
+    async with async_run_context(step.store, "confidence.calibrate", config, name=name) as run:
         if model_id is not None:
             assert source is not None
             progress(total=len(pairs), step=f"self-evaluation by {model_id}")

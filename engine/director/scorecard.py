@@ -16,10 +16,8 @@ from engine.director.config import DirectorConfig
 from engine.director.rubric import rubric_status
 from engine.director.scripts import load_script
 from engine.director.signals import READER
-from engine.experiments.adapters.base import Models
-from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import ScorecardPlan, built_models, by_method, latest_scorecard, shipped_scorecard
-from engine.mechanism import ScorecardHooks
+from engine.mechanism import RoleStep, ScorecardHooks
 from engine.reliability import rank_auc
 from engine.store import Store
 
@@ -32,17 +30,10 @@ def director_steps(plan: ScorecardPlan, model_id: str | None) -> list[tuple[str 
     return [(m, how) for m, how in steps if how != "signals" or (m == READER and plan.can_score(m))]
 
 
-async def run_director(
-    store: Store,
-    models: Models | HubModels,
-    model_id: str | None,
-    method: str | None,
-    plan: ScorecardPlan,
-    executor: str,
-) -> dict[str, Any]:
-    assert model_id is not None and method is not None  # its steps name both
-    built = built_models(models, store)
-    lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: plan.limit]
+async def run_director(step: RoleStep) -> dict[str, Any]:
+    model_id, method = step.named()
+    built = built_models(step.models, step.store)
+    lines = load_script(DATA_DIR / "scripts" / "beach.jsonl")[: step.plan.limit]
     result = await run_script(
         ScriptConfig(
             lines=lines,
@@ -52,7 +43,7 @@ async def run_director(
             director=DirectorConfig.model_validate({"rubric_judge": method}),
         ),
         built,
-        store,
+        step.store,
     )
     scored = [r for r in result.rows if r.rubric is not None and not r.rubric_failed]
     averages = [(r.rubric, r.rules_status) for r in scored if r.rubric is not None]

@@ -30,7 +30,7 @@ from engine.events import async_run_context
 from engine.experiments.adapters.base import Models
 from engine.experiments.execution import HubModels
 from engine.inputs import InputError, read_text
-from engine.mechanism import ScorecardRole, Step
+from engine.mechanism import RoleStep, ScorecardRole, Step
 from engine.registry import mechanism_spec, scorecard_roles
 from engine.runctx import progress
 from engine.store import Store
@@ -194,7 +194,7 @@ async def run_scorecard(
         for role, model_id, method in steps:
             row: dict[str, Any] = {"role": role, "model": model_id, "method": method}
             try:
-                out = await _role(role).hooks().run(store, models, model_id, method, plan, executor)
+                out = await _role(role).hooks().run(RoleStep(store, models, model_id, method, plan, executor))
             except (ValueError, OSError, LookupError, ModelError, ReplayMiss) as exc:  # RunCancelled propagates
                 row.update({"metrics": {}, "runs": [], "error": " ".join(str(exc).split())[:300]})
             else:

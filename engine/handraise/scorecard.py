@@ -9,36 +9,27 @@ from typing import Any
 
 from engine import stats
 from engine.config import DATA_DIR
-from engine.experiments.adapters.base import Models
-from engine.experiments.execution import HubModels
-from engine.experiments.scorecard import ScorecardPlan, built_models, by_language
+from engine.experiments.scorecard import built_models, by_language
 from engine.handraise.benchmark import parse_benchmark, run_benchmark
 from engine.handraise.decisions import HandRaiseConfig
 from engine.inputs import read_text
-from engine.mechanism import ScorecardHooks
+from engine.mechanism import RoleStep, ScorecardHooks
 from engine.outcomes import diff_runs
 from engine.store import Store
 
 
-async def run_handraise(
-    store: Store,
-    models: Models | HubModels,
-    model_id: str | None,
-    method: str | None,
-    plan: ScorecardPlan,
-    executor: str,
-) -> dict[str, Any]:
-    assert model_id is not None and method is not None  # its steps name both
-    built = built_models(models, store)
+async def run_handraise(step: RoleStep) -> dict[str, Any]:
+    model_id, method = step.named()
+    built = built_models(step.models, step.store)
     path = DATA_DIR / "benchmarks" / "handraise.jsonl"
-    items = parse_benchmark(read_text(path), str(path))[: plan.limit]
+    items = parse_benchmark(read_text(path), str(path))[: step.plan.limit]
     run_id, lines, totals = await run_benchmark(
-        store,
+        step.store,
         items,
         built,
         HandRaiseConfig(judge_method=method, judge_model=model_id),  # the row's model judges (not only the cast)
         "3",
-        repeat=plan.repeats,
+        repeat=step.plan.repeats,
         model_ids=[model_id],
         name=f"scorecard {model_id} {method}",
     )

@@ -10,30 +10,20 @@ from typing import Any
 from engine import stats
 from engine.config import DATA_DIR
 from engine.experiments.adapters import mechanism
-from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
-from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
-from engine.experiments.scorecard import ScorecardPlan
-from engine.mechanism import ScorecardHooks
+from engine.mechanism import RoleStep, ScorecardHooks
 from engine.store import Store
 
 
-async def run_jury(
-    store: Store,
-    models: Models | HubModels,
-    model_id: str | None,
-    method: str | None,
-    plan: ScorecardPlan,
-    executor: str,
-) -> dict[str, Any]:
-    assert model_id is not None and method is not None  # its steps name both
+async def run_jury(step: RoleStep) -> dict[str, Any]:
+    model_id, method = step.named()
     definition = Experiment.model_validate(
         {
             "name": f"scorecard jury {model_id} {method}",
             "mechanism": "jury",
             "cases": str(DATA_DIR / "benchmarks" / "jury.jsonl"),
-            "limit": plan.limit,
+            "limit": step.plan.limit,
             "base": {
                 "panel": "local-gemma",
                 "model": model_id,
@@ -42,7 +32,7 @@ async def run_jury(
             },
         }
     )
-    result = await run_experiment(definition, store, models, executor=executor)
+    result = await run_experiment(definition, step.store, step.models, executor=step.executor)
     row = result.rows[0]
     keys = ("accuracy", "phase1_accuracy", "kappa_phase1", "kappa_final", "alpha_phase1", "alpha_final")
 

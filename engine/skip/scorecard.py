@@ -12,12 +12,10 @@ from typing import Any
 from engine import stats
 from engine.config import DATA_DIR
 from engine.experiments.adapters import mechanism
-from engine.experiments.adapters.base import Models
 from engine.experiments.definition import Experiment
-from engine.experiments.execution import HubModels
 from engine.experiments.run import run_experiment
 from engine.experiments.scorecard import ScorecardPlan
-from engine.mechanism import ScorecardHooks, Step
+from engine.mechanism import RoleStep, ScorecardHooks, Step
 from engine.skip.quality import generated_labels, judge_quality, judged_states
 from engine.skip.recording import RecordedJudge
 from engine.skip.simulation import calls_saved_interval, simulate
@@ -60,15 +58,8 @@ def _skip_scored(path: Path) -> dict[str, tuple[float, bool]]:
     return judged_states(RecordedJudge.load(path), generated_labels(messages))
 
 
-async def run_skip(
-    store: Store,
-    models: Models | HubModels,
-    model_id: str | None,
-    method: str | None,
-    plan: ScorecardPlan,
-    executor: str,
-) -> dict[str, Any]:
-    assert model_id is not None and method is not None  # its steps name both
+async def run_skip(step: RoleStep) -> dict[str, Any]:
+    model_id, method = step.named()
 
     path = skip_recording(model_id)
     if not path.is_file():
@@ -79,7 +70,7 @@ async def run_skip(
     definition = Experiment.model_validate(
         {"name": f"scorecard skip {model_id}", "mechanism": "skip", "cases": str(path)}
     )
-    result = await run_experiment(definition, store, executor=executor)
+    result = await run_experiment(definition, step.store, executor=step.executor)
     row = result.rows[0]
 
     messages = mechanism("skip").load_cases(definition)[0][0]

@@ -17,6 +17,7 @@ from engine.experiments.adapters import ExperimentAdapter
 from engine.experiments.definition import Experiment
 from engine.exports import RunRecord
 from engine.labels.items import LabelItem
+from engine.mechanism import RoleStep
 from engine.store import Run, Store
 
 CASES = Path(__file__).with_name("cases.jsonl")
@@ -75,12 +76,10 @@ def steps(plan: Any, model_id: str | None) -> list[tuple[str | None, str | None]
     return [(None, "count")]
 
 
-async def run_role(
-    store: Store, models: Any, model_id: str | None, method: str | None, plan: Any, executor: str
-) -> dict[str, Any]:
+async def run_role(step: RoleStep) -> dict[str, Any]:
     values = [float(json.loads(line)["value"]) for line in CASES.read_text().splitlines() if line.strip()]
     share = _share(values, 0.3)
-    run_id = count(store, values, 0.3)
+    run_id = count(step.store, values, 0.3)
     return {"metrics": {"share": share, "share_ci": [share - 0.05, share + 0.05]}, "runs": [run_id]}
 
 
