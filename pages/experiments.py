@@ -338,7 +338,13 @@ def _render_results(run_id: str, live: bool) -> None:
         figure = f"{best[metric]}" + (f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f})" if interval else "")
         params = ", ".join(f"{readable_name(p)} {best.get(p)}" for p in parameters)
         st.success(f"Best cell {best_cell}: {md(readable_name(metric))} = {figure} ({md(params)})")
-        st.caption(md(evidence["text"]) + f" · [Open the best cell's run](/runs?run={best['run_id']})")
+        holm = (
+            " The Holm adjustment runs across every cell's comparison with the best; one pair compared alone (Compare"
+            " two cells) adjusts only across its own metrics, so it can show a difference this does not."
+            if evidence.get("best_cell") is not None
+            else ""
+        )
+        st.caption(md(evidence["text"] + "." + holm) + f" · [Open the best cell's run](/runs?run={best['run_id']})")
     _render_table(rows, parameters, best_cell)
     tabs = st.tabs(["Charts", "Pareto front", "Compare two cells", "Jury evaluation", "Export"])
     with tabs[0]:

@@ -252,9 +252,7 @@ def tie_sentence(summary: Mapping[str, Any]) -> str:
         return summary.get("note") or "no cell has per-item outcomes for this metric: no ties computed"
     text = (
         f"{summary['tied_with_best']} of {summary['compared']} cells are not significantly worse than the best "
-        f"(cell {summary['best_cell']}) on {summary['metric']} ({summary['method']}, Holm-adjusted across every "
-        "cell's comparison with the best, 5 %; one pair compared alone — Compare two cells — adjusts only across "
-        "its metrics, so it can show a difference this does not)"
+        f"(cell {summary['best_cell']}) on {summary['metric']} ({summary['method']}, Holm-adjusted, 5 %)"
     )
     if summary.get("default_tied") is True and summary.get("default_cell") != summary["best_cell"]:
         text += f"; the default settings (cell {summary['default_cell']}) tie with the best: the sweep found no "
