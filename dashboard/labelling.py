@@ -263,7 +263,7 @@ def interval_text(ci: Any, percent: bool = True) -> str:
     return f"{low:.0%}–{high:.0%}" if percent else f"{low:.2f}–{high:.2f}"
 
 
-# -- refit from your labels: shared by the Labels page and the Conversation page ---------------------------------
+# -- refit from your labels: shared by the Labels page and the Hand raise page ---------------------------------
 
 
 def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
@@ -291,7 +291,7 @@ def refit_candidate(mechanism: str, with_split: bool = False) -> dict[str, Any]:
         "comparison": comparison.to_dict() if comparison is not None else None,
         "kappa": refit.kappas(),  # κ with your labels, held out: the map in use (before) and the new map (after)
         "diagnosis": refit.candidate.metrics.get("diagnosis"),  # what the refit measured, shown before adopting
-        "calibration": refit.candidate,  # for the Conversation page's what-if (the map object, not in use)
+        "calibration": refit.candidate,  # for the Hand raise page's what-if (the map object, not in use)
     }
 
 

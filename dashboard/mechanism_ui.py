@@ -82,7 +82,11 @@ class MechanismUI:
       `judgelab calibrate-judge`;
     - `labels`: the words of its labels (None: shown as the values are written);
     - `demo`: loads the flow that records its page's demo run (`judgelab demo record`), kept under its
-      `MechanismSpec.demo_page`; None, the demo has no run of its page."""
+      `MechanismSpec.demo_page`; None, the demo has no run of its page;
+    - `reopens`: the run kinds its page draws back from `?run=<id>` (the Runs page links them), each with what
+      the page shows of it ("its chat, charts and What-if");
+    - `bench`: loads its benchmarks (`judgelab bench`): imports the modules whose `@benchmark` functions register
+      them, in the order they run; None, it has none."""
 
     name: str
     page: str
@@ -95,3 +99,5 @@ class MechanismUI:
     calibration_job: CalibrationJob | None = None
     labels: LabelWords | None = None
     demo: Callable[[], DemoFlow] | None = None
+    reopens: Mapping[str, str] = field(default_factory=dict)
+    bench: Callable[[], object] | None = None

@@ -13,7 +13,15 @@ from dashboard.text import md
 from engine.config import get_settings
 from engine.demo import load_manifest
 from engine.embeddings import get_embedder
-from engine.history import EXPERIMENT_KIND, display_names, experiment_line, experiment_of, left_open, status_words
+from engine.history import (
+    EXPERIMENT_KIND,
+    count_turns,
+    display_names,
+    experiment_line,
+    experiment_of,
+    left_open,
+    status_words,
+)
 from engine.store import Run, RunFilter, Store, StoreError
 from engine.store.connection import RESTART
 from models.backends import llamacpp
@@ -138,9 +146,8 @@ def _rows(store: Store, runs: list[Run]) -> list[dict[str, Any]]:
 
     totals = store.run_totals([r.id for r in runs])
     tags = store.tags([r.id for r in runs])
-    talks = [r.id for r in runs if r.kind == "handraise.conversation"]
     names = display_names(store, runs)
-    turns = store.count_events(talks, "user_message")
+    turns = count_turns(store, runs)
     rows = []
     for r in runs:
         t = totals.get(r.id, {})

@@ -7,8 +7,12 @@ anything else (a test's toy mechanism) calls `register_ui`.
 
 from __future__ import annotations
 
-from dashboard.commands import confidence, director, handraise, jury, skip
 from dashboard.mechanism_ui import MODELS_PAGE, DemoFlow, MechanismUI
+from dashboard.mechanisms.confidence import cli as confidence
+from dashboard.mechanisms.director import cli as director
+from dashboard.mechanisms.handraise import cli as handraise
+from dashboard.mechanisms.jury import cli as jury
+from dashboard.mechanisms.skip import cli as skip
 from engine.registry import mechanism_spec
 
 BUILTIN = (handraise.UI, skip.UI, jury.UI, director.UI, confidence.UI)  # the plugin table, in the engine's order

@@ -70,7 +70,7 @@ class Settings(BaseSettings):
         default=True, description="Hand-raise Speak/Skip and @mentions become labels (engine/labels)."
     )
     refit_every: int = Field(
-        default=20, ge=1, le=10_000, description="The Conversation page offers a refit after this many new approvals."
+        default=20, ge=1, le=10_000, description="The Hand raise page offers a refit after this many new approvals."
     )
     maps_dir: Path | None = Field(
         default=None,

@@ -56,9 +56,18 @@ def expected_signs(name: str) -> Mapping[str, Mapping[str, int]]:
     return facts.signs if facts is not None else {}
 
 
+def facts_of(name: str) -> JudgeMapFacts | None:
+    """The facts of a map: its own, else its mechanism's `family` facts (`jury.seat` → `jury.likelihood`'s)."""
+    known = _map_facts()
+    if name in known:
+        return known[name]
+    head = name.partition(".")[0]
+    return next((f for f in known.values() if f.family and f.name.partition(".")[0] == head), None)
+
+
 def split_of_map(name: str) -> tuple[str, str] | None:
     """The labelled split a map is fitted on, and the field of its items that holds the label."""
-    facts = _map_facts().get(name)
+    facts = facts_of(name)
     return (facts.split, facts.label) if facts is not None else None
 
 
@@ -212,12 +221,6 @@ def identical_seats(judge: str, seats: int) -> Diagnosis:
     )
 
 
-def _split_of(name: str) -> str:
-    """The split a map was fitted on: every jury map (channel, role, panel, seat, neighbours, stack) shares the
-    channel map's."""
-    return "jury.likelihood" if name.startswith("jury.") else name
-
-
 @dataclass(frozen=True)
 class CrossValidated:
     """A map's stored cross-validated accuracy (`metrics.cross_validated`, as `judgelab jury calibrate-panel`
@@ -307,7 +310,7 @@ def cross_validated(metrics: Mapping[str, Any], key: str = "cross_validated") ->
 
 
 def _split_labels(name: str, directory: Path) -> list[Any]:
-    split = split_of_map(_split_of(name))
+    split = split_of_map(name)
     if split is None:
         return []
     path = directory / split[0]
@@ -320,19 +323,13 @@ def _split_labels(name: str, directory: Path) -> list[Any]:
     return labels
 
 
-def _top1_chance(directory: Path) -> tuple[float, int] | None:
-    """The top-1 a random pick gets on the hand-raise split (speakers ÷ participants, averaged over items with
-    a speaker), and how many such items there are."""
-    path = directory / "handraise-calib.jsonl"
-    if not path.is_file():
-        return None
+def _top1_chance(labels: Sequence[Any]) -> tuple[float, int] | None:
+    """The top-1 a random pick gets on a split whose labels are participant → should speak (speakers ÷
+    participants, averaged over items with a speaker), and how many such items there are."""
     shares = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        labels = json.loads(line).get("labels") or {}
-        if any(labels.values()):
-            shares.append(sum(bool(v) for v in labels.values()) / len(labels))
+    for item in labels:
+        if isinstance(item, Mapping) and any(item.values()):
+            shares.append(sum(bool(v) for v in item.values()) / len(item))
     return (sum(shares) / len(shares), len(shares)) if shares else None
 
 
@@ -352,16 +349,17 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
         )
     m = calibration.metrics
     labels = _split_labels(calibration.name, directory)
-    jury = _split_of(calibration.name) == "jury.likelihood"
-    if jury and isinstance(m.get("loo_case_accuracy"), int | float) and labels:
+    facts = facts_of(calibration.name)
+    figure = facts.figure if facts is not None else "auc"
+    if figure == "accuracy" and isinstance(m.get("loo_case_accuracy"), int | float) and labels:
         n = int(m.get("cases") or len(labels))
         majority = Counter(labels).most_common(1)[0][1] / len(labels)
         return accuracy_vs_chance(judge, round(float(m["loo_case_accuracy"]) * n), n, majority, "accuracy")
     cv = cross_validated(m)
-    if jury and cv is not None and labels:
+    if figure == "accuracy" and cv is not None and labels:
         majority = Counter(labels).most_common(1)[0][1] / len(labels)
         return accuracy_vs_chance(judge, round(cv.accuracy * cv.cases), cv.cases, majority, "accuracy")
-    if calibration.name == "handraise.gate":  # its label is per dialogue (anyone should speak): its own interval
+    if figure == "own_auc":  # its label is per dialogue (anyone should speak): its own interval
         low_high = m.get("cv_auc_ci")
         auc_value = number(m.get("cv_auc"))
         if auc_value is not None and isinstance(low_high, list) and len(low_high) == 2:
@@ -369,12 +367,12 @@ def calibration_diagnosis(calibration: Calibration, directory: Path | None = Non
             if low is not None and high is not None:
                 interval = stats.Interval(low, high, "bootstrap", calibration.n_items)
                 return auc_vs_chance(judge, auc_value, interval, calibration.n_items)
-    if isinstance(m.get("cv_auc"), int | float) and labels:
+    if figure == "auc" and isinstance(m.get("cv_auc"), int | float) and labels:
         positives = sum(bool(v) for v in labels)
         auc = float(m["cv_auc"])
         return auc_vs_chance(judge, auc, hanley_mcneil(auc, positives, len(labels) - positives), len(labels))
-    if calibration.name.startswith("handraise.") and isinstance(m.get("cv_top1"), int | float):
-        chance = _top1_chance(directory)
+    if figure == "top1" and isinstance(m.get("cv_top1"), int | float):
+        chance = _top1_chance(labels)
         if chance is not None:
             share, n = chance
             return accuracy_vs_chance(judge, round(float(m["cv_top1"]) * n), n, share, "top-1")

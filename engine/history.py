@@ -301,14 +301,31 @@ def experiment_line(run: Run) -> str:
     return " · ".join(parts)
 
 
-CONVERSATION_KIND = "handraise.conversation"
-
-
 def left_open(run: Run) -> bool:
-    """A conversation that was closed because its page went away (the browser session ended, no turn for too
-    long, or the dashboard that held it stopped). A conversation has no end of its own, so this is how most
-    of them close: not a failure, and not "interrupted" in the sense of work cut off."""
-    return run.kind == CONVERSATION_KIND and run.status == "interrupted"
+    """An open-ended run (a conversation: its mechanism's `RunHooks.open_ended`) that was closed because its page
+    went away (the browser session ended, no turn for too long, or the dashboard that held it stopped). It has no
+    end of its own, so this is how most of them close: not a failure, and not "interrupted" in the sense of work
+    cut off."""
+    hooks = run_hooks(run.kind)
+    return run.status == "interrupted" and hooks is not None and hooks.open_ended(run)
+
+
+def turn_event(run: Run) -> str:
+    """The event that counts an open-ended run's turns (a conversation's messages); "" for any other run."""
+    hooks = run_hooks(run.kind)
+    return hooks.first_event if hooks is not None and hooks.open_ended(run) else ""
+
+
+def count_turns(store: Store, runs: Sequence[Run]) -> dict[str, int]:
+    """The turns of each open-ended run among `runs` (`turn_event`), one query per event type."""
+    wanted: dict[str, list[str]] = {}
+    for run in runs:
+        if turn_event(run):
+            wanted.setdefault(turn_event(run), []).append(run.id)
+    counts: dict[str, int] = {}
+    for event, ids in wanted.items():
+        counts |= store.count_events(ids, event)
+    return counts
 
 
 def left_open_reason(run: Run) -> str:

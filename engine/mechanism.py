@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from engine import stats
@@ -198,12 +198,21 @@ class JudgeMapFacts:
     """What the diagnostics need to know of one of the mechanism's fitted judge maps (`engine.diagnostics`):
     `name` (the map's name, `skip.likelihood`), the labelled `split` under data/calibration/ it is fitted on and the
     field of its items that holds the `label`; `signs`: class → feature → +1 / −1, the sign a coefficient must have
-    because of what its feature means (evidence *for* the class must raise it)."""
+    because of what its feature means (evidence *for* the class must raise it).
+
+    `figure`: the stored cross-validated figure that diagnoses it against chance — "auc" (against 0.5, the
+    Hanley–McNeil interval from the split's class counts), "accuracy" (against the split's majority class),
+    "top1" (against a random pick of the speakers: the label is participant → should speak) or "own_auc" (its
+    own stored interval, `cv_auc_ci`: a label per dialogue, not per split item). `family`: the other maps of the
+    mechanism (`<mechanism>.*` with no facts of their own) share its split and figure (the jury's channel, role,
+    panel, seat, neighbours and stack maps); their coefficients' signs are their own."""
 
     name: str
     split: str
     label: str
     signs: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    figure: Literal["auc", "accuracy", "top1", "own_auc"] = "auc"
+    family: bool = False
 
 
 # -- runs in the history ----------------------------------------------------------------------------------------
@@ -218,13 +227,16 @@ class RunAbout(Protocol):
 
 @dataclass(frozen=True)
 class RunHooks:
-    """How the history names the mechanism's runs (`engine.history.display_name`): `about` says what a run is
+    """How the history names and reads the mechanism's runs (`engine.history`): `about` says what a run is
     about; `first_event` is the event whose first text names a run (a conversation's first message; "": none);
-    `generic_names` the names its entry points give without saying what the run is about (replaced by `about`)."""
+    `generic_names` the names its entry points give without saying what the run is about (replaced by `about`);
+    `open_ended` says whether a run has no end of its own (a conversation: closed when its page went away, so
+    "interrupted" reads "left open", no failure), and then its turns are its `first_event`s."""
 
     about: RunAbout
     first_event: str = ""
     generic_names: Callable[[Run], Sequence[str]] = lambda run: ()
+    open_ended: Callable[[Run], bool] = lambda run: False
 
 
 # -- the spec ----------------------------------------------------------------------------------------------------

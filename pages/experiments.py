@@ -18,6 +18,7 @@ from dashboard import charts, state
 from dashboard import formstate as form
 from dashboard.components import GLOSSARY, details_on, md
 from dashboard.live_runs import RegistryError
+from dashboard.mechanisms.jury import charts as jury_charts
 from dashboard.report import experiment_export
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine.comparison import ROUNDING, compact_rows, comparison_row
@@ -634,7 +635,7 @@ def _render_jury(shown: dict[str, Any], rows: list[dict[str, Any]], best_cell: i
     )
     if effect["agreement_note"]:
         st.caption("Fleiss κ and Krippendorff α: not computed — the seats are " + md(effect["agreement_note"]) + ".")
-    st.plotly_chart(charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
+    st.plotly_chart(jury_charts.jury_discussion_effect(effect), key=KEY + "jury.chart")
     cases = _jury_cases(shown["definition"], row)
     if cases is not None:
         st.markdown("**Each case** (re-decided from the recording: no call)")

@@ -11,9 +11,7 @@ that the other pages' "your labels" lines link to. Each queue item links back to
 
 from __future__ import annotations
 
-import hashlib
 import random
-import re
 from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
@@ -24,6 +22,7 @@ import streamlit as st
 
 from dashboard import charts, state
 from dashboard.components import breakable, details_on, flow_columns, md, metric_row
+from dashboard.label_import import IMPORT_RUN, handle_import, render_import
 from dashboard.labelling import (
     SOURCE_WORDS,
     answer_words,
@@ -43,9 +42,8 @@ from dashboard.labelling import (
     value_words,
 )
 from dashboard.mechanism_ui import LabelWords
-from dashboard.watch import Collected, is_live, start_error, start_watched, watch_run, watched_run
+from dashboard.watch import is_live
 from engine.history import display_name
-from engine.inputs import InputError, read_upload
 from engine.judgemaps import SHIPPED, is_name
 from engine.labels import (
     agreement,
@@ -57,13 +55,10 @@ from engine.labels import (
     list_labels,
     map_versions,
     positive_value,
-    run_import,
     usable_count,
 )
 from engine.labels.corrected import FAIR_SAMPLE, corrected_by_run, corrected_row
-from engine.labels.io import KIND as IMPORT_KIND
 from engine.labels.refit import created_at
-from engine.store import CANCELLED
 
 KEY = "labels."
 DETAILS = "labels"
@@ -259,7 +254,7 @@ def _render_agreement() -> None:
     if not results:
         st.info(
             "No labels of yours for this mechanism yet: label a queue, or give your answer on its page "
-            "(a Speak or Skip on the Conversation page counts)."
+            "(a Speak or Skip on the Hand raise page counts)."
         )
     else:
         judges = [r.judge for r in results]
@@ -649,79 +644,3 @@ def _render_files(labels: list[Any], mechanism: str) -> None:
     ):
         handle_import(upload.name, upload.getvalue())
     render_import()
-
-
-IMPORT_RUN = KEY + "l.run"  # the import run this session watches (also in the URL, as ?import=)
-
-
-def upload_name(name: str) -> str:
-    """An uploaded file's own name, never a folder a browser or a test put before it."""
-    return name.replace("\\", "/").rsplit("/", 1)[-1] or "upload"
-
-
-def handle_import(name: str, data: bytes) -> str | None:
-    """Import an uploaded file of labels as a run the page watches (progress in rows, Cancel): nothing is written
-    unless every row is good, and a label already stored is not stored again. Returns the run's id."""
-    name = upload_name(name)
-    fmt: Literal["jsonl", "csv"] = "csv" if name.lower().endswith(".csv") else "jsonl"
-    st.session_state[IMPORT_RUN + ".error"] = None
-    try:
-        text = read_upload(name, data)
-    except InputError as exc:  # too large, not UTF-8: one line naming the file
-        st.session_state[IMPORT_RUN + ".error"] = f"Nothing imported: {exc}"
-        return None
-    config = {"source": name, "format": fmt, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()[:16]}
-    store = state.get_store()
-    run_id = start_watched(
-        IMPORT_KIND, config, partial(run_import, store, text, fmt, name), param="import", key=IMPORT_RUN
-    )
-    if run_id is None:  # it could not start (the database refused its run): one line, in the import's words
-        why = str(st.session_state.get(IMPORT_RUN + ".error") or "")
-        st.session_state[IMPORT_RUN + ".error"] = f"Nothing imported: {_reason(why.split(' could not start: ')[-1])}"
-    return run_id
-
-
-def render_import() -> None:
-    """The import this session started (or the URL names): its progress and Cancel while it goes, then what it
-    did, or the first bad lines and how many more."""
-    start_error(IMPORT_RUN)
-    run_id = watched_run("import", IMPORT_RUN)
-    if not run_id:
-        return
-    run = state.get_store().get_run(run_id)
-    if run is None or run.kind != IMPORT_KIND:
-        return
-    watch_run(run_id, Collected, _render_import, key=KEY + "l.watch", outcome=_import_outcome)
-
-
-def _render_import(view: Collected, live: bool) -> None:
-    if live:
-        st.caption("Checking every row, then writing them all at once: Cancel before the end writes nothing.")
-        return
-    result = view.result
-    if not isinstance(result, dict) or view.summary is None:
-        return
-    name = str(view.events[0][1].get("name") or "") if view.events else ""
-    imported, present = int(result.get("imported", 0) or 0), int(result.get("already_present", 0) or 0)
-    st.success(f"{md(name)}: {imported:,} imported, {present:,} already present.")
-
-
-def _import_outcome(run: Any) -> None:
-    """An import that did not finish: cancelled (nothing written), or refused with its bad lines."""
-    if run.status == CANCELLED:
-        name = str(run.config.get("source") or "the file")
-        st.warning(f"Import of {md(name)} cancelled: nothing was imported (an import writes all its labels or none).")
-        return
-    result = run.summary.get("result") if isinstance(run.summary, dict) else None
-    problems = result.get("problems") if isinstance(result, dict) else None
-    if problems:
-        lines = "\n".join(f"- {md(str(p))}" for p in problems)
-        st.error(f"Nothing imported — fix these lines:\n\n{lines}")
-        return
-    st.error(f"Nothing imported: {md(_reason(str(run.error or run.status)))}")
-
-
-def _reason(error: str) -> str:
-    """An error's first line without its exception's name ('StoreError: the database …' → 'the database …')."""
-    reason = re.sub(r"^[A-Za-z]+(Error|Exception|Cancelled): ", "", error.strip())
-    return reason.splitlines()[0] if reason else "it did not finish"

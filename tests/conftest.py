@@ -41,8 +41,7 @@ SHARED_SERVERS = frozenset({"llama_server", "scoring_server", "world", "demo_wor
 
 
 def _mechanism_words() -> dict[str, tuple[str, ...]]:
-    """Each registered mechanism's name and the names its tests go by: its page's file and its URL path
-    (`conversation` and `skipcache` are the hand raise's and the skip cache's)."""
+    """Each registered mechanism's name and the names its tests go by: its page's file and its URL path."""
     from dashboard.ui_registry import uis
 
     return {u.name: tuple(dict.fromkeys((u.name, Path(u.page).stem, u.url_path.replace("-", "")))) for u in uis()}
@@ -66,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def mechanism_of(item: pytest.Item, words: dict[str, tuple[str, ...]]) -> list[str]:
     """The mechanisms a test is about: the one its file is named after (`test_jury_live.py`, `test_skip_cache.py`,
-    `test_conversation_page.py`), else each one its own name names (`test_fuzz_jury_evaluation`)."""
+    `test_handraise_page.py`), else each one its own name names (`test_fuzz_jury_evaluation`)."""
     stem = item.path.stem.removeprefix("test_")
     by_file = [m for m, names in words.items() if any(stem == w or stem.startswith(w + "_") for w in names)]
     if by_file:

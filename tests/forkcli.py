@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ZYGOTE = r"""
 import json, os, resource, signal, sys, time
 import dashboard.cli
-from dashboard.commands import (calibrate, confidence, demo, director, experiment, handraise, jury,  # noqa: F401
-                                skip)
+from dashboard.commands import calibrate, demo, experiment  # noqa: F401
+import dashboard.ui_registry  # noqa: F401 — every mechanism's CLI
 import engine.store, engine.config  # noqa: F401
 
 def child(req):

@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 import dashboard
-import dashboard.commands
+import dashboard.mechanisms
 import engine
 import pages
 from dashboard.ui_registry import register_ui, uis, unregister_ui
@@ -26,7 +26,7 @@ from tests.test_mechanism_registry import check_mechanism
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "adding-a-mechanism.md"
 BLOCK = re.compile(r"```python\n# (\S+\.py)\n(.*?)```", re.DOTALL)
-PACKAGES = {"engine": engine, "dashboard/commands": dashboard.commands, "pages": pages}
+PACKAGES = {"engine": engine, "dashboard/mechanisms": dashboard.mechanisms, "pages": pages}
 
 
 def doc_files() -> dict[str, str]:
@@ -44,7 +44,7 @@ def tally(tmp_path: Path) -> Iterator[Path]:
     for package, folder in extended:
         package.__path__.append(folder)
     try:
-        from dashboard.commands.tally import UI  # type: ignore[import-not-found]
+        from dashboard.mechanisms.tally.cli import UI  # type: ignore[import-not-found]
         from engine.tally.spec import SPEC  # type: ignore[import-not-found]
 
         register_mechanism(SPEC)
@@ -55,15 +55,22 @@ def tally(tmp_path: Path) -> Iterator[Path]:
         unregister_ui("tally")
         for package, folder in extended:
             package.__path__.remove(folder)
-        for module in [m for m in sys.modules if m.startswith(("engine.tally", "dashboard.commands.tally"))]:
+        for module in [
+            m for m in sys.modules if m.startswith(("engine.tally", "dashboard.mechanisms.tally", "pages.tally"))
+        ]:
             del sys.modules[module]
 
 
 def test_the_page_names_every_required_file() -> None:
     files = doc_files()
-    assert {"engine/tally/__init__.py", "engine/tally/spec.py", "dashboard/commands/tally.py", "pages/tally.py"} <= set(
-        files
-    )
+    assert {
+        "engine/tally/__init__.py",
+        "engine/tally/spec.py",
+        "dashboard/mechanisms/tally/__init__.py",
+        "dashboard/mechanisms/tally/cli.py",
+        "dashboard/mechanisms/tally/page.py",
+        "pages/tally.py",
+    } <= set(files)
 
 
 def test_a_mechanism_made_from_the_page_alone_goes_green(tally: Path, store: Store) -> None:

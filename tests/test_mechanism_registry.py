@@ -6,6 +6,7 @@ methods) and the demo recording with nothing else edited."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import subprocess
@@ -107,9 +108,28 @@ def test_each_builtin_adapter_and_demo_flow_lives_in_its_package() -> None:
         assert type(mechanism(spec.name)).__module__ == f"engine.{spec.name}.experiment"
     flows = {u.name: u.demo().__module__ for u in uis() if u.demo}
     builtin = set(mechanism_names())
-    assert flows == {name: f"engine.{name}.demo" for name in builtin - {"jury"}} | {"jury": "dashboard.demo_flows.jury"}
+    assert flows == {name: f"engine.{name}.demo" for name in builtin - {"jury"}} | {
+        "jury": "dashboard.mechanisms.jury.demo"
+    }
     assert sorted(p.name for p in (ROOT / "engine/experiments/adapters").glob("*.py")) == ["__init__.py", "base.py"]
-    assert sorted(p.name for p in (ROOT / "dashboard/demo_flows").glob("*.py")) == ["__init__.py", "jury.py"]
+
+
+def test_each_dashboard_half_mirrors_its_engine_package() -> None:
+    """A built-in mechanism's dashboard half is `dashboard/mechanisms/<name>/` (#40): its CLI and registration, its
+    report figures, its benchmarks; its page's file is `pages/<name>.py`, named after it, a thin entry that draws the
+    screen from that folder (no function of its own but what Streamlit runs)."""
+    for u in uis():
+        if u.name not in mechanism_names() or u.name == "toy":
+            continue
+        half = f"dashboard.mechanisms.{u.name}"
+        assert (ROOT / "engine" / u.name).is_dir() and (ROOT / half.replace(".", "/")).is_dir()
+        assert u.cli is not None and u.cli.registered_commands[0].callback.__module__ == f"{half}.cli"
+        assert {build.__module__ for build in u.figures()} == {f"{half}.report"}
+        assert u.bench is not None and all(m.__name__.startswith(f"{half}.bench") for m in u.bench())  # type: ignore[attr-defined]
+        assert u.page == f"pages/{u.name}.py" and u.url_path == u.name
+        entry = ast.parse((ROOT / u.page).read_text(encoding="utf-8"))
+        defined = [n.name for n in ast.walk(entry) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        assert defined == [], f"{u.page} defines {defined}: its code belongs in {half.replace('.', '/')}/"
 
 
 def test_every_surface_lists_the_mechanisms_in_registration_order() -> None:
@@ -158,7 +178,7 @@ def test_the_toy_is_a_cli_sub_app(toy: None) -> None:
     assert counted.stdout.strip() == "2 of 3"
     pages = _cli("demo", "record", "--help")  # `--only` names its demo page
     assert pages.returncode == 0, pages.stderr
-    assert "Record only these pages: models, conversation, skip-cache, jury, director, confidence, toy." in pages.stdout
+    assert "Record only these pages: models, handraise, skip, jury, director, confidence, toy." in pages.stdout
 
 
 def test_the_toy_is_swept_by_an_experiment(toy: None, store: Store) -> None:

@@ -1,5 +1,5 @@
-"""Keep modules and functions small enough to read (issue #27): no function over MAX_FUNCTION lines in engine/ and
-models/, no module over MAX_MODULE lines in engine/, models/ and dashboard/. Lines are counted as written,
+"""Keep modules and functions small enough to read (issues #27, #40): no function over MAX_FUNCTION lines and no module
+over MAX_MODULE lines in engine/, models/, dashboard/ and pages/. Lines are counted as written,
 docstrings and comments included. Exit 1 listing each one over, longest first."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION = 80
 MAX_MODULE = 720  # "about 700"
-FUNCTION_ROOTS = ("engine", "models")
-MODULE_ROOTS = ("engine", "models", "dashboard")
+FUNCTION_ROOTS = ("engine", "models", "dashboard", "pages")
+MODULE_ROOTS = FUNCTION_ROOTS
 
 
 def long_functions(root: Path, limit: int = MAX_FUNCTION) -> list[tuple[int, str]]:

@@ -87,3 +87,40 @@ def error_bars(rows: Sequence[Mapping[str, Any]], metric: str, color: str) -> di
         plus.append(high - value)
         minus.append(value - low)
     return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus, "color": color, "thickness": 1}
+
+
+def small(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
+    """A run report's chart: its title in the figure, a fixed height, small margins."""
+    fig.update_layout(
+        title={"text": title, "x": 0.0, "font": {"size": 15}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+    )
+    return fig
+
+
+def metric_bars(summary: Mapping[str, Any], names: tuple[str, ...], title: str) -> list[tuple[str, go.Figure]]:
+    """A run's headline rates (its summary's) as bars, each with its stored 95 % interval (`<metric>_ci`) as an
+    error bar and in its label, "0.50 (0.27–0.73)"."""
+    present = [n for n in names if isinstance(summary.get(n), int | float)]
+    if not present:
+        return []
+
+    def label(name: str) -> str:
+        ci = summary.get(f"{name}_ci")
+        spread = f" ({ci[0]:.2f}–{ci[1]:.2f})" if isinstance(ci, list) and len(ci) == 2 else ""
+        return f"{summary[name]:.2f}{spread}"
+
+    rows = [{"value": summary[n], "value_ci": summary.get(f"{n}_ci")} for n in present]
+    fig = go.Figure(
+        go.Bar(
+            x=list(present),
+            y=[summary[n] for n in present],
+            marker_color=BASE_COLOR,
+            text=[label(n) for n in present],
+            textposition="outside",
+            error_y=error_bars(rows, "value", "#555555"),
+        )
+    )
+    fig.update_yaxes(range=[0, 1.1])
+    return [(title, small(fig, title))]

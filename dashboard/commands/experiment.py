@@ -6,7 +6,7 @@ import asyncio
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,6 +16,7 @@ from dashboard.commands import check_output, fail, say, write_output
 from engine.registry import scorecard_roles
 
 if TYPE_CHECKING:
+    from engine.experiments.scorecard import ScorecardPlan
     from engine.store import Store
 
 
@@ -240,12 +241,34 @@ def _scorecard_methods(given: list[str] | None) -> dict[str, tuple[str, ...]]:
     return out
 
 
+# `scorecard`'s options (--roles and --methods name the registered mechanisms: their help is read when the command
+# is built, in its signature).
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--models", help="A model to score (repeatable; default: every available model)."),
+]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Only the first N cases of each benchmark (a quick look).")
+]
+RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Hand-raise repeats (for consistency).")]
+CallsOpt = Annotated[
+    str, typer.Option("--calls", help="replay_fallthrough (default: a request made before is free) | replay | live")
+]
+ScorecardOutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        help="Also write the scorecard (rows, targets, marks) as JSON here — data/scorecard/bundled.json is "
+        "the one the Models page shows before any scorecard is run. An existing file keeps its other rows: "
+        "the rows measured now replace those of the same role, model and method.",
+    ),
+]
+
+
 def scorecard_cmd(
-    models: Annotated[
-        list[str] | None,
-        typer.Option("--models", help="A model to score (repeatable; default: every available model)."),
-    ] = None,
-    executor: Annotated[str, typer.Option("--executor", help="local | ray (for the experiment cells).")] = "local",
+    models: ModelsOpt = None,
+    executor: ExecutorOpt = "local",
     roles: Annotated[
         list[str] | None,
         typer.Option("--roles", help="Only these roles (repeatable or comma-separated): " + ", ".join(_role_names())),
@@ -257,22 +280,10 @@ def scorecard_cmd(
             help=f"ROLE=M1,M2: the judge methods of a role ({_methods_help()}), e.g. --methods jury=likelihood.",
         ),
     ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N cases of each benchmark (a quick look).")
-    ] = None,
-    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Hand-raise repeats (for consistency).")] = 2,
-    calls: Annotated[
-        str, typer.Option("--calls", help="replay_fallthrough (default: a request made before is free) | replay | live")
-    ] = "replay_fallthrough",
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            help="Also write the scorecard (rows, targets, marks) as JSON here — data/scorecard/bundled.json is "
-            "the one the Models page shows before any scorecard is run. An existing file keeps its other rows: "
-            "the rows measured now replace those of the same role, model and method.",
-        ),
-    ] = None,
+    limit: LimitOpt = None,
+    repeats: RepeatsOpt = 2,
+    calls: CallsOpt = "replay_fallthrough",
+    output: ScorecardOutputOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """The model scorecard: every available model and judge method through each mechanism's shipped
@@ -281,20 +292,39 @@ def scorecard_cmd(
 
     # CLI start-up: loaded when the command runs
     from engine.experiments.execution import HubModels
-    from engine.experiments.scorecard import ScorecardPlan, run_scorecard
-    from models.catalog import CatalogError, load_catalog
-    from models.registry import scoring_support
+    from engine.experiments.scorecard import run_scorecard
 
     if executor not in ("local", "ray"):
         raise fail(f"unknown executor {executor!r}: local or ray")
     if calls not in ("replay_fallthrough", "replay", "live"):
         raise fail(f"unknown --calls {calls!r}: replay_fallthrough, replay or live")
+    plan = _scorecard_plan(models, roles, methods, repeats, limit)
+    check_output(output)
+    store = _store()
+    save_rows = _row_saver(output, _previous_scorecard(output), store)
+    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=save_rows))  # type: ignore[arg-type]
+    save_rows(result)
+    if as_json:
+        _print(result)
+        return
+    _say_scorecard(result)
+
+
+def _scorecard_plan(
+    models: list[str] | None, roles: list[str] | None, methods: list[str] | None, repeats: int, limit: int | None
+) -> ScorecardPlan:
+    """The scorecard's plan: the models (checked against the catalog), roles and judge methods asked for."""
+    # CLI start-up: loaded when the command runs
+    from engine.experiments.scorecard import ScorecardPlan
+    from models.catalog import CatalogError, load_catalog
+    from models.registry import scoring_support
+
     try:
         catalog = load_catalog()
     except CatalogError as exc:
         raise fail(str(exc)) from None
     chosen = _scored_models(catalog, models)
-    plan = ScorecardPlan(
+    return ScorecardPlan(
         models=chosen,
         roles=_scorecard_roles(roles),
         repeats=repeats,
@@ -302,15 +332,23 @@ def scorecard_cmd(
         can_score=lambda m: scoring_support(catalog.get(m)) != "none",
         methods=_scorecard_methods(methods),
     )
-    check_output(output)
-    store = _store()
-    previous = None
-    if output is not None and output.is_file():
-        from engine.experiments.scorecard import shipped_scorecard  # CLI start-up
 
-        previous = shipped_scorecard(output)
-        if previous is None:
-            raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
+
+def _previous_scorecard(output: Path | None) -> dict[str, Any] | None:
+    """The scorecard --output already holds (its other rows are kept), or None; a file this command did not write
+    is an error before anything runs."""
+    if output is None or not output.is_file():
+        return None
+    from engine.experiments.scorecard import shipped_scorecard  # CLI start-up
+
+    previous = shipped_scorecard(output)
+    if previous is None:
+        raise fail(f"--output {output}: not a scorecard this command wrote (rows missing); nothing run")
+    return previous
+
+
+def _row_saver(output: Path | None, previous: dict[str, Any] | None, store: Store) -> Callable[[dict[str, Any]], None]:
+    """What saves the scorecard's rows into --output as they come (nothing without --output)."""
     from engine.experiments.scorecard import merge_scorecards, save_scorecard  # CLI start-up
     from models.files import OutputError  # CLI start-up
 
@@ -327,12 +365,7 @@ def scorecard_cmd(
         except OSError as exc:
             raise fail(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
-    result = asyncio.run(run_scorecard(store, plan, HubModels(calls), executor=executor, on_row=save_rows))  # type: ignore[arg-type]
-    save_rows(result)
-    if as_json:
-        _print(result)
-        return
-    _say_scorecard(result)
+    return save_rows
 
 
 def _scored_models(catalog: Any, models: list[str] | None) -> list[str]:

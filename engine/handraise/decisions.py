@@ -44,7 +44,7 @@ TimeoutAction = Literal["skip", "approve"]
 # MiniLM cannot (calibration split, 5-fold CV by cast: F1 0.74 against 0.68; Japanese 0.76 against 0.45; the
 # shipped benchmark: F1 0.77 against 0.56, Japanese 0.74 against 0.24). docs/hand-raise.md has the figures.
 DEFAULT_EMBEDDER = USE_ID
-EMBEDDER_ENV = "HANDRAISE_EMBEDDER"  # where the CLI and the Conversation page read another default from
+EMBEDDER_ENV = "HANDRAISE_EMBEDDER"  # where the CLI and the Hand raise page read another default from
 
 
 def check_embedder(embedder_id: str) -> str:

@@ -1,4 +1,4 @@
-"""The Conversation page's demo: its messages judged with the default cast and settings, every raised hand
+"""The Hand raise page's demo: its messages judged with the default cast and settings, every raised hand
 approved, the answers streamed."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ CONVERSATION_MESSAGES = [
 
 
 def page_cast() -> list[Any]:
-    """The Conversation page's default cast, rebuilt as the page rebuilds it from its table."""
+    """The Hand raise page's default cast, rebuilt as the page rebuilds it from its table."""
 
     return [
         Participant(
@@ -47,7 +47,7 @@ def page_cast() -> list[Any]:
 
 
 def page_handraise_config() -> Any:
-    """The Conversation page's default settings (likelihood judge, threshold 0.6)."""
+    """The Hand raise page's default settings (likelihood judge, threshold 0.6)."""
 
     return HandRaiseConfig(
         weights=Weights(relevance=0.5, novelty=0.3, confidence=0.2),

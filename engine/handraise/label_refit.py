@@ -103,7 +103,7 @@ def usable_labels(labels: Sequence[Label]) -> int:
 
 
 def default_map(ids: Sequence[str]) -> str | None:
-    """Its `LabelSpec.default_map`: the map the Conversation page's default judge reads (the catalog's first
+    """Its `LabelSpec.default_map`: the map the Hand raise page's default judge reads (the catalog's first
     model, with its default partners); that model's own id when its map cannot be read, None for no models."""
     if not ids:
         return None

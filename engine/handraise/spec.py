@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.mechanism import (
     ExportTable,
+    JudgeMapFacts,
     LabelHooks,
     LabelSpec,
     MechanismSpec,
@@ -65,7 +66,7 @@ def runs() -> RunHooks:
 SPEC = MechanismSpec(
     name="handraise",
     label="Hand raise",
-    demo_page="conversation",
+    demo_page="handraise",
     experiment=experiment,
     experiment_cases="data/benchmarks/handraise.jsonl",
     experiment_space="threshold: {from: 0.4, to: 0.7, step: 0.1}\nmode: [focus, brainstorm]\n",
@@ -82,4 +83,8 @@ SPEC = MechanismSpec(
         min_labels=10,
     ),
     runs=runs,
+    maps=(  # its label is participant → should speak: top-1 against a random pick; the gate's is per dialogue
+        JudgeMapFacts("handraise.likelihood", "handraise-calib.jsonl", "labels", figure="top1", family=True),
+        JudgeMapFacts("handraise.gate", "handraise-calib.jsonl", "labels", figure="own_auc"),
+    ),
 )

@@ -68,5 +68,14 @@ SPEC = MechanismSpec(
     ),
     labels=LabelSpec(None, labels, map_name="jury.likelihood"),  # any verdict of the case's own set
     runs=runs,
-    maps=(JudgeMapFacts("jury.likelihood", "jury-calib.jsonl", "gold", {"unsafe_fail": {"channel_unsafe_fail": +1}}),),
+    maps=(
+        JudgeMapFacts(
+            "jury.likelihood",
+            "jury-calib.jsonl",
+            "gold",
+            {"unsafe_fail": {"channel_unsafe_fail": +1}},
+            figure="accuracy",
+            family=True,
+        ),
+    ),
 )

@@ -12,7 +12,7 @@ from engine.skip.cache import JudgmentCache, JudgmentCacheRepository
 from engine.skip.config import FailurePolicy, ResponseConfig
 from engine.skip.decisions import JudgmentResult, calculate_skip_seconds
 from engine.skip.judges import Judge
-from engine.skip.messages import Message, MessageSource, eligible
+from engine.skip.messages import Message, MessageSource, latest_eligible
 
 if TYPE_CHECKING:
     from engine.events import Emit
@@ -56,16 +56,13 @@ class PeriodicChecker:
             self._last_cleanup = now
         for scope in self.source.scopes(now):
             history = self.source.history(scope, now)
-            ready = eligible(history, now, cfg)
-            if not ready:
+            cut = latest_eligible(history, now, cfg)
+            if cut is None:
                 continue
             # The scope is judged on its latest message that waited min_wait, with the conversation up
             # to it: a message that just arrived gets its own turn once it has waited too (and then
             # invalidates the cache). A conversation state is thus (scope, that message).
-            latest = ready[-1]
-            # its place by identity, from the end (where it almost always is): `index` would compare
-            # messages field by field from the start of the scope
-            cut = next(i for i in range(len(history) - 1, -1, -1) if history[i] is latest)
+            latest = history[cut]
             history = history[: cut + 1]
             if await self._should_skip(latest, now):
                 report.skipped.append(scope)

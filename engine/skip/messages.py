@@ -46,6 +46,24 @@ def eligible(messages: Sequence[Message], now: datetime, cfg: ResponseConfig) ->
     return [m for m in unreplied(messages) if low <= (now - m.at).total_seconds() <= high]
 
 
+def latest_eligible(messages: Sequence[Message], now: datetime, cfg: ResponseConfig) -> int | None:
+    """The index of the last of `eligible(messages, now, cfg)` (None: none is), read from the end of a scope's
+    history in arrival order: the bot's last message ends the search (what precedes it was answered), and so does
+    the first message older than max_message_age (every earlier one is older still). What the checker asks of
+    every scope at every check, without building the lists `eligible` returns."""
+    low, high = cfg.min_wait_seconds, cfg.max_message_age_seconds
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.is_bot:
+            return None
+        age = (now - message.at).total_seconds()
+        if age > high:
+            return None
+        if low <= age:
+            return i
+    return None
+
+
 class MessageSource(Protocol):
     def scopes(self, now: datetime) -> list[str]: ...
 
@@ -60,19 +78,23 @@ class ListSource:
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
         self._by_scope: dict[str, list[Message]] = {}
+        self._times: dict[str, list[datetime]] = {}  # each scope's arrival times, beside its messages
         self._replies = 0
         for message in sorted(messages, key=lambda m: m.at):
             self.add(message)
 
     def add(self, message: Message) -> None:
-        bisect.insort(self._by_scope.setdefault(message.scope, []), message, key=lambda m: m.at)
+        times = self._times.setdefault(message.scope, [])
+        at = bisect.bisect_right(times, message.at)  # after the messages of the same instant: arrival order
+        times.insert(at, message.at)
+        self._by_scope.setdefault(message.scope, []).insert(at, message)
 
     def scopes(self, now: datetime) -> list[str]:
-        return [s for s, msgs in self._by_scope.items() if msgs and msgs[0].at <= now]
+        return [s for s, times in self._times.items() if times and times[0] <= now]
 
     def history(self, scope: str, now: datetime) -> list[Message]:
         msgs = self._by_scope.get(scope, [])  # kept in arrival order: the messages up to `now` are a prefix
-        return msgs[: bisect.bisect_right(msgs, now, key=lambda m: m.at)]
+        return msgs[: bisect.bisect_right(self._times.get(scope, []), now)]
 
     def post_reply(self, scope: str, now: datetime, reason: str) -> None:
         channel, thread = scope.split(":", 1)

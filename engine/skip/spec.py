@@ -59,7 +59,7 @@ def runs() -> RunHooks:
 SPEC = MechanismSpec(
     name="skip",
     label="Skip judge",
-    demo_page="skip-cache",
+    demo_page="skip",
     experiment=experiment,
     experiment_cases="data/recordings/skipcache-default.jsonl",
     experiment_space="high_confidence: [0.8, 0.9]\ndefault_skip_seconds: [300, 600]\n",

@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 
 from dashboard import charts
+from dashboard.mechanisms.confidence import charts as confidence_charts
+from dashboard.mechanisms.director import charts as director_charts
+from dashboard.mechanisms.handraise import charts as handraise_charts
+from dashboard.mechanisms.jury import charts as jury_charts
+from dashboard.mechanisms.skip import charts as skip_charts
 from engine.confidence.factors import ConfidenceFactors
 from engine.confidence.score import calculate
 from engine.reliability import calibrate, risk_at
@@ -16,25 +21,25 @@ from engine.reliability import calibrate, risk_at
 
 def test_confidence_figures() -> None:
     score = calculate(ConfidenceFactors(tool_success_rate=0.5))
-    gauge = charts.confidence_gauge(score.score, {"silent": 0.9, "notify": 0.7, "confirm": 0.4}, "CONFIRM")
+    gauge = confidence_charts.confidence_gauge(score.score, {"silent": 0.9, "notify": 0.7, "confirm": 0.4}, "CONFIRM")
     assert gauge.data[0].value == score.score
     assert [s["range"] for s in gauge.data[0].gauge.steps] == [(0, 0.4), (0.4, 0.7), (0.7, 0.9), (0.9, 1)]
-    waterfall = charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score)
+    waterfall = confidence_charts.penalty_waterfall(score.base, [p.model_dump() for p in score.penalties], score.score)
     assert list(waterfall.data[0].y) == ["base score", "tool success rate 0.5", "no sources", "score"]
     assert waterfall.data[0].x[0] == score.base and waterfall.data[0].x[-1] == score.score
-    bars = charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()})
-    assert list(bars.data[0].y) == [charts.factor_words(n) for n in score.breakdown]
+    bars = confidence_charts.breakdown_bars({k: v.model_dump() for k, v in score.breakdown.items()})
+    assert list(bars.data[0].y) == [confidence_charts.factor_words(n) for n in score.breakdown]
 
 
 def test_calibration_figures() -> None:
     scores, correct = [0.95, 0.8, 0.5, 0.2], [True, True, False, False]
     report = calibrate(scores, correct)
-    fig = charts.reliability_diagram([b.model_dump() for b in report.bins], report.ece)
+    fig = confidence_charts.reliability_diagram([b.model_dump() for b in report.bins], report.ece)
     assert "ECE" in fig.layout.title.text
     marks = {"silent": risk_at(scores, correct, 0.9).model_dump()}
-    curve = charts.risk_coverage_curve([p.model_dump() for p in report.risk_coverage], marks)
+    curve = confidence_charts.risk_coverage_curve([p.model_dump() for p in report.risk_coverage], marks)
     assert len(curve.data) == 2 and curve.data[1].name == "silent"
-    shares = charts.level_shares({"SILENT": 0.25, "NOTIFY": 0.25, "CONFIRM": 0.25, "ESCALATE": 0.25})
+    shares = confidence_charts.level_shares({"SILENT": 0.25, "NOTIFY": 0.25, "CONFIRM": 0.25, "ESCALATE": 0.25})
     assert [t.name for t in shares.data] == ["SILENT", "NOTIFY", "CONFIRM", "ESCALATE"]
 
 
@@ -54,11 +59,11 @@ def test_rubric_radar_closes_the_polygon_on_the_scores() -> None:
     from engine.director.rubric import RUBRIC_CRITERIA, RUBRIC_LABELS
 
     scores = dict(zip(RUBRIC_CRITERIA, [5, 4, 3, 2, 1], strict=True))
-    fig = charts.rubric_radar(scores, RUBRIC_LABELS)
+    fig = director_charts.rubric_radar(scores, RUBRIC_LABELS)
     (trace,) = fig.data
     assert list(trace.r) == [5, 4, 3, 2, 1, 5] and list(trace.theta)[0] == list(trace.theta)[-1] == "フレーム整合性"
     assert fig.layout.polar.radialaxis.range == (0, 5) and trace.fill == "toself"
-    hostile = charts.rubric_radar({"frame": 3}, {"frame": HOSTILE})
+    hostile = director_charts.rubric_radar({"frame": 3}, {"frame": HOSTILE})
     assert hostile.data[0].theta[0] == ESCAPED
     _no_live_html(hostile)
 
@@ -74,7 +79,7 @@ def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> N
         )
     ]
     rates = hit_rates([v.verdict for v in script_verdicts(lines, "yana")])
-    fig = charts.rule_hit_rates(rates)
+    fig = director_charts.rule_hit_rates(rates)
     # side by side (a stacked bar's error bar would sit on the other status's share), each with its interval
     assert [t.name for t in fig.data] == ["WARN", "RETRY"] and fig.layout.barmode == "group"
     assert list(fig.data[0].x) == [r.replace("_", " ") for r in rates] and fig.layout.yaxis.tickformat == ".0%"
@@ -86,8 +91,10 @@ def test_rule_hit_rates_show_warn_and_retry_per_rule_with_their_intervals() -> N
     assert (low, high) == (pytest.approx(0.0456, abs=1e-4), pytest.approx(0.6994, abs=1e-4))
     assert fig.data[1].error_y.array[logic] == pytest.approx(high - 0.25)
     assert fig.data[1].error_y.arrayminus[logic] == pytest.approx(0.25 - low)
-    assert charts.rule_hit_rates({"logic": {"warn": 0.5, "retry": 0.0}}).data[0].error_y.array is None  # none stored
-    assert charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
+    assert (
+        director_charts.rule_hit_rates({"logic": {"warn": 0.5, "retry": 0.0}}).data[0].error_y.array is None
+    )  # none stored
+    assert director_charts.rule_hit_rates({HOSTILE: {"warn": 0.5, "retry": 0.0}}).data[0].x[0] == ESCAPED
 
 
 def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], Any]:
@@ -106,7 +113,7 @@ def _simulated() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[
 def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
     messages, judgments, timeline, _ = _simulated()
     scope = f"{messages[0]['channel_id']}:{messages[0]['thread_ts'] or 'top'}"
-    fig = charts.skip_scope_timeline(scope, messages, judgments, timeline)
+    fig = skip_charts.skip_scope_timeline(scope, messages, judgments, timeline)
     by_name = {t.name: t for t in fig.data if t.name}
     mine = [m for m in messages if f"{m['channel_id']}:{m['thread_ts'] or 'top'}" == scope]
     judged = [j for j in judgments if j["scope"] == scope]
@@ -120,9 +127,9 @@ def test_skip_scope_timeline_rows_hold_the_scopes_events() -> None:
     assert len(by_name["cache hit"].x) == len(hits)
     windows = [t for t in fig.data if not t.showlegend and t.mode == "lines"]
     assert len(windows) == sum(1 for j in judged if j["skip_seconds"])
-    assert list(fig.layout.yaxis.categoryarray) == charts.SKIP_ROWS
+    assert list(fig.layout.yaxis.categoryarray) == skip_charts.SKIP_ROWS
     hostile = [dict(mine[0], text=HOSTILE, author=HOSTILE)]
-    fig = charts.skip_scope_timeline(scope, hostile, [], [])
+    fig = skip_charts.skip_scope_timeline(scope, hostile, [], [])
     assert fig.data[0].text[0] == f"{ESCAPED}: {ESCAPED}"
     _no_live_html(fig)
 
@@ -135,7 +142,7 @@ def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
     messages, _, _, judge = _simulated()
     rows = asyncio.run(sweep([Message(**m) for m in messages], judge.records, ResponseConfig(), hours=2))
     assert len(rows) == 9 and any(r["pareto"] for r in rows)
-    fig = charts.skip_tradeoff(rows)
+    fig = skip_charts.skip_tradeoff(rows)
     on_front, others, front = fig.data
     outcomes = set(dict.fromkeys((r["judge calls"], r["staleness p95 s"]) for r in rows))  # one marker each
     per = {"s": 1, "min": 60, "h": 3600}[fig.layout.yaxis.title.text.split("(")[1].rstrip(")")]
@@ -153,7 +160,7 @@ def test_skip_tradeoff_draws_the_pareto_front_from_the_sweep() -> None:
 def test_skip_tradeoff_with_few_outcomes_has_whole_call_ticks_and_counts_merged_settings() -> None:
     """Issue 25: two outcomes of nine settings drew ticks at 7.2 / 7.4 calls. Now: whole calls, one marker per
     outcome labelled with how many settings gave it, and the page says why there are few."""
-    from pages.skipcache import few_points_note
+    from dashboard.mechanisms.skip.tabs import few_points_note
 
     rows = [
         {
@@ -166,7 +173,7 @@ def test_skip_tradeoff_with_few_outcomes_has_whole_call_ticks_and_counts_merged_
         for h in (3600, 21600, 43200)
         for d in (0, 600, 1800)
     ]
-    fig = charts.skip_tradeoff(rows)
+    fig = skip_charts.skip_tradeoff(rows)
     points = fig.data[0]
     assert sorted(points.x) == [7, 8] and fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == "d"
     assert sorted(points.text) == ["×3", "×6"]
@@ -218,11 +225,11 @@ TELEMETRY = [
 
 
 def test_will_per_turn_and_histogram_follow_the_telemetry() -> None:
-    fig = charts.will_per_turn(TELEMETRY, 0.6)
+    fig = handraise_charts.will_per_turn(TELEMETRY, 0.6)
     assert [t.name for t in fig.data] == ["coder", "designer", ESCAPED]
     assert list(fig.data[0].x) == ["t1", "t2"] and list(fig.data[0].y) == [0.8, 0.95]
     assert fig.layout.shapes[0].y0 == 0.6 and fig.layout.yaxis.range == (0, 1)
-    hist = charts.will_histogram(TELEMETRY)
+    hist = handraise_charts.will_histogram(TELEMETRY)
     assert [t.name for t in hist.data] == ["coder ⚠ over-raise", "designer", ESCAPED]
     assert list(hist.data[0].x) == [0.8, 0.95] and hist.data[0].xbins.size == 0.1
     assert hist.layout.barmode == "group"  # side by side: no bar's colour blends into another's
@@ -232,7 +239,7 @@ def test_will_per_turn_and_histogram_follow_the_telemetry() -> None:
 
 
 def test_approval_sankey_counts_every_hand_once() -> None:
-    fig = charts.approval_sankey(TELEMETRY)
+    fig = handraise_charts.approval_sankey(TELEMETRY)
     (sankey,) = fig.data
     labels = list(sankey.node.label)
     flows = {
@@ -259,7 +266,7 @@ def test_approval_flows_never_route_a_hand_that_stayed_down_into_skipped() -> No
         hand | {"participant": "e", "status": "raised", "allowed": True, "decided_by": "timeout"},
         hand | {"participant": "f", "status": "mentioned", "allowed": True, "decided_by": "mention"},
     ]
-    flows = charts.approval_flows(rows)
+    flows = handraise_charts.approval_flows(rows)
     assert flows == {
         ("not raised", "stayed quiet"): 2,
         ("not raised", "approved"): 1,
@@ -270,7 +277,7 @@ def test_approval_flows_never_route_a_hand_that_stayed_down_into_skipped() -> No
         ("timeout", "answered"): 1,
     }
     assert sum(v for (a, _), v in flows.items() if a in ("raised", "not raised")) == len(rows)  # each hand once
-    fig = charts.approval_sankey(rows)
+    fig = handraise_charts.approval_sankey(rows)
     labels = list(fig.data[0].node.label)
     assert not [
         (s, t)
@@ -292,9 +299,9 @@ def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:
         },
         {"method": HOSTILE, "context": "1", "accuracy": 0.5},
     ]
-    fig = charts.context_ablation(rows)
+    fig = handraise_charts.context_ablation(rows)
     assert [t.name for t in fig.data] == ["judge · 3", f"{ESCAPED} · 1"] and fig.layout.barmode == "group"
-    assert list(fig.data[0].x) == list(charts.ABLATION_METRICS)
+    assert list(fig.data[0].x) == list(handraise_charts.ABLATION_METRICS)
     assert list(fig.data[0].y) == [0.75, 0.5, 0, 0.6, 1.0]  # a missing figure at 0
     _no_live_html(fig)
 
@@ -302,17 +309,17 @@ def test_context_ablation_groups_the_metrics_per_method_and_context() -> None:
 def test_jury_charts_put_their_legends_below_the_plot() -> None:
     rows = [{"juror": "a", "role": HOSTILE, "step": 0, "label": "phase 1", "score": 80, "verdict": "safe_pass"}]
     for fig in (
-        charts.jury_trajectory(rows),
-        charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"]),
-        charts.jury_timeline([{"juror": "a", "role": "r", "stage": "phase 1", "start": 0.0, "end": 1.5}]),
+        jury_charts.jury_trajectory(rows),
+        jury_charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"]),
+        jury_charts.jury_timeline([{"juror": "a", "role": "r", "stage": "phase 1", "start": 0.0, "end": 1.5}]),
     ):
         assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
         assert fig.layout.margin.b >= 60  # room for the legend, so it covers neither plot nor neighbour
-    assert charts.jury_trajectory(rows).data[0].name == ESCAPED
+    assert jury_charts.jury_trajectory(rows).data[0].name == ESCAPED
     # a settled run that ran no round says so; a replay part way through does not yet know
-    assert charts.jury_trajectory(rows).layout.title.text == "Phase-1 scores (no discussion round)"
-    assert charts.jury_trajectory(rows, settled=False).layout.title.text == "Phase-1 scores"
-    assert charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"], False).layout.title.text == (
+    assert jury_charts.jury_trajectory(rows).layout.title.text == "Phase-1 scores (no discussion round)"
+    assert jury_charts.jury_trajectory(rows, settled=False).layout.title.text == "Phase-1 scores"
+    assert jury_charts.jury_verdicts({"phase 1": {"safe_pass": 1}}, ["safe_pass"], False).layout.title.text == (
         "Phase-1 verdicts"
     )
     assert fig.layout.modebar.orientation == "v"  # the toolbar down the right edge, off the title
@@ -326,7 +333,7 @@ def test_jury_trajectory_keeps_jurors_with_one_score_apart() -> None:
         for step, label in ((0, "phase 1"), (1, "round 1"))
         for j in "abc"
     ]
-    fig = charts.jury_trajectory(rows)
+    fig = jury_charts.jury_trajectory(rows)
     xs = [list(trace.x) for trace in fig.data]
     assert len({x[0] for x in xs}) == 3 and len({x[1] for x in xs}) == 3  # three dots at each step, not one
     assert all(abs(x[0]) < 0.5 and abs(x[1] - 1) < 0.5 for x in xs)  # each beside its own step
@@ -334,7 +341,7 @@ def test_jury_trajectory_keeps_jurors_with_one_score_apart() -> None:
     assert list(fig.layout.xaxis.ticktext) == ["phase 1", "round 1"] and list(fig.layout.xaxis.tickvals) == [0, 1]
     assert all(t == "unsafe (fail)" for trace in fig.data for t in trace.text)
     assert fig.layout.title.text == "Score trajectory per juror"
-    alone = charts.jury_trajectory(rows[:3])
+    alone = jury_charts.jury_trajectory(rows[:3])
     assert "no discussion round" in alone.layout.title.text
 
 
@@ -358,10 +365,10 @@ def test_the_verdict_chart_shows_after_discussion_only_when_a_round_ran() -> Non
         "after discussion": {"unsafe_fail": 1, "safe_pass": 1},
     }
     labels = ["safe_pass", "needs_review", "unsafe_fail", "failed"]
-    fig = charts.jury_verdicts(skipped.verdicts(), labels)
+    fig = jury_charts.jury_verdicts(skipped.verdicts(), labels)
     assert [t.name for t in fig.data] == ["safe (pass)"] and [list(t.x) for t in fig.data] == [["phase 1"]]
     assert "no discussion round" in fig.layout.title.text
-    fig = charts.jury_verdicts(discussed.verdicts(), labels)
+    fig = jury_charts.jury_verdicts(discussed.verdicts(), labels)
     assert [t.name for t in fig.data] == ["safe (pass)", "unsafe (fail)"]
     assert list(fig.data[0].x) == ["phase 1", "after discussion"] and list(fig.data[1].y) == [0, 1]
 
@@ -445,7 +452,7 @@ def test_jury_discussion_effect_pairs_before_and_after() -> None:
     ]
     assert effect["pairs"][0]["change"] == 0.2 and effect["pairs"][2]["change"] is None
     assert (effect["outcome_changed_rate"], effect["rounds_mean"]) == (0.25, 1.5)
-    fig = charts.jury_discussion_effect(effect)
+    fig = jury_charts.jury_discussion_effect(effect)
     before, after = fig.data
     assert list(before.y) == [0.6, 0.2, -0.1] and list(after.y) == [0.8, 0.5, None]
     assert fig.layout.yaxis.range[0] == -0.1
@@ -498,5 +505,5 @@ def test_jury_charts_list_the_jurors_in_seat_order_as_the_cards_do() -> None:
     view = JuryView.fold(events)
     assert [r["juror"] for r in view.trajectory()] == ["a", "b", "c"]
     assert [r["juror"] for r in view.timeline()] == ["a", "b", "c"]
-    assert [t.name for t in charts.jury_trajectory(view.trajectory()).data] == ["A", "B", "C"]
-    assert charts.jury_timeline(view.timeline()).layout.yaxis.autorange == "reversed"  # the first seat on top
+    assert [t.name for t in jury_charts.jury_trajectory(view.trajectory()).data] == ["A", "B", "C"]
+    assert jury_charts.jury_timeline(view.timeline()).layout.yaxis.autorange == "reversed"  # the first seat on top

@@ -161,11 +161,11 @@ def test_fallback_factors_are_said_in_plain_words() -> None:
     import math
 
     from dashboard import state
+    from dashboard.mechanisms.confidence.live_result import _fallback_detail
     from engine.confidence.evaluation import evaluate_answer
     from engine.confidence.judges import LikelihoodSelfEvaluator, QueryCoverageCalculator
     from models.errors import ServerError
     from models.types import RawResult
-    from pages.confidence import _fallback_detail
     from tests.engine.test_jury_likelihood import _Scoring
     from tests.fakes.scripted import FnModel
 
@@ -207,9 +207,9 @@ def test_the_recorded_demo_result_is_marked_not_trustworthy_and_says_what_it_sta
     above 0.6) and coverage had failed. The score is the spec's, but the page says in plain words what it rests
     on (a tool success of 1 only because no tool was used: no "(no tool ran)" aside), marks the result not
     trustworthy, and escalates it rather than showing SILENT next to "not trustworthy"."""
+    from dashboard.mechanisms.confidence.score import live_trust, shown_level
     from engine.confidence.factors import ConfidenceFactors
     from engine.confidence.settings import ConfidenceSettings
-    from pages.confidence import live_trust, shown_level
 
     recorded = ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5, query_coverage=0.0)
     trusted, sentence = live_trust(recorded, ConfidenceSettings(), ["query_coverage"])
@@ -256,24 +256,24 @@ def test_the_score_chart_shows_each_factors_share_not_two_equal_bars() -> None:
     """C4: with no penalty the waterfall drew 'base' and 'final' as two identical bars. Now each counted
     factor's share (value × weight over the counted weights) builds up the base score, then the penalties,
     then the score; factor names read as words in both charts."""
-    from dashboard import charts
+    from dashboard.mechanisms.confidence import charts as confidence_charts
     from engine.confidence.factors import ConfidenceFactors
     from engine.confidence.score import calculate
 
     score = calculate(ConfidenceFactors(source_agreement=0.935, source_count=2, llm_self_confidence=0.5))
     assert not score.penalties
     breakdown = {k: v.model_dump() for k, v in score.breakdown.items()}
-    fig = charts.penalty_waterfall(score.base, [], score.score, breakdown)
+    fig = confidence_charts.penalty_waterfall(score.base, [], score.score, breakdown)
     bars = fig.data[0]
     assert list(bars.y) == ["tool success", "source agreement", "base score", "score"]
     shares = list(bars.x[:2])
     assert shares[0] != shares[1] and abs(sum(shares) - score.base) < 1e-9
     assert list(bars.measure) == ["relative", "relative", "total", "total"]
     assert "no penalty" in fig.layout.title.text
-    names = list(charts.breakdown_bars(breakdown).data[0].y)
+    names = list(confidence_charts.breakdown_bars(breakdown).data[0].y)
     assert names == ["search quality", "tool success", "source agreement", "self-confidence", "query coverage"]
     with_penalty = calculate(ConfidenceFactors(tool_success_rate=0.5))
-    fig = charts.penalty_waterfall(
+    fig = confidence_charts.penalty_waterfall(
         with_penalty.base,
         [p.model_dump() for p in with_penalty.penalties],
         with_penalty.score,

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from dashboard import demo
 from dashboard.cli import app
+from dashboard.mechanisms.director.check import RULES_ONLY_NOTE
 from engine.confidence.demo import CONFIDENCE_EXAMPLES
 from engine.demo import load_manifest
 from engine.store import Store
-from pages.director import RULES_ONLY_NOTE
 from tests.dashboard.rendered import rerun_until
 from tests.engine.test_demo import DEMO, DEMO_RUNS, no_local_model  # noqa: F401 — a fixture
 from tests.fakes.forms import wkey
@@ -62,7 +62,7 @@ def ok(at: AppTest) -> None:
 
 
 def settle(at: AppTest, timeout_s: float = 60.0) -> None:
-    """The Conversation page judges and answers in the background and watches: rerun until it waits on the
+    """The Hand raise page judges and answers in the background and watches: rerun until it waits on the
     user again (cards to decide, or the chat input open) or shows an error."""
 
     def waits_on_the_user() -> bool:
@@ -139,8 +139,8 @@ def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: 
 
 @pytest.mark.model  # the packaged embedder
 def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
-    messages = load_manifest(DEMO).pages["conversation"].inputs
-    at = open_page("conversation", "conversation")
+    messages = load_manifest(DEMO).pages["handraise"].inputs
+    at = open_page("handraise", "handraise")
     assert [c.value for c in at.sidebar.code] == messages  # the recorded messages, ready to copy
     approved = 0
     for text in messages:
@@ -163,7 +163,7 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     )
     texts = [m.markdown[0].value for m in at.chat_message if m.name == "assistant" and m.markdown]
     assert texts, "no answer was shown"
-    at = open_page("conversation", "conversation")
+    at = open_page("handraise", "handraise")
     at.chat_input(key="conv.input").set_value("What is the weather like on Mars today?").run()
     settle(at)
     message = missed(at)
@@ -177,9 +177,9 @@ def test_the_recorded_script_plays_through_its_button_and_another_path_says_so(d
     off the recorded path: the notice says the message is recorded and the path is not."""
     from dashboard.demo import OFF_PATH
 
-    messages = load_manifest(DEMO).pages["conversation"].inputs
+    messages = load_manifest(DEMO).pages["handraise"].inputs
     for speak in (True, False):
-        at = open_page("conversation", "conversation")
+        at = open_page("handraise", "handraise")
         at.chat_input(key="conv.input").set_value(messages[0]).run()
         settle(at)
         ok(at)
@@ -304,7 +304,7 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
 
 
 def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
-    at = open_page("skipcache", "skip-cache")
+    at = open_page("skip", "skip")
     assert at.selectbox(key=wkey(at, "skip.judge")).value == "gemma3-270m"
     at.button(key="skip.run").click().run()
     watch_to_end(at, "skip.simulate")

@@ -348,7 +348,7 @@ def test_director_duo(fake_world: Path) -> None:
 
 def _skip_page(judge: str, method: str = "likelihood") -> Callable[[], None]:
     def page() -> None:
-        at = _page("skipcache")()
+        at = _page("skip")()
         at.number_input(key=wkey(at, "skip.channels")).set_value(4)
         at.number_input(key=wkey(at, "skip.hours")).set_value(3.0)
         at.number_input(key=wkey(at, "skip.rate")).set_value(1.0)
@@ -363,7 +363,7 @@ def _skip_page(judge: str, method: str = "likelihood") -> Callable[[], None]:
 
 
 def test_skip_simulate_with_recorded_judgments(fake_world: Path) -> None:
-    from pages.skipcache import RECORDED
+    from dashboard.mechanisms.skip.fields import RECORDED
 
     recording = fake_world / "recordings" / "skipcache-default.jsonl"
     a, _, out = both_sides(
@@ -473,7 +473,7 @@ def test_handraise_conversation_turn(fake_world: Path) -> None:
     message = "My Python script crashes with a KeyError in the config dict"
 
     def page() -> None:
-        at = _page("conversation")()
+        at = _page("handraise")()
         at.selectbox(key="conv.method").set_value("judge")
         at.selectbox(key="conv.judge_model").set_value(MODEL)
         at.slider(key="conv.threshold").set_value(0.3).run()
@@ -510,7 +510,7 @@ def test_handraise_conversation_turn(fake_world: Path) -> None:
 
 def test_handraise_benchmark(fake_world: Path) -> None:
     def page() -> None:
-        at = _page("conversation")()
+        at = _page("handraise")()
         at.selectbox(key="conv.method").set_value("judge")
         at.selectbox(key="conv.judge_model").set_value(MODEL)
         at.multiselect(key="conv.b_contexts").set_value(["3"])

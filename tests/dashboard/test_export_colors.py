@@ -14,6 +14,7 @@ import plotly.io as pio
 import pytest
 
 from dashboard import charts
+from dashboard.mechanisms.handraise import charts as handraise_charts
 from dashboard.report import experiment_figures, experiment_report, figures_for
 from engine.exports import Figure, load_run
 from engine.store import Store
@@ -91,7 +92,7 @@ def test_approval_flow_links_are_coloured_by_where_they_go(store: Store) -> None
     trace = json.loads(sankey.spec)["data"][0]
     nodes, link = trace["node"], trace["link"]
     for target, color in zip(link["target"], link["color"], strict=True):
-        node = charts.SANKEY_COLORS[nodes["label"][target]]
+        node = handraise_charts.SANKEY_COLORS[nodes["label"][target]]
         assert color == charts.rgba(node, 0.45)  # never white on white: the target node's colour, see-through
     assert "rgba(255,255,255" not in json.dumps(link)
 
@@ -102,8 +103,8 @@ def test_one_colour_per_participant_in_every_conversation_chart() -> None:
         for t in range(3)
         for p, w in (("coder", 0.8), ("designer", 0.3), ("pm", 0.55))
     ]
-    line = charts.will_per_turn(rows, 0.6)
-    histogram = charts.will_histogram(rows)
+    line = handraise_charts.will_per_turn(rows, 0.6)
+    histogram = handraise_charts.will_histogram(rows)
     by_line = {t.name: t.line.color for t in line.data}
     by_bars = {t.name: t.marker.color for t in histogram.data}
     assert by_line == by_bars and len(set(by_line.values())) == 3

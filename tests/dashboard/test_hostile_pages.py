@@ -73,14 +73,14 @@ def test_a_fifo_in_place_of_the_default_script_is_an_error_not_a_hang(
 def test_a_long_valid_script_is_tabled_up_to_the_pages_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 10 MB script of short lines took 5.7 GB on the page (every verdict cached, every row tabled): the page
     judges and tables its first PAGE_LINES lines and says so; the whole script is the batch run's."""
-    from pages import director
+    from dashboard.mechanisms.director import batch
 
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "beach.jsonl").write_text(
         '{"text": "えー、ほんと？海って気持ちいいわ！"}\n' * 120, encoding="utf-8"
     )
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(director, "PAGE_LINES", 50)
+    monkeypatch.setattr(batch, "PAGE_LINES", 50)
     at = AppTest.from_function(_director, default_timeout=120).run()
     assert not at.exception
     notes = [str(i.value) for i in at.info if "This script has 120 lines" in str(i.value)]

@@ -371,8 +371,8 @@ def test_max_tokens_is_disabled_when_no_seat_generates() -> None:
 def test_after_a_reload_the_form_shows_the_settings_of_the_run_it_reattached_to() -> None:
     """The form showed pw-leak while the attached run was ja-refusal-ok, so the next click ran another case:
     a page opened on a run's URL shows that run's case, seats and settings."""
+    from dashboard.mechanisms.jury.case import case_files
     from engine.jury.config import load_cases
-    from pages.jury import case_files
 
     path = next(p for p in case_files() if p.name == "agent-safety.yaml")
     case = next(c for c in load_cases(path) if c.id == "ja-refusal-ok")
@@ -535,7 +535,7 @@ def test_the_recorded_jury_reads_as_a_deliberation_in_words_with_one_token_count
 
 def test_the_demo_jury_note_is_in_words() -> None:
     """The sidebar's note on the recorded jury run: verdicts in words, the deliberation said (issue 36)."""
-    from dashboard.demo_flows.jury import jury_note
+    from dashboard.mechanisms.jury.demo import jury_note
     from engine.demo import load_manifest
     from tests.engine.test_demo import DEMO
 

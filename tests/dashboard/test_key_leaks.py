@@ -202,7 +202,7 @@ def test_custom_named_keys_never_leak(echo_world: dict[str, Any]) -> None:
     at.button(key="jury.run").click().run()
     _watch_to_the_end(at, "jury.run")  # the page watches its run: rerun until it has ended
     pages.append(at)
-    at = _page("conversation").run()
+    at = _page("handraise").run()
     at.slider(key="conv.threshold").set_value(0.0).run()
     at.chat_input(key="conv.input").set_value("@all what do you think?").run()
     approve_all = [b.key for b in at.button if b.key and b.key.startswith("conv.all.")]

@@ -159,13 +159,13 @@ def test_director_check_and_batch_rows_take_ok_and_retry_marks() -> None:
 
 
 def _conversation_page() -> None:
-    from pages import conversation
+    from pages import handraise as conversation
 
     conversation.render()
 
 
 def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.dashboard.test_conversation_page import settle
+    from tests.dashboard.test_handraise_page import settle
     from tests.fakes.mock_catalog import mock_hub
 
     mock_hub(monkeypatch, tmp_path)  # every model is the mock backend: the judge answers from its schema at once
@@ -197,7 +197,7 @@ def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the
 ) -> None:
     """The scripted labeller's recorded conversation (real judge features, no model call): its Speak / Skip labels
     given as this user's, the agreement view shows the map against them, a refit beats it, "Use this map" adopts
-    it, and the Conversation page's caption names the map learnt from the approvals."""
+    it, and the Hand raise page's caption names the map learnt from the approvals."""
     from engine.handraise.scripted_labeller import label_items, load_recording
     from engine.labels import labelable_items
 

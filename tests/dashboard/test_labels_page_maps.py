@@ -138,7 +138,7 @@ def test_a_refit_blocked_by_a_label_naming_a_path_says_which_in_one_line(page: P
 
 
 def _conversation_page() -> None:
-    from pages import conversation
+    from pages import handraise as conversation
 
     conversation.render()
 

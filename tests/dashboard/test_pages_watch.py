@@ -1,4 +1,4 @@
-"""The Director, Skip cache, Confidence and Conversation pages watch their runs instead of waiting for them
+"""The Director, Skip cache, Confidence and Hand raise pages watch their runs instead of waiting for them
 (AppTest): a click starts the run in the registry and the script returns at once with the run id in the URL;
 later reruns show progress with counts, then the result the entry point returns for the same input; a reload
 (a fresh session with the same URL) re-attaches; Cancel stores the run `cancelled` with its completed events;
@@ -261,13 +261,13 @@ def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_pat
     from engine.skip.run import SimulationConfig, run_simulation
 
     hub.delay_s = 0.3
-    at = page("skipcache")
+    at = page("skip")
     _small_skip(at, MODEL)
     click_returns_at_once(at, "skip.run")
     run_id = url(at, "run")
     assert status(run_id) == "running" and at.button(key="skip.run").disabled
     assert at.get("progress")
-    other = page("skipcache")
+    other = page("skip")
     _small_skip(other, MODEL)
     assert status(run_id) == "running"
     other.button(key="skip.run").click().run()
@@ -280,13 +280,13 @@ def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_pat
     direct = entry_result(run_simulation(config, Hub(0.0).get, Store(f"sqlite:///{tmp_path / 'direct.db'}")))
     assert without_ids(run.summary["result"]) == without_ids(direct.comparison)
     assert int(metrics["With cache"].replace(",", "")) == direct.comparison["with_cache"]["judge_calls"]
-    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the sweep's raw table is research detail
+    at.toggle(key="details.skip.toggle").set_value(True).run()  # the sweep's raw table is research detail
     assert any("pareto" in df.value.columns for df in at.dataframe)  # the sweep, from this process's report
 
 
 def test_skip_simulation_cancel(hub: Hub) -> None:
     hub.delay_s = 1.0
-    at = page("skipcache")
+    at = page("skip")
     _small_skip(at, MODEL)
     click_returns_at_once(at, "skip.run")
     run_id = url(at, "run")
@@ -403,7 +403,7 @@ def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: 
     from engine.handraise.conversation import restore_conversation
 
     hub.delay_s = 1.5
-    at = page("conversation")
+    at = page("handraise")
     at.selectbox(key="conv.method").set_value("judge")
     at.selectbox(key="conv.judge_model").set_value(MODEL)
     at.slider(key="conv.threshold").set_value(0.3).run()

@@ -19,7 +19,7 @@ MACHINE = ("PMI", "closest expertise", "calibration:")
 
 
 def _conversation() -> None:
-    from pages import conversation
+    from pages import handraise as conversation
 
     conversation.render()
 
@@ -30,7 +30,7 @@ def _texts(at: AppTest) -> list[str]:
 
 def test_a_recorded_conversation_reads_in_words_and_keeps_its_machine_detail_behind_details() -> None:
     load_demo(state.get_store(), DEMO)
-    (run_id,) = load_manifest(DEMO).pages["conversation"].run_ids
+    (run_id,) = load_manifest(DEMO).pages["handraise"].run_ids
     at = AppTest.from_function(_conversation, default_timeout=60)
     at.query_params["run"] = run_id
     at.run()
@@ -42,14 +42,14 @@ def test_a_recorded_conversation_reads_in_words_and_keeps_its_machine_detail_beh
     assert len(answers) == 2 and not [a for a in answers if "**" in a or "`" in a], answers
     lowered = [t for t in texts if "hand down" in t]
     assert lowered and all(t.endswith(")") and "my area" not in t for t in lowered), lowered
-    at.toggle(key="details.conversation.toggle").set_value(True).run()
+    at.toggle(key="details.handraise.toggle").set_value(True).run()
     assert any("closest expertise" in t and "PMI" in t for t in _texts(at))  # the seed's skip line, in Details
-    assert at.toggle(key="details.conversation.toggle").value is True
-    assert at.session_state["details.conversation"] is True  # kept apart from the widget: outlives the page
+    assert at.toggle(key="details.handraise.toggle").value is True
+    assert at.session_state["details.handraise"] is True  # kept apart from the widget: outlives the page
 
 
 def test_tokens_headline_splits_answer_tokens_saved_from_judge_tokens() -> None:
-    from pages.conversation import token_caption, token_metrics
+    from dashboard.mechanisms.handraise.charts_tab import token_caption, token_metrics
 
     figures = {
         "judge_tokens": 1276,
@@ -69,9 +69,9 @@ def test_tokens_headline_splits_answer_tokens_saved_from_judge_tokens() -> None:
 
 
 def test_what_if_rows_name_participants_not_model_ids() -> None:
+    from dashboard.mechanisms.handraise.whatif import whatif_rows
     from engine.handraise.cast import default_cast
     from engine.handraise.conversation import Conversation
-    from pages.conversation import whatif_rows
 
     cast = default_cast(["gemma3-270m"])
     conv: Any = Conversation.__new__(Conversation)
@@ -91,7 +91,7 @@ def test_what_if_rows_name_participants_not_model_ids() -> None:
 
 
 def test_the_next_recorded_message_follows_the_recording_only() -> None:
-    from pages.conversation import next_recorded
+    from dashboard.mechanisms.handraise.chat import next_recorded
 
     recorded = ["first", "second"]
     assert next_recorded([], recorded) == "first" and next_recorded(["first"], recorded) == "second"
@@ -139,7 +139,7 @@ def test_the_output_picked_brings_its_own_default_prompt_and_keeps_a_written_one
 
 
 def test_the_judge_reading_is_said_only_for_a_calibrated_probability() -> None:
-    from pages.confidence import judge_reading
+    from dashboard.mechanisms.confidence.live_result import judge_reading
 
     read = judge_reading(
         [
@@ -164,9 +164,9 @@ def _page(name: str) -> None:
 @pytest.mark.parametrize(
     ("page", "details"),
     [
-        ("skipcache", "skip-cache"),
+        ("skip", "skip"),
         ("confidence", "confidence"),
-        ("conversation", "conversation"),
+        ("handraise", "handraise"),
         ("models", "models"),
         ("experiments", "experiments"),
         ("labels", "labels"),

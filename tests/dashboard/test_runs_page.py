@@ -1,7 +1,7 @@
 """The Runs page as history, headless with AppTest on the real store: search and filters, paging through more
 runs than a page holds, no "None" and readable costs in the table, tags and renames, a delete that asks
 first and takes events and calls with it, two runs of one kind compared; and a stored conversation reopened
-on the Conversation page with its What-if."""
+on the Hand raise page with its What-if."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _runs_page() -> None:
 
 
 def _conversation_page() -> None:
-    from pages import conversation
+    from pages import handraise as conversation
 
     conversation.render()
 

@@ -161,7 +161,7 @@ def _simulate_small(at: AppTest) -> None:
 
 
 def _page() -> None:
-    from pages import skipcache
+    from pages import skip as skipcache
 
     skipcache.render()
 
@@ -176,7 +176,7 @@ def test_page_simulates_with_recorded_judgments(
     monkeypatch.setenv("JUDGELAB_DATA_DIR", str(data))
     at = AppTest.from_function(_page, default_timeout=120).run()
     assert not at.exception
-    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the sweep's table is research detail
+    at.toggle(key="details.skip.toggle").set_value(True).run()  # the sweep's table is research detail
     _simulate_small(at)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
@@ -226,7 +226,7 @@ def test_page_names_the_judge_and_its_calibration() -> None:
     assert any(shown(c.value).endswith(signal) for c in at.caption)  # the map the recording was judged through
     at.selectbox(key=wkey(at, "skip.judge")).set_value("gemma3-270m").run()
     assert any(shown(c.value) == "Judged live by gemma3-270m (likelihood)." + signal for c in at.caption)
-    at.toggle(key="details.skip-cache.toggle").set_value(True).run()  # the fitted map is research detail
+    at.toggle(key="details.skip.toggle").set_value(True).run()  # the fitted map is research detail
     cal = load_calibration(SKIP, "gemma3-270m")
     assert cal is not None
     line = f"Judged live by gemma3-270m (likelihood) · calibration {cal.label} (cross-validated AUC "

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import charts, state
+from dashboard import state
 from dashboard.components import md, plot_text, safe_avatar
+from dashboard.mechanisms.confidence import charts as confidence_charts
+from dashboard.mechanisms.jury import charts as jury_charts
 from tests.dashboard.rendered import shown
 from tests.fakes.hostile import hostile, live_markers, store_hostile_runs
 
@@ -65,10 +67,10 @@ def test_figures_show_tags_as_text_and_avatars_are_emoji_only() -> None:
         }
     ]
     figures = [
-        charts.jury_trajectory(rows),
-        charts.jury_timeline(rows),
-        charts.jury_verdicts({label: {"v": 1}}, ["v"]),
-        charts.step_scores([label], [0.5], ["SILENT"], {"mean": 0.5}),
+        jury_charts.jury_trajectory(rows),
+        jury_charts.jury_timeline(rows),
+        jury_charts.jury_verdicts({label: {"v": 1}}, ["v"]),
+        confidence_charts.step_scores([label], [0.5], ["SILENT"], {"mean": 0.5}),
     ]
     strings = [
         str(v)
@@ -111,7 +113,7 @@ def test_pages_render_hostile_runs_as_text() -> None:
         at = AppTest.from_function(_render, args=("runs",), default_timeout=60)
         at.query_params["run"] = run_id
         pages.append(at)
-    pages.append(AppTest.from_function(_render, args=("conversation",), default_timeout=60))  # benchmark tab
+    pages.append(AppTest.from_function(_render, args=("handraise",), default_timeout=60))  # benchmark tab
     shown_as_text = 0
     for at in pages:
         at.run()

@@ -196,7 +196,7 @@ def test_conversation_cards_approve_one_streamed_answer_and_what_if(
 ) -> None:
     from playwright.sync_api import expect
 
-    open_page(page, world["url"], "conversation", "🙋 Conversation")
+    open_page(page, world["url"], "handraise", "🙋 Hand raise")
     shots(page, "conversation-open")
     # The structured judge (the loopback server has no token likelihoods); threshold 0: every hand is a card.
     page.get_by_role("combobox", name="Judge method").click()
@@ -374,7 +374,7 @@ def test_confidence_sliders_move_the_score_and_level(world: dict[str, Any], page
 def test_skip_simulation_shows_its_results(world: dict[str, Any], page: Any, shots: Shots) -> None:
     from playwright.sync_api import expect
 
-    open_page(page, world["url"], "skip-cache", "⏱️ Skip cache")
+    open_page(page, world["url"], "skip", "⏱️ Skip cache")
     shots(page, "skip-open")
     page.get_by_role("button", name="Simulate").click()
     expect(page.get_by_text("recorded as run skip-", exact=False).first).to_be_visible(timeout=180_000)
@@ -480,11 +480,11 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         shots(page, "demo-models")
 
         # Conversation: the recorded messages in order, every raised hand approved, the recorded answers.
-        open_page(page, url, "conversation", "🙋 Conversation")
+        open_page(page, url, "handraise", "🙋 Hand raise")
         sidebar_codes = page.get_by_test_id("stSidebar").get_by_test_id("stCode")
         expect(sidebar_codes.first).to_be_visible()
         approved = 0
-        for message in pages["conversation"]["inputs"]:
+        for message in pages["handraise"]["inputs"]:
             chat_input = page.get_by_test_id("stChatInputTextArea")
             expect(chat_input).to_be_enabled(timeout=120_000)
             chat_input.fill(message)
@@ -566,7 +566,7 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         assert [s for _, s in _replayed(db, "confidence.evaluate")] == ["finished"]
 
         # Skip cache: the recorded workload judged by the recorded Gemma.
-        open_page(page, url, "skip-cache", "⏱️ Skip cache")
+        open_page(page, url, "skip", "⏱️ Skip cache")
         page.get_by_role("button", name="Simulate").click()
         # The finished simulation: its figures and its run id (the export box names it; the summary's own caption
         # was seen missing once in CI while every figure showed — reported, not hidden here).

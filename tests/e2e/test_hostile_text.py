@@ -266,8 +266,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         # Conversation, live: a hostile message; at threshold 0 every hand is a card with the judge's hostile
         # reason; all approved, the hostile answers stream in. The judge-benchmark tab lists the stored hostile
         # benchmark run.
-        page.goto(f"{url}/conversation")
-        expect(page.get_by_role("heading", name="🙋 Conversation")).to_be_visible(timeout=60_000)
+        page.goto(f"{url}/handraise")
+        expect(page.get_by_role("heading", name="🙋 Hand raise")).to_be_visible(timeout=60_000)
         page.get_by_role("slider", name="Threshold").first.press("Home")
         settle()
         page.get_by_test_id("stChatInputTextArea").fill(hostile(listener.port, "chat", one_line=True))
@@ -277,8 +277,8 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         shot("conversation-cards")
         page.get_by_role("button", name="Approve all").click()
         expect(page.get_by_test_id("stChatMessage").nth(1)).to_be_visible(timeout=120_000)
-        check("conversation")
-        shot("conversation")
+        check("handraise")
+        shot("handraise")
 
         # Director: a hostile line through the rules (highlighted) and the rubric; the duo simulator.
         page.goto(f"{url}/director")
@@ -318,13 +318,13 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
         check("confidence", literal=False)
 
         # Skip cache: a hostile workload file (authors and messages go into the timeline's hover text).
-        page.goto(f"{url}/skip-cache")
+        page.goto(f"{url}/skip")
         expect(page.get_by_role("heading", name="⏱️ Skip cache")).to_be_visible(timeout=60_000)
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(hostile_world["workload"]))
         settle()
         page.get_by_role("button", name="Simulate").click()
         expect(page.get_by_text("recorded as run").first).to_be_visible(timeout=120_000)
-        check("skip-cache", literal=False)
+        check("skip", literal=False)
         chart = page.locator(".js-plotly-plot", has=page.locator(".scatterlayer .point")).first
         chart.scroll_into_view_if_needed()
         point = chart.locator(".scatterlayer .point").first.bounding_box()

@@ -1,7 +1,7 @@
-"""Your labels teach the judge (issue 29), in Debian's Chromium: Speak and Skip on the Conversation page's cards
+"""Your labels teach the judge (issue 29), in Debian's Chromium: Speak and Skip on the Hand raise page's cards
 become labels, the page counts them; the Labels page's queue takes a label from the keyboard; its agreement view
 shows the judge against you; "Refit from my labels" fits a candidate map, "Use this map" adopts it, and the
-Conversation page then says the judge reads a map learnt from your approvals.
+Hand raise page then says the judge reads a map learnt from your approvals.
 
 Every catalog model is the built-in mock backend (tests/fakes/mock_catalog.py): it scores options from the request's
 hash, so the likelihood judge runs its real path (features, the shipped map) with no model loaded. Map versions go
@@ -104,7 +104,7 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     from playwright.sync_api import expect
 
     page, url, db = browser_page, labels_world["url"], labels_world["db"]
-    open_page(page, url, "conversation", "🙋 Conversation")
+    open_page(page, url, "handraise", "🙋 Hand raise")
     page.get_by_role("slider", name="Threshold").first.press("Home")  # threshold 0: every hand is a card
     settle(page)
     # Three turns labelled card by card; in the last one the other cards go by "Skip all", which labels nothing.
@@ -160,7 +160,7 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     assert any(labels_world["maps"].rglob("*.json")), "the adopted map is a file in the test's maps folder"
     shots(page, "labels-adopted")
 
-    open_page(page, url, "conversation", "🙋 Conversation")
+    open_page(page, url, "handraise", "🙋 Hand raise")
     expect(page.get_by_text(re.compile(r"Map in use: learnt from \d+ of your approvals"))).to_be_visible(timeout=30_000)
     shots(page, "conversation-caption-names-the-map")
 

@@ -188,7 +188,7 @@ def test_the_experiment_counts_its_recording_first(served: tuple[str, Path, Path
 
 def test_the_skip_simulation_counts_its_tradeoff_sweep(served: tuple[str, Path, Path], page: Any) -> None:
     url, db, _ = served
-    page.goto(url + "/skip-cache", timeout=60_000)
+    page.goto(url + "/skip", timeout=60_000)
     samples, _ = _press_and_sample(page, page.get_by_role("button", name="Simulate"), db, "skip.simulate")
     sweep = [(text, c) for text, c in _with_counts(samples) if "trade-off sweep" in text]
     assert not sweep or all(done < total for _, (done, total) in sweep), sweep  # the sweep is steps still to run

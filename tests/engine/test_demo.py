@@ -48,7 +48,7 @@ def counts(store: Store) -> tuple[int, int, int]:
 
 def test_the_demo_covers_every_mechanism_and_stays_small() -> None:
     manifest = load_manifest(DEMO)
-    assert set(manifest.pages) == {"models", "conversation", "jury", "director", "confidence", "skip-cache"}
+    assert set(manifest.pages) == {"models", "handraise", "jury", "director", "confidence", "skip"}
     kinds = {d["run"]["kind"] for d in read_runs(DEMO / "runs.jsonl")}
     assert kinds == {
         "models.prompt",
@@ -142,7 +142,7 @@ async def replay(kind: str, config: dict[str, Any], models: Any, store: Store) -
         )
 
         session = open_conversation(ConversationConfig(**config), models, store)
-        for text in load_manifest(DEMO).pages["conversation"].inputs:
+        for text in load_manifest(DEMO).pages["handraise"].inputs:
             turn = await conversation_turn(session, text, answer=False)
             if turn.waiting:
                 session.conversation.batch(turn, "approve_all")

@@ -32,6 +32,7 @@ CAST = [
 TURNS = [Turn(speaker="user", text="My Python script crashes with a KeyError. How do I debug it?")]
 
 
+@pytest.mark.model  # the bundled Gemma scores each participant's self-judgment
 def test_the_self_judgment_read_by_likelihood_on_the_bundled_model() -> None:
     """A real scoring call per participant, its own model judging itself: finite log-odds, and `self_rel` is
     each one's lead over the roster (they sum to 0)."""
@@ -59,6 +60,7 @@ def _self_judged(tmp_path: Path) -> tuple[list[Any], Any]:
         store.dispose()
 
 
+@pytest.mark.model  # the bundled Gemma scores each participant's self-judgment
 def test_the_judge_reads_a_base_models_self_judgment_through_its_shipped_map(tmp_path: Path) -> None:
     """Method "self" on the bundled Gemma (a base model: a written self-judgment fails) goes through the self map
     shipped for it, every call recorded, its features kept for a refit from labels."""
@@ -73,6 +75,7 @@ def test_the_judge_reads_a_base_models_self_judgment_through_its_shipped_map(tmp
         assert 0 <= c.relevance <= 1 and 0 <= c.confidence <= 1 and c.reason.startswith("said ")
 
 
+@pytest.mark.model  # the bundled Gemma scores each participant's self-judgment
 def test_an_unmapped_self_judgment_names_the_map_its_labels_would_fit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

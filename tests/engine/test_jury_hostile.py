@@ -143,9 +143,9 @@ def test_adopted_jury_map_that_cannot_be_used_is_flagged(adopt: Any) -> None:
     "fig", [{"accuracy": "0.9", "interval": [0.1, 0.2]}, {"accuracy": 0.5, "interval": "ab"}, ["x"]]
 )
 def test_stack_note_survives_a_damaged_figure(adopt: Any, fig: object) -> None:
-    """dashboard/jury_figures.py stack_note (the final card's 'One case says little' line, Jury and Replay
-    pages): a map's figures of the wrong type raise (ValueError/AttributeError) and break the page."""
-    from dashboard.jury_figures import stack_note
+    """dashboard/mechanisms/jury/stack_figures.py stack_note (the final card's 'One case says little' line, Jury and
+    Replay pages): a map's figures of the wrong type raise (ValueError/AttributeError) and break the page."""
+    from dashboard.mechanisms.jury.stack_figures import stack_note
 
     adopt(STACK, lambda d: d["metrics"].__setitem__("cross_validated", fig))
     view = SimpleNamespace(final={"method": "stack"}, config={}, jurors=[{"model_id": s.model_id} for s in SEATS])

@@ -67,10 +67,10 @@ def test_a_huge_integer_in_an_adopted_stack_map_is_a_flagged_fallback(maps: Path
 
 
 def test_stack_note_survives_a_huge_integer_figure(maps: Path) -> None:
-    """Expected: dashboard.jury_figures.stack_note (the final card on the Jury and Replay pages) treats a figure
-    that is a 400-digit JSON integer as no figure ('' or a note without it), as it does a string. Main:
-    engine.diagnostics.share raises OverflowError and the page breaks."""
-    from dashboard.jury_figures import stack_note
+    """Expected: dashboard.mechanisms.jury.stack_figures.stack_note (the final card on the Jury and Replay pages)
+    treats a figure that is a 400-digit JSON integer as no figure ('' or a note without it), as it does a string.
+    Main: engine.diagnostics.share raises OverflowError and the page breaks."""
+    from dashboard.mechanisms.jury.stack_figures import stack_note
 
     d = _stack_version()
     text = json.dumps(d).replace('"accuracy": 0.5194', f'"accuracy": {HUGE}', 1)
@@ -127,7 +127,7 @@ def test_stack_note_never_shows_a_refused_versions_figures(maps: Path) -> None:
     (round_weight 5) is not used — the verdict comes from the shipped map, flagged map_fallback — so its stored
     figures (here 97 % accuracy) must not be shown. Main: stack_note called load_calibration without
     check=stack_problem and prints the refused version's 97 %."""
-    from dashboard.jury_figures import stack_note
+    from dashboard.mechanisms.jury.stack_figures import stack_note
 
     d = _stack_version()
     d["metrics"]["round_weight"] = 5.0
@@ -145,14 +145,14 @@ def test_the_pages_seat_line_never_names_a_refused_neighbours_version(maps: Path
     """The Jury page's 'how each seat judges' line names the map the seat reads. An adopted neighbours version that
     neighbours_problem refuses (an isotonic verdict map) is not used by the seat — it reads the shipped map,
     flagged map_fallback — so the line names the shipped one, and says why the adopted one is not used."""
-    from pages.jury import _seat_line
+    from dashboard.mechanisms.jury.judging import seat_line
 
     key = "jury.neighbours.use-m3"
     d = copy.deepcopy(shipped(key))
     d["version"] = VERSION
     d["maps"]["safe_pass"] = {"kind": "isotonic", "features": ["full_0"], "xs": [0.0], "ys": [0.5]}
     _plant(maps, key, d)
-    line = _seat_line(SEATS[2])
+    line = seat_line(SEATS[2])
     in_use = shipped(key)["version"]
     assert f"calibration jury.neighbours · use-m3 · {in_use}" in line  # the map the seat reads
     assert f"{VERSION}.json: damaged" in line  # and why the adopted one is not it
@@ -216,14 +216,14 @@ def test_check_writable_refuses_a_dangling_link(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("rate", [0.9999999, 0.1499999])
 def test_a_restored_runs_selective_rate_is_kept(rate: float) -> None:
-    """Expected (pages/jury.py _selective_label's docstring: 'so a restored run's rate is not lost'): the
-    option restore_form stores for a run's selective_error maps back to that rate. Main: 0.9999999 (valid,
-    < 1) is labelled '100 % error', which _selective_options refuses (not < 1): the select box resets to the
+    """Expected (dashboard/mechanisms/jury/fields.py selective_label's docstring: 'so a restored run's rate is not
+    lost'): the option restore_form stores for a run's selective_error maps back to that rate. Main: 0.9999999
+    (valid, < 1) is labelled '100 % error', which selective_options refuses (not < 1): the select box resets to the
     default 20 %; 0.1499999 becomes '15 % error' = 0.15, a looser rate with another cut (0.15's, not 0.1's)."""
-    from pages.jury import _selective_label, _selective_options
+    from dashboard.mechanisms.jury.fields import selective_label, selective_options
 
-    label = _selective_label(rate)
-    assert _selective_options(label).get(label) == rate
+    label = selective_label(rate)
+    assert selective_options(label).get(label) == rate
 
 
 # -- 7. a map whose cuts grow as the rate loosens: a stricter rate decides more ---------------------------------

@@ -187,7 +187,7 @@ def test_the_jury_refit_writes_the_role_and_panel_maps_beside_the_channel_map(
     a case), fitted into the channel map, a map per role and the panel map, each with its diagnosis."""
     import json
 
-    import dashboard.commands.jury as jury_cli
+    import dashboard.mechanisms.jury.cli as jury_cli
     from engine.refit import refit
     from models.base import ChatModel
 

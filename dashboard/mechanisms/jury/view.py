@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import charts, demo
+from dashboard import demo
 from dashboard.components import GLOSSARY, flow_columns
-from dashboard.jury_figures import stack_note
+from dashboard.mechanisms.jury import charts
+from dashboard.mechanisms.jury.stack_figures import stack_note
 from dashboard.text import (
     BADGE,
     CONSENSUS_WORDS,
@@ -466,7 +467,6 @@ def render_jury_whatif(run: Any, key: str) -> None:
     if not isinstance(stored, dict):
         return
     recorded = len(stored.get("discussion_rounds") or [])
-    base = run.config.get("jury") or {}
     with st.expander("What if — decide this run again with other settings (no model call)", expanded=False):
         st.caption(
             f"The jurors' recorded answers are kept; only the stop rules and the final vote change. This run "
@@ -474,75 +474,82 @@ def render_jury_whatif(run: Any, key: str) -> None:
             "discuss longer; the final judge needs a model call, so only the stack (where it decided the run), the "
             "vote and the average are offered."
         )
-        c1, c2 = st.columns(2)
-        thresholds = [0.34, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0, 2.0]
-        current = float(base.get("consensus_threshold", 2.0))
-        threshold = c1.select_slider(
-            "Consensus threshold",
-            thresholds,
-            value=current if current in thresholds else 2.0,
-            key=key + ".threshold",
-            help="The share of jurors holding one position that stops the discussion (2.0: never stops on agreement).",
-        )
-        stagnation = c1.number_input(
-            "Stop after this many rounds nobody moved", 1, 20, int(base.get("stagnation_rounds", 2)), key=key + ".still"
-        )
-        rounds = c1.number_input("Rounds at most", 0, max(recorded, 0), recorded, key=key + ".rounds")
-        methods: list[str] = ["majority_vote", "weighted_average"]
-        stored_method = str(base.get("final_judgment_method"))
-        if (stored.get("phase3_judgment") or {}).get("method") == "stack":  # decided by the stack: offered first
-            methods.insert(0, "stack")
-            stored_method = "stack"
-        method = c2.selectbox(
-            "Final decision",
-            methods,
-            index=methods.index(stored_method) if stored_method in methods else 0,
-            format_func=lambda m: METHOD_WORDS.get(m, m),
-            key=key + ".method",
-        )
-        ties: list[str] = list(TIE_WORDS)
-        stored_tie = str(base.get("tie_policy"))
-        tie = c2.selectbox(
-            "A tie goes to",
-            ties,
-            index=ties.index(stored_tie) if stored_tie in ties else 0,
-            format_func=lambda t: TIE_WORDS[t],
-            key=key + ".tie",
-        )
-        outcome = jury_whatif(
-            run,
-            {
-                "consensus_threshold": threshold,
-                "stagnation_rounds": int(stagnation),
-                "max_discussion_rounds": int(rounds),
-                "final_judgment_method": method,
-                "tie_policy": tie,
-            },
-        )
+        outcome = jury_whatif(run, _whatif_settings(run, stored, recorded, key))
         if "error" in outcome:
             st.info(f"Cannot be decided again this way: {md(outcome['error'])}")
             return
-        stored_verdict = stored.get("final_verdict")
-        verdict = md(in_words(outcome["verdict"]))
-        line = (
-            f"**{verdict}**, after {outcome['rounds']} round{'s' if outcome['rounds'] != 1 else ''} "
-            f"({md(in_words(outcome['stop'], STOP_WORDS))})"
+        _render_whatif_verdict(run, stored, outcome)
+
+
+def _whatif_settings(run: Any, stored: dict[str, Any], recorded: int, key: str) -> dict[str, Any]:
+    """The what-if's settings, starting at the run's own: the stop rules (left) and the final vote (right)."""
+    base = run.config.get("jury") or {}
+    c1, c2 = st.columns(2)
+    thresholds = [0.34, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0, 2.0]
+    current = float(base.get("consensus_threshold", 2.0))
+    threshold = c1.select_slider(
+        "Consensus threshold",
+        thresholds,
+        value=current if current in thresholds else 2.0,
+        key=key + ".threshold",
+        help="The share of jurors holding one position that stops the discussion (2.0: never stops on agreement).",
+    )
+    stagnation = c1.number_input(
+        "Stop after this many rounds nobody moved", 1, 20, int(base.get("stagnation_rounds", 2)), key=key + ".still"
+    )
+    rounds = c1.number_input("Rounds at most", 0, max(recorded, 0), recorded, key=key + ".rounds")
+    methods: list[str] = ["majority_vote", "weighted_average"]
+    stored_method = str(base.get("final_judgment_method"))
+    if (stored.get("phase3_judgment") or {}).get("method") == "stack":  # decided by the stack: offered first
+        methods.insert(0, "stack")
+        stored_method = "stack"
+    method = c2.selectbox(
+        "Final decision",
+        methods,
+        index=methods.index(stored_method) if stored_method in methods else 0,
+        format_func=lambda m: METHOD_WORDS.get(m, m),
+        key=key + ".method",
+    )
+    ties: list[str] = list(TIE_WORDS)
+    stored_tie = str(base.get("tie_policy"))
+    tie = c2.selectbox(
+        "A tie goes to",
+        ties,
+        index=ties.index(stored_tie) if stored_tie in ties else 0,
+        format_func=lambda t: TIE_WORDS[t],
+        key=key + ".tie",
+    )
+    return {
+        "consensus_threshold": threshold,
+        "stagnation_rounds": int(stagnation),
+        "max_discussion_rounds": int(rounds),
+        "final_judgment_method": method,
+        "tie_policy": tie,
+    }
+
+
+def _render_whatif_verdict(run: Any, stored: dict[str, Any], outcome: dict[str, Any]) -> None:
+    """The what-if's verdict, whether it changed the run's, and how it stands against the case's gold label."""
+    stored_verdict = stored.get("final_verdict")
+    verdict = md(in_words(outcome["verdict"]))
+    line = (
+        f"**{verdict}**, after {outcome['rounds']} round{'s' if outcome['rounds'] != 1 else ''} "
+        f"({md(in_words(outcome['stop'], STOP_WORDS))})"
+    )
+    # Plain text, not a coloured box: the run's own verdict box is the one that says right or wrong.
+    gold = (run.config.get("case") or {}).get("gold")
+    against = (
+        " Not decided: passed to a human."
+        if outcome.get("not_sure")
+        else (
+            f" Against the gold label ({md(in_words(gold))}): " + ("right." if outcome["verdict"] == gold else "wrong.")
         )
-        # Plain text, not a coloured box: the run's own verdict box is the one that says right or wrong.
-        gold = (run.config.get("case") or {}).get("gold")
-        against = (
-            " Not decided: passed to a human."
-            if outcome.get("not_sure")
-            else (
-                f" Against the gold label ({md(in_words(gold))}): "
-                + ("right." if outcome["verdict"] == gold else "wrong.")
-            )
-            if isinstance(gold, str) and gold
-            else ""
+        if isinstance(gold, str) and gold
+        else ""
+    )
+    if outcome["changed"]:
+        st.markdown(
+            f"What-if verdict: {line} — **changed**: the run itself said {md(in_words(stored_verdict))}.{against}"
         )
-        if outcome["changed"]:
-            st.markdown(
-                f"What-if verdict: {line} — **changed**: the run itself said {md(in_words(stored_verdict))}.{against}"
-            )
-        else:
-            st.markdown(f"What-if verdict: {line} — the same verdict as the run.{against}")
+    else:
+        st.markdown(f"What-if verdict: {line} — the same verdict as the run.{against}")

@@ -1,4 +1,4 @@
-"""The Conversation page's Judge benchmark tab: the labelled dialogues of data/benchmarks/handraise.jsonl judged
+"""The Hand raise page's Judge benchmark tab: the labelled dialogues of data/benchmarks/handraise.jsonl judged
 with the page's method and settings once per context size (the context ablation), each context a registry run,
 and the stored runs' figures side by side (also those of `judgelab handraise eval`). Its widgets keep the page's
 `conv.` keys."""
@@ -11,9 +11,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, state
+from dashboard import state
 from dashboard.components import md
 from dashboard.live_runs import RegistryError
+from dashboard.mechanisms.handraise.charts import context_ablation
+from dashboard.mechanisms.handraise.session import KEY  # the Hand raise page's keys: the tab is part of that page
 from dashboard.watch import set_url_run, url_run, watch_run
 from engine import runctx
 from engine.config import get_settings
@@ -21,8 +23,6 @@ from engine.handraise.benchmark import ContextMode, parse_benchmark, run_benchma
 from engine.handraise.cast import Participant
 from engine.handraise.decisions import HandRaiseConfig
 from engine.inputs import read_text
-
-KEY = "conv."  # the Conversation page's keys: the tab is part of that page
 
 
 def benchmark_path() -> Any:
@@ -194,4 +194,4 @@ def render(cast: list[Participant], config: HandRaiseConfig) -> None:
             "cost_total": st.column_config.NumberColumn("$ total", format="$%.6f"),
         },
     )
-    st.plotly_chart(charts.context_ablation(latest.to_dict("records")), key=KEY + "ablation")
+    st.plotly_chart(context_ablation(latest.to_dict("records")), key=KEY + "ablation")

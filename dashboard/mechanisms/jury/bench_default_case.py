@@ -1,6 +1,6 @@
 """`judgelab bench --only jury.default_case`: the Jury page's default case to its verdict, live on the bundled model.
 
-The page's defaults (`dashboard.demo_flows.jury.page_jury`: the catalog's first panel — Gemma 3 270M and
+The page's defaults (`dashboard.mechanisms.jury.demo.page_jury`: the catalog's first panel — Gemma 3 270M and
 SmolLM2-135M by likelihood and the multilingual embedder's neighbours seat — the stack, up to 3 rounds) judge the
 first case of the page's first case file (pw-leak). Every seat's model is loaded and warmed by one call first, so
 the figure is the jury's own time, as a user who has run anything on the page sees it. Measured twice on the same
@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from dashboard.bench.harness import BenchResult, Progress, benchmark, temp_store
-from dashboard.demo_flows.jury import jury_cases, page_jury
+from dashboard.mechanisms.jury.demo import jury_cases, page_jury
 from engine.embeddings import get_embedder
 from engine.jury.runner import Jury
 from models.catalog import load_catalog

@@ -32,82 +32,86 @@ def default_recording() -> Path:
 _fail = fail
 
 
+# `skip simulate`'s options: the workload (a file or a generated one), the judge, the checker and the skip windows.
+WorkloadOpt = Annotated[
+    Path | None, typer.Option("--workload", help="JSONL of {t, channel, thread, id, author, text}.")
+]
+GenerateOpt = Annotated[
+    bool, typer.Option("--generate", help="Generate a workload (the default one if no other option is given).")
+]
+ChannelsOpt = Annotated[int, typer.Option(min=1, help="Generated workload: channels.")]
+HoursOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.1,
+        max=24 * 14,
+        help="Simulated hours (generated: 24; a file: until its last message could be judged).",
+    ),
+]
+RateOpt = Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")]
+BurstOpt = Annotated[float, typer.Option(min=1, help="Generated: mean messages per burst.")]
+SeedOpt = Annotated[int, typer.Option(help="Generated: random seed.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Judge with this model (each conversation state once; repeats are replayed)."),
+]
+RecordedOpt = Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")]
+RecordOpt = Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")]
+ModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--mode",
+        help="How a live model judges: 'likelihood' (scored phrases and a "
+        "fitted map; models that can score), 'structured' (its JSON "
+        "answer) or 'probability' (next-token p(true)).",
+    ),
+]
+CheckIntervalOpt = Annotated[int, typer.Option(min=1, max=86_400)]
+MinWaitOpt = Annotated[int, typer.Option(min=0, max=86_400)]
+SkipOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--skip",
+        help="A skip window: CONFIDENCE=SECONDS — a judgment at least this confident is not made again for "
+        "that long (repeatable; replaces the seed's 0.9=43200 0.7=3600).",
+    ),
+]
+DefaultSkipOpt = Annotated[
+    int | None,
+    typer.Option("--default-skip", min=0, help="Seconds a judgment below every --skip threshold is kept (600)."),
+]
+
+
 @app.command("simulate")
 def simulate_cmd(
-    workload: Annotated[
-        Path | None, typer.Option("--workload", help="JSONL of {t, channel, thread, id, author, text}.")
-    ] = None,
-    generate: Annotated[
-        bool, typer.Option("--generate", help="Generate a workload (the default one if no other option is given).")
-    ] = False,
-    channels: Annotated[int, typer.Option(min=1, help="Generated workload: channels.")] = 50,
-    hours: Annotated[
-        float | None,
-        typer.Option(
-            min=0.1,
-            max=24 * 14,
-            help="Simulated hours (generated: 24; a file: until its last message could be judged).",
-        ),
-    ] = None,
-    rate: Annotated[float, typer.Option(min=0.001, help="Generated: bursts per channel per hour.")] = 0.25,
-    burst: Annotated[float, typer.Option(min=1, help="Generated: mean messages per burst.")] = 3.0,
-    seed: Annotated[int, typer.Option(help="Generated: random seed.")] = 7,
-    model_id: Annotated[
-        str | None,
-        typer.Option("--model", help="Judge with this model (each conversation state once; repeats are replayed)."),
-    ] = None,
-    recorded: Annotated[Path | None, typer.Option("--recorded", help="Judge from recorded judgments (JSONL).")] = None,
-    record: Annotated[Path | None, typer.Option("--record", help="Write the judgments made to this JSONL.")] = None,
-    mode: Annotated[
-        str,
-        typer.Option(
-            "--mode",
-            help="How a live model judges: 'likelihood' (scored phrases and a "
-            "fitted map; models that can score), 'structured' (its JSON "
-            "answer) or 'probability' (next-token p(true)).",
-        ),
-    ] = "likelihood",
-    check_interval: Annotated[int, typer.Option(min=1, max=86_400)] = 60,
-    min_wait: Annotated[int, typer.Option(min=0, max=86_400)] = 300,
-    skip: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--skip",
-            help="A skip window: CONFIDENCE=SECONDS — a judgment at least this confident is not made again for "
-            "that long (repeatable; replaces the seed's 0.9=43200 0.7=3600).",
-        ),
-    ] = None,
-    default_skip: Annotated[
-        int | None,
-        typer.Option("--default-skip", min=0, help="Seconds a judgment below every --skip threshold is kept (600)."),
-    ] = None,
+    workload: WorkloadOpt = None,
+    generate: GenerateOpt = False,
+    channels: ChannelsOpt = 50,
+    hours: HoursOpt = None,
+    rate: RateOpt = 0.25,
+    burst: BurstOpt = 3.0,
+    seed: SeedOpt = 7,
+    model_id: ModelOpt = None,
+    recorded: RecordedOpt = None,
+    record: RecordOpt = None,
+    mode: ModeOpt = "likelihood",
+    check_interval: CheckIntervalOpt = 60,
+    min_wait: MinWaitOpt = 300,
+    skip: SkipOpt = None,
+    default_skip: DefaultSkipOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the periodic checker with and without the cache on the same workload and judge; a run of kind
     `skip.simulate` (the same entry point as the Skip cache page)."""
     # CLI start-up: loaded when the command runs
     from engine.skip.config import ResponseConfig
-    from engine.skip.recording import RecordedJudge
     from engine.skip.run import SimulationConfig
-    from engine.skip.workload import WorkloadError, WorkloadSpec
-    from models.files import OutputError  # CLI start-up
 
     if workload is not None and generate:
         raise _fail("give either --workload or --generate, not both")
     check_output(record, option="--record")
     messages, spec, file_ref = _workload(workload, channels, hours, rate, burst, seed)
-    if model_id is None and recorded is None:
-        if default_recording().is_file() and spec is not None and spec == WorkloadSpec():
-            recorded = default_recording()
-        else:
-            raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
-    if mode not in ("likelihood", "structured", "probability"):
-        raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
-    if recorded is not None:
-        try:
-            RecordedJudge.load(recorded)  # a broken recording is named before anything runs
-        except WorkloadError as exc:
-            raise _fail(str(exc)) from None
+    recorded = _judge(model_id, recorded, mode, spec)
     response = ResponseConfig(check_interval_seconds=check_interval, min_wait_seconds=min_wait)
     if skip or default_skip is not None:
         response.judgment_skip = _skip_windows(skip or [], default_skip, response.judgment_skip)
@@ -123,18 +127,48 @@ def simulate_cmd(
     report = _run(config, messages, model_id)
     result = report.comparison | {"run_id": report.run_id}
     if record:
-        try:
-            RecordedJudge(report.records).dump(record)
-        except OutputError as exc:
-            raise _fail(f"--record {exc}") from None
-        except OSError as exc:
-            raise _fail(f"--record {record}: cannot write ({exc.strerror or exc})") from None
+        _write_record(report.records, record)
     if model_id is not None:
         result["live_calls"] = report.live_calls
     if as_json:
         say(json.dumps(result, ensure_ascii=False, indent=2, default=str))
         return
     _say_simulation(result)
+
+
+def _judge(model_id: str | None, recorded: Path | None, mode: str, spec: Any) -> Path | None:
+    """The recording to judge from (--recorded, or the shipped one for the default workload when no --model is
+    given), checked before anything runs: a missing judge, a bad --mode or a broken recording is an error."""
+    # CLI start-up: loaded when the command runs
+    from engine.skip.recording import RecordedJudge
+    from engine.skip.workload import WorkloadError, WorkloadSpec
+
+    if model_id is None and recorded is None:
+        if default_recording().is_file() and spec is not None and spec == WorkloadSpec():
+            recorded = default_recording()
+        else:
+            raise _fail("choose a judge: --model ID, or --recorded FILE (recorded judgments)")
+    if mode not in ("likelihood", "structured", "probability"):
+        raise _fail(f"--mode must be 'likelihood', 'structured' or 'probability', not '{mode}'")
+    if recorded is not None:
+        try:
+            RecordedJudge.load(recorded)  # a broken recording is named before anything runs
+        except WorkloadError as exc:
+            raise _fail(str(exc)) from None
+    return recorded
+
+
+def _write_record(records: Any, record: Path) -> None:
+    """--record: the judgments the simulation made, as a recording (a file it cannot write is an error)."""
+    from engine.skip.recording import RecordedJudge  # CLI start-up
+    from models.files import OutputError  # CLI start-up
+
+    try:
+        RecordedJudge(records).dump(record)
+    except OutputError as exc:
+        raise _fail(f"--record {exc}") from None
+    except OSError as exc:
+        raise _fail(f"--record {record}: cannot write ({exc.strerror or exc})") from None
 
 
 def _workload(
@@ -361,9 +395,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
 
 def figures() -> Sequence[FigureBuilder]:
     # loaded when used: the report's charts load plotly
-    from dashboard.report import _simulation
+    from dashboard.mechanisms.skip.report import simulation_charts
 
-    return (_simulation,)
+    return (simulation_charts,)
 
 
 def demo() -> DemoFlow:
@@ -373,12 +407,19 @@ def demo() -> DemoFlow:
     return record_page
 
 
+def benchmarks() -> tuple[object, ...]:
+    # loaded when used: `judgelab bench` only
+    from dashboard.mechanisms.skip import bench
+
+    return (bench,)
+
+
 UI = MechanismUI(
     "skip",
-    page="pages/skipcache.py",
+    page="pages/skip.py",
     title="Skip cache",
     icon="⏱️",
-    url_path="skip-cache",
+    url_path="skip",
     cli=app,
     figures=figures,
     calibration_split="skip-calib.jsonl",
@@ -389,4 +430,5 @@ UI = MechanismUI(
         answers={"reply": "reply", "no_reply": "no reply"},
     ),
     demo=demo,
+    bench=benchmarks,
 )

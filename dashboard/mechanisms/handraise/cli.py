@@ -56,6 +56,24 @@ Embedders = Annotated[
         help="Comma-separated embedders whose embedding maps are refitted (default: every one, minilm and use-m3).",
     ),
 ]
+# `handraise chat`'s own options
+Messages = Annotated[list[str], typer.Option("--message", help="A user message (repeatable: one turn each).")]
+ChatMode = Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")]
+Seats = Annotated[
+    str | None,
+    typer.Option(
+        "--models", help="Comma-separated model ids re-seating the default cast (cycled); default: the cast's own."
+    ),
+]
+AnswerModel = Annotated[
+    str | None,
+    typer.Option(
+        "--answer-model",
+        help="The model that writes every participant's answers; default: SmolLM2-135M-Instruct where the "
+        "catalog has it, else each participant's own model.",
+    ),
+]
+Decide = Annotated[str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")]
 
 
 def _embedder(value: str | None) -> str:
@@ -491,35 +509,21 @@ def default_calibration_job(data: Path, model_id: str = "gemma3-270m", limit: in
 
 @app.command("chat")
 def chat_cmd(
-    messages: Annotated[list[str], typer.Option("--message", help="A user message (repeatable: one turn each).")],
+    messages: Messages,
     method: Method = "likelihood",
     judge_model: JudgeModel = "gemma3-270m",
     ensemble: Ensemble = None,
     embedder: Embedder = None,
     threshold: Threshold = 0.6,
-    mode: Annotated[str, typer.Option("--mode", help="focus | brainstorm | mention_only.")] = "focus",
-    models: Annotated[
-        str | None,
-        typer.Option(
-            "--models", help="Comma-separated model ids re-seating the default cast (cycled); default: the cast's own."
-        ),
-    ] = None,
-    answer_model: Annotated[
-        str | None,
-        typer.Option(
-            "--answer-model",
-            help="The model that writes every participant's answers; default: SmolLM2-135M-Instruct where the "
-            "catalog has it, else each participant's own model.",
-        ),
-    ] = None,
-    decide: Annotated[
-        str, typer.Option("--decide", help="What happens to the cards: approve_all | skip_all.")
-    ] = "approve_all",
+    mode: ChatMode = "focus",
+    models: Seats = None,
+    answer_model: AnswerModel = None,
+    decide: Decide = "approve_all",
     as_json: JsonFlag = False,
 ) -> None:
     """A conversation with the default cast, one turn per --message: the will judgment, the hands, the cards
     decided by --decide, the approved answers — a run of kind `handraise.conversation`, through the same
-    entry point as the Conversation page."""
+    entry point as the Hand raise page."""
     from pydantic import ValidationError  # CLI start-up
 
     # CLI start-up
@@ -614,11 +618,11 @@ def _say_turns(turns: list[Any], names: dict[str, str]) -> None:
 
 def figures() -> Sequence[FigureBuilder]:
     # loaded when used: the report's charts load plotly
-    from dashboard.report import _conversation, _handraise_eval
+    from dashboard.mechanisms.handraise.report import conversation, handraise_eval
 
     return (
-        _conversation,
-        _handraise_eval,
+        conversation,
+        handraise_eval,
     )
 
 
@@ -629,12 +633,22 @@ def demo() -> DemoFlow:
     return record_page
 
 
+def benchmarks() -> tuple[object, ...]:
+    # loaded when used: `judgelab bench` only
+    from dashboard.mechanisms.handraise import bench, bench_answers
+
+    return (
+        bench_answers,
+        bench,
+    )
+
+
 UI = MechanismUI(
     "handraise",
-    page="pages/conversation.py",
-    title="Conversation",
+    page="pages/handraise.py",
+    title="Hand raise",
     icon="🙋",
-    url_path="conversation",
+    url_path="handraise",
     cli=app,
     figures=figures,
     calibration_split="handraise-calib.jsonl",
@@ -648,4 +662,6 @@ UI = MechanismUI(
         usable_why="only hands judged by the likelihood judge carry the features a refit needs",
     ),
     demo=demo,
+    reopens={"handraise.conversation": "its chat, charts and What-if"},
+    bench=benchmarks,
 )

@@ -375,9 +375,9 @@ def calibration_job(data: Path, model_id: str = "gemma3-270m", limit: int | None
 
 def figures() -> Sequence[FigureBuilder]:
     # loaded when used: the report's charts load plotly
-    from dashboard.report import _confidence
+    from dashboard.mechanisms.confidence.report import confidence
 
-    return (_confidence,)
+    return (confidence,)
 
 
 def demo() -> DemoFlow:
@@ -385,6 +385,13 @@ def demo() -> DemoFlow:
     from engine.confidence.demo import record_page
 
     return record_page
+
+
+def benchmarks() -> tuple[object, ...]:
+    # loaded when used: `judgelab bench` only
+    from dashboard.mechanisms.confidence import bench
+
+    return (bench,)
 
 
 UI = MechanismUI(
@@ -403,4 +410,5 @@ UI = MechanismUI(
         answers={"right": "right", "wrong": "wrong"},
     ),
     demo=demo,
+    bench=benchmarks,
 )

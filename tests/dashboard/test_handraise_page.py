@@ -1,4 +1,4 @@
-"""The Conversation page in AppTest: a message, hand-raise cards, approve / skip, the streamed answer of the
+"""The Hand raise page in AppTest: a message, hand-raise cards, approve / skip, the streamed answer of the
 bundled model, skip lines, telemetry, and the what-if re-decision."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.dashboard.rendered import shown
 
 
 def _page() -> None:
-    from pages import conversation
+    from pages import handraise as conversation
 
     conversation.render()
 
@@ -86,7 +86,7 @@ def test_every_default_raises_only_the_coders_hand_for_a_code_question() -> None
     assert at.selectbox(key="conv.judge_model").value == "gemma3-270m"
     assert at.slider(key="conv.threshold").value == 0.6
     assert at.selectbox(key="conv.mode").value == "focus"
-    at.toggle(key="details.conversation.toggle").set_value(True).run()  # the calibration caption is research detail
+    at.toggle(key="details.handraise.toggle").set_value(True).run()  # the calibration caption is research detail
     assert any(
         shown(c.value).startswith(
             "Scored by gemma3-270m + smollm2-135m. Calibration: handraise.likelihood · gemma3-270m+smollm2-135m"
@@ -132,7 +132,7 @@ def test_mention_only_answers_the_mentioned_participant_without_cards() -> None:
 
 
 def test_f1_by_language_cell_survives_odd_stored_summaries() -> None:
-    from pages.conversation_benchmark import _by_language
+    from dashboard.mechanisms.handraise.benchmark_tab import _by_language
 
     assert _by_language({"en": {"f1": 0.7692}, "ja": {"f1": None}}) == "en 0.77 · ja –"
     assert _by_language(None) == "" and _by_language(["en"]) == ""
@@ -177,8 +177,8 @@ def test_benchmark_tab_runs_the_context_ablation_side_by_side() -> None:
 def test_the_judge_offered_says_whether_it_carries_signal_and_the_knobs_reach_the_config() -> None:
     """The settings name the chosen judge's diagnosis (from its shipped map) in words; the over-raise knobs
     and the brainstorm auto-allow level are settings of the page (no model is called: nothing is sent)."""
+    from dashboard.mechanisms.handraise.settings import judge_diagnosis
     from engine.diagnostics import MARK_TEXT
-    from pages import conversation
 
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception
@@ -192,9 +192,9 @@ def test_the_judge_offered_says_whether_it_carries_signal_and_the_knobs_reach_th
     at.slider(key="conv.over_damping").set_value(0.5)
     at.slider(key="conv.auto_allow").set_value(0.45).run()
     assert not at.exception
-    diagnosis = conversation._judge_diagnosis("likelihood", "gemma3-270m", ["smollm2-135m"])
+    diagnosis = judge_diagnosis("likelihood", "gemma3-270m", ["smollm2-135m"])
     assert diagnosis is not None and diagnosis.mark in MARK_TEXT
-    assert conversation._judge_diagnosis("self", "gemma3-270m") is None
+    assert judge_diagnosis("self", "gemma3-270m") is None
     settings = AppTest.from_function(_settings_only, default_timeout=60).run()
     settings.number_input(key="conv.over_window").set_value(7)
     settings.slider(key="conv.over_level").set_value(0.8)
@@ -208,17 +208,18 @@ def test_the_judge_offered_says_whether_it_carries_signal_and_the_knobs_reach_th
 def _settings_only() -> None:
     import streamlit as st
 
-    from pages import conversation
+    from dashboard.mechanisms.handraise.session import init_state
+    from dashboard.mechanisms.handraise.settings import render_settings
 
-    conversation._init_state()
-    _, config = conversation._render_settings()
+    init_state()
+    _, config = render_settings()
     st.session_state["captured"] = config.model_dump(mode="json")
 
 
 def test_stored_benchmark_runs_show_each_rate_with_its_interval() -> None:
+    from dashboard.mechanisms.handraise.benchmark_tab import stored_evals, with_interval
     from engine.events import run_context
     from engine.handraise.benchmark import benchmark_totals
-    from pages.conversation_benchmark import stored_evals, with_interval
 
     lines = [
         {

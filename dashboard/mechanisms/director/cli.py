@@ -427,9 +427,9 @@ def _fit_or_none(rows: list[dict[str, Any]], data: Path, warn: float, retry: flo
 
 def figures() -> Sequence[FigureBuilder]:
     # loaded when used: the report's charts load plotly
-    from dashboard.report import _director
+    from dashboard.mechanisms.director.report import director
 
-    return (_director,)
+    return (director,)
 
 
 def demo() -> DemoFlow:
@@ -437,6 +437,13 @@ def demo() -> DemoFlow:
     from engine.director.demo import record_page
 
     return record_page
+
+
+def benchmarks() -> tuple[object, ...]:
+    # loaded when used: `judgelab bench` only
+    from dashboard.mechanisms.director import bench
+
+    return (bench,)
 
 
 UI = MechanismUI(
@@ -455,4 +462,5 @@ UI = MechanismUI(
         answers={"ok": "OK", "retry": "RETRY"},
     ),
     demo=demo,
+    bench=benchmarks,
 )

@@ -1,4 +1,4 @@
-"""The Conversation page's live turn (AppTest): an approved card's answer starts at once and streams in its
+"""The Hand raise page's live turn (AppTest): an approved card's answer starts at once and streams in its
 own chat bubble below the conversation (never inside a card) while other cards still wait; the turn closes
 when the last card is decided; "New conversation" clears the chat and closes the run. Answers come from a
 scripted model with latency; the wills from the embedding judge (no model call)."""
@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from models.types import Request
-from tests.dashboard.test_conversation_page import _page, settle
+from tests.dashboard.test_handraise_page import _page, settle
 from tests.fakes.scripted import FnModel
 
 

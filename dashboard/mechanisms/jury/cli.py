@@ -527,19 +527,29 @@ def _rerun(store: Store, run: Run) -> bool:
 
 def figures() -> Sequence[FigureBuilder]:
     # loaded when used: the report's charts load plotly
-    from dashboard.report import _jury, _jury_eval
+    from dashboard.mechanisms.jury.report import jury, jury_eval
 
     return (
-        _jury,
-        _jury_eval,
+        jury,
+        jury_eval,
     )
 
 
 def demo() -> DemoFlow:
     # loaded when used: the flow loads the engine
-    from dashboard.demo_flows.jury import record_page
+    from dashboard.mechanisms.jury.demo import record_page
 
     return record_page
+
+
+def benchmarks() -> tuple[object, ...]:
+    # loaded when used: `judgelab bench` only
+    from dashboard.mechanisms.jury import bench, bench_default_case
+
+    return (
+        bench_default_case,
+        bench,
+    )
 
 
 UI = MechanismUI(
@@ -558,4 +568,5 @@ UI = MechanismUI(
         choices=("safe_pass", "needs_review", "unsafe_fail"),
     ),
     demo=demo,
+    bench=benchmarks,
 )

@@ -1,4 +1,4 @@
-"""`judgelab bench --only handraise.answers`: what people read in the Conversation page, before and after the
+"""`judgelab bench --only handraise.answers`: what people read in the Hand raise page, before and after the
 answering model became a setting of its own.
 
 On the 24 hand-raise benchmark prompts, each labelled speaker (the first participant where none is) answers
@@ -161,7 +161,7 @@ TURN_MESSAGES = [
 
 @benchmark("handraise.conversation_turn")
 def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
-    """The Conversation page's flow on warm models, through its entry points (`conversation_turn` without
+    """The Hand raise page's flow on warm models, through its entry points (`conversation_turn` without
     answers, then every card approved and `answer_turn`), with the page's default cast and settings: seconds
     from a message to its hand cards, and from Approve to the first answer token. The first turn (models
     loading, content-free baselines, the embedder) is reported apart."""
@@ -204,7 +204,7 @@ def bench_conversation_turn(repeat: int, progress: Progress) -> BenchResult:
         close_conversation(session)
     result = BenchResult.from_samples(
         "handraise.conversation_turn",
-        "Conversation page flow on warm models: message → hand cards (samples); Approve → first answer token",
+        "Hand raise page flow on warm models: message → hand cards (samples); Approve → first answer token",
         cards,
         target="cards median ≤ 3 s; first answer token median ≤ 2 s",
         metrics={
