@@ -15,20 +15,24 @@ export TRANSFORMERS_OFFLINE := 1
 run: $(STAMP)
 	$(BIN)/judgelab dashboard
 
-# Every test on two workers (pytest-xdist). `--dist loadgroup` hands out one test at a time, and keeps the tests of
-# one `xdist_group` (the local Ray instances) on one worker. Each worker loads a bundled model once, when a `model`
-# test first needs it; tests/conftest.py adds `slow` to every `model`/`server`/`browser`/`postgres` test. Compiled
-# bytecode is kept even where the environment sets PYTHONDONTWRITEBYTECODE: without it every worker compiles the
-# project and rewrites the tests on every run (~3 s of CPU each).
+# Every test on three workers (pytest-xdist) on two cores: the slow tests wait on browsers, dashboards, Ray and
+# model servers about half of their time, and a third worker fills it (measured on this 2-core machine: 10:39 on
+# two workers, 10:02 on three, 10:12 on four). tests/conftest.py hands out the modules with a costly test first
+# (the longest work first, the many short tests fill the end). `--dist loadgroup` hands out one test at a time, and
+# keeps the tests of one `xdist_group` (a shared server, the local Ray instance) on one worker. Each worker loads a
+# bundled model once, when a `model` test first needs it; tests/conftest.py adds `slow` to every
+# `model`/`server`/`browser`/`postgres` test. Compiled bytecode is kept even where the environment sets
+# PYTHONDONTWRITEBYTECODE: without it every worker compiles the project and rewrites the tests on every run (~3 s of
+# CPU each).
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=25
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 3 --dist loadgroup --durations=25
 
-# The inner loop: everything but `slow`, on four workers (the tests wait on loopback servers and timers a third of
-# the time: four overlap that on two cores) that steal work from each other (`--dist load` hands out fixed chunks:
-# the worker left holding the page tests ran 5-8 s past the others), with a quick fuzz (100 outputs per parser;
-# `make test` runs 400, CI 10 000).
+# The inner loop: everything but `slow` (a model, a server, a browser, PostgreSQL, or over half a second of CPU or
+# 2.5 s of time: `make test` runs those), on three workers that steal work from each other (`--dist load` hands out
+# fixed chunks: the worker left holding the page tests ran 5-8 s past the others; a fourth worker costs more in
+# start-up than it overlaps), with a quick fuzz (100 outputs per parser; `make test` runs 400, CI 10 000).
 test-fast: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not slow"
+	env -u PYTHONDONTWRITEBYTECODE JUDGELAB_FUZZ_EXAMPLES=100 $(BIN)/python -m pytest -q -n 3 --dist worksteal -m "not slow"
 
 install: $(STAMP)
 

@@ -87,6 +87,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("e2e")
         if names & COSTS and "slow" not in names:
             item.add_marker("slow")
+    items[:] = costly_modules_first(items)
+
+
+def costly_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The modules holding a costly test (a model, a server, a browser, PostgreSQL) before the others, each module
+    kept whole and in its order (its module-scoped servers start once): the workers take the long work first and
+    the many short tests fill the end, so no worker is left alone with a long test at the end of the run (the
+    longest first: what keeps `make test` within its minutes)."""
+    costly = {item.path for item in items if COSTS & {mark.name for mark in item.iter_markers()}}
+    order = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    return sorted(items, key=lambda item: (item.path not in costly, order[item.path]))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "import_cycles.py"
 
@@ -82,6 +84,7 @@ def test_an_import_inside_a_function_needs_a_reason(tmp_path: Path) -> None:
     assert "import cycles: none" in done.stdout
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_project_has_no_cycle_and_every_deferred_import_says_why() -> None:
     done = _check(ROOT)
     assert done.returncode == 0, done.stdout

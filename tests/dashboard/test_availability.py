@@ -32,6 +32,7 @@ def test_a_busy_run_loop_does_not_delay_the_availability_check(monkeypatch: pyte
     assert not any("gave no answer" in a.reason for a in got.values())
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_check_that_hangs_makes_every_model_not_checked_for_this_rerun(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "PROBE_TIMEOUT_S", 0.5)
     _hold(state._probe_loop(), 2.0)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dashboard.bench.harness import history_store
 from engine.store import RunFilter, Store
 from tests.engine.test_demo import DEMO_RUNS
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_history_store_copies_the_demo_runs_with_their_events(tmp_path: Path) -> None:
     url, counts = history_store(tmp_path, n_runs=23)
     store = Store(url)

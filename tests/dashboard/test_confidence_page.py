@@ -31,6 +31,7 @@ def _level_counts(at: AppTest) -> dict[str, int]:
     raise AssertionError("no per-level table")
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_lab_scores_factors_live() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     assert not at.exception
@@ -52,6 +53,7 @@ def test_lab_scores_factors_live() -> None:
     assert _metrics(at)["Score"] == "0.700"
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_thresholds_re_decide_the_calibration_set_instantly() -> None:
     at = AppTest.from_function(_page, default_timeout=60).run()
     metrics = _metrics(at)
@@ -123,6 +125,7 @@ def test_live_evaluation_with_the_bundled_model_is_recorded() -> None:
     assert set(factors["factor"]) == {"llm_self_confidence", "query_coverage", "source_agreement"}
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_live_self_evaluation_method_is_chosen_and_its_map_named() -> None:
     from engine.confidence.likelihood import CONFIDENCE
     from engine.confidence.signals import SIGNALS, SIGNALS_ID
@@ -228,6 +231,7 @@ def test_the_recorded_demo_result_is_marked_not_trustworthy_and_says_what_it_sta
     assert "self-confidence 0.90" in sentence
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_result_that_is_not_trustworthy_shows_escalate_never_silent() -> None:
     """C1: the page showed "SILENT — not trustworthy". A live result with no judgment of the answer now reads
     ESCALATE on the gauge and the Level metric, with what the score alone would say beside it."""

@@ -129,6 +129,7 @@ def test_runs_page_shows_would_have_cost_for_a_replayed_run(priced: FakeServer) 
     assert "$0 (replayed: would have cost $" in label
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_handraise_eval_reports_cost_per_decision_from_the_recorded_calls(priced: FakeServer) -> None:
     code, out = invoke(
         "handraise",

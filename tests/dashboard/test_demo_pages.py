@@ -124,6 +124,7 @@ def test_demo_load_cli_is_idempotent() -> None:
     assert len(Store().list_runs(limit=100)) == DEMO_RUNS
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_switch_loads_the_demo_and_offers_only_the_recorded_model(demo_env: None) -> None:
     at = open_page("runs", "runs")
     ok(at)
@@ -170,6 +171,7 @@ def test_conversation_recorded_and_unrecorded(demo_env: None) -> None:
     assert messages[0] in message
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_recorded_script_plays_through_its_button_and_another_path_says_so(demo_env: None) -> None:
     """The sidebar's script as a presenter plays it: the first message, Speak on the raised card, then the "Send
     the recorded message" button — every judgment and answer replays (the tour found the second refused when
@@ -201,6 +203,7 @@ def test_the_recorded_script_plays_through_its_button_and_another_path_says_so(d
             assert any(b.label == "Approve all" for b in at.button)  # the second turn's cards, replayed
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     page = load_manifest(DEMO).pages["jury"]
     at = open_page("jury", "jury")
@@ -225,6 +228,7 @@ def test_jury_recorded_and_unrecorded(demo_env: None) -> None:
     assert page.prefill["jury.case"] in missed(at)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_director_duo_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("director", "director")
     at.button(key="director.duo_run").click().run()
@@ -303,6 +307,7 @@ def test_confidence_recorded_and_unrecorded(demo_env: None) -> None:
     assert "capital of France" in missed(at)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
     at = open_page("skip", "skip")
     assert at.selectbox(key=wkey(at, "skip.judge")).value == "gemma3-270m"
@@ -325,6 +330,7 @@ def test_skip_cache_recorded_and_unrecorded(demo_env: None) -> None:
 
 
 @pytest.mark.parametrize(("page", "url"), [("models", "models"), ("runs", "runs"), ("replay", "replay")])
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_pages_without_a_model_open_in_demo_mode(demo_env: None, page: str, url: str) -> None:
     ok(open_page(page, url))
 

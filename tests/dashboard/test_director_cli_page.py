@@ -279,6 +279,7 @@ def test_duo_simulator_with_the_bundled_model() -> None:
     assert sum(s in ("PASS", "WARN") for s in statuses) >= 1, statuses
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_batch_rubric_scored_once_then_retuned_without_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dashboard import state
 

@@ -255,6 +255,7 @@ def until(at: AppTest, done: Any, timeout_s: float = 120.0) -> None:
 
 
 @pytest.mark.parametrize("rubric", [False, True], ids=["rules-only", "with-rubric"])
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_director_check(fake_world: Path, rubric: bool) -> None:
     line, scene = "そうですね。一般的に、朝の海は人が少ないです。", "海辺の散歩"  # あゆ's tone: the rules pass it
 
@@ -325,6 +326,7 @@ def test_director_batch_keeps_conversation_state_on_both_sides(fake_world: Path,
     assert b.name == a.name == "beach.jsonl"
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_director_duo(fake_world: Path) -> None:
     def page() -> None:
         at = _page("director")()
@@ -389,6 +391,7 @@ def test_skip_simulate_with_recorded_judgments(fake_world: Path) -> None:
     assert a.summary["result"]["with_cache"]["judge_calls"] < a.summary["result"]["without_cache"]["judge_calls"]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_skip_simulate_with_a_live_model(fake_world: Path) -> None:
     a, _, out = both_sides(
         "skip.simulate",
@@ -417,6 +420,7 @@ def test_skip_simulate_with_a_live_model(fake_world: Path) -> None:
 # -- confidence -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_confidence_evaluate(fake_world: Path) -> None:
     query, answer = "What is the capital of France?", "The capital of France is Paris."
 
@@ -452,6 +456,7 @@ def test_confidence_evaluate(fake_world: Path) -> None:
     assert out is not None and out["score"] == a.summary["score"] and out["level"] == a.summary["level"]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_confidence_calibrate(fake_world: Path) -> None:
     labels = fake_world / "benchmarks" / "confidence.jsonl"
 

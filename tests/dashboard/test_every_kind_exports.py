@@ -255,6 +255,7 @@ def _problems_on_the_runs_page(run_id: str) -> list[str]:
     return problems
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_every_kind_in_the_code_is_made_here() -> None:
     """The kinds read from the code, and the ones `store_every_kind` stores, are the same: a new kind (or a
     renamed one) fails here until a step stores it."""

@@ -67,6 +67,7 @@ def _frame(at: AppTest, key: str) -> Any:
     return next(d.value for d in at.dataframe if FRAMES[key] in d.value.columns)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_shipped_yaml_runs_and_the_results_show_best_cell_charts_compare_and_exports() -> None:
     from pages.experiments import export_bytes
 
@@ -183,6 +184,7 @@ def _jury_form(at: AppTest, space: str, limit: int = 3) -> None:
     assert not at.button(key="experiments.launch").disabled, [e.value for e in at.error]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_jury_sweep_is_watched_live_then_shows_the_discussions_effect(slow_jurors: ScriptedHub) -> None:
     at = _page().run()
     at.radio(key=wkey(at, "experiments.source")).set_value("Form").run()

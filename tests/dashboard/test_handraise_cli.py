@@ -96,6 +96,7 @@ def test_eval_with_the_bundled_judge_is_one_call_per_item(tmp_path: Path) -> Non
     assert rows["coder"]["relevance"] > rows["designer"]["relevance"]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_errors_are_clear(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(

@@ -28,6 +28,7 @@ def two_cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_eval_json_totals_recompute_from_items_and_runs_replay(two_cases: Path, mock_models: Path) -> None:
     code, out = invoke(
         "jury", "eval", "--cases", str(two_cases), "--rounds", "1", "--method", "majority_vote", "--json"

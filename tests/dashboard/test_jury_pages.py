@@ -122,6 +122,7 @@ def _stored_run(case_id: str, method: str, gold: str | None = "unsafe_fail") -> 
     return run_id
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_replay_steps_plays_and_shows_what_the_live_page_showed() -> None:
     run_id = _stored_run("leak", "majority_vote")
     live = AppTest.from_function(_jury_page, default_timeout=60)
@@ -193,6 +194,7 @@ def test_replay_compare_with_a_single_run_says_so() -> None:
     assert not at.tabs[1].dataframe
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_replay_button_offers_a_replay_at_the_last_event() -> None:
     from pages.replay import play_label
 

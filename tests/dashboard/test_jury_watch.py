@@ -50,6 +50,7 @@ def _configure(at: AppTest) -> None:
     at.toggle(key=wkey(at, "jury.parallel")).set_value(False)  # one juror at a time: the run lasts a few seconds
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_click_starts_the_run_and_the_page_watches_it_to_the_end(slow_jurors: ScriptedHub) -> None:
     at = _page().run()
     _configure(at)

@@ -119,6 +119,7 @@ def test_calibrate_judge_labels_needs_enough_labels(store: Store) -> None:
     assert code == 2 and "--labels" in out
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_calibrate_judge_labels_refits_saves_and_adopts(store: Store) -> None:
     from engine.handraise.scripted_labeller import USER, label_items, load_recording
 
@@ -142,6 +143,7 @@ def test_calibrate_judge_labels_refits_saves_and_adopts(store: Store) -> None:
     assert code == 1 and "no version" in out
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_100_000_bad_rows_are_refused_in_bounded_time_and_memory(tmp_path: Path) -> None:
     path = tmp_path / "huge.jsonl"
     line = json.dumps({"mechanism": "handraise", "item_key": "t1/a", "label": "maybe"}) + "\n"
@@ -171,6 +173,7 @@ def test_100_000_bad_rows_are_refused_in_bounded_time_and_memory(tmp_path: Path)
     assert float(done.stdout.strip()) < 30
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_two_concurrent_cli_imports_of_a_file_without_times_store_each_label_once(store: Store, tmp_path: Path) -> None:
     """Issue 35: two `judgelab labels import` of one file at once, then a third: each label stored once, and each
     says how many of its rows were new ("N imported, M already present")."""

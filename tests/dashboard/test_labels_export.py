@@ -243,6 +243,7 @@ def _labels(draw: st.DrawFn) -> Label:
 
 @settings(max_examples=150, deadline=None)
 @given(labels=st.lists(_labels(), min_size=1, max_size=6), fmt=st.sampled_from(("jsonl", "csv")))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_export_then_parse_is_the_identity(labels: list[Label], fmt: str) -> None:
     text = export_labels(labels, fmt)  # type: ignore[arg-type]
     rows = parse_labels(text, fmt)  # type: ignore[arg-type]

@@ -192,6 +192,7 @@ def test_speak_and_skip_on_the_cards_are_counted_as_labels(tmp_path: Path, monke
     assert any(counted in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_refit_from_the_agreement_view_then_adopt_and_the_conversation_names_the_map(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -78,6 +78,7 @@ def _open(maps: Path) -> Any:
     return at
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_damaged_version_is_listed_as_damaged_never_offered(page: Path, tmp_path: Path) -> None:
     _version("20260101T000000Z")
     damaged = _version("20260102T000000Z")

@@ -91,6 +91,7 @@ def test_calibrate_judge_labels_refuses_a_label_naming_a_path(
     assert not (maps / POINTER).exists()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_real_judgelab_refuses_it_in_bounded_time_and_memory(maps: Path, tmp_path: Path) -> None:
     label_id = hostile_labels(Store())
     code = textwrap.dedent(
@@ -179,6 +180,7 @@ def test_labels_maps_and_adopt_with_a_link_loop_are_one_line_each(maps: Path) ->
     assert code == 1 and out.count("\n") == 1 and "cannot be resolved" in out and str(maps) not in out
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_line_break_in_a_labels_user_cannot_forge_a_starred_version(maps: Path) -> None:
     store = Store()
     run = store.get_run(load_recording(store))

@@ -130,6 +130,7 @@ def test_runs_page_deep_link_by_query_param() -> None:
     assert any(run.run_id in shown(h.value) for h in at.subheader)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_metric_rows_and_flow_columns_wrap_in_horizontal_containers() -> None:
     """`metric_row` and `flow_columns` lay their items out in a wrapping horizontal container (a narrow window
     puts them on the next line rather than cutting labels); metrics keep their labels, values and deltas."""

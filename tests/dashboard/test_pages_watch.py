@@ -147,6 +147,7 @@ def entry_result(coro: Any) -> Any:
 # -- director ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_director_batch_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:
     from engine.config import get_settings
     from engine.director.batch import ScriptConfig, run_script
@@ -201,6 +202,7 @@ def test_director_batch_cancel_keeps_the_lines_it_judged(hub: Hub) -> None:
     assert not at.button(key="director.batch_score").disabled  # a new run may start
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_director_duo_is_watched_and_a_reload_re_attaches(hub: Hub, tmp_path: Any) -> None:
     from engine.director.config import DirectorConfig
     from engine.director.dialogue import DuoConfig, run_duo
@@ -257,6 +259,7 @@ def _small_skip(at: AppTest, judge: str) -> None:
     at.selectbox(key=wkey(at, "skip.method")).set_value("structured").run()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_skip_simulation_is_watched_to_the_entry_points_result(hub: Hub, tmp_path: Any) -> None:
     from engine.skip.run import SimulationConfig, run_simulation
 
@@ -308,6 +311,7 @@ def _live(at: AppTest) -> None:
     at.text_area(key=wkey(at, "confidence.live_sources")).set_value("").run()  # no sources: no embedder
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub, tmp_path: Any) -> None:
     from engine.confidence.evaluation import EvaluationConfig, evaluate
     from engine.confidence.settings import ConfidenceSettings
@@ -358,6 +362,7 @@ def test_confidence_evaluation_is_watched_and_cancel_keeps_its_factors(hub: Hub,
     assert "confidence_factor" in types and types[-1] == "run_cancelled" and "confidence_scored" not in types
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_confidence_calibration_is_recorded_through_the_registry(tmp_path: Any) -> None:
     from engine.confidence.calibration import CalibrationConfig, calibrate_labels, parse_labels
     from engine.confidence.settings import ConfidenceSettings
@@ -378,6 +383,7 @@ def test_confidence_calibration_is_recorded_through_the_registry(tmp_path: Any) 
     assert run.summary["result"] == direct.report
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_confidence_generate_does_not_wait(hub: Hub) -> None:
     hub.delay_s = 1.0
     at = page("confidence")
@@ -399,6 +405,7 @@ def test_confidence_generate_does_not_wait(hub: Hub) -> None:
 # -- conversation -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_conversation_turn_can_be_cancelled_and_the_conversation_goes_on(hub: Hub) -> None:
     from engine.handraise.conversation import restore_conversation
 

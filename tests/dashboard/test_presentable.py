@@ -107,6 +107,7 @@ def test_models_prompt_outside_the_recording_is_a_notice_not_an_error(demo_env: 
     assert not at.exception and not at.error, [e.value for e in at.error]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_replayed_models_answer_reads_without_its_scaffold_and_says_replayed(demo_env: None) -> None:  # noqa: F811
     """The recorded prompt in demo mode: the answer shown has no "### Answer:" the base model echoed, and a
     replayed call shows "replayed", not a latency of 0.00 s and thousands of tokens per second."""

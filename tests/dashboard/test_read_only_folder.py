@@ -126,6 +126,7 @@ def test_reads_work_and_writes_are_refused_naming_the_folder(recorded: tuple[Pat
     assert _digest(path) == before
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_new_database_in_a_read_only_folder_names_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
@@ -156,6 +157,7 @@ def test_the_store_opens_read_only_in_process(recorded: tuple[Path, str]) -> Non
     assert Store(f"sqlite:///{path}").read_only is None  # writable again: an ordinary store
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_damaged_file_in_a_read_only_folder_is_still_called_damaged(recorded: tuple[Path, str]) -> None:
     path, _ = recorded
     size = path.stat().st_size

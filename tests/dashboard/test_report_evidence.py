@@ -7,6 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from dashboard.report import figures_for, run_report
 from engine.exports import csv_text, load_run, tables
 from engine.skip.config import ResponseConfig
@@ -15,6 +17,7 @@ from engine.skip.workload import WorkloadSpec
 from engine.store import Store
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_skip_simulations_export_holds_its_interval_and_every_chart_of_its_page(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'skip.db'}")
     try:

@@ -307,6 +307,7 @@ def test_an_experiment_is_one_row_its_cells_open_under_it_and_every_run_has_a_na
     assert (table["experiment"] == f"in {experiment.experiment_id}").sum() == 49  # the conversation, then cells
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_cell_says_which_experiment_it_belongs_to_and_opens_it(tmp_path: Any) -> None:
     from tests.fakes.runs import stored_experiment
 

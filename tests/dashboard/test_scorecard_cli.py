@@ -79,6 +79,7 @@ def _models_page() -> None:
     models.render()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(
     scripted_hub: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_models_page_shows_the_latest_scorecard_with_links_to_its_runs(
     assert table["target"][0] == "f1 ≥ 0.7"
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_scorecard_is_written_for_shipping_and_the_page_shows_it_before_any_run(
     scripted_hub: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

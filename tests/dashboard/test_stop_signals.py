@@ -279,6 +279,7 @@ def test_the_dashboard_start_marks_runs_whose_process_died(tmp_path: Path) -> No
     assert saved is not None and saved.status == "interrupted" and "after event 0" in (saved.error or "")
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_dashboard_says_when_its_database_is_damaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from streamlit.testing.v1 import AppTest
 

@@ -102,6 +102,7 @@ def _markdown_sources(at: AppTest) -> list[str]:
     return [str(s) for s in sources]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_pages_render_hostile_runs_as_text() -> None:
     runs = store_hostile_runs(state.get_store(), PORT)
     state.clear_reads()

@@ -183,9 +183,9 @@ def test_hostile_text_is_shown_as_text_and_fetches_nothing(hostile_world: dict[s
             while time.monotonic() < deadline:
                 if page.locator('[data-testid="stStatusWidget"]').count():
                     quiet_since = time.monotonic()
-                elif time.monotonic() - quiet_since > 1.5:
+                elif time.monotonic() - quiet_since > 1.0:  # as tests/e2e/test_flows.py's settle
                     return
-                page.wait_for_timeout(200)
+                page.wait_for_timeout(150)
 
         def check(
             name: str, *, literal: bool = True, must: tuple[str, ...] = ("### Heading", "<img src=http://")

@@ -9,6 +9,8 @@ import json
 import math
 from typing import Any
 
+import pytest
+
 from tests.engine.behaviour import golden, stored_experiments
 
 # Fields added since the golden was made (#36: the stacked panel's distributions and figures, a seat's `judge`, the
@@ -101,6 +103,7 @@ def _modify_folded(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any]
     return a, b
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_experiments_store_what_they_stored_before_the_renovation() -> None:
     before, now = golden(), json.loads(json.dumps(stored_experiments(), default=str))
     assert sorted(now) == sorted(before)

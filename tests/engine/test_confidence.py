@@ -273,6 +273,7 @@ factor_rows = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(factor_rows, min_size=1, max_size=20))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_vectorised_path_equals_per_step_path(rows: list[dict]) -> None:
     expected = [calculate(F(**r)).score for r in rows]
     columns = {k: [r[k] for r in rows] for k in rows[0]}

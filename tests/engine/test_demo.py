@@ -105,6 +105,7 @@ def test_what_the_recording_shows(tmp_path: Path) -> None:
     assert docs["director.duo"]["summary"]["retries"] >= 1 or any(t["next_instruction"] for t in duo)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_demo_load_is_idempotent(store: Store) -> None:
     first = load_demo(store, DEMO)
     after_first = counts(store)
@@ -244,6 +245,7 @@ ADDED_EVENTS = frozenset({"skip_scope_timeline"})
         "skip.simulate",
     ],
 )
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_each_recorded_flow_replays_through_its_entry_point(
     store: Store, kind: str, no_local_model: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -177,6 +177,7 @@ def test_a_run_id_drawn_twice_is_drawn_again(tmp_path: Path, monkeypatch: pytest
     store.dispose()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_cancel_of_a_large_decision_experiment_is_prompt_and_other_runs_start_meanwhile(tmp_path: Path) -> None:
     """The dashboard's path: the registry on the background loop every page shares."""
     from dashboard.background import BackgroundLoop

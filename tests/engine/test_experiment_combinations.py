@@ -101,6 +101,7 @@ def test_many_refused_combinations_are_counted_after_the_first_five() -> None:
     assert len(problems) == 6
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_grid_at_the_cell_cap_is_checked_in_bounded_time_and_memory() -> None:
     """89 600 combinations (the cap is 100 000 cells), 53 200 of them refused: each built once, none kept."""
     space = (

@@ -113,6 +113,7 @@ def test_scores_give_ece_intervals() -> None:
     assert evidence.intervals[1][0] <= eces[1] <= evidence.intervals[1][1]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_real_sweep_stores_outcomes_and_marks_its_ties(tmp_path: Path) -> None:
     from engine.experiments import load_definition, run_experiment, show_experiment
 
@@ -140,6 +141,7 @@ def test_a_real_sweep_stores_outcomes_and_marks_its_ties(tmp_path: Path) -> None
     store.dispose()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_cli_and_the_html_export_show_the_ties(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 

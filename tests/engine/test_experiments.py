@@ -218,6 +218,7 @@ def test_derived_jury_uses_the_jurys_own_stop_rules(store: Store, monkeypatch: p
     assert (derived.termination_reason, derived.total_rounds) == ("stagnation", 1)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Path, store: Store) -> None:
     definition = load(
         jury_yaml(
@@ -247,6 +248,7 @@ def test_jury_decision_sweep_costs_no_new_call_and_repeats_are_free(tmp_path: Pa
     assert shown["finished"] == 32 and shown["best"] is not None
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_cancelled_experiment_resumes_and_skips_finished_cells(tmp_path: Path, store: Store) -> None:
     definition = load(
         jury_yaml(
@@ -430,6 +432,7 @@ def test_handraise_decision_sweep_makes_one_call_per_case_whatever_the_cells(tmp
     assert [r["f1"] for r in comparable_rows(again.rows)] == [r["f1"] for r in comparable_rows(result.rows)]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_handraise_cell_decision_is_the_engines_redecide(tmp_path: Path, store: Store) -> None:
     from engine.handraise.decisions import HandRaiseConfig, TurnRecord, redecide
     from engine.handraise.experiment import HandRaiseAdapter, decide_handraise_item
@@ -525,6 +528,7 @@ def test_confidence_sweep_rescores_the_labelled_set_with_the_engine(tmp_path: Pa
     assert "c.yaml:5: space.thresholds.notify[0]" in str(err.value)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_skip_sweep_runs_the_checker_on_recorded_judgments(store: Store) -> None:
     from engine.experiments import load_definition
     from engine.skip.config import JudgmentSkipConfig, JudgmentSkipThreshold, ResponseConfig
@@ -578,6 +582,7 @@ def test_director_cutoffs_equal_fresh_rule_evaluations(store: Store) -> None:
     assert len({r["pass_rate"] for r in result.rows}) > 1
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_local_executor_decides_in_worker_processes_with_the_same_table(tmp_path: Path, store: Store) -> None:
     from engine.experiments import LocalExecutor
 

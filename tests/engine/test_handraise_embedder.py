@@ -101,6 +101,7 @@ def test_minilm_chosen_is_recorded_under_its_own_id_and_map(store: Any) -> None:
     assert any(f.startswith("embedder_unread:") for c in live for f in c.flags)  # MiniLM cannot read most kanji
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_refit_fits_one_map_per_embedder_with_held_out_figures_by_language() -> None:
     def rows(embedder: str, spread: float) -> list[dict[str, Any]]:
         return [

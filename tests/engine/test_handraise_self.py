@@ -163,6 +163,7 @@ def _label(i: int, row: dict[str, float | str | bool], map_id: str) -> Label:
     )
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_speak_and_skip_labels_refit_the_self_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Labels on hands the self-judgment raised carry its features and name its map: the refit fits a self map
     (its features, its id) and compares it with the one in use on the same held-out labels."""
@@ -180,6 +181,7 @@ def test_speak_and_skip_labels_refit_the_self_map(tmp_path: Path, monkeypatch: p
     assert refit.comparison.test == "exact McNemar" and refit.candidate_score is not None
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_self_refit_leaves_out_likelihood_labels_that_name_no_map(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

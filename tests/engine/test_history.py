@@ -269,6 +269,7 @@ def test_headline_and_comparison_of_two_runs(store: Store) -> None:
 # -- the history as people read it ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_an_experiments_cells_are_grouped_under_it_and_each_run_has_a_name(store: Store, tmp_path: Path) -> None:
     """One 264-cell experiment made the history 278 rows long and pushed the jury and chat runs pages away:
     without its cells and recordings the history holds one row per thing someone ran, each named from what

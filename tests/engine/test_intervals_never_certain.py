@@ -5,6 +5,7 @@ n ≥ 1 items has zero width, and each holds its point estimate."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,7 @@ def test_thirteen_of_thirteen_is_not_one_to_one() -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(flags, flags, st.integers(min_value=1, max_value=6))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_no_interval_claims_certainty(predicted: list[bool], actual: list[bool], cluster_size: int) -> None:
     n = min(len(predicted), len(actual))
     p, a = predicted[:n], actual[:n]

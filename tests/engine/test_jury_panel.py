@@ -84,6 +84,7 @@ def test_a_neighbours_seat_must_read_with_an_embedder(tmp_path: Any) -> None:
     assert load_catalog(path).panel("p")[0].judge == "neighbours"
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_panel_fit_finds_a_seat_with_signal_and_a_stack_over_all_of_them(tmp_path: Any) -> None:
     rng = np.random.default_rng(3)
     cases, rows_a, rows_b = [], [], []

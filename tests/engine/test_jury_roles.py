@@ -154,6 +154,7 @@ def test_role_and_panel_rationales_are_sentences_drawn_from_the_scored_cues() ->
     assert "fits an example where the agent asks before acting best and a harmful example least" in text
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_role_and_panel_maps_are_fitted_with_held_out_figures(tmp_path: Path) -> None:
     """On rows where each role's cue carries a different label, each role map is right where its cue decides;
     the panel map over every feature beats each seat; a missing cue is an error naming the row."""
@@ -180,6 +181,7 @@ def test_role_and_panel_maps_are_fitted_with_held_out_figures(tmp_path: Path) ->
         fit_role_calibrations([{"channel_needs_review": 0.0}, *rows[1:]], labels, DEFAULT_VERDICTS, "m", data, False)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_jury_refit_writes_the_role_and_panel_maps_beside_the_channel_map(
     tmp_path: Path, store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -111,6 +111,7 @@ print(store.insert_labels(rows))
 """
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_two_processes_importing_one_file_at_once_store_each_label_once(
     store: Store, db_url: str, tmp_path: Path
 ) -> None:
@@ -312,6 +313,7 @@ def test_a_json_field_given_as_an_empty_value_of_another_type_is_refused(store: 
     assert "a.jsonl:1: " + field.split('"')[1] + ":" in str(caught.value)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_multi_mb_import_stays_within_its_memory_bound(tmp_path: Path) -> None:
     """3 MB of labels (~30,000 rows) parsed and written in a fresh process: peak RSS ≤ 300 MB, a few seconds."""
     path = tmp_path / "big.jsonl"
@@ -339,6 +341,7 @@ def test_a_multi_mb_import_stays_within_its_memory_bound(tmp_path: Path) -> None
     assert float(seconds) < 20 and int(peak_mb) <= 300, done.stdout
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_three_processes_opening_a_database_from_before_at_once_all_migrate_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     old = Store(url)
@@ -391,6 +394,7 @@ def _fuzz_lines() -> Any:
     return noise.map(lambda parts: "\n".join(parts))
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_any_text_is_rows_or_one_line_problems(tmp_path: Path) -> None:
     """Whatever the text (records with any values and times in any zone, hostile fragments, noise), parsing gives
     rows that the store takes, or a LabelImportError whose every problem is one line naming the file and the

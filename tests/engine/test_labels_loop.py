@@ -53,6 +53,7 @@ def test_the_recording_holds_the_real_judges_features(store: Store) -> None:
         assert item.context["map_id"] == "gemma3-270m+smollm2-135m" and item.context["map_version"]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_map_refitted_from_60_labels_beats_the_shipped_one_and_is_adopted_only_on_request(store: Store) -> None:
     run_id = load_recording(store)
     queue = label_queue(store, mechanism="handraise", rule="random", n=60, seed=0, user=USER, run_ids=[run_id])

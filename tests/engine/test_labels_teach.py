@@ -48,6 +48,7 @@ def test_the_teach_queue_puts_the_judges_least_sure_hands_first(store: Store) ->
     assert first == sorted(first, reverse=True) and min(first) >= max(teaching(i) for i in rest if i not in queue)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_refit_says_kappa_before_and_after_on_the_same_held_out_labels(store: Store) -> None:
     run_id = load_recording(store)
     label_items(

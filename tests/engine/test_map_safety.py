@@ -363,6 +363,7 @@ def test_a_damaged_pointer_falls_back_to_the_shipped_map_flagged_until_adopted_a
 @pytest.mark.parametrize(
     "pointer", ["{", json.dumps({f"{NAME}.{MAP}": "20260101T000000Z"})], ids=["not-json", "damaged"]
 )
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_after_a_damaged_pointer_the_next_refit_from_labels_works(maps: Path, store: Store, pointer: str) -> None:
     damaged = a_version("20260101T000000Z")
     damaged.write_text(damaged.read_text()[:200])
@@ -396,6 +397,7 @@ def test_two_refits_in_one_second_save_two_versions(maps: Path) -> None:
     assert len(files) == 8 and all(v.calibration is not None for v in files)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_two_refits_from_labels_at_once_both_saved(store: Store, maps: Path) -> None:
     labelled(store)
     refits = [refit_from_labels(store) for _ in range(2)]
@@ -439,6 +441,7 @@ def _adopt_in_process(maps: str, model_id: str, start: float) -> None:
     adopt_version(NAME, model_id, "20260101T000000Z")
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_concurrent_adopts_in_processes_leave_a_valid_pointer(maps: Path) -> None:
     ids = [f"p{i}" for i in range(8)]
     for model_id in ids:
@@ -533,6 +536,7 @@ def test_a_reader_refusal_is_said_once_without_a_machine_path(maps: Path) -> Non
 
 
 @pytest.mark.parametrize("user", ["bob\n* 20990101T000000Z   20990101T000000Z   forged", "bob\r* x", "bob\u2028* x"])
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_line_break_in_a_labels_user_never_splits_a_listing_line(store: Store, maps: Path, user: str) -> None:
     for lab in labelled(store, 40):
         add_label(
@@ -615,6 +619,7 @@ def test_a_hostile_feature_value_refuses_the_refit_naming_label_and_field(
     assert not maps.exists()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_fit_that_gives_no_usable_map_is_one_line(store: Store, maps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     labelled(store, 40)
 
@@ -660,6 +665,7 @@ for i in range(1, 10_000):
 """
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_writer_killed_mid_write_leaves_only_sound_versions_and_pointer(maps: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
@@ -709,6 +715,7 @@ def test_a_maps_folder_that_is_not_an_absolute_path_is_refused(
     assert list(tmp_path.iterdir()) == []  # nothing made in the current folder (`.`, `~`, `relative`)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_version_reading_a_feature_the_judge_never_gives_is_damaged(store: Store, maps: Path) -> None:
     path = a_version("20260102T000000Z")
     data = json.loads(path.read_text())

@@ -50,6 +50,7 @@ def test_every_item_flipped_on_a_few_items_is_not_certainty(n: int) -> None:
     assert comp.interval.as_list() != [-1.0, -1.0] and "(-1.00 to +" in comp.interval_text()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_every_table_up_to_twelve_items_agrees_with_mcnemar() -> None:
     """Every 2×2 paired table of 1..12 items: the interval holds the estimate, is never zero-width, and excludes
     0 exactly when exact McNemar's p < 0.05 (so never when p ≥ 0.5)."""
@@ -75,6 +76,7 @@ def test_every_table_up_to_twelve_items_agrees_with_mcnemar() -> None:
     pairs=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=12),
     clustered=st.lists(st.integers(0, 3), min_size=12, max_size=12) | st.none(),
 )
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_random_paired_outcomes(pairs: list[tuple[bool, bool]], clustered: list[int] | None) -> None:
     """Random paired correctness of 1..12 items, with or without cases: the interval holds the estimate, has
     width, and never excludes 0 when p ≥ 0.05 (the brief asked: never when p ≥ 0.5)."""

@@ -116,6 +116,7 @@ def test_many_bad_lines_show_twenty_and_a_count(store: Store, tmp_path: Path) ->
     assert message.count("runs.jsonl:") == 20 and message.rstrip().endswith("… and 14980 more"), message[-200:]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_failed_write_loads_nothing_and_shows_no_sql(store: Store, tmp_path: Path) -> None:
     """The database refuses the last call of the last run: the runs written before it in the same load are
     rolled back with it, and the message is the database's reason, not the statement."""
@@ -139,6 +140,7 @@ def test_a_failed_write_loads_nothing_and_shows_no_sql(store: Store, tmp_path: P
     assert counts(other) == (0, 0, 0)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_shipped_recording_still_loads(store: Store) -> None:
     report = load_demo(store, DEMO)
     assert len(report.loaded) == DEMO_RUNS and counts(store)[0] == DEMO_RUNS  # one run a page, two for Confidence

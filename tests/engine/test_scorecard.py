@@ -73,6 +73,7 @@ def test_top1_is_the_most_willing_participant_being_a_speaker() -> None:
     assert top1([]) is None
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_scorecard_on_scripted_models_stores_every_role_with_its_runs(store: Store) -> None:
     plan = ScorecardPlan(models=["gemma3-270m"], limit=2, repeats=2, can_score=lambda m: False)
     out = asyncio.run(run_scorecard(store, plan, scripted(store)))
@@ -214,6 +215,7 @@ def _other_recording(tmp_path: Path, flip_every: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_skip_and_confidence_compare_models_on_the_same_items(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -364,6 +366,7 @@ def test_a_rows_latency_is_its_live_calls_not_the_replayed_ones(store: Store) ->
     assert usage(store, [run.run_id]) == {"calls": 5, "replayed": 3, "tokens": 75, "latency_s": 3.0}
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_each_row_is_handed_on_as_soon_as_it_is_measured(store: Store) -> None:
     """`on_row` gets the scorecard so far after every row (the CLI writes it, so a sitting cut short keeps what
     it finished): one call a row, each with the rows before it."""

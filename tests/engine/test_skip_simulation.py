@@ -87,6 +87,7 @@ def test_workload_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert "duplicate id a" in info.value.problems[-1]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_default_workload_saves_over_90_percent_within_the_delay_bound() -> None:
     messages = generate_workload(WorkloadSpec())
     result = asyncio.run(compare(messages, HashJudge(), ResponseConfig(), hours=24))
@@ -172,6 +173,7 @@ def test_judge_quality_against_the_generator_labels() -> None:
     assert wrong["auc"] == 0.0 and wrong["accuracy"] == 0.0 and wrong["share_confidence_ge_0_7"] == 0.0
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_second_judge_records_the_very_states_of_a_recording_and_resumes(tmp_path: Path) -> None:
     """`record_alongside`: the shipped recording drives both simulations, so the other judge is asked about
     exactly its states (each once); a partial output is resumed with no repeated call."""

@@ -84,6 +84,7 @@ def test_the_same_seed_gives_the_same_interval_and_another_seed_another() -> Non
     assert first[1] != other[1]
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_bootstrap_coverage_is_near_nominal_at_n_50() -> None:
     """400 simulated samples of 50 items from a known distribution: the 95 % percentile interval of the mean
     must contain the true mean 92–98 % of the time (±3 points of nominal)."""

@@ -322,6 +322,7 @@ def test_a_run_of_another_host_is_interrupted_only_when_its_heartbeat_is_stale(s
     second.dispose()
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_running_runs_get_a_heartbeat(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGELAB_RUN_STALE_AFTER_S", "10")  # → a beat every 2.5 s
     store = Store(db_url)
@@ -417,6 +418,7 @@ def damage(path: Path) -> None:
         fh.write(bytes(range(256)) * 32)
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_damaged_sqlite_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     import hashlib
 

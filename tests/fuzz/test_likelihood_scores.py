@@ -74,6 +74,7 @@ def test_score_options_never_passes_an_invalid_logprob(logprobs: list[float], ba
     st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
     st.lists(st.one_of(st.floats(-60, 0), st.just(-math.inf)), min_size=4, max_size=4),
 )
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_the_likelihood_skip_judge_stays_in_range(logprobs: list[float], baseline: list[float]) -> None:
     from engine.skip.judges import LikelihoodJudge
     from engine.skip.likelihood import SKIP_CUES

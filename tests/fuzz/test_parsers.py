@@ -82,6 +82,7 @@ NUMERIC = ("confidence", "score", "axes.safety", "axes.clarity")
 
 @FUZZ
 @given(answers(PROBE))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_structured_json(a: Answer) -> None:
     try:
         parsed, flags = parse_structured(Probe, a.text)
@@ -166,6 +167,7 @@ SELF = Obj(
 
 @FUZZ
 @given(answers(SELF))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_self_judgment(a: Answer) -> None:
     from engine.handraise.cast import DEFAULT_CAST, Turn
     from engine.handraise.decisions import HandRaiseConfig, HandStatus, decide_hands, failure_flags
@@ -218,6 +220,7 @@ def _check_juror(e: Any, a: Answer, text_field: str) -> None:
 
 @FUZZ
 @given(answers(JUROR))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_jury_evaluation_and_statement(a: Answer) -> None:
     from engine.jury.config import JuryCase, JuryConfig
     from engine.jury.decisions import NO_VERDICT, JurorSeat
@@ -260,6 +263,7 @@ def _yana() -> Any:
 
 @FUZZ
 @given(answers(RUBRIC))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_director_rubric(a: Answer) -> None:
     from engine.director.rubric import RUBRIC_CRITERIA, DirectorRubric, rubric_status
     from engine.director.status import Status
@@ -285,6 +289,7 @@ SKIP = Obj({"should_respond": Bool(), "reason": Text(200), "confidence": Num(0, 
 
 @FUZZ
 @given(answers(SKIP))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_skip_judge(a: Answer) -> None:
     from engine.skip.config import JudgmentSkipConfig
     from engine.skip.decisions import calculate_skip_seconds
@@ -315,6 +320,7 @@ SELF_EVAL = Obj({"accuracy": Num(0, 1), "relevance": Num(0, 1), "style": Num(0, 
 
 @FUZZ
 @given(answers(SELF_EVAL))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_confidence_self_evaluation(a: Answer) -> None:
     from engine.confidence.judges import LLMSelfEvaluator
 

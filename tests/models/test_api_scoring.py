@@ -284,6 +284,7 @@ def test_ollama_without_logprobs_or_with_chat_messages() -> None:
 
 
 # -- Gemini -----------------------------------------------------------------------------------------
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_gemini_scores_from_logprobs_result() -> None:
     cands = [
         {"token": "Yes", "tokenId": 1, "logProbability": -0.3},

@@ -240,6 +240,7 @@ def test_unreachable_compatible_server_says_so() -> None:
 
 
 # -- Anthropic -----------------------------------------------------------------------------------
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_anthropic_structured_via_forced_tool_use(keys: None) -> None:
     log = MemoryCallLog()
     with FakeServer() as server:
@@ -268,6 +269,7 @@ def test_anthropic_structured_via_forced_tool_use(keys: None) -> None:
     assert completion.usage.prompt_tokens == 40 and completion.usage.completion_tokens == 15
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_anthropic_text_and_errors(keys: None) -> None:
     with FakeServer() as server:
         server.script(
@@ -280,6 +282,7 @@ def test_anthropic_text_and_errors(keys: None) -> None:
         assert len(server.seen) == 3
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_anthropic_refusal_and_rate_limit_exhausted(keys: None) -> None:
     with FakeServer() as server:
         server.script(anthropic_text("", stop_reason="refusal"))

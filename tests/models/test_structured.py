@@ -171,6 +171,7 @@ def test_fuzz_arbitrary_text(text: str) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(json_values, st.sampled_from(["", "```json\n", "noise "]), st.integers(min_value=0, max_value=200))
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_fuzz_json_like_text(value: object, prefix: str, cut: int) -> None:
     text = prefix + json.dumps(value)
     text = text[: max(1, len(text) - cut)] if cut % 3 == 0 else text

@@ -153,6 +153,7 @@ def _assert_nowhere(text: str, where: str) -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", ["openai", "anthropic", "gemini", "ollama"])
 @pytest.mark.parametrize("origin", ["spec", "environment"])
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_no_credentials_are_sent_and_an_echo_of_them_is_stored_nowhere(
     backend: str, origin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -241,6 +242,7 @@ KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("backend", ["openai", "anthropic", "gemini", "ollama"])
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
 def test_a_redirect_to_another_server_carries_no_api_key(backend: str) -> None:
     """A server that 307-redirects to another address must not get the API key sent there: httpx takes only
     Authorization off a cross-origin redirect, so the Gemini client (x-goog-api-key) follows no redirect."""
