@@ -92,7 +92,7 @@ def record_page(store: Store) -> PageDemo:
         if facts["raised"] and facts["approved"]:
             break
     return PageDemo(
-        title="Conversation",
+        title="Hand raise",
         inputs=messages,
         run_ids=[run_id],
         note="Send the messages in this order with the default settings; approve the raised hands "
