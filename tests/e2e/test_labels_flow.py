@@ -142,7 +142,7 @@ def test_approve_and_skip_then_agreement_refit_adopt_and_the_caption_names_the_m
     page.get_by_role("tab", name="Agreement with you").click()
     panel = visible_panel(page)
     panel.get_by_role("combobox", name="Mechanism").click()
-    page.get_by_role("option", name="Conversation (who should speak)").click()
+    page.get_by_role("option", name="Hand raise (who should speak)").click()
     settle(page)
     expect(panel.get_by_text("Your labels", exact=True).first).to_be_visible(timeout=30_000)
     assert int(metric(page, "Your labels", panel)) >= cards

@@ -654,7 +654,7 @@ UI = MechanismUI(
     calibration_split="handraise-calib.jsonl",
     calibration_job=default_calibration_job,
     labels=LabelWords(
-        "Conversation (who should speak)",
+        "Hand raise (who should speak)",
         buttons={"speak": "Should speak", "skip": "Should stay quiet"},
         answers={"speak": "speak", "skip": "stay quiet"},
         question="Should **{participant}** speak after this message?",
