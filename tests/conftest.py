@@ -44,7 +44,17 @@ def _mechanism_words() -> dict[str, tuple[str, ...]]:
     """Each registered mechanism's name and the names its tests go by: its page's file and its URL path."""
     from dashboard.ui_registry import uis
 
-    return {u.name: tuple(dict.fromkeys((u.name, Path(u.page).stem, u.url_path.replace("-", "")))) for u in uis()}
+    return {
+        u.name: tuple(
+            dict.fromkeys((u.name, Path(u.page).stem, u.url_path.replace("-", ""), *RUN_WORDS.get(u.name, ())))
+        )
+        for u in uis()
+    }
+
+
+# What a mechanism's runs are called where its tests name them: a hand-raise run is a conversation
+# (`handraise.conversation`; `test_a_conversation_turn_can_be_cancelled`).
+RUN_WORDS = {"handraise": ("conversation",)}
 
 
 # pytest's own markers: a mechanism of one of these names is marked `<name>_mechanism` (`skip` would skip them all)
