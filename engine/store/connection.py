@@ -172,18 +172,33 @@ def use_wal(cursor: sqlite3.Cursor, busy_s: float) -> None:
 WRITE_VERBS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"})
 
 
-def watch_engine(engine: Engine, problem: Callable[[], str | None]) -> None:
+def watch_engine(
+    engine: Engine, problem: Callable[[], str | None], opened: Callable[[], Path | None] = lambda: None
+) -> None:
     """The engine's own looks at the file (`problem`: what happened to it, or None): no new connection to a deleted
     or replaced file, and no statement that writes through the connections already open — whoever runs it (the
-    skip cache keeps its table on the store's engine with its own sessions, outside the store's write lock)."""
+    skip cache keeps its table on the store's engine with its own sessions, outside the store's write lock).
+    `opened`: the file once the store has made it (None before): new connections then open it without SQLite's
+    "create", so a file deleted between the look and the open is not made again, empty, at its path."""
 
     @event.listens_for(engine, "do_connect")
-    def _same_file(*_args: Any) -> None:
+    def _same_file(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> Any:
         # A new connection to a deleted path would make an empty database there (and to a replaced one, read
         # another database): refused with the reason, while the open connections read on.
         found = problem()
         if found is not None:
             raise StoreError(f"{found}: cannot open a new connection to it — {RESTART}")
+        path = opened()
+        if path is None:
+            return None  # SQLAlchemy opens it as its URL says
+        params = {key: value for key, value in cparams.items() if key != "uri"}
+        try:
+            return sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, **params)
+        except sqlite3.OperationalError:
+            found = problem()  # deleted in the moment between the look and the open
+            if found is not None:
+                raise StoreError(f"{found}: cannot open a new connection to it — {RESTART}") from None
+            raise
 
     @event.listens_for(engine, "before_cursor_execute")
     def _write_looks(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:

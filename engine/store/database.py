@@ -152,7 +152,7 @@ class Store(LabelMethods):
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
 
-            watch_engine(engine, self.file_problem)
+            watch_engine(engine, self.file_problem, self._watched_file)
 
         return engine
 
@@ -196,6 +196,12 @@ class Store(LabelMethods):
                 "writable, or set JUDGELAB_DATABASE_URL to a database in a folder you can write to"
             )
             self._sqlite_uri = uri
+
+    def _watched_file(self) -> Path | None:
+        """The SQLite file named by a plain path, once the store made it and watches it (None before, and for a
+        URI filename, which keeps its own open mode)."""
+        watch = self._write_lock.watch
+        return watch.path if watch is not None and self._sqlite_path is not None else None
 
     def file_problem(self) -> str | None:
         """What happened to the SQLite file since it was opened (deleted, replaced by another), or None while

@@ -103,6 +103,50 @@ def test_a_new_connection_to_a_deleted_file_is_refused_and_makes_no_empty_databa
 
 
 @pytest.mark.timeout(60)
+def test_a_file_deleted_between_the_look_and_the_open_is_not_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The look and SQLite's open are two steps: a file deleted between them (another thread's new connection,
+    # a busy machine) used to be made again, empty, at the path, and the store then called it "replaced".
+    path = tmp_path / "judgelab.db"
+    store = Store(f"sqlite:///{path}")
+    store.create_run("jury.case")
+    watch = store._write_lock.watch
+    assert watch is not None
+    looks: list[str | None] = []
+
+    def look_then_delete() -> str | None:  # the look finds the file; it is deleted right after
+        found = FileWatch.problem(watch)
+        looks.append(found)
+        if len(looks) == 1:
+            os.unlink(path)
+        return found
+
+    monkeypatch.setattr(watch, "problem", look_then_delete)
+    store.engine.dispose()
+    with pytest.raises(StoreError) as refused:
+        store.list_runs()
+    assert "was deleted while judgelab was running: cannot open a new connection" in str(refused.value)
+    assert looks[0] is None and "\n" not in str(refused.value)
+    assert not path.exists()  # no empty database at the path
+    store.dispose()
+
+
+@pytest.mark.timeout(60)
+def test_a_new_connection_opens_the_file_it_watches_and_reads_and_writes_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "judgelab.db"
+    store = Store(f"sqlite:///{path}")
+    run = store.create_run("jury.case")
+    store.engine.dispose()  # the next statements open new connections, without SQLite's "create"
+    assert import_text(store, _labels_text(1), "jsonl").imported == 1
+    assert store.get_run(run.id) is not None and len(store.labels()) == 1
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    store.dispose()
+
+
+@pytest.mark.timeout(60)
 def test_a_run_in_progress_fails_with_the_reason_when_its_file_is_deleted(tmp_path: Path) -> None:
     path = tmp_path / "judgelab.db"
     store = Store(f"sqlite:///{path}")
