@@ -22,6 +22,7 @@ from dashboard.bench import labels  # noqa: F401  # labels.refit, labels.agreeme
 from dashboard.bench import stats  # noqa: F401  # stats.bootstrap_f1, .paired, .bootstrap_auc, .experiment_ties
 from dashboard.bench import llm  # noqa: F401  # llm.judgment, llm.replay
 from dashboard.bench import pages  # noqa: F401  # dashboard.memory, dashboard.page_script, dashboard.page_load
+from dashboard.bench import registry  # noqa: F401  # registry.listing
 from dashboard.ui_registry import uis
 
 for _ui in uis():

@@ -130,6 +130,7 @@ def load_llama(
                 model_path=path,
                 n_ctx=n_ctx,
                 n_threads=threads,
+                n_threads_batch=threads,  # prompts and scoring too (llama-cpp-python's default: every core)
                 n_batch=512,
                 verbose=False,
                 chat_format=chat_format,

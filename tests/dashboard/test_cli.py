@@ -132,6 +132,19 @@ def test_bench_reports_median_min_max(tmp_path: Path) -> None:
     assert result["metrics"]["tokens_per_s_median"] > 0
 
 
+@pytest.mark.slow  # over half a second of CPU or 2.5 s: make test, not test-fast
+def test_bench_lists_the_mechanisms_in_a_fresh_interpreter_and_says_what_it_loaded() -> None:
+    code, out = invoke("bench", "--only", "registry.listing", "--repeat", "2", "--json")
+    assert code == 0, out
+    (result,) = json.loads(out)
+    assert result["name"] == "registry.listing" and len(result["samples"]) == 2 and result["median"] > 0
+    metrics = result["metrics"]
+    assert metrics["mechanisms"] >= 5 and metrics["beyond_registry_and_specs"] == []
+    assert metrics["sqlalchemy_loaded"] is False
+    # engine, engine.mechanism and engine.registry, then each mechanism's package and its spec
+    assert metrics["engine_modules_loaded"] == 3 + 2 * metrics["mechanisms"]
+
+
 @pytest.mark.server  # a real judgelab process
 def test_cli_start_does_not_import_heavy_modules() -> None:
     script = (

@@ -23,6 +23,7 @@ def serve_llama(model_path: str, alias: str, log_dir: Path, chat_format: str = "
     with llama.cpp's load log and block the server) and is shown if it exits early."""
     port = free_port()
     log_path = log_dir / "server.log"
+    threads = os.environ.get("JUDGELAB_THREADS") or str(os.cpu_count() or 2)
     with log_path.open("w") as log_file:
         proc = subprocess.Popen(
             [
@@ -38,7 +39,9 @@ def serve_llama(model_path: str, alias: str, log_dir: Path, chat_format: str = "
                 "--n_ctx",
                 "2048",
                 "--n_threads",
-                os.environ.get("JUDGELAB_THREADS") or str(os.cpu_count() or 2),  # a worker's share (tests/conftest.py)
+                threads,  # a worker's share (tests/conftest.py)
+                "--n_threads_batch",
+                threads,  # prompts (and echoed scoring) too: the server's default is every core
                 "--model_alias",
                 alias,
                 "--chat_format",

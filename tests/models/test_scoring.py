@@ -23,9 +23,12 @@ def test_normalise_and_calibrate_arithmetic() -> None:
 
 @pytest.mark.model
 def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path: str) -> None:
-    from models.backends.llamacpp import load_llama, score_continuations
+    from models.backends.llamacpp import default_threads, load_llama, score_continuations
 
     llama, lock = load_llama(bundled_path, 4096, None, "alpaca")
+    # JUDGELAB_THREADS sets the threads of prompt batches (all scoring) too, not only of generation: left to
+    # llama-cpp-python, batches took every core and spun against the other test workers' models.
+    assert llama.context_params.n_threads_batch == llama.context_params.n_threads == default_threads()
     conversation = 'Group chat:\nUser: "My Flask app returns 500 when the JSON body is empty."\n\n'
     prompts = [
         conversation + f"Question: Is the last message about {topic}?\nAnswer:"

@@ -48,9 +48,12 @@ def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(scorin
         ("Question: Is fire hot?\nAnswer:", [" Yes", " No"]),
         ('Message: "パスワードを忘れました"\nThis message is about', [" passwords", " cooking", " the weather"]),
     ]
+    served_first = None
     for prompt, options in cases:
         a = run(local.score_options(prompt, options))
         b = run(served.score_options(prompt, options))
+        if served_first is None:
+            served_first = b
         assert b.token_counts == a.token_counts, prompt
         # llama.cpp's quantised kernels round differently for different batch shapes (the server evaluates
         # prompt and option in one batch; the local scorer decodes the option on top of a cached prompt):
@@ -61,4 +64,5 @@ def test_scoring_through_a_real_llama_cpp_server_equals_the_local_backend(scorin
     assert calls and all(c.error is None for c in calls)
     replayed = build_model(server_spec(scoring_server), call_log=store, replay_from=store)
     again = run(replayed.score_options(*cases[0]))
-    assert again.logprobs == pytest.approx(run(served.score_options(*cases[0])).logprobs) and again.replayed
+    assert served_first is not None and again.replayed
+    assert again.logprobs == pytest.approx(served_first.logprobs)  # what the server answered, read back
