@@ -1,17 +1,20 @@
-"""#38 (5): honest progress, read in Chromium while a CPU burner keeps a core busy (the other runs the suite's other
-worker) — on the jury, the duo, the experiment and the skip pages. Every progress line shown is sampled until the
-run ends, then held against what the run stored: the total counts only steps that ran, an ETA is never below the
-steps known to remain, an experiment's recording phase counts recorded items, the skip simulation counts its
-trade-off sweep. The models are an OpenAI-compatible loopback server that answers after a delay
-(tests/e2e/test_live_runs.py)."""
+"""#38 (5): honest progress, read in Chromium on a busy machine (a CPU burner spins whenever the rest of the machine
+leaves a core idle; under make test the other workers keep it busy) — on the jury, the duo, the experiment and the
+skip pages. Every progress line shown is sampled until the run ends, then held against what the run stored: the total
+counts only steps that ran, an ETA is never below the steps known to remain, an experiment's recording phase counts
+recorded items, the skip simulation counts its trade-off sweep. The models are an OpenAI-compatible loopback server
+that answers after a delay (tests/e2e/test_live_runs.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,13 +32,45 @@ COUNT = re.compile(r"^(\d+) / (\d+)")
 LEFT = re.compile(r"about (\d+) (s|min) left")
 
 
+def _runnable() -> int:
+    """How many threads are running or ready to run now, in the whole machine (/proc/stat's procs_running)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("procs_running"):
+                return int(line.split()[1])
+    return 0
+
+
 @contextlib.contextmanager
-def busy_cpu(n: int = 1) -> Iterator[None]:
-    """`n` processes spinning at full speed, stopped afterwards (one: the other core runs the other test worker)."""
+def busy_cpu(n: int = 1, every_s: float = 0.5) -> Iterator[None]:
+    """A busy machine: `n` processes spinning at full speed, paused (SIGSTOP) while the rest of the machine already
+    wants every core but half of one — under `make test` the other workers do, and a burner then only took CPU from
+    them — and spinning again as soon as it leaves a core idle. Stopped afterwards."""
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    cores = os.cpu_count() or 1
+    stop = threading.Event()
+
+    def govern() -> None:
+        paused = False
+        while not stop.is_set():
+            samples = []
+            for _ in range(10):  # the demand of the rest over `every_s`: runnable threads, less this reader and
+                samples.append(_runnable() - 1 - (0 if paused else n))  # the burners while they spin
+                if stop.wait(every_s / 10):
+                    return
+            want_paused = sum(samples) / len(samples) >= cores - 0.5
+            if want_paused != paused:
+                for p in burners:
+                    p.send_signal(signal.SIGSTOP if want_paused else signal.SIGCONT)
+                paused = want_paused
+
+    governor = threading.Thread(target=govern, daemon=True)
+    governor.start()
     try:
         yield
     finally:
+        stop.set()
+        governor.join(timeout=5)
         for p in burners:
             p.kill()
             p.wait(timeout=10)

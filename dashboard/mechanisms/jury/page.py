@@ -179,8 +179,3 @@ def handle_run(seats: list[JurorSeat], config: JuryConfig, case: JuryCase) -> st
     set_url_run(run_id)
     state.clear_reads()
     return run_id
-
-
-def fold_run(run_id: str) -> JuryView:
-    store = state.get_store()
-    return JuryView.fold([(e.type, e.payload) for e in store.events(run_id)])
