@@ -13,11 +13,13 @@ import atexit
 import contextlib
 import contextvars
 import functools
+import hashlib
 import importlib.util
 import json as _json
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -572,15 +574,47 @@ def score_continuations(
         position = stop
     _CANONICAL[id(llama)] = tuple(ctx_tokens[: end // SCORE_CHUNK * SCORE_CHUNK])
     logprobs, counts = [], []
+    memo = _option_memo(llama) if reuse else None
     for option in options:
         continuation = split_trailing_space(prompt, option)[1]
         tokens = llama.tokenize(continuation.encode("utf-8"), add_bos=False, special=False) if continuation else []
+        counts.append(len(tokens))
+        key = _memo_key(ctx_tokens, tokens) if memo is not None and tokens else None
+        if key is not None and memo is not None and key in memo:
+            memo.move_to_end(key)
+            logprobs.append(memo[key])
+            continue
         llama.n_tokens = end
         rows = _decode_rows(llama, [ctx_tokens[-1], *tokens[:-1]]) if tokens else None
         logprobs.append(sum(_log_softmax_at(rows[j], t) for j, t in enumerate(tokens)) if rows is not None else 0.0)
-        counts.append(len(tokens))
+        if key is not None and memo is not None:
+            memo[key] = logprobs[-1]
+            if len(memo) > OPTION_MEMO_SIZE:
+                memo.popitem(last=False)
     llama.n_tokens = end
     return ScoreResult(logprobs=logprobs, token_counts=counts, prompt_tokens=len(ctx_tokens))
+
+
+# An option scored again after the same prompt tokens is read back, not decoded again: the judges' content-free
+# baselines (the jury's and its cues', every case), a phase-1 call a round repeats, a what-if over recorded cases.
+# Exact: the prompt's cache is built in aligned chunks and the option decoded as one batch, so a second decode
+# gives the same numbers. Kept per loaded Llama (it dies with it), the least recently used dropped first.
+OPTION_MEMO_SIZE = 4096
+
+
+def _option_memo(llama: Llama) -> OrderedDict[bytes, float]:
+    memo: OrderedDict[bytes, float] | None = getattr(llama, "_judgelab_option_memo", None)
+    if memo is None:
+        memo = OrderedDict()
+        llama._judgelab_option_memo = memo  # type: ignore[attr-defined]
+    return memo
+
+
+def _memo_key(context: Sequence[int], option: Sequence[int]) -> bytes:
+    digest = hashlib.blake2b(np.asarray(context, dtype=np.int64).tobytes(), digest_size=16)
+    digest.update(b"|")
+    digest.update(np.asarray(option, dtype=np.int64).tobytes())
+    return digest.digest()
 
 
 def _prompt_text(request: Request) -> str:

@@ -45,6 +45,32 @@ def test_prefix_reuse_changes_nothing_and_equals_a_full_evaluation(bundled_path:
 
 
 @pytest.mark.model
+def test_an_option_scored_again_after_the_same_prompt_is_read_back_exactly(bundled_path: str) -> None:
+    """The judges score the same content-free baselines for every case: an option after the same prompt tokens is
+    read back from the loaded model's memo — the very numbers a decode gives — and never mixed up with the same
+    option after another prompt."""
+    from models.backends.llamacpp import _option_memo, load_llama, score_continuations
+
+    llama, lock = load_llama(bundled_path, 4096, None, "alpaca")
+    first, second = "Transcript shown as a good example:\n", "Transcript shown as a bad example:\n"
+    options = ['"Hello."', '"Here is the report you asked for."']
+    with lock:
+        memo = _option_memo(llama)
+        a = score_continuations(llama, first, options)
+        size = len(memo)
+        b = score_continuations(llama, second, options)  # the same options after another prompt: decoded
+        assert len(memo) == size + len(options) and b.logprobs != a.logprobs
+        again = score_continuations(llama, first, options)  # read back: nothing new in the memo
+        assert len(memo) == size + len(options) and again.logprobs == a.logprobs
+        assert again.token_counts == a.token_counts and again.prompt_tokens == a.prompt_tokens
+        memo.clear()
+        decoded = score_continuations(llama, first, options)  # decoded afresh: the same numbers, exactly
+        assert decoded.logprobs == a.logprobs
+        fresh = score_continuations(llama, first, options, reuse=False)  # the reference keeps no memo
+        assert fresh.logprobs == pytest.approx(a.logprobs, abs=1e-3) and len(memo) == len(options)
+
+
+@pytest.mark.model
 def test_score_options_is_recorded_and_replays_exactly(store) -> None:
     from models.catalog import load_catalog
     from models.errors import ReplayMiss
