@@ -596,7 +596,7 @@ def score_continuations(
 
 
 # An option scored again after the same prompt tokens is read back, not decoded again: the judges' content-free
-# baselines (the jury's and its cues', every case), a phase-1 call a round repeats, a what-if over recorded cases.
+# baselines (the jury's and its cues', every case), a round's baselines for the verdicts it heard, a case judged again.
 # Exact: the prompt's cache is built in aligned chunks and the option decoded as one batch, so a second decode
 # gives the same numbers. Kept per loaded Llama (it dies with it), the least recently used dropped first.
 OPTION_MEMO_SIZE = 4096
