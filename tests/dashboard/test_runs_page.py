@@ -224,6 +224,9 @@ def test_a_stored_conversation_reopens_with_its_what_if() -> None:
     assert live.states[0].text in texts and live.states[0].answers["coder"] in texts
     assert any("Researcher — hand down" in shown(c.value) for c in at.caption)  # the researcher's skip line
     assert at.chat_input(key="conv.input").disabled  # read only: no card buttons, no new message
+    assert at.chat_input(key="conv.input").placeholder.startswith("Read only")  # it says so where one would type
+    # its own settings are not "changed settings" (the form shows what a new conversation runs with)
+    assert not any("Settings changed" in shown(i.value) for i in at.info)
     assert not [b for b in at.button if b.key and b.key.startswith(("conv.approve.", "conv.skip."))]
     telemetry = next(df.value for df in at.dataframe if "will" in df.value.columns)
     assert len(telemetry) == len(live.telemetry) == 6

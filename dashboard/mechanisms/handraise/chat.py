@@ -71,7 +71,7 @@ def render_chat(cast: list[Participant], config: HandRaiseConfig) -> None:
     if demo.enabled() and current is None and pending is None and not reopened:
         _render_recorded_next()
     prompt = st.chat_input(
-        "Message the group (try @all or @coder)",
+        "Read only: New conversation starts a fresh one" if reopened else "Message the group (try @all or @coder)",
         key=KEY + "input",
         disabled=current is not None or pending is not None or reopened,
     )

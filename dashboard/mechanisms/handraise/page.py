@@ -33,8 +33,14 @@ def render() -> None:
     details_on(DETAILS, help="Show the judge's machine detail: fitted maps, PMI scores, flags, raw wills.")
     cast, config = render_settings()
     conv: Conversation | None = st.session_state[KEY + "conv"]
-    if conv is not None and (
-        conv.config != config or [p.model_dump() for p in conv.participants.values()] != [p.model_dump() for p in cast]
+    reopened = st.session_state[KEY + "reopened"]  # read only: the chat says so, and what a new one runs with
+    if (
+        conv is not None
+        and not reopened
+        and (
+            conv.config != config
+            or [p.model_dump() for p in conv.participants.values()] != [p.model_dump() for p in cast]
+        )
     ):
         st.info("Settings changed: they apply from the next conversation (the What-if tab re-decides this one).")
     chat, charts_tab, whatif_tab, telemetry_tab, bench_tab = st.tabs(
