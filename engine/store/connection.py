@@ -181,13 +181,16 @@ def watch_engine(
     `opened`: the file once the store has made it (None before): new connections then open it without SQLite's
     "create", so a file deleted between the look and the open is not made again, empty, at its path."""
 
+    def gone() -> StoreError | None:
+        found = problem()
+        return None if found is None else StoreError(f"{found}: cannot open a new connection to it — {RESTART}")
+
     @event.listens_for(engine, "do_connect")
     def _same_file(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> Any:
         # A new connection to a deleted path would make an empty database there (and to a replaced one, read
         # another database): refused with the reason, while the open connections read on.
-        found = problem()
-        if found is not None:
-            raise StoreError(f"{found}: cannot open a new connection to it — {RESTART}")
+        if (refused := gone()) is not None:
+            raise refused
         path = opened()
         if path is None:
             return None  # SQLAlchemy opens it as its URL says
@@ -195,9 +198,8 @@ def watch_engine(
         try:
             return sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, **params)
         except sqlite3.OperationalError:
-            found = problem()  # deleted in the moment between the look and the open
-            if found is not None:
-                raise StoreError(f"{found}: cannot open a new connection to it — {RESTART}") from None
+            if (refused := gone()) is not None:  # deleted in the moment between the look and the open
+                raise refused from None
             raise
 
     @event.listens_for(engine, "before_cursor_execute")

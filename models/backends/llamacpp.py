@@ -574,23 +574,25 @@ def score_continuations(
         position = stop
     _CANONICAL[id(llama)] = tuple(ctx_tokens[: end // SCORE_CHUNK * SCORE_CHUNK])
     logprobs, counts = [], []
-    memo = _option_memo(llama) if reuse else None
+    memo = _option_memo(llama) if reuse else OrderedDict()  # the reference (no reuse) keeps nothing
     for option in options:
         continuation = split_trailing_space(prompt, option)[1]
         tokens = llama.tokenize(continuation.encode("utf-8"), add_bos=False, special=False) if continuation else []
         counts.append(len(tokens))
-        key = _memo_key(ctx_tokens, tokens) if memo is not None and tokens else None
-        if key is not None and memo is not None and key in memo:
+        if not tokens:
+            logprobs.append(0.0)
+            continue
+        key = _memo_key(ctx_tokens, tokens)
+        if key in memo:
             memo.move_to_end(key)
             logprobs.append(memo[key])
             continue
         llama.n_tokens = end
-        rows = _decode_rows(llama, [ctx_tokens[-1], *tokens[:-1]]) if tokens else None
-        logprobs.append(sum(_log_softmax_at(rows[j], t) for j, t in enumerate(tokens)) if rows is not None else 0.0)
-        if key is not None and memo is not None:
-            memo[key] = logprobs[-1]
-            if len(memo) > OPTION_MEMO_SIZE:
-                memo.popitem(last=False)
+        rows = _decode_rows(llama, [ctx_tokens[-1], *tokens[:-1]])
+        logprobs.append(sum(_log_softmax_at(rows[j], t) for j, t in enumerate(tokens)))
+        memo[key] = logprobs[-1]
+        if len(memo) > OPTION_MEMO_SIZE:
+            memo.popitem(last=False)
     llama.n_tokens = end
     return ScoreResult(logprobs=logprobs, token_counts=counts, prompt_tokens=len(ctx_tokens))
 
