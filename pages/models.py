@@ -510,18 +510,20 @@ def _render_streaming() -> None:
     if any(item["run_id"] == run_id for item in history):
         set_url_run(None, PARAM)
         return
-    buffer = _STREAMS.get(run_id)
     run = state.get_store().get_run(run_id)
-    if buffer is None or run is None:  # another process streams it, or it is gone: the Runs page shows it
-        set_url_run(None, PARAM)
+    live_at_start = state.get_registry().is_live(run_id)
+    # A run started here is live in the registry from its start, but its stream says its id (and so shows its
+    # buffer) a moment later: under load this rerun can come first, and the run is watched, not dropped.
+    if run is None or (_STREAMS.get(run_id) is None and not live_at_start):
+        set_url_run(None, PARAM)  # another process streams it, or it is gone: the Runs page shows it
         return
     model_id = str(run.config.get("model_id"))
     spec = state.get_catalog().get(model_id)
-    live_at_start = state.get_registry().is_live(run_id)
 
     @st.fragment(run_every=0.3 if live_at_start else None)
     def streaming() -> None:
         live = state.get_registry().is_live(run_id)
+        buffer = _STREAMS.get(run_id) or {"text": "", "completion": None}
         if live:
             with st.chat_message("assistant", avatar=safe_avatar(spec.profile.icon)):
                 st.markdown(f"**{md(spec.profile.name)}** · run {md(run_id)} · streaming…")

@@ -17,6 +17,15 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("JUDGELAB_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
+# OpenBLAS (numpy's and scipy's, each its own pool) starts a thread per core that spins after every call it
+# threads: the tests' matrices are small, and the spinning took ~5 % of make test's CPU from the other workers
+# (perf, 2 cores). One thread computes the same numbers (its threads split the output, not the sums). Set before
+# numpy loads, and inherited by the dashboards, CLI processes and servers the tests start.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# OpenMP's threads (torch's, for the embedders) sleep when they have no work instead of spinning: same threads,
+# same numbers.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 

@@ -521,10 +521,25 @@ def _decode_rows(llama: Llama, tokens: Sequence[int]) -> np.ndarray:
     return rows
 
 
-def _log_softmax_at(row: np.ndarray, token: int) -> float:
-    row = row.astype(np.float64, copy=False)
-    top = float(row.max())
-    return float(row[token] - top - np.log(np.exp(row - top).sum()))
+def _log_softmax_at(row: np.ndarray, token: int, buffer: np.ndarray) -> float:
+    """log softmax(row)[token] in float64, computed in `buffer` (a float64 array of the row's length): the same
+    operations in the same order as on fresh arrays, so the same bits, without allocating three 2 MB arrays per
+    token (their page faults were a quarter of a jury refit's CPU)."""
+    np.copyto(buffer, row)  # float32 to float64: exact
+    top = float(buffer.max())
+    value = float(buffer[token])
+    np.subtract(buffer, top, out=buffer)
+    np.exp(buffer, out=buffer)
+    return float(value - top - np.log(buffer.sum()))
+
+
+def _row_buffer(llama: Llama) -> np.ndarray:
+    """A float64 row of the vocabulary's length, kept on the Llama (used under its lock, as the scorer is)."""
+    buffer: np.ndarray | None = getattr(llama, "_judgelab_row_buffer", None)
+    if buffer is None or buffer.shape != (llama.n_vocab(),):
+        buffer = np.empty(llama.n_vocab(), dtype=np.float64)
+        llama._judgelab_row_buffer = buffer  # type: ignore[attr-defined]
+    return buffer
 
 
 # Scoring evaluates prompts in chunks aligned to absolute positions: llama.cpp's quantised kernels give
@@ -575,6 +590,7 @@ def score_continuations(
     _CANONICAL[id(llama)] = tuple(ctx_tokens[: end // SCORE_CHUNK * SCORE_CHUNK])
     logprobs, counts = [], []
     memo = _option_memo(llama) if reuse else OrderedDict()  # the reference (no reuse) keeps nothing
+    buffer = _row_buffer(llama)
     for option in options:
         continuation = split_trailing_space(prompt, option)[1]
         tokens = llama.tokenize(continuation.encode("utf-8"), add_bos=False, special=False) if continuation else []
@@ -589,7 +605,7 @@ def score_continuations(
             continue
         llama.n_tokens = end
         rows = _decode_rows(llama, [ctx_tokens[-1], *tokens[:-1]])
-        logprobs.append(sum(_log_softmax_at(rows[j], t) for j, t in enumerate(tokens)))
+        logprobs.append(sum(_log_softmax_at(rows[j], t, buffer) for j, t in enumerate(tokens)))
         memo[key] = logprobs[-1]
         if len(memo) > OPTION_MEMO_SIZE:
             memo.popitem(last=False)

@@ -483,3 +483,31 @@ def test_the_models_prompt_streams_in_the_background_and_can_be_cancelled(hub: H
     at.run()
     assert status(second) == "cancelled" and not at.button(key="models.send").disabled
     assert any("cancelled" in shown(e.value) for e in at.error)
+
+
+def test_an_answer_whose_stream_names_its_run_late_is_watched_and_shown(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is live in the registry as soon as Send returns; its stream says the run's id a moment later. On a
+    busy machine the page's next rerun came in between, found no stream for the run, dropped it from the URL and
+    never showed the answer (seen in make test on 4 workers): now the page watches the live run until it does."""
+    from pages import models
+
+    hub.delay_s = 0.2
+    stream = models._stream_in_run
+
+    async def late(*args: Any) -> Any:
+        async for kind, value in stream(*args):
+            if kind == "run":
+                await asyncio.sleep(1.5)  # the page reruns meanwhile
+            yield kind, value
+
+    monkeypatch.setattr(models, "_stream_in_run", late)
+    at = page("models")
+    at.selectbox(key=wkey(at, "models.model")).set_value(MODEL).run()
+    click_returns_at_once(at, "models.send")
+    run_id = url(at, "prompt")
+    assert models._STREAMS.get(run_id) is None and "prompt" in at.query_params  # not named yet, still watched
+    settle_runs(at, "models.prompt")
+    assert status(run_id) == "finished" and "prompt" not in at.query_params
+    assert any(run_id in shown(m.value) for m in at.markdown) and any(t.value in LINES for t in at.text)
