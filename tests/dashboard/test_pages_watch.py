@@ -493,13 +493,13 @@ def test_an_answer_whose_stream_names_its_run_late_is_watched_and_shown(
     never showed the answer (seen in make test on 4 workers): now the page watches the live run until it does."""
     from pages import models
 
-    hub.delay_s = 0.2
+    hub.delay_s = 0.1
     stream = models._stream_in_run
 
     async def late(*args: Any) -> Any:
         async for kind, value in stream(*args):
             if kind == "run":
-                await asyncio.sleep(1.5)  # the page reruns meanwhile
+                await asyncio.sleep(0.5)  # the page reruns meanwhile
             yield kind, value
 
     monkeypatch.setattr(models, "_stream_in_run", late)
