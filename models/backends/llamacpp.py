@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -535,11 +535,19 @@ def _log_softmax_at(row: np.ndarray, token: int, buffer: np.ndarray) -> float:
 
 def _row_buffer(llama: Llama) -> np.ndarray:
     """A float64 row of the vocabulary's length, kept on the Llama (used under its lock, as the scorer is)."""
-    buffer: np.ndarray | None = getattr(llama, "_judgelab_row_buffer", None)
-    if buffer is None or buffer.shape != (llama.n_vocab(),):
-        buffer = np.empty(llama.n_vocab(), dtype=np.float64)
-        llama._judgelab_row_buffer = buffer  # type: ignore[attr-defined]
-    return buffer
+    return _kept_on(llama, "_judgelab_row_buffer", lambda: np.empty(llama.n_vocab(), dtype=np.float64))
+
+
+T = TypeVar("T")
+
+
+def _kept_on(llama: Llama, attr: str, make: Callable[[], T]) -> T:
+    """What the scorer keeps per loaded Llama (it dies with it): made at the first use."""
+    kept: T | None = getattr(llama, attr, None)
+    if kept is None:
+        kept = make()
+        setattr(llama, attr, kept)
+    return kept
 
 
 # Scoring evaluates prompts in chunks aligned to absolute positions: llama.cpp's quantised kernels give
@@ -621,11 +629,7 @@ OPTION_MEMO_SIZE = 4096
 
 
 def _option_memo(llama: Llama) -> OrderedDict[bytes, float]:
-    memo: OrderedDict[bytes, float] | None = getattr(llama, "_judgelab_option_memo", None)
-    if memo is None:
-        memo = OrderedDict()
-        llama._judgelab_option_memo = memo  # type: ignore[attr-defined]
-    return memo
+    return _kept_on(llama, "_judgelab_option_memo", OrderedDict[bytes, float])
 
 
 def _memo_key(context: Sequence[int], option: Sequence[int]) -> bytes:
