@@ -76,10 +76,19 @@ def url_credentials(text: str) -> list[str]:
 
 
 def secrets_paths() -> list[Path]:
+    return [Path(p) for p in _secrets_files()]
+
+
+_SHIPPED_SECRETS = os.path.join(PROJECT_ROOT, ".streamlit", "secrets.toml")
+
+
+def _secrets_files() -> list[str]:
+    """`secrets_paths` as strings (what the fingerprint of every redaction stats: no Path objects made)."""
     explicit = os.environ.get("JUDGELAB_SECRETS")
     if explicit:
-        return [Path(explicit)]
-    return [Path.cwd() / ".streamlit" / "secrets.toml", PROJECT_ROOT / ".streamlit" / "secrets.toml"]
+        return [explicit]
+    here = os.path.join(os.getcwd(), ".streamlit", "secrets.toml")
+    return [here] if here == _SHIPPED_SECRETS else [here, _SHIPPED_SECRETS]
 
 
 def _read_secrets() -> dict[str, object]:
@@ -133,16 +142,23 @@ def refresh_secrets() -> None:
     _KNOWN = None
 
 
-def _stat(path: Path) -> tuple[str, int, int] | None:
+def _stat(path: Path | str) -> tuple[str, int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return str(path), st.st_mtime_ns, st.st_size
 
 
 def _catalog_path() -> Path:
-    return Path(os.environ.get("JUDGELAB_CATALOG") or DEFAULT_CATALOG)
+    return Path(_catalog_file())
+
+
+def _catalog_file() -> str:
+    return os.environ.get("JUDGELAB_CATALOG") or _DEFAULT_CATALOG_FILE
+
+
+_DEFAULT_CATALOG_FILE = str(DEFAULT_CATALOG)
 
 
 _CATALOG_NAMES: dict[tuple[str, int, int], frozenset[str]] = {}  # the last catalog read, by path, mtime and size
@@ -201,12 +217,23 @@ def _strings(value: object, name: str) -> Iterable[tuple[str, str]]:
 
 
 def _fingerprint() -> tuple[Any, ...]:
+    """What the secret values depend on, looked at by every redaction (every text stored, logged or shown: tens of
+    thousands when a recording is imported), so kept to a few microseconds: the environment as `os.environ` holds
+    it, undecoded, and one `stat` per file."""
     return (
-        frozenset(os.environ.items()),
-        tuple(_stat(p) for p in secrets_paths()),
-        _stat(_catalog_path()),
+        _environment(),
+        tuple(_stat(p) for p in _secrets_files()),
+        _stat(_catalog_file()),
         frozenset(_REGISTERED_NAMES),
     )
+
+
+def _environment() -> dict[Any, Any]:
+    """A copy of the environment's variables as `os.environ` keeps them (`_data`, encoded: copying and comparing it
+    takes a microsecond, where `os.environ.items()` decodes every name and value, ~15 µs); decoded where an
+    interpreter keeps no such dict. Every change made through `os.environ` shows in either."""
+    data = getattr(os.environ, "_data", None)
+    return dict(data) if isinstance(data, dict) else dict(os.environ)
 
 
 def _collect(fingerprint: tuple[Any, ...]) -> _Known:
@@ -253,6 +280,12 @@ def _known() -> _Known:
         _LOCAL.collecting = False
     _KNOWN = known
     return known
+
+
+def nothing_to_redact() -> bool:
+    """No secret value is known now (no key in the environment, the secrets file or the catalog's variables): a
+    caller about to serialise a structure at once may skip `redact_obj`'s walk, which would return an equal copy."""
+    return _known().pattern is None
 
 
 def secret_names() -> list[str]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,9 @@ def test_runs_show_unknown_and_empty_list() -> None:
 def test_broken_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "broken.db"
     db.write_bytes(b"garbage" * 1000)
+    # A damaged file of yesterday: refused at once (one written in the last seconds is looked at again for a
+    # moment, in case another process is still making it: tests/engine/test_store.py covers that)
+    os.utime(db, (time.time() - 86_400, time.time() - 86_400))
     monkeypatch.setenv("JUDGELAB_DATABASE_URL", f"sqlite:///{db}")
     code, out = invoke("runs", "list")
     assert code == 1 and "cannot open the database" in out

@@ -149,6 +149,8 @@ def test_list_runs_filters_by_kind_newest_first(store: Store) -> None:
 def test_broken_database_file_gives_clear_error_and_is_not_deleted(tmp_path: Path) -> None:
     path = tmp_path / "broken.db"
     path.write_bytes(b"this is not a database" * 100)
+    # Written a moment ago: looked at again for ~2 s (another process may still be making a new database there),
+    # then refused all the same
     with pytest.raises(StoreError, match="move it away"):
         Store(f"sqlite:///{path}")
     assert path.read_bytes().startswith(b"this is not a database")
