@@ -47,8 +47,15 @@ from models.types import (
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
+BACKOFF_BASE_S = 0.5  # the first retry's wait when the server names none; doubled at each further attempt
 MAX_BACKOFF_S = 20.0
 MAX_RETRY_AFTER_S = 60.0
+
+
+def backoff_delay(attempt: int) -> float:
+    """The wait after failed attempt `attempt` (1, 2, …) when the server named none: BACKOFF_BASE_S doubled at each
+    attempt, at most MAX_BACKOFF_S, ±25 % jitter (clients that failed together do not retry together)."""
+    return min(MAX_BACKOFF_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
 
 # One semaphore per (event loop, backend endpoint): asyncio primitives belong to one loop.
 _SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
@@ -461,11 +468,7 @@ class ChatModel(ABC):
             if err.retry_after is not None and err.retry_after > MAX_RETRY_AFTER_S:
                 err.message += f" (server asked to wait {err.retry_after:g} s; not waiting that long)"
                 raise err
-            delay = (
-                err.retry_after
-                if err.retry_after is not None
-                else min(MAX_BACKOFF_S, 0.5 * 2 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
-            )
+            delay = err.retry_after if err.retry_after is not None else backoff_delay(attempt)
             log.info("%s: %s; retrying in %.2f s (attempt %d)", self.model_id, err.kind, delay, attempt)
             await asyncio.sleep(delay)
 

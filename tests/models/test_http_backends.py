@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from dashboard.net import free_port
-from models import MemoryCallLog
+from models import MemoryCallLog, base
 from models.catalog import ModelSpec, Profile
 from models.errors import (
     BadRequest,
@@ -79,6 +79,21 @@ def spec(backend: str, url: str, **kw: Any) -> ModelSpec:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+@pytest.fixture(autouse=True)
+def _short_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retries here wait 20 ms, not half a second, when the server names no wait (the same code path: only the
+    base of the backoff is shorter; its schedule is checked by test_the_backoff_doubles_with_jitter_up_to_its_cap,
+    and a server's Retry-After is still waited in full)."""
+    monkeypatch.setattr(base, "BACKOFF_BASE_S", 0.02)
+
+
+def test_the_backoff_doubles_with_jitter_up_to_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "BACKOFF_BASE_S", 0.5)
+    for attempt, middle in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (7, 20.0), (30, 20.0)]:
+        delays = [base.backoff_delay(attempt) for _ in range(200)]
+        assert middle * 0.75 <= min(delays) < middle * 0.85 and middle * 1.15 < max(delays) <= middle * 1.25
 
 
 @pytest.fixture
