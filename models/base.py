@@ -57,6 +57,7 @@ def backoff_delay(attempt: int) -> float:
     attempt, at most MAX_BACKOFF_S, ±25 % jitter (clients that failed together do not retry together)."""
     return min(MAX_BACKOFF_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
 
+
 # One semaphore per (event loop, backend endpoint): asyncio primitives belong to one loop.
 _SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
     weakref.WeakKeyDictionary()
