@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,34 @@ pytestmark = [pytest.mark.browser, pytest.mark.server]
 BROWSER_ARGS = [*bench_pages.BROWSER_ARGS, "--js-flags=--no-opt --no-maglev"]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@contextlib.contextmanager
+def module_browser() -> Iterator[Any]:
+    """One Chromium (and one Playwright driver) for the tests of a module that share a dashboard, each test on a
+    fresh context (its own cookies, storage and cache, as in a new browser): a Chromium and its driver take ~1.2 s
+    of CPU to start and stop. Only for modules whose tests all share a server fixture (tests/conftest.py keeps them
+    together on one worker, one after the other): a sync Playwright left running makes any other test's
+    `asyncio.run` in the same thread fail."""
+    from playwright.sync_api import sync_playwright
+
+    _require_browser()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def fresh_page(browser: Any, **context: Any) -> Iterator[Any]:
+    """A page on a new context of `browser`, closed afterwards."""
+    made = browser.new_context(**context)
+    try:
+        yield made.new_page()
+    finally:
+        made.close()
 
 
 def _require_browser() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
+from tests.e2e.test_browser import fresh_page, module_browser, serve_dashboard
 from tests.fakes.servers import SchemaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -114,15 +114,16 @@ def shots(request: pytest.FixtureRequest, tmp_path: Path) -> Shots:
     return Shots(Path(keep) / request.node.name if keep else tmp_path / "shots")
 
 
-@pytest.fixture
-def page(world: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with module_browser() as chromium:
+        yield chromium
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
-        yield context.new_page()
-        browser.close()
+
+@pytest.fixture
+def page(world: dict[str, Any], browser: Any) -> Iterator[Any]:
+    with fresh_page(browser, viewport={"width": 1400, "height": 1100}, accept_downloads=True) as fresh:
+        yield fresh
 
 
 def settle(page: Any, quiet_s: float = 1.0, timeout_s: float = 120) -> None:
@@ -466,15 +467,12 @@ def _replayed(db: Path, kind: str) -> list[tuple[str, str]]:
     return runs
 
 
-def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) -> None:
-    from playwright.sync_api import expect, sync_playwright
+def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], browser: Any, shots: Shots) -> None:
+    from playwright.sync_api import expect
 
     url, db = demo_world["url"], demo_world["db"]
     pages = DEMO_MANIFEST["pages"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
-
+    with fresh_page(browser, viewport={"width": 1400, "height": 1100}) as page:
         open_page(page, url, "models", "🧠 Models")
         expect(page.get_by_test_id("stSidebar").get_by_role("switch", name="Demo (recorded)")).to_be_checked()
         shots(page, "demo-models")
@@ -593,6 +591,5 @@ def test_the_demo_tour_needs_no_model(demo_world: dict[str, Any], shots: Shots) 
         expect(page.get_by_text("not in the demo recording", exact=False).first).to_be_visible(timeout=60_000)
         expect(page.get_by_test_id("stException")).to_have_count(0)
         shots(page, "demo-miss")
-        browser.close()
     log = demo_world["log"].read_text(encoding="utf-8", errors="replace")
     assert "no-such-model.gguf" not in log and "Traceback" not in log, log[-3000:]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM, serve_dashboard
+from tests.e2e.test_browser import fresh_page, module_browser, serve_dashboard
 from tests.fakes.servers import Reply, SchemaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -58,15 +58,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, db
 
 
-@pytest.fixture
-def browser_page(served: tuple[str, Path]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="module")
+def browser(served: tuple[str, Path]) -> Iterator[Any]:
+    with module_browser() as chromium:
+        yield chromium
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
-        yield page
-        browser.close()
+
+@pytest.fixture
+def browser_page(browser: Any) -> Iterator[Any]:
+    with fresh_page(browser, viewport={"width": 1400, "height": 1600}) as fresh:
+        yield fresh
 
 
 def _runs(db: Path) -> list[tuple[str, str, str | None]]:

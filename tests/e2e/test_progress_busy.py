@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import BROWSER_ARGS, CHROMIUM
+from tests.e2e.test_browser import fresh_page, module_browser
 from tests.e2e.test_live_runs import slow_dashboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -83,14 +83,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, db, tmp
 
 
-@pytest.fixture
-def page(served: tuple[str, Path, Path]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="module")
+def browser(served: tuple[str, Path, Path]) -> Iterator[Any]:
+    with module_browser() as chromium:
+        yield chromium
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        yield browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
-        browser.close()
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    with fresh_page(browser, viewport={"width": 1400, "height": 1600}) as fresh:
+        yield fresh
 
 
 def _sample(page: Any, timeout_s: float = 240) -> list[Sample]:
