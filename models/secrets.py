@@ -13,6 +13,7 @@ URL before anything is sent to it.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import logging
@@ -86,7 +87,7 @@ def _secrets_files() -> list[str]:
     """`secrets_paths` as strings (what the fingerprint of every redaction stats: no Path objects made)."""
     explicit = os.environ.get("JUDGELAB_SECRETS")
     if explicit:
-        return [explicit]
+        return [_as_read(explicit)]
     here = os.path.join(os.getcwd(), ".streamlit", "secrets.toml")
     return [here] if here == _SHIPPED_SECRETS else [here, _SHIPPED_SECRETS]
 
@@ -155,7 +156,15 @@ def _catalog_path() -> Path:
 
 
 def _catalog_file() -> str:
-    return os.environ.get("JUDGELAB_CATALOG") or _DEFAULT_CATALOG_FILE
+    named = os.environ.get("JUDGELAB_CATALOG")
+    return _as_read(named) if named else _DEFAULT_CATALOG_FILE
+
+
+@functools.lru_cache(maxsize=64)
+def _as_read(named: str) -> str:
+    """A path from the environment as `Path` reads it (`secrets.toml/` and `secrets.toml/.` name the file): the
+    fingerprint stats exactly the file the readers open, or a change to it would go unseen."""
+    return str(Path(named))
 
 
 _DEFAULT_CATALOG_FILE = str(DEFAULT_CATALOG)

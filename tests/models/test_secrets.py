@@ -56,6 +56,29 @@ def test_a_new_or_changed_key_is_picked_up_without_restart(custom_keys: None, mo
     assert redact(f"{CUSTOM} rotated-key-77777777") == f"{CUSTOM} <MY_CUSTOM_KEY>"
 
 
+@pytest.mark.parametrize("tail", ["", "/", "/."])
+def test_a_key_written_into_the_files_later_is_redacted_however_their_path_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: str
+) -> None:
+    """The secret values are collected again when the secrets file or the catalog changes: what is looked at is
+    the file the readers open, also when its variable ends in `/` or `/.` (which Path reads as the file)."""
+    secrets, catalog = tmp_path / "secrets.toml", tmp_path / "catalog.yaml"
+    secrets.write_text("")
+    catalog.write_text("models: []\n")
+    monkeypatch.setenv("JUDGELAB_SECRETS", str(secrets) + tail)
+    monkeypatch.setenv("JUDGELAB_CATALOG", str(catalog) + tail)
+    monkeypatch.setenv("LATER_CREDENTIAL", "lat-5566778899aabb")
+    assert redact(f"{TOML_KEY} lat-5566778899aabb") == f"{TOML_KEY} lat-5566778899aabb"
+    secrets.write_text(f'SOMETHING_ELSE = "{TOML_KEY}"\n')
+    catalog.write_text(
+        "models:\n  - {id: c, backend: openai, model: m, base_url: 'http://u:pw-0123456789ab@127.0.0.1:9',"
+        " api_key_env: LATER_CREDENTIAL, profile: {name: C}}\n"
+    )
+    assert redact(f"{TOML_KEY} lat-5566778899aabb pw-0123456789ab") == (
+        "<SOMETHING_ELSE> <LATER_CREDENTIAL> <BASE_URL_PASSWORD>"
+    )
+
+
 def test_longest_key_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-aaaaaaaaaaaa")
     monkeypatch.setenv("LONG_API_KEY", "sk-aaaaaaaaaaaa-and-more")
