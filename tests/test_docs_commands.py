@@ -11,8 +11,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 import typer
 
 from dashboard.cli import app
+from tests import forkcli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -161,15 +160,7 @@ def test_a_documented_example_runs(where: str, command: str, tmp_path: Path) -> 
         (tmp_path / name).write_text(content, encoding="utf-8")
     if "judgments.jsonl" in command:  # "your recorded judgments": recorded first, by the mock judge
         record = ["skip", "simulate", "--workload", "messages.jsonl", "--model", "mock", "--record", "judgments.jsonl"]
-        prepared = subprocess.run(
-            [sys.executable, "-m", "dashboard.cli", *record],
-            cwd=tmp_path,
-            env={**env, "PYTHONPATH": str(ROOT)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        prepared = forkcli.run(record, {**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=300)
         assert prepared.returncode == 0, prepared.stderr[-2000:]
     words = [BUNDLED.get(w, w) for w in shlex.split(command)[1:]]
     for i, word in enumerate(words[:-1]):  # what a line writes under data/ goes to a copy, never the shipped file
@@ -179,16 +170,8 @@ def test_a_documented_example_runs(where: str, command: str, tmp_path: Path) -> 
             if (ROOT / words[i + 1]).is_file():
                 shutil.copyfile(ROOT / words[i + 1], copy)
             words[i + 1] = str(copy)
-    argv = [sys.executable, "-m", "dashboard.cli", *words]
-    done = subprocess.run(
-        argv,
-        cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    # A new `judgelab` process each (forked from a warm one that has done the imports: tests/forkcli.py)
+    done = forkcli.run(words, {**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, f"{where}: `{command}` exited {done.returncode}:\n{done.stderr[-2000:]}"
 
 
