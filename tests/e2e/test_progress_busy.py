@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import fresh_page, module_browser
-from tests.e2e.test_live_runs import slow_dashboard
+from tests.e2e.test_live_runs import browser, browser_page, slow_dashboard  # noqa: F401 — fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -83,16 +82,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, db, tmp
 
 
-@pytest.fixture(scope="module")
-def browser(served: tuple[str, Path, Path]) -> Iterator[Any]:
-    with module_browser() as chromium:
-        yield chromium
-
-
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser, viewport={"width": 1400, "height": 1600}) as fresh:
-        yield fresh
+def page(request: pytest.FixtureRequest) -> Any:
+    """A fresh page of the module's Chromium (the fixtures of tests/e2e/test_live_runs.py, on this module's server)."""
+    return request.getfixturevalue("browser_page")
 
 
 def _sample(page: Any, timeout_s: float = 240) -> list[Sample]:
