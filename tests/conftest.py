@@ -38,16 +38,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # and later becomes garbage in a cycle stays until the worker exits: the workers' peak memory was the same within
 # noise in `make test-fast` (510–690 MB each, frozen or not) and is ~2.2 GB each in `make test`.
 def pytest_collection_finish(session: pytest.Session) -> None:
-    gc.collect()
-    gc.freeze()
-    _FULL_COLLECTIONS[0] = gc.get_stats()[2]["collections"]
+    _collect_and_freeze()
 
 
 def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
     if gc.get_stats()[2]["collections"] != _FULL_COLLECTIONS[0]:
-        gc.collect()
-        gc.freeze()
-        _FULL_COLLECTIONS[0] = gc.get_stats()[2]["collections"]
+        _collect_and_freeze()
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
+    _FULL_COLLECTIONS[0] = gc.get_stats()[2]["collections"]
 
 
 _FULL_COLLECTIONS = [0]  # full collections counted at the last freeze

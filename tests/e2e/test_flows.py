@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import fresh_page, module_browser, serve_dashboard
+from tests.e2e.test_browser import fresh_page, serve_dashboard
 from tests.fakes.servers import SchemaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -112,12 +112,6 @@ class Shots:
 def shots(request: pytest.FixtureRequest, tmp_path: Path) -> Shots:
     keep = os.environ.get("JUDGELAB_E2E_SHOTS")
     return Shots(Path(keep) / request.node.name if keep else tmp_path / "shots")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with module_browser() as chromium:
-        yield chromium
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser import fresh_page, module_browser, serve_dashboard
+from tests.e2e.test_browser import fresh_page, serve_dashboard
 from tests.fakes.servers import Reply, SchemaServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -56,12 +56,6 @@ def slow_dashboard(tmp: Path) -> Iterator[tuple[str, Path]]:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     with slow_dashboard(tmp_path_factory.mktemp("live")) as (url, db):
         yield url, db
-
-
-@pytest.fixture(scope="module")
-def browser(served: tuple[str, Path]) -> Iterator[Any]:
-    with module_browser() as chromium:
-        yield chromium
 
 
 @pytest.fixture

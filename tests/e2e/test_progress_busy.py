@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_live_runs import browser, browser_page, slow_dashboard  # noqa: F401 — fixtures
+from tests.e2e.test_live_runs import browser_page, slow_dashboard  # noqa: F401 — browser_page: a fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
