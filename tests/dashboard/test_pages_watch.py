@@ -303,6 +303,44 @@ def test_skip_simulation_cancel(hub: Hub) -> None:
     assert any("Cancelled" in w.value for w in at.warning) and not at.button(key="skip.run").disabled
 
 
+def test_a_simulation_stored_as_finished_is_watched_until_its_entry_point_returns(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry point stores the run's end, then returns its report (the timeline the page draws). A look
+    between the two — a busy machine makes it likely — kept the page from ever showing the timeline: it drew
+    the stored summary with "simulate again to see them" and stopped watching. Now it watches until the report
+    is back, then draws it."""
+    import threading
+
+    from dashboard.mechanisms.skip import page as skip_page
+
+    real, gate = skip_page.run_simulation, threading.Event()
+
+    async def returns_late(*args: Any, **kwargs: Any) -> Any:
+        report = await real(*args, **kwargs)
+        await asyncio.to_thread(gate.wait, 60)  # stored as finished; the report not returned yet
+        return report
+
+    monkeypatch.setattr(skip_page, "run_simulation", returns_late)
+    hub.delay_s = 0.0
+    at = page("skip")
+    _small_skip(at, MODEL)
+    click_returns_at_once(at, "skip.run")
+    run_id = url(at, "run")
+    try:
+        rerun_until(at, lambda: status(run_id) == "finished")
+        at.run()
+        assert at.get("progress") and at.button(key="skip.run").disabled  # still watched
+        assert not at.info and not at.get("plotly_chart")
+    finally:
+        gate.set()
+    rerun_until(at, lambda: run_ended(run_id))
+    at.run()
+    assert not at.get("progress") and not at.button(key="skip.run").disabled
+    assert not [i.value for i in at.info if "simulate again" in i.value]
+    assert at.get("plotly_chart")  # the timeline, from the report the entry point returned
+
+
 # -- confidence -------------------------------------------------------------------------------------------------
 
 

@@ -87,8 +87,8 @@ def _result(run_id: str, view: Collected | None) -> dict[str, Any] | None:
     """What the page shows of a finished simulation: the full report when this process ran it (the registry
     holds its return value), else the comparison stored as the run's result."""
     run = state.get_store().get_run(run_id)
-    if run is None or view is None or view.result is None:
-        return None
+    if run is None or view is None or view.result is None or state.get_registry().is_live(run_id):
+        return None  # (its end stored, its report not yet returned: the watch looks again in a moment)
     response = ResponseConfig.model_validate(run.config.get("response") or {})
     report = live_result(run_id)
     if report is None:
