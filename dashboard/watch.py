@@ -166,7 +166,9 @@ def watch_run(
     if run is None:
         st.warning(f"No run {md(run_id)} in this database.")
         return None
-    live_at_start = (run.status == RUNNING and _unrecorded_end(run_id) is None) or _returning(run_id)
+    live_at_start = (run.status == RUNNING and _unrecorded_end(run_id) is None) or (
+        run.status == FINISHED and _returning(run_id)
+    )
 
     @st.fragment(run_every=every_s if live_at_start else None)
     def watching() -> None:
@@ -180,7 +182,7 @@ def watch_run(
         error = (current.error if current else "") or ""
         if status == RUNNING and (unrecorded := _unrecorded_end(run_id)) is not None:
             status, error = FAILED, unrecorded  # ended here, but its end could not be stored
-        elif status != RUNNING and _returning(run_id):
+        elif status == FINISHED and _returning(run_id):
             status = RUNNING  # its end is stored, its entry point is still returning: look again next tick
         if status == RUNNING:
             render_progress(run_id, key)
@@ -217,8 +219,9 @@ def _unrecorded_end(run_id: str) -> str | None:
 
 def _returning(run_id: str) -> bool:
     """This process runs `run_id` and its entry point has not returned yet, although the run's end may be stored
-    already (the entry point records it, then returns). A page that shows the return value (`live_result`: a
-    simulation's timeline) would otherwise draw the stored summary alone and never look again."""
+    already (the entry point records it, then returns). A page that shows the return value of a finished run
+    (`live_result`: a simulation's timeline) would otherwise draw the stored summary alone and never look again.
+    A cancelled or failed run is shown as stored at once: no page needs its return value."""
     return state.get_registry().is_live(run_id)
 
 

@@ -18,7 +18,7 @@ from dashboard.mechanisms.director.check import RULES_ONLY_NOTE
 from engine.confidence.demo import CONFIDENCE_EXAMPLES
 from engine.demo import load_manifest
 from engine.store import Store
-from tests.dashboard.rendered import rerun_until
+from tests.dashboard.rendered import rerun_until, run_ended
 from tests.engine.test_demo import DEMO, DEMO_RUNS, no_local_model  # noqa: F401 — a fixture
 from tests.fakes.forms import wkey
 
@@ -73,11 +73,10 @@ def settle(at: AppTest, timeout_s: float = 60.0) -> None:
 
 
 def watch_to_end(at: AppTest, kind: str, timeout_s: float = 60.0) -> None:
-    """The Jury page watches its run from the registry: rerun until no run of `kind` is running any more."""
+    """The Jury page watches its run from the registry: rerun until no run of `kind` is running any more, stored
+    or in the registry (the page shows a run's end once its entry point has returned, a moment after it is stored)."""
     store = Store()
-    rerun_until(
-        at, lambda: not any(r.status == "running" for r in store.list_runs(kind=kind)), timeout_s, "the run never ended"
-    )
+    rerun_until(at, lambda: all(run_ended(r.id) for r in store.list_runs(kind=kind)), timeout_s, "the run never ended")
     at.run()
 
 

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from tests.dashboard.rendered import shown
+from tests.dashboard.rendered import run_ended, shown
 
 
 def _page() -> None:
@@ -33,7 +33,7 @@ def settle(at: AppTest, timeout: float = 300.0) -> AppTest:
         return (
             pending is not None
             or any(not f.done() for f in answering.values())
-            or any(r.status == "running" and r.kind == "handraise.eval" for r in runs)
+            or any(r.kind == "handraise.eval" and not run_ended(r.id) for r in runs)  # stored, and returned
         )
 
     at.run()

@@ -13,7 +13,7 @@ from dashboard import state
 from engine.jury.config import JuryCase, JuryConfig
 from engine.jury.decisions import JurorSeat
 from engine.jury.runner import Jury, run_case
-from tests.dashboard.rendered import shown
+from tests.dashboard.rendered import run_ended, shown
 from tests.engine.test_jury_run import Plan, ev, scripted
 from tests.fakes.forms import wkey
 
@@ -48,7 +48,7 @@ def test_jury_page_runs_live_on_the_bundled_model() -> None:
     assert not at.exception and all("gold label" in e.value for e in at.error), [e.value for e in at.error]
     # The page watches the run: each rerun folds what arrived; the run ends on its own.
     deadline = time.monotonic() + 600
-    while state.get_store().list_runs(kind="jury.run")[0].status == "running":
+    while not run_ended(state.get_store().list_runs(kind="jury.run")[0].id):  # stored, and returned
         assert time.monotonic() < deadline
         time.sleep(1.0)
         at.run()

@@ -273,7 +273,8 @@ def _watch_to_the_end(at: Any, kind: str, timeout: float = 300.0) -> None:
     from dashboard import state
 
     deadline = time.monotonic() + timeout
-    while any(r.status == "running" for r in state.get_store().list_runs(kind=kind)):
+    registry = state.get_registry()  # the page shows a run's end once its entry point has returned too
+    while any(r.status == "running" or registry.is_live(r.id) for r in state.get_store().list_runs(kind=kind)):
         assert time.monotonic() < deadline, f"the {kind} run did not end"
         time.sleep(0.5)
         at.run()

@@ -16,6 +16,7 @@ from engine.experiments.execution import HubModels
 from engine.experiments.scorecard import shipped_scorecard
 from engine.store import Store
 from pages.models import JUDGE_COLUMNS, SCORECARD_COLUMNS, scorecard_rows
+from tests.dashboard.rendered import run_ended
 from tests.engine.test_scorecard import scripted
 
 runner = CliRunner()
@@ -200,7 +201,7 @@ def test_the_models_page_starts_a_quick_scorecard_and_shows_it(monkeypatch: pyte
     assert any(run_id in c.value for c in at.caption)
     store = state.get_store()
     deadline = time.monotonic() + 60
-    while store.get_run(run_id).status == "running":  # type: ignore[union-attr]
+    while not run_ended(run_id):  # stored, and its entry point returned (the page shows it then)
         assert time.monotonic() < deadline
         time.sleep(0.3)
     assert store.get_run(run_id).status == "finished"  # type: ignore[union-attr]
